@@ -1,0 +1,313 @@
+//! The one error type of the crate.
+//!
+//! Every failure is an [`Error`]: a [`ErrorKind`] that callers match on, plus
+//! the error labels the server (or the driver) attached. Retry and SDAM
+//! decisions are made from the kind and labels, never from message text,
+//! except where a spec says to look at the message.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::sync::Arc;
+
+use bson::Document;
+
+use crate::address::ServerAddress;
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// A failure of the driver or of the server.
+#[derive(Clone, Debug)]
+pub struct Error {
+    kind: Box<ErrorKind>,
+    labels: BTreeSet<String>,
+}
+
+/// What went wrong.
+#[derive(Clone, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The caller passed something invalid: a bad URI, a conflicting option,
+    /// a document that cannot be sent. The message names the problem.
+    #[error("invalid argument: {message}")]
+    InvalidArgument {
+        /// What is wrong.
+        message: String,
+    },
+
+    /// A socket could not be opened, or failed while in use.
+    #[error("network error{}: {message}", fmt_address(address))]
+    Network {
+        /// The server the socket led to, when known.
+        address: Option<ServerAddress>,
+        /// What failed.
+        message: String,
+        /// Whether the failure was a timeout (connect or socket timeout).
+        timeout: bool,
+        /// The underlying I/O error, when there was one.
+        #[source]
+        io: Option<Arc<std::io::Error>>,
+    },
+
+    /// The server answered a command with `ok: 0`.
+    #[error("{0}")]
+    Command(CommandError),
+
+    /// The server's reply could not be understood: a malformed frame, invalid
+    /// BSON, a reply that violates the protocol. The socket is not reusable.
+    #[error("protocol error{}: {message}", fmt_address(address))]
+    Protocol {
+        /// The server that sent the reply, when known.
+        address: Option<ServerAddress>,
+        /// What was wrong with the reply.
+        message: String,
+    },
+
+    /// No suitable server was found.
+    #[error("server selection failed: {message}")]
+    ServerSelection {
+        /// Why, naming the servers and their errors as the spec asks.
+        message: String,
+    },
+
+    /// The deployment's wire versions do not overlap the driver's.
+    #[error("incompatible server: {message}")]
+    IncompatibleServer {
+        /// The SDAM spec's compatibility message.
+        message: String,
+    },
+
+    /// Authentication failed.
+    #[error("authentication failed: {message}")]
+    Authentication {
+        /// The reason, without secrets.
+        message: String,
+    },
+
+    /// The operation's deadline (`timeoutMS`) passed.
+    #[error("operation timed out: {message}")]
+    Timeout {
+        /// What was under way when the deadline passed.
+        message: String,
+    },
+
+    /// The client was closed, or used in a way its state does not allow.
+    #[error("client error: {message}")]
+    Client {
+        /// What was wrong.
+        message: String,
+    },
+}
+
+fn fmt_address(address: &Option<ServerAddress>) -> String {
+    match address {
+        Some(a) => format!(" ({a})"),
+        None => String::new(),
+    }
+}
+
+/// A command the server answered with `ok: 0`.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct CommandError {
+    /// The server's error code.
+    pub code: i32,
+    /// The server's name for the code (`codeName`), empty when absent.
+    pub code_name: String,
+    /// The server's message (`errmsg`).
+    pub message: String,
+    /// The `topologyVersion` field of the reply, used by SDAM to ignore
+    /// stale state-change errors.
+    pub topology_version: Option<Document>,
+    /// The server that answered.
+    pub address: Option<ServerAddress>,
+}
+
+impl fmt::Display for CommandError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "command failed with code {}", self.code)?;
+        if !self.code_name.is_empty() {
+            write!(f, " ({})", self.code_name)?;
+        }
+        write!(f, ": {}", self.message)?;
+        if let Some(a) = &self.address {
+            write!(f, " (on {a})")?;
+        }
+        Ok(())
+    }
+}
+
+impl Error {
+    /// An error of the given kind without labels.
+    pub fn new(kind: ErrorKind) -> Self {
+        Error {
+            kind: Box::new(kind),
+            labels: BTreeSet::new(),
+        }
+    }
+
+    /// An [`ErrorKind::InvalidArgument`] with this message.
+    pub fn invalid_argument(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::InvalidArgument {
+            message: message.into(),
+        })
+    }
+
+    /// An [`ErrorKind::Protocol`] with this message.
+    pub fn protocol(address: Option<ServerAddress>, message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Protocol {
+            address,
+            message: message.into(),
+        })
+    }
+
+    /// An [`ErrorKind::Network`] from an I/O error; timeouts are recognised.
+    pub fn network(address: Option<ServerAddress>, context: &str, io: std::io::Error) -> Self {
+        let timeout = matches!(
+            io.kind(),
+            std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
+        );
+        let message = if timeout {
+            format!("{context}: timed out")
+        } else {
+            format!("{context}: {io}")
+        };
+        Error::new(ErrorKind::Network {
+            address,
+            message,
+            timeout,
+            io: Some(Arc::new(io)),
+        })
+    }
+
+    /// An [`ErrorKind::Network`] without an I/O error behind it.
+    pub fn network_message(address: Option<ServerAddress>, message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Network {
+            address,
+            message: message.into(),
+            timeout: false,
+            io: None,
+        })
+    }
+
+    /// An [`ErrorKind::ServerSelection`] with this message.
+    pub fn server_selection(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::ServerSelection {
+            message: message.into(),
+        })
+    }
+
+    /// An [`ErrorKind::Client`] with this message.
+    pub fn client(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Client {
+            message: message.into(),
+        })
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> &ErrorKind {
+        &self.kind
+    }
+
+    /// The error labels (`RetryableWriteError`, `TransientTransactionError`,
+    /// `SystemOverloadedError`, ...), sorted.
+    pub fn labels(&self) -> impl Iterator<Item = &str> {
+        self.labels.iter().map(String::as_str)
+    }
+
+    /// Whether the error carries `label`.
+    pub fn contains_label(&self, label: &str) -> bool {
+        self.labels.contains(label)
+    }
+
+    /// Adds a label (drivers add some, e.g. `RetryableWriteError` on network errors).
+    pub fn add_label(&mut self, label: impl Into<String>) {
+        self.labels.insert(label.into());
+    }
+
+    /// This error with the labels added.
+    pub fn with_labels<I, S>(mut self, labels: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.labels.extend(labels.into_iter().map(Into::into));
+        self
+    }
+
+    /// The server's error code, for command errors.
+    pub fn code(&self) -> Option<i32> {
+        match &*self.kind {
+            ErrorKind::Command(c) => Some(c.code),
+            _ => None,
+        }
+    }
+
+    /// Whether the socket failed (including timeouts).
+    pub fn is_network_error(&self) -> bool {
+        matches!(&*self.kind, ErrorKind::Network { .. })
+    }
+
+    /// Whether the socket failed by timing out.
+    pub fn is_network_timeout(&self) -> bool {
+        matches!(&*self.kind, ErrorKind::Network { timeout: true, .. })
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.kind, f)?;
+        if !self.labels.is_empty() {
+            let labels: Vec<&str> = self.labels().collect();
+            write!(f, " (labels: {})", labels.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(&*self.kind)
+    }
+}
+
+impl From<ErrorKind> for Error {
+    fn from(kind: ErrorKind) -> Self {
+        Error::new(kind)
+    }
+}
+
+impl From<CommandError> for Error {
+    fn from(c: CommandError) -> Self {
+        Error::new(ErrorKind::Command(c))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_and_code() {
+        let e = Error::from(CommandError {
+            code: 91,
+            code_name: "ShutdownInProgress".into(),
+            message: "shutting down".into(),
+            topology_version: None,
+            address: None,
+        })
+        .with_labels(["RetryableWriteError"]);
+        assert_eq!(e.code(), Some(91));
+        assert!(e.contains_label("RetryableWriteError"));
+        assert!(!e.is_network_error());
+        assert!(e.to_string().contains("ShutdownInProgress"));
+        assert!(e.to_string().contains("RetryableWriteError"));
+    }
+
+    #[test]
+    fn network_timeout_is_recognised() {
+        let io = std::io::Error::new(std::io::ErrorKind::TimedOut, "t");
+        let e = Error::network(None, "reading reply", io);
+        assert!(e.is_network_error() && e.is_network_timeout());
+    }
+}

@@ -1,0 +1,241 @@
+//! The values SDAM reasons about: what one server is, and what the whole
+//! deployment is, as of the last check.
+//!
+//! These are plain data. [`ServerDescription::from_hello`] and the update
+//! rules in [`super::update`] are the only code that gives them meaning.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use bson::oid::ObjectId;
+use bson::Document;
+
+use crate::address::ServerAddress;
+use crate::read_preference::TagSet;
+
+/// The server types of the SDAM spec.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum ServerType {
+    /// Not checked yet, or the last check failed.
+    #[default]
+    Unknown,
+    /// A server that is not part of a replica set.
+    Standalone,
+    /// A `mongos` router.
+    Mongos,
+    /// A member another member names as primary, not yet checked by us.
+    PossiblePrimary,
+    /// The replica set primary.
+    RsPrimary,
+    /// A replica set secondary.
+    RsSecondary,
+    /// A replica set arbiter.
+    RsArbiter,
+    /// A hidden, starting-up or recovering member.
+    RsOther,
+    /// A member not yet initialised, or removed from its set.
+    RsGhost,
+    /// The load balancer in front of a load-balanced deployment.
+    LoadBalancer,
+}
+
+impl ServerType {
+    /// The spec's name for the type (`RSPrimary`, `Mongos`, ...), as the
+    /// spec tests and log messages write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServerType::Unknown => "Unknown",
+            ServerType::Standalone => "Standalone",
+            ServerType::Mongos => "Mongos",
+            ServerType::PossiblePrimary => "PossiblePrimary",
+            ServerType::RsPrimary => "RSPrimary",
+            ServerType::RsSecondary => "RSSecondary",
+            ServerType::RsArbiter => "RSArbiter",
+            ServerType::RsOther => "RSOther",
+            ServerType::RsGhost => "RSGhost",
+            ServerType::LoadBalancer => "LoadBalancer",
+        }
+    }
+
+    /// Whether a server of this type holds data (standalone, mongos,
+    /// primary, secondary, load balancer).
+    pub fn is_data_bearing(self) -> bool {
+        matches!(
+            self,
+            ServerType::Standalone
+                | ServerType::Mongos
+                | ServerType::RsPrimary
+                | ServerType::RsSecondary
+                | ServerType::LoadBalancer
+        )
+    }
+}
+
+/// The topology types of the SDAM spec.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum TopologyType {
+    /// Nothing is known yet.
+    #[default]
+    Unknown,
+    /// One server, used whatever its type (direct connection).
+    Single,
+    /// A replica set whose primary is not known.
+    ReplicaSetNoPrimary,
+    /// A replica set with a known primary.
+    ReplicaSetWithPrimary,
+    /// One or more mongos routers.
+    Sharded,
+    /// A load balancer in front of the deployment.
+    LoadBalanced,
+}
+
+impl TopologyType {
+    /// The spec's name for the type, as the spec tests write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TopologyType::Unknown => "Unknown",
+            TopologyType::Single => "Single",
+            TopologyType::ReplicaSetNoPrimary => "ReplicaSetNoPrimary",
+            TopologyType::ReplicaSetWithPrimary => "ReplicaSetWithPrimary",
+            TopologyType::Sharded => "Sharded",
+            TopologyType::LoadBalanced => "LoadBalanced",
+        }
+    }
+}
+
+/// A server's `topologyVersion`: which process answered, and how many
+/// topology changes it has seen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TopologyVersion {
+    /// Changes every time the server process starts.
+    pub process_id: ObjectId,
+    /// Grows with every topology change inside one process.
+    pub counter: i64,
+}
+
+/// What the driver knows about one server.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct ServerDescription {
+    /// The address as the topology knows it (lower case).
+    pub address: ServerAddress,
+    /// The type the last check found.
+    pub server_type: ServerType,
+    /// The error of the last failed check, if the server is Unknown because of one.
+    pub error: Option<String>,
+    /// Smoothed round-trip time of checks (EWMA, alpha 0.2).
+    pub round_trip_time: Option<Duration>,
+    /// Minimum round-trip time over recent checks.
+    pub min_round_trip_time: Option<Duration>,
+    /// `lastWrite.lastWriteDate`, in milliseconds since the Unix epoch.
+    pub last_write_date: Option<i64>,
+    /// `lastWrite.opTime`.
+    pub op_time: Option<Document>,
+    /// `minWireVersion`, 0 when absent.
+    pub min_wire_version: i32,
+    /// `maxWireVersion`, 0 when absent.
+    pub max_wire_version: i32,
+    /// `me`, lower case.
+    pub me: Option<ServerAddress>,
+    /// `hosts`, lower case.
+    pub hosts: Vec<ServerAddress>,
+    /// `passives`, lower case.
+    pub passives: Vec<ServerAddress>,
+    /// `arbiters`, lower case.
+    pub arbiters: Vec<ServerAddress>,
+    /// `tags`.
+    pub tags: TagSet,
+    /// `setName`.
+    pub set_name: Option<String>,
+    /// `setVersion`.
+    pub set_version: Option<i64>,
+    /// `electionId`.
+    pub election_id: Option<ObjectId>,
+    /// `primary`, lower case.
+    pub primary: Option<ServerAddress>,
+    /// When the description was made (monotonic); `None` means "infinity
+    /// ago", the value of a server never checked.
+    pub last_update_time: Option<Instant>,
+    /// `logicalSessionTimeoutMinutes`.
+    pub logical_session_timeout_minutes: Option<i64>,
+    /// `topologyVersion`.
+    pub topology_version: Option<TopologyVersion>,
+    /// `serviceId` (load-balanced mode).
+    pub service_id: Option<ObjectId>,
+    /// Whether the server said `helloOk: true`, so later checks may use `hello`.
+    pub hello_ok: bool,
+    /// `maxBsonObjectSize`.
+    pub max_bson_object_size: i64,
+    /// `maxMessageSizeBytes`.
+    pub max_message_size_bytes: i64,
+    /// `maxWriteBatchSize`.
+    pub max_write_batch_size: i64,
+}
+
+/// Server limits assumed before a server says otherwise (the spec's defaults).
+pub const DEFAULT_MAX_BSON_OBJECT_SIZE: i64 = 16 * 1024 * 1024;
+/// See [`DEFAULT_MAX_BSON_OBJECT_SIZE`].
+pub const DEFAULT_MAX_MESSAGE_SIZE_BYTES: i64 = 48_000_000;
+/// See [`DEFAULT_MAX_BSON_OBJECT_SIZE`].
+pub const DEFAULT_MAX_WRITE_BATCH_SIZE: i64 = 100_000;
+
+impl ServerDescription {
+    /// The description of a server nobody has checked: type Unknown,
+    /// lastUpdateTime "infinity ago".
+    pub fn unknown(address: ServerAddress) -> Self {
+        ServerDescription {
+            address,
+            server_type: ServerType::Unknown,
+            error: None,
+            round_trip_time: None,
+            min_round_trip_time: None,
+            last_write_date: None,
+            op_time: None,
+            min_wire_version: 0,
+            max_wire_version: 0,
+            me: None,
+            hosts: Vec::new(),
+            passives: Vec::new(),
+            arbiters: Vec::new(),
+            tags: TagSet::new(),
+            set_name: None,
+            set_version: None,
+            election_id: None,
+            primary: None,
+            last_update_time: None,
+            logical_session_timeout_minutes: None,
+            topology_version: None,
+            service_id: None,
+            hello_ok: false,
+            max_bson_object_size: DEFAULT_MAX_BSON_OBJECT_SIZE,
+            max_message_size_bytes: DEFAULT_MAX_MESSAGE_SIZE_BYTES,
+            max_write_batch_size: DEFAULT_MAX_WRITE_BATCH_SIZE,
+        }
+    }
+}
+
+/// What the driver knows about the whole deployment.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct TopologyDescription {
+    /// The topology type.
+    pub topology_type: TopologyType,
+    /// The replica set name, when known or required.
+    pub set_name: Option<String>,
+    /// The largest `setVersion` seen from a primary.
+    pub max_set_version: Option<i64>,
+    /// The largest `electionId` seen from a primary.
+    pub max_election_id: Option<ObjectId>,
+    /// Every server, by address.
+    pub servers: BTreeMap<ServerAddress, ServerDescription>,
+    /// Why the deployment is incompatible with this driver, if it is.
+    pub compatibility_error: Option<String>,
+    /// The smallest `logicalSessionTimeoutMinutes` of the data-bearing
+    /// servers, `None` if any of them lacks it (sessions unsupported).
+    pub logical_session_timeout_minutes: Option<i64>,
+    /// Single-threaded mode: a scan must run before the next selection
+    /// (set after an error marked a server Unknown).
+    pub stale: bool,
+}

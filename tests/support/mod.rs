@@ -1,0 +1,6 @@
+//! Code shared by the integration tests and spec runners.
+//!
+//! Each test crate includes it with `mod support;` and uses what it needs.
+#![allow(dead_code)]
+
+pub mod spec;
