@@ -11,7 +11,9 @@ pub mod address;
 pub mod error;
 pub mod options;
 pub mod read_preference;
+pub mod scan;
 pub mod sdam;
+pub mod select;
 
 pub use address::ServerAddress;
 pub use error::{Error, ErrorKind, Result};

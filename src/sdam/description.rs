@@ -217,7 +217,7 @@ impl ServerDescription {
 }
 
 /// What the driver knows about the whole deployment.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Default)]
 #[non_exhaustive]
 pub struct TopologyDescription {
     /// The topology type.

@@ -1,0 +1,133 @@
+//! Runs the server-selection spec tests: every file of
+//! `server-selection/tests/server_selection/<TopologyType>/{read,write}` and
+//! of `server-selection/tests/in_window`.
+
+mod selection_fixture;
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
+
+use mongo_inline::options::DEFAULT_HEARTBEAT_FREQUENCY;
+use mongo_inline::select::{self, SelectionCriteria, SelectionSettings};
+use mongo_inline::{ReadPreference, ReadPreferenceMode};
+use selection_fixture::LOCAL_THRESHOLD;
+use support::spec;
+
+const TOPOLOGY_TYPES: [&str; 6] = [
+    "LoadBalanced",
+    "ReplicaSetNoPrimary",
+    "ReplicaSetWithPrimary",
+    "Sharded",
+    "Single",
+    "Unknown",
+];
+
+#[test]
+fn server_selection() {
+    let Some(root) = spec::dir("server-selection/tests/server_selection") else {
+        return;
+    };
+    let mut report = spec::Report::new("server-selection");
+    let mut seen_dirs = BTreeSet::new();
+    for entry in std::fs::read_dir(&root).expect("list server_selection") {
+        seen_dirs.insert(
+            entry
+                .expect("entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned(),
+        );
+    }
+    let expected_dirs: BTreeSet<String> = TOPOLOGY_TYPES.iter().map(|s| s.to_string()).collect();
+    assert_eq!(
+        seen_dirs, expected_dirs,
+        "the spec's topology directories changed; update TOPOLOGY_TYPES"
+    );
+    for topology_type in TOPOLOGY_TYPES {
+        for operation in ["read", "write"] {
+            let dir = root.join(topology_type).join(operation);
+            if !dir.is_dir() {
+                continue;
+            }
+            for path in spec::json_files(&dir) {
+                let file = format!("{topology_type}/{operation}/{}", spec::name(&path));
+                let test = spec::load(&path);
+                report.run(&file, "selection", || selection_fixture::run_case(&test));
+            }
+        }
+    }
+    report.finish();
+}
+
+/// The in_window files describe the multi-threaded "power of two choices"
+/// by operationCount. What applies to single-threaded selection: every
+/// server listed is in the latency window, and the pick is uniformly random
+/// inside it (each server's share within the file's tolerance of 1/n).
+#[test]
+fn in_window() {
+    let Some(dir) = spec::dir("server-selection/tests/in_window") else {
+        return;
+    };
+    let mut report = spec::Report::new("server-selection in_window");
+    for path in spec::json_files(&dir) {
+        let file = spec::name(&path);
+        let test = spec::load(&path);
+        report.run(&file, "window and uniform random pick", || {
+            check_in_window(&test)
+        });
+        report.skip(
+            &file,
+            "expected_frequencies",
+            "frequencies assume operationCount-based selection (multi-threaded drivers); \
+             single-threaded selection picks uniformly at random inside the window, checked instead",
+        );
+    }
+    report.finish();
+}
+
+fn check_in_window(test: &bson::Document) -> Result<(), String> {
+    let topology = selection_fixture::topology(test, Instant::now())?;
+    let settings = SelectionSettings::new(LOCAL_THRESHOLD, DEFAULT_HEARTBEAT_FREQUENCY);
+    let criteria =
+        SelectionCriteria::ReadPreference(ReadPreference::new(ReadPreferenceMode::Nearest));
+    let window = select::selectable_servers(&topology, &criteria, &settings, &[])
+        .map_err(|e| e.to_string())?;
+    let in_window: BTreeSet<String> = window.iter().map(|s| s.address.to_string()).collect();
+    let all: BTreeSet<String> = topology.servers.keys().map(|a| a.to_string()).collect();
+    if in_window != all {
+        return Err(format!(
+            "window {in_window:?}, expected every server {all:?}"
+        ));
+    }
+    let outcome = test.get_document("outcome").map_err(|e| e.to_string())?;
+    let tolerance = match outcome.get("tolerance") {
+        Some(bson::Bson::Double(d)) => *d,
+        Some(bson::Bson::Int32(i)) => f64::from(*i),
+        other => return Err(format!("tolerance is not a number: {other:?}")),
+    };
+    // A tolerance of 0 is meant for deterministic outcomes; a uniform
+    // random pick needs room: allow at least 0.05 around 1/n.
+    let tolerance = tolerance.max(0.05);
+    // The file's count suits its deterministic outcomes; a uniform pick
+    // needs enough draws for the tolerance to hold.
+    let iterations = (test.get_i32("iterations").map_err(|e| e.to_string())? as usize).max(2000);
+    let mut rng = fastrand::Rng::with_seed(2024);
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for _ in 0..iterations {
+        let picked = select::select(&topology, &criteria, &settings, &[], &mut rng)
+            .map_err(|e| e.to_string())?
+            .ok_or("nothing selected")?;
+        *counts.entry(picked.to_string()).or_default() += 1;
+    }
+    let share = 1.0 / all.len() as f64;
+    for address in &all {
+        let frequency = counts.get(address).copied().unwrap_or(0) as f64 / iterations as f64;
+        if (frequency - share).abs() > tolerance {
+            return Err(format!(
+                "{address} picked with frequency {frequency:.3}, expected {share:.3} ± {tolerance}"
+            ));
+        }
+    }
+    Ok(())
+}
