@@ -149,6 +149,14 @@ impl MsgFlags {
     }
 }
 
+impl std::ops::BitOr for MsgFlags {
+    type Output = MsgFlags;
+
+    fn bitor(self, other: MsgFlags) -> MsgFlags {
+        self.with(other)
+    }
+}
+
 /// A kind-1 section: documents sent as a sequence instead of an array field
 /// of the body (e.g. `documents` of an insert).
 #[derive(Clone, Debug, PartialEq)]
@@ -858,7 +866,7 @@ mod tests {
     #[test]
     fn op_msg_round_trips_with_more_to_come_and_checksum() {
         let mut msg = sample_msg();
-        msg.flags = MsgFlags::MORE_TO_COME.with(MsgFlags::CHECKSUM_PRESENT);
+        msg.flags = MsgFlags::MORE_TO_COME | MsgFlags::CHECKSUM_PRESENT;
         let frame = encoded(&msg);
         let (header, body) = split(&frame);
         let decoded = decode(&header, body).unwrap();
