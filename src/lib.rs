@@ -12,6 +12,7 @@ pub mod error;
 pub mod options;
 pub mod read_preference;
 pub mod sdam;
+pub mod uri;
 
 pub use address::ServerAddress;
 pub use error::{Error, ErrorKind, Result};
