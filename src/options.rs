@@ -108,7 +108,7 @@ pub struct ServerApi {
 }
 
 /// TLS settings from the URI (`tls*` options).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Default, PartialEq)]
 #[non_exhaustive]
 pub struct TlsOptions {
     /// `tlsAllowInvalidCertificates`.
@@ -190,6 +190,35 @@ impl ServerMonitoringMode {
             "poll" => Some(ServerMonitoringMode::Poll),
             _ => None,
         }
+    }
+}
+
+impl std::fmt::Debug for TlsOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print the key file's password, even in debug output.
+        let password = self
+            .certificate_key_file_password
+            .as_ref()
+            .map(|_| "<redacted>");
+        f.debug_struct("TlsOptions")
+            .field(
+                "allow_invalid_certificates",
+                &self.allow_invalid_certificates,
+            )
+            .field("allow_invalid_hostnames", &self.allow_invalid_hostnames)
+            .field("ca_file", &self.ca_file)
+            .field("certificate_key_file", &self.certificate_key_file)
+            .field("certificate_key_file_password", &password)
+            .field("insecure", &self.insecure)
+            .field(
+                "disable_ocsp_endpoint_check",
+                &self.disable_ocsp_endpoint_check,
+            )
+            .field(
+                "disable_certificate_revocation_check",
+                &self.disable_certificate_revocation_check,
+            )
+            .finish()
     }
 }
 

@@ -396,13 +396,16 @@ impl OptionParser {
 
     /// An integer in `min..=max`.
     fn integer(&mut self, name: &str, value: &str, min: i64, max: i64) -> Parsed<i64> {
-        match value.parse::<i64>() {
-            Ok(n) if (min..=max).contains(&n) => Some(n),
-            _ if max == i64::MAX => {
-                self.invalid(name, value, &format!("an integer of at least {min}"))
-            }
-            _ => self.invalid(name, value, &format!("an integer from {min} to {max}")),
-        }
+        // A bound that is only the integer type's limit is not worth quoting.
+        let type_limit = max >= i64::from(i32::MAX);
+        let expected = match value.parse::<i64>() {
+            Ok(n) if (min..=max).contains(&n) => return Some(n),
+            Ok(n) if n < min => format!("an integer of at least {min}"),
+            Ok(_) if type_limit => format!("an integer of at most {max}"),
+            _ if type_limit => format!("an integer of at least {min}"),
+            _ => format!("an integer from {min} to {max}"),
+        };
+        self.invalid(name, value, &expected)
     }
 
     fn unsigned(&mut self, name: &str, value: &str, min: u32) -> Parsed<u32> {
@@ -427,16 +430,20 @@ impl OptionParser {
         if raw.is_empty() {
             return Ok(Some(pairs));
         }
+        // authMechanismProperties may carry tokens; never echo them.
+        let shown = if name == "authMechanismProperties" {
+            "<redacted>".to_string()
+        } else {
+            percent_decode(raw).unwrap_or_else(|_| raw.to_string())
+        };
         for item in raw.split(',') {
             let Some((key, value)) = item.split_once(':') else {
-                let shown = percent_decode(raw).unwrap_or_else(|_| raw.to_string());
                 return Ok(self.invalid(name, &shown, "comma-separated key:value pairs"));
             };
             let context = |e: DecodeError| e.context(&format!("option {name}"));
             let key = percent_decode(key).map_err(context)?;
             let value = percent_decode(value).map_err(context)?;
             if key.is_empty() {
-                let shown = percent_decode(raw).unwrap_or_else(|_| raw.to_string());
                 return Ok(self.invalid(name, &shown, "key:value pairs with non-empty keys"));
             }
             pairs.push((key, value));
@@ -565,13 +572,13 @@ impl OptionParser {
             "readConcernLevel" => options.read_concern = Some(ReadConcern { level: value }),
             "readPreference" => match ReadPreferenceMode::parse(&value) {
                 Ok(mode) => self.read_preference_mode = Some(mode),
-                Err(_) => self
-                    .invalid(
+                Err(_) => {
+                    self.invalid::<()>(
                         name,
                         &value,
                         "primary, primaryPreferred, secondary, secondaryPreferred or nearest",
-                    )
-                    .unwrap_or(()),
+                    );
+                }
             },
             "readPreferenceTags" => {
                 if let Some(pairs) = self.key_value_pairs(name, raw_value)? {
@@ -584,9 +591,9 @@ impl OptionParser {
             "retryWrites" => set(&mut options.retry_writes, self.boolean(name, &value)),
             "serverMonitoringMode" => match ServerMonitoringMode::parse(&value) {
                 Some(mode) => options.server_monitoring_mode = Some(mode),
-                None => self
-                    .invalid(name, &value, "\"stream\", \"poll\" or \"auto\"")
-                    .unwrap_or(()),
+                None => {
+                    self.invalid::<()>(name, &value, "\"stream\", \"poll\" or \"auto\"");
+                }
             },
             "serverSelectionTimeoutMS" => set(
                 &mut options.server_selection_timeout,
@@ -701,16 +708,23 @@ impl OptionParser {
                 ReadPreference::new(self.read_preference_mode.unwrap_or_default())
                     .with_tag_sets(self.tag_sets.unwrap_or_default());
             read_preference.max_staleness = self.max_staleness.flatten();
-            // The max-staleness spec: a positive maxStalenessSeconds with
-            // mode primary (named or by default) is invalid.
-            if read_preference.mode == ReadPreferenceMode::Primary
-                && read_preference.max_staleness.is_some()
-                && self.read_preference_mode.is_none()
-            {
-                return Err(Error::invalid_argument(
-                    "maxStalenessSeconds requires a readPreference other than primary, and none \
-                     was given (the default is primary)",
-                ));
+            // The max-staleness spec: maxStalenessSeconds with mode primary,
+            // named or by default, is invalid; so are tags. A named primary
+            // gets ReadPreference::validate's message later.
+            if self.read_preference_mode.is_none() {
+                let needs_mode = if read_preference.max_staleness.is_some() {
+                    Some("maxStalenessSeconds")
+                } else if read_preference.tag_sets.iter().any(|t| !t.is_empty()) {
+                    Some("readPreferenceTags")
+                } else {
+                    None
+                };
+                if let Some(option) = needs_mode {
+                    return Err(Error::invalid_argument(format!(
+                        "{option} requires a readPreference other than primary, and none was \
+                         given (the default is primary)"
+                    )));
+                }
             }
             options.read_preference = Some(read_preference);
         }
@@ -897,6 +911,43 @@ mod tests {
         assert_eq!(w.len(), 4, "{w:?}");
         assert!(w[0].contains("connectTimeoutMS") && w[0].contains("-2"));
         assert!(w[1].contains("fooBar"));
+    }
+
+    #[test]
+    fn option_values_are_typed_and_range_checked() {
+        let (o, w) = parse(
+            "mongodb://h/?w=majority&wTimeoutMS=5000000000&journal=TRUE&heartbeatFrequencyMS=500\
+             &compressors=zstd,lz4,zlib&zlibCompressionLevel=-1&serverMonitoringMode=Poll\
+             &maxAdaptiveRetries=0&enableOverloadRetargeting=true",
+        )
+        .unwrap();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("lz4"));
+        let wc = o.write_concern().unwrap();
+        assert_eq!(wc.w, Some(Acknowledgment::Majority));
+        // wTimeoutMS is the one 64-bit integer option.
+        assert_eq!(wc.w_timeout, Some(Duration::from_millis(5_000_000_000)));
+        assert_eq!(wc.journal, Some(true));
+        assert_eq!(o.heartbeat_frequency(), Duration::from_millis(500));
+        assert_eq!(o.compressors().unwrap(), ["zstd", "zlib"]);
+        assert_eq!(o.server_monitoring_mode(), ServerMonitoringMode::Poll);
+        assert_eq!(o.max_adaptive_retries(), 0);
+        assert!(o.enable_overload_retargeting());
+
+        let (o, w) =
+            parse("mongodb://h/?heartbeatFrequencyMS=499&connectTimeoutMS=5000000000&w=2").unwrap();
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].contains("heartbeatFrequencyMS") && w[0].contains("at least 500"));
+        assert_eq!(
+            o.heartbeat_frequency(),
+            crate::options::DEFAULT_HEARTBEAT_FREQUENCY
+        );
+        assert_eq!(o.write_concern().unwrap().w, Some(Acknowledgment::Nodes(2)));
+        // Tokens in authMechanismProperties stay out of warnings.
+        let (_, w) =
+            parse("mongodb://u@h/?authMechanism=MONGODB-OIDC&authMechanismProperties=TOKEN-secret")
+                .unwrap();
+        assert!(w.iter().all(|w| !w.contains("secret")), "{w:?}");
     }
 
     #[test]
