@@ -379,6 +379,10 @@ impl ClientOptions {
     }
 
     /// Whether TLS is on (`tls`/`ssl`; default false, true for `mongodb+srv`).
+    ///
+    /// The other `tls*` options (a CA file, `tlsInsecure`, ...) never turn TLS
+    /// on by themselves: only `tls=true`, `ssl=true` or the `mongodb+srv`
+    /// scheme do.
     pub fn tls(&self) -> bool {
         self.tls.unwrap_or(self.srv_host.is_some())
     }

@@ -422,37 +422,39 @@ impl OptionParser {
             .map(|n| Duration::from_millis(n as u64))
     }
 
-    /// `k:v,k:v` with each part percent-decoded after splitting, so that an
-    /// encoded ',' or ':' stays inside its key or value. The value is
-    /// everything after the first ':' (the spec allows ':' in values).
-    fn key_value_pairs(&mut self, name: &str, raw: &str) -> Result<Parsed<Vec<(String, String)>>> {
+    /// `k:v,k:v` (the value already percent-decoded). The value of a pair is
+    /// everything after its first ':', as the spec allows ':' in values; a
+    /// ',' always separates pairs, even an encoded one (the spec forbids
+    /// commas in values and its tests expect a warning).
+    fn key_value_pairs(&mut self, name: &str, value: &str) -> Parsed<Vec<(String, String)>> {
         let mut pairs = Vec::new();
-        if raw.is_empty() {
-            return Ok(Some(pairs));
+        if value.is_empty() {
+            return Some(pairs);
         }
         // authMechanismProperties may carry tokens; never echo them.
         let shown = if name == "authMechanismProperties" {
-            "<redacted>".to_string()
+            "<redacted>"
         } else {
-            percent_decode(raw).unwrap_or_else(|_| raw.to_string())
+            value
         };
-        for item in raw.split(',') {
-            let Some((key, value)) = item.split_once(':') else {
-                return Ok(self.invalid(name, &shown, "comma-separated key:value pairs"));
-            };
-            let context = |e: DecodeError| e.context(&format!("option {name}"));
-            let key = percent_decode(key).map_err(context)?;
-            let value = percent_decode(value).map_err(context)?;
-            if key.is_empty() {
-                return Ok(self.invalid(name, &shown, "key:value pairs with non-empty keys"));
+        for item in value.split(',') {
+            match item.split_once(':') {
+                Some((key, value)) if !key.is_empty() => {
+                    pairs.push((key.to_string(), value.to_string()))
+                }
+                _ => {
+                    return self.invalid(
+                        name,
+                        shown,
+                        "comma-separated key:value pairs with non-empty keys",
+                    )
+                }
             }
-            pairs.push((key, value));
         }
-        Ok(Some(pairs))
+        Some(pairs)
     }
 
-    /// Applies one `key=value` pair. `key` is decoded; `raw_value` is not,
-    /// because list-valued options split before decoding.
+    /// Applies one `key=value` pair; `key` is decoded, `raw_value` not yet.
     fn apply(&mut self, options: &mut ClientOptions, key: &str, raw_value: &str) -> Result<()> {
         let Some(name) = OPTION_NAMES
             .iter()
@@ -471,7 +473,14 @@ impl OptionParser {
             ));
         }
         let value = percent_decode(raw_value).map_err(|e| e.context(&format!("option {name}")))?;
-        if value.is_empty() && !matches!(name, "readPreferenceTags" | "authMechanismProperties") {
+        // An empty list is meaningful (readPreferenceTags= is the "any
+        // member" tag set) and an empty authSource is an error the auth
+        // rules report; any other empty value is ignored.
+        let empty_is_meaningful = matches!(
+            name,
+            "readPreferenceTags" | "authMechanismProperties" | "authSource"
+        );
+        if value.is_empty() && !empty_is_meaningful {
             self.warn(format!("ignoring option {name}: its value is empty"));
             return Ok(());
         }
@@ -496,7 +505,7 @@ impl OptionParser {
                 self.auth_mechanism = Some(mechanism.to_string());
             }
             "authMechanismProperties" => {
-                if let Some(pairs) = self.key_value_pairs(name, raw_value)? {
+                if let Some(pairs) = self.key_value_pairs(name, &value) {
                     let document: Document = pairs
                         .into_iter()
                         .map(|(k, v)| (k, bson::Bson::String(v)))
@@ -581,7 +590,7 @@ impl OptionParser {
                 }
             },
             "readPreferenceTags" => {
-                if let Some(pairs) = self.key_value_pairs(name, raw_value)? {
+                if let Some(pairs) = self.key_value_pairs(name, &value) {
                     let tag_set: TagSet = pairs.into_iter().collect();
                     self.tag_sets.get_or_insert_with(Vec::new).push(tag_set);
                 }
@@ -873,14 +882,18 @@ mod tests {
     #[test]
     fn tag_lists_accumulate_including_the_empty_set() {
         let (o, w) =
-            parse("mongodb://h/?readPreference=secondary&readPreferenceTags=dc:ny,rack:1&readPreferenceTags=dc:%2C&readPreferenceTags=")
+            parse("mongodb://h/?readPreference=secondary&readPreferenceTags=dc:ny,rack:1&readPreferenceTags=dc:a%3Ab&readPreferenceTags=")
                 .unwrap();
         assert!(w.is_empty(), "{w:?}");
         let sets = &o.read_preference().unwrap().tag_sets;
         assert_eq!(sets.len(), 3);
         assert_eq!(sets[0].get("rack").map(String::as_str), Some("1"));
-        assert_eq!(sets[1].get("dc").map(String::as_str), Some(","));
+        assert_eq!(sets[1].get("dc").map(String::as_str), Some("a:b"));
         assert!(sets[2].is_empty());
+        // A comma inside a value cannot be expressed, even encoded.
+        let (_, w) =
+            parse("mongodb://h/?readPreference=secondary&readPreferenceTags=dc:%2C").unwrap();
+        assert_eq!(w.len(), 1, "{w:?}");
         // Tags need a mode that can use them.
         assert!(error("mongodb://h/?readPreferenceTags=dc:ny").contains("primary"));
         let (_, w) = parse("mongodb://h/?readPreferenceTags=invalid").unwrap();
@@ -988,6 +1001,7 @@ mod tests {
     fn auth_rules() {
         assert!(parse("mongodb://alice@h").is_ok());
         assert!(error("mongodb://h/?authSource=db").contains("user name"));
+        assert!(error("mongodb://u:p@h/?authSource=").contains("authSource is empty"));
         assert!(error("mongodb://alice@h/?authMechanism=SCRAM-SHA-256").contains("password"));
         assert!(error("mongodb://a:b@h/?authMechanism=MONGODB-X509").contains("password"));
         assert!(error("mongodb://a:b@h/?authMechanism=NOPE").contains("NOPE"));
