@@ -168,6 +168,7 @@ struct OptionParser {
     tls_values: Vec<(&'static str, bool)>,
     read_preference_mode: Option<ReadPreferenceMode>,
     tag_sets: Option<Vec<TagSet>>,
+    /// `Some(None)` is an explicit `maxStalenessSeconds=-1` ("no maximum").
     max_staleness: Option<Option<Duration>>,
     username: Option<String>,
     password: Option<String>,
