@@ -16,6 +16,7 @@ pub mod scan;
 pub mod sdam;
 pub mod select;
 pub mod wire;
+pub mod uri;
 
 pub use address::ServerAddress;
 pub use error::{Error, ErrorKind, Result};

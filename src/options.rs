@@ -9,6 +9,7 @@ use std::time::Duration;
 use bson::Document;
 
 use crate::address::ServerAddress;
+use crate::error::{Error, Result};
 use crate::read_preference::ReadPreference;
 
 /// The single-threaded default of `heartbeatFrequencyMS` (server-monitoring spec).
@@ -25,6 +26,13 @@ pub const DEFAULT_SERVER_SELECTION_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_LOCAL_THRESHOLD: Duration = Duration::from_millis(15);
 /// The default of `connectTimeoutMS`.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The default of `maxAdaptiveRetries`: how many times an operation is retried
+/// after overload errors (client-backpressure spec, `MAX_RETRIES`).
+pub const DEFAULT_MAX_ADAPTIVE_RETRIES: u32 = 2;
+/// The default of `srvServiceName`.
+pub const DEFAULT_SRV_SERVICE_NAME: &str = "mongodb";
+/// The longest `appname` the handshake spec allows, in bytes.
+pub const MAX_APP_NAME_BYTES: usize = 128;
 
 /// Credentials for authentication.
 #[derive(Clone, Default, PartialEq)]
@@ -100,7 +108,7 @@ pub struct ServerApi {
 }
 
 /// TLS settings from the URI (`tls*` options).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Default, PartialEq)]
 #[non_exhaustive]
 pub struct TlsOptions {
     /// `tlsAllowInvalidCertificates`.
@@ -119,6 +127,99 @@ pub struct TlsOptions {
     pub disable_ocsp_endpoint_check: Option<bool>,
     /// `tlsDisableCertificateRevocationCheck`.
     pub disable_certificate_revocation_check: Option<bool>,
+}
+
+/// SOCKS5 proxy settings (`proxyHost`, `proxyPort`, `proxyUsername`, `proxyPassword`).
+///
+/// Parsed and validated so that URIs written for other drivers are understood;
+/// connecting through a proxy is not implemented yet.
+#[derive(Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct ProxyOptions {
+    /// `proxyHost`: the proxy's IPv4/IPv6 address or host name.
+    pub host: Option<String>,
+    /// `proxyPort` (default 1080 when a host is set).
+    pub port: Option<u16>,
+    /// `proxyUsername`.
+    pub username: Option<String>,
+    /// `proxyPassword`.
+    pub password: Option<String>,
+}
+
+impl std::fmt::Debug for ProxyOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProxyOptions")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("username", &self.username)
+            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+/// `serverMonitoringMode`: which monitoring protocol a multi-threaded driver
+/// uses. A scan-on-demand driver always polls; the option is kept so URIs
+/// that name it parse and so the handshake can report it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ServerMonitoringMode {
+    /// Let the driver decide (the spec default).
+    #[default]
+    Auto,
+    /// The streaming protocol.
+    Stream,
+    /// The polling protocol.
+    Poll,
+}
+
+impl ServerMonitoringMode {
+    /// The name as the URI spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServerMonitoringMode::Auto => "auto",
+            ServerMonitoringMode::Stream => "stream",
+            ServerMonitoringMode::Poll => "poll",
+        }
+    }
+
+    /// Parses `auto`, `stream` or `poll` (ASCII case ignored).
+    pub fn parse(name: &str) -> Option<Self> {
+        match name.to_ascii_lowercase().as_str() {
+            "auto" => Some(ServerMonitoringMode::Auto),
+            "stream" => Some(ServerMonitoringMode::Stream),
+            "poll" => Some(ServerMonitoringMode::Poll),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Debug for TlsOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print the key file's password, even in debug output.
+        let password = self
+            .certificate_key_file_password
+            .as_ref()
+            .map(|_| "<redacted>");
+        f.debug_struct("TlsOptions")
+            .field(
+                "allow_invalid_certificates",
+                &self.allow_invalid_certificates,
+            )
+            .field("allow_invalid_hostnames", &self.allow_invalid_hostnames)
+            .field("ca_file", &self.ca_file)
+            .field("certificate_key_file", &self.certificate_key_file)
+            .field("certificate_key_file_password", &password)
+            .field("insecure", &self.insecure)
+            .field(
+                "disable_ocsp_endpoint_check",
+                &self.disable_ocsp_endpoint_check,
+            )
+            .field(
+                "disable_certificate_revocation_check",
+                &self.disable_certificate_revocation_check,
+            )
+            .finish()
+    }
 }
 
 /// Everything that configures a [`crate::Client`].
@@ -163,6 +264,10 @@ pub struct ClientOptions {
     pub(crate) max_idle_time: Option<Duration>,
     pub(crate) max_connecting: Option<u32>,
     pub(crate) wait_queue_timeout: Option<Duration>,
+    pub(crate) server_monitoring_mode: Option<ServerMonitoringMode>,
+    pub(crate) max_adaptive_retries: Option<u32>,
+    pub(crate) enable_overload_retargeting: Option<bool>,
+    pub(crate) proxy: Option<ProxyOptions>,
 }
 
 impl ClientOptions {
@@ -274,6 +379,10 @@ impl ClientOptions {
     }
 
     /// Whether TLS is on (`tls`/`ssl`; default false, true for `mongodb+srv`).
+    ///
+    /// The other `tls*` options (a CA file, `tlsInsecure`, ...) never turn TLS
+    /// on by themselves: only `tls=true`, `ssl=true` or the `mongodb+srv`
+    /// scheme do.
     pub fn tls(&self) -> bool {
         self.tls.unwrap_or(self.srv_host.is_some())
     }
@@ -281,5 +390,905 @@ impl ClientOptions {
     /// The Stable API settings.
     pub fn server_api(&self) -> Option<&ServerApi> {
         self.server_api.as_ref()
+    }
+
+    /// The host of a `mongodb+srv` URI (before its SRV look-up), if the URI used that scheme.
+    pub fn srv_host(&self) -> Option<&str> {
+        self.srv_host.as_deref()
+    }
+
+    /// The effective authentication database: `authSource` when given, else
+    /// `$external` for mechanisms whose users live there, else the URI's
+    /// database, else `admin` (auth spec).
+    pub fn auth_source(&self) -> Option<&str> {
+        let credential = self.credential.as_ref()?;
+        if let Some(source) = &credential.source {
+            return Some(source);
+        }
+        match credential.mechanism.as_deref() {
+            Some("MONGODB-X509" | "GSSAPI" | "MONGODB-AWS" | "MONGODB-OIDC") => Some("$external"),
+            Some("PLAIN") => Some(self.default_database().unwrap_or("$external")),
+            _ => Some(self.default_database().unwrap_or("admin")),
+        }
+    }
+
+    /// `compressors`: the compressors to offer, in order of preference.
+    pub fn compressors(&self) -> Option<&[String]> {
+        self.compressors.as_deref()
+    }
+
+    /// `zlibCompressionLevel` (-1, the zlib default, when unset).
+    pub fn zlib_compression_level(&self) -> i32 {
+        self.zlib_compression_level.unwrap_or(-1)
+    }
+
+    /// `timeoutMS` exactly as configured, zero included; [`Self::timeout`]
+    /// is the effective deadline.
+    pub fn timeout_setting(&self) -> Option<Duration> {
+        self.timeout
+    }
+
+    /// The TLS settings beyond on/off, when any were given.
+    pub fn tls_options(&self) -> Option<&TlsOptions> {
+        self.tls_options.as_ref()
+    }
+
+    /// `srvMaxHosts` (0, no limit, when unset).
+    pub fn srv_max_hosts(&self) -> u32 {
+        self.srv_max_hosts.unwrap_or(0)
+    }
+
+    /// `srvServiceName` (default `mongodb`).
+    pub fn srv_service_name(&self) -> &str {
+        self.srv_service_name
+            .as_deref()
+            .unwrap_or(DEFAULT_SRV_SERVICE_NAME)
+    }
+
+    /// `maxPoolSize`, when given. Parsed for compatibility; one socket per
+    /// server means there is no pool to size.
+    pub fn max_pool_size(&self) -> Option<u32> {
+        self.max_pool_size
+    }
+
+    /// `minPoolSize`, when given (parsed for compatibility, not used).
+    pub fn min_pool_size(&self) -> Option<u32> {
+        self.min_pool_size
+    }
+
+    /// `maxIdleTimeMS`, when given (parsed for compatibility, not used).
+    pub fn max_idle_time(&self) -> Option<Duration> {
+        self.max_idle_time
+    }
+
+    /// `maxConnecting`, when given (parsed for compatibility, not used).
+    pub fn max_connecting(&self) -> Option<u32> {
+        self.max_connecting
+    }
+
+    /// `waitQueueTimeoutMS`, when given (parsed for compatibility, not used).
+    pub fn wait_queue_timeout(&self) -> Option<Duration> {
+        self.wait_queue_timeout
+    }
+
+    /// `serverMonitoringMode` (default `auto`; this driver always polls).
+    pub fn server_monitoring_mode(&self) -> ServerMonitoringMode {
+        self.server_monitoring_mode.unwrap_or_default()
+    }
+
+    /// `maxAdaptiveRetries`: how many times an operation that failed with an
+    /// overload error (`SystemOverloadedError`) may be retried (default 2;
+    /// 0 turns overload retries off). Client-backpressure spec.
+    pub fn max_adaptive_retries(&self) -> u32 {
+        self.max_adaptive_retries
+            .unwrap_or(DEFAULT_MAX_ADAPTIVE_RETRIES)
+    }
+
+    /// `enableOverloadRetargeting`: whether a retry after an overload error
+    /// avoids the overloaded server when another one is suitable (default
+    /// false). Client-backpressure spec.
+    pub fn enable_overload_retargeting(&self) -> bool {
+        self.enable_overload_retargeting.unwrap_or(false)
+    }
+
+    /// The SOCKS5 proxy settings, when any were given.
+    pub fn proxy(&self) -> Option<&ProxyOptions> {
+        self.proxy.as_ref()
+    }
+}
+
+/// The compressors the `compressors` option may name.
+pub const KNOWN_COMPRESSORS: [&str; 3] = ["snappy", "zlib", "zstd"];
+
+/// The authentication mechanisms of the auth spec, as the URI spells them.
+pub const AUTH_MECHANISMS: [&str; 7] = [
+    "SCRAM-SHA-1",
+    "SCRAM-SHA-256",
+    "MONGODB-X509",
+    "GSSAPI",
+    "PLAIN",
+    "MONGODB-AWS",
+    "MONGODB-OIDC",
+];
+
+impl ClientOptions {
+    /// Parses a connection string (`mongodb://` or `mongodb+srv://`), logging
+    /// each warning (an ignored unknown option or invalid value) through
+    /// `log::warn!`. No DNS look-up happens here: a `mongodb+srv` host is kept
+    /// in [`Self::srv_host`] for the SRV resolver.
+    pub fn parse(uri: &str) -> Result<Self> {
+        let (options, warnings) = Self::parse_with_warnings(uri)?;
+        for warning in &warnings {
+            log::warn!("{warning}");
+        }
+        Ok(options)
+    }
+
+    /// Like [`Self::parse`], but hands the warnings back instead of logging them.
+    pub fn parse_with_warnings(uri: &str) -> Result<(Self, Vec<String>)> {
+        let (options, warnings) = crate::uri::parse_unvalidated(uri)?;
+        options.validate()?;
+        Ok((options, warnings))
+    }
+
+    /// Parses `uri` and lays the options set in `code` over it.
+    ///
+    /// An option set in both places must have the same value in both, else
+    /// the error names the option and both values. Cross-option rules (e.g.
+    /// `loadBalanced` with `replicaSet`) are checked on the merged result.
+    pub fn parse_with(uri: &str, code: ClientOptions) -> Result<Self> {
+        let (from_uri, warnings) = crate::uri::parse_unvalidated(uri)?;
+        for warning in &warnings {
+            log::warn!("{warning}");
+        }
+        let merged = merge(from_uri, code)?;
+        merged.validate()?;
+        Ok(merged)
+    }
+
+    /// A builder for options set in code.
+    pub fn builder() -> ClientOptionsBuilder {
+        ClientOptionsBuilder::default()
+    }
+
+    /// Checks value ranges and the rules that tie options together. The URI
+    /// parser has already dropped out-of-range values with a warning, so the
+    /// range checks matter for values set in code.
+    pub(crate) fn validate(&self) -> Result<()> {
+        self.validate_ranges()?;
+        self.validate_topology_options()?;
+        self.validate_tls()?;
+        if let Some(read_preference) = &self.read_preference {
+            read_preference.validate()?;
+        }
+        if let Some(write_concern) = &self.write_concern {
+            if write_concern.w == Some(Acknowledgment::Nodes(0))
+                && write_concern.journal == Some(true)
+            {
+                return Err(Error::invalid_argument(
+                    "write concern w=0 cannot be combined with journal=true: an unacknowledged \
+                     write cannot wait for the journal",
+                ));
+            }
+        }
+        if let Some(credential) = &self.credential {
+            validate_credential(credential)?;
+        }
+        if let Some(proxy) = &self.proxy {
+            validate_proxy(proxy)?;
+        }
+        Ok(())
+    }
+
+    fn validate_ranges(&self) -> Result<()> {
+        if let Some(frequency) = self.heartbeat_frequency {
+            if frequency < MIN_HEARTBEAT_FREQUENCY {
+                return Err(Error::invalid_argument(format!(
+                    "heartbeatFrequencyMS is {} but must be at least {}",
+                    frequency.as_millis(),
+                    MIN_HEARTBEAT_FREQUENCY.as_millis()
+                )));
+            }
+        }
+        if let Some(level) = self.zlib_compression_level {
+            if !(-1..=9).contains(&level) {
+                return Err(Error::invalid_argument(format!(
+                    "zlibCompressionLevel is {level} but must be between -1 and 9"
+                )));
+            }
+        }
+        if let Some(name) = &self.app_name {
+            if name.len() > MAX_APP_NAME_BYTES {
+                return Err(Error::invalid_argument(format!(
+                    "appname is {} bytes long but may be at most {MAX_APP_NAME_BYTES}",
+                    name.len()
+                )));
+            }
+        }
+        for compressor in self.compressors.iter().flatten() {
+            if !KNOWN_COMPRESSORS.contains(&compressor.as_str()) {
+                return Err(Error::invalid_argument(format!(
+                    "unknown compressor {compressor:?}; expected one of {}",
+                    KNOWN_COMPRESSORS.join(", ")
+                )));
+            }
+        }
+        if self.max_connecting == Some(0) {
+            return Err(Error::invalid_argument(
+                "maxConnecting is 0 but must be positive",
+            ));
+        }
+        if self.server_selection_timeout == Some(Duration::ZERO) {
+            return Err(Error::invalid_argument(
+                "serverSelectionTimeoutMS is 0 but must be positive",
+            ));
+        }
+        Ok(())
+    }
+
+    fn validate_topology_options(&self) -> Result<()> {
+        if self.srv_host.is_none() {
+            if let Some(max) = self.srv_max_hosts {
+                return Err(Error::invalid_argument(format!(
+                    "srvMaxHosts={max} is only allowed with a mongodb+srv connection string"
+                )));
+            }
+            if let Some(name) = &self.srv_service_name {
+                return Err(Error::invalid_argument(format!(
+                    "srvServiceName={name:?} is only allowed with a mongodb+srv connection string"
+                )));
+            }
+        }
+        if self.direct_connection == Some(true) {
+            if self.srv_host.is_some() {
+                return Err(Error::invalid_argument(
+                    "directConnection=true cannot be used with a mongodb+srv connection string, \
+                     which may resolve to several hosts",
+                ));
+            }
+            if self.hosts.len() > 1 {
+                return Err(Error::invalid_argument(format!(
+                    "directConnection=true requires exactly one host, but {} were given",
+                    self.hosts.len()
+                )));
+            }
+        }
+        let srv_max_hosts = self.srv_max_hosts.unwrap_or(0);
+        if self.load_balanced == Some(true) {
+            if self.hosts.len() > 1 {
+                return Err(Error::invalid_argument(format!(
+                    "loadBalanced=true cannot be used with multiple hosts ({} given)",
+                    self.hosts.len()
+                )));
+            }
+            if let Some(name) = &self.replica_set {
+                return Err(Error::invalid_argument(format!(
+                    "loadBalanced=true cannot be used with replicaSet ({name:?})"
+                )));
+            }
+            if self.direct_connection == Some(true) {
+                return Err(Error::invalid_argument(
+                    "loadBalanced=true cannot be used with directConnection=true",
+                ));
+            }
+            if srv_max_hosts > 0 {
+                return Err(Error::invalid_argument(format!(
+                    "loadBalanced=true cannot be used with srvMaxHosts={srv_max_hosts}"
+                )));
+            }
+        }
+        if srv_max_hosts > 0 {
+            if let Some(name) = &self.replica_set {
+                return Err(Error::invalid_argument(format!(
+                    "srvMaxHosts={srv_max_hosts} cannot be used with replicaSet ({name:?})"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_tls(&self) -> Result<()> {
+        let Some(tls) = &self.tls_options else {
+            return Ok(());
+        };
+        // The uri-options spec forbids these pairs whatever their values:
+        // one relaxes what the other configures, so no order of application
+        // is safe to guess.
+        let given = [
+            ("tlsInsecure", tls.insecure.is_some()),
+            (
+                "tlsAllowInvalidCertificates",
+                tls.allow_invalid_certificates.is_some(),
+            ),
+            (
+                "tlsAllowInvalidHostnames",
+                tls.allow_invalid_hostnames.is_some(),
+            ),
+            (
+                "tlsDisableOCSPEndpointCheck",
+                tls.disable_ocsp_endpoint_check.is_some(),
+            ),
+            (
+                "tlsDisableCertificateRevocationCheck",
+                tls.disable_certificate_revocation_check.is_some(),
+            ),
+        ];
+        const CONFLICTS: [(usize, usize); 7] =
+            [(0, 1), (0, 2), (0, 3), (0, 4), (1, 3), (1, 4), (3, 4)];
+        for (a, b) in CONFLICTS {
+            if given[a].1 && given[b].1 {
+                return Err(Error::invalid_argument(format!(
+                    "{} and {} cannot both be given",
+                    given[a].0, given[b].0
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn validate_credential(credential: &Credential) -> Result<()> {
+    let mechanism = credential.mechanism.as_deref();
+    let username = credential.username.as_deref();
+    let has_password = credential.password.is_some();
+    let name = mechanism.unwrap_or("the default mechanism (SCRAM)");
+    if let Some(m) = mechanism {
+        if !AUTH_MECHANISMS.contains(&m) {
+            return Err(Error::invalid_argument(format!(
+                "authMechanism {m:?} is not supported; expected one of {}",
+                AUTH_MECHANISMS.join(", ")
+            )));
+        }
+    }
+    if credential.source.as_deref() == Some("") {
+        return Err(Error::invalid_argument("authSource is empty"));
+    }
+    let external_only = matches!(
+        mechanism,
+        Some("MONGODB-X509" | "GSSAPI" | "MONGODB-AWS" | "MONGODB-OIDC")
+    );
+    if external_only {
+        if let Some(source) = credential.source.as_deref() {
+            if source != "$external" {
+                return Err(Error::invalid_argument(format!(
+                    "authSource is {source:?} but {name} requires \"$external\""
+                )));
+            }
+        }
+    }
+    match mechanism {
+        None | Some("SCRAM-SHA-1" | "SCRAM-SHA-256" | "PLAIN" | "GSSAPI") => {
+            match username {
+                None => {
+                    return Err(Error::invalid_argument(format!(
+                        "{name} requires a user name, but none was given"
+                    )))
+                }
+                Some("") => {
+                    return Err(Error::invalid_argument(format!(
+                        "{name} requires a user name, but it is empty"
+                    )))
+                }
+                Some(_) => {}
+            }
+            // A URI with a user name and no password stays valid when no
+            // mechanism is named (the connection-string spec accepts it); a
+            // mechanism named explicitly needs its password.
+            if matches!(mechanism, Some("SCRAM-SHA-1" | "SCRAM-SHA-256" | "PLAIN")) && !has_password
+            {
+                return Err(Error::invalid_argument(format!(
+                    "{name} requires a password, but none was given"
+                )));
+            }
+        }
+        Some("MONGODB-X509") | Some("MONGODB-OIDC") => {
+            if has_password {
+                return Err(Error::invalid_argument(format!(
+                    "{name} does not take a password"
+                )));
+            }
+        }
+        Some("MONGODB-AWS") => {
+            if username.is_some() != has_password {
+                return Err(Error::invalid_argument(
+                    "MONGODB-AWS needs both a user name (access key id) and a password (secret \
+                     access key), or neither",
+                ));
+            }
+        }
+        Some(_) => {}
+    }
+    if credential.mechanism_properties.is_some()
+        && matches!(
+            mechanism,
+            None | Some("SCRAM-SHA-1" | "SCRAM-SHA-256" | "PLAIN" | "MONGODB-X509")
+        )
+    {
+        return Err(Error::invalid_argument(format!(
+            "authMechanismProperties cannot be used with {name}"
+        )));
+    }
+    Ok(())
+}
+
+fn validate_proxy(proxy: &ProxyOptions) -> Result<()> {
+    if proxy.host.is_none() {
+        let named = [
+            ("proxyPort", proxy.port.is_some()),
+            ("proxyUsername", proxy.username.is_some()),
+            ("proxyPassword", proxy.password.is_some()),
+        ];
+        if let Some((option, _)) = named.iter().find(|(_, set)| *set) {
+            return Err(Error::invalid_argument(format!(
+                "{option} requires proxyHost"
+            )));
+        }
+    }
+    if proxy.username.is_some() != proxy.password.is_some() {
+        return Err(Error::invalid_argument(
+            "proxyUsername and proxyPassword must be given together",
+        ));
+    }
+    for (option, value) in [
+        ("proxyUsername", &proxy.username),
+        ("proxyPassword", &proxy.password),
+    ] {
+        if let Some(value) = value {
+            if value.is_empty() || value.len() > 255 {
+                return Err(Error::invalid_argument(format!(
+                    "{option} must be 1 to 255 bytes long, not {}",
+                    value.len()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+impl std::str::FromStr for ClientOptions {
+    type Err = Error;
+    fn from_str(uri: &str) -> Result<Self> {
+        ClientOptions::parse(uri)
+    }
+}
+
+/// One option given in both places: equal values merge, different ones fail.
+fn pick<T: PartialEq>(
+    name: &str,
+    from_uri: Option<T>,
+    from_code: Option<T>,
+    show: impl Fn(&T) -> String,
+) -> Result<Option<T>> {
+    match (from_uri, from_code) {
+        (Some(u), Some(c)) if u != c => Err(Error::invalid_argument(format!(
+            "{name} is {} in the URI but {} in code",
+            show(&u),
+            show(&c)
+        ))),
+        (u, c) => Ok(c.or(u)),
+    }
+}
+
+/// Like [`pick`] for secrets: the message must not print them.
+fn pick_secret(
+    name: &str,
+    from_uri: Option<String>,
+    from_code: Option<String>,
+) -> Result<Option<String>> {
+    match (from_uri, from_code) {
+        (Some(u), Some(c)) if u != c => Err(Error::invalid_argument(format!(
+            "{name} has one value in the URI and a different one in code"
+        ))),
+        (u, c) => Ok(c.or(u)),
+    }
+}
+
+fn millis(d: &Duration) -> String {
+    d.as_millis().to_string()
+}
+
+fn quoted(s: &String) -> String {
+    format!("{s:?}")
+}
+
+fn plain<T: std::fmt::Display>(v: &T) -> String {
+    v.to_string()
+}
+
+fn debug<T: std::fmt::Debug>(v: &T) -> String {
+    format!("{v:?}")
+}
+
+fn merge(uri: ClientOptions, code: ClientOptions) -> Result<ClientOptions> {
+    // Destructured so that a new field cannot be forgotten here.
+    let ClientOptions {
+        hosts,
+        srv_host,
+        default_database,
+        credential,
+        app_name,
+        compressors,
+        zlib_compression_level,
+        connect_timeout,
+        socket_timeout,
+        server_selection_timeout,
+        server_selection_try_once,
+        socket_check_interval,
+        heartbeat_frequency,
+        local_threshold,
+        timeout,
+        direct_connection,
+        replica_set,
+        load_balanced,
+        read_preference,
+        read_concern,
+        write_concern,
+        retry_reads,
+        retry_writes,
+        tls,
+        tls_options,
+        server_api,
+        srv_max_hosts,
+        srv_service_name,
+        max_pool_size,
+        min_pool_size,
+        max_idle_time,
+        max_connecting,
+        wait_queue_timeout,
+        server_monitoring_mode,
+        max_adaptive_retries,
+        enable_overload_retargeting,
+        proxy,
+    } = uri;
+    let hosts = if code.hosts.is_empty() || code.hosts == hosts {
+        hosts
+    } else if hosts.is_empty() && srv_host.is_none() {
+        code.hosts
+    } else {
+        let list = |h: &[ServerAddress]| {
+            h.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        return Err(Error::invalid_argument(format!(
+            "hosts are {} in the URI but {} in code",
+            srv_host.clone().unwrap_or_else(|| list(&hosts)),
+            list(&code.hosts)
+        )));
+    };
+    Ok(ClientOptions {
+        hosts,
+        srv_host: pick("srv host", srv_host, code.srv_host, quoted)?,
+        default_database: pick("database", default_database, code.default_database, quoted)?,
+        credential: merge_credential(credential, code.credential)?,
+        app_name: pick("appname", app_name, code.app_name, quoted)?,
+        compressors: pick("compressors", compressors, code.compressors, |c| {
+            c.join(",")
+        })?,
+        zlib_compression_level: pick(
+            "zlibCompressionLevel",
+            zlib_compression_level,
+            code.zlib_compression_level,
+            plain,
+        )?,
+        connect_timeout: pick(
+            "connectTimeoutMS",
+            connect_timeout,
+            code.connect_timeout,
+            millis,
+        )?,
+        socket_timeout: pick(
+            "socketTimeoutMS",
+            socket_timeout,
+            code.socket_timeout,
+            millis,
+        )?,
+        server_selection_timeout: pick(
+            "serverSelectionTimeoutMS",
+            server_selection_timeout,
+            code.server_selection_timeout,
+            millis,
+        )?,
+        server_selection_try_once: pick(
+            "serverSelectionTryOnce",
+            server_selection_try_once,
+            code.server_selection_try_once,
+            plain,
+        )?,
+        socket_check_interval: pick(
+            "socketCheckIntervalMS",
+            socket_check_interval,
+            code.socket_check_interval,
+            millis,
+        )?,
+        heartbeat_frequency: pick(
+            "heartbeatFrequencyMS",
+            heartbeat_frequency,
+            code.heartbeat_frequency,
+            millis,
+        )?,
+        local_threshold: pick(
+            "localThresholdMS",
+            local_threshold,
+            code.local_threshold,
+            millis,
+        )?,
+        timeout: pick("timeoutMS", timeout, code.timeout, millis)?,
+        direct_connection: pick(
+            "directConnection",
+            direct_connection,
+            code.direct_connection,
+            plain,
+        )?,
+        replica_set: pick("replicaSet", replica_set, code.replica_set, quoted)?,
+        load_balanced: pick("loadBalanced", load_balanced, code.load_balanced, plain)?,
+        read_preference: pick(
+            "readPreference",
+            read_preference,
+            code.read_preference,
+            |r| r.to_document().to_string(),
+        )?,
+        read_concern: pick("readConcernLevel", read_concern, code.read_concern, |r| {
+            format!("{:?}", r.level)
+        })?,
+        write_concern: merge_write_concern(write_concern, code.write_concern)?,
+        retry_reads: pick("retryReads", retry_reads, code.retry_reads, plain)?,
+        retry_writes: pick("retryWrites", retry_writes, code.retry_writes, plain)?,
+        tls: pick("tls", tls, code.tls, plain)?,
+        tls_options: merge_tls(tls_options, code.tls_options)?,
+        server_api: pick("serverApi", server_api, code.server_api, debug)?,
+        srv_max_hosts: pick("srvMaxHosts", srv_max_hosts, code.srv_max_hosts, plain)?,
+        srv_service_name: pick(
+            "srvServiceName",
+            srv_service_name,
+            code.srv_service_name,
+            quoted,
+        )?,
+        max_pool_size: pick("maxPoolSize", max_pool_size, code.max_pool_size, plain)?,
+        min_pool_size: pick("minPoolSize", min_pool_size, code.min_pool_size, plain)?,
+        max_idle_time: pick("maxIdleTimeMS", max_idle_time, code.max_idle_time, millis)?,
+        max_connecting: pick("maxConnecting", max_connecting, code.max_connecting, plain)?,
+        wait_queue_timeout: pick(
+            "waitQueueTimeoutMS",
+            wait_queue_timeout,
+            code.wait_queue_timeout,
+            millis,
+        )?,
+        server_monitoring_mode: pick(
+            "serverMonitoringMode",
+            server_monitoring_mode,
+            code.server_monitoring_mode,
+            |m| m.as_str().to_string(),
+        )?,
+        max_adaptive_retries: pick(
+            "maxAdaptiveRetries",
+            max_adaptive_retries,
+            code.max_adaptive_retries,
+            plain,
+        )?,
+        enable_overload_retargeting: pick(
+            "enableOverloadRetargeting",
+            enable_overload_retargeting,
+            code.enable_overload_retargeting,
+            plain,
+        )?,
+        proxy: merge_proxy(proxy, code.proxy)?,
+    })
+}
+
+fn merge_credential(
+    uri: Option<Credential>,
+    code: Option<Credential>,
+) -> Result<Option<Credential>> {
+    let (uri, code) = match (uri, code) {
+        (Some(u), Some(c)) => (u, c),
+        (u, c) => return Ok(c.or(u)),
+    };
+    Ok(Some(Credential {
+        username: pick("username", uri.username, code.username, quoted)?,
+        password: pick_secret("password", uri.password, code.password)?,
+        source: pick("authSource", uri.source, code.source, quoted)?,
+        mechanism: pick("authMechanism", uri.mechanism, code.mechanism, quoted)?,
+        mechanism_properties: pick(
+            "authMechanismProperties",
+            uri.mechanism_properties,
+            code.mechanism_properties,
+            plain,
+        )?,
+    }))
+}
+
+fn merge_write_concern(
+    uri: Option<WriteConcern>,
+    code: Option<WriteConcern>,
+) -> Result<Option<WriteConcern>> {
+    let (uri, code) = match (uri, code) {
+        (Some(u), Some(c)) => (u, c),
+        (u, c) => return Ok(c.or(u)),
+    };
+    Ok(Some(WriteConcern {
+        w: pick("w", uri.w, code.w, |w| match w {
+            Acknowledgment::Nodes(n) => n.to_string(),
+            Acknowledgment::Majority => "\"majority\"".to_string(),
+            Acknowledgment::Custom(tag) => format!("{tag:?}"),
+        })?,
+        w_timeout: pick("wTimeoutMS", uri.w_timeout, code.w_timeout, millis)?,
+        journal: pick("journal", uri.journal, code.journal, plain)?,
+    }))
+}
+
+fn merge_tls(uri: Option<TlsOptions>, code: Option<TlsOptions>) -> Result<Option<TlsOptions>> {
+    let (uri, code) = match (uri, code) {
+        (Some(u), Some(c)) => (u, c),
+        (u, c) => return Ok(c.or(u)),
+    };
+    Ok(Some(TlsOptions {
+        allow_invalid_certificates: pick(
+            "tlsAllowInvalidCertificates",
+            uri.allow_invalid_certificates,
+            code.allow_invalid_certificates,
+            plain,
+        )?,
+        allow_invalid_hostnames: pick(
+            "tlsAllowInvalidHostnames",
+            uri.allow_invalid_hostnames,
+            code.allow_invalid_hostnames,
+            plain,
+        )?,
+        ca_file: pick("tlsCAFile", uri.ca_file, code.ca_file, quoted)?,
+        certificate_key_file: pick(
+            "tlsCertificateKeyFile",
+            uri.certificate_key_file,
+            code.certificate_key_file,
+            quoted,
+        )?,
+        certificate_key_file_password: pick_secret(
+            "tlsCertificateKeyFilePassword",
+            uri.certificate_key_file_password,
+            code.certificate_key_file_password,
+        )?,
+        insecure: pick("tlsInsecure", uri.insecure, code.insecure, plain)?,
+        disable_ocsp_endpoint_check: pick(
+            "tlsDisableOCSPEndpointCheck",
+            uri.disable_ocsp_endpoint_check,
+            code.disable_ocsp_endpoint_check,
+            plain,
+        )?,
+        disable_certificate_revocation_check: pick(
+            "tlsDisableCertificateRevocationCheck",
+            uri.disable_certificate_revocation_check,
+            code.disable_certificate_revocation_check,
+            plain,
+        )?,
+    }))
+}
+
+fn merge_proxy(
+    uri: Option<ProxyOptions>,
+    code: Option<ProxyOptions>,
+) -> Result<Option<ProxyOptions>> {
+    let (uri, code) = match (uri, code) {
+        (Some(u), Some(c)) => (u, c),
+        (u, c) => return Ok(c.or(u)),
+    };
+    Ok(Some(ProxyOptions {
+        host: pick("proxyHost", uri.host, code.host, quoted)?,
+        port: pick("proxyPort", uri.port, code.port, plain)?,
+        username: pick("proxyUsername", uri.username, code.username, quoted)?,
+        password: pick_secret("proxyPassword", uri.password, code.password)?,
+    }))
+}
+
+/// Options set in code, checked by [`ClientOptionsBuilder::build`] with the
+/// same rules as a connection string.
+///
+/// Hosts are not required, so that options meant for
+/// [`ClientOptions::parse_with`] can be built; a client needs at least one.
+#[derive(Clone, Debug, Default)]
+pub struct ClientOptionsBuilder {
+    options: ClientOptions,
+}
+
+macro_rules! setters {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty;)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $name(mut self, value: $ty) -> Self {
+                self.options.$name = Some(value.into());
+                self
+            }
+        )*
+    };
+}
+
+impl ClientOptionsBuilder {
+    /// The seed list.
+    pub fn hosts(mut self, hosts: impl IntoIterator<Item = ServerAddress>) -> Self {
+        self.options.hosts = hosts.into_iter().collect();
+        self
+    }
+
+    /// `compressors`, in order of preference (`snappy`, `zlib`, `zstd`).
+    pub fn compressors<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.options.compressors = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    setters! {
+        /// The default database (the URI's path).
+        default_database: impl Into<String>;
+        /// Credentials.
+        credential: Credential;
+        /// `appname` (at most 128 bytes).
+        app_name: impl Into<String>;
+        /// `zlibCompressionLevel` (-1 to 9).
+        zlib_compression_level: i32;
+        /// `connectTimeoutMS` (zero: no timeout).
+        connect_timeout: Duration;
+        /// `socketTimeoutMS` (zero: no timeout).
+        socket_timeout: Duration;
+        /// `serverSelectionTimeoutMS` (positive).
+        server_selection_timeout: Duration;
+        /// `serverSelectionTryOnce`.
+        server_selection_try_once: bool;
+        /// `socketCheckIntervalMS`.
+        socket_check_interval: Duration;
+        /// `heartbeatFrequencyMS` (at least 500 ms).
+        heartbeat_frequency: Duration;
+        /// `localThresholdMS`.
+        local_threshold: Duration;
+        /// `timeoutMS` (zero: no limit).
+        timeout: Duration;
+        /// `directConnection`.
+        direct_connection: bool;
+        /// `replicaSet`.
+        replica_set: impl Into<String>;
+        /// `loadBalanced`.
+        load_balanced: bool;
+        /// The default read preference.
+        read_preference: ReadPreference;
+        /// The default read concern.
+        read_concern: ReadConcern;
+        /// The default write concern.
+        write_concern: WriteConcern;
+        /// `retryReads`.
+        retry_reads: bool;
+        /// `retryWrites`.
+        retry_writes: bool;
+        /// `tls`.
+        tls: bool;
+        /// The `tls*` settings.
+        tls_options: TlsOptions;
+        /// The Stable API settings.
+        server_api: ServerApi;
+        /// `srvMaxHosts` (only with a `mongodb+srv` URI, through [`ClientOptions::parse_with`]).
+        srv_max_hosts: u32;
+        /// `srvServiceName` (only with a `mongodb+srv` URI, through [`ClientOptions::parse_with`]).
+        srv_service_name: impl Into<String>;
+        /// `maxPoolSize` (accepted for compatibility; unused).
+        max_pool_size: u32;
+        /// `minPoolSize` (accepted for compatibility; unused).
+        min_pool_size: u32;
+        /// `maxIdleTimeMS` (accepted for compatibility; unused).
+        max_idle_time: Duration;
+        /// `maxConnecting` (positive; accepted for compatibility; unused).
+        max_connecting: u32;
+        /// `waitQueueTimeoutMS` (accepted for compatibility; unused).
+        wait_queue_timeout: Duration;
+        /// `serverMonitoringMode`.
+        server_monitoring_mode: ServerMonitoringMode;
+        /// `maxAdaptiveRetries`: retries allowed after overload errors.
+        max_adaptive_retries: u32;
+        /// `enableOverloadRetargeting`: retry overload errors on another server.
+        enable_overload_retargeting: bool;
+        /// SOCKS5 proxy settings.
+        proxy: ProxyOptions;
+    }
+
+    /// The options, after the same checks a connection string gets.
+    pub fn build(self) -> Result<ClientOptions> {
+        self.options.validate()?;
+        Ok(self.options)
     }
 }
