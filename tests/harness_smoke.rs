@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use bson::{doc, Bson, Document};
 use support::raw::{is_ok, RawConnection, QUERY_FLAG_SECONDARY_OK};
 use support::server::TestServer;
-use support::sim::{Role, Simulator};
+use support::sim::{wait_until, HelloFault, Role, Simulator};
 
 fn first_batch(reply: &Document) -> Vec<Document> {
     reply
@@ -314,4 +314,70 @@ fn load_balancer_alternates_backends_and_reports_service_ids() {
             .expect("find");
         assert_eq!(first_batch(&found).len(), 1);
     }
+}
+
+#[test]
+fn backend_fail_points_reach_the_client_through_the_simulator() {
+    // A dedicated server: fail points are server-wide.
+    let server = TestServer::start();
+    let sim = Simulator::replica_set("rs3", &server.address(), &[Role::Primary]);
+    let mut conn = RawConnection::connect(&sim.address(0)).expect("connect");
+    let armed = conn
+        .command(
+            "admin",
+            doc! {
+                "configureFailPoint": "failCommand",
+                "mode": { "times": 2 },
+                "data": { "failCommands": ["find"], "errorCode": 91, "errorLabels": ["RetryableWriteError"] },
+            },
+        )
+        .expect("configureFailPoint");
+    assert!(is_ok(&armed), "{armed}");
+    let failed = conn
+        .command("harness", doc! { "find": "fp" })
+        .expect("find");
+    assert_eq!(code(&failed), Some(91), "{failed}");
+    assert_eq!(
+        failed.get_array("errorLabels"),
+        Ok(&vec![Bson::from("RetryableWriteError")])
+    );
+
+    conn.command(
+        "admin",
+        doc! {
+            "configureFailPoint": "failCommand",
+            "mode": { "times": 1 },
+            "data": { "failCommands": ["ping"], "closeConnection": true },
+        },
+    )
+    .expect("configureFailPoint");
+    assert!(conn.command("admin", doc! { "ping": 1 }).is_err());
+    assert!(wait_until(Duration::from_secs(2), || sim
+        .open_connections(0)
+        == 0));
+}
+
+#[test]
+fn injected_hello_faults_apply_in_order_then_stop() {
+    let server = TestServer::shared();
+    let sim = Simulator::replica_set("rs4", &server.address(), &[Role::Primary]);
+    sim.fail_hellos(
+        0,
+        1,
+        HelloFault::Error {
+            code: 91,
+            labels: vec!["SystemOverloadedError".to_owned()],
+        },
+    );
+    sim.fail_hellos(0, 1, HelloFault::CloseConnection);
+
+    let mut conn = RawConnection::connect(&sim.address(0)).expect("connect");
+    let failed = conn.command("admin", doc! { "hello": 1 }).expect("hello");
+    assert_eq!(code(&failed), Some(91), "{failed}");
+    assert!(conn.command("admin", doc! { "hello": 1 }).is_err());
+
+    let mut again = RawConnection::connect(&sim.address(0)).expect("connect");
+    let hello = again.command("admin", doc! { "hello": 1 }).expect("hello");
+    assert!(is_ok(&hello), "{hello}");
+    assert_eq!(sim.hellos(0), 3);
 }

@@ -12,8 +12,13 @@
 //! closes and the watchdog kills the server, so no server outlives its tests.
 //! That matters for the shared server, which lives in a static and is never
 //! dropped.
+//!
+//! Each server's stdout and stderr go to
+//! `target/test-servers/secantusd-<port>-<pid>-<n>.log`; the file is deleted
+//! when the server is dropped normally and kept (its path printed) when the
+//! test panicked, so that directory holds only logs worth reading.
 
-use std::fs::{self, File};
+use std::fs::{self, OpenOptions};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -163,14 +168,20 @@ impl TestServer {
     fn spawn_and_wait(&mut self) -> Result<(), String> {
         static STARTS: AtomicUsize = AtomicUsize::new(0);
         let binary = server_binary();
-        self.log_path = log_dir().join(format!(
-            "secantusd-{}-{}-{}.log",
-            self.port,
-            std::process::id(),
-            STARTS.fetch_add(1, Ordering::Relaxed)
-        ));
-        let log = File::create(&self.log_path)
-            .map_err(|e| format!("cannot create {}: {e}", self.log_path.display()))?;
+        if self.log_path.as_os_str().is_empty() {
+            self.log_path = log_dir().join(format!(
+                "secantusd-{}-{}-{}.log",
+                self.port,
+                std::process::id(),
+                STARTS.fetch_add(1, Ordering::Relaxed)
+            ));
+        }
+        // Appending keeps the log of the run before a restart.
+        let log = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log_path)
+            .map_err(|e| format!("cannot open {}: {e}", self.log_path.display()))?;
         let log_err = log
             .try_clone()
             .map_err(|e| format!("cannot clone log file handle: {e}"))?;
@@ -323,14 +334,18 @@ impl TestServer {
 
 impl Drop for TestServer {
     fn drop(&mut self) {
+        self.stop();
+        // Keep the log only when the test failed, so target/test-servers
+        // holds exactly the logs worth reading.
         if thread::panicking() {
             eprintln!(
                 "SecantusDB on port {} logged to {}",
                 self.port,
                 self.log_path.display()
             );
+        } else {
+            let _ = fs::remove_file(&self.log_path);
         }
-        self.stop();
     }
 }
 

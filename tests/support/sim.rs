@@ -20,7 +20,7 @@
 //! has a polling accept thread and each client connection a thread; all stop
 //! when the [`Simulator`] is dropped.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::{self, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -76,6 +76,20 @@ impl Role {
     }
 }
 
+/// A fault injected into a member's next hello replies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HelloFault {
+    /// Close the connection instead of replying (a network error for the client).
+    CloseConnection,
+    /// Reply `ok: 0` with this code and these error labels.
+    Error {
+        /// The error code, e.g. 91 (ShutdownInProgress).
+        code: i32,
+        /// Error labels, e.g. `["SystemOverloadedError", "RetryableError"]`.
+        labels: Vec<String>,
+    },
+}
+
 /// Commands a non-primary rejects with NotWritablePrimary.
 const WRITE_COMMANDS: &[&str] = &[
     "insert",
@@ -124,6 +138,7 @@ struct MemberScript {
     process_id: ObjectId,
     counter: i64,
     delay: Duration,
+    hello_faults: VecDeque<HelloFault>,
 }
 
 #[derive(Debug)]
@@ -289,6 +304,7 @@ impl Simulator {
                 process_id: ObjectId::new(),
                 counter: 0,
                 delay: Duration::ZERO,
+                hello_faults: VecDeque::new(),
             });
             script.members.len() - 1
         };
@@ -445,6 +461,16 @@ impl Simulator {
         self.script(i, |s| {
             s.members[i].hello_extra = extra;
             s.members[i].counter += 1;
+        });
+    }
+
+    /// The next `times` hellos member `i` receives (on any connection) fail
+    /// with `fault` instead of being answered; later calls queue behind.
+    pub fn fail_hellos(&self, i: usize, times: usize, fault: HelloFault) {
+        self.script(i, |s| {
+            s.members[i]
+                .hello_faults
+                .extend(std::iter::repeat_n(fault, times));
         });
     }
 
@@ -645,6 +671,8 @@ enum Answer {
     Reply(Document),
     /// Pass the request to the backend unchanged.
     Forward,
+    /// Close the connection without replying.
+    Close,
 }
 
 impl Handler {
@@ -684,6 +712,7 @@ impl Handler {
                             let expects_reply = message.flags & FLAG_MORE_TO_COME == 0;
                             self.forward(client, &frame, expects_reply)?;
                         }
+                        Answer::Close => return Ok(()),
                     }
                 }
                 OP_QUERY => {
@@ -697,6 +726,7 @@ impl Handler {
                             self.reply(client, &bytes)?;
                         }
                         Answer::Forward => self.forward(client, &frame, true)?,
+                        Answer::Close => return Ok(()),
                     }
                 }
                 // Nothing we advertise makes a client send anything else
@@ -736,8 +766,22 @@ impl Handler {
             }
         }
         if is_hello {
-            self.await_topology_change(command);
-            return Answer::Reply(self.hello(&name, command));
+            let fault = lock(&self.shared.script).members[self.index]
+                .hello_faults
+                .pop_front();
+            return match fault {
+                Some(HelloFault::CloseConnection) => Answer::Close,
+                Some(HelloFault::Error { code, labels }) => Answer::Reply(doc! {
+                    "ok": 0.0,
+                    "errmsg": "injected hello failure",
+                    "code": code,
+                    "errorLabels": labels,
+                }),
+                None => {
+                    self.await_topology_change(command);
+                    Answer::Reply(self.hello(&name, command))
+                }
+            };
         }
         let script = lock(&self.shared.script);
         let member = &script.members[self.index];
@@ -1005,6 +1049,22 @@ impl Handler {
             self.backend = Some(stream);
         }
         Ok(self.backend.as_mut().expect("backend connected above"))
+    }
+}
+
+/// Polls `condition` every 10 ms until it holds or `timeout` passes;
+/// returns whether it held. For effects that happen on simulator threads
+/// just after the client sees them (e.g. a closed socket being deregistered).
+pub fn wait_until(timeout: Duration, mut condition: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if condition() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(10));
     }
 }
 
