@@ -59,6 +59,9 @@ pub struct TestServer {
     options: ServerOptions,
     port: u16,
     log_path: PathBuf,
+    /// The server's TMPDIR, where `:memory:` storage puts its files; a
+    /// SIGKILLed server cannot clean it up, so we do.
+    scratch_dir: PathBuf,
     child: Option<Child>,
     /// Our end of the watchdog's pipe; dropping it kills the server.
     lifeline: Option<ChildStdin>,
@@ -95,9 +98,35 @@ pub fn server_binary() -> PathBuf {
 }
 
 fn log_dir() -> PathBuf {
+    static SWEPT: OnceLock<()> = OnceLock::new();
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-servers");
     fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+    SWEPT.get_or_init(|| sweep_scratch_dirs(&dir));
     dir
+}
+
+/// Removes scratch directories left by test processes that are gone (the
+/// shared server is never dropped, so its directory outlives its process).
+fn sweep_scratch_dirs(dir: &Path) {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        // tmp-<port>-<pid>-<n>
+        let owner = name
+            .strip_prefix("tmp-")
+            .and_then(|rest| rest.split('-').nth(1))
+            .and_then(|pid| pid.parse::<u32>().ok());
+        if let Some(pid) = owner {
+            if !Path::new(&format!("/proc/{pid}")).exists() {
+                let _ = fs::remove_dir_all(entry.path());
+            }
+        }
+    }
 }
 
 /// A port that was free a moment ago (the OS picks it for a port-0 bind).
@@ -138,6 +167,7 @@ impl TestServer {
                 options: options.clone(),
                 port: free_port(),
                 log_path: PathBuf::new(),
+                scratch_dir: PathBuf::new(),
                 child: None,
                 lifeline: None,
             };
@@ -169,13 +199,18 @@ impl TestServer {
         static STARTS: AtomicUsize = AtomicUsize::new(0);
         let binary = server_binary();
         if self.log_path.as_os_str().is_empty() {
-            self.log_path = log_dir().join(format!(
-                "secantusd-{}-{}-{}.log",
+            let stem = format!(
+                "{}-{}-{}",
                 self.port,
                 std::process::id(),
                 STARTS.fetch_add(1, Ordering::Relaxed)
-            ));
+            );
+            let dir = log_dir();
+            self.log_path = dir.join(format!("secantusd-{stem}.log"));
+            self.scratch_dir = dir.join(format!("tmp-{stem}"));
         }
+        fs::create_dir_all(&self.scratch_dir)
+            .map_err(|e| format!("cannot create {}: {e}", self.scratch_dir.display()))?;
         // Appending keeps the log of the run before a restart.
         let log = OpenOptions::new()
             .create(true)
@@ -199,6 +234,7 @@ impl TestServer {
         }
         command
             .args(&self.options.extra_args)
+            .env("TMPDIR", &self.scratch_dir)
             .stdin(Stdio::piped())
             .stdout(log)
             .stderr(log_err);
@@ -256,6 +292,9 @@ impl TestServer {
             if child.wait().is_err() {
                 let _ = child.kill();
             }
+        }
+        if !self.scratch_dir.as_os_str().is_empty() {
+            let _ = fs::remove_dir_all(&self.scratch_dir);
         }
     }
 
