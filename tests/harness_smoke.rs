@@ -110,7 +110,7 @@ fn simulated_replica_set_presents_roles_and_moves_real_data() {
     let server = TestServer::shared();
     let sim = Simulator::replica_set(
         "rs0",
-        &server.address(),
+        server,
         &[Role::Primary, Role::Secondary, Role::Arbiter],
     );
 
@@ -137,6 +137,12 @@ fn simulated_replica_set_presents_roles_and_moves_real_data() {
     assert_eq!(legacy.get_bool("secondary"), Ok(true), "{legacy}");
     assert_eq!(legacy.get_bool("helloOk"), Ok(true), "{legacy}");
     assert!(!legacy.contains_key("electionId"), "{legacy}");
+
+    assert_eq!(sim.handshakes(0), vec![doc! { "hello": 1, "$db": "admin" }]);
+    assert_eq!(
+        sim.handshakes(1),
+        vec![doc! { "isMaster": 1, "helloOk": true }]
+    );
 
     let reply = insert(&mut primary, "sim_rs", vec![doc! { "_id": "via-primary" }]);
     assert!(is_ok(&reply), "{reply}");
@@ -190,8 +196,7 @@ fn hello(sim: &Simulator, i: usize) -> Document {
 #[test]
 fn elections_and_reconfigs_change_hello() {
     let server = TestServer::shared();
-    let mut sim =
-        Simulator::replica_set("rs1", &server.address(), &[Role::Primary, Role::Secondary]);
+    let mut sim = Simulator::replica_set("rs1", server, &[Role::Primary, Role::Secondary]);
     let before = hello(&sim, 1);
     let first_election = sim.election_id();
 
@@ -231,7 +236,7 @@ fn elections_and_reconfigs_change_hello() {
 #[test]
 fn faults_refuse_drop_and_delay() {
     let server = TestServer::shared();
-    let sim = Simulator::mongos(&server.address(), 2);
+    let sim = Simulator::mongos(server, 2);
 
     let mut conn = RawConnection::connect(&sim.address(0)).expect("connect");
     let hello = conn.command("admin", doc! { "hello": 1 }).expect("hello");
@@ -258,7 +263,7 @@ fn faults_refuse_drop_and_delay() {
 #[test]
 fn awaitable_hello_returns_when_the_topology_changes() {
     let server = TestServer::shared();
-    let sim = Simulator::replica_set("rs2", &server.address(), &[Role::Primary, Role::Secondary]);
+    let sim = Simulator::replica_set("rs2", server, &[Role::Primary, Role::Secondary]);
     let (process_id, counter) = sim.topology_version(1);
     let address = sim.address(1);
     let waiter = std::thread::spawn(move || {
@@ -287,7 +292,7 @@ fn awaitable_hello_returns_when_the_topology_changes() {
 fn load_balancer_alternates_backends_and_reports_service_ids() {
     let first = TestServer::start_standalone();
     let second = TestServer::start_standalone();
-    let sim = Simulator::load_balancer(&[&first.address(), &second.address()]);
+    let sim = Simulator::load_balancer(&[&first, &second]);
     assert!(sim.seed_uri(&[0]).ends_with("?loadBalanced=true"));
 
     let mut service_ids = Vec::new();
@@ -320,7 +325,7 @@ fn load_balancer_alternates_backends_and_reports_service_ids() {
 fn backend_fail_points_reach_the_client_through_the_simulator() {
     // A dedicated server: fail points are server-wide.
     let server = TestServer::start();
-    let sim = Simulator::replica_set("rs3", &server.address(), &[Role::Primary]);
+    let sim = Simulator::replica_set("rs3", &server, &[Role::Primary]);
     let mut conn = RawConnection::connect(&sim.address(0)).expect("connect");
     let armed = conn
         .command(
@@ -360,7 +365,7 @@ fn backend_fail_points_reach_the_client_through_the_simulator() {
 #[test]
 fn injected_hello_faults_apply_in_order_then_stop() {
     let server = TestServer::shared();
-    let sim = Simulator::replica_set("rs4", &server.address(), &[Role::Primary]);
+    let sim = Simulator::replica_set("rs4", server, &[Role::Primary]);
     sim.fail_hellos(
         0,
         1,

@@ -35,6 +35,7 @@ use super::raw::{
     encode_op_reply, parse_op_msg, parse_op_query, read_frame, Frame, OpMsg, FLAG_MORE_TO_COME,
     OP_MSG, OP_QUERY, QUERY_FLAG_SECONDARY_OK,
 };
+use super::server::TestServer;
 
 /// What a simulated member says it is in its hello reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +74,30 @@ impl Role {
             self,
             Role::Primary | Role::Mongos | Role::Standalone | Role::LoadBalancer
         )
+    }
+}
+
+/// Something the simulator can forward to: a [`TestServer`] or an address.
+pub trait Backend {
+    /// `host:port` to connect to.
+    fn backend_address(&self) -> String;
+}
+
+impl Backend for TestServer {
+    fn backend_address(&self) -> String {
+        self.address()
+    }
+}
+
+impl Backend for str {
+    fn backend_address(&self) -> String {
+        self.to_owned()
+    }
+}
+
+impl Backend for String {
+    fn backend_address(&self) -> String {
+        self.clone()
     }
 }
 
@@ -161,6 +186,7 @@ impl Script {
 struct Observed {
     connections: usize,
     hellos: usize,
+    handshakes: Vec<Document>,
     commands: Vec<String>,
     received: Vec<Document>,
 }
@@ -221,42 +247,46 @@ pub struct Simulator {
 
 impl Simulator {
     /// A replica set named `set_name` with one member per role, all
-    /// forwarding to the server at `backend` (`host:port`). The primary, if
+    /// forwarding to `backend` (a [`TestServer`] or a `host:port`). The primary, if
     /// any, carries term 1 in its `electionId`; `setVersion` starts at 1.
-    pub fn replica_set(set_name: &str, backend: &str, roles: &[Role]) -> Simulator {
+    pub fn replica_set<B: Backend + ?Sized>(
+        set_name: &str,
+        backend: &B,
+        roles: &[Role],
+    ) -> Simulator {
         let mut sim = Simulator::empty(Some(set_name.to_owned()));
         for &role in roles {
-            sim.add_member_with_backends(role, vec![backend.to_owned()]);
+            sim.add_member_with_backends(role, vec![backend.backend_address()]);
         }
         sim
     }
 
     /// `n` mongoses forwarding to `backend`.
-    pub fn mongos(backend: &str, n: usize) -> Simulator {
+    pub fn mongos<B: Backend + ?Sized>(backend: &B, n: usize) -> Simulator {
         let mut sim = Simulator::empty(None);
         for _ in 0..n {
-            sim.add_member_with_backends(Role::Mongos, vec![backend.to_owned()]);
+            sim.add_member_with_backends(Role::Mongos, vec![backend.backend_address()]);
         }
         sim
     }
 
     /// One standalone forwarding to `backend` (useful for fault injection in
     /// front of a standalone).
-    pub fn standalone(backend: &str) -> Simulator {
+    pub fn standalone<B: Backend + ?Sized>(backend: &B) -> Simulator {
         let mut sim = Simulator::empty(None);
-        sim.add_member_with_backends(Role::Standalone, vec![backend.to_owned()]);
+        sim.add_member_with_backends(Role::Standalone, vec![backend.backend_address()]);
         sim
     }
 
     /// One load balancer (member 0) in front of `backends`: each new TCP
     /// connection goes to the next backend in turn, and its hello carries
     /// that backend's `serviceId` (see [`Simulator::service_id`]).
-    pub fn load_balancer(backends: &[&str]) -> Simulator {
+    pub fn load_balancer<B: Backend + ?Sized>(backends: &[&B]) -> Simulator {
         assert!(!backends.is_empty(), "a load balancer needs a backend");
         let mut sim = Simulator::empty(None);
         sim.add_member_with_backends(
             Role::LoadBalancer,
-            backends.iter().map(|b| (*b).to_owned()).collect(),
+            backends.iter().map(|b| b.backend_address()).collect(),
         );
         sim
     }
@@ -545,6 +575,12 @@ impl Simulator {
         lock(&self.member(i).observed).hellos
     }
 
+    /// The hello documents that opened each connection to member `i` (the
+    /// handshakes: client metadata, compression, loadBalanced...), in order.
+    pub fn handshakes(&self, i: usize) -> Vec<Document> {
+        lock(&self.member(i).observed).handshakes.clone()
+    }
+
     /// Names of every command member `i` received, in order, answered here or forwarded.
     pub fn commands(&self, i: usize) -> Vec<String> {
         lock(&self.member(i).observed).commands.clone()
@@ -646,6 +682,7 @@ fn accept_loop(shared: Arc<Shared>, index: usize, io: Arc<MemberIo>) {
             connection_id,
             backend_index,
             backend: None,
+            greeted: false,
         };
         let spawned = thread::Builder::new()
             .name(format!("sim-conn-{}-{connection_id}", io.port))
@@ -664,6 +701,8 @@ struct Handler {
     connection_id: u64,
     backend_index: usize,
     backend: Option<TcpStream>,
+    /// Whether a command arrived yet: the first hello is the handshake.
+    greeted: bool,
 }
 
 enum Answer {
@@ -754,15 +793,20 @@ impl Handler {
         client.write_all(bytes)
     }
 
-    fn answer(&self, command: &Document, secondary_ok: bool) -> Answer {
+    fn answer(&mut self, command: &Document, secondary_ok: bool) -> Answer {
         let name = command.keys().next().cloned().unwrap_or_default();
         let is_hello = HELLO_COMMANDS.contains(&name.as_str());
+        let is_handshake = is_hello && !self.greeted;
+        self.greeted = true;
         {
             let mut observed = lock(&self.io.observed);
             observed.commands.push(name.clone());
             observed.received.push(command.clone());
             if is_hello {
                 observed.hellos += 1;
+            }
+            if is_handshake {
+                observed.handshakes.push(command.clone());
             }
         }
         if is_hello {
