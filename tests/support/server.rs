@@ -260,7 +260,14 @@ impl TestServer {
                     tail(&self.log_path)
                 ));
             }
-            if self.answers_hello() {
+            // Still running after it answered: the hello came from our
+            // server, not from something that took the port meanwhile.
+            if self.answers_hello()
+                && self
+                    .child
+                    .as_mut()
+                    .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
+            {
                 return Ok(());
             }
             if started.elapsed() > STARTUP_TIMEOUT {
