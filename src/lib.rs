@@ -9,6 +9,7 @@
 
 pub mod address;
 pub mod error;
+pub mod event;
 pub mod options;
 pub mod read_preference;
 pub mod sdam;

@@ -131,7 +131,11 @@ impl ReadPreference {
             let sets: Vec<Document> = self
                 .tag_sets
                 .iter()
-                .map(|t| t.iter().map(|(k, v)| (k.clone(), v.clone().into())).collect())
+                .map(|t| {
+                    t.iter()
+                        .map(|(k, v)| (k.clone(), v.clone().into()))
+                        .collect()
+                })
                 .collect();
             d.insert("tags", sets);
         }

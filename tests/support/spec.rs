@@ -122,8 +122,8 @@ impl Report {
         if !selected(file, test) {
             return;
         }
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(case))
-            .unwrap_or_else(|panic| {
+        let outcome =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(case)).unwrap_or_else(|panic| {
                 let text = panic
                     .downcast_ref::<String>()
                     .cloned()
