@@ -467,3 +467,184 @@ mod tests {
         .is_none());
     }
 }
+
+#[cfg(test)]
+mod decision_tests {
+    use super::*;
+    use crate::sdam::TopologySettings;
+    use bson::doc;
+    use bson::oid::ObjectId;
+    use std::time::Duration;
+
+    fn addr() -> ServerAddress {
+        ServerAddress::tcp("a", 27017)
+    }
+
+    /// A replica set whose primary `a` reports topologyVersion (pid, 5).
+    fn replica_set(load_balanced: bool) -> TopologyDescription {
+        let settings = TopologySettings::new(vec![addr()]);
+        let settings = if load_balanced {
+            settings.with_load_balanced(true)
+        } else {
+            settings.with_replica_set("rs")
+        };
+        let mut topology = TopologyDescription::new(settings);
+        let reply = doc! {"ok": 1, "isWritablePrimary": true, "setName": "rs",
+        "hosts": ["a:27017"], "maxWireVersion": 21,
+        "topologyVersion": {"processId": pid(), "counter": 5_i64}};
+        let _ = topology.check_succeeded(&addr(), &reply, Duration::ZERO, Instant::now());
+        topology.stale = false;
+        topology
+    }
+
+    fn pid() -> ObjectId {
+        ObjectId::from_bytes([1; 12])
+    }
+
+    fn command(code: i32, counter: Option<i64>) -> ApplicationErrorKind {
+        ApplicationErrorKind::Command {
+            code: Some(code),
+            message: String::new(),
+            topology_version: counter.map(|counter| TopologyVersion {
+                process_id: pid(),
+                counter,
+            }),
+        }
+    }
+
+    fn error(kind: ApplicationErrorKind, phase: HandshakePhase) -> ApplicationError {
+        ApplicationError::new(addr(), kind, phase, 0, 21)
+    }
+
+    const AFTER: HandshakePhase = HandshakePhase::AfterHandshakeCompletes;
+    const BEFORE: HandshakePhase = HandshakePhase::BeforeHandshakeCompletes;
+
+    fn handled(mark_unknown: bool, clear_socket: bool, mark_stale: bool) -> ErrorDecision {
+        ErrorDecision {
+            ignored: None,
+            mark_unknown,
+            clear_socket,
+            mark_stale,
+        }
+    }
+
+    #[test]
+    fn state_change_errors() {
+        let topology = replica_set(false);
+        // Not writable primary on 4.2+: Unknown and rescan, socket kept.
+        assert_eq!(
+            decide(&topology, &error(command(10107, Some(6)), AFTER)),
+            handled(true, false, true)
+        );
+        // Recovering: Unknown, no rescan.
+        assert_eq!(
+            decide(&topology, &error(command(189, Some(6)), AFTER)),
+            handled(true, false, false)
+        );
+        // Shutting down: the socket goes too.
+        assert_eq!(
+            decide(&topology, &error(command(91, Some(6)), AFTER)),
+            handled(true, true, true)
+        );
+        // From a server older than 4.2 the socket goes as well.
+        let mut old = error(command(10107, None), AFTER);
+        old.max_wire_version = 7;
+        assert_eq!(decide(&topology, &old), handled(true, true, true));
+        // Same topologyVersion: stale.
+        assert_eq!(
+            decide(&topology, &error(command(10107, Some(5)), AFTER)).ignored,
+            Some(IgnoreReason::StaleTopologyVersion)
+        );
+        assert_eq!(
+            decide(&topology, &error(command(11000, None), AFTER)).ignored,
+            Some(IgnoreReason::NotStateChange)
+        );
+    }
+
+    #[test]
+    fn network_errors() {
+        let topology = replica_set(false);
+        let network = || ApplicationErrorKind::Network {
+            message: "reset".into(),
+        };
+        let timeout = || ApplicationErrorKind::NetworkTimeout {
+            message: "slow".into(),
+        };
+        assert_eq!(
+            decide(&topology, &error(network(), AFTER)),
+            handled(true, true, false)
+        );
+        assert_eq!(
+            decide(&topology, &error(timeout(), AFTER)).ignored,
+            Some(IgnoreReason::TimeoutAfterHandshake)
+        );
+        assert_eq!(
+            decide(&topology, &error(timeout(), BEFORE)).ignored,
+            Some(IgnoreReason::ConnectionEstablishment)
+        );
+        assert_eq!(
+            decide(&topology, &error(timeout(), HandshakePhase::Authenticating)),
+            handled(true, true, false)
+        );
+        assert_eq!(
+            decide(
+                &topology,
+                &error(network(), AFTER).with_system_overloaded(true)
+            )
+            .ignored,
+            Some(IgnoreReason::SystemOverloaded)
+        );
+        let auth = ApplicationErrorKind::Authentication {
+            message: "bad password".into(),
+        };
+        assert_eq!(
+            decide(&topology, &error(auth, HandshakePhase::Authenticating)),
+            handled(true, true, false)
+        );
+        let mut stale = error(network(), AFTER);
+        stale.address = ServerAddress::tcp("gone", 1);
+        assert_eq!(
+            decide(&topology, &stale).ignored,
+            Some(IgnoreReason::UnknownServer)
+        );
+    }
+
+    #[test]
+    fn load_balanced_mode_never_marks_unknown() {
+        let topology = replica_set(true);
+        assert_eq!(
+            decide(&topology, &error(command(91, None), AFTER)),
+            handled(false, true, false)
+        );
+        assert_eq!(
+            decide(&topology, &error(command(10107, None), AFTER)),
+            handled(false, false, false)
+        );
+        let network = ApplicationErrorKind::Network {
+            message: "reset".into(),
+        };
+        assert_eq!(
+            decide(&topology, &error(network, AFTER)),
+            handled(false, true, false)
+        );
+    }
+
+    #[test]
+    fn handling_applies_the_decision() {
+        let mut topology = replica_set(false);
+        let (decision, update) =
+            topology.handle_application_error(&error(command(91, Some(6)), AFTER), Instant::now());
+        assert_eq!(decision, handled(true, true, true));
+        assert!(topology.stale);
+        assert_eq!(topology.pool_generation(&addr()), Some(1));
+        let server = &topology.servers[&addr()];
+        assert_eq!(server.server_type, crate::sdam::ServerType::Unknown);
+        assert_eq!(server.topology_version.map(|tv| tv.counter), Some(6));
+        assert_eq!(topology.topology_type, TopologyType::ReplicaSetNoPrimary);
+        assert!(!update.events.is_empty());
+        // The error from the socket before the clear is now stale.
+        let (decision, _) =
+            topology.handle_application_error(&error(command(91, Some(7)), AFTER), Instant::now());
+        assert_eq!(decision.ignored, Some(IgnoreReason::StaleGeneration));
+    }
+}

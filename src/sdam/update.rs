@@ -182,6 +182,17 @@ impl TopologyDescription {
         self.server_states.get(address).map(|s| s.pool_generation)
     }
 
+    /// Whether the shell should keep polling the SRV record for new hosts
+    /// (the SRV polling spec: only for `mongodb+srv` seeds while the
+    /// topology is Unknown or Sharded, never load balanced).
+    pub fn polls_srv(&self) -> bool {
+        self.settings.seeds_from_srv
+            && matches!(
+                self.topology_type,
+                TopologyType::Unknown | TopologyType::Sharded
+            )
+    }
+
     /// Whether `address` is in the topology.
     pub fn contains(&self, address: &ServerAddress) -> bool {
         self.servers.contains_key(address)
@@ -271,7 +282,7 @@ impl TopologyDescription {
         self.update_with(new);
         self.update_compatibility();
         self.update_logical_session_timeout();
-        self.diff_from(&previous, &address)
+        self.diff_from(&previous, Some(&address))
     }
 
     /// Removes every server and makes the topology Unknown (the spec's
@@ -284,7 +295,7 @@ impl TopologyDescription {
         self.topology_type = TopologyType::Unknown;
         self.update_compatibility();
         self.update_logical_session_timeout();
-        let mut update = self.diff_from(&previous, &ServerAddress::tcp("", 0));
+        let mut update = self.diff_from(&previous, None);
         update.events.push(SdamEvent::TopologyClosed {
             topology_id: self.id,
         });
@@ -642,7 +653,11 @@ impl TopologyDescription {
     /// The events from `previous` to `self`, in the spec's order: the
     /// checked server's change, changes the rules made to other servers,
     /// servers opened, servers closed, then the topology's change.
-    fn diff_from(&self, previous: &TopologyDescription, checked: &ServerAddress) -> TopologyUpdate {
+    fn diff_from(
+        &self,
+        previous: &TopologyDescription,
+        checked: Option<&ServerAddress>,
+    ) -> TopologyUpdate {
         let topology_id = self.id;
         let mut update = TopologyUpdate {
             applied: true,
@@ -656,7 +671,7 @@ impl TopologyDescription {
             }
             // A PossiblePrimary hint is not news about the server itself;
             // multi-threaded drivers do not even have the type.
-            if address != checked
+            if Some(address) != checked
                 && old.server_type == ServerType::Unknown
                 && new.server_type == ServerType::PossiblePrimary
             {
@@ -673,8 +688,10 @@ impl TopologyDescription {
                 new: Box::new(new.clone()),
             })
         };
-        update.events.extend(changed(checked));
-        for address in self.servers.keys().filter(|a| *a != checked) {
+        if let Some(checked) = checked {
+            update.events.extend(changed(checked));
+        }
+        for address in self.servers.keys().filter(|a| Some(*a) != checked) {
             update.events.extend(changed(address));
         }
         for address in self.servers.keys() {
@@ -709,4 +726,264 @@ impl TopologyDescription {
 /// An electionId as comparable bytes, `None` first.
 fn oid_key(id: Option<ObjectId>) -> Option<[u8; 12]> {
     id.map(|i| i.bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    fn addr(s: &str) -> ServerAddress {
+        ServerAddress::parse(s).unwrap()
+    }
+
+    fn seeds(list: &[&str]) -> TopologySettings {
+        TopologySettings::new(list.iter().map(|s| addr(s)).collect())
+    }
+
+    fn event_names(events: &[SdamEvent]) -> Vec<&'static str> {
+        events
+            .iter()
+            .map(|e| match e {
+                SdamEvent::TopologyOpening { .. } => "TopologyOpening",
+                SdamEvent::TopologyDescriptionChanged { .. } => "TopologyDescriptionChanged",
+                SdamEvent::ServerOpening { .. } => "ServerOpening",
+                SdamEvent::ServerDescriptionChanged { .. } => "ServerDescriptionChanged",
+                SdamEvent::ServerClosed { .. } => "ServerClosed",
+                SdamEvent::TopologyClosed { .. } => "TopologyClosed",
+                _ => "other",
+            })
+            .collect()
+    }
+
+    fn primary(hosts: &[&str]) -> Document {
+        doc! {"ok": 1, "isWritablePrimary": true, "setName": "rs", "hosts": hosts,
+        "minWireVersion": 0, "maxWireVersion": 21}
+    }
+
+    fn secondary(hosts: &[&str]) -> Document {
+        doc! {"ok": 1, "secondary": true, "setName": "rs", "hosts": hosts,
+        "minWireVersion": 0, "maxWireVersion": 21}
+    }
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn initial_topology_type_follows_the_options() {
+        let one = seeds(&["a"]);
+        let cases = [
+            (one.clone(), TopologyType::Unknown),
+            (
+                one.clone().with_direct_connection(true),
+                TopologyType::Single,
+            ),
+            (
+                one.clone()
+                    .with_direct_connection(true)
+                    .with_replica_set("rs"),
+                TopologyType::Single,
+            ),
+            (
+                one.clone().with_direct_connection(false),
+                TopologyType::Unknown,
+            ),
+            (
+                one.clone().with_replica_set("rs"),
+                TopologyType::ReplicaSetNoPrimary,
+            ),
+            // One host from SRV still starts Unknown.
+            (one.clone().with_seeds_from_srv(true), TopologyType::Unknown),
+            (one.with_load_balanced(true), TopologyType::LoadBalanced),
+        ];
+        for (settings, expected) in cases {
+            let topology = TopologyDescription::new(settings.clone());
+            assert_eq!(topology.topology_type, expected, "{settings:?}");
+            assert_eq!(topology.set_name, settings.replica_set);
+            assert!(topology.stale, "a new topology must be scanned first");
+        }
+    }
+
+    #[test]
+    fn load_balanced_topology_opens_with_the_spec_events_and_never_changes() {
+        let mut topology = TopologyDescription::new(seeds(&["lb"]).with_load_balanced(true));
+        let events = topology.opening_events();
+        assert_eq!(
+            event_names(&events),
+            [
+                "TopologyOpening",
+                "TopologyDescriptionChanged",
+                "ServerOpening",
+                "ServerDescriptionChanged",
+                "TopologyDescriptionChanged"
+            ]
+        );
+        match &events[1] {
+            SdamEvent::TopologyDescriptionChanged { previous, new, .. } => {
+                assert!(previous.servers.is_empty());
+                assert_eq!(new.topology_type, TopologyType::LoadBalanced);
+                assert_eq!(new.servers[&addr("lb")].server_type, ServerType::Unknown);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        match &events[3] {
+            SdamEvent::ServerDescriptionChanged { previous, new, .. } => {
+                assert_eq!(previous.server_type, ServerType::Unknown);
+                assert_eq!(new.server_type, ServerType::LoadBalancer);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        let update = topology.check_succeeded(&addr("lb"), &doc! {"ok": 1}, ms(1), Instant::now());
+        assert!(!update.applied && update.events.is_empty());
+        assert_eq!(
+            topology.servers[&addr("lb")].server_type,
+            ServerType::LoadBalancer
+        );
+        assert!(topology.is_compatible());
+    }
+
+    #[test]
+    fn rtt_is_smoothed_across_known_types_and_reset_by_unknown() {
+        let a = addr("a");
+        let now = Instant::now();
+        let mut topology = TopologyDescription::new(seeds(&["a", "b"]).with_replica_set("rs"));
+        let _ = topology.check_succeeded(&a, &primary(&["a", "b"]), ms(10), now);
+        let _ = topology.check_succeeded(&a, &secondary(&["a", "b"]), ms(20), now);
+        let server = &topology.servers[&a];
+        assert_eq!(server.server_type, ServerType::RsSecondary);
+        assert_eq!(server.round_trip_time, Some(ms(12)));
+        assert_eq!(server.min_round_trip_time, Some(ms(10)));
+
+        let update = topology.check_failed(&a, "connection refused", now);
+        assert!(update.applied);
+        let server = &topology.servers[&a];
+        assert_eq!(server.server_type, ServerType::Unknown);
+        assert_eq!(server.round_trip_time, None);
+        assert_eq!(server.error.as_deref(), Some("connection refused"));
+        assert_eq!(topology.pool_generation(&a), Some(1));
+
+        let _ = topology.check_succeeded(&a, &secondary(&["a", "b"]), ms(50), now);
+        assert_eq!(topology.servers[&a].round_trip_time, Some(ms(50)));
+    }
+
+    #[test]
+    fn older_topology_version_is_ignored() {
+        let a = addr("a");
+        let now = Instant::now();
+        let pid = ObjectId::from_bytes([1; 12]);
+        let mut topology = TopologyDescription::new(seeds(&["a"]).with_replica_set("rs"));
+        let mut reply = primary(&["a"]);
+        reply.insert("topologyVersion", doc! {"processId": pid, "counter": 5_i64});
+        let _ = topology.check_succeeded(&a, &reply, ms(1), now);
+        let mut older = secondary(&["a"]);
+        older.insert("topologyVersion", doc! {"processId": pid, "counter": 4_i64});
+        let update = topology.check_succeeded(&a, &older, ms(1), now);
+        assert!(!update.applied);
+        assert_eq!(topology.servers[&a].server_type, ServerType::RsPrimary);
+        assert_eq!(topology.topology_type, TopologyType::ReplicaSetWithPrimary);
+    }
+
+    #[test]
+    fn update_lists_added_and_removed_servers_with_their_events() {
+        let now = Instant::now();
+        let mut topology = TopologyDescription::new(seeds(&["a", "b"]).with_replica_set("rs"));
+        let update = topology.check_succeeded(&addr("a"), &primary(&["a", "c"]), ms(1), now);
+        assert_eq!(update.added, vec![addr("c")]);
+        assert_eq!(update.removed, vec![addr("b")]);
+        assert_eq!(
+            event_names(&update.events),
+            [
+                "ServerDescriptionChanged",
+                "ServerOpening",
+                "ServerClosed",
+                "TopologyDescriptionChanged"
+            ]
+        );
+        assert_eq!(topology.pool_generation(&addr("c")), Some(0));
+        assert_eq!(topology.pool_generation(&addr("b")), None);
+    }
+
+    #[test]
+    fn invalidated_primary_gets_its_own_change_event() {
+        let now = Instant::now();
+        let mut topology = TopologyDescription::new(seeds(&["a", "b"]).with_replica_set("rs"));
+        let _ = topology.check_succeeded(&addr("a"), &primary(&["a", "b"]), ms(1), now);
+        let update = topology.check_succeeded(&addr("b"), &primary(&["a", "b"]), ms(1), now);
+        let changed: Vec<&ServerAddress> = update
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                SdamEvent::ServerDescriptionChanged { address, .. } => Some(address),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(changed, [&addr("b"), &addr("a")]);
+        assert_eq!(
+            topology.servers[&addr("a")].error.as_deref(),
+            Some(NEWER_PRIMARY_ERROR)
+        );
+    }
+
+    #[test]
+    fn close_removes_every_server_and_ends_with_topology_closed() {
+        let mut topology = TopologyDescription::new(seeds(&["a", "b"]));
+        let update = topology.close();
+        assert_eq!(
+            event_names(&update.events),
+            [
+                "ServerClosed",
+                "ServerClosed",
+                "TopologyDescriptionChanged",
+                "TopologyClosed"
+            ]
+        );
+        assert_eq!(update.removed, vec![addr("a"), addr("b")]);
+        assert!(topology.servers.is_empty());
+        assert_eq!(topology.topology_type, TopologyType::Unknown);
+    }
+
+    #[test]
+    fn compatibility_errors_use_the_spec_wording() {
+        let now = Instant::now();
+        let mut topology = TopologyDescription::new(seeds(&["a"]));
+        let _ = topology.check_succeeded(
+            &addr("a"),
+            &doc! {"ok": 1, "minWireVersion": 0, "maxWireVersion": 6},
+            ms(1),
+            now,
+        );
+        assert_eq!(
+            topology.compatibility_error.as_deref(),
+            Some(
+                "Server at a:27017 reports wire version 6, but this version of mongo-inline \
+                 requires at least 8 (MongoDB 4.2)."
+            )
+        );
+        let _ = topology.check_succeeded(
+            &addr("a"),
+            &doc! {"ok": 1, "minWireVersion": 99, "maxWireVersion": 100},
+            ms(1),
+            now,
+        );
+        assert_eq!(
+            topology.compatibility_error.as_deref(),
+            Some(
+                "Server at a:27017 requires wire version 99, but this version of mongo-inline \
+                 only supports up to 25."
+            )
+        );
+        let _ = topology.check_failed(&addr("a"), "down", now);
+        assert!(topology.is_compatible(), "Unknown servers are not judged");
+    }
+
+    #[test]
+    fn srv_polling_only_while_unknown_or_sharded() {
+        let now = Instant::now();
+        let mut topology = TopologyDescription::new(seeds(&["a", "b"]).with_seeds_from_srv(true));
+        assert!(topology.polls_srv());
+        let _ = topology.check_succeeded(&addr("a"), &primary(&["a", "b"]), ms(1), now);
+        assert!(!topology.polls_srv());
+        assert!(!TopologyDescription::new(seeds(&["a"])).polls_srv());
+    }
 }
