@@ -121,15 +121,17 @@ pub trait EventHandler {
 /// Writes the SDAM logging spec's message for `event` at debug level.
 pub fn log_sdam_event(event: &SdamEvent) {
     if log::log_enabled!(target: TOPOLOGY_LOG_TARGET, log::Level::Debug) {
-        log::debug!(target: TOPOLOGY_LOG_TARGET, "{}", sdam_log_message(event));
+        if let Some(message) = sdam_log_message(event) {
+            log::debug!(target: TOPOLOGY_LOG_TARGET, "{message}");
+        }
     }
 }
 
-/// The unstructured form of the SDAM logging spec's message for `event`.
-/// A server description change has no message of its own (the spec leaves
-/// it to the topology change that follows), so it gets a short note.
-pub fn sdam_log_message(event: &SdamEvent) -> String {
-    match event {
+/// The unstructured form of the SDAM logging spec's message for `event`;
+/// `None` for a server description change, which the spec deliberately
+/// leaves to the topology change that always follows it.
+pub fn sdam_log_message(event: &SdamEvent) -> Option<String> {
+    let message = match event {
         SdamEvent::TopologyOpening { topology_id } => {
             format!("Starting monitoring for topology with ID {topology_id}")
         }
@@ -160,18 +162,7 @@ pub fn sdam_log_message(event: &SdamEvent) -> String {
             topology_summary(previous),
             topology_summary(new)
         ),
-        SdamEvent::ServerDescriptionChanged {
-            topology_id,
-            address,
-            previous,
-            new,
-        } => format!(
-            "Description changed for server {} in topology with ID {topology_id}. Previous \
-             description: {}. New description: {}",
-            host_port(address),
-            server_summary(previous),
-            server_summary(new)
-        ),
+        SdamEvent::ServerDescriptionChanged { .. } => return None,
         SdamEvent::ServerHeartbeatStarted {
             topology_id,
             address,
@@ -205,7 +196,8 @@ pub fn sdam_log_message(event: &SdamEvent) -> String {
             duration.as_millis(),
             host_port(address)
         ),
-    }
+    };
+    Some(message)
 }
 
 fn host_port(address: &ServerAddress) -> String {
@@ -257,14 +249,15 @@ mod tests {
         let id = TopologyId(7);
         let address = ServerAddress::tcp("a", 27017);
         assert_eq!(
-            sdam_log_message(&SdamEvent::TopologyOpening { topology_id: id }),
+            sdam_log_message(&SdamEvent::TopologyOpening { topology_id: id }).unwrap(),
             "Starting monitoring for topology with ID 7"
         );
         assert_eq!(
             sdam_log_message(&SdamEvent::ServerClosed {
                 topology_id: id,
                 address: address.clone()
-            }),
+            })
+            .unwrap(),
             "Stopped monitoring for server a:27017 in topology with ID 7"
         );
         let message = sdam_log_message(&SdamEvent::ServerHeartbeatSucceeded {
@@ -273,8 +266,22 @@ mod tests {
             awaited: false,
             duration: Duration::from_millis(3),
             reply: bson::doc! {"ok": 1},
-        });
+        })
+        .unwrap();
         assert!(message.starts_with("Heartbeat succeeded in 3 ms for a:27017"));
         assert!(message.ends_with("Awaited: false. Reply: {\"ok\":1}"));
+    }
+
+    #[test]
+    fn server_description_changes_are_left_to_the_topology_message() {
+        let address = ServerAddress::tcp("a", 27017);
+        let unknown = Box::new(ServerDescription::unknown(address.clone()));
+        let event = SdamEvent::ServerDescriptionChanged {
+            topology_id: TopologyId(1),
+            address,
+            previous: unknown.clone(),
+            new: unknown,
+        };
+        assert_eq!(sdam_log_message(&event), None);
     }
 }
