@@ -2,13 +2,13 @@
 //! [`TopologyDescription`], per the SDAM spec's TopologyType table.
 //!
 //! ```text
-//!                  Standalone (one seed)                     RSPrimary
-//!   Unknown ─────────────────────────────> Single   Unknown ───────────> ReplicaSetWithPrimary
-//!      │ Mongos                                        │ RSSecondary/Arbiter/Other    ▲   │
-//!      ▼                                               ▼                              │   │ primary lost
-//!   Sharded                                     ReplicaSetNoPrimary ──────────────────┘   │
-//!                                                      ▲──────────────────────────────────┘
-//!   LoadBalanced: fixed from the start, never changes.
+//!   Unknown ──Standalone (one seed)─────────> Single   (or from the start: directConnection=true)
+//!      ├──────Mongos──────────────────────> Sharded
+//!      ├──────RSPrimary───────────────────> ReplicaSetWithPrimary ─┐ primary lost,
+//!      └──────RSSecondary/Arbiter/Other───> ReplicaSetNoPrimary <──┘ stale or removed
+//!                                             │  (or from the start: replicaSet=...)
+//!                                             └──RSPrimary──> ReplicaSetWithPrimary
+//!   LoadBalanced: set from the start (loadBalanced=true), never changes.
 //! ```
 //!
 //! Every entry point returns a [`TopologyUpdate`]: the events the change
@@ -84,7 +84,8 @@ impl TopologyDescription {
     /// load balanced, else `directConnection=true` gives Single, else a
     /// replica set name gives ReplicaSetNoPrimary, else Unknown. Every seed
     /// starts Unknown, except in load-balanced mode, where the one server
-    /// is a LoadBalancer from the start and stays one.
+    /// is a LoadBalancer from the start and stays one. The description
+    /// starts `stale`: nothing has been checked yet.
     pub fn new(settings: TopologySettings) -> Self {
         let topology_type = if settings.load_balanced {
             TopologyType::LoadBalanced
