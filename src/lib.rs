@@ -9,14 +9,15 @@
 
 pub mod address;
 pub mod error;
+pub mod event;
 pub mod handshake;
 pub mod options;
 pub mod read_preference;
 pub mod scan;
 pub mod sdam;
 pub mod select;
-pub mod wire;
 pub mod uri;
+pub mod wire;
 
 pub use address::ServerAddress;
 pub use error::{Error, ErrorKind, Result};

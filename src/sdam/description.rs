@@ -13,6 +13,9 @@ use bson::Document;
 use crate::address::ServerAddress;
 use crate::read_preference::TagSet;
 
+use super::settings::{TopologyId, TopologySettings};
+use super::update::ServerState;
+
 /// The server types of the SDAM spec.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
@@ -172,6 +175,8 @@ pub struct ServerDescription {
     pub max_message_size_bytes: i64,
     /// `maxWriteBatchSize`.
     pub max_write_batch_size: i64,
+    /// `iscryptd`: whether the server is a `mongocryptd` process.
+    pub iscryptd: bool,
 }
 
 /// Server limits assumed before a server says otherwise (the spec's defaults).
@@ -212,6 +217,7 @@ impl ServerDescription {
             max_bson_object_size: DEFAULT_MAX_BSON_OBJECT_SIZE,
             max_message_size_bytes: DEFAULT_MAX_MESSAGE_SIZE_BYTES,
             max_write_batch_size: DEFAULT_MAX_WRITE_BATCH_SIZE,
+            iscryptd: false,
         }
     }
 }
@@ -238,4 +244,13 @@ pub struct TopologyDescription {
     /// Single-threaded mode: a scan must run before the next selection
     /// (set after an error marked a server Unknown).
     pub stale: bool,
+    /// Identifies this topology in events and log messages.
+    pub id: TopologyId,
+    /// The configuration the topology started from (seeds, replica set
+    /// name, mode); the update rules consult it.
+    pub settings: TopologySettings,
+    /// What the driver keeps about each server besides its description:
+    /// the socket generation and the round-trip-time samples. Same keys as
+    /// [`TopologyDescription::servers`].
+    pub server_states: BTreeMap<ServerAddress, ServerState>,
 }

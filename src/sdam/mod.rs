@@ -4,9 +4,27 @@
 //! the time and the options go in; a new [`TopologyDescription`] and the
 //! events and decisions it implies come out. The `topology` module is the
 //! shell that carries those decisions out.
+//!
+//! - [`hello`]: a [`ServerDescription`] from a hello reply or an error.
+//! - [`update`]: the topology state machine ([`TopologyDescription::apply`]).
+//! - [`error_handling`]: what an application error means for the topology.
+//! - [`rtt`]: round-trip-time statistics of checks.
 
 pub mod description;
+pub mod error_handling;
+pub mod hello;
+pub mod rtt;
+pub mod settings;
+pub mod update;
 
 pub use description::{
     ServerDescription, ServerType, TopologyDescription, TopologyType, TopologyVersion,
+};
+pub use error_handling::{
+    ApplicationError, ApplicationErrorKind, ErrorDecision, HandshakePhase, IgnoreReason,
+};
+pub use rtt::RoundTripTime;
+pub use settings::{TopologyId, TopologySettings};
+pub use update::{
+    ServerState, TopologyUpdate, MAX_SUPPORTED_WIRE_VERSION, MIN_SUPPORTED_WIRE_VERSION,
 };

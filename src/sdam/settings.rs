@@ -1,0 +1,92 @@
+//! What a topology starts from: the seeds and the few options that decide
+//! its initial type.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::address::ServerAddress;
+use crate::options::ClientOptions;
+
+/// The options SDAM needs, taken from [`ClientOptions`] (or built directly
+/// in tests).
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct TopologySettings {
+    /// The seed list (after the SRV look-up for `mongodb+srv`).
+    pub seeds: Vec<ServerAddress>,
+    /// `directConnection`; unset behaves as `false`.
+    pub direct_connection: Option<bool>,
+    /// `replicaSet`.
+    pub replica_set: Option<String>,
+    /// `loadBalanced`.
+    pub load_balanced: bool,
+    /// Whether the seeds came from an SRV look-up (`mongodb+srv`).
+    pub seeds_from_srv: bool,
+}
+
+impl TopologySettings {
+    /// Settings with these seeds and every option unset.
+    pub fn new(seeds: Vec<ServerAddress>) -> Self {
+        TopologySettings {
+            seeds,
+            ..Self::default()
+        }
+    }
+
+    /// The settings of a client built from `options` (whose hosts are the
+    /// resolved seeds when the URI was `mongodb+srv`).
+    pub fn from_options(options: &ClientOptions) -> Self {
+        TopologySettings {
+            seeds: options.hosts().to_vec(),
+            direct_connection: options.direct_connection(),
+            replica_set: options.replica_set().map(str::to_string),
+            load_balanced: options.load_balanced(),
+            seeds_from_srv: options.srv_host.is_some(),
+        }
+    }
+
+    /// This value with `directConnection` set.
+    pub fn with_direct_connection(mut self, direct: bool) -> Self {
+        self.direct_connection = Some(direct);
+        self
+    }
+
+    /// This value with `replicaSet` set.
+    pub fn with_replica_set(mut self, name: impl Into<String>) -> Self {
+        self.replica_set = Some(name.into());
+        self
+    }
+
+    /// This value with `loadBalanced` set.
+    pub fn with_load_balanced(mut self, load_balanced: bool) -> Self {
+        self.load_balanced = load_balanced;
+        self
+    }
+
+    /// This value marked as coming from an SRV look-up.
+    pub fn with_seeds_from_srv(mut self, from_srv: bool) -> Self {
+        self.seeds_from_srv = from_srv;
+        self
+    }
+}
+
+/// Identifies one topology in events and log messages; unique within the
+/// process ([`TopologyId::next`]). The default, 0, is never handed out and
+/// marks descriptions built by hand in tests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TopologyId(pub u64);
+
+static NEXT_TOPOLOGY_ID: AtomicU64 = AtomicU64::new(1);
+
+impl TopologyId {
+    /// A new id, different from every other id this process handed out.
+    pub fn next() -> Self {
+        TopologyId(NEXT_TOPOLOGY_ID.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+impl fmt::Display for TopologyId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}

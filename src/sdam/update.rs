@@ -1,0 +1,990 @@
+//! The topology state machine: how a new [`ServerDescription`] changes the
+//! [`TopologyDescription`], per the SDAM spec's TopologyType table.
+//!
+//! ```text
+//!   Unknown ──Standalone (one seed)─────────> Single   (or from the start: directConnection=true)
+//!      ├──────Mongos──────────────────────> Sharded
+//!      ├──────RSPrimary───────────────────> ReplicaSetWithPrimary ─┐ primary lost,
+//!      └──────RSSecondary/Arbiter/Other───> ReplicaSetNoPrimary <──┘ stale or removed
+//!                                             │  (or from the start: replicaSet=...)
+//!                                             └──RSPrimary──> ReplicaSetWithPrimary
+//!   LoadBalanced: set from the start (loadBalanced=true), never changes.
+//! ```
+//!
+//! Every entry point returns a [`TopologyUpdate`]: the events the change
+//! implies, in the spec's order, and the servers added and removed so the
+//! shell can open and close sockets. Nothing here does I/O or reads a
+//! clock.
+
+use std::time::{Duration, Instant};
+
+use bson::oid::ObjectId;
+use bson::Document;
+
+use crate::address::ServerAddress;
+use crate::event::SdamEvent;
+
+use super::description::{ServerDescription, ServerType, TopologyDescription, TopologyType};
+use super::rtt::RoundTripTime;
+use super::settings::{TopologyId, TopologySettings};
+use super::TopologyVersion;
+
+/// The oldest wire version this driver speaks (MongoDB 4.2).
+pub const MIN_SUPPORTED_WIRE_VERSION: i32 = 8;
+/// The MongoDB release of [`MIN_SUPPORTED_WIRE_VERSION`], for the
+/// compatibility error.
+pub const MIN_SUPPORTED_SERVER_VERSION: &str = "4.2";
+/// The newest wire version this driver speaks (MongoDB 8.0).
+pub const MAX_SUPPORTED_WIRE_VERSION: i32 = 25;
+
+/// The driver's name in the compatibility error.
+const DRIVER_NAME: &str = "mongo-inline";
+
+/// The error of a primary whose (electionId, setVersion) is older than one
+/// already seen (the spec's required substring).
+pub const STALE_PRIMARY_ERROR: &str = "primary marked stale due to electionId/setVersion mismatch";
+/// The error of an old primary replaced by a newer one.
+pub const NEWER_PRIMARY_ERROR: &str = "primary marked stale due to discovery of newer primary";
+
+/// The wire version of MongoDB 6.0, from which a primary's (electionId,
+/// setVersion) pair is ordered by electionId first.
+const ELECTION_ID_FIRST_WIRE_VERSION: i32 = 17;
+
+/// What the driver keeps about a server besides its description.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct ServerState {
+    /// The socket generation (the spec's pool generation): it grows each
+    /// time the server's socket is discarded, so errors from an older
+    /// socket can be recognised as stale.
+    pub pool_generation: u32,
+    /// The round-trip-time samples of the server's checks.
+    pub round_trip_time: RoundTripTime,
+}
+
+/// What one change to the topology implies.
+#[derive(Clone, Debug, Default)]
+#[must_use = "the events must be published and removed servers' sockets closed"]
+#[non_exhaustive]
+pub struct TopologyUpdate {
+    /// The SDAM events, in the order they are to be published.
+    pub events: Vec<SdamEvent>,
+    /// Servers added to the topology (to be checked).
+    pub added: Vec<ServerAddress>,
+    /// Servers removed from the topology (their sockets to be closed).
+    pub removed: Vec<ServerAddress>,
+    /// Whether the new information was used; `false` when it was ignored
+    /// (its server is no longer in the topology, its topologyVersion is
+    /// older than the current one, or the topology is load balanced).
+    pub applied: bool,
+}
+
+impl TopologyDescription {
+    /// The initial description for `settings`, per "Initial TopologyType":
+    /// load balanced, else `directConnection=true` gives Single, else a
+    /// replica set name gives ReplicaSetNoPrimary, else Unknown. Every seed
+    /// starts Unknown, except in load-balanced mode, where the one server
+    /// is a LoadBalancer from the start and stays one. The description
+    /// starts `stale`: nothing has been checked yet.
+    pub fn new(settings: TopologySettings) -> Self {
+        let topology_type = if settings.load_balanced {
+            TopologyType::LoadBalanced
+        } else if settings.direct_connection == Some(true) {
+            TopologyType::Single
+        } else if settings.replica_set.is_some() {
+            TopologyType::ReplicaSetNoPrimary
+        } else {
+            TopologyType::Unknown
+        };
+        let mut description = TopologyDescription {
+            topology_type,
+            set_name: settings.replica_set.clone(),
+            max_set_version: None,
+            max_election_id: None,
+            servers: Default::default(),
+            compatibility_error: None,
+            logical_session_timeout_minutes: None,
+            stale: true,
+            id: TopologyId::next(),
+            settings,
+            server_states: Default::default(),
+        };
+        for seed in description.settings.seeds.clone() {
+            let mut server = ServerDescription::unknown(seed.clone());
+            if topology_type == TopologyType::LoadBalanced {
+                server.server_type = ServerType::LoadBalancer;
+            }
+            description.servers.insert(seed.clone(), server);
+            description
+                .server_states
+                .insert(seed, ServerState::default());
+        }
+        description
+    }
+
+    /// The events of the topology's creation, in the order the spec's
+    /// monitoring tests expect: TopologyOpening, the change from an empty
+    /// Unknown topology, a ServerOpening per seed (and, load balanced, the
+    /// server becoming a LoadBalancer and the topology changing again).
+    pub fn opening_events(&self) -> Vec<SdamEvent> {
+        let topology_id = self.id;
+        let mut events = vec![SdamEvent::TopologyOpening { topology_id }];
+        let empty = self.empty_copy();
+        if self.topology_type == TopologyType::LoadBalanced {
+            let mut with_unknown = self.clone();
+            for server in with_unknown.servers.values_mut() {
+                server.server_type = ServerType::Unknown;
+            }
+            events.push(SdamEvent::TopologyDescriptionChanged {
+                topology_id,
+                previous: Box::new(empty),
+                new: Box::new(with_unknown.clone()),
+            });
+            for (address, server) in &self.servers {
+                events.push(SdamEvent::ServerOpening {
+                    topology_id,
+                    address: address.clone(),
+                });
+                events.push(SdamEvent::ServerDescriptionChanged {
+                    topology_id,
+                    address: address.clone(),
+                    previous: Box::new(ServerDescription::unknown(address.clone())),
+                    new: Box::new(server.clone()),
+                });
+            }
+            events.push(SdamEvent::TopologyDescriptionChanged {
+                topology_id,
+                previous: Box::new(with_unknown),
+                new: Box::new(self.clone()),
+            });
+        } else {
+            events.push(SdamEvent::TopologyDescriptionChanged {
+                topology_id,
+                previous: Box::new(empty),
+                new: Box::new(self.clone()),
+            });
+            events.extend(self.servers.keys().map(|address| SdamEvent::ServerOpening {
+                topology_id,
+                address: address.clone(),
+            }));
+        }
+        events
+    }
+
+    /// Whether every server's wire versions overlap the driver's (the
+    /// spec's `compatible`).
+    pub fn is_compatible(&self) -> bool {
+        self.compatibility_error.is_none()
+    }
+
+    /// The socket generation of `address`, `None` if it is not in the
+    /// topology.
+    pub fn pool_generation(&self, address: &ServerAddress) -> Option<u32> {
+        self.server_states.get(address).map(|s| s.pool_generation)
+    }
+
+    /// Whether the shell should keep polling the SRV record for new hosts
+    /// (the SRV polling spec: only for `mongodb+srv` seeds while the
+    /// topology is Unknown or Sharded, never load balanced).
+    pub fn polls_srv(&self) -> bool {
+        self.settings.seeds_from_srv
+            && matches!(
+                self.topology_type,
+                TopologyType::Unknown | TopologyType::Sharded
+            )
+    }
+
+    /// Whether `address` is in the topology.
+    pub fn contains(&self, address: &ServerAddress) -> bool {
+        self.servers.contains_key(address)
+    }
+
+    /// The spec's equality of topology descriptions, which decides whether
+    /// a TopologyDescriptionChanged event is due: type, set name,
+    /// (electionId, setVersion), compatibility, session timeout and each
+    /// server by [`ServerDescription::semantically_equal`].
+    pub fn semantically_equal(&self, other: &TopologyDescription) -> bool {
+        self.topology_type == other.topology_type
+            && self.set_name == other.set_name
+            && self.max_set_version == other.max_set_version
+            && self.max_election_id == other.max_election_id
+            && self.compatibility_error == other.compatibility_error
+            && self.logical_session_timeout_minutes == other.logical_session_timeout_minutes
+            && self.servers.len() == other.servers.len()
+            && self.servers.iter().all(|(address, server)| {
+                other
+                    .servers
+                    .get(address)
+                    .is_some_and(|o| server.semantically_equal(o))
+            })
+    }
+
+    /// A successful check of `address`: adds `rtt` to the server's
+    /// round-trip-time samples, describes the server from `reply` and
+    /// applies the description.
+    pub fn check_succeeded(
+        &mut self,
+        address: &ServerAddress,
+        reply: &Document,
+        rtt: Duration,
+        now: Instant,
+    ) -> TopologyUpdate {
+        let Some(state) = self.server_states.get_mut(address) else {
+            return TopologyUpdate::default();
+        };
+        state.round_trip_time.add_sample(rtt);
+        let description =
+            ServerDescription::from_hello(address.clone(), reply, &state.round_trip_time, now);
+        self.apply(description)
+    }
+
+    /// A failed check of `address`: the socket is gone (its generation
+    /// grows), the round-trip time starts over, and the server becomes
+    /// Unknown with `error`.
+    pub fn check_failed(
+        &mut self,
+        address: &ServerAddress,
+        error: impl Into<String>,
+        now: Instant,
+    ) -> TopologyUpdate {
+        let Some(state) = self.server_states.get_mut(address) else {
+            return TopologyUpdate::default();
+        };
+        state.pool_generation += 1;
+        let mut description = ServerDescription::from_error(address.clone(), error, None);
+        description.last_update_time = Some(now);
+        self.apply(description)
+    }
+
+    /// Applies a new description of one server: the SDAM update rules.
+    ///
+    /// Ignored (nothing changes, `applied` is false) when the server is not
+    /// in the topology any more, when its topologyVersion is older than the
+    /// current description's, or in load-balanced mode. Otherwise the
+    /// description replaces the old one — even if equal, to keep the RTT and
+    /// update time fresh — and the topology type's rules run.
+    pub fn apply(&mut self, new: ServerDescription) -> TopologyUpdate {
+        let address = new.address.clone();
+        let Some(current) = self.servers.get(&address) else {
+            return TopologyUpdate::default();
+        };
+        if self.topology_type == TopologyType::LoadBalanced {
+            return TopologyUpdate::default();
+        }
+        if TopologyVersion::compare(
+            current.topology_version.as_ref(),
+            new.topology_version.as_ref(),
+        )
+        .is_gt()
+        {
+            return TopologyUpdate::default();
+        }
+        let previous = self.clone();
+        self.update_with(new);
+        self.update_compatibility();
+        self.update_logical_session_timeout();
+        self.diff_from(&previous, Some(&address))
+    }
+
+    /// Removes every server and makes the topology Unknown (the spec's
+    /// client closing), returning ServerClosed for each server, the
+    /// topology change, and TopologyClosed last.
+    pub fn close(&mut self) -> TopologyUpdate {
+        let previous = self.clone();
+        self.servers.clear();
+        self.server_states.clear();
+        self.topology_type = TopologyType::Unknown;
+        self.update_compatibility();
+        self.update_logical_session_timeout();
+        let mut update = self.diff_from(&previous, None);
+        update.events.push(SdamEvent::TopologyClosed {
+            topology_id: self.id,
+        });
+        update
+    }
+
+    fn empty_copy(&self) -> TopologyDescription {
+        TopologyDescription {
+            topology_type: TopologyType::Unknown,
+            set_name: None,
+            max_set_version: None,
+            max_election_id: None,
+            servers: Default::default(),
+            compatibility_error: None,
+            logical_session_timeout_minutes: None,
+            stale: true,
+            id: self.id,
+            settings: self.settings.clone(),
+            server_states: Default::default(),
+        }
+    }
+
+    /// The TopologyType table.
+    fn update_with(&mut self, new: ServerDescription) {
+        let address = new.address.clone();
+        let server_type = new.server_type;
+        if self.topology_type == TopologyType::Single {
+            self.update_single(new);
+            return;
+        }
+        if matches!(
+            server_type,
+            ServerType::Unknown | ServerType::PossiblePrimary
+        ) {
+            if let Some(state) = self.server_states.get_mut(&address) {
+                // The spec: a server that becomes Unknown loses its RTT, and
+                // the next successful check starts it from scratch.
+                state.round_trip_time.reset();
+            }
+        }
+        match self.topology_type {
+            TopologyType::Unknown => match server_type {
+                ServerType::Standalone => {
+                    self.servers.insert(address.clone(), new);
+                    self.update_unknown_with_standalone(&address);
+                }
+                ServerType::Mongos => {
+                    self.servers.insert(address, new);
+                    self.topology_type = TopologyType::Sharded;
+                }
+                ServerType::RsPrimary => {
+                    self.servers.insert(address, new.clone());
+                    self.topology_type = TopologyType::ReplicaSetWithPrimary;
+                    self.update_rs_from_primary(&new);
+                }
+                ServerType::RsSecondary | ServerType::RsArbiter | ServerType::RsOther => {
+                    self.servers.insert(address, new.clone());
+                    self.topology_type = TopologyType::ReplicaSetNoPrimary;
+                    self.update_rs_without_primary(&new);
+                }
+                _ => {
+                    self.servers.insert(address, new);
+                }
+            },
+            TopologyType::Sharded => match server_type {
+                ServerType::Unknown | ServerType::PossiblePrimary | ServerType::Mongos => {
+                    self.servers.insert(address, new);
+                }
+                _ => self.remove(&address),
+            },
+            TopologyType::ReplicaSetNoPrimary => match server_type {
+                ServerType::Standalone | ServerType::Mongos => self.remove(&address),
+                ServerType::RsPrimary => {
+                    self.servers.insert(address, new.clone());
+                    self.topology_type = TopologyType::ReplicaSetWithPrimary;
+                    self.update_rs_from_primary(&new);
+                }
+                ServerType::RsSecondary | ServerType::RsArbiter | ServerType::RsOther => {
+                    self.servers.insert(address, new.clone());
+                    self.update_rs_without_primary(&new);
+                }
+                _ => {
+                    self.servers.insert(address, new);
+                }
+            },
+            TopologyType::ReplicaSetWithPrimary => match server_type {
+                ServerType::Standalone | ServerType::Mongos => {
+                    self.remove(&address);
+                    self.check_if_has_primary();
+                }
+                ServerType::RsPrimary => {
+                    self.servers.insert(address, new.clone());
+                    self.update_rs_from_primary(&new);
+                }
+                ServerType::RsSecondary | ServerType::RsArbiter | ServerType::RsOther => {
+                    self.servers.insert(address, new.clone());
+                    self.update_rs_with_primary_from_member(&new);
+                }
+                _ => {
+                    self.servers.insert(address, new);
+                    self.check_if_has_primary();
+                }
+            },
+            // Single is handled above; LoadBalanced never reaches here.
+            TopologyType::Single | TopologyType::LoadBalanced => {}
+        }
+    }
+
+    /// TopologyType Single: the one server is replaced whatever it is,
+    /// unless a replica set name was required and the server does not
+    /// report it ("Verifying setName with TopologyType Single").
+    fn update_single(&mut self, new: ServerDescription) {
+        let address = new.address.clone();
+        let mut new = new;
+        if let Some(expected) = &self.set_name {
+            if new.server_type != ServerType::Unknown && new.set_name.as_ref() != Some(expected) {
+                let reported = match &new.set_name {
+                    Some(name) => format!("replica set name {name:?}"),
+                    None => "no replica set name".to_string(),
+                };
+                new = ServerDescription::from_error(
+                    address.clone(),
+                    format!(
+                        "server {address} reports {reported}, but the replicaSet option requires \
+                         {expected:?}"
+                    ),
+                    None,
+                );
+            }
+        }
+        if new.server_type == ServerType::Unknown {
+            if let Some(state) = self.server_states.get_mut(&address) {
+                state.round_trip_time.reset();
+            }
+        }
+        self.servers.insert(address, new);
+    }
+
+    fn update_unknown_with_standalone(&mut self, address: &ServerAddress) {
+        if self.settings.seeds.len() == 1 {
+            self.topology_type = TopologyType::Single;
+        } else {
+            self.remove(address);
+        }
+    }
+
+    fn update_rs_without_primary(&mut self, new: &ServerDescription) {
+        let address = &new.address;
+        if self.set_name.is_none() {
+            self.set_name = new.set_name.clone();
+        } else if self.set_name != new.set_name {
+            self.remove(address);
+            return;
+        }
+        self.add_members(new);
+        self.mark_possible_primary(new);
+        if new.me.as_ref().is_some_and(|me| me != address) {
+            self.remove(address);
+        }
+    }
+
+    fn update_rs_with_primary_from_member(&mut self, new: &ServerDescription) {
+        let address = &new.address;
+        if self.set_name != new.set_name || new.me.as_ref().is_some_and(|me| me != address) {
+            self.remove(address);
+            self.check_if_has_primary();
+            return;
+        }
+        if !self.has_primary() {
+            // This member had been the primary.
+            self.topology_type = TopologyType::ReplicaSetNoPrimary;
+            self.mark_possible_primary(new);
+        }
+    }
+
+    fn update_rs_from_primary(&mut self, new: &ServerDescription) {
+        let address = &new.address;
+        if self.set_name.is_none() {
+            self.set_name = new.set_name.clone();
+        } else if self.set_name != new.set_name {
+            // A primary of another set than the one required or found.
+            self.remove(address);
+            self.check_if_has_primary();
+            return;
+        }
+
+        if self.is_stale_primary(new) {
+            self.mark_unknown(address, STALE_PRIMARY_ERROR);
+            self.check_if_has_primary();
+            return;
+        }
+
+        let others: Vec<ServerAddress> = self
+            .servers
+            .iter()
+            .filter(|(a, s)| *a != address && s.server_type == ServerType::RsPrimary)
+            .map(|(a, _)| a.clone())
+            .collect();
+        for old_primary in others {
+            self.mark_unknown(&old_primary, NEWER_PRIMARY_ERROR);
+        }
+
+        self.add_members(new);
+        let members: Vec<&ServerAddress> = new.members().collect();
+        let not_members: Vec<ServerAddress> = self
+            .servers
+            .keys()
+            .filter(|a| !members.contains(a))
+            .cloned()
+            .collect();
+        for gone in not_members {
+            self.remove(&gone);
+        }
+        self.check_if_has_primary();
+    }
+
+    /// Compares the primary's (electionId, setVersion) with the largest seen
+    /// and records it when it is not older: electionId first from wire
+    /// version 17 (MongoDB 6.0), setVersion first before that.
+    fn is_stale_primary(&mut self, new: &ServerDescription) -> bool {
+        let election_id = new.election_id;
+        let set_version = new.set_version;
+        if new.max_wire_version >= ELECTION_ID_FIRST_WIRE_VERSION {
+            // `None` orders before any value, as the spec's "null values are
+            // always considered less than".
+            let election_order = oid_key(election_id).cmp(&oid_key(self.max_election_id));
+            if election_order.is_lt() {
+                return true;
+            }
+            if election_order.is_eq() && set_version < self.max_set_version {
+                return true;
+            }
+            self.max_election_id = election_id;
+            self.max_set_version = set_version;
+            false
+        } else {
+            if let (Some(sv), Some(eid)) = (set_version, election_id) {
+                if let (Some(max_sv), Some(max_eid)) = (self.max_set_version, self.max_election_id)
+                {
+                    if max_sv > sv || (max_sv == sv && max_eid.bytes() > eid.bytes()) {
+                        return true;
+                    }
+                }
+                self.max_election_id = Some(eid);
+            }
+            if let Some(sv) = set_version {
+                if self.max_set_version.is_none_or(|max| sv > max) {
+                    self.max_set_version = Some(sv);
+                }
+            }
+            false
+        }
+    }
+
+    fn add_members(&mut self, new: &ServerDescription) {
+        for member in new.members() {
+            if !self.servers.contains_key(member) {
+                self.servers
+                    .insert(member.clone(), ServerDescription::unknown(member.clone()));
+                self.server_states
+                    .insert(member.clone(), ServerState::default());
+            }
+        }
+    }
+
+    /// The member's `primary` hint, so a single-threaded scan checks the
+    /// possible primary first.
+    fn mark_possible_primary(&mut self, new: &ServerDescription) {
+        if let Some(primary) = &new.primary {
+            if let Some(server) = self.servers.get_mut(primary) {
+                if server.server_type == ServerType::Unknown {
+                    server.server_type = ServerType::PossiblePrimary;
+                }
+            }
+        }
+    }
+
+    fn mark_unknown(&mut self, address: &ServerAddress, error: &str) {
+        self.servers.insert(
+            address.clone(),
+            ServerDescription::from_error(address.clone(), error, None),
+        );
+        if let Some(state) = self.server_states.get_mut(address) {
+            state.round_trip_time.reset();
+        }
+    }
+
+    fn has_primary(&self) -> bool {
+        self.servers
+            .values()
+            .any(|s| s.server_type == ServerType::RsPrimary)
+    }
+
+    fn check_if_has_primary(&mut self) {
+        self.topology_type = if self.has_primary() {
+            TopologyType::ReplicaSetWithPrimary
+        } else {
+            TopologyType::ReplicaSetNoPrimary
+        };
+    }
+
+    fn remove(&mut self, address: &ServerAddress) {
+        self.servers.remove(address);
+        self.server_states.remove(address);
+    }
+
+    /// "Checking wire protocol compatibility": the first server (in address
+    /// order) whose range does not overlap the driver's names the problem.
+    fn update_compatibility(&mut self) {
+        self.compatibility_error = self.servers.values().find_map(|server| {
+            if matches!(
+                server.server_type,
+                ServerType::Unknown | ServerType::PossiblePrimary | ServerType::LoadBalancer
+            ) {
+                return None;
+            }
+            if server.min_wire_version > MAX_SUPPORTED_WIRE_VERSION {
+                Some(format!(
+                    "Server at {} requires wire version {}, but this version of {DRIVER_NAME} \
+                     only supports up to {MAX_SUPPORTED_WIRE_VERSION}.",
+                    server.address, server.min_wire_version
+                ))
+            } else if server.max_wire_version < MIN_SUPPORTED_WIRE_VERSION {
+                Some(format!(
+                    "Server at {} reports wire version {}, but this version of {DRIVER_NAME} \
+                     requires at least {MIN_SUPPORTED_WIRE_VERSION} (MongoDB \
+                     {MIN_SUPPORTED_SERVER_VERSION}).",
+                    server.address, server.max_wire_version
+                ))
+            } else {
+                None
+            }
+        });
+    }
+
+    /// The smallest `logicalSessionTimeoutMinutes` of the data-bearing
+    /// servers; `None` if one of them lacks it, or there are none.
+    fn update_logical_session_timeout(&mut self) {
+        let mut minimum: Option<i64> = None;
+        for server in self.servers.values() {
+            if !server.server_type.is_data_bearing() {
+                continue;
+            }
+            match server.logical_session_timeout_minutes {
+                None => {
+                    minimum = None;
+                    break;
+                }
+                Some(t) => minimum = Some(minimum.map_or(t, |m| m.min(t))),
+            }
+        }
+        self.logical_session_timeout_minutes = minimum;
+    }
+
+    /// The events from `previous` to `self`, in the spec's order: the
+    /// checked server's change, changes the rules made to other servers,
+    /// servers opened, servers closed, then the topology's change.
+    fn diff_from(
+        &self,
+        previous: &TopologyDescription,
+        checked: Option<&ServerAddress>,
+    ) -> TopologyUpdate {
+        let topology_id = self.id;
+        let mut update = TopologyUpdate {
+            applied: true,
+            ..TopologyUpdate::default()
+        };
+        let changed = |address: &ServerAddress| -> Option<SdamEvent> {
+            let old = previous.servers.get(address)?;
+            let new = self.servers.get(address)?;
+            if old.semantically_equal(new) {
+                return None;
+            }
+            // A PossiblePrimary hint is not news about the server itself;
+            // multi-threaded drivers do not even have the type.
+            if Some(address) != checked
+                && old.server_type == ServerType::Unknown
+                && new.server_type == ServerType::PossiblePrimary
+            {
+                let mut as_unknown = new.clone();
+                as_unknown.server_type = ServerType::Unknown;
+                if old.semantically_equal(&as_unknown) {
+                    return None;
+                }
+            }
+            Some(SdamEvent::ServerDescriptionChanged {
+                topology_id,
+                address: address.clone(),
+                previous: Box::new(old.clone()),
+                new: Box::new(new.clone()),
+            })
+        };
+        if let Some(checked) = checked {
+            update.events.extend(changed(checked));
+        }
+        for address in self.servers.keys().filter(|a| Some(*a) != checked) {
+            update.events.extend(changed(address));
+        }
+        for address in self.servers.keys() {
+            if !previous.servers.contains_key(address) {
+                update.added.push(address.clone());
+                update.events.push(SdamEvent::ServerOpening {
+                    topology_id,
+                    address: address.clone(),
+                });
+            }
+        }
+        for address in previous.servers.keys() {
+            if !self.servers.contains_key(address) {
+                update.removed.push(address.clone());
+                update.events.push(SdamEvent::ServerClosed {
+                    topology_id,
+                    address: address.clone(),
+                });
+            }
+        }
+        if !previous.semantically_equal(self) {
+            update.events.push(SdamEvent::TopologyDescriptionChanged {
+                topology_id,
+                previous: Box::new(previous.clone()),
+                new: Box::new(self.clone()),
+            });
+        }
+        update
+    }
+}
+
+/// An electionId as comparable bytes, `None` first.
+fn oid_key(id: Option<ObjectId>) -> Option<[u8; 12]> {
+    id.map(|i| i.bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    fn addr(s: &str) -> ServerAddress {
+        ServerAddress::parse(s).unwrap()
+    }
+
+    fn seeds(list: &[&str]) -> TopologySettings {
+        TopologySettings::new(list.iter().map(|s| addr(s)).collect())
+    }
+
+    fn event_names(events: &[SdamEvent]) -> Vec<&'static str> {
+        events
+            .iter()
+            .map(|e| match e {
+                SdamEvent::TopologyOpening { .. } => "TopologyOpening",
+                SdamEvent::TopologyDescriptionChanged { .. } => "TopologyDescriptionChanged",
+                SdamEvent::ServerOpening { .. } => "ServerOpening",
+                SdamEvent::ServerDescriptionChanged { .. } => "ServerDescriptionChanged",
+                SdamEvent::ServerClosed { .. } => "ServerClosed",
+                SdamEvent::TopologyClosed { .. } => "TopologyClosed",
+                _ => "other",
+            })
+            .collect()
+    }
+
+    fn primary(hosts: &[&str]) -> Document {
+        doc! {"ok": 1, "isWritablePrimary": true, "setName": "rs", "hosts": hosts,
+        "minWireVersion": 0, "maxWireVersion": 21}
+    }
+
+    fn secondary(hosts: &[&str]) -> Document {
+        doc! {"ok": 1, "secondary": true, "setName": "rs", "hosts": hosts,
+        "minWireVersion": 0, "maxWireVersion": 21}
+    }
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn initial_topology_type_follows_the_options() {
+        let one = seeds(&["a"]);
+        let cases = [
+            (one.clone(), TopologyType::Unknown),
+            (
+                one.clone().with_direct_connection(true),
+                TopologyType::Single,
+            ),
+            (
+                one.clone()
+                    .with_direct_connection(true)
+                    .with_replica_set("rs"),
+                TopologyType::Single,
+            ),
+            (
+                one.clone().with_direct_connection(false),
+                TopologyType::Unknown,
+            ),
+            (
+                one.clone().with_replica_set("rs"),
+                TopologyType::ReplicaSetNoPrimary,
+            ),
+            // One host from SRV still starts Unknown.
+            (one.clone().with_seeds_from_srv(true), TopologyType::Unknown),
+            (one.with_load_balanced(true), TopologyType::LoadBalanced),
+        ];
+        for (settings, expected) in cases {
+            let topology = TopologyDescription::new(settings.clone());
+            assert_eq!(topology.topology_type, expected, "{settings:?}");
+            assert_eq!(topology.set_name, settings.replica_set);
+            assert!(topology.stale, "a new topology must be scanned first");
+        }
+    }
+
+    #[test]
+    fn load_balanced_topology_opens_with_the_spec_events_and_never_changes() {
+        let mut topology = TopologyDescription::new(seeds(&["lb"]).with_load_balanced(true));
+        let events = topology.opening_events();
+        assert_eq!(
+            event_names(&events),
+            [
+                "TopologyOpening",
+                "TopologyDescriptionChanged",
+                "ServerOpening",
+                "ServerDescriptionChanged",
+                "TopologyDescriptionChanged"
+            ]
+        );
+        match &events[1] {
+            SdamEvent::TopologyDescriptionChanged { previous, new, .. } => {
+                assert!(previous.servers.is_empty());
+                assert_eq!(new.topology_type, TopologyType::LoadBalanced);
+                assert_eq!(new.servers[&addr("lb")].server_type, ServerType::Unknown);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        match &events[3] {
+            SdamEvent::ServerDescriptionChanged { previous, new, .. } => {
+                assert_eq!(previous.server_type, ServerType::Unknown);
+                assert_eq!(new.server_type, ServerType::LoadBalancer);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        let update = topology.check_succeeded(&addr("lb"), &doc! {"ok": 1}, ms(1), Instant::now());
+        assert!(!update.applied && update.events.is_empty());
+        assert_eq!(
+            topology.servers[&addr("lb")].server_type,
+            ServerType::LoadBalancer
+        );
+        assert!(topology.is_compatible());
+    }
+
+    #[test]
+    fn rtt_is_smoothed_across_known_types_and_reset_by_unknown() {
+        let a = addr("a");
+        let now = Instant::now();
+        let mut topology = TopologyDescription::new(seeds(&["a", "b"]).with_replica_set("rs"));
+        let _ = topology.check_succeeded(&a, &primary(&["a", "b"]), ms(10), now);
+        let _ = topology.check_succeeded(&a, &secondary(&["a", "b"]), ms(20), now);
+        let server = &topology.servers[&a];
+        assert_eq!(server.server_type, ServerType::RsSecondary);
+        assert_eq!(server.round_trip_time, Some(ms(12)));
+        assert_eq!(server.min_round_trip_time, Some(ms(10)));
+
+        let update = topology.check_failed(&a, "connection refused", now);
+        assert!(update.applied);
+        let server = &topology.servers[&a];
+        assert_eq!(server.server_type, ServerType::Unknown);
+        assert_eq!(server.round_trip_time, None);
+        assert_eq!(server.error.as_deref(), Some("connection refused"));
+        assert_eq!(topology.pool_generation(&a), Some(1));
+
+        let _ = topology.check_succeeded(&a, &secondary(&["a", "b"]), ms(50), now);
+        assert_eq!(topology.servers[&a].round_trip_time, Some(ms(50)));
+    }
+
+    #[test]
+    fn older_topology_version_is_ignored() {
+        let a = addr("a");
+        let now = Instant::now();
+        let pid = ObjectId::from_bytes([1; 12]);
+        let mut topology = TopologyDescription::new(seeds(&["a"]).with_replica_set("rs"));
+        let mut reply = primary(&["a"]);
+        reply.insert("topologyVersion", doc! {"processId": pid, "counter": 5_i64});
+        let _ = topology.check_succeeded(&a, &reply, ms(1), now);
+        let mut older = secondary(&["a"]);
+        older.insert("topologyVersion", doc! {"processId": pid, "counter": 4_i64});
+        let update = topology.check_succeeded(&a, &older, ms(1), now);
+        assert!(!update.applied);
+        assert_eq!(topology.servers[&a].server_type, ServerType::RsPrimary);
+        assert_eq!(topology.topology_type, TopologyType::ReplicaSetWithPrimary);
+    }
+
+    #[test]
+    fn update_lists_added_and_removed_servers_with_their_events() {
+        let now = Instant::now();
+        let mut topology = TopologyDescription::new(seeds(&["a", "b"]).with_replica_set("rs"));
+        let update = topology.check_succeeded(&addr("a"), &primary(&["a", "c"]), ms(1), now);
+        assert_eq!(update.added, vec![addr("c")]);
+        assert_eq!(update.removed, vec![addr("b")]);
+        assert_eq!(
+            event_names(&update.events),
+            [
+                "ServerDescriptionChanged",
+                "ServerOpening",
+                "ServerClosed",
+                "TopologyDescriptionChanged"
+            ]
+        );
+        assert_eq!(topology.pool_generation(&addr("c")), Some(0));
+        assert_eq!(topology.pool_generation(&addr("b")), None);
+    }
+
+    #[test]
+    fn invalidated_primary_gets_its_own_change_event() {
+        let now = Instant::now();
+        let mut topology = TopologyDescription::new(seeds(&["a", "b"]).with_replica_set("rs"));
+        let _ = topology.check_succeeded(&addr("a"), &primary(&["a", "b"]), ms(1), now);
+        let update = topology.check_succeeded(&addr("b"), &primary(&["a", "b"]), ms(1), now);
+        let changed: Vec<&ServerAddress> = update
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                SdamEvent::ServerDescriptionChanged { address, .. } => Some(address),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(changed, [&addr("b"), &addr("a")]);
+        assert_eq!(
+            topology.servers[&addr("a")].error.as_deref(),
+            Some(NEWER_PRIMARY_ERROR)
+        );
+    }
+
+    #[test]
+    fn close_removes_every_server_and_ends_with_topology_closed() {
+        let mut topology = TopologyDescription::new(seeds(&["a", "b"]));
+        let update = topology.close();
+        assert_eq!(
+            event_names(&update.events),
+            [
+                "ServerClosed",
+                "ServerClosed",
+                "TopologyDescriptionChanged",
+                "TopologyClosed"
+            ]
+        );
+        assert_eq!(update.removed, vec![addr("a"), addr("b")]);
+        assert!(topology.servers.is_empty());
+        assert_eq!(topology.topology_type, TopologyType::Unknown);
+    }
+
+    #[test]
+    fn compatibility_errors_use_the_spec_wording() {
+        let now = Instant::now();
+        let mut topology = TopologyDescription::new(seeds(&["a"]));
+        let _ = topology.check_succeeded(
+            &addr("a"),
+            &doc! {"ok": 1, "minWireVersion": 0, "maxWireVersion": 6},
+            ms(1),
+            now,
+        );
+        assert_eq!(
+            topology.compatibility_error.as_deref(),
+            Some(
+                "Server at a:27017 reports wire version 6, but this version of mongo-inline \
+                 requires at least 8 (MongoDB 4.2)."
+            )
+        );
+        let _ = topology.check_succeeded(
+            &addr("a"),
+            &doc! {"ok": 1, "minWireVersion": 99, "maxWireVersion": 100},
+            ms(1),
+            now,
+        );
+        assert_eq!(
+            topology.compatibility_error.as_deref(),
+            Some(
+                "Server at a:27017 requires wire version 99, but this version of mongo-inline \
+                 only supports up to 25."
+            )
+        );
+        let _ = topology.check_failed(&addr("a"), "down", now);
+        assert!(topology.is_compatible(), "Unknown servers are not judged");
+    }
+
+    #[test]
+    fn srv_polling_only_while_unknown_or_sharded() {
+        let now = Instant::now();
+        let mut topology = TopologyDescription::new(seeds(&["a", "b"]).with_seeds_from_srv(true));
+        assert!(topology.polls_srv());
+        let _ = topology.check_succeeded(&addr("a"), &primary(&["a", "b"]), ms(1), now);
+        assert!(!topology.polls_srv());
+        assert!(!TopologyDescription::new(seeds(&["a"])).polls_srv());
+    }
+}
