@@ -111,7 +111,7 @@ pub enum SdamEvent {
 /// Receives the driver's events. Every method has a default that ignores
 /// the event, so a handler implements only what it wants, and later kinds
 /// of events (commands, connections) add methods without breaking it.
-pub trait EventHandler {
+pub trait EventHandler: Send + Sync {
     /// Called for every SDAM event, in order.
     fn handle_sdam_event(&self, event: &SdamEvent) {
         let _ = event;

@@ -8,6 +8,8 @@
 #![deny(missing_docs)]
 
 pub mod address;
+pub mod client;
+pub mod conn;
 pub mod error;
 pub mod event;
 pub mod handshake;
@@ -16,10 +18,12 @@ pub mod read_preference;
 pub mod scan;
 pub mod sdam;
 pub mod select;
+pub mod topology;
 pub mod uri;
 pub mod wire;
 
 pub use address::ServerAddress;
+pub use client::{Client, Database};
 pub use error::{Error, ErrorKind, Result};
 pub use options::ClientOptions;
 pub use read_preference::{ReadPreference, ReadPreferenceMode};

@@ -1,0 +1,141 @@
+//! The public entry point: [`Client`] and [`Database`].
+//!
+//! A client owns one [`crate::topology::Topology`]: the
+//! description of the deployment and one socket slot per server. Creating a
+//! client does no I/O; the first operation scans, selects and connects.
+//! Operations from several threads are serialised: the driver is
+//! single-threaded by design, and `Client` is `Send + Sync` only so that it
+//! can live in a `static` or move between threads.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bson::Document;
+
+use crate::error::{Error, Result};
+use crate::event::EventHandler;
+use crate::options::ClientOptions;
+use crate::read_preference::ReadPreference;
+use crate::select::SelectionCriteria;
+use crate::topology::Topology;
+
+/// A handle to a MongoDB deployment. Cheap to clone; clones share the
+/// topology and its sockets.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<ClientInner>,
+}
+
+struct ClientInner {
+    topology: Mutex<Topology>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client").finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// A client for the deployment a connection string names. Parses and
+    /// validates the string; does no I/O.
+    pub fn with_uri_str(uri: &str) -> Result<Client> {
+        Client::with_options(ClientOptions::parse(uri)?)
+    }
+
+    /// A client with options built in code. Does no I/O.
+    pub fn with_options(options: ClientOptions) -> Result<Client> {
+        Client::build(options, None)
+    }
+
+    /// A client that reports SDAM (and later command) events to `handler`.
+    /// The handler runs inline, inside the operation that caused the
+    /// event; it must not call back into this client.
+    pub fn with_options_and_handler(
+        options: ClientOptions,
+        handler: Arc<dyn EventHandler>,
+    ) -> Result<Client> {
+        Client::build(options, Some(handler))
+    }
+
+    fn build(options: ClientOptions, handler: Option<Arc<dyn EventHandler>>) -> Result<Client> {
+        let topology = Topology::new(options, handler)?;
+        Ok(Client {
+            inner: Arc::new(ClientInner {
+                topology: Mutex::new(topology),
+            }),
+        })
+    }
+
+    /// A handle to the database `name`. Does no I/O.
+    pub fn database(&self, name: &str) -> Database {
+        Database {
+            client: self.clone(),
+            name: name.to_string(),
+        }
+    }
+
+    /// The database named in the connection string's path, if any.
+    pub fn default_database(&self) -> Option<Database> {
+        let name = self.topology().options().default_database()?.to_string();
+        Some(self.database(&name))
+    }
+
+    /// Closes every socket at once, without waiting on the network. The
+    /// client can still be used afterwards: the next operation reconnects.
+    pub fn close(&self) {
+        self.topology().close();
+    }
+
+    pub(crate) fn topology(&self) -> MutexGuard<'_, Topology> {
+        // A panic in an event handler poisons the lock; the topology itself
+        // is left consistent between steps, so carry on with it.
+        self.inner
+            .topology
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// A handle to one database.
+#[derive(Clone, Debug)]
+pub struct Database {
+    client: Client,
+    name: String,
+}
+
+impl Database {
+    /// The database's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The client this database belongs to.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// Runs a command on the primary (the client's default read preference
+    /// does not apply to `runCommand`, as the server-selection spec says)
+    /// and returns the reply. A reply with `ok: 0` is an error.
+    pub fn run_command(&self, command: Document) -> Result<Document> {
+        self.run_command_with(
+            command,
+            SelectionCriteria::ReadPreference(ReadPreference::primary()),
+        )
+    }
+
+    /// Runs a command on a server chosen by `criteria`; the read preference
+    /// is passed to the server as the spec says for the topology type.
+    pub fn run_command_with(
+        &self,
+        command: Document,
+        criteria: SelectionCriteria,
+    ) -> Result<Document> {
+        if command.is_empty() {
+            return Err(Error::invalid_argument("the command document is empty"));
+        }
+        self.client
+            .topology()
+            .run_command(&self.name, command, &criteria)
+    }
+}

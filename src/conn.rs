@@ -1,0 +1,502 @@
+//! One connection to one server: a blocking TCP (or Unix) socket and the
+//! request/reply exchange over it.
+//!
+//! A [`Connection`] knows nothing of SDAM or selection. It opens, sends one
+//! command and reads its reply, and reports failures as [`Error`]s that name
+//! the server. The topology decides what a failure means.
+//!
+//! ```text
+//!   open ──> (handshake by the caller) ──> command ⇄ reply ... ──> drop (close, no network wait)
+//! ```
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::{Duration, Instant};
+
+use bson::Document;
+
+use crate::address::ServerAddress;
+use crate::error::{CommandError, Error, ErrorKind, Result};
+use crate::sdam::description::DEFAULT_MAX_MESSAGE_SIZE_BYTES;
+use crate::wire::{self, Header, Message, MsgFlags, OpMsg, HEADER_LEN};
+
+/// Request ids are unique per process, so a reply can be matched to its request.
+static NEXT_REQUEST_ID: AtomicI32 = AtomicI32::new(1);
+
+fn next_request_id() -> i32 {
+    NEXT_REQUEST_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+enum Stream {
+    Tcp(TcpStream),
+    #[cfg(unix)]
+    Unix(std::os::unix::net::UnixStream),
+}
+
+impl Stream {
+    fn set_timeouts(&self, timeout: Option<Duration>) -> std::io::Result<()> {
+        match self {
+            Stream::Tcp(s) => {
+                s.set_read_timeout(timeout)?;
+                s.set_write_timeout(timeout)
+            }
+            #[cfg(unix)]
+            Stream::Unix(s) => {
+                s.set_read_timeout(timeout)?;
+                s.set_write_timeout(timeout)
+            }
+        }
+    }
+
+    /// Whether the peer has closed the socket or sent unexpected bytes,
+    /// checked without blocking: used before reusing an idle socket.
+    /// Unix sockets cannot be peeked on stable Rust; for them the ping
+    /// after socketCheckIntervalMS is the only check.
+    fn peer_closed_or_dirty(&self) -> bool {
+        let Stream::Tcp(s) = self else {
+            return false;
+        };
+        let mut byte = [0u8; 1];
+        if s.set_nonblocking(true).is_err() {
+            return true;
+        }
+        let outcome = s.peek(&mut byte);
+        let restored = s.set_nonblocking(false);
+        match outcome {
+            // Readable with zero bytes: the peer closed. Readable with data:
+            // bytes nobody asked for, so the stream is out of step.
+            Ok(_) => true,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => restored.is_err(),
+            Err(_) => true,
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.read(buf),
+            #[cfg(unix)]
+            Stream::Unix(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.write(buf),
+            #[cfg(unix)]
+            Stream::Unix(s) => s.write(buf),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.flush(),
+            #[cfg(unix)]
+            Stream::Unix(s) => s.flush(),
+        }
+    }
+}
+
+/// An open socket to one server.
+pub struct Connection {
+    stream: Stream,
+    address: ServerAddress,
+    generation: u32,
+    /// The process that opened the socket: a forked child must not use it.
+    pid: u32,
+    last_used: Instant,
+    max_message_size: usize,
+    socket_timeout: Option<Duration>,
+    /// Set when an exchange failed half-way: the stream may hold a partial
+    /// reply, so it must never be used again.
+    broken: bool,
+    write_buffer: Vec<u8>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("address", &self.address)
+            .field("generation", &self.generation)
+            .field("broken", &self.broken)
+            .finish()
+    }
+}
+
+impl Connection {
+    /// Opens a socket to `address` within `connect_timeout` (none: the OS
+    /// default). Every resolved address is tried in turn. TCP_NODELAY is on.
+    pub fn open(
+        address: &ServerAddress,
+        generation: u32,
+        connect_timeout: Option<Duration>,
+        socket_timeout: Option<Duration>,
+    ) -> Result<Connection> {
+        let stream = match address {
+            ServerAddress::Tcp { host, port } => {
+                Stream::Tcp(connect_tcp(address, host, *port, connect_timeout)?)
+            }
+            #[cfg(unix)]
+            ServerAddress::Unix { path } => {
+                let s = std::os::unix::net::UnixStream::connect(path)
+                    .map_err(|e| Error::network(Some(address.clone()), "connecting", e))?;
+                Stream::Unix(s)
+            }
+            #[cfg(not(unix))]
+            ServerAddress::Unix { .. } => {
+                return Err(Error::invalid_argument(
+                    "Unix domain sockets are not supported on this platform",
+                ))
+            }
+        };
+        Ok(Connection {
+            stream,
+            address: address.clone(),
+            generation,
+            pid: std::process::id(),
+            last_used: Instant::now(),
+            max_message_size: DEFAULT_MAX_MESSAGE_SIZE_BYTES as usize,
+            socket_timeout,
+            broken: false,
+            write_buffer: Vec::new(),
+        })
+    }
+
+    /// The server this socket leads to.
+    pub fn address(&self) -> &ServerAddress {
+        &self.address
+    }
+
+    /// The generation of the server's socket slot when this socket opened.
+    /// SDAM ignores errors from a socket older than the current generation.
+    pub fn generation(&self) -> u32 {
+        self.generation
+    }
+
+    /// When the socket last completed an exchange.
+    pub fn last_used(&self) -> Instant {
+        self.last_used
+    }
+
+    /// Whether this socket was opened by another process (we were forked).
+    pub fn is_inherited(&self) -> bool {
+        self.pid != std::process::id()
+    }
+
+    /// Whether an exchange failed half-way and the socket must be closed.
+    pub fn is_broken(&self) -> bool {
+        self.broken
+    }
+
+    /// Whether the peer closed the socket (or sent something unasked) while
+    /// it was idle. Costs one non-blocking `peek`, no round trip.
+    pub fn peer_closed(&self) -> bool {
+        self.stream.peer_closed_or_dirty()
+    }
+
+    /// Applies the server's `maxMessageSizeBytes` from its handshake reply.
+    pub fn set_max_message_size(&mut self, size: i64) {
+        if size > 0 {
+            self.max_message_size = size as usize;
+        }
+    }
+
+    /// Sends `msg` as OP_MSG and reads the reply document. `timeout`
+    /// overrides the socket timeout for this exchange (monitoring checks use
+    /// connectTimeoutMS; an operation deadline shortens it).
+    pub fn send_msg(&mut self, msg: &OpMsg, timeout: Option<Duration>) -> Result<Document> {
+        let request_id = next_request_id();
+        let mut buffer = std::mem::take(&mut self.write_buffer);
+        buffer.clear();
+        let encoded = wire::encode_msg(request_id, 0, msg, self.max_message_size, &mut buffer);
+        let outcome = encoded.and_then(|_| self.exchange(request_id, &buffer, timeout));
+        self.write_buffer = buffer;
+        if msg.flags.has(MsgFlags::MORE_TO_COME) {
+            return outcome.map(|_| Document::new());
+        }
+        outcome?.into_reply_document()
+    }
+
+    /// Runs `command` against database `db` as OP_MSG and returns the raw
+    /// reply (ok: 0 is not turned into an error here; see [`check_reply`]).
+    pub fn command(
+        &mut self,
+        db: &str,
+        mut command: Document,
+        timeout: Option<Duration>,
+    ) -> Result<Document> {
+        command.insert("$db", db);
+        let msg = OpMsg {
+            flags: MsgFlags::default(),
+            body: command,
+            sequences: Vec::new(),
+        };
+        self.send_msg(&msg, timeout)
+    }
+
+    /// Runs `command` as a legacy OP_QUERY on `<db>.$cmd` (the first hello
+    /// of a connection, before the server said it speaks OP_MSG).
+    pub fn legacy_command(
+        &mut self,
+        db: &str,
+        command: &Document,
+        timeout: Option<Duration>,
+    ) -> Result<Document> {
+        let request_id = next_request_id();
+        let mut buffer = Vec::new();
+        wire::encode_query(request_id, db, command, false, &mut buffer)?;
+        self.exchange(request_id, &buffer, timeout)?
+            .into_reply_document()
+    }
+
+    fn exchange(
+        &mut self,
+        request_id: i32,
+        bytes: &[u8],
+        timeout: Option<Duration>,
+    ) -> Result<Message> {
+        if self.broken {
+            return Err(Error::network_message(
+                Some(self.address.clone()),
+                "socket is closed after an earlier failure",
+            ));
+        }
+        // Until the reply is fully read the stream is in an unknown state.
+        self.broken = true;
+        let timeout = timeout.or(self.socket_timeout);
+        self.stream
+            .set_timeouts(timeout)
+            .map_err(|e| self.network_error("setting the socket timeout", e))?;
+        self.stream
+            .write_all(bytes)
+            .map_err(|e| self.network_error("sending a command", e))?;
+        let message = self.read_message(request_id)?;
+        self.broken = false;
+        self.last_used = Instant::now();
+        Ok(message)
+    }
+
+    fn read_message(&mut self, request_id: i32) -> Result<Message> {
+        let mut header_bytes = [0u8; HEADER_LEN];
+        self.stream
+            .read_exact(&mut header_bytes)
+            .map_err(|e| self.network_error("reading a reply header", e))?;
+        let header = Header::parse(&header_bytes, self.max_message_size)
+            .map_err(|e| self.with_address(e))?;
+        if header.response_to != request_id {
+            return Err(Error::protocol(
+                Some(self.address.clone()),
+                format!(
+                    "reply answers request {} but request {request_id} was sent",
+                    header.response_to
+                ),
+            ));
+        }
+        // Read through `take` so memory grows with bytes actually received,
+        // not with what the length field claims.
+        let body_len = header.body_len();
+        let mut body = Vec::with_capacity(body_len.min(64 * 1024));
+        (&mut self.stream)
+            .take(body_len as u64)
+            .read_to_end(&mut body)
+            .map_err(|e| self.network_error("reading a reply", e))?;
+        if body.len() != body_len {
+            return Err(self.network_error(
+                "reading a reply",
+                std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    format!("connection closed after {} of {body_len} bytes", body.len()),
+                ),
+            ));
+        }
+        let message = wire::decode(&header, &body).map_err(|e| self.with_address(e))?;
+        if message.more_to_come() {
+            return Err(Error::protocol(
+                Some(self.address.clone()),
+                "server set moreToCome, which this driver never requests",
+            ));
+        }
+        Ok(message)
+    }
+
+    fn network_error(&self, context: &str, e: std::io::Error) -> Error {
+        Error::network(Some(self.address.clone()), context, e)
+    }
+
+    fn with_address(&self, e: Error) -> Error {
+        match e.kind() {
+            ErrorKind::Protocol {
+                address: None,
+                message,
+            } => Error::protocol(Some(self.address.clone()), message.clone()),
+            _ => e,
+        }
+    }
+
+    /// Closes the socket at once. Dropping does the same; this is for
+    /// readers who want it said. Never waits on the network.
+    pub fn close(self) {
+        drop(self)
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        // A forked child closes only its copy of the descriptor; shutting the
+        // socket down would cut the parent's connection too.
+        if !self.is_inherited() {
+            if let Stream::Tcp(s) = &self.stream {
+                let _ = s.shutdown(Shutdown::Both);
+            }
+        }
+    }
+}
+
+fn connect_tcp(
+    address: &ServerAddress,
+    host: &str,
+    port: u16,
+    connect_timeout: Option<Duration>,
+) -> Result<TcpStream> {
+    let resolved: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| Error::network(Some(address.clone()), "resolving the host name", e))?
+        .collect();
+    let mut last_error = None;
+    for socket_address in resolved {
+        let attempt = match connect_timeout {
+            Some(t) => TcpStream::connect_timeout(&socket_address, t),
+            None => TcpStream::connect(socket_address),
+        };
+        match attempt {
+            Ok(stream) => {
+                stream
+                    .set_nodelay(true)
+                    .map_err(|e| Error::network(Some(address.clone()), "setting TCP_NODELAY", e))?;
+                return Ok(stream);
+            }
+            Err(e) => last_error = Some(e),
+        }
+    }
+    let e = last_error.unwrap_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "the host name resolved to no address",
+        )
+    });
+    Err(Error::network(Some(address.clone()), "connecting", e))
+}
+
+/// Turns a reply with `ok: 0` into an [`Error`] carrying the server's code,
+/// message, labels and topologyVersion; passes `ok: 1` replies through.
+pub fn check_reply(reply: Document, address: &ServerAddress) -> Result<Document> {
+    let ok = match reply.get("ok") {
+        Some(bson::Bson::Double(v)) => *v == 1.0,
+        Some(bson::Bson::Int32(v)) => *v == 1,
+        Some(bson::Bson::Int64(v)) => *v == 1,
+        Some(bson::Bson::Boolean(v)) => *v,
+        _ => false,
+    };
+    if ok {
+        return Ok(reply);
+    }
+    let code = match reply.get("code") {
+        Some(bson::Bson::Int32(c)) => *c,
+        Some(bson::Bson::Int64(c)) => *c as i32,
+        Some(bson::Bson::Double(c)) => *c as i32,
+        _ => 0,
+    };
+    let labels: Vec<String> = reply
+        .get_array("errorLabels")
+        .map(|a| {
+            a.iter()
+                .filter_map(|l| l.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    let error = CommandError {
+        code,
+        code_name: reply.get_str("codeName").unwrap_or_default().to_string(),
+        message: reply
+            .get_str("errmsg")
+            .unwrap_or("the server gave no message")
+            .to_string(),
+        topology_version: reply.get_document("topologyVersion").ok().cloned(),
+        address: Some(address.clone()),
+    };
+    Err(Error::from(error).with_labels(labels))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    #[test]
+    fn ok_zero_becomes_a_command_error_with_labels() {
+        let address = ServerAddress::tcp("h", 1);
+        let reply = doc! {
+            "ok": 0.0, "code": 11600, "codeName": "InterruptedAtShutdown",
+            "errmsg": "going away", "errorLabels": ["RetryableWriteError"],
+            "topologyVersion": { "processId": bson::oid::ObjectId::new(), "counter": 1_i64 },
+        };
+        let e = check_reply(reply, &address).unwrap_err();
+        assert_eq!(e.code(), Some(11600));
+        assert!(e.contains_label("RetryableWriteError"));
+        match e.kind() {
+            ErrorKind::Command(c) => {
+                assert_eq!(c.message, "going away");
+                assert!(c.topology_version.is_some());
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(check_reply(doc! { "ok": 1 }, &address).is_ok());
+        assert!(check_reply(doc! {}, &address).is_err());
+    }
+
+    #[test]
+    fn refused_connection_is_a_network_error_naming_the_server() {
+        // Bind then drop to find a port nobody listens on.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let address = ServerAddress::tcp("127.0.0.1", port);
+        let e = Connection::open(&address, 0, Some(Duration::from_secs(1)), None).unwrap_err();
+        assert!(e.is_network_error());
+        assert!(e.to_string().contains(&format!("127.0.0.1:{port}")), "{e}");
+    }
+
+    #[test]
+    fn a_reply_truncated_by_the_peer_is_a_network_error() {
+        use std::io::Write as _;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut header = [0u8; 16];
+            s.read_exact(&mut header).unwrap();
+            let request_id = i32::from_le_bytes(header[4..8].try_into().unwrap());
+            // A header that promises 1000 bytes, then only 10 and a close.
+            let mut reply = Vec::new();
+            reply.extend_from_slice(&1016_i32.to_le_bytes());
+            reply.extend_from_slice(&7_i32.to_le_bytes());
+            reply.extend_from_slice(&request_id.to_le_bytes());
+            reply.extend_from_slice(&wire::op_code::MSG.to_le_bytes());
+            reply.extend_from_slice(&[0u8; 10]);
+            s.write_all(&reply).unwrap();
+        });
+        let address = ServerAddress::tcp("127.0.0.1", port);
+        let mut conn = Connection::open(&address, 0, Some(Duration::from_secs(1)), None).unwrap();
+        let e = conn
+            .command("admin", doc! { "ping": 1 }, Some(Duration::from_secs(5)))
+            .unwrap_err();
+        assert!(e.is_network_error(), "{e}");
+        assert!(conn.is_broken());
+        server.join().unwrap();
+    }
+}

@@ -1,0 +1,657 @@
+//! The blocking shell around the pure SDAM and selection rules.
+//!
+//! A [`Topology`] owns the [`TopologyDescription`], one socket slot per
+//! server and the scan bookkeeping. Everything it decides comes from
+//! [`crate::sdam`], [`crate::scan`] and [`crate::select`]; what it does
+//! itself is the I/O those rules ask for: open sockets, send hellos, sleep,
+//! and publish the events the rules return.
+//!
+//! ```text
+//!  run_command ──> select_server ──(stale or heartbeat due)──> scan ──> check ──> sdam apply
+//!                      │  nothing suitable: mark stale, rescan once (tryOnce) or until the timeout
+//!                      └─> connection_for (ping if idle > socketCheckIntervalMS) ──> send ──> classify
+//! ```
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bson::Document;
+
+use crate::address::ServerAddress;
+use crate::conn::{check_reply, Connection};
+use crate::error::{Error, Result};
+use crate::event::{log_sdam_event, EventHandler, SdamEvent};
+use crate::handshake::{self, HandshakeSettings};
+use crate::options::ClientOptions;
+use crate::scan::{self, ScanCandidate};
+use crate::sdam::error_handling::{ApplicationError, HandshakePhase};
+use crate::sdam::{TopologyDescription, TopologySettings, TopologyUpdate};
+use crate::select::{
+    self, SelectionCriteria, SelectionLog, SelectionLogContext, SelectionSettings,
+};
+
+/// What the scanner remembers of a server between checks.
+#[derive(Clone, Copy, Debug, Default)]
+struct CheckRecord {
+    last_check_end: Option<Instant>,
+    /// The last check failed with a network error: the server cools down.
+    network_failed: bool,
+}
+
+/// The deployment as this client sees it, and its sockets.
+pub struct Topology {
+    options: ClientOptions,
+    description: TopologyDescription,
+    connections: HashMap<ServerAddress, Connection>,
+    checks: HashMap<ServerAddress, CheckRecord>,
+    last_scan_end: Option<Instant>,
+    selection_settings: SelectionSettings,
+    rng: fastrand::Rng,
+    handler: Option<Arc<dyn EventHandler>>,
+    metadata: Document,
+    /// The process the sockets belong to; a fork changes it.
+    pid: u32,
+}
+
+impl Topology {
+    /// A topology for `options`. Publishes the opening events; does no I/O.
+    pub(crate) fn new(
+        options: ClientOptions,
+        handler: Option<Arc<dyn EventHandler>>,
+    ) -> Result<Topology> {
+        if options.hosts().is_empty() {
+            return Err(Error::invalid_argument(
+                "no hosts to connect to (a mongodb+srv URI must be resolved first)",
+            ));
+        }
+        let description = TopologyDescription::new(TopologySettings::from_options(&options));
+        let selection_settings =
+            SelectionSettings::new(options.local_threshold(), options.heartbeat_frequency());
+        let metadata =
+            handshake::client_metadata(options.app_name(), &|name| std::env::var(name).ok());
+        let topology = Topology {
+            description,
+            connections: HashMap::new(),
+            checks: HashMap::new(),
+            last_scan_end: None,
+            selection_settings,
+            rng: fastrand::Rng::new(),
+            handler,
+            metadata,
+            pid: std::process::id(),
+            options,
+        };
+        for event in topology.description.opening_events() {
+            topology.publish_event(&event);
+        }
+        Ok(topology)
+    }
+
+    /// The options the client was built with.
+    pub fn options(&self) -> &ClientOptions {
+        &self.options
+    }
+
+    /// The current description of the deployment.
+    pub fn description(&self) -> &TopologyDescription {
+        &self.description
+    }
+
+    /// Closes every socket at once. The description stays; the next
+    /// operation reconnects.
+    pub fn close(&mut self) {
+        self.connections.clear();
+    }
+
+    /// Runs `command` on database `db` on a server chosen by `criteria` and
+    /// returns the reply, turning `ok: 0` into an error. Errors update the
+    /// topology as SDAM says.
+    pub fn run_command(
+        &mut self,
+        db: &str,
+        mut command: Document,
+        criteria: &SelectionCriteria,
+    ) -> Result<Document> {
+        let name = command.keys().next().cloned().unwrap_or_default();
+        let address = self.select_connected(criteria, &name)?;
+        let server_type = self
+            .description
+            .servers
+            .get(&address)
+            .map(|s| s.server_type)
+            .unwrap_or_default();
+        if let Some(read_preference) =
+            select::read_preference_for_command(&self.description, server_type, criteria)
+        {
+            command.insert("$readPreference", read_preference);
+        }
+        if let Some(api) = self.options.server_api() {
+            command.insert("apiVersion", api.version.clone());
+            if let Some(strict) = api.strict {
+                command.insert("apiStrict", strict);
+            }
+            if let Some(errors) = api.deprecation_errors {
+                command.insert("apiDeprecationErrors", errors);
+            }
+        }
+        let timeout = self.options.socket_timeout();
+        let connection = self
+            .connections
+            .get_mut(&address)
+            .expect("select_connected leaves a connection in place");
+        let generation = connection.generation();
+        let outcome = connection
+            .command(db, command, timeout)
+            .and_then(|reply| check_reply(reply, &address));
+        if let Err(error) = &outcome {
+            self.handle_operation_error(&address, generation, error);
+        }
+        outcome
+    }
+
+    /// Selects a server for `criteria` and makes sure it has a usable
+    /// socket, per the spec's "checking an idle socket": a socket idle for
+    /// socketCheckIntervalMS is pinged first; if that fails the server is
+    /// marked Unknown and selection runs once more.
+    fn select_connected(
+        &mut self,
+        criteria: &SelectionCriteria,
+        operation: &str,
+    ) -> Result<ServerAddress> {
+        self.forget_inherited_sockets();
+        let address = self.select_server(criteria, operation)?;
+        match self.ensure_connection(&address) {
+            Ok(()) => Ok(address),
+            Err(error) => {
+                log::debug!(
+                    target: "mongo_inline::topology",
+                    "socket to {address} failed its check ({error}); selecting again"
+                );
+                let address = self.select_server(criteria, operation)?;
+                self.ensure_connection(&address)?;
+                Ok(address)
+            }
+        }
+    }
+
+    /// Leaves a checked, open socket to `address` in place, or fails after
+    /// marking the server Unknown.
+    fn ensure_connection(&mut self, address: &ServerAddress) -> Result<()> {
+        let interval = self.options.socket_check_interval();
+        let reusable = match self.connections.get(address) {
+            Some(c) if c.is_broken() || c.peer_closed() => false,
+            Some(_) => true,
+            None => false,
+        };
+        if !reusable {
+            // A socket the peer closed while idle (a restarted server, a
+            // load balancer's idle timeout) is replaced without fuss: the
+            // handshake on the new one is as good as a check.
+            self.connections.remove(address);
+            return self.connect_and_apply(address);
+        }
+        let connection = self.connections.get_mut(address).expect("checked above");
+        if connection.last_used().elapsed() < interval {
+            return Ok(());
+        }
+        let timeout = self.options.connect_timeout();
+        let ping = connection
+            .command("admin", bson::doc! { "ping": 1 }, timeout)
+            .and_then(|reply| check_reply(reply, address));
+        match ping {
+            Ok(_) => Ok(()),
+            Err(error) => {
+                self.connections.remove(address);
+                // The ping is not a scan check: no cooldown, so the rescan
+                // that follows tries this server again at once.
+                let now = Instant::now();
+                let update = self.description.check_failed(
+                    address,
+                    format!("idle socket check failed: {error}"),
+                    now,
+                );
+                self.description.stale = true;
+                self.publish(update);
+                Err(error)
+            }
+        }
+    }
+
+    /// The single-threaded selection loop of the server-selection spec.
+    fn select_server(
+        &mut self,
+        criteria: &SelectionCriteria,
+        operation: &str,
+    ) -> Result<ServerAddress> {
+        let start = Instant::now();
+        let try_once = self.options.server_selection_try_once();
+        let max_time = start + self.options.server_selection_timeout();
+        self.log_selection(SelectionLog::started, criteria, operation);
+        if scan::scan_needed(
+            self.last_scan_end,
+            self.description.stale,
+            self.options.heartbeat_frequency(),
+            start,
+        ) {
+            self.rescan(try_once, max_time, criteria, operation)?;
+        }
+        let mut logged_waiting = false;
+        loop {
+            let selected = select::select(
+                &self.description,
+                criteria,
+                &self.selection_settings,
+                &[],
+                &mut self.rng,
+            );
+            match selected {
+                Err(error) => {
+                    self.log_selection(|c| SelectionLog::failed(c, &error), criteria, operation);
+                    return Err(error);
+                }
+                Ok(Some(address)) => {
+                    self.log_selection(
+                        |c| SelectionLog::succeeded(c, &address),
+                        criteria,
+                        operation,
+                    );
+                    return Ok(address);
+                }
+                Ok(None) => self.description.stale = true,
+            }
+            let scanned_since_start = self.last_scan_end.is_some_and(|end| end > start);
+            if try_once && scanned_since_start {
+                return Err(self.selection_failed(criteria, operation, None));
+            }
+            if !try_once && Instant::now() >= max_time {
+                return Err(self.selection_failed(criteria, operation, None));
+            }
+            if !logged_waiting {
+                logged_waiting = true;
+                let remaining =
+                    (!try_once).then(|| max_time.saturating_duration_since(Instant::now()));
+                self.log_selection(|c| SelectionLog::waiting(c, remaining), criteria, operation);
+            }
+            self.rescan(try_once, max_time, criteria, operation)?;
+        }
+    }
+
+    /// Scans again, first sleeping until minHeartbeatFrequencyMS has passed
+    /// since the last scan. When every server is cooling down after network
+    /// errors the scan would check nothing: with tryOnce that fails at once;
+    /// without, it sleeps until the first cooldown ends (or the timeout).
+    fn rescan(
+        &mut self,
+        try_once: bool,
+        max_time: Instant,
+        criteria: &SelectionCriteria,
+        operation: &str,
+    ) -> Result<()> {
+        let now = Instant::now();
+        let (cooling, cooldown_end) = {
+            let candidates = self.scan_candidates();
+            (
+                scan::all_cooling_down(&candidates, now),
+                scan::cooldown_ends(&candidates, now),
+            )
+        };
+        let mut target = self.last_scan_end.map(scan::earliest_rescan).unwrap_or(now);
+        if cooling {
+            if try_once {
+                let wait = cooldown_end
+                    .map(|end| end.saturating_duration_since(now))
+                    .unwrap_or_default();
+                return Err(self.selection_failed(
+                    criteria,
+                    operation,
+                    Some(format!(
+                        "every server failed its last check with a network error and is in its \
+                         {} ms cooldown (the next check is possible in {} ms)",
+                        crate::options::COOLDOWN.as_millis(),
+                        wait.as_millis()
+                    )),
+                ));
+            }
+            if let Some(end) = cooldown_end {
+                target = target.max(end);
+            }
+        }
+        if !try_once && target > max_time {
+            return Err(self.selection_failed(criteria, operation, None));
+        }
+        let now = Instant::now();
+        if target > now {
+            std::thread::sleep(target - now);
+        }
+        self.scan();
+        Ok(())
+    }
+
+    fn selection_failed(
+        &self,
+        criteria: &SelectionCriteria,
+        operation: &str,
+        reason: Option<String>,
+    ) -> Error {
+        let mut message = select::no_suitable_server_message(&self.description, criteria);
+        if let Some(reason) = reason {
+            message = format!("{message}; {reason}");
+        }
+        let error = Error::server_selection(message);
+        self.log_selection(|c| SelectionLog::failed(c, &error), criteria, operation);
+        error
+    }
+
+    fn log_selection(
+        &self,
+        build: impl FnOnce(&SelectionLogContext<'_>) -> SelectionLog,
+        criteria: &SelectionCriteria,
+        operation: &str,
+    ) {
+        if !log::log_enabled!(target: select::LOG_TARGET, log::Level::Debug) {
+            return;
+        }
+        let context = SelectionLogContext {
+            operation,
+            operation_id: None,
+            criteria,
+            topology: &self.description,
+        };
+        build(&context).emit();
+    }
+
+    fn scan_candidates(&self) -> Vec<ScanCandidate<'_>> {
+        scan_candidates(&self.description, &self.checks)
+    }
+
+    /// A blocking scan in the spec's single-threaded order. Servers found
+    /// during the scan are checked before it ends.
+    pub fn scan(&mut self) {
+        let scan_start = Instant::now();
+        loop {
+            let next = {
+                let candidates = scan_candidates(&self.description, &self.checks);
+                scan::next_to_check(&candidates, scan_start, Instant::now(), &mut self.rng)
+            };
+            match next {
+                Some(address) => self.check(&address),
+                None => break,
+            }
+        }
+        self.last_scan_end = Some(Instant::now());
+        self.description.stale = false;
+    }
+
+    /// One check of one server: a hello on its socket (opened, with the
+    /// handshake, if there is none). A network error on a server that was
+    /// known is retried once at once, per the monitoring spec.
+    fn check(&mut self, address: &ServerAddress) {
+        let was_known = self
+            .description
+            .servers
+            .get(address)
+            .is_some_and(|s| s.server_type != crate::sdam::ServerType::Unknown);
+        let mut outcome = self.hello(address);
+        if let Err(error) = &outcome {
+            if was_known && error.is_network_error() {
+                outcome = self.hello(address);
+            }
+        }
+        match outcome {
+            Ok(()) => {
+                self.checks.insert(
+                    address.clone(),
+                    CheckRecord {
+                        last_check_end: Some(Instant::now()),
+                        network_failed: false,
+                    },
+                );
+            }
+            Err(error) => self.record_check_failure(address, &error),
+        }
+    }
+
+    /// A check (or the handshake of an operation's new socket) failed: the
+    /// socket goes, the server becomes Unknown, and a network error starts
+    /// its cooldown.
+    fn record_check_failure(&mut self, address: &ServerAddress, error: &Error) {
+        self.connections.remove(address);
+        let update = self
+            .description
+            .check_failed(address, error.to_string(), Instant::now());
+        self.publish(update);
+        self.checks.insert(
+            address.clone(),
+            CheckRecord {
+                last_check_end: Some(Instant::now()),
+                network_failed: error.is_network_error(),
+            },
+        );
+    }
+
+    /// Sends a hello and applies the reply; the heartbeat events bracket it.
+    fn hello(&mut self, address: &ServerAddress) -> Result<()> {
+        let topology_id = self.description.id;
+        self.publish_event(&SdamEvent::ServerHeartbeatStarted {
+            topology_id,
+            address: address.clone(),
+            awaited: false,
+        });
+        let started = Instant::now();
+        let reply = match self.connections.get_mut(address) {
+            Some(connection) if !connection.is_broken() => {
+                let hello_ok = self
+                    .description
+                    .servers
+                    .get(address)
+                    .is_some_and(|s| s.hello_ok);
+                let settings = HandshakeSettings {
+                    metadata: &self.metadata,
+                    load_balanced: self.options.load_balanced(),
+                    server_api: self.options.server_api(),
+                    compressors: &[],
+                };
+                let (command, _) = handshake::check_command(hello_ok, &settings);
+                connection
+                    .command("admin", command, self.options.connect_timeout())
+                    .and_then(|reply| check_reply(reply, address))
+            }
+            _ => self.open_with_handshake(address),
+        };
+        let duration = started.elapsed();
+        match reply {
+            Ok(reply) => {
+                self.publish_event(&SdamEvent::ServerHeartbeatSucceeded {
+                    topology_id,
+                    address: address.clone(),
+                    awaited: false,
+                    duration,
+                    reply: reply.clone(),
+                });
+                self.apply_hello(address, &reply, duration);
+                Ok(())
+            }
+            Err(failure) => {
+                self.publish_event(&SdamEvent::ServerHeartbeatFailed {
+                    topology_id,
+                    address: address.clone(),
+                    awaited: false,
+                    duration,
+                    failure: failure.clone(),
+                });
+                Err(failure)
+            }
+        }
+    }
+
+    fn apply_hello(&mut self, address: &ServerAddress, reply: &Document, rtt: Duration) {
+        if let Some(connection) = self.connections.get_mut(address) {
+            if let Ok(size) = reply.get_i32("maxMessageSizeBytes") {
+                connection.set_max_message_size(size as i64);
+            }
+        }
+        let update = self
+            .description
+            .check_succeeded(address, reply, rtt, Instant::now());
+        self.publish(update);
+    }
+
+    /// Opens a socket for an operation when there is none: the handshake's
+    /// hello updates the description like a check (monitoring spec,
+    /// "clients update the topology from each handshake").
+    fn connect_and_apply(&mut self, address: &ServerAddress) -> Result<()> {
+        let started = Instant::now();
+        match self.open_with_handshake(address) {
+            Ok(reply) => {
+                self.apply_hello(address, &reply, started.elapsed());
+                Ok(())
+            }
+            Err(error) => {
+                // The one socket is the monitoring socket too, so a failed
+                // handshake is a failed check (monitoring spec: "clients
+                // update the topology from each handshake"), cooldown included.
+                self.record_check_failure(address, &error);
+                Err(error)
+            }
+        }
+    }
+
+    /// Opens a new socket and runs the handshake on it; the socket takes
+    /// the server's slot only if the handshake succeeds.
+    fn open_with_handshake(&mut self, address: &ServerAddress) -> Result<Document> {
+        self.connections.remove(address);
+        let generation = self.description.pool_generation(address).unwrap_or(0);
+        let mut connection = Connection::open(
+            address,
+            generation,
+            self.options.connect_timeout(),
+            self.options.socket_timeout(),
+        )?;
+        let settings = HandshakeSettings {
+            metadata: &self.metadata,
+            load_balanced: self.options.load_balanced(),
+            server_api: self.options.server_api(),
+            compressors: &[],
+        };
+        let (command, use_op_msg) = handshake::handshake_command(&settings);
+        // Monitoring checks (and so the handshake) use connectTimeoutMS as
+        // their socket timeout.
+        let timeout = self.options.connect_timeout();
+        let reply = if use_op_msg {
+            connection.command("admin", command, timeout)
+        } else {
+            connection.legacy_command("admin", &command, timeout)
+        };
+        let reply = check_reply(reply?, address)?;
+        if let Ok(size) = reply.get_i32("maxMessageSizeBytes") {
+            connection.set_max_message_size(size as i64);
+        }
+        self.connections.insert(address.clone(), connection);
+        Ok(reply)
+    }
+
+    /// An operation failed on `address`: let SDAM decide what it means and
+    /// carry that out. A network or protocol error always costs the socket,
+    /// whatever SDAM decides about the server.
+    fn handle_operation_error(&mut self, address: &ServerAddress, generation: u32, error: &Error) {
+        if error.is_network_error() || matches!(error.kind(), crate::ErrorKind::Protocol { .. }) {
+            self.connections.remove(address);
+        }
+        self.handle_error(
+            address,
+            generation,
+            HandshakePhase::AfterHandshakeCompletes,
+            error,
+        );
+    }
+
+    fn handle_error(
+        &mut self,
+        address: &ServerAddress,
+        generation: u32,
+        phase: HandshakePhase,
+        error: &Error,
+    ) {
+        let max_wire_version = self
+            .description
+            .servers
+            .get(address)
+            .map(|s| s.max_wire_version)
+            .unwrap_or(0);
+        let Some(application_error) = ApplicationError::from_error(
+            address.clone(),
+            error,
+            phase,
+            generation,
+            max_wire_version,
+        ) else {
+            return;
+        };
+        let (decision, update) = self
+            .description
+            .handle_application_error(&application_error, Instant::now());
+        if decision.clear_socket {
+            self.connections.remove(address);
+        }
+        self.publish(update);
+    }
+
+    /// A forked child must not talk on its parent's sockets: drop them
+    /// (closing only the child's descriptors) and start afresh.
+    fn forget_inherited_sockets(&mut self) {
+        let pid = std::process::id();
+        if pid != self.pid {
+            self.pid = pid;
+            self.connections.clear();
+            self.description.stale = true;
+        }
+    }
+
+    fn publish(&mut self, update: TopologyUpdate) {
+        for address in &update.removed {
+            self.connections.remove(address);
+            self.checks.remove(address);
+        }
+        for event in &update.events {
+            self.publish_event(event);
+        }
+    }
+
+    fn publish_event(&self, event: &SdamEvent) {
+        log_sdam_event(event);
+        if let Some(handler) = &self.handler {
+            handler.handle_sdam_event(event);
+        }
+    }
+}
+
+fn scan_candidates<'a>(
+    description: &'a TopologyDescription,
+    checks: &HashMap<ServerAddress, CheckRecord>,
+) -> Vec<ScanCandidate<'a>> {
+    description
+        .servers
+        .values()
+        .map(|server| {
+            let record = checks.get(&server.address).copied().unwrap_or_default();
+            ScanCandidate {
+                description: server,
+                last_check_failed_with_network_error: record.network_failed,
+                last_check_end: record.last_check_end,
+            }
+        })
+        .collect()
+}
+
+impl Drop for Topology {
+    fn drop(&mut self) {
+        // Closing sockets needs no network round trip; the events tell
+        // observers the topology is gone.
+        self.connections.clear();
+        let update = self.description.close();
+        for event in &update.events {
+            self.publish_event(event);
+        }
+    }
+}
