@@ -23,7 +23,7 @@ use mongo_inline::sdam::{
     ApplicationError, ApplicationErrorKind, HandshakePhase, ServerDescription, TopologyDescription,
     TopologySettings, TopologyVersion,
 };
-use mongo_inline::ServerAddress;
+use mongo_inline::{ClientOptions, ServerAddress};
 
 use support::spec::{self, Report};
 
@@ -63,45 +63,11 @@ struct FixtureError {
     response: Option<Document>,
 }
 
-// TEMPORARY: a minimal reader for the connection strings these tests use
-// (hosts, replicaSet, directConnection, loadBalanced). Replace it with
-// `ClientOptions::parse` + `TopologySettings::from_options` once the URI
-// parser lands.
+/// The topology settings a client built from `uri` would have: the real
+/// URI parser, then the same conversion the client uses.
 fn settings_from_uri(uri: &str) -> Result<TopologySettings, String> {
-    let (from_srv, rest) = if let Some(rest) = uri.strip_prefix("mongodb+srv://") {
-        (true, rest)
-    } else if let Some(rest) = uri.strip_prefix("mongodb://") {
-        (false, rest)
-    } else {
-        return Err(format!("unsupported URI scheme in {uri:?}"));
-    };
-    let (hosts, query) = match rest.split_once('?') {
-        Some((hosts, query)) => (hosts, query),
-        None => (rest, ""),
-    };
-    let hosts = hosts.trim_end_matches('/');
-    let seeds = hosts
-        .split(',')
-        .map(|h| ServerAddress::parse(h).map_err(|e| e.to_string()))
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut settings = TopologySettings::new(seeds).with_seeds_from_srv(from_srv);
-    for pair in query.split('&').filter(|p| !p.is_empty()) {
-        let (key, value) = pair
-            .split_once('=')
-            .ok_or_else(|| format!("option without value in {uri:?}"))?;
-        let flag = || match value {
-            "true" => Ok(true),
-            "false" => Ok(false),
-            _ => Err(format!("{key} must be true or false in {uri:?}")),
-        };
-        settings = match key {
-            "replicaSet" => settings.with_replica_set(value),
-            "directConnection" => settings.with_direct_connection(flag()?),
-            "loadBalanced" => settings.with_load_balanced(flag()?),
-            _ => return Err(format!("the test URI reader does not know option {key:?}")),
-        };
-    }
-    Ok(settings)
+    let options = ClientOptions::parse(uri).map_err(|e| e.to_string())?;
+    Ok(TopologySettings::from_options(&options))
 }
 
 fn address(text: &str) -> Result<ServerAddress, String> {
