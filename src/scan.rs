@@ -85,9 +85,12 @@ impl<'a> ScanCandidate<'a> {
         let Some(checked) = self.last_checked() else {
             return true;
         };
-        checked < scan_start
-            && !self.cooling_down(scan_start)
-            && now.saturating_duration_since(checked) >= MIN_HEARTBEAT_FREQUENCY
+        // The 500 ms minimum is between checks: an application error that
+        // made the server Unknown (and so updated it) is not a check.
+        let rechecked_too_soon = self
+            .last_check_end
+            .is_some_and(|end| now.saturating_duration_since(end) < MIN_HEARTBEAT_FREQUENCY);
+        checked < scan_start && !self.cooling_down(scan_start) && !rechecked_too_soon
     }
 
     /// The priority class of the spec's order: lower is checked first.

@@ -190,7 +190,14 @@ fn servers_checked_less_than_500_ms_ago_are_skipped() {
             Some(clock.at(SCAN_START - 600)),
         ),
     ];
-    let list = candidates(&servers);
+    // Both were checked by the scanner when their descriptions were made.
+    let list: Vec<ScanCandidate<'_>> = servers
+        .iter()
+        .map(|s| ScanCandidate {
+            last_check_end: s.last_update_time,
+            ..ScanCandidate::new(s)
+        })
+        .collect();
     let mut rng = fastrand::Rng::with_seed(1);
     assert_eq!(
         check_order(&list, clock.at(SCAN_START), clock.at(SCAN_START), &mut rng),
@@ -205,6 +212,27 @@ fn servers_checked_less_than_500_ms_ago_are_skipped() {
             &mut rng
         ),
         vec![addr("ripe:1"), addr("fresh:1")]
+    );
+}
+
+#[test]
+fn an_update_that_was_not_a_check_does_not_delay_the_next_check() {
+    let clock = Clock::new();
+    // An application error made the server Unknown 100 ms before the scan;
+    // its last check was long ago, so the scan checks it at once.
+    let servers = [server(
+        "errored:1",
+        ServerType::Unknown,
+        Some(clock.at(SCAN_START - 100)),
+    )];
+    let list = [ScanCandidate {
+        last_check_end: Some(clock.at(1_000)),
+        ..ScanCandidate::new(&servers[0])
+    }];
+    let mut rng = fastrand::Rng::with_seed(1);
+    assert_eq!(
+        check_order(&list, clock.at(SCAN_START), clock.at(SCAN_START), &mut rng),
+        vec![addr("errored:1")]
     );
 }
 
