@@ -1,8 +1,36 @@
 //! mongo-inline: a MongoDB driver for short-lived processes.
 //!
+//! ```
+//! use bson::doc;
+//! use mongo_inline::Client;
+//!
+//! # fn main() -> mongo_inline::Result<()> {
+//! # // `.ci/test` starts a throwaway server for the doc tests and sets this.
+//! # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+//! // Parses and validates; no I/O until the first operation.
+//! let client = Client::with_uri_str(&uri)?;
+//! let db = client.database("docs");
+//! db.run_command(doc! { "insert": "people", "documents": [{ "name": "Ada" }] })?;
+//! let reply = db.run_command(doc! { "find": "people", "filter": { "name": "Ada" } })?;
+//! let batch = reply.get_document("cursor").unwrap().get_array("firstBatch").unwrap();
+//! assert!(!batch.is_empty());
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! Single-threaded and scan-on-demand: no background threads, no async
-//! runtime. Discovery and monitoring happen inline with operations, one
-//! socket per server.
+//! runtime. Before an operation the client scans the deployment inline when
+//! it is due (the SDAM spec's single-threaded monitoring), selects a server
+//! (the server-selection spec's single-threaded algorithm) and runs the
+//! operation on that server's one socket, which also carries the scan's
+//! hellos.
+//!
+//! The rules are pure and public, so they can be inspected and tested
+//! without a network: [`sdam`] (descriptions and their update rules),
+//! [`select`] (suitability, latency window), [`scan`] (check order),
+//! [`uri`] (connection strings), [`wire`] (message framing) and
+//! [`handshake`] (the hello document). [`topology`] and [`conn`] are the
+//! thin blocking shell that drives them.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
