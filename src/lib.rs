@@ -8,15 +8,17 @@
 #![deny(missing_docs)]
 
 pub mod address;
+pub mod deadline;
 pub mod error;
 pub mod handshake;
 pub mod options;
 pub mod read_preference;
+pub mod retry;
 pub mod scan;
 pub mod sdam;
 pub mod select;
-pub mod wire;
 pub mod uri;
+pub mod wire;
 
 pub use address::ServerAddress;
 pub use error::{Error, ErrorKind, Result};
