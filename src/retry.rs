@@ -806,7 +806,8 @@ impl OperationRetry {
             return RetryDecision::GiveUp(error);
         }
 
-        if self.kind.is_write() && is_mmapv1_retry_error(&error) {
+        // Only a command carrying a transaction number meets this refusal.
+        if self.kind == OperationKind::RetryableWrite && is_mmapv1_retry_error(&error) {
             return RetryDecision::GiveUp(mmapv1_error(&error));
         }
 
