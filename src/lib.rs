@@ -38,11 +38,13 @@
 pub mod address;
 pub mod client;
 pub mod conn;
+pub mod deadline;
 pub mod error;
 pub mod event;
 pub mod handshake;
 pub mod options;
 pub mod read_preference;
+pub mod retry;
 pub mod scan;
 pub mod sdam;
 pub mod select;
