@@ -1,11 +1,10 @@
-//! Events the driver publishes, as plain values, and the trait that
-//! receives them.
+//! SDAM events as plain values, and their log messages.
 //!
-//! The SDAM events come out of the pure topology code
-//! ([`crate::sdam::TopologyDescription::apply`] and friends return them in
-//! the spec's order); the shell hands each one to the application's
-//! [`EventHandler`] and to [`log_sdam_event`], which writes the SDAM logging
-//! spec's messages at debug level under the target [`TOPOLOGY_LOG_TARGET`].
+//! The pure topology code ([`crate::sdam::TopologyDescription::apply`] and
+//! friends) returns them in the spec's order; the shell hands each one to
+//! the application's [`super::EventHandler`] and to [`log_sdam_event`],
+//! which writes the SDAM logging spec's messages at debug level under the
+//! target [`TOPOLOGY_LOG_TARGET`].
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -106,16 +105,6 @@ pub enum SdamEvent {
         /// What went wrong.
         failure: Error,
     },
-}
-
-/// Receives the driver's events. Every method has a default that ignores
-/// the event, so a handler implements only what it wants, and later kinds
-/// of events (commands, connections) add methods without breaking it.
-pub trait EventHandler: Send + Sync {
-    /// Called for every SDAM event, in order.
-    fn handle_sdam_event(&self, event: &SdamEvent) {
-        let _ = event;
-    }
 }
 
 /// Writes the SDAM logging spec's message for `event` at debug level.
