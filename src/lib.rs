@@ -15,8 +15,9 @@ pub mod read_preference;
 pub mod scan;
 pub mod sdam;
 pub mod select;
-pub mod wire;
+pub mod session;
 pub mod uri;
+pub mod wire;
 
 pub use address::ServerAddress;
 pub use error::{Error, ErrorKind, Result};
