@@ -77,14 +77,23 @@ pub struct SessionOptions {
     pub snapshot: Option<bool>,
     /// Options for transactions started without their own.
     pub default_transaction_options: Option<TransactionOptions>,
+    /// The snapshot to read from (a snapshot session's `snapshot_time` from
+    /// earlier), instead of the first read's; needs `snapshot`.
+    pub snapshot_time: Option<Timestamp>,
 }
 
 impl SessionOptions {
-    /// Rejects causal consistency together with snapshot reads.
+    /// Rejects causal consistency together with snapshot reads, and a
+    /// snapshot time without snapshot reads.
     pub fn validate(&self) -> Result<()> {
         if self.causal_consistency == Some(true) && self.snapshot == Some(true) {
             return Err(Error::invalid_argument(
                 "causalConsistency and snapshot cannot both be true for a session",
+            ));
+        }
+        if self.snapshot_time.is_some() && self.snapshot != Some(true) {
+            return Err(Error::invalid_argument(
+                "snapshotTime can only be set for a snapshot session",
             ));
         }
         Ok(())
@@ -142,7 +151,9 @@ pub struct CommandContext<'a> {
     pub max_wire_version: i32,
     /// The command takes a `readConcern` (reads, and `insert`, `update`,
     /// `delete`, `findAndModify` for causal consistency). False for the
-    /// generic runCommand, `getMore`, `killCursors`.
+    /// generic runCommand, `getMore`, `killCursors`. (A snapshot session
+    /// sends its read concern regardless, except on `getMore` and
+    /// `killCursors`.)
     pub accepts_read_concern: bool,
     /// The operation's read concern (operation, collection, database or
     /// client); `None` for the server default. Do not put it in the command
@@ -193,13 +204,14 @@ impl SessionState {
     }
 
     fn with(kind: SessionKind, options: SessionOptions, server_session: ServerSession) -> Self {
+        let snapshot_time = options.snapshot_time;
         SessionState {
             kind,
             options,
             server_session: Some(server_session),
             cluster_time: None,
             operation_time: None,
-            snapshot_time: None,
+            snapshot_time,
             transaction: Transaction::new(),
         }
     }
@@ -416,13 +428,14 @@ impl SessionState {
     ///   operation's read or write concern;
     /// - `commitTransaction`/`abortTransaction`: `txnNumber`, `autocommit`;
     /// - otherwise: `txnNumber` for a retryable write, the operation's write
-    ///   concern, and a read concern merged from the operation's level,
-    ///   `afterClusterTime` (causal consistency) or snapshot
-    ///   `level`/`atClusterTime`;
+    ///   concern, and a read concern: the operation's level merged with
+    ///   `afterClusterTime` (causal consistency), or in a snapshot session
+    ///   `{level: "snapshot", atClusterTime?}` on every command but
+    ///   `getMore`/`killCursors`;
     /// - `$clusterTime`: the greater of the session's and the client's.
     ///
-    /// Errors (ended session, snapshot read on a server before 5.0) change
-    /// nothing.
+    /// Errors (ended session, snapshot session on a server before 5.0)
+    /// change nothing.
     pub fn decorate(
         &mut self,
         command: &mut Document,
@@ -435,7 +448,12 @@ impl SessionState {
         let name = command.keys().next().cloned().unwrap_or_default();
         let finishing = name == "commitTransaction" || name == "abortTransaction";
         let in_transaction = finishing || self.transaction.state().is_active();
-        let snapshot_read = !in_transaction && self.is_snapshot() && ctx.accepts_read_concern;
+        // The snapshot read concern goes on every command of a snapshot
+        // session, writes included, so that the server rejects what a
+        // snapshot cannot serve; cursor follow-ups inherit the cursor's.
+        let snapshot_read = !in_transaction
+            && self.is_snapshot()
+            && !matches!(name.as_str(), "getMore" | "killCursors");
         if snapshot_read && ctx.max_wire_version < MIN_SNAPSHOT_WIRE_VERSION {
             return Err(Error::client("Snapshot reads require MongoDB 5.0 or later"));
         }
@@ -482,7 +500,7 @@ impl SessionState {
             if let Some(wc) = ctx.write_concern.and_then(write_concern_document) {
                 command.insert("writeConcern", wc);
             }
-            if ctx.accepts_read_concern {
+            if ctx.accepts_read_concern || snapshot_read {
                 let rc = if snapshot_read {
                     read_concern_document(
                         Some("snapshot"),

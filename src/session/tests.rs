@@ -646,3 +646,58 @@ fn default_transaction_options_apply() {
         Some(&Bson::Document(doc! {"w": "majority"}))
     );
 }
+
+fn snapshot_session(snapshot_time: Option<Timestamp>) -> SessionState {
+    let options = SessionOptions {
+        snapshot: Some(true),
+        snapshot_time,
+        ..Default::default()
+    };
+    SessionState::explicit(options, server_session(Instant::now())).unwrap()
+}
+
+#[test]
+fn snapshot_sessions_send_their_read_concern_on_all_commands_but_cursor_follow_ups() {
+    let mut s = snapshot_session(None);
+    let generic = CommandContext {
+        accepts_read_concern: false,
+        ..ctx()
+    };
+    for command in [doc! {"insert": "c"}, doc! {"listCollections": 1}] {
+        let cmd = decorated(&mut s, command, &generic);
+        assert_eq!(
+            cmd.get_document("readConcern").unwrap(),
+            &doc! {"level": "snapshot"}
+        );
+    }
+    let get_more = decorated(&mut s, doc! {"getMore": 5_i64, "collection": "c"}, &generic);
+    assert!(!get_more.contains_key("readConcern"));
+    let kill = decorated(
+        &mut s,
+        doc! {"killCursors": "c", "cursors": [5_i64]},
+        &generic,
+    );
+    assert!(!kill.contains_key("readConcern"));
+}
+
+#[test]
+fn a_given_snapshot_time_is_used_from_the_first_read() {
+    let mut s = snapshot_session(Some(ts(50, 1)));
+    let cmd = decorated(&mut s, doc! {"find": "c"}, &ctx());
+    assert_eq!(
+        cmd.get_document("readConcern").unwrap(),
+        &doc! {"level": "snapshot", "atClusterTime": ts(50, 1)}
+    );
+    s.on_reply(
+        &doc! {"ok": 1, "cursor": {"id": 0_i64, "atClusterTime": ts(60, 0)}},
+        &mut ClusterClock::new(),
+    );
+    assert_eq!(s.snapshot_time(), Some(ts(50, 1)));
+
+    let options = SessionOptions {
+        snapshot_time: Some(ts(50, 1)),
+        ..Default::default()
+    };
+    let e = SessionState::explicit(options, server_session(Instant::now())).unwrap_err();
+    assert!(e.to_string().contains("snapshotTime"));
+}
