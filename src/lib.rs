@@ -48,6 +48,7 @@ pub mod retry;
 pub mod scan;
 pub mod sdam;
 pub mod select;
+pub mod session;
 pub mod topology;
 pub mod uri;
 pub mod wire;

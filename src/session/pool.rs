@@ -1,0 +1,401 @@
+//! Server sessions and the pool that reuses them.
+//!
+//! ```text
+//!   checkout ──> front ┌───┬───┬───┬───┐ back ──> pruned when about to expire
+//!   checkin  ──> front └───┴───┴───┴───┘
+//! ```
+//!
+//! The pool is a double-ended queue: sessions come back to the front and
+//! leave from the front (LIFO, so the freshest session is reused first), and
+//! the oldest ones drift to the back, where they are discarded once they have
+//! less than a minute left before the server would forget them.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use bson::spec::BinarySubtype;
+use bson::{doc, Binary, Document};
+
+/// How long before the server's expiry a session counts as "about to
+/// expire" and is no longer handed out (the sessions spec's one minute).
+pub const EXPIRY_MARGIN: Duration = Duration::from_secs(60);
+
+/// How many session ids one `endSessions` command carries at most.
+pub const END_SESSIONS_BATCH: usize = 10_000;
+
+/// A version 4 (random) UUID as RFC 4122 section 4.4 builds it: 122 random
+/// bits, the version nibble set to 4 and the variant bits to `10`.
+pub fn uuid_v4(rng: &mut fastrand::Rng) -> [u8; 16] {
+    let mut bytes = [0u8; 16];
+    rng.fill(&mut bytes);
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    bytes
+}
+
+/// A new session id, `{ id: <UUID v4 as BSON binary subtype 4> }`, generated
+/// locally so that no `startSession` round trip is needed.
+pub fn new_session_id(rng: &mut fastrand::Rng) -> Document {
+    doc! {
+        "id": Binary { subtype: BinarySubtype::Uuid, bytes: uuid_v4(rng).to_vec() },
+    }
+}
+
+/// The driver's record of one server-side session: its id (`lsid`), when it
+/// was last sent to a server, its transaction number and whether a network
+/// error may have left an operation running under it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerSession {
+    /// The session id document sent as `lsid`.
+    pub id: Document,
+    /// The last time the id was sent to a server; the server's expiry clock
+    /// restarts then.
+    pub last_use: Instant,
+    /// The last transaction number used with this id. Kept across reuse from
+    /// the pool, because the server rejects numbers it has already seen.
+    pub txn_number: i64,
+    /// Set after a network error: the session may still have an operation
+    /// running on the server, so it is not returned to the pool.
+    pub dirty: bool,
+    /// The pool generation the session was created in; sessions from before
+    /// a [`SessionPool::clear`] are not taken back.
+    generation: u64,
+}
+
+impl ServerSession {
+    /// A session with this id, last used `now`, transaction number 0.
+    pub fn new(id: Document, now: Instant) -> Self {
+        ServerSession {
+            id,
+            last_use: now,
+            txn_number: 0,
+            dirty: false,
+            generation: 0,
+        }
+    }
+
+    /// A session with a freshly generated id.
+    pub fn generate(rng: &mut fastrand::Rng, now: Instant) -> Self {
+        ServerSession::new(new_session_id(rng), now)
+    }
+
+    /// Whether the server will forget this session in less than
+    /// [`EXPIRY_MARGIN`], given its `logicalSessionTimeoutMinutes`.
+    pub fn is_about_to_expire(&self, now: Instant, timeout_minutes: u32) -> bool {
+        let timeout = Duration::from_secs(u64::from(timeout_minutes) * 60);
+        let idle = now.saturating_duration_since(self.last_use);
+        match timeout.checked_sub(idle) {
+            Some(remaining) => remaining < EXPIRY_MARGIN,
+            None => true,
+        }
+    }
+
+    /// Records that the id was sent to a server at `now`.
+    pub fn mark_used(&mut self, now: Instant) {
+        self.last_use = now;
+    }
+
+    /// Marks the session as involved in a network error; it stays dirty for
+    /// the rest of its life.
+    pub fn mark_dirty(&mut self) {
+        self.dirty = true;
+    }
+
+    /// Advances the transaction number and returns the new one.
+    pub fn next_txn_number(&mut self) -> i64 {
+        self.txn_number += 1;
+        self.txn_number
+    }
+}
+
+/// The client's pool of idle [`ServerSession`]s.
+///
+/// `timeout_minutes` arguments are the topology's
+/// `logicalSessionTimeoutMinutes`; `None` means expiry is not checked, which
+/// is what load-balanced mode requires (the load balancer spec forbids
+/// pruning there) and what the caller passes when the value is unknown.
+#[derive(Debug)]
+pub struct SessionPool {
+    idle: VecDeque<ServerSession>,
+    generation: u64,
+    rng: fastrand::Rng,
+}
+
+impl SessionPool {
+    /// An empty pool generating ids from `rng`.
+    pub fn new(rng: fastrand::Rng) -> Self {
+        SessionPool {
+            idle: VecDeque::new(),
+            generation: 0,
+            rng,
+        }
+    }
+
+    /// How many idle sessions the pool holds.
+    pub fn len(&self) -> usize {
+        self.idle.len()
+    }
+
+    /// Whether the pool holds no idle session.
+    pub fn is_empty(&self) -> bool {
+        self.idle.is_empty()
+    }
+
+    /// The most recently returned session that still has at least a minute
+    /// left, or a new one. Sessions found about to expire on the way are
+    /// discarded.
+    pub fn checkout(&mut self, now: Instant, timeout_minutes: Option<u32>) -> ServerSession {
+        while let Some(session) = self.idle.pop_front() {
+            match timeout_minutes {
+                Some(minutes) if session.is_about_to_expire(now, minutes) => continue,
+                _ => return session,
+            }
+        }
+        let mut session = ServerSession::generate(&mut self.rng, now);
+        session.generation = self.generation;
+        session
+    }
+
+    /// Returns a session for reuse. Expiring sessions at the back are pruned
+    /// first; the returned session is discarded if it is dirty, about to
+    /// expire, or from before the last [`clear`](Self::clear).
+    pub fn checkin(&mut self, session: ServerSession, now: Instant, timeout_minutes: Option<u32>) {
+        if let Some(minutes) = timeout_minutes {
+            self.prune(now, minutes);
+        }
+        if session.dirty || session.generation != self.generation {
+            return;
+        }
+        if let Some(minutes) = timeout_minutes {
+            if session.is_about_to_expire(now, minutes) {
+                return;
+            }
+        }
+        self.idle.push_front(session);
+    }
+
+    /// Discards sessions from the back while they are about to expire,
+    /// stopping at the first that is not.
+    pub fn prune(&mut self, now: Instant, timeout_minutes: u32) {
+        while self
+            .idle
+            .back()
+            .is_some_and(|s| s.is_about_to_expire(now, timeout_minutes))
+        {
+            self.idle.pop_back();
+        }
+    }
+
+    /// Forgets every idle session without ending them on the server (after a
+    /// fork); sessions checked out before this call are not taken back.
+    pub fn clear(&mut self) {
+        self.idle.clear();
+        self.generation += 1;
+    }
+
+    /// Empties the pool into `endSessions` command bodies of at most
+    /// [`END_SESSIONS_BATCH`] ids each, to send to the `admin` database when
+    /// the client closes (their errors are to be ignored).
+    pub fn drain_end_sessions_commands(&mut self) -> Vec<Document> {
+        let ids: Vec<Document> = self.idle.drain(..).map(|s| s.id).collect();
+        ids.chunks(END_SESSIONS_BATCH)
+            .map(|chunk| doc! { "endSessions": chunk.to_vec() })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pool() -> SessionPool {
+        SessionPool::new(fastrand::Rng::with_seed(7))
+    }
+
+    fn uuid_bytes(id: &Document) -> Vec<u8> {
+        match id.get("id") {
+            Some(bson::Bson::Binary(b)) => {
+                assert_eq!(b.subtype, BinarySubtype::Uuid);
+                b.bytes.clone()
+            }
+            other => panic!("lsid id is not binary: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn uuid_has_version_4_and_rfc4122_variant() {
+        let mut rng = fastrand::Rng::with_seed(1);
+        for _ in 0..200 {
+            let u = uuid_v4(&mut rng);
+            assert_eq!(u[6] >> 4, 4, "version nibble");
+            assert_eq!(u[8] >> 6, 0b10, "variant bits");
+        }
+    }
+
+    #[test]
+    fn session_id_is_a_subtype_4_binary_of_16_bytes_and_ids_differ() {
+        let mut rng = fastrand::Rng::with_seed(2);
+        let a = new_session_id(&mut rng);
+        let b = new_session_id(&mut rng);
+        assert_eq!(a.len(), 1);
+        assert_eq!(uuid_bytes(&a).len(), 16);
+        assert_ne!(uuid_bytes(&a), uuid_bytes(&b));
+    }
+
+    #[test]
+    fn about_to_expire_means_less_than_a_minute_left() {
+        let t0 = Instant::now();
+        let s = ServerSession::new(doc! {"id": 1}, t0);
+        assert!(!s.is_about_to_expire(t0, 30));
+        assert!(!s.is_about_to_expire(t0 + Duration::from_secs(29 * 60), 30));
+        assert!(s.is_about_to_expire(t0 + Duration::from_secs(29 * 60 + 1), 30));
+        assert!(s.is_about_to_expire(t0 + Duration::from_secs(31 * 60), 30));
+        // With a one-minute timeout a session is usable only while unused.
+        assert!(!s.is_about_to_expire(t0, 1));
+        assert!(s.is_about_to_expire(t0 + Duration::from_secs(1), 1));
+    }
+
+    #[test]
+    fn empty_pool_creates_a_session_last_used_now() {
+        let t0 = Instant::now();
+        let s = pool().checkout(t0, Some(30));
+        assert_eq!(s.last_use, t0);
+        assert_eq!(s.txn_number, 0);
+        assert!(!s.dirty);
+    }
+
+    #[test]
+    fn checkout_is_lifo() {
+        let t0 = Instant::now();
+        let mut p = pool();
+        let a = p.checkout(t0, Some(30));
+        let b = p.checkout(t0, Some(30));
+        p.checkin(a.clone(), t0, Some(30));
+        p.checkin(b.clone(), t0, Some(30));
+        assert_eq!(p.checkout(t0, Some(30)).id, b.id);
+        assert_eq!(p.checkout(t0, Some(30)).id, a.id);
+        assert!(p.is_empty());
+    }
+
+    #[test]
+    fn reuse_keeps_the_transaction_number() {
+        let t0 = Instant::now();
+        let mut p = pool();
+        let mut s = p.checkout(t0, Some(30));
+        s.next_txn_number();
+        s.next_txn_number();
+        p.checkin(s, t0, Some(30));
+        assert_eq!(p.checkout(t0, Some(30)).txn_number, 2);
+    }
+
+    #[test]
+    fn checkout_discards_sessions_about_to_expire() {
+        let t0 = Instant::now();
+        let mut p = pool();
+        let old = p.checkout(t0, Some(30));
+        p.checkin(old.clone(), t0, Some(30));
+        let later = t0 + Duration::from_secs(29 * 60 + 30);
+        let fresh = p.checkout(later, Some(30));
+        assert_ne!(fresh.id, old.id);
+        assert!(p.is_empty());
+    }
+
+    #[test]
+    fn load_balanced_checkout_does_not_check_expiry() {
+        let t0 = Instant::now();
+        let mut p = pool();
+        let old = p.checkout(t0, None);
+        p.checkin(old.clone(), t0, None);
+        let much_later = t0 + Duration::from_secs(3600);
+        assert_eq!(p.checkout(much_later, None).id, old.id);
+    }
+
+    #[test]
+    fn checkin_discards_dirty_and_expiring_sessions() {
+        let t0 = Instant::now();
+        let mut p = pool();
+        let mut dirty = p.checkout(t0, Some(30));
+        dirty.mark_dirty();
+        p.checkin(dirty, t0, Some(30));
+        assert!(p.is_empty());
+
+        let stale = p.checkout(t0, Some(30));
+        p.checkin(stale, t0 + Duration::from_secs(29 * 60 + 1), Some(30));
+        assert!(p.is_empty());
+
+        let mut dirty_lb = p.checkout(t0, None);
+        dirty_lb.mark_dirty();
+        p.checkin(dirty_lb, t0, None);
+        assert!(p.is_empty());
+    }
+
+    #[test]
+    fn checkin_prunes_expiring_sessions_from_the_back_only() {
+        let t0 = Instant::now();
+        let mut p = pool();
+        let oldest = p.checkout(t0, Some(30));
+        let middle = p.checkout(t0, Some(30));
+        let newer = p.checkout(t0, Some(30));
+        p.checkin(oldest, t0, Some(30));
+        let mut m = middle;
+        m.mark_used(t0 + Duration::from_secs(10 * 60));
+        p.checkin(m.clone(), t0 + Duration::from_secs(10 * 60), Some(30));
+        // Front: middle (used at 10 min), back: oldest (used at 0).
+        let at = t0 + Duration::from_secs(29 * 60 + 30);
+        let mut n = newer;
+        n.mark_used(at);
+        p.checkin(n.clone(), at, Some(30));
+        assert_eq!(p.len(), 2, "only the expiring back session is pruned");
+        assert_eq!(p.checkout(at, Some(30)).id, n.id);
+        assert_eq!(p.checkout(at, Some(30)).id, m.id);
+    }
+
+    #[test]
+    fn prune_stops_at_the_first_live_session() {
+        let t0 = Instant::now();
+        let mut p = pool();
+        let live_at_back = p.checkout(t0 + Duration::from_secs(20 * 60), Some(30));
+        let expiring_in_front = p.checkout(t0, Some(30));
+        p.checkin(live_at_back, t0 + Duration::from_secs(20 * 60), Some(30));
+        p.idle.push_front(expiring_in_front);
+        p.prune(t0 + Duration::from_secs(29 * 60 + 30), 30);
+        assert_eq!(p.len(), 2, "pruning looks only at the back");
+    }
+
+    #[test]
+    fn clear_refuses_sessions_checked_out_before() {
+        let t0 = Instant::now();
+        let mut p = pool();
+        let before = p.checkout(t0, Some(30));
+        let idle = p.checkout(t0, Some(30));
+        p.checkin(idle, t0, Some(30));
+        p.clear();
+        assert!(p.is_empty());
+        p.checkin(before, t0, Some(30));
+        assert!(p.is_empty());
+        let after = p.checkout(t0, Some(30));
+        p.checkin(after, t0, Some(30));
+        assert_eq!(p.len(), 1);
+    }
+
+    #[test]
+    fn end_sessions_commands_are_batched() {
+        let t0 = Instant::now();
+        let mut p = pool();
+        let sessions: Vec<_> = (0..END_SESSIONS_BATCH + 3)
+            .map(|_| p.checkout(t0, None))
+            .collect();
+        for s in sessions {
+            p.checkin(s, t0, None);
+        }
+        let commands = p.drain_end_sessions_commands();
+        assert_eq!(commands.len(), 2);
+        assert_eq!(
+            commands[0].get_array("endSessions").unwrap().len(),
+            END_SESSIONS_BATCH
+        );
+        assert_eq!(commands[1].get_array("endSessions").unwrap().len(), 3);
+        assert!(p.is_empty());
+        assert!(p.drain_end_sessions_commands().is_empty());
+    }
+}
