@@ -11,7 +11,7 @@
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bson::Document;
@@ -24,7 +24,11 @@ use crate::wire::{self, Header, Message, MsgFlags, OpMsg, HEADER_LEN};
 /// Request ids are unique per process, so a reply can be matched to its request.
 static NEXT_REQUEST_ID: AtomicI32 = AtomicI32::new(1);
 
-fn next_request_id() -> i32 {
+/// Socket ids are unique per process too, for events and logs.
+static NEXT_CONNECTION_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A request id no other request of this process has used.
+pub fn next_request_id() -> i32 {
     NEXT_REQUEST_ID.fetch_add(1, Ordering::Relaxed)
 }
 
@@ -104,6 +108,11 @@ impl Write for Stream {
 pub struct Connection {
     stream: Stream,
     address: ServerAddress,
+    id: u64,
+    /// The server's `connectionId` from the handshake reply.
+    server_id: Option<i64>,
+    /// The `serviceId` from the handshake reply (load-balanced mode).
+    service_id: Option<bson::oid::ObjectId>,
     generation: u32,
     /// The process that opened the socket: a forked child must not use it.
     pid: u32,
@@ -155,6 +164,9 @@ impl Connection {
         Ok(Connection {
             stream,
             address: address.clone(),
+            id: NEXT_CONNECTION_ID.fetch_add(1, Ordering::Relaxed),
+            server_id: None,
+            service_id: None,
             generation,
             pid: std::process::id(),
             last_used: Instant::now(),
@@ -168,6 +180,38 @@ impl Connection {
     /// The server this socket leads to.
     pub fn address(&self) -> &ServerAddress {
         &self.address
+    }
+
+    /// The driver's id of this socket, unique within the process.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The server's id of this connection (`connectionId` in its handshake reply).
+    pub fn server_id(&self) -> Option<i64> {
+        self.server_id
+    }
+
+    /// The service this socket reaches behind a load balancer.
+    pub fn service_id(&self) -> Option<bson::oid::ObjectId> {
+        self.service_id
+    }
+
+    /// Records what the handshake reply says about this socket: the
+    /// server's connection id, the service id, the message size limit.
+    pub fn apply_handshake_reply(&mut self, reply: &Document) {
+        self.server_id = match reply.get("connectionId") {
+            Some(bson::Bson::Int32(v)) => Some(i64::from(*v)),
+            Some(bson::Bson::Int64(v)) => Some(*v),
+            Some(bson::Bson::Double(v)) => Some(*v as i64),
+            _ => None,
+        };
+        self.service_id = reply.get_object_id("serviceId").ok();
+        match reply.get("maxMessageSizeBytes") {
+            Some(bson::Bson::Int32(v)) => self.set_max_message_size(i64::from(*v)),
+            Some(bson::Bson::Int64(v)) => self.set_max_message_size(*v),
+            _ => {}
+        }
     }
 
     /// The generation of the server's socket slot when this socket opened.
@@ -207,8 +251,12 @@ impl Connection {
     /// Sends `msg` as OP_MSG and reads the reply document. `timeout`
     /// overrides the socket timeout for this exchange (monitoring checks use
     /// connectTimeoutMS; an operation deadline shortens it).
-    pub fn send_msg(&mut self, msg: &OpMsg, timeout: Option<Duration>) -> Result<Document> {
-        let request_id = next_request_id();
+    pub fn send_msg(
+        &mut self,
+        request_id: i32,
+        msg: &OpMsg,
+        timeout: Option<Duration>,
+    ) -> Result<Document> {
         let mut buffer = std::mem::take(&mut self.write_buffer);
         buffer.clear();
         let encoded = wire::encode_msg(request_id, 0, msg, self.max_message_size, &mut buffer);
@@ -234,7 +282,7 @@ impl Connection {
             body: command,
             sequences: Vec::new(),
         };
-        self.send_msg(&msg, timeout)
+        self.send_msg(next_request_id(), &msg, timeout)
     }
 
     /// Runs `command` as a legacy OP_QUERY on `<db>.$cmd` (the first hello
