@@ -505,6 +505,15 @@ impl Topology {
         match self.open_with_handshake(address) {
             Ok(reply) => {
                 self.apply_hello(address, &reply, started.elapsed());
+                // The handshake counts as a check for the scan order (the
+                // scanner goes by these records, not by the description).
+                self.checks.insert(
+                    address.clone(),
+                    CheckRecord {
+                        last_check_end: Some(Instant::now()),
+                        network_failed: false,
+                    },
+                );
                 Ok(())
             }
             Err(error) => {
