@@ -323,6 +323,39 @@ fn a_socket_idle_longer_than_socket_check_interval_is_pinged_first() {
 }
 
 #[test]
+fn an_idle_socket_that_fails_its_ping_is_replaced_by_a_rescan() {
+    let sim = replica_set(&[Role::Primary]);
+    let client = client(&uri_with(
+        &sim,
+        &[0],
+        "socketCheckIntervalMS=200&connectTimeoutMS=200",
+    ));
+    let collection = fresh_collection("failed_ping");
+    insert(&client, &collection, doc! { "_id": 1 }).expect("first insert");
+    std::thread::sleep(Duration::from_millis(250));
+
+    // The ping (the first thing sent) outlasts connectTimeoutMS; what
+    // follows is answered at once.
+    sim.delay_replies(0, Duration::from_millis(400));
+    let outcome = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            std::thread::sleep(Duration::from_millis(100));
+            sim.delay_replies(0, Duration::ZERO);
+        });
+        insert(&client, &collection, doc! { "_id": 2 })
+    });
+
+    outcome.expect("the insert after the failed ping");
+    assert_eq!(
+        commands(&sim, 0),
+        vec!["hello", "insert", "ping", "hello", "insert"],
+        "ping, then a rescan on a new socket, then the insert"
+    );
+    assert_eq!(sim.connections(0), 2);
+    assert_eq!(find_on_primary(&client, &collection, doc! {}).len(), 2);
+}
+
+#[test]
 fn after_heartbeat_frequency_the_next_operation_rescans_first() {
     let sim = three_members();
     let client = client(&uri_with(&sim, &[0], "heartbeatFrequencyMS=500"));
