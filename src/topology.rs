@@ -439,8 +439,16 @@ impl Topology {
             awaited: false,
         });
         let started = Instant::now();
+        // A socket the peer closed while idle is not a failed check: the
+        // server may be fine (restarted). Failing on it would put a server
+        // that was Unknown (after a state-change error kept its socket) in
+        // its cooldown without trying it, so open a new one instead.
+        let reusable = self
+            .connections
+            .get(address)
+            .is_some_and(|c| !c.is_broken() && !c.peer_closed());
         let reply = match self.connections.get_mut(address) {
-            Some(connection) if !connection.is_broken() => {
+            Some(connection) if reusable => {
                 let hello_ok = self
                     .description
                     .servers
