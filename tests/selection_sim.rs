@@ -14,7 +14,7 @@ use mongo_inline::read_preference::ReadPreference;
 use mongo_inline::select::SelectionCriteria;
 use mongo_inline::{Client, ErrorKind, ReadPreferenceMode};
 use support::server::TestServer;
-use support::sim::{Role, Simulator};
+use support::sim::{wait_until, Role, Simulator};
 
 const DB: &str = "selection_sim";
 
@@ -138,6 +138,42 @@ fn a_primary_that_failed_an_operation_is_checked_by_the_rescan_that_follows() {
         find_on_primary(&client, &collection),
         vec![doc! { "_id": 1 }, doc! { "_id": 3 }]
     );
+}
+
+#[test]
+fn a_closed_socket_kept_after_a_state_change_error_does_not_fail_the_check() {
+    // NotWritablePrimary from a 4.2+ server keeps the socket while the
+    // server becomes Unknown. If the server then closes that socket (a
+    // restart), the rescan must open a new one rather than fail the check
+    // on the dead one and put a healthy server in its 5 s cooldown.
+    let sim = replica_set(&[Role::Primary, Role::Secondary]);
+    let client = client(&sim.seed_uri(&[0, 1]));
+    let collection = fresh_collection("restarted");
+    insert(&client, &collection, doc! { "_id": 1 }).expect("first insert");
+
+    sim.step_down(0);
+    let error = insert(&client, &collection, doc! { "_id": 2 }).expect_err("stepped down");
+    assert_eq!(error.code(), Some(10107), "{error}");
+    sim.restart_member(0);
+    sim.elect(1);
+    assert!(wait_until(Duration::from_secs(2), || sim
+        .open_connections(0)
+        == 0));
+
+    insert(&client, &collection, doc! { "_id": 3 }).expect("insert on the new primary");
+    assert_eq!(count(&sim, 1, "insert"), 1);
+    assert_eq!(
+        sim.connections(0),
+        2,
+        "the rescan opened a new socket to member 0"
+    );
+
+    // Member 0 is a healthy secondary now, and known as one.
+    let secondary =
+        SelectionCriteria::ReadPreference(ReadPreference::new(ReadPreferenceMode::Secondary));
+    let found = find_with(&client, &collection, secondary).expect("read from member 0");
+    assert_eq!(found, vec![doc! { "_id": 1 }, doc! { "_id": 3 }]);
+    assert_eq!(count(&sim, 0, "find"), 1);
 }
 
 #[test]
