@@ -7,12 +7,15 @@
 mod support;
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bson::{doc, Document};
+use mongo_inline::event::{EventHandler, SdamEvent};
 use mongo_inline::read_preference::ReadPreference;
+use mongo_inline::sdam::ServerType;
 use mongo_inline::select::SelectionCriteria;
-use mongo_inline::{Client, ErrorKind, ReadPreferenceMode};
+use mongo_inline::{Client, ClientOptions, ErrorKind, ReadPreferenceMode};
 use support::server::TestServer;
 use support::sim::{wait_until, Role, Simulator};
 
@@ -299,6 +302,76 @@ fn two_mongos_routers_share_reads_inside_the_latency_window() {
         for find in received(&sim, i, "find") {
             assert!(!find.contains_key("$readPreference"), "{find}");
         }
+    }
+}
+
+#[test]
+fn a_router_that_went_down_is_avoided_without_failing_reads() {
+    let sim = Simulator::mongos(TestServer::shared(), 2);
+    let recorder = Arc::new(Recorder::default());
+    let options = ClientOptions::parse(&format!("{}?localThresholdMS=1000", sim.seed_uri(&[0, 1])))
+        .expect("URI");
+    let client = Client::with_options_and_handler(options, recorder.clone()).expect("client");
+    let collection = fresh_collection("router_down");
+    insert(&client, &collection, doc! { "_id": 1 }).expect("insert");
+
+    sim.refuse_connections(1, true);
+    sim.drop_connections(1);
+    assert!(wait_until(Duration::from_secs(2), || sim
+        .open_connections(1)
+        == 0));
+    let down = sim.address(1);
+    // Reads pick either router until one tries router 1, fails to connect
+    // and selects again: none of them fails.
+    let mut reads = 0;
+    while !recorder.saw_unknown(&down) {
+        reads += 1;
+        assert!(reads <= 30, "no read ever tried router 1");
+        let found = find_with(&client, &collection, SelectionCriteria::primary_read())
+            .expect("a read while router 1 is down");
+        assert_eq!(found, vec![doc! { "_id": 1 }]);
+    }
+
+    // Router 1 is back, but in its cooldown: no read goes there or tries
+    // to connect, and none waits.
+    sim.refuse_connections(1, false);
+    let finds_before = count(&sim, 0, "find");
+    let started = Instant::now();
+    for _ in 0..10 {
+        find_with(&client, &collection, SelectionCriteria::primary_read()).expect("read");
+    }
+    let elapsed = started.elapsed();
+    assert_eq!(count(&sim, 0, "find"), finds_before + 10);
+    assert_eq!(
+        sim.connections(1),
+        1,
+        "router 1 was tried during its cooldown"
+    );
+    assert!(
+        elapsed < Duration::from_millis(400),
+        "10 reads took {elapsed:?}"
+    );
+}
+
+/// Records the SDAM events that mark a server Unknown.
+#[derive(Default)]
+struct Recorder {
+    unknown: Mutex<Vec<String>>,
+}
+
+impl EventHandler for Recorder {
+    fn handle_sdam_event(&self, event: &SdamEvent) {
+        if let SdamEvent::ServerDescriptionChanged { address, new, .. } = event {
+            if new.server_type == ServerType::Unknown {
+                self.unknown.lock().unwrap().push(address.to_string());
+            }
+        }
+    }
+}
+
+impl Recorder {
+    fn saw_unknown(&self, address: &str) -> bool {
+        self.unknown.lock().unwrap().iter().any(|a| a == address)
     }
 }
 
