@@ -297,28 +297,29 @@ impl Topology {
             )
         };
         let mut target = self.last_scan_end.map(scan::earliest_rescan).unwrap_or(now);
+        let cooling_reason = cooling.then(|| {
+            let wait = cooldown_end
+                .map(|end| end.saturating_duration_since(now))
+                .unwrap_or_default();
+            format!(
+                "every server failed its last check with a network error and is in its \
+                 {} ms cooldown (the next check is possible in {} ms)",
+                crate::options::COOLDOWN.as_millis(),
+                wait.as_millis()
+            )
+        });
         if cooling {
             if try_once {
-                let wait = cooldown_end
-                    .map(|end| end.saturating_duration_since(now))
-                    .unwrap_or_default();
-                return Err(self.selection_failed(
-                    criteria,
-                    operation,
-                    Some(format!(
-                        "every server failed its last check with a network error and is in its \
-                         {} ms cooldown (the next check is possible in {} ms)",
-                        crate::options::COOLDOWN.as_millis(),
-                        wait.as_millis()
-                    )),
-                ));
+                return Err(self.selection_failed(criteria, operation, cooling_reason));
             }
             if let Some(end) = cooldown_end {
                 target = target.max(end);
             }
         }
         if !try_once && target > max_time {
-            return Err(self.selection_failed(criteria, operation, None));
+            // Without the reason, failing long before serverSelectionTimeoutMS
+            // would look like a bug to the user.
+            return Err(self.selection_failed(criteria, operation, cooling_reason));
         }
         let now = Instant::now();
         if target > now {
