@@ -277,6 +277,32 @@ fn when_every_server_cools_down_an_operation_fails_at_once_saying_so() {
 }
 
 #[test]
+fn without_try_once_a_cooldown_past_the_timeout_fails_early_saying_why() {
+    let sim = replica_set(&[Role::Primary, Role::Secondary]);
+    sim.refuse_connections(0, true);
+    sim.refuse_connections(1, true);
+    let client = client(&uri_with(
+        &sim,
+        &[0, 1],
+        "serverSelectionTryOnce=false&serverSelectionTimeoutMS=2000",
+    ));
+
+    let started = Instant::now();
+    let error = client
+        .database("admin")
+        .run_command(doc! { "ping": 1 })
+        .expect_err("nothing is reachable");
+    let elapsed = started.elapsed();
+    assert!(
+        matches!(error.kind(), ErrorKind::ServerSelection { .. }),
+        "{error}"
+    );
+    // The next check is 5 s away, past the 2 s timeout: waiting is futile.
+    assert!(elapsed < Duration::from_millis(500), "took {elapsed:?}");
+    assert!(error.to_string().contains("cooldown"), "{error}");
+}
+
+#[test]
 fn an_idle_socket_the_server_closed_is_replaced_without_error() {
     let sim = replica_set(&[Role::Primary]);
     let client = client(&sim.seed_uri(&[0]));
