@@ -53,14 +53,18 @@ impl<'a> ScanCandidate<'a> {
         }
     }
 
-    /// When the server was last checked: the later of the end of the last
-    /// check and the description's `lastUpdateTime` (a handshake on a new
-    /// connection also updates the description); `None` for "never".
+    /// When the server was last checked: the end of the scanner's last
+    /// check when it keeps a record, else the description's
+    /// `lastUpdateTime`; `None` for "never".
+    ///
+    /// The record wins because `lastUpdateTime` also moves when an
+    /// operation's error marks the server Unknown, and that is not a check:
+    /// counting it would make the rescan the error asks for skip the very
+    /// server that failed (it looks "checked less than
+    /// minHeartbeatFrequencyMS ago") and extend a cooldown. A scanner that
+    /// keeps records must therefore record handshakes on new sockets too.
     pub fn last_checked(&self) -> Option<Instant> {
-        match (self.last_check_end, self.description.last_update_time) {
-            (Some(a), Some(b)) => Some(a.max(b)),
-            (a, b) => a.or(b),
-        }
+        self.last_check_end.or(self.description.last_update_time)
     }
 
     /// Whether the server is Unknown because a check failed with a network

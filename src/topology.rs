@@ -297,28 +297,29 @@ impl Topology {
             )
         };
         let mut target = self.last_scan_end.map(scan::earliest_rescan).unwrap_or(now);
+        let cooling_reason = cooling.then(|| {
+            let wait = cooldown_end
+                .map(|end| end.saturating_duration_since(now))
+                .unwrap_or_default();
+            format!(
+                "every server failed its last check with a network error and is in its \
+                 {} ms cooldown (the next check is possible in {} ms)",
+                crate::options::COOLDOWN.as_millis(),
+                wait.as_millis()
+            )
+        });
         if cooling {
             if try_once {
-                let wait = cooldown_end
-                    .map(|end| end.saturating_duration_since(now))
-                    .unwrap_or_default();
-                return Err(self.selection_failed(
-                    criteria,
-                    operation,
-                    Some(format!(
-                        "every server failed its last check with a network error and is in its \
-                         {} ms cooldown (the next check is possible in {} ms)",
-                        crate::options::COOLDOWN.as_millis(),
-                        wait.as_millis()
-                    )),
-                ));
+                return Err(self.selection_failed(criteria, operation, cooling_reason));
             }
             if let Some(end) = cooldown_end {
                 target = target.max(end);
             }
         }
         if !try_once && target > max_time {
-            return Err(self.selection_failed(criteria, operation, None));
+            // Without the reason, failing long before serverSelectionTimeoutMS
+            // would look like a bug to the user.
+            return Err(self.selection_failed(criteria, operation, cooling_reason));
         }
         let now = Instant::now();
         if target > now {
@@ -439,8 +440,16 @@ impl Topology {
             awaited: false,
         });
         let started = Instant::now();
+        // A socket the peer closed while idle is not a failed check: the
+        // server may be fine (restarted). Failing on it would put a server
+        // that was Unknown (after a state-change error kept its socket) in
+        // its cooldown without trying it, so open a new one instead.
+        let reusable = self
+            .connections
+            .get(address)
+            .is_some_and(|c| !c.is_broken() && !c.peer_closed());
         let reply = match self.connections.get_mut(address) {
-            Some(connection) if !connection.is_broken() => {
+            Some(connection) if reusable => {
                 let hello_ok = self
                     .description
                     .servers
@@ -505,6 +514,15 @@ impl Topology {
         match self.open_with_handshake(address) {
             Ok(reply) => {
                 self.apply_hello(address, &reply, started.elapsed());
+                // The handshake counts as a check for the scan order (the
+                // scanner goes by these records, not by the description).
+                self.checks.insert(
+                    address.clone(),
+                    CheckRecord {
+                        last_check_end: Some(Instant::now()),
+                        network_failed: false,
+                    },
+                );
                 Ok(())
             }
             Err(error) => {

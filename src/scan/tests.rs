@@ -276,3 +276,22 @@ fn when_to_scan() {
     assert!(scan_needed(Some(clock.at(0)), true, heartbeat, clock.at(1)));
     assert_eq!(earliest_rescan(clock.at(1_000)), clock.at(1_500));
 }
+
+#[test]
+fn an_operation_error_after_the_last_check_does_not_count_as_a_check() {
+    let clock = Clock::new();
+    // Checked long ago; an operation's error marked it Unknown just now,
+    // which moved lastUpdateTime. The rescan must still check it.
+    let servers = [server(
+        "failed:1",
+        ServerType::Unknown,
+        Some(clock.at(SCAN_START - 10)),
+    )];
+    let mut list = candidates(&servers);
+    list[0].last_check_end = Some(clock.at(SCAN_START - 1000));
+    let mut rng = fastrand::Rng::with_seed(1);
+    assert_eq!(
+        next_to_check(&list, clock.at(SCAN_START), clock.at(SCAN_START), &mut rng),
+        Some(addr("failed:1"))
+    );
+}

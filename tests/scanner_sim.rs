@@ -1,0 +1,491 @@
+//! The single-threaded scanner end to end, on the topology simulator:
+//! discovery from a partial seed list, the scan order, cooldown after
+//! network errors, idle-socket checks and the heartbeat rescan, asserted on
+//! what the simulated members saw (connections, hellos, commands) and on
+//! the SDAM events the client published.
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bson::{doc, Document};
+use mongo_inline::event::{EventHandler, SdamEvent};
+use mongo_inline::select::SelectionCriteria;
+use mongo_inline::{Client, ClientOptions, ErrorKind};
+use support::server::TestServer;
+use support::sim::{wait_until, Role, Simulator};
+
+const DB: &str = "scanner_sim";
+
+fn replica_set(roles: &[Role]) -> Simulator {
+    Simulator::replica_set("rs", TestServer::shared(), roles)
+}
+
+fn three_members() -> Simulator {
+    replica_set(&[Role::Primary, Role::Secondary, Role::Secondary])
+}
+
+fn client(uri: &str) -> Client {
+    Client::with_uri_str(uri).unwrap_or_else(|e| panic!("bad test URI {uri}: {e}"))
+}
+
+/// `seed_uri` plus extra options (it always ends in `?replicaSet=...`).
+fn uri_with(sim: &Simulator, seeds: &[usize], options: &str) -> String {
+    format!("{}&{options}", sim.seed_uri(seeds))
+}
+
+fn insert(client: &Client, collection: &str, document: Document) -> mongo_inline::Result<Document> {
+    client.database(DB).run_command_with(
+        doc! { "insert": collection, "documents": [document] },
+        SelectionCriteria::Write,
+    )
+}
+
+fn find_on_primary(client: &Client, collection: &str, filter: Document) -> Vec<Document> {
+    let reply = client
+        .database(DB)
+        .run_command(doc! { "find": collection, "filter": filter })
+        .expect("find on the primary");
+    reply
+        .get_document("cursor")
+        .and_then(|c| c.get_array("firstBatch"))
+        .unwrap_or_else(|e| panic!("no cursor.firstBatch in {reply}: {e}"))
+        .iter()
+        .filter_map(|d| d.as_document().cloned())
+        .collect()
+}
+
+fn ping(client: &Client) {
+    client
+        .database("admin")
+        .run_command(doc! { "ping": 1 })
+        .expect("ping");
+}
+
+/// The commands member `i` received, with the handshake's legacy
+/// `isMaster` and later `hello`s both written `hello`.
+fn commands(sim: &Simulator, i: usize) -> Vec<String> {
+    sim.commands(i)
+        .into_iter()
+        .map(|c| match c.as_str() {
+            "isMaster" | "ismaster" => "hello".to_owned(),
+            _ => c,
+        })
+        .collect()
+}
+
+fn count(commands: &[String], name: &str) -> usize {
+    commands.iter().filter(|c| *c == name).count()
+}
+
+fn hellos(sim: &Simulator) -> Vec<usize> {
+    (0..sim.len()).map(|i| sim.hellos(i)).collect()
+}
+
+/// A collection name no other test (or earlier run on the shared server) uses.
+fn fresh_collection(prefix: &str) -> String {
+    format!("{prefix}_{}", bson::oid::ObjectId::new())
+}
+
+/// Records every SDAM event, in order.
+#[derive(Default)]
+struct Recorder {
+    events: Mutex<Vec<SdamEvent>>,
+}
+
+impl EventHandler for Recorder {
+    fn handle_sdam_event(&self, event: &SdamEvent) {
+        self.events.lock().unwrap().push(event.clone());
+    }
+}
+
+impl Recorder {
+    fn events(&self) -> Vec<SdamEvent> {
+        self.events.lock().unwrap().clone()
+    }
+
+    /// The addresses of the ServerHeartbeatStarted events, in order.
+    fn heartbeats_started(&self) -> Vec<String> {
+        self.events()
+            .iter()
+            .filter_map(|e| match e {
+                SdamEvent::ServerHeartbeatStarted { address, .. } => Some(address.to_string()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+fn recorded_client(uri: &str) -> (Client, Arc<Recorder>) {
+    let recorder = Arc::new(Recorder::default());
+    let options = ClientOptions::parse(uri).expect("test URI");
+    let client = Client::with_options_and_handler(options, recorder.clone()).expect("client");
+    (client, recorder)
+}
+
+#[test]
+fn a_seed_naming_one_secondary_discovers_the_primary_and_writes_land_there() {
+    let sim = three_members();
+    let client = client(&sim.seed_uri(&[1]));
+    let collection = fresh_collection("discover");
+
+    insert(
+        &client,
+        &collection,
+        doc! { "_id": 1, "via": "secondary seed" },
+    )
+    .expect("insert");
+
+    assert_eq!(
+        count(&sim.commands(0), "insert"),
+        1,
+        "{:?}",
+        sim.commands(0)
+    );
+    for secondary in [1, 2] {
+        assert_eq!(
+            count(&sim.commands(secondary), "insert"),
+            0,
+            "member {secondary} got the write: {:?}",
+            sim.commands(secondary)
+        );
+    }
+    assert_eq!(
+        find_on_primary(&client, &collection, doc! { "_id": 1 }),
+        vec![doc! { "_id": 1, "via": "secondary seed" }]
+    );
+    assert_eq!(count(&sim.commands(0), "find"), 1);
+}
+
+#[test]
+fn the_first_scan_checks_the_primary_right_after_the_seed_that_named_it() {
+    let sim = three_members();
+    // Two secondary seeds: a scan in seed order (or one that treats the
+    // named primary like any other unchecked server) checks the other seed
+    // before the primary the first one named. Ties are broken at random, so
+    // look at several first scans.
+    for _ in 0..5 {
+        let (client, recorder) = recorded_client(&sim.seed_uri(&[1, 2]));
+        ping(&client);
+
+        let order = recorder.heartbeats_started();
+        assert_eq!(order.len(), 3, "one check per member: {order:?}");
+        assert!(
+            order[0] == sim.address(1) || order[0] == sim.address(2),
+            "a seed is checked first: {order:?}"
+        );
+        assert_eq!(
+            order[1],
+            sim.address(0),
+            "the possible primary comes second: {order:?}"
+        );
+        assert_ne!(order[2], order[0], "{order:?}");
+        assert_ne!(order[2], sim.address(0), "{order:?}");
+    }
+}
+
+#[test]
+fn servers_discovered_during_a_scan_are_checked_before_the_operation_runs() {
+    let sim = three_members();
+    let client = client(&sim.seed_uri(&[0]));
+
+    ping(&client);
+
+    for i in 0..3 {
+        assert_eq!(sim.connections(i), 1, "member {i}: one socket per server");
+        assert_eq!(sim.handshakes(i).len(), 1, "member {i} was not checked");
+        assert_eq!(sim.hellos(i), 1, "member {i}: the handshake is the check");
+    }
+    // The handshakes came first: the ping is the primary's second command.
+    assert_eq!(commands(&sim, 0), vec!["hello", "ping"]);
+    assert_eq!(commands(&sim, 1), vec!["hello"]);
+    assert_eq!(commands(&sim, 2), vec!["hello"]);
+}
+
+#[test]
+fn a_member_that_refused_a_check_cools_down_and_costs_nothing_meanwhile() {
+    let sim = three_members();
+    sim.refuse_connections(2, true);
+    let client = client(&uri_with(&sim, &[0, 1, 2], "heartbeatFrequencyMS=500"));
+
+    ping(&client);
+    assert_eq!(sim.connections(2), 0);
+    // From now on any attempt would be accepted and counted.
+    sim.refuse_connections(2, false);
+
+    let started = Instant::now();
+    for _ in 0..5 {
+        ping(&client);
+    }
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed < Duration::from_millis(400),
+        "5 operations took {elapsed:?}: an Unknown member must not make them wait"
+    );
+    assert_eq!(sim.connections(2), 0, "no attempt outside a scan");
+
+    // The next scan (heartbeatFrequencyMS has passed) skips the member
+    // still in its 5 s cooldown, and checks the others.
+    let before = hellos(&sim);
+    std::thread::sleep(Duration::from_millis(550));
+    let started = Instant::now();
+    ping(&client);
+    let elapsed = started.elapsed();
+    let after = hellos(&sim);
+    assert_eq!(after[0], before[0] + 1, "primary rescanned: {after:?}");
+    assert_eq!(after[1], before[1] + 1, "secondary rescanned: {after:?}");
+    assert_eq!(sim.connections(2), 0, "checked during its cooldown");
+    assert!(elapsed < Duration::from_millis(400), "took {elapsed:?}");
+}
+
+#[test]
+fn when_every_server_cools_down_an_operation_fails_at_once_saying_so() {
+    let sim = replica_set(&[Role::Primary, Role::Secondary]);
+    sim.refuse_connections(0, true);
+    sim.refuse_connections(1, true);
+    let client = client(&sim.seed_uri(&[0, 1]));
+
+    let first = client
+        .database("admin")
+        .run_command(doc! { "ping": 1 })
+        .expect_err("nothing is reachable");
+    assert!(
+        matches!(first.kind(), ErrorKind::ServerSelection { .. }),
+        "{first}"
+    );
+
+    let started = Instant::now();
+    let error = client
+        .database("admin")
+        .run_command(doc! { "ping": 1 })
+        .expect_err("everything is cooling down");
+    let elapsed = started.elapsed();
+    assert!(
+        matches!(error.kind(), ErrorKind::ServerSelection { .. }),
+        "{error}"
+    );
+    let message = error.to_string();
+    assert!(message.contains("cooldown"), "{message}");
+    assert!(message.contains(&sim.address(0)), "{message}");
+    assert!(message.contains(&sim.address(1)), "{message}");
+    assert!(
+        elapsed < Duration::from_millis(100),
+        "failing took {elapsed:?}; it must not wait for a rescan"
+    );
+    assert_eq!(sim.connections(0) + sim.connections(1), 0);
+}
+
+#[test]
+fn without_try_once_a_cooldown_past_the_timeout_fails_early_saying_why() {
+    let sim = replica_set(&[Role::Primary, Role::Secondary]);
+    sim.refuse_connections(0, true);
+    sim.refuse_connections(1, true);
+    let client = client(&uri_with(
+        &sim,
+        &[0, 1],
+        "serverSelectionTryOnce=false&serverSelectionTimeoutMS=2000",
+    ));
+
+    let started = Instant::now();
+    let error = client
+        .database("admin")
+        .run_command(doc! { "ping": 1 })
+        .expect_err("nothing is reachable");
+    let elapsed = started.elapsed();
+    assert!(
+        matches!(error.kind(), ErrorKind::ServerSelection { .. }),
+        "{error}"
+    );
+    // The next check is 5 s away, past the 2 s timeout: waiting is futile.
+    assert!(elapsed < Duration::from_millis(500), "took {elapsed:?}");
+    assert!(error.to_string().contains("cooldown"), "{error}");
+}
+
+#[test]
+fn an_idle_socket_the_server_closed_is_replaced_without_error() {
+    let sim = replica_set(&[Role::Primary]);
+    let client = client(&sim.seed_uri(&[0]));
+    let collection = fresh_collection("dropped");
+    insert(&client, &collection, doc! { "_id": 1 }).expect("first insert");
+    assert_eq!(sim.connections(0), 1);
+
+    sim.drop_connections(0);
+    assert!(wait_until(Duration::from_secs(2), || sim
+        .open_connections(0)
+        == 0));
+
+    insert(&client, &collection, doc! { "_id": 2 }).expect("insert after the drop");
+    assert_eq!(
+        sim.connections(0),
+        2,
+        "a new socket replaced the closed one"
+    );
+    assert_eq!(sim.handshakes(0).len(), 2);
+    assert_eq!(
+        find_on_primary(&client, &collection, doc! {}),
+        vec![doc! { "_id": 1 }, doc! { "_id": 2 }]
+    );
+}
+
+#[test]
+fn a_socket_idle_longer_than_socket_check_interval_is_pinged_first() {
+    let sim = replica_set(&[Role::Primary]);
+    let client = client(&uri_with(&sim, &[0], "socketCheckIntervalMS=200"));
+    let collection = fresh_collection("idle");
+    insert(&client, &collection, doc! { "_id": 1 }).expect("first insert");
+    // Used again at once: no check needed.
+    insert(&client, &collection, doc! { "_id": 2 }).expect("second insert");
+    assert_eq!(commands(&sim, 0), vec!["hello", "insert", "insert"]);
+
+    std::thread::sleep(Duration::from_millis(250));
+    insert(&client, &collection, doc! { "_id": 3 }).expect("insert after idling");
+    assert_eq!(
+        commands(&sim, 0),
+        vec!["hello", "insert", "insert", "ping", "insert"]
+    );
+    assert_eq!(sim.connections(0), 1, "the pinged socket was kept");
+    assert_eq!(find_on_primary(&client, &collection, doc! {}).len(), 3);
+}
+
+#[test]
+fn an_idle_socket_that_fails_its_ping_is_replaced_by_a_rescan() {
+    let sim = replica_set(&[Role::Primary]);
+    let client = client(&uri_with(
+        &sim,
+        &[0],
+        "socketCheckIntervalMS=200&connectTimeoutMS=200",
+    ));
+    let collection = fresh_collection("failed_ping");
+    insert(&client, &collection, doc! { "_id": 1 }).expect("first insert");
+    std::thread::sleep(Duration::from_millis(250));
+
+    // The ping (the first thing sent) outlasts connectTimeoutMS; what
+    // follows is answered at once.
+    sim.delay_replies(0, Duration::from_millis(400));
+    let outcome = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            std::thread::sleep(Duration::from_millis(100));
+            sim.delay_replies(0, Duration::ZERO);
+        });
+        insert(&client, &collection, doc! { "_id": 2 })
+    });
+
+    outcome.expect("the insert after the failed ping");
+    assert_eq!(
+        commands(&sim, 0),
+        vec!["hello", "insert", "ping", "hello", "insert"],
+        "ping, then a rescan on a new socket, then the insert"
+    );
+    assert_eq!(sim.connections(0), 2);
+    assert_eq!(find_on_primary(&client, &collection, doc! {}).len(), 2);
+}
+
+#[test]
+fn after_heartbeat_frequency_the_next_operation_rescans_first() {
+    let sim = three_members();
+    let client = client(&uri_with(&sim, &[0], "heartbeatFrequencyMS=500"));
+    ping(&client);
+    assert_eq!(hellos(&sim), vec![1, 1, 1]);
+    ping(&client);
+    assert_eq!(hellos(&sim), vec![1, 1, 1], "rescanned too early");
+
+    std::thread::sleep(Duration::from_millis(550));
+    ping(&client);
+    assert_eq!(
+        hellos(&sim),
+        vec![2, 2, 2],
+        "no rescan after heartbeatFrequencyMS"
+    );
+    // The rescan reused the sockets, and ran before the operation.
+    for i in 0..3 {
+        assert_eq!(sim.connections(i), 1, "member {i}");
+    }
+    assert_eq!(
+        commands(&sim, 0),
+        vec!["hello", "ping", "ping", "hello", "ping"]
+    );
+}
+
+#[test]
+fn the_first_operation_publishes_opening_then_unawaited_heartbeats() {
+    let sim = three_members();
+    let (client, recorder) = recorded_client(&sim.seed_uri(&[0, 1, 2]));
+
+    ping(&client);
+
+    let events = recorder.events();
+    let names: Vec<&str> = events.iter().map(event_name).collect();
+    assert_eq!(names[0], "TopologyOpening", "{names:?}");
+    // Before any check: the opening of each seed (and the description
+    // changes that announce them), no heartbeat yet.
+    let first_heartbeat = names
+        .iter()
+        .position(|n| *n == "ServerHeartbeatStarted")
+        .unwrap_or_else(|| panic!("no heartbeat: {names:?}"));
+    let opened: Vec<String> = events[..first_heartbeat]
+        .iter()
+        .filter_map(|e| match e {
+            SdamEvent::ServerOpening { address, .. } => Some(address.to_string()),
+            _ => None,
+        })
+        .collect();
+    let mut expected: Vec<String> = (0..3).map(|i| sim.address(i)).collect();
+    let mut sorted = opened.clone();
+    sorted.sort();
+    expected.sort();
+    assert_eq!(sorted, expected, "{names:?}");
+    assert!(
+        names[1..first_heartbeat]
+            .iter()
+            .all(|n| matches!(*n, "ServerOpening" | "TopologyDescriptionChanged")),
+        "{names:?}"
+    );
+    assert_eq!(
+        names[first_heartbeat + 1],
+        "ServerHeartbeatSucceeded",
+        "{names:?}"
+    );
+
+    // Every heartbeat is a poll, and each start is followed by its success
+    // for the same server before the next check starts.
+    let mut open: Option<String> = None;
+    let mut succeeded = 0;
+    for event in &events {
+        match event {
+            SdamEvent::ServerHeartbeatStarted {
+                address, awaited, ..
+            } => {
+                assert!(!awaited);
+                assert!(open.is_none(), "checks overlap: {names:?}");
+                open = Some(address.to_string());
+            }
+            SdamEvent::ServerHeartbeatSucceeded {
+                address, awaited, ..
+            } => {
+                assert!(!awaited);
+                assert_eq!(open.take(), Some(address.to_string()), "{names:?}");
+                succeeded += 1;
+            }
+            SdamEvent::ServerHeartbeatFailed { .. } => panic!("a check failed: {names:?}"),
+            _ => {}
+        }
+    }
+    assert_eq!(succeeded, 3, "{names:?}");
+    assert!(names.contains(&"ServerDescriptionChanged"), "{names:?}");
+}
+
+fn event_name(event: &SdamEvent) -> &'static str {
+    match event {
+        SdamEvent::TopologyOpening { .. } => "TopologyOpening",
+        SdamEvent::TopologyDescriptionChanged { .. } => "TopologyDescriptionChanged",
+        SdamEvent::ServerOpening { .. } => "ServerOpening",
+        SdamEvent::ServerDescriptionChanged { .. } => "ServerDescriptionChanged",
+        SdamEvent::ServerClosed { .. } => "ServerClosed",
+        SdamEvent::TopologyClosed { .. } => "TopologyClosed",
+        SdamEvent::ServerHeartbeatStarted { .. } => "ServerHeartbeatStarted",
+        SdamEvent::ServerHeartbeatSucceeded { .. } => "ServerHeartbeatSucceeded",
+        SdamEvent::ServerHeartbeatFailed { .. } => "ServerHeartbeatFailed",
+        _ => "other",
+    }
+}
