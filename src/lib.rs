@@ -8,15 +8,18 @@
 #![deny(missing_docs)]
 
 pub mod address;
+pub mod coll_options;
 pub mod error;
 pub mod handshake;
+pub mod operation;
 pub mod options;
 pub mod read_preference;
+pub mod results;
 pub mod scan;
 pub mod sdam;
 pub mod select;
-pub mod wire;
 pub mod uri;
+pub mod wire;
 
 pub use address::ServerAddress;
 pub use error::{Error, ErrorKind, Result};
