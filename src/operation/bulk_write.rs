@@ -502,8 +502,15 @@ impl BulkWrite {
                 (failure.partial_result, stop)
             }
         };
+        if batch.end <= batch.start {
+            // Advancing past a batch that was never built would skip statements.
+            self.stopped = true;
+            return Err(Error::client(
+                "BulkWrite::record called before the batch was built",
+            ));
+        }
         merge(&mut self.result, result);
-        batch.start = batch.end.max(batch.start + 1).min(batch.statements.len());
+        batch.start = batch.end.min(batch.statements.len());
         if batch.is_done() {
             self.groups.pop_front();
         }
@@ -715,5 +722,416 @@ impl InsertMany {
                 )
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::operation::test_support::{ns, server, small_server};
+
+    /// Runs `bulk` against a fake server: `answer` gets each command and
+    /// returns the reply. Returns the commands sent.
+    fn run(
+        bulk: &mut BulkWrite,
+        server: &ServerInfo,
+        mut answer: impl FnMut(&Command) -> Document,
+    ) -> Result<Vec<Command>> {
+        let mut sent = Vec::new();
+        while let Some(batch) = bulk.next_batch() {
+            let command = batch.build(server)?;
+            let reply = answer(&command);
+            let outcome = batch.handle_reply(reply, server);
+            sent.push(command);
+            bulk.record(outcome)?;
+        }
+        Ok(sent)
+    }
+
+    /// A reply that acknowledges every statement of `command`.
+    fn all_ok(command: &Command) -> Document {
+        doc! { "n": command.sequences[0].documents.len() as i32, "ok": 1 }
+    }
+
+    fn inserts(count: usize) -> Vec<WriteModel> {
+        (0..count)
+            .map(|i| WriteModel::insert_one(doc! { "_id": i as i32 }))
+            .collect()
+    }
+
+    fn batch_lengths(commands: &[Command]) -> Vec<usize> {
+        commands
+            .iter()
+            .map(|c| c.sequences[0].documents.len())
+            .collect()
+    }
+
+    #[test]
+    fn inserts_split_by_max_write_batch_size() {
+        let mut bulk = BulkWrite::new(ns(), inserts(10), BulkWriteOptions::default()).unwrap();
+        let sent = run(&mut bulk, &small_server(3, 48_000_000, 1024), all_ok).unwrap();
+        assert_eq!(batch_lengths(&sent), vec![3, 3, 3, 1]);
+        assert_eq!(sent[0].body, doc! { "insert": "coll", "ordered": true });
+        assert_eq!(sent[3].sequences[0].documents, vec![doc! { "_id": 9 }]);
+        let result = bulk.finish().unwrap();
+        assert_eq!(result.inserted_count, 10);
+        assert_eq!(result.inserted_ids.len(), 10);
+        assert_eq!(result.inserted_ids[&7], Bson::Int32(7));
+    }
+
+    #[test]
+    fn inserts_split_by_max_message_size() {
+        // Each document is 1 000 bytes; the budget leaves room for 3 of them.
+        let documents: Vec<Document> = (0..7)
+            .map(|i| {
+                let mut d = doc! { "_id": i, "pad": "" };
+                let pad = 1000 - document_size(&d).unwrap();
+                d.insert("pad", "x".repeat(pad));
+                d
+            })
+            .collect();
+        assert_eq!(document_size(&documents[0]).unwrap(), 1000);
+        let body_size = document_size(&doc! { "insert": "coll", "ordered": true }).unwrap();
+        let max_message = (body_size + MESSAGE_FRAME + COMMAND_OVERHEAD_BYTES + 3_500) as i64;
+        let mut many = InsertMany::new(ns(), documents, InsertManyOptions::default()).unwrap();
+        let server = small_server(100, max_message, 2000);
+        let mut lengths = Vec::new();
+        while let Some(batch) = many.next_batch() {
+            let command = batch.build(&server).unwrap();
+            lengths.push(command.sequences[0].documents.len());
+            let outcome = batch.handle_reply(all_ok(&command), &server);
+            many.record(outcome).unwrap();
+        }
+        assert_eq!(lengths, vec![3, 3, 1]);
+        let result = many.finish().unwrap();
+        assert_eq!(
+            result.inserted_ids.keys().copied().collect::<Vec<_>>(),
+            (0..7).collect::<Vec<_>>()
+        );
+    }
+
+    const MESSAGE_FRAME: usize = super::super::MESSAGE_FRAME_BYTES;
+
+    #[test]
+    fn oversized_document_names_its_index_and_size() {
+        let mut models = inserts(3);
+        let big = doc! { "_id": 3, "big": "x".repeat(200) };
+        let size = document_size(&big).unwrap();
+        models.push(WriteModel::insert_one(big));
+        let mut bulk = BulkWrite::new(ns(), models, BulkWriteOptions::default()).unwrap();
+        let error = run(&mut bulk, &small_server(2, 48_000_000, 100), all_ok).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!("invalid argument: document at index 3 is {size} bytes, more than the server's maxBsonObjectSize of 100 bytes")
+        );
+        // The batch before it was sent; the error stops the bulk write there.
+        assert_eq!(bulk.partial_result().inserted_count, 2);
+    }
+
+    #[test]
+    fn generated_ids_are_reported() {
+        let many = InsertMany::new(
+            ns(),
+            vec![doc! { "a": 1 }, doc! { "_id": null }],
+            InsertManyOptions::default(),
+        )
+        .unwrap();
+        let ids = many.ids();
+        assert!(matches!(ids[&0], Bson::ObjectId(_)));
+        assert_eq!(ids[&1], Bson::Null);
+        assert!(InsertMany::new(ns(), vec![], InsertManyOptions::default()).is_err());
+    }
+
+    fn mixed() -> Vec<WriteModel> {
+        vec![
+            WriteModel::insert_one(doc! { "_id": 1 }),
+            WriteModel::update_one(doc! { "_id": 1 }, doc! { "$inc": { "x": 1 } }),
+            WriteModel::insert_one(doc! { "_id": 2 }),
+            WriteModel::delete_many(doc! { "x": 0 }),
+            WriteModel::ReplaceOne {
+                filter: doc! { "_id": 5 },
+                replacement: doc! { "x": 5 },
+                options: ReplaceModelOptions::default().upsert(true),
+            },
+        ]
+    }
+
+    #[test]
+    fn ordered_groups_keep_the_callers_order() {
+        let mut bulk = BulkWrite::new(ns(), mixed(), BulkWriteOptions::default()).unwrap();
+        let sent = run(&mut bulk, &server(), |command| match command.name {
+            "update"
+                if command.sequences[0].documents[0].get_document("q").unwrap()
+                    == &doc! { "_id": 5 } =>
+            {
+                doc! { "n": 1, "nModified": 0, "upserted": [ { "index": 0, "_id": 5 } ], "ok": 1 }
+            }
+            "update" => doc! { "n": 1, "nModified": 1, "ok": 1 },
+            "delete" => doc! { "n": 2, "ok": 1 },
+            _ => all_ok(command),
+        })
+        .unwrap();
+        let names: Vec<&str> = sent.iter().map(|c| c.name).collect();
+        assert_eq!(
+            names,
+            vec!["insert", "update", "insert", "delete", "update"]
+        );
+        assert_eq!(
+            sent[3].sequences[0].documents,
+            vec![doc! { "q": { "x": 0 }, "limit": 0 }]
+        );
+        assert_eq!(
+            sent[4].sequences[0].documents,
+            vec![doc! { "q": { "_id": 5 }, "u": { "x": 5 }, "upsert": true }]
+        );
+        let result = bulk.finish().unwrap();
+        let mut expected = BulkWriteResult {
+            inserted_count: 2,
+            matched_count: 1,
+            modified_count: 1,
+            deleted_count: 2,
+            upserted_count: 1,
+            ..BulkWriteResult::default()
+        };
+        expected.inserted_ids.insert(0, Bson::Int32(1));
+        expected.inserted_ids.insert(2, Bson::Int32(2));
+        expected.upserted_ids.insert(4, Bson::Int32(5));
+        assert_eq!(result, expected);
+    }
+
+    #[test]
+    fn unordered_groups_by_kind_and_remaps_upsert_indexes() {
+        let options = BulkWriteOptions::default().ordered(false);
+        let mut bulk = BulkWrite::new(ns(), mixed(), options).unwrap();
+        let sent = run(&mut bulk, &server(), |command| match command.name {
+            // The update group is models 1 and 4; the second was upserted.
+            "update" => {
+                doc! { "n": 2, "nModified": 1, "upserted": [ { "index": 1, "_id": 5 } ], "ok": 1 }
+            }
+            "delete" => doc! { "n": 0, "ok": 1 },
+            _ => all_ok(command),
+        })
+        .unwrap();
+        assert_eq!(batch_lengths(&sent), vec![2, 2, 1]);
+        assert_eq!(sent[0].body, doc! { "insert": "coll", "ordered": false });
+        let result = bulk.finish().unwrap();
+        assert_eq!(result.upserted_ids, BTreeMap::from([(4, Bson::Int32(5))]));
+        assert_eq!((result.matched_count, result.modified_count), (1, 1));
+    }
+
+    fn duplicate_key(index: i32) -> Document {
+        doc! { "index": index, "code": 11000, "codeName": "DuplicateKey", "errmsg": "dup" }
+    }
+
+    fn failure(error: &Error) -> &BulkWriteFailure {
+        match error.kind() {
+            ErrorKind::BulkWrite(failure) => failure,
+            other => panic!("expected a bulk write failure, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn ordered_stops_at_the_first_write_error() {
+        let mut bulk = BulkWrite::new(ns(), inserts(5), BulkWriteOptions::default()).unwrap();
+        let sent = run(&mut bulk, &small_server(2, 48_000_000, 1024), |command| {
+            if command.sequences[0].documents[0] == doc! { "_id": 2 } {
+                // Second batch (models 2, 3): model 3 fails, the server stops there.
+                doc! { "n": 1, "writeErrors": [duplicate_key(1)], "ok": 1 }
+            } else {
+                all_ok(command)
+            }
+        })
+        .unwrap();
+        assert_eq!(sent.len(), 2, "the third batch is never sent");
+        let error = bulk.finish().unwrap_err();
+        let failure = failure(&error);
+        assert_eq!(failure.write_errors.len(), 1);
+        assert_eq!(failure.write_errors[0].index, 3);
+        assert_eq!(failure.write_errors[0].code, 11000);
+        assert_eq!(failure.partial_result.inserted_count, 3);
+        assert_eq!(
+            failure
+                .partial_result
+                .inserted_ids
+                .keys()
+                .copied()
+                .collect::<Vec<_>>(),
+            vec![0, 1, 2]
+        );
+    }
+
+    #[test]
+    fn unordered_collects_every_write_error() {
+        let options = BulkWriteOptions::default().ordered(false);
+        let mut models = inserts(5);
+        models.insert(1, WriteModel::delete_one(doc! { "_id": 0 }));
+        // Inserts are models 0, 2, 3, 4, 5 (`_id` 0 to 4); batches of 2:
+        // models [0, 2], [3, 4], [5].
+        let mut bulk = BulkWrite::new(ns(), models, options).unwrap();
+        let sent = run(&mut bulk, &small_server(2, 48_000_000, 1024), |command| {
+            let first = command.sequences[0].documents[0].clone();
+            if first == doc! { "_id": 0 } {
+                doc! { "n": 1, "writeErrors": [duplicate_key(1)], "ok": 1 }
+            } else if first == doc! { "_id": 2 } {
+                doc! { "n": 1, "writeErrors": [duplicate_key(0)], "ok": 1 }
+            } else {
+                all_ok(command)
+            }
+        })
+        .unwrap();
+        assert_eq!(batch_lengths(&sent), vec![2, 2, 1, 1]);
+        let error = bulk.finish().unwrap_err();
+        let failure = failure(&error);
+        let indexes: Vec<usize> = failure.write_errors.iter().map(|e| e.index).collect();
+        assert_eq!(indexes, vec![2, 3]);
+        assert_eq!(
+            failure
+                .partial_result
+                .inserted_ids
+                .keys()
+                .copied()
+                .collect::<Vec<_>>(),
+            vec![0, 4, 5]
+        );
+        assert_eq!(failure.partial_result.inserted_count, 3);
+        assert_eq!(failure.partial_result.deleted_count, 1);
+    }
+
+    #[test]
+    fn write_concern_error_does_not_stop_an_ordered_write() {
+        let mut bulk = BulkWrite::new(ns(), inserts(4), BulkWriteOptions::default()).unwrap();
+        let sent = run(&mut bulk, &small_server(2, 48_000_000, 1024), |command| {
+            let mut reply = all_ok(command);
+            if command.sequences[0].documents[0] == doc! { "_id": 0 } {
+                reply.insert(
+                    "writeConcernError",
+                    doc! { "code": 64, "codeName": "WriteConcernFailed", "errmsg": "waiting" },
+                );
+                reply.insert("errorLabels", vec!["SomeLabel"]);
+            }
+            reply
+        })
+        .unwrap();
+        assert_eq!(sent.len(), 2);
+        let error = bulk.finish().unwrap_err();
+        assert_eq!(error.code(), Some(64));
+        assert!(error.contains_label("SomeLabel"));
+        let failure = failure(&error);
+        assert!(failure.write_errors.is_empty());
+        assert_eq!(
+            failure.write_concern_error.as_ref().unwrap().code_name,
+            "WriteConcernFailed"
+        );
+        assert_eq!(failure.partial_result.inserted_count, 4);
+    }
+
+    #[test]
+    fn other_errors_end_the_bulk_write() {
+        let mut bulk = BulkWrite::new(ns(), inserts(4), BulkWriteOptions::default()).unwrap();
+        let batch = bulk.next_batch().unwrap();
+        batch.build(&small_server(2, 48_000_000, 1024)).unwrap();
+        let error = bulk
+            .record(Err(Error::network_message(None, "reset")))
+            .unwrap_err();
+        assert!(error.is_network_error());
+        assert!(bulk.next_batch().is_none());
+        assert_eq!(bulk.finish().unwrap(), BulkWriteResult::default());
+    }
+
+    #[test]
+    fn recording_an_unbuilt_batch_is_refused() {
+        let mut bulk = BulkWrite::new(ns(), inserts(2), BulkWriteOptions::default()).unwrap();
+        assert!(bulk.record(Ok(BulkWriteResult::default())).is_err());
+        assert!(bulk.next_batch().is_none());
+    }
+
+    #[test]
+    fn retry_rebuilds_the_same_batch() {
+        let mut bulk = BulkWrite::new(ns(), inserts(4), BulkWriteOptions::default()).unwrap();
+        let server = small_server(2, 48_000_000, 1024);
+        let batch = bulk.next_batch().unwrap();
+        let first = batch.build(&server).unwrap();
+        let again = batch.build(&server).unwrap();
+        assert_eq!(first, again);
+        assert_eq!(batch.built_indexes(), vec![0, 1]);
+    }
+
+    #[test]
+    fn write_error_index_outside_the_batch_is_a_protocol_error() {
+        let mut bulk = BulkWrite::new(ns(), inserts(2), BulkWriteOptions::default()).unwrap();
+        let batch = bulk.next_batch().unwrap();
+        batch.build(&server()).unwrap();
+        let error = batch
+            .handle_reply(
+                doc! { "n": 0, "writeErrors": [duplicate_key(2)], "ok": 1 },
+                &server(),
+            )
+            .unwrap_err();
+        assert!(
+            matches!(error.kind(), ErrorKind::Protocol { .. }),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn models_are_validated_before_anything_is_sent() {
+        assert!(BulkWrite::new(ns(), vec![], BulkWriteOptions::default()).is_err());
+        let models = vec![
+            WriteModel::insert_one(doc! {}),
+            WriteModel::update_one(doc! {}, doc! { "x": 1 }),
+        ];
+        let error = BulkWrite::new(ns(), models, BulkWriteOptions::default()).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("invalid argument: write model 1: update document"),
+            "{error}"
+        );
+        let models = vec![WriteModel::replace_one(
+            doc! {},
+            doc! { "$set": { "x": 1 } },
+        )];
+        assert!(BulkWrite::new(ns(), models, BulkWriteOptions::default()).is_err());
+        let models = vec![WriteModel::UpdateMany {
+            filter: doc! {},
+            update: doc! { "$set": { "x": 1 } }.into(),
+            options: UpdateModelOptions::default().sort(doc! { "x": 1 }),
+        }];
+        assert!(BulkWrite::new(ns(), models, BulkWriteOptions::default()).is_err());
+    }
+
+    #[test]
+    fn multi_statements_make_a_batch_non_retryable_and_options_reach_the_commands() {
+        let options = BulkWriteOptions::default()
+            .bypass_document_validation(true)
+            .let_vars(doc! { "v": 1 })
+            .comment(Bson::from("c"));
+        let models = vec![
+            WriteModel::insert_one(doc! { "_id": 1 }),
+            WriteModel::update_many(doc! {}, doc! { "$set": { "x": 1 } }),
+            WriteModel::delete_one(doc! {}),
+        ];
+        let mut bulk = BulkWrite::new(ns(), models, options).unwrap();
+        let mut bodies = Vec::new();
+        let mut retryability = Vec::new();
+        while let Some(batch) = bulk.next_batch() {
+            retryability.push(batch.retryability());
+            let command = batch.build(&server()).unwrap();
+            bodies.push(command.body.clone());
+            let outcome = batch.handle_reply(all_ok(&command), &server());
+            bulk.record(outcome).unwrap();
+        }
+        assert_eq!(
+            retryability,
+            vec![Retryability::Write, Retryability::None, Retryability::Write]
+        );
+        assert_eq!(
+            bodies,
+            vec![
+                doc! { "insert": "coll", "ordered": true, "bypassDocumentValidation": true, "comment": "c" },
+                doc! { "update": "coll", "ordered": true, "bypassDocumentValidation": true, "let": { "v": 1 }, "comment": "c" },
+                doc! { "delete": "coll", "ordered": true, "let": { "v": 1 }, "comment": "c" },
+            ]
+        );
     }
 }
