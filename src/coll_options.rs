@@ -640,3 +640,35 @@ options_struct! {
         hint: Hint,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use bson::doc;
+
+    use super::*;
+
+    #[test]
+    fn setters_set_and_defaults_are_unset() {
+        let options = UpdateOptions::default()
+            .upsert(true)
+            .hint(Hint::from("x_1"));
+        assert_eq!(options.upsert, Some(true));
+        assert_eq!(options.hint, Some(Hint::Name("x_1".into())));
+        assert_eq!(options.collation, None);
+        assert_eq!(
+            Hint::from(doc! { "x": 1 }).to_bson(),
+            Bson::Document(doc! { "x": 1 })
+        );
+    }
+
+    #[test]
+    fn index_names_follow_the_server_convention() {
+        assert_eq!(IndexModel::new(doc! { "a": 1, "b": -1 }).name(), "a_1_b_-1");
+        assert_eq!(
+            IndexModel::new(doc! { "loc": "2dsphere", "n": 1.0 }).name(),
+            "loc_2dsphere_n_1"
+        );
+        let named = IndexModel::new(doc! { "a": 1 }).options(doc! { "name": "mine" });
+        assert_eq!(named.name(), "mine");
+    }
+}

@@ -185,3 +185,38 @@ impl fmt::Display for BulkWriteFailure {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_describe_themselves() {
+        let write_error = WriteError {
+            index: 3,
+            code: 11000,
+            code_name: Some("DuplicateKey".into()),
+            message: "E11000 duplicate key".into(),
+            details: None,
+        };
+        assert_eq!(
+            write_error.to_string(),
+            "write error at index 3: code 11000 (DuplicateKey): E11000 duplicate key"
+        );
+        let failure = BulkWriteFailure {
+            write_errors: vec![write_error],
+            write_concern_error: Some(WriteConcernError {
+                code: 64,
+                code_name: "WriteConcernFailed".into(),
+                message: "timed out".into(),
+                details: None,
+                labels: Vec::new(),
+            }),
+            partial_result: BulkWriteResult::default(),
+        };
+        assert_eq!(
+            failure.to_string(),
+            "bulk write failed: 1 write error(s), the first write error at index 3: code 11000 (DuplicateKey): E11000 duplicate key; write concern error: code 64 (WriteConcernFailed): timed out"
+        );
+    }
+}
