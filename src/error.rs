@@ -91,6 +91,17 @@ pub enum ErrorKind {
         message: String,
     },
 
+    /// A single-statement write succeeded as a command but its statement
+    /// failed (`writeErrors`) or its write concern was not satisfied
+    /// (`writeConcernError`).
+    #[error("{0}")]
+    Write(crate::results::WriteFailure),
+
+    /// A batched write (`insert_many`, `bulk_write`) had failed statements or
+    /// an unsatisfied write concern; carries what did succeed.
+    #[error("{0}")]
+    BulkWrite(crate::results::BulkWriteFailure),
+
     /// The client was closed, or used in a way its state does not allow.
     #[error("client error: {message}")]
     Client {
@@ -235,10 +246,17 @@ impl Error {
         self
     }
 
-    /// The server's error code, for command errors.
+    /// The server's error code, for command errors and for write concern
+    /// errors (which SDAM and the retry rules treat like command errors).
     pub fn code(&self) -> Option<i32> {
+        use crate::results::{BulkWriteFailure, WriteFailure};
         match &*self.kind {
             ErrorKind::Command(c) => Some(c.code),
+            ErrorKind::Write(WriteFailure::WriteConcernError(wce)) => Some(wce.code),
+            ErrorKind::BulkWrite(BulkWriteFailure {
+                write_concern_error: Some(wce),
+                ..
+            }) => Some(wce.code),
             _ => None,
         }
     }

@@ -37,16 +37,22 @@
 
 pub mod address;
 pub mod client;
+pub mod coll_options;
 pub mod conn;
 pub mod deadline;
 pub mod error;
 pub mod event;
 pub mod handshake;
+pub mod operation;
 pub mod options;
 pub mod read_preference;
+pub mod results;
 pub mod retry;
 pub mod scan;
+pub mod scan;
 pub mod sdam;
+pub mod sdam;
+pub mod select;
 pub mod select;
 pub mod session;
 pub mod topology;

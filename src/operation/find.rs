@@ -1,0 +1,265 @@
+//! `find`: a query opening a cursor.
+
+use bson::{doc, Document};
+
+use super::cursor::CursorOptions;
+use super::{
+    append_option, count_bson, duration_ms, Command, CursorSpec, Namespace, Operation,
+    Retryability, ServerInfo,
+};
+use crate::coll_options::{CursorType, FindOptions};
+use crate::error::Result;
+use crate::options::ReadConcern;
+use crate::select::SelectionCriteria;
+
+/// `find` (and `find_one`): returns the cursor with its first batch.
+#[derive(Clone, Debug)]
+pub struct Find {
+    ns: Namespace,
+    filter: Document,
+    options: FindOptions,
+}
+
+impl Find {
+    /// The documents of `ns` matching `filter`.
+    pub fn new(ns: Namespace, filter: Document, options: FindOptions) -> Self {
+        Find {
+            ns,
+            filter,
+            options,
+        }
+    }
+
+    /// At most one document of `ns` matching `filter`: `limit: 1, singleBatch: true`.
+    pub fn find_one(ns: Namespace, filter: Document, options: FindOptions) -> Self {
+        Find::new(ns, filter, options.limit(-1))
+    }
+
+    /// The find spec's mapping of `limit` and `batchSize` to the command:
+    /// `(limit, batchSize, singleBatch)`, zeros meaning "omit".
+    fn limit_and_batch(&self) -> (u64, u64, bool) {
+        let limit = self.options.limit.unwrap_or(0);
+        let batch_size = u64::from(self.options.batch_size.unwrap_or(0));
+        let single_batch = limit < 0;
+        let limit = limit.unsigned_abs();
+        let batch_size = if single_batch {
+            limit
+        } else if limit > 0 && batch_size == limit {
+            // The CRUD spec: a batchSize equal to the limit would leave the
+            // cursor open after the first batch and cost a getMore; one more
+            // lets the server close it.
+            limit + 1
+        } else {
+            batch_size
+        };
+        (limit, batch_size, single_batch)
+    }
+}
+
+impl Operation for Find {
+    type Output = CursorSpec;
+    const NAME: &'static str = "find";
+
+    fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
+        let options = &self.options;
+        let mut body = doc! { "find": self.ns.coll.clone(), "filter": self.filter.clone() };
+        append_option(&mut body, "sort", options.sort.clone());
+        append_option(&mut body, "projection", options.projection.clone());
+        append_option(
+            &mut body,
+            "hint",
+            options.hint.as_ref().map(|h| h.to_bson()),
+        );
+        append_option(
+            &mut body,
+            "skip",
+            options.skip.filter(|s| *s > 0).map(count_bson),
+        );
+        let (limit, batch_size, single_batch) = self.limit_and_batch();
+        if limit > 0 {
+            body.insert("limit", count_bson(limit));
+        }
+        if batch_size > 0 {
+            body.insert("batchSize", count_bson(batch_size));
+        }
+        if single_batch {
+            body.insert("singleBatch", true);
+        }
+        append_option(&mut body, "comment", options.comment.clone());
+        append_option(&mut body, "maxTimeMS", options.max_time.map(duration_ms));
+        append_option(&mut body, "max", options.max.clone());
+        append_option(&mut body, "min", options.min.clone());
+        append_option(&mut body, "returnKey", options.return_key);
+        append_option(&mut body, "showRecordId", options.show_record_id);
+        match options.cursor_type.unwrap_or_default() {
+            CursorType::NonTailable => {}
+            CursorType::Tailable => {
+                body.insert("tailable", true);
+            }
+            CursorType::TailableAwait => {
+                body.insert("tailable", true);
+                body.insert("awaitData", true);
+            }
+        }
+        append_option(&mut body, "noCursorTimeout", options.no_cursor_timeout);
+        append_option(
+            &mut body,
+            "allowPartialResults",
+            options.allow_partial_results,
+        );
+        append_option(&mut body, "collation", options.collation.clone());
+        append_option(&mut body, "allowDiskUse", options.allow_disk_use);
+        append_option(&mut body, "let", options.let_vars.clone());
+        Ok(Command::new(Self::NAME, self.ns.db.clone(), body))
+    }
+
+    fn handle_reply(&self, reply: Document, _server: &ServerInfo) -> Result<CursorSpec> {
+        let (limit, batch_size, _) = self.limit_and_batch();
+        let cursor_type = self.options.cursor_type.unwrap_or_default();
+        let options = CursorOptions {
+            batch_size: self.options.batch_size.filter(|_| batch_size > 0),
+            limit: (limit > 0).then_some(limit),
+            comment: self.options.comment.clone(),
+            max_await_time: self
+                .options
+                .max_await_time
+                .filter(|_| cursor_type == CursorType::TailableAwait),
+            tailable: cursor_type != CursorType::NonTailable,
+        };
+        CursorSpec::from_reply(reply, options)
+    }
+
+    fn selection_criteria(&self) -> Option<&SelectionCriteria> {
+        self.options.selection_criteria.as_ref()
+    }
+
+    fn retryability(&self) -> Retryability {
+        Retryability::Read
+    }
+
+    fn read_concern(&self) -> Option<&ReadConcern> {
+        self.options.read_concern.as_ref()
+    }
+}
+
+/// A cursor-reply helper for tests of operations that open cursors.
+#[cfg(test)]
+pub(crate) fn cursor_reply(id: i64, ns: &str, batch: Vec<Document>) -> Document {
+    doc! { "cursor": { "id": id, "ns": ns, "firstBatch": batch }, "ok": 1 }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use bson::Bson;
+
+    use super::*;
+    use crate::coll_options::Hint;
+    use crate::operation::test_support::{ns, server};
+
+    fn body(find: &mut Find) -> Document {
+        find.build(&server()).unwrap().body
+    }
+
+    #[test]
+    fn plain_find_sends_an_empty_filter() {
+        let mut find = Find::new(ns(), doc! {}, FindOptions::default());
+        assert_eq!(body(&mut find), doc! { "find": "coll", "filter": {} });
+        assert_eq!(find.retryability(), Retryability::Read);
+    }
+
+    #[test]
+    fn every_option_is_sent() {
+        let options = FindOptions::default()
+            .sort(doc! { "x": 1 })
+            .projection(doc! { "_id": 0 })
+            .hint(Hint::Name("x_1".into()))
+            .skip(5)
+            .limit(10)
+            .batch_size(3)
+            .comment(Bson::from("why"))
+            .max_time(Duration::from_millis(1500))
+            .max(doc! { "x": 9 })
+            .min(doc! { "x": 0 })
+            .return_key(false)
+            .show_record_id(true)
+            .cursor_type(CursorType::TailableAwait)
+            .max_await_time(Duration::from_millis(100))
+            .no_cursor_timeout(true)
+            .allow_partial_results(true)
+            .collation(doc! { "locale": "fr" })
+            .allow_disk_use(true)
+            .let_vars(doc! { "v": 1 });
+        let mut find = Find::new(ns(), doc! { "x": { "$gt": 1 } }, options);
+        assert_eq!(
+            body(&mut find),
+            doc! {
+                "find": "coll", "filter": { "x": { "$gt": 1 } }, "sort": { "x": 1 },
+                "projection": { "_id": 0 }, "hint": "x_1", "skip": 5_i64, "limit": 10_i64,
+                "batchSize": 3_i64, "comment": "why", "maxTimeMS": 1500_i64, "max": { "x": 9 },
+                "min": { "x": 0 }, "returnKey": false, "showRecordId": true, "tailable": true,
+                "awaitData": true, "noCursorTimeout": true, "allowPartialResults": true,
+                "collation": { "locale": "fr" }, "allowDiskUse": true, "let": { "v": 1 },
+            }
+        );
+        let spec = find
+            .handle_reply(cursor_reply(7, "db.coll", vec![]), &server())
+            .unwrap();
+        assert_eq!(
+            spec.options.max_await_time,
+            Some(Duration::from_millis(100))
+        );
+        assert_eq!(spec.options.limit, Some(10));
+        assert!(spec.options.tailable);
+    }
+
+    #[test]
+    fn negative_limit_means_one_batch() {
+        let mut find = Find::new(
+            ns(),
+            doc! {},
+            FindOptions::default().limit(-5).batch_size(2),
+        );
+        assert_eq!(
+            body(&mut find),
+            doc! { "find": "coll", "filter": {}, "limit": 5_i64, "batchSize": 5_i64, "singleBatch": true }
+        );
+        let mut one = Find::find_one(ns(), doc! { "a": 1 }, FindOptions::default());
+        assert_eq!(
+            body(&mut one),
+            doc! { "find": "coll", "filter": { "a": 1 }, "limit": 1_i64, "batchSize": 1_i64, "singleBatch": true }
+        );
+    }
+
+    #[test]
+    fn batch_size_equal_to_limit_asks_for_one_more() {
+        let mut find = Find::new(ns(), doc! {}, FindOptions::default().limit(4).batch_size(4));
+        assert_eq!(
+            body(&mut find),
+            doc! { "find": "coll", "filter": {}, "limit": 4_i64, "batchSize": 5_i64 }
+        );
+    }
+
+    #[test]
+    fn zero_limit_batch_size_and_skip_are_omitted() {
+        let mut find = Find::new(
+            ns(),
+            doc! {},
+            FindOptions::default().limit(0).batch_size(0).skip(0),
+        );
+        assert_eq!(body(&mut find), doc! { "find": "coll", "filter": {} });
+    }
+
+    #[test]
+    fn await_time_only_reaches_get_more_for_tailable_await() {
+        let options = FindOptions::default()
+            .cursor_type(CursorType::Tailable)
+            .max_await_time(Duration::from_millis(100));
+        let find = Find::new(ns(), doc! {}, options);
+        let spec = find
+            .handle_reply(cursor_reply(7, "db.coll", vec![]), &server())
+            .unwrap();
+        assert_eq!(spec.options.max_await_time, None);
+    }
+}

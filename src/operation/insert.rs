@@ -1,0 +1,180 @@
+//! `insert` of one document (`insert_one`); many documents go through
+//! [`super::InsertMany`], which splits them into batches.
+
+use bson::{doc, oid::ObjectId, Bson, Document};
+
+use super::{
+    append_option, check_single_write, document_size, Command, Namespace, Operation, Retryability,
+    ServerInfo,
+};
+use crate::coll_options::InsertOneOptions;
+use crate::error::{Error, Result};
+use crate::options::WriteConcern;
+use crate::results::InsertOneResult;
+use crate::wire::DocumentSequence;
+
+/// Gives `document` an `_id` (a new ObjectId, first) when it has none, and
+/// returns the `_id`. An explicit `_id`, even `null`, is kept.
+pub(crate) fn ensure_id(document: &mut Document) -> Bson {
+    if let Some(id) = document.get("_id") {
+        return id.clone();
+    }
+    let id = Bson::ObjectId(ObjectId::new());
+    let mut with_id = Document::new();
+    with_id.insert("_id", id.clone());
+    with_id.extend(std::mem::take(document));
+    *document = with_id;
+    id
+}
+
+/// The error for a document the server would refuse for its size.
+pub(crate) fn too_large(index: usize, size: usize, max: usize) -> Error {
+    Error::invalid_argument(format!(
+        "document at index {index} is {size} bytes, more than the server's maxBsonObjectSize of {max} bytes"
+    ))
+}
+
+/// `insert_one`.
+#[derive(Clone, Debug)]
+pub struct Insert {
+    ns: Namespace,
+    document: Document,
+    inserted_id: Bson,
+    options: InsertOneOptions,
+}
+
+impl Insert {
+    /// Inserts `document` into `ns`, generating an `_id` when it has none.
+    pub fn one(ns: Namespace, mut document: Document, options: InsertOneOptions) -> Self {
+        let inserted_id = ensure_id(&mut document);
+        Insert {
+            ns,
+            document,
+            inserted_id,
+            options,
+        }
+    }
+
+    /// The `_id` the document is inserted with.
+    pub fn inserted_id(&self) -> &Bson {
+        &self.inserted_id
+    }
+}
+
+impl Operation for Insert {
+    type Output = InsertOneResult;
+    const NAME: &'static str = "insert";
+
+    fn build(&mut self, server: &ServerInfo) -> Result<Command> {
+        let size = document_size(&self.document)?;
+        if size > server.max_document_bytes() {
+            return Err(too_large(0, size, server.max_document_bytes()));
+        }
+        let mut body = doc! { "insert": self.ns.coll.clone(), "ordered": true };
+        append_option(
+            &mut body,
+            "bypassDocumentValidation",
+            self.options.bypass_document_validation,
+        );
+        append_option(&mut body, "comment", self.options.comment.clone());
+        let mut command = Command::new(Self::NAME, self.ns.db.clone(), body);
+        command.sequences.push(DocumentSequence {
+            identifier: "documents".into(),
+            documents: vec![self.document.clone()],
+        });
+        Ok(command)
+    }
+
+    fn handle_reply(&self, reply: Document, _server: &ServerInfo) -> Result<InsertOneResult> {
+        check_single_write(&reply)?;
+        Ok(InsertOneResult {
+            inserted_id: self.inserted_id.clone(),
+        })
+    }
+
+    fn retryability(&self) -> Retryability {
+        Retryability::Write
+    }
+
+    fn write_concern(&self) -> Option<&WriteConcern> {
+        self.options.write_concern.as_ref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+    use crate::operation::test_support::{ns, server, small_server};
+    use crate::results::{WriteError, WriteFailure};
+
+    #[test]
+    fn id_is_generated_first_and_returned() {
+        let mut insert = Insert::one(ns(), doc! { "x": 1 }, InsertOneOptions::default());
+        let command = insert.build(&server()).unwrap();
+        assert_eq!(command.body, doc! { "insert": "coll", "ordered": true });
+        let sent = &command.sequences[0];
+        assert_eq!(sent.identifier, "documents");
+        let id = insert.inserted_id().clone();
+        assert!(matches!(id, Bson::ObjectId(_)));
+        assert_eq!(sent.documents, vec![doc! { "_id": id.clone(), "x": 1 }]);
+        let result = insert
+            .handle_reply(doc! { "n": 1, "ok": 1 }, &server())
+            .unwrap();
+        assert_eq!(result.inserted_id, id);
+    }
+
+    #[test]
+    fn explicit_and_null_ids_are_kept() {
+        let insert = Insert::one(ns(), doc! { "x": 1, "_id": 5 }, InsertOneOptions::default());
+        assert_eq!(insert.inserted_id(), &Bson::Int32(5));
+        let insert = Insert::one(ns(), doc! { "_id": null }, InsertOneOptions::default());
+        assert_eq!(insert.inserted_id(), &Bson::Null);
+    }
+
+    #[test]
+    fn options_are_sent() {
+        let options = InsertOneOptions::default()
+            .bypass_document_validation(true)
+            .comment(Bson::from("c"));
+        let mut insert = Insert::one(ns(), doc! { "_id": 1 }, options);
+        assert_eq!(
+            insert.build(&server()).unwrap().body,
+            doc! { "insert": "coll", "ordered": true, "bypassDocumentValidation": true, "comment": "c" }
+        );
+        assert_eq!(insert.retryability(), Retryability::Write);
+    }
+
+    #[test]
+    fn oversized_document_is_refused_with_its_size() {
+        let mut insert = Insert::one(
+            ns(),
+            doc! { "_id": 1, "s": "x".repeat(100) },
+            InsertOneOptions::default(),
+        );
+        let error = insert.build(&small_server(10, 1_000_000, 64)).unwrap_err();
+        assert!(matches!(error.kind(), ErrorKind::InvalidArgument { .. }));
+        assert_eq!(
+            error.to_string(),
+            "invalid argument: document at index 0 is 122 bytes, more than the server's maxBsonObjectSize of 64 bytes"
+        );
+    }
+
+    #[test]
+    fn duplicate_key_is_a_write_error() {
+        let insert = Insert::one(ns(), doc! { "_id": 1 }, InsertOneOptions::default());
+        let reply = doc! { "n": 0, "ok": 1, "writeErrors": [ { "index": 0, "code": 11000, "codeName": "DuplicateKey", "errmsg": "E11000" } ] };
+        let error = insert.handle_reply(reply, &server()).unwrap_err();
+        match error.kind() {
+            ErrorKind::Write(WriteFailure::WriteError(WriteError {
+                index: 0,
+                code: 11000,
+                code_name,
+                ..
+            })) => {
+                assert_eq!(code_name.as_deref(), Some("DuplicateKey"));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}

@@ -1,0 +1,68 @@
+//! `listIndexes`.
+
+use bson::{doc, Document};
+
+use super::cursor::CursorOptions;
+use super::{append_option, Command, CursorSpec, Namespace, Operation, Retryability, ServerInfo};
+use crate::coll_options::ListIndexesOptions;
+use crate::error::Result;
+
+/// `list_indexes`: a cursor over the index specifications of a collection.
+#[derive(Clone, Debug)]
+pub struct ListIndexes {
+    ns: Namespace,
+    options: ListIndexesOptions,
+}
+
+impl ListIndexes {
+    /// Lists the indexes of `ns`.
+    pub fn new(ns: Namespace, options: ListIndexesOptions) -> Self {
+        ListIndexes { ns, options }
+    }
+}
+
+impl Operation for ListIndexes {
+    type Output = CursorSpec;
+    const NAME: &'static str = "listIndexes";
+
+    fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
+        let mut body = doc! { "listIndexes": self.ns.coll.clone() };
+        let mut cursor = Document::new();
+        append_option(
+            &mut cursor,
+            "batchSize",
+            self.options.batch_size.map(i64::from),
+        );
+        body.insert("cursor", cursor);
+        append_option(&mut body, "comment", self.options.comment.clone());
+        Ok(Command::new(Self::NAME, self.ns.db.clone(), body))
+    }
+
+    fn handle_reply(&self, reply: Document, _server: &ServerInfo) -> Result<CursorSpec> {
+        let options = CursorOptions {
+            batch_size: self.options.batch_size.filter(|size| *size > 0),
+            comment: self.options.comment.clone(),
+            ..CursorOptions::default()
+        };
+        CursorSpec::from_reply(reply, options)
+    }
+
+    fn retryability(&self) -> Retryability {
+        Retryability::Read
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::operation::test_support::{ns, server};
+
+    #[test]
+    fn command_shape() {
+        let mut list = ListIndexes::new(ns(), ListIndexesOptions::default().batch_size(1));
+        assert_eq!(
+            list.build(&server()).unwrap().body,
+            doc! { "listIndexes": "coll", "cursor": { "batchSize": 1_i64 } }
+        );
+    }
+}
