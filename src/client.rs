@@ -11,8 +11,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use bson::Document;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::event::EventHandler;
+use crate::exec::{ClientState, Inherited, Target};
+use crate::operation::RunCommand;
 use crate::options::ClientOptions;
 use crate::read_preference::ReadPreference;
 use crate::select::SelectionCriteria;
@@ -26,7 +28,7 @@ pub struct Client {
 }
 
 struct ClientInner {
-    topology: Mutex<Topology>,
+    state: Mutex<ClientState>,
 }
 
 impl std::fmt::Debug for Client {
@@ -61,7 +63,7 @@ impl Client {
         let topology = Topology::new(options, handler)?;
         Ok(Client {
             inner: Arc::new(ClientInner {
-                topology: Mutex::new(topology),
+                state: Mutex::new(ClientState::new(topology)),
             }),
         })
     }
@@ -76,21 +78,26 @@ impl Client {
 
     /// The database named in the connection string's path, if any.
     pub fn default_database(&self) -> Option<Database> {
-        let name = self.topology().options().default_database()?.to_string();
+        let name = self
+            .state()
+            .topology
+            .options()
+            .default_database()?
+            .to_string();
         Some(self.database(&name))
     }
 
     /// Closes every socket at once, without waiting on the network. The
     /// client can still be used afterwards: the next operation reconnects.
     pub fn close(&self) {
-        self.topology().close();
+        self.state().topology.close();
     }
 
-    pub(crate) fn topology(&self) -> MutexGuard<'_, Topology> {
-        // A panic in an event handler poisons the lock; the topology itself
-        // is left consistent between steps, so carry on with it.
+    pub(crate) fn state(&self) -> MutexGuard<'_, ClientState> {
+        // A panic in an event handler poisons the lock; the state itself is
+        // left consistent between steps, so carry on with it.
         self.inner
-            .topology
+            .state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
@@ -131,11 +138,10 @@ impl Database {
         command: Document,
         criteria: SelectionCriteria,
     ) -> Result<Document> {
-        if command.is_empty() {
-            return Err(Error::invalid_argument("the command document is empty"));
-        }
-        self.client
-            .topology()
-            .run_command(&self.name, command, &criteria)
+        let mut operation = RunCommand::new(&self.name, command, criteria)?;
+        let mut state = self.client.state();
+        let executed = state.execute(&mut operation, None, Inherited::default(), Target::Select)?;
+        state.check_in(executed.implicit_session);
+        Ok(executed.output)
     }
 }

@@ -26,7 +26,7 @@ use bson::Document;
 use crate::address::ServerAddress;
 use crate::conn::check_reply;
 use crate::deadline::Deadline;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::event::command::{is_sensitive, redact, ConnectionInfo};
 use crate::event::CommandEvent;
 use crate::operation::{Command, Operation, Retryability, ServerInfo};
@@ -39,9 +39,7 @@ use crate::select::{self, SelectionCriteria};
 use crate::session::cluster_time::ClusterClock;
 use crate::session::pool::SessionPool;
 use crate::session::transaction::FailedCommand;
-use crate::session::{
-    session_supported, CommandContext, OperationInfo, SessionKind, SessionState,
-};
+use crate::session::{session_supported, CommandContext, OperationInfo, SessionKind, SessionState};
 use crate::topology::Topology;
 use crate::wire::{MsgFlags, OpMsg};
 
@@ -80,6 +78,9 @@ pub(crate) enum Target {
 
 /// An operation's result and where it ran, so that a cursor can stay on
 /// that socket and keep the implicit session its first batch used.
+// `address` and `generation` are what a cursor pins its getMores to; the
+// cursor type that reads them comes with the public CRUD API.
+#[allow(dead_code)]
 pub(crate) struct Executed<T> {
     pub(crate) output: T,
     pub(crate) address: ServerAddress,
@@ -91,7 +92,7 @@ pub(crate) struct Executed<T> {
 enum SessionSlot<'a> {
     None,
     Explicit(&'a mut SessionState),
-    Implicit(SessionState),
+    Implicit(Box<SessionState>),
 }
 
 impl SessionSlot<'_> {
@@ -188,7 +189,6 @@ impl ClientState {
         let mut retry: Option<OperationRetry> = None;
         let mut txn_number: Option<i64> = None;
         loop {
-            let attempt_start = Instant::now();
             // 1. Where to run.
             let selected = match &target {
                 Target::Select => {
@@ -234,12 +234,7 @@ impl ClientState {
                     }
                 }
             };
-            let description = self
-                .topology
-                .description()
-                .servers
-                .get(&address)
-                .cloned();
+            let description = self.topology.description().servers.get(&address).cloned();
             let Some(server) = description else {
                 return Err(Error::client(format!(
                     "server {address} left the topology while an operation was using it"
@@ -255,13 +250,21 @@ impl ClientState {
                     || session_supported(SessionKind::Implicit, timeout).unwrap_or(false);
                 if supported && op.is_acknowledged() {
                     let server_session = self.sessions.checkout(Instant::now(), timeout);
-                    session = SessionSlot::Implicit(SessionState::implicit(server_session));
+                    session =
+                        SessionSlot::Implicit(Box::new(SessionState::implicit(server_session)));
                 }
             }
 
             // 3. How it may be retried, decided once.
             let retry_state = retry.get_or_insert_with(|| {
-                let kind = classify(op, &criteria, in_transaction, &server, topology_type, &session);
+                let kind = classify(
+                    op,
+                    &criteria,
+                    in_transaction,
+                    &server,
+                    topology_type,
+                    &session,
+                );
                 OperationRetry::new(self.retry.settings(), kind, deadline)
             });
             if retry_state.kind() == OperationKind::RetryableWrite && txn_number.is_none() {
@@ -279,10 +282,8 @@ impl ClientState {
                 &mut command,
                 &address,
                 &server,
-                topology_type,
                 &criteria,
                 &mut session,
-                inherited,
                 op.write_concern().or(inherited.write_concern),
                 op.read_concern().or(inherited.read_concern),
                 txn_number,
@@ -300,7 +301,7 @@ impl ClientState {
                         Err(e) => return finish_error(op, e, session),
                     };
                     let implicit_session = match session {
-                        SessionSlot::Implicit(s) => Some(s),
+                        SessionSlot::Implicit(s) => Some(*s),
                         _ => None,
                     };
                     return Ok(Executed {
@@ -335,7 +336,6 @@ impl ClientState {
                             if let Some(s) = session.get() {
                                 s.transaction_mut().undo_first_command();
                             }
-                            let _ = attempt_start;
                             self.sleep_before_retry(&plan, Op::NAME);
                         }
                         RetryDecision::GiveUp(error) => return finish_error(op, error, session),
@@ -353,10 +353,8 @@ impl ClientState {
         command: &mut Command,
         address: &ServerAddress,
         server: &crate::sdam::ServerDescription,
-        topology_type: TopologyType,
         criteria: &SelectionCriteria,
         session: &mut SessionSlot<'_>,
-        inherited: Inherited<'_>,
         write_concern: Option<&WriteConcern>,
         read_concern: Option<&ReadConcern>,
         txn_number: Option<i64>,
@@ -382,24 +380,26 @@ impl ClientState {
                 self.clock.attach(body, server.max_wire_version);
                 if let Some(wc) = write_concern {
                     if !body.contains_key("writeConcern") && accepts_write_concern(command.name) {
-                        let document = crate::session::transaction::write_concern_document(wc);
-                        if !document.is_empty() {
+                        if let Some(document) =
+                            crate::session::transaction::write_concern_document(wc)
+                        {
                             body.insert("writeConcern", document);
                         }
                     }
                 }
                 if let Some(rc) = read_concern {
-                    if !body.contains_key("readConcern")
-                        && accepts_read_concern(command.name, body)
+                    if !body.contains_key("readConcern") && accepts_read_concern(command.name, body)
                     {
                         body.insert("readConcern", bson::doc! { "level": rc.level.clone() });
                     }
                 }
             }
         }
-        if let Some(rp) =
-            select::read_preference_for_command(self.topology.description(), server.server_type, criteria)
-        {
+        if let Some(rp) = select::read_preference_for_command(
+            self.topology.description(),
+            server.server_type,
+            criteria,
+        ) {
             if !body.contains_key("$readPreference") {
                 body.insert("$readPreference", rp);
             }
@@ -424,7 +424,6 @@ impl ClientState {
             }
         }
         body.insert("$db", command.target_db.clone());
-        let _ = (inherited, topology_type);
 
         let socket_timeout = deadline.min_with(now, self.topology.options().socket_timeout());
         let request_id = crate::conn::next_request_id();
@@ -444,7 +443,7 @@ impl ClientState {
         let generation = connection.generation();
         let msg = OpMsg {
             flags: if write_concern_unacknowledged(body) {
-                MsgFlags(MsgFlags::MORE_TO_COME)
+                MsgFlags::MORE_TO_COME
             } else {
                 MsgFlags::default()
             },
@@ -463,30 +462,38 @@ impl ClientState {
             .topology
             .connection_mut(address)
             .expect("checked above");
-        let result = connection.send_msg(request_id, &msg, socket_timeout);
+        let unacknowledged = msg.flags.has(MsgFlags::MORE_TO_COME);
+        let result = connection
+            .send_msg(request_id, &msg, socket_timeout)
+            // A w:0 write gets no reply; the spec's events report `{ok: 1}`.
+            .map(|reply| {
+                if unacknowledged {
+                    bson::doc! { "ok": 1 }
+                } else {
+                    reply
+                }
+            });
         command.body = msg.body;
         command.sequences = msg.sequences;
         let duration = sent_at.elapsed();
-        let result = result.map(|reply| {
+        let result = result.inspect(|reply| {
             if let Some(s) = session.get() {
-                s.on_reply(&reply, &mut self.clock);
+                s.on_reply(reply, &mut self.clock);
             } else {
-                self.clock.observe_reply(&reply);
+                self.clock.observe_reply(reply);
             }
-            reply
         });
-        let result = result.and_then(|reply| {
-            check_reply(reply.clone(), address).map(|_| reply)
-        });
+        let result = result.and_then(|reply| check_reply(reply.clone(), address).map(|_| reply));
         match result {
             Ok(reply) => {
-                self.topology.publish_command_event(&CommandEvent::Succeeded {
-                    reply: redact(sensitive, &reply),
-                    command_name: command.name.to_string(),
-                    request_id,
-                    duration,
-                    connection: connection_info,
-                });
+                self.topology
+                    .publish_command_event(&CommandEvent::Succeeded {
+                        reply: redact(sensitive, &reply),
+                        command_name: command.name.to_string(),
+                        request_id,
+                        duration,
+                        connection: connection_info,
+                    });
                 Ok(reply)
             }
             Err(mut error) => {
@@ -508,7 +515,6 @@ impl ClientState {
                         },
                     );
                 }
-                let _ = topology_type;
                 Err((error, true))
             }
         }
@@ -630,12 +636,3 @@ fn write_concern_unacknowledged(body: &Document) -> bool {
         })
         .unwrap_or(false)
 }
-
-impl From<(Error, bool)> for Error {
-    fn from((error, _): (Error, bool)) -> Self {
-        error
-    }
-}
-
-#[allow(dead_code)]
-fn unused(_: ErrorKind) {}

@@ -20,8 +20,9 @@ use bson::Document;
 
 use crate::address::ServerAddress;
 use crate::conn::{check_reply, Connection};
+use crate::deadline::Deadline;
 use crate::error::{Error, Result};
-use crate::event::{log_sdam_event, EventHandler, SdamEvent};
+use crate::event::{log_command_event, log_sdam_event, CommandEvent, EventHandler, SdamEvent};
 use crate::handshake::{self, HandshakeSettings};
 use crate::options::ClientOptions;
 use crate::scan::{self, ScanCandidate};
@@ -104,63 +105,19 @@ impl Topology {
         self.connections.clear();
     }
 
-    /// Runs `command` on database `db` on a server chosen by `criteria` and
-    /// returns the reply, turning `ok: 0` into an error. Errors update the
-    /// topology as SDAM says.
-    pub fn run_command(
-        &mut self,
-        db: &str,
-        mut command: Document,
-        criteria: &SelectionCriteria,
-    ) -> Result<Document> {
-        let name = command.keys().next().cloned().unwrap_or_default();
-        let address = self.select_connected(criteria, &name)?;
-        let server_type = self
-            .description
-            .servers
-            .get(&address)
-            .map(|s| s.server_type)
-            .unwrap_or_default();
-        if let Some(read_preference) =
-            select::read_preference_for_command(&self.description, server_type, criteria)
-        {
-            command.insert("$readPreference", read_preference);
-        }
-        if let Some(api) = self.options.server_api() {
-            command.insert("apiVersion", api.version.clone());
-            if let Some(strict) = api.strict {
-                command.insert("apiStrict", strict);
-            }
-            if let Some(errors) = api.deprecation_errors {
-                command.insert("apiDeprecationErrors", errors);
-            }
-        }
-        let timeout = self.options.socket_timeout();
-        let connection = self
-            .connections
-            .get_mut(&address)
-            .expect("select_connected leaves a connection in place");
-        let generation = connection.generation();
-        let outcome = connection
-            .command(db, command, timeout)
-            .and_then(|reply| check_reply(reply, &address));
-        if let Err(error) = &outcome {
-            self.handle_operation_error(&address, generation, error);
-        }
-        outcome
-    }
-
     /// Selects a server for `criteria` and makes sure it has a usable
     /// socket, per the spec's "checking an idle socket": a socket idle for
     /// socketCheckIntervalMS is pinged first; if that fails the server is
     /// marked Unknown and selection runs once more.
-    fn select_connected(
+    pub(crate) fn select_for(
         &mut self,
         criteria: &SelectionCriteria,
         operation: &str,
+        deprioritized: &[ServerAddress],
+        deadline: Deadline,
     ) -> Result<ServerAddress> {
         self.forget_inherited_sockets();
-        let address = self.select_server(criteria, operation)?;
+        let address = self.select_server(criteria, operation, deprioritized, deadline)?;
         match self.ensure_connection(&address) {
             Ok(()) => Ok(address),
             Err(error) => {
@@ -168,7 +125,7 @@ impl Topology {
                     target: "mongo_inline::topology",
                     "socket to {address} failed its check ({error}); selecting again"
                 );
-                let address = self.select_server(criteria, operation)?;
+                let address = self.select_server(criteria, operation, deprioritized, deadline)?;
                 self.ensure_connection(&address)?;
                 Ok(address)
             }
@@ -219,14 +176,22 @@ impl Topology {
     }
 
     /// The single-threaded selection loop of the server-selection spec.
+    ///
+    /// `deadline` (timeoutMS) caps serverSelectionTimeoutMS, as the
+    /// client-side operations timeout spec says.
     fn select_server(
         &mut self,
         criteria: &SelectionCriteria,
         operation: &str,
+        deprioritized: &[ServerAddress],
+        deadline: Deadline,
     ) -> Result<ServerAddress> {
         let start = Instant::now();
         let try_once = self.options.server_selection_try_once();
-        let max_time = start + self.options.server_selection_timeout();
+        let mut max_time = start + self.options.server_selection_timeout();
+        if let Some(limit) = deadline.instant() {
+            max_time = max_time.min(limit);
+        }
         self.log_selection(SelectionLog::started, criteria, operation);
         if scan::scan_needed(
             self.last_scan_end,
@@ -242,7 +207,7 @@ impl Topology {
                 &self.description,
                 criteria,
                 &self.selection_settings,
-                &[],
+                deprioritized,
                 &mut self.rng,
             );
             match selected {
@@ -360,6 +325,48 @@ impl Topology {
             topology: &self.description,
         };
         build(&context).emit();
+    }
+
+    /// The socket of `address`, if it has one.
+    pub(crate) fn connection_mut(&mut self, address: &ServerAddress) -> Option<&mut Connection> {
+        self.connections.get_mut(address)
+    }
+
+    /// The generation of `address`'s current socket, or the generation a
+    /// new one would get.
+    pub(crate) fn socket_generation(&self, address: &ServerAddress) -> u32 {
+        match self.connections.get(address) {
+            Some(c) => c.generation(),
+            None => self.description.pool_generation(address).unwrap_or(0),
+        }
+    }
+
+    /// Checks that `address` still has the very socket (by generation) a
+    /// cursor or transaction is pinned to. A replacement socket may reach
+    /// another process or service, so it never stands in for the old one.
+    pub(crate) fn pinned_socket(&mut self, address: &ServerAddress, generation: u32) -> Result<()> {
+        self.forget_inherited_sockets();
+        let usable = self
+            .connections
+            .get(address)
+            .is_some_and(|c| c.generation() == generation && !c.is_broken() && !c.peer_closed());
+        if usable {
+            Ok(())
+        } else {
+            Err(Error::network_message(
+                Some(address.clone()),
+                "the socket this cursor or transaction is pinned to has been closed; \
+                 its server-side state cannot be reached from a new socket",
+            ))
+        }
+    }
+
+    /// Hands a command event to the log and the application's handler.
+    pub(crate) fn publish_command_event(&self, event: &CommandEvent) {
+        log_command_event(event);
+        if let Some(handler) = &self.handler {
+            handler.handle_command_event(event);
+        }
     }
 
     fn scan_candidates(&self) -> Vec<ScanCandidate<'_>> {
@@ -496,9 +503,7 @@ impl Topology {
 
     fn apply_hello(&mut self, address: &ServerAddress, reply: &Document, rtt: Duration) {
         if let Some(connection) = self.connections.get_mut(address) {
-            if let Ok(size) = reply.get_i32("maxMessageSizeBytes") {
-                connection.set_max_message_size(size as i64);
-            }
+            connection.apply_handshake_reply(reply);
         }
         let update = self
             .description
@@ -562,9 +567,7 @@ impl Topology {
             connection.legacy_command("admin", &command, timeout)
         };
         let reply = check_reply(reply?, address)?;
-        if let Ok(size) = reply.get_i32("maxMessageSizeBytes") {
-            connection.set_max_message_size(size as i64);
-        }
+        connection.apply_handshake_reply(&reply);
         self.connections.insert(address.clone(), connection);
         Ok(reply)
     }
@@ -572,7 +575,12 @@ impl Topology {
     /// An operation failed on `address`: let SDAM decide what it means and
     /// carry that out. A network or protocol error always costs the socket,
     /// whatever SDAM decides about the server.
-    fn handle_operation_error(&mut self, address: &ServerAddress, generation: u32, error: &Error) {
+    pub(crate) fn handle_operation_error(
+        &mut self,
+        address: &ServerAddress,
+        generation: u32,
+        error: &Error,
+    ) {
         if error.is_network_error() || matches!(error.kind(), crate::ErrorKind::Protocol { .. }) {
             self.connections.remove(address);
         }

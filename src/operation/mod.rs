@@ -48,6 +48,7 @@ pub mod kill_cursors;
 pub mod list_collections;
 pub mod list_databases;
 pub mod list_indexes;
+pub mod run_command;
 pub mod update;
 
 pub use aggregate::Aggregate;
@@ -68,6 +69,7 @@ pub use kill_cursors::KillCursors;
 pub use list_collections::ListCollections;
 pub use list_databases::{DatabaseSpecification, ListDatabases};
 pub use list_indexes::ListIndexes;
+pub use run_command::RunCommand;
 pub use update::{Update, UpdateModification};
 
 /// Space kept free in every message for what the executor adds to a command

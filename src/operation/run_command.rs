@@ -1,0 +1,106 @@
+//! `Database::run_command`: a caller's command, sent as given.
+
+use bson::Document;
+
+use super::{Command, Operation, ServerInfo};
+use crate::error::{Error, Result};
+use crate::select::SelectionCriteria;
+
+/// A command the caller wrote. The executor still adds the session,
+/// `$clusterTime`, `$readPreference` and `$db`; nothing else is changed,
+/// and it is never retried except on server overload.
+#[derive(Clone, Debug)]
+pub struct RunCommand {
+    db: String,
+    command: Document,
+    criteria: SelectionCriteria,
+}
+
+impl RunCommand {
+    /// `command` on database `db`, on a server chosen by `criteria`.
+    pub fn new(
+        db: impl Into<String>,
+        command: Document,
+        criteria: SelectionCriteria,
+    ) -> Result<Self> {
+        if command.is_empty() {
+            return Err(Error::invalid_argument("the command document is empty"));
+        }
+        Ok(RunCommand {
+            db: db.into(),
+            command,
+            criteria,
+        })
+    }
+}
+
+impl Operation for RunCommand {
+    type Output = Document;
+    const NAME: &'static str = "runCommand";
+
+    fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
+        let name = self.command.keys().next().cloned().unwrap_or_default();
+        let mut command = Command::new("runCommand", self.db.clone(), self.command.clone());
+        command.name = command_name(&name);
+        Ok(command)
+    }
+
+    fn handle_reply(&self, reply: Document, _server: &ServerInfo) -> Result<Document> {
+        Ok(reply)
+    }
+
+    fn selection_criteria(&self) -> Option<&SelectionCriteria> {
+        Some(&self.criteria)
+    }
+}
+
+/// Events and logs name the command the caller sent; `Command::name` is a
+/// `&'static str`, so the common names map to themselves and the rest to
+/// "runCommand".
+fn command_name(name: &str) -> &'static str {
+    const KNOWN: &[&str] = &[
+        "ping",
+        "hello",
+        "isMaster",
+        "ismaster",
+        "buildInfo",
+        "serverStatus",
+        "find",
+        "insert",
+        "update",
+        "delete",
+        "aggregate",
+        "count",
+        "distinct",
+        "findAndModify",
+        "getMore",
+        "killCursors",
+        "create",
+        "drop",
+        "dropDatabase",
+        "listCollections",
+        "listDatabases",
+        "listIndexes",
+        "createIndexes",
+        "dropIndexes",
+        "configureFailPoint",
+        "commitTransaction",
+        "abortTransaction",
+        "endSessions",
+        "createUser",
+        "dropUser",
+        "saslStart",
+        "saslContinue",
+        "currentOp",
+        "killOp",
+        "collMod",
+        "renameCollection",
+        "explain",
+        "getLastError",
+    ];
+    KNOWN
+        .iter()
+        .find(|k| **k == name)
+        .copied()
+        .unwrap_or("runCommand")
+}
