@@ -17,7 +17,8 @@ use crate::exec::{ClientState, Inherited, Target};
 use crate::operation::RunCommand;
 use crate::options::ClientOptions;
 use crate::read_preference::ReadPreference;
-use crate::select::SelectionCriteria;
+use crate::sdam::ServerDescription;
+use crate::select::{SelectionCriteria, ServerSelector};
 use crate::topology::Topology;
 
 /// A handle to a MongoDB deployment. Cheap to clone; clones share the
@@ -46,21 +47,35 @@ impl Client {
 
     /// A client with options built in code. Does no I/O.
     pub fn with_options(options: ClientOptions) -> Result<Client> {
-        Client::build(options, None)
+        Client::builder(options).build()
     }
 
-    /// A client that reports SDAM (and later command) events to `handler`.
+    /// A client that reports SDAM and command events to `handler`.
     /// The handler runs inline, inside the operation that caused the
     /// event; it must not call back into this client.
     pub fn with_options_and_handler(
         options: ClientOptions,
         handler: Arc<dyn EventHandler>,
     ) -> Result<Client> {
-        Client::build(options, Some(handler))
+        Client::builder(options).event_handler(handler).build()
     }
 
-    fn build(options: ClientOptions, handler: Option<Arc<dyn EventHandler>>) -> Result<Client> {
-        let topology = Topology::new(options, handler)?;
+    /// A builder for what options cannot carry: an event handler and an
+    /// application server selector.
+    pub fn builder(options: ClientOptions) -> ClientBuilder {
+        ClientBuilder {
+            options,
+            handler: None,
+            server_selector: None,
+        }
+    }
+
+    fn build(
+        options: ClientOptions,
+        handler: Option<Arc<dyn EventHandler>>,
+        server_selector: Option<ServerSelector>,
+    ) -> Result<Client> {
+        let topology = Topology::new(options, handler, server_selector)?;
         Ok(Client {
             inner: Arc::new(ClientInner {
                 state: Mutex::new(ClientState::new(topology)),
@@ -100,6 +115,41 @@ impl Client {
             .state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Builds a [`Client`] with an event handler or a server selector.
+pub struct ClientBuilder {
+    options: ClientOptions,
+    handler: Option<Arc<dyn EventHandler>>,
+    server_selector: Option<ServerSelector>,
+}
+
+impl ClientBuilder {
+    /// Reports SDAM and command events to `handler`, inline; the handler
+    /// must not call back into the client.
+    pub fn event_handler(mut self, handler: Arc<dyn EventHandler>) -> Self {
+        self.handler = Some(handler);
+        self
+    }
+
+    /// The server-selection spec's application-provided selector: called
+    /// with the servers suitable for an operation (before the latency
+    /// window), it returns those that may still be chosen.
+    pub fn server_selector<F>(mut self, selector: F) -> Self
+    where
+        F: for<'a> Fn(Vec<&'a ServerDescription>) -> Vec<&'a ServerDescription>
+            + Send
+            + Sync
+            + 'static,
+    {
+        self.server_selector = Some(Arc::new(selector));
+        self
+    }
+
+    /// The client. Validates; does no I/O.
+    pub fn build(self) -> Result<Client> {
+        Client::build(self.options, self.handler, self.server_selector)
     }
 }
 

@@ -58,7 +58,7 @@ pub mod uri;
 pub mod wire;
 
 pub use address::ServerAddress;
-pub use client::{Client, Database};
+pub use client::{Client, ClientBuilder, Database};
 pub use error::{Error, ErrorKind, Result};
 pub use options::ClientOptions;
 pub use read_preference::{ReadPreference, ReadPreferenceMode};

@@ -29,7 +29,7 @@ use crate::scan::{self, ScanCandidate};
 use crate::sdam::error_handling::{ApplicationError, HandshakePhase};
 use crate::sdam::{TopologyDescription, TopologySettings, TopologyUpdate};
 use crate::select::{
-    self, SelectionCriteria, SelectionLog, SelectionLogContext, SelectionSettings,
+    self, SelectionCriteria, SelectionLog, SelectionLogContext, SelectionSettings, ServerSelector,
 };
 
 /// What the scanner remembers of a server between checks.
@@ -60,6 +60,7 @@ impl Topology {
     pub(crate) fn new(
         options: ClientOptions,
         handler: Option<Arc<dyn EventHandler>>,
+        server_selector: Option<ServerSelector>,
     ) -> Result<Topology> {
         if options.hosts().is_empty() {
             return Err(Error::invalid_argument(
@@ -67,8 +68,11 @@ impl Topology {
             ));
         }
         let description = TopologyDescription::new(TopologySettings::from_options(&options));
-        let selection_settings =
+        let mut selection_settings =
             SelectionSettings::new(options.local_threshold(), options.heartbeat_frequency());
+        if let Some(selector) = server_selector {
+            selection_settings = selection_settings.with_server_selector(selector);
+        }
         let metadata =
             handshake::client_metadata(options.app_name(), &|name| std::env::var(name).ok());
         let topology = Topology {

@@ -426,3 +426,53 @@ fn a_direct_connection_to_a_secondary_reads_with_primary_preferred() {
         .expect_err("a secondary refuses writes even when connected directly");
     assert_eq!(error.code(), Some(10107), "{error}");
 }
+
+#[test]
+fn an_application_server_selector_narrows_the_choice() {
+    let sim = Simulator::mongos(TestServer::shared(), 2);
+    let options =
+        ClientOptions::parse(&format!("{}&localThresholdMS=1000", sim.seed_uri(&[0, 1]))).unwrap();
+    let chosen = sim.address(1);
+    let client = Client::builder(options)
+        .server_selector(move |servers| {
+            servers
+                .into_iter()
+                .filter(|s| s.address.to_string() == chosen)
+                .collect()
+        })
+        .build()
+        .unwrap();
+    let collection = fresh_collection("selector");
+    for _ in 0..10 {
+        find_with(
+            &client,
+            &collection,
+            SelectionCriteria::ReadPreference(ReadPreference::new(ReadPreferenceMode::Nearest)),
+        )
+        .unwrap();
+    }
+    assert_eq!(count(&sim, 0, "find"), 0);
+    assert_eq!(count(&sim, 1, "find"), 10);
+}
+
+#[test]
+fn a_server_too_old_for_the_driver_gives_the_compatibility_error() {
+    let sim = Simulator::standalone(TestServer::shared_standalone());
+    sim.set_hello_extra(0, doc! { "maxWireVersion": 6 });
+    let error = client(&sim.seed_uri(&[0]))
+        .database("compat")
+        .run_command(doc! { "ping": 1 })
+        .unwrap_err();
+    match error.kind() {
+        ErrorKind::IncompatibleServer { message } => {
+            assert!(message.contains("wire version 6"), "{message}");
+            assert!(message.contains("4.2"), "{message}");
+        }
+        other => panic!("expected an incompatibility error, got {other:?}"),
+    }
+    assert_eq!(
+        count(&sim, 0, "ping"),
+        0,
+        "nothing is sent to an incompatible server"
+    );
+}
