@@ -102,10 +102,30 @@ impl Client {
         Some(self.database(&name))
     }
 
+    /// Starts an explicit session (for causal consistency or transactions).
+    pub fn start_session(
+        &self,
+        options: impl Into<Option<crate::session::SessionOptions>>,
+    ) -> Result<crate::client_session::ClientSession> {
+        crate::client_session::ClientSession::start(self, options.into().unwrap_or_default())
+    }
+
     /// Closes every socket at once, without waiting on the network. The
     /// client can still be used afterwards: the next operation reconnects.
     pub fn close(&self) {
         self.state().topology.close();
+    }
+
+    /// The read/write defaults the client's options give its operations.
+    pub(crate) fn defaults(&self) -> crate::coll::Defaults {
+        let state = self.state();
+        let options = state.topology.options();
+        crate::coll::Defaults {
+            read_preference: options.read_preference().cloned(),
+            read_concern: options.read_concern().cloned(),
+            write_concern: options.write_concern().cloned(),
+            timeout: options.timeout(),
+        }
     }
 
     pub(crate) fn state(&self) -> MutexGuard<'_, ClientState> {
@@ -164,6 +184,16 @@ impl Database {
     /// The database's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// A handle to the collection `name`, whose documents are read and
+    /// written as `T` (use [`bson::Document`] for untyped access).
+    pub fn collection<T>(&self, name: &str) -> crate::coll::Collection<T>
+    where
+        T: serde::Serialize + serde::de::DeserializeOwned,
+    {
+        let defaults = self.client.defaults();
+        crate::coll::Collection::new(self.client.clone(), &self.name, name, defaults)
     }
 
     /// The client this database belongs to.

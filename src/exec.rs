@@ -129,7 +129,7 @@ impl ClientState {
         }
     }
 
-    fn logical_session_timeout(&self) -> Option<u32> {
+    pub(crate) fn logical_session_timeout(&self) -> Option<u32> {
         let description = self.topology.description();
         if description.topology_type == TopologyType::LoadBalanced {
             return None;
@@ -160,7 +160,9 @@ impl ClientState {
         let is_read = matches!(op.retryability(), Retryability::Read)
             || matches!(&criteria, SelectionCriteria::ReadPreference(_))
                 && !matches!(op.retryability(), Retryability::Write);
+        let ends_transaction = Op::NAME == "endTransaction";
         let plan = match session.get() {
+            Some(_) if ends_transaction => None,
             Some(s) => Some(s.begin_operation(&OperationInfo {
                 is_read,
                 read_concern_set: op.read_concern().is_some(),
@@ -255,6 +257,25 @@ impl ClientState {
                 }
             }
 
+            // A transaction on a sharded cluster or behind a load balancer
+            // stays on the router (and socket) its first command used.
+            if in_transaction
+                && matches!(
+                    topology_type,
+                    TopologyType::Sharded | TopologyType::LoadBalanced
+                )
+            {
+                let generation = self.topology.socket_generation(&address);
+                if let Some(s) = session.get() {
+                    if s.transaction().pinned().is_none() {
+                        s.transaction_mut().pin(crate::session::transaction::Pin {
+                            address: address.clone(),
+                            connection: Some(u64::from(generation)),
+                        });
+                    }
+                }
+            }
+
             // 3. How it may be retried, decided once.
             let retry_state = retry.get_or_insert_with(|| {
                 let kind = classify(
@@ -267,7 +288,10 @@ impl ClientState {
                 );
                 OperationRetry::new(self.retry.settings(), kind, deadline)
             });
-            if retry_state.kind() == OperationKind::RetryableWrite && txn_number.is_none() {
+            if retry_state.kind() == OperationKind::RetryableWrite
+                && txn_number.is_none()
+                && !ends_transaction
+            {
                 if let Some(s) = session.get() {
                     txn_number = Some(s.next_retryable_write_txn_number()?);
                 }

@@ -37,8 +37,11 @@
 
 pub mod address;
 pub mod client;
+pub mod client_session;
+pub mod coll;
 pub mod coll_options;
 pub mod conn;
+pub mod cursor;
 pub mod deadline;
 pub mod error;
 pub mod event;
@@ -59,6 +62,9 @@ pub mod wire;
 
 pub use address::ServerAddress;
 pub use client::{Client, ClientBuilder, Database};
+pub use client_session::ClientSession;
+pub use coll::Collection;
+pub use cursor::Cursor;
 pub use error::{Error, ErrorKind, Result};
 pub use options::ClientOptions;
 pub use read_preference::{ReadPreference, ReadPreferenceMode};

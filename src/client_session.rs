@@ -1,0 +1,192 @@
+//! [`ClientSession`]: explicit sessions and transactions.
+//!
+//! The rules (what each command carries, which transitions are allowed,
+//! what `with_transaction` retries) are the pure [`crate::session`] layer;
+//! this type holds a session's state between operations and sends the
+//! commit and abort commands through the executor.
+
+use std::time::Instant;
+
+use bson::Document;
+
+use crate::client::Client;
+use crate::error::Result;
+use crate::exec::{Inherited, Target};
+use crate::operation::EndTransaction;
+use crate::session::transaction::TransactionOptions;
+use crate::session::with_transaction::{Decision, WithTransaction};
+use crate::session::{SessionOptions, SessionState};
+
+/// An explicit session: causally consistent reads by default, and the
+/// context of a transaction. Pass it to the `*_with_session` methods.
+///
+/// Dropping a session aborts a transaction still in progress and returns
+/// the server session to the client's pool.
+pub struct ClientSession {
+    client: Client,
+    state: SessionState,
+}
+
+impl std::fmt::Debug for ClientSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientSession")
+            .field("id", &self.state.id())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClientSession {
+    pub(crate) fn start(client: &Client, options: SessionOptions) -> Result<ClientSession> {
+        options.validate()?;
+        let server_session = {
+            let mut state = client.state();
+            let timeout = state.logical_session_timeout();
+            state.sessions.checkout(Instant::now(), timeout)
+        };
+        Ok(ClientSession {
+            client: client.clone(),
+            state: SessionState::explicit(options, server_session)?,
+        })
+    }
+
+    pub(crate) fn state_mut(&mut self) -> &mut SessionState {
+        &mut self.state
+    }
+
+    /// The session id (`lsid`) the server knows it by.
+    pub fn id(&self) -> Option<&Document> {
+        self.state.id()
+    }
+
+    /// The client this session belongs to.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// Starts a transaction; the next operation in this session begins it
+    /// on the server.
+    pub fn start_transaction(
+        &mut self,
+        options: impl Into<Option<TransactionOptions>>,
+    ) -> Result<()> {
+        let options = options.into();
+        self.state
+            .start_transaction(options.as_ref(), &TransactionOptions::default())
+    }
+
+    /// Commits the transaction. A commit that fails with a retryable error
+    /// is retried once with a majority write concern; an error with the
+    /// `UnknownTransactionCommitResult` label may be retried by calling
+    /// this again.
+    pub fn commit_transaction(&mut self) -> Result<()> {
+        let Some(body) = self.state.commit_transaction()? else {
+            return Ok(());
+        };
+        let retry_body = self.state.transaction().commit_retry();
+        let mut op = EndTransaction::commit(body, retry_body);
+        self.run_end(&mut op, None).map(|_| ())
+    }
+
+    /// Aborts the transaction. Errors from the server are ignored, as the
+    /// transactions spec asks: the transaction is over either way.
+    pub fn abort_transaction(&mut self) -> Result<()> {
+        let Some(abort) = self.state.abort_transaction()? else {
+            return Ok(());
+        };
+        let mut op = EndTransaction::abort(abort.body);
+        let target = abort.pinned.map(|pin| Target::Pinned {
+            address: pin.address,
+            generation: pin.connection.map(|g| g as u32).unwrap_or(0),
+        });
+        let _ = self.run_end(&mut op, target);
+        Ok(())
+    }
+
+    fn run_end(&mut self, op: &mut EndTransaction, target: Option<Target>) -> Result<Document> {
+        let mut state = self.client.state();
+        let target = match target {
+            Some(Target::Pinned {
+                address,
+                generation: 0,
+            }) => Target::Pinned {
+                generation: state.topology.socket_generation(&address),
+                address,
+            },
+            Some(t) => t,
+            None => Target::Select,
+        };
+        state
+            .execute(op, Some(&mut self.state), Inherited::default(), target)
+            .map(|e| e.output)
+    }
+
+    /// Runs `callback` in a transaction and commits it, retrying the whole
+    /// transaction on `TransientTransactionError` and the commit on
+    /// `UnknownTransactionCommitResult`, for up to 120 seconds (the
+    /// convenient transactions API).
+    pub fn with_transaction<R, F>(
+        &mut self,
+        options: impl Into<Option<TransactionOptions>>,
+        mut callback: F,
+    ) -> Result<R>
+    where
+        F: FnMut(&mut ClientSession) -> Result<R>,
+    {
+        let options = options.into();
+        let mut jitter = fastrand::Rng::new();
+        let mut loop_state = WithTransaction::new(Instant::now(), None);
+        'transaction: loop {
+            let backoff = loop_state.before_attempt(Instant::now(), jitter.f64())?;
+            if !backoff.is_zero() {
+                std::thread::sleep(backoff);
+            }
+            self.start_transaction(options.clone())?;
+            let result = match callback(self) {
+                Ok(result) => result,
+                Err(error) => {
+                    let state = self.state.transaction().state();
+                    let failure = loop_state.after_callback_error(error, state, Instant::now());
+                    if failure.abort {
+                        self.abort_transaction()?;
+                    }
+                    match failure.then {
+                        Decision::RetryTransaction => continue 'transaction,
+                        Decision::Fail(error) => return Err(error),
+                        _ => unreachable!("a callback failure retries or fails"),
+                    }
+                }
+            };
+            if let Decision::Return = loop_state.after_callback_ok(self.state.transaction().state())
+            {
+                return Ok(result);
+            }
+            loop {
+                match self.commit_transaction() {
+                    Ok(()) => return Ok(result),
+                    Err(error) => match loop_state.after_commit_error(error, Instant::now()) {
+                        Decision::RetryCommit => continue,
+                        Decision::RetryTransaction => continue 'transaction,
+                        Decision::Fail(error) => return Err(error),
+                        _ => unreachable!("a commit failure retries or fails"),
+                    },
+                }
+            }
+        }
+    }
+}
+
+impl Drop for ClientSession {
+    fn drop(&mut self) {
+        if self.state.transaction().state().is_active() {
+            let _ = self.abort_transaction();
+        }
+        let server_session = self.state.end();
+        if let Some(server_session) = server_session {
+            let mut state = self.client.state();
+            let timeout = state.logical_session_timeout();
+            state
+                .sessions
+                .checkin(server_session, Instant::now(), timeout);
+        }
+    }
+}

@@ -1,0 +1,67 @@
+//! `commitTransaction` and `abortTransaction` as operations.
+
+use bson::Document;
+
+use super::{Command, Operation, Retryability, ServerInfo};
+use crate::error::Result;
+
+/// Ends a transaction: the session layer wrote the body; a retry (they are
+/// retryable writes) sends `retry_body` instead, which for a commit carries
+/// the majority write concern the transactions spec asks for.
+#[derive(Clone, Debug)]
+pub struct EndTransaction {
+    name: &'static str,
+    body: Document,
+    retry_body: Document,
+    attempts: u32,
+}
+
+impl EndTransaction {
+    /// A `commitTransaction` with its first and retry bodies.
+    pub fn commit(body: Document, retry_body: Document) -> Self {
+        EndTransaction {
+            name: "commitTransaction",
+            body,
+            retry_body,
+            attempts: 0,
+        }
+    }
+
+    /// An `abortTransaction`.
+    pub fn abort(body: Document) -> Self {
+        EndTransaction {
+            name: "abortTransaction",
+            retry_body: body.clone(),
+            body,
+            attempts: 0,
+        }
+    }
+
+    /// Whether this ends the transaction by committing.
+    pub fn is_commit(&self) -> bool {
+        self.name == "commitTransaction"
+    }
+}
+
+impl Operation for EndTransaction {
+    type Output = Document;
+    const NAME: &'static str = "endTransaction";
+
+    fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
+        let body = if self.attempts == 0 {
+            self.body.clone()
+        } else {
+            self.retry_body.clone()
+        };
+        self.attempts += 1;
+        Ok(Command::new(self.name, "admin", body))
+    }
+
+    fn handle_reply(&self, reply: Document, _server: &ServerInfo) -> Result<Document> {
+        Ok(reply)
+    }
+
+    fn retryability(&self) -> Retryability {
+        Retryability::Write
+    }
+}
