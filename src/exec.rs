@@ -246,6 +246,14 @@ impl ClientState {
             let topology_type = self.topology.description().topology_type;
 
             // 2. The session, now that the deployment's support is known.
+            if matches!(session, SessionSlot::Explicit(_))
+                && topology_type != TopologyType::LoadBalanced
+            {
+                let timeout = self.logical_session_timeout();
+                if let Err(e) = session_supported(SessionKind::Explicit, timeout) {
+                    return finish_error(op, e, session);
+                }
+            }
             if matches!(session, SessionSlot::None) {
                 let timeout = self.logical_session_timeout();
                 let supported = topology_type == TopologyType::LoadBalanced
