@@ -180,7 +180,7 @@ impl ClientState {
             Some(rp) if in_transaction => SelectionCriteria::ReadPreference(rp),
             _ => criteria,
         };
-        let target = match (target, plan.as_ref().and_then(|p| p.pinned.clone())) {
+        let mut target = match (target, plan.as_ref().and_then(|p| p.pinned.clone())) {
             (Target::Select, Some(pin)) => Target::Pinned {
                 address: pin.address.clone(),
                 generation: self.topology.socket_generation(&pin.address),
@@ -367,6 +367,15 @@ impl ClientState {
                         RetryDecision::Retry(plan) => {
                             if let Some(s) = session.get() {
                                 s.transaction_mut().undo_first_command();
+                                // The error unpinned the transaction from
+                                // its router (an unknown commit result):
+                                // the retry selects a router afresh.
+                                if (in_transaction || ends_transaction)
+                                    && topology_type == TopologyType::Sharded
+                                    && s.transaction().pinned().is_none()
+                                {
+                                    target = Target::Select;
+                                }
                             }
                             self.sleep_before_retry(&plan, Op::NAME);
                         }
