@@ -296,7 +296,10 @@ impl ClientState {
                 );
                 OperationRetry::new(self.retry.settings(), kind, deadline)
             });
+            // retryWrites=false: no txnNumber, as the retryable writes
+            // spec asks (overload retries still apply to the write).
             if retry_state.kind() == OperationKind::RetryableWrite
+                && self.retry.settings().retry_writes()
                 && txn_number.is_none()
                 && !ends_transaction
             {
