@@ -84,7 +84,14 @@ impl ClientSession {
         };
         let retry_body = self.state.transaction().commit_retry();
         let mut op = EndTransaction::commit(body, retry_body);
-        self.run_end(&mut op, None).map(|_| ())
+        // A sharded transaction lives on the router its first command
+        // chose: the commit goes there too (a retry may go elsewhere, see
+        // the executor).
+        let target = self.state.transaction().pinned().map(|pin| Target::Pinned {
+            address: pin.address.clone(),
+            generation: pin.connection.map(|g| g as u32).unwrap_or(0),
+        });
+        self.run_end(&mut op, target).map(|_| ())
     }
 
     /// Aborts the transaction. Errors from the server are ignored, as the

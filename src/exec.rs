@@ -180,7 +180,7 @@ impl ClientState {
             Some(rp) if in_transaction => SelectionCriteria::ReadPreference(rp),
             _ => criteria,
         };
-        let target = match (target, plan.as_ref().and_then(|p| p.pinned.clone())) {
+        let mut target = match (target, plan.as_ref().and_then(|p| p.pinned.clone())) {
             (Target::Select, Some(pin)) => Target::Pinned {
                 address: pin.address.clone(),
                 generation: self.topology.socket_generation(&pin.address),
@@ -246,6 +246,14 @@ impl ClientState {
             let topology_type = self.topology.description().topology_type;
 
             // 2. The session, now that the deployment's support is known.
+            if matches!(session, SessionSlot::Explicit(_))
+                && topology_type != TopologyType::LoadBalanced
+            {
+                let timeout = self.logical_session_timeout();
+                if let Err(e) = session_supported(SessionKind::Explicit, timeout) {
+                    return finish_error(op, e, session);
+                }
+            }
             if matches!(session, SessionSlot::None) {
                 let timeout = self.logical_session_timeout();
                 let supported = topology_type == TopologyType::LoadBalanced
@@ -288,7 +296,10 @@ impl ClientState {
                 );
                 OperationRetry::new(self.retry.settings(), kind, deadline)
             });
+            // retryWrites=false: no txnNumber, as the retryable writes
+            // spec asks (overload retries still apply to the write).
             if retry_state.kind() == OperationKind::RetryableWrite
+                && self.retry.settings().retry_writes()
                 && txn_number.is_none()
                 && !ends_transaction
             {
@@ -359,6 +370,15 @@ impl ClientState {
                         RetryDecision::Retry(plan) => {
                             if let Some(s) = session.get() {
                                 s.transaction_mut().undo_first_command();
+                                // The error unpinned the transaction from
+                                // its router (an unknown commit result):
+                                // the retry selects a router afresh.
+                                if (in_transaction || ends_transaction)
+                                    && topology_type == TopologyType::Sharded
+                                    && s.transaction().pinned().is_none()
+                                {
+                                    target = Target::Select;
+                                }
                             }
                             self.sleep_before_retry(&plan, Op::NAME);
                         }

@@ -1,0 +1,450 @@
+//! Transactions end to end against SecantusDB: visibility, what each command
+//! of a transaction carries, `with_transaction` retries driven by fail
+//! points, commit retries, router pinning on a simulated mongos pair, and
+//! the abort when a session is dropped mid-transaction.
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+
+use bson::{doc, Bson, Document};
+use mongo_inline::event::{CommandEvent, EventHandler};
+use mongo_inline::options::{Acknowledgment, ClientOptions, ReadConcern, WriteConcern};
+use mongo_inline::session::TransactionOptions;
+use mongo_inline::{Client, Collection};
+use support::server::TestServer;
+use support::sim::Simulator;
+
+/// Records the commands the client started (the address they went to too).
+#[derive(Default)]
+struct Recorder {
+    started: Mutex<Vec<(String, Document)>>,
+}
+
+impl EventHandler for Recorder {
+    fn handle_command_event(&self, event: &CommandEvent) {
+        if let CommandEvent::Started {
+            command,
+            connection,
+            ..
+        } = event
+        {
+            self.started
+                .lock()
+                .unwrap()
+                .push((connection.address.to_string(), command.clone()));
+        }
+    }
+}
+
+impl Recorder {
+    /// Commands other than monitoring hellos, in order.
+    fn commands(&self) -> Vec<Document> {
+        self.sent().into_iter().map(|(_, c)| c).collect()
+    }
+
+    fn sent(&self) -> Vec<(String, Document)> {
+        self.started
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, c)| !matches!(name(c), "hello" | "isMaster"))
+            .cloned()
+            .collect()
+    }
+
+    fn named(&self, command: &str) -> Vec<Document> {
+        self.commands()
+            .into_iter()
+            .filter(|c| name(c) == command)
+            .collect()
+    }
+
+    fn clear(&self) {
+        self.started.lock().unwrap().clear();
+    }
+}
+
+fn name(command: &Document) -> &str {
+    command.keys().next().map(String::as_str).unwrap_or("")
+}
+
+fn recorded_client(uri: &str) -> (Client, Arc<Recorder>) {
+    let recorder = Arc::new(Recorder::default());
+    let client = Client::builder(ClientOptions::parse(uri).unwrap())
+        .event_handler(recorder.clone())
+        .build()
+        .unwrap();
+    (client, recorder)
+}
+
+/// `ReadConcern` has no public constructor; the URI option makes one.
+fn read_concern(level: &str) -> ReadConcern {
+    ClientOptions::parse(&format!("mongodb://h/?readConcernLevel={level}"))
+        .unwrap()
+        .read_concern()
+        .cloned()
+        .unwrap()
+}
+
+fn majority() -> WriteConcern {
+    let mut wc = WriteConcern::default();
+    wc.w = Some(Acknowledgment::Majority);
+    wc
+}
+
+fn fail_point(client: &Client, mode: Bson, data: Document) {
+    client
+        .database("admin")
+        .run_command(doc! {
+            "configureFailPoint": "failCommand",
+            "mode": mode,
+            "data": data,
+        })
+        .unwrap();
+}
+
+fn fresh(client: &Client, name: &str) -> Collection<Document> {
+    let coll = client.database("txn").collection::<Document>(name);
+    coll.drop(None).unwrap();
+    // Create it outside any transaction.
+    coll.insert_one(doc! { "_id": "seed" }, None).unwrap();
+    coll
+}
+
+fn others(server_uri: &str, name: &str) -> u64 {
+    let other = Client::with_uri_str(server_uri).unwrap();
+    other
+        .database("txn")
+        .collection::<Document>(name)
+        .count_documents(doc! { "_id": { "$ne": "seed" } }, None)
+        .unwrap()
+}
+
+#[test]
+fn a_commit_is_visible_to_another_client_and_an_abort_is_not() {
+    let server = TestServer::shared();
+    let client = Client::with_uri_str(&server.uri()).unwrap();
+    let coll = fresh(&client, "visibility");
+    let mut session = client.start_session(None).unwrap();
+
+    session.start_transaction(None).unwrap();
+    coll.insert_one_with_session(doc! { "_id": 1 }, None, &mut session)
+        .unwrap();
+    assert_eq!(others(&server.uri(), "visibility"), 0, "seen before commit");
+    session.commit_transaction().unwrap();
+    assert_eq!(others(&server.uri(), "visibility"), 1);
+
+    session.start_transaction(None).unwrap();
+    coll.insert_one_with_session(doc! { "_id": 2 }, None, &mut session)
+        .unwrap();
+    session.abort_transaction().unwrap();
+    assert_eq!(
+        others(&server.uri(), "visibility"),
+        1,
+        "an abort was applied"
+    );
+}
+
+#[test]
+fn transaction_commands_carry_the_transaction_fields() {
+    let server = TestServer::shared();
+    let (client, recorder) = recorded_client(&server.uri());
+    let coll = fresh(&client, "fields");
+    let mut session = client.start_session(None).unwrap();
+    let mut options = TransactionOptions::default();
+    options.read_concern = Some(read_concern("majority"));
+    options.write_concern = Some(majority());
+    recorder.clear();
+
+    session.start_transaction(options.clone()).unwrap();
+    coll.insert_one_with_session(doc! { "_id": 1 }, None, &mut session)
+        .unwrap();
+    coll.find_with_session(doc! {}, None, &mut session).unwrap();
+    coll.update_one_with_session(
+        doc! { "_id": 1 },
+        doc! { "$set": { "a": 1 } },
+        None,
+        &mut session,
+    )
+    .unwrap();
+    session.commit_transaction().unwrap();
+
+    let sent = recorder.commands();
+    assert_eq!(
+        sent.iter().map(name).collect::<Vec<_>>(),
+        ["insert", "find", "update", "commitTransaction"]
+    );
+    let txn_number = sent[0].get_i64("txnNumber").expect("txnNumber");
+    let lsid = sent[0].get_document("lsid").unwrap();
+    for (i, command) in sent.iter().enumerate() {
+        assert_eq!(command.get_i64("txnNumber"), Ok(txn_number), "{command}");
+        assert_eq!(command.get_bool("autocommit"), Ok(false), "{command}");
+        assert_eq!(command.get_document("lsid").unwrap(), lsid);
+        assert_eq!(
+            command.contains_key("startTransaction"),
+            i == 0,
+            "{command}"
+        );
+        if i > 0 {
+            assert!(!command.contains_key("readConcern"), "{command}");
+        }
+        if name(command) != "commitTransaction" {
+            // Only commit and abort carry the transaction's write concern.
+            assert!(!command.contains_key("writeConcern"), "{command}");
+        }
+    }
+    assert_eq!(sent[0].get_bool("startTransaction"), Ok(true));
+    assert_eq!(
+        sent[0].get_document("readConcern").unwrap(),
+        &doc! { "level": "majority" }
+    );
+    assert_eq!(sent[3].get_str("$db"), Ok("admin"));
+    assert_eq!(
+        sent[3].get_document("writeConcern").unwrap(),
+        &doc! { "w": "majority" }
+    );
+
+    // The next transaction gets the next txnNumber; its abort carries the
+    // write concern too.
+    recorder.clear();
+    session.start_transaction(options).unwrap();
+    coll.insert_one_with_session(doc! { "_id": 2 }, None, &mut session)
+        .unwrap();
+    session.abort_transaction().unwrap();
+    let sent = recorder.commands();
+    assert_eq!(
+        sent.iter().map(name).collect::<Vec<_>>(),
+        ["insert", "abortTransaction"]
+    );
+    for command in &sent {
+        assert_eq!(
+            command.get_i64("txnNumber"),
+            Ok(txn_number + 1),
+            "{command}"
+        );
+        assert_eq!(command.get_bool("autocommit"), Ok(false));
+    }
+    assert_eq!(
+        sent[1].get_document("writeConcern").unwrap(),
+        &doc! { "w": "majority" }
+    );
+}
+
+#[test]
+fn with_transaction_retries_a_transient_transaction_error() {
+    let server = TestServer::start();
+    let (client, recorder) = recorded_client(&server.uri());
+    let coll = fresh(&client, "transient");
+    fail_point(
+        &client,
+        doc! { "times": 1 }.into(),
+        doc! {
+            "failCommands": ["insert"],
+            "errorCode": 112,
+            "errorLabels": ["TransientTransactionError"],
+        },
+    );
+    recorder.clear();
+    let mut session = client.start_session(None).unwrap();
+    let mut runs = 0;
+    session
+        .with_transaction(None, |session| {
+            runs += 1;
+            coll.insert_one_with_session(doc! { "_id": 1 }, None, session)?;
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(runs, 2);
+    assert_eq!(others(&server.uri(), "transient"), 1);
+    let inserts = recorder.named("insert");
+    assert_eq!(inserts.len(), 2);
+    // The retry is a new transaction.
+    assert_eq!(
+        inserts[1].get_i64("txnNumber").unwrap(),
+        inserts[0].get_i64("txnNumber").unwrap() + 1
+    );
+    assert_eq!(inserts[1].get_bool("startTransaction"), Ok(true));
+    assert_eq!(recorder.named("commitTransaction").len(), 1);
+}
+
+#[test]
+fn a_commit_with_a_retryable_error_is_retried_once_with_majority() {
+    let server = TestServer::start();
+    let (client, recorder) = recorded_client(&server.uri());
+    let coll = fresh(&client, "commit_retry");
+    fail_point(
+        &client,
+        doc! { "times": 1 }.into(),
+        doc! {
+            "failCommands": ["commitTransaction"],
+            "errorCode": 91,
+            "errorLabels": ["RetryableWriteError"],
+        },
+    );
+    recorder.clear();
+    let mut session = client.start_session(None).unwrap();
+    session.start_transaction(None).unwrap();
+    coll.insert_one_with_session(doc! { "_id": 1 }, None, &mut session)
+        .unwrap();
+    session.commit_transaction().unwrap();
+    assert_eq!(others(&server.uri(), "commit_retry"), 1);
+    let commits = recorder.named("commitTransaction");
+    assert_eq!(commits.len(), 2);
+    assert_eq!(
+        commits[0].get_i64("txnNumber"),
+        commits[1].get_i64("txnNumber")
+    );
+    assert!(!commits[0].contains_key("writeConcern"), "{}", commits[0]);
+    assert_eq!(
+        commits[1].get_document("writeConcern").unwrap(),
+        &doc! { "w": "majority", "wtimeout": 10_000_i64 }
+    );
+}
+
+#[test]
+fn an_unknown_commit_result_is_retried_by_with_transaction() {
+    let server = TestServer::start();
+    let (client, recorder) = recorded_client(&server.uri());
+    let coll = fresh(&client, "unknown_commit");
+    // Two network errors: the commit's own retry fails too, so the error
+    // reaches with_transaction labelled UnknownTransactionCommitResult.
+    fail_point(
+        &client,
+        doc! { "times": 2 }.into(),
+        doc! { "failCommands": ["commitTransaction"], "closeConnection": true },
+    );
+    recorder.clear();
+    let mut session = client.start_session(None).unwrap();
+    let mut runs = 0;
+    session
+        .with_transaction(None, |session| {
+            runs += 1;
+            coll.insert_one_with_session(doc! { "_id": 1 }, None, session)?;
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(runs, 1, "the transaction was rerun instead of its commit");
+    assert_eq!(recorder.named("commitTransaction").len(), 3);
+    assert_eq!(others(&server.uri(), "unknown_commit"), 1);
+}
+
+#[test]
+fn commit_transaction_reports_an_unknown_result_and_can_be_called_again() {
+    let server = TestServer::start();
+    let client = Client::with_uri_str(&server.uri()).unwrap();
+    let coll = fresh(&client, "unknown_again");
+    fail_point(
+        &client,
+        doc! { "times": 2 }.into(),
+        doc! { "failCommands": ["commitTransaction"], "closeConnection": true },
+    );
+    let mut session = client.start_session(None).unwrap();
+    session.start_transaction(None).unwrap();
+    coll.insert_one_with_session(doc! { "_id": 1 }, None, &mut session)
+        .unwrap();
+    let error = session.commit_transaction().unwrap_err();
+    assert!(
+        error.contains_label("UnknownTransactionCommitResult"),
+        "{error:?}"
+    );
+    session.commit_transaction().unwrap();
+    assert_eq!(others(&server.uri(), "unknown_again"), 1);
+}
+
+#[test]
+fn a_transaction_on_mongos_stays_on_the_router_of_its_first_command() {
+    let server = TestServer::shared();
+    let sim = Simulator::mongos(server, 2);
+    let (client, recorder) = recorded_client(&sim.seed_uri(&[0, 1]));
+    let coll = fresh(&client, "pinned");
+    let mut session = client.start_session(None).unwrap();
+    recorder.clear();
+    for i in 0..8 {
+        session.start_transaction(None).unwrap();
+        coll.insert_one_with_session(doc! { "_id": i }, None, &mut session)
+            .unwrap();
+        coll.find_with_session(doc! { "_id": i }, None, &mut session)
+            .unwrap();
+        coll.insert_one_with_session(doc! { "_id": i + 100 }, None, &mut session)
+            .unwrap();
+        session.commit_transaction().unwrap();
+    }
+    let sent = recorder.sent();
+    let mut routers_used = std::collections::HashSet::new();
+    for txn in sent
+        .iter()
+        .filter_map(|(_, c)| c.get_i64("txnNumber").ok())
+        .collect::<std::collections::BTreeSet<_>>()
+    {
+        let routers: std::collections::HashSet<&str> = sent
+            .iter()
+            .filter(|(_, c)| c.get_i64("txnNumber") == Ok(txn))
+            .map(|(a, _)| a.as_str())
+            .collect();
+        let trace: Vec<(&str, &str)> = sent
+            .iter()
+            .filter(|(_, c)| c.get_i64("txnNumber") == Ok(txn))
+            .map(|(a, c)| (a.as_str(), name(c)))
+            .collect();
+        assert_eq!(routers.len(), 1, "transaction {txn} used {trace:?}");
+        routers_used.extend(routers);
+    }
+    assert_eq!(others(&sim.seed_uri(&[0]), "pinned"), 16);
+    // Otherwise the test would pass without any choice to pin.
+    assert_eq!(routers_used.len(), 2, "every transaction chose one router");
+}
+
+#[test]
+fn dropping_a_session_mid_transaction_aborts_it() {
+    let server = TestServer::shared();
+    let (client, recorder) = recorded_client(&server.uri());
+    let coll = fresh(&client, "dropped");
+    let mut session = client.start_session(None).unwrap();
+    session.start_transaction(None).unwrap();
+    coll.insert_one_with_session(doc! { "_id": 1 }, None, &mut session)
+        .unwrap();
+    let txn_number = recorder
+        .named("insert")
+        .last()
+        .unwrap()
+        .get_i64("txnNumber");
+    drop(session);
+    let aborts = recorder.named("abortTransaction");
+    assert_eq!(aborts.len(), 1);
+    assert_eq!(aborts[0].get_i64("txnNumber"), txn_number);
+    assert_eq!(others(&server.uri(), "dropped"), 0);
+    // The transaction's locks are gone: the same document can be written.
+    coll.insert_one(doc! { "_id": 1 }, None).unwrap();
+}
+
+#[test]
+fn a_sharded_commit_retry_after_a_network_error_selects_a_router_again() {
+    let server = TestServer::start();
+    let sim = Simulator::mongos(&server, 2);
+    let (client, recorder) = recorded_client(&sim.seed_uri(&[0, 1]));
+    let coll = fresh(&client, "sharded_commit_retry");
+    fail_point(
+        &client,
+        doc! { "times": 1 }.into(),
+        doc! { "failCommands": ["commitTransaction"], "closeConnection": true },
+    );
+    recorder.clear();
+    let mut session = client.start_session(None).unwrap();
+    session.start_transaction(None).unwrap();
+    coll.insert_one_with_session(doc! { "_id": 1 }, None, &mut session)
+        .unwrap();
+    session.commit_transaction().unwrap();
+    let sent = recorder.sent();
+    let insert_router = &sent[0].0;
+    let commits: Vec<&String> = sent
+        .iter()
+        .filter(|(_, c)| name(c) == "commitTransaction")
+        .map(|(a, _)| a)
+        .collect();
+    assert_eq!(commits.len(), 2, "{sent:?}");
+    assert_eq!(commits[0], insert_router, "the commit left its router");
+    // The failed router is deprioritized: the retry goes to the other one.
+    assert_ne!(commits[1], insert_router, "the retry stayed pinned");
+    assert_eq!(others(&server.uri(), "sharded_commit_retry"), 1);
+}
