@@ -75,6 +75,36 @@ pub struct WriteConcern {
     pub journal: Option<bool>,
 }
 
+impl WriteConcern {
+    /// `w: "majority"`.
+    pub fn majority() -> Self {
+        WriteConcern {
+            w: Some(Acknowledgment::Majority),
+            ..Default::default()
+        }
+    }
+
+    /// `w: n` (`0` for unacknowledged writes).
+    pub fn nodes(n: u32) -> Self {
+        WriteConcern {
+            w: Some(Acknowledgment::Nodes(n)),
+            ..Default::default()
+        }
+    }
+
+    /// This write concern with `wtimeoutMS`.
+    pub fn with_w_timeout(mut self, timeout: Duration) -> Self {
+        self.w_timeout = Some(timeout);
+        self
+    }
+
+    /// This write concern with `j`.
+    pub fn with_journal(mut self, journal: bool) -> Self {
+        self.journal = Some(journal);
+        self
+    }
+}
+
 /// The `w` of a write concern.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
@@ -93,6 +123,25 @@ pub enum Acknowledgment {
 pub struct ReadConcern {
     /// The level as the server spells it.
     pub level: String,
+}
+
+impl ReadConcern {
+    /// A read concern of this level (`"local"`, `"majority"`, `"snapshot"`, ...).
+    pub fn new(level: impl Into<String>) -> Self {
+        ReadConcern {
+            level: level.into(),
+        }
+    }
+
+    /// `{level: "majority"}`.
+    pub fn majority() -> Self {
+        ReadConcern::new("majority")
+    }
+
+    /// `{level: "local"}`.
+    pub fn local() -> Self {
+        ReadConcern::new("local")
+    }
 }
 
 /// The Stable API (`serverApi`) settings.

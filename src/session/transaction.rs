@@ -98,6 +98,30 @@ pub struct TransactionOptions {
 }
 
 impl TransactionOptions {
+    /// These options with the read concern of the transaction's first command.
+    pub fn with_read_concern(mut self, read_concern: ReadConcern) -> Self {
+        self.read_concern = Some(read_concern);
+        self
+    }
+
+    /// These options with the write concern of commit and abort.
+    pub fn with_write_concern(mut self, write_concern: WriteConcern) -> Self {
+        self.write_concern = Some(write_concern);
+        self
+    }
+
+    /// These options with the read preference of the transaction's reads.
+    pub fn with_read_preference(mut self, read_preference: ReadPreference) -> Self {
+        self.read_preference = Some(read_preference);
+        self
+    }
+
+    /// These options with `maxTimeMS` for `commitTransaction`.
+    pub fn with_max_commit_time(mut self, max_commit_time: Duration) -> Self {
+        self.max_commit_time = Some(max_commit_time);
+        self
+    }
+
     /// Each option from `self`, else from `session_default`, else from
     /// `client`.
     pub fn resolve(
