@@ -95,6 +95,15 @@ pub struct ReadConcern {
     pub level: String,
 }
 
+impl ReadConcern {
+    /// The read concern `level` (`"local"`, `"majority"`, `"snapshot"`, ...).
+    pub fn new(level: impl Into<String>) -> Self {
+        ReadConcern {
+            level: level.into(),
+        }
+    }
+}
+
 /// The Stable API (`serverApi`) settings.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
