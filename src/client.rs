@@ -228,7 +228,7 @@ impl Database {
         let mut state = self.client.state();
         let executed = state.execute(&mut operation, None, defaults.inherited(), Target::Select)?;
         state.check_in(executed.implicit_session);
-        Ok(executed.output)
+        Ok(())
     }
 
     /// Drops the database and all its collections (`dropDatabase`).
