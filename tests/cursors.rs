@@ -123,6 +123,38 @@ fn a_socket_lost_mid_cursor_fails_the_next_batch_without_rerunning_the_query() {
 }
 
 #[test]
+fn a_secondary_cursor_whose_socket_is_lost_is_not_resumed_on_another_member() {
+    let sim = Simulator::replica_set(
+        "rs",
+        TestServer::shared(),
+        &[Role::Primary, Role::Secondary],
+    );
+    let client = Client::with_uri_str(&sim.seed_uri(&[0, 1])).unwrap();
+    let coll = numbers(&client, 20)
+        .with_read_preference(ReadPreference::new(ReadPreferenceMode::SecondaryPreferred));
+    sim.reset_observations();
+    let mut cursor = coll.find(None, sorted(5)).unwrap();
+    assert_eq!(cursor.address().to_string(), sim.address(1));
+    for _ in 0..5 {
+        cursor.next().unwrap().unwrap();
+    }
+    sim.drop_connections(1);
+    assert!(matches!(cursor.next(), Some(Err(_))));
+    drop(cursor);
+    for member in 0..2 {
+        let commands = sim.commands(member);
+        assert_eq!(
+            commands
+                .iter()
+                .filter(|c| ["find", "getMore", "killCursors"].contains(&c.as_str()))
+                .count(),
+            usize::from(member == 1),
+            "member {member}: {commands:?}"
+        );
+    }
+}
+
+#[test]
 fn limit_and_batch_size_together() {
     let (sim, client) = primary_only();
     let coll = numbers(&client, 50);
