@@ -783,3 +783,40 @@ fn read_preference_most_specific_wins() {
         Some("secondaryPreferred")
     );
 }
+
+#[test]
+fn a_write_concern_error_in_a_batched_write_keeps_the_partial_result() {
+    let client = Client::with_uri_str(&format!(
+        "{}&appName=crud_bulk_wce",
+        TestServer::shared().uri()
+    ))
+    .unwrap();
+    let coll = fresh::<Document>(&client, "bulk_wce");
+    client
+        .database("admin")
+        .run_command(doc! {
+            "configureFailPoint": "failCommand",
+            "mode": { "times": 1 },
+            "data": {
+                "failCommands": ["insert"],
+                "appName": "crud_bulk_wce",
+                // Not a retryable code: retries are another test's subject.
+                "writeConcernError": { "code": 64, "codeName": "WriteConcernFailed", "errmsg": "waiting for replication timed out" },
+            },
+        })
+        .unwrap();
+    let e = coll
+        .insert_many([doc! { "_id": 1 }, doc! { "_id": 2 }], None)
+        .expect_err("a write concern error");
+    let ErrorKind::BulkWrite(failure) = e.kind() else {
+        panic!("not a bulk write failure: {e:?}");
+    };
+    assert!(failure.write_errors.is_empty(), "{failure:?}");
+    assert_eq!(
+        failure.write_concern_error.as_ref().map(|w| w.code),
+        Some(91)
+    );
+    assert_eq!(failure.partial_result.inserted_count, 2);
+    assert_eq!(e.code(), Some(64));
+    assert_eq!(coll.count_documents(None, None).unwrap(), 2);
+}
