@@ -814,7 +814,7 @@ fn a_write_concern_error_in_a_batched_write_keeps_the_partial_result() {
     assert!(failure.write_errors.is_empty(), "{failure:?}");
     assert_eq!(
         failure.write_concern_error.as_ref().map(|w| w.code),
-        Some(91)
+        Some(64)
     );
     assert_eq!(failure.partial_result.inserted_count, 2);
     assert_eq!(e.code(), Some(64));
