@@ -128,6 +128,17 @@ impl Client {
         }
     }
 
+    /// The names of the deployment's databases (`listDatabases` with
+    /// `nameOnly`, on the primary).
+    pub fn list_database_names(&self) -> Result<Vec<String>> {
+        let options = crate::coll_options::ListDatabasesOptions::default().name_only(true);
+        let mut operation = crate::operation::ListDatabases::new(options);
+        let mut state = self.state();
+        let executed = state.execute(&mut operation, None, Inherited::default(), Target::Select)?;
+        state.check_in(executed.implicit_session);
+        Ok(executed.output.into_iter().map(|d| d.name).collect())
+    }
+
     pub(crate) fn state(&self) -> MutexGuard<'_, ClientState> {
         // A panic in an event handler poisons the lock; the state itself is
         // left consistent between steps, so carry on with it.
@@ -199,6 +210,60 @@ impl Database {
     /// The client this database belongs to.
     pub fn client(&self) -> &Client {
         &self.client
+    }
+
+    /// Creates collection `name` (the `create` command); an existing
+    /// collection is an error from the server (`NamespaceExists`, 48).
+    pub fn create_collection(
+        &self,
+        name: &str,
+        options: impl Into<Option<crate::coll_options::CreateCollectionOptions>>,
+    ) -> Result<()> {
+        let mut operation = crate::operation::CreateCollection::new(
+            self.name.clone(),
+            name,
+            options.into().unwrap_or_default(),
+        );
+        let defaults = self.client.defaults();
+        let mut state = self.client.state();
+        let executed = state.execute(&mut operation, None, defaults.inherited(), Target::Select)?;
+        state.check_in(executed.implicit_session);
+        Ok(())
+    }
+
+    /// Drops the database and all its collections (`dropDatabase`).
+    pub fn drop(&self) -> Result<()> {
+        self.run_command(bson::doc! { "dropDatabase": 1 })
+            .map(|_| ())
+    }
+
+    /// The names of the database's collections and views
+    /// (`listCollections` with `nameOnly`, read on the primary).
+    pub fn list_collection_names(&self) -> Result<Vec<String>> {
+        let options = crate::coll_options::ListCollectionsOptions::default().name_only(true);
+        let mut operation = crate::operation::ListCollections::new(self.name.clone(), options);
+        let executed = {
+            let mut state = self.client.state();
+            state.execute(&mut operation, None, Inherited::default(), Target::Select)?
+        };
+        let cursor: crate::cursor::Cursor<Document> = crate::cursor::Cursor::new(
+            self.client.clone(),
+            executed.output,
+            executed.address,
+            executed.generation,
+            executed.implicit_session,
+        );
+        cursor
+            .map(|spec| {
+                let spec = spec?;
+                spec.get_str("name").map(str::to_string).map_err(|_| {
+                    crate::error::Error::protocol(
+                        None,
+                        format!("a listCollections entry has no string `name`: {spec}"),
+                    )
+                })
+            })
+            .collect()
     }
 
     /// Runs a command on the primary (the client's default read preference

@@ -471,7 +471,15 @@ impl ClientState {
 
         let socket_timeout = deadline.min_with(now, self.topology.options().socket_timeout());
         let request_id = crate::conn::next_request_id();
-        let sensitive = is_sensitive(command.name, body);
+        // Events name the command by the body's first key, as the spec says:
+        // `Command::name` is "runCommand" for a caller's command it does not
+        // know, and sensitivity must be judged on the real name.
+        let event_name = body
+            .keys()
+            .next()
+            .cloned()
+            .unwrap_or_else(|| command.name.to_string());
+        let sensitive = is_sensitive(&event_name, body);
         let Some(connection) = self.topology.connection_mut(address) else {
             return Err((
                 Error::network_message(Some(address.clone()), "the server's socket is gone"),
@@ -495,9 +503,9 @@ impl ClientState {
             sequences: std::mem::take(&mut command.sequences),
         };
         self.topology.publish_command_event(&CommandEvent::Started {
-            command: redact(sensitive, &msg.body),
+            command: redact(sensitive, &with_sequences_folded_in(&msg)),
             database_name: command.target_db.clone(),
-            command_name: command.name.to_string(),
+            command_name: event_name.clone(),
             request_id,
             connection: connection_info.clone(),
         });
@@ -533,7 +541,7 @@ impl ClientState {
                 self.topology
                     .publish_command_event(&CommandEvent::Succeeded {
                         reply: redact(sensitive, &reply),
-                        command_name: command.name.to_string(),
+                        command_name: event_name,
                         request_id,
                         duration,
                         connection: connection_info,
@@ -543,7 +551,7 @@ impl ClientState {
             Err(mut error) => {
                 self.topology.publish_command_event(&CommandEvent::Failed {
                     failure: error.clone(),
-                    command_name: command.name.to_string(),
+                    command_name: event_name,
                     request_id,
                     duration,
                     connection: connection_info,
@@ -679,4 +687,22 @@ fn write_concern_unacknowledged(body: &Document) -> bool {
             _ => None,
         })
         .unwrap_or(false)
+}
+
+/// The command as the monitoring spec shows it: OP_MSG document sequences
+/// appear as arrays in the body, as if the command had been sent without them.
+fn with_sequences_folded_in(msg: &OpMsg) -> Document {
+    let mut command = msg.body.clone();
+    for sequence in &msg.sequences {
+        command.insert(
+            sequence.identifier.clone(),
+            sequence
+                .documents
+                .iter()
+                .cloned()
+                .map(bson::Bson::Document)
+                .collect::<Vec<_>>(),
+        );
+    }
+    command
 }

@@ -1,25 +1,51 @@
 //! `mongo-inline`: the driver as a command-line tool for scripts.
 //!
 //! ```text
-//! mongo-inline [URI] run [--db NAME] '<command as Extended JSON>'
+//! mongo-inline [URI] run [--db NAME] COMMAND
+//! mongo-inline [URI] find NS [FILTER] [--sort JSON] [--projection JSON] [--limit N] [--skip N]
+//! mongo-inline [URI] insert NS [DOCUMENT...]       (no DOCUMENT: one per line on stdin)
+//! mongo-inline [URI] update NS FILTER UPDATE [--many] [--upsert]
+//! mongo-inline [URI] delete NS FILTER [--many]
+//! mongo-inline [URI] count NS [FILTER]
+//! mongo-inline [URI] aggregate NS PIPELINE
 //! ```
-//! Prints the reply as relaxed Extended JSON on one line; on failure prints
-//! the error on stderr and exits non-zero.
+//! Documents go in and come out as Extended JSON: one relaxed document per
+//! line for results, one result document for writes. Errors go to stderr;
+//! the exit status is 1 when the operation or connection fails, 2 on bad
+//! usage.
 
+use std::io::{BufRead, Write};
 use std::process::ExitCode;
 
 use bson::{Bson, Document};
-use mongo_inline::Client;
+use mongo_inline::coll_options::{FindOptions, UpdateOptions};
+use mongo_inline::operation::UpdateModification;
+use mongo_inline::{Client, Collection};
 
 const USAGE: &str = "\
-usage: mongo-inline [URI] run [--db NAME] '<command as Extended JSON>'
+usage: mongo-inline [URI] SUBCOMMAND ARGS...
+
+  run [--db NAME] COMMAND      runs one command on the primary, prints the reply
+  find NS [FILTER] [--sort DOC] [--projection DOC] [--limit N] [--skip N]
+                               prints the matching documents, one per line
+  insert NS [DOC...]           inserts the documents (none given: one per line
+                               from stdin), prints {insertedCount, insertedIds}
+  update NS FILTER UPDATE [--many] [--upsert]
+                               UPDATE is an operator document or a pipeline
+                               array; prints {matchedCount, modifiedCount[, upsertedId]}
+  delete NS FILTER [--many]    prints {deletedCount}
+  count NS [FILTER]            prints the number of matching documents
+  aggregate NS PIPELINE        prints the pipeline's results, one per line
 
   URI        a mongodb:// connection string (default: $MONGODB_URI, else
              mongodb://127.0.0.1:27017)
-  run        runs one command on the primary and prints the reply
-  --db NAME  the database to run it on (default: the URI's database, else admin)
+  NS         DB.COLLECTION, or COLLECTION with --db NAME or the URI's database
+  --db NAME  the database (default: the URI's database, else admin for run)
+  COMMAND, FILTER, DOC, UPDATE, PIPELINE: Extended JSON (canonical or relaxed)
+  update and delete change one document unless --many is given.
 
-exit status: 0 on success, 1 when the command or connection fails, 2 on bad usage";
+output: relaxed Extended JSON, one value per line
+exit status: 0 on success, 1 when the operation or connection fails, 2 on bad usage";
 
 /// A failure and the exit status it maps to.
 struct Failure {
@@ -34,14 +60,18 @@ impl Failure {
             status: 2,
         }
     }
+
+    fn failed(message: impl Into<String>) -> Self {
+        Failure {
+            message: message.into(),
+            status: 1,
+        }
+    }
 }
 
 impl From<mongo_inline::Error> for Failure {
     fn from(e: mongo_inline::Error) -> Self {
-        Failure {
-            message: e.to_string(),
-            status: 1,
-        }
+        Failure::failed(e.to_string())
     }
 }
 
@@ -72,54 +102,316 @@ fn run(args: &[String]) -> Result<(), Failure> {
     let (subcommand, rest) = rest
         .split_first()
         .ok_or_else(|| Failure::usage("missing subcommand"))?;
+    let spec = match subcommand.as_str() {
+        "run" => ArgSpec::new(1, 1, &["--db"], &[]),
+        "find" => ArgSpec::new(
+            1,
+            2,
+            &["--db", "--sort", "--projection", "--limit", "--skip"],
+            &[],
+        ),
+        "insert" => ArgSpec::new(1, usize::MAX, &["--db"], &[]),
+        "update" => ArgSpec::new(3, 3, &["--db"], &["--many", "--upsert"]),
+        "delete" => ArgSpec::new(2, 2, &["--db"], &["--many"]),
+        "count" => ArgSpec::new(1, 2, &["--db"], &[]),
+        "aggregate" => ArgSpec::new(2, 2, &["--db"], &[]),
+        other => return Err(Failure::usage(format!("unknown subcommand {other:?}"))),
+    };
+    let args = spec.parse(subcommand, rest)?;
+    let client = Client::with_uri_str(&uri)?;
+    let mut out = std::io::stdout().lock();
     match subcommand.as_str() {
-        "run" => run_command(&uri, rest),
-        other => Err(Failure::usage(format!("unknown subcommand {other:?}"))),
+        "run" => run_command(&client, &args, &mut out),
+        "find" => find(&client, &args, &mut out),
+        "insert" => insert(&client, &args, &mut out),
+        "update" => update(&client, &args, &mut out),
+        "delete" => delete(&client, &args, &mut out),
+        "count" => count(&client, &args, &mut out),
+        "aggregate" => aggregate(&client, &args, &mut out),
+        _ => unreachable!("the subcommand was checked above"),
     }
 }
 
-fn run_command(uri: &str, args: &[String]) -> Result<(), Failure> {
-    let mut db_name = None;
-    let mut command_text = None;
-    let mut i = 0;
-    while i < args.len() {
-        match args[i].as_str() {
-            "--db" => {
-                let name = args
-                    .get(i + 1)
-                    .ok_or_else(|| Failure::usage("--db needs a database name"))?;
-                db_name = Some(name.clone());
-                i += 2;
-            }
-            text if command_text.is_none() => {
-                command_text = Some(text.to_string());
-                i += 1;
-            }
-            extra => return Err(Failure::usage(format!("unexpected argument {extra:?}"))),
+/// What a subcommand accepts: a range of positional arguments, options
+/// that take a value, and flags.
+struct ArgSpec {
+    min_positional: usize,
+    max_positional: usize,
+    valued: &'static [&'static str],
+    flags: &'static [&'static str],
+}
+
+/// A subcommand's parsed arguments.
+struct Args {
+    positional: Vec<String>,
+    valued: Vec<(&'static str, String)>,
+    flags: Vec<&'static str>,
+}
+
+impl ArgSpec {
+    fn new(
+        min_positional: usize,
+        max_positional: usize,
+        valued: &'static [&'static str],
+        flags: &'static [&'static str],
+    ) -> Self {
+        ArgSpec {
+            min_positional,
+            max_positional,
+            valued,
+            flags,
         }
     }
-    let command_text = command_text.ok_or_else(|| Failure::usage("missing the command"))?;
-    let command = parse_extended_json(&command_text)?;
-    let client = Client::with_uri_str(uri)?;
-    let db = match db_name {
-        Some(name) => client.database(&name),
+
+    fn parse(&self, subcommand: &str, args: &[String]) -> Result<Args, Failure> {
+        let mut parsed = Args {
+            positional: Vec::new(),
+            valued: Vec::new(),
+            flags: Vec::new(),
+        };
+        let mut i = 0;
+        while i < args.len() {
+            let arg = args[i].as_str();
+            if let Some(&name) = self.valued.iter().find(|n| **n == arg) {
+                let value = args
+                    .get(i + 1)
+                    .ok_or_else(|| Failure::usage(format!("{name} needs a value")))?;
+                parsed.valued.push((name, value.clone()));
+                i += 2;
+            } else if let Some(&name) = self.flags.iter().find(|n| **n == arg) {
+                parsed.flags.push(name);
+                i += 1;
+            } else if arg.starts_with("--") {
+                return Err(Failure::usage(format!(
+                    "{subcommand} does not take the option {arg:?}"
+                )));
+            } else {
+                parsed.positional.push(arg.to_string());
+                i += 1;
+            }
+        }
+        let n = parsed.positional.len();
+        if n < self.min_positional {
+            return Err(Failure::usage(format!(
+                "{subcommand} needs {} argument{}, got {n}",
+                if self.max_positional > self.min_positional {
+                    format!("at least {}", self.min_positional)
+                } else {
+                    self.min_positional.to_string()
+                },
+                if self.min_positional == 1 { "" } else { "s" }
+            )));
+        }
+        if n > self.max_positional {
+            return Err(Failure::usage(format!(
+                "unexpected argument {:?}",
+                parsed.positional[self.max_positional]
+            )));
+        }
+        Ok(parsed)
+    }
+}
+
+impl Args {
+    fn value(&self, name: &str) -> Option<&str> {
+        self.valued
+            .iter()
+            .rev()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn flag(&self, name: &str) -> bool {
+        self.flags.contains(&name)
+    }
+
+    fn document(&self, index: usize, what: &str) -> Result<Option<Document>, Failure> {
+        self.positional
+            .get(index)
+            .map(|text| parse_document(text, what))
+            .transpose()
+    }
+
+    /// The collection the first positional argument names.
+    fn collection(&self, client: &Client) -> Result<Collection<Document>, Failure> {
+        let ns = &self.positional[0];
+        let (db, coll) = match (ns.split_once('.'), self.value("--db")) {
+            (_, Some(db)) => (db.to_string(), ns.as_str()),
+            (Some((db, coll)), None) if !db.is_empty() && !coll.is_empty() => {
+                (db.to_string(), coll)
+            }
+            _ => match client.default_database() {
+                Some(db) => (db.name().to_string(), ns.as_str()),
+                None => {
+                    return Err(Failure::usage(format!(
+                        "{ns:?} names no database: write DB.COLLECTION, or give --db or a database in the URI"
+                    )))
+                }
+            },
+        };
+        Ok(client.database(&db).collection(coll))
+    }
+}
+
+fn run_command(client: &Client, args: &Args, out: &mut impl Write) -> Result<(), Failure> {
+    let command = parse_document(&args.positional[0], "the command")?;
+    let db = match args.value("--db") {
+        Some(name) => client.database(name),
         None => client
             .default_database()
             .unwrap_or_else(|| client.database("admin")),
     };
     let reply = db.run_command(command)?;
-    println!("{}", Bson::Document(reply).into_relaxed_extjson());
+    print_line(out, Bson::Document(reply))
+}
+
+fn find(client: &Client, args: &Args, out: &mut impl Write) -> Result<(), Failure> {
+    let coll = args.collection(client)?;
+    let filter = args.document(1, "the filter")?;
+    let mut options = FindOptions::default();
+    if let Some(sort) = args.value("--sort") {
+        options = options.sort(parse_document(sort, "--sort")?);
+    }
+    if let Some(projection) = args.value("--projection") {
+        options = options.projection(parse_document(projection, "--projection")?);
+    }
+    if let Some(limit) = args.value("--limit") {
+        let limit: i64 = limit
+            .parse()
+            .ok()
+            .filter(|l: &i64| *l >= 0)
+            .ok_or_else(|| Failure::usage(format!("--limit {limit:?} is not a count")))?;
+        options = options.limit(limit);
+    }
+    if let Some(skip) = args.value("--skip") {
+        let skip: u64 = skip
+            .parse()
+            .map_err(|_| Failure::usage(format!("--skip {skip:?} is not a count")))?;
+        options = options.skip(skip);
+    }
+    for document in coll.find(filter, options)? {
+        print_line(out, Bson::Document(document?))?;
+    }
     Ok(())
 }
 
-fn parse_extended_json(text: &str) -> Result<Document, Failure> {
+fn insert(client: &Client, args: &Args, out: &mut impl Write) -> Result<(), Failure> {
+    let coll = args.collection(client)?;
+    let mut documents = Vec::new();
+    if args.positional.len() > 1 {
+        for (i, text) in args.positional[1..].iter().enumerate() {
+            documents.push(parse_document(text, &format!("document {}", i + 1))?);
+        }
+    } else {
+        for (i, line) in std::io::stdin().lock().lines().enumerate() {
+            let line = line.map_err(|e| Failure::failed(format!("reading stdin: {e}")))?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            documents.push(parse_document(&line, &format!("stdin line {}", i + 1))?);
+        }
+    }
+    if documents.is_empty() {
+        return Err(Failure::usage("no documents to insert"));
+    }
+    let result = coll.insert_many(documents, None)?;
+    let ids: Vec<Bson> = result.inserted_ids.into_values().collect();
+    let mut reply = Document::new();
+    reply.insert("insertedCount", ids.len() as i64);
+    reply.insert("insertedIds", ids);
+    print_line(out, Bson::Document(reply))
+}
+
+fn update(client: &Client, args: &Args, out: &mut impl Write) -> Result<(), Failure> {
+    let coll = args.collection(client)?;
+    let filter = parse_document(&args.positional[1], "the filter")?;
+    let update = match parse_json(&args.positional[2], "the update")? {
+        Bson::Document(d) => UpdateModification::from(d),
+        Bson::Array(stages) => UpdateModification::from(
+            stages
+                .into_iter()
+                .map(|stage| match stage {
+                    Bson::Document(d) => Ok(d),
+                    _ => Err(Failure::usage("every pipeline stage must be a JSON object")),
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+        _ => {
+            return Err(Failure::usage(
+                "the update must be a JSON object or a pipeline array",
+            ))
+        }
+    };
+    let options = UpdateOptions::default().upsert(args.flag("--upsert"));
+    let result = if args.flag("--many") {
+        coll.update_many(filter, update, options)?
+    } else {
+        coll.update_one(filter, update, options)?
+    };
+    let mut reply = Document::new();
+    reply.insert("matchedCount", result.matched_count as i64);
+    reply.insert("modifiedCount", result.modified_count as i64);
+    if let Some(id) = result.upserted_id {
+        reply.insert("upsertedId", id);
+    }
+    print_line(out, Bson::Document(reply))
+}
+
+fn delete(client: &Client, args: &Args, out: &mut impl Write) -> Result<(), Failure> {
+    let coll = args.collection(client)?;
+    let filter = parse_document(&args.positional[1], "the filter")?;
+    let result = if args.flag("--many") {
+        coll.delete_many(filter, None)?
+    } else {
+        coll.delete_one(filter, None)?
+    };
+    let mut reply = Document::new();
+    reply.insert("deletedCount", result.deleted_count as i64);
+    print_line(out, Bson::Document(reply))
+}
+
+fn count(client: &Client, args: &Args, out: &mut impl Write) -> Result<(), Failure> {
+    let coll = args.collection(client)?;
+    let filter = args.document(1, "the filter")?;
+    let n = coll.count_documents(filter, None)?;
+    print_line(out, Bson::Int64(n as i64))
+}
+
+fn aggregate(client: &Client, args: &Args, out: &mut impl Write) -> Result<(), Failure> {
+    let coll = args.collection(client)?;
+    let Bson::Array(stages) = parse_json(&args.positional[1], "the pipeline")? else {
+        return Err(Failure::usage(
+            "the pipeline must be a JSON array of stages",
+        ));
+    };
+    let pipeline = stages
+        .into_iter()
+        .map(|stage| match stage {
+            Bson::Document(d) => Ok(d),
+            _ => Err(Failure::usage("every pipeline stage must be a JSON object")),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    for document in coll.aggregate(pipeline, None)? {
+        print_line(out, Bson::Document(document?))?;
+    }
+    Ok(())
+}
+
+fn print_line(out: &mut impl Write, value: Bson) -> Result<(), Failure> {
+    writeln!(out, "{}", value.into_relaxed_extjson())
+        .map_err(|e| Failure::failed(format!("writing the output: {e}")))
+}
+
+fn parse_json(text: &str, what: &str) -> Result<Bson, Failure> {
     let json: serde_json::Value = serde_json::from_str(text)
-        .map_err(|e| Failure::usage(format!("the command is not valid JSON: {e}")))?;
-    match Bson::try_from(json) {
-        Ok(Bson::Document(d)) => Ok(d),
-        Ok(_) => Err(Failure::usage("the command must be a JSON object")),
-        Err(e) => Err(Failure::usage(format!(
-            "the command is not valid Extended JSON: {e}"
-        ))),
+        .map_err(|e| Failure::usage(format!("{what} is not valid JSON: {e}")))?;
+    Bson::try_from(json)
+        .map_err(|e| Failure::usage(format!("{what} is not valid Extended JSON: {e}")))
+}
+
+fn parse_document(text: &str, what: &str) -> Result<Document, Failure> {
+    match parse_json(text, what)? {
+        Bson::Document(d) => Ok(d),
+        _ => Err(Failure::usage(format!("{what} must be a JSON object"))),
     }
 }

@@ -1,0 +1,254 @@
+//! The `mongo-inline` command-line tool against SecantusDB: each
+//! subcommand's output, Extended JSON in and out, and exit statuses.
+
+mod support;
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use bson::oid::ObjectId;
+use serde_json::{json, Value};
+use support::server::TestServer;
+
+fn cli(args: &[&str]) -> Output {
+    let uri = TestServer::shared().uri();
+    Command::new(env!("CARGO_BIN_EXE_mongo-inline"))
+        .arg(&uri)
+        .args(args)
+        .env_remove("MONGODB_URI")
+        .output()
+        .unwrap()
+}
+
+fn cli_with_stdin(args: &[&str], stdin: &str) -> Output {
+    let uri = TestServer::shared().uri();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mongo-inline"))
+        .arg(&uri)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// stdout's lines as JSON values, after checking the command succeeded.
+fn lines(output: &Output) -> Vec<Value> {
+    assert!(
+        output.status.success(),
+        "status {:?}, stderr: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout.clone())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?}: {e}")))
+        .collect()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn fresh_namespace() -> String {
+    format!("cli.c_{}", ObjectId::new())
+}
+
+#[test]
+fn insert_find_update_delete_and_count() {
+    let ns = fresh_namespace();
+    let ns = ns.as_str();
+    let inserted = lines(&cli(&[
+        "insert",
+        ns,
+        r#"{"_id": 1, "name": "Ada", "born": 1815}"#,
+        r#"{"_id": 2, "name": "Grace", "born": 1906, "at": {"$date": "2020-01-02T03:04:05Z"}}"#,
+        r#"{"_id": 3, "name": "Alan", "born": 1912, "big": {"$numberLong": "9007199254740993"}}"#,
+    ]));
+    assert_eq!(
+        inserted,
+        [json!({ "insertedCount": 3, "insertedIds": [1, 2, 3] })]
+    );
+
+    let found = lines(&cli(&[
+        "find",
+        ns,
+        r#"{"born": {"$gt": 1900}}"#,
+        "--sort",
+        r#"{"born": -1}"#,
+        "--projection",
+        r#"{"name": 1, "at": 1, "big": 1}"#,
+    ]));
+    assert_eq!(
+        found,
+        [
+            json!({ "_id": 3, "name": "Alan", "big": 9007199254740993_i64 }),
+            json!({ "_id": 2, "name": "Grace", "at": { "$date": "2020-01-02T03:04:05Z" } }),
+        ],
+        "relaxed Extended JSON: dates as $date, 64-bit integers as exact numbers"
+    );
+    let limited = lines(&cli(&[
+        "find",
+        ns,
+        "--sort",
+        r#"{"_id": 1}"#,
+        "--limit",
+        "2",
+    ]));
+    assert_eq!(limited.len(), 2);
+    assert_eq!(limited[1]["_id"], 2);
+    let skipped = lines(&cli(&[
+        "find",
+        ns,
+        "{}",
+        "--sort",
+        r#"{"_id": 1}"#,
+        "--skip",
+        "2",
+    ]));
+    assert_eq!(skipped.len(), 1);
+    assert_eq!(skipped[0]["_id"], 3);
+
+    assert_eq!(
+        lines(&cli(&[
+            "update",
+            ns,
+            r#"{"born": {"$gt": 1800}}"#,
+            r#"{"$inc": {"born": 1}}"#
+        ])),
+        [json!({ "matchedCount": 1, "modifiedCount": 1 })]
+    );
+    assert_eq!(
+        lines(&cli(&[
+            "update",
+            ns,
+            r#"{"born": {"$gt": 1800}}"#,
+            r#"[{"$set": {"seen": true}}]"#,
+            "--many"
+        ])),
+        [json!({ "matchedCount": 3, "modifiedCount": 3 })]
+    );
+    assert_eq!(
+        lines(&cli(&[
+            "update",
+            ns,
+            r#"{"_id": 4}"#,
+            r#"{"$set": {"name": "Edsger"}}"#,
+            "--upsert"
+        ])),
+        [json!({ "matchedCount": 0, "modifiedCount": 0, "upsertedId": 4 })]
+    );
+    assert_eq!(lines(&cli(&["count", ns])), [json!(4)]);
+    assert_eq!(lines(&cli(&["count", ns, r#"{"seen": true}"#])), [json!(3)]);
+
+    assert_eq!(
+        lines(&cli(&["delete", ns, r#"{"seen": true}"#])),
+        [json!({ "deletedCount": 1 })]
+    );
+    assert_eq!(
+        lines(&cli(&["delete", ns, r#"{"seen": true}"#, "--many"])),
+        [json!({ "deletedCount": 2 })]
+    );
+    assert_eq!(lines(&cli(&["count", ns])), [json!(1)]);
+}
+
+#[test]
+fn insert_reads_documents_from_stdin_and_aggregate_prints_results() {
+    let ns = fresh_namespace();
+    let ns = ns.as_str();
+    let stdin = "{\"k\": \"a\", \"v\": 1}\n\n{\"k\": \"b\", \"v\": 2}\n{\"k\": \"a\", \"v\": 3}\n";
+    let inserted = lines(&cli_with_stdin(&["insert", ns], stdin));
+    assert_eq!(inserted[0]["insertedCount"], 3);
+    assert_eq!(inserted[0]["insertedIds"].as_array().map(Vec::len), Some(3));
+    assert!(
+        inserted[0]["insertedIds"][0]["$oid"].is_string(),
+        "generated ids are ObjectIds: {inserted:?}"
+    );
+    let grouped = lines(&cli(&[
+        "aggregate",
+        ns,
+        r#"[{"$group": {"_id": "$k", "total": {"$sum": "$v"}}}, {"$sort": {"_id": 1}}]"#,
+    ]));
+    assert_eq!(
+        grouped,
+        [
+            json!({ "_id": "a", "total": 4 }),
+            json!({ "_id": "b", "total": 2 })
+        ]
+    );
+    // A collection named with --db instead of DB.COLLECTION.
+    let (db, coll) = ns.split_once('.').unwrap();
+    assert_eq!(lines(&cli(&["count", coll, "--db", db])), [json!(3)]);
+    // An empty result prints nothing and succeeds.
+    assert!(lines(&cli(&["find", ns, r#"{"k": "none"}"#])).is_empty());
+}
+
+#[test]
+fn bad_usage_exits_2_and_failures_exit_1() {
+    let usage = [
+        vec!["nosuch", "cli.x"],
+        vec!["find"],
+        vec!["find", "cli.x", "{not json"],
+        vec!["find", "cli.x", "[1]"],
+        vec!["find", "cli.x", "--limit", "many"],
+        vec!["find", "cli.x", "--limit"],
+        vec!["find", "cli.x", "--many"],
+        vec!["update", "cli.x", "{}"],
+        vec!["delete", "cli.x", "{}", "{}"],
+        vec!["aggregate", "cli.x", r#"{"$match": {}}"#],
+        vec!["count", "nodatabase"],
+    ];
+    for args in &usage {
+        let output = cli(args);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert!(output.stdout.is_empty(), "{args:?}");
+        assert!(
+            stderr(&output).contains("usage:"),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+    }
+    let message = stderr(&cli(&["count", "nodatabase"]));
+    assert!(message.contains("names no database"), "{message}");
+
+    // A duplicate key: the write error on stderr, exit status 1.
+    let ns = fresh_namespace();
+    lines(&cli(&["insert", &ns, r#"{"_id": 1}"#]));
+    let output = cli(&["insert", &ns, r#"{"_id": 1}"#]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(stderr(&output).contains("11000"), "{}", stderr(&output));
+    // A server-side error (an unknown operator) is a failure, not usage.
+    let output = cli(&["find", &ns, r#"{"$nosuch": 1}"#]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(!stderr(&output).contains("usage:"));
+
+    // Nothing listening: a failure naming the server.
+    let port = support::server::free_port();
+    let output = Command::new(env!("CARGO_BIN_EXE_mongo-inline"))
+        .args([
+            &format!("mongodb://127.0.0.1:{port}/?connectTimeoutMS=500"),
+            "count",
+            "cli.x",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr(&output).contains(&format!("127.0.0.1:{port}")));
+
+    // `run` still works, with --db.
+    let ping = lines(&cli(&["run", "--db", "cli", r#"{"ping": 1}"#]));
+    assert_eq!(ping[0]["ok"], 1.0);
+}

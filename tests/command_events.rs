@@ -1,0 +1,315 @@
+//! Command monitoring end to end: one started and one succeeded or failed
+//! event per command, with matching request ids and the socket's ids;
+//! failures for `ok: 0` and for a lost socket; sensitive commands redacted;
+//! the command log messages.
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+
+use bson::oid::ObjectId;
+use bson::{doc, Document};
+use mongo_inline::coll_options::FindOptions;
+use mongo_inline::event::command::COMMAND_LOG_TARGET;
+use mongo_inline::event::{CommandEvent, EventHandler};
+use mongo_inline::{Client, ClientOptions};
+use support::server::TestServer;
+
+#[derive(Default)]
+struct Recorder {
+    events: Mutex<Vec<CommandEvent>>,
+}
+
+impl EventHandler for Recorder {
+    fn handle_command_event(&self, event: &CommandEvent) {
+        self.events.lock().unwrap().push(event.clone());
+    }
+}
+
+impl Recorder {
+    fn take(&self) -> Vec<CommandEvent> {
+        std::mem::take(&mut *self.events.lock().unwrap())
+    }
+}
+
+fn recorded_client(uri: &str) -> (Client, Arc<Recorder>) {
+    let recorder = Arc::new(Recorder::default());
+    let client = Client::builder(ClientOptions::parse(uri).unwrap())
+        .event_handler(recorder.clone())
+        .build()
+        .unwrap();
+    (client, recorder)
+}
+
+fn name_of(event: &CommandEvent) -> &str {
+    match event {
+        CommandEvent::Started { command_name, .. }
+        | CommandEvent::Succeeded { command_name, .. }
+        | CommandEvent::Failed { command_name, .. } => command_name,
+        other => panic!("unknown event {other:?}"),
+    }
+}
+
+fn request_id_of(event: &CommandEvent) -> i32 {
+    match event {
+        CommandEvent::Started { request_id, .. }
+        | CommandEvent::Succeeded { request_id, .. }
+        | CommandEvent::Failed { request_id, .. } => *request_id,
+        other => panic!("unknown event {other:?}"),
+    }
+}
+
+fn connection_of(event: &CommandEvent) -> &mongo_inline::event::command::ConnectionInfo {
+    match event {
+        CommandEvent::Started { connection, .. }
+        | CommandEvent::Succeeded { connection, .. }
+        | CommandEvent::Failed { connection, .. } => connection,
+        other => panic!("unknown event {other:?}"),
+    }
+}
+
+/// Events as `started name` / `succeeded name` / `failed name`.
+fn summary(events: &[CommandEvent]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| {
+            let kind = match e {
+                CommandEvent::Started { .. } => "started",
+                CommandEvent::Succeeded { .. } => "succeeded",
+                CommandEvent::Failed { .. } => "failed",
+                _ => "other",
+            };
+            format!("{kind} {}", name_of(e))
+        })
+        .collect()
+}
+
+#[test]
+fn each_command_has_a_started_and_a_succeeded_event_that_match() {
+    let server = TestServer::shared();
+    let (client, recorder) = recorded_client(&server.uri());
+    let coll = client
+        .database("command_events")
+        .collection::<Document>(&format!("c_{}", ObjectId::new()));
+    coll.insert_many((0..5).map(|i| doc! { "_id": i }), None)
+        .unwrap();
+    let found = coll
+        .find(None, FindOptions::default().batch_size(2))
+        .unwrap()
+        .count();
+    assert_eq!(found, 5);
+    let events = recorder.take();
+    assert_eq!(
+        summary(&events),
+        [
+            "started insert",
+            "succeeded insert",
+            "started find",
+            "succeeded find",
+            "started getMore",
+            "succeeded getMore",
+            "started getMore",
+            "succeeded getMore",
+        ],
+        "hellos are not command events"
+    );
+    for pair in events.chunks(2) {
+        assert_eq!(request_id_of(&pair[0]), request_id_of(&pair[1]));
+        assert_eq!(connection_of(&pair[0]), connection_of(&pair[1]));
+    }
+    let request_ids: std::collections::BTreeSet<i32> = events.iter().map(request_id_of).collect();
+    assert_eq!(request_ids.len(), 4, "each command has its own request id");
+    let connection = connection_of(&events[0]);
+    assert_eq!(connection.address.to_string(), server.address());
+    assert!(
+        connection.server_connection_id.is_some(),
+        "the handshake's connectionId: {connection:?}"
+    );
+    assert!(events
+        .iter()
+        .all(|e| connection_of(e).driver_connection_id == connection.driver_connection_id));
+    match &events[0] {
+        CommandEvent::Started {
+            command,
+            database_name,
+            ..
+        } => {
+            assert_eq!(database_name, "command_events");
+            assert_eq!(command.get_str("insert"), Ok(coll.name()));
+            assert_eq!(command.get_array("documents").map(Vec::len), Ok(5));
+        }
+        other => panic!("{other:?}"),
+    }
+    match &events[3] {
+        CommandEvent::Succeeded { reply, .. } => {
+            let first = reply.get_document("cursor").unwrap();
+            assert_eq!(first.get_array("firstBatch").map(Vec::len), Ok(2));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn an_ok_0_reply_is_a_failed_event() {
+    let (client, recorder) = recorded_client(&TestServer::shared().uri());
+    let error = client
+        .database("command_events")
+        .run_command(doc! { "noSuchCommand": 1 })
+        .expect_err("unknown command");
+    let events = recorder.take();
+    assert_eq!(
+        summary(&events),
+        ["started noSuchCommand", "failed noSuchCommand"]
+    );
+    match &events[1] {
+        CommandEvent::Failed { failure, .. } => {
+            assert_eq!(failure.code(), error.code());
+            assert!(failure.code().is_some(), "{failure:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(request_id_of(&events[0]), request_id_of(&events[1]));
+}
+
+#[test]
+fn a_network_error_is_a_failed_event() {
+    // The fail point filters on the application name, which the shared
+    // server sees directly (not through the simulator, which answers hellos).
+    let (client, recorder) = recorded_client(&format!(
+        "{}&appName=events_network&retryReads=false",
+        TestServer::shared().uri()
+    ));
+    let db = client.database("command_events");
+    db.run_command(doc! { "ping": 1 }).unwrap();
+    // Closes the socket the next find arrives on.
+    db.run_command(doc! {
+        "configureFailPoint": "failCommand",
+        "mode": { "times": 1 },
+        "data": { "failCommands": ["find"], "closeConnection": true, "appName": "events_network" },
+    })
+    .unwrap();
+    recorder.take();
+    let error = db
+        .run_command(doc! { "find": "nothing" })
+        .expect_err("the socket closed");
+    assert!(error.is_network_error(), "{error}");
+    let events = recorder.take();
+    assert_eq!(summary(&events)[..2], ["started find", "failed find"]);
+    match &events[1] {
+        CommandEvent::Failed { failure, .. } => {
+            assert!(failure.is_network_error(), "{failure:?}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn sensitive_commands_are_redacted() {
+    let (client, recorder) = recorded_client(&TestServer::shared().uri());
+    let db = client.database("command_events");
+    let _ = db.run_command(doc! {
+        "createUser": format!("u_{}", ObjectId::new()),
+        "pwd": "secret-password",
+        "roles": [],
+    });
+    // A sensitive command whose name the driver has no constant for.
+    let _ = db.run_command(doc! { "updateUser": "nobody", "pwd": "secret-password" });
+    let _ = client.database("admin").run_command(doc! {
+        "hello": 1,
+        "speculativeAuthenticate": { "saslStart": 1, "mechanism": "SCRAM-SHA-256", "payload": "secret-payload" },
+    });
+    // A plain hello is not sensitive.
+    client
+        .database("admin")
+        .run_command(doc! { "hello": 1 })
+        .unwrap();
+    let events = recorder.take();
+    assert_eq!(
+        summary(&events)
+            .iter()
+            .map(|s| s.split(' ').nth(1).unwrap())
+            .collect::<Vec<_>>(),
+        [
+            "createUser",
+            "createUser",
+            "updateUser",
+            "updateUser",
+            "hello",
+            "hello",
+            "hello",
+            "hello"
+        ]
+    );
+    for event in &events[..6] {
+        match event {
+            CommandEvent::Started { command, .. } => assert!(command.is_empty(), "{command}"),
+            CommandEvent::Succeeded { reply, .. } => assert!(reply.is_empty(), "{reply}"),
+            CommandEvent::Failed { failure, .. } => {
+                assert!(!format!("{failure:?}").contains("secret"), "{failure:?}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    match (&events[6], &events[7]) {
+        (CommandEvent::Started { command, .. }, CommandEvent::Succeeded { reply, .. }) => {
+            assert_eq!(command.get_i32("hello"), Ok(1));
+            assert!(!reply.is_empty());
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Collects the driver's command log lines.
+struct CommandLog {
+    lines: Mutex<Vec<String>>,
+}
+
+impl log::Log for CommandLog {
+    fn enabled(&self, metadata: &log::Metadata) -> bool {
+        metadata.target() == COMMAND_LOG_TARGET
+    }
+    fn log(&self, record: &log::Record) {
+        if self.enabled(record.metadata()) {
+            self.lines.lock().unwrap().push(record.args().to_string());
+        }
+    }
+    fn flush(&self) {}
+}
+
+static COMMAND_LOG: CommandLog = CommandLog {
+    lines: Mutex::new(Vec::new()),
+};
+
+#[test]
+fn commands_are_logged_with_their_request_ids() {
+    // The logger is process-wide; other tests' lines are told apart by the
+    // collection name.
+    let _ = log::set_logger(&COMMAND_LOG);
+    log::set_max_level(log::LevelFilter::Debug);
+    let (client, recorder) = recorded_client(&TestServer::shared().uri());
+    let name = format!("logged_{}", ObjectId::new());
+    client
+        .database("command_events")
+        .run_command(doc! { "find": name.as_str() })
+        .unwrap();
+    let events = recorder.take();
+    let request_id = request_id_of(&events[0]);
+    let lines = COMMAND_LOG.lines.lock().unwrap().clone();
+    let ours: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains(&format!("The requestID is {request_id}.")))
+        .filter(|l| l.contains("\"find\""))
+        .collect();
+    assert_eq!(ours.len(), 2, "{lines:#?}");
+    assert!(
+        ours[0].starts_with("Command \"find\" started on database \"command_events\""),
+        "{}",
+        ours[0]
+    );
+    assert!(ours[0].contains(&name), "{}", ours[0]);
+    assert!(
+        ours[1].starts_with("Command \"find\" succeeded in "),
+        "{}",
+        ours[1]
+    );
+}

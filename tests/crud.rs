@@ -1,0 +1,822 @@
+//! Every `Collection<T>` operation end to end against SecantusDB, on typed
+//! and untyped collections, and what each option put on the wire (checked
+//! on the topology simulator's record of the commands it received).
+
+mod support;
+
+use std::time::Duration;
+
+use bson::oid::ObjectId;
+use bson::{doc, Bson, Document};
+use mongo_inline::coll_options::{
+    AggregateOptions, BulkWriteOptions, CountOptions, DeleteModelOptions, DeleteOptions,
+    FindOneAndDeleteOptions, FindOneAndReplaceOptions, FindOneAndUpdateOptions, FindOptions, Hint,
+    IndexModel, InsertManyOptions, ReplaceOptions, ReturnDocument, UpdateModelOptions,
+    UpdateOptions,
+};
+use mongo_inline::operation::WriteModel;
+use mongo_inline::options::{Acknowledgment, ReadConcern, WriteConcern};
+use mongo_inline::results::WriteFailure;
+use mongo_inline::select::SelectionCriteria;
+use mongo_inline::{Client, Collection, ErrorKind, ReadPreference, ReadPreferenceMode};
+use serde::{Deserialize, Serialize};
+use support::server::TestServer;
+use support::sim::{Role, Simulator};
+
+const DB: &str = "crud";
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+struct Person {
+    #[serde(rename = "_id", skip_serializing_if = "Option::is_none")]
+    id: Option<ObjectId>,
+    name: String,
+    born: i32,
+}
+
+fn person(name: &str, born: i32) -> Person {
+    Person {
+        id: None,
+        name: name.into(),
+        born,
+    }
+}
+
+fn client() -> Client {
+    Client::with_uri_str(&TestServer::shared().uri()).unwrap()
+}
+
+/// A collection of its own for each test, so tests run in parallel.
+fn fresh<T>(client: &Client, prefix: &str) -> Collection<T>
+where
+    T: Serialize + serde::de::DeserializeOwned,
+{
+    client
+        .database(DB)
+        .collection(&format!("{prefix}_{}", ObjectId::new()))
+}
+
+fn numbers(client: &Client, prefix: &str, n: i32) -> Collection<Document> {
+    let coll = fresh(client, prefix);
+    coll.insert_many(
+        (0..n).map(|i| doc! { "_id": i, "i": i, "even": i % 2 == 0 }),
+        None,
+    )
+    .unwrap();
+    coll
+}
+
+fn collect<T: serde::de::DeserializeOwned>(cursor: mongo_inline::Cursor<T>) -> Vec<T> {
+    cursor.collect::<Result<_, _>>().unwrap()
+}
+
+fn ids(documents: &[Document]) -> Vec<i32> {
+    documents
+        .iter()
+        .map(|d| d.get_i32("_id").unwrap())
+        .collect()
+}
+
+/// A one-primary simulated replica set in front of the shared server, whose
+/// record shows the commands as the driver sent them.
+fn simulated() -> (Simulator, Client) {
+    let sim = Simulator::replica_set("rs", TestServer::shared(), &[Role::Primary]);
+    let client = Client::with_uri_str(&sim.seed_uri(&[0])).unwrap();
+    (sim, client)
+}
+
+/// The last command named `name` that member `i` received.
+fn last_received(sim: &Simulator, i: usize, name: &str) -> Document {
+    sim.received(i)
+        .into_iter()
+        .rev()
+        .find(|d| d.keys().next().map(String::as_str) == Some(name))
+        .unwrap_or_else(|| panic!("member {i} received no {name}: {:?}", sim.commands(i)))
+}
+
+/// A numeric field, whichever integer type the driver chose for it.
+fn number(command: &Document, key: &str) -> Option<i64> {
+    match command.get(key)? {
+        Bson::Int32(v) => Some(i64::from(*v)),
+        Bson::Int64(v) => Some(*v),
+        Bson::Double(v) if v.fract() == 0.0 => Some(*v as i64),
+        _ => None,
+    }
+}
+
+#[test]
+fn insert_one_and_many_return_the_generated_ids() {
+    let client = client();
+    let people = fresh::<Person>(&client, "ids");
+    let one = people.insert_one(person("Ada", 1815), None).unwrap();
+    let Bson::ObjectId(ada_id) = one.inserted_id else {
+        panic!("generated _id is not an ObjectId: {:?}", one.inserted_id);
+    };
+    let many = people
+        .insert_many([person("Grace", 1906), person("Alan", 1912)], None)
+        .unwrap();
+    assert_eq!(many.inserted_ids.len(), 2);
+    let ada = people
+        .find_one(doc! { "_id": ada_id }, None)
+        .unwrap()
+        .unwrap();
+    assert_eq!(ada.name, "Ada");
+    for (index, id) in &many.inserted_ids {
+        let found = people.find_one(doc! { "_id": id.clone() }, None).unwrap();
+        let expected = ["Grace", "Alan"][*index];
+        assert_eq!(found.map(|p| p.name).as_deref(), Some(expected));
+    }
+    // An _id the caller gave is kept, for untyped documents too.
+    let raw = people.clone_with_type::<Document>();
+    let given = raw
+        .insert_one(doc! { "_id": "mine", "name": "Edsger", "born": 1930 }, None)
+        .unwrap();
+    assert_eq!(given.inserted_id, Bson::from("mine"));
+    assert_eq!(people.count_documents(None, None).unwrap(), 4);
+}
+
+#[test]
+fn find_with_filter_projection_sort_skip_and_limit() {
+    let client = client();
+    let coll = numbers(&client, "find", 20);
+    let found = collect(
+        coll.find(
+            doc! { "even": true },
+            FindOptions::default()
+                .sort(doc! { "i": -1 })
+                .skip(2)
+                .limit(3)
+                .projection(doc! { "i": 1 }),
+        )
+        .unwrap(),
+    );
+    assert_eq!(ids(&found), [14, 12, 10]);
+    assert!(
+        found.iter().all(|d| !d.contains_key("even")),
+        "projection ignored: {found:?}"
+    );
+    let first = coll
+        .find_one(
+            doc! { "i": { "$gte": 5 } },
+            FindOptions::default().sort(doc! { "i": 1 }),
+        )
+        .unwrap();
+    assert_eq!(first.and_then(|d| d.get_i32("i").ok()), Some(5));
+    assert_eq!(coll.find_one(doc! { "i": 100 }, None).unwrap(), None);
+}
+
+#[test]
+fn find_options_reach_the_server() {
+    let (sim, client) = simulated();
+    let coll = numbers(&client, "find_options", 10);
+    coll.create_indexes([IndexModel::new(doc! { "i": 1 })], None)
+        .unwrap();
+    let found = collect(
+        coll.find(
+            doc! {},
+            FindOptions::default()
+                .batch_size(4)
+                .hint(Hint::from("i_1"))
+                .collation(doc! { "locale": "simple" })
+                .comment(Bson::from("find-options"))
+                .max_time(Duration::from_millis(5000))
+                .sort(doc! { "i": 1 }),
+        )
+        .unwrap(),
+    );
+    assert_eq!(ids(&found), (0..10).collect::<Vec<_>>());
+    let find = last_received(&sim, 0, "find");
+    assert_eq!(number(&find, "batchSize"), Some(4), "{find}");
+    assert_eq!(find.get_str("hint"), Ok("i_1"), "{find}");
+    assert_eq!(
+        find.get_document("collation"),
+        Ok(&doc! { "locale": "simple" })
+    );
+    assert_eq!(find.get_str("comment"), Ok("find-options"), "{find}");
+    assert_eq!(number(&find, "maxTimeMS"), Some(5000), "{find}");
+    // The getMores carry the batch size (and the comment, 4.4+).
+    let get_more = last_received(&sim, 0, "getMore");
+    assert_eq!(number(&get_more, "batchSize"), Some(4), "{get_more}");
+    assert_eq!(get_more.get_str("collection"), Ok(coll.name()));
+}
+
+#[test]
+fn a_negative_limit_is_one_batch_and_no_get_more() {
+    let (sim, client) = simulated();
+    let coll = numbers(&client, "negative_limit", 10);
+    sim.reset_observations();
+    let found = collect(
+        coll.find(
+            None,
+            FindOptions::default()
+                .limit(-3)
+                .batch_size(2)
+                .sort(doc! { "i": 1 }),
+        )
+        .unwrap(),
+    );
+    assert_eq!(ids(&found), [0, 1, 2]);
+    let find = last_received(&sim, 0, "find");
+    assert_eq!(find.get_bool("singleBatch"), Ok(true), "{find}");
+    assert_eq!(number(&find, "limit"), Some(3), "{find}");
+    let commands = sim.commands(0);
+    assert!(
+        !commands
+            .iter()
+            .any(|c| c == "getMore" || c == "killCursors"),
+        "{commands:?}"
+    );
+}
+
+#[test]
+fn updates_with_upsert_and_array_filters() {
+    let client = client();
+    let coll = fresh::<Document>(&client, "update");
+    coll.insert_many(
+        [
+            doc! { "_id": 1, "tag": "a", "scores": [1, 5, 9] },
+            doc! { "_id": 2, "tag": "a", "scores": [7] },
+            doc! { "_id": 3, "tag": "b", "scores": [] },
+        ],
+        None,
+    )
+    .unwrap();
+
+    let one = coll
+        .update_one(doc! { "tag": "a" }, doc! { "$set": { "seen": true } }, None)
+        .unwrap();
+    assert_eq!((one.matched_count, one.modified_count), (1, 1));
+    assert_eq!(one.upserted_id, None);
+
+    let many = coll
+        .update_many(doc! { "tag": "a" }, doc! { "$inc": { "n": 1 } }, None)
+        .unwrap();
+    assert_eq!((many.matched_count, many.modified_count), (2, 2));
+
+    let filtered = coll
+        .update_one(
+            doc! { "_id": 1 },
+            doc! { "$set": { "scores.$[big]": 0 } },
+            UpdateOptions::default().array_filters(vec![doc! { "big": { "$gt": 4 } }]),
+        )
+        .unwrap();
+    assert_eq!(filtered.modified_count, 1);
+    let doc1 = coll.find_one(doc! { "_id": 1 }, None).unwrap().unwrap();
+    assert_eq!(
+        doc1.get_array("scores").unwrap(),
+        &vec![Bson::Int32(1), Bson::Int32(0), Bson::Int32(0)]
+    );
+
+    let upserted = coll
+        .update_one(
+            doc! { "_id": 10 },
+            doc! { "$set": { "tag": "new" } },
+            UpdateOptions::default().upsert(true),
+        )
+        .unwrap();
+    assert_eq!(upserted.matched_count, 0);
+    assert_eq!(upserted.upserted_id, Some(Bson::Int32(10)));
+
+    let replaced = coll
+        .replace_one(doc! { "_id": 3 }, doc! { "tag": "replaced" }, None)
+        .unwrap();
+    assert_eq!((replaced.matched_count, replaced.modified_count), (1, 1));
+    let doc3 = coll.find_one(doc! { "_id": 3 }, None).unwrap().unwrap();
+    assert_eq!(doc3, doc! { "_id": 3, "tag": "replaced" });
+
+    let replace_upserted = coll
+        .replace_one(
+            doc! { "_id": 11 },
+            doc! { "tag": "fresh" },
+            ReplaceOptions::default().upsert(true),
+        )
+        .unwrap();
+    assert_eq!(replace_upserted.upserted_id, Some(Bson::Int32(11)));
+
+    // A typed replacement.
+    let people = fresh::<Person>(&client, "replace_typed");
+    people.insert_one(person("Ada", 1815), None).unwrap();
+    let r = people
+        .replace_one(doc! { "name": "Ada" }, person("Ada Lovelace", 1815), None)
+        .unwrap();
+    assert_eq!(r.modified_count, 1);
+    assert_eq!(
+        people
+            .find_one(None, None)
+            .unwrap()
+            .map(|p| p.name)
+            .as_deref(),
+        Some("Ada Lovelace")
+    );
+}
+
+#[test]
+fn an_update_document_without_operators_is_refused() {
+    let client = client();
+    let coll = fresh::<Document>(&client, "update_refused");
+    let e = coll
+        .update_one(doc! {}, doc! { "x": 1 }, None)
+        .expect_err("a replacement passed to update_one");
+    assert!(matches!(e.kind(), ErrorKind::InvalidArgument { .. }), "{e}");
+}
+
+#[test]
+fn deletes() {
+    let client = client();
+    let coll = numbers(&client, "delete", 10);
+    let one = coll.delete_one(doc! { "even": true }, None).unwrap();
+    assert_eq!(one.deleted_count, 1);
+    let many = coll
+        .delete_many(doc! { "even": true }, DeleteOptions::default())
+        .unwrap();
+    assert_eq!(many.deleted_count, 4);
+    assert_eq!(
+        coll.delete_many(doc! { "even": true }, None)
+            .unwrap()
+            .deleted_count,
+        0
+    );
+    assert_eq!(coll.count_documents(None, None).unwrap(), 5);
+}
+
+#[test]
+fn find_one_and_modify_returns_before_or_after() {
+    let client = client();
+    let people = fresh::<Person>(&client, "fam");
+    people
+        .insert_many([person("Ada", 1815), person("Grace", 1906)], None)
+        .unwrap();
+
+    let before = people
+        .find_one_and_update(doc! { "name": "Ada" }, doc! { "$inc": { "born": 1 } }, None)
+        .unwrap()
+        .unwrap();
+    assert_eq!(before.born, 1815);
+    let after = people
+        .find_one_and_update(
+            doc! { "name": "Ada" },
+            doc! { "$inc": { "born": 1 } },
+            FindOneAndUpdateOptions::default().return_document(ReturnDocument::After),
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(after.born, 1817);
+
+    let upserted = people
+        .find_one_and_update(
+            doc! { "name": "Alan" },
+            doc! { "$set": { "born": 1912 } },
+            FindOneAndUpdateOptions::default()
+                .upsert(true)
+                .return_document(ReturnDocument::After),
+        )
+        .unwrap();
+    assert_eq!(upserted.map(|p| p.born), Some(1912));
+
+    let replaced_before = people
+        .find_one_and_replace(doc! { "name": "Grace" }, person("Grace Hopper", 1906), None)
+        .unwrap()
+        .unwrap();
+    assert_eq!(replaced_before.name, "Grace");
+    let replaced_after = people
+        .find_one_and_replace(
+            doc! { "name": "Grace Hopper" },
+            person("G. Hopper", 1906),
+            FindOneAndReplaceOptions::default().return_document(ReturnDocument::After),
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(replaced_after.name, "G. Hopper");
+
+    let deleted = people
+        .find_one_and_delete(
+            doc! {},
+            FindOneAndDeleteOptions::default().sort(doc! { "born": -1 }),
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(deleted.name, "Alan");
+    assert_eq!(
+        people
+            .find_one_and_delete(doc! { "name": "nobody" }, None)
+            .unwrap(),
+        None
+    );
+    assert_eq!(people.count_documents(None, None).unwrap(), 2);
+}
+
+#[test]
+fn counts_distinct_and_aggregate() {
+    let client = client();
+    let coll = numbers(&client, "counts", 30);
+    assert_eq!(
+        coll.count_documents(doc! { "even": true }, None).unwrap(),
+        15
+    );
+    assert_eq!(
+        coll.count_documents(
+            doc! { "even": true },
+            CountOptions::default().skip(10).limit(3)
+        )
+        .unwrap(),
+        3
+    );
+    assert_eq!(coll.estimated_document_count(None).unwrap(), 30);
+    let mut distinct = coll
+        .distinct("even", doc! { "i": { "$lt": 5 } }, None)
+        .unwrap();
+    distinct.sort_by_key(|b| b.as_bool());
+    assert_eq!(distinct, [Bson::Boolean(false), Bson::Boolean(true)]);
+
+    let grouped = collect(
+        coll.aggregate(
+            [
+                doc! { "$match": { "i": { "$lt": 10 } } },
+                doc! { "$group": { "_id": "$even", "total": { "$sum": "$i" } } },
+                doc! { "$sort": { "_id": 1 } },
+            ],
+            AggregateOptions::default().batch_size(1),
+        )
+        .unwrap(),
+    );
+    assert_eq!(
+        grouped,
+        [
+            doc! { "_id": false, "total": 25 },
+            doc! { "_id": true, "total": 20 }
+        ]
+    );
+    // An empty collection counts 0 (the aggregate returns no document).
+    let empty = fresh::<Document>(&client, "empty");
+    assert_eq!(empty.count_documents(None, None).unwrap(), 0);
+}
+
+#[test]
+fn an_ordered_bulk_write_stops_at_a_duplicate_key_and_an_unordered_one_continues() {
+    let client = client();
+    for ordered in [true, false] {
+        let coll = fresh::<Document>(&client, "bulk");
+        coll.insert_one(doc! { "_id": 2 }, None).unwrap();
+        let models = vec![
+            WriteModel::InsertOne {
+                document: doc! { "_id": 1 },
+            },
+            WriteModel::UpdateOne {
+                filter: doc! { "_id": 1 },
+                update: doc! { "$set": { "x": 1 } }.into(),
+                options: UpdateModelOptions::default(),
+            },
+            WriteModel::InsertOne {
+                document: doc! { "_id": 2 },
+            },
+            WriteModel::InsertOne {
+                document: doc! { "_id": 3 },
+            },
+            WriteModel::DeleteOne {
+                filter: doc! { "_id": 3 },
+                options: DeleteModelOptions::default(),
+            },
+        ];
+        let e = coll
+            .bulk_write(models, BulkWriteOptions::default().ordered(ordered))
+            .expect_err("a duplicate key");
+        let ErrorKind::BulkWrite(failure) = e.kind() else {
+            panic!("not a bulk write failure: {e:?}");
+        };
+        assert_eq!(failure.write_errors.len(), 1, "{failure:?}");
+        assert_eq!(failure.write_errors[0].index, 2, "{failure:?}");
+        assert_eq!(failure.write_errors[0].code, 11000);
+        let partial = &failure.partial_result;
+        assert_eq!(partial.modified_count, 1);
+        let remaining = ids(&collect(
+            coll.find(None, FindOptions::default().sort(doc! { "_id": 1 }))
+                .unwrap(),
+        ));
+        if ordered {
+            assert_eq!(partial.inserted_count, 1);
+            assert_eq!(partial.deleted_count, 0);
+            assert_eq!(remaining, [1, 2]);
+        } else {
+            assert_eq!(partial.inserted_count, 2);
+            assert_eq!(partial.deleted_count, 1);
+            assert_eq!(remaining, [1, 2]);
+            assert!(partial.inserted_ids.contains_key(&3), "{partial:?}");
+        }
+    }
+}
+
+#[test]
+fn an_unordered_insert_many_reports_indexes_into_the_callers_list() {
+    let client = client();
+    let coll = fresh::<Document>(&client, "insert_many_dup");
+    let docs = vec![
+        doc! { "_id": 1 },
+        doc! { "_id": 1 },
+        doc! { "_id": 2 },
+        doc! { "_id": 2 },
+    ];
+    let e = coll
+        .insert_many(docs, InsertManyOptions::default().ordered(false))
+        .expect_err("duplicates");
+    let ErrorKind::BulkWrite(failure) = e.kind() else {
+        panic!("{e:?}");
+    };
+    let indexes: Vec<usize> = failure.write_errors.iter().map(|w| w.index).collect();
+    assert_eq!(indexes, [1, 3]);
+    assert!(failure.write_errors.iter().all(|w| w.code == 11000));
+    assert_eq!(coll.count_documents(None, None).unwrap(), 2);
+}
+
+#[test]
+fn a_duplicate_key_is_a_write_error_with_its_code() {
+    let client = client();
+    let coll = fresh::<Document>(&client, "dup");
+    coll.insert_one(doc! { "_id": 1 }, None).unwrap();
+    let e = coll
+        .insert_one(doc! { "_id": 1 }, None)
+        .expect_err("duplicate");
+    match e.kind() {
+        ErrorKind::Write(WriteFailure::WriteError(w)) => {
+            assert_eq!(w.code, 11000, "{w:?}");
+            assert!(w.message.contains("duplicate"), "{w:?}");
+        }
+        other => panic!("not a write error: {other:?}"),
+    }
+    assert_eq!(
+        e.code(),
+        None,
+        "code() is for command errors, as SDAM reads it"
+    );
+    // Unique index violations through updates too.
+    coll.create_indexes(
+        [IndexModel::new(doc! { "u": 1 }).options(doc! { "unique": true })],
+        None,
+    )
+    .unwrap();
+    coll.insert_many([doc! { "_id": 2, "u": 1 }, doc! { "_id": 3, "u": 2 }], None)
+        .unwrap();
+    let e = coll
+        .update_one(doc! { "_id": 3 }, doc! { "$set": { "u": 1 } }, None)
+        .expect_err("unique index");
+    assert!(
+        matches!(e.kind(), ErrorKind::Write(WriteFailure::WriteError(w)) if w.code == 11000),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn a_write_concern_error_is_reported_with_the_applied_write() {
+    let client =
+        Client::with_uri_str(&format!("{}&appName=crud_wce", TestServer::shared().uri())).unwrap();
+    let coll = fresh::<Document>(&client, "wce");
+    client
+        .database("admin")
+        .run_command(doc! {
+            "configureFailPoint": "failCommand",
+            "mode": { "times": 1 },
+            "data": {
+                "failCommands": ["insert"],
+                "appName": "crud_wce",
+                "writeConcernError": { "code": 64, "codeName": "WriteConcernFailed", "errmsg": "waiting for replication timed out", "errInfo": { "wtimeout": true } },
+            },
+        })
+        .unwrap();
+    let e = coll
+        .insert_one(doc! { "_id": 1 }, None)
+        .expect_err("a write concern error");
+    match e.kind() {
+        ErrorKind::Write(WriteFailure::WriteConcernError(wce)) => {
+            assert_eq!(wce.code, 64);
+            assert_eq!(wce.code_name, "WriteConcernFailed");
+            assert_eq!(wce.details, Some(doc! { "wtimeout": true }));
+        }
+        other => panic!("not a write concern error: {other:?}"),
+    }
+    assert_eq!(
+        coll.count_documents(None, None).unwrap(),
+        1,
+        "the write applied"
+    );
+}
+
+#[test]
+fn collections_databases_and_indexes() {
+    let client = client();
+    let db = client.database(&format!("crud_admin_{}", ObjectId::new()));
+    db.create_collection("a", None).unwrap();
+    db.create_collection("b", None).unwrap();
+    let mut names = db.list_collection_names().unwrap();
+    names.sort();
+    assert_eq!(names, ["a", "b"]);
+    assert!(client
+        .list_database_names()
+        .unwrap()
+        .contains(&db.name().to_string()));
+
+    let a = db.collection::<Document>("a");
+    let created = a
+        .create_indexes(
+            [
+                IndexModel::new(doc! { "x": 1, "y": -1 }),
+                IndexModel::new(doc! { "z": 1 }).options(doc! { "name": "zed", "unique": true }),
+            ],
+            None,
+        )
+        .unwrap();
+    assert_eq!(created, ["x_1_y_-1", "zed"]);
+    let index_names = |c: &Collection<Document>| {
+        let mut names: Vec<String> = collect(c.list_indexes(None).unwrap())
+            .iter()
+            .map(|i| i.get_str("name").unwrap().to_string())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(index_names(&a), ["_id_", "x_1_y_-1", "zed"]);
+    a.drop_index("zed", None).unwrap();
+    assert_eq!(index_names(&a), ["_id_", "x_1_y_-1"]);
+    a.drop_indexes(None).unwrap();
+    assert_eq!(index_names(&a), ["_id_"]);
+
+    a.drop(None).unwrap();
+    a.drop(None)
+        .expect("dropping a missing collection is no error");
+    assert_eq!(db.list_collection_names().unwrap(), ["b"]);
+    db.drop().unwrap();
+    assert!(!client
+        .list_database_names()
+        .unwrap()
+        .contains(&db.name().to_string()));
+}
+
+fn level(command: &Document) -> Option<&str> {
+    command
+        .get_document("readConcern")
+        .ok()
+        .and_then(|rc| rc.get_str("level").ok())
+}
+
+/// `writeConcern.w`, a number as i64 or a string.
+fn w_of(command: &Document) -> Option<Bson> {
+    let wc = command.get_document("writeConcern").ok()?;
+    match wc.get("w")? {
+        Bson::String(s) => Some(Bson::from(s.as_str())),
+        _ => number(wc, "w").map(Bson::Int64),
+    }
+}
+
+fn write_concern(w: Acknowledgment) -> WriteConcern {
+    let mut wc = WriteConcern::default();
+    wc.w = Some(w);
+    wc
+}
+
+#[test]
+fn read_and_write_concerns_most_specific_wins() {
+    let sim = Simulator::replica_set("rs", TestServer::shared(), &[Role::Primary]);
+    let uri = format!("{}&readConcernLevel=local&w=1", sim.seed_uri(&[0]));
+    let client = Client::with_uri_str(&uri).unwrap();
+    let from_client = fresh::<Document>(&client, "concerns");
+
+    from_client.insert_one(doc! { "_id": 1 }, None).unwrap();
+    assert_eq!(
+        w_of(&last_received(&sim, 0, "insert")),
+        Some(Bson::Int64(1))
+    );
+    from_client.find_one(None, None).unwrap();
+    assert_eq!(level(&last_received(&sim, 0, "find")), Some("local"));
+
+    let from_collection = from_client
+        .clone()
+        .with_read_concern(ReadConcern::new("majority"))
+        .with_write_concern(write_concern(Acknowledgment::Majority));
+    from_collection.insert_one(doc! { "_id": 2 }, None).unwrap();
+    assert_eq!(
+        w_of(&last_received(&sim, 0, "insert")),
+        Some(Bson::from("majority"))
+    );
+    from_collection.find_one(None, None).unwrap();
+    assert_eq!(level(&last_received(&sim, 0, "find")), Some("majority"));
+    from_collection.count_documents(None, None).unwrap();
+    assert_eq!(
+        level(&last_received(&sim, 0, "aggregate")),
+        Some("majority")
+    );
+
+    from_collection
+        .insert_one(
+            doc! { "_id": 3 },
+            mongo_inline::coll_options::InsertOneOptions::default()
+                .write_concern(write_concern(Acknowledgment::Nodes(1))),
+        )
+        .unwrap();
+    assert_eq!(
+        w_of(&last_received(&sim, 0, "insert")),
+        Some(Bson::Int64(1))
+    );
+    from_collection
+        .find_one(
+            None,
+            FindOptions::default().read_concern(ReadConcern::new("local")),
+        )
+        .unwrap();
+    assert_eq!(level(&last_received(&sim, 0, "find")), Some("local"));
+    from_collection
+        .delete_many(
+            doc! {},
+            DeleteOptions::default().write_concern(write_concern(Acknowledgment::Nodes(1))),
+        )
+        .unwrap();
+    assert_eq!(
+        w_of(&last_received(&sim, 0, "delete")),
+        Some(Bson::Int64(1))
+    );
+}
+
+#[test]
+fn read_preference_most_specific_wins() {
+    let sim = Simulator::replica_set(
+        "rs",
+        TestServer::shared(),
+        &[Role::Primary, Role::Secondary],
+    );
+    let uri = format!("{}&readPreference=secondary", sim.seed_uri(&[0, 1]));
+    let client = Client::with_uri_str(&uri).unwrap();
+    // Written through the primary (writes ignore the read preference).
+    let coll = fresh::<Document>(&client, "read_pref");
+    coll.insert_one(doc! { "_id": 1 }, None).unwrap();
+    assert!(sim.commands(0).iter().any(|c| c == "insert"));
+    assert!(!sim.commands(1).iter().any(|c| c == "insert"));
+
+    let count_finds = |i: usize| sim.commands(i).iter().filter(|c| *c == "find").count();
+
+    // The client's secondary.
+    coll.find_one(None, None).unwrap();
+    assert_eq!((count_finds(0), count_finds(1)), (0, 1));
+    let mode = |find: &Document| {
+        find.get_document("$readPreference")
+            .ok()
+            .and_then(|rp| rp.get_str("mode").ok())
+            .map(str::to_string)
+    };
+    assert_eq!(
+        mode(&last_received(&sim, 1, "find")).as_deref(),
+        Some("secondary")
+    );
+
+    // The collection's primary.
+    let on_primary = coll.clone().with_read_preference(ReadPreference::primary());
+    on_primary.find_one(None, None).unwrap();
+    assert_eq!((count_finds(0), count_finds(1)), (1, 1));
+
+    // The operation's secondaryPreferred beats the collection's primary.
+    on_primary
+        .find_one(
+            None,
+            FindOptions::default().selection_criteria(SelectionCriteria::ReadPreference(
+                ReadPreference::new(ReadPreferenceMode::SecondaryPreferred),
+            )),
+        )
+        .unwrap();
+    assert_eq!((count_finds(0), count_finds(1)), (1, 2));
+    assert_eq!(
+        mode(&last_received(&sim, 1, "find")).as_deref(),
+        Some("secondaryPreferred")
+    );
+}
+
+#[test]
+fn a_write_concern_error_in_a_batched_write_keeps_the_partial_result() {
+    let client = Client::with_uri_str(&format!(
+        "{}&appName=crud_bulk_wce",
+        TestServer::shared().uri()
+    ))
+    .unwrap();
+    let coll = fresh::<Document>(&client, "bulk_wce");
+    client
+        .database("admin")
+        .run_command(doc! {
+            "configureFailPoint": "failCommand",
+            "mode": { "times": 1 },
+            "data": {
+                "failCommands": ["insert"],
+                "appName": "crud_bulk_wce",
+                // Not a retryable code: retries are another test's subject.
+                "writeConcernError": { "code": 64, "codeName": "WriteConcernFailed", "errmsg": "waiting for replication timed out" },
+            },
+        })
+        .unwrap();
+    let e = coll
+        .insert_many([doc! { "_id": 1 }, doc! { "_id": 2 }], None)
+        .expect_err("a write concern error");
+    let ErrorKind::BulkWrite(failure) = e.kind() else {
+        panic!("not a bulk write failure: {e:?}");
+    };
+    assert!(failure.write_errors.is_empty(), "{failure:?}");
+    assert_eq!(
+        failure.write_concern_error.as_ref().map(|w| w.code),
+        Some(64)
+    );
+    assert_eq!(failure.partial_result.inserted_count, 2);
+    assert_eq!(e.code(), Some(64));
+    assert_eq!(coll.count_documents(None, None).unwrap(), 2);
+}
