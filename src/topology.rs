@@ -53,6 +53,10 @@ pub struct Topology {
     metadata: Document,
     /// The process the sockets belong to; a fork changes it.
     pid: u32,
+    /// The pin value of each server's current socket (see
+    /// [`Topology::socket_generation`]): unique per socket, never 0.
+    socket_serials: HashMap<ServerAddress, u32>,
+    last_socket_serial: u32,
 }
 
 impl Topology {
@@ -85,6 +89,8 @@ impl Topology {
             handler,
             metadata,
             pid: std::process::id(),
+            socket_serials: HashMap::new(),
+            last_socket_serial: 0,
             options,
         };
         for event in topology.description.opening_events() {
@@ -336,24 +342,33 @@ impl Topology {
         self.connections.get_mut(address)
     }
 
-    /// The generation of `address`'s current socket, or the generation a
-    /// new one would get.
+    /// What a cursor or transaction pins to ([`Topology::pinned_socket`]):
+    /// a value that names `address`'s current socket and no other socket
+    /// this client ever had; 0 when it has none.
+    ///
+    /// Not the SDAM generation: a socket that replaces one the peer closed
+    /// while idle keeps the generation, and behind a load balancer the
+    /// generation is per service, so a socket to another service may share
+    /// it. Either replacement would silently take over a cursor.
     pub(crate) fn socket_generation(&self, address: &ServerAddress) -> u32 {
-        match self.connections.get(address) {
-            Some(c) => c.generation(),
-            None => self.description.pool_generation(address).unwrap_or(0),
+        if !self.connections.contains_key(address) {
+            return 0;
         }
+        self.socket_serials.get(address).copied().unwrap_or(0)
     }
 
-    /// Checks that `address` still has the very socket (by generation) a
-    /// cursor or transaction is pinned to. A replacement socket may reach
-    /// another process or service, so it never stands in for the old one.
+    /// Checks that `address` still has the very socket
+    /// ([`Topology::socket_generation`]) a cursor or transaction is pinned
+    /// to. A replacement socket may reach another process or service, so it
+    /// never stands in for the old one.
     pub(crate) fn pinned_socket(&mut self, address: &ServerAddress, generation: u32) -> Result<()> {
         self.forget_inherited_sockets();
-        let usable = self
-            .connections
-            .get(address)
-            .is_some_and(|c| c.generation() == generation && !c.is_broken() && !c.peer_closed());
+        let usable = generation != 0
+            && self.socket_generation(address) == generation
+            && self
+                .connections
+                .get(address)
+                .is_some_and(|c| !c.is_broken() && !c.peer_closed());
         if usable {
             Ok(())
         } else {
@@ -573,6 +588,9 @@ impl Topology {
         let reply = check_reply(reply?, address)?;
         connection.apply_handshake_reply(&reply);
         self.connections.insert(address.clone(), connection);
+        self.last_socket_serial = self.last_socket_serial.checked_add(1).unwrap_or(1);
+        self.socket_serials
+            .insert(address.clone(), self.last_socket_serial);
         Ok(reply)
     }
 
