@@ -236,7 +236,7 @@ impl ClientState {
                     }
                 }
             };
-            let description = self.topology.description().servers.get(&address).cloned();
+            let description = self.topology.server_for_operation(&address);
             let Some(server) = description else {
                 return Err(Error::client(format!(
                     "server {address} left the topology while an operation was using it"
