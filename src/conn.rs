@@ -220,6 +220,12 @@ impl Connection {
         self.generation
     }
 
+    /// Sets the generation once the handshake tells which service (behind a
+    /// load balancer) the socket reached: the generation is per service.
+    pub fn set_generation(&mut self, generation: u32) {
+        self.generation = generation;
+    }
+
     /// When the socket last completed an exchange.
     pub fn last_used(&self) -> Instant {
         self.last_used

@@ -183,7 +183,13 @@ impl ClientState {
         let mut target = match (target, plan.as_ref().and_then(|p| p.pinned.clone())) {
             (Target::Select, Some(pin)) => Target::Pinned {
                 address: pin.address.clone(),
-                generation: self.topology.socket_generation(&pin.address),
+                // Behind a load balancer the transaction is pinned to its
+                // socket (the recorded one); on a sharded cluster to the
+                // mongos, whichever its socket.
+                generation: match pin.connection {
+                    Some(socket) => u32::try_from(socket).unwrap_or(0),
+                    None => self.topology.socket_generation(&pin.address),
+                },
             },
             (target, _) => target,
         };
@@ -236,7 +242,7 @@ impl ClientState {
                     }
                 }
             };
-            let description = self.topology.description().servers.get(&address).cloned();
+            let description = self.topology.server_for_operation(&address);
             let Some(server) = description else {
                 return Err(Error::client(format!(
                     "server {address} left the topology while an operation was using it"
@@ -278,7 +284,8 @@ impl ClientState {
                     if s.transaction().pinned().is_none() {
                         s.transaction_mut().pin(crate::session::transaction::Pin {
                             address: address.clone(),
-                            connection: Some(u64::from(generation)),
+                            connection: (topology_type == TopologyType::LoadBalanced)
+                                .then_some(u64::from(generation)),
                         });
                     }
                 }

@@ -16,6 +16,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bson::oid::ObjectId;
 use bson::Document;
 
 use crate::address::ServerAddress;
@@ -27,10 +28,17 @@ use crate::handshake::{self, HandshakeSettings};
 use crate::options::ClientOptions;
 use crate::scan::{self, ScanCandidate};
 use crate::sdam::error_handling::{ApplicationError, HandshakePhase};
-use crate::sdam::{TopologyDescription, TopologySettings, TopologyUpdate};
+use crate::sdam::{
+    RoundTripTime, ServerDescription, ServerType, TopologyDescription, TopologySettings,
+    TopologyType, TopologyUpdate,
+};
 use crate::select::{
     self, SelectionCriteria, SelectionLog, SelectionLogContext, SelectionSettings, ServerSelector,
 };
+
+/// The load-balancer spec's error when a handshake reply has no `serviceId`.
+const NO_SERVICE_ID: &str = "Driver attempted to initialize in load balancing mode, \
+                             but the server does not support this mode.";
 
 /// What the scanner remembers of a server between checks.
 #[derive(Clone, Copy, Debug, Default)]
@@ -53,6 +61,17 @@ pub struct Topology {
     metadata: Document,
     /// The process the sockets belong to; a fork changes it.
     pid: u32,
+    /// The pin value of each server's current socket (see
+    /// [`Topology::socket_generation`]): unique per socket, never 0.
+    socket_serials: HashMap<ServerAddress, u32>,
+    last_socket_serial: u32,
+    /// Load balanced: the generation of each service behind the load
+    /// balancer (the spec's per-`serviceId` pool generation).
+    service_generations: HashMap<ObjectId, u32>,
+    /// Load balanced: what the current socket's handshake said about the
+    /// service behind it (wire version, limits), which the load balancer's
+    /// own description never holds.
+    load_balanced_service: Option<ServerDescription>,
 }
 
 impl Topology {
@@ -85,6 +104,10 @@ impl Topology {
             handler,
             metadata,
             pid: std::process::id(),
+            socket_serials: HashMap::new(),
+            last_socket_serial: 0,
+            service_generations: HashMap::new(),
+            load_balanced_service: None,
             options,
         };
         for event in topology.description.opening_events() {
@@ -122,8 +145,14 @@ impl Topology {
     ) -> Result<ServerAddress> {
         self.forget_inherited_sockets();
         let address = self.select_server(criteria, operation, deprioritized, deadline)?;
+        let had_socket = self.connections.contains_key(&address);
         match self.ensure_connection(&address) {
             Ok(()) => Ok(address),
+            // Load balanced, a new socket that failed to connect or to
+            // complete its handshake is the operation's error: selection
+            // would return the same load balancer, and nothing marked it
+            // unusable. Only a failed idle-socket check earns a second try.
+            Err(error) if self.is_load_balanced() && !had_socket => Err(error),
             Err(error) => {
                 log::debug!(
                     target: "mongo_inline::topology",
@@ -150,18 +179,32 @@ impl Topology {
             // load balancer's idle timeout) is replaced without fuss: the
             // handshake on the new one is as good as a check.
             self.connections.remove(address);
+            if self.is_load_balanced() {
+                // No monitoring behind a load balancer: the handshake is no
+                // check, and its errors skip SDAM error handling (the
+                // load-balancer spec's "Initial Handshake Errors").
+                return self.open_with_handshake(address).map(|_| ());
+            }
             return self.connect_and_apply(address);
         }
         let connection = self.connections.get_mut(address).expect("checked above");
         if connection.last_used().elapsed() < interval {
             return Ok(());
         }
+        let (generation, service_id) = (connection.generation(), connection.service_id());
         let timeout = self.options.connect_timeout();
         let ping = connection
             .command("admin", bson::doc! { "ping": 1 }, timeout)
             .and_then(|reply| check_reply(reply, address));
         match ping {
             Ok(_) => Ok(()),
+            Err(error) if self.is_load_balanced() => {
+                // The load balancer is never marked Unknown; the failed
+                // socket's service loses its sockets.
+                self.connections.remove(address);
+                self.handle_load_balanced_error(address, service_id, generation, &error);
+                Err(error)
+            }
             Err(error) => {
                 self.connections.remove(address);
                 // The ping is not a scan check: no cooldown, so the rescan
@@ -197,12 +240,17 @@ impl Topology {
             max_time = max_time.min(limit);
         }
         self.log_selection(SelectionLog::started, criteria, operation);
-        if scan::scan_needed(
-            self.last_scan_end,
-            self.description.stale,
-            self.options.heartbeat_frequency(),
-            start,
-        ) {
+        // Load balanced, the one server is always selected and never
+        // checked: there is nothing a scan could learn.
+        let load_balanced = self.is_load_balanced();
+        if !load_balanced
+            && scan::scan_needed(
+                self.last_scan_end,
+                self.description.stale,
+                self.options.heartbeat_frequency(),
+                start,
+            )
+        {
             self.rescan(try_once, max_time, criteria, operation)?;
         }
         let mut logged_waiting = false;
@@ -226,6 +274,9 @@ impl Topology {
                         operation,
                     );
                     return Ok(address);
+                }
+                Ok(None) if load_balanced => {
+                    return Err(self.selection_failed(criteria, operation, None));
                 }
                 Ok(None) => self.description.stale = true,
             }
@@ -336,24 +387,33 @@ impl Topology {
         self.connections.get_mut(address)
     }
 
-    /// The generation of `address`'s current socket, or the generation a
-    /// new one would get.
+    /// What a cursor or transaction pins to ([`Topology::pinned_socket`]):
+    /// a value that names `address`'s current socket and no other socket
+    /// this client ever had; 0 when it has none.
+    ///
+    /// Not the SDAM generation: a socket that replaces one the peer closed
+    /// while idle keeps the generation, and behind a load balancer the
+    /// generation is per service, so a socket to another service may share
+    /// it. Either replacement would silently take over a cursor.
     pub(crate) fn socket_generation(&self, address: &ServerAddress) -> u32 {
-        match self.connections.get(address) {
-            Some(c) => c.generation(),
-            None => self.description.pool_generation(address).unwrap_or(0),
+        if !self.connections.contains_key(address) {
+            return 0;
         }
+        self.socket_serials.get(address).copied().unwrap_or(0)
     }
 
-    /// Checks that `address` still has the very socket (by generation) a
-    /// cursor or transaction is pinned to. A replacement socket may reach
-    /// another process or service, so it never stands in for the old one.
+    /// Checks that `address` still has the very socket
+    /// ([`Topology::socket_generation`]) a cursor or transaction is pinned
+    /// to. A replacement socket may reach another process or service, so it
+    /// never stands in for the old one.
     pub(crate) fn pinned_socket(&mut self, address: &ServerAddress, generation: u32) -> Result<()> {
         self.forget_inherited_sockets();
-        let usable = self
-            .connections
-            .get(address)
-            .is_some_and(|c| c.generation() == generation && !c.is_broken() && !c.peer_closed());
+        let usable = generation != 0
+            && self.socket_generation(address) == generation
+            && self
+                .connections
+                .get(address)
+                .is_some_and(|c| !c.is_broken() && !c.peer_closed());
         if usable {
             Ok(())
         } else {
@@ -379,7 +439,13 @@ impl Topology {
 
     /// A blocking scan in the spec's single-threaded order. Servers found
     /// during the scan are checked before it ends.
+    ///
+    /// Load balanced, it does nothing: the load-balancer spec forbids
+    /// monitoring, and the topology never changes.
     pub fn scan(&mut self) {
+        if self.is_load_balanced() {
+            return;
+        }
         let scan_start = Instant::now();
         loop {
             let next = {
@@ -572,8 +638,53 @@ impl Topology {
         };
         let reply = check_reply(reply?, address)?;
         connection.apply_handshake_reply(&reply);
+        if self.is_load_balanced() {
+            let Some(service_id) = connection.service_id() else {
+                return Err(Error::client(NO_SERVICE_ID));
+            };
+            // The socket's generation is its service's (the load-balancer
+            // spec, "Initial Handshake Errors").
+            let generation = self
+                .service_generations
+                .get(&service_id)
+                .copied()
+                .unwrap_or(0);
+            connection.set_generation(generation);
+            let mut service = ServerDescription::from_hello(
+                address.clone(),
+                &reply,
+                &RoundTripTime::new(),
+                Instant::now(),
+            );
+            service.server_type = ServerType::LoadBalancer;
+            self.load_balanced_service = Some(service);
+        }
         self.connections.insert(address.clone(), connection);
+        self.last_socket_serial = self.last_socket_serial.checked_add(1).unwrap_or(1);
+        self.socket_serials
+            .insert(address.clone(), self.last_socket_serial);
         Ok(reply)
+    }
+
+    /// The description an operation on `address` builds its command for.
+    /// Load balanced, that is what the socket's handshake said about the
+    /// service behind it (wire version, size limits), as a LoadBalancer:
+    /// the load balancer's own description keeps every field unset.
+    pub(crate) fn server_for_operation(
+        &self,
+        address: &ServerAddress,
+    ) -> Option<ServerDescription> {
+        let server = self.description.servers.get(address)?;
+        match &self.load_balanced_service {
+            Some(service) if self.is_load_balanced() && self.connections.contains_key(address) => {
+                Some(service.clone())
+            }
+            _ => Some(server.clone()),
+        }
+    }
+
+    fn is_load_balanced(&self) -> bool {
+        self.description.topology_type == TopologyType::LoadBalanced
     }
 
     /// An operation failed on `address`: let SDAM decide what it means and
@@ -585,8 +696,13 @@ impl Topology {
         generation: u32,
         error: &Error,
     ) {
+        let service_id = self.connections.get(address).and_then(|c| c.service_id());
         if error.is_network_error() || matches!(error.kind(), crate::ErrorKind::Protocol { .. }) {
             self.connections.remove(address);
+        }
+        if self.is_load_balanced() {
+            self.handle_load_balanced_error(address, service_id, generation, error);
+            return;
         }
         self.handle_error(
             address,
@@ -625,6 +741,59 @@ impl Topology {
             self.connections.remove(address);
         }
         self.publish(update);
+    }
+
+    /// SDAM error handling behind a load balancer: the description never
+    /// changes (the load balancer is never Unknown), and an error that
+    /// clears the pool clears only the erring socket's service, whose
+    /// generation grows. An error from a socket older than its service's
+    /// generation is stale.
+    fn handle_load_balanced_error(
+        &mut self,
+        address: &ServerAddress,
+        service_id: Option<ObjectId>,
+        generation: u32,
+        error: &Error,
+    ) {
+        let Some(service_id) = service_id else {
+            return;
+        };
+        let current = self
+            .service_generations
+            .get(&service_id)
+            .copied()
+            .unwrap_or(0);
+        if generation < current {
+            return;
+        }
+        let max_wire_version = self
+            .load_balanced_service
+            .as_ref()
+            .map(|s| s.max_wire_version)
+            .unwrap_or(0);
+        // The per-address generation of the pure layer is the load
+        // balancer's, which never changes; the per-service one was checked
+        // above.
+        let Some(application_error) = ApplicationError::from_error(
+            address.clone(),
+            error,
+            HandshakePhase::AfterHandshakeCompletes,
+            self.description.pool_generation(address).unwrap_or(0),
+            max_wire_version,
+        ) else {
+            return;
+        };
+        let decision = crate::sdam::error_handling::decide(&self.description, &application_error);
+        if decision.clear_socket {
+            self.service_generations.insert(service_id, current + 1);
+            let same_service = self
+                .connections
+                .get(address)
+                .is_some_and(|c| c.service_id() == Some(service_id));
+            if same_service {
+                self.connections.remove(address);
+            }
+        }
     }
 
     /// A forked child must not talk on its parent's sockets: drop them
