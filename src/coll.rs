@@ -369,13 +369,7 @@ where
         update: impl Into<UpdateModification>,
         options: impl Into<Option<UpdateOptions>>,
     ) -> Result<UpdateResult> {
-        let op = Update::update_one(
-            self.ns.clone(),
-            filter,
-            update,
-            options.into().unwrap_or_default(),
-        )?;
-        self.run(op, None)
+        self.update(filter, update.into(), options.into(), false, None)
     }
 
     /// [`Collection::update_one`] inside `session`.
@@ -386,13 +380,7 @@ where
         options: impl Into<Option<UpdateOptions>>,
         session: &mut ClientSession,
     ) -> Result<UpdateResult> {
-        let op = Update::update_one(
-            self.ns.clone(),
-            filter,
-            update,
-            options.into().unwrap_or_default(),
-        )?;
-        self.run(op, Some(session))
+        self.update(filter, update.into(), options.into(), false, Some(session))
     }
 
     /// Updates every document matching `filter`.
@@ -402,13 +390,35 @@ where
         update: impl Into<UpdateModification>,
         options: impl Into<Option<UpdateOptions>>,
     ) -> Result<UpdateResult> {
-        let op = Update::update_many(
-            self.ns.clone(),
-            filter,
-            update,
-            options.into().unwrap_or_default(),
-        )?;
-        self.run(op, None)
+        self.update(filter, update.into(), options.into(), true, None)
+    }
+
+    /// [`Collection::update_many`] inside `session`.
+    pub fn update_many_with_session(
+        &self,
+        filter: Document,
+        update: impl Into<UpdateModification>,
+        options: impl Into<Option<UpdateOptions>>,
+        session: &mut ClientSession,
+    ) -> Result<UpdateResult> {
+        self.update(filter, update.into(), options.into(), true, Some(session))
+    }
+
+    fn update(
+        &self,
+        filter: Document,
+        update: UpdateModification,
+        options: Option<UpdateOptions>,
+        many: bool,
+        session: Option<&mut ClientSession>,
+    ) -> Result<UpdateResult> {
+        let options = options.unwrap_or_default();
+        let op = if many {
+            Update::update_many(self.ns.clone(), filter, update, options)?
+        } else {
+            Update::update_one(self.ns.clone(), filter, update, options)?
+        };
+        self.run(op, session)
     }
 
     /// Replaces the first document matching `filter`.
@@ -418,14 +428,35 @@ where
         replacement: impl Borrow<T>,
         options: impl Into<Option<ReplaceOptions>>,
     ) -> Result<UpdateResult> {
-        let replacement = Self::to_document(replacement.borrow())?;
+        self.replace(filter, replacement.borrow(), options.into(), None)
+    }
+
+    /// [`Collection::replace_one`] inside `session`.
+    pub fn replace_one_with_session(
+        &self,
+        filter: Document,
+        replacement: impl Borrow<T>,
+        options: impl Into<Option<ReplaceOptions>>,
+        session: &mut ClientSession,
+    ) -> Result<UpdateResult> {
+        self.replace(filter, replacement.borrow(), options.into(), Some(session))
+    }
+
+    fn replace(
+        &self,
+        filter: Document,
+        replacement: &T,
+        options: Option<ReplaceOptions>,
+        session: Option<&mut ClientSession>,
+    ) -> Result<UpdateResult> {
+        let replacement = Self::to_document(replacement)?;
         let op = Update::replace_one(
             self.ns.clone(),
             filter,
             replacement,
-            options.into().unwrap_or_default(),
+            options.unwrap_or_default(),
         )?;
-        self.run(op, None)
+        self.run(op, session)
     }
 
     /// Deletes the first document matching `filter`.
@@ -434,10 +465,7 @@ where
         filter: Document,
         options: impl Into<Option<DeleteOptions>>,
     ) -> Result<DeleteResult> {
-        self.run(
-            Delete::delete_one(self.ns.clone(), filter, options.into().unwrap_or_default()),
-            None,
-        )
+        self.delete(filter, options.into(), false, None)
     }
 
     /// [`Collection::delete_one`] inside `session`.
@@ -447,10 +475,7 @@ where
         options: impl Into<Option<DeleteOptions>>,
         session: &mut ClientSession,
     ) -> Result<DeleteResult> {
-        self.run(
-            Delete::delete_one(self.ns.clone(), filter, options.into().unwrap_or_default()),
-            Some(session),
-        )
+        self.delete(filter, options.into(), false, Some(session))
     }
 
     /// Deletes every document matching `filter`.
@@ -459,10 +484,33 @@ where
         filter: Document,
         options: impl Into<Option<DeleteOptions>>,
     ) -> Result<DeleteResult> {
-        self.run(
-            Delete::delete_many(self.ns.clone(), filter, options.into().unwrap_or_default()),
-            None,
-        )
+        self.delete(filter, options.into(), true, None)
+    }
+
+    /// [`Collection::delete_many`] inside `session`.
+    pub fn delete_many_with_session(
+        &self,
+        filter: Document,
+        options: impl Into<Option<DeleteOptions>>,
+        session: &mut ClientSession,
+    ) -> Result<DeleteResult> {
+        self.delete(filter, options.into(), true, Some(session))
+    }
+
+    fn delete(
+        &self,
+        filter: Document,
+        options: Option<DeleteOptions>,
+        many: bool,
+        session: Option<&mut ClientSession>,
+    ) -> Result<DeleteResult> {
+        let options = options.unwrap_or_default();
+        let op = if many {
+            Delete::delete_many(self.ns.clone(), filter, options)
+        } else {
+            Delete::delete_one(self.ns.clone(), filter, options)
+        };
+        self.run(op, session)
     }
 
     /// Updates the first document matching `filter` and returns it (before
@@ -515,14 +563,33 @@ where
         filter: impl Into<Option<Document>>,
         options: impl Into<Option<CountOptions>>,
     ) -> Result<u64> {
-        let mut options = options.into().unwrap_or_default();
+        self.count(filter.into(), options.into(), None)
+    }
+
+    /// [`Collection::count_documents`] inside `session`.
+    pub fn count_documents_with_session(
+        &self,
+        filter: impl Into<Option<Document>>,
+        options: impl Into<Option<CountOptions>>,
+        session: &mut ClientSession,
+    ) -> Result<u64> {
+        self.count(filter.into(), options.into(), Some(session))
+    }
+
+    fn count(
+        &self,
+        filter: Option<Document>,
+        options: Option<CountOptions>,
+        session: Option<&mut ClientSession>,
+    ) -> Result<u64> {
+        let mut options = options.unwrap_or_default();
         options.selection_criteria = Some(
             self.defaults
                 .read_criteria(options.selection_criteria.take()),
         );
         self.run(
-            CountDocuments::new(self.ns.clone(), filter.into().unwrap_or_default(), options),
-            None,
+            CountDocuments::new(self.ns.clone(), filter.unwrap_or_default(), options),
+            session,
         )
     }
 

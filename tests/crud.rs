@@ -565,8 +565,10 @@ fn a_duplicate_key_is_a_write_error_with_its_code() {
 
 #[test]
 fn a_write_concern_error_is_reported_with_the_applied_write() {
-    let client =
-        Client::with_uri_str(&format!("{}&appName=crud_wce", TestServer::shared().uri())).unwrap();
+    // A server of its own: a fail point is one per server, and another test
+    // arms one too.
+    let server = TestServer::start();
+    let client = Client::with_uri_str(&format!("{}&appName=crud_wce", server.uri())).unwrap();
     let coll = fresh::<Document>(&client, "wce");
     client
         .database("admin")
@@ -786,11 +788,10 @@ fn read_preference_most_specific_wins() {
 
 #[test]
 fn a_write_concern_error_in_a_batched_write_keeps_the_partial_result() {
-    let client = Client::with_uri_str(&format!(
-        "{}&appName=crud_bulk_wce",
-        TestServer::shared().uri()
-    ))
-    .unwrap();
+    // A server of its own: a fail point is one per server, and another test
+    // arms one too.
+    let server = TestServer::start();
+    let client = Client::with_uri_str(&format!("{}&appName=crud_bulk_wce", server.uri())).unwrap();
     let coll = fresh::<Document>(&client, "bulk_wce");
     client
         .database("admin")
