@@ -88,6 +88,7 @@ impl Client {
         Database {
             client: self.clone(),
             name: name.to_string(),
+            overrides: crate::coll::Defaults::default(),
         }
     }
 
@@ -189,6 +190,8 @@ impl ClientBuilder {
 pub struct Database {
     client: Client,
     name: String,
+    /// What this handle overrides of the client's defaults.
+    overrides: crate::coll::Defaults,
 }
 
 impl Database {
@@ -203,8 +206,32 @@ impl Database {
     where
         T: serde::Serialize + serde::de::DeserializeOwned,
     {
-        let defaults = self.client.defaults();
+        let defaults = self.client.defaults().overridden_by(&self.overrides);
         crate::coll::Collection::new(self.client.clone(), &self.name, name, defaults)
+    }
+
+    /// This handle with a default read preference for its collections.
+    pub fn with_read_preference(mut self, read_preference: ReadPreference) -> Self {
+        self.overrides.read_preference = Some(read_preference);
+        self
+    }
+
+    /// This handle with a default read concern for its collections.
+    pub fn with_read_concern(mut self, read_concern: crate::options::ReadConcern) -> Self {
+        self.overrides.read_concern = Some(read_concern);
+        self
+    }
+
+    /// This handle with a default write concern for its collections.
+    pub fn with_write_concern(mut self, write_concern: crate::options::WriteConcern) -> Self {
+        self.overrides.write_concern = Some(write_concern);
+        self
+    }
+
+    /// This handle with `timeoutMS` for its collections' operations.
+    pub fn with_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.overrides.timeout = Some(timeout);
+        self
     }
 
     /// The client this database belongs to.

@@ -51,6 +51,25 @@ pub(crate) struct Defaults {
 }
 
 impl Defaults {
+    /// `self` with anything `more_specific` sets taking precedence.
+    pub(crate) fn overridden_by(&self, more_specific: &Defaults) -> Defaults {
+        Defaults {
+            read_preference: more_specific
+                .read_preference
+                .clone()
+                .or_else(|| self.read_preference.clone()),
+            read_concern: more_specific
+                .read_concern
+                .clone()
+                .or_else(|| self.read_concern.clone()),
+            write_concern: more_specific
+                .write_concern
+                .clone()
+                .or_else(|| self.write_concern.clone()),
+            timeout: more_specific.timeout.or(self.timeout),
+        }
+    }
+
     pub(crate) fn inherited(&self) -> Inherited<'_> {
         Inherited {
             read_concern: self.read_concern.as_ref(),

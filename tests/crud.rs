@@ -687,6 +687,21 @@ fn read_and_write_concerns_most_specific_wins() {
     from_client.find_one(None, None).unwrap();
     assert_eq!(level(&last_received(&sim, 0, "find")), Some("local"));
 
+    // The database level overrides the client's and hands down to its
+    // collections.
+    let from_database = client
+        .database(from_client.database_name())
+        .with_read_concern(ReadConcern::new("available"))
+        .with_write_concern(write_concern(Acknowledgment::Nodes(2)))
+        .collection::<Document>(from_client.name());
+    from_database.find_one(None, None).unwrap();
+    assert_eq!(level(&last_received(&sim, 0, "find")), Some("available"));
+    from_database.delete_many(doc! { "_id": -1 }, None).ok();
+    assert_eq!(
+        w_of(&last_received(&sim, 0, "delete")),
+        Some(Bson::Int64(2))
+    );
+
     let from_collection = from_client
         .clone()
         .with_read_concern(ReadConcern::new("majority"))
