@@ -193,9 +193,31 @@ impl Topology {
         let start = Instant::now();
         let try_once = self.options.server_selection_try_once();
         let mut max_time = start + self.options.server_selection_timeout();
+        // When timeoutMS ends the wait before serverSelectionTimeoutMS
+        // would, running out of time is the operation's timeout (CSOT), and
+        // the error says so rather than blaming serverSelectionTimeoutMS.
+        let mut deadline_binds = false;
         if let Some(limit) = deadline.instant() {
+            deadline_binds = limit <= max_time;
             max_time = max_time.min(limit);
         }
+        let timed_out = |error: Error| {
+            if !deadline_binds || try_once {
+                return error;
+            }
+            if Instant::now() < max_time {
+                // The next scan may not start before the deadline
+                // (minHeartbeatFrequencyMS), so waiting on could not help.
+                Error::new(crate::ErrorKind::Timeout {
+                    message: format!(
+                        "timeoutMS would expire before the next scan could start while \
+                         selecting a server for {operation}: {error}"
+                    ),
+                })
+            } else {
+                Deadline::timeout_error(&format!("selecting a server for {operation}: {error}"))
+            }
+        };
         self.log_selection(SelectionLog::started, criteria, operation);
         if scan::scan_needed(
             self.last_scan_end,
@@ -203,7 +225,8 @@ impl Topology {
             self.options.heartbeat_frequency(),
             start,
         ) {
-            self.rescan(try_once, max_time, criteria, operation)?;
+            self.rescan(try_once, max_time, criteria, operation)
+                .map_err(timed_out)?;
         }
         let mut logged_waiting = false;
         loop {
@@ -234,7 +257,7 @@ impl Topology {
                 return Err(self.selection_failed(criteria, operation, None));
             }
             if !try_once && Instant::now() >= max_time {
-                return Err(self.selection_failed(criteria, operation, None));
+                return Err(timed_out(self.selection_failed(criteria, operation, None)));
             }
             if !logged_waiting {
                 logged_waiting = true;
@@ -242,7 +265,8 @@ impl Topology {
                     (!try_once).then(|| max_time.saturating_duration_since(Instant::now()));
                 self.log_selection(|c| SelectionLog::waiting(c, remaining), criteria, operation);
             }
-            self.rescan(try_once, max_time, criteria, operation)?;
+            self.rescan(try_once, max_time, criteria, operation)
+                .map_err(timed_out)?;
         }
     }
 
