@@ -291,3 +291,88 @@ fn overload_retries_share_the_operation_deadline() {
     assert!(budgets.windows(2).all(|w| w[1] <= w[0]), "{budgets:?}");
     assert!(budgets.iter().all(|b| (1..=500).contains(b)), "{budgets:?}");
 }
+
+fn arm(client: &Client, data: Document) {
+    client
+        .database("admin")
+        .run_command(doc! {
+            "configureFailPoint": "failCommand",
+            "mode": { "times": 1 },
+            "data": data,
+        })
+        .unwrap();
+}
+
+#[test]
+fn a_socket_timeout_under_timeout_ms_is_a_timeout_error() {
+    let server = TestServer::start();
+    let (client, _) = client_with(&format!("{}&timeoutMS=400", server.uri()), None);
+    let coll = client.database(DB).collection::<Document>("blocked_write");
+    coll.insert_one(doc! { "a": 1 }, None).unwrap();
+    // updateMany is not a retryable write, so the socket's timeout is what
+    // comes back, and CSOT turns it into the timeout error.
+    arm(
+        &client,
+        doc! { "failCommands": ["update"], "blockConnection": true, "blockTimeMS": 3000 },
+    );
+    let started = Instant::now();
+    let error = coll
+        .update_many(doc! {}, doc! { "$set": { "b": 1 } }, None)
+        .unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::Timeout { .. }),
+        "{error:?}"
+    );
+    assert!(
+        error.to_string().contains("timed out"),
+        "keeps the cause: {error}"
+    );
+    assert!(started.elapsed() < Duration::from_millis(1500));
+}
+
+#[test]
+fn max_time_ms_expired_under_timeout_ms_is_a_timeout_error() {
+    let server = TestServer::start();
+    let (client, _) = client_with(&format!("{}&timeoutMS=5000", server.uri()), None);
+    let coll = client
+        .database(DB)
+        .collection::<Document>("max_time_expired");
+    coll.insert_one(doc! { "a": 1 }, None).unwrap();
+    arm(&client, doc! { "failCommands": ["find"], "errorCode": 50 });
+    let error = coll.find_one(None, None).unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::Timeout { .. }),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("50"), "keeps the cause: {error}");
+
+    // Without timeoutMS the server's error comes back as it is.
+    let (plain, _) = client_with(&server.uri(), None);
+    arm(&plain, doc! { "failCommands": ["find"], "errorCode": 50 });
+    let error = plain
+        .database(DB)
+        .collection::<Document>("max_time_expired")
+        .find_one(None, None)
+        .unwrap_err();
+    assert_eq!(error.code(), Some(50), "{error:?}");
+}
+
+#[test]
+fn timeout_ms_overrides_socket_timeout_ms() {
+    let server = TestServer::start();
+    // A 200 ms socketTimeoutMS alone would cut this 600 ms reply off.
+    let (client, _) = client_with(
+        &format!("{}&socketTimeoutMS=200&timeoutMS=5000", server.uri()),
+        None,
+    );
+    let coll = client.database(DB).collection::<Document>("override");
+    coll.insert_one(doc! { "a": 1 }, None).unwrap();
+    arm(
+        &client,
+        doc! { "failCommands": ["update"], "blockConnection": true, "blockTimeMS": 600 },
+    );
+    let updated = coll
+        .update_many(doc! {}, doc! { "$set": { "b": 1 } }, None)
+        .expect("timeoutMS, not socketTimeoutMS, bounds the read");
+    assert_eq!(updated.modified_count, 1);
+}
