@@ -376,3 +376,39 @@ fn timeout_ms_overrides_socket_timeout_ms() {
         .expect("timeoutMS, not socketTimeoutMS, bounds the read");
     assert_eq!(updated.modified_count, 1);
 }
+
+#[test]
+fn a_slow_scan_stops_at_the_deadline_and_leaves_no_cooldown() {
+    let sim = Simulator::replica_set("to3", TestServer::shared(), &[Role::Primary]);
+    // Every reply, the handshake's hello included, takes 2 s: far past the
+    // 400 ms deadline, well within connectTimeoutMS.
+    sim.delay_replies(0, Duration::from_secs(2));
+    let (client, _) = client_with(
+        &format!(
+            "{}&timeoutMS=400&connectTimeoutMS=10000",
+            sim.seed_uri(&[0])
+        ),
+        None,
+    );
+    let coll = client.database(DB).collection::<Document>("slow_scan");
+    let started = Instant::now();
+    let error = coll.find_one(None, None).unwrap_err();
+    let elapsed = started.elapsed();
+    assert!(
+        matches!(error.kind(), ErrorKind::Timeout { .. }),
+        "{error:?}"
+    );
+    assert!(
+        elapsed < Duration::from_millis(1500),
+        "the scan's hello was bounded by the deadline: {elapsed:?}"
+    );
+
+    // Running out of time says nothing about the server: it is not put in
+    // the cooldown of a failed check, so the next operation checks it again.
+    sim.delay_replies(0, Duration::ZERO);
+    // Rescans are at least minHeartbeatFrequencyMS (500 ms) apart, longer
+    // than this deadline; the 5 s cooldown would be longer still.
+    std::thread::sleep(Duration::from_millis(600));
+    let found = coll.find_one(None, None);
+    assert!(found.is_ok(), "{found:?}");
+}
