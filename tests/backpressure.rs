@@ -19,7 +19,7 @@ use mongo_inline::event::{CommandEvent, EventHandler};
 use mongo_inline::retry::RetrySettings;
 use mongo_inline::{Client, ClientOptions, Collection, Database, ServerAddress};
 use support::server::TestServer;
-use support::sim::Simulator;
+use support::sim::{Role, Simulator};
 
 const DB: &str = "backpressure";
 const OVERLOADED: i32 = 462;
@@ -393,5 +393,112 @@ fn the_retry_after_an_overload_goes_to_the_other_router() {
             .map(|i| sim.commands(i).iter().filter(|c| *c == "find").count())
             .collect();
         assert_eq!(finds, [1, 1], "round {round}: each router saw one find");
+    }
+}
+
+#[test]
+fn max_adaptive_retries_opts_into_the_published_budget() {
+    let server = TestServer::start();
+    let (client, recorder) = client_for(&format!("{}&maxAdaptiveRetries=2", server.uri()));
+    assert_eq!(
+        client.retry_tokens(),
+        None,
+        "the published behaviour has no bucket"
+    );
+    let db = client.database(DB);
+    let coll = numbers(&db, "published", 1);
+
+    overload(&db, &["find"], 2, &LABELS);
+    recorder.clear();
+    assert!(coll.find_one(None, None).unwrap().is_some());
+    assert_eq!(recorder.started("find"), 3, "two retries are allowed");
+
+    overload(&db, &["find"], 3, &LABELS);
+    recorder.clear();
+    let error = coll.find_one(None, None).unwrap_err();
+    assert_eq!(error.code(), Some(OVERLOADED), "{error}");
+    assert_eq!(recorder.started("find"), 3, "no third retry");
+}
+
+#[test]
+fn overload_retargeting_avoids_the_overloaded_replica_set_member() {
+    let server = TestServer::start();
+    let sim = Simulator::replica_set("bp_rs", &server, &[Role::Primary, Role::Secondary]);
+    // Reads may go to either member; only retargeting decides the retry.
+    let (client, recorder) = client_for(&format!(
+        "{}&readPreference=nearest&localThresholdMS=1000&enableOverloadRetargeting=true",
+        sim.seed_uri(&[0, 1])
+    ));
+    let db = client.database(DB);
+    let coll = numbers(&db, "retarget", 1);
+    for round in 0..4 {
+        overload(&db, &["find"], 1, &LABELS);
+        recorder.clear();
+        assert!(coll.find_one(None, None).unwrap().is_some());
+        let events = recorder.of("find");
+        assert_eq!(events.len(), 4, "round {round}: {events:?}");
+        assert_ne!(
+            events[1].address, events[2].address,
+            "round {round}: the retry avoids the overloaded member"
+        );
+    }
+}
+
+/// Log records, with the thread that logged them (tests run in parallel).
+struct Lines(Mutex<Vec<(std::thread::ThreadId, String, String)>>);
+
+impl log::Log for Lines {
+    fn enabled(&self, _: &log::Metadata<'_>) -> bool {
+        true
+    }
+
+    fn log(&self, record: &log::Record<'_>) {
+        self.0.lock().unwrap().push((
+            std::thread::current().id(),
+            record.target().to_string(),
+            record.args().to_string(),
+        ));
+    }
+
+    fn flush(&self) {}
+}
+
+static LINES: Lines = Lines(Mutex::new(Vec::new()));
+
+#[test]
+fn each_retry_is_logged_at_debug_level() {
+    let _ = log::set_logger(&LINES);
+    log::set_max_level(log::LevelFilter::Debug);
+    let server = TestServer::start();
+    let (client, _) = client_for(&server.uri());
+    let db = client.database(DB);
+    let coll = numbers(&db, "logged", 1);
+    overload(&db, &["find"], 2, &LABELS);
+    assert!(coll.find_one(None, None).unwrap().is_some());
+
+    let me = std::thread::current().id();
+    let lines: Vec<String> = LINES
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(thread, target, _)| *thread == me && target == mongo_inline::retry::LOG_TARGET)
+        .map(|(_, _, line)| line.clone())
+        .collect();
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    assert!(
+        lines[0].starts_with("retrying find (retry 1)"),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1].starts_with("retrying find (retry 2)"),
+        "{}",
+        lines[1]
+    );
+    for line in &lines {
+        assert!(line.contains("overload backoff"), "{line}");
+        assert!(line.contains("retry tokens left"), "{line}");
+        assert!(line.contains("462"), "names the error: {line}");
     }
 }
