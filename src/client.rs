@@ -17,6 +17,7 @@ use crate::exec::{ClientState, Inherited, Target};
 use crate::operation::RunCommand;
 use crate::options::ClientOptions;
 use crate::read_preference::ReadPreference;
+use crate::retry::{RetryPolicy, RetrySettings, Tokens};
 use crate::sdam::ServerDescription;
 use crate::select::{SelectionCriteria, ServerSelector};
 use crate::topology::Topology;
@@ -67,6 +68,7 @@ impl Client {
             options,
             handler: None,
             server_selector: None,
+            retry_settings: None,
         }
     }
 
@@ -74,13 +76,26 @@ impl Client {
         options: ClientOptions,
         handler: Option<Arc<dyn EventHandler>>,
         server_selector: Option<ServerSelector>,
+        retry_settings: Option<RetrySettings>,
     ) -> Result<Client> {
         let topology = Topology::new(options, handler, server_selector)?;
+        let mut state = ClientState::new(topology);
+        if let Some(settings) = retry_settings {
+            state.retry = RetryPolicy::new(settings);
+        }
         Ok(Client {
             inner: Arc::new(ClientInner {
-                state: Mutex::new(ClientState::new(topology)),
+                state: Mutex::new(state),
             }),
         })
+    }
+
+    /// The retry tokens left in the client's bucket (client backpressure),
+    /// or `None` when its retry settings use no bucket. A balance well
+    /// below [`crate::retry::TOKEN_BUCKET_CAPACITY`] means recent overload
+    /// retries outnumbered successes.
+    pub fn retry_tokens(&self) -> Option<Tokens> {
+        self.state().retry.bucket().map(|bucket| bucket.balance())
     }
 
     /// A handle to the database `name`. Does no I/O.
@@ -155,6 +170,7 @@ pub struct ClientBuilder {
     options: ClientOptions,
     handler: Option<Arc<dyn EventHandler>>,
     server_selector: Option<ServerSelector>,
+    retry_settings: Option<RetrySettings>,
 }
 
 impl ClientBuilder {
@@ -179,9 +195,23 @@ impl ClientBuilder {
         self
     }
 
+    /// Retries by `settings` instead of those the options give
+    /// ([`RetrySettings::from_options`]): e.g. the seed policy without its
+    /// token bucket, or another backoff base, to measure or test how a
+    /// client behaves under server overload.
+    pub fn retry_settings(mut self, settings: RetrySettings) -> Self {
+        self.retry_settings = Some(settings);
+        self
+    }
+
     /// The client. Validates; does no I/O.
     pub fn build(self) -> Result<Client> {
-        Client::build(self.options, self.handler, self.server_selector)
+        Client::build(
+            self.options,
+            self.handler,
+            self.server_selector,
+            self.retry_settings,
+        )
     }
 }
 

@@ -26,7 +26,7 @@ use bson::Document;
 use crate::address::ServerAddress;
 use crate::conn::check_reply;
 use crate::deadline::Deadline;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::event::command::{is_sensitive, redact, ConnectionInfo};
 use crate::event::CommandEvent;
 use crate::operation::{Command, Operation, Retryability, ServerInfo};
@@ -476,7 +476,16 @@ impl ClientState {
         }
         body.insert("$db", command.target_db.clone());
 
-        let socket_timeout = deadline.min_with(now, self.topology.options().socket_timeout());
+        // CSOT: timeoutMS replaces socketTimeoutMS (it does not combine with
+        // it), and nothing is written once the deadline has passed.
+        let socket_timeout = if deadline.is_set() {
+            if let Err(e) = deadline.check(Instant::now(), "sending the command") {
+                return Err((e, false));
+            }
+            deadline.remaining(Instant::now())
+        } else {
+            self.topology.options().socket_timeout()
+        };
         let request_id = crate::conn::next_request_id();
         // Events name the command by the body's first key, as the spec says:
         // `Command::name` is "runCommand" for a caller's command it does not
@@ -574,6 +583,9 @@ impl ClientState {
                         },
                     );
                 }
+                if deadline.is_set() {
+                    error = as_timeout(error, command.name);
+                }
                 Err((error, true))
             }
         }
@@ -585,6 +597,23 @@ impl ClientState {
             std::thread::sleep(plan.backoff);
         }
     }
+}
+
+/// CSOT's error transformations, for an operation with a deadline: a socket
+/// timeout (the read was bounded by the time left) and the server's
+/// `MaxTimeMSExpired` (code 50, the `maxTimeMS` derived from the time left)
+/// both mean the operation ran out of time. The timeout error keeps the
+/// cause in its text and the labels.
+fn as_timeout(error: Error, command_name: &str) -> Error {
+    const MAX_TIME_MS_EXPIRED: i32 = 50;
+    let socket_timeout = matches!(error.kind(), ErrorKind::Network { timeout: true, .. });
+    let server_timeout =
+        matches!(error.kind(), ErrorKind::Command(c) if c.code == MAX_TIME_MS_EXPIRED);
+    if !(socket_timeout || server_timeout) {
+        return error;
+    }
+    Deadline::timeout_error(&format!("waiting for {command_name}: {error}"))
+        .with_labels(error.labels())
 }
 
 /// Gives the operation a chance to turn the error into a result (a `drop`

@@ -72,6 +72,9 @@ pub struct Topology {
     /// service behind it (wire version, limits), which the load balancer's
     /// own description never holds.
     load_balanced_service: Option<ServerDescription>,
+    /// The deadline of the operation selecting a server, while it does:
+    /// its scans and new sockets must not outlast it (CSOT).
+    operation_deadline: Deadline,
 }
 
 impl Topology {
@@ -108,6 +111,7 @@ impl Topology {
             last_socket_serial: 0,
             service_generations: HashMap::new(),
             load_balanced_service: None,
+            operation_deadline: Deadline::NONE,
             options,
         };
         for event in topology.description.opening_events() {
@@ -137,6 +141,19 @@ impl Topology {
     /// socketCheckIntervalMS is pinged first; if that fails the server is
     /// marked Unknown and selection runs once more.
     pub(crate) fn select_for(
+        &mut self,
+        criteria: &SelectionCriteria,
+        operation: &str,
+        deprioritized: &[ServerAddress],
+        deadline: Deadline,
+    ) -> Result<ServerAddress> {
+        self.operation_deadline = deadline;
+        let selected = self.select_and_connect(criteria, operation, deprioritized, deadline);
+        self.operation_deadline = Deadline::NONE;
+        selected
+    }
+
+    fn select_and_connect(
         &mut self,
         criteria: &SelectionCriteria,
         operation: &str,
@@ -187,12 +204,12 @@ impl Topology {
             }
             return self.connect_and_apply(address);
         }
+        let timeout = self.check_timeout();
         let connection = self.connections.get_mut(address).expect("checked above");
         if connection.last_used().elapsed() < interval {
             return Ok(());
         }
         let (generation, service_id) = (connection.generation(), connection.service_id());
-        let timeout = self.options.connect_timeout();
         let ping = connection
             .command("admin", bson::doc! { "ping": 1 }, timeout)
             .and_then(|reply| check_reply(reply, address));
@@ -236,9 +253,36 @@ impl Topology {
         let start = Instant::now();
         let try_once = self.options.server_selection_try_once();
         let mut max_time = start + self.options.server_selection_timeout();
+        // When timeoutMS ends the wait before serverSelectionTimeoutMS
+        // would, running out of time is the operation's timeout (CSOT), and
+        // the error says so rather than blaming serverSelectionTimeoutMS.
+        let mut deadline_binds = false;
         if let Some(limit) = deadline.instant() {
+            deadline_binds = limit <= max_time;
             max_time = max_time.min(limit);
         }
+        let timed_out = |error: Error| {
+            if !deadline_binds {
+                return error;
+            }
+            let expired = Instant::now() >= max_time;
+            if try_once && !expired {
+                // tryOnce gave up after its one scan, not for lack of time.
+                return error;
+            }
+            if !expired {
+                // The next scan may not start before the deadline
+                // (minHeartbeatFrequencyMS), so waiting on could not help.
+                Error::new(crate::ErrorKind::Timeout {
+                    message: format!(
+                        "timeoutMS would expire before the next scan could start while \
+                         selecting a server for {operation}: {error}"
+                    ),
+                })
+            } else {
+                Deadline::timeout_error(&format!("selecting a server for {operation}: {error}"))
+            }
+        };
         self.log_selection(SelectionLog::started, criteria, operation);
         // Load balanced, the one server is always selected and never
         // checked: there is nothing a scan could learn.
@@ -251,7 +295,8 @@ impl Topology {
                 start,
             )
         {
-            self.rescan(try_once, max_time, criteria, operation)?;
+            self.rescan(try_once, max_time, criteria, operation)
+                .map_err(timed_out)?;
         }
         let mut logged_waiting = false;
         loop {
@@ -282,10 +327,10 @@ impl Topology {
             }
             let scanned_since_start = self.last_scan_end.is_some_and(|end| end > start);
             if try_once && scanned_since_start {
-                return Err(self.selection_failed(criteria, operation, None));
+                return Err(timed_out(self.selection_failed(criteria, operation, None)));
             }
             if !try_once && Instant::now() >= max_time {
-                return Err(self.selection_failed(criteria, operation, None));
+                return Err(timed_out(self.selection_failed(criteria, operation, None)));
             }
             if !logged_waiting {
                 logged_waiting = true;
@@ -293,7 +338,8 @@ impl Topology {
                     (!try_once).then(|| max_time.saturating_duration_since(Instant::now()));
                 self.log_selection(|c| SelectionLog::waiting(c, remaining), criteria, operation);
             }
-            self.rescan(try_once, max_time, criteria, operation)?;
+            self.rescan(try_once, max_time, criteria, operation)
+                .map_err(timed_out)?;
         }
     }
 
@@ -433,6 +479,21 @@ impl Topology {
         }
     }
 
+    /// connectTimeoutMS, or less when the deadline of the operation that
+    /// is selecting comes sooner (CSOT: min(connectTimeoutMS, time left)).
+    fn check_timeout(&self) -> Option<Duration> {
+        let connect = self.options.connect_timeout();
+        match self.operation_deadline.remaining(Instant::now()) {
+            // A zero timeout would mean "none" to some socket calls.
+            Some(left) => Some(
+                connect
+                    .map_or(left, |c| c.min(left))
+                    .max(Duration::from_millis(1)),
+            ),
+            None => connect,
+        }
+    }
+
     fn scan_candidates(&self) -> Vec<ScanCandidate<'_>> {
         scan_candidates(&self.description, &self.checks)
     }
@@ -448,6 +509,13 @@ impl Topology {
         }
         let scan_start = Instant::now();
         loop {
+            if self.operation_deadline.expired(Instant::now()) {
+                // Unchecked servers are as stale as before; the next
+                // selection scans again.
+                self.last_scan_end = Some(Instant::now());
+                self.description.stale = true;
+                return;
+            }
             let next = {
                 let candidates = scan_candidates(&self.description, &self.checks);
                 scan::next_to_check(&candidates, scan_start, Instant::now(), &mut self.rng)
@@ -472,7 +540,10 @@ impl Topology {
             .is_some_and(|s| s.server_type != crate::sdam::ServerType::Unknown);
         let mut outcome = self.hello(address);
         if let Err(error) = &outcome {
-            if was_known && error.is_network_error() {
+            if was_known
+                && error.is_network_error()
+                && !self.operation_deadline.expired(Instant::now())
+            {
                 outcome = self.hello(address);
             }
         }
@@ -494,6 +565,13 @@ impl Topology {
     /// socket goes, the server becomes Unknown, and a network error starts
     /// its cooldown.
     fn record_check_failure(&mut self, address: &ServerAddress, error: &Error) {
+        // A check the operation's deadline cut short says nothing about the
+        // server: no cooldown, so the next operation checks it again.
+        let cut_short = self.operation_deadline.expired(Instant::now())
+            && matches!(
+                error.kind(),
+                crate::ErrorKind::Network { timeout: true, .. }
+            );
         self.connections.remove(address);
         let update = self
             .description
@@ -503,7 +581,7 @@ impl Topology {
             address.clone(),
             CheckRecord {
                 last_check_end: Some(Instant::now()),
-                network_failed: error.is_network_error(),
+                network_failed: error.is_network_error() && !cut_short,
             },
         );
     }
@@ -525,6 +603,7 @@ impl Topology {
             .connections
             .get(address)
             .is_some_and(|c| !c.is_broken() && !c.peer_closed());
+        let timeout = self.check_timeout();
         let reply = match self.connections.get_mut(address) {
             Some(connection) if reusable => {
                 let hello_ok = self
@@ -540,7 +619,7 @@ impl Topology {
                 };
                 let (command, _) = handshake::check_command(hello_ok, &settings);
                 connection
-                    .command("admin", command, self.options.connect_timeout())
+                    .command("admin", command, timeout)
                     .and_then(|reply| check_reply(reply, address))
             }
             _ => self.open_with_handshake(address),
@@ -618,7 +697,7 @@ impl Topology {
         let mut connection = Connection::open(
             address,
             generation,
-            self.options.connect_timeout(),
+            self.check_timeout(),
             self.options.socket_timeout(),
         )?;
         let settings = HandshakeSettings {
@@ -630,7 +709,7 @@ impl Topology {
         let (command, use_op_msg) = handshake::handshake_command(&settings);
         // Monitoring checks (and so the handshake) use connectTimeoutMS as
         // their socket timeout.
-        let timeout = self.options.connect_timeout();
+        let timeout = self.check_timeout();
         let reply = if use_op_msg {
             connection.command("admin", command, timeout)
         } else {

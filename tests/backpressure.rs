@@ -1,0 +1,504 @@
+//! Client backpressure end to end: SecantusDB's `failCommand` answers with
+//! the ingress rate limiter's overload error (code 462, labels
+//! `SystemOverloadedError` + `RetryableError`) and every kind of command —
+//! a retryable read, a multi-document write, a cursor's getMore, a generic
+//! runCommand — is retried with backoff until it succeeds or the overload
+//! retry budget (5 retries) runs out.
+//!
+//! Attempts are counted from the command events a recording handler sees;
+//! backoffs are the gaps between a failed event and the next started one.
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bson::{doc, Document};
+use mongo_inline::coll_options::FindOptions;
+use mongo_inline::event::{CommandEvent, EventHandler};
+use mongo_inline::retry::RetrySettings;
+use mongo_inline::{Client, ClientOptions, Collection, Database, ServerAddress};
+use support::server::TestServer;
+use support::sim::{Role, Simulator};
+
+const DB: &str = "backpressure";
+const OVERLOADED: i32 = 462;
+/// Backoffs measured on a loaded machine run late, never early: this much
+/// is allowed on top of each upper bound.
+const SLACK: Duration = Duration::from_millis(150);
+
+#[derive(Clone, Debug)]
+enum Seen {
+    Started,
+    Succeeded,
+    Failed(Option<i32>),
+}
+
+#[derive(Clone, Debug)]
+struct Event {
+    at: Instant,
+    name: String,
+    address: ServerAddress,
+    seen: Seen,
+}
+
+/// Every command event, with when it happened.
+#[derive(Default)]
+struct Recorder {
+    events: Mutex<Vec<Event>>,
+}
+
+impl EventHandler for Recorder {
+    fn handle_command_event(&self, event: &CommandEvent) {
+        let (name, connection, seen) = match event {
+            CommandEvent::Started {
+                command_name,
+                connection,
+                ..
+            } => (command_name, connection, Seen::Started),
+            CommandEvent::Succeeded {
+                command_name,
+                connection,
+                ..
+            } => (command_name, connection, Seen::Succeeded),
+            CommandEvent::Failed {
+                command_name,
+                connection,
+                failure,
+                ..
+            } => (command_name, connection, Seen::Failed(failure.code())),
+            _ => return,
+        };
+        self.events.lock().unwrap().push(Event {
+            at: Instant::now(),
+            name: name.clone(),
+            address: connection.address.clone(),
+            seen,
+        });
+    }
+}
+
+impl Recorder {
+    fn of(&self, name: &str) -> Vec<Event> {
+        self.events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|e| e.name == name)
+            .cloned()
+            .collect()
+    }
+
+    fn started(&self, name: &str) -> usize {
+        self.of(name)
+            .iter()
+            .filter(|e| matches!(e.seen, Seen::Started))
+            .count()
+    }
+
+    fn clear(&self) {
+        self.events.lock().unwrap().clear();
+    }
+
+    /// The waits between each failed `name` and the next started `name`.
+    fn backoffs(&self, name: &str) -> Vec<Duration> {
+        let events = self.of(name);
+        events
+            .windows(2)
+            .filter(|w| matches!(w[0].seen, Seen::Failed(_)) && matches!(w[1].seen, Seen::Started))
+            .map(|w| w[1].at - w[0].at)
+            .collect()
+    }
+}
+
+fn client_for(uri: &str) -> (Client, Arc<Recorder>) {
+    let recorder = Arc::new(Recorder::default());
+    let options = ClientOptions::parse(uri).expect("test URI");
+    let client = Client::with_options_and_handler(options, recorder.clone()).expect("client");
+    (client, recorder)
+}
+
+/// Arms `failCommand` so the next `times` `commands` fail with the
+/// overload error carrying `labels`.
+fn overload(db: &Database, commands: &[&str], times: u32, labels: &[&str]) {
+    db.client()
+        .database("admin")
+        .run_command(doc! {
+            "configureFailPoint": "failCommand",
+            "mode": { "times": times },
+            "data": {
+                "failCommands": commands,
+                "errorCode": OVERLOADED,
+                "errorLabels": labels,
+            },
+        })
+        .expect("configureFailPoint");
+}
+
+const LABELS: [&str; 2] = ["SystemOverloadedError", "RetryableError"];
+
+fn numbers(db: &Database, name: &str, n: i32) -> Collection<Document> {
+    let coll = db.collection::<Document>(name);
+    coll.drop(None).expect("drop");
+    coll.insert_many((0..n).map(|i| doc! { "_id": i, "n": i }), None)
+        .expect("insert");
+    coll
+}
+
+/// Each backoff is within `[0, 100 ms · 2^i]` (plus scheduling slack).
+fn assert_backoffs_bounded(backoffs: &[Duration]) {
+    for (i, wait) in backoffs.iter().enumerate() {
+        let cap = Duration::from_millis(100 << i) + SLACK;
+        assert!(*wait <= cap, "backoff {i} took {wait:?}, over {cap:?}");
+    }
+}
+
+#[test]
+fn find_succeeds_after_overloads_with_bounded_backoff() {
+    let server = TestServer::start();
+    let (client, recorder) = client_for(&server.uri());
+    let db = client.database(DB);
+    let coll = numbers(&db, "find", 3);
+    overload(&db, &["find"], 3, &LABELS);
+    recorder.clear();
+
+    let started = Instant::now();
+    let found = coll
+        .find_one(doc! { "_id": 2 }, None)
+        .expect("find after 3 overloads");
+    let elapsed = started.elapsed();
+    assert_eq!(found, Some(doc! { "_id": 2, "n": 2 }));
+
+    assert_eq!(recorder.started("find"), 4, "3 failures and the success");
+    let events = recorder.of("find");
+    let kinds: Vec<String> = events.iter().map(|e| format!("{:?}", e.seen)).collect();
+    assert_eq!(
+        kinds,
+        [
+            "Started",
+            "Failed(Some(462))",
+            "Started",
+            "Failed(Some(462))",
+            "Started",
+            "Failed(Some(462))",
+            "Started",
+            "Succeeded"
+        ],
+        "each retried error has its failed event, each retry its started event"
+    );
+    let backoffs = recorder.backoffs("find");
+    assert_eq!(backoffs.len(), 3);
+    assert_backoffs_bounded(&backoffs);
+    // 100 + 200 + 400 ms at most, plus the round trips.
+    assert!(
+        elapsed <= Duration::from_millis(700) + SLACK * 3,
+        "{elapsed:?}"
+    );
+}
+
+#[test]
+fn update_many_is_retried_on_overload_and_applied_once() {
+    let server = TestServer::start();
+    let (client, recorder) = client_for(&server.uri());
+    let db = client.database(DB);
+    let coll = numbers(&db, "update_many", 4);
+    overload(&db, &["update"], 2, &LABELS);
+    recorder.clear();
+
+    let result = coll
+        .update_many(doc! {}, doc! { "$inc": { "n": 10 } }, None)
+        .expect("updateMany after 2 overloads");
+    assert_eq!(result.modified_count, 4);
+    assert_eq!(recorder.started("update"), 3);
+    assert_backoffs_bounded(&recorder.backoffs("update"));
+    let total: i32 = coll
+        .find(None, None)
+        .unwrap()
+        .map(|d| d.unwrap().get_i32("n").unwrap())
+        .sum();
+    assert_eq!(total, (1 + 2 + 3) + 4 * 10, "the update ran exactly once");
+}
+
+#[test]
+fn get_more_is_retried_on_overload_and_the_cursor_loses_nothing() {
+    let server = TestServer::start();
+    let (client, recorder) = client_for(&server.uri());
+    let db = client.database(DB);
+    let coll = numbers(&db, "get_more", 5);
+    let mut cursor = coll
+        .find(
+            None,
+            FindOptions::default().batch_size(2).sort(doc! { "_id": 1 }),
+        )
+        .expect("find");
+    let first = cursor.next().expect("first").expect("document");
+    assert_eq!(first.get_i32("_id"), Ok(0));
+    overload(&db, &["getMore"], 2, &LABELS);
+    recorder.clear();
+
+    let rest: Vec<i32> = cursor
+        .map(|d| d.expect("document").get_i32("_id").unwrap())
+        .collect();
+    assert_eq!(rest, [1, 2, 3, 4]);
+    // Two getMores succeed (documents 2-3, then 4 and the end), the first
+    // of them after two overloads.
+    assert_eq!(recorder.started("getMore"), 4);
+    let failed = recorder
+        .of("getMore")
+        .iter()
+        .filter(|e| matches!(e.seen, Seen::Failed(Some(OVERLOADED))))
+        .count();
+    assert_eq!(failed, 2);
+    assert_backoffs_bounded(&recorder.backoffs("getMore"));
+}
+
+#[test]
+fn run_command_is_retried_on_overload() {
+    let server = TestServer::start();
+    let (client, recorder) = client_for(&server.uri());
+    let db = client.database(DB);
+    db.collection::<Document>("run_command")
+        .drop(None)
+        .expect("drop");
+    overload(&db, &["insert"], 3, &LABELS);
+    recorder.clear();
+
+    let reply = db
+        .run_command(doc! { "insert": "run_command", "documents": [{ "_id": "x" }] })
+        .expect("insert through runCommand after 3 overloads");
+    assert_eq!(reply.get_i32("n"), Ok(1), "{reply}");
+    assert_eq!(recorder.started("insert"), 4);
+    assert_backoffs_bounded(&recorder.backoffs("insert"));
+    let coll = db.collection::<Document>("run_command");
+    assert_eq!(coll.count_documents(None, None).unwrap(), 1);
+}
+
+#[test]
+fn six_overloads_in_a_row_give_up_after_five_retries() {
+    let server = TestServer::start();
+    // A 10 ms base keeps the test short; the budget does not depend on it.
+    let (client, recorder) = {
+        let recorder = Arc::new(Recorder::default());
+        let options = ClientOptions::parse(&server.uri()).unwrap();
+        let client = Client::builder(options)
+            .event_handler(recorder.clone())
+            .retry_settings(
+                RetrySettings::seed()
+                    .with_backoff(Duration::from_millis(10), Duration::from_secs(10)),
+            )
+            .build()
+            .unwrap();
+        (client, recorder)
+    };
+    let db = client.database(DB);
+    let coll = numbers(&db, "give_up", 1);
+    overload(&db, &["find"], 6, &LABELS);
+    recorder.clear();
+    let tokens_before = client.retry_tokens().expect("the seed policy has a bucket");
+
+    let error = coll
+        .find_one(None, None)
+        .expect_err("six overloads exhaust five retries");
+    assert_eq!(error.code(), Some(OVERLOADED), "{error}");
+    assert!(error.contains_label("SystemOverloadedError"), "{error}");
+    assert_eq!(recorder.started("find"), 6, "one attempt and five retries");
+    assert_eq!(
+        client.retry_tokens().unwrap().tenths(),
+        tokens_before.tenths() - 50,
+        "each of the five retries took a token"
+    );
+
+    // The fail point is spent: the next find works at once.
+    recorder.clear();
+    assert!(coll.find_one(None, None).unwrap().is_some());
+    assert_eq!(recorder.started("find"), 1);
+}
+
+#[test]
+fn six_overloads_give_up_within_the_default_backoff_bounds() {
+    let server = TestServer::start();
+    let (client, recorder) = client_for(&server.uri());
+    let db = client.database(DB);
+    let coll = numbers(&db, "give_up_default", 1);
+    overload(&db, &["find"], 6, &LABELS);
+    recorder.clear();
+
+    let started = Instant::now();
+    let error = coll.find_one(None, None).unwrap_err();
+    let elapsed = started.elapsed();
+    assert_eq!(error.code(), Some(OVERLOADED), "{error}");
+    assert_eq!(recorder.started("find"), 6);
+    let backoffs = recorder.backoffs("find");
+    assert_eq!(backoffs.len(), 5);
+    assert_backoffs_bounded(&backoffs);
+    // 100 + 200 + 400 + 800 + 1600 ms at most.
+    assert!(
+        elapsed <= Duration::from_millis(3100) + SLACK * 5,
+        "{elapsed:?}"
+    );
+}
+
+#[test]
+fn an_overload_error_without_retryable_error_is_not_retried() {
+    let server = TestServer::start();
+    let (client, recorder) = client_for(&server.uri());
+    let db = client.database(DB);
+    let coll = numbers(&db, "not_retryable", 2);
+
+    // Not by a retryable read...
+    overload(&db, &["find"], 1, &["SystemOverloadedError"]);
+    recorder.clear();
+    let error = coll.find_one(None, None).unwrap_err();
+    assert_eq!(error.code(), Some(OVERLOADED), "{error}");
+    assert_eq!(recorder.started("find"), 1);
+
+    // ...nor by a write that touches many documents.
+    overload(&db, &["update"], 1, &["SystemOverloadedError"]);
+    recorder.clear();
+    let error = coll
+        .update_many(doc! {}, doc! { "$set": { "x": 1 } }, None)
+        .unwrap_err();
+    assert_eq!(error.code(), Some(OVERLOADED), "{error}");
+    assert_eq!(recorder.started("update"), 1);
+    assert_eq!(
+        coll.count_documents(doc! { "x": 1 }, None).unwrap(),
+        0,
+        "the failed update changed nothing"
+    );
+}
+
+#[test]
+fn the_retry_after_an_overload_goes_to_the_other_router() {
+    let server = TestServer::start();
+    let sim = Simulator::mongos(&server, 2);
+    // Both routers in the latency window, so only deprioritization decides.
+    let (client, recorder) =
+        client_for(&format!("{}?localThresholdMS=1000", sim.seed_uri(&[0, 1])));
+    let db = client.database(DB);
+    let coll = numbers(&db, "mongos", 1);
+
+    for round in 0..4 {
+        overload(&db, &["find"], 1, &LABELS);
+        sim.reset_observations();
+        recorder.clear();
+        assert!(coll.find_one(None, None).unwrap().is_some());
+        let events = recorder.of("find");
+        assert_eq!(events.len(), 4, "round {round}: {events:?}");
+        assert!(matches!(events[1].seen, Seen::Failed(Some(OVERLOADED))));
+        assert_ne!(
+            events[1].address, events[2].address,
+            "round {round}: the retry avoids the overloaded router"
+        );
+        let finds: Vec<usize> = (0..2)
+            .map(|i| sim.commands(i).iter().filter(|c| *c == "find").count())
+            .collect();
+        assert_eq!(finds, [1, 1], "round {round}: each router saw one find");
+    }
+}
+
+#[test]
+fn max_adaptive_retries_opts_into_the_published_budget() {
+    let server = TestServer::start();
+    let (client, recorder) = client_for(&format!("{}&maxAdaptiveRetries=2", server.uri()));
+    assert_eq!(
+        client.retry_tokens(),
+        None,
+        "the published behaviour has no bucket"
+    );
+    let db = client.database(DB);
+    let coll = numbers(&db, "published", 1);
+
+    overload(&db, &["find"], 2, &LABELS);
+    recorder.clear();
+    assert!(coll.find_one(None, None).unwrap().is_some());
+    assert_eq!(recorder.started("find"), 3, "two retries are allowed");
+
+    overload(&db, &["find"], 3, &LABELS);
+    recorder.clear();
+    let error = coll.find_one(None, None).unwrap_err();
+    assert_eq!(error.code(), Some(OVERLOADED), "{error}");
+    assert_eq!(recorder.started("find"), 3, "no third retry");
+}
+
+#[test]
+fn overload_retargeting_avoids_the_overloaded_replica_set_member() {
+    let server = TestServer::start();
+    let sim = Simulator::replica_set("bp_rs", &server, &[Role::Primary, Role::Secondary]);
+    // Reads may go to either member; only retargeting decides the retry.
+    let (client, recorder) = client_for(&format!(
+        "{}&readPreference=nearest&localThresholdMS=1000&enableOverloadRetargeting=true",
+        sim.seed_uri(&[0, 1])
+    ));
+    let db = client.database(DB);
+    let coll = numbers(&db, "retarget", 1);
+    for round in 0..4 {
+        overload(&db, &["find"], 1, &LABELS);
+        recorder.clear();
+        assert!(coll.find_one(None, None).unwrap().is_some());
+        let events = recorder.of("find");
+        assert_eq!(events.len(), 4, "round {round}: {events:?}");
+        assert_ne!(
+            events[1].address, events[2].address,
+            "round {round}: the retry avoids the overloaded member"
+        );
+    }
+}
+
+/// Log records, with the thread that logged them (tests run in parallel).
+struct Lines(Mutex<Vec<(std::thread::ThreadId, String, String)>>);
+
+impl log::Log for Lines {
+    fn enabled(&self, _: &log::Metadata<'_>) -> bool {
+        true
+    }
+
+    fn log(&self, record: &log::Record<'_>) {
+        self.0.lock().unwrap().push((
+            std::thread::current().id(),
+            record.target().to_string(),
+            record.args().to_string(),
+        ));
+    }
+
+    fn flush(&self) {}
+}
+
+static LINES: Lines = Lines(Mutex::new(Vec::new()));
+
+#[test]
+fn each_retry_is_logged_at_debug_level() {
+    let _ = log::set_logger(&LINES);
+    log::set_max_level(log::LevelFilter::Debug);
+    let server = TestServer::start();
+    let (client, _) = client_for(&server.uri());
+    let db = client.database(DB);
+    let coll = numbers(&db, "logged", 1);
+    overload(&db, &["find"], 2, &LABELS);
+    assert!(coll.find_one(None, None).unwrap().is_some());
+
+    let me = std::thread::current().id();
+    let lines: Vec<String> = LINES
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(thread, target, _)| *thread == me && target == mongo_inline::retry::LOG_TARGET)
+        .map(|(_, _, line)| line.clone())
+        .collect();
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    assert!(
+        lines[0].starts_with("retrying find (retry 1)"),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1].starts_with("retrying find (retry 2)"),
+        "{}",
+        lines[1]
+    );
+    for line in &lines {
+        assert!(line.contains("overload backoff"), "{line}");
+        assert!(line.contains("retry tokens left"), "{line}");
+        assert!(line.contains("462"), "names the error: {line}");
+    }
+}
