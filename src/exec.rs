@@ -221,7 +221,7 @@ impl ClientState {
                     let topology_type = self.topology.description().topology_type;
                     match retry.as_mut() {
                         // Nothing was attempted yet: nothing to retry.
-                        None => return finish_error(op, error, session),
+                        None => return self.finish_error(op, error, session),
                         Some(r) => {
                             match r.on_error(
                                 &mut self.retry,
@@ -235,7 +235,7 @@ impl ClientState {
                                     continue;
                                 }
                                 RetryDecision::GiveUp(error) => {
-                                    return finish_error(op, error, session)
+                                    return self.finish_error(op, error, session)
                                 }
                             }
                         }
@@ -257,7 +257,7 @@ impl ClientState {
             {
                 let timeout = self.logical_session_timeout();
                 if let Err(e) = session_supported(SessionKind::Explicit, timeout) {
-                    return finish_error(op, e, session);
+                    return self.finish_error(op, e, session);
                 }
             }
             if matches!(session, SessionSlot::None) {
@@ -318,7 +318,7 @@ impl ClientState {
             // 4. The command.
             let mut command = match op.build(&info) {
                 Ok(c) => c,
-                Err(e) => return finish_error(op, e, session),
+                Err(e) => return self.finish_error(op, e, session),
             };
             let outcome = self.send(
                 &mut command,
@@ -340,7 +340,7 @@ impl ClientState {
                     }
                     let output = match output {
                         Ok(o) => o,
-                        Err(e) => return finish_error(op, e, session),
+                        Err(e) => return self.finish_error(op, e, session),
                     };
                     let implicit_session = match session {
                         SessionSlot::Implicit(s) => Some(*s),
@@ -389,7 +389,9 @@ impl ClientState {
                             }
                             self.sleep_before_retry(&plan, Op::NAME);
                         }
-                        RetryDecision::GiveUp(error) => return finish_error(op, error, session),
+                        RetryDecision::GiveUp(error) => {
+                            return self.finish_error(op, error, session)
+                        }
                     }
                 }
             }
@@ -591,6 +593,33 @@ impl ClientState {
         }
     }
 
+    /// Gives the operation a chance to turn the error into a result (a
+    /// `drop` of a missing collection succeeds), and returns the implicit
+    /// session to the pool, which refuses it if the error left it dirty.
+    fn finish_error<Op: Operation>(
+        &mut self,
+        op: &Op,
+        error: Error,
+        session: SessionSlot<'_>,
+    ) -> Result<Executed<Op::Output>> {
+        let implicit_session = match session {
+            SessionSlot::Implicit(s) => Some(*s),
+            _ => None,
+        };
+        match op.handle_error(error) {
+            Ok(output) => Ok(Executed {
+                output,
+                address: ServerAddress::tcp("", 0),
+                generation: 0,
+                implicit_session,
+            }),
+            Err(error) => {
+                self.check_in(implicit_session);
+                Err(error)
+            }
+        }
+    }
+
     fn sleep_before_retry(&mut self, plan: &crate::retry::RetryPlan, command_name: &str) {
         log::debug!(target: crate::retry::LOG_TARGET, "{}", plan.log_message(command_name));
         if !plan.backoff.is_zero() {
@@ -614,24 +643,6 @@ fn as_timeout(error: Error, command_name: &str) -> Error {
     }
     Deadline::timeout_error(&format!("waiting for {command_name}: {error}"))
         .with_labels(error.labels())
-}
-
-/// Gives the operation a chance to turn the error into a result (a `drop`
-/// of a missing collection succeeds), and returns the implicit session.
-fn finish_error<Op: Operation>(
-    op: &Op,
-    error: Error,
-    session: SessionSlot<'_>,
-) -> Result<Executed<Op::Output>> {
-    let _ = session;
-    // The implicit session is dropped with the slot: an error may have
-    // left it dirty, and the pool only takes clean ones back.
-    op.handle_error(error).map(|output| Executed {
-        output,
-        address: ServerAddress::tcp("", 0),
-        generation: 0,
-        implicit_session: None,
-    })
 }
 
 /// The retry rules that apply to `op` on `server`.

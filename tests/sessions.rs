@@ -316,3 +316,25 @@ fn a_read_after_a_write_in_a_causal_session_waits_for_the_write() {
     let ids: Vec<Document> = started.iter().map(|c| lsid(c).unwrap()).collect();
     assert!(ids.iter().all(|id| *id == ids[0]), "{ids:?}");
 }
+
+#[test]
+fn a_command_error_leaves_the_session_clean_and_it_is_reused() {
+    let server = TestServer::shared();
+    let (client, recorder) = recorded_client(&server.uri());
+    let coll = client
+        .database("sessions")
+        .collection::<Document>("clean_after_error");
+    // An unknown query operator: the server answers ok: 0, the socket and
+    // the session are fine.
+    coll.find_one(doc! { "a": { "$noSuchOperator": 1 } }, None)
+        .unwrap_err();
+    coll.find_one(doc! {}, None).unwrap();
+    let ids: Vec<Document> = recorder
+        .started()
+        .iter()
+        .filter(|c| name(c) == "find")
+        .map(|c| lsid(c).expect("an lsid"))
+        .collect();
+    assert_eq!(ids.len(), 2);
+    assert_eq!(ids[0], ids[1], "the session went back to the pool");
+}
