@@ -17,7 +17,7 @@ use support::sim::Simulator;
 /// each went to, in order.
 fn sent(recorder: &Recorder) -> Vec<(String, Document)> {
     recorder
-        .started()
+        .started_with_address()
         .into_iter()
         .filter(|(_, c)| !matches!(command_name(c), "hello" | "isMaster"))
         .collect()

@@ -73,8 +73,16 @@ impl Recorder {
         self.timed_commands().into_iter().map(|(_, e)| e).collect()
     }
 
+    /// Every command started, as sent.
+    pub fn started(&self) -> Vec<Document> {
+        self.started_with_address()
+            .into_iter()
+            .map(|(_, c)| c)
+            .collect()
+    }
+
     /// Every command started, as sent, with the address it went to.
-    pub fn started(&self) -> Vec<(String, Document)> {
+    pub fn started_with_address(&self) -> Vec<(String, Document)> {
         self.started_named(|_| true)
     }
 
