@@ -81,7 +81,10 @@ fn no_lsid_when_the_deployment_does_not_support_sessions() {
     let client = Client::with_uri_str(&sim.seed_uri(&[0])).unwrap();
     crud_workload(&client, "no_lsid");
     let sent = operations(&sim, 0);
-    assert!(sent.iter().any(|c| command_name(c) == "getMore"), "{sent:?}");
+    assert!(
+        sent.iter().any(|c| command_name(c) == "getMore"),
+        "{sent:?}"
+    );
     for command in &sent {
         assert!(lsid(command).is_none(), "lsid on {command}");
         assert!(!command.contains_key("txnNumber"), "txnNumber on {command}");
@@ -141,7 +144,10 @@ fn a_cursor_keeps_its_session_for_its_get_mores() {
         .find(|c| command_name(c) == "find")
         .and_then(lsid)
         .unwrap();
-    let get_mores: Vec<&Document> = started.iter().filter(|c| command_name(c) == "getMore").collect();
+    let get_mores: Vec<&Document> = started
+        .iter()
+        .filter(|c| command_name(c) == "getMore")
+        .collect();
     assert!(get_mores.len() >= 2, "{started:?}");
     for get_more in get_mores {
         assert_eq!(lsid(get_more).as_ref(), Some(&find_lsid));
@@ -242,7 +248,10 @@ fn a_read_after_a_write_in_a_causal_session_waits_for_the_write() {
     assert!(!found.is_empty());
     let started = recorder.started();
     let replies = recorder.replies();
-    let finds: Vec<&Document> = started.iter().filter(|c| command_name(c) == "find").collect();
+    let finds: Vec<&Document> = started
+        .iter()
+        .filter(|c| command_name(c) == "find")
+        .collect();
     // The session's first operation has nothing to wait for.
     assert!(
         finds[0]
@@ -251,7 +260,10 @@ fn a_read_after_a_write_in_a_causal_session_waits_for_the_write() {
         "{}",
         finds[0]
     );
-    let insert_at = started.iter().position(|c| command_name(c) == "insert").unwrap();
+    let insert_at = started
+        .iter()
+        .position(|c| command_name(c) == "insert")
+        .unwrap();
     let write_time = replies[insert_at]
         .get_timestamp("operationTime")
         .expect("the write's operationTime");
