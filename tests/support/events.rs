@@ -120,10 +120,22 @@ impl Recorder {
 
     /// Forgets the command events seen so far; SDAM events are kept.
     pub fn clear_commands(&self) {
-        self.events
-            .lock()
-            .unwrap()
-            .retain(|(_, e)| matches!(e, Event::Sdam(_)));
+        self.take_commands();
+    }
+
+    /// The command events seen so far, forgetting them; SDAM events are
+    /// kept.
+    pub fn take_commands(&self) -> Vec<CommandEvent> {
+        let mut events = self.events.lock().unwrap();
+        let mut taken = Vec::new();
+        events.retain(|(_, e)| match e {
+            Event::Command(e) => {
+                taken.push(e.clone());
+                false
+            }
+            Event::Sdam(_) => true,
+        });
+        taken
     }
 
     fn started_named(&self, wanted: impl Fn(&str) -> bool) -> Vec<(String, Document)> {
