@@ -10,14 +10,15 @@
 
 mod support;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use bson::{doc, Document};
 use mongo_inline::coll_options::FindOptions;
-use mongo_inline::event::{CommandEvent, EventHandler};
+use mongo_inline::event::CommandEvent;
 use mongo_inline::retry::RetrySettings;
-use mongo_inline::{Client, ClientOptions, Collection, Database, ServerAddress};
+use mongo_inline::{ClientOptions, Collection, Database, ServerAddress};
+use support::events::{recorded_builder, recorded_client, Recorder};
 use support::server::TestServer;
 use support::sim::{Role, Simulator};
 
@@ -34,88 +35,55 @@ enum Seen {
     Failed(Option<i32>),
 }
 
+/// One event of a command, with when it happened.
 #[derive(Clone, Debug)]
 struct Event {
     at: Instant,
-    name: String,
     address: ServerAddress,
     seen: Seen,
 }
 
-/// Every command event, with when it happened.
-#[derive(Default)]
-struct Recorder {
-    events: Mutex<Vec<Event>>,
+/// The events of the `name` commands, in order.
+fn of(recorder: &Recorder, name: &str) -> Vec<Event> {
+    recorder
+        .timed_commands()
+        .into_iter()
+        .filter_map(|(at, event)| {
+            let (command_name, connection, seen) = match event {
+                CommandEvent::Started {
+                    command_name,
+                    connection,
+                    ..
+                } => (command_name, connection, Seen::Started),
+                CommandEvent::Succeeded {
+                    command_name,
+                    connection,
+                    ..
+                } => (command_name, connection, Seen::Succeeded),
+                CommandEvent::Failed {
+                    command_name,
+                    connection,
+                    failure,
+                    ..
+                } => (command_name, connection, Seen::Failed(failure.code())),
+                _ => return None,
+            };
+            (command_name == name).then_some(Event {
+                at,
+                address: connection.address,
+                seen,
+            })
+        })
+        .collect()
 }
 
-impl EventHandler for Recorder {
-    fn handle_command_event(&self, event: &CommandEvent) {
-        let (name, connection, seen) = match event {
-            CommandEvent::Started {
-                command_name,
-                connection,
-                ..
-            } => (command_name, connection, Seen::Started),
-            CommandEvent::Succeeded {
-                command_name,
-                connection,
-                ..
-            } => (command_name, connection, Seen::Succeeded),
-            CommandEvent::Failed {
-                command_name,
-                connection,
-                failure,
-                ..
-            } => (command_name, connection, Seen::Failed(failure.code())),
-            _ => return,
-        };
-        self.events.lock().unwrap().push(Event {
-            at: Instant::now(),
-            name: name.clone(),
-            address: connection.address.clone(),
-            seen,
-        });
-    }
-}
-
-impl Recorder {
-    fn of(&self, name: &str) -> Vec<Event> {
-        self.events
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|e| e.name == name)
-            .cloned()
-            .collect()
-    }
-
-    fn started(&self, name: &str) -> usize {
-        self.of(name)
-            .iter()
-            .filter(|e| matches!(e.seen, Seen::Started))
-            .count()
-    }
-
-    fn clear(&self) {
-        self.events.lock().unwrap().clear();
-    }
-
-    /// The waits between each failed `name` and the next started `name`.
-    fn backoffs(&self, name: &str) -> Vec<Duration> {
-        let events = self.of(name);
-        events
-            .windows(2)
-            .filter(|w| matches!(w[0].seen, Seen::Failed(_)) && matches!(w[1].seen, Seen::Started))
-            .map(|w| w[1].at - w[0].at)
-            .collect()
-    }
-}
-
-fn client_for(uri: &str) -> (Client, Arc<Recorder>) {
-    let recorder = Arc::new(Recorder::default());
-    let options = ClientOptions::parse(uri).expect("test URI");
-    let client = Client::with_options_and_handler(options, recorder.clone()).expect("client");
-    (client, recorder)
+/// The waits between each failed `name` and the next started `name`.
+fn backoffs(recorder: &Recorder, name: &str) -> Vec<Duration> {
+    of(recorder, name)
+        .windows(2)
+        .filter(|w| matches!(w[0].seen, Seen::Failed(_)) && matches!(w[1].seen, Seen::Started))
+        .map(|w| w[1].at - w[0].at)
+        .collect()
 }
 
 /// Arms `failCommand` so the next `times` `commands` fail with the
@@ -156,11 +124,11 @@ fn assert_backoffs_bounded(backoffs: &[Duration]) {
 #[test]
 fn find_succeeds_after_overloads_with_bounded_backoff() {
     let server = TestServer::start();
-    let (client, recorder) = client_for(&server.uri());
+    let (client, recorder) = recorded_client(&server.uri());
     let db = client.database(DB);
     let coll = numbers(&db, "find", 3);
     overload(&db, &["find"], 3, &LABELS);
-    recorder.clear();
+    recorder.clear_commands();
 
     let started = Instant::now();
     let found = coll
@@ -169,8 +137,12 @@ fn find_succeeds_after_overloads_with_bounded_backoff() {
     let elapsed = started.elapsed();
     assert_eq!(found, Some(doc! { "_id": 2, "n": 2 }));
 
-    assert_eq!(recorder.started("find"), 4, "3 failures and the success");
-    let events = recorder.of("find");
+    assert_eq!(
+        recorder.named("find").len(),
+        4,
+        "3 failures and the success"
+    );
+    let events = of(&recorder, "find");
     let kinds: Vec<String> = events.iter().map(|e| format!("{:?}", e.seen)).collect();
     assert_eq!(
         kinds,
@@ -186,7 +158,7 @@ fn find_succeeds_after_overloads_with_bounded_backoff() {
         ],
         "each retried error has its failed event, each retry its started event"
     );
-    let backoffs = recorder.backoffs("find");
+    let backoffs = backoffs(&recorder, "find");
     assert_eq!(backoffs.len(), 3);
     assert_backoffs_bounded(&backoffs);
     // 100 + 200 + 400 ms at most, plus the round trips.
@@ -199,18 +171,18 @@ fn find_succeeds_after_overloads_with_bounded_backoff() {
 #[test]
 fn update_many_is_retried_on_overload_and_applied_once() {
     let server = TestServer::start();
-    let (client, recorder) = client_for(&server.uri());
+    let (client, recorder) = recorded_client(&server.uri());
     let db = client.database(DB);
     let coll = numbers(&db, "update_many", 4);
     overload(&db, &["update"], 2, &LABELS);
-    recorder.clear();
+    recorder.clear_commands();
 
     let result = coll
         .update_many(doc! {}, doc! { "$inc": { "n": 10 } }, None)
         .expect("updateMany after 2 overloads");
     assert_eq!(result.modified_count, 4);
-    assert_eq!(recorder.started("update"), 3);
-    assert_backoffs_bounded(&recorder.backoffs("update"));
+    assert_eq!(recorder.named("update").len(), 3);
+    assert_backoffs_bounded(&backoffs(&recorder, "update"));
     let total: i32 = coll
         .find(None, None)
         .unwrap()
@@ -222,7 +194,7 @@ fn update_many_is_retried_on_overload_and_applied_once() {
 #[test]
 fn get_more_is_retried_on_overload_and_the_cursor_loses_nothing() {
     let server = TestServer::start();
-    let (client, recorder) = client_for(&server.uri());
+    let (client, recorder) = recorded_client(&server.uri());
     let db = client.database(DB);
     let coll = numbers(&db, "get_more", 5);
     let mut cursor = coll
@@ -234,7 +206,7 @@ fn get_more_is_retried_on_overload_and_the_cursor_loses_nothing() {
     let first = cursor.next().expect("first").expect("document");
     assert_eq!(first.get_i32("_id"), Ok(0));
     overload(&db, &["getMore"], 2, &LABELS);
-    recorder.clear();
+    recorder.clear_commands();
 
     let rest: Vec<i32> = cursor
         .map(|d| d.expect("document").get_i32("_id").unwrap())
@@ -242,33 +214,32 @@ fn get_more_is_retried_on_overload_and_the_cursor_loses_nothing() {
     assert_eq!(rest, [1, 2, 3, 4]);
     // Two getMores succeed (documents 2-3, then 4 and the end), the first
     // of them after two overloads.
-    assert_eq!(recorder.started("getMore"), 4);
-    let failed = recorder
-        .of("getMore")
+    assert_eq!(recorder.named("getMore").len(), 4);
+    let failed = of(&recorder, "getMore")
         .iter()
         .filter(|e| matches!(e.seen, Seen::Failed(Some(OVERLOADED))))
         .count();
     assert_eq!(failed, 2);
-    assert_backoffs_bounded(&recorder.backoffs("getMore"));
+    assert_backoffs_bounded(&backoffs(&recorder, "getMore"));
 }
 
 #[test]
 fn run_command_is_retried_on_overload() {
     let server = TestServer::start();
-    let (client, recorder) = client_for(&server.uri());
+    let (client, recorder) = recorded_client(&server.uri());
     let db = client.database(DB);
     db.collection::<Document>("run_command")
         .drop(None)
         .expect("drop");
     overload(&db, &["insert"], 3, &LABELS);
-    recorder.clear();
+    recorder.clear_commands();
 
     let reply = db
         .run_command(doc! { "insert": "run_command", "documents": [{ "_id": "x" }] })
         .expect("insert through runCommand after 3 overloads");
     assert_eq!(reply.get_i32("n"), Ok(1), "{reply}");
-    assert_eq!(recorder.started("insert"), 4);
-    assert_backoffs_bounded(&recorder.backoffs("insert"));
+    assert_eq!(recorder.named("insert").len(), 4);
+    assert_backoffs_bounded(&backoffs(&recorder, "insert"));
     let coll = db.collection::<Document>("run_command");
     assert_eq!(coll.count_documents(None, None).unwrap(), 1);
 }
@@ -278,10 +249,8 @@ fn six_overloads_in_a_row_give_up_after_five_retries() {
     let server = TestServer::start();
     // A 10 ms base keeps the test short; the budget does not depend on it.
     let (client, recorder) = {
-        let recorder = Arc::new(Recorder::default());
-        let options = ClientOptions::parse(&server.uri()).unwrap();
-        let client = Client::builder(options)
-            .event_handler(recorder.clone())
+        let (builder, recorder) = recorded_builder(ClientOptions::parse(&server.uri()).unwrap());
+        let client = builder
             .retry_settings(
                 RetrySettings::seed()
                     .with_backoff(Duration::from_millis(10), Duration::from_secs(10)),
@@ -293,7 +262,7 @@ fn six_overloads_in_a_row_give_up_after_five_retries() {
     let db = client.database(DB);
     let coll = numbers(&db, "give_up", 1);
     overload(&db, &["find"], 6, &LABELS);
-    recorder.clear();
+    recorder.clear_commands();
     let tokens_before = client.retry_tokens().expect("the seed policy has a bucket");
 
     let error = coll
@@ -301,7 +270,11 @@ fn six_overloads_in_a_row_give_up_after_five_retries() {
         .expect_err("six overloads exhaust five retries");
     assert_eq!(error.code(), Some(OVERLOADED), "{error}");
     assert!(error.contains_label("SystemOverloadedError"), "{error}");
-    assert_eq!(recorder.started("find"), 6, "one attempt and five retries");
+    assert_eq!(
+        recorder.named("find").len(),
+        6,
+        "one attempt and five retries"
+    );
     assert_eq!(
         client.retry_tokens().unwrap().tenths(),
         tokens_before.tenths() - 50,
@@ -309,26 +282,26 @@ fn six_overloads_in_a_row_give_up_after_five_retries() {
     );
 
     // The fail point is spent: the next find works at once.
-    recorder.clear();
+    recorder.clear_commands();
     assert!(coll.find_one(None, None).unwrap().is_some());
-    assert_eq!(recorder.started("find"), 1);
+    assert_eq!(recorder.named("find").len(), 1);
 }
 
 #[test]
 fn six_overloads_give_up_within_the_default_backoff_bounds() {
     let server = TestServer::start();
-    let (client, recorder) = client_for(&server.uri());
+    let (client, recorder) = recorded_client(&server.uri());
     let db = client.database(DB);
     let coll = numbers(&db, "give_up_default", 1);
     overload(&db, &["find"], 6, &LABELS);
-    recorder.clear();
+    recorder.clear_commands();
 
     let started = Instant::now();
     let error = coll.find_one(None, None).unwrap_err();
     let elapsed = started.elapsed();
     assert_eq!(error.code(), Some(OVERLOADED), "{error}");
-    assert_eq!(recorder.started("find"), 6);
-    let backoffs = recorder.backoffs("find");
+    assert_eq!(recorder.named("find").len(), 6);
+    let backoffs = backoffs(&recorder, "find");
     assert_eq!(backoffs.len(), 5);
     assert_backoffs_bounded(&backoffs);
     // 100 + 200 + 400 + 800 + 1600 ms at most.
@@ -341,25 +314,25 @@ fn six_overloads_give_up_within_the_default_backoff_bounds() {
 #[test]
 fn an_overload_error_without_retryable_error_is_not_retried() {
     let server = TestServer::start();
-    let (client, recorder) = client_for(&server.uri());
+    let (client, recorder) = recorded_client(&server.uri());
     let db = client.database(DB);
     let coll = numbers(&db, "not_retryable", 2);
 
     // Not by a retryable read...
     overload(&db, &["find"], 1, &["SystemOverloadedError"]);
-    recorder.clear();
+    recorder.clear_commands();
     let error = coll.find_one(None, None).unwrap_err();
     assert_eq!(error.code(), Some(OVERLOADED), "{error}");
-    assert_eq!(recorder.started("find"), 1);
+    assert_eq!(recorder.named("find").len(), 1);
 
     // ...nor by a write that touches many documents.
     overload(&db, &["update"], 1, &["SystemOverloadedError"]);
-    recorder.clear();
+    recorder.clear_commands();
     let error = coll
         .update_many(doc! {}, doc! { "$set": { "x": 1 } }, None)
         .unwrap_err();
     assert_eq!(error.code(), Some(OVERLOADED), "{error}");
-    assert_eq!(recorder.started("update"), 1);
+    assert_eq!(recorder.named("update").len(), 1);
     assert_eq!(
         coll.count_documents(doc! { "x": 1 }, None).unwrap(),
         0,
@@ -373,16 +346,16 @@ fn the_retry_after_an_overload_goes_to_the_other_router() {
     let sim = Simulator::mongos(&server, 2);
     // Both routers in the latency window, so only deprioritization decides.
     let (client, recorder) =
-        client_for(&format!("{}?localThresholdMS=1000", sim.seed_uri(&[0, 1])));
+        recorded_client(&format!("{}?localThresholdMS=1000", sim.seed_uri(&[0, 1])));
     let db = client.database(DB);
     let coll = numbers(&db, "mongos", 1);
 
     for round in 0..4 {
         overload(&db, &["find"], 1, &LABELS);
         sim.reset_observations();
-        recorder.clear();
+        recorder.clear_commands();
         assert!(coll.find_one(None, None).unwrap().is_some());
-        let events = recorder.of("find");
+        let events = of(&recorder, "find");
         assert_eq!(events.len(), 4, "round {round}: {events:?}");
         assert!(matches!(events[1].seen, Seen::Failed(Some(OVERLOADED))));
         assert_ne!(
@@ -399,7 +372,7 @@ fn the_retry_after_an_overload_goes_to_the_other_router() {
 #[test]
 fn max_adaptive_retries_opts_into_the_published_budget() {
     let server = TestServer::start();
-    let (client, recorder) = client_for(&format!("{}&maxAdaptiveRetries=2", server.uri()));
+    let (client, recorder) = recorded_client(&format!("{}&maxAdaptiveRetries=2", server.uri()));
     assert_eq!(
         client.retry_tokens(),
         None,
@@ -409,15 +382,15 @@ fn max_adaptive_retries_opts_into_the_published_budget() {
     let coll = numbers(&db, "published", 1);
 
     overload(&db, &["find"], 2, &LABELS);
-    recorder.clear();
+    recorder.clear_commands();
     assert!(coll.find_one(None, None).unwrap().is_some());
-    assert_eq!(recorder.started("find"), 3, "two retries are allowed");
+    assert_eq!(recorder.named("find").len(), 3, "two retries are allowed");
 
     overload(&db, &["find"], 3, &LABELS);
-    recorder.clear();
+    recorder.clear_commands();
     let error = coll.find_one(None, None).unwrap_err();
     assert_eq!(error.code(), Some(OVERLOADED), "{error}");
-    assert_eq!(recorder.started("find"), 3, "no third retry");
+    assert_eq!(recorder.named("find").len(), 3, "no third retry");
 }
 
 #[test]
@@ -425,7 +398,7 @@ fn overload_retargeting_avoids_the_overloaded_replica_set_member() {
     let server = TestServer::start();
     let sim = Simulator::replica_set("bp_rs", &server, &[Role::Primary, Role::Secondary]);
     // Reads may go to either member; only retargeting decides the retry.
-    let (client, recorder) = client_for(&format!(
+    let (client, recorder) = recorded_client(&format!(
         "{}&readPreference=nearest&localThresholdMS=1000&enableOverloadRetargeting=true",
         sim.seed_uri(&[0, 1])
     ));
@@ -433,9 +406,9 @@ fn overload_retargeting_avoids_the_overloaded_replica_set_member() {
     let coll = numbers(&db, "retarget", 1);
     for round in 0..4 {
         overload(&db, &["find"], 1, &LABELS);
-        recorder.clear();
+        recorder.clear_commands();
         assert!(coll.find_one(None, None).unwrap().is_some());
-        let events = recorder.of("find");
+        let events = of(&recorder, "find");
         assert_eq!(events.len(), 4, "round {round}: {events:?}");
         assert_ne!(
             events[1].address, events[2].address,
@@ -470,7 +443,7 @@ fn each_retry_is_logged_at_debug_level() {
     let _ = log::set_logger(&LINES);
     log::set_max_level(log::LevelFilter::Debug);
     let server = TestServer::start();
-    let (client, _) = client_for(&server.uri());
+    let (client, _) = recorded_client(&server.uri());
     let db = client.database(DB);
     let coll = numbers(&db, "logged", 1);
     overload(&db, &["find"], 2, &LABELS);

@@ -5,41 +5,15 @@
 
 mod support;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use bson::oid::ObjectId;
 use bson::{doc, Document};
 use mongo_inline::coll_options::FindOptions;
 use mongo_inline::event::command::COMMAND_LOG_TARGET;
-use mongo_inline::event::{CommandEvent, EventHandler};
-use mongo_inline::{Client, ClientOptions};
+use mongo_inline::event::CommandEvent;
+use support::events::recorded_client;
 use support::server::TestServer;
-
-#[derive(Default)]
-struct Recorder {
-    events: Mutex<Vec<CommandEvent>>,
-}
-
-impl EventHandler for Recorder {
-    fn handle_command_event(&self, event: &CommandEvent) {
-        self.events.lock().unwrap().push(event.clone());
-    }
-}
-
-impl Recorder {
-    fn take(&self) -> Vec<CommandEvent> {
-        std::mem::take(&mut *self.events.lock().unwrap())
-    }
-}
-
-fn recorded_client(uri: &str) -> (Client, Arc<Recorder>) {
-    let recorder = Arc::new(Recorder::default());
-    let client = Client::builder(ClientOptions::parse(uri).unwrap())
-        .event_handler(recorder.clone())
-        .build()
-        .unwrap();
-    (client, recorder)
-}
 
 fn name_of(event: &CommandEvent) -> &str {
     match event {
@@ -98,7 +72,7 @@ fn each_command_has_a_started_and_a_succeeded_event_that_match() {
         .unwrap()
         .count();
     assert_eq!(found, 5);
-    let events = recorder.take();
+    let events = recorder.take_commands();
     assert_eq!(
         summary(&events),
         [
@@ -156,7 +130,7 @@ fn an_ok_0_reply_is_a_failed_event() {
         .database("command_events")
         .run_command(doc! { "noSuchCommand": 1 })
         .expect_err("unknown command");
-    let events = recorder.take();
+    let events = recorder.take_commands();
     assert_eq!(
         summary(&events),
         ["started noSuchCommand", "failed noSuchCommand"]
@@ -188,12 +162,12 @@ fn a_network_error_is_a_failed_event() {
         "data": { "failCommands": ["find"], "closeConnection": true, "appName": "events_network" },
     })
     .unwrap();
-    recorder.take();
+    recorder.take_commands();
     let error = db
         .run_command(doc! { "find": "nothing" })
         .expect_err("the socket closed");
     assert!(error.is_network_error(), "{error}");
-    let events = recorder.take();
+    let events = recorder.take_commands();
     assert_eq!(summary(&events)[..2], ["started find", "failed find"]);
     match &events[1] {
         CommandEvent::Failed { failure, .. } => {
@@ -223,7 +197,7 @@ fn sensitive_commands_are_redacted() {
         .database("admin")
         .run_command(doc! { "hello": 1 })
         .unwrap();
-    let events = recorder.take();
+    let events = recorder.take_commands();
     assert_eq!(
         summary(&events)
             .iter()
@@ -292,7 +266,7 @@ fn commands_are_logged_with_their_request_ids() {
         .database("command_events")
         .run_command(doc! { "find": name.as_str() })
         .unwrap();
-    let events = recorder.take();
+    let events = recorder.take_commands();
     let request_id = request_id_of(&events[0]);
     let lines = COMMAND_LOG.lines.lock().unwrap().clone();
     let ours: Vec<&String> = lines

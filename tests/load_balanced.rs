@@ -13,17 +13,17 @@
 
 mod support;
 
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bson::oid::ObjectId;
 use bson::{doc, Bson, Document};
 use mongo_inline::coll::Collection;
 use mongo_inline::coll_options::FindOptions;
-use mongo_inline::event::{CommandEvent, EventHandler, SdamEvent};
+use mongo_inline::event::{CommandEvent, SdamEvent};
 use mongo_inline::read_preference::{ReadPreference, ReadPreferenceMode};
 use mongo_inline::sdam::TopologyDescription;
-use mongo_inline::{Client, ClientOptions, ErrorKind};
+use mongo_inline::{Client, ErrorKind};
+use support::events::{recorded_client, Recorder};
 use support::server::TestServer;
 use support::sim::Simulator;
 
@@ -53,81 +53,30 @@ fn fresh(prefix: &str) -> String {
     format!("{prefix}_{}", ObjectId::new())
 }
 
-/// Records every event, in order.
-#[derive(Default)]
-struct Recorder {
-    sdam: Mutex<Vec<SdamEvent>>,
-    commands: Mutex<Vec<CommandEvent>>,
-}
-
-impl EventHandler for Recorder {
-    fn handle_sdam_event(&self, event: &SdamEvent) {
-        self.sdam.lock().unwrap().push(event.clone());
-    }
-    fn handle_command_event(&self, event: &CommandEvent) {
-        self.commands.lock().unwrap().push(event.clone());
-    }
-}
-
-impl Recorder {
-    fn sdam(&self) -> Vec<SdamEvent> {
-        self.sdam.lock().unwrap().clone()
-    }
-
-    fn commands(&self) -> Vec<CommandEvent> {
-        self.commands.lock().unwrap().clone()
-    }
-
-    /// `(kind, command name, serviceId)` of every command event, in order.
-    fn command_log(&self) -> Vec<(&'static str, String, Option<ObjectId>)> {
-        self.commands()
-            .into_iter()
-            .map(|e| match e {
-                CommandEvent::Started {
-                    command_name,
-                    connection,
-                    ..
-                } => ("started", command_name, connection.service_id),
-                CommandEvent::Succeeded {
-                    command_name,
-                    connection,
-                    ..
-                } => ("succeeded", command_name, connection.service_id),
-                CommandEvent::Failed {
-                    command_name,
-                    connection,
-                    ..
-                } => ("failed", command_name, connection.service_id),
-                other => panic!("unexpected command event {other:?}"),
-            })
-            .collect()
-    }
-
-    /// The commands of the Started events named `name`.
-    fn started(&self, name: &str) -> Vec<Document> {
-        self.commands()
-            .into_iter()
-            .filter_map(|e| match e {
-                CommandEvent::Started {
-                    command,
-                    command_name,
-                    ..
-                } if command_name == name => Some(command),
-                _ => None,
-            })
-            .collect()
-    }
-
-    fn clear_commands(&self) {
-        self.commands.lock().unwrap().clear();
-    }
-}
-
-fn recorded_client(uri: &str) -> (Client, Arc<Recorder>) {
-    let recorder = Arc::new(Recorder::default());
-    let options = ClientOptions::parse(uri).expect("test URI");
-    let client = Client::with_options_and_handler(options, recorder.clone()).expect("client");
-    (client, recorder)
+/// `(kind, command name, serviceId)` of every command event, in order.
+fn command_log(recorder: &Recorder) -> Vec<(&'static str, String, Option<ObjectId>)> {
+    recorder
+        .commands()
+        .into_iter()
+        .map(|e| match e {
+            CommandEvent::Started {
+                command_name,
+                connection,
+                ..
+            } => ("started", command_name, connection.service_id),
+            CommandEvent::Succeeded {
+                command_name,
+                connection,
+                ..
+            } => ("succeeded", command_name, connection.service_id),
+            CommandEvent::Failed {
+                command_name,
+                connection,
+                ..
+            } => ("failed", command_name, connection.service_id),
+            other => panic!("unexpected command event {other:?}"),
+        })
+        .collect()
 }
 
 fn collection(client: &Client, name: &str) -> Collection<Document> {
@@ -387,9 +336,9 @@ fn one_socket_carries_everything_and_a_cursor_survives_interleaved_operations() 
 
     assert_eq!(sim.connections(0), 1);
     let service = sim.service_id(0, 0);
-    let log = recorder.command_log();
+    let log = command_log(&recorder);
     assert!(log.iter().all(|(_, _, s)| *s == Some(service)), "{log:?}");
-    let get_mores = recorder.started("getMore").len();
+    let get_mores = recorder.named("getMore").len();
     assert!(get_mores >= 4, "{get_mores} getMores");
     // The server drained the cursor: nothing to kill.
     assert!(!sim.commands(0).contains(&"killCursors".to_owned()));
@@ -405,7 +354,7 @@ fn service_id_is_in_started_succeeded_and_failed_events() {
         .expect_err("a filter must be a document");
     let service = Some(sim.service_id(0, 0));
     assert_eq!(
-        recorder.command_log(),
+        command_log(&recorder),
         vec![
             ("started", "ping".to_owned(), service),
             ("succeeded", "ping".to_owned(), service),
@@ -438,7 +387,7 @@ fn a_cursor_whose_socket_died_is_not_resumed_on_the_other_service() {
     assert_eq!(sim.connections(0), 2);
     let other_service = Some(sim.service_id(0, 1));
     assert_eq!(
-        recorder.command_log(),
+        command_log(&recorder),
         vec![
             ("started", "insert".to_owned(), other_service),
             ("succeeded", "insert".to_owned(), other_service),
@@ -456,8 +405,8 @@ fn a_cursor_whose_socket_died_is_not_resumed_on_the_other_service() {
     assert!(cursor.next().is_none(), "a failed cursor stops");
     drop(cursor);
     // Neither a getMore nor a killCursors went anywhere.
-    assert!(recorder.started("getMore").is_empty());
-    assert!(recorder.started("killCursors").is_empty());
+    assert!(recorder.named("getMore").is_empty());
+    assert!(recorder.named("killCursors").is_empty());
     assert_eq!(sim.connections(0), 2);
 }
 
@@ -488,15 +437,14 @@ fn a_get_more_network_error_leaves_the_cursor_pinned_and_its_drop_sends_nothing(
     assert!(error.is_network_error(), "{error}");
     assert_ne!(cursor.id(), 0, "the server's cursor was never closed");
     drop(cursor);
-    assert_eq!(recorder.started("getMore").len(), 1);
-    assert!(recorder.started("killCursors").is_empty());
+    assert_eq!(recorder.named("getMore").len(), 1);
+    assert!(recorder.named("killCursors").is_empty());
     assert!(!sim.commands(0).contains(&"killCursors".to_owned()));
     // The client goes on, on a new socket (the other service).
     recorder.clear_commands();
     assert_eq!(coll.count_documents(None, None).expect("count"), 6);
     assert_eq!(sim.connections(0), 2);
-    assert!(recorder
-        .command_log()
+    assert!(command_log(&recorder)
         .iter()
         .all(|(_, _, s)| *s == Some(sim.service_id(0, 1))));
 }
@@ -514,7 +462,7 @@ fn closing_a_live_cursor_kills_it_on_its_own_socket() {
     let id = cursor.id();
     assert_ne!(id, 0);
     drop(cursor);
-    let kills = recorder.started("killCursors");
+    let kills = recorder.named("killCursors");
     assert_eq!(kills.len(), 1);
     assert_eq!(kills[0].get_array("cursors"), Ok(&vec![Bson::Int64(id)]));
     assert_eq!(sim.connections(0), 1);
@@ -545,9 +493,9 @@ fn a_transaction_whose_socket_died_fails_and_does_not_continue_on_the_other_serv
     assert!(error.to_string().contains("pinned"), "{error}");
     // Nothing of the transaction reached the other service.
     assert!(
-        recorder.started("insert").is_empty(),
+        recorder.named("insert").is_empty(),
         "{:?}",
-        recorder.command_log()
+        command_log(&recorder)
     );
     let _ = session.abort_transaction();
     drop(session);
@@ -579,7 +527,7 @@ fn a_transaction_stays_on_its_socket_and_commits() {
     assert_eq!(coll.count_documents(None, None).expect("count"), 4);
     assert_eq!(sim.connections(0), 1);
     let service = Some(sim.service_id(0, 0));
-    assert!(recorder.command_log().iter().all(|(_, _, s)| *s == service));
+    assert!(command_log(&recorder).iter().all(|(_, _, s)| *s == service));
 }
 
 #[test]
@@ -601,7 +549,7 @@ fn a_state_change_error_closes_only_that_services_socket_and_never_marks_unknown
     recorder.clear_commands();
     assert_eq!(coll.count_documents(None, None).expect("retried read"), 1);
     assert_eq!(
-        recorder.command_log(),
+        command_log(&recorder),
         vec![
             ("started", "aggregate".to_owned(), a),
             ("failed", "aggregate".to_owned(), a),
@@ -633,7 +581,7 @@ fn a_state_change_error_closes_only_that_services_socket_and_never_marks_unknown
     recorder.clear_commands();
     assert_eq!(coll.count_documents(None, None).expect("retried read"), 2);
     assert_eq!(sim.connections(0), 3);
-    let log = recorder.command_log();
+    let log = command_log(&recorder);
     assert_eq!(log[1], ("failed", "aggregate".to_owned(), b));
     assert_eq!(log[3], ("succeeded", "aggregate".to_owned(), a));
 
@@ -649,7 +597,7 @@ fn sessions_are_supported_without_logical_session_timeout_and_commands_are_decor
     let coll = collection(&client, &fresh("sessions"));
     coll.insert_one(doc! { "_id": 1 }, None).expect("insert");
     coll.insert_one(doc! { "_id": 2 }, None).expect("insert");
-    let inserts = recorder.started("insert");
+    let inserts = recorder.named("insert");
     assert_eq!(inserts.len(), 2);
     for insert in &inserts {
         assert!(insert.contains_key("lsid"), "implicit session: {insert}");
@@ -671,7 +619,7 @@ fn sessions_are_supported_without_logical_session_timeout_and_commands_are_decor
     let mut session = client.start_session(None).expect("explicit session");
     coll.insert_one_with_session(doc! { "_id": 3 }, None, &mut session)
         .expect("insert in an explicit session");
-    let last = recorder.started("insert").pop().expect("insert");
+    let last = recorder.named("insert").pop().expect("insert");
     assert_eq!(last.get_document("lsid").ok(), session.id());
 }
 
@@ -690,7 +638,7 @@ fn read_preference_is_sent_as_to_a_mongos() {
         .collect::<mongo_inline::Result<_>>()
         .expect("documents");
     assert_eq!(ids(&found), vec![1]);
-    let finds = recorder.started("find");
+    let finds = recorder.named("find");
     assert_eq!(
         finds[0].get_document("$readPreference"),
         Ok(&doc! { "mode": "secondaryPreferred" })

@@ -4,70 +4,12 @@
 
 mod support;
 
-use std::sync::{Arc, Mutex};
-
 use bson::{doc, Bson, Document};
 use mongo_inline::coll_options::FindOptions;
-use mongo_inline::event::{CommandEvent, EventHandler};
-use mongo_inline::options::ClientOptions;
 use mongo_inline::{Client, Collection, Error};
+use support::events::recorded_client;
 use support::server::TestServer;
 use support::sim::Simulator;
-
-/// Records the commands the client started, with the address they went to.
-#[derive(Default)]
-struct Recorder {
-    started: Mutex<Vec<(String, Document)>>,
-}
-
-impl EventHandler for Recorder {
-    fn handle_command_event(&self, event: &CommandEvent) {
-        if let CommandEvent::Started {
-            command,
-            connection,
-            ..
-        } = event
-        {
-            self.started
-                .lock()
-                .unwrap()
-                .push((connection.address.to_string(), command.clone()));
-        }
-    }
-}
-
-impl Recorder {
-    fn sent(&self, command: &str) -> Vec<(String, Document)> {
-        self.started
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|(_, c)| name(c) == command)
-            .cloned()
-            .collect()
-    }
-
-    fn named(&self, command: &str) -> Vec<Document> {
-        self.sent(command).into_iter().map(|(_, c)| c).collect()
-    }
-
-    fn clear(&self) {
-        self.started.lock().unwrap().clear();
-    }
-}
-
-fn name(command: &Document) -> &str {
-    command.keys().next().map(String::as_str).unwrap_or("")
-}
-
-fn recorded_client(uri: &str) -> (Client, Arc<Recorder>) {
-    let recorder = Arc::new(Recorder::default());
-    let client = Client::builder(ClientOptions::parse(uri).unwrap())
-        .event_handler(recorder.clone())
-        .build()
-        .unwrap();
-    (client, recorder)
-}
 
 fn with_option(uri: &str, option: &str) -> String {
     if uri.contains('?') {
@@ -121,7 +63,7 @@ fn insert_survives(failure: Document) {
     let (client, recorder) = recorded_client(&server.uri());
     let coll = collection(&client, "insert_once");
     fail(&client, &["insert"], 1, failure);
-    recorder.clear();
+    recorder.clear_commands();
     coll.insert_one(doc! { "_id": 1 }, None).unwrap();
     let inserts = recorder.named("insert");
     assert_eq!(inserts.len(), 2, "{inserts:?}");
@@ -150,7 +92,7 @@ fn update_many_is_not_retried_on_a_retryable_write_error() {
     let (client, recorder) = recorded_client(&server.uri());
     let coll = collection(&client, "update_many");
     fail(&client, &["update"], 1, retryable_write_error());
-    recorder.clear();
+    recorder.clear_commands();
     let error = coll
         .update_many(doc! {}, doc! { "$set": { "a": 1 } }, None)
         .unwrap_err();
@@ -174,7 +116,7 @@ fn update_many_is_retried_on_an_overload_error() {
             "errorLabels": ["RetryableError", "SystemOverloadedError"],
         },
     );
-    recorder.clear();
+    recorder.clear_commands();
     let result = coll
         .update_many(doc! {}, doc! { "$set": { "a": 1 } }, None)
         .unwrap();
@@ -188,7 +130,7 @@ fn retry_writes_false_disables_the_retry() {
     let (client, recorder) = recorded_client(&with_option(&server.uri(), "retryWrites=false"));
     let coll = collection(&client, "no_retry");
     fail(&client, &["insert"], 1, close_connection());
-    recorder.clear();
+    recorder.clear_commands();
     let error = coll.insert_one(doc! { "_id": 1 }, None).unwrap_err();
     assert!(error.is_network_error(), "{error:?}");
     let inserts = recorder.named("insert");
@@ -203,7 +145,7 @@ fn a_write_retry_on_mongos_goes_to_the_other_router() {
     let (client, recorder) = recorded_client(&sim.seed_uri(&[0, 1]));
     let coll = collection(&client, "mongos_retry");
     fail(&client, &["insert"], 1, close_connection());
-    recorder.clear();
+    recorder.clear_commands();
     coll.insert_one(doc! { "_id": 1 }, None).unwrap();
     let inserts = recorder.sent("insert");
     assert_eq!(inserts.len(), 2, "{inserts:?}");
@@ -253,7 +195,7 @@ fn reads_through(
     ];
     for (label, command, read) in reads {
         fail(&client, &[command], times, failure.clone());
-        recorder.clear();
+        recorder.clear_commands();
         let outcome = read(&coll).err();
         outcomes.push((label, recorder.named(command).len(), outcome));
         // Disarm whatever is left, so the next read starts clean.

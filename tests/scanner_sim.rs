@@ -6,13 +6,13 @@
 
 mod support;
 
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bson::{doc, Document};
-use mongo_inline::event::{EventHandler, SdamEvent};
+use mongo_inline::event::SdamEvent;
 use mongo_inline::select::SelectionCriteria;
-use mongo_inline::{Client, ClientOptions, ErrorKind};
+use mongo_inline::{Client, ErrorKind};
+use support::events::recorded_client;
 use support::server::TestServer;
 use support::sim::{wait_until, Role, Simulator};
 
@@ -86,42 +86,6 @@ fn hellos(sim: &Simulator) -> Vec<usize> {
 /// A collection name no other test (or earlier run on the shared server) uses.
 fn fresh_collection(prefix: &str) -> String {
     format!("{prefix}_{}", bson::oid::ObjectId::new())
-}
-
-/// Records every SDAM event, in order.
-#[derive(Default)]
-struct Recorder {
-    events: Mutex<Vec<SdamEvent>>,
-}
-
-impl EventHandler for Recorder {
-    fn handle_sdam_event(&self, event: &SdamEvent) {
-        self.events.lock().unwrap().push(event.clone());
-    }
-}
-
-impl Recorder {
-    fn events(&self) -> Vec<SdamEvent> {
-        self.events.lock().unwrap().clone()
-    }
-
-    /// The addresses of the ServerHeartbeatStarted events, in order.
-    fn heartbeats_started(&self) -> Vec<String> {
-        self.events()
-            .iter()
-            .filter_map(|e| match e {
-                SdamEvent::ServerHeartbeatStarted { address, .. } => Some(address.to_string()),
-                _ => None,
-            })
-            .collect()
-    }
-}
-
-fn recorded_client(uri: &str) -> (Client, Arc<Recorder>) {
-    let recorder = Arc::new(Recorder::default());
-    let options = ClientOptions::parse(uri).expect("test URI");
-    let client = Client::with_options_and_handler(options, recorder.clone()).expect("client");
-    (client, recorder)
 }
 
 #[test]
@@ -414,7 +378,7 @@ fn the_first_operation_publishes_opening_then_unawaited_heartbeats() {
 
     ping(&client);
 
-    let events = recorder.events();
+    let events = recorder.sdam();
     let names: Vec<&str> = events.iter().map(event_name).collect();
     assert_eq!(names[0], "TopologyOpening", "{names:?}");
     // Before any check: the opening of each seed (and the description

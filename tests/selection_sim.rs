@@ -7,15 +7,15 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bson::{doc, Document};
-use mongo_inline::event::{EventHandler, SdamEvent};
+use mongo_inline::event::SdamEvent;
 use mongo_inline::read_preference::ReadPreference;
 use mongo_inline::sdam::ServerType;
 use mongo_inline::select::SelectionCriteria;
 use mongo_inline::{Client, ClientOptions, ErrorKind, ReadPreferenceMode};
+use support::events::{recorded_client, Recorder};
 use support::server::TestServer;
 use support::sim::{wait_until, Role, Simulator};
 
@@ -308,10 +308,8 @@ fn two_mongos_routers_share_reads_inside_the_latency_window() {
 #[test]
 fn a_router_that_went_down_is_avoided_without_failing_reads() {
     let sim = Simulator::mongos(TestServer::shared(), 2);
-    let recorder = Arc::new(Recorder::default());
-    let options = ClientOptions::parse(&format!("{}?localThresholdMS=1000", sim.seed_uri(&[0, 1])))
-        .expect("URI");
-    let client = Client::with_options_and_handler(options, recorder.clone()).expect("client");
+    let (client, recorder) =
+        recorded_client(&format!("{}?localThresholdMS=1000", sim.seed_uri(&[0, 1])));
     let collection = fresh_collection("router_down");
     insert(&client, &collection, doc! { "_id": 1 }).expect("insert");
 
@@ -324,7 +322,7 @@ fn a_router_that_went_down_is_avoided_without_failing_reads() {
     // Reads pick either router until one tries router 1, fails to connect
     // and selects again: none of them fails.
     let mut reads = 0;
-    while !recorder.saw_unknown(&down) {
+    while !saw_unknown(&recorder, &down) {
         reads += 1;
         assert!(reads <= 30, "no read ever tried router 1");
         let found = find_with(&client, &collection, SelectionCriteria::primary_read())
@@ -353,26 +351,12 @@ fn a_router_that_went_down_is_avoided_without_failing_reads() {
     );
 }
 
-/// Records the SDAM events that mark a server Unknown.
-#[derive(Default)]
-struct Recorder {
-    unknown: Mutex<Vec<String>>,
-}
-
-impl EventHandler for Recorder {
-    fn handle_sdam_event(&self, event: &SdamEvent) {
-        if let SdamEvent::ServerDescriptionChanged { address, new, .. } = event {
-            if new.server_type == ServerType::Unknown {
-                self.unknown.lock().unwrap().push(address.to_string());
-            }
-        }
-    }
-}
-
-impl Recorder {
-    fn saw_unknown(&self, address: &str) -> bool {
-        self.unknown.lock().unwrap().iter().any(|a| a == address)
-    }
+/// Whether an SDAM event marked the server at `address` Unknown.
+fn saw_unknown(recorder: &Recorder, address: &str) -> bool {
+    recorder.sdam().iter().any(|e| {
+        matches!(e, SdamEvent::ServerDescriptionChanged { address: a, new, .. }
+            if new.server_type == ServerType::Unknown && a.to_string() == address)
+    })
 }
 
 #[test]

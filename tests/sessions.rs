@@ -4,71 +4,18 @@
 
 mod support;
 
-use std::sync::{Arc, Mutex};
-
 use bson::{doc, Bson, Document};
 use mongo_inline::coll_options::FindOptions;
-use mongo_inline::event::{CommandEvent, EventHandler};
-use mongo_inline::options::ClientOptions;
 use mongo_inline::{Client, ErrorKind};
+use support::events::{command_name, recorded_client};
 use support::server::TestServer;
 use support::sim::{Role, Simulator};
-
-/// Records the commands the client started and the replies it got.
-#[derive(Default)]
-struct Recorder {
-    started: Mutex<Vec<Document>>,
-    replies: Mutex<Vec<Document>>,
-}
-
-impl EventHandler for Recorder {
-    fn handle_command_event(&self, event: &CommandEvent) {
-        match event {
-            CommandEvent::Started { command, .. } => {
-                self.started.lock().unwrap().push(command.clone())
-            }
-            CommandEvent::Succeeded { reply, .. } => {
-                self.replies.lock().unwrap().push(reply.clone())
-            }
-            _ => {}
-        }
-    }
-}
-
-impl Recorder {
-    fn started(&self) -> Vec<Document> {
-        self.started.lock().unwrap().clone()
-    }
-
-    fn replies(&self) -> Vec<Document> {
-        self.replies.lock().unwrap().clone()
-    }
-
-    fn clear(&self) {
-        self.started.lock().unwrap().clear();
-        self.replies.lock().unwrap().clear();
-    }
-}
-
-fn recorded_client(uri: &str) -> (Client, Arc<Recorder>) {
-    let recorder = Arc::new(Recorder::default());
-    let client = Client::builder(ClientOptions::parse(uri).unwrap())
-        .event_handler(recorder.clone())
-        .build()
-        .unwrap();
-    (client, recorder)
-}
-
-/// The first key of each document: the command name.
-fn name(command: &Document) -> &str {
-    command.keys().next().map(String::as_str).unwrap_or("")
-}
 
 /// What a simulated member received, without the monitoring hellos.
 fn operations(sim: &Simulator, i: usize) -> Vec<Document> {
     sim.received(i)
         .into_iter()
-        .filter(|c| !matches!(name(c), "hello" | "isMaster" | "ismaster"))
+        .filter(|c| !matches!(command_name(c), "hello" | "isMaster" | "ismaster"))
         .collect()
 }
 
@@ -109,7 +56,7 @@ fn every_crud_command_carries_an_lsid_when_sessions_are_supported() {
     let client = Client::with_uri_str(&sim.seed_uri(&[0])).unwrap();
     crud_workload(&client, "implicit_lsid");
     let sent = operations(&sim, 0);
-    let names: Vec<&str> = sent.iter().map(name).collect();
+    let names: Vec<&str> = sent.iter().map(command_name).collect();
     for expected in [
         "insert",
         "find",
@@ -134,7 +81,10 @@ fn no_lsid_when_the_deployment_does_not_support_sessions() {
     let client = Client::with_uri_str(&sim.seed_uri(&[0])).unwrap();
     crud_workload(&client, "no_lsid");
     let sent = operations(&sim, 0);
-    assert!(sent.iter().any(|c| name(c) == "getMore"), "{sent:?}");
+    assert!(
+        sent.iter().any(|c| command_name(c) == "getMore"),
+        "{sent:?}"
+    );
     for command in &sent {
         assert!(lsid(command).is_none(), "lsid on {command}");
         assert!(!command.contains_key("txnNumber"), "txnNumber on {command}");
@@ -164,7 +114,7 @@ fn sequential_operations_reuse_one_server_session() {
     let ids: Vec<Document> = recorder
         .started()
         .iter()
-        .filter(|c| !matches!(name(c), "hello" | "isMaster"))
+        .filter(|c| !matches!(command_name(c), "hello" | "isMaster"))
         .map(|c| lsid(c).expect("an lsid"))
         .collect();
     assert_eq!(ids.len(), 4);
@@ -179,7 +129,7 @@ fn a_cursor_keeps_its_session_for_its_get_mores() {
     coll.drop(None).unwrap();
     coll.insert_many((0..6).map(|i| doc! { "i": i }), None)
         .unwrap();
-    recorder.clear();
+    recorder.clear_commands();
     let mut cursor = coll
         .find(None, FindOptions::default().batch_size(2))
         .unwrap();
@@ -191,17 +141,20 @@ fn a_cursor_keeps_its_session_for_its_get_mores() {
     let started = recorder.started();
     let find_lsid = started
         .iter()
-        .find(|c| name(c) == "find")
+        .find(|c| command_name(c) == "find")
         .and_then(lsid)
         .unwrap();
-    let get_mores: Vec<&Document> = started.iter().filter(|c| name(c) == "getMore").collect();
+    let get_mores: Vec<&Document> = started
+        .iter()
+        .filter(|c| command_name(c) == "getMore")
+        .collect();
     assert!(get_mores.len() >= 2, "{started:?}");
     for get_more in get_mores {
         assert_eq!(lsid(get_more).as_ref(), Some(&find_lsid));
     }
     let count_lsid = started
         .iter()
-        .find(|c| name(c) == "aggregate")
+        .find(|c| command_name(c) == "aggregate")
         .and_then(lsid)
         .unwrap();
     assert_ne!(
@@ -233,8 +186,8 @@ fn a_network_error_makes_the_session_dirty_and_it_is_not_reused() {
     let lsids: Vec<(String, Document)> = recorder
         .started()
         .iter()
-        .filter(|c| matches!(name(c), "find" | "insert"))
-        .map(|c| (name(c).to_owned(), lsid(c).unwrap()))
+        .filter(|c| matches!(command_name(c), "find" | "insert"))
+        .map(|c| (command_name(c).to_owned(), lsid(c).unwrap()))
         .collect();
     assert_eq!(lsids.len(), 3, "{lsids:?}");
     // The insert's session was clean and came back for the failed find...
@@ -295,7 +248,10 @@ fn a_read_after_a_write_in_a_causal_session_waits_for_the_write() {
     assert!(!found.is_empty());
     let started = recorder.started();
     let replies = recorder.replies();
-    let finds: Vec<&Document> = started.iter().filter(|c| name(c) == "find").collect();
+    let finds: Vec<&Document> = started
+        .iter()
+        .filter(|c| command_name(c) == "find")
+        .collect();
     // The session's first operation has nothing to wait for.
     assert!(
         finds[0]
@@ -304,7 +260,10 @@ fn a_read_after_a_write_in_a_causal_session_waits_for_the_write() {
         "{}",
         finds[0]
     );
-    let insert_at = started.iter().position(|c| name(c) == "insert").unwrap();
+    let insert_at = started
+        .iter()
+        .position(|c| command_name(c) == "insert")
+        .unwrap();
     let write_time = replies[insert_at]
         .get_timestamp("operationTime")
         .expect("the write's operationTime");

@@ -5,60 +5,20 @@
 
 mod support;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bson::{doc, Document};
-use mongo_inline::event::{CommandEvent, EventHandler};
 use mongo_inline::retry::RetrySettings;
 use mongo_inline::{Client, ClientOptions, Error, ErrorKind};
+use support::events::{recorded_builder, Recorder};
 use support::server::TestServer;
 use support::sim::{Role, Simulator};
 
 const DB: &str = "timeout";
 
-/// The commands as sent, by name.
-#[derive(Default)]
-struct Sent {
-    commands: Mutex<Vec<(String, Document)>>,
-}
-
-impl EventHandler for Sent {
-    fn handle_command_event(&self, event: &CommandEvent) {
-        if let CommandEvent::Started {
-            command_name,
-            command,
-            ..
-        } = event
-        {
-            self.commands
-                .lock()
-                .unwrap()
-                .push((command_name.clone(), command.clone()));
-        }
-    }
-}
-
-impl Sent {
-    fn named(&self, name: &str) -> Vec<Document> {
-        self.commands
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|(n, _)| n == name)
-            .map(|(_, c)| c.clone())
-            .collect()
-    }
-
-    fn clear(&self) {
-        self.commands.lock().unwrap().clear();
-    }
-}
-
-fn client_with(uri: &str, settings: Option<RetrySettings>) -> (Client, Arc<Sent>) {
-    let sent = Arc::new(Sent::default());
-    let options = ClientOptions::parse(uri).expect("test URI");
-    let mut builder = Client::builder(options).event_handler(sent.clone());
+fn client_with(uri: &str, settings: Option<RetrySettings>) -> (Client, Arc<Recorder>) {
+    let (mut builder, sent) = recorded_builder(ClientOptions::parse(uri).expect("test URI"));
     if let Some(settings) = settings {
         builder = builder.retry_settings(settings);
     }
@@ -84,7 +44,7 @@ fn max_time_ms_is_derived_from_the_time_left() {
     let (client, sent) = client_with(&format!("{}&timeoutMS=5000", server.uri()), None);
     let coll = client.database(DB).collection::<Document>("max_time");
     coll.insert_one(doc! { "a": 1 }, None).unwrap();
-    sent.clear();
+    sent.clear_commands();
     coll.find_one(None, None).unwrap();
     let find = &sent.named("find")[0];
     let max_time = find.get_i64("maxTimeMS").expect("maxTimeMS sent");
@@ -94,7 +54,7 @@ fn max_time_ms_is_derived_from_the_time_left() {
     );
 
     // The collection's own timeout wins over the client's.
-    sent.clear();
+    sent.clear_commands();
     coll.clone()
         .with_timeout(Duration::from_millis(800))
         .find_one(None, None)
@@ -214,7 +174,7 @@ fn a_backoff_that_would_pass_the_deadline_fails_at_once() {
             },
         })
         .unwrap();
-    sent.clear();
+    sent.clear_commands();
     let tokens = client.retry_tokens().unwrap();
 
     let started = Instant::now();
@@ -267,7 +227,7 @@ fn overload_retries_share_the_operation_deadline() {
             },
         })
         .unwrap();
-    sent.clear();
+    sent.clear_commands();
 
     let started = Instant::now();
     let error = coll.find_one(None, None).unwrap_err();

@@ -5,77 +5,27 @@
 
 mod support;
 
-use std::sync::{Arc, Mutex};
-
 use bson::{doc, Bson, Document};
-use mongo_inline::event::{CommandEvent, EventHandler};
 use mongo_inline::options::{Acknowledgment, ClientOptions, ReadConcern, WriteConcern};
 use mongo_inline::session::TransactionOptions;
 use mongo_inline::{Client, Collection};
+use support::events::{command_name, recorded_client, Recorder};
 use support::server::TestServer;
 use support::sim::Simulator;
 
-/// Records the commands the client started (the address they went to too).
-#[derive(Default)]
-struct Recorder {
-    started: Mutex<Vec<(String, Document)>>,
+/// The commands started other than monitoring hellos, with the address
+/// each went to, in order.
+fn sent(recorder: &Recorder) -> Vec<(String, Document)> {
+    recorder
+        .started_with_address()
+        .into_iter()
+        .filter(|(_, c)| !matches!(command_name(c), "hello" | "isMaster"))
+        .collect()
 }
 
-impl EventHandler for Recorder {
-    fn handle_command_event(&self, event: &CommandEvent) {
-        if let CommandEvent::Started {
-            command,
-            connection,
-            ..
-        } = event
-        {
-            self.started
-                .lock()
-                .unwrap()
-                .push((connection.address.to_string(), command.clone()));
-        }
-    }
-}
-
-impl Recorder {
-    /// Commands other than monitoring hellos, in order.
-    fn commands(&self) -> Vec<Document> {
-        self.sent().into_iter().map(|(_, c)| c).collect()
-    }
-
-    fn sent(&self) -> Vec<(String, Document)> {
-        self.started
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|(_, c)| !matches!(name(c), "hello" | "isMaster"))
-            .cloned()
-            .collect()
-    }
-
-    fn named(&self, command: &str) -> Vec<Document> {
-        self.commands()
-            .into_iter()
-            .filter(|c| name(c) == command)
-            .collect()
-    }
-
-    fn clear(&self) {
-        self.started.lock().unwrap().clear();
-    }
-}
-
-fn name(command: &Document) -> &str {
-    command.keys().next().map(String::as_str).unwrap_or("")
-}
-
-fn recorded_client(uri: &str) -> (Client, Arc<Recorder>) {
-    let recorder = Arc::new(Recorder::default());
-    let client = Client::builder(ClientOptions::parse(uri).unwrap())
-        .event_handler(recorder.clone())
-        .build()
-        .unwrap();
-    (client, recorder)
+/// Commands other than monitoring hellos, in order.
+fn commands(recorder: &Recorder) -> Vec<Document> {
+    sent(recorder).into_iter().map(|(_, c)| c).collect()
 }
 
 /// `ReadConcern` has no public constructor; the URI option makes one.
@@ -155,7 +105,7 @@ fn transaction_commands_carry_the_transaction_fields() {
     let mut options = TransactionOptions::default();
     options.read_concern = Some(read_concern("majority"));
     options.write_concern = Some(majority());
-    recorder.clear();
+    recorder.clear_commands();
 
     session.start_transaction(options.clone()).unwrap();
     coll.insert_one_with_session(doc! { "_id": 1 }, None, &mut session)
@@ -170,9 +120,9 @@ fn transaction_commands_carry_the_transaction_fields() {
     .unwrap();
     session.commit_transaction().unwrap();
 
-    let sent = recorder.commands();
+    let sent = commands(&recorder);
     assert_eq!(
-        sent.iter().map(name).collect::<Vec<_>>(),
+        sent.iter().map(command_name).collect::<Vec<_>>(),
         ["insert", "find", "update", "commitTransaction"]
     );
     let txn_number = sent[0].get_i64("txnNumber").expect("txnNumber");
@@ -189,7 +139,7 @@ fn transaction_commands_carry_the_transaction_fields() {
         if i > 0 {
             assert!(!command.contains_key("readConcern"), "{command}");
         }
-        if name(command) != "commitTransaction" {
+        if command_name(command) != "commitTransaction" {
             // Only commit and abort carry the transaction's write concern.
             assert!(!command.contains_key("writeConcern"), "{command}");
         }
@@ -207,14 +157,14 @@ fn transaction_commands_carry_the_transaction_fields() {
 
     // The next transaction gets the next txnNumber; its abort carries the
     // write concern too.
-    recorder.clear();
+    recorder.clear_commands();
     session.start_transaction(options).unwrap();
     coll.insert_one_with_session(doc! { "_id": 2 }, None, &mut session)
         .unwrap();
     session.abort_transaction().unwrap();
-    let sent = recorder.commands();
+    let sent = commands(&recorder);
     assert_eq!(
-        sent.iter().map(name).collect::<Vec<_>>(),
+        sent.iter().map(command_name).collect::<Vec<_>>(),
         ["insert", "abortTransaction"]
     );
     for command in &sent {
@@ -245,7 +195,7 @@ fn with_transaction_retries_a_transient_transaction_error() {
             "errorLabels": ["TransientTransactionError"],
         },
     );
-    recorder.clear();
+    recorder.clear_commands();
     let mut session = client.start_session(None).unwrap();
     let mut runs = 0;
     session
@@ -282,7 +232,7 @@ fn a_commit_with_a_retryable_error_is_retried_once_with_majority() {
             "errorLabels": ["RetryableWriteError"],
         },
     );
-    recorder.clear();
+    recorder.clear_commands();
     let mut session = client.start_session(None).unwrap();
     session.start_transaction(None).unwrap();
     coll.insert_one_with_session(doc! { "_id": 1 }, None, &mut session)
@@ -314,7 +264,7 @@ fn an_unknown_commit_result_is_retried_by_with_transaction() {
         doc! { "times": 2 }.into(),
         doc! { "failCommands": ["commitTransaction"], "closeConnection": true },
     );
-    recorder.clear();
+    recorder.clear_commands();
     let mut session = client.start_session(None).unwrap();
     let mut runs = 0;
     session
@@ -359,7 +309,7 @@ fn a_transaction_on_mongos_stays_on_the_router_of_its_first_command() {
     let (client, recorder) = recorded_client(&sim.seed_uri(&[0, 1]));
     let coll = fresh(&client, "pinned");
     let mut session = client.start_session(None).unwrap();
-    recorder.clear();
+    recorder.clear_commands();
     for i in 0..8 {
         session.start_transaction(None).unwrap();
         coll.insert_one_with_session(doc! { "_id": i }, None, &mut session)
@@ -370,7 +320,7 @@ fn a_transaction_on_mongos_stays_on_the_router_of_its_first_command() {
             .unwrap();
         session.commit_transaction().unwrap();
     }
-    let sent = recorder.sent();
+    let sent = sent(&recorder);
     let mut routers_used = std::collections::HashSet::new();
     for txn in sent
         .iter()
@@ -385,7 +335,7 @@ fn a_transaction_on_mongos_stays_on_the_router_of_its_first_command() {
         let trace: Vec<(&str, &str)> = sent
             .iter()
             .filter(|(_, c)| c.get_i64("txnNumber") == Ok(txn))
-            .map(|(a, c)| (a.as_str(), name(c)))
+            .map(|(a, c)| (a.as_str(), command_name(c)))
             .collect();
         assert_eq!(routers.len(), 1, "transaction {txn} used {trace:?}");
         routers_used.extend(routers);
@@ -429,17 +379,17 @@ fn a_sharded_commit_retry_after_a_network_error_selects_a_router_again() {
         doc! { "times": 1 }.into(),
         doc! { "failCommands": ["commitTransaction"], "closeConnection": true },
     );
-    recorder.clear();
+    recorder.clear_commands();
     let mut session = client.start_session(None).unwrap();
     session.start_transaction(None).unwrap();
     coll.insert_one_with_session(doc! { "_id": 1 }, None, &mut session)
         .unwrap();
     session.commit_transaction().unwrap();
-    let sent = recorder.sent();
+    let sent = sent(&recorder);
     let insert_router = &sent[0].0;
     let commits: Vec<&String> = sent
         .iter()
-        .filter(|(_, c)| name(c) == "commitTransaction")
+        .filter(|(_, c)| command_name(c) == "commitTransaction")
         .map(|(a, _)| a)
         .collect();
     assert_eq!(commits.len(), 2, "{sent:?}");
