@@ -291,7 +291,7 @@ fn a_command_error_leaves_the_session_clean_and_it_is_reused() {
     let ids: Vec<Document> = recorder
         .started()
         .iter()
-        .filter(|c| name(c) == "find")
+        .filter(|c| command_name(c) == "find")
         .map(|c| lsid(c).expect("an lsid"))
         .collect();
     assert_eq!(ids.len(), 2);
