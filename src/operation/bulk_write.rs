@@ -24,7 +24,7 @@ use bson::{doc, Bson, Document};
 use super::delete::delete_statement;
 use super::insert::{ensure_id, too_large};
 use super::update::{
-    parse_update_reply, update_statement, validate_replacement, UpdateCounts, UpdateModification,
+    parse_update_reply, replacement_statement, update_statement, UpdateCounts, UpdateModification,
     UpdateStatementOptions,
 };
 use super::{
@@ -597,19 +597,15 @@ fn statement_of(index: usize, model: WriteModel) -> Result<(WriteKind, Document,
             replacement,
             options,
         } => {
-            validate_replacement(&replacement).map_err(at)?;
-            let statement = update_statement(
+            let statement = replacement_statement(
                 filter,
-                Bson::Document(replacement),
-                UpdateStatementOptions {
-                    multi: false,
-                    upsert: options.upsert,
-                    array_filters: None,
-                    collation: options.collation,
-                    hint: options.hint,
-                    sort: options.sort,
-                },
-            );
+                replacement,
+                options.upsert,
+                options.collation,
+                options.hint,
+                options.sort,
+            )
+            .map_err(at)?;
             (WriteKind::Update, statement, false)
         }
         WriteModel::DeleteOne { filter, options } => (

@@ -84,6 +84,31 @@ pub(crate) struct UpdateStatementOptions {
     pub sort: Option<Document>,
 }
 
+/// The `updates` element of a replacement (replace_one, or a bulk
+/// ReplaceOne), after checking the replacement has no update operators.
+pub(crate) fn replacement_statement(
+    filter: Document,
+    replacement: Document,
+    upsert: Option<bool>,
+    collation: Option<Document>,
+    hint: Option<Hint>,
+    sort: Option<Document>,
+) -> Result<Document> {
+    validate_replacement(&replacement)?;
+    Ok(update_statement(
+        filter,
+        Bson::Document(replacement),
+        UpdateStatementOptions {
+            multi: false,
+            upsert,
+            array_filters: None,
+            collation,
+            hint,
+            sort,
+        },
+    ))
+}
+
 /// One element of an update command's `updates`.
 pub(crate) fn update_statement(
     filter: Document,
@@ -230,19 +255,14 @@ impl Update {
         replacement: Document,
         options: ReplaceOptions,
     ) -> Result<Self> {
-        validate_replacement(&replacement)?;
-        let statement = update_statement(
+        let statement = replacement_statement(
             filter,
-            Bson::Document(replacement),
-            UpdateStatementOptions {
-                multi: false,
-                upsert: options.upsert,
-                array_filters: None,
-                collation: options.collation,
-                hint: options.hint,
-                sort: options.sort,
-            },
-        );
+            replacement,
+            options.upsert,
+            options.collation,
+            options.hint,
+            options.sort,
+        )?;
         Ok(Update {
             ns,
             statement,
