@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use crate::address::ServerAddress;
 use crate::error::{Error, Result};
-use crate::options::{ClientOptions, Credential};
+use crate::options::ClientOptions;
 
 /// The spec's floor for the SRV rescan interval, whatever the records' TTLs.
 pub const MIN_RESCAN_SRV_INTERVAL: Duration = Duration::from_secs(60);
@@ -167,6 +167,11 @@ pub fn parse_txt_options(srv_host: &str, records: &[Vec<Vec<u8>>]) -> Result<Txt
 
 /// Lays the TXT options under `options`: what the connection string or
 /// code set wins, as the spec requires.
+///
+/// `authSource` is where credentials are checked, so it applies only when
+/// credentials were given: hosted clusters publish `authSource=admin` for
+/// every client, and the auth spec makes an `authSource` without a user an
+/// error, which would lock out clients that do not authenticate.
 pub fn apply_txt_options(options: &mut ClientOptions, txt: TxtOptions) {
     if options.replica_set.is_none() {
         options.replica_set = txt.replica_set;
@@ -176,14 +181,12 @@ pub fn apply_txt_options(options: &mut ClientOptions, txt: TxtOptions) {
     }
     if let Some(source) = txt.auth_source {
         match &mut options.credential {
-            Some(credential) if credential.source.is_some() => {}
-            Some(credential) => credential.source = Some(source),
-            None => {
-                options.credential = Some(Credential {
-                    source: Some(source),
-                    ..Credential::default()
-                })
-            }
+            Some(credential) if credential.source.is_none() => credential.source = Some(source),
+            Some(_) => {}
+            None => log::debug!(
+                target: "mongo_inline::srv",
+                "the TXT record's authSource={source} is unused: no credentials were given"
+            ),
         }
     }
 }
@@ -367,7 +370,7 @@ mod tests {
     #[test]
     fn the_connection_string_overrides_the_txt_record() {
         let mut options = ClientOptions::parse(
-            "mongodb+srv://test5.test.build.10gen.cc/?authSource=otherDB&loadBalanced=false",
+            "mongodb+srv://u:p@test5.test.build.10gen.cc/?authSource=otherDB&loadBalanced=false",
         )
         .unwrap();
         apply_txt_options(
@@ -392,6 +395,17 @@ mod tests {
         );
         assert_eq!(options.auth_source(), Some("thisDB"));
         assert_eq!(options.credential().unwrap().username.as_deref(), Some("u"));
+
+        // No credentials: the TXT authSource has nothing to apply to.
+        let mut options = ClientOptions::parse("mongodb+srv://a.b.c/").unwrap();
+        apply_txt_options(
+            &mut options,
+            TxtOptions {
+                auth_source: Some("thisDB".into()),
+                ..TxtOptions::default()
+            },
+        );
+        assert_eq!(options.credential(), None);
     }
 
     #[test]

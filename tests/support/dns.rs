@@ -1,0 +1,217 @@
+//! A loopback DNS server for the `mongodb+srv` tests, built on
+//! hickory-proto's message types (already a dependency of the driver;
+//! hickory-server would compile a Tokio stack for a few dozen lines of
+//! work). It answers SRV, TXT, A and AAAA questions over UDP from a record
+//! list the test can change while it runs, and counts the questions.
+//!
+//! Zone fixtures (`fixtures/dns/*.zone`) hold one record a line:
+//! `name TYPE data` — `SRV port target`, `TXT "string" "string"...`, `A ip`.
+//! A `{port:N}` in an SRV port maps through the test's port table, so the
+//! spec's 27017-27019 can point at simulator members on free ports.
+//!
+//! Threads are fine here: this is test support. The server thread stops
+//! when the [`DnsServer`] is dropped.
+
+use std::collections::HashMap;
+use std::net::{SocketAddr, UdpSocket};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+use hickory_proto::op::{Message, MessageType, ResponseCode};
+use hickory_proto::rr::rdata::{A, AAAA, SRV, TXT};
+use hickory_proto::rr::{Name, RData, Record, RecordType};
+
+/// One record the server serves.
+#[derive(Clone, Debug)]
+pub struct ZoneRecord {
+    /// Owner name, lower case, no trailing dot.
+    pub name: String,
+    /// What it says.
+    pub data: RData,
+    /// Time to live.
+    pub ttl: u32,
+}
+
+/// Parses a zone fixture; SRV ports found in `ports` are replaced.
+pub fn parse_zone(text: &str, ports: &HashMap<u16, u16>) -> Vec<ZoneRecord> {
+    let mut records = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with(';') || line.starts_with('#') {
+            continue;
+        }
+        let mut parts = line.splitn(3, char::is_whitespace);
+        let name = parts
+            .next()
+            .unwrap()
+            .trim_end_matches('.')
+            .to_ascii_lowercase();
+        let kind = parts
+            .next()
+            .unwrap_or_else(|| panic!("no type in {line:?}"));
+        let rest = parts.next().unwrap_or("").trim();
+        let data = match kind {
+            "SRV" => {
+                let (port, target) = rest.split_once(' ').expect("SRV port target");
+                let port: u16 = port.parse().expect("SRV port");
+                let port = ports.get(&port).copied().unwrap_or(port);
+                RData::SRV(SRV::new(
+                    0,
+                    5,
+                    port,
+                    Name::from_ascii(target.trim()).unwrap(),
+                ))
+            }
+            "TXT" => {
+                let strings: Vec<String> = rest
+                    .split('"')
+                    .enumerate()
+                    .filter(|(i, _)| i % 2 == 1)
+                    .map(|(_, s)| s.to_string())
+                    .collect();
+                RData::TXT(TXT::new(strings))
+            }
+            "A" => RData::A(A(rest.parse().expect("A address"))),
+            "AAAA" => RData::AAAA(AAAA(rest.parse().expect("AAAA address"))),
+            other => panic!("unknown record type {other} in {line:?}"),
+        };
+        records.push(ZoneRecord {
+            name,
+            data,
+            ttl: 300,
+        });
+    }
+    records
+}
+
+/// Reads `fixtures/dns/<name>` from the crate root.
+pub fn zone_fixture(name: &str, ports: &HashMap<u16, u16>) -> Vec<ZoneRecord> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/dns")
+        .join(name);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    parse_zone(&text, ports)
+}
+
+/// A running loopback DNS server.
+pub struct DnsServer {
+    address: SocketAddr,
+    records: Arc<Mutex<Vec<ZoneRecord>>>,
+    questions: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl DnsServer {
+    /// Serves `records` on a free UDP port of 127.0.0.1.
+    pub fn start(records: Vec<ZoneRecord>) -> DnsServer {
+        DnsServer::start_with(records, true)
+    }
+
+    /// A name server that reads every question and never answers.
+    pub fn silent() -> DnsServer {
+        DnsServer::start_with(Vec::new(), false)
+    }
+
+    fn start_with(records: Vec<ZoneRecord>, answer: bool) -> DnsServer {
+        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+        socket
+            .set_read_timeout(Some(Duration::from_millis(50)))
+            .unwrap();
+        let address = socket.local_addr().unwrap();
+        let records = Arc::new(Mutex::new(records));
+        let questions = Arc::new(AtomicUsize::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (records, questions, stop) = (records.clone(), questions.clone(), stop.clone());
+            thread::spawn(move || {
+                let mut buffer = [0u8; 4096];
+                while !stop.load(Ordering::Relaxed) {
+                    let Ok((length, from)) = socket.recv_from(&mut buffer) else {
+                        continue;
+                    };
+                    let Ok(query) = Message::from_vec(&buffer[..length]) else {
+                        continue;
+                    };
+                    questions.fetch_add(query.queries().len(), Ordering::Relaxed);
+                    if !answer {
+                        continue;
+                    }
+                    let reply = respond(&query, &records.lock().unwrap());
+                    let _ = socket.send_to(&reply.to_vec().unwrap(), from);
+                }
+            })
+        };
+        DnsServer {
+            address,
+            records,
+            questions,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// Where it listens.
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// Replaces the records it serves.
+    pub fn set_records(&self, records: Vec<ZoneRecord>) {
+        *self.records.lock().unwrap() = records;
+    }
+
+    /// How many questions it has received.
+    pub fn questions(&self) -> usize {
+        self.questions.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for DnsServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn respond(query: &Message, records: &[ZoneRecord]) -> Message {
+    let mut reply = Message::new();
+    reply
+        .set_id(query.id())
+        .set_message_type(MessageType::Response)
+        .set_op_code(query.op_code())
+        .set_recursion_desired(query.recursion_desired())
+        .set_recursion_available(true);
+    let Some(question) = query.queries().first() else {
+        reply.set_response_code(ResponseCode::FormErr);
+        return reply;
+    };
+    reply.add_query(question.clone());
+    let asked = question
+        .name()
+        .to_ascii()
+        .trim_end_matches('.')
+        .to_ascii_lowercase();
+    let mut known = false;
+    for record in records.iter().filter(|r| r.name == asked) {
+        known = true;
+        let record_type: RecordType = record.data.record_type();
+        if record_type == question.query_type() {
+            reply.add_answer(Record::from_rdata(
+                question.name().clone(),
+                record.ttl,
+                record.data.clone(),
+            ));
+        }
+    }
+    if !known {
+        reply.set_response_code(ResponseCode::NXDomain);
+    }
+    reply
+}
