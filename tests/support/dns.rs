@@ -87,6 +87,24 @@ pub fn parse_zone(text: &str, ports: &HashMap<u16, u16>) -> Vec<ZoneRecord> {
     records
 }
 
+/// An SRV record.
+pub fn srv(name: &str, port: u16, target: &str, ttl: u32) -> ZoneRecord {
+    ZoneRecord {
+        name: name.to_ascii_lowercase(),
+        data: RData::SRV(SRV::new(0, 5, port, Name::from_ascii(target).unwrap())),
+        ttl,
+    }
+}
+
+/// An A record.
+pub fn a(name: &str, ip: std::net::Ipv4Addr) -> ZoneRecord {
+    ZoneRecord {
+        name: name.to_ascii_lowercase(),
+        data: RData::A(A(ip)),
+        ttl: 300,
+    }
+}
+
 /// Reads `fixtures/dns/<name>` from the crate root.
 pub fn zone_fixture(name: &str, ports: &HashMap<u16, u16>) -> Vec<ZoneRecord> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -102,6 +120,8 @@ pub struct DnsServer {
     address: SocketAddr,
     records: Arc<Mutex<Vec<ZoneRecord>>>,
     questions: Arc<AtomicUsize>,
+    asked: Arc<Mutex<Vec<String>>>,
+    delay_ms: Arc<AtomicUsize>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -125,9 +145,12 @@ impl DnsServer {
         let address = socket.local_addr().unwrap();
         let records = Arc::new(Mutex::new(records));
         let questions = Arc::new(AtomicUsize::new(0));
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let delay_ms = Arc::new(AtomicUsize::new(0));
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
             let (records, questions, stop) = (records.clone(), questions.clone(), stop.clone());
+            let (asked, delay_ms) = (asked.clone(), delay_ms.clone());
             thread::spawn(move || {
                 let mut buffer = [0u8; 4096];
                 while !stop.load(Ordering::Relaxed) {
@@ -138,11 +161,30 @@ impl DnsServer {
                         continue;
                     };
                     questions.fetch_add(query.queries().len(), Ordering::Relaxed);
+                    asked
+                        .lock()
+                        .unwrap()
+                        .extend(query.queries().iter().map(|q| {
+                            let name = q.name().to_ascii().trim_end_matches('.').to_string();
+                            format!("{} {name}", q.query_type())
+                        }));
                     if !answer {
                         continue;
                     }
                     let reply = respond(&query, &records.lock().unwrap());
-                    let _ = socket.send_to(&reply.to_vec().unwrap(), from);
+                    let bytes = reply.to_vec().unwrap();
+                    let delay = delay_ms.load(Ordering::Relaxed);
+                    if delay == 0 {
+                        let _ = socket.send_to(&bytes, from);
+                    } else {
+                        // Each reply waits on its own, as a distant server's
+                        // would: questions asked together arrive together.
+                        let socket = socket.try_clone().unwrap();
+                        thread::spawn(move || {
+                            thread::sleep(Duration::from_millis(delay as u64));
+                            let _ = socket.send_to(&bytes, from);
+                        });
+                    }
                 }
             })
         };
@@ -150,6 +192,8 @@ impl DnsServer {
             address,
             records,
             questions,
+            asked,
+            delay_ms,
             stop,
             thread: Some(thread),
         }
@@ -163,6 +207,17 @@ impl DnsServer {
     /// Replaces the records it serves.
     pub fn set_records(&self, records: Vec<ZoneRecord>) {
         *self.records.lock().unwrap() = records;
+    }
+
+    /// Every question received, as `TYPE name`, in order.
+    pub fn asked(&self) -> Vec<String> {
+        self.asked.lock().unwrap().clone()
+    }
+
+    /// Delays every reply by `delay` (a simulated network round trip).
+    pub fn set_delay(&self, delay: Duration) {
+        self.delay_ms
+            .store(delay.as_millis() as usize, Ordering::Relaxed);
     }
 
     /// How many questions it has received.
