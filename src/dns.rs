@@ -50,6 +50,9 @@ pub struct ResolverConfig {
     pub attempts: usize,
     /// Whether to consult `/etc/hosts` before DNS (host look-ups only).
     pub use_hosts_file: bool,
+    /// Addresses already known for some names (from a batched look-up),
+    /// consulted before anything else.
+    pub known_hosts: Vec<(String, Vec<IpAddr>)>,
 }
 
 impl ResolverConfig {
@@ -70,6 +73,7 @@ impl ResolverConfig {
             attempt_timeout: Duration::from_secs(5),
             attempts: 2,
             use_hosts_file: false,
+            known_hosts: Vec::new(),
         }
     }
 
@@ -184,21 +188,18 @@ pub fn resolve_host(
     if let Ok(ip) = IpAddr::from_str(host) {
         return Ok(vec![SocketAddr::new(ip, port)]);
     }
-    if config.use_hosts_file {
-        let text = std::fs::read_to_string(HOSTS_FILE).unwrap_or_default();
-        let found = hosts_file_lookup(&text, host);
-        if !found.is_empty() {
-            return Ok(found
-                .into_iter()
-                .map(|ip| SocketAddr::new(ip, port))
-                .collect());
-        }
+    let known = config
+        .known_hosts
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case(host));
+    if let Some((_, ips)) = known {
+        return Ok(ips.iter().map(|ip| SocketAddr::new(*ip, port)).collect());
     }
-    if host.eq_ignore_ascii_case("localhost") {
-        return Ok(vec![
-            SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port),
-            SocketAddr::new(IpAddr::V6(Ipv6Addr::LOCALHOST), port),
-        ]);
+    if let Some(found) = local_lookup(config, host) {
+        return Ok(found
+            .into_iter()
+            .map(|ip| SocketAddr::new(ip, port))
+            .collect());
     }
     let mut last_error = None;
     for candidate in candidate_names(config, host) {
@@ -229,6 +230,79 @@ pub fn resolve_host(
             format!("the host name {host:?} has no A or AAAA records"),
         )
     }))
+}
+
+/// What needs no DNS: `/etc/hosts` (when configured) and `localhost`.
+fn local_lookup(config: &ResolverConfig, host: &str) -> Option<Vec<IpAddr>> {
+    if config.use_hosts_file {
+        let text = std::fs::read_to_string(HOSTS_FILE).unwrap_or_default();
+        let found = hosts_file_lookup(&text, host);
+        if !found.is_empty() {
+            return Some(found);
+        }
+    }
+    if host.eq_ignore_ascii_case("localhost") {
+        return Some(vec![
+            IpAddr::V4(Ipv4Addr::LOCALHOST),
+            IpAddr::V6(Ipv6Addr::LOCALHOST),
+        ]);
+    }
+    None
+}
+
+/// Looks several host names up at once (the members a scan is about to
+/// connect to): A and AAAA for the first search-list name of each, all in
+/// one exchange, so the scan waits for one round trip instead of one per
+/// member. Names that need no DNS are answered locally. Returns what was
+/// found; a host missing from the result is left to [`resolve_host`] (its
+/// other search-list names, or the error that names it). A failed
+/// exchange is returned as is, for every host to report.
+pub fn resolve_hosts(
+    config: &ResolverConfig,
+    hosts: &[String],
+    deadline: Option<Instant>,
+) -> Result<Vec<(String, Vec<IpAddr>)>> {
+    let mut found = Vec::new();
+    let mut questions = Vec::new();
+    let mut asked_for = Vec::new();
+    for host in hosts {
+        if IpAddr::from_str(host).is_ok() {
+            continue;
+        }
+        if let Some(ips) = local_lookup(config, host) {
+            found.push((host.clone(), ips));
+            continue;
+        }
+        let Some(first) = candidate_names(config, host).into_iter().next() else {
+            continue;
+        };
+        let name = parse_name(&first)?;
+        questions.push((name.clone(), RecordType::A));
+        questions.push((name, RecordType::AAAA));
+        asked_for.push(host.clone());
+    }
+    if questions.is_empty() {
+        return Ok(found);
+    }
+    let replies = exchange(config, &questions, deadline)
+        .map_err(|e| e.context(&format!("A/AAAA records of {}", asked_for.join(", "))))?;
+    let mut replies = replies.into_iter();
+    for host in asked_for {
+        let mut ips = Vec::new();
+        for _ in 0..2 {
+            if let Some(Ok(message)) = replies.next() {
+                ips.extend(message.answers().iter().filter_map(|r| match r.data() {
+                    RData::A(a) => Some(IpAddr::V4(a.0)),
+                    RData::AAAA(a) => Some(IpAddr::V6(a.0)),
+                    _ => None,
+                }));
+            }
+        }
+        if !ips.is_empty() {
+            found.push((host, ips));
+        }
+    }
+    Ok(found)
 }
 
 /// The names to try for `host`, per resolv.conf(5)'s `ndots` rule.

@@ -82,6 +82,10 @@ pub struct Topology {
     next_srv_rescan: Option<Instant>,
     /// How host names are resolved, read from the system on first use.
     resolver: Option<crate::dns::ResolverConfig>,
+    /// During a scan: the member addresses looked up together at its
+    /// start, and the names that look-up failed for (with why).
+    scan_known_hosts: Vec<(String, Vec<std::net::IpAddr>)>,
+    scan_dns_failure: Option<(Vec<String>, Error)>,
 }
 
 impl Topology {
@@ -123,6 +127,8 @@ impl Topology {
             srv_resolved: !srv_pending,
             next_srv_rescan: None,
             resolver: None,
+            scan_known_hosts: Vec::new(),
+            scan_dns_failure: None,
             options,
         };
         // A mongodb+srv topology opens once its seeds are known.
@@ -621,6 +627,7 @@ impl Topology {
             return;
         }
         let scan_start = Instant::now();
+        self.resolve_scan_hosts();
         loop {
             if self.operation_deadline.expired(Instant::now()) {
                 // Unchecked servers are as stale as before; the next
@@ -640,6 +647,37 @@ impl Topology {
         }
         self.last_scan_end = Some(Instant::now());
         self.description.stale = false;
+        self.scan_known_hosts.clear();
+        self.scan_dns_failure = None;
+    }
+
+    /// Looks up, in one exchange, the host names of every server this scan
+    /// will have to open a socket to, so that N new members cost one DNS
+    /// round trip rather than N.
+    fn resolve_scan_hosts(&mut self) {
+        self.scan_known_hosts.clear();
+        self.scan_dns_failure = None;
+        let mut hosts: Vec<String> = Vec::new();
+        for address in self.description.servers.keys() {
+            if let ServerAddress::Tcp { host, .. } = address {
+                let needs_socket = !self.connections.contains_key(address);
+                if needs_socket
+                    && host.parse::<std::net::IpAddr>().is_err()
+                    && !hosts.contains(host)
+                {
+                    hosts.push(host.clone());
+                }
+            }
+        }
+        if hosts.len() < 2 {
+            return;
+        }
+        let deadline = self.dns_deadline();
+        let resolver = self.resolver().clone();
+        match crate::dns::resolve_hosts(&resolver, &hosts, deadline) {
+            Ok(found) => self.scan_known_hosts = found,
+            Err(error) => self.scan_dns_failure = Some((hosts, error)),
+        }
     }
 
     /// One check of one server: a hello on its socket (opened, with the
@@ -807,8 +845,21 @@ impl Topology {
     fn open_with_handshake(&mut self, address: &ServerAddress) -> Result<Document> {
         self.connections.remove(address);
         let generation = self.description.pool_generation(address).unwrap_or(0);
+        if let (ServerAddress::Tcp { host, .. }, Some((hosts, error))) =
+            (address, &self.scan_dns_failure)
+        {
+            if hosts.contains(host) {
+                // This scan's look-up of the name already failed; asking
+                // again would only spend the scan's time twice.
+                return Err(Error::network_message(
+                    Some(address.clone()),
+                    format!("resolving the host name ({error})"),
+                ));
+            }
+        }
         let connect_timeout = self.check_timeout();
-        let resolver = self.resolver().clone();
+        let mut resolver = self.resolver().clone();
+        resolver.known_hosts = self.scan_known_hosts.clone();
         let mut connection = Connection::open_with_resolver(
             address,
             generation,

@@ -274,3 +274,33 @@ fn srv_polling_adds_and_removes_mongoses_before_an_operation() {
     assert_eq!(closed, vec![address(0)], "only the departed mongos closes");
     assert_eq!(opened, vec![address(2)], "only the new mongos opens");
 }
+
+#[test]
+fn a_scan_looks_up_its_members_names_together() {
+    let sim = Simulator::mongos(TestServer::shared(), 3);
+    let names = [
+        "m0.test.build.10gen.cc",
+        "m1.test.build.10gen.cc",
+        "m2.test.build.10gen.cc",
+    ];
+    let dns = DnsServer::start(names.iter().map(|n| a(n, Ipv4Addr::LOCALHOST)).collect());
+    let seeds: Vec<String> = (0..3)
+        .map(|i| format!("{}:{}", names[i], sim.port(i)))
+        .collect();
+    let (client, _) = client_for(&format!("mongodb://{}/", seeds.join(",")), &dns);
+    dns.set_delay(Duration::from_millis(300));
+    let start = Instant::now();
+    ping(&client).unwrap();
+    let elapsed = start.elapsed();
+    let asked = dns.asked();
+    for name in names {
+        assert!(asked.contains(&format!("A {name}")), "{asked:?}");
+        assert!(asked.contains(&format!("AAAA {name}")), "{asked:?}");
+    }
+    assert_eq!(asked.len(), 6, "each name asked once: {asked:?}");
+    // One by one, three members would wait three round trips (900 ms).
+    assert!(
+        elapsed < Duration::from_millis(750),
+        "three members' names should cost one 300 ms round trip, took {elapsed:?}"
+    );
+}
