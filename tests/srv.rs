@@ -304,3 +304,42 @@ fn a_scan_looks_up_its_members_names_together() {
         "three members' names should cost one 300 ms round trip, took {elapsed:?}"
     );
 }
+
+#[test]
+fn junk_from_the_name_server_is_ignored_until_the_deadline() {
+    let dns = DnsServer::garbage();
+    let (client, _) = client_for(
+        &format!("mongodb+srv://{HOST}/?tls=false&connectTimeoutMS=300"),
+        &dns,
+    );
+    let start = Instant::now();
+    let error = ping(&client).unwrap_err().to_string();
+    let elapsed = start.elapsed();
+    assert!(elapsed < Duration::from_millis(1000), "took {elapsed:?}");
+    assert!(error.contains("timed out"), "{error}");
+    assert!(
+        error.contains(&format!("SRV record {}", srv_name())),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_truncated_answer_is_asked_again_over_tcp() {
+    let sim = Simulator::mongos(TestServer::shared(), 2);
+    let dns = DnsServer::truncating(records_for(&[sim.port(0), sim.port(1)], 300));
+    let (client, _) = client_for(&format!("mongodb+srv://{HOST}/?tls=false"), &dns);
+    ping(&client).unwrap();
+    let mut hosts: Vec<String> = client
+        .options()
+        .hosts()
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+    hosts.sort();
+    let mut expected = vec![
+        format!("{MEMBER}:{}", sim.port(0)),
+        format!("{MEMBER}:{}", sim.port(1)),
+    ];
+    expected.sort();
+    assert_eq!(hosts, expected);
+}

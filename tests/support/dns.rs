@@ -129,15 +129,27 @@ pub struct DnsServer {
 impl DnsServer {
     /// Serves `records` on a free UDP port of 127.0.0.1.
     pub fn start(records: Vec<ZoneRecord>) -> DnsServer {
-        DnsServer::start_with(records, true)
+        DnsServer::start_with(records, Mode::Answer)
     }
 
     /// A name server that reads every question and never answers.
     pub fn silent() -> DnsServer {
-        DnsServer::start_with(Vec::new(), false)
+        DnsServer::start_with(Vec::new(), Mode::Silent)
     }
 
-    fn start_with(records: Vec<ZoneRecord>, answer: bool) -> DnsServer {
+    /// A name server that answers every question with junk: bytes that
+    /// are no DNS message, and a well-formed reply with the wrong id.
+    pub fn garbage() -> DnsServer {
+        DnsServer::start_with(Vec::new(), Mode::Garbage)
+    }
+
+    /// Serves `records` with every UDP reply truncated (TC set, no
+    /// answers) and the full replies over TCP on the same port.
+    pub fn truncating(records: Vec<ZoneRecord>) -> DnsServer {
+        DnsServer::start_with(records, Mode::Truncating)
+    }
+
+    fn start_with(records: Vec<ZoneRecord>, mode: Mode) -> DnsServer {
         let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
         socket
             .set_read_timeout(Some(Duration::from_millis(50)))
@@ -151,6 +163,7 @@ impl DnsServer {
         let thread = {
             let (records, questions, stop) = (records.clone(), questions.clone(), stop.clone());
             let (asked, delay_ms) = (asked.clone(), delay_ms.clone());
+            let mode = mode;
             thread::spawn(move || {
                 let mut buffer = [0u8; 4096];
                 while !stop.load(Ordering::Relaxed) {
@@ -168,8 +181,23 @@ impl DnsServer {
                             let name = q.name().to_ascii().trim_end_matches('.').to_string();
                             format!("{} {name}", q.query_type())
                         }));
-                    if !answer {
-                        continue;
+                    match mode {
+                        Mode::Silent => continue,
+                        Mode::Garbage => {
+                            let _ = socket.send_to(&buffer[..length.min(7)], from);
+                            let mut wrong = respond(&query, &[]);
+                            wrong.set_id(query.id().wrapping_add(1));
+                            let _ = socket.send_to(&wrong.to_vec().unwrap(), from);
+                            continue;
+                        }
+                        Mode::Truncating => {
+                            let mut cut = respond(&query, &[]);
+                            cut.set_truncated(true)
+                                .set_response_code(ResponseCode::NoError);
+                            let _ = socket.send_to(&cut.to_vec().unwrap(), from);
+                            continue;
+                        }
+                        Mode::Answer => {}
                     }
                     let reply = respond(&query, &records.lock().unwrap());
                     let bytes = reply.to_vec().unwrap();
@@ -188,6 +216,9 @@ impl DnsServer {
                 }
             })
         };
+        if matches!(mode, Mode::Truncating) {
+            serve_tcp(address, records.clone(), stop.clone());
+        }
         DnsServer {
             address,
             records,
@@ -233,6 +264,45 @@ impl Drop for DnsServer {
             let _ = thread.join();
         }
     }
+}
+
+#[derive(Clone, Copy)]
+enum Mode {
+    Answer,
+    Silent,
+    Garbage,
+    Truncating,
+}
+
+/// Answers DNS over TCP (RFC 7766 framing) on `address`'s port.
+fn serve_tcp(address: SocketAddr, records: Arc<Mutex<Vec<ZoneRecord>>>, stop: Arc<AtomicBool>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind(address).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    thread::spawn(move || {
+        while !stop.load(Ordering::Relaxed) {
+            let Ok((mut stream, _)) = listener.accept() else {
+                thread::sleep(Duration::from_millis(10));
+                continue;
+            };
+            let _ = stream.set_nonblocking(false);
+            let mut length = [0u8; 2];
+            if stream.read_exact(&mut length).is_err() {
+                continue;
+            }
+            let mut query = vec![0u8; usize::from(u16::from_be_bytes(length))];
+            if stream.read_exact(&mut query).is_err() {
+                continue;
+            }
+            let Ok(query) = Message::from_vec(&query) else {
+                continue;
+            };
+            let reply = respond(&query, &records.lock().unwrap()).to_vec().unwrap();
+            let mut framed = (reply.len() as u16).to_be_bytes().to_vec();
+            framed.extend_from_slice(&reply);
+            let _ = stream.write_all(&framed);
+        }
+    });
 }
 
 fn respond(query: &Message, records: &[ZoneRecord]) -> Message {
