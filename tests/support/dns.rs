@@ -163,7 +163,6 @@ impl DnsServer {
         let thread = {
             let (records, questions, stop) = (records.clone(), questions.clone(), stop.clone());
             let (asked, delay_ms) = (asked.clone(), delay_ms.clone());
-            let mode = mode;
             thread::spawn(move || {
                 let mut buffer = [0u8; 4096];
                 while !stop.load(Ordering::Relaxed) {
