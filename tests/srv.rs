@@ -343,3 +343,14 @@ fn a_truncated_answer_is_asked_again_over_tcp() {
     expected.sort();
     assert_eq!(hosts, expected);
 }
+
+#[test]
+fn a_failed_look_up_is_tried_again_by_the_next_operation() {
+    let sim = Simulator::mongos(TestServer::shared(), 1);
+    let dns = DnsServer::start(vec![a(MEMBER, Ipv4Addr::LOCALHOST)]);
+    let (client, _) = client_for(&format!("mongodb+srv://{HOST}/?tls=false"), &dns);
+    assert!(ping(&client).is_err(), "no SRV record yet");
+    dns.set_records(records_for(&[sim.port(0)], 300));
+    ping(&client).unwrap();
+    assert_eq!(client.options().hosts().len(), 1);
+}
