@@ -126,10 +126,14 @@ impl Client {
         crate::client_session::ClientSession::start(self, options.into().unwrap_or_default())
     }
 
-    /// Closes every socket at once, without waiting on the network. The
-    /// client can still be used afterwards: the next operation reconnects.
+    /// Ends the client's server sessions (`endSessions`, sent on an open
+    /// socket without waiting for a reply) and closes every socket, without
+    /// waiting on the network. The client can still be used afterwards: the
+    /// next operation reconnects. Dropping the last clone does the same.
     pub fn close(&self) {
-        self.state().topology.close();
+        let mut state = self.state();
+        state.end_sessions();
+        state.topology.close();
     }
 
     /// The read/write defaults the client's options give its operations.
@@ -162,6 +166,16 @@ impl Client {
             .state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Drop for ClientInner {
+    fn drop(&mut self) {
+        let state = self
+            .state
+            .get_mut()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        state.end_sessions();
     }
 }
 
