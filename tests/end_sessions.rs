@@ -17,7 +17,6 @@ fn lsids_of(sim: &Simulator, name: &str) -> Vec<Bson> {
         .iter()
         .filter(|command| command.contains_key(name))
         .filter_map(|command| command.get("lsid").cloned())
-        .map(Bson::from)
         .collect()
 }
 
