@@ -78,6 +78,7 @@ impl Client {
         server_selector: Option<ServerSelector>,
         retry_settings: Option<RetrySettings>,
     ) -> Result<Client> {
+        crate::unsupported::check(&options)?;
         let topology = Topology::new(options, handler, server_selector)?;
         let mut state = ClientState::new(topology);
         if let Some(settings) = retry_settings {

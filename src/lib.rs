@@ -57,6 +57,7 @@ pub mod sdam;
 pub mod select;
 pub mod session;
 pub mod topology;
+mod unsupported;
 pub mod uri;
 pub mod wire;
 
