@@ -48,6 +48,7 @@ pub mod event;
 mod exec;
 mod fork;
 pub mod handshake;
+mod nesting;
 pub mod object_id;
 pub mod operation;
 pub mod options;

@@ -4,7 +4,10 @@
 
 mod support;
 
+use bson::{doc, Document};
 use mongo_inline::{Client, ClientOptions, ErrorKind};
+
+use support::server::TestServer;
 
 fn construction_error(uri: &str) -> String {
     let error = Client::with_uri_str(uri).expect_err(uri);
@@ -41,4 +44,42 @@ fn a_client_refuses_tls_and_credentials_instead_of_connecting_without_them() {
     assert!(error.to_string().contains("not supported yet"), "{error}");
     // Plain text asked for explicitly is fine.
     Client::with_uri_str("mongodb://127.0.0.1:1/?tls=false").unwrap();
+}
+
+/// `{ a: { a: ... { a: 1 } } }`, `levels` documents deep.
+fn nested(levels: usize) -> Document {
+    let mut document = doc! { "a": 1 };
+    for _ in 1..levels {
+        document = doc! { "a": document };
+    }
+    document
+}
+
+#[test]
+fn documents_nested_ten_thousand_deep_are_refused_before_serialisation() {
+    let server = TestServer::shared();
+    let client = Client::with_uri_str(&server.uri()).unwrap();
+    let db = client.database("safety");
+    let coll = db.collection::<Document>("deep");
+    let deep = nested(10_000);
+
+    let error = coll.insert_one(&deep, None).unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::InvalidArgument { .. }),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("nested deeper than"), "{error}");
+
+    // The command owns the document; the driver must also drop it safely.
+    let error = db
+        .run_command(doc! { "insert": "deep", "documents": [deep] })
+        .unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::InvalidArgument { .. }),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("nested deeper than"), "{error}");
+
+    // The client is still usable, and a document within the limit is sent.
+    coll.insert_one(nested(50), None).unwrap();
 }
