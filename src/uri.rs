@@ -89,9 +89,23 @@ const OPTION_NAMES: &[&str] = &[
     "zlibCompressionLevel",
 ];
 
+mod secrets;
+
 /// Parses `uri` into options and warnings without the cross-option checks of
 /// `ClientOptions::validate`, so that options set in code can be merged first.
+/// No error or warning quotes a password or a token.
 pub(crate) fn parse_unvalidated(uri: &str) -> Result<(ClientOptions, Vec<String>)> {
+    let secrets = secrets::Secrets::of(uri);
+    match parse_unscrubbed(uri) {
+        Ok((options, warnings)) => {
+            let warnings = warnings.iter().map(|w| secrets.scrub(w)).collect();
+            Ok((options, warnings))
+        }
+        Err(error) => Err(secrets.scrub_error(error)),
+    }
+}
+
+fn parse_unscrubbed(uri: &str) -> Result<(ClientOptions, Vec<String>)> {
     let (is_srv, rest) = if let Some(rest) = uri.strip_prefix(SCHEME) {
         (false, rest)
     } else if let Some(rest) = uri.strip_prefix(SRV_SCHEME) {

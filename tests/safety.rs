@@ -83,3 +83,129 @@ fn documents_nested_ten_thousand_deep_are_refused_before_serialisation() {
     // The client is still usable, and a document within the limit is sent.
     coll.insert_one(nested(50), None).unwrap();
 }
+
+/// Passwords with every character that can confuse a URI parser; each
+/// holds the markers `Qz7k` and `Wv9j`, which no message may contain.
+const ODD_PASSWORDS: &[&str] = &[
+    "Qz7k/Wv9j",
+    "Qz7k?Wv9j",
+    "Qz7k#Wv9j",
+    "Qz7k@Wv9j",
+    "Qz7k:Wv9j",
+    "Qz7k%Wv9j",
+    "Qz7k%2FWv9j",
+    "Qz7k%zzWv9j",
+    "Qz7k,Wv9j",
+    "Qz7k&Wv9j=1",
+    "[Qz7k]Wv9j",
+    "Qz7k Wv9j",
+];
+
+/// Connection strings that fail (or warn) on every path of the parser we
+/// could reach, with `{pw}` standing for the password.
+const FAILING_URIS: &[&str] = &[
+    "mongodb://alice:{pw}@host/",
+    "mongodb://alice:{pw}/x@host/",
+    "mongodb://alice:{pw}@host:99999/",
+    "mongodb://alice:{pw}@host:0/",
+    "mongodb://alice:{pw}@/db",
+    "mongodb://alice:{pw}@h1,,h2/",
+    "mongodb://alice:{pw}@[::1/",
+    "mongodb://alice:{pw}@[zz]:1/",
+    "mongodb://alice:{pw}@host/bad db",
+    "mongodb://alice:{pw}@host/?w=x&unknownOpt=1&tls=yes",
+    "mongodb://alice:{pw}@host/?authMechanism=NOPE",
+    "mongodb://alice:{pw}@host/?authMechanism=MONGODB-X509",
+    "mongodb://alice:{pw}@host/?tls=true&ssl=false",
+    "mongodb://alice:{pw}@host/?novalue",
+    "mongodb://alice:{pw}@host/?appname=%zz",
+    "mongodb+srv://alice:{pw}@a,b/",
+    "mongodb+srv://alice:{pw}@a:27017/",
+    "mongodb://alice:{pw}@host/?authSource=",
+    "mongodb://host/?authMechanism=MONGODB-AWS&authMechanismProperties=AWS_SESSION_TOKEN:{pw}&authMechanismProperties=bad",
+    "mongodb://host/?authMechanism=MONGODB-AWS&authMechanismProperties=AWS_SESSION_TOKEN:{pw}&readPreference=bad",
+    "mongodb://host/?authMechanism=SCRAM-SHA-256&authMechanismProperties=AWS_SESSION_TOKEN:{pw}",
+    "mongodb://host/?proxyHost=p&proxyUsername=u&proxyPassword={pw}&proxyPort=0",
+    "mongodb://host/?proxyPassword={pw}",
+    "mongodb://host/?tlsCertificateKeyFilePassword={pw}&tlsInsecure=maybe",
+    "{pw}://alice:{pw}@host/",
+];
+
+fn assert_no_secret(context: &str, text: &str) {
+    assert!(
+        !text.contains("Qz7k") && !text.contains("Wv9j"),
+        "{context}: a secret leaked into {text:?}"
+    );
+}
+
+#[test]
+fn no_uri_parse_error_or_warning_quotes_a_password_or_token() {
+    let mut errors = 0;
+    for template in FAILING_URIS {
+        for password in ODD_PASSWORDS {
+            let uri = template.replace("{pw}", password);
+            match ClientOptions::parse_with_warnings(&uri) {
+                Ok((options, warnings)) => {
+                    for warning in warnings {
+                        assert_no_secret(&uri, &warning);
+                    }
+                    let shown = format!("{options:?}");
+                    assert_no_secret(&uri, &shown);
+                }
+                Err(error) => {
+                    errors += 1;
+                    assert_no_secret(&uri, &error.to_string());
+                    assert_no_secret(&uri, &format!("{error:?}"));
+                }
+            }
+            if let Err(error) = Client::with_uri_str(&uri) {
+                assert_no_secret(&uri, &error.to_string());
+            }
+        }
+    }
+    assert!(
+        errors > FAILING_URIS.len() * ODD_PASSWORDS.len() / 2,
+        "{errors}"
+    );
+}
+
+#[test]
+fn a_password_cut_short_by_a_slash_is_not_quoted_and_the_fix_is_named() {
+    let error = ClientOptions::parse("mongodb://alice:SECRET/x@host/").unwrap_err();
+    let message = error.to_string();
+    assert!(!message.contains("SECRET"), "{message}");
+    assert!(message.contains("%2F"), "{message}");
+}
+
+#[test]
+fn debug_output_hides_auth_mechanism_property_values() {
+    let options = ClientOptions::parse(
+        "mongodb://AKIDQz7k:Wv9jKEY@h/?authMechanism=MONGODB-AWS\
+         &authMechanismProperties=AWS_SESSION_TOKEN:Qz7kTOKEN",
+    )
+    .unwrap();
+    let shown = format!("{options:?}");
+    assert_no_secret("Debug of ClientOptions", &shown.replace("AKIDQz7k", ""));
+    assert!(shown.contains("AWS_SESSION_TOKEN"), "{shown}");
+    let credential = format!("{:?}", options.credential().unwrap());
+    assert!(!credential.contains("Qz7kTOKEN"), "{credential}");
+}
+
+#[test]
+fn conflicting_auth_mechanism_properties_are_named_without_values() {
+    let mut credential = mongo_inline::options::Credential::default();
+    credential.mechanism = Some("MONGODB-AWS".into());
+    credential.mechanism_properties = Some(doc! { "AWS_SESSION_TOKEN": "Qz7kCODE" });
+    let code = ClientOptions::builder()
+        .credential(credential)
+        .build()
+        .unwrap();
+    let error = ClientOptions::parse_with(
+        "mongodb://h/?authMechanism=MONGODB-AWS&authMechanismProperties=AWS_SESSION_TOKEN:Wv9jURI",
+        code,
+    )
+    .unwrap_err();
+    let message = error.to_string();
+    assert!(message.contains("authMechanismProperties"), "{message}");
+    assert_no_secret("merge conflict", &message);
+}
