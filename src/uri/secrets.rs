@@ -21,8 +21,8 @@ const SECRET_OPTIONS: &[&str] = &[
     "tlsCertificateKeyFilePassword",
 ];
 
-/// The shortest piece of a secret masked on its own (the whole secret is
-/// masked whatever its length).
+/// The shortest piece of a secret masked wherever it occurs; shorter ones
+/// (even a whole short secret) only where they stand alone.
 const MIN_FRAGMENT: usize = 3;
 
 /// Characters that may have ended a password early in the parser's eyes.
@@ -102,12 +102,17 @@ impl Secrets {
         }
     }
 
-    /// `message` with every secret masked.
+    /// `message` with every secret masked. A piece shorter than
+    /// [`MIN_FRAGMENT`] is masked only where it stands alone (not inside a
+    /// word of the message), so that a one-letter password does not mask
+    /// every such letter.
     pub(super) fn scrub(&self, message: &str) -> String {
         let mut message = message.to_string();
         for fragment in &self.fragments {
-            if message.contains(fragment.as_str()) {
+            if fragment.len() >= MIN_FRAGMENT {
                 message = message.replace(fragment.as_str(), MASK);
+            } else {
+                message = mask_standalone(&message, fragment);
             }
         }
         message
@@ -128,6 +133,27 @@ impl Secrets {
         }
         Error::invalid_argument(message)
     }
+}
+
+/// `message` with each occurrence of `fragment` that no letter or digit
+/// touches replaced by [`MASK`].
+fn mask_standalone(message: &str, fragment: &str) -> String {
+    let touches = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find(fragment) {
+        let before = rest[..at].chars().last().or_else(|| out.chars().last());
+        let after = rest[at + fragment.len()..].chars().next();
+        out.push_str(&rest[..at]);
+        if touches(before) || touches(after) {
+            out.push_str(fragment);
+        } else {
+            out.push_str(MASK);
+        }
+        rest = &rest[at + fragment.len()..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Percent-decodes what decodes; leaves a bad escape as it is.
@@ -154,4 +180,36 @@ fn decode(text: &str) -> String {
         }
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_short_password_is_masked_where_it_stands_alone_only() {
+        let secrets = Secrets::of("mongodb://alice:p@host/");
+        assert_eq!(
+            secrets.scrub(r#"option appname: host "alice:p" has port "p""#),
+            r#"option appname: host "alice:****" has port "****""#
+        );
+    }
+
+    #[test]
+    fn pieces_of_a_cut_password_are_masked_raw_and_decoded() {
+        let secrets = Secrets::of("mongodb://alice:abc%2Fdef/ghi@host/?w=1");
+        assert_eq!(
+            secrets.scrub("abc/def, abc%2Fdef, ghi and xabcx"),
+            "****/****, ****, **** and x****x"
+        );
+    }
+
+    #[test]
+    fn secret_option_values_are_masked_with_what_an_ampersand_cut_off() {
+        let secrets = Secrets::of(
+            "mongodb://h/?authMechanismProperties=AWS_SESSION_TOKEN:tok1&tok2=x&w=1&proxyPassword=pw3",
+        );
+        let scrubbed = secrets.scrub("tok1 tok2=x pw3 w=1");
+        assert_eq!(scrubbed, "**** **** **** w=1");
+    }
 }
