@@ -8,6 +8,10 @@
 //!
 //! [`UNSUPPORTED`] has one entry per feature; implementing a feature means
 //! deleting its entry (and its test).
+//!
+//! [`IGNORED`] lists options whose request this driver cannot honour but
+//! whose absence weakens nothing (it has no connection pool to pre-fill or
+//! prune, and always polls): they give a visible warning instead.
 
 use crate::error::{Error, Result};
 use crate::options::ClientOptions;
@@ -116,10 +120,27 @@ const UNSUPPORTED: &[Unsupported] = &[
     },
 ];
 
+/// Options that request something this driver does not do, harmlessly.
+const IGNORED: &[Unsupported] = &[
+    Unsupported {
+        option: "minPoolSize (this driver keeps one socket per server, opened on demand)",
+        requested: |o| o.min_pool_size().is_some_and(|n| n > 0),
+    },
+    Unsupported {
+        option: "maxIdleTimeMS (idle sockets are checked with socketCheckIntervalMS instead)",
+        requested: |o| o.max_idle_time().is_some_and(|t| !t.is_zero()),
+    },
+    Unsupported {
+        option: "serverMonitoringMode=stream (this driver always polls, on demand)",
+        requested: |o| o.server_monitoring_mode() == crate::options::ServerMonitoringMode::Stream,
+    },
+];
+
 /// Refuses options that ask for a feature the driver does not implement
-/// yet, naming the first such option. Never quotes option values, so no
-/// secret can reach the message.
-pub(crate) fn check(options: &ClientOptions) -> Result<()> {
+/// yet, naming the first such option; returns the warnings for options
+/// that ask for something the driver does without. Never quotes option
+/// values, so no secret can reach a message.
+pub(crate) fn check(options: &ClientOptions) -> Result<Vec<String>> {
     if let Some(feature) = UNSUPPORTED.iter().find(|f| (f.requested)(options)) {
         return Err(Error::invalid_argument(format!(
             "{} is not supported yet by this driver; refusing to connect without it",
@@ -128,7 +149,11 @@ pub(crate) fn check(options: &ClientOptions) -> Result<()> {
     }
     // A credential with a mechanism not listed above is refused by
     // `ClientOptions::validate` already; keep that true if the list shrinks.
-    Ok(())
+    Ok(IGNORED
+        .iter()
+        .filter(|f| (f.requested)(options))
+        .map(|f| format!("{} has no effect", f.option))
+        .collect())
 }
 
 #[cfg(test)]
@@ -239,13 +264,29 @@ mod tests {
     }
 
     #[test]
-    fn plain_options_and_explicit_tls_off_are_accepted() {
+    fn plain_options_and_explicit_tls_off_are_accepted_without_warnings() {
         for uri in [
             "mongodb://h/",
             "mongodb://h/?tls=false",
-            "mongodb://h/?ssl=false&appname=x&w=majority",
+            "mongodb://h/?ssl=false&appname=x&w=majority&maxPoolSize=5&minPoolSize=0",
+            "mongodb://h/?serverMonitoringMode=poll&maxConnecting=2&waitQueueTimeoutMS=5",
         ] {
-            check(&ClientOptions::parse(uri).unwrap()).expect(uri);
+            let warnings = check(&ClientOptions::parse(uri).unwrap()).expect(uri);
+            assert!(warnings.is_empty(), "{uri}: {warnings:?}");
+        }
+    }
+
+    #[test]
+    fn options_asking_for_what_the_driver_does_without_warn() {
+        for (query, name) in [
+            ("minPoolSize=3", "minPoolSize"),
+            ("maxIdleTimeMS=1000", "maxIdleTimeMS"),
+            ("serverMonitoringMode=stream", "serverMonitoringMode"),
+        ] {
+            let uri = format!("mongodb://h/?{query}");
+            let warnings = check(&ClientOptions::parse(&uri).unwrap()).unwrap();
+            assert_eq!(warnings.len(), 1, "{uri}: {warnings:?}");
+            assert!(warnings[0].contains(name), "{warnings:?}");
         }
     }
 }
