@@ -209,3 +209,33 @@ fn conflicting_auth_mechanism_properties_are_named_without_values() {
     assert!(message.contains("authMechanismProperties"), "{message}");
     assert_no_secret("merge conflict", &message);
 }
+
+#[test]
+fn a_filter_nested_ten_thousand_deep_is_refused_on_a_main_thread_sized_stack() {
+    let server = TestServer::shared();
+    let uri = server.uri();
+    // Filters are cloned into the command before the wire refuses them;
+    // that costs far less stack per level than serialising, so a
+    // process's main thread (8 MiB) survives where serialisation did not.
+    let outcome = std::thread::Builder::new()
+        .stack_size(8 << 20)
+        .spawn(move || {
+            let client = Client::with_uri_str(&uri).unwrap();
+            let coll = client.database("safety").collection::<Document>("deep");
+            let error = coll
+                .find(nested(10_000), None)
+                .map(|_| ())
+                .unwrap_err()
+                .to_string();
+            let count_error = coll
+                .count_documents(nested(10_000), None)
+                .unwrap_err()
+                .to_string();
+            (error, count_error)
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    assert!(outcome.0.contains("nested deeper than"), "{}", outcome.0);
+    assert!(outcome.1.contains("nested deeper than"), "{}", outcome.1);
+}
