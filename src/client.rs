@@ -78,6 +78,9 @@ impl Client {
         server_selector: Option<ServerSelector>,
         retry_settings: Option<RetrySettings>,
     ) -> Result<Client> {
+        for warning in crate::unsupported::check(&options)? {
+            log::warn!("{warning}");
+        }
         let topology = Topology::new(options, handler, server_selector)?;
         let mut state = ClientState::new(topology);
         if let Some(settings) = retry_settings {

@@ -46,7 +46,10 @@ pub mod deadline;
 pub mod error;
 pub mod event;
 mod exec;
+mod fork;
 pub mod handshake;
+mod nesting;
+pub mod object_id;
 pub mod operation;
 pub mod options;
 pub mod read_preference;
@@ -57,6 +60,7 @@ pub mod sdam;
 pub mod select;
 pub mod session;
 pub mod topology;
+mod unsupported;
 pub mod uri;
 pub mod wire;
 
