@@ -78,6 +78,9 @@ impl Client {
         server_selector: Option<ServerSelector>,
         retry_settings: Option<RetrySettings>,
     ) -> Result<Client> {
+        for warning in crate::unsupported::check(&options)? {
+            log::warn!("{warning}");
+        }
         let topology = Topology::new(options, handler, server_selector)?;
         let mut state = ClientState::new(topology);
         if let Some(settings) = retry_settings {
@@ -126,10 +129,14 @@ impl Client {
         crate::client_session::ClientSession::start(self, options.into().unwrap_or_default())
     }
 
-    /// Closes every socket at once, without waiting on the network. The
-    /// client can still be used afterwards: the next operation reconnects.
+    /// Ends the client's server sessions (`endSessions`, sent on an open
+    /// socket without waiting for a reply) and closes every socket, without
+    /// waiting on the network. The client can still be used afterwards: the
+    /// next operation reconnects. Dropping the last clone does the same.
     pub fn close(&self) {
-        self.state().topology.close();
+        let mut state = self.state();
+        state.end_sessions();
+        state.topology.close();
     }
 
     /// The options in force. With a `mongodb+srv` connection string they
@@ -169,6 +176,16 @@ impl Client {
             .state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Drop for ClientInner {
+    fn drop(&mut self) {
+        let state = self
+            .state
+            .get_mut()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        state.end_sessions();
     }
 }
 

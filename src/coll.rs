@@ -207,6 +207,7 @@ where
     }
 
     fn to_document(document: &T) -> Result<Document> {
+        crate::nesting::check_depth(document, "the document")?;
         bson::to_document(document).map_err(|e| {
             Error::invalid_argument(format!("the document cannot be converted to BSON: {e}"))
         })

@@ -117,6 +117,14 @@ impl ClientState {
         }
     }
 
+    /// Ends the pooled server sessions on the server (`endSessions`, sent
+    /// without waiting for a reply), so a process that exits leaves none
+    /// behind for the server to expire 30 minutes later.
+    pub(crate) fn end_sessions(&mut self) {
+        let commands = self.sessions.drain_end_sessions_commands();
+        self.topology.send_and_forget("admin", commands);
+    }
+
     /// Returns an implicit session to the pool (or drops it if it is dirty
     /// or about to expire).
     pub(crate) fn check_in(&mut self, session: Option<SessionState>) {

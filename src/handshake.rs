@@ -364,7 +364,7 @@ fn hello_base(use_hello: bool) -> Document {
     }
 }
 
-fn append_server_api(command: &mut Document, server_api: Option<&ServerApi>) {
+pub(crate) fn append_server_api(command: &mut Document, server_api: Option<&ServerApi>) {
     let Some(api) = server_api else { return };
     command.insert("apiVersion", api.version.clone());
     if let Some(strict) = api.strict {

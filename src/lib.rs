@@ -47,7 +47,10 @@ pub mod dns;
 pub mod error;
 pub mod event;
 mod exec;
+mod fork;
 pub mod handshake;
+mod nesting;
+pub mod object_id;
 pub mod operation;
 pub mod options;
 pub mod read_preference;
@@ -59,6 +62,7 @@ pub mod select;
 pub mod session;
 pub mod srv;
 pub mod topology;
+mod unsupported;
 pub mod uri;
 pub mod wire;
 

@@ -58,9 +58,22 @@ impl std::fmt::Debug for Credential {
             .field("password", &self.password.as_ref().map(|_| "<redacted>"))
             .field("source", &self.source)
             .field("mechanism", &self.mechanism)
-            .field("mechanism_properties", &self.mechanism_properties)
+            .field(
+                "mechanism_properties",
+                &self.mechanism_properties.as_ref().map(property_names),
+            )
             .finish()
     }
+}
+
+/// The names of `authMechanismProperties` with their values hidden: a value
+/// may be a secret (`AWS_SESSION_TOKEN`, an OIDC token).
+fn property_names(properties: &Document) -> String {
+    let names: Vec<String> = properties
+        .keys()
+        .map(|k| format!("{k:?}: <redacted>"))
+        .collect();
+    format!("{{{}}}", names.join(", "))
 }
 
 /// Write concern: `w`, `wtimeoutMS`, `journal`.
@@ -1173,7 +1186,7 @@ fn merge_credential(
             "authMechanismProperties",
             uri.mechanism_properties,
             code.mechanism_properties,
-            plain,
+            property_names,
         )?,
     }))
 }

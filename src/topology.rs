@@ -35,6 +35,11 @@ use crate::sdam::{
 use crate::select::{
     self, SelectionCriteria, SelectionLog, SelectionLogContext, SelectionSettings, ServerSelector,
 };
+use crate::wire::{MsgFlags, OpMsg};
+
+/// How long a fire-and-forget write at close may block on a full send
+/// buffer before it is abandoned.
+const FORGET_WRITE_TIMEOUT: Duration = Duration::from_millis(100);
 
 /// The load-balancer spec's error when a handshake reply has no `serviceId`.
 const NO_SERVICE_ID: &str = "Driver attempted to initialize in load balancing mode, \
@@ -154,6 +159,66 @@ impl Topology {
     /// operation reconnects.
     pub fn close(&mut self) {
         self.connections.clear();
+    }
+
+    /// Sends each command to `db` as a fire-and-forget OP_MSG (`moreToCome`)
+    /// on a socket that is already open, the primary's if it has one, and
+    /// ignores every error: used for `endSessions` when the client closes,
+    /// which must neither connect nor wait for the network. A forked child
+    /// sends nothing: the sessions belong to its parent.
+    pub(crate) fn send_and_forget(&mut self, db: &str, commands: Vec<Document>) {
+        if commands.is_empty() || std::process::id() != self.pid {
+            return;
+        }
+        let primary_first = |address: &&ServerAddress| {
+            let server_type = self
+                .description
+                .servers
+                .get(*address)
+                .map(|s| s.server_type);
+            server_type != Some(ServerType::RsPrimary)
+        };
+        let mut candidates: Vec<&ServerAddress> = self
+            .connections
+            .keys()
+            .filter(|address| {
+                self.description
+                    .servers
+                    .get(*address)
+                    .is_some_and(|s| s.server_type.is_data_bearing())
+            })
+            .collect();
+        candidates.sort_by_key(primary_first);
+        let Some(address) = candidates.first().map(|a| (*a).clone()) else {
+            return;
+        };
+        let Some(connection) = self.connections.get_mut(&address) else {
+            return;
+        };
+        if connection.is_broken() || connection.peer_closed() {
+            return;
+        }
+        for mut body in commands {
+            body.insert("$db", db);
+            if let Some(api) = self.options.server_api() {
+                handshake::append_server_api(&mut body, Some(api));
+            }
+            let msg = OpMsg {
+                flags: MsgFlags::MORE_TO_COME,
+                body,
+                sequences: Vec::new(),
+            };
+            // A small message fits the socket's send buffer, so this write
+            // does not wait on the peer; the timeout only bounds a full one.
+            let sent = connection.send_msg(
+                crate::conn::next_request_id(),
+                &msg,
+                Some(FORGET_WRITE_TIMEOUT),
+            );
+            if sent.is_err() {
+                return;
+            }
+        }
     }
 
     /// Selects a server for `criteria` and makes sure it has a usable

@@ -16,7 +16,7 @@
 //! `ClientOptions::validate`; this module checks what only a URI can get
 //! wrong (grammar, `tls` against `ssl`, `mongodb+srv` rules).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::Ipv6Addr;
 use std::time::Duration;
 
@@ -89,9 +89,23 @@ const OPTION_NAMES: &[&str] = &[
     "zlibCompressionLevel",
 ];
 
+mod secrets;
+
 /// Parses `uri` into options and warnings without the cross-option checks of
 /// `ClientOptions::validate`, so that options set in code can be merged first.
+/// No error or warning quotes a password or a token.
 pub(crate) fn parse_unvalidated(uri: &str) -> Result<(ClientOptions, Vec<String>)> {
+    let secrets = secrets::Secrets::of(uri);
+    match parse_unscrubbed(uri) {
+        Ok((options, warnings)) => {
+            let warnings = warnings.iter().map(|w| secrets.scrub(w)).collect();
+            Ok((options, warnings))
+        }
+        Err(error) => Err(secrets.scrub_error(error)),
+    }
+}
+
+fn parse_unscrubbed(uri: &str) -> Result<(ClientOptions, Vec<String>)> {
     let (is_srv, rest) = if let Some(rest) = uri.strip_prefix(SCHEME) {
         (false, rest)
     } else if let Some(rest) = uri.strip_prefix(SRV_SCHEME) {
@@ -165,6 +179,12 @@ pub(crate) fn parse_unvalidated(uri: &str) -> Result<(ClientOptions, Vec<String>
 struct OptionParser {
     warnings: Vec<String>,
     seen: HashMap<String, usize>,
+    /// Options given with a non-empty value, valid or not: the uri-options
+    /// spec's TLS conflicts are about options that *appear*.
+    given: HashSet<&'static str>,
+    /// Boolean options given as `true` at least once, even if a repeated
+    /// key later says `false`: the spec's rules say "specified".
+    ever_true: HashSet<&'static str>,
     tls_values: Vec<(&'static str, bool)>,
     read_preference_mode: Option<ReadPreferenceMode>,
     tag_sets: Option<Vec<TagSet>>,
@@ -485,6 +505,10 @@ impl OptionParser {
             self.warn(format!("ignoring option {name}: its value is empty"));
             return Ok(());
         }
+        self.given.insert(name);
+        if value.eq_ignore_ascii_case("true") {
+            self.ever_true.insert(name);
+        }
         match name {
             "appname" => {
                 if value.len() > MAX_APP_NAME_BYTES {
@@ -700,6 +724,7 @@ impl OptionParser {
 
     /// Assembles multi-key values and checks the rules only a URI can break.
     fn finish(self, options: &mut ClientOptions, is_srv: bool) -> Result<Vec<String>> {
+        self.check_repeated_keys(options, is_srv)?;
         if let Some(&(first_name, first)) = self.tls_values.first() {
             if let Some(&(name, other)) = self.tls_values.iter().find(|(_, v)| *v != first) {
                 return Err(Error::invalid_argument(format!(
@@ -763,6 +788,83 @@ impl OptionParser {
     }
 }
 
+/// The uri-options spec's pairs of TLS options that must not both appear
+/// in a connection string, whatever their values.
+const CONFLICTING_TLS_OPTIONS: [(&str, &str); 7] = [
+    ("tlsInsecure", "tlsAllowInvalidCertificates"),
+    ("tlsInsecure", "tlsAllowInvalidHostnames"),
+    ("tlsInsecure", "tlsDisableOCSPEndpointCheck"),
+    ("tlsInsecure", "tlsDisableCertificateRevocationCheck"),
+    ("tlsAllowInvalidCertificates", "tlsDisableOCSPEndpointCheck"),
+    (
+        "tlsAllowInvalidCertificates",
+        "tlsDisableCertificateRevocationCheck",
+    ),
+    (
+        "tlsDisableOCSPEndpointCheck",
+        "tlsDisableCertificateRevocationCheck",
+    ),
+];
+
+impl OptionParser {
+    /// The rules a repeated key could otherwise slip past under "the last
+    /// value is used" (the connection-string spec leaves the precedence of
+    /// repeated keys open, except where the uri-options spec defines it):
+    ///
+    /// - the TLS conflicts hold when both options *appear*, whatever their
+    ///   values, valid or not, repeated or not;
+    /// - `directConnection=true` and `loadBalanced=true` are refused with
+    ///   what they cannot be combined with when *specified*, even if a
+    ///   repeated key later says `false`: the user asked for both.
+    ///
+    /// `tls`/`ssl` disagreeing is checked in [`OptionParser::finish`];
+    /// `readPreferenceTags` is a list; every other repeated key warns and
+    /// the last valid value is used.
+    fn check_repeated_keys(&self, options: &ClientOptions, is_srv: bool) -> Result<()> {
+        for (a, b) in CONFLICTING_TLS_OPTIONS {
+            if self.given.contains(a) && self.given.contains(b) {
+                return Err(Error::invalid_argument(format!(
+                    "{a} and {b} cannot both be given"
+                )));
+            }
+        }
+        let hosts = options.hosts.len();
+        if self.ever_true.contains("directConnection") {
+            if is_srv {
+                return Err(Error::invalid_argument(
+                    "directConnection=true cannot be used with a mongodb+srv connection string, \
+                     which may resolve to several hosts (even if another directConnection \
+                     follows it)",
+                ));
+            }
+            if hosts > 1 {
+                return Err(Error::invalid_argument(format!(
+                    "directConnection=true requires exactly one host, but {hosts} were given \
+                     (even if another directConnection follows it)"
+                )));
+            }
+        }
+        if self.ever_true.contains("loadBalanced") {
+            let conflict = if hosts > 1 {
+                Some(format!("multiple hosts ({hosts} given)"))
+            } else if self.given.contains("replicaSet") {
+                Some("replicaSet".to_string())
+            } else if self.ever_true.contains("directConnection") {
+                Some("directConnection=true".to_string())
+            } else {
+                None
+            };
+            if let Some(conflict) = conflict {
+                return Err(Error::invalid_argument(format!(
+                    "loadBalanced=true cannot be used with {conflict} (even if another \
+                     loadBalanced follows it)"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Sets `field` when the value was valid; an invalid one (already warned
 /// about) leaves an earlier value of a repeated key in place.
 fn set<T>(field: &mut Option<T>, value: Parsed<T>) {
@@ -795,6 +897,9 @@ fn is_srv_service_name(name: &str) -> bool {
         && !name.ends_with('-')
         && !name.contains("--")
 }
+
+#[cfg(test)]
+mod repeated_key_tests;
 
 #[cfg(test)]
 mod tests {

@@ -383,6 +383,7 @@ pub fn encode_query(
 }
 
 fn write_document(document: &Document, out: &mut Vec<u8>, what: &str) -> Result<()> {
+    crate::nesting::check_depth(document, what)?;
     document
         .to_writer(out)
         .map_err(|e| Error::invalid_argument(format!("cannot serialise {what} as BSON: {e}")))

@@ -252,3 +252,162 @@ fn bad_usage_exits_2_and_failures_exit_1() {
     let ping = lines(&cli(&["run", "--db", "cli", r#"{"ping": 1}"#]));
     assert_eq!(ping[0]["ok"], 1.0);
 }
+
+fn cli_at(uri: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mongo-inline"))
+        .arg(uri)
+        .args(args)
+        .env_remove("MONGODB_URI")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_closed_stdout_after_a_successful_insert_is_not_a_failure() {
+    let ns = fresh_namespace();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mongo-inline"))
+        .arg(TestServer::shared().uri())
+        .args(["insert", &ns, r#"{"n": 1}"#])
+        .env_remove("MONGODB_URI")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Close the reading end before the tool can have connected, let alone
+    // written its result (`mongo-inline insert ... | head -c0`).
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    // A retrying script would have inserted twice on exit status 1.
+    let count = lines(&cli(&["count", &ns]));
+    assert_eq!(count, [json!(1)]);
+}
+
+#[test]
+fn connection_string_warnings_go_to_stderr() {
+    let uri = format!(
+        "{}&noSuchOption=1&connectTimeoutMS=soon",
+        TestServer::shared().uri()
+    );
+    let output = cli_at(&uri, &["run", r#"{"ping": 1}"#]);
+    assert_eq!(lines(&output)[0]["ok"], 1.0);
+    let message = stderr(&output);
+    assert!(
+        message.contains("warning") && message.contains("noSuchOption"),
+        "{message}"
+    );
+    assert!(message.contains("connectTimeoutMS"), "{message}");
+}
+
+#[test]
+fn a_namespace_ending_in_a_dot_names_no_collection() {
+    for ns in ["a.", "."] {
+        let output = cli(&["count", ns]);
+        assert_eq!(output.status.code(), Some(2), "{ns}: {}", stderr(&output));
+        let message = stderr(&output);
+        assert!(message.contains("names no collection"), "{ns}: {message}");
+    }
+}
+
+#[test]
+fn a_non_utf8_argument_is_a_usage_error_that_quotes_nothing() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let uri = OsStr::from_bytes(b"mongodb://alice:SECRET@127.0.0.1:1/\xff");
+    let output = Command::new(env!("CARGO_BIN_EXE_mongo-inline"))
+        .arg(uri)
+        .args(["count", "a.b"])
+        .env_remove("MONGODB_URI")
+        .output()
+        .unwrap();
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{message}");
+    assert!(message.contains("not valid UTF-8"), "{message}");
+    assert!(!message.contains("SECRET"), "{message}");
+    assert!(!message.contains("panicked"), "{message}");
+}
+
+#[test]
+fn a_password_with_a_slash_is_not_printed() {
+    let output = cli_at("mongodb://alice:SECRET/x@127.0.0.1:1/", &["count", "a.b"]);
+    let message = stderr(&output);
+    assert_ne!(output.status.code(), Some(0), "{message}");
+    assert!(!message.contains("SECRET"), "{message}");
+}
+
+/// A server that answers each socket's handshake and then never replies
+/// again: the listening address.
+fn silent_after_handshake_server() -> String {
+    use std::net::TcpListener;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            std::thread::spawn(move || {
+                let hello = bson::doc! {
+                    "ismaster": true, "helloOk": true, "isWritablePrimary": true,
+                    "maxWireVersion": 21, "minWireVersion": 0,
+                    "maxBsonObjectSize": 16_777_216, "maxMessageSizeBytes": 48_000_000,
+                    "maxWriteBatchSize": 100_000, "logicalSessionTimeoutMinutes": 30,
+                    "ok": 1.0,
+                };
+                let mut answered = false;
+                while let Ok(Some(frame)) = support::raw::read_frame(&mut stream) {
+                    if answered {
+                        continue; // Swallow every request; never reply.
+                    }
+                    answered = true;
+                    let reply = if frame.op_code == support::raw::OP_QUERY {
+                        support::raw::encode_op_reply(1, frame.request_id, &hello)
+                    } else {
+                        support::raw::OpMsg {
+                            flags: 0,
+                            body: hello.clone(),
+                            sequences: Vec::new(),
+                        }
+                        .encode(1, frame.request_id)
+                    };
+                    if stream.write_all(&reply).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    address
+}
+
+#[test]
+fn the_cli_gives_up_on_a_server_that_stops_answering() {
+    let address = silent_after_handshake_server();
+    let uri = format!("mongodb://{address}/?directConnection=true");
+    for (uri, args) in [
+        (uri.clone(), vec!["--timeout-ms", "1000"]),
+        (format!("{uri}&timeoutMS=1000"), vec![]),
+    ] {
+        let started = std::time::Instant::now();
+        let mut all = vec!["count", "cli.x"];
+        all.extend(args.iter().copied());
+        let output = cli_at(&uri, &all);
+        let elapsed = started.elapsed();
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(1), "{uri} {args:?}: {message}");
+        assert!(message.contains("timed out"), "{uri} {args:?}: {message}");
+        assert!(elapsed < std::time::Duration::from_secs(10), "{elapsed:?}");
+    }
+    // Both given, differently: an error rather than a silent choice.
+    let output = cli_at(
+        &format!("{uri}&timeoutMS=1000"),
+        &["count", "cli.x", "--timeout-ms", "2000"],
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(stderr(&output).contains("timeoutMS"), "{}", stderr(&output));
+    // The default is documented.
+    let help = cli_at(&uri, &["--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("--timeout-ms") && help.contains("60000"),
+        "{help}"
+    );
+}

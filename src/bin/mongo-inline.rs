@@ -10,17 +10,26 @@
 //! mongo-inline [URI] aggregate NS PIPELINE
 //! ```
 //! Documents go in and come out as Extended JSON: one relaxed document per
-//! line for results, one result document for writes. Errors go to stderr;
-//! the exit status is 1 when the operation or connection fails, 2 on bad
-//! usage.
+//! line for results, one result document for writes. Errors and connection
+//! string warnings go to stderr; the exit status is 1 when the operation or
+//! connection fails, 2 on bad usage. A closed stdout (`... | head`) is not a
+//! failure: the operation has already succeeded. Every operation has a time
+//! limit ([`DEFAULT_TIMEOUT`] unless `--timeout-ms` or the URI's `timeoutMS`
+//! says otherwise), enforced by the driver's `timeoutMS`.
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use bson::{Bson, Document};
 use mongo_inline::coll_options::{FindOptions, UpdateOptions};
 use mongo_inline::operation::UpdateModification;
-use mongo_inline::{Client, Collection};
+use mongo_inline::{Client, ClientOptions, Collection};
+
+/// The time limit of each operation when neither `--timeout-ms` nor the
+/// URI's `timeoutMS` gives one: a script must not hang on a server that
+/// stopped answering.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
 const USAGE: &str = "\
 usage: mongo-inline [URI] SUBCOMMAND ARGS...
@@ -41,11 +50,17 @@ usage: mongo-inline [URI] SUBCOMMAND ARGS...
              mongodb://127.0.0.1:27017)
   NS         DB.COLLECTION, or COLLECTION with --db NAME or the URI's database
   --db NAME  the database (default: the URI's database, else admin for run)
+  --timeout-ms N
+             the time limit of the operation, in milliseconds (0: none);
+             default: the URI's timeoutMS, else 60000. Giving both with
+             different values is an error.
   COMMAND, FILTER, DOC, UPDATE, PIPELINE: Extended JSON (canonical or relaxed)
   update and delete change one document unless --many is given.
 
 output: relaxed Extended JSON, one value per line
-exit status: 0 on success, 1 when the operation or connection fails, 2 on bad usage";
+errors and connection string warnings: on stderr
+exit status: 0 on success (also when stdout is closed early, e.g. by head),
+             1 when the operation or connection fails or times out, 2 on bad usage";
 
 /// A failure and the exit status it maps to.
 struct Failure {
@@ -67,6 +82,15 @@ impl Failure {
             status: 1,
         }
     }
+
+    /// Whoever reads stdout stopped reading: nothing more to print, and the
+    /// operation itself succeeded.
+    fn output_closed() -> Self {
+        Failure {
+            message: String::new(),
+            status: 0,
+        }
+    }
 }
 
 impl From<mongo_inline::Error> for Failure {
@@ -76,14 +100,58 @@ impl From<mongo_inline::Error> for Failure {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match run(&args) {
+    match arguments().and_then(|args| run(&args)) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(f) if f.status == 0 => ExitCode::SUCCESS,
         Err(f) => {
             eprintln!("mongo-inline: {}", f.message);
             ExitCode::from(f.status)
         }
     }
+}
+
+/// The command-line arguments; one that is not UTF-8 is a usage error that
+/// quotes nothing (it may be a connection string with a password).
+fn arguments() -> Result<Vec<String>, Failure> {
+    std::env::args_os()
+        .skip(1)
+        .enumerate()
+        .map(|(i, arg)| {
+            arg.into_string()
+                .map_err(|_| Failure::usage(format!("argument {} is not valid UTF-8", i + 1)))
+        })
+        .collect()
+}
+
+/// The client for `uri`, with the time limit `--timeout-ms` gives, else
+/// the URI's `timeoutMS`, else [`DEFAULT_TIMEOUT`]; the URI's warnings go to
+/// stderr.
+fn connect(uri: &str, timeout_flag: Option<&str>) -> Result<Client, Failure> {
+    let (parsed, warnings) = ClientOptions::parse_with_warnings(uri)?;
+    for warning in warnings {
+        eprintln!("mongo-inline: warning: {warning}");
+    }
+    let timeout = match timeout_flag {
+        Some(text) => Some(
+            text.parse::<u64>()
+                .map(Duration::from_millis)
+                .map_err(|_| {
+                    Failure::usage(format!(
+                        "--timeout-ms {text:?} is not a number of milliseconds"
+                    ))
+                })?,
+        ),
+        None if parsed.timeout_setting().is_some() => None,
+        None => Some(DEFAULT_TIMEOUT),
+    };
+    let options = match timeout {
+        Some(timeout) => {
+            let code = ClientOptions::builder().timeout(timeout).build()?;
+            ClientOptions::parse_with(uri, code)?
+        }
+        None => parsed,
+    };
+    Ok(Client::with_options(options)?)
 }
 
 fn run(args: &[String]) -> Result<(), Failure> {
@@ -103,22 +171,29 @@ fn run(args: &[String]) -> Result<(), Failure> {
         .split_first()
         .ok_or_else(|| Failure::usage("missing subcommand"))?;
     let spec = match subcommand.as_str() {
-        "run" => ArgSpec::new(1, 1, &["--db"], &[]),
+        "run" => ArgSpec::new(1, 1, &["--db", "--timeout-ms"], &[]),
         "find" => ArgSpec::new(
             1,
             2,
-            &["--db", "--sort", "--projection", "--limit", "--skip"],
+            &[
+                "--db",
+                "--sort",
+                "--projection",
+                "--limit",
+                "--skip",
+                "--timeout-ms",
+            ],
             &[],
         ),
-        "insert" => ArgSpec::new(1, usize::MAX, &["--db"], &[]),
-        "update" => ArgSpec::new(3, 3, &["--db"], &["--many", "--upsert"]),
-        "delete" => ArgSpec::new(2, 2, &["--db"], &["--many"]),
-        "count" => ArgSpec::new(1, 2, &["--db"], &[]),
-        "aggregate" => ArgSpec::new(2, 2, &["--db"], &[]),
+        "insert" => ArgSpec::new(1, usize::MAX, &["--db", "--timeout-ms"], &[]),
+        "update" => ArgSpec::new(3, 3, &["--db", "--timeout-ms"], &["--many", "--upsert"]),
+        "delete" => ArgSpec::new(2, 2, &["--db", "--timeout-ms"], &["--many"]),
+        "count" => ArgSpec::new(1, 2, &["--db", "--timeout-ms"], &[]),
+        "aggregate" => ArgSpec::new(2, 2, &["--db", "--timeout-ms"], &[]),
         other => return Err(Failure::usage(format!("unknown subcommand {other:?}"))),
     };
     let args = spec.parse(subcommand, rest)?;
-    let client = Client::with_uri_str(&uri)?;
+    let client = connect(&uri, args.value("--timeout-ms"))?;
     let mut out = std::io::stdout().lock();
     match subcommand.as_str() {
         "run" => run_command(&client, &args, &mut out),
@@ -235,6 +310,15 @@ impl Args {
     /// The collection the first positional argument names.
     fn collection(&self, client: &Client) -> Result<Collection<Document>, Failure> {
         let ns = &self.positional[0];
+        let collection_part = match (ns.split_once('.'), self.value("--db")) {
+            (Some((_, coll)), None) => coll,
+            _ => ns.as_str(),
+        };
+        if collection_part.is_empty() {
+            return Err(Failure::usage(format!(
+                "{ns:?} names no collection: write DB.COLLECTION, or COLLECTION with --db"
+            )));
+        }
         let (db, coll) = match (ns.split_once('.'), self.value("--db")) {
             (_, Some(db)) => (db.to_string(), ns.as_str()),
             (Some((db, coll)), None) if !db.is_empty() && !coll.is_empty() => {
@@ -398,8 +482,13 @@ fn aggregate(client: &Client, args: &Args, out: &mut impl Write) -> Result<(), F
 }
 
 fn print_line(out: &mut impl Write, value: Bson) -> Result<(), Failure> {
-    writeln!(out, "{}", value.into_relaxed_extjson())
-        .map_err(|e| Failure::failed(format!("writing the output: {e}")))
+    writeln!(out, "{}", value.into_relaxed_extjson()).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            Failure::output_closed()
+        } else {
+            Failure::failed(format!("writing the output: {e}"))
+        }
+    })
 }
 
 fn parse_json(text: &str, what: &str) -> Result<Bson, Failure> {

@@ -1,7 +1,7 @@
 //! `insert` of one document (`insert_one`); many documents go through
 //! [`super::InsertMany`], which splits them into batches.
 
-use bson::{doc, oid::ObjectId, Bson, Document};
+use bson::{doc, Bson, Document};
 
 use super::{
     append_option, check_single_write, document_size, Command, Namespace, Operation, Retryability,
@@ -14,12 +14,13 @@ use crate::results::InsertOneResult;
 use crate::wire::DocumentSequence;
 
 /// Gives `document` an `_id` (a new ObjectId, first) when it has none, and
-/// returns the `_id`. An explicit `_id`, even `null`, is kept.
+/// returns the `_id`. An explicit `_id`, even `null`, is kept. The ObjectId
+/// comes from [`crate::object_id`], which forked processes do not share.
 pub(crate) fn ensure_id(document: &mut Document) -> Bson {
     if let Some(id) = document.get("_id") {
         return id.clone();
     }
-    let id = Bson::ObjectId(ObjectId::new());
+    let id = Bson::ObjectId(crate::object_id::new_object_id());
     let mut with_id = Document::new();
     with_id.insert("_id", id.clone());
     with_id.extend(std::mem::take(document));

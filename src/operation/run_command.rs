@@ -26,6 +26,12 @@ impl RunCommand {
         if command.is_empty() {
             return Err(Error::invalid_argument("the command document is empty"));
         }
+        // Refused before anything clones or serialises it (both recurse
+        // once per level), and taken apart without recursing either.
+        if let Err(error) = crate::nesting::check_depth(&command, "the command") {
+            crate::nesting::drop_without_recursion(command);
+            return Err(error);
+        }
         Ok(RunCommand {
             db: db.into(),
             command,

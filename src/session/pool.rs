@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 use bson::spec::BinarySubtype;
 use bson::{doc, Binary, Document};
 
+use crate::fork::ProcessWatch;
+
 /// How long before the server's expiry a session counts as "about to
 /// expire" and is no longer handed out (the sessions spec's one minute).
 pub const EXPIRY_MARGIN: Duration = Duration::from_secs(60);
@@ -119,6 +121,9 @@ pub struct SessionPool {
     idle: VecDeque<ServerSession>,
     generation: u64,
     rng: fastrand::Rng,
+    /// The process the sessions belong to; a forked child must not reuse
+    /// them (nor the random state that generated their ids).
+    process: ProcessWatch,
 }
 
 impl SessionPool {
@@ -128,6 +133,18 @@ impl SessionPool {
             idle: VecDeque::new(),
             generation: 0,
             rng,
+            process: ProcessWatch::current(),
+        }
+    }
+
+    /// Forgets the pool's sessions (without ending them: they are the
+    /// parent's) and draws a new id generator when the process id is no
+    /// longer the one the pool was used in, i.e. after a fork. Sessions
+    /// checked out before the fork are not taken back either.
+    fn forget_inherited_sessions(&mut self) {
+        if self.process.changed_to(std::process::id()) {
+            self.clear();
+            self.rng = fastrand::Rng::with_seed(crate::fork::fresh_seed());
         }
     }
 
@@ -145,6 +162,7 @@ impl SessionPool {
     /// left, or a new one. Sessions found about to expire on the way are
     /// discarded.
     pub fn checkout(&mut self, now: Instant, timeout_minutes: Option<u32>) -> ServerSession {
+        self.forget_inherited_sessions();
         while let Some(session) = self.idle.pop_front() {
             match timeout_minutes {
                 Some(minutes) if session.is_about_to_expire(now, minutes) => continue,
@@ -160,6 +178,7 @@ impl SessionPool {
     /// first; the returned session is discarded if it is dirty, about to
     /// expire, or from before the last [`clear`](Self::clear).
     pub fn checkin(&mut self, session: ServerSession, now: Instant, timeout_minutes: Option<u32>) {
+        self.forget_inherited_sessions();
         if let Some(minutes) = timeout_minutes {
             self.prune(now, minutes);
         }
@@ -197,6 +216,8 @@ impl SessionPool {
     /// [`END_SESSIONS_BATCH`] ids each, to send to the `admin` database when
     /// the client closes (their errors are to be ignored).
     pub fn drain_end_sessions_commands(&mut self) -> Vec<Document> {
+        // A forked child must not end its parent's sessions.
+        self.forget_inherited_sessions();
         let ids: Vec<Document> = self.idle.drain(..).map(|s| s.id).collect();
         ids.chunks(END_SESSIONS_BATCH)
             .map(|chunk| doc! { "endSessions": chunk.to_vec() })
@@ -376,6 +397,55 @@ mod tests {
         let after = p.checkout(t0, Some(30));
         p.checkin(after, t0, Some(30));
         assert_eq!(p.len(), 1);
+    }
+
+    /// What a forked child's copy of the pool looks like: the same state,
+    /// watching another process than the one it runs in.
+    fn as_seen_by_a_forked_child(p: &SessionPool) -> SessionPool {
+        SessionPool {
+            idle: p.idle.clone(),
+            generation: p.generation,
+            rng: p.rng.clone(),
+            process: ProcessWatch::for_pid(std::process::id().wrapping_add(1)),
+        }
+    }
+
+    #[test]
+    fn a_forked_child_neither_reuses_nor_regenerates_its_parents_sessions() {
+        let t0 = Instant::now();
+        let mut parent = pool();
+        let checked_out = parent.checkout(t0, Some(30));
+        let pooled = parent.checkout(t0, Some(30));
+        parent.checkin(pooled.clone(), t0, Some(30));
+
+        let mut child = as_seen_by_a_forked_child(&parent);
+        let mut sibling = as_seen_by_a_forked_child(&parent);
+        let child_session = child.checkout(t0, Some(30));
+        assert_ne!(child_session.id, pooled.id, "the parent's pooled lsid");
+        // The parent's next new id is what a copied generator would draw.
+        parent.checkout(t0, Some(30));
+        let parent_next = parent.checkout(t0, Some(30));
+        assert_ne!(child_session.id, parent_next.id, "a copied id generator");
+        sibling.checkout(t0, Some(30));
+        assert_ne!(sibling.checkout(t0, Some(30)).id, parent_next.id);
+
+        // A session the parent had checked out is not taken back either.
+        child.checkin(checked_out, t0, Some(30));
+        assert!(child.is_empty());
+        assert!(child.drain_end_sessions_commands().is_empty());
+        child.checkin(child_session, t0, Some(30));
+        assert_eq!(child.len(), 1, "the child's own sessions are pooled");
+    }
+
+    #[test]
+    fn a_forked_child_does_not_end_its_parents_sessions() {
+        let t0 = Instant::now();
+        let mut parent = pool();
+        let session = parent.checkout(t0, None);
+        parent.checkin(session, t0, None);
+        let mut child = as_seen_by_a_forked_child(&parent);
+        assert!(child.drain_end_sessions_commands().is_empty());
+        assert_eq!(parent.drain_end_sessions_commands().len(), 1);
     }
 
     #[test]

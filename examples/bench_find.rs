@@ -1,0 +1,100 @@
+//! A fixed workload for measuring the driver beside other drivers.
+//!
+//! ```text
+//! bench_find cold URI DB COLL ID     one find_one by _id, then exit
+//!                                    prints: DOC <relaxed extended JSON>
+//! bench_find warm URI DB COLL N      N find_one by _id in a loop on one client
+//!                                    prints: WARM ops_per_s=<x> cpu_us_per_op=<y>
+//! ```
+//!
+//! `cold` is meant to be timed from outside (spawn → exit), so it does
+//! nothing but the one query. `ID` is the `_id` to look up, as Extended JSON
+//! (`1`, `"a"`, `{"$oid": "..."}`); `warm` looks up `_id: 1`, which the
+//! harness inserts. CPU time is the process's own (user + system, from
+//! `/proc/self/schedstat`, nanosecond resolution on Linux), so a slow test
+//! server does not count against the driver.
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use bson::{doc, Bson, Document};
+use mongo_inline::Client;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    let [_, mode, uri, db, coll, arg] = args.as_slice() else {
+        eprintln!("usage: bench_find cold|warm URI DB COLL ID|N");
+        return ExitCode::from(2);
+    };
+    let outcome = match mode.as_str() {
+        "cold" => cold(uri, db, coll, arg),
+        "warm" => match arg.parse::<u32>() {
+            Ok(n) if n > 0 => warm(uri, db, coll, n),
+            _ => Err(format!("N must be a positive whole number, not {arg:?}")),
+        },
+        other => Err(format!("unknown mode {other:?}: expected cold or warm")),
+    };
+    match outcome {
+        Ok(line) => {
+            println!("{line}");
+            ExitCode::SUCCESS
+        }
+        Err(message) => {
+            eprintln!("bench_find: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn cold(uri: &str, db: &str, coll: &str, id: &str) -> Result<String, String> {
+    let id = parse_id(id)?;
+    let client = Client::with_uri_str(uri).map_err(|e| e.to_string())?;
+    let collection = client.database(db).collection::<Document>(coll);
+    let found = collection
+        .find_one(doc! { "_id": id }, None)
+        .map_err(|e| e.to_string())?;
+    let value = found.map(Bson::Document).unwrap_or(Bson::Null);
+    Ok(format!("DOC {}", value.into_relaxed_extjson()))
+}
+
+fn warm(uri: &str, db: &str, coll: &str, n: u32) -> Result<String, String> {
+    let client = Client::with_uri_str(uri).map_err(|e| e.to_string())?;
+    let collection = client.database(db).collection::<Document>(coll);
+    // The first operation scans and connects: not part of the warm figure.
+    collection
+        .find_one(doc! { "_id": 1 }, None)
+        .map_err(|e| e.to_string())?;
+    let cpu_start = cpu_time_ns()?;
+    let wall_start = Instant::now();
+    for _ in 0..n {
+        let found = collection
+            .find_one(doc! { "_id": 1 }, None)
+            .map_err(|e| e.to_string())?;
+        std::hint::black_box(found);
+    }
+    let wall = wall_start.elapsed().as_secs_f64();
+    let cpu_ns = cpu_time_ns()? - cpu_start;
+    Ok(format!(
+        "WARM ops_per_s={:.0} cpu_us_per_op={:.2}",
+        f64::from(n) / wall,
+        cpu_ns as f64 / 1000.0 / f64::from(n)
+    ))
+}
+
+fn parse_id(text: &str) -> Result<Bson, String> {
+    let json: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("ID is not JSON: {e}"))?;
+    Bson::try_from(json).map_err(|e| format!("ID is not Extended JSON: {e}"))
+}
+
+/// Nanoseconds this process has run on a CPU (the first field of
+/// `/proc/self/schedstat`). The process is single-threaded, so this is the
+/// driver's cost plus the loop's.
+fn cpu_time_ns() -> Result<u64, String> {
+    let text = std::fs::read_to_string("/proc/self/schedstat")
+        .map_err(|e| format!("cannot read /proc/self/schedstat (Linux only): {e}"))?;
+    text.split_whitespace()
+        .next()
+        .and_then(|field| field.parse().ok())
+        .ok_or_else(|| format!("unexpected /proc/self/schedstat: {text:?}"))
+}
