@@ -139,6 +139,13 @@ impl Client {
         state.topology.close();
     }
 
+    /// The options in force. With a `mongodb+srv` connection string they
+    /// include, once the first operation has looked them up, the seed list
+    /// of the SRV record and the options of the TXT record.
+    pub fn options(&self) -> ClientOptions {
+        self.state().topology.options().clone()
+    }
+
     /// The read/write defaults the client's options give its operations.
     pub(crate) fn defaults(&self) -> crate::coll::Defaults {
         let state = self.state();

@@ -10,13 +10,14 @@
 //! ```
 
 use std::io::{Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bson::Document;
 
 use crate::address::ServerAddress;
+use crate::dns::ResolverConfig;
 use crate::error::{CommandError, Error, ErrorKind, Result};
 use crate::sdam::description::DEFAULT_MAX_MESSAGE_SIZE_BYTES;
 use crate::wire::{self, Header, Message, MsgFlags, OpMsg, HEADER_LEN};
@@ -138,16 +139,40 @@ impl std::fmt::Debug for Connection {
 impl Connection {
     /// Opens a socket to `address` within `connect_timeout` (none: the OS
     /// default). Every resolved address is tried in turn. TCP_NODELAY is on.
+    /// Host names are resolved with the system's DNS configuration.
     pub fn open(
         address: &ServerAddress,
         generation: u32,
         connect_timeout: Option<Duration>,
         socket_timeout: Option<Duration>,
     ) -> Result<Connection> {
+        let resolver = ResolverConfig::system();
+        Self::open_with_resolver(
+            address,
+            generation,
+            connect_timeout,
+            socket_timeout,
+            &resolver,
+        )
+    }
+
+    /// [`Connection::open`] with host names resolved through `resolver`,
+    /// the look-up bounded by `connect_timeout` too.
+    pub fn open_with_resolver(
+        address: &ServerAddress,
+        generation: u32,
+        connect_timeout: Option<Duration>,
+        socket_timeout: Option<Duration>,
+        resolver: &ResolverConfig,
+    ) -> Result<Connection> {
         let stream = match address {
-            ServerAddress::Tcp { host, port } => {
-                Stream::Tcp(connect_tcp(address, host, *port, connect_timeout)?)
-            }
+            ServerAddress::Tcp { host, port } => Stream::Tcp(connect_tcp(
+                address,
+                host,
+                *port,
+                connect_timeout,
+                resolver,
+            )?),
             #[cfg(unix)]
             ServerAddress::Unix { path } => {
                 let s = std::os::unix::net::UnixStream::connect(path)
@@ -414,11 +439,22 @@ fn connect_tcp(
     host: &str,
     port: u16,
     connect_timeout: Option<Duration>,
+    resolver: &ResolverConfig,
 ) -> Result<TcpStream> {
-    let resolved: Vec<SocketAddr> = (host, port)
-        .to_socket_addrs()
-        .map_err(|e| Error::network(Some(address.clone()), "resolving the host name", e))?
-        .collect();
+    // std's to_socket_addrs cannot be bounded; our look-up ends with the
+    // connect timeout (which the caller has already cut to the operation's
+    // deadline).
+    let deadline = connect_timeout.map(|t| Instant::now() + t);
+    let resolved: Vec<SocketAddr> = crate::dns::resolve_host(resolver, host, port, deadline)
+        .map_err(|e| {
+            let context = format!("resolving the host name ({e})");
+            if e.is_network_timeout() {
+                let io = std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer in time");
+                Error::network(Some(address.clone()), &context, io)
+            } else {
+                Error::network_message(Some(address.clone()), context)
+            }
+        })?;
     let mut last_error = None;
     for socket_address in resolved {
         let attempt = match connect_timeout {

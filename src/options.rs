@@ -330,6 +330,8 @@ pub struct ClientOptions {
     pub(crate) max_adaptive_retries: Option<u32>,
     pub(crate) enable_overload_retargeting: Option<bool>,
     pub(crate) proxy: Option<ProxyOptions>,
+    /// The DNS name servers to ask (default: the system's configuration).
+    pub(crate) name_servers: Option<Vec<std::net::SocketAddr>>,
 }
 
 impl ClientOptions {
@@ -556,6 +558,32 @@ impl ClientOptions {
     /// The SOCKS5 proxy settings, when any were given.
     pub fn proxy(&self) -> Option<&ProxyOptions> {
         self.proxy.as_ref()
+    }
+
+    /// The DNS name servers set in code, if any (see [`Self::with_name_servers`]).
+    pub fn name_servers(&self) -> Option<&[std::net::SocketAddr]> {
+        self.name_servers.as_deref()
+    }
+
+    /// Sends the driver's DNS questions (the `mongodb+srv` SRV and TXT
+    /// look-ups, and the members' A/AAAA look-ups) to these name servers
+    /// only, instead of those of `/etc/resolv.conf` (which also brings its
+    /// search list and `/etc/hosts`). For containers and sandboxes whose
+    /// resolver configuration is not the one to use.
+    pub fn with_name_servers(
+        mut self,
+        name_servers: impl IntoIterator<Item = std::net::SocketAddr>,
+    ) -> Self {
+        self.name_servers = Some(name_servers.into_iter().collect());
+        self
+    }
+
+    /// The resolver configuration DNS look-ups use.
+    pub(crate) fn resolver_config(&self) -> crate::dns::ResolverConfig {
+        match &self.name_servers {
+            Some(servers) => crate::dns::ResolverConfig::with_name_servers(servers.clone()),
+            None => crate::dns::ResolverConfig::system(),
+        }
     }
 }
 
@@ -1001,6 +1029,7 @@ fn merge(uri: ClientOptions, code: ClientOptions) -> Result<ClientOptions> {
         max_adaptive_retries,
         enable_overload_retargeting,
         proxy,
+        name_servers,
     } = uri;
     let hosts = if code.hosts.is_empty() || code.hosts == hosts {
         hosts
@@ -1136,6 +1165,7 @@ fn merge(uri: ClientOptions, code: ClientOptions) -> Result<ClientOptions> {
             plain,
         )?,
         proxy: merge_proxy(proxy, code.proxy)?,
+        name_servers: pick("name servers", name_servers, code.name_servers, debug)?,
     })
 }
 
@@ -1346,6 +1376,9 @@ impl ClientOptionsBuilder {
         enable_overload_retargeting: bool;
         /// SOCKS5 proxy settings.
         proxy: ProxyOptions;
+        /// The DNS name servers to ask instead of the system's (see
+        /// [`ClientOptions::with_name_servers`]).
+        name_servers: Vec<std::net::SocketAddr>;
     }
 
     /// The options, after the same checks a connection string gets.

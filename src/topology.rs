@@ -80,6 +80,17 @@ pub struct Topology {
     /// The deadline of the operation selecting a server, while it does:
     /// its scans and new sockets must not outlast it (CSOT).
     operation_deadline: Deadline,
+    /// `mongodb+srv`: whether the seed list has been looked up yet (it
+    /// is, on the first operation), and when the SRV record may next be
+    /// polled for new mongos.
+    srv_resolved: bool,
+    next_srv_rescan: Option<Instant>,
+    /// How host names are resolved, read from the system on first use.
+    resolver: Option<crate::dns::ResolverConfig>,
+    /// During a scan: the member addresses looked up together at its
+    /// start, and the names that look-up failed for (with why).
+    scan_known_hosts: Vec<(String, Vec<std::net::IpAddr>)>,
+    scan_dns_failure: Option<(Vec<String>, Error)>,
 }
 
 impl Topology {
@@ -89,7 +100,8 @@ impl Topology {
         handler: Option<Arc<dyn EventHandler>>,
         server_selector: Option<ServerSelector>,
     ) -> Result<Topology> {
-        if options.hosts().is_empty() {
+        let srv_pending = options.hosts().is_empty() && options.srv_host().is_some();
+        if options.hosts().is_empty() && !srv_pending {
             return Err(Error::invalid_argument(
                 "no hosts to connect to (a mongodb+srv URI must be resolved first)",
             ));
@@ -117,10 +129,18 @@ impl Topology {
             service_generations: HashMap::new(),
             load_balanced_service: None,
             operation_deadline: Deadline::NONE,
+            srv_resolved: !srv_pending,
+            next_srv_rescan: None,
+            resolver: None,
+            scan_known_hosts: Vec::new(),
+            scan_dns_failure: None,
             options,
         };
-        for event in topology.description.opening_events() {
-            topology.publish_event(&event);
+        // A mongodb+srv topology opens once its seeds are known.
+        if !srv_pending {
+            for event in topology.description.opening_events() {
+                topology.publish_event(&event);
+            }
         }
         Ok(topology)
     }
@@ -213,9 +233,108 @@ impl Topology {
         deadline: Deadline,
     ) -> Result<ServerAddress> {
         self.operation_deadline = deadline;
-        let selected = self.select_and_connect(criteria, operation, deprioritized, deadline);
+        let selected = self
+            .prepare_srv_seeds()
+            .and_then(|()| self.select_and_connect(criteria, operation, deprioritized, deadline));
         self.operation_deadline = Deadline::NONE;
         selected
+    }
+
+    /// `mongodb+srv`: looks the seed list up before the first operation,
+    /// and polls the SRV record for mongos changes when the rescan
+    /// interval has passed (the polling spec's single-threaded rule: before
+    /// a scan, never in the background).
+    fn prepare_srv_seeds(&mut self) -> Result<()> {
+        let Some(host) = self.options.srv_host().map(str::to_string) else {
+            return Ok(());
+        };
+        let now = Instant::now();
+        if !self.srv_resolved {
+            return self.resolve_srv_seeds(&host);
+        }
+        let due = self.next_srv_rescan.is_some_and(|at| now >= at);
+        if due && self.description.polls_srv() {
+            self.poll_srv(&host);
+        }
+        Ok(())
+    }
+
+    /// The resolver configuration, read from the system once.
+    fn resolver(&mut self) -> &crate::dns::ResolverConfig {
+        let options = &self.options;
+        self.resolver
+            .get_or_insert_with(|| options.resolver_config())
+    }
+
+    /// When a DNS look-up must end: connectTimeoutMS, cut to the
+    /// operation's deadline.
+    fn dns_deadline(&self) -> Option<Instant> {
+        self.check_timeout().map(|t| Instant::now() + t)
+    }
+
+    fn srv_lookup(&mut self, host: &str) -> Result<crate::dns::SrvLookup> {
+        let name = crate::srv::srv_query_name(self.options.srv_service_name(), host);
+        let deadline = self.dns_deadline();
+        let resolver = self.resolver().clone();
+        crate::dns::lookup_srv_and_txt(&resolver, &name, host, deadline)
+    }
+
+    /// The initial seed-list discovery: SRV and TXT together, the targets
+    /// checked, the TXT options laid under the URI's, srvMaxHosts applied,
+    /// and the options validated again (TXT may add replicaSet or
+    /// loadBalanced). Only then does the topology open.
+    fn resolve_srv_seeds(&mut self, host: &str) -> Result<()> {
+        let lookup = self.srv_lookup(host)?;
+        let seeds = crate::srv::seeds_from_targets(host, &lookup.targets)?;
+        let txt = crate::srv::parse_txt_options(host, &lookup.txt_records)?;
+        let mut options = self.options.clone();
+        crate::srv::apply_txt_options(&mut options, txt);
+        options.hosts = crate::srv::choose_seeds(seeds, options.srv_max_hosts(), &mut self.rng);
+        options.validate()?;
+        self.description = TopologyDescription::new(TopologySettings::from_options(&options));
+        self.options = options;
+        self.srv_resolved = true;
+        self.next_srv_rescan = Some(
+            Instant::now()
+                + crate::srv::rescan_interval(
+                    Some(&lookup.targets),
+                    self.options.heartbeat_frequency(),
+                ),
+        );
+        for event in self.description.opening_events() {
+            self.publish_event(&event);
+        }
+        Ok(())
+    }
+
+    /// One SRV rescan. Failures change nothing and are only logged; the
+    /// next try then comes after heartbeatFrequencyMS.
+    fn poll_srv(&mut self, host: &str) {
+        let heartbeat = self.options.heartbeat_frequency();
+        let lookup = match self.srv_lookup(host) {
+            Ok(lookup) => lookup,
+            Err(error) => {
+                log::warn!(target: "mongo_inline::srv", "SRV polling of {host}: {error}");
+                self.next_srv_rescan = Some(Instant::now() + heartbeat);
+                return;
+            }
+        };
+        let current: Vec<ServerAddress> = self.description.servers.keys().cloned().collect();
+        let max_hosts = self.options.srv_max_hosts();
+        let next =
+            crate::srv::poll_update(host, &current, &lookup.targets, max_hosts, &mut self.rng);
+        let verified = lookup
+            .targets
+            .iter()
+            .any(|t| crate::srv::check_target(host, &t.host).is_ok());
+        let interval =
+            crate::srv::rescan_interval(verified.then_some(&lookup.targets[..]), heartbeat);
+        self.next_srv_rescan = Some(Instant::now() + interval);
+        if let Some(hosts) = next {
+            let update = self.description.set_srv_hosts(&hosts);
+            self.description.stale = true;
+            self.publish(update);
+        }
     }
 
     fn select_and_connect(
@@ -573,6 +692,7 @@ impl Topology {
             return;
         }
         let scan_start = Instant::now();
+        self.resolve_scan_hosts();
         loop {
             if self.operation_deadline.expired(Instant::now()) {
                 // Unchecked servers are as stale as before; the next
@@ -592,6 +712,37 @@ impl Topology {
         }
         self.last_scan_end = Some(Instant::now());
         self.description.stale = false;
+        self.scan_known_hosts.clear();
+        self.scan_dns_failure = None;
+    }
+
+    /// Looks up, in one exchange, the host names of every server this scan
+    /// will have to open a socket to, so that N new members cost one DNS
+    /// round trip rather than N.
+    fn resolve_scan_hosts(&mut self) {
+        self.scan_known_hosts.clear();
+        self.scan_dns_failure = None;
+        let mut hosts: Vec<String> = Vec::new();
+        for address in self.description.servers.keys() {
+            if let ServerAddress::Tcp { host, .. } = address {
+                let needs_socket = !self.connections.contains_key(address);
+                if needs_socket
+                    && host.parse::<std::net::IpAddr>().is_err()
+                    && !hosts.contains(host)
+                {
+                    hosts.push(host.clone());
+                }
+            }
+        }
+        if hosts.len() < 2 {
+            return;
+        }
+        let deadline = self.dns_deadline();
+        let resolver = self.resolver().clone();
+        match crate::dns::resolve_hosts(&resolver, &hosts, deadline) {
+            Ok(found) => self.scan_known_hosts = found,
+            Err(error) => self.scan_dns_failure = Some((hosts, error)),
+        }
     }
 
     /// One check of one server: a hello on its socket (opened, with the
@@ -759,11 +910,27 @@ impl Topology {
     fn open_with_handshake(&mut self, address: &ServerAddress) -> Result<Document> {
         self.connections.remove(address);
         let generation = self.description.pool_generation(address).unwrap_or(0);
-        let mut connection = Connection::open(
+        if let (ServerAddress::Tcp { host, .. }, Some((hosts, error))) =
+            (address, &self.scan_dns_failure)
+        {
+            if hosts.contains(host) {
+                // This scan's look-up of the name already failed; asking
+                // again would only spend the scan's time twice.
+                return Err(Error::network_message(
+                    Some(address.clone()),
+                    format!("resolving the host name ({error})"),
+                ));
+            }
+        }
+        let connect_timeout = self.check_timeout();
+        let mut resolver = self.resolver().clone();
+        resolver.known_hosts = self.scan_known_hosts.clone();
+        let mut connection = Connection::open_with_resolver(
             address,
             generation,
-            self.check_timeout(),
+            connect_timeout,
             self.options.socket_timeout(),
+            &resolver,
         )?;
         let settings = HandshakeSettings {
             metadata: &self.metadata,

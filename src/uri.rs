@@ -198,7 +198,7 @@ struct OptionParser {
 }
 
 /// A bad percent-escape; [`DecodeError::context`] names where it was.
-struct DecodeError(String);
+pub(crate) struct DecodeError(pub(crate) String);
 
 impl DecodeError {
     fn context(self, place: &str) -> Error {
@@ -208,7 +208,7 @@ impl DecodeError {
 
 /// Percent-decodes `text`; a `%` must start a two-digit hex escape and the
 /// result must be UTF-8.
-fn percent_decode(text: &str) -> std::result::Result<String, DecodeError> {
+pub(crate) fn percent_decode(text: &str) -> std::result::Result<String, DecodeError> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

@@ -286,6 +286,33 @@ impl TopologyDescription {
         self.diff_from(&previous, Some(&address))
     }
 
+    /// The SRV polling spec's new mongos list: servers missing from
+    /// `hosts` leave, new ones join as Unknown, and the others stay as
+    /// they are (never removed and re-added).
+    pub fn set_srv_hosts(&mut self, hosts: &[ServerAddress]) -> TopologyUpdate {
+        let previous = self.clone();
+        let gone: Vec<ServerAddress> = self
+            .servers
+            .keys()
+            .filter(|address| !hosts.contains(address))
+            .cloned()
+            .collect();
+        for address in &gone {
+            self.remove(address);
+        }
+        for address in hosts {
+            if !self.servers.contains_key(address) {
+                self.servers
+                    .insert(address.clone(), ServerDescription::unknown(address.clone()));
+                self.server_states
+                    .insert(address.clone(), ServerState::default());
+            }
+        }
+        self.update_compatibility();
+        self.update_logical_session_timeout();
+        self.diff_from(&previous, None)
+    }
+
     /// Removes every server and makes the topology Unknown (the spec's
     /// client closing), returning ServerClosed for each server, the
     /// topology change, and TopologyClosed last.

@@ -1,0 +1,360 @@
+//! `mongodb+srv` and DNS end to end, against a loopback DNS server and
+//! the topology simulator: the look-up is lazy and asks SRV and TXT at
+//! once, DNS failures are bounded by connectTimeoutMS and timeoutMS and
+//! name the record, member host names go through the same resolver, and
+//! SRV polling adds and removes mongoses.
+
+mod support;
+
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bson::doc;
+use mongo_inline::event::SdamEvent;
+use mongo_inline::{Client, ClientOptions};
+
+use support::dns::{a, srv, DnsServer, ZoneRecord};
+use support::events::Recorder;
+use support::server::TestServer;
+use support::sim::Simulator;
+
+const HOST: &str = "cluster0.test.build.10gen.cc";
+const MEMBER: &str = "localhost.test.build.10gen.cc";
+
+fn srv_name() -> String {
+    format!("_mongodb._tcp.{HOST}")
+}
+
+fn records_for(ports: &[u16], ttl: u32) -> Vec<ZoneRecord> {
+    let mut records: Vec<ZoneRecord> = ports
+        .iter()
+        .map(|&port| srv(&srv_name(), port, MEMBER, ttl))
+        .collect();
+    records.push(a(MEMBER, Ipv4Addr::LOCALHOST));
+    records
+}
+
+fn client_for(uri: &str, dns: &DnsServer) -> (Client, Arc<Recorder>) {
+    let in_code = ClientOptions::builder()
+        .name_servers(vec![dns.address()])
+        .build()
+        .unwrap();
+    let options = ClientOptions::parse_with(uri, in_code).unwrap();
+    let recorder = Arc::new(Recorder::default());
+    let client = Client::with_options_and_handler(options, recorder.clone()).unwrap();
+    (client, recorder)
+}
+
+fn ping(client: &Client) -> mongo_inline::Result<bson::Document> {
+    client.database("admin").run_command(doc! { "ping": 1 })
+}
+
+/// An operation that takes the client's timeoutMS (`runCommand` on a
+/// database does not, today).
+fn count(client: &Client) -> mongo_inline::Result<u64> {
+    client
+        .database("srv_test")
+        .collection::<bson::Document>("c")
+        .estimated_document_count(None)
+}
+
+#[test]
+fn the_look_up_waits_for_the_first_operation_and_asks_srv_and_txt_together() {
+    let sim = Simulator::mongos(TestServer::shared(), 2);
+    let dns = DnsServer::start(records_for(&[sim.port(0), sim.port(1)], 300));
+    let (client, recorder) = client_for(&format!("mongodb+srv://{HOST}/?tls=false"), &dns);
+    assert_eq!(
+        dns.questions(),
+        0,
+        "the constructor must not look anything up"
+    );
+    assert!(recorder.sdam().is_empty(), "no topology before the look-up");
+
+    // Every reply takes 300 ms: asked one after the other, SRV and TXT
+    // would take 600 ms before the first member is even looked up.
+    dns.set_delay(Duration::from_millis(300));
+    let start = Instant::now();
+    ping(&client).unwrap();
+    let asked = dns.asked();
+    assert!(asked.len() >= 4, "{asked:?}");
+    assert!(
+        asked[..2].contains(&format!("SRV {}", srv_name())),
+        "{asked:?}"
+    );
+    assert!(asked[..2].contains(&format!("TXT {HOST}")), "{asked:?}");
+    // The member's A and AAAA questions go out together too: one more
+    // round trip. Two delayed round trips in all; one question at a time
+    // would take four (1200 ms).
+    assert!(asked[2..].contains(&format!("A {MEMBER}")), "{asked:?}");
+    assert!(asked[2..].contains(&format!("AAAA {MEMBER}")), "{asked:?}");
+    let elapsed = start.elapsed();
+    assert!(
+        elapsed < Duration::from_millis(1100),
+        "SRV+TXT and A+AAAA should cost two delayed round trips (about 600 ms), took {elapsed:?}"
+    );
+
+    // Later operations ask nothing more (the next SRV poll is a TTL away).
+    let before = dns.questions();
+    ping(&client).unwrap();
+    assert_eq!(dns.questions(), before);
+    let mut hosts: Vec<String> = client
+        .options()
+        .hosts()
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+    hosts.sort();
+    let mut expected = vec![
+        format!("{MEMBER}:{}", sim.port(0)),
+        format!("{MEMBER}:{}", sim.port(1)),
+    ];
+    expected.sort();
+    assert_eq!(hosts, expected);
+}
+
+#[test]
+fn an_unanswered_srv_look_up_fails_within_connect_timeout_and_names_the_records() {
+    let dns = DnsServer::silent();
+    let (client, _) = client_for(
+        &format!("mongodb+srv://{HOST}/?tls=false&connectTimeoutMS=300"),
+        &dns,
+    );
+    let start = Instant::now();
+    let error = ping(&client).unwrap_err().to_string();
+    let elapsed = start.elapsed();
+    assert!(elapsed < Duration::from_millis(1000), "took {elapsed:?}");
+    assert!(elapsed >= Duration::from_millis(250), "took {elapsed:?}");
+    assert!(
+        error.contains(&format!("SRV record {}", srv_name())),
+        "{error}"
+    );
+    assert!(error.contains(&format!("TXT record {HOST}")), "{error}");
+    assert!(error.contains("timed out"), "{error}");
+    assert!(dns.questions() >= 2);
+}
+
+#[test]
+fn an_unanswered_srv_look_up_ends_with_timeout_ms() {
+    let dns = DnsServer::silent();
+    let (client, _) = client_for(
+        &format!("mongodb+srv://{HOST}/?tls=false&timeoutMS=200&connectTimeoutMS=20000"),
+        &dns,
+    );
+    let start = Instant::now();
+    let error = count(&client).unwrap_err();
+    let elapsed = start.elapsed();
+    assert!(
+        elapsed < Duration::from_millis(900),
+        "took {elapsed:?}: {error}"
+    );
+}
+
+#[test]
+fn a_srv_name_with_no_records_is_an_error_naming_it() {
+    let dns = DnsServer::start(vec![a(MEMBER, Ipv4Addr::LOCALHOST)]);
+    let (client, recorder) = client_for(&format!("mongodb+srv://{HOST}/?tls=false"), &dns);
+    let error = ping(&client).unwrap_err().to_string();
+    assert!(
+        error.contains(HOST) && error.contains("no records"),
+        "{error}"
+    );
+    assert!(recorder.sdam().is_empty(), "no host may be contacted");
+}
+
+#[test]
+fn a_member_name_whose_name_server_never_answers_fails_within_connect_timeout() {
+    let dns = DnsServer::silent();
+    let uri = "mongodb://member.example.com:27017/?connectTimeoutMS=300\
+               &serverSelectionTimeoutMS=600&serverSelectionTryOnce=true";
+    let (client, _) = client_for(uri, &dns);
+    let start = Instant::now();
+    let error = ping(&client).unwrap_err().to_string();
+    let elapsed = start.elapsed();
+    assert!(
+        elapsed < Duration::from_millis(1200),
+        "took {elapsed:?}: {error}"
+    );
+    // The silent server was asked: the option was honoured, and the
+    // failure says which name could not be resolved.
+    let asked = dns.asked();
+    assert!(
+        asked.contains(&"A member.example.com".to_string()),
+        "{asked:?}"
+    );
+    assert!(
+        asked.contains(&"AAAA member.example.com".to_string()),
+        "{asked:?}"
+    );
+    assert!(error.contains("resolving the host name"), "{error}");
+    assert!(error.contains("member.example.com"), "{error}");
+}
+
+#[test]
+fn a_member_name_look_up_ends_with_timeout_ms() {
+    let dns = DnsServer::silent();
+    let uri = "mongodb://member.example.com:27017/?timeoutMS=250&connectTimeoutMS=20000";
+    let (client, _) = client_for(uri, &dns);
+    let start = Instant::now();
+    let error = count(&client).unwrap_err();
+    let elapsed = start.elapsed();
+    assert!(
+        elapsed < Duration::from_millis(900),
+        "took {elapsed:?}: {error}"
+    );
+    assert!(!dns.asked().is_empty());
+}
+
+/// The polling spec's floor on the rescan interval is 60 s, whatever the
+/// TTL, so this test waits that long once.
+#[test]
+fn srv_polling_adds_and_removes_mongoses_before_an_operation() {
+    let sim = Simulator::mongos(TestServer::shared(), 3);
+    let dns = DnsServer::start(records_for(&[sim.port(0), sim.port(1)], 1));
+    let (client, recorder) = client_for(&format!("mongodb+srv://{HOST}/?tls=false"), &dns);
+    ping(&client).unwrap();
+    let address = |i: usize| format!("{MEMBER}:{}", sim.port(i));
+    let servers = |recorder: &Recorder| -> Vec<String> {
+        recorder
+            .sdam()
+            .into_iter()
+            .filter_map(|e| match e {
+                SdamEvent::TopologyDescriptionChanged { new, .. } => {
+                    Some(new.servers.keys().map(|a| a.to_string()).collect())
+                }
+                _ => None,
+            })
+            .next_back()
+            .unwrap_or_default()
+    };
+    let mut first = servers(&recorder);
+    first.sort();
+    let mut expected = vec![address(0), address(1)];
+    expected.sort();
+    assert_eq!(first, expected);
+
+    // Member 0 leaves the record and member 2 joins it.
+    dns.set_records(records_for(&[sim.port(1), sim.port(2)], 1));
+    let questions_before = dns.questions();
+    ping(&client).unwrap();
+    assert_eq!(
+        dns.questions(),
+        questions_before,
+        "no rescan before the interval has passed"
+    );
+    let events_before = recorder.sdam().len();
+    std::thread::sleep(Duration::from_secs(61));
+    assert_eq!(
+        dns.questions(),
+        questions_before,
+        "nothing polls in the background"
+    );
+    ping(&client).unwrap();
+    assert!(dns
+        .asked()
+        .iter()
+        .skip(questions_before)
+        .any(|q| q == &format!("SRV {}", srv_name())));
+    let mut now = servers(&recorder);
+    now.sort();
+    let mut expected = vec![address(1), address(2)];
+    expected.sort();
+    assert_eq!(now, expected);
+    let later: Vec<SdamEvent> = recorder.sdam().split_off(events_before);
+    let closed: Vec<String> = later
+        .iter()
+        .filter_map(|e| match e {
+            SdamEvent::ServerClosed { address, .. } => Some(address.to_string()),
+            _ => None,
+        })
+        .collect();
+    let opened: Vec<String> = later
+        .iter()
+        .filter_map(|e| match e {
+            SdamEvent::ServerOpening { address, .. } => Some(address.to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(closed, vec![address(0)], "only the departed mongos closes");
+    assert_eq!(opened, vec![address(2)], "only the new mongos opens");
+}
+
+#[test]
+fn a_scan_looks_up_its_members_names_together() {
+    let sim = Simulator::mongos(TestServer::shared(), 3);
+    let names = [
+        "m0.test.build.10gen.cc",
+        "m1.test.build.10gen.cc",
+        "m2.test.build.10gen.cc",
+    ];
+    let dns = DnsServer::start(names.iter().map(|n| a(n, Ipv4Addr::LOCALHOST)).collect());
+    let seeds: Vec<String> = (0..3)
+        .map(|i| format!("{}:{}", names[i], sim.port(i)))
+        .collect();
+    let (client, _) = client_for(&format!("mongodb://{}/", seeds.join(",")), &dns);
+    dns.set_delay(Duration::from_millis(300));
+    let start = Instant::now();
+    ping(&client).unwrap();
+    let elapsed = start.elapsed();
+    let asked = dns.asked();
+    for name in names {
+        assert!(asked.contains(&format!("A {name}")), "{asked:?}");
+        assert!(asked.contains(&format!("AAAA {name}")), "{asked:?}");
+    }
+    assert_eq!(asked.len(), 6, "each name asked once: {asked:?}");
+    // One by one, three members would wait three round trips (900 ms).
+    assert!(
+        elapsed < Duration::from_millis(750),
+        "three members' names should cost one 300 ms round trip, took {elapsed:?}"
+    );
+}
+
+#[test]
+fn junk_from_the_name_server_is_ignored_until_the_deadline() {
+    let dns = DnsServer::garbage();
+    let (client, _) = client_for(
+        &format!("mongodb+srv://{HOST}/?tls=false&connectTimeoutMS=300"),
+        &dns,
+    );
+    let start = Instant::now();
+    let error = ping(&client).unwrap_err().to_string();
+    let elapsed = start.elapsed();
+    assert!(elapsed < Duration::from_millis(1000), "took {elapsed:?}");
+    assert!(error.contains("timed out"), "{error}");
+    assert!(
+        error.contains(&format!("SRV record {}", srv_name())),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_truncated_answer_is_asked_again_over_tcp() {
+    let sim = Simulator::mongos(TestServer::shared(), 2);
+    let dns = DnsServer::truncating(records_for(&[sim.port(0), sim.port(1)], 300));
+    let (client, _) = client_for(&format!("mongodb+srv://{HOST}/?tls=false"), &dns);
+    ping(&client).unwrap();
+    let mut hosts: Vec<String> = client
+        .options()
+        .hosts()
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+    hosts.sort();
+    let mut expected = vec![
+        format!("{MEMBER}:{}", sim.port(0)),
+        format!("{MEMBER}:{}", sim.port(1)),
+    ];
+    expected.sort();
+    assert_eq!(hosts, expected);
+}
+
+#[test]
+fn a_failed_look_up_is_tried_again_by_the_next_operation() {
+    let sim = Simulator::mongos(TestServer::shared(), 1);
+    let dns = DnsServer::start(vec![a(MEMBER, Ipv4Addr::LOCALHOST)]);
+    let (client, _) = client_for(&format!("mongodb+srv://{HOST}/?tls=false"), &dns);
+    assert!(ping(&client).is_err(), "no SRV record yet");
+    dns.set_records(records_for(&[sim.port(0)], 300));
+    ping(&client).unwrap();
+    assert_eq!(client.options().hosts().len(), 1);
+}
