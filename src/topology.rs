@@ -531,13 +531,17 @@ impl Topology {
 
     /// One check of one server: a hello on its socket (opened, with the
     /// handshake, if there is none). A network error on a server that was
-    /// known is retried once at once, per the monitoring spec.
+    /// known is retried once at once, per the monitoring spec. A
+    /// PossiblePrimary is not known (only another member named it): a
+    /// blackholed old primary that secondaries still name would otherwise
+    /// cost two connectTimeoutMS per scan.
     fn check(&mut self, address: &ServerAddress) {
-        let was_known = self
-            .description
-            .servers
-            .get(address)
-            .is_some_and(|s| s.server_type != crate::sdam::ServerType::Unknown);
+        let was_known = self.description.servers.get(address).is_some_and(|s| {
+            !matches!(
+                s.server_type,
+                ServerType::Unknown | ServerType::PossiblePrimary
+            )
+        });
         let mut outcome = self.hello(address);
         if let Err(error) = &outcome {
             if was_known

@@ -453,3 +453,30 @@ fn event_name(event: &SdamEvent) -> &'static str {
         _ => "other",
     }
 }
+
+#[test]
+fn a_possible_primary_that_fails_its_check_is_not_retried_at_once() {
+    // Member 1 (a secondary, the only seed) names member 0 as its primary,
+    // so member 0 enters the topology as a PossiblePrimary. Its hellos fail
+    // with a network error. The monitoring spec retries once only a server
+    // that was known before the check (not Unknown, not PossiblePrimary):
+    // a blackholed old primary that secondaries still name must cost one
+    // connect per scan, not two.
+    let sim = replica_set(&[Role::Primary, Role::Secondary]);
+    sim.fail_hellos(0, 10, support::sim::HelloFault::CloseConnection);
+    let client = client(&sim.seed_uri(&[1]));
+    client
+        .database("admin")
+        .run_command_with(
+            doc! { "ping": 1 },
+            SelectionCriteria::ReadPreference(mongo_inline::ReadPreference::new(
+                mongo_inline::ReadPreferenceMode::Secondary,
+            )),
+        )
+        .expect("ping on the secondary");
+    assert_eq!(
+        sim.connections(0),
+        1,
+        "the PossiblePrimary was checked more than once in one scan"
+    );
+}
