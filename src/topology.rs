@@ -224,15 +224,17 @@ impl Topology {
             }
             Err(error) => {
                 self.connections.remove(address);
-                // The ping is not a scan check: no cooldown, so the rescan
-                // that follows tries this server again at once.
+                // The ping is not a scan check: no cooldown. Nor is the
+                // topology stale: the server selection spec says to mark
+                // the server Unknown and select again, so another suitable
+                // server is taken from what is known; only when none is
+                // does the selection loop rescan (and retry this server).
                 let now = Instant::now();
                 let update = self.description.check_failed(
                     address,
                     format!("idle socket check failed: {error}"),
                     now,
                 );
-                self.description.stale = true;
                 self.publish(update);
                 Err(error)
             }

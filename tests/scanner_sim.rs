@@ -480,3 +480,50 @@ fn a_possible_primary_that_fails_its_check_is_not_retried_at_once() {
         "the PossiblePrimary was checked more than once in one scan"
     );
 }
+
+#[test]
+fn a_failed_idle_socket_ping_selects_again_without_rescanning() {
+    // Server selection spec, single-threaded: "if the check fails, mark the
+    // server Unknown and ... select again". Another suitable server is
+    // selected from what is known; nothing is rescanned, and the dead
+    // server is not reconnected to.
+    let sim = three_members();
+    let client = client(&uri_with(
+        &sim,
+        &[0, 1, 2],
+        "socketCheckIntervalMS=200&connectTimeoutMS=200",
+    ));
+    ping_primary_preferred(&client);
+    assert_eq!(hellos(&sim), vec![1, 1, 1], "the first scan");
+    assert_eq!(commands(&sim, 0).last().map(String::as_str), Some("ping"));
+    std::thread::sleep(Duration::from_millis(250));
+
+    // The primary's ping outlasts connectTimeoutMS.
+    sim.delay_replies(0, Duration::from_millis(400));
+    ping_primary_preferred(&client);
+    sim.delay_replies(0, Duration::ZERO);
+
+    assert_eq!(
+        hellos(&sim),
+        vec![1, 1, 1],
+        "a rescan after the failed ping"
+    );
+    assert_eq!(sim.connections(0), 1, "reconnected to the failed server");
+    let pinged_secondaries = count(&commands(&sim, 1), "ping") + count(&commands(&sim, 2), "ping");
+    assert!(
+        pinged_secondaries >= 1,
+        "the operation did not run on a secondary"
+    );
+}
+
+fn ping_primary_preferred(client: &Client) {
+    client
+        .database("admin")
+        .run_command_with(
+            doc! { "ping": 1 },
+            SelectionCriteria::ReadPreference(mongo_inline::ReadPreference::new(
+                mongo_inline::ReadPreferenceMode::PrimaryPreferred,
+            )),
+        )
+        .expect("ping with primaryPreferred");
+}
