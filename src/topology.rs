@@ -75,6 +75,10 @@ pub struct Topology {
     /// The deadline of the operation selecting a server, while it does:
     /// its scans and new sockets must not outlast it (CSOT).
     operation_deadline: Deadline,
+    /// Counts the updates that changed what the scan order depends on (a
+    /// server added or removed, or moved to another priority class), so a
+    /// scan recomputes its order only then.
+    scan_order_changes: u64,
 }
 
 impl Topology {
@@ -112,6 +116,7 @@ impl Topology {
             service_generations: HashMap::new(),
             load_balanced_service: None,
             operation_deadline: Deadline::NONE,
+            scan_order_changes: 0,
             options,
         };
         for event in topology.description.opening_events() {
@@ -393,7 +398,9 @@ impl Topology {
         if target > now {
             std::thread::sleep(target - now);
         }
-        self.scan();
+        // serverSelectionTimeoutMS bounds the scan too: a member listing
+        // thousands of unreachable hosts must not hold the selection past it.
+        self.scan_until(Some(max_time));
         Ok(())
     }
 
@@ -509,22 +516,41 @@ impl Topology {
         if self.is_load_balanced() {
             return;
         }
+        self.scan_until(None);
+    }
+
+    /// [`Topology::scan`], starting no check after `limit` (the selection's
+    /// serverSelectionTimeoutMS) or the operation's deadline.
+    ///
+    /// The order is computed once and followed, and computed again only
+    /// when a check changed what it depends on (a server added or removed,
+    /// a new primary or PossiblePrimary) or it runs out: recomputing it
+    /// before every check made a scan of n members cost n² log n, 25 s of
+    /// CPU for a hello listing 2,000 hosts.
+    fn scan_until(&mut self, limit: Option<Instant>) {
         let scan_start = Instant::now();
+        let mut order = std::collections::VecDeque::new();
+        let mut order_key = None;
         loop {
-            if self.operation_deadline.expired(Instant::now()) {
+            let now = Instant::now();
+            if self.operation_deadline.expired(now) || limit.is_some_and(|l| now >= l) {
                 // Unchecked servers are as stale as before; the next
                 // selection scans again.
                 self.last_scan_end = Some(Instant::now());
                 self.description.stale = true;
                 return;
             }
-            let next = {
+            let key = self.scan_order_changes;
+            if order.is_empty() || order_key != Some(key) {
                 let candidates = scan_candidates(&self.description, &self.checks);
-                scan::next_to_check(&candidates, scan_start, Instant::now(), &mut self.rng)
+                order = scan::check_order(&candidates, scan_start, now, &mut self.rng).into();
+                order_key = Some(key);
+            }
+            let Some(address) = order.pop_front() else {
+                break;
             };
-            match next {
-                Some(address) => self.check(&address),
-                None => break,
+            if self.description.servers.contains_key(&address) {
+                self.check(&address);
             }
         }
         self.last_scan_end = Some(Instant::now());
@@ -898,6 +924,17 @@ impl Topology {
             self.checks.remove(address);
         }
         for event in &update.events {
+            let reorders = match event {
+                SdamEvent::ServerOpening { .. } | SdamEvent::ServerClosed { .. } => true,
+                SdamEvent::ServerDescriptionChanged { previous, new, .. } => {
+                    scan::priority_class(previous.server_type)
+                        != scan::priority_class(new.server_type)
+                }
+                _ => false,
+            };
+            if reorders {
+                self.scan_order_changes += 1;
+            }
             self.publish_event(event);
         }
     }

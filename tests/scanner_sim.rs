@@ -527,3 +527,43 @@ fn ping_primary_preferred(client: &Client) {
         )
         .expect("ping with primaryPreferred");
 }
+
+#[test]
+fn a_member_listing_two_thousand_unreachable_hosts_cannot_outlast_server_selection_timeout() {
+    // Ports that were just bound and released: nothing listens there, so
+    // every connect is refused at once and the cost measured is the
+    // scanner's own. Recomputing the scan order before every check made
+    // this scan cost n² log n (144 s in a debug build), and nothing but the
+    // operation's timeoutMS bounded the scan loop.
+    let closed: Vec<u16> = (0..2000)
+        .map(|_| {
+            std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .expect("bind an ephemeral port")
+                .port()
+        })
+        .collect();
+    let sim = replica_set(&[Role::Primary]);
+    let passives: Vec<bson::Bson> = closed
+        .iter()
+        .map(|port| bson::Bson::String(format!("127.0.0.1:{port}")))
+        .collect();
+    sim.set_hello_extra(0, doc! { "passives": passives });
+    let timeout_ms = std::env::var("SCAN_2000_SST_MS").unwrap_or_else(|_| "3000".into());
+    let bound = Duration::from_millis(timeout_ms.parse().expect("SCAN_2000_SST_MS"));
+    let client = client(&uri_with(
+        &sim,
+        &[0],
+        &format!("serverSelectionTimeoutMS={timeout_ms}&connectTimeoutMS=500"),
+    ));
+    let started = Instant::now();
+    ping(&client);
+    let elapsed = started.elapsed();
+    println!("selection over 2,001 members (2,000 refusing): {elapsed:?}");
+    // Slack: one check (connectTimeoutMS) may be under way at the bound.
+    let slack = Duration::from_millis(1500);
+    assert!(
+        elapsed < bound + slack,
+        "selection took {elapsed:?}, serverSelectionTimeoutMS is {bound:?}"
+    );
+}
