@@ -726,12 +726,12 @@ impl Topology {
     fn open_with_handshake(&mut self, address: &ServerAddress) -> Result<Document> {
         self.connections.remove(address);
         let generation = self.description.pool_generation(address).unwrap_or(0);
-        let mut connection = Connection::open(
-            address,
-            generation,
-            self.check_timeout(),
-            self.options.socket_timeout(),
-        )?;
+        // connectTimeoutMS (or the operation's time left) bounds the
+        // connect and the handshake together, not each of them.
+        let limit = self.check_timeout();
+        let started = Instant::now();
+        let mut connection =
+            Connection::open(address, generation, limit, self.options.socket_timeout())?;
         let settings = HandshakeSettings {
             metadata: &self.metadata,
             load_balanced: self.options.load_balanced(),
@@ -739,9 +739,11 @@ impl Topology {
             compressors: &[],
         };
         let (command, use_op_msg) = handshake::handshake_command(&settings);
-        // Monitoring checks (and so the handshake) use connectTimeoutMS as
-        // their socket timeout.
-        let timeout = self.check_timeout();
+        let timeout = limit.map(|limit| {
+            limit
+                .saturating_sub(started.elapsed())
+                .max(Duration::from_millis(1))
+        });
         let reply = if use_op_msg {
             connection.command("admin", command, timeout)
         } else {
