@@ -205,7 +205,7 @@ impl ClientState {
                         .map(|r| r.deprioritized().to_vec())
                         .unwrap_or_default();
                     self.topology
-                        .select_for(&criteria, Op::NAME, &deprioritized, deadline)
+                        .select_for(&criteria, op.command_name(), &deprioritized, deadline)
                 }
                 Target::Pinned {
                     address,

@@ -79,6 +79,9 @@ pub struct Topology {
     /// server added or removed, or moved to another priority class), so a
     /// scan recomputes its order only then.
     scan_order_changes: u64,
+    /// Whether the current selection logged "Waiting for suitable server"
+    /// (the spec: once per selection).
+    waiting_logged: bool,
 }
 
 impl Topology {
@@ -117,6 +120,7 @@ impl Topology {
             load_balanced_service: None,
             operation_deadline: Deadline::NONE,
             scan_order_changes: 0,
+            waiting_logged: false,
             options,
         };
         for event in topology.description.opening_events() {
@@ -153,6 +157,7 @@ impl Topology {
         deadline: Deadline,
     ) -> Result<ServerAddress> {
         self.operation_deadline = deadline;
+        self.waiting_logged = false;
         let selected = self.select_and_connect(criteria, operation, deprioritized, deadline);
         self.operation_deadline = Deadline::NONE;
         selected
@@ -305,7 +310,6 @@ impl Topology {
             self.rescan(try_once, max_time, criteria, operation)
                 .map_err(timed_out)?;
         }
-        let mut logged_waiting = false;
         loop {
             let selected = select::select(
                 &self.description,
@@ -316,6 +320,10 @@ impl Topology {
             );
             match selected {
                 Err(error) => {
+                    // An incompatible server may be upgraded or replaced:
+                    // the next selection must look again, not trust this
+                    // description.
+                    self.description.stale = true;
                     self.log_selection(|c| SelectionLog::failed(c, &error), criteria, operation);
                     return Err(error);
                 }
@@ -339,8 +347,10 @@ impl Topology {
             if !try_once && Instant::now() >= max_time {
                 return Err(timed_out(self.selection_failed(criteria, operation, None)));
             }
-            if !logged_waiting {
-                logged_waiting = true;
+            // Once per selection, even when a failed socket check makes
+            // the operation select twice.
+            if !self.waiting_logged {
+                self.waiting_logged = true;
                 let remaining =
                     (!try_once).then(|| max_time.saturating_duration_since(Instant::now()));
                 self.log_selection(|c| SelectionLog::waiting(c, remaining), criteria, operation);
@@ -425,7 +435,9 @@ impl Topology {
         criteria: &SelectionCriteria,
         operation: &str,
     ) {
-        if !log::log_enabled!(target: select::LOG_TARGET, log::Level::Debug) {
+        // "Waiting for suitable server" is at info; the others at debug
+        // (emit filters by each message's own level).
+        if !log::log_enabled!(target: select::LOG_TARGET, log::Level::Info) {
             return;
         }
         let context = SelectionLogContext {
