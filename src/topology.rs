@@ -492,6 +492,14 @@ impl Topology {
         }
     }
 
+    /// Whether a command event would reach anyone (a handler, or the
+    /// command log at debug): building one copies the reply, which for a
+    /// large batch doubles the memory an operation needs.
+    pub(crate) fn command_events_wanted(&self) -> bool {
+        self.handler.is_some()
+            || log::log_enabled!(target: crate::event::command::COMMAND_LOG_TARGET, log::Level::Debug)
+    }
+
     /// Hands a command event to the log and the application's handler.
     pub(crate) fn publish_command_event(&self, event: &CommandEvent) {
         log_command_event(event);
