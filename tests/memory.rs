@@ -94,10 +94,12 @@ fn reading_large_batches_peaks_under_two_and_a_half_times_the_reply() {
 
     let options = FindOptions::default().batch_size(DOCUMENTS as u32);
     let (count, find_peak) = peak_during(|| {
-        coll.find(None, options)
-            .unwrap()
-            .map(|d| d.unwrap())
-            .count()
+        let mut count = 0;
+        for document in coll.find(None, options).unwrap() {
+            document.unwrap();
+            count += 1;
+        }
+        count
     });
     assert_eq!(count, DOCUMENTS);
     println!(
