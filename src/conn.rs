@@ -105,6 +105,68 @@ impl Write for Stream {
     }
 }
 
+/// The stream of one exchange, bounded by its deadline: before each read
+/// or write the socket timeout becomes the time left (set only when it
+/// must change), and once the deadline has passed every call fails with
+/// `TimedOut`. Works on the socket under any wrapping stream, so a TLS
+/// stream over the same socket gets the same bound.
+struct DeadlineIo<'a> {
+    stream: &'a mut Stream,
+    applied: &'a mut Option<Option<Duration>>,
+    deadline: Option<Instant>,
+}
+
+/// How much longer than the time left a socket timeout may stay set: a
+/// read may overrun the deadline by at most this much, and a fast exchange
+/// costs no setsockopt call per read.
+const TIMEOUT_SLACK: Duration = Duration::from_millis(20);
+
+impl DeadlineIo<'_> {
+    fn arm(&mut self) -> std::io::Result<()> {
+        let wanted = match self.deadline {
+            None => None,
+            Some(deadline) => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "the exchange's time limit ran out",
+                    ));
+                }
+                // A zero timeout means "none" to the socket: at least 1 ms.
+                let left = left.max(Duration::from_millis(1));
+                match *self.applied {
+                    Some(Some(set)) if set >= left && set <= left + TIMEOUT_SLACK => return Ok(()),
+                    _ => Some(left),
+                }
+            }
+        };
+        if *self.applied != Some(wanted) {
+            self.stream.set_timeouts(wanted)?;
+            *self.applied = Some(wanted);
+        }
+        Ok(())
+    }
+}
+
+impl Read for DeadlineIo<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.arm()?;
+        self.stream.read(buf)
+    }
+}
+
+impl Write for DeadlineIo<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.arm()?;
+        self.stream.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.arm()?;
+        self.stream.flush()
+    }
+}
+
 /// An open socket to one server.
 pub struct Connection {
     stream: Stream,
@@ -120,6 +182,9 @@ pub struct Connection {
     last_used: Instant,
     max_message_size: usize,
     socket_timeout: Option<Duration>,
+    /// The read/write timeout last set on the socket (`None` before the
+    /// first), so it is set again only when it must change.
+    applied_timeout: Option<Option<Duration>>,
     /// Set when an exchange failed half-way: the stream may hold a partial
     /// reply, so it must never be used again.
     broken: bool,
@@ -197,6 +262,7 @@ impl Connection {
             last_used: Instant::now(),
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE_BYTES as usize,
             socket_timeout,
+            applied_timeout: None,
             broken: false,
             write_buffer: Vec::new(),
         })
@@ -345,24 +411,34 @@ impl Connection {
         }
         // Until the reply is fully read the stream is in an unknown state.
         self.broken = true;
-        let timeout = timeout.or(self.socket_timeout);
-        self.stream
-            .set_timeouts(timeout)
-            .map_err(|e| self.network_error("setting the socket timeout", e))?;
-        self.stream
-            .write_all(bytes)
-            .map_err(|e| self.network_error("sending a command", e))?;
-        let message = self.read_message(request_id)?;
+        // One deadline for the whole exchange, not a timeout per read: a
+        // peer dripping a byte at a time would otherwise outlast any bound.
+        let deadline = timeout.or(self.socket_timeout).map(|t| Instant::now() + t);
+        let address = self.address.clone();
+        let mut io = DeadlineIo {
+            stream: &mut self.stream,
+            applied: &mut self.applied_timeout,
+            deadline,
+        };
+        io.write_all(bytes)
+            .map_err(|e| Error::network(Some(address), "sending a command", e))?;
+        let message = self.read_message(request_id, deadline)?;
         self.broken = false;
         self.last_used = Instant::now();
         Ok(message)
     }
 
-    fn read_message(&mut self, request_id: i32) -> Result<Message> {
+    fn read_message(&mut self, request_id: i32, deadline: Option<Instant>) -> Result<Message> {
+        let address = self.address.clone();
+        let network_error = |context: &str, e| Error::network(Some(address.clone()), context, e);
         let mut header_bytes = [0u8; HEADER_LEN];
-        self.stream
-            .read_exact(&mut header_bytes)
-            .map_err(|e| self.network_error("reading a reply header", e))?;
+        DeadlineIo {
+            stream: &mut self.stream,
+            applied: &mut self.applied_timeout,
+            deadline,
+        }
+        .read_exact(&mut header_bytes)
+        .map_err(|e| network_error("reading a reply header", e))?;
         let header = Header::parse(&header_bytes, self.max_message_size)
             .map_err(|e| self.with_address(e))?;
         if header.response_to != request_id {
@@ -378,12 +454,17 @@ impl Connection {
         // not with what the length field claims.
         let body_len = header.body_len();
         let mut body = Vec::with_capacity(body_len.min(64 * 1024));
-        (&mut self.stream)
+        let mut io = DeadlineIo {
+            stream: &mut self.stream,
+            applied: &mut self.applied_timeout,
+            deadline,
+        };
+        (&mut io)
             .take(body_len as u64)
             .read_to_end(&mut body)
-            .map_err(|e| self.network_error("reading a reply", e))?;
+            .map_err(|e| network_error("reading a reply", e))?;
         if body.len() != body_len {
-            return Err(self.network_error(
+            return Err(network_error(
                 "reading a reply",
                 std::io::Error::new(
                     std::io::ErrorKind::UnexpectedEof,
@@ -399,10 +480,6 @@ impl Connection {
             ));
         }
         Ok(message)
-    }
-
-    fn network_error(&self, context: &str, e: std::io::Error) -> Error {
-        Error::network(Some(self.address.clone()), context, e)
     }
 
     fn with_address(&self, e: Error) -> Error {

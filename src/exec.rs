@@ -213,7 +213,7 @@ impl ClientState {
                         .map(|r| r.deprioritized().to_vec())
                         .unwrap_or_default();
                     self.topology
-                        .select_for(&criteria, Op::NAME, &deprioritized, deadline)
+                        .select_for(&criteria, op.command_name(), &deprioritized, deadline)
                 }
                 Target::Pinned {
                     address,
@@ -561,17 +561,21 @@ impl ClientState {
                 self.clock.observe_reply(reply);
             }
         });
-        let result = result.and_then(|reply| check_reply(reply.clone(), address).map(|_| reply));
+        // check_reply passes an `ok: 1` reply through by value: no copy.
+        let result = result.and_then(|reply| check_reply(reply, address));
         match result {
             Ok(reply) => {
-                self.topology
-                    .publish_command_event(&CommandEvent::Succeeded {
-                        reply: redact(sensitive, &reply),
-                        command_name: event_name,
-                        request_id,
-                        duration,
-                        connection: connection_info,
-                    });
+                // The event's copy of the reply only when someone listens.
+                if self.topology.command_events_wanted() {
+                    self.topology
+                        .publish_command_event(&CommandEvent::Succeeded {
+                            reply: redact(sensitive, &reply),
+                            command_name: event_name,
+                            request_id,
+                            duration,
+                            connection: connection_info,
+                        });
+                }
                 Ok(reply)
             }
             Err(mut error) => {

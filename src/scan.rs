@@ -99,12 +99,20 @@ impl<'a> ScanCandidate<'a> {
 
     /// The priority class of the spec's order: lower is checked first.
     fn priority(&self) -> u8 {
-        match self.description.server_type {
-            ServerType::RsPrimary => 0,
-            ServerType::PossiblePrimary => 1,
-            ServerType::Unknown | ServerType::RsGhost => 3,
-            _ => 2,
-        }
+        priority_class(self.description.server_type)
+    }
+}
+
+/// The priority class of a server of type `server_type` in the scan order:
+/// lower is checked first (the RSPrimary, a PossiblePrimary, other known
+/// servers, then Unknown and RSGhost). A scanner that follows an order it
+/// computed earlier recomputes it when a server changes class.
+pub fn priority_class(server_type: ServerType) -> u8 {
+    match server_type {
+        ServerType::RsPrimary => 0,
+        ServerType::PossiblePrimary => 1,
+        ServerType::Unknown | ServerType::RsGhost => 3,
+        _ => 2,
     }
 }
 

@@ -91,6 +91,13 @@ pub struct Topology {
     /// start, and the names that look-up failed for (with why).
     scan_known_hosts: Vec<(String, Vec<std::net::IpAddr>)>,
     scan_dns_failure: Option<(Vec<String>, Error)>,
+    /// Counts the updates that changed what the scan order depends on (a
+    /// server added or removed, or moved to another priority class), so a
+    /// scan recomputes its order only then.
+    scan_order_changes: u64,
+    /// Whether the current selection logged "Waiting for suitable server"
+    /// (the spec: once per selection).
+    waiting_logged: bool,
 }
 
 impl Topology {
@@ -134,6 +141,8 @@ impl Topology {
             resolver: None,
             scan_known_hosts: Vec::new(),
             scan_dns_failure: None,
+            scan_order_changes: 0,
+            waiting_logged: false,
             options,
         };
         // A mongodb+srv topology opens once its seeds are known.
@@ -233,6 +242,7 @@ impl Topology {
         deadline: Deadline,
     ) -> Result<ServerAddress> {
         self.operation_deadline = deadline;
+        self.waiting_logged = false;
         let selected = self
             .prepare_srv_seeds()
             .and_then(|()| self.select_and_connect(criteria, operation, deprioritized, deadline));
@@ -408,15 +418,17 @@ impl Topology {
             }
             Err(error) => {
                 self.connections.remove(address);
-                // The ping is not a scan check: no cooldown, so the rescan
-                // that follows tries this server again at once.
+                // The ping is not a scan check: no cooldown. Nor is the
+                // topology stale: the server selection spec says to mark
+                // the server Unknown and select again, so another suitable
+                // server is taken from what is known; only when none is
+                // does the selection loop rescan (and retry this server).
                 let now = Instant::now();
                 let update = self.description.check_failed(
                     address,
                     format!("idle socket check failed: {error}"),
                     now,
                 );
-                self.description.stale = true;
                 self.publish(update);
                 Err(error)
             }
@@ -482,7 +494,6 @@ impl Topology {
             self.rescan(try_once, max_time, criteria, operation)
                 .map_err(timed_out)?;
         }
-        let mut logged_waiting = false;
         loop {
             let selected = select::select(
                 &self.description,
@@ -493,6 +504,10 @@ impl Topology {
             );
             match selected {
                 Err(error) => {
+                    // An incompatible server may be upgraded or replaced:
+                    // the next selection must look again, not trust this
+                    // description.
+                    self.description.stale = true;
                     self.log_selection(|c| SelectionLog::failed(c, &error), criteria, operation);
                     return Err(error);
                 }
@@ -516,8 +531,10 @@ impl Topology {
             if !try_once && Instant::now() >= max_time {
                 return Err(timed_out(self.selection_failed(criteria, operation, None)));
             }
-            if !logged_waiting {
-                logged_waiting = true;
+            // Once per selection, even when a failed socket check makes
+            // the operation select twice.
+            if !self.waiting_logged {
+                self.waiting_logged = true;
                 let remaining =
                     (!try_once).then(|| max_time.saturating_duration_since(Instant::now()));
                 self.log_selection(|c| SelectionLog::waiting(c, remaining), criteria, operation);
@@ -575,7 +592,9 @@ impl Topology {
         if target > now {
             std::thread::sleep(target - now);
         }
-        self.scan();
+        // serverSelectionTimeoutMS bounds the scan too: a member listing
+        // thousands of unreachable hosts must not hold the selection past it.
+        self.scan_until(Some(max_time));
         Ok(())
     }
 
@@ -600,7 +619,9 @@ impl Topology {
         criteria: &SelectionCriteria,
         operation: &str,
     ) {
-        if !log::log_enabled!(target: select::LOG_TARGET, log::Level::Debug) {
+        // "Waiting for suitable server" is at info; the others at debug
+        // (emit filters by each message's own level).
+        if !log::log_enabled!(target: select::LOG_TARGET, log::Level::Info) {
             return;
         }
         let context = SelectionLogContext {
@@ -655,6 +676,14 @@ impl Topology {
         }
     }
 
+    /// Whether a command event would reach anyone (a handler, or the
+    /// command log at debug): building one copies the reply, which for a
+    /// large batch doubles the memory an operation needs.
+    pub(crate) fn command_events_wanted(&self) -> bool {
+        self.handler.is_some()
+            || log::log_enabled!(target: crate::event::command::COMMAND_LOG_TARGET, log::Level::Debug)
+    }
+
     /// Hands a command event to the log and the application's handler.
     pub(crate) fn publish_command_event(&self, event: &CommandEvent) {
         log_command_event(event);
@@ -691,23 +720,42 @@ impl Topology {
         if self.is_load_balanced() {
             return;
         }
+        self.scan_until(None);
+    }
+
+    /// [`Topology::scan`], starting no check after `limit` (the selection's
+    /// serverSelectionTimeoutMS) or the operation's deadline.
+    ///
+    /// The order is computed once and followed, and computed again only
+    /// when a check changed what it depends on (a server added or removed,
+    /// a new primary or PossiblePrimary) or it runs out: recomputing it
+    /// before every check made a scan of n members cost n² log n, 25 s of
+    /// CPU for a hello listing 2,000 hosts.
+    fn scan_until(&mut self, limit: Option<Instant>) {
         let scan_start = Instant::now();
         self.resolve_scan_hosts();
+        let mut order = std::collections::VecDeque::new();
+        let mut order_key = None;
         loop {
-            if self.operation_deadline.expired(Instant::now()) {
+            let now = Instant::now();
+            if self.operation_deadline.expired(now) || limit.is_some_and(|l| now >= l) {
                 // Unchecked servers are as stale as before; the next
                 // selection scans again.
                 self.last_scan_end = Some(Instant::now());
                 self.description.stale = true;
                 return;
             }
-            let next = {
+            let key = self.scan_order_changes;
+            if order.is_empty() || order_key != Some(key) {
                 let candidates = scan_candidates(&self.description, &self.checks);
-                scan::next_to_check(&candidates, scan_start, Instant::now(), &mut self.rng)
+                order = scan::check_order(&candidates, scan_start, now, &mut self.rng).into();
+                order_key = Some(key);
+            }
+            let Some(address) = order.pop_front() else {
+                break;
             };
-            match next {
-                Some(address) => self.check(&address),
-                None => break,
+            if self.description.servers.contains_key(&address) {
+                self.check(&address);
             }
         }
         self.last_scan_end = Some(Instant::now());
@@ -747,13 +795,17 @@ impl Topology {
 
     /// One check of one server: a hello on its socket (opened, with the
     /// handshake, if there is none). A network error on a server that was
-    /// known is retried once at once, per the monitoring spec.
+    /// known is retried once at once, per the monitoring spec. A
+    /// PossiblePrimary is not known (only another member named it): a
+    /// blackholed old primary that secondaries still name would otherwise
+    /// cost two connectTimeoutMS per scan.
     fn check(&mut self, address: &ServerAddress) {
-        let was_known = self
-            .description
-            .servers
-            .get(address)
-            .is_some_and(|s| s.server_type != crate::sdam::ServerType::Unknown);
+        let was_known = self.description.servers.get(address).is_some_and(|s| {
+            !matches!(
+                s.server_type,
+                ServerType::Unknown | ServerType::PossiblePrimary
+            )
+        });
         let mut outcome = self.hello(address);
         if let Err(error) = &outcome {
             if was_known
@@ -922,13 +974,16 @@ impl Topology {
                 ));
             }
         }
-        let connect_timeout = self.check_timeout();
+        // connectTimeoutMS (or the operation's time left) bounds the
+        // connect and the handshake together, not each of them.
+        let limit = self.check_timeout();
+        let started = Instant::now();
         let mut resolver = self.resolver().clone();
         resolver.known_hosts = self.scan_known_hosts.clone();
         let mut connection = Connection::open_with_resolver(
             address,
             generation,
-            connect_timeout,
+            limit,
             self.options.socket_timeout(),
             &resolver,
         )?;
@@ -939,9 +994,11 @@ impl Topology {
             compressors: &[],
         };
         let (command, use_op_msg) = handshake::handshake_command(&settings);
-        // Monitoring checks (and so the handshake) use connectTimeoutMS as
-        // their socket timeout.
-        let timeout = self.check_timeout();
+        let timeout = limit.map(|limit| {
+            limit
+                .saturating_sub(started.elapsed())
+                .max(Duration::from_millis(1))
+        });
         let reply = if use_op_msg {
             connection.command("admin", command, timeout)
         } else {
@@ -1124,6 +1181,17 @@ impl Topology {
             self.checks.remove(address);
         }
         for event in &update.events {
+            let reorders = match event {
+                SdamEvent::ServerOpening { .. } | SdamEvent::ServerClosed { .. } => true,
+                SdamEvent::ServerDescriptionChanged { previous, new, .. } => {
+                    scan::priority_class(previous.server_type)
+                        != scan::priority_class(new.server_type)
+                }
+                _ => false,
+            };
+            if reorders {
+                self.scan_order_changes += 1;
+            }
             self.publish_event(event);
         }
     }

@@ -453,3 +453,117 @@ fn event_name(event: &SdamEvent) -> &'static str {
         _ => "other",
     }
 }
+
+#[test]
+fn a_possible_primary_that_fails_its_check_is_not_retried_at_once() {
+    // Member 1 (a secondary, the only seed) names member 0 as its primary,
+    // so member 0 enters the topology as a PossiblePrimary. Its hellos fail
+    // with a network error. The monitoring spec retries once only a server
+    // that was known before the check (not Unknown, not PossiblePrimary):
+    // a blackholed old primary that secondaries still name must cost one
+    // connect per scan, not two.
+    let sim = replica_set(&[Role::Primary, Role::Secondary]);
+    sim.fail_hellos(0, 10, support::sim::HelloFault::CloseConnection);
+    let client = client(&sim.seed_uri(&[1]));
+    client
+        .database("admin")
+        .run_command_with(
+            doc! { "ping": 1 },
+            SelectionCriteria::ReadPreference(mongo_inline::ReadPreference::new(
+                mongo_inline::ReadPreferenceMode::Secondary,
+            )),
+        )
+        .expect("ping on the secondary");
+    assert_eq!(
+        sim.connections(0),
+        1,
+        "the PossiblePrimary was checked more than once in one scan"
+    );
+}
+
+#[test]
+fn a_failed_idle_socket_ping_selects_again_without_rescanning() {
+    // Server selection spec, single-threaded: "if the check fails, mark the
+    // server Unknown and ... select again". Another suitable server is
+    // selected from what is known; nothing is rescanned, and the dead
+    // server is not reconnected to.
+    let sim = three_members();
+    let client = client(&uri_with(
+        &sim,
+        &[0, 1, 2],
+        "socketCheckIntervalMS=200&connectTimeoutMS=200",
+    ));
+    ping_primary_preferred(&client);
+    assert_eq!(hellos(&sim), vec![1, 1, 1], "the first scan");
+    assert_eq!(commands(&sim, 0).last().map(String::as_str), Some("ping"));
+    std::thread::sleep(Duration::from_millis(250));
+
+    // The primary's ping outlasts connectTimeoutMS.
+    sim.delay_replies(0, Duration::from_millis(400));
+    ping_primary_preferred(&client);
+    sim.delay_replies(0, Duration::ZERO);
+
+    assert_eq!(
+        hellos(&sim),
+        vec![1, 1, 1],
+        "a rescan after the failed ping"
+    );
+    assert_eq!(sim.connections(0), 1, "reconnected to the failed server");
+    let pinged_secondaries = count(&commands(&sim, 1), "ping") + count(&commands(&sim, 2), "ping");
+    assert!(
+        pinged_secondaries >= 1,
+        "the operation did not run on a secondary"
+    );
+}
+
+fn ping_primary_preferred(client: &Client) {
+    client
+        .database("admin")
+        .run_command_with(
+            doc! { "ping": 1 },
+            SelectionCriteria::ReadPreference(mongo_inline::ReadPreference::new(
+                mongo_inline::ReadPreferenceMode::PrimaryPreferred,
+            )),
+        )
+        .expect("ping with primaryPreferred");
+}
+
+#[test]
+fn a_member_listing_two_thousand_unreachable_hosts_cannot_outlast_server_selection_timeout() {
+    // Ports that were just bound and released: nothing listens there, so
+    // every connect is refused at once and the cost measured is the
+    // scanner's own. Recomputing the scan order before every check made
+    // this scan cost n² log n (144 s in a debug build), and nothing but the
+    // operation's timeoutMS bounded the scan loop.
+    let closed: Vec<u16> = (0..2000)
+        .map(|_| {
+            std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .expect("bind an ephemeral port")
+                .port()
+        })
+        .collect();
+    let sim = replica_set(&[Role::Primary]);
+    let passives: Vec<bson::Bson> = closed
+        .iter()
+        .map(|port| bson::Bson::String(format!("127.0.0.1:{port}")))
+        .collect();
+    sim.set_hello_extra(0, doc! { "passives": passives });
+    let timeout_ms = std::env::var("SCAN_2000_SST_MS").unwrap_or_else(|_| "3000".into());
+    let bound = Duration::from_millis(timeout_ms.parse().expect("SCAN_2000_SST_MS"));
+    let client = client(&uri_with(
+        &sim,
+        &[0],
+        &format!("serverSelectionTimeoutMS={timeout_ms}&connectTimeoutMS=500"),
+    ));
+    let started = Instant::now();
+    ping(&client);
+    let elapsed = started.elapsed();
+    println!("selection over 2,001 members (2,000 refusing): {elapsed:?}");
+    // Slack: one check (connectTimeoutMS) may be under way at the bound.
+    let slack = Duration::from_millis(1500);
+    assert!(
+        elapsed < bound + slack,
+        "selection took {elapsed:?}, serverSelectionTimeoutMS is {bound:?}"
+    );
+}

@@ -292,6 +292,10 @@ impl Operation for WriteBatch {
     type Output = BulkWriteResult;
     const NAME: &'static str = "write batch";
 
+    fn command_name(&self) -> &str {
+        self.kind.command_name()
+    }
+
     fn build(&mut self, server: &ServerInfo) -> Result<Command> {
         let name = self.kind.command_name();
         let mut body = doc! { name: self.ns.coll.clone(), "ordered": self.options.ordered };

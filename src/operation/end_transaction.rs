@@ -47,6 +47,10 @@ impl Operation for EndTransaction {
     type Output = Document;
     const NAME: &'static str = "endTransaction";
 
+    fn command_name(&self) -> &str {
+        self.name
+    }
+
     fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
         let body = if self.attempts == 0 {
             self.body.clone()

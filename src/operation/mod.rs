@@ -205,6 +205,14 @@ pub trait Operation {
     /// The command name, for logs and events.
     const NAME: &'static str;
 
+    /// The name of the command this operation sends, for the server
+    /// selection logs' `operation` (the spec: the command name, e.g.
+    /// `insert`, `commitTransaction`). [`Operation::NAME`] unless one
+    /// operation type sends several commands.
+    fn command_name(&self) -> &str {
+        Self::NAME
+    }
+
     /// Builds the command for `server`. Called again before a retry (maybe for
     /// another server); must describe the same work each time.
     fn build(&mut self, server: &ServerInfo) -> Result<Command>;

@@ -44,6 +44,13 @@ impl Operation for RunCommand {
     type Output = Document;
     const NAME: &'static str = "runCommand";
 
+    fn command_name(&self) -> &str {
+        self.command
+            .keys()
+            .next()
+            .map_or(Self::NAME, String::as_str)
+    }
+
     fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
         let name = self.command.keys().next().cloned().unwrap_or_default();
         let mut command = Command::new("runCommand", self.db.clone(), self.command.clone());

@@ -119,8 +119,22 @@ impl TopologyVersion {
     }
 }
 
+/// Whether `a` and `b` hold the same addresses in any order. In n log n at
+/// worst and n when the order is the same (every diff of an unchanged
+/// description): the quadratic `contains` made each check of a member in a
+/// set of 2,000 cost millions of comparisons (this runs on every update).
 fn same_set(a: &[ServerAddress], b: &[ServerAddress]) -> bool {
-    a.len() == b.len() && a.iter().all(|x| b.contains(x)) && b.iter().all(|x| a.contains(x))
+    if a.len() != b.len() {
+        return false;
+    }
+    if a == b {
+        return true;
+    }
+    let mut a: Vec<&ServerAddress> = a.iter().collect();
+    let mut b: Vec<&ServerAddress> = b.iter().collect();
+    a.sort_unstable();
+    b.sort_unstable();
+    a == b
 }
 
 fn parse_reply(

@@ -1,0 +1,114 @@
+//! Peak memory while reading a large reply: a FaaS handler runs under a
+//! memory cap, so reading a batch must not cost many times its size. A
+//! counting global allocator records the peak of live heap bytes; the test
+//! reads 40 MB (batches of up to 16 MiB, the server's cap) through `run_command` and through `find`, prints
+//! the figures and bounds them by 2.5× the reply's size.
+
+mod support;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use bson::{doc, Document};
+use mongo_inline::coll_options::FindOptions;
+use mongo_inline::Client;
+use support::server::TestServer;
+
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards to the system allocator; only counts sizes.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let pointer = unsafe { System.alloc(layout) };
+        if !pointer.is_null() {
+            let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+            PEAK.fetch_max(live, Ordering::Relaxed);
+        }
+        pointer
+    }
+
+    unsafe fn dealloc(&self, pointer: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(pointer, layout) };
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// Runs `work` and returns its result and the peak of live heap bytes above
+/// what was live when it started.
+fn peak_during<R>(work: impl FnOnce() -> R) -> (R, usize) {
+    let base = LIVE.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    let result = work();
+    (result, PEAK.load(Ordering::Relaxed).saturating_sub(base))
+}
+
+const DOCUMENTS: usize = 40;
+const DOCUMENT_BYTES: usize = 1_000_000;
+
+fn mb(bytes: usize) -> f64 {
+    bytes as f64 / 1_000_000.0
+}
+
+/// One test: the allocator counts every thread, so nothing else may run
+/// in this binary at the same time.
+#[test]
+fn reading_large_batches_peaks_under_two_and_a_half_times_the_reply() {
+    let server = TestServer::start();
+    let client = Client::with_uri_str(&server.uri()).unwrap();
+    let db = client.database("memory");
+    let coll = db.collection::<Document>("big");
+    let filler = "x".repeat(DOCUMENT_BYTES);
+    for i in 0..DOCUMENTS {
+        coll.insert_one(doc! { "_id": i as i32, "filler": filler.as_str() }, None)
+            .unwrap();
+    }
+    drop(filler);
+
+    let command = doc! { "find": "big", "batchSize": DOCUMENTS as i32 };
+    let (reply, peak) = peak_during(|| db.run_command(command.clone()).unwrap());
+    let batch = reply
+        .get_document("cursor")
+        .and_then(|c| c.get_array("firstBatch"))
+        .expect("a firstBatch")
+        .len();
+    // The server caps a batch at 16 MiB (as MongoDB does): the first
+    // reply is the largest the cursor below reads.
+    assert!(
+        batch >= 10,
+        "a batch of {batch} documents is too small to measure"
+    );
+    let reply_size = bson::to_vec(&reply).unwrap().len();
+    drop(reply);
+    println!(
+        "run_command find: reply {:.1} MB, peak {:.1} MB ({:.2}x)",
+        mb(reply_size),
+        mb(peak),
+        peak as f64 / reply_size as f64
+    );
+
+    let options = FindOptions::default().batch_size(DOCUMENTS as u32);
+    let (count, find_peak) = peak_during(|| {
+        let mut count = 0;
+        for document in coll.find(None, options).unwrap() {
+            document.unwrap();
+            count += 1;
+        }
+        count
+    });
+    assert_eq!(count, DOCUMENTS);
+    println!(
+        "find (cursor, each document dropped as read): peak {:.1} MB ({:.2}x)",
+        mb(find_peak),
+        find_peak as f64 / reply_size as f64
+    );
+
+    let bound = reply_size * 5 / 2;
+    assert!(peak <= bound, "run_command peaked at {} MB", mb(peak));
+    assert!(find_peak <= bound, "find peaked at {} MB", mb(find_peak));
+}
