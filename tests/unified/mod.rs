@@ -155,7 +155,7 @@ pub fn run_all() {
     }
     let replica_set = TestServer::start();
     let standalone = TestServer::start_standalone();
-    let deployments = [
+    let deployments: &'static [Deployment] = Vec::leak(vec![
         Deployment {
             topology: "replicaset",
             uri: format!("mongodb://{}/", replica_set.address()),
@@ -166,7 +166,7 @@ pub fn run_all() {
             uri: standalone.uri(),
             internal: Client::with_uri_str(&standalone.uri()).expect("internal client"),
         },
-    ];
+    ]);
     let version = server_version(&deployments[0].internal);
 
     let mut files = Vec::new();
@@ -190,6 +190,7 @@ pub fn run_all() {
             .map(|p| p.to_string_lossy().into_owned())
             .unwrap_or_default();
         let counts = table.entry(dir.clone()).or_default();
+        let started = std::time::Instant::now();
         let file = spec::load(path);
         let tests = file.get_array("tests").cloned().unwrap_or_default();
         let expect_failure = dir.ends_with("valid-fail");
@@ -199,7 +200,7 @@ pub fn run_all() {
             if !spec::selected(&relative, &description) {
                 continue;
             }
-            let outcome = run_one(&file, test, &dir, &deployments, &version);
+            let outcome = run_one(&file, test, &dir, deployments, &version);
             let known_reason = skips::known_failure(&relative, &description);
             match (outcome, expect_failure) {
                 (Err(Failure::Skip(reason)), _) => {
@@ -235,6 +236,9 @@ pub fn run_all() {
                     }
                 },
             }
+        }
+        if std::env::var_os("UNIFIED_PROGRESS").is_some() {
+            eprintln!("[unified] {relative}: {:?}", started.elapsed());
         }
     }
 
@@ -281,7 +285,7 @@ fn run_one(
     file: &Document,
     test: &Document,
     dir: &str,
-    deployments: &[Deployment],
+    deployments: &'static [Deployment],
     version: &[i64],
 ) -> Result<(), Failure> {
     if dir.ends_with("tests/invalid") {
@@ -305,26 +309,48 @@ fn run_one(
             });
         match unmet {
             Some(reason) => reasons.push(format!("{}: {reason}", deployment.topology)),
-            None => {
-                let mut run = TestRun::new(deployment);
-                return std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    run.run_test(file, test)
-                }))
-                .unwrap_or_else(|panic| {
-                    let text = panic
-                        .downcast_ref::<String>()
-                        .cloned()
-                        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                        .unwrap_or_else(|| "panicked".to_string());
-                    Err(Failure::Fail(format!("panicked: {text}")))
-                });
-            }
+            None => return run_with_time_limit(file, test, deployment),
         }
     }
     Err(Failure::Skip(format!(
         "no deployment here satisfies it (sharded and load-balanced not wired into the unified runner) — {}",
         reasons.join("; ")
     )))
+}
+
+/// How long one test may take before the runner calls it hung.
+const TEST_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// Runs the test on its own thread so that a hang (a driver waiting for a
+/// reply that never comes) fails that test instead of the whole run; the
+/// hung thread is left behind, blocked on its socket, until the process ends.
+fn run_with_time_limit(
+    file: &Document,
+    test: &Document,
+    deployment: &'static Deployment,
+) -> Result<(), Failure> {
+    let (file, test) = (file.clone(), test.clone());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut run = TestRun::new(deployment);
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            run.run_test(&file, &test)
+        }))
+        .unwrap_or_else(|panic| {
+            let text = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "panicked".to_string());
+            Err(Failure::Fail(format!("panicked: {text}")))
+        });
+        let _ = tx.send(outcome);
+    });
+    rx.recv_timeout(TEST_TIME_LIMIT).unwrap_or_else(|_| {
+        Err(Failure::Fail(format!(
+            "hung: no outcome after {TEST_TIME_LIMIT:?}"
+        )))
+    })
 }
 
 /// Every `.json` file under `dir` that declares a `schemaVersion` (the
