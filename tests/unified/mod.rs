@@ -309,7 +309,7 @@ fn run_one(
             });
         match unmet {
             Some(reason) => reasons.push(format!("{}: {reason}", deployment.topology)),
-            None => return run_with_time_limit(file, test, deployment),
+            None => return run_with_time_limit(file, test, deployment, dir),
         }
     }
     Err(Failure::Skip(format!(
@@ -328,11 +328,18 @@ fn run_with_time_limit(
     file: &Document,
     test: &Document,
     deployment: &'static Deployment,
+    dir: &str,
 ) -> Result<(), Failure> {
     let (file, test) = (file.clone(), test.clone());
+    // The client-backpressure files test the published policy, which is
+    // opt-in here (the seed's default policy has its own tests).
+    let published_backpressure = dir.starts_with("client-backpressure");
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut run = TestRun::new(deployment);
+        if published_backpressure {
+            run = run.with_default_uri_option("maxAdaptiveRetries", "2");
+        }
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             run.run_test(&file, &test)
         }))

@@ -183,6 +183,9 @@ pub struct TestRun<'a> {
     entities: EntityMap,
     /// Fail points to turn off at the end: (command, client used).
     fail_points: Vec<(String, Client)>,
+    /// URI options every client entity gets unless its `uriOptions` set
+    /// them (the published client-backpressure policy for that suite).
+    default_uri_options: Vec<(String, String)>,
 }
 
 impl<'a> TestRun<'a> {
@@ -192,7 +195,16 @@ impl<'a> TestRun<'a> {
             deployment,
             entities: EntityMap(HashMap::new()),
             fail_points: Vec::new(),
+            default_uri_options: Vec::new(),
         }
+    }
+
+    /// Gives every client entity `name=value` unless its `uriOptions` set
+    /// `name`.
+    pub fn with_default_uri_option(mut self, name: &str, value: &str) -> Self {
+        self.default_uri_options
+            .push((name.to_string(), value.to_string()));
+        self
     }
 
     /// Runs one test of `file`: initial data, entities, operations, events,
@@ -378,6 +390,12 @@ impl<'a> TestRun<'a> {
                 }
                 "serverApi" => return skip("serverApi: no public ServerApi constructor to set it"),
                 other => return skip(format!("client option {other:?} not supported")),
+            }
+        }
+        let given = spec.get_document("uriOptions").ok();
+        for (name, value) in &self.default_uri_options {
+            if !given.is_some_and(|g| g.contains_key(name)) {
+                query.push(format!("{name}={value}"));
             }
         }
         let observe: Vec<String> = spec
@@ -725,19 +743,26 @@ struct EventBody {
 fn observed_commands(client: &ClientEntity) -> Vec<(String, String, EventBody)> {
     let sensitive = ["authenticate", "saslStart", "saslContinue", "getnonce", "createUser", "updateUser", "copydbgetnonce", "copydbsaslstart", "copydb", "hello", "isMaster", "ismaster"];
     let mut out = Vec::new();
+    // Succeeded and failed events name no database; their started event does.
+    let mut databases: HashMap<i32, String> = HashMap::new();
     for event in client.recorder.commands() {
         let (kind, name, document, database, connection) = match event {
-            CommandEvent::Started { command, database_name, command_name, connection, .. } => {
+            CommandEvent::Started { command, database_name, command_name, connection, request_id } => {
+                databases.insert(request_id, database_name.clone());
                 ("commandStartedEvent", command_name, command, Some(database_name), connection)
             }
-            CommandEvent::Succeeded { reply, command_name, connection, .. } => {
-                ("commandSucceededEvent", command_name, reply, None, connection)
+            CommandEvent::Succeeded { reply, command_name, connection, request_id, .. } => {
+                ("commandSucceededEvent", command_name, reply, databases.get(&request_id).cloned(), connection)
             }
-            CommandEvent::Failed { command_name, connection, .. } => {
-                ("commandFailedEvent", command_name, Document::new(), None, connection)
+            CommandEvent::Failed { command_name, connection, request_id, .. } => {
+                ("commandFailedEvent", command_name, Document::new(), databases.get(&request_id).cloned(), connection)
             }
             _ => continue,
         };
+        // The runner's own fail-point commands are not the test's events.
+        if name == "configureFailPoint" {
+            continue;
+        }
         if !client.observe.iter().any(|o| o == kind) || client.ignore.contains(&name) {
             continue;
         }
