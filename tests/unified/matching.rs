@@ -173,7 +173,11 @@ fn operator_matches(
             let json: serde_json::Value =
                 serde_json::from_str(text).map_err(|e| format!("{path}: not JSON: {e}"))?;
             let parsed = Bson::try_from(json).map_err(|e| format!("{path}: {e}"))?;
-            matches_at(path, operand, Some(&parsed), true, entities)
+            if !matches!(parsed, Bson::Document(_)) {
+                return Err(format!("{path}: the JSON is not an object: {text}"));
+            }
+            // The decoded document matches like a nested one: no extra fields.
+            matches_at(path, operand, Some(&parsed), false, entities)
         }
         "$$matchAsRoot" => matches_at(path, operand, actual, true, entities),
         "$$matchesHexBytes" => {
@@ -251,7 +255,12 @@ mod tests {
     #[test]
     fn root_documents_allow_extra_fields_nested_ones_do_not() {
         assert!(check(doc! { "a": 1 }, doc! { "a": 1, "b": 2 }, true).is_ok());
-        assert!(check(doc! { "a": { "x": 1 } }, doc! { "a": { "x": 1, "y": 2 } }, true).is_err());
+        assert!(check(
+            doc! { "a": { "x": 1 } },
+            doc! { "a": { "x": 1, "y": 2 } },
+            true
+        )
+        .is_err());
     }
 
     #[test]
@@ -261,8 +270,18 @@ mod tests {
         assert!(check(doc! { "w": { "$$exists": false } }, doc! { "w": 1 }, true).is_err());
         assert!(check(doc! { "w": { "$$exists": false } }, doc! {}, true).is_ok());
         assert!(check(doc! { "w": { "$$unsetOrMatches": 1 } }, doc! {}, true).is_ok());
-        assert!(check(doc! { "w": { "$$unsetOrMatches": 1 } }, doc! { "w": 2 }, true).is_err());
-        assert!(check(doc! { "t": { "$$type": ["int", "long"] } }, doc! { "t": 1_i64 }, true).is_ok());
+        assert!(check(
+            doc! { "w": { "$$unsetOrMatches": 1 } },
+            doc! { "w": 2 },
+            true
+        )
+        .is_err());
+        assert!(check(
+            doc! { "t": { "$$type": ["int", "long"] } },
+            doc! { "t": 1_i64 },
+            true
+        )
+        .is_ok());
         assert!(check(doc! { "t": { "$$type": "string" } }, doc! { "t": 1 }, true).is_err());
         assert!(check(doc! { "t": { "$$lte": 5 } }, doc! { "t": 6 }, true).is_err());
     }

@@ -45,7 +45,10 @@ fn parse_version(text: &str) -> Vec<i64> {
 
 fn version_cmp(a: &[i64], b: &[i64]) -> std::cmp::Ordering {
     for i in 0..a.len().max(b.len()) {
-        let (x, y) = (a.get(i).copied().unwrap_or(0), b.get(i).copied().unwrap_or(0));
+        let (x, y) = (
+            a.get(i).copied().unwrap_or(0),
+            b.get(i).copied().unwrap_or(0),
+        );
         if x != y {
             return x.cmp(&y);
         }
@@ -84,11 +87,11 @@ fn unmet(requirement: &Document, deployment: &Deployment, version: &[i64]) -> Op
                     .flatten()
                     .filter_map(Bson::as_str)
                     .collect();
-                (!wanted.contains(&deployment.topology))
-                    .then(|| format!("topologies {wanted:?}"))
+                (!wanted.contains(&deployment.topology)).then(|| format!("topologies {wanted:?}"))
             }
-            "serverless" => (value.as_str() == Some("require"))
-                .then(|| "serverless: require".to_string()),
+            "serverless" => {
+                (value.as_str() == Some("require")).then(|| "serverless: require".to_string())
+            }
             "auth" => (value.as_bool() == Some(true))
                 .then(|| "auth: the test servers run without authentication".to_string()),
             "authMechanism" => Some(format!("authMechanism {value}: no authentication")),
@@ -108,7 +111,9 @@ fn unmet(requirement: &Document, deployment: &Deployment, version: &[i64]) -> Op
                     )
                     .err()
                     .map(|e| format!("serverParameters {wanted}: {e}")),
-                    Err(e) => Some(format!("serverParameters {wanted}: getParameter failed: {e}")),
+                    Err(e) => Some(format!(
+                        "serverParameters {wanted}: getParameter failed: {e}"
+                    )),
                 }
             }
             other => Some(format!("unknown runOnRequirements field {other}")),
@@ -195,12 +200,14 @@ pub fn run_all() {
         let tests = file.get_array("tests").cloned().unwrap_or_default();
         let expect_failure = dir.ends_with("valid-fail");
         for test in &tests {
-            let Some(test) = test.as_document() else { continue };
+            let Some(test) = test.as_document() else {
+                continue;
+            };
             let description = test.get_str("description").unwrap_or("?").to_string();
             if !spec::selected(&relative, &description) {
                 continue;
             }
-            let outcome = run_one(&file, test, &dir, deployments, &version);
+            let outcome = run_one(&file, test, &relative, deployments, &version);
             let known_reason = skips::known_failure(&relative, &description);
             match (outcome, expect_failure) {
                 (Err(Failure::Skip(reason)), _) => {
@@ -284,11 +291,11 @@ pub fn run_all() {
 fn run_one(
     file: &Document,
     test: &Document,
-    dir: &str,
+    relative: &str,
     deployments: &'static [Deployment],
     version: &[i64],
 ) -> Result<(), Failure> {
-    if dir.ends_with("tests/invalid") {
+    if relative.contains("unified-test-format/tests/invalid/") {
         return Err(Failure::Skip(
             "schema-invalid file: the runner does not validate files against the JSON schema"
                 .into(),
@@ -296,20 +303,30 @@ fn run_one(
     }
     let schema = file.get_str("schemaVersion").unwrap_or("0");
     if !schema.starts_with("1.") {
-        return Err(Failure::Skip(format!("schemaVersion {schema} not supported")));
+        return Err(Failure::Skip(format!(
+            "schemaVersion {schema} not supported"
+        )));
     }
     if let Ok(reason) = test.get_str("skipReason") {
         return Err(Failure::Skip(format!("skipReason: {reason}")));
     }
     let mut reasons = Vec::new();
     for deployment in deployments {
-        let unmet = requirements_unmet(file.get_array("runOnRequirements").ok(), deployment, version)
-            .or_else(|| {
-                requirements_unmet(test.get_array("runOnRequirements").ok(), deployment, version)
-            });
+        let unmet = requirements_unmet(
+            file.get_array("runOnRequirements").ok(),
+            deployment,
+            version,
+        )
+        .or_else(|| {
+            requirements_unmet(
+                test.get_array("runOnRequirements").ok(),
+                deployment,
+                version,
+            )
+        });
         match unmet {
             Some(reason) => reasons.push(format!("{}: {reason}", deployment.topology)),
-            None => return run_with_time_limit(file, test, deployment, dir),
+            None => return run_with_time_limit(file, test, deployment, relative),
         }
     }
     Err(Failure::Skip(format!(
@@ -328,29 +345,30 @@ fn run_with_time_limit(
     file: &Document,
     test: &Document,
     deployment: &'static Deployment,
-    dir: &str,
+    relative: &str,
 ) -> Result<(), Failure> {
     let (file, test) = (file.clone(), test.clone());
-    // The client-backpressure files test the published policy, which is
-    // opt-in here (the seed's default policy has its own tests).
-    let published_backpressure = dir.starts_with("client-backpressure");
+    // The client-backpressure files (and the transactions suite's
+    // backpressure-* files) test the published policy, which is opt-in here
+    // (the seed's default policy has its own tests).
+    let published_backpressure = relative.starts_with("client-backpressure/")
+        || spec::name(Path::new(relative)).starts_with("backpressure-");
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut run = TestRun::new(deployment);
         if published_backpressure {
             run = run.with_default_uri_option("maxAdaptiveRetries", "2");
         }
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            run.run_test(&file, &test)
-        }))
-        .unwrap_or_else(|panic| {
-            let text = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "panicked".to_string());
-            Err(Failure::Fail(format!("panicked: {text}")))
-        });
+        let outcome =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run.run_test(&file, &test)))
+                .unwrap_or_else(|panic| {
+                    let text = panic
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_else(|| "panicked".to_string());
+                    Err(Failure::Fail(format!("panicked: {text}")))
+                });
         let _ = tx.send(outcome);
     });
     rx.recv_timeout(TEST_TIME_LIMIT).unwrap_or_else(|_| {

@@ -117,7 +117,10 @@ impl Args {
         match self.take(key) {
             None => Ok(None),
             Some(Bson::Document(d)) => Ok(Some(d)),
-            Some(other) => fail(format!("{}: {key} is not a document: {other}", self.operation)),
+            Some(other) => fail(format!(
+                "{}: {key} is not a document: {other}",
+                self.operation
+            )),
         }
     }
 
@@ -137,7 +140,10 @@ impl Args {
                 })
                 .collect::<Outcome<Vec<_>>>()
                 .map(Some),
-            Some(other) => fail(format!("{}: {key} is not an array: {other}", self.operation)),
+            Some(other) => fail(format!(
+                "{}: {key} is not an array: {other}",
+                self.operation
+            )),
         }
     }
 
@@ -264,9 +270,7 @@ impl<'a> TestRun<'a> {
             let db_name = data.get_str("databaseName").map_err(|e| e.to_string())?;
             let coll_name = data.get_str("collectionName").map_err(|e| e.to_string())?;
             let db = self.deployment.internal.database(db_name);
-            let _ = db.run_command(
-                doc! { "drop": coll_name, "writeConcern": { "w": "majority" } },
-            );
+            let _ = db.run_command(doc! { "drop": coll_name, "writeConcern": { "w": "majority" } });
             let mut create = doc! { "create": coll_name, "writeConcern": { "w": "majority" } };
             if let Ok(options) = data.get_document("createOptions") {
                 create.extend(options.clone());
@@ -296,7 +300,9 @@ impl<'a> TestRun<'a> {
                 "client" => Entity::Client(Box::new(self.create_client(spec)?)),
                 "database" => {
                     let client = self.client(spec.get_str("client").unwrap_or_default())?;
-                    let mut db = client.client.database(spec.get_str("databaseName").unwrap_or(""));
+                    let mut db = client
+                        .client
+                        .database(spec.get_str("databaseName").unwrap_or(""));
                     if let Ok(options) = spec.get_document("databaseOptions") {
                         let (rc, wc) = concerns(options, "databaseOptions")?;
                         if let Some(rc) = rc {
@@ -329,9 +335,7 @@ impl<'a> TestRun<'a> {
                     if let Ok(session_options) = spec.get_document("sessionOptions") {
                         for (key, value) in session_options {
                             match key.as_str() {
-                                "causalConsistency" => {
-                                    options.causal_consistency = value.as_bool()
-                                }
+                                "causalConsistency" => options.causal_consistency = value.as_bool(),
                                 "snapshot" => options.snapshot = value.as_bool(),
                                 other => {
                                     return skip(format!(
@@ -362,8 +366,11 @@ impl<'a> TestRun<'a> {
         let mut query = Vec::new();
         for (key, value) in spec {
             match key.as_str() {
-                "id" | "observeEvents" | "ignoreCommandMonitoringEvents"
-                | "observeSensitiveCommands" | "useMultipleMongoses" => {}
+                "id"
+                | "observeEvents"
+                | "ignoreCommandMonitoringEvents"
+                | "observeSensitiveCommands"
+                | "useMultipleMongoses" => {}
                 "uriOptions" => {
                     let options = value.as_document().ok_or("uriOptions")?;
                     for (name, v) in options {
@@ -400,7 +407,11 @@ impl<'a> TestRun<'a> {
         }
         let observe: Vec<String> = spec
             .get_array("observeEvents")
-            .map(|a| a.iter().filter_map(|b| b.as_str().map(String::from)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|b| b.as_str().map(String::from))
+                    .collect()
+            })
             .unwrap_or_default();
         for event in &observe {
             if !event.starts_with("command") {
@@ -413,9 +424,17 @@ impl<'a> TestRun<'a> {
         }
         let ignore: Vec<String> = spec
             .get_array("ignoreCommandMonitoringEvents")
-            .map(|a| a.iter().filter_map(|b| b.as_str().map(String::from)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|b| b.as_str().map(String::from))
+                    .collect()
+            })
             .unwrap_or_default();
-        let separator = if self.deployment.uri.contains('?') { '&' } else { '?' };
+        let separator = if self.deployment.uri.contains('?') {
+            '&'
+        } else {
+            '?'
+        };
         let uri = if query.is_empty() {
             self.deployment.uri.clone()
         } else {
@@ -495,7 +514,9 @@ impl<'a> TestRun<'a> {
                 .map_err(|e| Failure::Fail(format!("result {value}: {e}")))?;
         }
         if let Ok(save) = operation.get_str("saveResultAsEntity") {
-            self.entities.0.insert(save.to_string(), Entity::Value(value));
+            self.entities
+                .0
+                .insert(save.to_string(), Entity::Value(value));
         }
         Ok(())
     }
@@ -527,9 +548,16 @@ impl<'a> TestRun<'a> {
             "assertSameLsidOnLastTwoCommands" | "assertDifferentLsidOnLastTwoCommands" => {
                 let client_name = arguments.get_str("client").map_err(|e| e.to_string())?;
                 let started = self.client(client_name)?.recorder.started();
-                let lsids: Vec<&Bson> = started.iter().rev().take(2).filter_map(|c| c.get("lsid")).collect();
+                let lsids: Vec<&Bson> = started
+                    .iter()
+                    .rev()
+                    .take(2)
+                    .filter_map(|c| c.get("lsid"))
+                    .collect();
                 if lsids.len() != 2 {
-                    return fail(format!("{name}: the last two commands do not both have an lsid"));
+                    return fail(format!(
+                        "{name}: the last two commands do not both have an lsid"
+                    ));
                 }
                 let same = lsids[0] == lsids[1];
                 if same == (name == "assertSameLsidOnLastTwoCommands") {
@@ -539,8 +567,12 @@ impl<'a> TestRun<'a> {
                 }
             }
             "assertCollectionExists" | "assertCollectionNotExists" => {
-                let db = arguments.get_str("databaseName").map_err(|e| e.to_string())?;
-                let coll = arguments.get_str("collectionName").map_err(|e| e.to_string())?;
+                let db = arguments
+                    .get_str("databaseName")
+                    .map_err(|e| e.to_string())?;
+                let coll = arguments
+                    .get_str("collectionName")
+                    .map_err(|e| e.to_string())?;
                 let names = self
                     .deployment
                     .internal
@@ -555,8 +587,12 @@ impl<'a> TestRun<'a> {
                 }
             }
             "assertIndexExists" | "assertIndexNotExists" => {
-                let db = arguments.get_str("databaseName").map_err(|e| e.to_string())?;
-                let coll = arguments.get_str("collectionName").map_err(|e| e.to_string())?;
+                let db = arguments
+                    .get_str("databaseName")
+                    .map_err(|e| e.to_string())?;
+                let coll = arguments
+                    .get_str("collectionName")
+                    .map_err(|e| e.to_string())?;
                 let index = arguments.get_str("indexName").map_err(|e| e.to_string())?;
                 let reply = self
                     .deployment
@@ -578,10 +614,14 @@ impl<'a> TestRun<'a> {
                 if exists == (name == "assertIndexExists") {
                     Ok(())
                 } else {
-                    fail(format!("{name}: index {index} on {db}.{coll} exists = {exists}"))
+                    fail(format!(
+                        "{name}: index {index} on {db}.{coll} exists = {exists}"
+                    ))
                 }
             }
-            other => skip(format!("test runner operation {other} not supported by the runner")),
+            other => skip(format!(
+                "test runner operation {other} not supported by the runner"
+            )),
         }
     }
 
@@ -647,7 +687,9 @@ impl<'a> TestRun<'a> {
             let block = block.as_document().ok_or("expectEvents entry")?;
             let event_type = block.get_str("eventType").unwrap_or("command");
             if event_type != "command" {
-                return skip(format!("expectEvents of type {event_type} not supported by the runner"));
+                return skip(format!(
+                    "expectEvents of type {event_type} not supported by the runner"
+                ));
             }
             let client = self.client(block.get_str("client").map_err(|e| e.to_string())?)?;
             let actual = observed_commands(client);
@@ -658,14 +700,20 @@ impl<'a> TestRun<'a> {
                     "expected {} command events, got {}: {}",
                     wanted.len(),
                     actual.len(),
-                    actual.iter().map(|(kind, name, _)| format!("{kind} {name}")).collect::<Vec<_>>().join(", ")
+                    actual
+                        .iter()
+                        .map(|(kind, name, _)| format!("{kind} {name}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ));
             }
             for (i, (want, (kind, name, body))) in wanted.iter().zip(&actual).enumerate() {
                 let want = want.as_document().ok_or("expected event")?;
                 let (want_kind, fields) = want.iter().next().ok_or("empty expected event")?;
                 if want_kind != kind {
-                    return fail(format!("event {i}: expected {want_kind}, got {kind} {name}"));
+                    return fail(format!(
+                        "event {i}: expected {want_kind}, got {kind} {name}"
+                    ));
                 }
                 let fields = fields.as_document().ok_or("event fields")?;
                 for (key, value) in fields {
@@ -675,20 +723,39 @@ impl<'a> TestRun<'a> {
                                 return fail(format!("event {i}: expected {value}, got {name}"));
                             }
                         }
-                        "command" | "reply" => matches(value, Some(&Bson::Document(body.document.clone())), true, &self.entities)
-                            .map_err(|e| Failure::Fail(format!("event {i} ({kind} {name}) {key}: {e}; actual {}", body.document)))?,
+                        "command" | "reply" => matches(
+                            value,
+                            Some(&Bson::Document(body.document.clone())),
+                            true,
+                            &self.entities,
+                        )
+                        .map_err(|e| {
+                            Failure::Fail(format!(
+                                "event {i} ({kind} {name}) {key}: {e}; actual {}",
+                                body.document
+                            ))
+                        })?,
                         "databaseName" => {
                             if value.as_str() != body.database.as_deref() {
-                                return fail(format!("event {i}: database {value}, got {:?}", body.database));
+                                return fail(format!(
+                                    "event {i}: database {value}, got {:?}",
+                                    body.database
+                                ));
                             }
                         }
                         "hasServiceId" | "hasServerConnectionId" => {
-                            let has = if key == "hasServiceId" { body.has_service_id } else { body.has_server_connection_id };
+                            let has = if key == "hasServiceId" {
+                                body.has_service_id
+                            } else {
+                                body.has_server_connection_id
+                            };
                             if value.as_bool() != Some(has) {
                                 return fail(format!("event {i}: {key} should be {value}"));
                             }
                         }
-                        other => return skip(format!("event field {other} not supported by the runner")),
+                        other => {
+                            return skip(format!("event field {other} not supported by the runner"))
+                        }
                     }
                 }
             }
@@ -718,8 +785,13 @@ impl<'a> TestRun<'a> {
                 .into_iter()
                 .map(Bson::Document)
                 .collect();
-            matches(&Bson::Array(expected.clone()), Some(&Bson::Array(actual.clone())), false, &self.entities)
-                .map_err(|e| Failure::Fail(format!("outcome {db}.{coll}: {e}; actual {actual:?}")))?;
+            matches(
+                &Bson::Array(expected.clone()),
+                Some(&Bson::Array(actual.clone())),
+                false,
+                &self.entities,
+            )
+            .map_err(|e| Failure::Fail(format!("outcome {db}.{coll}: {e}; actual {actual:?}")))?;
         }
         Ok(())
     }
@@ -741,22 +813,65 @@ struct EventBody {
 
 /// The command events a client entity observes, as (kind, name, body).
 fn observed_commands(client: &ClientEntity) -> Vec<(String, String, EventBody)> {
-    let sensitive = ["authenticate", "saslStart", "saslContinue", "getnonce", "createUser", "updateUser", "copydbgetnonce", "copydbsaslstart", "copydb", "hello", "isMaster", "ismaster"];
+    // hello and isMaster are sensitive only with speculativeAuthenticate,
+    // which these servers (no authentication) never see.
+    let sensitive = [
+        "authenticate",
+        "saslStart",
+        "saslContinue",
+        "getnonce",
+        "createUser",
+        "updateUser",
+        "copydbgetnonce",
+        "copydbsaslstart",
+        "copydb",
+    ];
     let mut out = Vec::new();
     // Succeeded and failed events name no database; their started event does.
     let mut databases: HashMap<i32, String> = HashMap::new();
     for event in client.recorder.commands() {
         let (kind, name, document, database, connection) = match event {
-            CommandEvent::Started { command, database_name, command_name, connection, request_id } => {
+            CommandEvent::Started {
+                command,
+                database_name,
+                command_name,
+                connection,
+                request_id,
+            } => {
                 databases.insert(request_id, database_name.clone());
-                ("commandStartedEvent", command_name, command, Some(database_name), connection)
+                (
+                    "commandStartedEvent",
+                    command_name,
+                    command,
+                    Some(database_name),
+                    connection,
+                )
             }
-            CommandEvent::Succeeded { reply, command_name, connection, request_id, .. } => {
-                ("commandSucceededEvent", command_name, reply, databases.get(&request_id).cloned(), connection)
-            }
-            CommandEvent::Failed { command_name, connection, request_id, .. } => {
-                ("commandFailedEvent", command_name, Document::new(), databases.get(&request_id).cloned(), connection)
-            }
+            CommandEvent::Succeeded {
+                reply,
+                command_name,
+                connection,
+                request_id,
+                ..
+            } => (
+                "commandSucceededEvent",
+                command_name,
+                reply,
+                databases.get(&request_id).cloned(),
+                connection,
+            ),
+            CommandEvent::Failed {
+                command_name,
+                connection,
+                request_id,
+                ..
+            } => (
+                "commandFailedEvent",
+                command_name,
+                Document::new(),
+                databases.get(&request_id).cloned(),
+                connection,
+            ),
             _ => continue,
         };
         // The runner's own fail-point commands are not the test's events.
@@ -786,7 +901,10 @@ fn observed_commands(client: &ClientEntity) -> Vec<(String, String, EventBody)> 
 fn concerns(
     options: &Document,
     what: &str,
-) -> Outcome<(Option<ReadConcern>, Option<mongo_inline::options::WriteConcern>)> {
+) -> Outcome<(
+    Option<ReadConcern>,
+    Option<mongo_inline::options::WriteConcern>,
+)> {
     let mut rc = None;
     let mut wc = None;
     for (key, value) in options {
@@ -807,7 +925,9 @@ fn concerns(
 
 fn write_concern(value: &Bson) -> Outcome<mongo_inline::options::WriteConcern> {
     use mongo_inline::options::{Acknowledgment, WriteConcern};
-    let d = value.as_document().ok_or("writeConcern is not a document")?;
+    let d = value
+        .as_document()
+        .ok_or("writeConcern is not a document")?;
     let mut wc = WriteConcern::default();
     for (key, v) in d {
         match (key.as_str(), v) {
@@ -849,7 +969,9 @@ fn update_result(r: mongo_inline::results::UpdateResult) -> Bson {
 
 fn no_session(name: &str, has: bool) -> Outcome {
     if has {
-        skip(format!("{name} with a session: no session form in the driver's API"))
+        skip(format!(
+            "{name} with a session: no session form in the driver's API"
+        ))
     } else {
         Ok(())
     }
@@ -931,7 +1053,10 @@ fn collection_operation(
             let update = match args.take("update") {
                 Some(Bson::Document(d)) => mongo_inline::operation::UpdateModification::from(d),
                 Some(Bson::Array(a)) => {
-                    let pipeline: Vec<Document> = a.into_iter().filter_map(|b| b.as_document().cloned()).collect();
+                    let pipeline: Vec<Document> = a
+                        .into_iter()
+                        .filter_map(|b| b.as_document().cloned())
+                        .collect();
                     mongo_inline::operation::UpdateModification::from(pipeline)
                 }
                 other => return fail(format!("{name}: update {other:?}")),
@@ -1139,7 +1264,8 @@ fn collection_operation(
             }
             args.done()?;
             no_session(name, session.is_some())?;
-            coll.estimated_document_count(o).map(|n| Bson::Int64(n as i64))
+            coll.estimated_document_count(o)
+                .map(|n| Bson::Int64(n as i64))
         }
         "distinct" => {
             let field = match args.take("fieldName") {
@@ -1210,7 +1336,9 @@ fn collection_operation(
                 let update = match args.take("update") {
                     Some(Bson::Document(d)) => mongo_inline::operation::UpdateModification::from(d),
                     Some(Bson::Array(a)) => mongo_inline::operation::UpdateModification::from(
-                        a.into_iter().filter_map(|b| b.as_document().cloned()).collect::<Vec<_>>(),
+                        a.into_iter()
+                            .filter_map(|b| b.as_document().cloned())
+                            .collect::<Vec<_>>(),
                     ),
                     other => return fail(format!("{name}: update {other:?}")),
                 };
@@ -1218,29 +1346,65 @@ fn collection_operation(
                 if let Some(a) = args.docs("arrayFilters")? {
                     o = o.array_filters(a);
                 }
-                if let Some(v) = return_document { o = o.return_document(v); }
-                if let Some(v) = sort { o = o.sort(v); }
-                if let Some(v) = projection { o = o.projection(v); }
-                if let Some(v) = upsert { o = o.upsert(v); }
-                if let Some(v) = bypass { o = o.bypass_document_validation(v); }
-                if let Some(v) = hint { o = o.hint(v); }
-                if let Some(v) = collation { o = o.collation(v); }
-                if let Some(v) = let_vars { o = o.let_vars(v); }
-                if let Some(v) = comment { o = o.comment(v); }
+                if let Some(v) = return_document {
+                    o = o.return_document(v);
+                }
+                if let Some(v) = sort {
+                    o = o.sort(v);
+                }
+                if let Some(v) = projection {
+                    o = o.projection(v);
+                }
+                if let Some(v) = upsert {
+                    o = o.upsert(v);
+                }
+                if let Some(v) = bypass {
+                    o = o.bypass_document_validation(v);
+                }
+                if let Some(v) = hint {
+                    o = o.hint(v);
+                }
+                if let Some(v) = collation {
+                    o = o.collation(v);
+                }
+                if let Some(v) = let_vars {
+                    o = o.let_vars(v);
+                }
+                if let Some(v) = comment {
+                    o = o.comment(v);
+                }
                 args.done()?;
                 coll.find_one_and_update(filter, update, o)
             } else {
                 let replacement = args.required_doc("replacement")?;
                 let mut o = FindOneAndReplaceOptions::default();
-                if let Some(v) = return_document { o = o.return_document(v); }
-                if let Some(v) = sort { o = o.sort(v); }
-                if let Some(v) = projection { o = o.projection(v); }
-                if let Some(v) = upsert { o = o.upsert(v); }
-                if let Some(v) = bypass { o = o.bypass_document_validation(v); }
-                if let Some(v) = hint { o = o.hint(v); }
-                if let Some(v) = collation { o = o.collation(v); }
-                if let Some(v) = let_vars { o = o.let_vars(v); }
-                if let Some(v) = comment { o = o.comment(v); }
+                if let Some(v) = return_document {
+                    o = o.return_document(v);
+                }
+                if let Some(v) = sort {
+                    o = o.sort(v);
+                }
+                if let Some(v) = projection {
+                    o = o.projection(v);
+                }
+                if let Some(v) = upsert {
+                    o = o.upsert(v);
+                }
+                if let Some(v) = bypass {
+                    o = o.bypass_document_validation(v);
+                }
+                if let Some(v) = hint {
+                    o = o.hint(v);
+                }
+                if let Some(v) = collation {
+                    o = o.collation(v);
+                }
+                if let Some(v) = let_vars {
+                    o = o.let_vars(v);
+                }
+                if let Some(v) = comment {
+                    o = o.comment(v);
+                }
                 args.done()?;
                 coll.find_one_and_replace(filter, &replacement, o)
             };
@@ -1259,9 +1423,18 @@ fn collection_operation(
             }
             args.done()?;
             no_session(name, session.is_some())?;
-            let model = if options.is_empty() { IndexModel::new(keys) } else { IndexModel::new(keys).options(options) };
-            coll.create_indexes([model], None)
-                .map(|names| names.into_iter().next().map(Bson::String).unwrap_or(Bson::Null))
+            let model = if options.is_empty() {
+                IndexModel::new(keys)
+            } else {
+                IndexModel::new(keys).options(options)
+            };
+            coll.create_indexes([model], None).map(|names| {
+                names
+                    .into_iter()
+                    .next()
+                    .map(Bson::String)
+                    .unwrap_or(Bson::Null)
+            })
         }
         "listIndexes" => {
             if let Some(c) = comment {
@@ -1291,18 +1464,29 @@ fn collection_operation(
             no_session(name, session.is_some())?;
             coll.drop_indexes(None).map(|()| Bson::Null)
         }
-        other => return skip(format!("collection operation {other} not implemented in the runner")),
+        other => {
+            return skip(format!(
+                "collection operation {other} not implemented in the runner"
+            ))
+        }
     };
     Ok(result)
 }
 
-fn database_operation(db: &Database, name: &str, mut args: Args, has_session: bool) -> Outcome<DriverResult> {
+fn database_operation(
+    db: &Database,
+    name: &str,
+    mut args: Args,
+    has_session: bool,
+) -> Outcome<DriverResult> {
     let result = match name {
         "runCommand" => {
             let command = args.required_doc("command")?;
             let _ = args.take("commandName");
             if args.rest.contains_key("readPreference") {
-                return skip("runCommand with a readPreference argument not supported by the runner");
+                return skip(
+                    "runCommand with a readPreference argument not supported by the runner",
+                );
             }
             args.done()?;
             no_session(name, has_session)?;
@@ -1352,7 +1536,9 @@ fn database_operation(db: &Database, name: &str, mut args: Args, has_session: bo
             };
             args.done()?;
             no_session(name, has_session)?;
-            db.collection::<Document>(&collection).drop(None).map(|()| Bson::Null)
+            db.collection::<Document>(&collection)
+                .drop(None)
+                .map(|()| Bson::Null)
         }
         "listCollectionNames" => {
             args.done()?;
@@ -1360,12 +1546,21 @@ fn database_operation(db: &Database, name: &str, mut args: Args, has_session: bo
             db.list_collection_names()
                 .map(|n| Bson::Array(n.into_iter().map(Bson::String).collect()))
         }
-        other => return skip(format!("database operation {other} not implemented in the runner")),
+        other => {
+            return skip(format!(
+                "database operation {other} not implemented in the runner"
+            ))
+        }
     };
     Ok(result)
 }
 
-fn client_operation(client: &Client, name: &str, args: Args, has_session: bool) -> Outcome<DriverResult> {
+fn client_operation(
+    client: &Client,
+    name: &str,
+    args: Args,
+    has_session: bool,
+) -> Outcome<DriverResult> {
     match name {
         "listDatabaseNames" => {
             args.done()?;
@@ -1374,11 +1569,17 @@ fn client_operation(client: &Client, name: &str, args: Args, has_session: bool) 
                 .list_database_names()
                 .map(|n| Bson::Array(n.into_iter().map(Bson::String).collect())))
         }
-        other => skip(format!("client operation {other} not implemented in the runner")),
+        other => skip(format!(
+            "client operation {other} not implemented in the runner"
+        )),
     }
 }
 
-fn session_operation(session: &mut ClientSession, name: &str, mut args: Args) -> Outcome<DriverResult> {
+fn session_operation(
+    session: &mut ClientSession,
+    name: &str,
+    mut args: Args,
+) -> Outcome<DriverResult> {
     match name {
         "startTransaction" => {
             let mut o = mongo_inline::session::TransactionOptions::default();
@@ -1407,7 +1608,9 @@ fn session_operation(session: &mut ClientSession, name: &str, mut args: Args) ->
             args.done()?;
             Ok(Ok(Bson::Null))
         }
-        other => skip(format!("session operation {other} not implemented in the runner")),
+        other => skip(format!(
+            "session operation {other} not implemented in the runner"
+        )),
     }
 }
 
@@ -1443,7 +1646,8 @@ fn check_error(expected: &Document, error: &mongo_inline::Error) -> Outcome {
                 }
             }
             "isTimeoutError" => {
-                let timeout = matches!(error.kind(), ErrorKind::Timeout { .. }) || error.is_network_timeout();
+                let timeout =
+                    matches!(error.kind(), ErrorKind::Timeout { .. }) || error.is_network_timeout();
                 if value.as_bool() != Some(timeout) {
                     return fail(format!("isTimeoutError {value}, but the error is {error}"));
                 }
@@ -1462,18 +1666,30 @@ fn check_error(expected: &Document, error: &mongo_inline::Error) -> Outcome {
             }
             "errorCodeName" => {
                 if code_name.as_deref() != value.as_str() {
-                    return fail(format!("errorCodeName {value}, got {code_name:?} ({error})"));
+                    return fail(format!(
+                        "errorCodeName {value}, got {code_name:?} ({error})"
+                    ));
                 }
             }
             "errorLabelsContain" => {
-                for label in value.as_array().into_iter().flatten().filter_map(Bson::as_str) {
+                for label in value
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Bson::as_str)
+                {
                     if !error.contains_label(label) {
                         return fail(format!("error lacks label {label}: {error:?}"));
                     }
                 }
             }
             "errorLabelsOmit" => {
-                for label in value.as_array().into_iter().flatten().filter_map(Bson::as_str) {
+                for label in value
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Bson::as_str)
+                {
                     if error.contains_label(label) {
                         return fail(format!("error has label {label}: {error:?}"));
                     }
