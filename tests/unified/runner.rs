@@ -371,6 +371,10 @@ impl<'a> TestRun<'a> {
                 | "ignoreCommandMonitoringEvents"
                 | "observeSensitiveCommands"
                 | "useMultipleMongoses" => {}
+                // Waits until the pool holds minPoolSize connections; a
+                // one-socket driver has no pool to fill, so there is nothing
+                // to wait for.
+                "awaitMinPoolSizeMS" => {}
                 "uriOptions" => {
                     let options = value.as_document().ok_or("uriOptions")?;
                     for (name, v) in options {
@@ -619,6 +623,13 @@ impl<'a> TestRun<'a> {
                     ))
                 }
             }
+            "createEntities" => {
+                let entities = arguments
+                    .get_array("entities")
+                    .map_err(|e| e.to_string())?
+                    .clone();
+                self.create_entities(&entities)
+            }
             other => skip(format!(
                 "test runner operation {other} not supported by the runner"
             )),
@@ -829,8 +840,9 @@ fn observed_commands(client: &ClientEntity) -> Vec<(String, String, EventBody)> 
     let mut out = Vec::new();
     // Succeeded and failed events name no database; their started event does.
     let mut databases: HashMap<i32, String> = HashMap::new();
+    let mut redacted_hellos = std::collections::HashSet::new();
     for event in client.recorder.commands() {
-        let (kind, name, document, database, connection) = match event {
+        let (kind, name, document, database, connection, request_id) = match event {
             CommandEvent::Started {
                 command,
                 database_name,
@@ -845,6 +857,7 @@ fn observed_commands(client: &ClientEntity) -> Vec<(String, String, EventBody)> 
                     command,
                     Some(database_name),
                     connection,
+                    request_id,
                 )
             }
             CommandEvent::Succeeded {
@@ -859,6 +872,7 @@ fn observed_commands(client: &ClientEntity) -> Vec<(String, String, EventBody)> 
                 reply,
                 databases.get(&request_id).cloned(),
                 connection,
+                request_id,
             ),
             CommandEvent::Failed {
                 command_name,
@@ -871,6 +885,7 @@ fn observed_commands(client: &ClientEntity) -> Vec<(String, String, EventBody)> 
                 Document::new(),
                 databases.get(&request_id).cloned(),
                 connection,
+                request_id,
             ),
             _ => continue,
         };
@@ -881,7 +896,17 @@ fn observed_commands(client: &ClientEntity) -> Vec<(String, String, EventBody)> 
         if !client.observe.iter().any(|o| o == kind) || client.ignore.contains(&name) {
             continue;
         }
-        if !client.observe_sensitive && sensitive.contains(&name.as_str()) {
+        // A hello the driver redacted (it carried speculativeAuthenticate)
+        // is sensitive, and so are its reply events.
+        if kind == "commandStartedEvent"
+            && (name == "hello" || name.eq_ignore_ascii_case("ismaster"))
+            && document.is_empty()
+        {
+            redacted_hellos.insert(request_id);
+        }
+        if !client.observe_sensitive
+            && (sensitive.contains(&name.as_str()) || redacted_hellos.contains(&request_id))
+        {
             continue;
         }
         out.push((
