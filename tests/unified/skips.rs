@@ -18,8 +18,51 @@ const DRIVER_COMMIT_NETWORK_ERROR_LABELS: &str =
 const DRIVER_END_TRANSACTION_RETRY: &str =
     "driver (issue 10, retries): commit/abort retry after a RetryableWriteError does not follow the transactions spec (one retry; abort retried once)";
 
+const DRIVER_TIMEOUT_MS: &str =
+    "driver (issue 10, timeoutMS): the client/session timeoutMS does not reach this operation, or its error is not reported as a timeout";
+
 /// (file relative to the spec-test root, test description, reason).
 pub const KNOWN_FAILURES: &[(&str, &str, &str)] = &[
+    (
+        "client-side-operations-timeout/tests/error-transformations.json",
+        "write concern error MaxTimeMSExpired is transformed",
+        DRIVER_TIMEOUT_MS,
+    ),
+    (
+        "client-side-operations-timeout/tests/global-timeoutMS.json",
+        "timeoutMS can be configured on a MongoClient - listDatabaseNames on client",
+        DRIVER_TIMEOUT_MS,
+    ),
+    (
+        "client-side-operations-timeout/tests/global-timeoutMS.json",
+        "timeoutMS can be configured on a MongoClient - runCommand on database",
+        DRIVER_TIMEOUT_MS,
+    ),
+    (
+        "client-side-operations-timeout/tests/retryability-timeoutMS.json",
+        "timeoutMS applies to whole operation, not individual attempts - listDatabaseNames on client",
+        DRIVER_TIMEOUT_MS,
+    ),
+    (
+        "client-side-operations-timeout/tests/sessions-inherit-timeoutMS.json",
+        "timeoutMS applied to commitTransaction",
+        DRIVER_TIMEOUT_MS,
+    ),
+    (
+        "client-side-operations-timeout/tests/sessions-inherit-timeoutMS.json",
+        "timeoutMS applied to abortTransaction",
+        DRIVER_TIMEOUT_MS,
+    ),
+    (
+        "transactions/tests/unified/transaction-options.json",
+        "transaction options inherited from client",
+        "driver (issue 10, settings resolution): the client's readConcernLevel is not sent with the first command of a transaction",
+    ),
+    (
+        "transactions/tests/unified/write-concern.json",
+        "start with implicit unacknowledged write concern",
+        "driver (transactions): startTransaction accepts an unacknowledged (w:0) write concern inherited from the client; the spec requires an error",
+    ),
     (
         "transactions/tests/unified/backpressure-retryable-commit.json",
         "commitTransaction retries if backpressure labels are added",
