@@ -304,7 +304,10 @@ impl<'a> TestRun<'a> {
                         .client
                         .database(spec.get_str("databaseName").unwrap_or(""));
                     if let Ok(options) = spec.get_document("databaseOptions") {
-                        let (rc, wc) = concerns(options, "databaseOptions")?;
+                        let (rc, wc, timeout) = concerns(options, "databaseOptions")?;
+                        if let Some(timeout) = timeout {
+                            db = db.with_timeout(timeout);
+                        }
                         if let Some(rc) = rc {
                             db = db.with_read_concern(rc);
                         }
@@ -319,7 +322,10 @@ impl<'a> TestRun<'a> {
                     let mut coll =
                         db.collection::<Document>(spec.get_str("collectionName").unwrap_or(""));
                     if let Ok(options) = spec.get_document("collectionOptions") {
-                        let (rc, wc) = concerns(options, "collectionOptions")?;
+                        let (rc, wc, timeout) = concerns(options, "collectionOptions")?;
+                        if let Some(timeout) = timeout {
+                            coll = coll.with_timeout(timeout);
+                        }
                         if let Some(rc) = rc {
                             coll = coll.with_read_concern(rc);
                         }
@@ -929,9 +935,11 @@ fn concerns(
 ) -> Outcome<(
     Option<ReadConcern>,
     Option<mongo_inline::options::WriteConcern>,
+    Option<Duration>,
 )> {
     let mut rc = None;
     let mut wc = None;
+    let mut timeout = None;
     for (key, value) in options {
         match key.as_str() {
             "readConcern" => {
@@ -942,10 +950,25 @@ fn concerns(
                 rc = Some(ReadConcern::new(level));
             }
             "writeConcern" => wc = Some(write_concern(value)?),
+            "timeoutMS" => {
+                let ms = match value {
+                    Bson::Int32(i) => i64::from(*i),
+                    Bson::Int64(i) => *i,
+                    other => return fail(format!("{what}.timeoutMS {other}")),
+                };
+                if ms == 0 {
+                    // timeoutMS 0 means "no limit", which with_timeout
+                    // cannot say; do not pretend it is applied.
+                    return skip(format!(
+                        "{what}.timeoutMS 0 not expressible through with_timeout"
+                    ));
+                }
+                timeout = Some(Duration::from_millis(ms as u64));
+            }
             other => return skip(format!("{what}.{other} not supported by the runner")),
         }
     }
-    Ok((rc, wc))
+    Ok((rc, wc, timeout))
 }
 
 fn write_concern(value: &Bson) -> Outcome<mongo_inline::options::WriteConcern> {

@@ -24,6 +24,11 @@ const DRIVER_TIMEOUT_MS: &str =
 /// (file relative to the spec-test root, test description, reason).
 pub const KNOWN_FAILURES: &[(&str, &str, &str)] = &[
     (
+        "client-side-operations-timeout/tests/override-database-timeoutMS.json",
+        "timeoutMS can be configured on a MongoDatabase - runCommand on database",
+        "driver (issue 10, timeoutMS): Database::run_command ignores the database's timeoutMS (the ping carries no maxTimeMS)",
+    ),
+    (
         "client-side-operations-timeout/tests/error-transformations.json",
         "write concern error MaxTimeMSExpired is transformed",
         DRIVER_TIMEOUT_MS,
