@@ -357,11 +357,16 @@ impl Connection {
         let mut buffer = std::mem::take(&mut self.write_buffer);
         buffer.clear();
         let encoded = wire::encode_msg(request_id, 0, msg, self.max_message_size, &mut buffer);
+        if msg.flags.has(MsgFlags::MORE_TO_COME) {
+            // The server sends nothing back for moreToCome (a w:0 write):
+            // waiting for a reply would block until the socket timeout, or
+            // for ever without one.
+            let sent = encoded.and_then(|_| self.send_without_reply(&buffer, timeout));
+            self.write_buffer = buffer;
+            return sent.map(|()| Document::new());
+        }
         let outcome = encoded.and_then(|_| self.exchange(request_id, &buffer, timeout));
         self.write_buffer = buffer;
-        if msg.flags.has(MsgFlags::MORE_TO_COME) {
-            return outcome.map(|_| Document::new());
-        }
         outcome?.into_reply_document()
     }
 
@@ -395,6 +400,26 @@ impl Connection {
         wire::encode_query(request_id, db, command, false, &mut buffer)?;
         self.exchange(request_id, &buffer, timeout)?
             .into_reply_document()
+    }
+
+    fn send_without_reply(&mut self, bytes: &[u8], timeout: Option<Duration>) -> Result<()> {
+        if self.broken {
+            return Err(Error::network_message(
+                Some(self.address.clone()),
+                "socket is closed after an earlier failure",
+            ));
+        }
+        self.broken = true;
+        let timeout = timeout.or(self.socket_timeout);
+        self.stream
+            .set_timeouts(timeout)
+            .map_err(|e| self.network_error("setting the socket timeout", e))?;
+        self.stream
+            .write_all(bytes)
+            .map_err(|e| self.network_error("sending a command", e))?;
+        self.broken = false;
+        self.last_used = Instant::now();
+        Ok(())
     }
 
     fn exchange(

@@ -1,0 +1,402 @@
+//! A runner for the unified test format
+//! (`source/unified-test-format/unified-test-format.md`).
+//!
+//! [`run_all`] visits every unified file under the spec-test root, runs each
+//! test against the deployment its `runOnRequirements` allow ("replicaset":
+//! a one-member SecantusDB replica set; "single": a standalone one), and
+//! prints pass / fail / skip counts per directory and every skip with its
+//! reason. A failure fails the run unless [`skips::KNOWN_FAILURES`] names
+//! the test with a reason; an entry there that now passes is reported.
+
+pub mod matching;
+pub mod runner;
+pub mod skips;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use bson::{doc, Bson, Document};
+use mongo_inline::Client;
+
+use crate::support::server::TestServer;
+use crate::support::spec;
+use matching::Entities;
+use runner::{Deployment, Failure, TestRun};
+
+/// The server version SecantusDB reports in `buildInfo`.
+fn server_version(client: &Client) -> Vec<i64> {
+    let reply = client
+        .database("admin")
+        .run_command(doc! { "buildInfo": 1 })
+        .expect("buildInfo");
+    reply
+        .get_array("versionArray")
+        .map(|a| {
+            a.iter()
+                .filter_map(|b| b.as_i32().map(i64::from).or_else(|| b.as_i64()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn parse_version(text: &str) -> Vec<i64> {
+    text.split('.').map(|p| p.parse().unwrap_or(0)).collect()
+}
+
+fn version_cmp(a: &[i64], b: &[i64]) -> std::cmp::Ordering {
+    for i in 0..a.len().max(b.len()) {
+        let (x, y) = (
+            a.get(i).copied().unwrap_or(0),
+            b.get(i).copied().unwrap_or(0),
+        );
+        if x != y {
+            return x.cmp(&y);
+        }
+    }
+    std::cmp::Ordering::Equal
+}
+
+struct NoEntities;
+impl Entities for NoEntities {
+    fn value(&self, _: &str) -> Option<Bson> {
+        None
+    }
+    fn session_lsid(&self, _: &str) -> Option<Document> {
+        None
+    }
+}
+
+/// Why `requirement` does not hold for `deployment`, or `None` when it does.
+fn unmet(requirement: &Document, deployment: &Deployment, version: &[i64]) -> Option<String> {
+    for (key, value) in requirement {
+        let reason = match key.as_str() {
+            "minServerVersion" => {
+                let min = parse_version(value.as_str().unwrap_or("0"));
+                (version_cmp(version, &min).is_lt())
+                    .then(|| format!("minServerVersion {value} > server {version:?}"))
+            }
+            "maxServerVersion" => {
+                let max = parse_version(value.as_str().unwrap_or("0"));
+                (version_cmp(version, &max).is_gt())
+                    .then(|| format!("maxServerVersion {value} < server {version:?}"))
+            }
+            "topologies" => {
+                let wanted: Vec<&str> = value
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Bson::as_str)
+                    .collect();
+                (!wanted.contains(&deployment.topology)).then(|| format!("topologies {wanted:?}"))
+            }
+            "serverless" => {
+                (value.as_str() == Some("require")).then(|| "serverless: require".to_string())
+            }
+            "auth" => (value.as_bool() == Some(true))
+                .then(|| "auth: the test servers run without authentication".to_string()),
+            "authMechanism" => Some(format!("authMechanism {value}: no authentication")),
+            "csfle" => (value.as_bool() == Some(true)).then(|| "csfle: not built".to_string()),
+            "serverParameters" => {
+                let wanted = value.as_document().cloned().unwrap_or_default();
+                let mut command = doc! { "getParameter": 1 };
+                for k in wanted.keys() {
+                    command.insert(k, 1);
+                }
+                match deployment.internal.database("admin").run_command(command) {
+                    Ok(reply) => matching::matches(
+                        &Bson::Document(wanted.clone()),
+                        Some(&Bson::Document(reply)),
+                        true,
+                        &NoEntities,
+                    )
+                    .err()
+                    .map(|e| format!("serverParameters {wanted}: {e}")),
+                    Err(e) => Some(format!(
+                        "serverParameters {wanted}: getParameter failed: {e}"
+                    )),
+                }
+            }
+            other => Some(format!("unknown runOnRequirements field {other}")),
+        };
+        if reason.is_some() {
+            return reason;
+        }
+    }
+    None
+}
+
+/// `None` when one of `requirements` holds (or there are none), else the
+/// reasons none does.
+fn requirements_unmet(
+    requirements: Option<&Vec<Bson>>,
+    deployment: &Deployment,
+    version: &[i64],
+) -> Option<String> {
+    let requirements = requirements?;
+    let mut reasons = Vec::new();
+    for r in requirements {
+        match unmet(r.as_document()?, deployment, version) {
+            None => return None,
+            Some(reason) => reasons.push(reason),
+        }
+    }
+    Some(format!("runOnRequirements: {}", reasons.join(" / ")))
+}
+
+#[derive(Default)]
+struct Counts {
+    passed: usize,
+    failed: usize,
+    skipped: usize,
+}
+
+/// Runs every unified file and panics on a failure that the skip map does
+/// not name.
+pub fn run_all() {
+    let root = spec::root();
+    if !root.is_dir() {
+        spec::dir("unified-test-format");
+        return;
+    }
+    let replica_set = TestServer::start();
+    let standalone = TestServer::start_standalone();
+    let deployments: &'static [Deployment] = Vec::leak(vec![
+        Deployment {
+            topology: "replicaset",
+            uri: format!("mongodb://{}/", replica_set.address()),
+            internal: Client::with_uri_str(&replica_set.uri()).expect("internal client"),
+        },
+        Deployment {
+            topology: "single",
+            uri: standalone.uri(),
+            internal: Client::with_uri_str(&standalone.uri()).expect("internal client"),
+        },
+    ]);
+    let version = server_version(&deployments[0].internal);
+
+    let mut files = Vec::new();
+    collect_unified_files(&root, &mut files);
+    files.sort();
+
+    let mut table: BTreeMap<String, Counts> = BTreeMap::new();
+    let mut skipped = Vec::new();
+    let mut failures = Vec::new();
+    let mut known = Vec::new();
+    let mut now_passing = Vec::new();
+
+    for path in &files {
+        let relative = path
+            .strip_prefix(&root)
+            .unwrap_or(path)
+            .to_string_lossy()
+            .into_owned();
+        let dir = Path::new(&relative)
+            .parent()
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let counts = table.entry(dir.clone()).or_default();
+        let started = std::time::Instant::now();
+        let file = spec::load(path);
+        let tests = file.get_array("tests").cloned().unwrap_or_default();
+        let expect_failure = dir.ends_with("valid-fail");
+        for test in &tests {
+            let Some(test) = test.as_document() else {
+                continue;
+            };
+            let description = test.get_str("description").unwrap_or("?").to_string();
+            if !spec::selected(&relative, &description) {
+                continue;
+            }
+            let outcome = run_one(&file, test, &relative, deployments, &version);
+            let known_reason = skips::known_failure(&relative, &description);
+            match (outcome, expect_failure) {
+                (Err(Failure::Skip(reason)), _) => {
+                    counts.skipped += 1;
+                    skipped.push(format!("{relative}: {description}: {reason}"));
+                }
+                (Ok(()), false) | (Err(Failure::Fail(_)), true) => {
+                    counts.passed += 1;
+                    if let Some(reason) = known_reason {
+                        now_passing.push(format!("{relative}: {description} (listed: {reason})"));
+                    }
+                }
+                (Err(Failure::Fail(message)), false) => match known_reason {
+                    Some(reason) => {
+                        counts.skipped += 1;
+                        known.push(format!("{relative}: {description}: {reason} [{message}]"));
+                    }
+                    None => {
+                        counts.failed += 1;
+                        failures.push(format!("{relative}: {description}: {message}"));
+                    }
+                },
+                (Ok(()), true) => match known_reason {
+                    Some(reason) => {
+                        counts.skipped += 1;
+                        known.push(format!("{relative}: {description}: {reason}"));
+                    }
+                    None => {
+                        counts.failed += 1;
+                        failures.push(format!(
+                            "{relative}: {description}: a valid-fail test passed"
+                        ));
+                    }
+                },
+            }
+        }
+        if std::env::var_os("UNIFIED_PROGRESS").is_some() {
+            eprintln!("[unified] {relative}: {:?}", started.elapsed());
+        }
+    }
+
+    eprintln!("\n[unified] skipped by rule:");
+    for s in &skipped {
+        eprintln!("  skipped: {s}");
+    }
+    eprintln!("\n[unified] known failures (skip map):");
+    for k in &known {
+        eprintln!("  known: {k}");
+    }
+    for p in &now_passing {
+        eprintln!("  WARNING: skip-map entry now passes: {p}");
+    }
+    for f in &failures {
+        eprintln!("  FAILED: {f}");
+    }
+    eprintln!("\n| directory | pass | fail | skip |\n|---|---:|---:|---:|");
+    let mut total = Counts::default();
+    for (dir, c) in &table {
+        eprintln!("| {dir} | {} | {} | {} |", c.passed, c.failed, c.skipped);
+        total.passed += c.passed;
+        total.failed += c.failed;
+        total.skipped += c.skipped;
+    }
+    eprintln!(
+        "| total ({} files) | {} | {} | {} |",
+        files.len(),
+        total.passed,
+        total.failed,
+        total.skipped
+    );
+    assert!(
+        failures.is_empty(),
+        "{} unified test(s) failed and are not in the skip map:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    let filtered = std::env::var("MONGO_SPEC_FILTER").is_ok_and(|f| !f.is_empty());
+    assert!(filtered || total.passed > 0, "no unified test ran");
+}
+
+fn run_one(
+    file: &Document,
+    test: &Document,
+    relative: &str,
+    deployments: &'static [Deployment],
+    version: &[i64],
+) -> Result<(), Failure> {
+    if relative.contains("unified-test-format/tests/invalid/") {
+        return Err(Failure::Skip(
+            "schema-invalid file: the runner does not validate files against the JSON schema"
+                .into(),
+        ));
+    }
+    let schema = file.get_str("schemaVersion").unwrap_or("0");
+    if !schema.starts_with("1.") {
+        return Err(Failure::Skip(format!(
+            "schemaVersion {schema} not supported"
+        )));
+    }
+    if let Ok(reason) = test.get_str("skipReason") {
+        return Err(Failure::Skip(format!("skipReason: {reason}")));
+    }
+    let mut reasons = Vec::new();
+    for deployment in deployments {
+        let unmet = requirements_unmet(
+            file.get_array("runOnRequirements").ok(),
+            deployment,
+            version,
+        )
+        .or_else(|| {
+            requirements_unmet(
+                test.get_array("runOnRequirements").ok(),
+                deployment,
+                version,
+            )
+        });
+        match unmet {
+            Some(reason) => reasons.push(format!("{}: {reason}", deployment.topology)),
+            None => return run_with_time_limit(file, test, deployment, relative),
+        }
+    }
+    Err(Failure::Skip(format!(
+        "no deployment here satisfies it (sharded and load-balanced not wired into the unified runner) — {}",
+        reasons.join("; ")
+    )))
+}
+
+/// How long one test may take before the runner calls it hung.
+const TEST_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// Runs the test on its own thread so that a hang (a driver waiting for a
+/// reply that never comes) fails that test instead of the whole run; the
+/// hung thread is left behind, blocked on its socket, until the process ends.
+fn run_with_time_limit(
+    file: &Document,
+    test: &Document,
+    deployment: &'static Deployment,
+    relative: &str,
+) -> Result<(), Failure> {
+    let (file, test) = (file.clone(), test.clone());
+    // The client-backpressure files (and the transactions suite's
+    // backpressure-* files) test the published policy, which is opt-in here
+    // (the seed's default policy has its own tests).
+    let published_backpressure = relative.starts_with("client-backpressure/")
+        || spec::name(Path::new(relative)).starts_with("backpressure-");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut run = TestRun::new(deployment);
+        if published_backpressure {
+            run = run.with_default_uri_option("maxAdaptiveRetries", "2");
+        }
+        let outcome =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run.run_test(&file, &test)))
+                .unwrap_or_else(|panic| {
+                    let text = panic
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_else(|| "panicked".to_string());
+                    Err(Failure::Fail(format!("panicked: {text}")))
+                });
+        let _ = tx.send(outcome);
+    });
+    rx.recv_timeout(TEST_TIME_LIMIT).unwrap_or_else(|_| {
+        Err(Failure::Fail(format!(
+            "hung: no outcome after {TEST_TIME_LIMIT:?}"
+        )))
+    })
+}
+
+/// Every `.json` file under `dir` that declares a `schemaVersion` (the
+/// unified format), except the format's JSON schemas themselves.
+fn collect_unified_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            collect_unified_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "json")
+            && !spec::name(&path).starts_with("schema-")
+        {
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            if text.contains("\"schemaVersion\"") && text.contains("\"tests\"") {
+                out.push(path);
+            }
+        }
+    }
+}

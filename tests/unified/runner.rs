@@ -1,0 +1,1750 @@
+//! Runs one unified-format test: requirements, initial data, entities,
+//! operations with their expected results and errors, fail points, the
+//! expected events and the outcome.
+//!
+//! Anything the runner or the driver does not support ends the test as a
+//! skip with a reason ([`Failure::Skip`]), never as a silent pass.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bson::{doc, Bson, Document};
+use mongo_inline::coll_options::{
+    AggregateOptions, CountOptions, CreateCollectionOptions, DeleteOptions, DistinctOptions,
+    EstimatedDocumentCountOptions, FindOneAndDeleteOptions, FindOneAndReplaceOptions,
+    FindOneAndUpdateOptions, FindOptions, Hint, IndexModel, InsertManyOptions, InsertOneOptions,
+    ReplaceOptions, ReturnDocument, UpdateOptions,
+};
+use mongo_inline::event::CommandEvent;
+use mongo_inline::options::ReadConcern;
+use mongo_inline::results::WriteFailure;
+use mongo_inline::{Client, ClientOptions, ClientSession, Collection, Database, ErrorKind};
+
+use super::matching::{matches, Entities};
+use crate::support::events::Recorder;
+
+/// Why a test did not pass.
+#[derive(Debug)]
+pub enum Failure {
+    /// The test needs something the runner or driver does not do.
+    Skip(String),
+    /// The test ran and an assertion failed.
+    Fail(String),
+}
+
+impl From<&str> for Failure {
+    fn from(s: &str) -> Self {
+        Failure::Fail(s.to_string())
+    }
+}
+
+impl From<String> for Failure {
+    fn from(s: String) -> Self {
+        Failure::Fail(s)
+    }
+}
+
+type Outcome<T = ()> = Result<T, Failure>;
+
+fn skip<T>(reason: impl Into<String>) -> Outcome<T> {
+    Err(Failure::Skip(reason.into()))
+}
+
+fn fail<T>(reason: impl Into<String>) -> Outcome<T> {
+    Err(Failure::Fail(reason.into()))
+}
+
+/// The deployment a test runs against.
+pub struct Deployment {
+    /// "single" or "replicaset".
+    pub topology: &'static str,
+    /// The connection string of the deployment, without options.
+    pub uri: String,
+    /// A client for the runner's own commands (initial data, fail points).
+    pub internal: Client,
+}
+
+struct ClientEntity {
+    client: Client,
+    recorder: Arc<Recorder>,
+    observe: Vec<String>,
+    ignore: Vec<String>,
+    observe_sensitive: bool,
+}
+
+enum Entity {
+    Client(Box<ClientEntity>),
+    Database(Database),
+    Collection(Collection<Document>),
+    /// The session (taken out while an operation uses it) and its lsid.
+    Session(Option<Box<ClientSession>>, Document),
+    Value(Bson),
+}
+
+struct EntityMap(HashMap<String, Entity>);
+
+impl Entities for EntityMap {
+    fn value(&self, name: &str) -> Option<Bson> {
+        match self.0.get(name)? {
+            Entity::Value(v) => Some(v.clone()),
+            Entity::Session(_, lsid) => Some(Bson::Document(lsid.clone())),
+            _ => None,
+        }
+    }
+
+    fn session_lsid(&self, name: &str) -> Option<Document> {
+        match self.0.get(name)? {
+            Entity::Session(_, lsid) => Some(lsid.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// The arguments of an operation, consumed as they are understood; what is
+/// left over at the end is an argument the runner does not support.
+struct Args {
+    operation: String,
+    rest: Document,
+}
+
+impl Args {
+    fn take(&mut self, key: &str) -> Option<Bson> {
+        self.rest.remove(key)
+    }
+
+    fn doc(&mut self, key: &str) -> Outcome<Option<Document>> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(Bson::Document(d)) => Ok(Some(d)),
+            Some(other) => fail(format!(
+                "{}: {key} is not a document: {other}",
+                self.operation
+            )),
+        }
+    }
+
+    fn required_doc(&mut self, key: &str) -> Outcome<Document> {
+        self.doc(key)?
+            .ok_or_else(|| Failure::Fail(format!("{}: missing {key}", self.operation)))
+    }
+
+    fn docs(&mut self, key: &str) -> Outcome<Option<Vec<Document>>> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(Bson::Array(a)) => a
+                .into_iter()
+                .map(|b| match b {
+                    Bson::Document(d) => Ok(d),
+                    other => fail(format!("{}: {key} holds {other}", self.operation)),
+                })
+                .collect::<Outcome<Vec<_>>>()
+                .map(Some),
+            Some(other) => fail(format!(
+                "{}: {key} is not an array: {other}",
+                self.operation
+            )),
+        }
+    }
+
+    fn bool(&mut self, key: &str) -> Option<bool> {
+        self.take(key).and_then(|b| b.as_bool())
+    }
+
+    fn int(&mut self, key: &str) -> Option<i64> {
+        self.take(key).and_then(|b| match b {
+            Bson::Int32(i) => Some(i64::from(i)),
+            Bson::Int64(i) => Some(i),
+            Bson::Double(d) => Some(d as i64),
+            _ => None,
+        })
+    }
+
+    fn hint(&mut self) -> Option<Hint> {
+        match self.take("hint")? {
+            Bson::String(s) => Some(Hint::Name(s)),
+            Bson::Document(d) => Some(Hint::Keys(d)),
+            _ => None,
+        }
+    }
+
+    fn millis(&mut self, key: &str) -> Option<Duration> {
+        self.int(key).map(|ms| Duration::from_millis(ms as u64))
+    }
+
+    fn done(&self) -> Outcome {
+        match self.rest.keys().next() {
+            None => Ok(()),
+            Some(key) => skip(format!(
+                "argument {key:?} of {} not supported by the runner",
+                self.operation
+            )),
+        }
+    }
+}
+
+/// Runs unified tests against one deployment, holding the file's entities.
+pub struct TestRun<'a> {
+    deployment: &'a Deployment,
+    entities: EntityMap,
+    /// Fail points to turn off at the end: (command, client used).
+    fail_points: Vec<(String, Client)>,
+    /// URI options every client entity gets unless its `uriOptions` set
+    /// them (the published client-backpressure policy for that suite).
+    default_uri_options: Vec<(String, String)>,
+}
+
+impl<'a> TestRun<'a> {
+    /// A run with no entities yet.
+    pub fn new(deployment: &'a Deployment) -> Self {
+        TestRun {
+            deployment,
+            entities: EntityMap(HashMap::new()),
+            fail_points: Vec::new(),
+            default_uri_options: Vec::new(),
+        }
+    }
+
+    /// Gives every client entity `name=value` unless its `uriOptions` set
+    /// `name`.
+    pub fn with_default_uri_option(mut self, name: &str, value: &str) -> Self {
+        self.default_uri_options
+            .push((name.to_string(), value.to_string()));
+        self
+    }
+
+    /// Runs one test of `file`: initial data, entities, operations, events,
+    /// outcome; fail points are turned off whatever happens.
+    pub fn run_test(&mut self, file: &Document, test: &Document) -> Outcome {
+        let result = self.run_test_inner(file, test);
+        for (name, client) in self.fail_points.drain(..) {
+            let _ = client
+                .database("admin")
+                .run_command(doc! { "configureFailPoint": name, "mode": "off" });
+        }
+        // Sessions end before their clients close.
+        self.entities
+            .0
+            .retain(|_, e| !matches!(e, Entity::Session(..)));
+        self.entities.0.clear();
+        result
+    }
+
+    fn run_test_inner(&mut self, file: &Document, test: &Document) -> Outcome {
+        let _ = self
+            .deployment
+            .internal
+            .database("admin")
+            .run_command(doc! { "killAllSessions": [] });
+        if let Ok(initial) = file.get_array("initialData") {
+            self.load_initial_data(initial)?;
+        }
+        if let Ok(entities) = file.get_array("createEntities") {
+            self.create_entities(entities)?;
+        }
+        let operations = test.get_array("operations").map_err(|e| e.to_string())?;
+        for (i, operation) in operations.iter().enumerate() {
+            let operation = operation
+                .as_document()
+                .ok_or("operation is not a document")?;
+            self.run_operation(operation).map_err(|f| match f {
+                Failure::Fail(m) => Failure::Fail(format!(
+                    "operation {i} ({}): {m}",
+                    operation.get_str("name").unwrap_or("?")
+                )),
+                skip => skip,
+            })?;
+        }
+        if let Ok(expected) = test.get_array("expectEvents") {
+            self.check_events(expected)?;
+        }
+        if let Ok(outcome) = test.get_array("outcome") {
+            self.check_outcome(outcome)?;
+        }
+        Ok(())
+    }
+
+    fn load_initial_data(&self, initial: &[Bson]) -> Outcome {
+        for data in initial {
+            let data = data.as_document().ok_or("initialData entry")?;
+            let db_name = data.get_str("databaseName").map_err(|e| e.to_string())?;
+            let coll_name = data.get_str("collectionName").map_err(|e| e.to_string())?;
+            let db = self.deployment.internal.database(db_name);
+            let _ = db.run_command(doc! { "drop": coll_name, "writeConcern": { "w": "majority" } });
+            let mut create = doc! { "create": coll_name, "writeConcern": { "w": "majority" } };
+            if let Ok(options) = data.get_document("createOptions") {
+                create.extend(options.clone());
+            }
+            db.run_command(create)
+                .map_err(|e| format!("initialData: create {db_name}.{coll_name}: {e}"))?;
+            let documents = data.get_array("documents").map_err(|e| e.to_string())?;
+            if !documents.is_empty() {
+                db.run_command(doc! {
+                    "insert": coll_name,
+                    "documents": documents.clone(),
+                    "writeConcern": { "w": "majority" },
+                })
+                .map_err(|e| format!("initialData: insert into {db_name}.{coll_name}: {e}"))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn create_entities(&mut self, entities: &[Bson]) -> Outcome {
+        for entity in entities {
+            let entity = entity.as_document().ok_or("entity is not a document")?;
+            let (kind, spec) = entity.iter().next().ok_or("empty entity")?;
+            let spec = spec.as_document().ok_or("entity spec is not a document")?;
+            let id = spec.get_str("id").map_err(|e| e.to_string())?.to_string();
+            let created = match kind.as_str() {
+                "client" => Entity::Client(Box::new(self.create_client(spec)?)),
+                "database" => {
+                    let client = self.client(spec.get_str("client").unwrap_or_default())?;
+                    let mut db = client
+                        .client
+                        .database(spec.get_str("databaseName").unwrap_or(""));
+                    if let Ok(options) = spec.get_document("databaseOptions") {
+                        let (rc, wc, timeout) = concerns(options, "databaseOptions")?;
+                        if let Some(timeout) = timeout {
+                            db = db.with_timeout(timeout);
+                        }
+                        if let Some(rc) = rc {
+                            db = db.with_read_concern(rc);
+                        }
+                        if let Some(wc) = wc {
+                            db = db.with_write_concern(wc);
+                        }
+                    }
+                    Entity::Database(db)
+                }
+                "collection" => {
+                    let db = self.database(spec.get_str("database").unwrap_or_default())?;
+                    let mut coll =
+                        db.collection::<Document>(spec.get_str("collectionName").unwrap_or(""));
+                    if let Ok(options) = spec.get_document("collectionOptions") {
+                        let (rc, wc, timeout) = concerns(options, "collectionOptions")?;
+                        if let Some(timeout) = timeout {
+                            coll = coll.with_timeout(timeout);
+                        }
+                        if let Some(rc) = rc {
+                            coll = coll.with_read_concern(rc);
+                        }
+                        if let Some(wc) = wc {
+                            coll = coll.with_write_concern(wc);
+                        }
+                    }
+                    Entity::Collection(coll)
+                }
+                "session" => {
+                    let client = self.client(spec.get_str("client").unwrap_or_default())?;
+                    let mut options = mongo_inline::session::SessionOptions::default();
+                    if let Ok(session_options) = spec.get_document("sessionOptions") {
+                        for (key, value) in session_options {
+                            match key.as_str() {
+                                "causalConsistency" => options.causal_consistency = value.as_bool(),
+                                "snapshot" => options.snapshot = value.as_bool(),
+                                other => {
+                                    return skip(format!(
+                                        "session option {other:?} not supported by the runner"
+                                    ))
+                                }
+                            }
+                        }
+                    }
+                    let session = client
+                        .client
+                        .start_session(options)
+                        .map_err(|e| format!("startSession: {e}"))?;
+                    let lsid = session
+                        .id()
+                        .cloned()
+                        .ok_or("a started session has no lsid")?;
+                    Entity::Session(Some(Box::new(session)), lsid)
+                }
+                other => return skip(format!("entity type {other:?} not supported")),
+            };
+            self.entities.0.insert(id, created);
+        }
+        Ok(())
+    }
+
+    fn create_client(&self, spec: &Document) -> Outcome<ClientEntity> {
+        let mut query = Vec::new();
+        for (key, value) in spec {
+            match key.as_str() {
+                "id"
+                | "observeEvents"
+                | "ignoreCommandMonitoringEvents"
+                | "observeSensitiveCommands"
+                | "useMultipleMongoses" => {}
+                // Waits until the pool holds minPoolSize connections; a
+                // one-socket driver has no pool to fill, so there is nothing
+                // to wait for.
+                "awaitMinPoolSizeMS" => {}
+                "uriOptions" => {
+                    let options = value.as_document().ok_or("uriOptions")?;
+                    for (name, v) in options {
+                        let text = match v {
+                            Bson::String(s) => s.clone(),
+                            Bson::Boolean(b) => b.to_string(),
+                            Bson::Int32(i) => i.to_string(),
+                            Bson::Int64(i) => i.to_string(),
+                            Bson::Double(d) => d.to_string(),
+                            other => {
+                                return skip(format!(
+                                    "uriOptions.{name} = {other}: not expressible by the runner"
+                                ))
+                            }
+                        };
+                        query.push(format!("{name}={text}"));
+                    }
+                }
+                "observeLogMessages" => {
+                    return skip("observeLogMessages: log message capture not built in the runner")
+                }
+                "storeEventsAsEntities" => {
+                    return skip("storeEventsAsEntities not supported by the runner")
+                }
+                "serverApi" => return skip("serverApi: no public ServerApi constructor to set it"),
+                other => return skip(format!("client option {other:?} not supported")),
+            }
+        }
+        let given = spec.get_document("uriOptions").ok();
+        for (name, value) in &self.default_uri_options {
+            if !given.is_some_and(|g| g.contains_key(name)) {
+                query.push(format!("{name}={value}"));
+            }
+        }
+        let observe: Vec<String> = spec
+            .get_array("observeEvents")
+            .map(|a| {
+                a.iter()
+                    .filter_map(|b| b.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        for event in &observe {
+            if !event.starts_with("command") {
+                return skip(if event.contains("Connection") || event.contains("Pool") {
+                    format!("CMAP event {event}: one-socket driver has no pool")
+                } else {
+                    format!("observing {event} not supported by the runner")
+                });
+            }
+        }
+        let ignore: Vec<String> = spec
+            .get_array("ignoreCommandMonitoringEvents")
+            .map(|a| {
+                a.iter()
+                    .filter_map(|b| b.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let separator = if self.deployment.uri.contains('?') {
+            '&'
+        } else {
+            '?'
+        };
+        let uri = if query.is_empty() {
+            self.deployment.uri.clone()
+        } else {
+            format!("{}{separator}{}", self.deployment.uri, query.join("&"))
+        };
+        let options = ClientOptions::parse(&uri).map_err(|e| format!("client URI {uri}: {e}"))?;
+        let recorder = Arc::new(Recorder::default());
+        let client = Client::builder(options)
+            .event_handler(recorder.clone())
+            .build()
+            .map_err(|e| format!("client: {e}"))?;
+        Ok(ClientEntity {
+            client,
+            recorder,
+            observe,
+            ignore,
+            observe_sensitive: spec.get_bool("observeSensitiveCommands").unwrap_or(false),
+        })
+    }
+
+    fn client(&self, name: &str) -> Outcome<&ClientEntity> {
+        match self.entities.0.get(name) {
+            Some(Entity::Client(c)) => Ok(c),
+            _ => fail(format!("no client entity {name:?}")),
+        }
+    }
+
+    fn database(&self, name: &str) -> Outcome<Database> {
+        match self.entities.0.get(name) {
+            Some(Entity::Database(d)) => Ok(d.clone()),
+            _ => fail(format!("no database entity {name:?}")),
+        }
+    }
+
+    fn take_session(&mut self, name: &str) -> Outcome<Box<ClientSession>> {
+        match self.entities.0.get_mut(name) {
+            Some(Entity::Session(s, _)) => s
+                .take()
+                .ok_or_else(|| Failure::Fail(format!("session {name:?} has ended"))),
+            _ => fail(format!("no session entity {name:?}")),
+        }
+    }
+
+    fn put_session(&mut self, name: &str, session: Box<ClientSession>) {
+        if let Some(Entity::Session(slot, _)) = self.entities.0.get_mut(name) {
+            *slot = Some(session);
+        }
+    }
+
+    fn run_operation(&mut self, operation: &Document) -> Outcome {
+        let name = operation.get_str("name").map_err(|e| e.to_string())?;
+        let object = operation.get_str("object").map_err(|e| e.to_string())?;
+        let arguments = operation
+            .get_document("arguments")
+            .cloned()
+            .unwrap_or_default();
+        if object == "testRunner" {
+            return self.run_test_runner_operation(name, arguments);
+        }
+        let args = Args {
+            operation: name.to_string(),
+            rest: arguments,
+        };
+        let result = self.execute(object, name, args)?;
+        if operation.get_bool("ignoreResultAndError").unwrap_or(false) {
+            return Ok(());
+        }
+        if let Ok(expected) = operation.get_document("expectError") {
+            return match result {
+                Ok(value) => fail(format!("expected an error, got {value}")),
+                Err(error) => check_error(expected, &error),
+            };
+        }
+        let value = result.map_err(|e| Failure::Fail(format!("unexpected error: {e}")))?;
+        if let Some(expected) = operation.get("expectResult") {
+            matches(expected, Some(&value), true, &self.entities)
+                .map_err(|e| Failure::Fail(format!("result {value}: {e}")))?;
+        }
+        if let Ok(save) = operation.get_str("saveResultAsEntity") {
+            self.entities
+                .0
+                .insert(save.to_string(), Entity::Value(value));
+        }
+        Ok(())
+    }
+
+    fn run_test_runner_operation(&mut self, name: &str, arguments: Document) -> Outcome {
+        match name {
+            "failPoint" => {
+                let client_name = arguments.get_str("client").map_err(|e| e.to_string())?;
+                let fail_point = arguments
+                    .get_document("failPoint")
+                    .map_err(|e| e.to_string())?
+                    .clone();
+                let client = self.client(client_name)?.client.clone();
+                self.set_fail_point(client, fail_point)
+            }
+            "targetedFailPoint" => {
+                // One server per deployment here, so the session's pinned
+                // server is the only one; the session's client sets it.
+                let fail_point = arguments
+                    .get_document("failPoint")
+                    .map_err(|e| e.to_string())?
+                    .clone();
+                let session_name = arguments.get_str("session").map_err(|e| e.to_string())?;
+                let session = self.take_session(session_name)?;
+                let client = session.client().clone();
+                self.put_session(session_name, session);
+                self.set_fail_point(client, fail_point)
+            }
+            "assertSameLsidOnLastTwoCommands" | "assertDifferentLsidOnLastTwoCommands" => {
+                let client_name = arguments.get_str("client").map_err(|e| e.to_string())?;
+                let started = self.client(client_name)?.recorder.started();
+                let lsids: Vec<&Bson> = started
+                    .iter()
+                    .rev()
+                    .take(2)
+                    .filter_map(|c| c.get("lsid"))
+                    .collect();
+                if lsids.len() != 2 {
+                    return fail(format!(
+                        "{name}: the last two commands do not both have an lsid"
+                    ));
+                }
+                let same = lsids[0] == lsids[1];
+                if same == (name == "assertSameLsidOnLastTwoCommands") {
+                    Ok(())
+                } else {
+                    fail(format!("{name}: lsids {} and {}", lsids[1], lsids[0]))
+                }
+            }
+            "assertCollectionExists" | "assertCollectionNotExists" => {
+                let db = arguments
+                    .get_str("databaseName")
+                    .map_err(|e| e.to_string())?;
+                let coll = arguments
+                    .get_str("collectionName")
+                    .map_err(|e| e.to_string())?;
+                let names = self
+                    .deployment
+                    .internal
+                    .database(db)
+                    .list_collection_names()
+                    .map_err(|e| format!("listCollections: {e}"))?;
+                let exists = names.iter().any(|n| n == coll);
+                if exists == (name == "assertCollectionExists") {
+                    Ok(())
+                } else {
+                    fail(format!("{name}: {db}.{coll} exists = {exists}"))
+                }
+            }
+            "assertIndexExists" | "assertIndexNotExists" => {
+                let db = arguments
+                    .get_str("databaseName")
+                    .map_err(|e| e.to_string())?;
+                let coll = arguments
+                    .get_str("collectionName")
+                    .map_err(|e| e.to_string())?;
+                let index = arguments.get_str("indexName").map_err(|e| e.to_string())?;
+                let reply = self
+                    .deployment
+                    .internal
+                    .database(db)
+                    .run_command(doc! { "listIndexes": coll });
+                let exists = match reply {
+                    Ok(reply) => reply
+                        .get_document("cursor")
+                        .and_then(|c| c.get_array("firstBatch"))
+                        .map(|batch| {
+                            batch.iter().any(|i| {
+                                i.as_document().and_then(|d| d.get_str("name").ok()) == Some(index)
+                            })
+                        })
+                        .unwrap_or(false),
+                    Err(_) => false,
+                };
+                if exists == (name == "assertIndexExists") {
+                    Ok(())
+                } else {
+                    fail(format!(
+                        "{name}: index {index} on {db}.{coll} exists = {exists}"
+                    ))
+                }
+            }
+            "createEntities" => {
+                let entities = arguments
+                    .get_array("entities")
+                    .map_err(|e| e.to_string())?
+                    .clone();
+                self.create_entities(&entities)
+            }
+            other => skip(format!(
+                "test runner operation {other} not supported by the runner"
+            )),
+        }
+    }
+
+    fn set_fail_point(&mut self, client: Client, fail_point: Document) -> Outcome {
+        let fp_name = fail_point
+            .get_str("configureFailPoint")
+            .map_err(|e| e.to_string())?
+            .to_string();
+        client
+            .database("admin")
+            .run_command(fail_point)
+            .map_err(|e| format!("configureFailPoint: {e}"))?;
+        self.fail_points.push((fp_name, client));
+        Ok(())
+    }
+
+    /// Runs an operation on an entity; `Ok(Err(_))` is the driver's error.
+    fn execute(
+        &mut self,
+        object: &str,
+        name: &str,
+        mut args: Args,
+    ) -> Outcome<Result<Bson, mongo_inline::Error>> {
+        let session_name = match args.take("session") {
+            Some(Bson::String(s)) => Some(s),
+            Some(other) => return fail(format!("session argument {other}")),
+            None => None,
+        };
+        let entity = match self.entities.0.get(object) {
+            Some(Entity::Collection(c)) => Target::Collection(c.clone()),
+            Some(Entity::Database(d)) => Target::Database(d.clone()),
+            Some(Entity::Client(c)) => Target::Client(c.client.clone()),
+            Some(Entity::Session(..)) => Target::Session(object.to_string()),
+            Some(Entity::Value(_)) => return skip(format!("operation {name} on a saved value")),
+            None => return fail(format!("no entity {object:?}")),
+        };
+        let mut session = match &session_name {
+            Some(s) => Some(self.take_session(s)?),
+            None => None,
+        };
+        let result = match entity {
+            Target::Collection(c) => collection_operation(&c, name, args, session.as_deref_mut()),
+            Target::Database(d) => database_operation(&d, name, args, session.is_some()),
+            Target::Client(c) => client_operation(&c, name, args, session.is_some()),
+            Target::Session(s) => {
+                let mut own = self.take_session(&s)?;
+                let result = session_operation(&mut own, name, args);
+                match name {
+                    "endSession" => drop(own),
+                    _ => self.put_session(&s, own),
+                }
+                result
+            }
+        };
+        if let (Some(name), Some(session)) = (session_name, session) {
+            self.put_session(&name, session);
+        }
+        result
+    }
+
+    fn check_events(&self, expected: &[Bson]) -> Outcome {
+        for block in expected {
+            let block = block.as_document().ok_or("expectEvents entry")?;
+            let event_type = block.get_str("eventType").unwrap_or("command");
+            if event_type != "command" {
+                return skip(format!(
+                    "expectEvents of type {event_type} not supported by the runner"
+                ));
+            }
+            let client = self.client(block.get_str("client").map_err(|e| e.to_string())?)?;
+            let actual = observed_commands(client);
+            let wanted = block.get_array("events").map_err(|e| e.to_string())?;
+            let ignore_extra = block.get_bool("ignoreExtraEvents").unwrap_or(false);
+            if actual.len() < wanted.len() || (!ignore_extra && actual.len() != wanted.len()) {
+                return fail(format!(
+                    "expected {} command events, got {}: {}",
+                    wanted.len(),
+                    actual.len(),
+                    actual
+                        .iter()
+                        .map(|(kind, name, _)| format!("{kind} {name}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            for (i, (want, (kind, name, body))) in wanted.iter().zip(&actual).enumerate() {
+                let want = want.as_document().ok_or("expected event")?;
+                let (want_kind, fields) = want.iter().next().ok_or("empty expected event")?;
+                if want_kind != kind {
+                    return fail(format!(
+                        "event {i}: expected {want_kind}, got {kind} {name}"
+                    ));
+                }
+                let fields = fields.as_document().ok_or("event fields")?;
+                for (key, value) in fields {
+                    match key.as_str() {
+                        "commandName" => {
+                            if value.as_str() != Some(name.as_str()) {
+                                return fail(format!("event {i}: expected {value}, got {name}"));
+                            }
+                        }
+                        "command" | "reply" => matches(
+                            value,
+                            Some(&Bson::Document(body.document.clone())),
+                            true,
+                            &self.entities,
+                        )
+                        .map_err(|e| {
+                            Failure::Fail(format!(
+                                "event {i} ({kind} {name}) {key}: {e}; actual {}",
+                                body.document
+                            ))
+                        })?,
+                        "databaseName" => {
+                            if value.as_str() != body.database.as_deref() {
+                                return fail(format!(
+                                    "event {i}: database {value}, got {:?}",
+                                    body.database
+                                ));
+                            }
+                        }
+                        "hasServiceId" | "hasServerConnectionId" => {
+                            let has = if key == "hasServiceId" {
+                                body.has_service_id
+                            } else {
+                                body.has_server_connection_id
+                            };
+                            if value.as_bool() != Some(has) {
+                                return fail(format!("event {i}: {key} should be {value}"));
+                            }
+                        }
+                        other => {
+                            return skip(format!("event field {other} not supported by the runner"))
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn check_outcome(&self, outcome: &[Bson]) -> Outcome {
+        for data in outcome {
+            let data = data.as_document().ok_or("outcome entry")?;
+            let db = data.get_str("databaseName").map_err(|e| e.to_string())?;
+            let coll = data.get_str("collectionName").map_err(|e| e.to_string())?;
+            let expected = data.get_array("documents").map_err(|e| e.to_string())?;
+            let actual: Vec<Bson> = self
+                .deployment
+                .internal
+                .database(db)
+                .collection::<Document>(coll)
+                .find(
+                    doc! {},
+                    FindOptions::default()
+                        .sort(doc! { "_id": 1 })
+                        .read_concern(ReadConcern::new("local")),
+                )
+                .and_then(|c| c.collect::<Result<Vec<_>, _>>())
+                .map_err(|e| format!("outcome: find in {db}.{coll}: {e}"))?
+                .into_iter()
+                .map(Bson::Document)
+                .collect();
+            matches(
+                &Bson::Array(expected.clone()),
+                Some(&Bson::Array(actual.clone())),
+                false,
+                &self.entities,
+            )
+            .map_err(|e| Failure::Fail(format!("outcome {db}.{coll}: {e}; actual {actual:?}")))?;
+        }
+        Ok(())
+    }
+}
+
+enum Target {
+    Collection(Collection<Document>),
+    Database(Database),
+    Client(Client),
+    Session(String),
+}
+
+struct EventBody {
+    document: Document,
+    database: Option<String>,
+    has_service_id: bool,
+    has_server_connection_id: bool,
+}
+
+/// The command events a client entity observes, as (kind, name, body).
+fn observed_commands(client: &ClientEntity) -> Vec<(String, String, EventBody)> {
+    // hello and isMaster are sensitive only with speculativeAuthenticate,
+    // which these servers (no authentication) never see.
+    let sensitive = [
+        "authenticate",
+        "saslStart",
+        "saslContinue",
+        "getnonce",
+        "createUser",
+        "updateUser",
+        "copydbgetnonce",
+        "copydbsaslstart",
+        "copydb",
+    ];
+    let mut out = Vec::new();
+    // Succeeded and failed events name no database; their started event does.
+    let mut databases: HashMap<i32, String> = HashMap::new();
+    let mut redacted_hellos = std::collections::HashSet::new();
+    for event in client.recorder.commands() {
+        let (kind, name, document, database, connection, request_id) = match event {
+            CommandEvent::Started {
+                command,
+                database_name,
+                command_name,
+                connection,
+                request_id,
+            } => {
+                databases.insert(request_id, database_name.clone());
+                (
+                    "commandStartedEvent",
+                    command_name,
+                    command,
+                    Some(database_name),
+                    connection,
+                    request_id,
+                )
+            }
+            CommandEvent::Succeeded {
+                reply,
+                command_name,
+                connection,
+                request_id,
+                ..
+            } => (
+                "commandSucceededEvent",
+                command_name,
+                reply,
+                databases.get(&request_id).cloned(),
+                connection,
+                request_id,
+            ),
+            CommandEvent::Failed {
+                command_name,
+                connection,
+                request_id,
+                ..
+            } => (
+                "commandFailedEvent",
+                command_name,
+                Document::new(),
+                databases.get(&request_id).cloned(),
+                connection,
+                request_id,
+            ),
+            _ => continue,
+        };
+        // The runner's own fail-point commands are not the test's events.
+        if name == "configureFailPoint" {
+            continue;
+        }
+        if !client.observe.iter().any(|o| o == kind) || client.ignore.contains(&name) {
+            continue;
+        }
+        // A hello the driver redacted (it carried speculativeAuthenticate)
+        // is sensitive, and so are its reply events.
+        if kind == "commandStartedEvent"
+            && (name == "hello" || name.eq_ignore_ascii_case("ismaster"))
+            && document.is_empty()
+        {
+            redacted_hellos.insert(request_id);
+        }
+        if !client.observe_sensitive
+            && (sensitive.contains(&name.as_str()) || redacted_hellos.contains(&request_id))
+        {
+            continue;
+        }
+        out.push((
+            kind.to_string(),
+            name,
+            EventBody {
+                document,
+                database,
+                has_service_id: connection.service_id.is_some(),
+                has_server_connection_id: connection.server_connection_id.is_some(),
+            },
+        ));
+    }
+    out
+}
+
+fn concerns(
+    options: &Document,
+    what: &str,
+) -> Outcome<(
+    Option<ReadConcern>,
+    Option<mongo_inline::options::WriteConcern>,
+    Option<Duration>,
+)> {
+    let mut rc = None;
+    let mut wc = None;
+    let mut timeout = None;
+    for (key, value) in options {
+        match key.as_str() {
+            "readConcern" => {
+                let level = value
+                    .as_document()
+                    .and_then(|d| d.get_str("level").ok())
+                    .ok_or("readConcern without level")?;
+                rc = Some(ReadConcern::new(level));
+            }
+            "writeConcern" => wc = Some(write_concern(value)?),
+            "timeoutMS" => {
+                let ms = match value {
+                    Bson::Int32(i) => i64::from(*i),
+                    Bson::Int64(i) => *i,
+                    other => return fail(format!("{what}.timeoutMS {other}")),
+                };
+                if ms == 0 {
+                    // timeoutMS 0 means "no limit", which with_timeout
+                    // cannot say; do not pretend it is applied.
+                    return skip(format!(
+                        "{what}.timeoutMS 0 not expressible through with_timeout"
+                    ));
+                }
+                timeout = Some(Duration::from_millis(ms as u64));
+            }
+            other => return skip(format!("{what}.{other} not supported by the runner")),
+        }
+    }
+    Ok((rc, wc, timeout))
+}
+
+fn write_concern(value: &Bson) -> Outcome<mongo_inline::options::WriteConcern> {
+    use mongo_inline::options::{Acknowledgment, WriteConcern};
+    let d = value
+        .as_document()
+        .ok_or("writeConcern is not a document")?;
+    let mut wc = WriteConcern::default();
+    for (key, v) in d {
+        match (key.as_str(), v) {
+            ("w", Bson::String(s)) if s == "majority" => wc.w = Some(Acknowledgment::Majority),
+            ("w", Bson::String(s)) => wc.w = Some(Acknowledgment::Custom(s.clone())),
+            ("w", Bson::Int32(n)) => wc.w = Some(Acknowledgment::Nodes(*n as u32)),
+            ("w", Bson::Int64(n)) => wc.w = Some(Acknowledgment::Nodes(*n as u32)),
+            ("j", Bson::Boolean(b)) | ("journal", Bson::Boolean(b)) => wc.journal = Some(*b),
+            ("wtimeoutMS" | "wtimeout", Bson::Int32(n)) => {
+                wc.w_timeout = Some(Duration::from_millis(*n as u64))
+            }
+            (other, _) => return skip(format!("writeConcern.{other} not supported by the runner")),
+        }
+    }
+    Ok(wc)
+}
+
+type DriverResult = Result<Bson, mongo_inline::Error>;
+
+fn documents_result<I>(cursor: mongo_inline::Result<I>) -> DriverResult
+where
+    I: Iterator<Item = mongo_inline::Result<Document>>,
+{
+    let docs = cursor?.collect::<Result<Vec<_>, _>>()?;
+    Ok(Bson::Array(docs.into_iter().map(Bson::Document).collect()))
+}
+
+fn update_result(r: mongo_inline::results::UpdateResult) -> Bson {
+    let mut d = doc! {
+        "matchedCount": r.matched_count as i64,
+        "modifiedCount": r.modified_count as i64,
+        "upsertedCount": i64::from(r.upserted_id.is_some()),
+    };
+    if let Some(id) = r.upserted_id {
+        d.insert("upsertedId", id);
+    }
+    Bson::Document(d)
+}
+
+fn no_session(name: &str, has: bool) -> Outcome {
+    if has {
+        skip(format!(
+            "{name} with a session: no session form in the driver's API"
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+fn collection_operation(
+    coll: &Collection<Document>,
+    name: &str,
+    mut args: Args,
+    session: Option<&mut ClientSession>,
+) -> Outcome<DriverResult> {
+    let comment = args.take("comment");
+    let result = match name {
+        "insertOne" => {
+            let document = args.required_doc("document")?;
+            let mut o = InsertOneOptions::default();
+            if let Some(b) = args.bool("bypassDocumentValidation") {
+                o = o.bypass_document_validation(b);
+            }
+            if let Some(c) = comment {
+                o = o.comment(c);
+            }
+            args.done()?;
+            match session {
+                Some(s) => coll.insert_one_with_session(&document, o, s),
+                None => coll.insert_one(&document, o),
+            }
+            .map(|r| Bson::Document(doc! { "insertedId": r.inserted_id }))
+        }
+        "insertMany" => {
+            let documents = args.docs("documents")?.unwrap_or_default();
+            let mut o = InsertManyOptions::default();
+            if let Some(b) = args.bool("ordered") {
+                o = o.ordered(b);
+            }
+            if let Some(b) = args.bool("bypassDocumentValidation") {
+                o = o.bypass_document_validation(b);
+            }
+            if let Some(c) = comment {
+                o = o.comment(c);
+            }
+            args.done()?;
+            no_session(name, session.is_some())?;
+            coll.insert_many(&documents, o).map(|r| {
+                let ids: Document = r
+                    .inserted_ids
+                    .into_iter()
+                    .map(|(i, id)| (i.to_string(), id))
+                    .collect();
+                Bson::Document(doc! { "insertedIds": ids })
+            })
+        }
+        "deleteOne" | "deleteMany" => {
+            let filter = args.required_doc("filter")?;
+            let mut o = DeleteOptions::default();
+            if let Some(h) = args.hint() {
+                o = o.hint(h);
+            }
+            if let Some(c) = args.doc("collation")? {
+                o = o.collation(c);
+            }
+            if let Some(l) = args.doc("let")? {
+                o = o.let_vars(l);
+            }
+            if let Some(c) = comment {
+                o = o.comment(c);
+            }
+            args.done()?;
+            let r = match (name, session) {
+                ("deleteOne", Some(s)) => coll.delete_one_with_session(filter, o, s),
+                ("deleteOne", None) => coll.delete_one(filter, o),
+                (_, Some(s)) => coll.delete_many_with_session(filter, o, s),
+                (_, None) => coll.delete_many(filter, o),
+            };
+            r.map(|r| Bson::Document(doc! { "deletedCount": r.deleted_count as i64 }))
+        }
+        "updateOne" | "updateMany" => {
+            let filter = args.required_doc("filter")?;
+            let update = match args.take("update") {
+                Some(Bson::Document(d)) => mongo_inline::operation::UpdateModification::from(d),
+                Some(Bson::Array(a)) => {
+                    let pipeline: Vec<Document> = a
+                        .into_iter()
+                        .filter_map(|b| b.as_document().cloned())
+                        .collect();
+                    mongo_inline::operation::UpdateModification::from(pipeline)
+                }
+                other => return fail(format!("{name}: update {other:?}")),
+            };
+            let mut o = UpdateOptions::default();
+            if let Some(b) = args.bool("upsert") {
+                o = o.upsert(b);
+            }
+            if let Some(a) = args.docs("arrayFilters")? {
+                o = o.array_filters(a);
+            }
+            if let Some(b) = args.bool("bypassDocumentValidation") {
+                o = o.bypass_document_validation(b);
+            }
+            if let Some(h) = args.hint() {
+                o = o.hint(h);
+            }
+            if let Some(c) = args.doc("collation")? {
+                o = o.collation(c);
+            }
+            if let Some(l) = args.doc("let")? {
+                o = o.let_vars(l);
+            }
+            if let Some(s) = args.doc("sort")? {
+                o = o.sort(s);
+            }
+            if let Some(c) = comment {
+                o = o.comment(c);
+            }
+            args.done()?;
+            let r = match (name, session) {
+                ("updateOne", Some(s)) => coll.update_one_with_session(filter, update, o, s),
+                ("updateOne", None) => coll.update_one(filter, update, o),
+                (_, Some(s)) => coll.update_many_with_session(filter, update, o, s),
+                (_, None) => coll.update_many(filter, update, o),
+            };
+            r.map(update_result)
+        }
+        "replaceOne" => {
+            let filter = args.required_doc("filter")?;
+            let replacement = args.required_doc("replacement")?;
+            let mut o = ReplaceOptions::default();
+            if let Some(b) = args.bool("upsert") {
+                o = o.upsert(b);
+            }
+            if let Some(b) = args.bool("bypassDocumentValidation") {
+                o = o.bypass_document_validation(b);
+            }
+            if let Some(h) = args.hint() {
+                o = o.hint(h);
+            }
+            if let Some(c) = args.doc("collation")? {
+                o = o.collation(c);
+            }
+            if let Some(l) = args.doc("let")? {
+                o = o.let_vars(l);
+            }
+            if let Some(s) = args.doc("sort")? {
+                o = o.sort(s);
+            }
+            if let Some(c) = comment {
+                o = o.comment(c);
+            }
+            args.done()?;
+            match session {
+                Some(s) => coll.replace_one_with_session(filter, &replacement, o, s),
+                None => coll.replace_one(filter, &replacement, o),
+            }
+            .map(update_result)
+        }
+        "find" | "findOne" => {
+            let filter = args.doc("filter")?.unwrap_or_default();
+            let mut o = FindOptions::default();
+            if let Some(s) = args.doc("sort")? {
+                o = o.sort(s);
+            }
+            if let Some(p) = args.doc("projection")? {
+                o = o.projection(p);
+            }
+            if let Some(l) = args.int("limit") {
+                o = o.limit(l);
+            }
+            if let Some(s) = args.int("skip") {
+                o = o.skip(s as u64);
+            }
+            if let Some(b) = args.int("batchSize") {
+                o = o.batch_size(b as u32);
+            }
+            if let Some(h) = args.hint() {
+                o = o.hint(h);
+            }
+            if let Some(c) = args.doc("collation")? {
+                o = o.collation(c);
+            }
+            if let Some(l) = args.doc("let")? {
+                o = o.let_vars(l);
+            }
+            if let Some(m) = args.doc("min")? {
+                o = o.min(m);
+            }
+            if let Some(m) = args.doc("max")? {
+                o = o.max(m);
+            }
+            if let Some(b) = args.bool("allowDiskUse") {
+                o = o.allow_disk_use(b);
+            }
+            if let Some(b) = args.bool("returnKey") {
+                o = o.return_key(b);
+            }
+            if let Some(b) = args.bool("showRecordId") {
+                o = o.show_record_id(b);
+            }
+            if let Some(b) = args.bool("noCursorTimeout") {
+                o = o.no_cursor_timeout(b);
+            }
+            if let Some(b) = args.bool("allowPartialResults") {
+                o = o.allow_partial_results(b);
+            }
+            if let Some(m) = args.millis("maxTimeMS") {
+                o = o.max_time(m);
+            }
+            if let Some(c) = comment {
+                o = o.comment(c);
+            }
+            args.done()?;
+            if name == "findOne" {
+                no_session(name, session.is_some())?;
+                coll.find_one(filter, o)
+                    .map(|d| d.map(Bson::Document).unwrap_or(Bson::Null))
+            } else {
+                match session {
+                    Some(s) => coll
+                        .find_with_session(filter, o, s)
+                        .map(|v| Bson::Array(v.into_iter().map(Bson::Document).collect())),
+                    None => documents_result(coll.find(filter, o)),
+                }
+            }
+        }
+        "aggregate" => {
+            let pipeline = args.docs("pipeline")?.unwrap_or_default();
+            let mut o = AggregateOptions::default();
+            if let Some(b) = args.int("batchSize") {
+                o = o.batch_size(b as u32);
+            }
+            if let Some(b) = args.bool("allowDiskUse") {
+                o = o.allow_disk_use(b);
+            }
+            if let Some(b) = args.bool("bypassDocumentValidation") {
+                o = o.bypass_document_validation(b);
+            }
+            if let Some(h) = args.hint() {
+                o = o.hint(h);
+            }
+            if let Some(c) = args.doc("collation")? {
+                o = o.collation(c);
+            }
+            if let Some(l) = args.doc("let")? {
+                o = o.let_vars(l);
+            }
+            if let Some(m) = args.millis("maxTimeMS") {
+                o = o.max_time(m);
+            }
+            if let Some(c) = comment {
+                o = o.comment(c);
+            }
+            args.done()?;
+            no_session(name, session.is_some())?;
+            documents_result(coll.aggregate(pipeline, o))
+        }
+        "countDocuments" => {
+            let filter = args.doc("filter")?.unwrap_or_default();
+            let mut o = CountOptions::default();
+            if let Some(l) = args.int("limit") {
+                o = o.limit(l as u64);
+            }
+            if let Some(s) = args.int("skip") {
+                o = o.skip(s as u64);
+            }
+            if let Some(h) = args.hint() {
+                o = o.hint(h);
+            }
+            if let Some(c) = args.doc("collation")? {
+                o = o.collation(c);
+            }
+            if let Some(m) = args.millis("maxTimeMS") {
+                o = o.max_time(m);
+            }
+            if let Some(c) = comment {
+                o = o.comment(c);
+            }
+            args.done()?;
+            match session {
+                Some(s) => coll.count_documents_with_session(filter, o, s),
+                None => coll.count_documents(filter, o),
+            }
+            .map(|n| Bson::Int64(n as i64))
+        }
+        "estimatedDocumentCount" => {
+            let mut o = EstimatedDocumentCountOptions::default();
+            if let Some(m) = args.millis("maxTimeMS") {
+                o = o.max_time(m);
+            }
+            if let Some(c) = comment {
+                o = o.comment(c);
+            }
+            args.done()?;
+            no_session(name, session.is_some())?;
+            coll.estimated_document_count(o)
+                .map(|n| Bson::Int64(n as i64))
+        }
+        "distinct" => {
+            let field = match args.take("fieldName") {
+                Some(Bson::String(s)) => s,
+                other => return fail(format!("distinct: fieldName {other:?}")),
+            };
+            let filter = args.doc("filter")?.unwrap_or_default();
+            let mut o = DistinctOptions::default();
+            if let Some(c) = args.doc("collation")? {
+                o = o.collation(c);
+            }
+            if let Some(h) = args.hint() {
+                o = o.hint(h);
+            }
+            if let Some(m) = args.millis("maxTimeMS") {
+                o = o.max_time(m);
+            }
+            if let Some(c) = comment {
+                o = o.comment(c);
+            }
+            args.done()?;
+            no_session(name, session.is_some())?;
+            coll.distinct(&field, filter, o).map(Bson::Array)
+        }
+        "findOneAndDelete" => {
+            let filter = args.required_doc("filter")?;
+            let mut o = FindOneAndDeleteOptions::default();
+            if let Some(s) = args.doc("sort")? {
+                o = o.sort(s);
+            }
+            if let Some(p) = args.doc("projection")? {
+                o = o.projection(p);
+            }
+            if let Some(h) = args.hint() {
+                o = o.hint(h);
+            }
+            if let Some(c) = args.doc("collation")? {
+                o = o.collation(c);
+            }
+            if let Some(l) = args.doc("let")? {
+                o = o.let_vars(l);
+            }
+            if let Some(c) = comment {
+                o = o.comment(c);
+            }
+            args.done()?;
+            no_session(name, session.is_some())?;
+            coll.find_one_and_delete(filter, o)
+                .map(|d| d.map(Bson::Document).unwrap_or(Bson::Null))
+        }
+        "findOneAndUpdate" | "findOneAndReplace" => {
+            let filter = args.required_doc("filter")?;
+            let return_document = match args.take("returnDocument") {
+                Some(Bson::String(s)) if s == "After" => Some(ReturnDocument::After),
+                Some(Bson::String(s)) if s == "Before" => Some(ReturnDocument::Before),
+                None => None,
+                Some(other) => return fail(format!("returnDocument {other}")),
+            };
+            let sort = args.doc("sort")?;
+            let projection = args.doc("projection")?;
+            let upsert = args.bool("upsert");
+            let bypass = args.bool("bypassDocumentValidation");
+            let hint = args.hint();
+            let collation = args.doc("collation")?;
+            let let_vars = args.doc("let")?;
+            no_session(name, session.is_some())?;
+            let r = if name == "findOneAndUpdate" {
+                let update = match args.take("update") {
+                    Some(Bson::Document(d)) => mongo_inline::operation::UpdateModification::from(d),
+                    Some(Bson::Array(a)) => mongo_inline::operation::UpdateModification::from(
+                        a.into_iter()
+                            .filter_map(|b| b.as_document().cloned())
+                            .collect::<Vec<_>>(),
+                    ),
+                    other => return fail(format!("{name}: update {other:?}")),
+                };
+                let mut o = FindOneAndUpdateOptions::default();
+                if let Some(a) = args.docs("arrayFilters")? {
+                    o = o.array_filters(a);
+                }
+                if let Some(v) = return_document {
+                    o = o.return_document(v);
+                }
+                if let Some(v) = sort {
+                    o = o.sort(v);
+                }
+                if let Some(v) = projection {
+                    o = o.projection(v);
+                }
+                if let Some(v) = upsert {
+                    o = o.upsert(v);
+                }
+                if let Some(v) = bypass {
+                    o = o.bypass_document_validation(v);
+                }
+                if let Some(v) = hint {
+                    o = o.hint(v);
+                }
+                if let Some(v) = collation {
+                    o = o.collation(v);
+                }
+                if let Some(v) = let_vars {
+                    o = o.let_vars(v);
+                }
+                if let Some(v) = comment {
+                    o = o.comment(v);
+                }
+                args.done()?;
+                coll.find_one_and_update(filter, update, o)
+            } else {
+                let replacement = args.required_doc("replacement")?;
+                let mut o = FindOneAndReplaceOptions::default();
+                if let Some(v) = return_document {
+                    o = o.return_document(v);
+                }
+                if let Some(v) = sort {
+                    o = o.sort(v);
+                }
+                if let Some(v) = projection {
+                    o = o.projection(v);
+                }
+                if let Some(v) = upsert {
+                    o = o.upsert(v);
+                }
+                if let Some(v) = bypass {
+                    o = o.bypass_document_validation(v);
+                }
+                if let Some(v) = hint {
+                    o = o.hint(v);
+                }
+                if let Some(v) = collation {
+                    o = o.collation(v);
+                }
+                if let Some(v) = let_vars {
+                    o = o.let_vars(v);
+                }
+                if let Some(v) = comment {
+                    o = o.comment(v);
+                }
+                args.done()?;
+                coll.find_one_and_replace(filter, &replacement, o)
+            };
+            r.map(|d| d.map(Bson::Document).unwrap_or(Bson::Null))
+        }
+        "createIndex" => {
+            let keys = args.required_doc("keys")?;
+            let mut options = Document::new();
+            for key in ["name", "unique", "sparse", "expireAfterSeconds"] {
+                if let Some(v) = args.take(key) {
+                    options.insert(key, v);
+                }
+            }
+            if let Some(c) = comment {
+                args.rest.insert("comment", c);
+            }
+            args.done()?;
+            no_session(name, session.is_some())?;
+            let model = if options.is_empty() {
+                IndexModel::new(keys)
+            } else {
+                IndexModel::new(keys).options(options)
+            };
+            coll.create_indexes([model], None).map(|names| {
+                names
+                    .into_iter()
+                    .next()
+                    .map(Bson::String)
+                    .unwrap_or(Bson::Null)
+            })
+        }
+        "listIndexes" => {
+            if let Some(c) = comment {
+                args.rest.insert("comment", c);
+            }
+            args.done()?;
+            no_session(name, session.is_some())?;
+            documents_result(coll.list_indexes(None))
+        }
+        "dropIndex" => {
+            let index = match args.take("name") {
+                Some(Bson::String(s)) => s,
+                other => return fail(format!("dropIndex: name {other:?}")),
+            };
+            if let Some(c) = comment {
+                args.rest.insert("comment", c);
+            }
+            args.done()?;
+            no_session(name, session.is_some())?;
+            coll.drop_index(&index, None).map(|()| Bson::Null)
+        }
+        "dropIndexes" => {
+            if let Some(c) = comment {
+                args.rest.insert("comment", c);
+            }
+            args.done()?;
+            no_session(name, session.is_some())?;
+            coll.drop_indexes(None).map(|()| Bson::Null)
+        }
+        other => {
+            return skip(format!(
+                "collection operation {other} not implemented in the runner"
+            ))
+        }
+    };
+    Ok(result)
+}
+
+fn database_operation(
+    db: &Database,
+    name: &str,
+    mut args: Args,
+    has_session: bool,
+) -> Outcome<DriverResult> {
+    let result = match name {
+        "runCommand" => {
+            let command = args.required_doc("command")?;
+            let _ = args.take("commandName");
+            if args.rest.contains_key("readPreference") {
+                return skip(
+                    "runCommand with a readPreference argument not supported by the runner",
+                );
+            }
+            args.done()?;
+            no_session(name, has_session)?;
+            db.run_command(command).map(Bson::Document)
+        }
+        "createCollection" => {
+            let collection = match args.take("collection") {
+                Some(Bson::String(s)) => s,
+                other => return fail(format!("createCollection: collection {other:?}")),
+            };
+            let mut o = CreateCollectionOptions::default();
+            if let Some(v) = args.doc("validator")? {
+                o = o.validator(v);
+            }
+            if let Some(v) = args.bool("capped") {
+                o = o.capped(v);
+            }
+            if let Some(v) = args.int("size") {
+                o = o.size(v as u64);
+            }
+            if let Some(v) = args.doc("timeseries")? {
+                o = o.timeseries(v);
+            }
+            if let Some(v) = args.int("expireAfterSeconds") {
+                o = o.expire_after_seconds(v);
+            }
+            if let Some(v) = args.doc("clusteredIndex")? {
+                o = o.clustered_index(v);
+            }
+            if let Some(v) = args.doc("changeStreamPreAndPostImages")? {
+                o = o.change_stream_pre_and_post_images(v);
+            }
+            if let Some(Bson::String(v)) = args.take("viewOn") {
+                o = o.view_on(v);
+            }
+            if let Some(v) = args.docs("pipeline")? {
+                o = o.pipeline(v);
+            }
+            args.done()?;
+            no_session(name, has_session)?;
+            db.create_collection(&collection, o).map(|_| Bson::Null)
+        }
+        "dropCollection" => {
+            let collection = match args.take("collection") {
+                Some(Bson::String(s)) => s,
+                other => return fail(format!("dropCollection: collection {other:?}")),
+            };
+            args.done()?;
+            no_session(name, has_session)?;
+            db.collection::<Document>(&collection)
+                .drop(None)
+                .map(|()| Bson::Null)
+        }
+        "listCollectionNames" => {
+            args.done()?;
+            no_session(name, has_session)?;
+            db.list_collection_names()
+                .map(|n| Bson::Array(n.into_iter().map(Bson::String).collect()))
+        }
+        other => {
+            return skip(format!(
+                "database operation {other} not implemented in the runner"
+            ))
+        }
+    };
+    Ok(result)
+}
+
+fn client_operation(
+    client: &Client,
+    name: &str,
+    args: Args,
+    has_session: bool,
+) -> Outcome<DriverResult> {
+    match name {
+        "listDatabaseNames" => {
+            args.done()?;
+            no_session(name, has_session)?;
+            Ok(client
+                .list_database_names()
+                .map(|n| Bson::Array(n.into_iter().map(Bson::String).collect())))
+        }
+        other => skip(format!(
+            "client operation {other} not implemented in the runner"
+        )),
+    }
+}
+
+fn session_operation(
+    session: &mut ClientSession,
+    name: &str,
+    mut args: Args,
+) -> Outcome<DriverResult> {
+    match name {
+        "startTransaction" => {
+            let mut o = mongo_inline::session::TransactionOptions::default();
+            if let Some(rc) = args.doc("readConcern")? {
+                let level = rc.get_str("level").map_err(|e| e.to_string())?;
+                o = o.with_read_concern(ReadConcern::new(level));
+            }
+            if let Some(wc) = args.take("writeConcern") {
+                o = o.with_write_concern(write_concern(&wc)?);
+            }
+            if let Some(m) = args.millis("maxCommitTimeMS") {
+                o.max_commit_time = Some(m);
+            }
+            args.done()?;
+            Ok(session.start_transaction(o).map(|()| Bson::Null))
+        }
+        "commitTransaction" => {
+            args.done()?;
+            Ok(session.commit_transaction().map(|()| Bson::Null))
+        }
+        "abortTransaction" => {
+            args.done()?;
+            Ok(session.abort_transaction().map(|()| Bson::Null))
+        }
+        "endSession" => {
+            args.done()?;
+            Ok(Ok(Bson::Null))
+        }
+        other => skip(format!(
+            "session operation {other} not implemented in the runner"
+        )),
+    }
+}
+
+/// The error's (code, code name, is it from the server).
+fn error_facts(error: &mongo_inline::Error) -> (Option<i32>, Option<String>, bool) {
+    match error.kind() {
+        ErrorKind::Command(c) => (Some(c.code), Some(c.code_name.clone()), true),
+        ErrorKind::Write(WriteFailure::WriteError(w)) => (Some(w.code), w.code_name.clone(), true),
+        ErrorKind::Write(WriteFailure::WriteConcernError(w)) => {
+            (Some(w.code), Some(w.code_name.clone()), true)
+        }
+        ErrorKind::BulkWrite(b) => {
+            let first = b.write_errors.first();
+            match (first, &b.write_concern_error) {
+                (Some(w), _) => (Some(w.code), w.code_name.clone(), true),
+                (None, Some(w)) => (Some(w.code), Some(w.code_name.clone()), true),
+                (None, None) => (None, None, true),
+            }
+        }
+        _ => (error.code(), None, false),
+    }
+}
+
+fn check_error(expected: &Document, error: &mongo_inline::Error) -> Outcome {
+    let (code, code_name, from_server) = error_facts(error);
+    for (key, value) in expected {
+        match key.as_str() {
+            "isError" => {}
+            "isClientError" => {
+                let client = !from_server;
+                if value.as_bool() != Some(client) {
+                    return fail(format!("isClientError {value}, but the error is {error:?}"));
+                }
+            }
+            "isTimeoutError" => {
+                let timeout =
+                    matches!(error.kind(), ErrorKind::Timeout { .. }) || error.is_network_timeout();
+                if value.as_bool() != Some(timeout) {
+                    return fail(format!("isTimeoutError {value}, but the error is {error}"));
+                }
+            }
+            "errorContains" => {
+                let needle = value.as_str().unwrap_or_default().to_lowercase();
+                if !error.to_string().to_lowercase().contains(&needle) {
+                    return fail(format!("error {error} does not contain {needle:?}"));
+                }
+            }
+            "errorCode" => {
+                let want = value.as_i32().or_else(|| value.as_i64().map(|v| v as i32));
+                if code != want {
+                    return fail(format!("errorCode {value}, got {code:?} ({error})"));
+                }
+            }
+            "errorCodeName" => {
+                if code_name.as_deref() != value.as_str() {
+                    return fail(format!(
+                        "errorCodeName {value}, got {code_name:?} ({error})"
+                    ));
+                }
+            }
+            "errorLabelsContain" => {
+                for label in value
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Bson::as_str)
+                {
+                    if !error.contains_label(label) {
+                        return fail(format!("error lacks label {label}: {error:?}"));
+                    }
+                }
+            }
+            "errorLabelsOmit" => {
+                for label in value
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Bson::as_str)
+                {
+                    if error.contains_label(label) {
+                        return fail(format!("error has label {label}: {error:?}"));
+                    }
+                }
+            }
+            other => return skip(format!("expectError.{other} not supported by the runner")),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,146 @@
+//! The skip map: unified tests known to fail here, each with the reason
+//! (a driver bug routed elsewhere, or a limitation of the test server with
+//! the command that shows it). A failure not listed fails the run; a listed
+//! test that passes is reported so the entry can go.
+
+const SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE: &str =
+    "SecantusDB: the onPrimaryTransactionalWrite fail point is accepted but has no effect (configureFailPoint {onPrimaryTransactionalWrite, mode: {times: 1}, data: {failBeforeCommitExceptionCode: 1}} then the write succeeds on its first attempt)";
+const DRIVER_WCE_NOT_RETRIED: &str =
+    "driver (issue 10, writeConcernError handling): a writeConcernError labelled RetryableWriteError is not retried";
+const DRIVER_WCE_IN_COMMIT_ABORT: &str =
+    "driver (issue 10, writeConcernError handling): commitTransaction/abortTransaction ignore or do not retry a writeConcernError in the reply";
+const DRIVER_CC_WRITES_NO_AFTER_CLUSTER_TIME: &str =
+    "driver (sessions): write commands in a causally consistent session send no readConcern.afterClusterTime (causal-consistency spec, writes after an operation in the session)";
+const SERVER_SNAPSHOT_READS: &str =
+    "SecantusDB: snapshot reads at atClusterTime see later writes (find with readConcern {level: snapshot, atClusterTime} returns the newer value)";
+const DRIVER_COMMIT_NETWORK_ERROR_LABELS: &str =
+    "driver (issue 10, retries): a network error on commitTransaction lacks the RetryableWriteError/UnknownTransactionCommitResult handling the transactions spec asks";
+const DRIVER_END_TRANSACTION_RETRY: &str =
+    "driver (issue 10, retries): commit/abort retry after a RetryableWriteError does not follow the transactions spec (one retry; abort retried once)";
+
+const DRIVER_TIMEOUT_MS: &str =
+    "driver (issue 10, timeoutMS): the client/session timeoutMS does not reach this operation, or its error is not reported as a timeout";
+
+/// (file relative to the spec-test root, test description, reason).
+pub const KNOWN_FAILURES: &[(&str, &str, &str)] = &[
+    (
+        "client-side-operations-timeout/tests/override-database-timeoutMS.json",
+        "timeoutMS can be configured on a MongoDatabase - runCommand on database",
+        "driver (issue 10, timeoutMS): Database::run_command ignores the database's timeoutMS (the ping carries no maxTimeMS)",
+    ),
+    (
+        "client-side-operations-timeout/tests/error-transformations.json",
+        "write concern error MaxTimeMSExpired is transformed",
+        DRIVER_TIMEOUT_MS,
+    ),
+    (
+        "client-side-operations-timeout/tests/global-timeoutMS.json",
+        "timeoutMS can be configured on a MongoClient - listDatabaseNames on client",
+        DRIVER_TIMEOUT_MS,
+    ),
+    (
+        "client-side-operations-timeout/tests/global-timeoutMS.json",
+        "timeoutMS can be configured on a MongoClient - runCommand on database",
+        DRIVER_TIMEOUT_MS,
+    ),
+    (
+        "client-side-operations-timeout/tests/retryability-timeoutMS.json",
+        "timeoutMS applies to whole operation, not individual attempts - listDatabaseNames on client",
+        DRIVER_TIMEOUT_MS,
+    ),
+    (
+        "client-side-operations-timeout/tests/sessions-inherit-timeoutMS.json",
+        "timeoutMS applied to commitTransaction",
+        DRIVER_TIMEOUT_MS,
+    ),
+    (
+        "client-side-operations-timeout/tests/sessions-inherit-timeoutMS.json",
+        "timeoutMS applied to abortTransaction",
+        DRIVER_TIMEOUT_MS,
+    ),
+    (
+        "transactions/tests/unified/transaction-options.json",
+        "transaction options inherited from client",
+        "driver (issue 10, settings resolution): the client's readConcernLevel is not sent with the first command of a transaction",
+    ),
+    (
+        "transactions/tests/unified/write-concern.json",
+        "start with implicit unacknowledged write concern",
+        "driver (transactions): startTransaction accepts an unacknowledged (w:0) write concern inherited from the client; the spec requires an error",
+    ),
+    (
+        "transactions/tests/unified/backpressure-retryable-commit.json",
+        "commitTransaction retries if backpressure labels are added",
+        "driver (issue 10, retries): an overload retry of commitTransaction upgrades the write concern to {w: majority, wtimeout: 10000}, which the spec keeps for retries after a commit error, not for backpressure retries",
+    ),
+    ("causal-consistency/tests/causal-consistency-write-commands.json", "insertOne includes afterClusterTime in causally consistent session", DRIVER_CC_WRITES_NO_AFTER_CLUSTER_TIME),
+    ("causal-consistency/tests/causal-consistency-write-commands.json", "updateOne includes afterClusterTime in causally consistent session", DRIVER_CC_WRITES_NO_AFTER_CLUSTER_TIME),
+    ("causal-consistency/tests/causal-consistency-write-commands.json", "updateMany includes afterClusterTime in causally consistent session", DRIVER_CC_WRITES_NO_AFTER_CLUSTER_TIME),
+    ("causal-consistency/tests/causal-consistency-write-commands.json", "replaceOne includes afterClusterTime in causally consistent session", DRIVER_CC_WRITES_NO_AFTER_CLUSTER_TIME),
+    ("causal-consistency/tests/causal-consistency-write-commands.json", "deleteOne includes afterClusterTime in causally consistent session", DRIVER_CC_WRITES_NO_AFTER_CLUSTER_TIME),
+    ("causal-consistency/tests/causal-consistency-write-commands.json", "deleteMany includes afterClusterTime in causally consistent session", DRIVER_CC_WRITES_NO_AFTER_CLUSTER_TIME),
+    ("command-logging-and-monitoring/tests/monitoring/writeConcernError.json", "A retryable write with write concern errors publishes success event", DRIVER_WCE_NOT_RETRIED),
+    ("retryable-writes/tests/unified/deleteOne-errorLabels.json", "DeleteOne succeeds after WriteConcernError ShutdownInProgress", DRIVER_WCE_NOT_RETRIED),
+    ("retryable-writes/tests/unified/deleteOne.json", "DeleteOne is committed on first attempt", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
+    ("retryable-writes/tests/unified/deleteOne.json", "DeleteOne is never committed", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
+    ("retryable-writes/tests/unified/findOneAndDelete-errorLabels.json", "FindOneAndDelete succeeds after WriteConcernError ShutdownInProgress", DRIVER_WCE_NOT_RETRIED),
+    ("retryable-writes/tests/unified/findOneAndDelete.json", "FindOneAndDelete is committed on first attempt", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
+    ("retryable-writes/tests/unified/findOneAndDelete.json", "FindOneAndDelete is never committed", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
+    ("retryable-writes/tests/unified/findOneAndReplace-errorLabels.json", "FindOneAndReplace succeeds after WriteConcernError ShutdownInProgress", DRIVER_WCE_NOT_RETRIED),
+    ("retryable-writes/tests/unified/findOneAndReplace.json", "FindOneAndReplace is committed on first attempt", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
+    ("retryable-writes/tests/unified/findOneAndReplace.json", "FindOneAndReplace is never committed", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
+    ("retryable-writes/tests/unified/findOneAndUpdate-errorLabels.json", "FindOneAndUpdate succeeds after WriteConcernError ShutdownInProgress", DRIVER_WCE_NOT_RETRIED),
+    ("retryable-writes/tests/unified/findOneAndUpdate.json", "FindOneAndUpdate is committed on first attempt", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
+    ("retryable-writes/tests/unified/findOneAndUpdate.json", "FindOneAndUpdate is never committed", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
+    ("retryable-writes/tests/unified/insertMany-errorLabels.json", "InsertMany succeeds after WriteConcernError ShutdownInProgress", DRIVER_WCE_NOT_RETRIED),
+    ("retryable-writes/tests/unified/insertMany.json", "InsertMany succeeds after one network error", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
+    ("retryable-writes/tests/unified/insertMany.json", "InsertMany with unordered execution", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
+    ("retryable-writes/tests/unified/insertMany.json", "InsertMany fails after multiple network errors", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
+    ("retryable-writes/tests/unified/insertOne-errorLabels.json", "InsertOne succeeds after WriteConcernError InterruptedAtShutdown", DRIVER_WCE_NOT_RETRIED),
+    ("retryable-writes/tests/unified/insertOne-errorLabels.json", "InsertOne succeeds after WriteConcernError InterruptedDueToReplStateChange", DRIVER_WCE_NOT_RETRIED),
+    ("retryable-writes/tests/unified/insertOne-errorLabels.json", "InsertOne succeeds after WriteConcernError PrimarySteppedDown", DRIVER_WCE_NOT_RETRIED),
+    ("retryable-writes/tests/unified/insertOne-errorLabels.json", "InsertOne succeeds after WriteConcernError ShutdownInProgress", DRIVER_WCE_NOT_RETRIED),
+    ("retryable-writes/tests/unified/insertOne-serverErrors.json", "InsertOne succeeds after retryable writeConcernError", DRIVER_WCE_NOT_RETRIED),
+    ("retryable-writes/tests/unified/insertOne.json", "InsertOne is committed on first attempt", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
+    ("retryable-writes/tests/unified/insertOne.json", "InsertOne is never committed", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
+    ("retryable-writes/tests/unified/replaceOne-errorLabels.json", "ReplaceOne succeeds after WriteConcernError ShutdownInProgress", DRIVER_WCE_NOT_RETRIED),
+    ("retryable-writes/tests/unified/replaceOne.json", "ReplaceOne is committed on first attempt", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
+    ("retryable-writes/tests/unified/replaceOne.json", "ReplaceOne is never committed", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
+    ("retryable-writes/tests/unified/updateOne-errorLabels.json", "UpdateOne succeeds after WriteConcernError ShutdownInProgress", DRIVER_WCE_NOT_RETRIED),
+    ("retryable-writes/tests/unified/updateOne.json", "UpdateOne is committed on first attempt", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
+    ("retryable-writes/tests/unified/updateOne.json", "UpdateOne is never committed", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
+    ("retryable-writes/tests/unified/updateOne.json", "UpdateOne with upsert is never committed", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
+    ("sessions/tests/snapshot-sessions.json", "Find operation with snapshot", SERVER_SNAPSHOT_READS),
+    ("sessions/tests/snapshot-sessions.json", "Write commands with snapshot session do not affect snapshot reads", SERVER_SNAPSHOT_READS),
+    ("transactions/tests/unified/commit.json", "write concern error on commit", DRIVER_WCE_IN_COMMIT_ABORT),
+    ("transactions/tests/unified/commit.json", "reset session state commit", DRIVER_CC_WRITES_NO_AFTER_CLUSTER_TIME),
+    ("transactions/tests/unified/commit.json", "reset session state abort", DRIVER_CC_WRITES_NO_AFTER_CLUSTER_TIME),
+    ("transactions/tests/unified/error-labels-errorLabels.json", "add RetryableWriteError and UnknownTransactionCommitResult labels to writeConcernError ShutdownInProgress", DRIVER_WCE_IN_COMMIT_ABORT),
+    ("transactions/tests/unified/error-labels.json", "add UnknownTransactionCommitResult label to writeConcernError WriteConcernTimeout", DRIVER_WCE_IN_COMMIT_ABORT),
+    ("transactions/tests/unified/error-labels.json", "add UnknownTransactionCommitResult label to writeConcernError WriteConcernTimeout with wtimeout", DRIVER_WCE_IN_COMMIT_ABORT),
+    ("transactions/tests/unified/error-labels.json", "omit UnknownTransactionCommitResult label from writeConcernError UnsatisfiableWriteConcern", DRIVER_WCE_IN_COMMIT_ABORT),
+    ("transactions/tests/unified/error-labels.json", "omit UnknownTransactionCommitResult label from writeConcernError UnknownReplWriteConcern", DRIVER_WCE_IN_COMMIT_ABORT),
+    ("transactions/tests/unified/error-labels.json", "add UnknownTransactionCommitResult label to writeConcernError MaxTimeMSExpired", DRIVER_WCE_IN_COMMIT_ABORT),
+    ("transactions/tests/unified/retryable-abort-errorLabels.json", "abortTransaction succeeds after WriteConcernError InterruptedAtShutdown", DRIVER_WCE_IN_COMMIT_ABORT),
+    ("transactions/tests/unified/retryable-abort-errorLabels.json", "abortTransaction succeeds after WriteConcernError InterruptedDueToReplStateChange", DRIVER_WCE_IN_COMMIT_ABORT),
+    ("transactions/tests/unified/retryable-abort-errorLabels.json", "abortTransaction succeeds after WriteConcernError PrimarySteppedDown", DRIVER_WCE_IN_COMMIT_ABORT),
+    ("transactions/tests/unified/retryable-abort-errorLabels.json", "abortTransaction succeeds after WriteConcernError ShutdownInProgress", DRIVER_WCE_IN_COMMIT_ABORT),
+    ("transactions/tests/unified/retryable-abort.json", "abortTransaction only performs a single retry", DRIVER_END_TRANSACTION_RETRY),
+    ("transactions/tests/unified/retryable-commit-errorLabels.json", "commitTransaction retries once with RetryableWriteError from server", DRIVER_END_TRANSACTION_RETRY),
+    ("transactions/tests/unified/retryable-commit-errorLabels.json", "commitTransaction succeeds after WriteConcernError InterruptedAtShutdown", DRIVER_WCE_IN_COMMIT_ABORT),
+    ("transactions/tests/unified/retryable-commit-errorLabels.json", "commitTransaction succeeds after WriteConcernError InterruptedDueToReplStateChange", DRIVER_WCE_IN_COMMIT_ABORT),
+    ("transactions/tests/unified/retryable-commit-errorLabels.json", "commitTransaction succeeds after WriteConcernError PrimarySteppedDown", DRIVER_WCE_IN_COMMIT_ABORT),
+    ("transactions/tests/unified/retryable-commit-errorLabels.json", "commitTransaction succeeds after WriteConcernError ShutdownInProgress", DRIVER_WCE_IN_COMMIT_ABORT),
+    ("transactions/tests/unified/retryable-commit.json", "commitTransaction is not retried after UnsatisfiableWriteConcern error", DRIVER_WCE_IN_COMMIT_ABORT),
+    ("transactions/tests/unified/retryable-commit.json", "commitTransaction fails after two errors", DRIVER_COMMIT_NETWORK_ERROR_LABELS),
+    ("transactions/tests/unified/retryable-commit.json", "commitTransaction applies majority write concern on retries", DRIVER_COMMIT_NETWORK_ERROR_LABELS),
+    ("unified-test-format/tests/valid-pass/poc-retryable-writes.json", "FindOneAndUpdate is never committed", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
+];
+
+/// The reason `file`/`test` is expected to fail, if it is listed.
+pub fn known_failure(file: &str, test: &str) -> Option<&'static str> {
+    KNOWN_FAILURES
+        .iter()
+        .find(|(f, t, _)| *f == file && *t == test)
+        .map(|(_, _, reason)| *reason)
+}
