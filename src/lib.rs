@@ -36,6 +36,7 @@
 #![deny(missing_docs)]
 
 pub mod address;
+pub mod auth;
 pub mod client;
 pub mod client_session;
 pub mod coll;
