@@ -57,6 +57,7 @@ pub mod scan;
 pub mod sdam;
 pub mod select;
 pub mod session;
+pub mod tls;
 pub mod topology;
 pub mod uri;
 pub mod wire;
