@@ -24,7 +24,9 @@ use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls::{
+    CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
+};
 
 use crate::address::ServerAddress;
 use crate::error::{Error, ErrorKind, Result};
@@ -55,7 +57,9 @@ pub fn client_config(options: Option<&TlsOptions>) -> Result<Arc<ClientConfig>> 
                 let cert =
                     cert.map_err(|e| invalid(format!("tlsCAFile {path:?} is not valid PEM: {e}")))?;
                 roots.add(cert).map_err(|e| {
-                    invalid(format!("tlsCAFile {path:?} holds an unusable certificate: {e}"))
+                    invalid(format!(
+                        "tlsCAFile {path:?} holds an unusable certificate: {e}"
+                    ))
                 })?;
             }
             if roots.is_empty() {
@@ -108,11 +112,12 @@ fn certificate_and_key(
     path: &str,
     password_given: bool,
 ) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)> {
-    let text = std::fs::read(path)
-        .map_err(|e| invalid(format!("tlsCertificateKeyFile {path:?} cannot be read: {e}")))?;
-    let encrypted = text
-        .windows(b"ENCRYPTED".len())
-        .any(|w| w == b"ENCRYPTED");
+    let text = std::fs::read(path).map_err(|e| {
+        invalid(format!(
+            "tlsCertificateKeyFile {path:?} cannot be read: {e}"
+        ))
+    })?;
+    let encrypted = text.windows(b"ENCRYPTED".len()).any(|w| w == b"ENCRYPTED");
     if encrypted || password_given {
         // rustls' ecosystem reads unencrypted PKCS#1, PKCS#8 and SEC1 keys
         // only; decrypting would take another crate and its PBES2 stack.
@@ -124,7 +129,11 @@ fn certificate_and_key(
     }
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&text)
         .collect::<std::result::Result<_, _>>()
-        .map_err(|e| invalid(format!("tlsCertificateKeyFile {path:?} is not valid PEM: {e}")))?;
+        .map_err(|e| {
+            invalid(format!(
+                "tlsCertificateKeyFile {path:?} is not valid PEM: {e}"
+            ))
+        })?;
     if certs.is_empty() {
         return Err(invalid(format!(
             "tlsCertificateKeyFile {path:?} holds no certificate"
@@ -312,7 +321,10 @@ mod tests {
             ..Default::default()
         };
         let e = client_config(Some(&options)).unwrap_err();
-        assert!(e.to_string().contains("tlsCAFile \"/nonexistent/ca.pem\""), "{e}");
+        assert!(
+            e.to_string().contains("tlsCAFile \"/nonexistent/ca.pem\""),
+            "{e}"
+        );
     }
 
     #[test]
@@ -348,7 +360,10 @@ mod tests {
             &address,
             &rustls::Error::InvalidCertificate(CertificateError::Expired),
         );
-        assert!(expired.to_string().contains("db.example.com:27017"), "{expired}");
+        assert!(
+            expired.to_string().contains("db.example.com:27017"),
+            "{expired}"
+        );
         assert!(expired.to_string().contains("expired"), "{expired}");
         let mismatch = handshake_error(
             &address,
@@ -357,7 +372,10 @@ mod tests {
                 presented: vec!["DnsName(\"other.example.com\")".into()],
             }),
         );
-        assert!(mismatch.to_string().contains("host name mismatch"), "{mismatch}");
+        assert!(
+            mismatch.to_string().contains("host name mismatch"),
+            "{mismatch}"
+        );
         assert!(!mismatch.is_network_error());
     }
 }

@@ -64,15 +64,14 @@ pub fn resolve_credential(
         Some("GSSAPI") => {
             let mut properties = properties.unwrap_or_default();
             if let Some(value) = property(&properties, "CANONICALIZE_HOST_NAME") {
-                let valid = matches!(
-                    value,
-                    Bson::Boolean(_) | Bson::String(_)
-                ) && match value {
-                    Bson::String(s) => {
-                        ["none", "forward", "forwardAndReverse", "true", "false"].contains(&s.as_str())
-                    }
-                    _ => true,
-                };
+                let valid = matches!(value, Bson::Boolean(_) | Bson::String(_))
+                    && match value {
+                        Bson::String(s) => {
+                            ["none", "forward", "forwardAndReverse", "true", "false"]
+                                .contains(&s.as_str())
+                        }
+                        _ => true,
+                    };
                 if !valid {
                     return Err(Error::invalid_argument(
                         "CANONICALIZE_HOST_NAME must be none, forward, forwardAndReverse, true or \
@@ -124,7 +123,9 @@ fn validate_oidc(credential: &Credential, properties: Option<&Document>) -> Resu
         )));
     }
     if credential.password.is_some() {
-        return Err(Error::invalid_argument("MONGODB-OIDC does not take a password"));
+        return Err(Error::invalid_argument(
+            "MONGODB-OIDC does not take a password",
+        ));
     }
     let environment = match property(properties, "ENVIRONMENT") {
         Some(Bson::String(e)) => e.as_str(),

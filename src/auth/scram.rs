@@ -105,7 +105,9 @@ fn hex_lower(bytes: &[u8]) -> String {
 }
 
 fn auth_error(mechanism: ScramMechanism, username: Option<&str>, what: &str) -> Error {
-    let user = username.map(|u| format!(" for user {u:?}")).unwrap_or_default();
+    let user = username
+        .map(|u| format!(" for user {u:?}"))
+        .unwrap_or_default();
     Error::new(ErrorKind::Authentication {
         message: format!("{}{user}: {what}", mechanism.name()),
     })
@@ -205,7 +207,8 @@ impl ClientFirst {
     /// Reads the salt and iteration count from the server-first message
     /// without consuming the state, so the caller can look up cached keys.
     pub fn salt_params(&self, server_first: &[u8]) -> Result<SaltParams> {
-        self.parse_server_first(server_first).map(|(_, params)| params)
+        self.parse_server_first(server_first)
+            .map(|(_, params)| params)
     }
 
     fn error(&self, what: &str) -> Error {
@@ -449,8 +452,14 @@ mod tests {
             ("r=abc,s=QSXCR+Q6sek8bf92,i=4096", "does not extend"),
             ("r=abcdef,s=!!!,i=4096", "base64"),
             ("r=abcdef,s=,i=4096", "salt is empty"),
-            ("r=abcdef,s=QSXCR+Q6sek8bf92,i=4095", "fewer than the minimum"),
-            ("r=abcdef,s=QSXCR+Q6sek8bf92,i=4294967295", "more than this driver's limit"),
+            (
+                "r=abcdef,s=QSXCR+Q6sek8bf92,i=4095",
+                "fewer than the minimum",
+            ),
+            (
+                "r=abcdef,s=QSXCR+Q6sek8bf92,i=4294967295",
+                "more than this driver's limit",
+            ),
             ("r=abcdef,s=QSXCR+Q6sek8bf92,i=many", "not a number"),
             ("r=abcdef,i=4096", "no 's='"),
             ("", "no 'r='"),
@@ -459,7 +468,10 @@ mod tests {
         for (message, expected) in cases {
             let e = first.salt_params(message.as_bytes()).unwrap_err();
             assert!(e.to_string().contains(expected), "{message:?}: {e}");
-            assert!(e.to_string().contains("SCRAM-SHA-256 for user \"user\""), "{e}");
+            assert!(
+                e.to_string().contains("SCRAM-SHA-256 for user \"user\""),
+                "{e}"
+            );
         }
         assert!(first.salt_params(&[0xff, 0xfe]).is_err());
     }
@@ -484,15 +496,19 @@ mod tests {
         assert!(e.to_string().contains("SASLprep"), "{e}");
         assert!(!e.to_string().contains('\u{0007}'));
         assert!(prep("\u{0627}\u{0031}").is_err()); // bidi rule: RandALCat must end the string
-        // SCRAM-SHA-1 does not SASLprep: the digest covers the raw text.
+                                                    // SCRAM-SHA-1 does not SASLprep: the digest covers the raw text.
         assert_eq!(
-            ScramMechanism::Sha1.prepare_password("u", "\u{2168}").unwrap(),
+            ScramMechanism::Sha1
+                .prepare_password("u", "\u{2168}")
+                .unwrap(),
             ScramMechanism::Sha1
                 .prepare_password("u", "\u{2168}")
                 .unwrap()
         );
         assert_ne!(
-            ScramMechanism::Sha1.prepare_password("u", "\u{2168}").unwrap(),
+            ScramMechanism::Sha1
+                .prepare_password("u", "\u{2168}")
+                .unwrap(),
             ScramMechanism::Sha1.prepare_password("u", "IX").unwrap()
         );
     }

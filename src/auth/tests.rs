@@ -43,7 +43,9 @@ fn server_reply(payload: &str, done: bool) -> Document {
 
 /// Answers saslStart and saslContinue as the spec's server does; records
 /// what it was sent.
-fn scripted(sent: &mut Vec<(String, Document)>) -> impl FnMut(&str, Document) -> Result<Document> + '_ {
+fn scripted(
+    sent: &mut Vec<(String, Document)>,
+) -> impl FnMut(&str, Document) -> Result<Document> + '_ {
     move |db, command| {
         sent.push((db.to_owned(), command.clone()));
         if command.contains_key("saslStart") {
@@ -65,7 +67,10 @@ fn speculative_scram_finishes_in_one_round_trip_and_reuses_the_keys() {
         let spec = hello.get_document("speculativeAuthenticate").unwrap();
         assert_eq!(spec.get_str("mechanism"), Ok("SCRAM-SHA-256"));
         assert_eq!(spec.get_str("db"), Ok("admin"));
-        assert!(!hello.contains_key("saslSupportedMechs"), "mechanism was named");
+        assert!(
+            !hello.contains_key("saslSupportedMechs"),
+            "mechanism was named"
+        );
         let reply = doc! { "ok": 1, "speculativeAuthenticate": server_reply(SERVER_FIRST, false) };
         let mut sent = Vec::new();
         auth.authenticate(&reply, speculation, &mut scripted(&mut sent))
@@ -78,15 +83,22 @@ fn speculative_scram_finishes_in_one_round_trip_and_reuses_the_keys() {
 
 #[test]
 fn without_speculation_the_conversation_starts_with_sasl_start() {
-    let mut auth = authenticator("mongodb://user:pencil@h/?authMechanism=SCRAM-SHA-256&authSource=db1");
+    let mut auth =
+        authenticator("mongodb://user:pencil@h/?authMechanism=SCRAM-SHA-256&authSource=db1");
     let mut hello = doc! { "hello": 1 };
     let speculation = auth.prepare_handshake(&mut hello).unwrap();
     let mut sent = Vec::new();
     auth.authenticate(&doc! { "ok": 1 }, speculation, &mut scripted(&mut sent))
         .unwrap();
     assert_eq!(sent.len(), 2);
-    assert_eq!(sent[0].0, "db1", "authSource is where the conversation runs");
-    assert_eq!(sent[0].1.get_document("options").unwrap(), &doc! { "skipEmptyExchange": true });
+    assert_eq!(
+        sent[0].0, "db1",
+        "authSource is where the conversation runs"
+    );
+    assert_eq!(
+        sent[0].1.get_document("options").unwrap(),
+        &doc! { "skipEmptyExchange": true }
+    );
 }
 
 #[test]
@@ -110,7 +122,10 @@ fn negotiation_asks_for_the_users_mechanisms_and_falls_back_to_sha1() {
     assert!(text.contains("SCRAM-SHA-1 for user \"user\""), "{text}");
     assert!(text.contains("Authentication failed. (code 18)"), "{text}");
     assert!(!text.contains("pencil"));
-    assert_eq!(negotiated(&doc! { "saslSupportedMechs": ["SCRAM-SHA-1", "SCRAM-SHA-256"] }), ScramMechanism::Sha256);
+    assert_eq!(
+        negotiated(&doc! { "saslSupportedMechs": ["SCRAM-SHA-1", "SCRAM-SHA-256"] }),
+        ScramMechanism::Sha256
+    );
     assert_eq!(negotiated(&doc! {}), ScramMechanism::Sha1);
 }
 
@@ -122,7 +137,10 @@ fn a_server_that_does_not_know_the_password_is_refused() {
     let reply = doc! { "ok": 1, "speculativeAuthenticate": server_reply(SERVER_FIRST, false) };
     let e = auth
         .authenticate(&reply, speculation, &mut |_: &str, _| {
-            Ok(server_reply("v=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", true))
+            Ok(server_reply(
+                "v=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+                true,
+            ))
         })
         .unwrap_err();
     assert!(e.to_string().contains("signature is wrong"), "{e}");
@@ -151,10 +169,14 @@ fn plain_sends_the_rfc4616_message_to_external() {
     let speculation = auth.prepare_handshake(&mut hello).unwrap();
     assert!(hello.is_empty(), "PLAIN neither negotiates nor speculates");
     let mut sent = Vec::new();
-    auth.authenticate(&doc! { "ok": 1 }, speculation, &mut |db: &str, command: Document| {
-        sent.push((db.to_owned(), command));
-        Ok(doc! { "ok": 1, "conversationId": 1, "done": true, "payload": binary(Vec::new()) })
-    })
+    auth.authenticate(
+        &doc! { "ok": 1 },
+        speculation,
+        &mut |db: &str, command: Document| {
+            sent.push((db.to_owned(), command));
+            Ok(doc! { "ok": 1, "conversationId": 1, "done": true, "payload": binary(Vec::new()) })
+        },
+    )
     .unwrap();
     assert_eq!(sent[0].0, "$external");
     // The auth spec's example payload: BinData(0, "AHVzZXIAcGVuY2ls").
@@ -173,20 +195,29 @@ fn x509_speculates_with_authenticate_and_falls_back() {
     let mut sent = 0;
     let mut run = |db: &str, command: Document| {
         assert_eq!(db, "$external");
-        assert_eq!(command, doc! { "authenticate": 1, "mechanism": "MONGODB-X509" });
+        assert_eq!(
+            command,
+            doc! { "authenticate": 1, "mechanism": "MONGODB-X509" }
+        );
         sent += 1;
         Ok(doc! { "ok": 1 })
     };
-    let accepted = doc! { "ok": 1, "speculativeAuthenticate": { "dbname": "$external", "user": "CN=x" } };
+    let accepted =
+        doc! { "ok": 1, "speculativeAuthenticate": { "dbname": "$external", "user": "CN=x" } };
     auth.authenticate(&accepted, speculation, &mut run).unwrap();
     let speculation = auth.prepare_handshake(&mut doc! {}).unwrap();
-    auth.authenticate(&doc! { "ok": 1 }, speculation, &mut run).unwrap();
-    assert_eq!(sent, 1, "only the hello without a speculative answer costs a command");
+    auth.authenticate(&doc! { "ok": 1 }, speculation, &mut run)
+        .unwrap();
+    assert_eq!(
+        sent, 1,
+        "only the hello without a speculative answer costs a command"
+    );
 }
 
 #[test]
 fn mechanisms_this_driver_cannot_run_are_refused_by_name() {
-    let e = Authenticator::new(&credential("mongodb://u@h/?authMechanism=GSSAPI"), None).unwrap_err();
+    let e =
+        Authenticator::new(&credential("mongodb://u@h/?authMechanism=GSSAPI"), None).unwrap_err();
     assert!(e.to_string().contains("GSSAPI is not supported"), "{e}");
 }
 
