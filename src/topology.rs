@@ -674,12 +674,16 @@ impl Topology {
         let duration = started.elapsed();
         match reply {
             Ok(reply) => {
+                // The server's SCRAM challenge is no business of event
+                // handlers or logs (the command-monitoring spec redacts it).
+                let mut published = reply.clone();
+                published.remove("speculativeAuthenticate");
                 self.publish_event(&SdamEvent::ServerHeartbeatSucceeded {
                     topology_id,
                     address: address.clone(),
                     awaited: false,
                     duration,
-                    reply: reply.clone(),
+                    reply: published,
                 });
                 self.apply_hello(address, &reply, duration);
                 Ok(())

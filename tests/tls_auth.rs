@@ -509,3 +509,64 @@ fn a_client_certificate_is_accepted_and_authenticates_as_x509() {
     );
     assert!(e.to_string().contains("MONGODB-X509"), "{e}");
 }
+
+/// Every log line of every target, at every level.
+struct AllLogs {
+    lines: std::sync::Mutex<Vec<String>>,
+}
+
+impl log::Log for AllLogs {
+    fn enabled(&self, _: &log::Metadata) -> bool {
+        true
+    }
+    fn log(&self, record: &log::Record) {
+        self.lines.lock().unwrap().push(record.args().to_string());
+    }
+    fn flush(&self) {}
+}
+
+static ALL_LOGS: AllLogs = AllLogs {
+    lines: std::sync::Mutex::new(Vec::new()),
+};
+
+#[test]
+fn secrets_reach_no_event_log_or_error() {
+    let _ = log::set_logger(&ALL_LOGS);
+    log::set_max_level(log::LevelFilter::Trace);
+    let port = plain_auth_server().port();
+    let (client, recorder) = support::events::recorded_client(&scram_uri(port, "alice", ""));
+    client
+        .database("secrets")
+        .run_command(doc! { "ping": 1 })
+        .unwrap();
+    // A user's own saslStart through run_command is redacted too.
+    let _ = client.database("admin").run_command(doc! {
+        "saslStart": 1, "mechanism": "PLAIN",
+        "payload": bson::Binary { subtype: bson::spec::BinarySubtype::Generic, bytes: format!("\0alice\0{PASSWORD}").into_bytes() },
+    });
+    let wrong = format!(
+        "mongodb://alice:wrong-{}@127.0.0.1:{port}/?serverSelectionTimeoutMS=5000",
+        encoded(PASSWORD)
+    );
+    let (wrong_client, wrong_recorder) = support::events::recorded_client(&wrong);
+    let error = wrong_client
+        .database("admin")
+        .run_command(doc! { "ping": 1 })
+        .unwrap_err();
+    let mut seen = format!(
+        "{:?}\n{:?}\n{:?}\n{:?}\n{error}\n{error:?}\n{client:?}\n{:?}",
+        recorder.sdam(),
+        recorder.commands(),
+        wrong_recorder.sdam(),
+        wrong_recorder.commands(),
+        mongo_inline::ClientOptions::parse(&wrong).unwrap(),
+    );
+    seen.push_str(&ALL_LOGS.lines.lock().unwrap().join("\n"));
+    for secret in [PASSWORD, "pencil", "speculativeAuthenticate", "c=biws"] {
+        assert!(!seen.contains(secret), "{secret:?} leaked:\n{seen}");
+    }
+    assert!(
+        seen.contains("ServerHeartbeatSucceeded"),
+        "the events were recorded"
+    );
+}
