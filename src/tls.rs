@@ -314,6 +314,85 @@ impl ServerCertVerifier for AcceptAnyCertificate {
 mod tests {
     use super::*;
 
+    /// A TLS server in a thread that accepts `sockets` connections, sends
+    /// one byte on each (so the client reads the session ticket that comes
+    /// before it) and closes.
+    fn tls_server(sockets: usize) -> (u16, String, std::thread::JoinHandle<()>) {
+        let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+        params.is_ca = rcgen::IsCa::NoCa;
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = params.self_signed(&key).unwrap();
+        let config = rustls::ServerConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![cert.der().clone()],
+                PrivateKeyDer::from_pem_slice(key.serialize_pem().as_bytes()).unwrap(),
+            )
+            .unwrap();
+        let config = Arc::new(config);
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            for _ in 0..sockets {
+                let (mut tcp, _) = listener.accept().unwrap();
+                let mut session = rustls::ServerConnection::new(config.clone()).unwrap();
+                while session.is_handshaking() {
+                    session.complete_io(&mut tcp).unwrap();
+                }
+                let mut stream = rustls::StreamOwned::new(session, tcp);
+                std::io::Write::write_all(&mut stream, b"x").unwrap();
+                let mut rest = Vec::new();
+                let _ = std::io::Read::read_to_end(&mut stream, &mut rest);
+            }
+        });
+        (port, cert.pem(), server)
+    }
+
+    #[test]
+    fn sockets_of_one_configuration_resume_the_tls_session() {
+        use std::io::Read as _;
+        let (port, ca_pem, server) = tls_server(2);
+        let dir = std::env::temp_dir().join(format!("mongo-inline-resume-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ca = dir.join("ca.pem");
+        std::fs::write(&ca, ca_pem).unwrap();
+        let options = TlsOptions {
+            ca_file: Some(ca.to_string_lossy().into_owned()),
+            ..Default::default()
+        };
+        // Built once, as the client does; a configuration per socket would
+        // make both handshakes full ones.
+        let config = client_config(Some(&options)).unwrap();
+        let address = ServerAddress::tcp("localhost", port);
+        let mut kinds = Vec::new();
+        for _ in 0..2 {
+            let mut tcp = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+            let mut session =
+                rustls::ClientConnection::new(config.clone(), server_name(&address).unwrap())
+                    .unwrap();
+            while session.is_handshaking() {
+                session.complete_io(&mut tcp).unwrap();
+            }
+            kinds.push(session.handshake_kind());
+            let mut stream = rustls::StreamOwned::new(session, tcp);
+            let mut byte = [0u8; 1];
+            stream.read_exact(&mut byte).unwrap();
+            stream.conn.send_close_notify();
+            let _ = stream.conn.complete_io(&mut stream.sock);
+        }
+        server.join().unwrap();
+        std::fs::remove_dir_all(dir).unwrap();
+        assert_eq!(
+            kinds,
+            vec![
+                Some(rustls::HandshakeKind::Full),
+                Some(rustls::HandshakeKind::Resumed)
+            ]
+        );
+    }
+
     #[test]
     fn unreadable_files_are_errors_that_name_them() {
         let options = TlsOptions {
