@@ -28,8 +28,9 @@
 //! The rules are pure and public, so they can be inspected and tested
 //! without a network: [`sdam`] (descriptions and their update rules),
 //! [`select`] (suitability, latency window), [`scan`] (check order),
-//! [`uri`] (connection strings), [`wire`] (message framing) and
-//! [`handshake`] (the hello document). [`topology`] and [`conn`] are the
+//! [`uri`] (connection strings), [`wire`] (message framing),
+//! [`handshake`] (the hello document) and [`auth::scram`] (the SCRAM
+//! conversation). [`topology`] and [`conn`] are the
 //! thin blocking shell that drives them.
 
 #![forbid(unsafe_code)]
