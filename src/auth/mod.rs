@@ -244,6 +244,19 @@ impl Authenticator {
                 )))
             }
         };
+        let needs_password = matches!(
+            mechanism,
+            None | Some(Mechanism::Scram(_) | Mechanism::Plain)
+        );
+        if needs_password && resolved.password.is_none() {
+            // The URI grammar allows a user without a password; the
+            // conversation would only fail later, at the server.
+            let name = mechanism.map_or("SCRAM", Mechanism::name);
+            return Err(Error::invalid_argument(format!(
+                "the credential for user {:?} has no password, which {name} needs",
+                resolved.username.as_deref().unwrap_or_default()
+            )));
+        }
         Ok(Authenticator {
             username: resolved.username,
             password: resolved.password,

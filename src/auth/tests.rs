@@ -222,6 +222,15 @@ fn mechanisms_this_driver_cannot_run_are_refused_by_name() {
 }
 
 #[test]
+fn a_user_without_a_password_is_refused_before_any_io() {
+    let e = Authenticator::new(&credential("mongodb://alice@h/"), None).unwrap_err();
+    assert!(e.to_string().contains("\"alice\" has no password"), "{e}");
+    assert!(
+        Authenticator::new(&credential("mongodb://h/?authMechanism=MONGODB-X509"), None).is_ok()
+    );
+}
+
+#[test]
 fn debug_output_never_shows_the_password() {
     let auth = authenticator("mongodb://user:s3cret@h/");
     assert!(!format!("{auth:?}").contains("s3cret"));
