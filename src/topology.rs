@@ -124,6 +124,12 @@ impl Topology {
             .credential()
             .map(|c| crate::auth::Authenticator::new(c, options.default_database()))
             .transpose()?;
+        if let Some(authenticator) = &authenticator {
+            let client_certificate = options
+                .tls_options()
+                .is_some_and(|t| t.certificate_key_file.is_some());
+            authenticator.check_transport(tls.is_some(), client_certificate)?;
+        }
         let topology = Topology {
             tls,
             authenticator,

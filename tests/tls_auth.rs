@@ -86,7 +86,21 @@ fn certs() -> &'static Certs {
         client.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
         let client_key = KeyPair::generate().unwrap();
         let client_cert = client.signed_by(&client_key, &ca_cert, &ca_key).unwrap();
+        let mut stranger = CertificateParams::new(Vec::<String>::new()).unwrap();
+        stranger.distinguished_name = rcgen::DistinguishedName::new();
+        stranger
+            .distinguished_name
+            .push(DnType::CommonName, "stranger");
+        stranger.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        let stranger_key = KeyPair::generate().unwrap();
+        let stranger_cert = stranger
+            .signed_by(&stranger_key, &ca_cert, &ca_key)
+            .unwrap();
         let write = |name: &str, text: String| std::fs::write(dir.join(name), text).unwrap();
+        write(
+            "stranger.pem",
+            format!("{}{}", stranger_cert.pem(), stranger_key.serialize_pem()),
+        );
         write("ca.pem", ca_cert.pem());
         write("other-ca.pem", other_ca.pem());
         write("server.pem", server_cert.pem());
@@ -531,9 +545,22 @@ fn a_client_certificate_is_accepted_and_authenticates_as_x509() {
         Some(13),
         "the X.509 user has only its own roles: {e}"
     );
-    // Without a certificate the server cannot tell who we are.
+    // Without a certificate there is nothing to authenticate with: an
+    // error at construction, before any socket opens.
+    let e = Client::with_uri_str(&format!(
+        "mongodb://localhost:{port}/?tls=true&tlsCAFile={ca}&authMechanism=MONGODB-X509"
+    ))
+    .unwrap_err();
+    assert!(
+        matches!(e.kind(), ErrorKind::InvalidArgument { .. }),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("MONGODB-X509"), "{e}");
+    // A certificate the server has no user for is refused by the server.
     let e = ping(&format!(
-        "mongodb://localhost:{port}/?tls=true&tlsCAFile={ca}&authMechanism=MONGODB-X509&serverSelectionTimeoutMS=5000"
+        "mongodb://localhost:{port}/?tls=true&tlsCAFile={ca}&tlsCertificateKeyFile={}\
+         &authMechanism=MONGODB-X509&serverSelectionTimeoutMS=5000",
+        certs().path("stranger.pem")
     ))
     .unwrap_err();
     assert!(

@@ -268,6 +268,26 @@ impl Authenticator {
         })
     }
 
+    /// Checks the mechanism against the transport before any socket opens:
+    /// MONGODB-X509 cannot work without TLS and a client certificate, and
+    /// PLAIN over plain TCP sends the password in the clear (a warning).
+    pub fn check_transport(&self, tls: bool, client_certificate: bool) -> Result<()> {
+        match self.mechanism {
+            Some(Mechanism::X509) if !tls || !client_certificate => Err(Error::invalid_argument(
+                "MONGODB-X509 authenticates with the TLS client certificate: it needs tls=true \
+                     and tlsCertificateKeyFile",
+            )),
+            Some(Mechanism::Plain) if !tls => {
+                log::warn!(
+                    "authMechanism=PLAIN without tls=true sends the password unencrypted over the \
+                     network"
+                );
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Replaces the nonce source (tests replay recorded conversations).
     pub fn with_nonce_source(mut self, source: fn() -> Result<String>) -> Self {
         self.nonce_source = source;

@@ -231,6 +231,21 @@ fn a_user_without_a_password_is_refused_before_any_io() {
 }
 
 #[test]
+fn x509_needs_tls_and_a_client_certificate() {
+    let auth = authenticator("mongodb://h/?authMechanism=MONGODB-X509");
+    for (tls, certificate) in [(false, false), (true, false), (false, true)] {
+        let e = auth.check_transport(tls, certificate).unwrap_err();
+        assert!(e.to_string().contains("tlsCertificateKeyFile"), "{e}");
+    }
+    assert!(auth.check_transport(true, true).is_ok());
+    let plain = authenticator("mongodb://u:p@h/?authMechanism=PLAIN");
+    assert!(
+        plain.check_transport(false, false).is_ok(),
+        "a warning, not an error"
+    );
+}
+
+#[test]
 fn debug_output_never_shows_the_password() {
     let auth = authenticator("mongodb://user:s3cret@h/");
     assert!(!format!("{auth:?}").contains("s3cret"));
