@@ -203,7 +203,11 @@ fn certificate_reason(error: &CertificateError) -> String {
             if presented.is_empty() {
                 "no host".to_owned()
             } else {
-                presented.join(", ")
+                presented
+                    .iter()
+                    .map(|name| presented_name(name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             },
             expected.to_str()
         ),
@@ -213,6 +217,15 @@ fn certificate_reason(error: &CertificateError) -> String {
         }
         other => format!("the server's certificate was refused: {other:?}"),
     }
+}
+
+/// A name as rustls presents it (`DnsName("db.example.com")`,
+/// `IpAddress(10.0.0.1)`), without the wrapper.
+fn presented_name(name: &str) -> &str {
+    name.split_once('(')
+        .and_then(|(_, inner)| inner.strip_suffix(')'))
+        .map(|inner| inner.trim_matches('"'))
+        .unwrap_or(name)
 }
 
 /// `tlsAllowInvalidHostnames`: the chain is verified, the name is not.
@@ -318,8 +331,16 @@ mod tests {
     /// one byte on each (so the client reads the session ticket that comes
     /// before it) and closes.
     fn tls_server(sockets: usize) -> (u16, String, std::thread::JoinHandle<()>) {
-        let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
-        params.is_ca = rcgen::IsCa::NoCa;
+        let params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+        tls_server_with(sockets, params)
+    }
+
+    /// [`tls_server`] with a self-signed certificate made from `params`;
+    /// handshakes the client refuses end the socket quietly.
+    fn tls_server_with(
+        sockets: usize,
+        params: rcgen::CertificateParams,
+    ) -> (u16, String, std::thread::JoinHandle<()>) {
         let key = rcgen::KeyPair::generate().unwrap();
         let cert = params.self_signed(&key).unwrap();
         let config = rustls::ServerConfig::builder_with_provider(provider())
@@ -339,10 +360,15 @@ mod tests {
                 let (mut tcp, _) = listener.accept().unwrap();
                 let mut session = rustls::ServerConnection::new(config.clone()).unwrap();
                 while session.is_handshaking() {
-                    session.complete_io(&mut tcp).unwrap();
+                    if session.complete_io(&mut tcp).is_err() {
+                        break;
+                    }
+                }
+                if session.is_handshaking() {
+                    continue;
                 }
                 let mut stream = rustls::StreamOwned::new(session, tcp);
-                std::io::Write::write_all(&mut stream, b"x").unwrap();
+                let _ = std::io::Write::write_all(&mut stream, b"x");
                 let mut rest = Vec::new();
                 let _ = std::io::Read::read_to_end(&mut stream, &mut rest);
             }
@@ -391,6 +417,59 @@ mod tests {
                 Some(rustls::HandshakeKind::Resumed)
             ]
         );
+    }
+
+    /// Opens a [`crate::conn::Connection`] to `host` and starts TLS on it
+    /// with `ca_pem` as the only root.
+    fn connect(host: &str, port: u16, ca_pem: &str, extra: TlsOptions) -> Result<()> {
+        let dir =
+            std::env::temp_dir().join(format!("mongo-inline-tls-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ca = dir.join("ca.pem");
+        std::fs::write(&ca, ca_pem).unwrap();
+        let options = TlsOptions {
+            ca_file: Some(ca.to_string_lossy().into_owned()),
+            ..extra
+        };
+        let config = client_config(Some(&options)).unwrap();
+        std::fs::remove_dir_all(dir).unwrap();
+        let timeout = Some(std::time::Duration::from_secs(5));
+        let mut connection =
+            crate::conn::Connection::open(&ServerAddress::tcp(host, port), 0, timeout, timeout)?;
+        connection.start_tls(&config, timeout)
+    }
+
+    #[test]
+    fn an_expired_certificate_is_named_as_such() {
+        let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+        params.not_before = rcgen::date_time_ymd(2001, 1, 1);
+        params.not_after = rcgen::date_time_ymd(2002, 1, 1);
+        let (port, ca, server) = tls_server_with(2, params);
+        let e = connect("localhost", port, &ca, TlsOptions::default()).unwrap_err();
+        assert!(matches!(e.kind(), ErrorKind::Tls { .. }), "{e:?}");
+        let text = e.to_string();
+        assert!(text.contains("has expired"), "{text}");
+        assert!(text.contains(&format!("localhost:{port}")), "{text}");
+        // tlsAllowInvalidCertificates lets it through.
+        let relaxed = TlsOptions {
+            allow_invalid_certificates: Some(true),
+            ..Default::default()
+        };
+        connect("localhost", port, &ca, relaxed).unwrap();
+        server.join().unwrap();
+    }
+
+    #[test]
+    fn a_name_mismatch_names_both_names() {
+        let (port, ca, server) = tls_server(1);
+        let e = connect("127.0.0.1", port, &ca, TlsOptions::default()).unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("host name mismatch"), "{text}");
+        assert!(
+            text.contains("localhost") && text.contains("127.0.0.1"),
+            "{text}"
+        );
+        server.join().unwrap();
     }
 
     #[test]
