@@ -466,7 +466,7 @@ mod tests {
         let text = e.to_string();
         assert!(text.contains("host name mismatch"), "{text}");
         assert!(
-            text.contains("localhost") && text.contains("127.0.0.1"),
+            text.contains("names localhost but the client connected to 127.0.0.1"),
             "{text}"
         );
         server.join().unwrap();
