@@ -1,5 +1,5 @@
-//! One connection to one server: a blocking TCP (or Unix) socket and the
-//! request/reply exchange over it.
+//! One connection to one server: a blocking TCP (plain or TLS, see
+//! [`Connection::start_tls`]) or Unix socket and the request/reply exchange over it.
 //!
 //! A [`Connection`] knows nothing of SDAM or selection. It opens, sends one
 //! command and reads its reply, and reports failures as [`Error`]s that name
