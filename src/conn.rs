@@ -1,5 +1,5 @@
-//! One connection to one server: a blocking TCP (or Unix) socket and the
-//! request/reply exchange over it.
+//! One connection to one server: a blocking TCP (plain or TLS, see
+//! [`Connection::start_tls`]) or Unix socket and the request/reply exchange over it.
 //!
 //! A [`Connection`] knows nothing of SDAM or selection. It opens, sends one
 //! command and reads its reply, and reports failures as [`Error`]s that name
@@ -35,6 +35,7 @@ pub fn next_request_id() -> i32 {
 
 enum Stream {
     Tcp(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
     #[cfg(unix)]
     Unix(std::os::unix::net::UnixStream),
 }
@@ -45,6 +46,10 @@ impl Stream {
             Stream::Tcp(s) => {
                 s.set_read_timeout(timeout)?;
                 s.set_write_timeout(timeout)
+            }
+            Stream::Tls(s) => {
+                s.sock.set_read_timeout(timeout)?;
+                s.sock.set_write_timeout(timeout)
             }
             #[cfg(unix)]
             Stream::Unix(s) => {
@@ -59,8 +64,12 @@ impl Stream {
     /// Unix sockets cannot be peeked on stable Rust; for them the ping
     /// after socketCheckIntervalMS is the only check.
     fn peer_closed_or_dirty(&self) -> bool {
-        let Stream::Tcp(s) = self else {
-            return false;
+        let s = match self {
+            Stream::Tcp(s) => s,
+            // Unread TLS records (a close_notify, an alert) mean the same.
+            Stream::Tls(s) => &s.sock,
+            #[cfg(unix)]
+            Stream::Unix(_) => return false,
         };
         let mut byte = [0u8; 1];
         if s.set_nonblocking(true).is_err() {
@@ -82,6 +91,7 @@ impl Read for Stream {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         match self {
             Stream::Tcp(s) => s.read(buf),
+            Stream::Tls(s) => s.read(buf),
             #[cfg(unix)]
             Stream::Unix(s) => s.read(buf),
         }
@@ -92,6 +102,7 @@ impl Write for Stream {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         match self {
             Stream::Tcp(s) => s.write(buf),
+            Stream::Tls(s) => s.write(buf),
             #[cfg(unix)]
             Stream::Unix(s) => s.write(buf),
         }
@@ -99,6 +110,7 @@ impl Write for Stream {
     fn flush(&mut self) -> std::io::Result<()> {
         match self {
             Stream::Tcp(s) => s.flush(),
+            Stream::Tls(s) => s.flush(),
             #[cfg(unix)]
             Stream::Unix(s) => s.flush(),
         }
@@ -268,6 +280,49 @@ impl Connection {
         })
     }
 
+    /// Turns the freshly opened TCP socket into a TLS session and completes
+    /// the TLS handshake within `timeout`. `config` is the client's one
+    /// configuration ([`crate::tls::client_config`]), so sessions resume
+    /// across its sockets. A certificate or host name failure is a
+    /// [`ErrorKind::Tls`] error saying which and why.
+    pub fn start_tls(
+        &mut self,
+        config: &std::sync::Arc<rustls::ClientConfig>,
+        timeout: Option<Duration>,
+    ) -> Result<()> {
+        let server_name = crate::tls::server_name(&self.address)?;
+        let placeholder = Stream::Tcp(match &self.stream {
+            Stream::Tcp(s) => s
+                .try_clone()
+                .map_err(|e| self.network_error("starting TLS", e))?,
+            _ => return Err(Error::client("TLS can only start on a new TCP socket")),
+        });
+        let Stream::Tcp(mut tcp) = std::mem::replace(&mut self.stream, placeholder) else {
+            unreachable!("checked above");
+        };
+        tcp.set_read_timeout(timeout)
+            .and_then(|_| tcp.set_write_timeout(timeout))
+            .map_err(|e| self.network_error("setting the socket timeout", e))?;
+        let mut session = rustls::ClientConnection::new(config.clone(), server_name)
+            .map_err(|e| crate::tls::handshake_error(&self.address, &e))?;
+        while session.is_handshaking() {
+            if let Err(e) = session.complete_io(&mut tcp) {
+                let tls_failure = e
+                    .get_ref()
+                    .and_then(|inner| inner.downcast_ref::<rustls::Error>());
+                return Err(match tls_failure {
+                    Some(failure) => crate::tls::handshake_error(&self.address, failure),
+                    None => self.network_error("during the TLS handshake", e),
+                });
+            }
+        }
+        self.stream = Stream::Tls(Box::new(rustls::StreamOwned::new(session, tcp)));
+        // The timeouts were set on the socket directly: the next exchange
+        // must not trust what it last applied.
+        self.applied_timeout = None;
+        Ok(())
+    }
+
     /// The server this socket leads to.
     pub fn address(&self) -> &ServerAddress {
         &self.address
@@ -410,13 +465,14 @@ impl Connection {
             ));
         }
         self.broken = true;
-        let timeout = timeout.or(self.socket_timeout);
-        self.stream
-            .set_timeouts(timeout)
-            .map_err(|e| self.network_error("setting the socket timeout", e))?;
-        self.stream
-            .write_all(bytes)
-            .map_err(|e| self.network_error("sending a command", e))?;
+        let deadline = timeout.or(self.socket_timeout).map(|t| Instant::now() + t);
+        DeadlineIo {
+            stream: &mut self.stream,
+            applied: &mut self.applied_timeout,
+            deadline,
+        }
+        .write_all(bytes)
+        .map_err(|e| Error::network(Some(self.address.clone()), "sending a command", e))?;
         self.broken = false;
         self.last_used = Instant::now();
         Ok(())
@@ -507,6 +563,10 @@ impl Connection {
         Ok(message)
     }
 
+    fn network_error(&self, context: &str, e: std::io::Error) -> Error {
+        Error::network(Some(self.address.clone()), context, e)
+    }
+
     fn with_address(&self, e: Error) -> Error {
         match e.kind() {
             ErrorKind::Protocol {
@@ -529,8 +589,15 @@ impl Drop for Connection {
         // A forked child closes only its copy of the descriptor; shutting the
         // socket down would cut the parent's connection too.
         if !self.is_inherited() {
-            if let Stream::Tcp(s) = &self.stream {
-                let _ = s.shutdown(Shutdown::Both);
+            match &self.stream {
+                Stream::Tcp(s) => {
+                    let _ = s.shutdown(Shutdown::Both);
+                }
+                Stream::Tls(s) => {
+                    let _ = s.sock.shutdown(Shutdown::Both);
+                }
+                #[cfg(unix)]
+                Stream::Unix(_) => {}
             }
         }
     }

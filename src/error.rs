@@ -84,6 +84,17 @@ pub enum ErrorKind {
         message: String,
     },
 
+    /// A TLS handshake failed: a certificate or host name check, or the
+    /// server refused the client's certificate. Not a network error: the
+    /// server is reachable, and trying again changes nothing.
+    #[error("TLS error{}: {message}", fmt_address(address))]
+    Tls {
+        /// The server the socket led to.
+        address: Option<ServerAddress>,
+        /// Which check failed and why.
+        message: String,
+    },
+
     /// The operation's deadline (`timeoutMS`) passed.
     #[error("operation timed out: {message}")]
     Timeout {

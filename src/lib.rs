@@ -28,14 +28,16 @@
 //! The rules are pure and public, so they can be inspected and tested
 //! without a network: [`sdam`] (descriptions and their update rules),
 //! [`select`] (suitability, latency window), [`scan`] (check order),
-//! [`uri`] (connection strings), [`wire`] (message framing) and
-//! [`handshake`] (the hello document). [`topology`] and [`conn`] are the
+//! [`uri`] (connection strings), [`wire`] (message framing),
+//! [`handshake`] (the hello document) and [`auth::scram`] (the SCRAM
+//! conversation). [`topology`] and [`conn`] are the
 //! thin blocking shell that drives them.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 pub mod address;
+pub mod auth;
 pub mod client;
 pub mod client_session;
 pub mod coll;
@@ -61,6 +63,7 @@ pub mod sdam;
 pub mod select;
 pub mod session;
 pub mod srv;
+pub mod tls;
 pub mod topology;
 mod unsupported;
 pub mod uri;

@@ -41,6 +41,15 @@ use crate::wire::{MsgFlags, OpMsg};
 /// buffer before it is abandoned.
 const FORGET_WRITE_TIMEOUT: Duration = Duration::from_millis(100);
 
+/// Whether `error` is a failure that opening another socket would repeat:
+/// the credential was refused, or a TLS certificate or host name check failed.
+fn is_setup_failure(error: &Error) -> bool {
+    matches!(
+        error.kind(),
+        crate::ErrorKind::Authentication { .. } | crate::ErrorKind::Tls { .. }
+    )
+}
+
 /// The load-balancer spec's error when a handshake reply has no `serviceId`.
 const NO_SERVICE_ID: &str = "Driver attempted to initialize in load balancing mode, \
                              but the server does not support this mode.";
@@ -98,6 +107,15 @@ pub struct Topology {
     /// Whether the current selection logged "Waiting for suitable server"
     /// (the spec: once per selection).
     waiting_logged: bool,
+    /// The client's one TLS configuration (`tls=true`), shared by its
+    /// sockets so that TLS sessions resume.
+    tls: Option<Arc<rustls::ClientConfig>>,
+    /// The client's credential and cached SCRAM keys.
+    authenticator: Option<crate::auth::Authenticator>,
+    /// An authentication or TLS failure of a check during the current
+    /// selection: retrying cannot cure it, so selection reports it at once
+    /// instead of waiting out serverSelectionTimeoutMS.
+    setup_failure: Option<Error>,
 }
 
 impl Topology {
@@ -121,7 +139,25 @@ impl Topology {
         }
         let metadata =
             handshake::client_metadata(options.app_name(), &|name| std::env::var(name).ok());
+        let tls = if options.tls() {
+            Some(crate::tls::client_config(options.tls_options())?)
+        } else {
+            None
+        };
+        let authenticator = options
+            .credential()
+            .map(|c| crate::auth::Authenticator::new(c, options.default_database()))
+            .transpose()?;
+        if let Some(authenticator) = &authenticator {
+            let client_certificate = options
+                .tls_options()
+                .is_some_and(|t| t.certificate_key_file.is_some());
+            authenticator.check_transport(tls.is_some(), client_certificate)?;
+        }
         let topology = Topology {
+            tls,
+            authenticator,
+            setup_failure: None,
             description,
             connections: HashMap::new(),
             checks: HashMap::new(),
@@ -355,10 +391,14 @@ impl Topology {
         deadline: Deadline,
     ) -> Result<ServerAddress> {
         self.forget_inherited_sockets();
+        self.setup_failure = None;
         let address = self.select_server(criteria, operation, deprioritized, deadline)?;
         let had_socket = self.connections.contains_key(&address);
         match self.ensure_connection(&address) {
             Ok(()) => Ok(address),
+            // A new socket that failed authentication or its TLS checks
+            // would fail the same way again.
+            Err(error) if is_setup_failure(&error) => Err(error),
             // Load balanced, a new socket that failed to connect or to
             // complete its handshake is the operation's error: selection
             // would return the same load balancer, and nothing marked it
@@ -522,7 +562,17 @@ impl Topology {
                 Ok(None) if load_balanced => {
                     return Err(self.selection_failed(criteria, operation, None));
                 }
-                Ok(None) => self.description.stale = true,
+                Ok(None) => {
+                    if let Some(failure) = self.setup_failure.take() {
+                        self.log_selection(
+                            |c| SelectionLog::failed(c, &failure),
+                            criteria,
+                            operation,
+                        );
+                        return Err(failure);
+                    }
+                    self.description.stale = true
+                }
             }
             let scanned_since_start = self.last_scan_end.is_some_and(|end| end > start);
             if try_once && scanned_since_start {
@@ -841,6 +891,9 @@ impl Topology {
                 crate::ErrorKind::Network { timeout: true, .. }
             );
         self.connections.remove(address);
+        if is_setup_failure(error) {
+            self.setup_failure = Some(error.clone());
+        }
         let update = self
             .description
             .check_failed(address, error.to_string(), Instant::now());
@@ -895,12 +948,16 @@ impl Topology {
         let duration = started.elapsed();
         match reply {
             Ok(reply) => {
+                // The server's SCRAM challenge is no business of event
+                // handlers or logs (the command-monitoring spec redacts it).
+                let mut published = reply.clone();
+                published.remove("speculativeAuthenticate");
                 self.publish_event(&SdamEvent::ServerHeartbeatSucceeded {
                     topology_id,
                     address: address.clone(),
                     awaited: false,
                     duration,
-                    reply: reply.clone(),
+                    reply: published,
                 });
                 self.apply_hello(address, &reply, duration);
                 Ok(())
@@ -987,18 +1044,29 @@ impl Topology {
             self.options.socket_timeout(),
             &resolver,
         )?;
+        // One limit for connect, TLS, handshake and authentication together.
+        let time_left = || {
+            limit.map(|limit| {
+                limit
+                    .saturating_sub(started.elapsed())
+                    .max(Duration::from_millis(1))
+            })
+        };
+        if let Some(tls) = &self.tls {
+            connection.start_tls(tls, time_left())?;
+        }
         let settings = HandshakeSettings {
             metadata: &self.metadata,
             load_balanced: self.options.load_balanced(),
             server_api: self.options.server_api(),
             compressors: &[],
         };
-        let (command, use_op_msg) = handshake::handshake_command(&settings);
-        let timeout = limit.map(|limit| {
-            limit
-                .saturating_sub(started.elapsed())
-                .max(Duration::from_millis(1))
-        });
+        let (mut command, use_op_msg) = handshake::handshake_command(&settings);
+        let speculation = match &self.authenticator {
+            Some(authenticator) => authenticator.prepare_handshake(&mut command)?,
+            None => crate::auth::Speculation::None,
+        };
+        let timeout = time_left();
         let reply = if use_op_msg {
             connection.command("admin", command, timeout)
         } else {
@@ -1006,6 +1074,13 @@ impl Topology {
         };
         let reply = check_reply(reply?, address)?;
         connection.apply_handshake_reply(&reply);
+        // The auth spec: authenticate right after the handshake, before the
+        // socket carries anything else.
+        if let Some(authenticator) = &mut self.authenticator {
+            authenticator.authenticate(&reply, speculation, &mut |db, command| {
+                connection.command(db, command, time_left())
+            })?;
+        }
         if self.is_load_balanced() {
             let Some(service_id) = connection.service_id() else {
                 return Err(Error::client(NO_SERVICE_ID));

@@ -764,8 +764,12 @@ impl OptionParser {
             options.read_preference = Some(read_preference);
         }
 
+        // The auth spec: authSource alone does not ask for authentication
+        // (but an empty one is still an error).
+        if self.auth_source.as_deref() == Some("") {
+            return Err(Error::invalid_argument("authSource is empty"));
+        }
         if self.username.is_some()
-            || self.auth_source.is_some()
             || self.auth_mechanism.is_some()
             || self.auth_mechanism_properties.is_some()
         {
@@ -1106,7 +1110,13 @@ mod tests {
     #[test]
     fn auth_rules() {
         assert!(parse("mongodb://alice@h").is_ok());
-        assert!(error("mongodb://h/?authSource=db").contains("user name"));
+        // The auth spec: authSource alone does not ask for authentication.
+        assert!(parse("mongodb://h/?authSource=db")
+            .unwrap()
+            .0
+            .credential()
+            .is_none());
+        assert!(error("mongodb://h/?authSource=").contains("authSource is empty"));
         assert!(error("mongodb://u:p@h/?authSource=").contains("authSource is empty"));
         assert!(error("mongodb://alice@h/?authMechanism=SCRAM-SHA-256").contains("password"));
         assert!(error("mongodb://a:b@h/?authMechanism=MONGODB-X509").contains("password"));

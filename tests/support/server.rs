@@ -284,6 +284,19 @@ impl TestServer {
     }
 
     fn answers_hello(&self) -> bool {
+        if self
+            .options
+            .extra_args
+            .iter()
+            .any(|a| a == "--tls-cert-file")
+        {
+            // A TLS server does not answer a plain hello; a listening port will do.
+            return TcpStream::connect_timeout(
+                &self.address().parse().expect("a socket address"),
+                Duration::from_millis(500),
+            )
+            .is_ok();
+        }
         let Ok(mut conn) =
             RawConnection::connect_timeout(&self.address(), Duration::from_millis(500))
         else {

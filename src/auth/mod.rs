@@ -1,0 +1,557 @@
+//! Authentication: resolving a credential by the auth spec's rules, and the
+//! conversation on a new socket right after its handshake.
+//!
+//! ```text
+//! handshake command ──Authenticator::prepare_handshake──> + saslSupportedMechs, speculativeAuthenticate
+//! handshake reply ──Authenticator::authenticate(reply, speculation, run)──>
+//!      speculativeAuthenticate in the reply? ──yes──> saslContinue (one round trip saved)
+//!                                            └─no───> saslStart ──> saslContinue
+//! ```
+//!
+//! The conversation itself is pure ([`scram`]); what goes over the socket is
+//! a command-running closure handed in by the connection code, so a scripted
+//! server in the tests can stand in for a real one. The client keeps one
+//! [`Authenticator`] for its whole life: SCRAM keys are derived once per
+//! salt and iteration count and reused on every socket.
+
+pub mod scram;
+
+use std::collections::HashMap;
+
+use bson::spec::BinarySubtype;
+use bson::{doc, Binary, Bson, Document};
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::options::Credential;
+
+use scram::{ClientFinal, ClientFirst, SaltParams, ScramKeys, ScramMechanism};
+
+/// `authSource` for mechanisms whose users live outside MongoDB.
+pub const EXTERNAL: &str = "$external";
+
+/// The credential as the auth spec says to read it: the source filled in
+/// (`authSource`, else the URI's database, else `admin` — `$external` for
+/// the external mechanisms), GSSAPI's default `SERVICE_NAME`, and the
+/// mechanism-specific rules checked (property names and values, what each
+/// mechanism allows). Pure: no I/O, nothing about what this driver can run.
+pub fn resolve_credential(
+    credential: &Credential,
+    default_database: Option<&str>,
+) -> Result<Credential> {
+    let mut resolved = credential.clone();
+    let mechanism = credential.mechanism.as_deref();
+    let source = match mechanism {
+        Some("MONGODB-X509" | "GSSAPI" | "MONGODB-AWS" | "MONGODB-OIDC") => {
+            credential.source.clone().unwrap_or_else(|| EXTERNAL.into())
+        }
+        Some("PLAIN") => credential
+            .source
+            .clone()
+            .or_else(|| default_database.map(str::to_owned))
+            .unwrap_or_else(|| EXTERNAL.into()),
+        _ => credential
+            .source
+            .clone()
+            .or_else(|| default_database.map(str::to_owned))
+            .unwrap_or_else(|| "admin".into()),
+    };
+    if source.is_empty() {
+        return Err(Error::invalid_argument("authSource is empty"));
+    }
+    resolved.source = Some(source);
+    let properties = credential.mechanism_properties.clone();
+    match mechanism {
+        Some("GSSAPI") => {
+            let mut properties = properties.unwrap_or_default();
+            if let Some(value) = property(&properties, "CANONICALIZE_HOST_NAME") {
+                let valid = matches!(value, Bson::Boolean(_) | Bson::String(_))
+                    && match value {
+                        Bson::String(s) => {
+                            ["none", "forward", "forwardAndReverse", "true", "false"]
+                                .contains(&s.as_str())
+                        }
+                        _ => true,
+                    };
+                if !valid {
+                    return Err(Error::invalid_argument(
+                        "CANONICALIZE_HOST_NAME must be none, forward, forwardAndReverse, true or \
+                         false",
+                    ));
+                }
+            }
+            if property(&properties, "SERVICE_NAME").is_none() {
+                properties.insert("SERVICE_NAME", "mongodb");
+            }
+            resolved.mechanism_properties = Some(properties);
+        }
+        Some("MONGODB-AWS") => {
+            let has_token = properties
+                .as_ref()
+                .is_some_and(|p| property(p, "AWS_SESSION_TOKEN").is_some());
+            if has_token && credential.username.is_none() {
+                return Err(Error::invalid_argument(
+                    "AWS_SESSION_TOKEN needs a user name (access key id) and password (secret \
+                     access key) too",
+                ));
+            }
+        }
+        Some("MONGODB-OIDC") => validate_oidc(credential, properties.as_ref())?,
+        _ => {}
+    }
+    Ok(resolved)
+}
+
+/// A mechanism property, by case-insensitive name (the auth spec's rule).
+fn property<'a>(properties: &'a Document, name: &str) -> Option<&'a Bson> {
+    properties
+        .iter()
+        .find(|(key, _)| key.eq_ignore_ascii_case(name))
+        .map(|(_, value)| value)
+}
+
+fn validate_oidc(credential: &Credential, properties: Option<&Document>) -> Result<()> {
+    const KNOWN: [&str; 3] = ["ENVIRONMENT", "TOKEN_RESOURCE", "ALLOWED_HOSTS"];
+    let empty = Document::new();
+    let properties = properties.unwrap_or(&empty);
+    if let Some(unknown) = properties
+        .keys()
+        .find(|k| !KNOWN.iter().any(|known| known.eq_ignore_ascii_case(k)))
+    {
+        return Err(Error::invalid_argument(format!(
+            "MONGODB-OIDC does not know the property {unknown:?}; expected one of {}",
+            KNOWN.join(", ")
+        )));
+    }
+    if credential.password.is_some() {
+        return Err(Error::invalid_argument(
+            "MONGODB-OIDC does not take a password",
+        ));
+    }
+    let environment = match property(properties, "ENVIRONMENT") {
+        Some(Bson::String(e)) => e.as_str(),
+        Some(_) => return Err(Error::invalid_argument("ENVIRONMENT must be a string")),
+        None => {
+            return Err(Error::invalid_argument(
+                "MONGODB-OIDC needs an ENVIRONMENT property (test, azure, gcp or k8s) or a \
+                 callback",
+            ))
+        }
+    };
+    let has_resource = property(properties, "TOKEN_RESOURCE").is_some();
+    match environment {
+        "test" | "k8s" => {
+            if credential.username.is_some() && environment == "test" {
+                return Err(Error::invalid_argument(
+                    "MONGODB-OIDC with ENVIRONMENT:test takes no user name",
+                ));
+            }
+        }
+        "azure" | "gcp" => {
+            if !has_resource {
+                return Err(Error::invalid_argument(format!(
+                    "MONGODB-OIDC with ENVIRONMENT:{environment} needs TOKEN_RESOURCE"
+                )));
+            }
+            if environment == "gcp" && credential.username.is_some() {
+                return Err(Error::invalid_argument(
+                    "MONGODB-OIDC with ENVIRONMENT:gcp takes no user name",
+                ));
+            }
+        }
+        other => {
+            return Err(Error::invalid_argument(format!(
+                "MONGODB-OIDC ENVIRONMENT {other:?} is not supported; expected test, azure, gcp \
+                 or k8s"
+            )))
+        }
+    }
+    Ok(())
+}
+
+/// The mechanisms this driver runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mechanism {
+    /// SCRAM-SHA-1 or SCRAM-SHA-256.
+    Scram(ScramMechanism),
+    /// MONGODB-X509: the TLS client certificate's subject is the user.
+    X509,
+    /// PLAIN (LDAP): the password is sent as is, so only over TLS in practice.
+    Plain,
+}
+
+impl Mechanism {
+    /// The mechanism's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mechanism::Scram(m) => m.name(),
+            Mechanism::X509 => "MONGODB-X509",
+            Mechanism::Plain => "PLAIN",
+        }
+    }
+}
+
+/// What the handshake's `speculativeAuthenticate` started, to be finished
+/// with the handshake reply.
+#[derive(Debug)]
+pub enum Speculation {
+    /// Nothing was sent.
+    None,
+    /// A SCRAM client-first message went out inside the hello.
+    Scram(ClientFirst),
+    /// An X.509 `authenticate` went out inside the hello.
+    X509,
+}
+
+/// One client's authentication state: its resolved credential and the
+/// SCRAM keys derived so far.
+pub struct Authenticator {
+    username: Option<String>,
+    password: Option<String>,
+    source: String,
+    /// `None`: negotiate through `saslSupportedMechs`.
+    mechanism: Option<Mechanism>,
+    keys: HashMap<(ScramMechanism, SaltParams), ScramKeys>,
+    /// How many times PBKDF2 ran (the cache's effect, observable in tests).
+    derivations: usize,
+    nonce_source: fn() -> Result<String>,
+}
+
+impl std::fmt::Debug for Authenticator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Authenticator")
+            .field("username", &self.username)
+            .field("source", &self.source)
+            .field("mechanism", &self.mechanism.map(Mechanism::name))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Authenticator {
+    /// The authenticator for `credential` (as given in the options), or an
+    /// error naming a mechanism this driver does not run.
+    pub fn new(credential: &Credential, default_database: Option<&str>) -> Result<Authenticator> {
+        let resolved = resolve_credential(credential, default_database)?;
+        let mechanism = match resolved.mechanism.as_deref() {
+            None => None,
+            Some("SCRAM-SHA-1") => Some(Mechanism::Scram(ScramMechanism::Sha1)),
+            Some("SCRAM-SHA-256") => Some(Mechanism::Scram(ScramMechanism::Sha256)),
+            Some("MONGODB-X509") => Some(Mechanism::X509),
+            Some("PLAIN") => Some(Mechanism::Plain),
+            Some(other) => {
+                return Err(Error::invalid_argument(format!(
+                    "authMechanism {other} is not supported by this driver yet; it runs \
+                     SCRAM-SHA-256, SCRAM-SHA-1, MONGODB-X509 and PLAIN"
+                )))
+            }
+        };
+        let needs_password = matches!(
+            mechanism,
+            None | Some(Mechanism::Scram(_) | Mechanism::Plain)
+        );
+        if needs_password && resolved.password.is_none() {
+            // The URI grammar allows a user without a password; the
+            // conversation would only fail later, at the server.
+            let name = mechanism.map_or("SCRAM", Mechanism::name);
+            return Err(Error::invalid_argument(format!(
+                "the credential for user {:?} has no password, which {name} needs",
+                resolved.username.as_deref().unwrap_or_default()
+            )));
+        }
+        Ok(Authenticator {
+            username: resolved.username,
+            password: resolved.password,
+            source: resolved.source.unwrap_or_else(|| "admin".into()),
+            mechanism,
+            keys: HashMap::new(),
+            derivations: 0,
+            nonce_source: scram::new_nonce,
+        })
+    }
+
+    /// Checks the mechanism against the transport before any socket opens:
+    /// MONGODB-X509 cannot work without TLS and a client certificate, and
+    /// PLAIN over plain TCP sends the password in the clear (a warning).
+    pub fn check_transport(&self, tls: bool, client_certificate: bool) -> Result<()> {
+        match self.mechanism {
+            Some(Mechanism::X509) if !tls || !client_certificate => Err(Error::invalid_argument(
+                "MONGODB-X509 authenticates with the TLS client certificate: it needs tls=true \
+                     and tlsCertificateKeyFile",
+            )),
+            Some(Mechanism::Plain) if !tls => {
+                log::warn!(
+                    "authMechanism=PLAIN without tls=true sends the password unencrypted over the \
+                     network"
+                );
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Replaces the nonce source (tests replay recorded conversations).
+    pub fn with_nonce_source(mut self, source: fn() -> Result<String>) -> Self {
+        self.nonce_source = source;
+        self
+    }
+
+    /// The database the conversation runs against.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// How many times a password was run through PBKDF2 so far.
+    pub fn derivations(&self) -> usize {
+        self.derivations
+    }
+
+    /// Adds mechanism negotiation (`saslSupportedMechs`, when no mechanism
+    /// was named) and `speculativeAuthenticate` to a handshake command.
+    pub fn prepare_handshake(&self, command: &mut Document) -> Result<Speculation> {
+        let username = self.username.as_deref().unwrap_or_default();
+        if self.mechanism.is_none() {
+            command.insert("saslSupportedMechs", format!("{}.{username}", self.source));
+        }
+        match self.mechanism {
+            // Without a named mechanism, speculate with the default of any
+            // server new enough to take speculation (4.4+): SCRAM-SHA-256.
+            None | Some(Mechanism::Scram(_)) => {
+                let mechanism = match self.mechanism {
+                    Some(Mechanism::Scram(m)) => m,
+                    _ => ScramMechanism::Sha256,
+                };
+                let first = ClientFirst::new(mechanism, username, &(self.nonce_source)()?);
+                let mut start = sasl_start(mechanism.name(), first.message());
+                start.insert("db", self.source.clone());
+                command.insert("speculativeAuthenticate", start);
+                Ok(Speculation::Scram(first))
+            }
+            Some(Mechanism::X509) => {
+                let mut authenticate = self.x509_command();
+                authenticate.insert("db", EXTERNAL);
+                command.insert("speculativeAuthenticate", authenticate);
+                Ok(Speculation::X509)
+            }
+            Some(Mechanism::Plain) => Ok(Speculation::None),
+        }
+    }
+
+    fn x509_command(&self) -> Document {
+        let mut command = doc! { "authenticate": 1, "mechanism": "MONGODB-X509" };
+        if let Some(user) = &self.username {
+            command.insert("user", user.clone());
+        }
+        command
+    }
+
+    fn error(&self, mechanism: Mechanism, what: impl std::fmt::Display) -> Error {
+        let user = match &self.username {
+            Some(u) => format!(" for user {u:?} on database {:?}", self.source),
+            None => format!(" on database {:?}", self.source),
+        };
+        Error::new(ErrorKind::Authentication {
+            message: format!("{}{user}: {what}", mechanism.name()),
+        })
+    }
+
+    /// Authenticates the socket whose handshake `reply` answered the
+    /// command [`Self::prepare_handshake`] extended. `run(db, command)`
+    /// sends one command on that socket and returns the raw reply.
+    pub fn authenticate(
+        &mut self,
+        reply: &Document,
+        speculation: Speculation,
+        run: &mut dyn FnMut(&str, Document) -> Result<Document>,
+    ) -> Result<()> {
+        // The auth spec: no authentication is possible on an arbiter.
+        if reply.get_bool("arbiterOnly") == Ok(true) {
+            return Ok(());
+        }
+        let mechanism = match self.mechanism {
+            Some(m) => m,
+            None => Mechanism::Scram(negotiated(reply)),
+        };
+        let speculative_reply = reply.get_document("speculativeAuthenticate").ok();
+        match (mechanism, speculation, speculative_reply) {
+            (Mechanism::Scram(m), Speculation::Scram(first), Some(server))
+                if first.mechanism() == m =>
+            {
+                self.finish_scram(first, server, run)
+            }
+            (Mechanism::X509, Speculation::X509, Some(_)) => Ok(()),
+            (Mechanism::Scram(m), _, _) => {
+                let first = ClientFirst::new(
+                    m,
+                    self.username.as_deref().unwrap_or_default(),
+                    &(self.nonce_source)()?,
+                );
+                let mut start = sasl_start(m.name(), first.message());
+                // The server's answer to a failed start is an auth error.
+                let server = self.run_checked(mechanism, run, &mut start)?;
+                self.finish_scram(first, &server, run)
+            }
+            (Mechanism::X509, _, _) => {
+                let mut command = self.x509_command();
+                self.run_checked(mechanism, run, &mut command).map(|_| ())
+            }
+            (Mechanism::Plain, _, _) => {
+                let payload = format!(
+                    "\0{}\0{}",
+                    self.username.as_deref().unwrap_or_default(),
+                    self.password.as_deref().unwrap_or_default()
+                );
+                let mut start = sasl_start("PLAIN", payload.into_bytes());
+                start.remove("options");
+                let server = self.run_checked(mechanism, run, &mut start)?;
+                if server.get_bool("done") != Ok(true) {
+                    return Err(self.error(mechanism, "the server did not finish the conversation"));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn run_checked(
+        &self,
+        mechanism: Mechanism,
+        run: &mut dyn FnMut(&str, Document) -> Result<Document>,
+        command: &mut Document,
+    ) -> Result<Document> {
+        let reply = run(&self.source, std::mem::take(command))?;
+        if is_ok(&reply) {
+            return Ok(reply);
+        }
+        let message = reply
+            .get_str("errmsg")
+            .unwrap_or("the server refused without a message");
+        let code = match reply.get("code") {
+            Some(Bson::Int32(c)) => format!(" (code {c})"),
+            Some(Bson::Int64(c)) => format!(" (code {c})"),
+            _ => String::new(),
+        };
+        Err(self.error(mechanism, format!("{message}{code}")))
+    }
+
+    fn finish_scram(
+        &mut self,
+        first: ClientFirst,
+        server_first: &Document,
+        run: &mut dyn FnMut(&str, Document) -> Result<Document>,
+    ) -> Result<()> {
+        let mechanism = Mechanism::Scram(first.mechanism());
+        let payload = self.payload(mechanism, server_first)?;
+        let conversation_id = server_first
+            .get("conversationId")
+            .cloned()
+            .ok_or_else(|| self.error(mechanism, "the server's reply has no conversationId"))?;
+        let params = first.salt_params(&payload)?;
+        let keys = self.keys_for(first.mechanism(), params)?;
+        let fin: ClientFinal = first.handle_server_first(&payload, &keys)?;
+        let mut command = sasl_continue(&conversation_id, fin.message());
+        let reply = self.run_checked(mechanism, run, &mut command)?;
+        let server_final = self.payload(mechanism, &reply)?;
+        fin.handle_server_final(&server_final)?;
+        // Servers that ignore skipEmptyExchange want one empty round more;
+        // a server that never finishes is refused rather than followed.
+        let mut done = reply.get_bool("done").unwrap_or(false);
+        for _ in 0..2 {
+            if done {
+                return Ok(());
+            }
+            let mut command = sasl_continue(&conversation_id, Vec::new());
+            done = self
+                .run_checked(mechanism, run, &mut command)?
+                .get_bool("done")
+                .unwrap_or(false);
+        }
+        if done {
+            Ok(())
+        } else {
+            Err(self.error(mechanism, "the server did not finish the conversation"))
+        }
+    }
+
+    fn payload(&self, mechanism: Mechanism, reply: &Document) -> Result<Vec<u8>> {
+        match reply.get("payload") {
+            Some(Bson::Binary(b)) => Ok(b.bytes.clone()),
+            Some(Bson::String(s)) => {
+                use base64::Engine as _;
+                base64::engine::general_purpose::STANDARD
+                    .decode(s)
+                    .map_err(|_| self.error(mechanism, "the server's payload is not base64"))
+            }
+            _ => Err(self.error(mechanism, "the server's reply has no payload")),
+        }
+    }
+
+    fn keys_for(&mut self, mechanism: ScramMechanism, params: SaltParams) -> Result<ScramKeys> {
+        let cache_key = (mechanism, params);
+        if let Some(keys) = self.keys.get(&cache_key) {
+            return Ok(keys.clone());
+        }
+        let prepared = mechanism.prepare_password(
+            self.username.as_deref().unwrap_or_default(),
+            self.password.as_deref().unwrap_or_default(),
+        )?;
+        let keys = ScramKeys::derive(
+            mechanism,
+            &prepared,
+            &cache_key.1.salt,
+            cache_key.1.iterations,
+        );
+        self.derivations += 1;
+        self.keys.insert(cache_key, keys.clone());
+        Ok(keys)
+    }
+}
+
+/// The auth spec's default: SCRAM-SHA-256 when the server lists it for the
+/// user, SCRAM-SHA-1 otherwise (also when the list is absent).
+fn negotiated(reply: &Document) -> ScramMechanism {
+    let listed = reply
+        .get_array("saslSupportedMechs")
+        .map(|mechs| mechs.iter().any(|m| m.as_str() == Some("SCRAM-SHA-256")))
+        .unwrap_or(false);
+    if listed {
+        ScramMechanism::Sha256
+    } else {
+        ScramMechanism::Sha1
+    }
+}
+
+fn is_ok(reply: &Document) -> bool {
+    match reply.get("ok") {
+        Some(Bson::Double(v)) => *v == 1.0,
+        Some(Bson::Int32(v)) => *v == 1,
+        Some(Bson::Int64(v)) => *v == 1,
+        Some(Bson::Boolean(v)) => *v,
+        _ => false,
+    }
+}
+
+fn binary(bytes: Vec<u8>) -> Binary {
+    Binary {
+        subtype: BinarySubtype::Generic,
+        bytes,
+    }
+}
+
+fn sasl_start(mechanism: &str, payload: Vec<u8>) -> Document {
+    doc! {
+        "saslStart": 1,
+        "mechanism": mechanism,
+        "payload": binary(payload),
+        "autoAuthorize": 1,
+        "options": { "skipEmptyExchange": true },
+    }
+}
+
+fn sasl_continue(conversation_id: &Bson, payload: Vec<u8>) -> Document {
+    doc! {
+        "saslContinue": 1,
+        "conversationId": conversation_id.clone(),
+        "payload": binary(payload),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,252 @@
+//! The exchange against a scripted server replaying the auth spec's
+//! SCRAM-SHA-256 conversation (user "user", password "pencil", nonce
+//! injected).
+
+use super::*;
+
+const NONCE: &str = "rOprNGfwEbeRWgbNEkqO";
+const SERVER_FIRST: &str =
+    "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096";
+const CLIENT_FINAL: &str = "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,\
+                            p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=";
+const SERVER_FINAL: &str = "v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=";
+
+fn fixed_nonce() -> Result<String> {
+    Ok(NONCE.to_owned())
+}
+
+fn credential(uri: &str) -> Credential {
+    crate::ClientOptions::parse(uri)
+        .unwrap()
+        .credential()
+        .unwrap()
+        .clone()
+}
+
+fn authenticator(uri: &str) -> Authenticator {
+    let options = crate::ClientOptions::parse(uri).unwrap();
+    Authenticator::new(options.credential().unwrap(), options.default_database())
+        .unwrap()
+        .with_nonce_source(fixed_nonce)
+}
+
+fn payload_text(command: &Document) -> String {
+    match command.get("payload") {
+        Some(Bson::Binary(b)) => String::from_utf8(b.bytes.clone()).unwrap(),
+        other => panic!("no binary payload: {other:?}"),
+    }
+}
+
+fn server_reply(payload: &str, done: bool) -> Document {
+    doc! { "ok": 1, "conversationId": 1, "done": done, "payload": binary(payload.as_bytes().to_vec()) }
+}
+
+/// Answers saslStart and saslContinue as the spec's server does; records
+/// what it was sent.
+fn scripted(
+    sent: &mut Vec<(String, Document)>,
+) -> impl FnMut(&str, Document) -> Result<Document> + '_ {
+    move |db, command| {
+        sent.push((db.to_owned(), command.clone()));
+        if command.contains_key("saslStart") {
+            assert_eq!(payload_text(&command), format!("n,,n=user,r={NONCE}"));
+            Ok(server_reply(SERVER_FIRST, false))
+        } else {
+            assert_eq!(payload_text(&command), CLIENT_FINAL);
+            Ok(server_reply(SERVER_FINAL, true))
+        }
+    }
+}
+
+#[test]
+fn speculative_scram_finishes_in_one_round_trip_and_reuses_the_keys() {
+    let mut auth = authenticator("mongodb://user:pencil@h/?authMechanism=SCRAM-SHA-256");
+    for socket in 0..3 {
+        let mut hello = doc! { "hello": 1 };
+        let speculation = auth.prepare_handshake(&mut hello).unwrap();
+        let spec = hello.get_document("speculativeAuthenticate").unwrap();
+        assert_eq!(spec.get_str("mechanism"), Ok("SCRAM-SHA-256"));
+        assert_eq!(spec.get_str("db"), Ok("admin"));
+        assert!(
+            !hello.contains_key("saslSupportedMechs"),
+            "mechanism was named"
+        );
+        let reply = doc! { "ok": 1, "speculativeAuthenticate": server_reply(SERVER_FIRST, false) };
+        let mut sent = Vec::new();
+        auth.authenticate(&reply, speculation, &mut scripted(&mut sent))
+            .unwrap();
+        assert_eq!(sent.len(), 1, "socket {socket}: only saslContinue is sent");
+        assert!(sent[0].1.contains_key("saslContinue"));
+    }
+    assert_eq!(auth.derivations(), 1, "PBKDF2 ran once for three sockets");
+}
+
+#[test]
+fn without_speculation_the_conversation_starts_with_sasl_start() {
+    let mut auth =
+        authenticator("mongodb://user:pencil@h/?authMechanism=SCRAM-SHA-256&authSource=db1");
+    let mut hello = doc! { "hello": 1 };
+    let speculation = auth.prepare_handshake(&mut hello).unwrap();
+    let mut sent = Vec::new();
+    auth.authenticate(&doc! { "ok": 1 }, speculation, &mut scripted(&mut sent))
+        .unwrap();
+    assert_eq!(sent.len(), 2);
+    assert_eq!(
+        sent[0].0, "db1",
+        "authSource is where the conversation runs"
+    );
+    assert_eq!(
+        sent[0].1.get_document("options").unwrap(),
+        &doc! { "skipEmptyExchange": true }
+    );
+}
+
+#[test]
+fn negotiation_asks_for_the_users_mechanisms_and_falls_back_to_sha1() {
+    let mut auth = authenticator("mongodb://user:pencil@h/app");
+    let mut hello = doc! { "hello": 1 };
+    let speculation = auth.prepare_handshake(&mut hello).unwrap();
+    assert_eq!(hello.get_str("saslSupportedMechs"), Ok("app.user"));
+    // The server lists only SCRAM-SHA-1 and ignored the SHA-256 speculation.
+    let reply = doc! { "ok": 1, "saslSupportedMechs": ["SCRAM-SHA-1"] };
+    let mut sent = Vec::new();
+    let e = auth
+        .authenticate(&reply, speculation, &mut |db: &str, command: Document| {
+            sent.push((db.to_owned(), command.clone()));
+            Ok(doc! { "ok": 0, "errmsg": "Authentication failed.", "code": 18 })
+        })
+        .unwrap_err();
+    assert_eq!(sent[0].1.get_str("mechanism"), Ok("SCRAM-SHA-1"));
+    assert!(matches!(e.kind(), ErrorKind::Authentication { .. }));
+    let text = e.to_string();
+    assert!(text.contains("SCRAM-SHA-1 for user \"user\""), "{text}");
+    assert!(text.contains("Authentication failed. (code 18)"), "{text}");
+    assert!(!text.contains("pencil"));
+    assert_eq!(
+        negotiated(&doc! { "saslSupportedMechs": ["SCRAM-SHA-1", "SCRAM-SHA-256"] }),
+        ScramMechanism::Sha256
+    );
+    assert_eq!(negotiated(&doc! {}), ScramMechanism::Sha1);
+}
+
+#[test]
+fn a_server_that_does_not_know_the_password_is_refused() {
+    let mut auth = authenticator("mongodb://user:pencil@h/?authMechanism=SCRAM-SHA-256");
+    let mut hello = doc! { "hello": 1 };
+    let speculation = auth.prepare_handshake(&mut hello).unwrap();
+    let reply = doc! { "ok": 1, "speculativeAuthenticate": server_reply(SERVER_FIRST, false) };
+    let e = auth
+        .authenticate(&reply, speculation, &mut |_: &str, _| {
+            Ok(server_reply(
+                "v=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+                true,
+            ))
+        })
+        .unwrap_err();
+    assert!(e.to_string().contains("signature is wrong"), "{e}");
+}
+
+#[test]
+fn a_server_that_never_finishes_is_refused() {
+    let mut auth = authenticator("mongodb://user:pencil@h/?authMechanism=SCRAM-SHA-256");
+    let speculation = auth.prepare_handshake(&mut doc! {}).unwrap();
+    let reply = doc! { "ok": 1, "speculativeAuthenticate": server_reply(SERVER_FIRST, false) };
+    let mut rounds = 0;
+    let e = auth
+        .authenticate(&reply, speculation, &mut |_: &str, _| {
+            rounds += 1;
+            Ok(server_reply(SERVER_FINAL, false))
+        })
+        .unwrap_err();
+    assert!(e.to_string().contains("did not finish"), "{e}");
+    assert_eq!(rounds, 3);
+}
+
+#[test]
+fn plain_sends_the_rfc4616_message_to_external() {
+    let mut auth = authenticator("mongodb://user:pencil@h/?authMechanism=PLAIN");
+    let mut hello = doc! {};
+    let speculation = auth.prepare_handshake(&mut hello).unwrap();
+    assert!(hello.is_empty(), "PLAIN neither negotiates nor speculates");
+    let mut sent = Vec::new();
+    auth.authenticate(
+        &doc! { "ok": 1 },
+        speculation,
+        &mut |db: &str, command: Document| {
+            sent.push((db.to_owned(), command));
+            Ok(doc! { "ok": 1, "conversationId": 1, "done": true, "payload": binary(Vec::new()) })
+        },
+    )
+    .unwrap();
+    assert_eq!(sent[0].0, "$external");
+    // The auth spec's example payload: BinData(0, "AHVzZXIAcGVuY2ls").
+    assert_eq!(payload_text(&sent[0].1).as_bytes(), b"\0user\0pencil");
+}
+
+#[test]
+fn x509_speculates_with_authenticate_and_falls_back() {
+    let mut auth = authenticator("mongodb://h/?authMechanism=MONGODB-X509");
+    let mut hello = doc! {};
+    let speculation = auth.prepare_handshake(&mut hello).unwrap();
+    assert_eq!(
+        hello.get_document("speculativeAuthenticate").unwrap(),
+        &doc! { "authenticate": 1, "mechanism": "MONGODB-X509", "db": "$external" }
+    );
+    let mut sent = 0;
+    let mut run = |db: &str, command: Document| {
+        assert_eq!(db, "$external");
+        assert_eq!(
+            command,
+            doc! { "authenticate": 1, "mechanism": "MONGODB-X509" }
+        );
+        sent += 1;
+        Ok(doc! { "ok": 1 })
+    };
+    let accepted =
+        doc! { "ok": 1, "speculativeAuthenticate": { "dbname": "$external", "user": "CN=x" } };
+    auth.authenticate(&accepted, speculation, &mut run).unwrap();
+    let speculation = auth.prepare_handshake(&mut doc! {}).unwrap();
+    auth.authenticate(&doc! { "ok": 1 }, speculation, &mut run)
+        .unwrap();
+    assert_eq!(
+        sent, 1,
+        "only the hello without a speculative answer costs a command"
+    );
+}
+
+#[test]
+fn mechanisms_this_driver_cannot_run_are_refused_by_name() {
+    let e =
+        Authenticator::new(&credential("mongodb://u@h/?authMechanism=GSSAPI"), None).unwrap_err();
+    assert!(e.to_string().contains("GSSAPI is not supported"), "{e}");
+}
+
+#[test]
+fn a_user_without_a_password_is_refused_before_any_io() {
+    let e = Authenticator::new(&credential("mongodb://alice@h/"), None).unwrap_err();
+    assert!(e.to_string().contains("\"alice\" has no password"), "{e}");
+    assert!(
+        Authenticator::new(&credential("mongodb://h/?authMechanism=MONGODB-X509"), None).is_ok()
+    );
+}
+
+#[test]
+fn x509_needs_tls_and_a_client_certificate() {
+    let auth = authenticator("mongodb://h/?authMechanism=MONGODB-X509");
+    for (tls, certificate) in [(false, false), (true, false), (false, true)] {
+        let e = auth.check_transport(tls, certificate).unwrap_err();
+        assert!(e.to_string().contains("tlsCertificateKeyFile"), "{e}");
+    }
+    assert!(auth.check_transport(true, true).is_ok());
+    let plain = authenticator("mongodb://u:p@h/?authMechanism=PLAIN");
+    assert!(
+        plain.check_transport(false, false).is_ok(),
+        "a warning, not an error"
+    );
+}
+
+#[test]
+fn debug_output_never_shows_the_password() {
+    let auth = authenticator("mongodb://user:s3cret@h/");
+    assert!(!format!("{auth:?}").contains("s3cret"));
+}

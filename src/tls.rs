@@ -1,0 +1,539 @@
+//! TLS: the rustls client configuration, built once per client from the
+//! `tls*` options and shared by every socket of that client (so rustls'
+//! in-memory session cache resumes sessions between them), and the words
+//! for what went wrong in a handshake.
+//!
+//! ```text
+//! TlsOptions ──client_config──> Arc<ClientConfig>   (roots: tlsCAFile, else the webpki roots;
+//!                                                    client certificate: tlsCertificateKeyFile;
+//!                                                    verifier: strict, or relaxed by tlsAllowInvalid*/tlsInsecure)
+//! ```
+//!
+//! The crypto provider is `ring`: it builds with a C compiler alone and
+//! faster than aws-lc-rs (which wants cmake), and it serves SCRAM too.
+//!
+//! OCSP and revocation: nothing is fetched over the network (a short-lived
+//! process cannot wait on an OCSP responder), and rustls does not check
+//! stapled responses or CRLs it is not given; `tlsDisableOCSPEndpointCheck`
+//! and `tlsDisableCertificateRevocationCheck` are accepted and change nothing.
+
+use std::sync::Arc;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
+use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::{
+    CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
+};
+
+use crate::address::ServerAddress;
+use crate::error::{Error, ErrorKind, Result};
+use crate::options::TlsOptions;
+
+fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+fn invalid(message: String) -> Error {
+    Error::invalid_argument(message)
+}
+
+/// The rustls configuration for `options` (absent: all defaults). Reads the
+/// CA and certificate-key files once; any problem with them is an error
+/// naming the file and the problem.
+pub fn client_config(options: Option<&TlsOptions>) -> Result<Arc<ClientConfig>> {
+    let default = TlsOptions::default();
+    let options = options.unwrap_or(&default);
+    let provider = provider();
+    let mut roots = RootCertStore::empty();
+    match &options.ca_file {
+        // A CA file replaces the default roots, as in the other drivers.
+        Some(path) => {
+            let certs = CertificateDer::pem_file_iter(path)
+                .map_err(|e| invalid(format!("tlsCAFile {path:?} cannot be read: {e}")))?;
+            for cert in certs {
+                let cert =
+                    cert.map_err(|e| invalid(format!("tlsCAFile {path:?} is not valid PEM: {e}")))?;
+                roots.add(cert).map_err(|e| {
+                    invalid(format!(
+                        "tlsCAFile {path:?} holds an unusable certificate: {e}"
+                    ))
+                })?;
+            }
+            if roots.is_empty() {
+                return Err(invalid(format!(
+                    "tlsCAFile {path:?} holds no PEM certificate"
+                )));
+            }
+        }
+        None => roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
+    }
+    let roots = Arc::new(roots);
+    let insecure = options.insecure == Some(true);
+    let any_certificate = insecure || options.allow_invalid_certificates == Some(true);
+    let any_host_name = insecure || options.allow_invalid_hostnames == Some(true);
+    let builder = ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| Error::client(format!("TLS setup failed: {e}")))?;
+    let builder = if any_certificate {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate {
+                algorithms: provider.signature_verification_algorithms,
+            }))
+    } else if any_host_name {
+        let inner = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
+            .build()
+            .map_err(|e| Error::client(format!("TLS setup failed: {e}")))?;
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AcceptAnyHostName { inner }))
+    } else {
+        builder.with_root_certificates(roots)
+    };
+    let config = match &options.certificate_key_file {
+        Some(path) => {
+            let (certs, key) =
+                certificate_and_key(path, options.certificate_key_file_password.is_some())?;
+            builder.with_client_auth_cert(certs, key).map_err(|e| {
+                invalid(format!(
+                    "tlsCertificateKeyFile {path:?}: the certificate and key do not go together: {e}"
+                ))
+            })?
+        }
+        None => builder.with_no_client_auth(),
+    };
+    Ok(Arc::new(config))
+}
+
+fn certificate_and_key(
+    path: &str,
+    password_given: bool,
+) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)> {
+    let text = std::fs::read(path).map_err(|e| {
+        invalid(format!(
+            "tlsCertificateKeyFile {path:?} cannot be read: {e}"
+        ))
+    })?;
+    let encrypted = text.windows(b"ENCRYPTED".len()).any(|w| w == b"ENCRYPTED");
+    if encrypted || password_given {
+        // rustls' ecosystem reads unencrypted PKCS#1, PKCS#8 and SEC1 keys
+        // only; decrypting would take another crate and its PBES2 stack.
+        return Err(invalid(format!(
+            "tlsCertificateKeyFile {path:?}: encrypted private keys \
+             (tlsCertificateKeyFilePassword) are not supported; decrypt the key first, e.g. \
+             `openssl pkey -in key.pem -out key-plain.pem`"
+        )));
+    }
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&text)
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|e| {
+            invalid(format!(
+                "tlsCertificateKeyFile {path:?} is not valid PEM: {e}"
+            ))
+        })?;
+    if certs.is_empty() {
+        return Err(invalid(format!(
+            "tlsCertificateKeyFile {path:?} holds no certificate"
+        )));
+    }
+    let key = PrivateKeyDer::from_pem_slice(&text).map_err(|e| {
+        invalid(format!(
+            "tlsCertificateKeyFile {path:?} holds no usable private key: {e}"
+        ))
+    })?;
+    Ok((certs, key))
+}
+
+/// The name rustls checks the certificate against and sends as SNI (an IP
+/// address is checked but, per RFC 6066, not sent).
+pub fn server_name(address: &ServerAddress) -> Result<ServerName<'static>> {
+    let ServerAddress::Tcp { host, .. } = address else {
+        return Err(Error::invalid_argument(format!(
+            "TLS over a Unix domain socket ({address}) is not supported"
+        )));
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    ServerName::try_from(host.to_owned())
+        .map_err(|_| invalid(format!("{host:?} is not a valid TLS server name")))
+}
+
+/// A TLS failure on the socket to `address`, in words: which check failed
+/// and why. `error` is what rustls reported.
+pub fn handshake_error(address: &ServerAddress, error: &rustls::Error) -> Error {
+    let reason = match error {
+        rustls::Error::InvalidCertificate(certificate) => certificate_reason(certificate),
+        rustls::Error::AlertReceived(alert) => format!(
+            "the server sent the alert {alert:?} (a server that wants a client certificate \
+             refuses a missing or untrusted one this way)"
+        ),
+        other => other.to_string(),
+    };
+    Error::new(ErrorKind::Tls {
+        address: Some(address.clone()),
+        message: reason,
+    })
+}
+
+fn certificate_reason(error: &CertificateError) -> String {
+    match error {
+        CertificateError::Expired => "the server's certificate has expired".into(),
+        CertificateError::ExpiredContext { time, not_after } => format!(
+            "the server's certificate has expired (valid until {} s after the Unix epoch, now is {})",
+            not_after.as_secs(),
+            time.as_secs()
+        ),
+        CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. } => {
+            "the server's certificate is not valid yet".into()
+        }
+        CertificateError::UnknownIssuer => "the server's certificate was issued by an unknown \
+                                            certificate authority (not in tlsCAFile, or not in \
+                                            the webpki roots when no tlsCAFile is given)"
+            .into(),
+        CertificateError::NotValidForName => {
+            "the server's certificate does not name the host connected to (host name mismatch; \
+             tlsAllowInvalidHostnames=true accepts it)"
+                .into()
+        }
+        CertificateError::NotValidForNameContext { expected, presented } => format!(
+            "host name mismatch: the server's certificate names {} but the client connected to \
+             {} (tlsAllowInvalidHostnames=true accepts it)",
+            if presented.is_empty() {
+                "no host".to_owned()
+            } else {
+                presented
+                    .iter()
+                    .map(|name| presented_name(name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            },
+            expected.to_str()
+        ),
+        CertificateError::Revoked => "the server's certificate has been revoked".into(),
+        CertificateError::BadSignature => {
+            "the server's certificate is not correctly signed by its issuer".into()
+        }
+        other => format!("the server's certificate was refused: {other:?}"),
+    }
+}
+
+/// A name as rustls presents it (`DnsName("db.example.com")`,
+/// `IpAddress(10.0.0.1)`), without the wrapper.
+fn presented_name(name: &str) -> &str {
+    name.split_once('(')
+        .and_then(|(_, inner)| inner.strip_suffix(')'))
+        .map(|inner| inner.trim_matches('"'))
+        .unwrap_or(name)
+}
+
+/// `tlsAllowInvalidHostnames`: the chain is verified, the name is not.
+#[derive(Debug)]
+struct AcceptAnyHostName {
+    inner: Arc<WebPkiServerVerifier>,
+}
+
+impl ServerCertVerifier for AcceptAnyHostName {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> std::result::Result<ServerCertVerified, rustls::Error> {
+        match self.inner.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        ) {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
+
+/// `tlsAllowInvalidCertificates` / `tlsInsecure`: any certificate is
+/// accepted, but the handshake signatures are still checked, so the peer
+/// must hold the key of the certificate it sent.
+#[derive(Debug)]
+struct AcceptAnyCertificate {
+    algorithms: WebPkiSupportedAlgorithms,
+}
+
+impl ServerCertVerifier for AcceptAnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> std::result::Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A TLS server in a thread that accepts `sockets` connections, sends
+    /// one byte on each (so the client reads the session ticket that comes
+    /// before it) and closes.
+    fn tls_server(sockets: usize) -> (u16, String, std::thread::JoinHandle<()>) {
+        let params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+        tls_server_with(sockets, params)
+    }
+
+    /// [`tls_server`] with a self-signed certificate made from `params`;
+    /// handshakes the client refuses end the socket quietly.
+    fn tls_server_with(
+        sockets: usize,
+        params: rcgen::CertificateParams,
+    ) -> (u16, String, std::thread::JoinHandle<()>) {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = params.self_signed(&key).unwrap();
+        let config = rustls::ServerConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![cert.der().clone()],
+                PrivateKeyDer::from_pem_slice(key.serialize_pem().as_bytes()).unwrap(),
+            )
+            .unwrap();
+        let config = Arc::new(config);
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            for _ in 0..sockets {
+                let (mut tcp, _) = listener.accept().unwrap();
+                let mut session = rustls::ServerConnection::new(config.clone()).unwrap();
+                while session.is_handshaking() {
+                    if session.complete_io(&mut tcp).is_err() {
+                        break;
+                    }
+                }
+                if session.is_handshaking() {
+                    continue;
+                }
+                let mut stream = rustls::StreamOwned::new(session, tcp);
+                let _ = std::io::Write::write_all(&mut stream, b"x");
+                let mut rest = Vec::new();
+                let _ = std::io::Read::read_to_end(&mut stream, &mut rest);
+            }
+        });
+        (port, cert.pem(), server)
+    }
+
+    #[test]
+    fn sockets_of_one_configuration_resume_the_tls_session() {
+        use std::io::Read as _;
+        let (port, ca_pem, server) = tls_server(2);
+        let dir = std::env::temp_dir().join(format!("mongo-inline-resume-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ca = dir.join("ca.pem");
+        std::fs::write(&ca, ca_pem).unwrap();
+        let options = TlsOptions {
+            ca_file: Some(ca.to_string_lossy().into_owned()),
+            ..Default::default()
+        };
+        // Built once, as the client does; a configuration per socket would
+        // make both handshakes full ones.
+        let config = client_config(Some(&options)).unwrap();
+        let address = ServerAddress::tcp("localhost", port);
+        let mut kinds = Vec::new();
+        for _ in 0..2 {
+            let mut tcp = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+            let mut session =
+                rustls::ClientConnection::new(config.clone(), server_name(&address).unwrap())
+                    .unwrap();
+            while session.is_handshaking() {
+                session.complete_io(&mut tcp).unwrap();
+            }
+            kinds.push(session.handshake_kind());
+            let mut stream = rustls::StreamOwned::new(session, tcp);
+            let mut byte = [0u8; 1];
+            stream.read_exact(&mut byte).unwrap();
+            stream.conn.send_close_notify();
+            let _ = stream.conn.complete_io(&mut stream.sock);
+        }
+        server.join().unwrap();
+        std::fs::remove_dir_all(dir).unwrap();
+        assert_eq!(
+            kinds,
+            vec![
+                Some(rustls::HandshakeKind::Full),
+                Some(rustls::HandshakeKind::Resumed)
+            ]
+        );
+    }
+
+    /// Opens a [`crate::conn::Connection`] to `host` and starts TLS on it
+    /// with `ca_pem` as the only root.
+    fn connect(host: &str, port: u16, ca_pem: &str, extra: TlsOptions) -> Result<()> {
+        let dir =
+            std::env::temp_dir().join(format!("mongo-inline-tls-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ca = dir.join("ca.pem");
+        std::fs::write(&ca, ca_pem).unwrap();
+        let options = TlsOptions {
+            ca_file: Some(ca.to_string_lossy().into_owned()),
+            ..extra
+        };
+        let config = client_config(Some(&options)).unwrap();
+        std::fs::remove_dir_all(dir).unwrap();
+        let timeout = Some(std::time::Duration::from_secs(5));
+        let mut connection =
+            crate::conn::Connection::open(&ServerAddress::tcp(host, port), 0, timeout, timeout)?;
+        connection.start_tls(&config, timeout)
+    }
+
+    #[test]
+    fn an_expired_certificate_is_named_as_such() {
+        let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+        params.not_before = rcgen::date_time_ymd(2001, 1, 1);
+        params.not_after = rcgen::date_time_ymd(2002, 1, 1);
+        let (port, ca, server) = tls_server_with(2, params);
+        let e = connect("localhost", port, &ca, TlsOptions::default()).unwrap_err();
+        assert!(matches!(e.kind(), ErrorKind::Tls { .. }), "{e:?}");
+        let text = e.to_string();
+        assert!(text.contains("has expired"), "{text}");
+        assert!(text.contains(&format!("localhost:{port}")), "{text}");
+        // tlsAllowInvalidCertificates lets it through.
+        let relaxed = TlsOptions {
+            allow_invalid_certificates: Some(true),
+            ..Default::default()
+        };
+        connect("localhost", port, &ca, relaxed).unwrap();
+        server.join().unwrap();
+    }
+
+    #[test]
+    fn a_name_mismatch_names_both_names() {
+        let (port, ca, server) = tls_server(1);
+        let e = connect("127.0.0.1", port, &ca, TlsOptions::default()).unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("host name mismatch"), "{text}");
+        assert!(
+            text.contains("names localhost but the client connected to 127.0.0.1"),
+            "{text}"
+        );
+        server.join().unwrap();
+    }
+
+    #[test]
+    fn unreadable_files_are_errors_that_name_them() {
+        let options = TlsOptions {
+            ca_file: Some("/nonexistent/ca.pem".into()),
+            ..Default::default()
+        };
+        let e = client_config(Some(&options)).unwrap_err();
+        assert!(
+            e.to_string().contains("tlsCAFile \"/nonexistent/ca.pem\""),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn an_encrypted_key_is_a_clear_error() {
+        let dir = std::env::temp_dir().join(format!("mongo-inline-tls-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("encrypted.pem");
+        std::fs::write(
+            &path,
+            "-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n",
+        )
+        .unwrap();
+        let options = TlsOptions {
+            certificate_key_file: Some(path.to_string_lossy().into_owned()),
+            ..Default::default()
+        };
+        let e = client_config(Some(&options)).unwrap_err();
+        assert!(e.to_string().contains("encrypted private keys"), "{e}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn defaults_use_the_webpki_roots() {
+        assert!(client_config(None).is_ok());
+        assert!(server_name(&ServerAddress::tcp("::1", 1)).is_ok());
+        assert!(server_name(&ServerAddress::tcp("db.example.com", 1)).is_ok());
+    }
+
+    #[test]
+    fn certificate_failures_say_which_and_why() {
+        let address = ServerAddress::tcp("db.example.com", 27017);
+        let expired = handshake_error(
+            &address,
+            &rustls::Error::InvalidCertificate(CertificateError::Expired),
+        );
+        assert!(
+            expired.to_string().contains("db.example.com:27017"),
+            "{expired}"
+        );
+        assert!(expired.to_string().contains("expired"), "{expired}");
+        let mismatch = handshake_error(
+            &address,
+            &rustls::Error::InvalidCertificate(CertificateError::NotValidForNameContext {
+                expected: ServerName::try_from("db.example.com").unwrap(),
+                presented: vec!["DnsName(\"other.example.com\")".into()],
+            }),
+        );
+        assert!(
+            mismatch.to_string().contains("host name mismatch"),
+            "{mismatch}"
+        );
+        assert!(!mismatch.is_network_error());
+    }
+}

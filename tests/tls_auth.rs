@@ -1,0 +1,632 @@
+//! TLS and authentication against SecantusDB: certificates generated here
+//! (rcgen), users created on a provisioned data directory before the server
+//! restarts with `--auth`, and a counting TCP proxy to see how many sockets
+//! and messages the driver uses.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use bson::{doc, Document};
+use mongo_inline::{Client, ErrorKind};
+use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair};
+use support::server::{ServerOptions, TestServer};
+
+const PASSWORD: &str = "pencil-Ⅸ-secret";
+const X509_USER: &str = "CN=x509-client";
+
+/// The files one test run generates: a CA, a server certificate for
+/// `localhost` signed by it, a client certificate, and an unrelated CA.
+struct Certs {
+    dir: PathBuf,
+}
+
+impl Certs {
+    fn path(&self, name: &str) -> String {
+        self.dir.join(name).to_string_lossy().into_owned()
+    }
+}
+
+/// Removes what earlier test processes left in `dir` (entries named
+/// `<prefix><pid>...` whose process is gone): their statics are never dropped.
+fn sweep(dir: &Path, prefix: &str) {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let owner = name
+            .strip_prefix(prefix)
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok());
+        if let Some(pid) = owner {
+            if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    }
+}
+
+fn certs() -> &'static Certs {
+    static CERTS: OnceLock<Certs> = OnceLock::new();
+    CERTS.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-certs");
+        sweep(&root, "");
+        sweep(&root.join("../test-servers"), "auth-data-");
+        let dir = root.join(std::process::id().to_string());
+        std::fs::create_dir_all(&dir).unwrap();
+        let ca = |name: &str| {
+            let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+            params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+            params.distinguished_name.push(DnType::CommonName, name);
+            let key = KeyPair::generate().unwrap();
+            let cert = params.self_signed(&key).unwrap();
+            (cert, key)
+        };
+        let (ca_cert, ca_key) = ca("mongo-inline test CA");
+        let (other_ca, _) = ca("some other CA");
+        let mut server = CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+        server.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        let server_key = KeyPair::generate().unwrap();
+        let server_cert = server.signed_by(&server_key, &ca_cert, &ca_key).unwrap();
+        let mut client = CertificateParams::new(Vec::<String>::new()).unwrap();
+        client.distinguished_name = rcgen::DistinguishedName::new();
+        client
+            .distinguished_name
+            .push(DnType::CommonName, "x509-client");
+        client.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        let client_key = KeyPair::generate().unwrap();
+        let client_cert = client.signed_by(&client_key, &ca_cert, &ca_key).unwrap();
+        let mut stranger = CertificateParams::new(Vec::<String>::new()).unwrap();
+        stranger.distinguished_name = rcgen::DistinguishedName::new();
+        stranger
+            .distinguished_name
+            .push(DnType::CommonName, "stranger");
+        stranger.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        let stranger_key = KeyPair::generate().unwrap();
+        let stranger_cert = stranger
+            .signed_by(&stranger_key, &ca_cert, &ca_key)
+            .unwrap();
+        let write = |name: &str, text: String| std::fs::write(dir.join(name), text).unwrap();
+        write(
+            "stranger.pem",
+            format!("{}{}", stranger_cert.pem(), stranger_key.serialize_pem()),
+        );
+        write("ca.pem", ca_cert.pem());
+        write("other-ca.pem", other_ca.pem());
+        write("server.pem", server_cert.pem());
+        write("server-key.pem", server_key.serialize_pem());
+        write(
+            "client.pem",
+            format!("{}{}", client_cert.pem(), client_key.serialize_pem()),
+        );
+        Certs { dir }
+    })
+}
+
+fn tls_args(require_client_cert: bool) -> Vec<String> {
+    let c = certs();
+    let mut args = vec![
+        "--tls-cert-file".to_string(),
+        c.path("server.pem"),
+        "--tls-key-file".to_string(),
+        c.path("server-key.pem"),
+        "--tls-ca-file".to_string(),
+        c.path("ca.pem"),
+    ];
+    if require_client_cert {
+        args.push("--tls-require-client-cert".into());
+    }
+    args
+}
+
+/// A data directory with the test users, made by a server without
+/// `--auth` (SecantusDB's way to provision users), then a server with
+/// `--auth` on it.
+fn auth_server(tls: bool) -> TestServer {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("target/test-servers")
+        .join(format!("auth-data-{}-{tls}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut args = vec![
+        "--storage-path".to_string(),
+        dir.to_string_lossy().into_owned(),
+        "--sync-on-commit".to_string(),
+    ];
+    if tls {
+        args.extend(tls_args(false));
+    }
+    {
+        let provisioning = TestServer::with_options(ServerOptions {
+            standalone: true,
+            extra_args: args.clone(),
+        });
+        let uri = if tls {
+            format!(
+                "mongodb://localhost:{}/?tls=true&tlsCAFile={}",
+                provisioning.port(),
+                certs().path("ca.pem")
+            )
+        } else {
+            provisioning.uri()
+        };
+        let client = Client::with_uri_str(&uri).unwrap();
+        let admin = client.database("admin");
+        let users = [
+            (
+                "admin",
+                "alice",
+                vec!["SCRAM-SHA-256", "SCRAM-SHA-1"],
+                "root",
+                "admin",
+            ),
+            ("admin", "legacy", vec!["SCRAM-SHA-1"], "root", "admin"),
+            ("app", "bob", vec!["SCRAM-SHA-256"], "readWrite", "app"),
+        ];
+        for (db, user, mechanisms, role, role_db) in users {
+            client
+                .database(db)
+                .run_command(doc! {
+                    "createUser": user, "pwd": PASSWORD, "mechanisms": mechanisms,
+                    "roles": [{ "role": role, "db": role_db }],
+                })
+                .unwrap();
+        }
+        client
+            .database("$external")
+            .run_command(doc! {
+                "createUser": X509_USER, "mechanisms": ["MONGODB-X509"],
+                "roles": [{ "role": "readWrite", "db": "x509db" }],
+            })
+            .unwrap();
+        drop(admin);
+    }
+    args.push("--auth".into());
+    TestServer::with_options(ServerOptions {
+        standalone: true,
+        extra_args: args,
+    })
+}
+
+fn plain_auth_server() -> &'static TestServer {
+    static SERVER: OnceLock<TestServer> = OnceLock::new();
+    SERVER.get_or_init(|| auth_server(false))
+}
+
+fn tls_auth_server() -> &'static TestServer {
+    static SERVER: OnceLock<TestServer> = OnceLock::new();
+    SERVER.get_or_init(|| auth_server(true))
+}
+
+/// A TCP proxy that counts the sockets it accepts and the wire messages
+/// the client sends through it (readable only without TLS).
+struct CountingProxy {
+    port: u16,
+    connections: Arc<AtomicUsize>,
+    messages: Arc<AtomicUsize>,
+}
+
+impl CountingProxy {
+    fn start(upstream: u16) -> CountingProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let connections = Arc::new(AtomicUsize::new(0));
+        let messages = Arc::new(AtomicUsize::new(0));
+        let (c, m) = (connections.clone(), messages.clone());
+        thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { return };
+                c.fetch_add(1, Ordering::SeqCst);
+                let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
+                    return;
+                };
+                let (client_read, server_write) =
+                    (client.try_clone().unwrap(), server.try_clone().unwrap());
+                let m = m.clone();
+                thread::spawn(move || forward_counting(client_read, server_write, &m));
+                thread::spawn(move || {
+                    let (mut from, mut to) = (server, client);
+                    let _ = std::io::copy(&mut from, &mut to);
+                    let _ = to.shutdown(std::net::Shutdown::Both);
+                });
+            }
+        });
+        CountingProxy {
+            port,
+            connections,
+            messages,
+        }
+    }
+
+    fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
+    }
+
+    fn messages(&self) -> usize {
+        self.messages.load(Ordering::SeqCst)
+    }
+}
+
+/// Copies client bytes to the server; without TLS, counts each message by
+/// its length prefix.
+fn forward_counting(mut from: TcpStream, mut to: TcpStream, messages: &AtomicUsize) {
+    let mut pending: Vec<u8> = Vec::new();
+    let mut buffer = [0u8; 16 * 1024];
+    loop {
+        let n = match from.read(&mut buffer) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        if to.write_all(&buffer[..n]).is_err() {
+            break;
+        }
+        pending.extend_from_slice(&buffer[..n]);
+        while pending.len() >= 4 {
+            let len = i32::from_le_bytes(pending[..4].try_into().unwrap()).max(4) as usize;
+            if pending.len() < len {
+                break;
+            }
+            pending.drain(..len);
+            messages.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let _ = to.shutdown(std::net::Shutdown::Both);
+}
+
+fn ping(uri: &str) -> mongo_inline::Result<Document> {
+    Client::with_uri_str(uri)?
+        .database("admin")
+        .run_command(doc! { "ping": 1 })
+}
+
+fn encoded(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+fn scram_uri(port: u16, user: &str, query: &str) -> String {
+    format!(
+        "mongodb://{user}:{}@127.0.0.1:{port}/?serverSelectionTimeoutMS=5000{query}",
+        encoded(PASSWORD)
+    )
+}
+
+#[test]
+fn scram_sha_256_and_sha_1_authenticate() {
+    let port = plain_auth_server().port();
+    for mechanism in ["SCRAM-SHA-256", "SCRAM-SHA-1"] {
+        let uri = scram_uri(port, "alice", &format!("&authMechanism={mechanism}"));
+        let client = Client::with_uri_str(&uri).unwrap();
+        let coll = client.database("scram").collection::<Document>("c");
+        coll.insert_one(doc! { "by": mechanism }, None)
+            .unwrap_or_else(|e| panic!("{mechanism}: {e}"));
+    }
+    // Negotiated: alice has both (SHA-256 is chosen), legacy only SHA-1.
+    ping(&scram_uri(port, "alice", "")).unwrap();
+    ping(&scram_uri(port, "legacy", "")).unwrap();
+}
+
+#[test]
+fn without_credentials_the_server_refuses_commands() {
+    let port = plain_auth_server().port();
+    let e = Client::with_uri_str(&format!("mongodb://127.0.0.1:{port}/"))
+        .unwrap()
+        .database("scram")
+        .run_command(doc! { "find": "c" })
+        .unwrap_err();
+    assert_eq!(e.code(), Some(13), "{e}");
+}
+
+#[test]
+fn a_wrong_password_is_an_authentication_error_without_the_password() {
+    let port = plain_auth_server().port();
+    let started = Instant::now();
+    let uri = format!(
+        "mongodb://alice:not-{}@127.0.0.1:{port}/?serverSelectionTimeoutMS=20000",
+        encoded(PASSWORD)
+    );
+    let client = Client::with_uri_str(&uri).unwrap();
+    let ping = || client.database("admin").run_command(doc! { "ping": 1 });
+    let e = ping().unwrap_err();
+    assert!(
+        matches!(e.kind(), ErrorKind::Authentication { .. }),
+        "{e:?}"
+    );
+    // No cooldown: the next operation tries the server again at once (a
+    // server in its cooldown would fail selection without a check).
+    let again = ping().unwrap_err();
+    assert!(
+        matches!(again.kind(), ErrorKind::Authentication { .. }),
+        "{again:?}"
+    );
+    assert!(!e.is_network_error());
+    let text = format!("{e} {e:?}");
+    assert!(
+        text.contains("SCRAM-SHA-256") && text.contains("alice"),
+        "{text}"
+    );
+    assert!(!text.contains("pencil"), "{text}");
+    // Reported at once, not after serverSelectionTimeoutMS.
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn speculative_authentication_saves_a_round_trip() {
+    let proxy = CountingProxy::start(plain_auth_server().port());
+    let count = |query: &str| {
+        let before = proxy.messages();
+        let uri = scram_uri(proxy.port, "alice", query);
+        let client = Client::with_uri_str(&uri).unwrap();
+        client
+            .database("admin")
+            .run_command(doc! { "ping": 1 })
+            .unwrap();
+        drop(client);
+        proxy.messages() - before
+    };
+    // hello(+speculative saslStart), saslContinue, ping.
+    assert_eq!(count("&authMechanism=SCRAM-SHA-256"), 3);
+    // SCRAM-SHA-1 is named, so the speculation is SHA-1 too.
+    assert_eq!(count("&authMechanism=SCRAM-SHA-1"), 3);
+    // A user that only has SHA-1: the SHA-256 speculation fails, the
+    // negotiated conversation takes saslStart + saslContinue.
+    let before = proxy.messages();
+    ping(&scram_uri(proxy.port, "legacy", "")).unwrap();
+    assert_eq!(proxy.messages() - before, 4);
+}
+
+#[test]
+fn auth_source_names_the_users_database() {
+    let port = plain_auth_server().port();
+    let uri = scram_uri(port, "bob", "&authSource=app");
+    let client = Client::with_uri_str(&uri).unwrap();
+    let coll = client.database("app").collection::<Document>("things");
+    coll.insert_one(doc! { "x": 1 }, None).unwrap();
+    // The URI's database is the default authSource.
+    let uri = format!(
+        "mongodb://bob:{}@127.0.0.1:{port}/app?serverSelectionTimeoutMS=5000",
+        encoded(PASSWORD)
+    );
+    ping(&uri).unwrap();
+    // Against admin, bob does not exist.
+    let e = ping(&scram_uri(port, "bob", "")).unwrap_err();
+    assert!(matches!(e.kind(), ErrorKind::Authentication { .. }), "{e}");
+}
+
+fn tls_uri(host: &str, port: u16, query: &str) -> String {
+    format!(
+        "mongodb://alice:{}@{host}:{port}/?tls=true&serverSelectionTimeoutMS=5000{query}",
+        encoded(PASSWORD)
+    )
+}
+
+#[test]
+fn tls_with_the_trusted_ca_uses_one_socket_for_scan_and_operations() {
+    let proxy = CountingProxy::start(tls_auth_server().port());
+    let ca = certs().path("ca.pem");
+    let client = Client::with_uri_str(&tls_uri(
+        "localhost",
+        proxy.port,
+        &format!("&tlsCAFile={ca}"),
+    ))
+    .unwrap();
+    let coll = client.database("tlsdb").collection::<Document>("c");
+    for i in 0..3 {
+        coll.insert_one(doc! { "i": i }, None).unwrap();
+    }
+    assert_eq!(
+        coll.find_one(doc! { "i": 2 }, None)
+            .unwrap()
+            .unwrap()
+            .get_i32("i"),
+        Ok(2)
+    );
+    assert_eq!(
+        proxy.connections(),
+        1,
+        "the scan's TLS socket carries the operations"
+    );
+}
+
+#[test]
+fn an_unknown_ca_is_a_clear_tls_error() {
+    let port = tls_auth_server().port();
+    let started = Instant::now();
+    let other = certs().path("other-ca.pem");
+    for query in [format!("&tlsCAFile={other}"), String::new()] {
+        let e = ping(&tls_uri("localhost", port, &query)).unwrap_err();
+        assert!(matches!(e.kind(), ErrorKind::Tls { .. }), "{e:?}");
+        let text = e.to_string();
+        assert!(text.contains("unknown certificate authority"), "{text}");
+        assert!(text.contains(&format!("localhost:{port}")), "{text}");
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn a_wrong_host_name_fails_unless_allowed() {
+    let port = tls_auth_server().port();
+    let ca = certs().path("ca.pem");
+    let e = ping(&tls_uri("127.0.0.1", port, &format!("&tlsCAFile={ca}"))).unwrap_err();
+    assert!(matches!(e.kind(), ErrorKind::Tls { .. }), "{e:?}");
+    assert!(e.to_string().contains("host name mismatch"), "{e}");
+    assert!(e.to_string().contains("localhost"), "{e}");
+    ping(&tls_uri(
+        "127.0.0.1",
+        port,
+        &format!("&tlsCAFile={ca}&tlsAllowInvalidHostnames=true"),
+    ))
+    .unwrap();
+    // The chain is still checked when only host names are let through.
+    let other = certs().path("other-ca.pem");
+    let e = ping(&tls_uri(
+        "127.0.0.1",
+        port,
+        &format!("&tlsCAFile={other}&tlsAllowInvalidHostnames=true"),
+    ))
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("unknown certificate authority"),
+        "{e}"
+    );
+    for relaxed in ["&tlsInsecure=true", "&tlsAllowInvalidCertificates=true"] {
+        ping(&tls_uri(
+            "127.0.0.1",
+            port,
+            &format!("&tlsCAFile={other}{relaxed}"),
+        ))
+        .unwrap_or_else(|e| panic!("{relaxed}: {e}"));
+    }
+    // OCSP options are accepted (and fetch nothing).
+    ping(&tls_uri(
+        "localhost",
+        port,
+        &format!("&tlsCAFile={ca}&tlsDisableOCSPEndpointCheck=true"),
+    ))
+    .unwrap();
+}
+
+#[test]
+fn a_client_certificate_is_accepted_and_authenticates_as_x509() {
+    let server = TestServer::with_options(ServerOptions {
+        standalone: true,
+        extra_args: tls_args(true),
+    });
+    let ca = certs().path("ca.pem");
+    let client_pem = certs().path("client.pem");
+    let base = format!(
+        "mongodb://localhost:{}/?tls=true&tlsCAFile={ca}&serverSelectionTimeoutMS=3000",
+        server.port()
+    );
+    let e = ping(&base).unwrap_err();
+    assert!(!e.to_string().is_empty());
+    ping(&format!("{base}&tlsCertificateKeyFile={client_pem}")).unwrap();
+
+    // MONGODB-X509 against the --auth server, with speculative authenticate.
+    let port = tls_auth_server().port();
+    let uri = format!(
+        "mongodb://localhost:{port}/?tls=true&tlsCAFile={ca}&tlsCertificateKeyFile={client_pem}\
+         &authMechanism=MONGODB-X509&serverSelectionTimeoutMS=5000"
+    );
+    let client = Client::with_uri_str(&uri).unwrap();
+    client
+        .database("x509db")
+        .collection::<Document>("c")
+        .insert_one(doc! { "x": 1 }, None)
+        .unwrap();
+    let e = client
+        .database("other")
+        .run_command(doc! { "find": "c" })
+        .unwrap_err();
+    assert_eq!(
+        e.code(),
+        Some(13),
+        "the X.509 user has only its own roles: {e}"
+    );
+    // Without a certificate there is nothing to authenticate with: an
+    // error at construction, before any socket opens.
+    let e = Client::with_uri_str(&format!(
+        "mongodb://localhost:{port}/?tls=true&tlsCAFile={ca}&authMechanism=MONGODB-X509"
+    ))
+    .unwrap_err();
+    assert!(
+        matches!(e.kind(), ErrorKind::InvalidArgument { .. }),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("MONGODB-X509"), "{e}");
+    // A certificate the server has no user for is refused by the server.
+    let e = ping(&format!(
+        "mongodb://localhost:{port}/?tls=true&tlsCAFile={ca}&tlsCertificateKeyFile={}\
+         &authMechanism=MONGODB-X509&serverSelectionTimeoutMS=5000",
+        certs().path("stranger.pem")
+    ))
+    .unwrap_err();
+    assert!(
+        matches!(e.kind(), ErrorKind::Authentication { .. }),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("MONGODB-X509"), "{e}");
+}
+
+/// Every log line of every target, at every level.
+struct AllLogs {
+    lines: std::sync::Mutex<Vec<String>>,
+}
+
+impl log::Log for AllLogs {
+    fn enabled(&self, _: &log::Metadata) -> bool {
+        true
+    }
+    fn log(&self, record: &log::Record) {
+        self.lines.lock().unwrap().push(record.args().to_string());
+    }
+    fn flush(&self) {}
+}
+
+static ALL_LOGS: AllLogs = AllLogs {
+    lines: std::sync::Mutex::new(Vec::new()),
+};
+
+#[test]
+fn secrets_reach_no_event_log_or_error() {
+    let _ = log::set_logger(&ALL_LOGS);
+    log::set_max_level(log::LevelFilter::Trace);
+    let port = plain_auth_server().port();
+    let (client, recorder) = support::events::recorded_client(&scram_uri(port, "alice", ""));
+    client
+        .database("secrets")
+        .run_command(doc! { "ping": 1 })
+        .unwrap();
+    // A user's own saslStart through run_command is redacted too.
+    let _ = client.database("admin").run_command(doc! {
+        "saslStart": 1, "mechanism": "PLAIN",
+        "payload": bson::Binary { subtype: bson::spec::BinarySubtype::Generic, bytes: format!("\0alice\0{PASSWORD}").into_bytes() },
+    });
+    let wrong = format!(
+        "mongodb://alice:wrong-{}@127.0.0.1:{port}/?serverSelectionTimeoutMS=5000",
+        encoded(PASSWORD)
+    );
+    let (wrong_client, wrong_recorder) = support::events::recorded_client(&wrong);
+    let error = wrong_client
+        .database("admin")
+        .run_command(doc! { "ping": 1 })
+        .unwrap_err();
+    let mut seen = format!(
+        "{:?}\n{:?}\n{:?}\n{:?}\n{error}\n{error:?}\n{client:?}\n{:?}",
+        recorder.sdam(),
+        recorder.commands(),
+        wrong_recorder.sdam(),
+        wrong_recorder.commands(),
+        mongo_inline::ClientOptions::parse(&wrong).unwrap(),
+    );
+    seen.push_str(&ALL_LOGS.lines.lock().unwrap().join("\n"));
+    for secret in [PASSWORD, "pencil", "speculativeAuthenticate", "c=biws"] {
+        assert!(!seen.contains(secret), "{secret:?} leaked:\n{seen}");
+    }
+    assert!(
+        seen.contains("ServerHeartbeatSucceeded"),
+        "the events were recorded"
+    );
+}
