@@ -458,21 +458,8 @@ impl Connection {
     }
 
     fn send_without_reply(&mut self, bytes: &[u8], timeout: Option<Duration>) -> Result<()> {
-        if self.broken {
-            return Err(Error::network_message(
-                Some(self.address.clone()),
-                "socket is closed after an earlier failure",
-            ));
-        }
-        self.broken = true;
-        let deadline = timeout.or(self.socket_timeout).map(|t| Instant::now() + t);
-        DeadlineIo {
-            stream: &mut self.stream,
-            applied: &mut self.applied_timeout,
-            deadline,
-        }
-        .write_all(bytes)
-        .map_err(|e| Error::network(Some(self.address.clone()), "sending a command", e))?;
+        let deadline = self.begin_exchange(timeout)?;
+        self.write_request(bytes, deadline)?;
         self.broken = false;
         self.last_used = Instant::now();
         Ok(())
@@ -484,29 +471,37 @@ impl Connection {
         bytes: &[u8],
         timeout: Option<Duration>,
     ) -> Result<Message> {
+        let deadline = self.begin_exchange(timeout)?;
+        self.write_request(bytes, deadline)?;
+        let message = self.read_message(request_id, deadline)?;
+        self.broken = false;
+        self.last_used = Instant::now();
+        Ok(message)
+    }
+
+    /// Refuses a socket an earlier failure left out of step, marks it so
+    /// until the exchange completes, and returns the exchange's deadline:
+    /// one for the whole exchange, not a timeout per read, since a peer
+    /// dripping a byte at a time would otherwise outlast any bound.
+    fn begin_exchange(&mut self, timeout: Option<Duration>) -> Result<Option<Instant>> {
         if self.broken {
             return Err(Error::network_message(
                 Some(self.address.clone()),
                 "socket is closed after an earlier failure",
             ));
         }
-        // Until the reply is fully read the stream is in an unknown state.
         self.broken = true;
-        // One deadline for the whole exchange, not a timeout per read: a
-        // peer dripping a byte at a time would otherwise outlast any bound.
-        let deadline = timeout.or(self.socket_timeout).map(|t| Instant::now() + t);
-        let address = self.address.clone();
-        let mut io = DeadlineIo {
+        Ok(timeout.or(self.socket_timeout).map(|t| Instant::now() + t))
+    }
+
+    fn write_request(&mut self, bytes: &[u8], deadline: Option<Instant>) -> Result<()> {
+        DeadlineIo {
             stream: &mut self.stream,
             applied: &mut self.applied_timeout,
             deadline,
-        };
-        io.write_all(bytes)
-            .map_err(|e| Error::network(Some(address), "sending a command", e))?;
-        let message = self.read_message(request_id, deadline)?;
-        self.broken = false;
-        self.last_used = Instant::now();
-        Ok(message)
+        }
+        .write_all(bytes)
+        .map_err(|e| Error::network(Some(self.address.clone()), "sending a command", e))
     }
 
     fn read_message(&mut self, request_id: i32, deadline: Option<Instant>) -> Result<Message> {
