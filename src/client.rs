@@ -330,6 +330,7 @@ impl Database {
         let options = crate::coll_options::ListCollectionsOptions::default().name_only(true);
         let mut operation = crate::operation::ListCollections::new(self.name.clone(), options);
         let inherited = self.defaults().timeout_only();
+        let timeout = inherited.timeout;
         let executed = {
             let mut state = self.client.state();
             state.execute(&mut operation, None, inherited, Target::Select)?
@@ -340,7 +341,8 @@ impl Database {
             executed.address,
             executed.generation,
             executed.implicit_session,
-        );
+        )
+        .with_timeout(timeout);
         cursor
             .map(|spec| {
                 let spec = spec?;

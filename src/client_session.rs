@@ -11,7 +11,7 @@ use bson::Document;
 
 use crate::client::Client;
 use crate::error::Result;
-use crate::exec::{Inherited, Target};
+use crate::exec::Target;
 use crate::operation::EndTransaction;
 use crate::session::transaction::TransactionOptions;
 use crate::session::with_transaction::{Decision, WithTransaction};
@@ -110,6 +110,8 @@ impl ClientSession {
     }
 
     fn run_end(&mut self, op: &mut EndTransaction, target: Option<Target>) -> Result<Document> {
+        // Before taking the state: `defaults` takes it too.
+        let inherited = self.client.defaults().timeout_only();
         let mut state = self.client.state();
         let target = match target {
             Some(Target::Pinned {
@@ -123,7 +125,7 @@ impl ClientSession {
             None => Target::Select,
         };
         state
-            .execute(op, Some(&mut self.state), Inherited::default(), target)
+            .execute(op, Some(&mut self.state), inherited, target)
             .map(|e| e.output)
     }
 

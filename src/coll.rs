@@ -213,7 +213,8 @@ where
             address,
             generation,
             implicit_session,
-        ))
+        )
+        .with_timeout(self.defaults.timeout))
     }
 
     fn to_document(document: &T) -> Result<Document> {

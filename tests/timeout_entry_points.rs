@@ -8,6 +8,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use bson::{doc, Document};
+use mongo_inline::coll_options::FindOptions;
 use mongo_inline::{Client, ErrorKind, Result};
 use support::server::TestServer;
 
@@ -95,6 +96,33 @@ fn database_entry_points_inherit_the_database_timeout() {
     }));
     problems.extend(times_out(&client, "create", || {
         db.create_collection("d", None)
+    }));
+    assert!(problems.is_empty(), "{problems:#?}");
+}
+
+#[test]
+fn a_cursors_get_more_and_a_commit_inherit_the_timeout() {
+    let server = TestServer::start();
+    let client = Client::with_uri_str(&format!("{}&timeoutMS=400", server.uri())).unwrap();
+    let coll = client.database(DB).collection::<Document>("c");
+    coll.insert_many([doc! { "a": 1 }, doc! { "a": 2 }], None)
+        .unwrap();
+    let mut problems = Vec::new();
+    let mut cursor = coll
+        .find(None, FindOptions::default().batch_size(1))
+        .unwrap();
+    assert!(cursor.next().unwrap().is_ok(), "the first batch");
+    problems.extend(times_out(&client, "getMore", || {
+        cursor.next().expect("a getMore result")
+    }));
+    drop(cursor);
+
+    let mut session = client.start_session(None).unwrap();
+    session.start_transaction(None).unwrap();
+    coll.insert_one_with_session(doc! { "a": 3 }, None, &mut session)
+        .unwrap();
+    problems.extend(times_out(&client, "commitTransaction", || {
+        session.commit_transaction()
     }));
     assert!(problems.is_empty(), "{problems:#?}");
 }
