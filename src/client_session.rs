@@ -131,8 +131,8 @@ impl ClientSession {
 
     /// Runs `callback` in a transaction and commits it, retrying the whole
     /// transaction on `TransientTransactionError` and the commit on
-    /// `UnknownTransactionCommitResult`, for up to 120 seconds (the
-    /// convenient transactions API).
+    /// `UnknownTransactionCommitResult`, for up to the client's `timeoutMS`
+    /// or else 120 seconds (the convenient transactions API).
     pub fn with_transaction<R, F>(
         &mut self,
         options: impl Into<Option<TransactionOptions>>,
@@ -143,7 +143,10 @@ impl ClientSession {
     {
         let options = options.into();
         let mut jitter = fastrand::Rng::new();
-        let mut loop_state = WithTransaction::new(Instant::now(), None);
+        // The client's timeoutMS, when set, bounds the retries instead of
+        // the default 120 seconds.
+        let timeout = self.client.defaults().timeout;
+        let mut loop_state = WithTransaction::new(Instant::now(), timeout);
         'transaction: loop {
             let backoff = loop_state.before_attempt(Instant::now(), jitter.f64())?;
             if !backoff.is_zero() {

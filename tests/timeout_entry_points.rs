@@ -126,3 +126,40 @@ fn a_cursors_get_more_and_a_commit_inherit_the_timeout() {
     }));
     assert!(problems.is_empty(), "{problems:#?}");
 }
+
+#[test]
+fn with_transaction_stops_retrying_at_the_timeout() {
+    let server = TestServer::start();
+    let client = Client::with_uri_str(&format!("{}&timeoutMS=400", server.uri())).unwrap();
+    let coll = client.database(DB).collection::<Document>("c");
+    coll.insert_one(doc! { "a": 1 }, None).unwrap();
+    // Every insert fails with a transient error: withTransaction retries
+    // until its time limit, which timeoutMS sets (120 s otherwise).
+    client
+        .database("admin")
+        .run_command(doc! {
+            "configureFailPoint": "failCommand",
+            "mode": "alwaysOn",
+            "data": { "failCommands": ["insert"], "errorCode": 112, "errorLabels": ["TransientTransactionError"] },
+        })
+        .unwrap();
+    let mut session = client.start_session(None).unwrap();
+    let started = Instant::now();
+    let outcome = session.with_transaction(None, |session| {
+        coll.insert_one_with_session(doc! { "a": 2 }, None, session)
+    });
+    let elapsed = started.elapsed();
+    client
+        .database("admin")
+        .run_command(doc! { "configureFailPoint": "failCommand", "mode": "off" })
+        .unwrap();
+    let error = outcome.expect_err("every attempt failed");
+    assert!(
+        matches!(error.kind(), ErrorKind::Timeout { .. }),
+        "{error:?}"
+    );
+    assert!(
+        elapsed < Duration::from_secs(5),
+        "retried past timeoutMS: {elapsed:?}"
+    );
+}
