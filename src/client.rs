@@ -13,7 +13,7 @@ use bson::Document;
 
 use crate::error::Result;
 use crate::event::EventHandler;
-use crate::exec::{ClientState, Inherited, Target};
+use crate::exec::{ClientState, Target};
 use crate::operation::RunCommand;
 use crate::options::ClientOptions;
 use crate::read_preference::ReadPreference;
@@ -163,8 +163,9 @@ impl Client {
     pub fn list_database_names(&self) -> Result<Vec<String>> {
         let options = crate::coll_options::ListDatabasesOptions::default().name_only(true);
         let mut operation = crate::operation::ListDatabases::new(options);
+        let inherited = self.defaults().timeout_only();
         let mut state = self.state();
-        let executed = state.execute(&mut operation, None, Inherited::default(), Target::Select)?;
+        let executed = state.execute(&mut operation, None, inherited, Target::Select)?;
         state.check_in(executed.implicit_session);
         Ok(executed.output.into_iter().map(|d| d.name).collect())
     }
@@ -260,8 +261,13 @@ impl Database {
     where
         T: serde::Serialize + serde::de::DeserializeOwned,
     {
-        let defaults = self.client.defaults().overridden_by(&self.overrides);
-        crate::coll::Collection::new(self.client.clone(), &self.name, name, defaults)
+        crate::coll::Collection::new(self.client.clone(), &self.name, name, self.defaults())
+    }
+
+    /// The client's defaults with this database's overrides on top: what
+    /// every operation through this handle inherits.
+    fn defaults(&self) -> crate::coll::Defaults {
+        self.client.defaults().overridden_by(&self.overrides)
     }
 
     /// This handle with a default read preference for its collections.
@@ -305,7 +311,7 @@ impl Database {
             name,
             options.into().unwrap_or_default(),
         );
-        let defaults = self.client.defaults();
+        let defaults = self.defaults();
         let mut state = self.client.state();
         let executed = state.execute(&mut operation, None, defaults.inherited(), Target::Select)?;
         state.check_in(executed.implicit_session);
@@ -323,9 +329,11 @@ impl Database {
     pub fn list_collection_names(&self) -> Result<Vec<String>> {
         let options = crate::coll_options::ListCollectionsOptions::default().name_only(true);
         let mut operation = crate::operation::ListCollections::new(self.name.clone(), options);
+        let inherited = self.defaults().timeout_only();
+        let timeout = inherited.timeout;
         let executed = {
             let mut state = self.client.state();
-            state.execute(&mut operation, None, Inherited::default(), Target::Select)?
+            state.execute(&mut operation, None, inherited, Target::Select)?
         };
         let cursor: crate::cursor::Cursor<Document> = crate::cursor::Cursor::new(
             self.client.clone(),
@@ -333,7 +341,8 @@ impl Database {
             executed.address,
             executed.generation,
             executed.implicit_session,
-        );
+        )
+        .with_timeout(timeout);
         cursor
             .map(|spec| {
                 let spec = spec?;
@@ -365,8 +374,9 @@ impl Database {
         criteria: SelectionCriteria,
     ) -> Result<Document> {
         let mut operation = RunCommand::new(&self.name, command, criteria)?;
+        let inherited = self.defaults().timeout_only();
         let mut state = self.client.state();
-        let executed = state.execute(&mut operation, None, Inherited::default(), Target::Select)?;
+        let executed = state.execute(&mut operation, None, inherited, Target::Select)?;
         state.check_in(executed.implicit_session);
         Ok(executed.output)
     }

@@ -11,7 +11,7 @@ use bson::Document;
 
 use crate::client::Client;
 use crate::error::Result;
-use crate::exec::{Inherited, Target};
+use crate::exec::Target;
 use crate::operation::EndTransaction;
 use crate::session::transaction::TransactionOptions;
 use crate::session::with_transaction::{Decision, WithTransaction};
@@ -110,6 +110,8 @@ impl ClientSession {
     }
 
     fn run_end(&mut self, op: &mut EndTransaction, target: Option<Target>) -> Result<Document> {
+        // Before taking the state: `defaults` takes it too.
+        let inherited = self.client.defaults().timeout_only();
         let mut state = self.client.state();
         let target = match target {
             Some(Target::Pinned {
@@ -123,14 +125,14 @@ impl ClientSession {
             None => Target::Select,
         };
         state
-            .execute(op, Some(&mut self.state), Inherited::default(), target)
+            .execute(op, Some(&mut self.state), inherited, target)
             .map(|e| e.output)
     }
 
     /// Runs `callback` in a transaction and commits it, retrying the whole
     /// transaction on `TransientTransactionError` and the commit on
-    /// `UnknownTransactionCommitResult`, for up to 120 seconds (the
-    /// convenient transactions API).
+    /// `UnknownTransactionCommitResult`, for up to the client's `timeoutMS`
+    /// or else 120 seconds (the convenient transactions API).
     pub fn with_transaction<R, F>(
         &mut self,
         options: impl Into<Option<TransactionOptions>>,
@@ -141,7 +143,10 @@ impl ClientSession {
     {
         let options = options.into();
         let mut jitter = fastrand::Rng::new();
-        let mut loop_state = WithTransaction::new(Instant::now(), None);
+        // The client's timeoutMS, when set, bounds the retries instead of
+        // the default 120 seconds.
+        let timeout = self.client.defaults().timeout;
+        let mut loop_state = WithTransaction::new(Instant::now(), timeout);
         'transaction: loop {
             let backoff = loop_state.before_attempt(Instant::now(), jitter.f64())?;
             if !backoff.is_zero() {

@@ -78,6 +78,16 @@ impl Defaults {
         }
     }
 
+    /// Only the timeout, for entry points that inherit `timeoutMS` but no
+    /// read or write concern (runCommand sends the user's command as given;
+    /// listings and cursor follow-ups take none).
+    pub(crate) fn timeout_only(&self) -> Inherited<'static> {
+        Inherited {
+            timeout: self.timeout,
+            ..Inherited::default()
+        }
+    }
+
     /// The criteria for a read whose own options gave none.
     fn read_criteria(&self, own: Option<SelectionCriteria>) -> SelectionCriteria {
         own.unwrap_or_else(|| {
@@ -203,7 +213,8 @@ where
             address,
             generation,
             implicit_session,
-        ))
+        )
+        .with_timeout(self.defaults.timeout))
     }
 
     fn to_document(document: &T) -> Result<Document> {

@@ -9,6 +9,7 @@
 //! on that socket, if it is still open.
 
 use std::marker::PhantomData;
+use std::time::Duration;
 
 use bson::Document;
 use serde::de::DeserializeOwned;
@@ -29,6 +30,9 @@ pub struct Cursor<T> {
     /// The implicit session the first batch used; later batches must use it
     /// too, and it goes back to the pool when the cursor is done.
     session: Option<SessionState>,
+    /// The `timeoutMS` its handle resolved (client, database, collection):
+    /// each `getMore` and the closing `killCursors` get it afresh.
+    timeout: Option<Duration>,
     failed: bool,
     _documents: PhantomData<fn() -> T>,
 }
@@ -57,11 +61,18 @@ impl<T> Cursor<T> {
             address,
             generation,
             session,
+            timeout: None,
             failed: false,
             _documents: PhantomData,
         };
         cursor.release_session_if_done();
         cursor
+    }
+
+    /// This cursor with the `timeoutMS` of the handle that opened it.
+    pub(crate) fn with_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.timeout = timeout;
+        self
     }
 
     /// The server-side cursor id; 0 once the server has closed it.
@@ -82,7 +93,10 @@ impl<T> Cursor<T> {
         let executed = state.execute(
             &mut get_more,
             self.session.as_mut(),
-            Inherited::default(),
+            Inherited {
+                timeout: self.timeout,
+                ..Inherited::default()
+            },
             Target::Pinned {
                 address: self.address.clone(),
                 generation: self.generation,
@@ -149,7 +163,10 @@ impl<T> Drop for Cursor<T> {
                 let _ = state.execute(
                     &mut kill,
                     self.session.as_mut(),
-                    Inherited::default(),
+                    Inherited {
+                        timeout: self.timeout,
+                        ..Inherited::default()
+                    },
                     Target::Pinned {
                         address: self.address.clone(),
                         generation: self.generation,

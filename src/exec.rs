@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use bson::Document;
 
 use crate::address::ServerAddress;
+use crate::concern::{takes_read_concern, takes_write_concern};
 use crate::conn::check_reply;
 use crate::deadline::Deadline;
 use crate::error::{Error, ErrorKind, Result};
@@ -427,7 +428,8 @@ impl ClientState {
             Some(s) => {
                 let context = CommandContext {
                     max_wire_version: server.max_wire_version,
-                    accepts_read_concern: accepts_read_concern(command.name, body),
+                    accepts_read_concern: takes_read_concern(command.name, body),
+                    accepts_write_concern: takes_write_concern(command.name, body),
                     read_concern,
                     write_concern,
                     retryable_write: txn_number.is_some(),
@@ -440,7 +442,8 @@ impl ClientState {
             None => {
                 self.clock.attach(body, server.max_wire_version);
                 if let Some(wc) = write_concern {
-                    if !body.contains_key("writeConcern") && accepts_write_concern(command.name) {
+                    if !body.contains_key("writeConcern") && takes_write_concern(command.name, body)
+                    {
                         if let Some(document) =
                             crate::session::transaction::write_concern_document(wc)
                         {
@@ -449,8 +452,7 @@ impl ClientState {
                     }
                 }
                 if let Some(rc) = read_concern {
-                    if !body.contains_key("readConcern") && accepts_read_concern(command.name, body)
-                    {
+                    if !body.contains_key("readConcern") && takes_read_concern(command.name, body) {
                         body.insert("readConcern", bson::doc! { "level": rc.level.clone() });
                     }
                 }
@@ -701,33 +703,6 @@ fn is_read_only(name: &str) -> bool {
     matches!(
         name,
         "getMore" | "killCursors" | "listCollections" | "listIndexes" | "listDatabases"
-    )
-}
-
-/// Commands that take a `readConcern`.
-fn accepts_read_concern(name: &str, body: &Document) -> bool {
-    match name {
-        "find" | "count" | "distinct" | "listIndexes" | "listCollections" => true,
-        "aggregate" => true,
-        _ => body.contains_key("readConcern"),
-    }
-}
-
-/// Commands that take a `writeConcern`.
-fn accepts_write_concern(name: &str) -> bool {
-    matches!(
-        name,
-        "insert"
-            | "update"
-            | "delete"
-            | "findAndModify"
-            | "create"
-            | "drop"
-            | "createIndexes"
-            | "dropIndexes"
-            | "aggregate"
-            | "commitTransaction"
-            | "abortTransaction"
     )
 }
 

@@ -42,6 +42,7 @@ pub mod client;
 pub mod client_session;
 pub mod coll;
 pub mod coll_options;
+mod concern;
 pub mod conn;
 pub mod cursor;
 pub mod deadline;

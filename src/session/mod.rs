@@ -155,6 +155,10 @@ pub struct CommandContext<'a> {
     /// sends its read concern regardless, except on `getMore` and
     /// `killCursors`.)
     pub accepts_read_concern: bool,
+    /// The command takes a `writeConcern` outside a transaction (writes,
+    /// DDL, `aggregate` with `$out`/`$merge`); reads never get one, even
+    /// when the client, database or collection has a write concern.
+    pub accepts_write_concern: bool,
     /// The operation's read concern (operation, collection, database or
     /// client); `None` for the server default. Do not put it in the command
     /// yourself: inside a transaction it must not be sent.
@@ -497,7 +501,11 @@ impl SessionState {
             if ctx.retryable_write && send_lsid {
                 command.insert("txnNumber", txn_number);
             }
-            if let Some(wc) = ctx.write_concern.and_then(write_concern_document) {
+            if let Some(wc) = ctx
+                .write_concern
+                .filter(|_| ctx.accepts_write_concern)
+                .and_then(write_concern_document)
+            {
                 command.insert("writeConcern", wc);
             }
             if ctx.accepts_read_concern || snapshot_read {

@@ -30,6 +30,7 @@ fn ctx() -> CommandContext<'static> {
     CommandContext {
         max_wire_version: WIRE,
         accepts_read_concern: true,
+        accepts_write_concern: true,
         ..Default::default()
     }
 }
@@ -100,6 +101,28 @@ fn plain_command_gets_lsid_and_updates_last_use() {
     s.decorate(&mut cmd, &ctx(), later).unwrap();
     assert_eq!(cmd, doc! {"find": "c", "lsid": {"id": "lsid-1"}});
     assert_eq!(s.server_session().unwrap().last_use, later);
+}
+
+#[test]
+fn a_command_that_takes_no_write_concern_gets_none_from_the_defaults() {
+    let mut s = explicit(Instant::now());
+    let wc = majority();
+    let read = CommandContext {
+        accepts_write_concern: false,
+        write_concern: Some(&wc),
+        ..ctx()
+    };
+    let find = decorated(&mut s, doc! {"find": "c"}, &read);
+    assert!(!find.contains_key("writeConcern"), "{find}");
+    let write = CommandContext {
+        accepts_write_concern: true,
+        ..read
+    };
+    let insert = decorated(&mut s, doc! {"insert": "c"}, &write);
+    assert_eq!(
+        insert.get_document("writeConcern").unwrap(),
+        &doc! {"w": "majority"}
+    );
 }
 
 #[test]

@@ -24,38 +24,8 @@ const DRIVER_TIMEOUT_MS: &str =
 /// (file relative to the spec-test root, test description, reason).
 pub const KNOWN_FAILURES: &[(&str, &str, &str)] = &[
     (
-        "client-side-operations-timeout/tests/override-database-timeoutMS.json",
-        "timeoutMS can be configured on a MongoDatabase - runCommand on database",
-        "driver (issue 10, timeoutMS): Database::run_command ignores the database's timeoutMS (the ping carries no maxTimeMS)",
-    ),
-    (
         "client-side-operations-timeout/tests/error-transformations.json",
         "write concern error MaxTimeMSExpired is transformed",
-        DRIVER_TIMEOUT_MS,
-    ),
-    (
-        "client-side-operations-timeout/tests/global-timeoutMS.json",
-        "timeoutMS can be configured on a MongoClient - listDatabaseNames on client",
-        DRIVER_TIMEOUT_MS,
-    ),
-    (
-        "client-side-operations-timeout/tests/global-timeoutMS.json",
-        "timeoutMS can be configured on a MongoClient - runCommand on database",
-        DRIVER_TIMEOUT_MS,
-    ),
-    (
-        "client-side-operations-timeout/tests/retryability-timeoutMS.json",
-        "timeoutMS applies to whole operation, not individual attempts - listDatabaseNames on client",
-        DRIVER_TIMEOUT_MS,
-    ),
-    (
-        "client-side-operations-timeout/tests/sessions-inherit-timeoutMS.json",
-        "timeoutMS applied to commitTransaction",
-        DRIVER_TIMEOUT_MS,
-    ),
-    (
-        "client-side-operations-timeout/tests/sessions-inherit-timeoutMS.json",
-        "timeoutMS applied to abortTransaction",
         DRIVER_TIMEOUT_MS,
     ),
     (
