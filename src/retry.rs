@@ -820,6 +820,9 @@ impl OperationRetry {
         let overload_retryable =
             is_retryable_overload_error(&error) && self.overload_retries_enabled(&settings);
         let reason = error.to_string();
+        // A timeout while waiting to retry keeps the labels of the error
+        // that caused the retry: users check them (overload, retryable).
+        let cause_labels: Vec<String> = error.labels().map(String::from).collect();
         self.record(error, attempt);
 
         let allowed = match settings.mode {
@@ -849,7 +852,7 @@ impl OperationRetry {
         }
 
         if self.deadline.expired(now) {
-            return self.give_up_on_deadline("about to retry");
+            return self.give_up_on_deadline("about to retry", cause_labels);
         }
 
         let mut backoff = Duration::ZERO;
@@ -860,10 +863,13 @@ impl OperationRetry {
             };
             backoff = settings.backoff(i, rng.f64());
             if self.deadline.would_pass(now, backoff) {
-                return self.give_up_on_deadline(&format!(
-                    "waiting {} ms before retrying an overloaded command",
-                    backoff.as_millis()
-                ));
+                return self.give_up_on_deadline(
+                    &format!(
+                        "waiting {} ms before retrying an overloaded command",
+                        backoff.as_millis()
+                    ),
+                    cause_labels,
+                );
             }
             if !policy.try_take() {
                 return self.give_up();
@@ -937,13 +943,15 @@ impl OperationRetry {
         }
     }
 
-    fn give_up_on_deadline(&mut self, what: &str) -> RetryDecision {
+    fn give_up_on_deadline(&mut self, what: &str, cause_labels: Vec<String>) -> RetryDecision {
         let last = self
             .surfaced
             .as_ref()
             .map(|e| format!(" (last error: {e})"))
             .unwrap_or_default();
-        RetryDecision::GiveUp(Deadline::timeout_error(&format!("{what}{last}")))
+        RetryDecision::GiveUp(
+            Deadline::timeout_error(&format!("{what}{last}")).with_labels(cause_labels),
+        )
     }
 }
 

@@ -689,6 +689,9 @@ fn a_backoff_that_would_pass_the_deadline_fails_at_once() {
             let err = run.result.unwrap_err();
             assert!(matches!(err.kind(), ErrorKind::Timeout { .. }), "{err}");
             assert!(err.to_string().contains("overload"), "{err}");
+            // The README tells users to check these labels.
+            assert!(err.contains_label(SYSTEM_OVERLOADED_ERROR), "{err:?}");
+            assert!(err.contains_label(RETRYABLE_ERROR), "{err:?}");
             assert_eq!(run.balances, vec![tokens(1000, 0)], "no token taken");
             assert_eq!(run.elapsed, ms(1), "no sleeping");
             saw_timeout = true;
@@ -725,6 +728,14 @@ fn with_a_deadline_ordinary_retries_continue_until_it_passes() {
         err.to_string().contains("connection reset"),
         "names the last error: {err}"
     );
+
+    // Past the deadline before an overload retry: the labels stay.
+    let mut h = Harness::seed_mode(READ).timeout(ms(5));
+    h.attempt_time = ms(10);
+    let err = h.run(vec![Fail(overload())]).result.unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::Timeout { .. }), "{err}");
+    assert!(err.contains_label(SYSTEM_OVERLOADED_ERROR), "{err:?}");
+    assert!(err.contains_label(RETRYABLE_ERROR), "{err:?}");
 }
 
 #[test]
