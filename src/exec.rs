@@ -340,9 +340,26 @@ impl ClientState {
                 deadline,
             );
             let generation = self.topology.socket_generation(&address);
+            let outcome = match outcome {
+                Ok(reply) => match op.handle_reply(reply, &info) {
+                    // An `ok: 1` reply's writeConcernError is an application
+                    // error for SDAM (a step-down under `w: majority`) and a
+                    // retryable write error when labelled so.
+                    Err(error) if carries_write_concern_error(&error) => {
+                        self.topology
+                            .handle_operation_error(&address, generation, &error);
+                        if has_write_errors(&error) {
+                            Ok(Err(error))
+                        } else {
+                            Err((error, true))
+                        }
+                    }
+                    output => Ok(output),
+                },
+                Err(failed) => Err(failed),
+            };
             match outcome {
-                Ok(reply) => {
-                    let output = op.handle_reply(reply, &info);
+                Ok(output) => {
                     if let Some(r) = retry.as_mut() {
                         r.on_success(&mut self.retry);
                     }
@@ -655,6 +672,25 @@ fn as_timeout(error: Error, command_name: &str) -> Error {
     }
     Deadline::timeout_error(&format!("waiting for {command_name}: {error}"))
         .with_labels(error.labels())
+}
+
+/// Whether `error` comes from an `ok: 1` reply with a writeConcernError.
+fn carries_write_concern_error(error: &Error) -> bool {
+    use crate::results::{BulkWriteFailure, WriteFailure};
+    matches!(
+        error.kind(),
+        ErrorKind::Write(WriteFailure::WriteConcernError(_))
+            | ErrorKind::BulkWrite(BulkWriteFailure {
+                write_concern_error: Some(_),
+                ..
+            })
+    )
+}
+
+/// Whether a batch failed with write errors: those are final, so the batch
+/// is not retried even when its write concern error is retryable.
+fn has_write_errors(error: &Error) -> bool {
+    matches!(error.kind(), ErrorKind::BulkWrite(f) if !f.write_errors.is_empty())
 }
 
 /// The retry rules that apply to `op` on `server`.
