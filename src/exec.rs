@@ -227,6 +227,16 @@ impl ClientState {
                 Ok(address) => address,
                 Err(error) => {
                     let topology_type = self.topology.description().topology_type;
+                    // Getting a connection is part of the attempt (the
+                    // backpressure pseudocode, the retryable reads spec): a
+                    // refused or reset connect or handshake goes to the retry
+                    // policy like a failed command. A selection that found no
+                    // server attempted nothing.
+                    if retry.is_none() && !matches!(error.kind(), ErrorKind::ServerSelection { .. })
+                    {
+                        let kind = classify_unreached(op, in_transaction);
+                        retry = Some(OperationRetry::new(self.retry.settings(), kind, deadline));
+                    }
                     match retry.as_mut() {
                         // Nothing was attempted yet: nothing to retry.
                         None => return self.finish_error(op, error, session),
@@ -299,18 +309,23 @@ impl ClientState {
                 }
             }
 
-            // 3. How it may be retried, decided once.
-            let retry_state = retry.get_or_insert_with(|| {
-                let kind = classify(
-                    op,
-                    &criteria,
-                    in_transaction,
-                    &server,
-                    topology_type,
-                    &session,
-                );
-                OperationRetry::new(self.retry.settings(), kind, deadline)
-            });
+            // 3. How it may be retried, decided once a server is reached
+            // (a failed connect decided it provisionally).
+            let kind = classify(
+                op,
+                &criteria,
+                in_transaction,
+                &server,
+                topology_type,
+                &session,
+            );
+            let retry_state = match retry.as_mut() {
+                Some(r) => {
+                    r.confirm_kind(self.retry.settings(), kind);
+                    r
+                }
+                None => retry.insert(OperationRetry::new(self.retry.settings(), kind, deadline)),
+            };
             // retryWrites=false: no txnNumber, as the retryable writes
             // spec asks (overload retries still apply to the write).
             if retry_state.kind() == OperationKind::RetryableWrite
@@ -691,6 +706,29 @@ fn carries_write_concern_error(error: &Error) -> bool {
 /// is not retried even when its write concern error is retryable.
 fn has_write_errors(error: &Error) -> bool {
     matches!(error.kind(), ErrorKind::BulkWrite(f) if !f.write_errors.is_empty())
+}
+
+/// The retry rules for a failure to connect before any server was reached:
+/// as [`classify`] would say for a server that supports retryable writes.
+/// Retrying a command that was never sent cannot repeat a write; the kind is
+/// confirmed by [`OperationRetry::confirm_kind`] once a server answers.
+fn classify_unreached<Op: Operation>(op: &Op, in_transaction: bool) -> OperationKind {
+    let is_write = matches!(op.retryability(), Retryability::Write)
+        || (!matches!(op.retryability(), Retryability::Read) && !is_read_only(Op::NAME));
+    if Op::NAME == "runCommand" {
+        OperationKind::RunCommand
+    } else if in_transaction && is_write {
+        OperationKind::OtherWrite
+    } else if in_transaction {
+        OperationKind::OtherRead
+    } else {
+        match op.retryability() {
+            Retryability::Read => OperationKind::RetryableRead,
+            Retryability::Write if op.is_acknowledged() => OperationKind::RetryableWrite,
+            Retryability::Write | Retryability::None if is_write => OperationKind::OtherWrite,
+            Retryability::Write | Retryability::None => OperationKind::OtherRead,
+        }
+    }
 }
 
 /// The retry rules that apply to `op` on `server`.

@@ -712,6 +712,8 @@ pub struct OperationRetry {
     /// The error to return if the operation gives up now.
     surfaced: Option<Error>,
     might_have_written: bool,
+    /// Whether some attempt reached a server (its kind is then final).
+    reached_server: bool,
 }
 
 impl OperationRetry {
@@ -728,9 +730,25 @@ impl OperationRetry {
             deprioritized: Vec::new(),
             surfaced: None,
             might_have_written: false,
+            reached_server: false,
         };
         op.allowed_retries = op.allowed_non_overload_retries(settings);
         op
+    }
+
+    /// Sets the kind once a server is reached, when only failures to
+    /// connect (nothing sent) came before: the kind decided without a server
+    /// was provisional. The limit on ordinary retries follows the kind;
+    /// retries already made still count.
+    pub fn confirm_kind(&mut self, settings: &RetrySettings, kind: OperationKind) {
+        if self.kind == kind || self.reached_server {
+            return;
+        }
+        let provisional_limit = self.allowed_non_overload_retries(settings);
+        self.kind = kind;
+        if self.allowed_retries == provisional_limit {
+            self.allowed_retries = self.allowed_non_overload_retries(settings);
+        }
     }
 
     /// The operation's kind.
@@ -790,6 +808,7 @@ impl OperationRetry {
         let settings = policy.settings.clone();
         let overload = error.contains_label(SYSTEM_OVERLOADED_ERROR);
         let reached_server = attempt.server.is_some();
+        self.reached_server |= attempt.command_sent;
 
         // A failed retry that was not turned away for overload shows the
         // server can take requests: that earns the retry's token back.

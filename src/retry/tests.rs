@@ -934,3 +934,28 @@ fn log_line_names_the_command_retry_backoff_and_cause() {
     assert!(line.contains("IngressRequestRateLimitExceeded"), "{line}");
     assert_eq!(LOG_TARGET, "mongo_inline::retry");
 }
+
+// ---------------------------------------------------------------- kind decided without a server
+
+#[test]
+fn a_failed_connect_is_retried_and_the_kind_is_confirmed_by_the_server() {
+    let mut policy = RetryPolicy::new(RetrySettings::seed());
+    let mut rng = fastrand::Rng::with_seed(1);
+    let now = Instant::now();
+    // Provisionally a retryable write; the connect fails before sending.
+    let mut op = OperationRetry::new(policy.settings(), WRITE, Deadline::NONE);
+    let unsent = FailedAttempt::no_server(RS);
+    let decision = op.on_error(&mut policy, network(), &unsent, now, &mut rng);
+    assert!(matches!(decision, RetryDecision::Retry(_)), "{decision:?}");
+    // The server reached turns out not to support retryable writes: a
+    // network error after sending is final.
+    op.confirm_kind(policy.settings(), OperationKind::OtherWrite);
+    assert_eq!(op.kind(), OperationKind::OtherWrite);
+    let server = ServerAddress::tcp("host1", 27017);
+    let sent = FailedAttempt::sent_to(&server, RS, WIRE_NEW);
+    let decision = op.on_error(&mut policy, network(), &sent, now, &mut rng);
+    assert!(matches!(decision, RetryDecision::GiveUp(_)), "{decision:?}");
+    // Once a command reached a server, the kind is final.
+    op.confirm_kind(policy.settings(), WRITE);
+    assert_eq!(op.kind(), OperationKind::OtherWrite);
+}
