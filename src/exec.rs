@@ -228,6 +228,16 @@ impl ClientState {
                 Ok(address) => address,
                 Err(error) => {
                     let topology_type = self.topology.description().topology_type;
+                    // Getting a connection is part of the attempt (the
+                    // backpressure pseudocode, the retryable reads spec): a
+                    // refused or reset connect or handshake goes to the retry
+                    // policy like a failed command. A selection that found no
+                    // server attempted nothing.
+                    if retry.is_none() && !matches!(error.kind(), ErrorKind::ServerSelection { .. })
+                    {
+                        let kind = classify_unreached(op, in_transaction);
+                        retry = Some(OperationRetry::new(self.retry.settings(), kind, deadline));
+                    }
                     match retry.as_mut() {
                         // Nothing was attempted yet: nothing to retry.
                         None => return self.finish_error(op, error, session),
@@ -300,18 +310,23 @@ impl ClientState {
                 }
             }
 
-            // 3. How it may be retried, decided once.
-            let retry_state = retry.get_or_insert_with(|| {
-                let kind = classify(
-                    op,
-                    &criteria,
-                    in_transaction,
-                    &server,
-                    topology_type,
-                    &session,
-                );
-                OperationRetry::new(self.retry.settings(), kind, deadline)
-            });
+            // 3. How it may be retried, decided once a server is reached
+            // (a failed connect decided it provisionally).
+            let kind = classify(
+                op,
+                &criteria,
+                in_transaction,
+                &server,
+                topology_type,
+                &session,
+            );
+            let retry_state = match retry.as_mut() {
+                Some(r) => {
+                    r.confirm_kind(self.retry.settings(), kind);
+                    r
+                }
+                None => retry.insert(OperationRetry::new(self.retry.settings(), kind, deadline)),
+            };
             // retryWrites=false: no txnNumber, as the retryable writes
             // spec asks (overload retries still apply to the write).
             if retry_state.kind() == OperationKind::RetryableWrite
@@ -341,9 +356,26 @@ impl ClientState {
                 deadline,
             );
             let generation = self.topology.socket_generation(&address);
+            let outcome = match outcome {
+                Ok(reply) => match op.handle_reply(reply, &info) {
+                    // An `ok: 1` reply's writeConcernError is an application
+                    // error for SDAM (a step-down under `w: majority`) and a
+                    // retryable write error when labelled so.
+                    Err(error) if carries_write_concern_error(&error) => {
+                        self.topology
+                            .handle_operation_error(&address, generation, &error);
+                        if has_write_errors(&error) {
+                            Ok(Err(error))
+                        } else {
+                            Err((error, true))
+                        }
+                    }
+                    output => Ok(output),
+                },
+                Err(failed) => Err(failed),
+            };
             match outcome {
-                Ok(reply) => {
-                    let output = op.handle_reply(reply, &info);
+                Ok(output) => {
                     if let Some(r) = retry.as_mut() {
                         r.on_success(&mut self.retry);
                     }
@@ -657,6 +689,48 @@ fn as_timeout(error: Error, command_name: &str) -> Error {
     }
     Deadline::timeout_error(&format!("waiting for {command_name}: {error}"))
         .with_labels(error.labels())
+}
+
+/// Whether `error` comes from an `ok: 1` reply with a writeConcernError.
+fn carries_write_concern_error(error: &Error) -> bool {
+    use crate::results::{BulkWriteFailure, WriteFailure};
+    matches!(
+        error.kind(),
+        ErrorKind::Write(WriteFailure::WriteConcernError(_))
+            | ErrorKind::BulkWrite(BulkWriteFailure {
+                write_concern_error: Some(_),
+                ..
+            })
+    )
+}
+
+/// Whether a batch failed with write errors: those are final, so the batch
+/// is not retried even when its write concern error is retryable.
+fn has_write_errors(error: &Error) -> bool {
+    matches!(error.kind(), ErrorKind::BulkWrite(f) if !f.write_errors.is_empty())
+}
+
+/// The retry rules for a failure to connect before any server was reached:
+/// as [`classify`] would say for a server that supports retryable writes.
+/// Retrying a command that was never sent cannot repeat a write; the kind is
+/// confirmed by [`OperationRetry::confirm_kind`] once a server answers.
+fn classify_unreached<Op: Operation>(op: &Op, in_transaction: bool) -> OperationKind {
+    let is_write = matches!(op.retryability(), Retryability::Write)
+        || (!matches!(op.retryability(), Retryability::Read) && !is_read_only(Op::NAME));
+    if Op::NAME == "runCommand" {
+        OperationKind::RunCommand
+    } else if in_transaction && is_write {
+        OperationKind::OtherWrite
+    } else if in_transaction {
+        OperationKind::OtherRead
+    } else {
+        match op.retryability() {
+            Retryability::Read => OperationKind::RetryableRead,
+            Retryability::Write if op.is_acknowledged() => OperationKind::RetryableWrite,
+            Retryability::Write | Retryability::None if is_write => OperationKind::OtherWrite,
+            Retryability::Write | Retryability::None => OperationKind::OtherRead,
+        }
+    }
 }
 
 /// The retry rules that apply to `op` on `server`.

@@ -712,6 +712,8 @@ pub struct OperationRetry {
     /// The error to return if the operation gives up now.
     surfaced: Option<Error>,
     might_have_written: bool,
+    /// Whether some attempt reached a server (its kind is then final).
+    reached_server: bool,
 }
 
 impl OperationRetry {
@@ -728,9 +730,25 @@ impl OperationRetry {
             deprioritized: Vec::new(),
             surfaced: None,
             might_have_written: false,
+            reached_server: false,
         };
         op.allowed_retries = op.allowed_non_overload_retries(settings);
         op
+    }
+
+    /// Sets the kind once a server is reached, when only failures to
+    /// connect (nothing sent) came before: the kind decided without a server
+    /// was provisional. The limit on ordinary retries follows the kind;
+    /// retries already made still count.
+    pub fn confirm_kind(&mut self, settings: &RetrySettings, kind: OperationKind) {
+        if self.kind == kind || self.reached_server {
+            return;
+        }
+        let provisional_limit = self.allowed_non_overload_retries(settings);
+        self.kind = kind;
+        if self.allowed_retries == provisional_limit {
+            self.allowed_retries = self.allowed_non_overload_retries(settings);
+        }
     }
 
     /// The operation's kind.
@@ -790,6 +808,7 @@ impl OperationRetry {
         let settings = policy.settings.clone();
         let overload = error.contains_label(SYSTEM_OVERLOADED_ERROR);
         let reached_server = attempt.server.is_some();
+        self.reached_server |= attempt.command_sent;
 
         // A failed retry that was not turned away for overload shows the
         // server can take requests: that earns the retry's token back.
@@ -820,6 +839,9 @@ impl OperationRetry {
         let overload_retryable =
             is_retryable_overload_error(&error) && self.overload_retries_enabled(&settings);
         let reason = error.to_string();
+        // A timeout while waiting to retry keeps the labels of the error
+        // that caused the retry: users check them (overload, retryable).
+        let cause_labels: Vec<String> = error.labels().map(String::from).collect();
         self.record(error, attempt);
 
         let allowed = match settings.mode {
@@ -849,7 +871,7 @@ impl OperationRetry {
         }
 
         if self.deadline.expired(now) {
-            return self.give_up_on_deadline("about to retry");
+            return self.give_up_on_deadline("about to retry", cause_labels);
         }
 
         let mut backoff = Duration::ZERO;
@@ -860,10 +882,13 @@ impl OperationRetry {
             };
             backoff = settings.backoff(i, rng.f64());
             if self.deadline.would_pass(now, backoff) {
-                return self.give_up_on_deadline(&format!(
-                    "waiting {} ms before retrying an overloaded command",
-                    backoff.as_millis()
-                ));
+                return self.give_up_on_deadline(
+                    &format!(
+                        "waiting {} ms before retrying an overloaded command",
+                        backoff.as_millis()
+                    ),
+                    cause_labels,
+                );
             }
             if !policy.try_take() {
                 return self.give_up();
@@ -937,13 +962,15 @@ impl OperationRetry {
         }
     }
 
-    fn give_up_on_deadline(&mut self, what: &str) -> RetryDecision {
+    fn give_up_on_deadline(&mut self, what: &str, cause_labels: Vec<String>) -> RetryDecision {
         let last = self
             .surfaced
             .as_ref()
             .map(|e| format!(" (last error: {e})"))
             .unwrap_or_default();
-        RetryDecision::GiveUp(Deadline::timeout_error(&format!("{what}{last}")))
+        RetryDecision::GiveUp(
+            Deadline::timeout_error(&format!("{what}{last}")).with_labels(cause_labels),
+        )
     }
 }
 

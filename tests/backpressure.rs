@@ -475,3 +475,36 @@ fn each_retry_is_logged_at_debug_level() {
         assert!(line.contains("462"), "names the error: {line}");
     }
 }
+
+#[test]
+fn a_backoff_past_the_deadline_is_a_timeout_that_keeps_the_overload_labels() {
+    let server = TestServer::start();
+    // A backoff cap of a million seconds: whatever the jitter, the first
+    // backoff cannot fit in the 2 s timeoutMS.
+    let huge = Duration::from_secs(1_000_000);
+    let (client, recorder) = {
+        let uri = format!("{}&timeoutMS=2000", server.uri());
+        let (builder, recorder) = recorded_builder(ClientOptions::parse(&uri).unwrap());
+        let client = builder
+            .retry_settings(RetrySettings::seed().with_backoff(huge, huge))
+            .build()
+            .unwrap();
+        (client, recorder)
+    };
+    let db = client.database(DB);
+    let coll = numbers(&db, "deadline", 1);
+    overload(&db, &["find"], 1, &LABELS);
+    recorder.clear_commands();
+
+    let started = Instant::now();
+    let error = coll.find_one(None, None).unwrap_err();
+    assert!(
+        matches!(error.kind(), mongo_inline::ErrorKind::Timeout { .. }),
+        "{error}"
+    );
+    // The README tells users to check these labels on any error.
+    assert!(error.contains_label("SystemOverloadedError"), "{error:?}");
+    assert!(error.contains_label("RetryableError"), "{error:?}");
+    assert_eq!(recorder.named("find").len(), 1, "no retry was sent");
+    assert!(started.elapsed() < Duration::from_secs(2), "no sleeping");
+}

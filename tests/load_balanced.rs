@@ -309,6 +309,46 @@ fn errors_before_the_handshake_leave_no_cooldown_and_no_sdam_trace() {
     assert_eq!(sdam_log(&recorder.sdam()), opening_log(&sim.address(0)));
 }
 
+/// Getting a connection is part of the attempt (retryable reads and writes,
+/// the backpressure pseudocode): a handshake the load balancer drops is
+/// retried once for a retryable read or write, never more.
+#[test]
+fn a_failed_handshake_on_the_first_attempt_is_retried_once() {
+    let sim = load_balancer();
+    let (client, recorder) = recorded_client(&lb_uri(&sim, ""));
+    let coll = collection(&client, &fresh("connect_retry"));
+    insert_numbers(&coll, 2);
+
+    // A read. The socket is gone: selection replaces it, that handshake
+    // is dropped, selection tries once more and that one is dropped too, so
+    // the first attempt fails to get a connection. The retry connects.
+    sim.drop_connections(0);
+    sim.fail_hellos(0, 2, support::sim::HelloFault::CloseConnection);
+    recorder.clear_commands();
+    let connections = sim.connections(0);
+    assert_eq!(coll.count_documents(None, None).expect("count"), 2);
+    assert_eq!(sim.connections(0), connections + 3, "two failed, one used");
+    assert_eq!(recorder.named("aggregate").len(), 1, "sent once");
+
+    // A retryable write likewise.
+    sim.drop_connections(0);
+    sim.fail_hellos(0, 2, support::sim::HelloFault::CloseConnection);
+    coll.insert_one(doc! { "_id": 100 }, None)
+        .expect("insert after a failed handshake");
+    assert_eq!(coll.count_documents(doc! { "_id": 100 }, None).unwrap(), 1);
+
+    // The retry's handshake dropped as well: the read fails with the
+    // network error.
+    sim.drop_connections(0);
+    sim.fail_hellos(0, 3, support::sim::HelloFault::CloseConnection);
+    let error = coll
+        .count_documents(None, None)
+        .expect_err("one retry only");
+    assert!(error.is_network_error(), "{error}");
+    // All three faults were used: the next read connects at once.
+    assert_eq!(coll.count_documents(None, None).expect("count"), 3);
+}
+
 #[test]
 fn one_socket_carries_everything_and_a_cursor_survives_interleaved_operations() {
     let sim = load_balancer();

@@ -86,6 +86,62 @@ fn insert_one_is_retried_after_a_retryable_write_error() {
     insert_survives(retryable_write_error());
 }
 
+/// SDAM "Application errors" and the retryable writes spec: an `ok: 1`
+/// reply whose writeConcernError carries a state-change code (a step-down
+/// under `w: majority`) marks the server Unknown, and the write is retried
+/// when the reply is labelled `RetryableWriteError`.
+#[test]
+fn a_write_concern_error_marks_the_server_unknown_and_is_retried() {
+    let server = TestServer::start();
+    let (client, recorder) = recorded_client(&server.uri());
+    let coll = collection(&client, "write_concern_error");
+    fail(
+        &client,
+        &["insert"],
+        1,
+        doc! {
+            "writeConcernError": { "code": 91, "errmsg": "Replication is being shut down" },
+            "errorLabels": ["RetryableWriteError"],
+        },
+    );
+    recorder.clear_commands();
+    let sdam_before = recorder.sdam().len();
+
+    coll.insert_one(doc! { "_id": 1 }, None).unwrap();
+
+    let inserts = recorder.named("insert");
+    assert_eq!(inserts.len(), 2, "one retry: {inserts:?}");
+    let txn_number = inserts[0].get_i64("txnNumber").expect("a txnNumber");
+    assert_eq!(inserts[1].get_i64("txnNumber"), Ok(txn_number));
+    assert_eq!(count(&client, "write_concern_error", doc! { "_id": 1 }), 1);
+    let marked_unknown = recorder.sdam()[sdam_before..].iter().any(|event| {
+        matches!(
+            event,
+            mongo_inline::event::SdamEvent::ServerDescriptionChanged { new, .. }
+                if new.server_type == mongo_inline::sdam::ServerType::Unknown
+        )
+    });
+    assert!(marked_unknown, "{:#?}", &recorder.sdam()[sdam_before..]);
+}
+
+/// A writeConcernError without `RetryableWriteError` is returned as is.
+#[test]
+fn a_write_concern_error_without_the_label_is_not_retried() {
+    let server = TestServer::start();
+    let (client, recorder) = recorded_client(&server.uri());
+    let coll = collection(&client, "write_concern_error_final");
+    fail(
+        &client,
+        &["insert"],
+        1,
+        doc! { "writeConcernError": { "code": 64, "errmsg": "waiting for replication timed out" } },
+    );
+    recorder.clear_commands();
+    let error = coll.insert_one(doc! { "_id": 1 }, None).unwrap_err();
+    assert_eq!(error.code(), Some(64), "{error:?}");
+    assert_eq!(recorder.named("insert").len(), 1);
+}
+
 #[test]
 fn update_many_is_not_retried_on_a_retryable_write_error() {
     let server = TestServer::start();

@@ -689,6 +689,9 @@ fn a_backoff_that_would_pass_the_deadline_fails_at_once() {
             let err = run.result.unwrap_err();
             assert!(matches!(err.kind(), ErrorKind::Timeout { .. }), "{err}");
             assert!(err.to_string().contains("overload"), "{err}");
+            // The README tells users to check these labels.
+            assert!(err.contains_label(SYSTEM_OVERLOADED_ERROR), "{err:?}");
+            assert!(err.contains_label(RETRYABLE_ERROR), "{err:?}");
             assert_eq!(run.balances, vec![tokens(1000, 0)], "no token taken");
             assert_eq!(run.elapsed, ms(1), "no sleeping");
             saw_timeout = true;
@@ -725,6 +728,14 @@ fn with_a_deadline_ordinary_retries_continue_until_it_passes() {
         err.to_string().contains("connection reset"),
         "names the last error: {err}"
     );
+
+    // Past the deadline before an overload retry: the labels stay.
+    let mut h = Harness::seed_mode(READ).timeout(ms(5));
+    h.attempt_time = ms(10);
+    let err = h.run(vec![Fail(overload())]).result.unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::Timeout { .. }), "{err}");
+    assert!(err.contains_label(SYSTEM_OVERLOADED_ERROR), "{err:?}");
+    assert!(err.contains_label(RETRYABLE_ERROR), "{err:?}");
 }
 
 #[test]
@@ -922,4 +933,29 @@ fn log_line_names_the_command_retry_backoff_and_cause() {
     assert!(line.contains("999.0 retry tokens left"), "{line}");
     assert!(line.contains("IngressRequestRateLimitExceeded"), "{line}");
     assert_eq!(LOG_TARGET, "mongo_inline::retry");
+}
+
+// ---------------------------------------------------------------- kind decided without a server
+
+#[test]
+fn a_failed_connect_is_retried_and_the_kind_is_confirmed_by_the_server() {
+    let mut policy = RetryPolicy::new(RetrySettings::seed());
+    let mut rng = fastrand::Rng::with_seed(1);
+    let now = Instant::now();
+    // Provisionally a retryable write; the connect fails before sending.
+    let mut op = OperationRetry::new(policy.settings(), WRITE, Deadline::NONE);
+    let unsent = FailedAttempt::no_server(RS);
+    let decision = op.on_error(&mut policy, network(), &unsent, now, &mut rng);
+    assert!(matches!(decision, RetryDecision::Retry(_)), "{decision:?}");
+    // The server reached turns out not to support retryable writes: a
+    // network error after sending is final.
+    op.confirm_kind(policy.settings(), OperationKind::OtherWrite);
+    assert_eq!(op.kind(), OperationKind::OtherWrite);
+    let server = ServerAddress::tcp("host1", 27017);
+    let sent = FailedAttempt::sent_to(&server, RS, WIRE_NEW);
+    let decision = op.on_error(&mut policy, network(), &sent, now, &mut rng);
+    assert!(matches!(decision, RetryDecision::GiveUp(_)), "{decision:?}");
+    // Once a command reached a server, the kind is final.
+    op.confirm_kind(policy.settings(), WRITE);
+    assert_eq!(op.kind(), OperationKind::OtherWrite);
 }

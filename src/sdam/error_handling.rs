@@ -24,6 +24,7 @@ use std::time::Instant;
 
 use crate::address::ServerAddress;
 use crate::error::{Error, ErrorKind};
+use crate::results::{BulkWriteFailure, WriteFailure};
 
 use super::description::{ServerDescription, TopologyDescription, TopologyType};
 use super::update::TopologyUpdate;
@@ -205,6 +206,18 @@ impl ApplicationError {
                     .topology_version
                     .as_ref()
                     .and_then(TopologyVersion::from_document),
+            },
+            // SDAM "Application errors": an `ok: 1` reply's writeConcernError
+            // (a step-down under `w: majority`) is handled like a command
+            // error with its code.
+            ErrorKind::Write(WriteFailure::WriteConcernError(wce))
+            | ErrorKind::BulkWrite(BulkWriteFailure {
+                write_concern_error: Some(wce),
+                ..
+            }) => ApplicationErrorKind::Command {
+                code: Some(wce.code),
+                message: wce.message.clone(),
+                topology_version: None,
             },
             ErrorKind::Authentication { message } => ApplicationErrorKind::Authentication {
                 message: message.clone(),

@@ -5,8 +5,8 @@
 
 const SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE: &str =
     "SecantusDB: the onPrimaryTransactionalWrite fail point is accepted but has no effect (configureFailPoint {onPrimaryTransactionalWrite, mode: {times: 1}, data: {failBeforeCommitExceptionCode: 1}} then the write succeeds on its first attempt)";
-const DRIVER_WCE_NOT_RETRIED: &str =
-    "driver (issue 10, writeConcernError handling): a writeConcernError labelled RetryableWriteError is not retried";
+const SERVER_WCE_FAIL_POINT_ON_RETRY: &str =
+    "SecantusDB: a retried write (same lsid and txnNumber) replays the first reply without the failCommand writeConcernError (configureFailPoint {failCommand, mode: {times: 2}, data: {failCommands: [insert], writeConcernError: {code: 91}, errorLabels: [RetryableWriteError]}}: the retry's reply has no writeConcernError, so the insert succeeds)";
 const DRIVER_WCE_IN_COMMIT_ABORT: &str =
     "driver (issue 10, writeConcernError handling): commitTransaction/abortTransaction ignore or do not retry a writeConcernError in the reply";
 const DRIVER_CC_WRITES_NO_AFTER_CLUSTER_TIME: &str =
@@ -49,34 +49,23 @@ pub const KNOWN_FAILURES: &[(&str, &str, &str)] = &[
     ("causal-consistency/tests/causal-consistency-write-commands.json", "replaceOne includes afterClusterTime in causally consistent session", DRIVER_CC_WRITES_NO_AFTER_CLUSTER_TIME),
     ("causal-consistency/tests/causal-consistency-write-commands.json", "deleteOne includes afterClusterTime in causally consistent session", DRIVER_CC_WRITES_NO_AFTER_CLUSTER_TIME),
     ("causal-consistency/tests/causal-consistency-write-commands.json", "deleteMany includes afterClusterTime in causally consistent session", DRIVER_CC_WRITES_NO_AFTER_CLUSTER_TIME),
-    ("command-logging-and-monitoring/tests/monitoring/writeConcernError.json", "A retryable write with write concern errors publishes success event", DRIVER_WCE_NOT_RETRIED),
-    ("retryable-writes/tests/unified/deleteOne-errorLabels.json", "DeleteOne succeeds after WriteConcernError ShutdownInProgress", DRIVER_WCE_NOT_RETRIED),
     ("retryable-writes/tests/unified/deleteOne.json", "DeleteOne is committed on first attempt", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
     ("retryable-writes/tests/unified/deleteOne.json", "DeleteOne is never committed", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
-    ("retryable-writes/tests/unified/findOneAndDelete-errorLabels.json", "FindOneAndDelete succeeds after WriteConcernError ShutdownInProgress", DRIVER_WCE_NOT_RETRIED),
     ("retryable-writes/tests/unified/findOneAndDelete.json", "FindOneAndDelete is committed on first attempt", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
     ("retryable-writes/tests/unified/findOneAndDelete.json", "FindOneAndDelete is never committed", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
-    ("retryable-writes/tests/unified/findOneAndReplace-errorLabels.json", "FindOneAndReplace succeeds after WriteConcernError ShutdownInProgress", DRIVER_WCE_NOT_RETRIED),
     ("retryable-writes/tests/unified/findOneAndReplace.json", "FindOneAndReplace is committed on first attempt", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
     ("retryable-writes/tests/unified/findOneAndReplace.json", "FindOneAndReplace is never committed", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
-    ("retryable-writes/tests/unified/findOneAndUpdate-errorLabels.json", "FindOneAndUpdate succeeds after WriteConcernError ShutdownInProgress", DRIVER_WCE_NOT_RETRIED),
     ("retryable-writes/tests/unified/findOneAndUpdate.json", "FindOneAndUpdate is committed on first attempt", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
     ("retryable-writes/tests/unified/findOneAndUpdate.json", "FindOneAndUpdate is never committed", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
-    ("retryable-writes/tests/unified/insertMany-errorLabels.json", "InsertMany succeeds after WriteConcernError ShutdownInProgress", DRIVER_WCE_NOT_RETRIED),
     ("retryable-writes/tests/unified/insertMany.json", "InsertMany succeeds after one network error", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
     ("retryable-writes/tests/unified/insertMany.json", "InsertMany with unordered execution", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
     ("retryable-writes/tests/unified/insertMany.json", "InsertMany fails after multiple network errors", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
-    ("retryable-writes/tests/unified/insertOne-errorLabels.json", "InsertOne succeeds after WriteConcernError InterruptedAtShutdown", DRIVER_WCE_NOT_RETRIED),
-    ("retryable-writes/tests/unified/insertOne-errorLabels.json", "InsertOne succeeds after WriteConcernError InterruptedDueToReplStateChange", DRIVER_WCE_NOT_RETRIED),
-    ("retryable-writes/tests/unified/insertOne-errorLabels.json", "InsertOne succeeds after WriteConcernError PrimarySteppedDown", DRIVER_WCE_NOT_RETRIED),
-    ("retryable-writes/tests/unified/insertOne-errorLabels.json", "InsertOne succeeds after WriteConcernError ShutdownInProgress", DRIVER_WCE_NOT_RETRIED),
-    ("retryable-writes/tests/unified/insertOne-serverErrors.json", "InsertOne succeeds after retryable writeConcernError", DRIVER_WCE_NOT_RETRIED),
+    ("retryable-writes/tests/unified/insertOne-errorLabels.json", "InsertOne fails after multiple retryable writeConcernErrors", SERVER_WCE_FAIL_POINT_ON_RETRY),
+    ("unified-test-format/tests/valid-pass/poc-retryable-writes.json", "InsertOne fails after multiple retryable writeConcernErrors", SERVER_WCE_FAIL_POINT_ON_RETRY),
     ("retryable-writes/tests/unified/insertOne.json", "InsertOne is committed on first attempt", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
     ("retryable-writes/tests/unified/insertOne.json", "InsertOne is never committed", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
-    ("retryable-writes/tests/unified/replaceOne-errorLabels.json", "ReplaceOne succeeds after WriteConcernError ShutdownInProgress", DRIVER_WCE_NOT_RETRIED),
     ("retryable-writes/tests/unified/replaceOne.json", "ReplaceOne is committed on first attempt", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
     ("retryable-writes/tests/unified/replaceOne.json", "ReplaceOne is never committed", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
-    ("retryable-writes/tests/unified/updateOne-errorLabels.json", "UpdateOne succeeds after WriteConcernError ShutdownInProgress", DRIVER_WCE_NOT_RETRIED),
     ("retryable-writes/tests/unified/updateOne.json", "UpdateOne is committed on first attempt", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
     ("retryable-writes/tests/unified/updateOne.json", "UpdateOne is never committed", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
     ("retryable-writes/tests/unified/updateOne.json", "UpdateOne with upsert is never committed", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
