@@ -132,8 +132,11 @@ impl ClientState {
         if let Some(mut session) = session {
             if let Some(server_session) = session.end() {
                 let timeout = self.logical_session_timeout();
+                // The operation's selection read the process id; a fork
+                // cannot come between it and here on this thread.
+                let pid = self.topology.process_id();
                 self.sessions
-                    .checkin(server_session, Instant::now(), timeout);
+                    .checkin_in_process(pid, server_session, Instant::now(), timeout);
             }
         }
     }
@@ -284,7 +287,10 @@ impl ClientState {
                 let supported = topology_type == TopologyType::LoadBalanced
                     || session_supported(SessionKind::Implicit, timeout).unwrap_or(false);
                 if supported && op.is_acknowledged() {
-                    let server_session = self.sessions.checkout(Instant::now(), timeout);
+                    let pid = self.topology.process_id();
+                    let server_session =
+                        self.sessions
+                            .checkout_in_process(pid, Instant::now(), timeout);
                     session =
                         SessionSlot::Implicit(Box::new(SessionState::implicit(server_session)));
                 }
