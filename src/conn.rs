@@ -412,7 +412,7 @@ impl Connection {
     }
 
     /// Whether the peer closed the socket (or sent something unasked) while
-    /// it was idle. A socket used within [`PEEK_AFTER_IDLE`] is trusted
+    /// it was idle. A socket used within 100 ms (`PEEK_AFTER_IDLE`) is trusted
     /// without a look; an idler one costs a non-blocking `peek`, no round
     /// trip.
     pub fn peer_closed(&self) -> bool {
