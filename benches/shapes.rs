@@ -261,16 +261,18 @@ fn seed_document(uri: &str) {
     let client = Client::with_uri_str(uri).expect("client");
     let collection = client.database(DB).collection::<Document>(COLL);
     collection
-        .delete_many(doc! {}, None)
+        .delete_many(doc! {})
+        .run()
         .expect("emptying the collection");
     collection
-        .insert_one(doc! { "_id": 1, "name": "x", "n": 42 }, None)
+        .insert_one(doc! { "_id": 1, "name": "x", "n": 42 })
+        .run()
         .expect("the document find_one looks up");
 }
 
 fn drop_collection(uri: &str, name: &str) {
     let client = Client::with_uri_str(uri).expect("client");
-    let _ = client.database(DB).run_command(doc! { "drop": name });
+    let _ = client.database(DB).run_command(doc! { "drop": name }).run();
 }
 
 #[derive(Clone)]

@@ -103,7 +103,7 @@ fn cursor(uri: &str, db: &str, coll: &str, expected: u32) -> Result<String, Stri
     let cpu_start = cpu_time_ns()?;
     let start = Instant::now();
     let (mut docs, mut bytes) = (0u64, 0u64);
-    for document in collection.find(None, None).map_err(|e| e.to_string())? {
+    for document in collection.find(doc! {}).run().map_err(|e| e.to_string())? {
         let document = document.map_err(|e| e.to_string())?;
         bytes += bson_len(&document)?;
         docs += 1;
@@ -129,7 +129,8 @@ fn insert(uri: &str, db: &str, coll: &str, n: u32) -> Result<String, String> {
     let cpu_start = cpu_time_ns()?;
     let start = Instant::now();
     collection
-        .insert_many(&documents, None)
+        .insert_many(&documents)
+        .run()
         .map_err(|e| e.to_string())?;
     let seconds = start.elapsed().as_secs_f64();
     let cpu_ns = cpu_time_ns()? - cpu_start;
