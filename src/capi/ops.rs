@@ -1,0 +1,386 @@
+//! Every call the C ABI makes into the driver's Rust API, in one place, so a
+//! change of that API is a change of this file only. Everything here is safe
+//! Rust over plain values: the pointer handling lives in the parent module.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use bson::{Bson, Document};
+
+use crate::coll_options::{AggregateOptions, CountOptions, FindOptions, UpdateOptions};
+use crate::error::{Error, ErrorKind};
+use crate::event::EventHandler;
+use crate::{Client, ClientSession, Collection, Cursor};
+
+use super::error::{Domain, Failure};
+
+/// A client for the deployment `uri` names; parses and validates, no I/O.
+pub(crate) fn new_client(uri: &str) -> Result<Client, Failure> {
+    Client::with_uri_str(uri).map_err(|e| failure(&e))
+}
+
+/// The same deployment and options as `client`, reporting events to
+/// `handler`. Only for a client that has not done anything yet.
+pub(crate) fn with_event_handler(
+    client: &Client,
+    handler: Arc<dyn EventHandler>,
+) -> Result<Client, Failure> {
+    Client::builder(client.options())
+        .event_handler(handler)
+        .build()
+        .map_err(|e| failure(&e))
+}
+
+/// Ends the client's server sessions and closes its sockets.
+pub(crate) fn close(client: &Client) {
+    client.close();
+}
+
+/// The retry tokens left, or `None` without a bucket.
+pub(crate) fn retry_tokens(client: &Client) -> Option<f64> {
+    client.retry_tokens().map(|tokens| tokens.as_f64())
+}
+
+/// `command` on database `db`, on the primary.
+pub(crate) fn run_command(
+    client: &Client,
+    db: &str,
+    command: Document,
+) -> Result<Document, Failure> {
+    client
+        .database(db)
+        .run_command(command)
+        .map_err(|e| failure(&e))
+}
+
+/// An explicit session.
+pub(crate) fn start_session(client: &Client) -> Result<ClientSession, Failure> {
+    client.start_session(None).map_err(|e| failure(&e))
+}
+
+/// The session's `lsid`.
+pub(crate) fn session_id(session: &ClientSession) -> Option<Document> {
+    session.id().cloned()
+}
+
+/// Starts a transaction with the session's defaults.
+pub(crate) fn start_transaction(session: &mut ClientSession) -> Result<(), Failure> {
+    session.start_transaction(None).map_err(|e| failure(&e))
+}
+
+/// Commits the session's transaction.
+pub(crate) fn commit_transaction(session: &mut ClientSession) -> Result<(), Failure> {
+    session.commit_transaction().map_err(|e| failure(&e))
+}
+
+/// Aborts the session's transaction.
+pub(crate) fn abort_transaction(session: &mut ClientSession) -> Result<(), Failure> {
+    session.abort_transaction().map_err(|e| failure(&e))
+}
+
+fn collection(client: &Client, db: &str, coll: &str) -> Collection<Document> {
+    client.database(db).collection::<Document>(coll)
+}
+
+/// An operation has no session form in the Rust API yet.
+fn no_session_form(operation: &str) -> Failure {
+    Failure::new(
+        Domain::Argument,
+        format!("{operation} in a session is not supported yet; pass a NULL session"),
+    )
+}
+
+/// Inserts `document`; the result is `{insertedId}`.
+pub(crate) fn insert_one(
+    client: &Client,
+    session: Option<&mut ClientSession>,
+    db: &str,
+    coll: &str,
+    document: Document,
+) -> Result<Document, Failure> {
+    let coll = collection(client, db, coll);
+    let result = match session {
+        Some(session) => coll.insert_one_with_session(document, None, session),
+        None => coll.insert_one(document, None),
+    }
+    .map_err(|e| failure(&e))?;
+    Ok(bson::doc! { "insertedId": result.inserted_id })
+}
+
+/// Inserts `documents`; the result is `{insertedIds: {index: id}}`.
+pub(crate) fn insert_many(
+    client: &Client,
+    session: Option<&mut ClientSession>,
+    db: &str,
+    coll: &str,
+    documents: Vec<Document>,
+) -> Result<Document, Failure> {
+    if session.is_some() {
+        return Err(no_session_form("insert_many"));
+    }
+    let result = collection(client, db, coll)
+        .insert_many(documents, None)
+        .map_err(|e| failure(&e))?;
+    let ids = result
+        .inserted_ids
+        .into_iter()
+        .map(|(index, id)| (index.to_string(), id))
+        .collect::<Document>();
+    Ok(bson::doc! { "insertedIds": ids })
+}
+
+/// Which documents an update or delete touches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Many {
+    /// The first match only.
+    One,
+    /// Every match.
+    All,
+}
+
+/// Updates the documents matching `filter`; the result is
+/// `{matchedCount, modifiedCount, upsertedId?}`.
+pub(crate) fn update(
+    client: &Client,
+    session: Option<&mut ClientSession>,
+    target: (&str, &str),
+    many: Many,
+    filter: Document,
+    update: Document,
+    options: Option<Document>,
+) -> Result<Document, Failure> {
+    let coll = collection(client, target.0, target.1);
+    let mut opts = UpdateOptions::default();
+    for (key, value) in options.unwrap_or_default() {
+        match key.as_str() {
+            "upsert" => opts = opts.upsert(bool_option(&key, &value)?),
+            _ => return Err(unknown_option("update", &key)),
+        }
+    }
+    let result = match (many, session) {
+        (Many::One, Some(s)) => coll.update_one_with_session(filter, update, opts, s),
+        (Many::One, None) => coll.update_one(filter, update, opts),
+        (Many::All, Some(s)) => coll.update_many_with_session(filter, update, opts, s),
+        (Many::All, None) => coll.update_many(filter, update, opts),
+    }
+    .map_err(|e| failure(&e))?;
+    let mut reply = bson::doc! {
+        "matchedCount": count_bson(result.matched_count),
+        "modifiedCount": count_bson(result.modified_count),
+    };
+    if let Some(id) = result.upserted_id {
+        reply.insert("upsertedId", id);
+    }
+    Ok(reply)
+}
+
+/// Deletes the documents matching `filter`; the result is `{deletedCount}`.
+pub(crate) fn delete(
+    client: &Client,
+    session: Option<&mut ClientSession>,
+    target: (&str, &str),
+    many: Many,
+    filter: Document,
+) -> Result<Document, Failure> {
+    let coll = collection(client, target.0, target.1);
+    let result = match (many, session) {
+        (Many::One, Some(s)) => coll.delete_one_with_session(filter, None, s),
+        (Many::One, None) => coll.delete_one(filter, None),
+        (Many::All, Some(s)) => coll.delete_many_with_session(filter, None, s),
+        (Many::All, None) => coll.delete_many(filter, None),
+    }
+    .map_err(|e| failure(&e))?;
+    Ok(bson::doc! { "deletedCount": count_bson(result.deleted_count) })
+}
+
+/// How many documents match `filter`.
+pub(crate) fn count_documents(
+    client: &Client,
+    session: Option<&mut ClientSession>,
+    target: (&str, &str),
+    filter: Document,
+    options: Option<Document>,
+) -> Result<u64, Failure> {
+    let coll = collection(client, target.0, target.1);
+    let mut opts = CountOptions::default();
+    for (key, value) in options.unwrap_or_default() {
+        match key.as_str() {
+            "limit" => opts = opts.limit(unsigned_option(&key, &value)?),
+            "skip" => opts = opts.skip(unsigned_option(&key, &value)?),
+            _ => return Err(unknown_option("count_documents", &key)),
+        }
+    }
+    match session {
+        Some(s) => coll.count_documents_with_session(filter, opts, s),
+        None => coll.count_documents(filter, opts),
+    }
+    .map_err(|e| failure(&e))
+}
+
+/// The documents a query returns, one at a time.
+pub(crate) enum DocumentStream {
+    /// A server cursor that fetches further batches as it is read.
+    Cursor(Box<Cursor<Document>>),
+    /// Results already read in full (a query inside a session).
+    Buffered(VecDeque<Document>),
+}
+
+impl DocumentStream {
+    /// The next document, `None` at the end.
+    pub(crate) fn next_document(&mut self) -> Result<Option<Document>, Failure> {
+        match self {
+            DocumentStream::Cursor(cursor) => cursor.next().transpose().map_err(|e| failure(&e)),
+            DocumentStream::Buffered(documents) => Ok(documents.pop_front()),
+        }
+    }
+}
+
+/// The documents matching `filter`.
+pub(crate) fn find(
+    client: &Client,
+    session: Option<&mut ClientSession>,
+    target: (&str, &str),
+    filter: Document,
+    options: Option<Document>,
+) -> Result<DocumentStream, Failure> {
+    let coll = collection(client, target.0, target.1);
+    let mut opts = FindOptions::default();
+    for (key, value) in options.unwrap_or_default() {
+        match key.as_str() {
+            "sort" => opts = opts.sort(document_option(&key, value)?),
+            "projection" => opts = opts.projection(document_option(&key, value)?),
+            "limit" => opts = opts.limit(integer_option(&key, &value)?),
+            "skip" => opts = opts.skip(unsigned_option(&key, &value)?),
+            "batchSize" => opts = opts.batch_size(u32_option(&key, &value)?),
+            _ => return Err(unknown_option("find", &key)),
+        }
+    }
+    match session {
+        Some(s) => coll
+            .find_with_session(filter, opts, s)
+            .map(|documents| DocumentStream::Buffered(documents.into())),
+        None => coll
+            .find(filter, opts)
+            .map(|cursor| DocumentStream::Cursor(Box::new(cursor))),
+    }
+    .map_err(|e| failure(&e))
+}
+
+/// The results of the aggregation `pipeline`.
+pub(crate) fn aggregate(
+    client: &Client,
+    session: Option<&mut ClientSession>,
+    target: (&str, &str),
+    pipeline: Vec<Document>,
+    options: Option<Document>,
+) -> Result<DocumentStream, Failure> {
+    if session.is_some() {
+        return Err(no_session_form("aggregate"));
+    }
+    let mut opts = AggregateOptions::default();
+    for (key, value) in options.unwrap_or_default() {
+        match key.as_str() {
+            "batchSize" => opts = opts.batch_size(u32_option(&key, &value)?),
+            "allowDiskUse" => opts = opts.allow_disk_use(bool_option(&key, &value)?),
+            _ => return Err(unknown_option("aggregate", &key)),
+        }
+    }
+    collection(client, target.0, target.1)
+        .aggregate(pipeline, opts)
+        .map(|cursor| DocumentStream::Cursor(Box::new(cursor)))
+        .map_err(|e| failure(&e))
+}
+
+fn count_bson(count: u64) -> Bson {
+    i64::try_from(count).map_or(Bson::Double(count as f64), Bson::Int64)
+}
+
+fn unknown_option(operation: &str, key: &str) -> Failure {
+    Failure::new(
+        Domain::Argument,
+        format!("unknown {operation} option \"{key}\""),
+    )
+}
+
+fn bool_option(key: &str, value: &Bson) -> Result<bool, Failure> {
+    value.as_bool().ok_or_else(|| {
+        Failure::new(
+            Domain::Argument,
+            format!("option \"{key}\" must be a boolean, not {value}"),
+        )
+    })
+}
+
+fn integer_option(key: &str, value: &Bson) -> Result<i64, Failure> {
+    match value {
+        Bson::Int32(n) => Ok(i64::from(*n)),
+        Bson::Int64(n) => Ok(*n),
+        Bson::Double(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Ok(*f as i64),
+        _ => Err(Failure::new(
+            Domain::Argument,
+            format!("option \"{key}\" must be an integer, not {value}"),
+        )),
+    }
+}
+
+fn unsigned_option(key: &str, value: &Bson) -> Result<u64, Failure> {
+    u64::try_from(integer_option(key, value)?).map_err(|_| {
+        Failure::new(
+            Domain::Argument,
+            format!("option \"{key}\" must not be negative, not {value}"),
+        )
+    })
+}
+
+fn u32_option(key: &str, value: &Bson) -> Result<u32, Failure> {
+    u32::try_from(integer_option(key, value)?).map_err(|_| {
+        Failure::new(
+            Domain::Argument,
+            format!("option \"{key}\" must fit in 32 bits unsigned, not {value}"),
+        )
+    })
+}
+
+fn document_option(key: &str, value: Bson) -> Result<Document, Failure> {
+    match value {
+        Bson::Document(d) => Ok(d),
+        other => Err(Failure::new(
+            Domain::Argument,
+            format!("option \"{key}\" must be a document, not {other}"),
+        )),
+    }
+}
+
+/// The C form of a driver error: its kind as a domain, the server's code
+/// (or a write error's), its labels and its message.
+pub(crate) fn failure(error: &Error) -> Failure {
+    let (domain, code) = match error.kind() {
+        ErrorKind::InvalidArgument { .. } => (Domain::Argument, None),
+        ErrorKind::Network { .. } => (Domain::Network, None),
+        ErrorKind::Command(c) => (Domain::Command, Some(c.code)),
+        ErrorKind::Protocol { .. } => (Domain::Protocol, None),
+        ErrorKind::ServerSelection { .. } => (Domain::ServerSelection, None),
+        ErrorKind::IncompatibleServer { .. } => (Domain::IncompatibleServer, None),
+        ErrorKind::Authentication { .. } => (Domain::Authentication, None),
+        ErrorKind::Tls { .. } => (Domain::Tls, None),
+        ErrorKind::Timeout { .. } => (Domain::Timeout, None),
+        ErrorKind::Write(crate::results::WriteFailure::WriteError(e)) => {
+            (Domain::Write, Some(e.code))
+        }
+        ErrorKind::Write(crate::results::WriteFailure::WriteConcernError(e)) => {
+            (Domain::Write, Some(e.code))
+        }
+        ErrorKind::BulkWrite(f) => (
+            Domain::Write,
+            f.write_errors
+                .first()
+                .map(|e| e.code)
+                .or(f.write_concern_error.as_ref().map(|e| e.code)),
+        ),
+        ErrorKind::Client { .. } => (Domain::Client, None),
+    };
+    let mut result = Failure::new(domain, error.to_string());
+    result.code = code.or_else(|| error.code()).unwrap_or(0);
+    result.labels = error.labels().map(str::to_string).collect();
+    result
+}
