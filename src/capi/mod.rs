@@ -1055,3 +1055,6 @@ pub unsafe extern "C" fn mi_cursor_free(cursor: *mut MiCursor) {
         }
     })
 }
+
+#[cfg(test)]
+mod tests;
