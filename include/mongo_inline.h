@@ -1,7 +1,8 @@
 /*
  * mongo_inline.h: the C ABI of mongo-inline, a single-threaded MongoDB driver
- * for short-lived processes. Build: cargo build --release --features capi
- * (target/release/libmongo_inline.so and libmongo_inline.a).
+ * for short-lived processes. Build target/release/libmongo_inline.so and
+ * libmongo_inline.a with
+ *   cargo rustc --release --lib --features capi --crate-type cdylib --crate-type staticlib
  *
  * Conventions
  * - Every function that can fail returns NULL on success or an mi_error* that

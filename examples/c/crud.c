@@ -1,7 +1,7 @@
 /*
  * mongo-inline from C: insert, query, update, a transaction, error handling.
  *
- *   cargo build --release --features capi
+ *   cargo rustc --release --lib --features capi --crate-type cdylib --crate-type staticlib
  *   gcc -std=c11 -Wall -Iinclude examples/c/crud.c target/release/libmongo_inline.a \
  *       -lpthread -ldl -lm -o crud
  *   ./crud 'mongodb://127.0.0.1:27017/?replicaSet=rs0'

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """mongo-inline from Python through ctypes and the C ABI (include/mongo_inline.h).
 
-    cargo build --release --features capi
+    cargo rustc --release --lib --features capi --crate-type cdylib --crate-type staticlib
     python3 examples/python/mongo_inline_ctypes.py 'mongodb://127.0.0.1:27017/' \
         target/release/libmongo_inline.so
 
