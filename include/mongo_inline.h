@@ -17,8 +17,9 @@
  *   fills it).
  * - Handles (mi_client, mi_session, mi_cursor) are freed with their *_free
  *   function; *_free(NULL) is a no-op; using a freed handle is undefined.
- *   Handles may be freed in any order (a session or cursor keeps its client's
- *   state alive).
+ *   Handles may be freed in any order: a session or cursor keeps its client's
+ *   state alive, and a cursor opened in a session keeps iterating with that
+ *   session after mi_session_free (the session ends with its last cursor).
  * - Threads: a client, and the sessions and cursors made from it, are used
  *   from one thread at a time (no background threads run in the library).
  * - fork(): the child keeps using the client it inherited; its next call
@@ -143,16 +144,18 @@ mi_error *mi_set_log_callback(mi_log_callback callback, void *user_data, int32_t
 /* The retry tokens left in the client's backpressure bucket (1000 when
  * full); *has_bucket is false when its retry settings use no bucket. */
 mi_error *mi_client_retry_tokens(mi_client *client, double *tokens, bool *has_bucket);
-/* Runs command on database db (on the primary); the reply goes to *reply.
- * A reply with ok: 0 is an MI_ERROR_COMMAND error. */
-mi_error *mi_client_run_command(mi_client *client, const char *db, const uint8_t *command,
-                                size_t command_len, mi_buffer *reply);
+/* Runs command on database db (on the primary), in session unless it is
+ * NULL; the reply goes to *reply. A reply with ok: 0 is an MI_ERROR_COMMAND
+ * error. */
+mi_error *mi_client_run_command(mi_client *client, mi_session *session, const char *db,
+                                const uint8_t *command, size_t command_len, mi_buffer *reply);
 
 /* ---- sessions and transactions ---- */
 
 /* Starts an explicit session of client. *out is freed with mi_session_free. */
 mi_error *mi_session_start(mi_client *client, mi_session **out);
-/* Ends the session (aborting an open transaction) and frees it. NULL: no-op. */
+/* Frees the handle; the session ends (aborting an open transaction) then,
+ * or when the last cursor opened in it is freed. NULL: no-op. */
 void mi_session_free(mi_session *session);
 /* The session's id (lsid) as a BSON document in *out. */
 mi_error *mi_session_id(mi_session *session, mi_buffer *out);
@@ -167,9 +170,8 @@ mi_error *mi_session_abort_transaction(mi_session *session);
  * Every operation takes the client, an optional session (NULL: an implicit
  * one; a session of another client is an MI_ERROR_ARGUMENT error), the
  * database and collection names. options are BSON documents or NULL; an
- * unknown option is an MI_ERROR_ARGUMENT error. In a session, mi_insert_many
- * and mi_aggregate are not supported yet (MI_ERROR_ARGUMENT), and mi_find
- * reads all results within the call. */
+ * unknown option is an MI_ERROR_ARGUMENT error. A cursor opened in a session
+ * fetches its further batches in that session. */
 
 /* Inserts one document (an _id is generated if it has none);
  * *result = {insertedId}. */

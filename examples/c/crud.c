@@ -65,7 +65,7 @@ int main(int argc, char **argv) {
     if (failed("mi_client_new", mi_client_new(uri, &client))) goto done;
     if (failed("events", mi_client_set_event_callback(client, on_event, &commands))) goto done;
 
-    mi_error_free(mi_client_run_command(client, "example", drop.data, drop.len, &result));
+    mi_error_free(mi_client_run_command(client, NULL, "example", drop.data, drop.len, &result));
     mi_buffer_free(&result);
 
     const uint8_t *docs[] = {grace.data, edsger.data};

@@ -73,7 +73,7 @@ class Library:
             "mi_client_free": (None, [P]),
             "mi_client_set_event_callback": (ERR, [P, EVENT_CALLBACK, C.c_void_p]),
             "mi_client_retry_tokens": (ERR, [P, C.POINTER(C.c_double), C.POINTER(C.c_bool)]),
-            "mi_client_run_command": (ERR, [P, C.c_char_p, C.c_void_p, C.c_size_t,
+            "mi_client_run_command": (ERR, [P, P, C.c_char_p, C.c_void_p, C.c_size_t,
                                             C.POINTER(MiBuffer)]),
             "mi_insert_one": (ERR, [P, P, C.c_char_p, C.c_char_p, C.c_void_p, C.c_size_t,
                                     C.POINTER(MiBuffer)]),
@@ -152,11 +152,11 @@ def main():
     try:
         reply = MiBuffer()
         ping = mi.bson({"ping": 1})
-        mi.check(lib.mi_client_run_command(client, b"admin", ping, len(ping), C.byref(reply)))
+        mi.check(lib.mi_client_run_command(client, None, b"admin", ping, len(ping), C.byref(reply)))
         assert mi.buffer_to_python(reply)["ok"] == 1
 
         drop = mi.bson({"drop": "ctypes"})
-        err = lib.mi_client_run_command(client, b"example", drop, len(drop), C.byref(reply))
+        err = lib.mi_client_run_command(client, None, b"example", drop, len(drop), C.byref(reply))
         if err:
             lib.mi_error_free(err)  # the collection may not exist yet
         else:

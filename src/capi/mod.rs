@@ -26,7 +26,7 @@ use std::ffi::{c_char, c_void, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use bson::Document;
 
@@ -48,16 +48,30 @@ pub struct MiClient {
     used: bool,
 }
 
-/// `mi_session`: an explicit session of one client.
+/// `mi_session`: an explicit session of one client. Shared with the
+/// cursors opened in it, which iterate with it: freeing the handle first
+/// leaves them working, and the session ends with the last of them.
 pub struct MiSession {
     client_id: u64,
-    session: crate::ClientSession,
+    session: SharedSession,
 }
+
+type SharedSession = Arc<Mutex<crate::ClientSession>>;
 
 /// `mi_cursor`: query results, and the document last returned.
 pub struct MiCursor {
     stream: DocumentStream,
+    /// The session that opened it, for a session cursor.
+    session: Option<SharedSession>,
     current: Vec<u8>,
+}
+
+/// The session, even if a panic poisoned its lock: every `ClientSession`
+/// method leaves it consistent between calls.
+fn lock(session: &SharedSession) -> MutexGuard<'_, crate::ClientSession> {
+    session
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// `mi_buffer`: bytes the library allocated; `mi_buffer_free` releases them.
@@ -204,10 +218,10 @@ unsafe fn handle<'a, T>(ptr: *mut T, name: &str) -> Result<&'a mut T, Failure> {
 ///
 /// # Safety
 /// As for [`handle`].
-unsafe fn session_for<'a>(
+unsafe fn session_for(
     session: *mut MiSession,
     client: &MiClient,
-) -> Result<Option<&'a mut crate::ClientSession>, Failure> {
+) -> Result<Option<SharedSession>, Failure> {
     // SAFETY: NULL is checked by `as_mut`; otherwise valid by contract.
     let Some(session) = (unsafe { session.as_mut() }) else {
         return Ok(None);
@@ -218,7 +232,7 @@ unsafe fn session_for<'a>(
             "belongs to another client than `client`",
         ));
     }
-    Ok(Some(&mut session.session))
+    Ok(Some(session.session.clone()))
 }
 
 fn write_buffer(out: &mut MiBuffer, document: &Document) -> Result<(), Failure> {
@@ -498,13 +512,15 @@ pub unsafe extern "C" fn mi_client_retry_tokens(
     })
 }
 
-/// Runs a command on database `db` (on the primary); the reply goes to `reply`.
+/// Runs a command on database `db` (on the primary), in `session` if not
+/// NULL; the reply goes to `reply`.
 ///
 /// # Safety
 /// Pointers NULL or valid: `command` for `command_len` bytes, `reply` writable.
 #[no_mangle]
 pub unsafe extern "C" fn mi_client_run_command(
     client: *mut MiClient,
+    session: *mut MiSession,
     db: *const c_char,
     command: *const u8,
     command_len: usize,
@@ -520,8 +536,16 @@ pub unsafe extern "C" fn mi_client_run_command(
                 handle(reply, "reply")?,
             )
         };
+        // SAFETY: by contract.
+        let session = unsafe { session_for(session, client)? };
         client.used = true;
-        write_buffer(reply, &ops::run_command(&client.client, db, command)?)
+        let output = ops::run_command(
+            &client.client,
+            lock_opt(&session).as_deref_mut(),
+            db,
+            command,
+        )?;
+        write_buffer(reply, &output)
     })
 }
 
@@ -541,7 +565,7 @@ pub unsafe extern "C" fn mi_session_start(
         let session = ops::start_session(&client.client)?;
         *out = Box::into_raw(Box::new(MiSession {
             client_id: client.id,
-            session,
+            session: Arc::new(Mutex::new(session)),
         }));
         Ok(())
     })
@@ -574,7 +598,7 @@ pub unsafe extern "C" fn mi_session_id(
     boundary(|| {
         // SAFETY: by contract.
         let (session, out) = unsafe { (handle(session, "session")?, handle(out, "out")?) };
-        let id = ops::session_id(&session.session)
+        let id = ops::session_id(&lock(&session.session))
             .ok_or_else(|| Failure::new(Domain::Client, "the session has ended"))?;
         write_buffer(out, &id)
     })
@@ -589,7 +613,7 @@ pub unsafe extern "C" fn mi_session_start_transaction(session: *mut MiSession) -
     boundary(|| {
         // SAFETY: by contract.
         let session = unsafe { handle(session, "session")? };
-        ops::start_transaction(&mut session.session)
+        ops::start_transaction(&mut lock(&session.session))
     })
 }
 
@@ -602,7 +626,7 @@ pub unsafe extern "C" fn mi_session_commit_transaction(session: *mut MiSession) 
     boundary(|| {
         // SAFETY: by contract.
         let session = unsafe { handle(session, "session")? };
-        ops::commit_transaction(&mut session.session)
+        ops::commit_transaction(&mut lock(&session.session))
     })
 }
 
@@ -615,16 +639,21 @@ pub unsafe extern "C" fn mi_session_abort_transaction(session: *mut MiSession) -
     boundary(|| {
         // SAFETY: by contract.
         let session = unsafe { handle(session, "session")? };
-        ops::abort_transaction(&mut session.session)
+        ops::abort_transaction(&mut lock(&session.session))
     })
 }
 
 /// The checked common arguments of a collection operation.
 struct Target<'a> {
     client: &'a mut MiClient,
-    session: Option<&'a mut crate::ClientSession>,
+    session: Option<SharedSession>,
     db: &'a str,
     coll: &'a str,
+}
+
+/// The locked session, if there is one.
+fn lock_opt(session: &Option<SharedSession>) -> Option<MutexGuard<'_, crate::ClientSession>> {
+    session.as_ref().map(lock)
 }
 
 /// # Safety
@@ -673,7 +702,13 @@ pub unsafe extern "C" fn mi_insert_one(
                 handle(result, "result")?,
             )
         };
-        let reply = ops::insert_one(&t.client.client, t.session, t.db, t.coll, document)?;
+        let reply = ops::insert_one(
+            &t.client.client,
+            lock_opt(&t.session).as_deref_mut(),
+            t.db,
+            t.coll,
+            document,
+        )?;
         write_buffer(result, &reply)
     })
 }
@@ -702,7 +737,13 @@ pub unsafe extern "C" fn mi_insert_many(
                 handle(result, "result")?,
             )
         };
-        let reply = ops::insert_many(&t.client.client, t.session, t.db, t.coll, documents)?;
+        let reply = ops::insert_many(
+            &t.client.client,
+            lock_opt(&t.session).as_deref_mut(),
+            t.db,
+            t.coll,
+            documents,
+        )?;
         write_buffer(result, &reply)
     })
 }
@@ -734,7 +775,7 @@ unsafe fn update_entry(
         };
         let reply = ops::update(
             &t.client.client,
-            t.session,
+            lock_opt(&t.session).as_deref_mut(),
             (t.db, t.coll),
             many,
             filter,
@@ -834,7 +875,13 @@ unsafe fn delete_entry(
                 handle(result, "result")?,
             )
         };
-        let reply = ops::delete(&t.client.client, t.session, (t.db, t.coll), many, filter)?;
+        let reply = ops::delete(
+            &t.client.client,
+            lock_opt(&t.session).as_deref_mut(),
+            (t.db, t.coll),
+            many,
+            filter,
+        )?;
         write_buffer(result, &reply)
     })
 }
@@ -921,15 +968,21 @@ pub unsafe extern "C" fn mi_count_documents(
                 handle(count, "count")?,
             )
         };
-        *count =
-            ops::count_documents(&t.client.client, t.session, (t.db, t.coll), filter, options)?;
+        *count = ops::count_documents(
+            &t.client.client,
+            lock_opt(&t.session).as_deref_mut(),
+            (t.db, t.coll),
+            filter,
+            options,
+        )?;
         Ok(())
     })
 }
 
-fn new_cursor(stream: DocumentStream) -> *mut MiCursor {
+fn new_cursor(stream: DocumentStream, session: Option<SharedSession>) -> *mut MiCursor {
     Box::into_raw(Box::new(MiCursor {
         stream,
+        session,
         current: Vec::new(),
     }))
 }
@@ -961,8 +1014,14 @@ pub unsafe extern "C" fn mi_find(
                 handle(out, "out")?,
             )
         };
-        let stream = ops::find(&t.client.client, t.session, (t.db, t.coll), filter, options)?;
-        *out = new_cursor(stream);
+        let stream = ops::find(
+            &t.client.client,
+            lock_opt(&t.session).as_deref_mut(),
+            (t.db, t.coll),
+            filter,
+            options,
+        )?;
+        *out = new_cursor(stream, t.session.clone());
         Ok(())
     })
 }
@@ -997,12 +1056,12 @@ pub unsafe extern "C" fn mi_aggregate(
         };
         let stream = ops::aggregate(
             &t.client.client,
-            t.session,
+            lock_opt(&t.session).as_deref_mut(),
             (t.db, t.coll),
             pipeline,
             options,
         )?;
-        *out = new_cursor(stream);
+        *out = new_cursor(stream, t.session.clone());
         Ok(())
     })
 }
@@ -1030,7 +1089,10 @@ pub unsafe extern "C" fn mi_cursor_next(
         *document = ptr::null();
         *len = 0;
         cursor.current.clear();
-        if let Some(next) = cursor.stream.next_document()? {
+        let next = cursor
+            .stream
+            .next_document(lock_opt(&cursor.session).as_deref_mut())?;
+        if let Some(next) = next {
             next.to_writer(&mut cursor.current).map_err(|e| {
                 Failure::new(Domain::Internal, format!("cannot encode a document: {e}"))
             })?;

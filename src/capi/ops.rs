@@ -2,12 +2,12 @@
 //! change of that API is a change of this file only. Everything here is safe
 //! Rust over plain values: the pointer handling lives in the parent module.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 use bson::{Bson, Document};
 
 use crate::coll_options::{AggregateOptions, CountOptions, FindOptions, UpdateOptions};
+use crate::cursor::SessionCursor;
 use crate::error::{Error, ErrorKind};
 use crate::event::EventHandler;
 use crate::{Client, ClientSession, Collection, Cursor};
@@ -44,18 +44,22 @@ pub(crate) fn retry_tokens(client: &Client) -> Option<f64> {
 /// `command` on database `db`, on the primary.
 pub(crate) fn run_command(
     client: &Client,
+    session: Option<&mut ClientSession>,
     db: &str,
     command: Document,
 ) -> Result<Document, Failure> {
-    client
-        .database(db)
-        .run_command(command)
-        .map_err(|e| failure(&e))
+    let db = client.database(db);
+    let action = db.run_command(command);
+    match session {
+        Some(s) => action.session(s).run(),
+        None => action.run(),
+    }
+    .map_err(|e| failure(&e))
 }
 
 /// An explicit session.
 pub(crate) fn start_session(client: &Client) -> Result<ClientSession, Failure> {
-    client.start_session(None).map_err(|e| failure(&e))
+    client.start_session().run().map_err(|e| failure(&e))
 }
 
 /// The session's `lsid`.
@@ -82,14 +86,6 @@ fn collection(client: &Client, db: &str, coll: &str) -> Collection<Document> {
     client.database(db).collection::<Document>(coll)
 }
 
-/// An operation has no session form in the Rust API yet.
-fn no_session_form(operation: &str) -> Failure {
-    Failure::new(
-        Domain::Argument,
-        format!("{operation} in a session is not supported yet; pass a NULL session"),
-    )
-}
-
 /// Inserts `document`; the result is `{insertedId}`.
 pub(crate) fn insert_one(
     client: &Client,
@@ -99,9 +95,10 @@ pub(crate) fn insert_one(
     document: Document,
 ) -> Result<Document, Failure> {
     let coll = collection(client, db, coll);
+    let action = coll.insert_one(document);
     let result = match session {
-        Some(session) => coll.insert_one_with_session(document, None, session),
-        None => coll.insert_one(document, None),
+        Some(s) => action.session(s).run(),
+        None => action.run(),
     }
     .map_err(|e| failure(&e))?;
     Ok(bson::doc! { "insertedId": result.inserted_id })
@@ -115,12 +112,13 @@ pub(crate) fn insert_many(
     coll: &str,
     documents: Vec<Document>,
 ) -> Result<Document, Failure> {
-    if session.is_some() {
-        return Err(no_session_form("insert_many"));
+    let coll = collection(client, db, coll);
+    let action = coll.insert_many(documents);
+    let result = match session {
+        Some(s) => action.session(s).run(),
+        None => action.run(),
     }
-    let result = collection(client, db, coll)
-        .insert_many(documents, None)
-        .map_err(|e| failure(&e))?;
+    .map_err(|e| failure(&e))?;
     let ids = result
         .inserted_ids
         .into_iter()
@@ -157,11 +155,14 @@ pub(crate) fn update(
             _ => return Err(unknown_option("update", &key)),
         }
     }
-    let result = match (many, session) {
-        (Many::One, Some(s)) => coll.update_one_with_session(filter, update, opts, s),
-        (Many::One, None) => coll.update_one(filter, update, opts),
-        (Many::All, Some(s)) => coll.update_many_with_session(filter, update, opts, s),
-        (Many::All, None) => coll.update_many(filter, update, opts),
+    let action = match many {
+        Many::One => coll.update_one(filter, update),
+        Many::All => coll.update_many(filter, update),
+    }
+    .with_options(opts);
+    let result = match session {
+        Some(s) => action.session(s).run(),
+        None => action.run(),
     }
     .map_err(|e| failure(&e))?;
     let mut reply = bson::doc! {
@@ -183,11 +184,13 @@ pub(crate) fn delete(
     filter: Document,
 ) -> Result<Document, Failure> {
     let coll = collection(client, target.0, target.1);
-    let result = match (many, session) {
-        (Many::One, Some(s)) => coll.delete_one_with_session(filter, None, s),
-        (Many::One, None) => coll.delete_one(filter, None),
-        (Many::All, Some(s)) => coll.delete_many_with_session(filter, None, s),
-        (Many::All, None) => coll.delete_many(filter, None),
+    let action = match many {
+        Many::One => coll.delete_one(filter),
+        Many::All => coll.delete_many(filter),
+    };
+    let result = match session {
+        Some(s) => action.session(s).run(),
+        None => action.run(),
     }
     .map_err(|e| failure(&e))?;
     Ok(bson::doc! { "deletedCount": count_bson(result.deleted_count) })
@@ -210,28 +213,40 @@ pub(crate) fn count_documents(
             _ => return Err(unknown_option("count_documents", &key)),
         }
     }
+    let action = coll.count_documents(filter).with_options(opts);
     match session {
-        Some(s) => coll.count_documents_with_session(filter, opts, s),
-        None => coll.count_documents(filter, opts),
+        Some(s) => action.session(s).run(),
+        None => action.run(),
     }
     .map_err(|e| failure(&e))
 }
 
 /// The documents a query returns, one at a time.
 pub(crate) enum DocumentStream {
-    /// A server cursor that fetches further batches as it is read.
+    /// A server cursor with its own implicit session.
     Cursor(Box<Cursor<Document>>),
-    /// Results already read in full (a query inside a session).
-    Buffered(VecDeque<Document>),
+    /// A server cursor of an explicit session, iterated with that session.
+    Session(Box<SessionCursor<Document>>),
 }
 
 impl DocumentStream {
-    /// The next document, `None` at the end.
-    pub(crate) fn next_document(&mut self) -> Result<Option<Document>, Failure> {
-        match self {
-            DocumentStream::Cursor(cursor) => cursor.next().transpose().map_err(|e| failure(&e)),
-            DocumentStream::Buffered(documents) => Ok(documents.pop_front()),
+    /// The next document, `None` at the end. `session` is the session that
+    /// opened a session cursor (unused for the other kind).
+    pub(crate) fn next_document(
+        &mut self,
+        session: Option<&mut ClientSession>,
+    ) -> Result<Option<Document>, Failure> {
+        match (self, session) {
+            (DocumentStream::Cursor(cursor), _) => cursor.next().transpose(),
+            (DocumentStream::Session(cursor), Some(session)) => cursor.next(session).transpose(),
+            (DocumentStream::Session(_), None) => {
+                return Err(Failure::new(
+                    Domain::Internal,
+                    "a session cursor is iterated without its session",
+                ))
+            }
         }
+        .map_err(|e| failure(&e))
     }
 }
 
@@ -255,12 +270,14 @@ pub(crate) fn find(
             _ => return Err(unknown_option("find", &key)),
         }
     }
+    let action = coll.find(filter).with_options(opts);
     match session {
-        Some(s) => coll
-            .find_with_session(filter, opts, s)
-            .map(|documents| DocumentStream::Buffered(documents.into())),
-        None => coll
-            .find(filter, opts)
+        Some(s) => action
+            .session(s)
+            .run()
+            .map(|cursor| DocumentStream::Session(Box::new(cursor))),
+        None => action
+            .run()
             .map(|cursor| DocumentStream::Cursor(Box::new(cursor))),
     }
     .map_err(|e| failure(&e))
@@ -274,9 +291,6 @@ pub(crate) fn aggregate(
     pipeline: Vec<Document>,
     options: Option<Document>,
 ) -> Result<DocumentStream, Failure> {
-    if session.is_some() {
-        return Err(no_session_form("aggregate"));
-    }
     let mut opts = AggregateOptions::default();
     for (key, value) in options.unwrap_or_default() {
         match key.as_str() {
@@ -285,10 +299,18 @@ pub(crate) fn aggregate(
             _ => return Err(unknown_option("aggregate", &key)),
         }
     }
-    collection(client, target.0, target.1)
-        .aggregate(pipeline, opts)
-        .map(|cursor| DocumentStream::Cursor(Box::new(cursor)))
-        .map_err(|e| failure(&e))
+    let coll = collection(client, target.0, target.1);
+    let action = coll.aggregate(pipeline).with_options(opts);
+    match session {
+        Some(s) => action
+            .session(s)
+            .run()
+            .map(|cursor| DocumentStream::Session(Box::new(cursor))),
+        None => action
+            .run()
+            .map(|cursor| DocumentStream::Cursor(Box::new(cursor))),
+    }
+    .map_err(|e| failure(&e))
 }
 
 fn count_bson(count: u64) -> Bson {

@@ -116,7 +116,7 @@ int main(int argc, char **argv) {
 
     /* The parent connects and uses (and pools) sessions before forking. */
     mi_buffer drop = document("{\"drop\": \"forked\"}"), reply = {NULL, 0};
-    mi_error_free(mi_client_run_command(client, "capi", drop.data, drop.len, &reply));
+    mi_error_free(mi_client_run_command(client, NULL, "capi", drop.data, drop.len, &reply));
     mi_buffer_free(&reply);
     mi_buffer_free(&drop);
     mi_buffer parent_doc = document("{\"parent\": true}");

@@ -161,7 +161,7 @@ static void test_client_errors(const char *uri) {
                      &client));
     mi_buffer ping = bson("{\"ping\": 1}");
     mi_buffer reply = {NULL, 0};
-    EXPECT_ERROR(mi_client_run_command(client, "admin", ping.data, ping.len, &reply),
+    EXPECT_ERROR(mi_client_run_command(client, NULL, "admin", ping.data, ping.len, &reply),
                  MI_ERROR_SERVER_SELECTION, "127.0.0.1:1");
     CHECK(reply.data == NULL);
     mi_buffer_free(&ping);
@@ -182,7 +182,7 @@ static void test_null_handles(void) {
     const uint8_t *next = NULL;
     size_t next_len = 0;
 
-    EXPECT_ERROR(mi_client_run_command(NULL, "db", doc.data, doc.len, &out), MI_ERROR_ARGUMENT,
+    EXPECT_ERROR(mi_client_run_command(NULL, NULL, "db", doc.data, doc.len, &out), MI_ERROR_ARGUMENT,
                  "`client` is NULL");
     EXPECT_ERROR(mi_client_retry_tokens(NULL, &tokens, &has_bucket), MI_ERROR_ARGUMENT,
                  "`client` is NULL");
@@ -230,7 +230,7 @@ static void test_events_and_logs(const char *uri) {
 
     mi_buffer ping = bson("{\"ping\": 1}");
     mi_buffer reply = {NULL, 0};
-    OK(mi_client_run_command(client, "admin", ping.data, ping.len, &reply));
+    OK(mi_client_run_command(client, NULL, "admin", ping.data, ping.len, &reply));
     CHECK(json_contains(reply.data, reply.len, "\"ok\""));
     mi_buffer_free(&reply);
     CHECK(events_started >= 1 && events_succeeded >= 1 && events_sdam >= 1);
@@ -239,27 +239,27 @@ static void test_events_and_logs(const char *uri) {
 
     mi_buffer unknown = bson("{\"noSuchCommand\": 1}");
     int failed_before = events_failed;
-    EXPECT_ERROR(mi_client_run_command(client, "admin", unknown.data, unknown.len, &reply),
+    EXPECT_ERROR(mi_client_run_command(client, NULL, "admin", unknown.data, unknown.len, &reply),
                  MI_ERROR_COMMAND, NULL);
     CHECK(events_failed == failed_before + 1);
 
     /* Replacing and removing the callback works after use. */
     OK(mi_client_set_event_callback(client, NULL, NULL));
     int before = calls;
-    OK(mi_client_run_command(client, "admin", ping.data, ping.len, &reply));
+    OK(mi_client_run_command(client, NULL, "admin", ping.data, ping.len, &reply));
     mi_buffer_free(&reply);
     CHECK(calls == before);
 
     OK(mi_set_log_callback(NULL, NULL, 0));
     int records = log_records;
-    OK(mi_client_run_command(client, "admin", ping.data, ping.len, &reply));
+    OK(mi_client_run_command(client, NULL, "admin", ping.data, ping.len, &reply));
     mi_buffer_free(&reply);
     CHECK(log_records == records);
     mi_client_free(client);
 
     /* The first registration after use is refused. */
     OK(mi_client_new(uri, &client));
-    OK(mi_client_run_command(client, "admin", ping.data, ping.len, &reply));
+    OK(mi_client_run_command(client, NULL, "admin", ping.data, ping.len, &reply));
     mi_buffer_free(&reply);
     EXPECT_ERROR(mi_client_set_event_callback(client, on_event, &calls), MI_ERROR_CLIENT,
                  "before the client's first operation");
@@ -280,7 +280,7 @@ static uint64_t count_all(mi_client *client, mi_session *session) {
 static void test_crud(mi_client *client) {
     mi_buffer reply = {NULL, 0}, result = {NULL, 0};
     mi_buffer drop = bson("{\"drop\": \"people\"}");
-    mi_error *err = mi_client_run_command(client, "capi", drop.data, drop.len, &reply);
+    mi_error *err = mi_client_run_command(client, NULL, "capi", drop.data, drop.len, &reply);
     mi_error_free(err); /* a missing collection is fine */
     mi_buffer_free(&reply);
     mi_buffer_free(&drop);
@@ -475,13 +475,61 @@ static void test_sessions(mi_client *client, const char *uri) {
     OK(mi_delete_many(client, session, "capi", "people", everyone.data, everyone.len, &result));
     mi_buffer_free(&result);
 
-    /* not supported yet in a session, and said so */
-    const uint8_t *docs[] = {doc.data};
-    size_t lens[] = {doc.len};
-    EXPECT_ERROR(mi_insert_many(client, session, "capi", "people", docs, lens, 1, &result),
-                 MI_ERROR_ARGUMENT, "not supported yet");
-    EXPECT_ERROR(mi_aggregate(client, session, "capi", "people", docs, lens, 0, NULL, 0, &cursor),
-                 MI_ERROR_ARGUMENT, "not supported yet");
+    /* insert_many, aggregate and a command in a transaction; a session
+     * cursor that fetches a second batch (getMore) in the session */
+    OK(mi_session_start_transaction(session));
+    const uint8_t *docs[] = {doc.data, doc.data, doc.data};
+    size_t lens[] = {doc.len, doc.len, doc.len};
+    OK(mi_insert_many(client, session, "capi", "people", docs, lens, 3, &result));
+    mi_buffer_free(&result);
+    mi_buffer find_cmd = bson("{\"find\": \"people\", \"filter\": {}}");
+    mi_buffer reply = {NULL, 0};
+    OK(mi_client_run_command(client, session, "capi", find_cmd.data, find_cmd.len, &reply));
+    CHECK(json_contains(reply.data, reply.len, "\"in\":\"transaction\""));
+    mi_buffer_free(&reply);
+    mi_buffer match_all = bson("{\"$match\": {}}");
+    const uint8_t *stages[] = {match_all.data};
+    size_t stage_lens[] = {match_all.len};
+    mi_buffer batch_of_one = bson("{\"batchSize\": 1}");
+    OK(mi_aggregate(client, session, "capi", "people", stages, stage_lens, 1, batch_of_one.data,
+                    batch_of_one.len, &cursor));
+    int seen = 0;
+    for (;;) {
+        mi_error *next_err = mi_cursor_next(cursor, &found, &found_len);
+        if (next_err || !found) {
+            OK(next_err);
+            break;
+        }
+        seen++;
+    }
+    CHECK(seen == 3); /* uncommitted writes seen: the getMores ran in the transaction */
+    mi_cursor_free(cursor);
+    OK(mi_session_commit_transaction(session));
+    CHECK(count_all(client, NULL) == 3);
+
+    /* a session cursor keeps its session after the handle is freed */
+    mi_session *short_lived = NULL;
+    OK(mi_session_start(client, &short_lived));
+    cursor = NULL;
+    OK(mi_find(client, short_lived, "capi", "people", everyone.data, everyone.len,
+               batch_of_one.data, batch_of_one.len, &cursor));
+    mi_session_free(short_lived);
+    seen = 0;
+    for (;;) {
+        mi_error *next_err = mi_cursor_next(cursor, &found, &found_len);
+        if (next_err || !found) {
+            OK(next_err);
+            break;
+        }
+        seen++;
+    }
+    CHECK(seen == 3);
+    mi_cursor_free(cursor);
+    OK(mi_delete_many(client, session, "capi", "people", everyone.data, everyone.len, &result));
+    mi_buffer_free(&result);
+    mi_buffer_free(&find_cmd);
+    mi_buffer_free(&match_all);
+    mi_buffer_free(&batch_of_one);
 
     /* a session of another client */
     mi_client *other = NULL;
@@ -519,7 +567,7 @@ static void test_labels_and_tokens(mi_client *client) {
                           "\"data\": {\"failCommands\": [\"insert\"], \"errorCode\": 2, "
                           "\"errorLabels\": [\"CapiTestLabel\"]}}");
     mi_buffer reply = {NULL, 0};
-    OK(mi_client_run_command(client, "admin", fail.data, fail.len, &reply));
+    OK(mi_client_run_command(client, NULL, "admin", fail.data, fail.len, &reply));
     mi_buffer_free(&reply);
     mi_buffer doc = bson("{\"x\": 1}");
     mi_error *err = mi_insert_one(client, NULL, "capi", "people", doc.data, doc.len, &reply);
