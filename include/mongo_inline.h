@@ -7,7 +7,7 @@
  * Conventions
  * - Every function that can fail returns NULL on success or an mi_error* that
  *   the caller owns and frees with mi_error_free. Output parameters are
- *   written only on success (mi_cursor_next also clears them at the end).
+ *   written only on success (mi_cursor_next first sets *document to NULL).
  * - NULL or invalid arguments (bad UTF-8, bad BSON, unknown options) give an
  *   MI_ERROR_ARGUMENT error naming the argument, never a crash. No panic
  *   crosses the boundary: a bug in the library is an MI_ERROR_INTERNAL error.

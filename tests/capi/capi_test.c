@@ -439,6 +439,7 @@ static void test_sessions(mi_client *client, const char *uri) {
 
     /* commit or abort without a transaction: a state error */
     EXPECT_ERROR(mi_session_commit_transaction(session), MI_ERROR_CLIENT, NULL);
+    EXPECT_ERROR(mi_session_abort_transaction(session), MI_ERROR_CLIENT, NULL);
 
     mi_buffer doc = bson("{\"in\": \"transaction\"}");
     OK(mi_session_start_transaction(session));
