@@ -152,15 +152,20 @@ mi_error *mi_client_run_command(mi_client *client, mi_session *session, const ch
 
 /* ---- sessions and transactions ---- */
 
-/* Starts an explicit session of client. *out is freed with mi_session_free. */
-mi_error *mi_session_start(mi_client *client, mi_session **out);
+/* Starts an explicit session of client; options {causalConsistency: bool,
+ * snapshot: bool} or NULL. *out is freed with mi_session_free. */
+mi_error *mi_session_start(mi_client *client, const uint8_t *options, size_t options_len,
+                           mi_session **out);
 /* Frees the handle; the session ends (aborting an open transaction) then,
  * or when the last cursor opened in it is freed. NULL: no-op. */
 void mi_session_free(mi_session *session);
 /* The session's id (lsid) as a BSON document in *out. */
 mi_error *mi_session_id(mi_session *session, mi_buffer *out);
-/* Starts a transaction; the session's next operation begins it. */
-mi_error *mi_session_start_transaction(mi_session *session);
+/* Starts a transaction; the session's next operation begins it. options
+ * override the session's defaults: {readConcern: {level}, writeConcern: {w,
+ * j, wtimeout}, maxCommitTimeMS} or NULL. */
+mi_error *mi_session_start_transaction(mi_session *session, const uint8_t *options,
+                                       size_t options_len);
 /* Commits the transaction (MI_ERROR_CLIENT if none was started). */
 mi_error *mi_session_commit_transaction(mi_session *session);
 /* Aborts the transaction (MI_ERROR_CLIENT if none was started). */

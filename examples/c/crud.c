@@ -97,8 +97,8 @@ int main(int argc, char **argv) {
     mi_buffer_free(&result);
 
     /* A transaction: both inserts or neither. */
-    if (failed("session", mi_session_start(client, &session))) goto done;
-    if (failed("start_transaction", mi_session_start_transaction(session))) goto done;
+    if (failed("session", mi_session_start(client, NULL, 0, &session))) goto done;
+    if (failed("start_transaction", mi_session_start_transaction(session, NULL, 0))) goto done;
     if (failed("insert in transaction", mi_insert_one(client, session, "example", "people",
                                                       ada.data, ada.len, &result)))
         goto done;

@@ -83,9 +83,9 @@ class Library:
             "mi_cursor_free": (None, [P]),
             "mi_count_documents": (ERR, [P, P, C.c_char_p, C.c_char_p, C.c_void_p, C.c_size_t,
                                          C.c_void_p, C.c_size_t, C.POINTER(C.c_uint64)]),
-            "mi_session_start": (ERR, [P, C.POINTER(P)]),
+            "mi_session_start": (ERR, [P, C.c_void_p, C.c_size_t, C.POINTER(P)]),
             "mi_session_free": (None, [P]),
-            "mi_session_start_transaction": (ERR, [P]),
+            "mi_session_start_transaction": (ERR, [P, C.c_void_p, C.c_size_t]),
             "mi_session_commit_transaction": (ERR, [P]),
         }
         for name, (restype, argtypes) in sigs.items():
@@ -143,10 +143,15 @@ def main():
     mi.check(lib.mi_client_new(uri.encode(), C.byref(client)))
     started = []
 
+    commits = []
+
     @EVENT_CALLBACK
     def on_event(_user_data, event):
-        if event.contents.kind == 1:
-            started.append(event.contents.command_name.decode())
+        e = event.contents
+        if e.kind == 1:
+            started.append(e.command_name.decode())
+            if e.command_name == b"commitTransaction":
+                commits.append(mi.to_python(e.document, e.document_len))
 
     mi.check(lib.mi_client_set_event_callback(client, on_event, None))
     try:
@@ -163,9 +168,10 @@ def main():
             lib.mi_buffer_free(C.byref(reply))
 
         session = P()
-        mi.check(lib.mi_session_start(client, C.byref(session)))
+        mi.check(lib.mi_session_start(client, None, 0, C.byref(session)))
         try:
-            mi.check(lib.mi_session_start_transaction(session))
+            txn = mi.bson({"writeConcern": {"w": "majority"}, "maxCommitTimeMS": 5000})
+            mi.check(lib.mi_session_start_transaction(session, txn, len(txn)))
             for name in ("Ada", "Grace", "Katherine"):
                 doc = mi.bson({"name": name, "len": len(name)})
                 result = MiBuffer()
@@ -218,6 +224,9 @@ def main():
         mi.check(lib.mi_client_retry_tokens(client, C.byref(tokens), C.byref(has_bucket)))
         print(f"commands started: {len(started)}; retry tokens: {tokens.value}")
         assert "insert" in started and "commitTransaction" in started, started
+        # The transaction's options reached the server with the commit.
+        assert commits and commits[0]["writeConcern"]["w"] == "majority", commits
+        assert commits[0]["maxTimeMS"] == 5000, commits
     finally:
         lib.mi_client_free(client)
     print("ok")

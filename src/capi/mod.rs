@@ -549,20 +549,28 @@ pub unsafe extern "C" fn mi_client_run_command(
     })
 }
 
-/// Starts an explicit session.
+/// Starts an explicit session; options `{causalConsistency, snapshot}` or NULL.
 ///
 /// # Safety
-/// `client` NULL or live; `out` NULL or writable.
+/// `client` NULL or live; `options` NULL or `options_len` bytes; `out` NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn mi_session_start(
     client: *mut MiClient,
+    options: *const u8,
+    options_len: usize,
     out: *mut *mut MiSession,
 ) -> *mut MiError {
     boundary(|| {
         // SAFETY: by contract.
-        let (client, out) = unsafe { (handle(client, "client")?, handle(out, "out")?) };
+        let (client, options, out) = unsafe {
+            (
+                handle(client, "client")?,
+                optional_document_arg(options, options_len, "options")?,
+                handle(out, "out")?,
+            )
+        };
         client.used = true;
-        let session = ops::start_session(&client.client)?;
+        let session = ops::start_session(&client.client, options)?;
         *out = Box::into_raw(Box::new(MiSession {
             client_id: client.id,
             session: Arc::new(Mutex::new(session)),
@@ -571,8 +579,8 @@ pub unsafe extern "C" fn mi_session_start(
     })
 }
 
-/// Ends a session (aborting its transaction, if one is open) and frees the
-/// handle; NULL is a no-op.
+/// Frees the handle; the session ends (aborting an open transaction) now,
+/// or when the last cursor opened in it is freed. NULL is a no-op.
 ///
 /// # Safety
 /// `session` NULL or live, not used afterwards.
@@ -605,15 +613,25 @@ pub unsafe extern "C" fn mi_session_id(
 }
 
 /// Starts a transaction; the next operation in the session begins it.
+/// Options `{readConcern, writeConcern, maxCommitTimeMS}` or NULL.
 ///
 /// # Safety
-/// `session` NULL or live.
+/// `session` NULL or live; `options` NULL or `options_len` bytes.
 #[no_mangle]
-pub unsafe extern "C" fn mi_session_start_transaction(session: *mut MiSession) -> *mut MiError {
+pub unsafe extern "C" fn mi_session_start_transaction(
+    session: *mut MiSession,
+    options: *const u8,
+    options_len: usize,
+) -> *mut MiError {
     boundary(|| {
         // SAFETY: by contract.
-        let session = unsafe { handle(session, "session")? };
-        ops::start_transaction(&mut lock(&session.session))
+        let (session, options) = unsafe {
+            (
+                handle(session, "session")?,
+                optional_document_arg(options, options_len, "options")?,
+            )
+        };
+        ops::start_transaction(&mut lock(&session.session), options)
     })
 }
 

@@ -10,6 +10,8 @@ use crate::coll_options::{AggregateOptions, CountOptions, FindOptions, UpdateOpt
 use crate::cursor::SessionCursor;
 use crate::error::{Error, ErrorKind};
 use crate::event::EventHandler;
+use crate::options::{Acknowledgment, ReadConcern, WriteConcern};
+use crate::session::transaction::TransactionOptions;
 use crate::{Client, ClientSession, Collection, Cursor};
 
 use super::error::{Domain, Failure};
@@ -57,9 +59,20 @@ pub(crate) fn run_command(
     .map_err(|e| failure(&e))
 }
 
-/// An explicit session.
-pub(crate) fn start_session(client: &Client) -> Result<ClientSession, Failure> {
-    client.start_session().run().map_err(|e| failure(&e))
+/// An explicit session; options `{causalConsistency, snapshot}`.
+pub(crate) fn start_session(
+    client: &Client,
+    options: Option<Document>,
+) -> Result<ClientSession, Failure> {
+    let mut action = client.start_session();
+    for (key, value) in options.unwrap_or_default() {
+        match key.as_str() {
+            "causalConsistency" => action = action.causal_consistency(bool_option(&key, &value)?),
+            "snapshot" => action = action.snapshot(bool_option(&key, &value)?),
+            _ => return Err(unknown_option("session", &key)),
+        }
+    }
+    action.run().map_err(|e| failure(&e))
 }
 
 /// The session's `lsid`.
@@ -67,9 +80,69 @@ pub(crate) fn session_id(session: &ClientSession) -> Option<Document> {
     session.id().cloned()
 }
 
-/// Starts a transaction with the session's defaults.
-pub(crate) fn start_transaction(session: &mut ClientSession) -> Result<(), Failure> {
-    session.start_transaction(None).map_err(|e| failure(&e))
+/// Starts a transaction; options `{readConcern: {level}, writeConcern: {w,
+/// j, wtimeout}, maxCommitTimeMS}` override the session's defaults.
+pub(crate) fn start_transaction(
+    session: &mut ClientSession,
+    options: Option<Document>,
+) -> Result<(), Failure> {
+    let mut opts = TransactionOptions::default();
+    for (key, value) in options.unwrap_or_default() {
+        match key.as_str() {
+            "readConcern" => {
+                let concern = document_option(&key, value)?;
+                let mut level = None;
+                for (field, value) in concern {
+                    match (field.as_str(), value) {
+                        ("level", Bson::String(l)) => level = Some(l),
+                        (field, _) => return Err(unknown_option("readConcern", field)),
+                    }
+                }
+                let level = level.ok_or_else(|| {
+                    Failure::new(
+                        Domain::Argument,
+                        "option \"readConcern\" needs a string \"level\"",
+                    )
+                })?;
+                opts = opts.with_read_concern(ReadConcern::new(level));
+            }
+            "writeConcern" => {
+                opts = opts.with_write_concern(write_concern(document_option(&key, value)?)?)
+            }
+            "maxCommitTimeMS" => {
+                let ms = unsigned_option(&key, &value)?;
+                opts = opts.with_max_commit_time(std::time::Duration::from_millis(ms));
+            }
+            _ => return Err(unknown_option("transaction", &key)),
+        }
+    }
+    session.start_transaction(opts).map_err(|e| failure(&e))
+}
+
+fn write_concern(document: Document) -> Result<WriteConcern, Failure> {
+    let mut concern = WriteConcern::default();
+    for (key, value) in document {
+        match (key.as_str(), value) {
+            ("w", Bson::String(w)) if w == "majority" => concern.w = Some(Acknowledgment::Majority),
+            ("w", Bson::String(tag)) => concern.w = Some(Acknowledgment::Custom(tag)),
+            ("w", value) => {
+                let n = u32::try_from(integer_option("w", &value)?).map_err(|_| {
+                    Failure::new(
+                        Domain::Argument,
+                        format!("option \"w\" must not be negative, not {value}"),
+                    )
+                })?;
+                concern.w = Some(Acknowledgment::Nodes(n));
+            }
+            ("j", value) => concern.journal = Some(bool_option("j", &value)?),
+            ("wtimeout", value) => {
+                let ms = unsigned_option("wtimeout", &value)?;
+                concern.w_timeout = Some(std::time::Duration::from_millis(ms));
+            }
+            (key, _) => return Err(unknown_option("writeConcern", key)),
+        }
+    }
+    Ok(concern)
 }
 
 /// Commits the session's transaction.

@@ -87,7 +87,7 @@ static int child(mi_client *client, int index, int out) {
         mi_buffer_free(&result);
     }
     mi_session *session = NULL;
-    if ((err = mi_session_start(client, &session))) return fail("session start", err);
+    if ((err = mi_session_start(client, NULL, 0, &session))) return fail("session start", err);
     for (int i = 0; i < INSERTS_PER_KIND; i++) {
         snprintf(json, sizeof json, "{\"child\": %d, \"i\": %d, \"session\": true}", index, i);
         mi_buffer doc = document(json);

@@ -188,9 +188,9 @@ static void test_null_handles(void) {
                  "`client` is NULL");
     EXPECT_ERROR(mi_client_set_event_callback(NULL, on_event, NULL), MI_ERROR_ARGUMENT,
                  "`client` is NULL");
-    EXPECT_ERROR(mi_session_start(NULL, &session), MI_ERROR_ARGUMENT, "`client` is NULL");
+    EXPECT_ERROR(mi_session_start(NULL, NULL, 0, &session), MI_ERROR_ARGUMENT, "`client` is NULL");
     EXPECT_ERROR(mi_session_id(NULL, &out), MI_ERROR_ARGUMENT, "`session` is NULL");
-    EXPECT_ERROR(mi_session_start_transaction(NULL), MI_ERROR_ARGUMENT, "`session` is NULL");
+    EXPECT_ERROR(mi_session_start_transaction(NULL, NULL, 0), MI_ERROR_ARGUMENT, "`session` is NULL");
     EXPECT_ERROR(mi_session_commit_transaction(NULL), MI_ERROR_ARGUMENT, "`session` is NULL");
     EXPECT_ERROR(mi_session_abort_transaction(NULL), MI_ERROR_ARGUMENT, "`session` is NULL");
     EXPECT_ERROR(mi_insert_one(NULL, NULL, "db", "c", doc.data, doc.len, &out), MI_ERROR_ARGUMENT,
@@ -432,24 +432,60 @@ static void test_crud(mi_client *client) {
 static void test_sessions(mi_client *client, const char *uri) {
     mi_session *session = NULL;
     mi_buffer result = {NULL, 0}, lsid = {NULL, 0};
-    OK(mi_session_start(client, &session));
+    OK(mi_session_start(client, NULL, 0, &session));
     OK(mi_session_id(session, &lsid));
     CHECK(json_contains(lsid.data, lsid.len, "\"id\":{\"$binary\""));
     mi_buffer_free(&lsid);
+
+    /* session and transaction options */
+    mi_session *optioned = NULL;
+    mi_buffer both = bson("{\"causalConsistency\": true, \"snapshot\": true}");
+    EXPECT_ERROR(mi_session_start(client, both.data, both.len, &optioned), MI_ERROR_ARGUMENT, NULL);
+    mi_buffer unknown_option = bson("{\"casualConsistency\": true}");
+    EXPECT_ERROR(mi_session_start(client, unknown_option.data, unknown_option.len, &optioned),
+                 MI_ERROR_ARGUMENT, "unknown session option \"casualConsistency\"");
+    CHECK(optioned == NULL);
+    mi_buffer causal = bson("{\"causalConsistency\": false}");
+    OK(mi_session_start(client, causal.data, causal.len, &optioned));
+    EXPECT_ERROR(mi_session_start_transaction(optioned, unknown_option.data, unknown_option.len),
+                 MI_ERROR_ARGUMENT, "unknown transaction option");
+    mi_buffer bad_w = bson("{\"writeConcern\": {\"w\": -1}}");
+    EXPECT_ERROR(mi_session_start_transaction(optioned, bad_w.data, bad_w.len), MI_ERROR_ARGUMENT,
+                 "\"w\" must not be negative");
+    mi_buffer no_level = bson("{\"readConcern\": {}}");
+    EXPECT_ERROR(mi_session_start_transaction(optioned, no_level.data, no_level.len),
+                 MI_ERROR_ARGUMENT, "needs a string \"level\"");
+    mi_buffer txn_options = bson("{\"readConcern\": {\"level\": \"snapshot\"}, \"writeConcern\": "
+                                 "{\"w\": \"majority\", \"j\": true, \"wtimeout\": 5000}, "
+                                 "\"maxCommitTimeMS\": 5000}");
+    OK(mi_session_start_transaction(optioned, txn_options.data, txn_options.len));
+    mi_buffer probe = bson("{\"probe\": 1}");
+    OK(mi_insert_one(client, optioned, "capi", "people", probe.data, probe.len, &result));
+    mi_buffer_free(&result);
+    OK(mi_session_commit_transaction(optioned));
+    mi_buffer probe_filter = bson("{\"probe\": 1}");
+    OK(mi_delete_many(client, NULL, "capi", "people", probe_filter.data, probe_filter.len,
+                      &result));
+    CHECK(json_contains(result.data, result.len, "\"deletedCount\":1"));
+    mi_buffer_free(&result);
+    mi_session_free(optioned);
+    mi_buffer_free(&both); mi_buffer_free(&unknown_option); mi_buffer_free(&causal);
+    mi_buffer_free(&bad_w); mi_buffer_free(&no_level); mi_buffer_free(&txn_options);
+    mi_buffer_free(&probe); mi_buffer_free(&probe_filter);
 
     /* commit or abort without a transaction: a state error */
     EXPECT_ERROR(mi_session_commit_transaction(session), MI_ERROR_CLIENT, NULL);
     EXPECT_ERROR(mi_session_abort_transaction(session), MI_ERROR_CLIENT, NULL);
 
     mi_buffer doc = bson("{\"in\": \"transaction\"}");
-    OK(mi_session_start_transaction(session));
+    OK(mi_session_start_transaction(session, NULL, 0));
     OK(mi_insert_one(client, session, "capi", "people", doc.data, doc.len, &result));
     mi_buffer_free(&result);
     CHECK(count_all(client, session) == 1);
     OK(mi_session_abort_transaction(session));
     CHECK(count_all(client, NULL) == 0);
 
-    OK(mi_session_start_transaction(session));
+    OK(mi_session_start_transaction(session, NULL, 0));
     OK(mi_insert_one(client, session, "capi", "people", doc.data, doc.len, &result));
     mi_buffer_free(&result);
     mi_buffer everyone = bson("{}");
@@ -478,7 +514,7 @@ static void test_sessions(mi_client *client, const char *uri) {
 
     /* insert_many, aggregate and a command in a transaction; a session
      * cursor that fetches a second batch (getMore) in the session */
-    OK(mi_session_start_transaction(session));
+    OK(mi_session_start_transaction(session, NULL, 0));
     const uint8_t *docs[] = {doc.data, doc.data, doc.data};
     size_t lens[] = {doc.len, doc.len, doc.len};
     OK(mi_insert_many(client, session, "capi", "people", docs, lens, 3, &result));
@@ -510,7 +546,7 @@ static void test_sessions(mi_client *client, const char *uri) {
 
     /* a session cursor keeps its session after the handle is freed */
     mi_session *short_lived = NULL;
-    OK(mi_session_start(client, &short_lived));
+    OK(mi_session_start(client, NULL, 0, &short_lived));
     cursor = NULL;
     OK(mi_find(client, short_lived, "capi", "people", everyone.data, everyone.len,
                batch_of_one.data, batch_of_one.len, &cursor));
@@ -543,7 +579,7 @@ static void test_sessions(mi_client *client, const char *uri) {
     mi_client *owner = NULL;
     mi_session *orphan = NULL;
     OK(mi_client_new(uri, &owner));
-    OK(mi_session_start(owner, &orphan));
+    OK(mi_session_start(owner, NULL, 0, &orphan));
     mi_client_free(owner);
     OK(mi_session_id(orphan, &lsid));
     mi_buffer_free(&lsid);

@@ -26,7 +26,7 @@ struct job {
 static mi_error *insert_batch(mi_client *client, int index) {
     char json[96];
     mi_session *session = NULL;
-    mi_error *err = mi_session_start(client, &session);
+    mi_error *err = mi_session_start(client, NULL, 0, &session);
     if (err) return err;
     for (int i = 0; i < INSERTS && !err; i++) {
         snprintf(json, sizeof json, "{\"thread\": %d, \"i\": %d}", index, i);
