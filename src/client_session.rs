@@ -5,8 +5,6 @@
 //! this type holds a session's state between operations and sends the
 //! commit and abort commands through the executor.
 
-use std::time::Instant;
-
 use bson::Document;
 
 use crate::client::Client;
@@ -41,7 +39,8 @@ impl ClientSession {
         let server_session = {
             let mut state = client.state();
             let timeout = state.logical_session_timeout();
-            state.sessions.checkout(Instant::now(), timeout)
+            let now = state.time.now();
+            state.sessions.checkout(now, timeout)
         };
         Ok(ClientSession {
             client: client.clone(),
@@ -143,21 +142,24 @@ impl ClientSession {
     {
         let options = options.into();
         let mut jitter = fastrand::Rng::new();
+        // The clock is taken out of the client's state so that no lock is
+        // held while the callback runs or a backoff sleeps.
+        let clock = self.client.state().time.clone();
         // The client's timeoutMS, when set, bounds the retries instead of
         // the default 120 seconds.
         let timeout = self.client.defaults().timeout;
-        let mut loop_state = WithTransaction::new(Instant::now(), timeout);
+        let mut loop_state = WithTransaction::new(clock.now(), timeout);
         'transaction: loop {
-            let backoff = loop_state.before_attempt(Instant::now(), jitter.f64())?;
+            let backoff = loop_state.before_attempt(clock.now(), jitter.f64())?;
             if !backoff.is_zero() {
-                std::thread::sleep(backoff);
+                clock.sleep(backoff);
             }
             self.start_transaction(options.clone())?;
             let result = match callback(self) {
                 Ok(result) => result,
                 Err(error) => {
                     let state = self.state.transaction().state();
-                    let failure = loop_state.after_callback_error(error, state, Instant::now());
+                    let failure = loop_state.after_callback_error(error, state, clock.now());
                     if failure.abort {
                         self.abort_transaction()?;
                     }
@@ -175,7 +177,7 @@ impl ClientSession {
             loop {
                 match self.commit_transaction() {
                     Ok(()) => return Ok(result),
-                    Err(error) => match loop_state.after_commit_error(error, Instant::now()) {
+                    Err(error) => match loop_state.after_commit_error(error, clock.now()) {
                         Decision::RetryCommit => continue,
                         Decision::RetryTransaction => continue 'transaction,
                         Decision::Fail(error) => return Err(error),
@@ -196,9 +198,8 @@ impl Drop for ClientSession {
         if let Some(server_session) = server_session {
             let mut state = self.client.state();
             let timeout = state.logical_session_timeout();
-            state
-                .sessions
-                .checkin(server_session, Instant::now(), timeout);
+            let now = state.time.now();
+            state.sessions.checkin(server_session, now, timeout);
         }
     }
 }

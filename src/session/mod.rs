@@ -51,7 +51,7 @@ use crate::error::{Error, Result};
 use crate::options::{ReadConcern, WriteConcern};
 use crate::read_preference::ReadPreference;
 use cluster_time::{attach_cluster_time, timestamp_after};
-use transaction::{is_unacknowledged, read_concern_document, write_concern_document};
+use transaction::{is_unacknowledged, read_concern_document};
 
 /// The lowest wire version that supports snapshot reads (MongoDB 5.0).
 pub const MIN_SNAPSHOT_WIRE_VERSION: i32 = 13;
@@ -501,31 +501,29 @@ impl SessionState {
             if ctx.retryable_write && send_lsid {
                 command.insert("txnNumber", txn_number);
             }
-            if let Some(wc) = ctx
-                .write_concern
-                .filter(|_| ctx.accepts_write_concern)
-                .and_then(write_concern_document)
-            {
-                command.insert("writeConcern", wc);
-            }
-            if ctx.accepts_read_concern || snapshot_read {
-                let rc = if snapshot_read {
-                    read_concern_document(
-                        Some("snapshot"),
-                        snapshot_time.map(|t| ("atClusterTime", Bson::Timestamp(t))),
-                    )
-                } else {
-                    read_concern_document(
-                        ctx.read_concern.map(|rc| rc.level.as_str()),
-                        operation_time
-                            .filter(|_| causal && !unacknowledged)
-                            .map(|t| ("afterClusterTime", Bson::Timestamp(t))),
-                    )
-                };
-                if let Some(rc) = rc {
-                    command.insert("readConcern", rc);
-                }
-            }
+            let read_extra = if snapshot_read {
+                snapshot_time.map(|t| ("atClusterTime", Bson::Timestamp(t)))
+            } else {
+                operation_time
+                    .filter(|_| causal && !unacknowledged)
+                    .map(|t| ("afterClusterTime", Bson::Timestamp(t)))
+            };
+            let read_level = if snapshot_read {
+                Some("snapshot")
+            } else {
+                ctx.read_concern.map(|rc| rc.level.as_str())
+            };
+            let takes = crate::concern::Takes {
+                read_concern: ctx.accepts_read_concern || snapshot_read,
+                write_concern: ctx.accepts_write_concern,
+            };
+            crate::concern::attach_concerns(
+                command,
+                takes,
+                read_level,
+                ctx.write_concern,
+                read_extra,
+            );
         }
 
         let cluster_time =
