@@ -14,13 +14,13 @@ use crate::retry::{
 };
 use crate::sdam::{ServerDescription, TopologyType};
 use crate::select::{self, SelectionCriteria};
-use crate::session::transaction::Pin;
+use crate::session::transaction::{FailedCommand, Pin, TransactionState};
 use crate::session::{session_supported, OperationInfo, SessionKind, SessionState};
 
 use super::classify::OperationShape;
 use super::clock::Clock;
 use super::finish::{finish, AttemptContext, Finished};
-use super::{ClientState, Inherited, SessionSlot, Target};
+use super::{ClientState, Inherited, SessionSlot, SocketOwner, Target};
 
 /// One operation's state across its attempts.
 pub(super) struct Run<'s> {
@@ -151,10 +151,18 @@ impl ClientState {
     /// Getting a connection is part of the attempt (the backpressure
     /// pseudocode, the retryable reads spec): a refused or reset connect or
     /// handshake goes to the retry policy like a failed command. A
-    /// selection that found no server attempted nothing, and a pinned
-    /// socket that is gone is the transaction's (or cursor's) end.
-    pub(super) fn after_unreached(&mut self, run: &mut Run<'_>, error: Error) -> Result<()> {
+    /// selection that found no server attempted nothing. A pinned socket
+    /// that is gone fails a transaction's command as a network error would.
+    pub(super) fn after_unreached(
+        &mut self,
+        run: &mut Run<'_>,
+        mut error: Error,
+        command_name: &str,
+    ) -> Result<()> {
         let topology_type = self.topology.description().topology_type;
+        if let Target::Pinned { .. } = run.target {
+            self.pinned_socket_lost(run, &mut error, command_name);
+        }
         if run.retry.is_none() && !matches!(error.kind(), ErrorKind::ServerSelection { .. }) {
             let kind = run.shape.classify_unreached();
             run.retry = Some(OperationRetry::new(
@@ -179,6 +187,22 @@ impl ClientState {
         Ok(())
     }
 
+    /// The socket a transaction is pinned to is gone: the session labels
+    /// the error as for a network error (`TransientTransactionError` on a
+    /// command in the transaction, `UnknownTransactionCommitResult` on a
+    /// commit) and unpins, so that `with_transaction` can retry and a
+    /// commit's retry selects a new socket.
+    fn pinned_socket_lost(&mut self, run: &mut Run<'_>, error: &mut Error, command_name: &str) {
+        let in_transaction = run.shape.in_transaction || run.ends_transaction;
+        let Some(s) = run.session.get() else {
+            return;
+        };
+        s.on_error(error, FailedCommand::named(command_name));
+        if in_transaction && s.transaction().pinned().is_none() {
+            run.target = Target::Select;
+        }
+    }
+
     /// The session (now that the deployment's support is known), the
     /// transaction's pin, the retry rules and the retryable write's number.
     pub(super) fn prepare<Op: Operation>(
@@ -194,7 +218,7 @@ impl ClientState {
         })?;
         let topology_type = self.topology.description().topology_type;
         self.ensure_session(run, topology_type, op.is_acknowledged())?;
-        self.pin_transaction(run, address, topology_type);
+        self.pin_transaction(run, address, topology_type)?;
         let has_session = !matches!(run.session, SessionSlot::None);
         let kind = run.shape.classify(&server, topology_type, has_session);
         let retry = match run.retry.as_mut() {
@@ -256,29 +280,75 @@ impl ClientState {
     }
 
     /// A transaction on a sharded cluster or behind a load balancer stays
-    /// on the router (and socket) its first command used.
+    /// on the router (and socket) its first command used. A retry of the
+    /// first command (an overload error) re-pins to where the retry goes,
+    /// which is where the transaction then starts. Behind a load balancer
+    /// the one socket carries at most one transaction at a time (the
+    /// load-balancer spec): another session's first command is refused.
     fn pin_transaction(
         &mut self,
         run: &mut Run<'_>,
         address: &ServerAddress,
         topology_type: TopologyType,
-    ) {
-        let routed = matches!(
-            topology_type,
-            TopologyType::Sharded | TopologyType::LoadBalanced
-        );
-        if !(run.shape.in_transaction && routed) {
-            return;
+    ) -> Result<()> {
+        let load_balanced = topology_type == TopologyType::LoadBalanced;
+        if !(run.shape.in_transaction && (load_balanced || topology_type == TopologyType::Sharded))
+        {
+            return Ok(());
         }
-        let generation = self.topology.socket_generation(address);
-        if let Some(s) = run.session.get() {
-            if s.transaction().pinned().is_none() {
-                s.transaction_mut().pin(Pin {
-                    address: address.clone(),
-                    connection: (topology_type == TopologyType::LoadBalanced)
-                        .then_some(u64::from(generation)),
-                });
+        let serial = self.topology.socket_generation(address);
+        let Some(s) = run.session.get() else {
+            return Ok(());
+        };
+        let starting = s.transaction().state() == TransactionState::Starting;
+        if s.transaction().pinned().is_some() && !starting {
+            return Ok(());
+        }
+        if load_balanced {
+            if let Some(owner) = &self.socket_transaction {
+                if owner.serial == serial && Some(&owner.lsid) != s.id() {
+                    return Err(Error::client(format!(
+                        "another session's transaction is in progress on the socket to the load \
+                         balancer {address}; a load-balanced connection carries one transaction \
+                         at a time: commit or abort it before starting this one"
+                    )));
+                }
             }
+        }
+        s.transaction_mut().pin(Pin {
+            address: address.clone(),
+            connection: load_balanced.then_some(u64::from(serial)),
+        });
+        Ok(())
+    }
+
+    /// After an operation in an explicit session: records which session's
+    /// transaction holds the load balancer's socket, or that it let go
+    /// (committed, aborted, unpinned by an error).
+    pub(super) fn note_socket_transaction(&mut self, session: &mut SessionSlot<'_>) {
+        let SessionSlot::Explicit(s) = session else {
+            return;
+        };
+        let Some(lsid) = s.id().cloned() else {
+            return;
+        };
+        let holds = match s.transaction().pinned() {
+            Some(Pin {
+                connection: Some(serial),
+                ..
+            }) if s.transaction().state().is_active() => u32::try_from(*serial).ok(),
+            _ => None,
+        };
+        match holds {
+            Some(serial) => self.socket_transaction = Some(SocketOwner { serial, lsid }),
+            None if self
+                .socket_transaction
+                .as_ref()
+                .is_some_and(|owner| owner.lsid == lsid) =>
+            {
+                self.socket_transaction = None;
+            }
+            None => {}
         }
     }
 
@@ -338,10 +408,15 @@ impl ClientState {
         )?;
         if let Some(s) = run.session.get() {
             s.transaction_mut().undo_first_command();
-            // The error unpinned the transaction from its router (an
-            // unknown commit result): the retry selects a router afresh.
+            // The error unpinned the transaction from its router or its
+            // load-balanced socket (an unknown commit result): the retry
+            // selects afresh.
+            let routed = matches!(
+                prepared.topology_type,
+                TopologyType::Sharded | TopologyType::LoadBalanced
+            );
             if (run.shape.in_transaction || run.ends_transaction)
-                && prepared.topology_type == TopologyType::Sharded
+                && routed
                 && s.transaction().pinned().is_none()
             {
                 run.target = Target::Select;

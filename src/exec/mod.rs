@@ -59,6 +59,15 @@ pub(crate) struct ClientState {
     /// Where the executor and the sessions read the time and sleep.
     pub(crate) time: Arc<dyn Clock>,
     jitter: fastrand::Rng,
+    /// Behind a load balancer: the session whose transaction holds the
+    /// one socket.
+    socket_transaction: Option<SocketOwner>,
+}
+
+/// A session's transaction pinned to a load-balanced socket.
+struct SocketOwner {
+    serial: u32,
+    lsid: Document,
 }
 
 /// Settings an operation inherits from its collection, database or client
@@ -133,6 +142,7 @@ impl ClientState {
             retry,
             time,
             jitter: fastrand::Rng::new(),
+            socket_transaction: None,
         }
     }
 
@@ -178,7 +188,7 @@ impl ClientState {
         loop {
             let address = match self.reach(&mut run, op.command_name()) {
                 Ok(address) => address,
-                Err(error) => match self.after_unreached(&mut run, error) {
+                Err(error) => match self.after_unreached(&mut run, error, op.command_name()) {
                     Ok(()) => continue,
                     Err(error) => return self.finish_error(op, error, run.session),
                 },
@@ -248,6 +258,7 @@ impl ClientState {
         generation: u32,
     ) -> Executed<T> {
         run.on_reply(&mut self.retry);
+        self.note_socket_transaction(&mut run.session);
         let session = std::mem::replace(&mut run.session, SessionSlot::None);
         Executed {
             output,
@@ -264,8 +275,9 @@ impl ClientState {
         &mut self,
         op: &Op,
         error: crate::error::Error,
-        session: SessionSlot<'_>,
+        mut session: SessionSlot<'_>,
     ) -> Result<Executed<Op::Output>> {
+        self.note_socket_transaction(&mut session);
         let implicit_session = session.into_implicit();
         match op.handle_error(error) {
             Ok(output) => Ok(Executed {
