@@ -40,6 +40,7 @@ use crate::retry::{RetryPolicy, RetrySettings};
 use crate::sdam::TopologyType;
 use crate::session::cluster_time::ClusterClock;
 use crate::session::pool::SessionPool;
+use crate::session::transaction::FailedCommand;
 use crate::session::SessionState;
 use crate::topology::Topology;
 
@@ -205,7 +206,14 @@ impl ClientState {
                 Err(error) => Err((error, false)),
             };
             let generation = self.topology.socket_generation(&address);
-            match self.check(op, outcome, &address, generation, &prepared.info) {
+            match self.check(
+                op,
+                outcome,
+                &address,
+                generation,
+                &prepared.info,
+                &mut run.session,
+            ) {
                 Ok(Ok(output)) => return Ok(self.succeed(&mut run, output, address, generation)),
                 Ok(Err(error)) => {
                     run.on_reply(&mut self.retry);
@@ -225,7 +233,9 @@ impl ClientState {
     /// Hands the reply to the operation. An `ok: 1` reply's
     /// writeConcernError is an application error for SDAM (a step-down
     /// under `w: majority`) and a retryable write error when labelled so;
-    /// with write errors beside it the batch's result is final.
+    /// with write errors beside it the batch's result is final. On a
+    /// commit the session labels it (`UnknownTransactionCommitResult`
+    /// unless the write concern can never be satisfied).
     #[allow(clippy::type_complexity)]
     fn check<Op: Operation>(
         &mut self,
@@ -234,12 +244,20 @@ impl ClientState {
         address: &ServerAddress,
         generation: u32,
         info: &ServerInfo,
+        session: &mut SessionSlot<'_>,
     ) -> std::result::Result<Result<Op::Output>, send::SendError> {
         let reply = outcome?;
         match op.handle_reply(reply, info) {
-            Err(error) if carries_write_concern_error(&error) => {
+            Err(mut error) if carries_write_concern_error(&error) => {
                 self.topology
                     .handle_operation_error(address, generation, &error);
+                if let Some(s) = session.get() {
+                    let failed = FailedCommand {
+                        name: op.command_name(),
+                        write_concern_error: true,
+                    };
+                    s.on_error(&mut error, failed);
+                }
                 if has_write_errors(&error) {
                     Ok(Err(error))
                 } else {

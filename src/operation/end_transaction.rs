@@ -2,7 +2,7 @@
 
 use bson::Document;
 
-use super::{Command, Operation, Retryability, ServerInfo};
+use super::{check_write_concern, Command, Operation, Retryability, ServerInfo};
 use crate::error::Result;
 
 /// Ends a transaction: the session layer wrote the body; a retry (they are
@@ -61,11 +61,42 @@ impl Operation for EndTransaction {
         Ok(Command::new(self.name, "admin", body))
     }
 
+    /// A `writeConcernError` in an `ok: 1` reply is an error: the commit
+    /// may not be durable (the executor labels it and may retry it).
     fn handle_reply(&self, reply: Document, _server: &ServerInfo) -> Result<Document> {
+        check_write_concern(&reply)?;
         Ok(reply)
     }
 
     fn retryability(&self) -> Retryability {
         Retryability::Write
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+    use crate::results::WriteFailure;
+    use bson::doc;
+
+    #[test]
+    fn a_write_concern_error_in_an_ok_reply_is_an_error_with_its_labels() {
+        let commit = EndTransaction::commit(doc! {}, doc! {});
+        let server = ServerInfo::default();
+        let reply = doc! {
+            "ok": 1,
+            "writeConcernError": { "code": 91, "codeName": "ShutdownInProgress", "errmsg": "down" },
+            "errorLabels": ["RetryableWriteError"],
+        };
+        let error = commit
+            .handle_reply(reply, &server)
+            .expect_err("not durable");
+        assert!(matches!(
+            error.kind(),
+            ErrorKind::Write(WriteFailure::WriteConcernError(wce)) if wce.code == 91
+        ));
+        assert!(error.contains_label("RetryableWriteError"));
+        assert!(commit.handle_reply(doc! { "ok": 1 }, &server).is_ok());
     }
 }
