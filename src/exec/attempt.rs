@@ -30,7 +30,6 @@ pub(super) struct Run<'s> {
     criteria: SelectionCriteria,
     target: Target,
     shape: OperationShape,
-    ends_transaction: bool,
     read_concern: Option<ReadConcern>,
     write_concern: Option<WriteConcern>,
     txn_number: Option<i64>,
@@ -104,7 +103,6 @@ impl ClientState {
             criteria,
             target,
             shape: OperationShape::of(op, in_transaction),
-            ends_transaction,
             read_concern: op.read_concern().or(inherited.read_concern).cloned(),
             write_concern: op.write_concern().or(inherited.write_concern).cloned(),
             txn_number: None,
@@ -165,11 +163,7 @@ impl ClientState {
         }
         if run.retry.is_none() && !matches!(error.kind(), ErrorKind::ServerSelection { .. }) {
             let kind = run.shape.classify_unreached();
-            run.retry = Some(OperationRetry::new(
-                self.retry.settings(),
-                kind,
-                run.deadline,
-            ));
+            run.retry = Some(self.new_retry(run, kind));
         }
         let Some(retry) = run.retry.as_mut() else {
             return Err(error);
@@ -193,7 +187,7 @@ impl ClientState {
     /// commit) and unpins, so that `with_transaction` can retry and a
     /// commit's retry selects a new socket.
     fn pinned_socket_lost(&mut self, run: &mut Run<'_>, error: &mut Error, command_name: &str) {
-        let in_transaction = run.shape.in_transaction || run.ends_transaction;
+        let in_transaction = run.shape.in_transaction || run.shape.ends_transaction;
         let Some(s) = run.session.get() else {
             return;
         };
@@ -226,18 +220,17 @@ impl ClientState {
                 r.confirm_kind(self.retry.settings(), kind);
                 r
             }
-            None => run.retry.insert(OperationRetry::new(
-                self.retry.settings(),
-                kind,
-                run.deadline,
-            )),
+            None => {
+                let retry = self.new_retry(run, kind);
+                run.retry.insert(retry)
+            }
         };
         // retryWrites=false: no txnNumber, as the retryable writes spec
         // asks (overload retries still apply to the write).
         if retry.kind() == OperationKind::RetryableWrite
             && self.retry.settings().retry_writes()
             && run.txn_number.is_none()
-            && !run.ends_transaction
+            && !run.shape.ends_transaction
         {
             if let Some(s) = run.session.get() {
                 run.txn_number = Some(s.next_retryable_write_txn_number()?);
@@ -248,6 +241,15 @@ impl ClientState {
             server,
             topology_type,
         })
+    }
+
+    /// The retry state of the operation, of `kind`.
+    fn new_retry(&self, run: &Run<'_>, kind: OperationKind) -> OperationRetry {
+        if run.shape.ends_transaction {
+            OperationRetry::end_transaction(self.retry.settings(), run.deadline)
+        } else {
+            OperationRetry::new(self.retry.settings(), kind, run.deadline)
+        }
     }
 
     /// An explicit session needs a deployment that supports sessions; an
@@ -415,7 +417,7 @@ impl ClientState {
                 prepared.topology_type,
                 TopologyType::Sharded | TopologyType::LoadBalanced
             );
-            if (run.shape.in_transaction || run.ends_transaction)
+            if (run.shape.in_transaction || run.shape.ends_transaction)
                 && routed
                 && s.transaction().pinned().is_none()
             {

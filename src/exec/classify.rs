@@ -12,6 +12,9 @@ use crate::sdam::{ServerDescription, ServerType, TopologyType};
 pub(crate) struct OperationShape {
     pub(crate) name: &'static str,
     pub(crate) run_command: bool,
+    /// commitTransaction/abortTransaction: retried once as a retryable
+    /// write, whatever `retryWrites` and the server say.
+    pub(crate) ends_transaction: bool,
     pub(crate) retryability: Retryability,
     pub(crate) writes: bool,
     pub(crate) acknowledged: bool,
@@ -24,6 +27,7 @@ impl OperationShape {
         OperationShape {
             name: Op::NAME,
             run_command: Op::NAME == "runCommand",
+            ends_transaction: Op::NAME == "endTransaction",
             retryability,
             writes: matches!(retryability, Retryability::Write)
                 || (!matches!(retryability, Retryability::Read) && !is_read_only(Op::NAME)),
@@ -54,6 +58,9 @@ impl OperationShape {
     }
 
     fn kind(&self, retryable_writes: bool) -> OperationKind {
+        if self.ends_transaction {
+            return OperationKind::RetryableWrite;
+        }
         if self.run_command {
             return OperationKind::RunCommand;
         }
@@ -127,6 +134,7 @@ mod tests {
         OperationShape {
             name: "test",
             run_command: false,
+            ends_transaction: false,
             retryability,
             writes,
             acknowledged: true,

@@ -11,10 +11,6 @@ const DRIVER_CC_WRITES_NO_AFTER_CLUSTER_TIME: &str =
     "driver (sessions): write commands in a causally consistent session send no readConcern.afterClusterTime (causal-consistency spec, writes after an operation in the session)";
 const SERVER_SNAPSHOT_READS: &str =
     "SecantusDB: snapshot reads at atClusterTime see later writes (find with readConcern {level: snapshot, atClusterTime} returns the newer value)";
-const DRIVER_COMMIT_NETWORK_ERROR_LABELS: &str =
-    "driver (issue 10, retries): a network error on commitTransaction lacks the RetryableWriteError/UnknownTransactionCommitResult handling the transactions spec asks";
-const DRIVER_END_TRANSACTION_RETRY: &str =
-    "driver (issue 10, retries): commit/abort retry after a RetryableWriteError does not follow the transactions spec (one retry; abort retried once)";
 
 const DRIVER_TIMEOUT_MS: &str =
     "driver (issue 10, timeoutMS): the client/session timeoutMS does not reach this operation, or its error is not reported as a timeout";
@@ -71,10 +67,6 @@ pub const KNOWN_FAILURES: &[(&str, &str, &str)] = &[
     ("sessions/tests/snapshot-sessions.json", "Write commands with snapshot session do not affect snapshot reads", SERVER_SNAPSHOT_READS),
     ("transactions/tests/unified/commit.json", "reset session state commit", DRIVER_CC_WRITES_NO_AFTER_CLUSTER_TIME),
     ("transactions/tests/unified/commit.json", "reset session state abort", DRIVER_CC_WRITES_NO_AFTER_CLUSTER_TIME),
-    ("transactions/tests/unified/retryable-abort.json", "abortTransaction only performs a single retry", DRIVER_END_TRANSACTION_RETRY),
-    ("transactions/tests/unified/retryable-commit-errorLabels.json", "commitTransaction retries once with RetryableWriteError from server", DRIVER_END_TRANSACTION_RETRY),
-    ("transactions/tests/unified/retryable-commit.json", "commitTransaction fails after two errors", DRIVER_COMMIT_NETWORK_ERROR_LABELS),
-    ("transactions/tests/unified/retryable-commit.json", "commitTransaction applies majority write concern on retries", DRIVER_COMMIT_NETWORK_ERROR_LABELS),
     ("unified-test-format/tests/valid-pass/poc-retryable-writes.json", "FindOneAndUpdate is never committed", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
 ];
 
