@@ -191,7 +191,9 @@ impl ClientSession {
 
 impl Drop for ClientSession {
     fn drop(&mut self) {
-        if self.state.transaction().state().is_active() {
+        // A transaction inherited across fork() is the parent's to end.
+        let inherited = self.state.inherited_by(std::process::id());
+        if self.state.transaction().state().is_active() && !inherited {
             let _ = self.abort_transaction();
         }
         let server_session = self.state.end();

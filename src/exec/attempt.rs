@@ -74,6 +74,9 @@ impl ClientState {
             Some(s) => SessionSlot::Explicit(s),
             None => SessionSlot::None,
         };
+        if let Some(s) = session.get() {
+            self.adopt_if_forked(s)?;
+        }
         let plan = match session.get() {
             Some(s) if !ends_transaction => Some(s.begin_operation(&OperationInfo {
                 is_read,
@@ -107,6 +110,18 @@ impl ClientState {
             write_concern: op.write_concern().or(inherited.write_concern).cloned(),
             txn_number: None,
         })
+    }
+
+    /// A session created before fork() and used in the child gets a server
+    /// session of the child's own: the parent's `lsid` is never sent.
+    fn adopt_if_forked(&mut self, session: &mut SessionState) -> Result<()> {
+        let pid = std::process::id();
+        if !session.inherited_by(pid) {
+            return Ok(());
+        }
+        let timeout = self.logical_session_timeout();
+        let fresh = self.sessions.checkout(self.time.now(), timeout);
+        session.adopt_after_fork(fresh, pid)
     }
 
     /// Behind a load balancer a transaction is pinned to its socket (the

@@ -183,6 +183,10 @@ pub struct SessionState {
     operation_time: Option<Timestamp>,
     snapshot_time: Option<Timestamp>,
     transaction: Transaction,
+    /// The process the server session was checked out in: a forked child
+    /// must not send its parent's `lsid` (its writes could be taken for
+    /// retries of the parent's and skipped).
+    process: u32,
 }
 
 const ENDED: &str = "Cannot use a session that has ended";
@@ -217,7 +221,32 @@ impl SessionState {
             operation_time: None,
             snapshot_time,
             transaction: Transaction::new(),
+            process: std::process::id(),
         }
+    }
+
+    /// Whether the server session was checked out in another process than
+    /// `pid` (the session was created before a fork).
+    pub fn inherited_by(&self, pid: u32) -> bool {
+        self.process != pid && self.server_session.is_some()
+    }
+
+    /// In a forked child (process `pid`): replaces the parent's server
+    /// session with `server_session` from the child's pool. A transaction
+    /// the parent had open is the parent's: it is forgotten here, and the
+    /// error says so.
+    pub fn adopt_after_fork(&mut self, server_session: ServerSession, pid: u32) -> Result<()> {
+        self.server_session = Some(server_session);
+        self.process = pid;
+        let had_transaction = self.transaction.state().is_active();
+        self.transaction = Transaction::new();
+        if had_transaction {
+            return Err(Error::client(
+                "this session's transaction was started in the parent process before fork(); \
+                 a forked child cannot continue it: start a new transaction",
+            ));
+        }
+        Ok(())
     }
 
     /// Explicit or implicit.
@@ -576,7 +605,9 @@ impl SessionState {
     /// (its errors ignored): check [`transaction`](Self::transaction).
     pub fn end(&mut self) -> Option<ServerSession> {
         self.transaction.unpin();
-        self.server_session.take()
+        let inherited = self.inherited_by(std::process::id());
+        // The parent's server session never joins a forked child's pool.
+        self.server_session.take().filter(|_| !inherited)
     }
 }
 
