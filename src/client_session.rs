@@ -8,8 +8,9 @@
 use bson::Document;
 
 use crate::client::Client;
+use crate::deadline::Deadline;
 use crate::error::Result;
-use crate::exec::Target;
+use crate::exec::{Clock, Target};
 use crate::operation::EndTransaction;
 use crate::session::transaction::TransactionOptions;
 use crate::session::with_transaction::{Decision, WithTransaction};
@@ -104,7 +105,12 @@ impl ClientSession {
             address: pin.address,
             generation: pin.connection.map(|g| g as u32).unwrap_or(0),
         });
+        // An abort gets a timeout of its own (CSOT): the transaction's
+        // deadline may be what just passed.
+        let shared = self.state.transaction_deadline();
+        self.state.set_transaction_deadline(None);
         let _ = self.run_end(&mut op, target);
+        self.state.set_transaction_deadline(shared);
         Ok(())
     }
 
@@ -135,20 +141,39 @@ impl ClientSession {
     pub fn with_transaction<R, F>(
         &mut self,
         options: impl Into<Option<TransactionOptions>>,
-        mut callback: F,
+        callback: F,
     ) -> Result<R>
     where
         F: FnMut(&mut ClientSession) -> Result<R>,
     {
-        let options = options.into();
-        let mut jitter = fastrand::Rng::new();
         // The clock is taken out of the client's state so that no lock is
         // held while the callback runs or a backoff sleeps.
         let clock = self.client.state().time.clone();
         // The client's timeoutMS, when set, bounds the retries instead of
-        // the default 120 seconds.
+        // the default 120 seconds, and the callback's operations and the
+        // commit share its deadline.
         let timeout = self.client.defaults().timeout;
-        let mut loop_state = WithTransaction::new(clock.now(), timeout);
+        let started = clock.now();
+        let deadline = Deadline::from_timeout(started, timeout);
+        self.state
+            .set_transaction_deadline(deadline.is_set().then_some(deadline));
+        let loop_state = WithTransaction::new(started, timeout);
+        let result = self.transaction_attempts(options.into(), callback, &*clock, loop_state);
+        self.state.set_transaction_deadline(None);
+        result
+    }
+
+    fn transaction_attempts<R, F>(
+        &mut self,
+        options: Option<TransactionOptions>,
+        mut callback: F,
+        clock: &dyn Clock,
+        mut loop_state: WithTransaction,
+    ) -> Result<R>
+    where
+        F: FnMut(&mut ClientSession) -> Result<R>,
+    {
+        let mut jitter = fastrand::Rng::new();
         'transaction: loop {
             let backoff = loop_state.before_attempt(clock.now(), jitter.f64())?;
             if !backoff.is_zero() {

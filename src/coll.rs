@@ -75,6 +75,7 @@ impl Defaults {
             read_concern: self.read_concern.as_ref(),
             write_concern: self.write_concern.as_ref(),
             timeout: self.timeout,
+            deadline: None,
         }
     }
 
@@ -283,8 +284,10 @@ where
             documents,
             options.into().unwrap_or_default(),
         )?;
+        // One deadline for every batch: timeoutMS bounds the whole call.
+        let deadline = self.client.state().deadline_from_now(self.defaults.timeout);
         while let Some(batch) = insert.next_batch() {
-            let outcome = self.run_batch(batch);
+            let outcome = self.run_batch(batch, deadline);
             insert.record(outcome)?;
         }
         insert.finish()
@@ -297,16 +300,25 @@ where
         options: impl Into<Option<BulkWriteOptions>>,
     ) -> Result<BulkWriteResult> {
         let mut bulk = BulkWrite::new(self.ns.clone(), models, options.into().unwrap_or_default())?;
+        let deadline = self.client.state().deadline_from_now(self.defaults.timeout);
         while let Some(batch) = bulk.next_batch() {
-            let outcome = self.run_batch(batch);
+            let outcome = self.run_batch(batch, deadline);
             bulk.record(outcome)?;
         }
         bulk.finish()
     }
 
-    fn run_batch(&self, batch: &mut crate::operation::WriteBatch) -> Result<BulkWriteResult> {
+    fn run_batch(
+        &self,
+        batch: &mut crate::operation::WriteBatch,
+        deadline: crate::deadline::Deadline,
+    ) -> Result<BulkWriteResult> {
         let mut state = self.client.state();
-        let executed = state.execute(batch, None, self.defaults.inherited(), Target::Select)?;
+        let inherited = Inherited {
+            deadline: Some(deadline),
+            ..self.defaults.inherited()
+        };
+        let executed = state.execute(batch, None, inherited, Target::Select)?;
         state.check_in(executed.implicit_session);
         Ok(executed.output)
     }

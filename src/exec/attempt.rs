@@ -61,7 +61,6 @@ impl ClientState {
         inherited: Inherited<'_>,
         target: Target,
     ) -> Result<Run<'s>> {
-        let deadline = Deadline::from_timeout(self.time.now(), inherited.timeout);
         let criteria = op
             .selection_criteria()
             .cloned()
@@ -77,6 +76,12 @@ impl ClientState {
         if let Some(s) = session.get() {
             self.adopt_if_forked(s)?;
         }
+        // A running deadline (the batches of one write, the operations of
+        // with_transaction) wins over the operation's own timeout.
+        let deadline = inherited
+            .deadline
+            .or_else(|| session.get().and_then(|s| s.transaction_deadline()))
+            .unwrap_or_else(|| Deadline::from_timeout(self.time.now(), inherited.timeout));
         let plan = match session.get() {
             Some(s) if !ends_transaction => Some(s.begin_operation(&OperationInfo {
                 is_read,

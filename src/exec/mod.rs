@@ -33,6 +33,7 @@ use std::time::Duration;
 use bson::Document;
 
 use crate::address::ServerAddress;
+use crate::deadline::Deadline;
 use crate::error::Result;
 use crate::operation::{Operation, ServerInfo};
 use crate::options::{ReadConcern, WriteConcern};
@@ -78,6 +79,9 @@ pub(crate) struct Inherited<'a> {
     pub(crate) read_concern: Option<&'a ReadConcern>,
     pub(crate) write_concern: Option<&'a WriteConcern>,
     pub(crate) timeout: Option<Duration>,
+    /// A deadline already running, which `timeout` does not restart: the
+    /// batches of one `insert_many` or `bulk_write` share it.
+    pub(crate) deadline: Option<Deadline>,
 }
 
 /// Where an operation runs.
@@ -165,6 +169,12 @@ impl ClientState {
                 self.sessions.checkin(server_session, now, timeout);
             }
         }
+    }
+
+    /// The deadline of an operation of `timeout` that starts now, for
+    /// callers that run one operation as several commands (batches).
+    pub(crate) fn deadline_from_now(&self, timeout: Option<Duration>) -> Deadline {
+        Deadline::from_timeout(self.time.now(), timeout)
     }
 
     pub(crate) fn logical_session_timeout(&self) -> Option<u32> {

@@ -187,6 +187,9 @@ pub struct SessionState {
     /// must not send its parent's `lsid` (its writes could be taken for
     /// retries of the parent's and skipped).
     process: u32,
+    /// While `with_transaction` runs under a timeout: the deadline its
+    /// callback's operations and the commit share.
+    transaction_deadline: Option<crate::deadline::Deadline>,
 }
 
 const ENDED: &str = "Cannot use a session that has ended";
@@ -222,7 +225,18 @@ impl SessionState {
             snapshot_time,
             transaction: Transaction::new(),
             process: std::process::id(),
+            transaction_deadline: None,
         }
+    }
+
+    /// The deadline of the `with_transaction` call under way, if any.
+    pub fn transaction_deadline(&self) -> Option<crate::deadline::Deadline> {
+        self.transaction_deadline
+    }
+
+    /// Sets (or clears) the deadline operations in this session share.
+    pub fn set_transaction_deadline(&mut self, deadline: Option<crate::deadline::Deadline>) {
+        self.transaction_deadline = deadline;
     }
 
     /// Whether the server session was checked out in another process than
