@@ -69,9 +69,9 @@ fn peaks(client: &Client, id: i32) -> (usize, usize) {
     let document = doc! { "_id": id, "filler": filler.as_str() };
     drop(filler);
     let ((), insert) = allocated_during(|| {
-        coll.insert_one(document, None).unwrap();
+        coll.insert_one(document).run().unwrap();
     });
-    let (found, read) = allocated_during(|| coll.find_one(doc! { "_id": id }, None).unwrap());
+    let (found, read) = allocated_during(|| coll.find_one(doc! { "_id": id }).run().unwrap());
     assert!(found.is_some());
     (insert, read)
 }
@@ -91,10 +91,12 @@ fn without_a_handler_no_event_copies_are_made() {
     quiet
         .database("copies")
         .run_command(doc! { "ping": 1 })
+        .run()
         .unwrap();
     listened
         .database("copies")
         .run_command(doc! { "ping": 1 })
+        .run()
         .unwrap();
     let (quiet_insert, quiet_read) = peaks(&quiet, 1);
     let (listened_insert, listened_read) = peaks(&listened, 2);

@@ -46,18 +46,15 @@ fn child_work(
     // The recorder is a copy of the parent's: forget what the parent sent.
     recorder.clear_commands();
     let coll = client.database("fork").collection::<Document>("docs");
-    coll.insert_one(doc! { "child": child as i32, "session": "implicit" }, None)?;
-    let mut session = client.start_session(None)?;
-    coll.insert_one_with_session(
-        doc! { "child": child as i32, "session": "explicit" },
-        None,
-        &mut session,
-    )?;
+    coll.insert_one(doc! { "child": child as i32, "session": "implicit" })
+        .run()?;
+    let mut session = client.start_session().run()?;
+    coll.insert_one(doc! { "child": child as i32, "session": "explicit" })
+        .session(&mut session)
+        .run()?;
     drop(session);
-    coll.insert_one(
-        doc! { "child": child as i32, "session": "implicit again" },
-        None,
-    )?;
+    coll.insert_one(doc! { "child": child as i32, "session": "implicit again" })
+        .run()?;
     let (lsids, ids) = lsids_and_ids(recorder);
     let mut text = String::new();
     for lsid in lsids {
@@ -81,12 +78,14 @@ fn forked_children_share_no_session_and_no_object_id_with_their_parent() {
     let options = ClientOptions::parse(&server.uri()).unwrap();
     let client = Client::with_options_and_handler(options, recorder.clone()).unwrap();
     let coll = client.database("fork").collection::<Document>("docs");
-    coll.drop(None).ok();
+    coll.drop().run().ok();
 
     // The parent has a socket and a pooled session before it forks.
-    coll.insert_one(doc! { "parent": 1 }, None).unwrap();
-    let mut session = client.start_session(None).unwrap();
-    coll.insert_one_with_session(doc! { "parent": 2 }, None, &mut session)
+    coll.insert_one(doc! { "parent": 1 }).run().unwrap();
+    let mut session = client.start_session().run().unwrap();
+    coll.insert_one(doc! { "parent": 2 })
+        .session(&mut session)
+        .run()
         .unwrap();
     drop(session);
 
@@ -120,11 +119,13 @@ fn forked_children_share_no_session_and_no_object_id_with_their_parent() {
     }
 
     // The parent carries on with its pooled session while the children run.
-    let mut session = client.start_session(None).unwrap();
-    coll.insert_one_with_session(doc! { "parent": 3 }, None, &mut session)
+    let mut session = client.start_session().run().unwrap();
+    coll.insert_one(doc! { "parent": 3 })
+        .session(&mut session)
+        .run()
         .unwrap();
     drop(session);
-    coll.insert_one(doc! { "parent": 4 }, None).unwrap();
+    coll.insert_one(doc! { "parent": 4 }).run().unwrap();
 
     for (child, pid) in &children {
         let mut status = 0;
@@ -170,7 +171,7 @@ fn forked_children_share_no_session_and_no_object_id_with_their_parent() {
     let distinct: HashSet<&String> = all_ids.iter().collect();
     assert_eq!(distinct.len(), all_ids.len(), "repeated _id: {all_ids:?}");
     assert_eq!(all_ids.len(), 4 + 3 * CHILDREN);
-    let count = coll.count_documents(doc! {}, None).unwrap();
+    let count = coll.count_documents(doc! {}).run().unwrap();
     assert_eq!(count, (4 + 3 * CHILDREN) as u64, "every insert landed");
 }
 
@@ -217,15 +218,19 @@ fn a_session_created_before_fork_never_sends_the_parents_lsid_in_the_child() {
     let coll = client
         .database("fork")
         .collection::<Document>("inherited_session");
-    coll.drop(None).ok();
-    let mut session = client.start_session(None).unwrap();
-    coll.insert_one_with_session(doc! { "by": "parent" }, None, &mut session)
+    coll.drop().run().ok();
+    let mut session = client.start_session().run().unwrap();
+    coll.insert_one(doc! { "by": "parent" })
+        .session(&mut session)
+        .run()
         .unwrap();
     let parent_lsid = session.id().cloned().expect("an lsid");
     // A transaction open at the fork is the parent's.
-    let mut in_transaction = client.start_session(None).unwrap();
+    let mut in_transaction = client.start_session().run().unwrap();
     in_transaction.start_transaction(None).unwrap();
-    coll.insert_one_with_session(doc! { "by": "parent txn" }, None, &mut in_transaction)
+    coll.insert_one(doc! { "by": "parent txn" })
+        .session(&mut in_transaction)
+        .run()
         .unwrap();
     let transaction_lsid = in_transaction.id().cloned().expect("an lsid");
     let (mut session, mut in_transaction) = (Some(session), Some(in_transaction));
@@ -239,10 +244,14 @@ fn a_session_created_before_fork_never_sends_the_parents_lsid_in_the_child() {
         // copies: the fork copied the address space).
         let mut session = session.take().expect("the session");
         let mut in_transaction = in_transaction.take().expect("the session");
-        coll.insert_one_with_session(doc! { "by": "child" }, None, &mut session)
+        coll.insert_one(doc! { "by": "child" })
+            .session(&mut session)
+            .run()
             .map_err(|e| e.to_string())?;
         let refused = coll
-            .insert_one_with_session(doc! { "by": "child txn" }, None, &mut in_transaction)
+            .insert_one(doc! { "by": "child txn" })
+            .session(&mut in_transaction)
+            .run()
             .expect_err("the parent's transaction cannot continue in the child");
         if !refused.to_string().contains("parent process") {
             return Err(format!("unclear error: {refused}"));
@@ -281,10 +290,12 @@ fn a_session_created_before_fork_never_sends_the_parents_lsid_in_the_child() {
     }
     // The parent's sessions carry on, its transaction included.
     let (mut session, mut in_transaction) = (session.unwrap(), in_transaction.unwrap());
-    coll.insert_one_with_session(doc! { "by": "parent again" }, None, &mut session)
+    coll.insert_one(doc! { "by": "parent again" })
+        .session(&mut session)
+        .run()
         .unwrap();
     in_transaction.commit_transaction().unwrap();
     assert_eq!(session.id(), Some(&parent_lsid));
-    let count = coll.count_documents(doc! {}, None).unwrap();
+    let count = coll.count_documents(doc! {}).run().unwrap();
     assert_eq!(count, 4, "parent, parent txn, child, parent again");
 }

@@ -25,6 +25,7 @@ fn block_next(client: &Client, command: &str) {
             "mode": { "times": 1 },
             "data": { "failCommands": [command], "blockConnection": true, "blockTimeMS": BLOCK_MS },
         })
+        .run()
         .unwrap();
 }
 
@@ -62,20 +63,21 @@ fn database_and_client_entry_points_inherit_the_client_timeout() {
     let client = Client::with_uri_str(&format!("{}&timeoutMS=400", server.uri())).unwrap();
     let db = client.database(DB);
     db.collection::<Document>("c")
-        .insert_one(doc! { "a": 1 }, None)
+        .insert_one(doc! { "a": 1 })
+        .run()
         .unwrap();
     let mut problems = Vec::new();
     problems.extend(times_out(&client, "count", || {
-        db.run_command(doc! { "count": "c" })
+        db.run_command(doc! { "count": "c" }).run()
     }));
     problems.extend(times_out(&client, "listCollections", || {
-        db.list_collection_names()
+        db.list_collection_names().run()
     }));
     problems.extend(times_out(&client, "listDatabases", || {
-        client.list_database_names()
+        client.list_database_names().run()
     }));
     problems.extend(times_out(&client, "create", || {
-        db.create_collection("d", None)
+        db.create_collection("d").run()
     }));
     assert!(problems.is_empty(), "{problems:#?}");
 }
@@ -86,17 +88,18 @@ fn database_entry_points_inherit_the_database_timeout() {
     let client = Client::with_uri_str(&server.uri()).unwrap();
     let db = client.database(DB).with_timeout(Duration::from_millis(400));
     db.collection::<Document>("c")
-        .insert_one(doc! { "a": 1 }, None)
+        .insert_one(doc! { "a": 1 })
+        .run()
         .unwrap();
     let mut problems = Vec::new();
     problems.extend(times_out(&client, "count", || {
-        db.run_command(doc! { "count": "c" })
+        db.run_command(doc! { "count": "c" }).run()
     }));
     problems.extend(times_out(&client, "listCollections", || {
-        db.list_collection_names()
+        db.list_collection_names().run()
     }));
     problems.extend(times_out(&client, "create", || {
-        db.create_collection("d", None)
+        db.create_collection("d").run()
     }));
     assert!(problems.is_empty(), "{problems:#?}");
 }
@@ -106,11 +109,14 @@ fn a_cursors_get_more_and_a_commit_inherit_the_timeout() {
     let server = TestServer::start();
     let client = Client::with_uri_str(&format!("{}&timeoutMS=400", server.uri())).unwrap();
     let coll = client.database(DB).collection::<Document>("c");
-    coll.insert_many([doc! { "a": 1 }, doc! { "a": 2 }], None)
+    coll.insert_many([doc! { "a": 1 }, doc! { "a": 2 }])
+        .run()
         .unwrap();
     let mut problems = Vec::new();
     let mut cursor = coll
-        .find(None, FindOptions::default().batch_size(1))
+        .find(doc! {})
+        .with_options(FindOptions::default().batch_size(1))
+        .run()
         .unwrap();
     assert!(cursor.next().unwrap().is_ok(), "the first batch");
     problems.extend(times_out(&client, "getMore", || {
@@ -118,9 +124,11 @@ fn a_cursors_get_more_and_a_commit_inherit_the_timeout() {
     }));
     drop(cursor);
 
-    let mut session = client.start_session(None).unwrap();
+    let mut session = client.start_session().run().unwrap();
     session.start_transaction(None).unwrap();
-    coll.insert_one_with_session(doc! { "a": 3 }, None, &mut session)
+    coll.insert_one(doc! { "a": 3 })
+        .session(&mut session)
+        .run()
         .unwrap();
     problems.extend(times_out(&client, "commitTransaction", || {
         session.commit_transaction()
@@ -133,7 +141,7 @@ fn with_transaction_stops_retrying_at_the_timeout() {
     let server = TestServer::start();
     let client = Client::with_uri_str(&format!("{}&timeoutMS=400", server.uri())).unwrap();
     let coll = client.database(DB).collection::<Document>("c");
-    coll.insert_one(doc! { "a": 1 }, None).unwrap();
+    coll.insert_one(doc! { "a": 1 }).run().unwrap();
     // Every insert fails with a transient error: withTransaction retries
     // until its time limit, which timeoutMS sets (120 s otherwise).
     client
@@ -142,17 +150,18 @@ fn with_transaction_stops_retrying_at_the_timeout() {
             "configureFailPoint": "failCommand",
             "mode": "alwaysOn",
             "data": { "failCommands": ["insert"], "errorCode": 112, "errorLabels": ["TransientTransactionError"] },
-        })
+        }).run()
         .unwrap();
-    let mut session = client.start_session(None).unwrap();
+    let mut session = client.start_session().run().unwrap();
     let started = Instant::now();
     let outcome = session.with_transaction(None, |session| {
-        coll.insert_one_with_session(doc! { "a": 2 }, None, session)
+        coll.insert_one(doc! { "a": 2 }).session(session).run()
     });
     let elapsed = started.elapsed();
     client
         .database("admin")
         .run_command(doc! { "configureFailPoint": "failCommand", "mode": "off" })
+        .run()
         .unwrap();
     let error = outcome.expect_err("every attempt failed");
     assert!(
@@ -175,11 +184,15 @@ fn insert_many_batches_share_one_deadline() {
     let coll = client
         .database(DB)
         .collection::<Document>(&format!("batches_{}", bson::oid::ObjectId::new()));
-    client.database(DB).run_command(doc! { "ping": 1 }).unwrap();
+    client
+        .database(DB)
+        .run_command(doc! { "ping": 1 })
+        .run()
+        .unwrap();
     sim.delay_replies(0, Duration::from_millis(150));
     let documents: Vec<Document> = (0..10).map(|i| doc! { "_id": i }).collect();
     let started = Instant::now();
-    let outcome = coll.insert_many(documents.iter(), None);
+    let outcome = coll.insert_many(documents.iter()).run();
     let elapsed = started.elapsed();
     sim.delay_replies(0, Duration::ZERO);
     let error = outcome.expect_err("five 150 ms batches do not fit in 500 ms");
@@ -189,8 +202,9 @@ fn insert_many_batches_share_one_deadline() {
     );
     assert!(elapsed < Duration::from_millis(700), "{elapsed:?}");
     // The same batches fit when nothing is slow: the limit is the whole call's.
-    coll.delete_many(doc! {}, None).unwrap();
-    coll.insert_many(documents.iter(), None)
+    coll.delete_many(doc! {}).run().unwrap();
+    coll.insert_many(documents.iter())
+        .run()
         .expect("fast batches fit");
 }
 
@@ -201,13 +215,13 @@ fn with_transactions_operations_and_commit_share_its_deadline() {
     let coll = client
         .database(DB)
         .collection::<Document>(&format!("txn_deadline_{}", bson::oid::ObjectId::new()));
-    coll.insert_one(doc! { "_id": 0 }, None).unwrap();
+    coll.insert_one(doc! { "_id": 0 }).run().unwrap();
     sim.delay_replies(0, Duration::from_millis(150));
-    let mut session = client.start_session(None).unwrap();
+    let mut session = client.start_session().run().unwrap();
     let started = Instant::now();
     let outcome = session.with_transaction(None, |s| {
         for id in 1..=4 {
-            coll.insert_one_with_session(doc! { "_id": id }, None, s)?;
+            coll.insert_one(doc! { "_id": id }).session(s).run()?;
         }
         Ok(())
     });
@@ -221,7 +235,7 @@ fn with_transactions_operations_and_commit_share_its_deadline() {
     // The deadline, plus the abort's own round trip.
     assert!(elapsed < Duration::from_millis(900), "{elapsed:?}");
     assert_eq!(
-        coll.count_documents(None, None).unwrap(),
+        coll.count_documents(doc! {}).run().unwrap(),
         1,
         "nothing committed"
     );
@@ -232,10 +246,13 @@ fn a_cursors_kill_cursors_is_bounded_by_the_timeout() {
     let server = TestServer::start();
     let client = Client::with_uri_str(&format!("{}&timeoutMS=400", server.uri())).unwrap();
     let coll = client.database(DB).collection::<Document>("kill");
-    coll.insert_many((0..4).map(|i| doc! { "_id": i }), None)
+    coll.insert_many((0..4).map(|i| doc! { "_id": i }))
+        .run()
         .unwrap();
     let mut cursor = coll
-        .find(None, FindOptions::default().batch_size(1))
+        .find(doc! {})
+        .with_options(FindOptions::default().batch_size(1))
+        .run()
         .unwrap();
     assert!(cursor.next().unwrap().is_ok(), "the first batch");
     block_next(&client, "killCursors");

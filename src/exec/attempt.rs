@@ -76,11 +76,12 @@ impl ClientState {
         if let Some(s) = session.get() {
             self.adopt_if_forked(s)?;
         }
-        // A running deadline (the batches of one write, the operations of
-        // with_transaction) wins over the operation's own timeout.
-        let deadline = inherited
-            .deadline
-            .or_else(|| session.get().and_then(|s| s.transaction_deadline()))
+        // A running deadline (the operations of with_transaction, the
+        // batches of one write) wins over the operation's own timeout.
+        let deadline = session
+            .get()
+            .and_then(|s| s.transaction_deadline())
+            .or(inherited.deadline)
             .unwrap_or_else(|| Deadline::from_timeout(self.time.now(), inherited.timeout));
         let plan = match session.get() {
             Some(s) if !ends_transaction => Some(s.begin_operation(&OperationInfo {
