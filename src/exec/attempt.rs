@@ -402,7 +402,8 @@ impl ClientState {
         finish(command, &ctx, run.session.get())
     }
 
-    /// The retry decision after a failed attempt, and its sleep.
+    /// The retry decision after a failed attempt, and its sleep; whether
+    /// the retry is an overload retry.
     pub(super) fn after_failure(
         &mut self,
         run: &mut Run<'_>,
@@ -411,7 +412,7 @@ impl ClientState {
         prepared: &Prepared,
         address: &ServerAddress,
         operation_name: &str,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let attempt = FailedAttempt {
             command_sent: sent,
             ..FailedAttempt::sent_to(
@@ -446,7 +447,7 @@ impl ClientState {
             }
         }
         wait(&plan, &*self.time, operation_name);
-        Ok(())
+        Ok(plan.overload)
     }
 }
 

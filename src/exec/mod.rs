@@ -230,10 +230,9 @@ impl ClientState {
                     return self.finish_error(op, error, run.session);
                 }
                 Err((error, sent)) => {
-                    if let Err(error) =
-                        self.after_failure(&mut run, error, sent, &prepared, &address, Op::NAME)
-                    {
-                        return self.finish_error(op, error, run.session);
+                    match self.after_failure(&mut run, error, sent, &prepared, &address, Op::NAME) {
+                        Ok(overload) => op.before_retry(overload),
+                        Err(error) => return self.finish_error(op, error, run.session),
                     }
                 }
             }

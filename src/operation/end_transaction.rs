@@ -13,7 +13,8 @@ pub struct EndTransaction {
     name: &'static str,
     body: Document,
     retry_body: Document,
-    attempts: u32,
+    /// A retry after an error other than overload: send `retry_body`.
+    upgraded: bool,
 }
 
 impl EndTransaction {
@@ -23,7 +24,7 @@ impl EndTransaction {
             name: "commitTransaction",
             body,
             retry_body,
-            attempts: 0,
+            upgraded: false,
         }
     }
 
@@ -33,7 +34,7 @@ impl EndTransaction {
             name: "abortTransaction",
             retry_body: body.clone(),
             body,
-            attempts: 0,
+            upgraded: false,
         }
     }
 
@@ -52,12 +53,11 @@ impl Operation for EndTransaction {
     }
 
     fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
-        let body = if self.attempts == 0 {
-            self.body.clone()
-        } else {
+        let body = if self.upgraded {
             self.retry_body.clone()
+        } else {
+            self.body.clone()
         };
-        self.attempts += 1;
         Ok(Command::new(self.name, "admin", body))
     }
 
@@ -70,6 +70,15 @@ impl Operation for EndTransaction {
 
     fn retryability(&self) -> Retryability {
         Retryability::Write
+    }
+
+    /// The transactions spec's majority write concern is for retries after
+    /// a commit error; an overload retry resends the command as it was
+    /// (client backpressure spec).
+    fn before_retry(&mut self, overload: bool) {
+        if !overload {
+            self.upgraded = true;
+        }
     }
 }
 
@@ -98,5 +107,23 @@ mod tests {
         ));
         assert!(error.contains_label("RetryableWriteError"));
         assert!(commit.handle_reply(doc! { "ok": 1 }, &server).is_ok());
+    }
+
+    #[test]
+    fn a_commit_is_upgraded_to_majority_only_after_an_error_other_than_overload() {
+        let server = ServerInfo::default();
+        let mut commit =
+            EndTransaction::commit(doc! { "commitTransaction": 1 }, doc! { "retry": 1 });
+        assert_eq!(
+            commit.build(&server).unwrap().body,
+            doc! { "commitTransaction": 1 }
+        );
+        commit.before_retry(true);
+        assert_eq!(
+            commit.build(&server).unwrap().body,
+            doc! { "commitTransaction": 1 }
+        );
+        commit.before_retry(false);
+        assert_eq!(commit.build(&server).unwrap().body, doc! { "retry": 1 });
     }
 }

@@ -32,11 +32,6 @@ pub const KNOWN_FAILURES: &[(&str, &str, &str)] = &[
         "start with implicit unacknowledged write concern",
         "driver (transactions): startTransaction accepts an unacknowledged (w:0) write concern inherited from the client; the spec requires an error",
     ),
-    (
-        "transactions/tests/unified/backpressure-retryable-commit.json",
-        "commitTransaction retries if backpressure labels are added",
-        "driver (issue 10, retries): an overload retry of commitTransaction upgrades the write concern to {w: majority, wtimeout: 10000}, which the spec keeps for retries after a commit error, not for backpressure retries",
-    ),
     ("causal-consistency/tests/causal-consistency-write-commands.json", "insertOne includes afterClusterTime in causally consistent session", DRIVER_CC_WRITES_NO_AFTER_CLUSTER_TIME),
     ("causal-consistency/tests/causal-consistency-write-commands.json", "updateOne includes afterClusterTime in causally consistent session", DRIVER_CC_WRITES_NO_AFTER_CLUSTER_TIME),
     ("causal-consistency/tests/causal-consistency-write-commands.json", "updateMany includes afterClusterTime in causally consistent session", DRIVER_CC_WRITES_NO_AFTER_CLUSTER_TIME),
