@@ -67,6 +67,7 @@ pub mod event;
 mod exec;
 mod fork;
 pub mod handshake;
+mod log_json;
 mod nesting;
 pub mod object_id;
 pub mod operation;

@@ -121,12 +121,16 @@ impl ClientState {
     /// A session created before fork() and used in the child gets a server
     /// session of the child's own: the parent's `lsid` is never sent.
     fn adopt_if_forked(&mut self, session: &mut SessionState) -> Result<()> {
+        // Runs before selection, so the topology's cached pid may still be
+        // the parent's: ask the kernel.
         let pid = std::process::id();
         if !session.inherited_by(pid) {
             return Ok(());
         }
         let timeout = self.logical_session_timeout();
-        let fresh = self.sessions.checkout(self.time.now(), timeout);
+        let fresh = self
+            .sessions
+            .checkout_in_process(pid, self.time.now(), timeout);
         session.adopt_after_fork(fresh, pid)
     }
 
@@ -292,7 +296,12 @@ impl ClientState {
                 let supported = load_balanced
                     || session_supported(SessionKind::Implicit, timeout).unwrap_or(false);
                 if supported {
-                    let server_session = self.sessions.checkout(self.time.now(), timeout);
+                    // The operation's selection read the process id; a
+                    // fork cannot come between it and here on this thread.
+                    let pid = self.topology.process_id();
+                    let server_session =
+                        self.sessions
+                            .checkout_in_process(pid, self.time.now(), timeout);
                     run.session =
                         SessionSlot::Implicit(Box::new(SessionState::implicit(server_session)));
                 }
