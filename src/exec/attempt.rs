@@ -302,8 +302,9 @@ impl ClientState {
                     let server_session =
                         self.sessions
                             .checkout_in_process(pid, self.time.now(), timeout);
-                    run.session =
-                        SessionSlot::Implicit(Box::new(SessionState::implicit(server_session)));
+                    run.session = SessionSlot::Implicit(Box::new(
+                        SessionState::implicit_in_process(server_session, pid),
+                    ));
                 }
                 Ok(())
             }
