@@ -22,16 +22,6 @@ pub const KNOWN_FAILURES: &[(&str, &str, &str)] = &[
         "write concern error MaxTimeMSExpired is transformed",
         DRIVER_TIMEOUT_MS,
     ),
-    (
-        "transactions/tests/unified/transaction-options.json",
-        "transaction options inherited from client",
-        "driver (issue 10, settings resolution): the client's readConcernLevel is not sent with the first command of a transaction",
-    ),
-    (
-        "transactions/tests/unified/write-concern.json",
-        "start with implicit unacknowledged write concern",
-        "driver (transactions): startTransaction accepts an unacknowledged (w:0) write concern inherited from the client; the spec requires an error",
-    ),
     ("causal-consistency/tests/causal-consistency-write-commands.json", "insertOne includes afterClusterTime in causally consistent session", DRIVER_CC_WRITES_NO_AFTER_CLUSTER_TIME),
     ("causal-consistency/tests/causal-consistency-write-commands.json", "updateOne includes afterClusterTime in causally consistent session", DRIVER_CC_WRITES_NO_AFTER_CLUSTER_TIME),
     ("causal-consistency/tests/causal-consistency-write-commands.json", "updateMany includes afterClusterTime in causally consistent session", DRIVER_CC_WRITES_NO_AFTER_CLUSTER_TIME),
