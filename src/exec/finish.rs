@@ -103,6 +103,7 @@ pub(crate) fn finish(
                 max_wire_version: ctx.max_wire_version,
                 accepts_read_concern: takes.read_concern,
                 accepts_write_concern: takes.write_concern,
+                accepts_after_cluster_time: takes.after_cluster_time,
                 read_concern: ctx.read_concern,
                 write_concern: ctx.write_concern,
                 retryable_write: ctx.retryable_write,
