@@ -330,6 +330,7 @@ fn a_failed_handshake_on_the_first_attempt_is_retried_once() {
     // is dropped, selection tries once more and that one is dropped too, so
     // the first attempt fails to get a connection. The retry connects.
     sim.drop_connections(0);
+    std::thread::sleep(support::sim::UNTIL_IDLE);
     sim.fail_hellos(0, 2, support::sim::HelloFault::CloseConnection);
     recorder.clear_commands();
     let connections = sim.connections(0);
@@ -339,6 +340,7 @@ fn a_failed_handshake_on_the_first_attempt_is_retried_once() {
 
     // A retryable write likewise.
     sim.drop_connections(0);
+    std::thread::sleep(support::sim::UNTIL_IDLE);
     sim.fail_hellos(0, 2, support::sim::HelloFault::CloseConnection);
     coll.insert_one(doc! { "_id": 100 })
         .run()
@@ -348,6 +350,7 @@ fn a_failed_handshake_on_the_first_attempt_is_retried_once() {
     // The retry's handshake dropped as well: the read fails with the
     // network error.
     sim.drop_connections(0);
+    std::thread::sleep(support::sim::UNTIL_IDLE);
     sim.fail_hellos(0, 3, support::sim::HelloFault::CloseConnection);
     let error = coll
         .count_documents(doc! {})
@@ -428,6 +431,7 @@ fn a_cursor_whose_socket_died_is_not_resumed_on_the_other_service() {
     assert_eq!(cursor.next().map(|d| d.is_ok()), Some(true));
 
     sim.drop_connections(0);
+    std::thread::sleep(support::sim::UNTIL_IDLE);
     // Another operation replaces the socket; round robin sends the new one
     // to the other service.
     recorder.clear_commands();

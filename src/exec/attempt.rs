@@ -258,7 +258,12 @@ impl ClientState {
                 let supported = load_balanced
                     || session_supported(SessionKind::Implicit, timeout).unwrap_or(false);
                 if supported {
-                    let server_session = self.sessions.checkout(self.time.now(), timeout);
+                    // The operation's selection read the process id; a
+                    // fork cannot come between it and here on this thread.
+                    let pid = self.topology.process_id();
+                    let server_session =
+                        self.sessions
+                            .checkout_in_process(pid, self.time.now(), timeout);
                     run.session =
                         SessionSlot::Implicit(Box::new(SessionState::implicit(server_session)));
                 }

@@ -167,7 +167,9 @@ impl ClientState {
             if let Some(server_session) = session.end() {
                 let timeout = self.logical_session_timeout();
                 let now = self.time.now();
-                self.sessions.checkin(server_session, now, timeout);
+                let pid = self.topology.process_id();
+                self.sessions
+                    .checkin_in_process(pid, server_session, now, timeout);
             }
         }
     }

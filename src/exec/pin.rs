@@ -16,12 +16,16 @@ impl ClientState {
     /// A session created before fork() and used in the child gets a server
     /// session of the child's own: the parent's `lsid` is never sent.
     pub(super) fn adopt_if_forked(&mut self, session: &mut SessionState) -> Result<()> {
+        // Runs before selection, so the topology's cached pid may still be
+        // the parent's: ask the kernel.
         let pid = std::process::id();
         if !session.inherited_by(pid) {
             return Ok(());
         }
         let timeout = self.logical_session_timeout();
-        let fresh = self.sessions.checkout(self.time.now(), timeout);
+        let fresh = self
+            .sessions
+            .checkout_in_process(pid, self.time.now(), timeout);
         session.adopt_after_fork(fresh, pid)
     }
 
