@@ -70,8 +70,16 @@ impl ClientSession {
         options: impl Into<Option<TransactionOptions>>,
     ) -> Result<()> {
         let options = options.into();
-        self.state
-            .start_transaction(options.as_ref(), &TransactionOptions::default())
+        // What the transaction inherits when neither its options nor the
+        // session's defaults say: the client's concerns and read preference.
+        let defaults = self.client.defaults();
+        let client = TransactionOptions {
+            read_concern: defaults.read_concern,
+            write_concern: defaults.write_concern,
+            read_preference: defaults.read_preference,
+            ..TransactionOptions::default()
+        };
+        self.state.start_transaction(options.as_ref(), &client)
     }
 
     /// Commits the transaction. A commit that fails with a retryable error

@@ -22,13 +22,20 @@ use crate::session::transaction::{read_concern_document, write_concern_document}
 pub(crate) struct Takes {
     pub(crate) read_concern: bool,
     pub(crate) write_concern: bool,
+    /// A write in a causally consistent session carries the session's
+    /// `afterClusterTime` (a `readConcern` without a level), though it
+    /// takes no inherited read concern (causal consistency spec).
+    pub(crate) after_cluster_time: bool,
 }
 
 impl Takes {
     pub(crate) fn of(name: &str, body: &Document) -> Takes {
+        let read_concern = takes_read_concern(name, body);
         Takes {
-            read_concern: takes_read_concern(name, body),
+            read_concern,
             write_concern: takes_write_concern(name, body),
+            after_cluster_time: read_concern
+                || matches!(name, "insert" | "update" | "delete" | "findAndModify"),
         }
     }
 }
@@ -52,6 +59,14 @@ pub(crate) fn attach_concerns(
         }
     }
     if !takes.read_concern {
+        // A write's readConcern is the session's afterClusterTime alone.
+        if let Some((key @ "afterClusterTime", value)) =
+            read_extra.filter(|_| takes.after_cluster_time)
+        {
+            if !body.contains_key("readConcern") {
+                body.insert("readConcern", bson::doc! { key: value });
+            }
+        }
         return;
     }
     if let Ok(given) = body.get_document_mut("readConcern") {

@@ -25,6 +25,7 @@ mod attempt;
 mod classify;
 mod clock;
 mod finish;
+mod pin;
 mod send;
 
 use std::sync::Arc;

@@ -159,6 +159,10 @@ pub struct CommandContext<'a> {
     /// DDL, `aggregate` with `$out`/`$merge`); reads never get one, even
     /// when the client, database or collection has a write concern.
     pub accepts_write_concern: bool,
+    /// A write that carries a causally consistent session's
+    /// `afterClusterTime` (`insert`, `update`, `delete`, `findAndModify`),
+    /// without an inherited read concern level.
+    pub accepts_after_cluster_time: bool,
     /// The operation's read concern (operation, collection, database or
     /// client); `None` for the server default. Do not put it in the command
     /// yourself: inside a transaction it must not be sent.
@@ -576,6 +580,7 @@ impl SessionState {
             let takes = crate::concern::Takes {
                 read_concern: ctx.accepts_read_concern || snapshot_read,
                 write_concern: ctx.accepts_write_concern,
+                after_cluster_time: ctx.accepts_read_concern || ctx.accepts_after_cluster_time,
             };
             crate::concern::attach_concerns(
                 command,
