@@ -8,7 +8,7 @@ mod support;
 use bson::{doc, Bson, Document};
 use mongo_inline::cursor::SessionCursor;
 use mongo_inline::error::ErrorKind;
-use mongo_inline::options::{IndexModel, ReturnDocument, WriteModel};
+use mongo_inline::options::{IndexModel, IndexOptions, ReturnDocument, WriteModel};
 use mongo_inline::results::CollectionType;
 use mongo_inline::{Client, ClientSession, Collection};
 use serde::{Deserialize, Serialize};
@@ -280,6 +280,56 @@ fn index_operations_create_list_and_drop() {
         .contains(&"by_c".to_string()));
     coll.drop_indexes().run().unwrap();
     assert_eq!(coll.list_index_names().run().unwrap(), ["_id_"]);
+}
+
+#[test]
+fn typed_index_options_reach_the_server() {
+    let server = TestServer::shared();
+    let client = Client::with_uri_str(&server.uri()).unwrap();
+    let coll = fresh(&client, "typed_index_options");
+    let created = coll
+        .create_index(
+            IndexModel::new(doc! { "email": 1 }).options(
+                IndexOptions::default()
+                    .unique(true)
+                    .name("by_email".to_string()),
+            ),
+        )
+        .run()
+        .unwrap();
+    assert_eq!(created.index_name, "by_email");
+    coll.create_index(
+        IndexModel::new(doc! { "at": 1 })
+            .options(IndexOptions::default().expire_after(std::time::Duration::from_secs(90))),
+    )
+    .run()
+    .unwrap();
+    let indexes: Vec<Document> = coll
+        .list_indexes()
+        .run()
+        .unwrap()
+        .collect::<mongo_inline::Result<_>>()
+        .unwrap();
+    let by_name = |name: &str| {
+        indexes
+            .iter()
+            .find(|i| i.get_str("name") == Ok(name))
+            .unwrap_or_else(|| panic!("no index {name}: {indexes:?}"))
+    };
+    assert_eq!(by_name("by_email").get_bool("unique"), Ok(true));
+    let ttl = by_name("at_1").get("expireAfterSeconds").cloned();
+    assert!(
+        matches!(ttl, Some(Bson::Int32(90) | Bson::Int64(90))) || ttl == Some(Bson::Double(90.0)),
+        "{ttl:?}"
+    );
+    coll.insert_one(doc! { "email": "a@example.com" })
+        .run()
+        .unwrap();
+    let duplicate = coll
+        .insert_one(doc! { "email": "a@example.com" })
+        .run()
+        .unwrap_err();
+    assert_eq!(duplicate.code(), Some(11000), "{duplicate}");
 }
 
 #[test]
