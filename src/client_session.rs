@@ -17,7 +17,8 @@ use crate::session::with_transaction::{Decision, WithTransaction};
 use crate::session::{SessionOptions, SessionState};
 
 /// An explicit session: causally consistent reads by default, and the
-/// context of a transaction. Pass it to the `*_with_session` methods.
+/// context of a transaction. Pass it to an operation with
+/// `.session(&mut session)`.
 ///
 /// Dropping a session aborts a transaction still in progress and returns
 /// the server session to the client's pool.
@@ -65,6 +66,23 @@ impl ClientSession {
 
     /// Starts a transaction; the next operation in this session begins it
     /// on the server.
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let coll = client.database("docs").collection::<Document>("transactions");
+    /// coll.insert_one(doc! {}).run()?; // creates the collection outside the transaction
+    /// let mut session = client.start_session().run()?;
+    /// session.start_transaction(None)?;
+    /// coll.insert_one(doc! { "in": "transaction" }).session(&mut session).run()?;
+    /// session.commit_transaction()?;
+    /// assert_eq!(coll.count_documents(doc! { "in": "transaction" }).run()?, 1);
+    /// # coll.drop().run()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn start_transaction(
         &mut self,
         options: impl Into<Option<TransactionOptions>>,
@@ -146,6 +164,31 @@ impl ClientSession {
     /// transaction on `TransientTransactionError` and the commit on
     /// `UnknownTransactionCommitResult`, for up to the client's `timeoutMS`
     /// or else 120 seconds (the convenient transactions API).
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let orders = client.database("docs").collection::<Document>("orders");
+    /// let stock = client.database("docs").collection::<Document>("stock");
+    /// stock.update_one(doc! { "_id": "pen" }, doc! { "$set": { "n": 10 } }).upsert(true).run()?;
+    /// orders.insert_one(doc! {}).run()?; // creates the collection outside the transaction
+    ///
+    /// let mut session = client.start_session().run()?;
+    /// session.with_transaction(None, |session| {
+    ///     orders.insert_one(doc! { "item": "pen" }).session(&mut *session).run()?;
+    ///     stock
+    ///         .update_one(doc! { "_id": "pen" }, doc! { "$inc": { "n": -1 } })
+    ///         .session(&mut *session)
+    ///         .run()?;
+    ///     Ok(())
+    /// })?;
+    /// let pens = stock.find_one(doc! { "_id": "pen" }).run()?.unwrap();
+    /// assert_eq!(pens.get_i32("n").unwrap(), 9);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn with_transaction<R, F>(
         &mut self,
         options: impl Into<Option<TransactionOptions>>,

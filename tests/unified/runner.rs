@@ -692,8 +692,8 @@ impl<'a> TestRun<'a> {
         };
         let result = match entity {
             Target::Collection(c) => collection_operation(&c, name, args, session.as_deref_mut()),
-            Target::Database(d) => database_operation(&d, name, args, session.is_some()),
-            Target::Client(c) => client_operation(&c, name, args, session.is_some()),
+            Target::Database(d) => database_operation(&d, name, args, session.as_deref_mut()),
+            Target::Client(c) => client_operation(&c, name, args, session.as_deref_mut()),
             Target::Session(s) => {
                 let mut own = self.take_session(&s)?;
                 let result = session_operation(&mut own, name, args);
@@ -1015,6 +1015,25 @@ where
     Ok(Bson::Array(docs.into_iter().map(Bson::Document).collect()))
 }
 
+/// Runs an action builder in `session` when there is one.
+macro_rules! run_in {
+    ($session:expr, $builder:expr) => {
+        match $session {
+            Some(s) => $builder.session(s).run(),
+            None => $builder.run(),
+        }
+    };
+}
+
+/// Drains a session cursor with its session.
+fn session_documents_result(
+    cursor: mongo_inline::Result<mongo_inline::SessionCursor<Document>>,
+    session: &mut ClientSession,
+) -> DriverResult {
+    let docs = cursor?.iter(session).collect::<Result<Vec<_>, _>>()?;
+    Ok(Bson::Array(docs.into_iter().map(Bson::Document).collect()))
+}
+
 fn update_result(r: mongo_inline::results::UpdateResult) -> Bson {
     let mut d = doc! {
         "matchedCount": r.matched_count as i64,
@@ -1025,16 +1044,6 @@ fn update_result(r: mongo_inline::results::UpdateResult) -> Bson {
         d.insert("upsertedId", id);
     }
     Bson::Document(d)
-}
-
-fn no_session(name: &str, has: bool) -> Outcome {
-    if has {
-        skip(format!(
-            "{name} with a session: no session form in the driver's API"
-        ))
-    } else {
-        Ok(())
-    }
 }
 
 fn collection_operation(
@@ -1074,8 +1083,7 @@ fn collection_operation(
                 o = o.comment(c);
             }
             args.done()?;
-            no_session(name, session.is_some())?;
-            coll.insert_many(&documents).with_options(o).run().map(|r| {
+            run_in!(session, coll.insert_many(&documents).with_options(o)).map(|r| {
                 let ids: Document = r
                     .inserted_ids
                     .into_iter()
@@ -1255,10 +1263,7 @@ fn collection_operation(
             }
             args.done()?;
             if name == "findOne" {
-                no_session(name, session.is_some())?;
-                coll.find_one(filter)
-                    .with_options(o)
-                    .run()
+                run_in!(session, coll.find_one(filter).with_options(o))
                     .map(|d| d.map(Bson::Document).unwrap_or(Bson::Null))
             } else {
                 match session {
@@ -1306,8 +1311,11 @@ fn collection_operation(
                 o = o.comment(c);
             }
             args.done()?;
-            no_session(name, session.is_some())?;
-            documents_result(coll.aggregate(pipeline).with_options(o).run())
+            let aggregate = coll.aggregate(pipeline).with_options(o);
+            match session {
+                Some(s) => session_documents_result(aggregate.session(&mut *s).run(), s),
+                None => documents_result(aggregate.run()),
+            }
         }
         "countDocuments" => {
             let filter = args.doc("filter")?.unwrap_or_default();
@@ -1350,10 +1358,7 @@ fn collection_operation(
                 o = o.comment(c);
             }
             args.done()?;
-            no_session(name, session.is_some())?;
-            coll.estimated_document_count()
-                .with_options(o)
-                .run()
+            run_in!(session, coll.estimated_document_count().with_options(o))
                 .map(|n| Bson::Int64(n as i64))
         }
         "distinct" => {
@@ -1376,11 +1381,7 @@ fn collection_operation(
                 o = o.comment(c);
             }
             args.done()?;
-            no_session(name, session.is_some())?;
-            coll.distinct(&field, filter)
-                .with_options(o)
-                .run()
-                .map(Bson::Array)
+            run_in!(session, coll.distinct(&field, filter).with_options(o)).map(Bson::Array)
         }
         "findOneAndDelete" => {
             let filter = args.required_doc("filter")?;
@@ -1404,10 +1405,7 @@ fn collection_operation(
                 o = o.comment(c);
             }
             args.done()?;
-            no_session(name, session.is_some())?;
-            coll.find_one_and_delete(filter)
-                .with_options(o)
-                .run()
+            run_in!(session, coll.find_one_and_delete(filter).with_options(o))
                 .map(|d| d.map(Bson::Document).unwrap_or(Bson::Null))
         }
         "findOneAndUpdate" | "findOneAndReplace" => {
@@ -1425,7 +1423,6 @@ fn collection_operation(
             let hint = args.hint();
             let collation = args.doc("collation")?;
             let let_vars = args.doc("let")?;
-            no_session(name, session.is_some())?;
             let r = if name == "findOneAndUpdate" {
                 let update = match args.take("update") {
                     Some(Bson::Document(d)) => mongo_inline::operation::UpdateModification::from(d),
@@ -1468,9 +1465,10 @@ fn collection_operation(
                     o = o.comment(v);
                 }
                 args.done()?;
-                coll.find_one_and_update(filter, update)
-                    .with_options(o)
-                    .run()
+                run_in!(
+                    session,
+                    coll.find_one_and_update(filter, update).with_options(o)
+                )
             } else {
                 let replacement = args.required_doc("replacement")?;
                 let mut o = FindOneAndReplaceOptions::default();
@@ -1502,9 +1500,11 @@ fn collection_operation(
                     o = o.comment(v);
                 }
                 args.done()?;
-                coll.find_one_and_replace(filter, &replacement)
-                    .with_options(o)
-                    .run()
+                run_in!(
+                    session,
+                    coll.find_one_and_replace(filter, &replacement)
+                        .with_options(o)
+                )
             };
             r.map(|d| d.map(Bson::Document).unwrap_or(Bson::Null))
         }
@@ -1520,14 +1520,12 @@ fn collection_operation(
                 args.rest.insert("comment", c);
             }
             args.done()?;
-            no_session(name, session.is_some())?;
             let model = if options.is_empty() {
                 IndexModel::new(keys)
             } else {
                 IndexModel::new(keys).options(options)
             };
-            coll.create_index(model)
-                .run()
+            run_in!(session, coll.create_index(model))
                 .map(|created| Bson::String(created.index_name))
         }
         "listIndexes" => {
@@ -1535,8 +1533,10 @@ fn collection_operation(
                 args.rest.insert("comment", c);
             }
             args.done()?;
-            no_session(name, session.is_some())?;
-            documents_result(coll.list_indexes().run())
+            match session {
+                Some(s) => session_documents_result(coll.list_indexes().session(&mut *s).run(), s),
+                None => documents_result(coll.list_indexes().run()),
+            }
         }
         "dropIndex" => {
             let index = match args.take("name") {
@@ -1547,16 +1547,14 @@ fn collection_operation(
                 args.rest.insert("comment", c);
             }
             args.done()?;
-            no_session(name, session.is_some())?;
-            coll.drop_index(&index).run().map(|()| Bson::Null)
+            run_in!(session, coll.drop_index(&index)).map(|()| Bson::Null)
         }
         "dropIndexes" => {
             if let Some(c) = comment {
                 args.rest.insert("comment", c);
             }
             args.done()?;
-            no_session(name, session.is_some())?;
-            coll.drop_indexes().run().map(|()| Bson::Null)
+            run_in!(session, coll.drop_indexes()).map(|()| Bson::Null)
         }
         other => {
             return skip(format!(
@@ -1571,7 +1569,7 @@ fn database_operation(
     db: &Database,
     name: &str,
     mut args: Args,
-    has_session: bool,
+    session: Option<&mut ClientSession>,
 ) -> Outcome<DriverResult> {
     let result = match name {
         "runCommand" => {
@@ -1583,8 +1581,7 @@ fn database_operation(
                 );
             }
             args.done()?;
-            no_session(name, has_session)?;
-            db.run_command(command).run().map(Bson::Document)
+            run_in!(session, db.run_command(command)).map(Bson::Document)
         }
         "createCollection" => {
             let collection = match args.take("collection") {
@@ -1620,11 +1617,7 @@ fn database_operation(
                 o = o.pipeline(v);
             }
             args.done()?;
-            no_session(name, has_session)?;
-            db.create_collection(&collection)
-                .with_options(o)
-                .run()
-                .map(|_| Bson::Null)
+            run_in!(session, db.create_collection(&collection).with_options(o)).map(|_| Bson::Null)
         }
         "dropCollection" => {
             let collection = match args.take("collection") {
@@ -1632,17 +1625,12 @@ fn database_operation(
                 other => return fail(format!("dropCollection: collection {other:?}")),
             };
             args.done()?;
-            no_session(name, has_session)?;
-            db.collection::<Document>(&collection)
-                .drop()
-                .run()
-                .map(|()| Bson::Null)
+            let coll = db.collection::<Document>(&collection);
+            run_in!(session, coll.drop()).map(|()| Bson::Null)
         }
         "listCollectionNames" => {
             args.done()?;
-            no_session(name, has_session)?;
-            db.list_collection_names()
-                .run()
+            run_in!(session, db.list_collection_names())
                 .map(|n| Bson::Array(n.into_iter().map(Bson::String).collect()))
         }
         other => {
@@ -1658,15 +1646,12 @@ fn client_operation(
     client: &Client,
     name: &str,
     args: Args,
-    has_session: bool,
+    session: Option<&mut ClientSession>,
 ) -> Outcome<DriverResult> {
     match name {
         "listDatabaseNames" => {
             args.done()?;
-            no_session(name, has_session)?;
-            Ok(client
-                .list_database_names()
-                .run()
+            Ok(run_in!(session, client.list_database_names())
                 .map(|n| Bson::Array(n.into_iter().map(Bson::String).collect())))
         }
         other => skip(format!(

@@ -127,6 +127,21 @@ pub const KNOWN_FAILURES: &[(&str, &str, &str)] = &[
     ),
     (
         "sessions/tests/snapshot-sessions.json",
+        "Distinct operation with snapshot",
+        SERVER_SNAPSHOT_READS,
+    ),
+    (
+        "sessions/tests/snapshot-sessions.json",
+        "Aggregate operation with snapshot",
+        SERVER_SNAPSHOT_READS,
+    ),
+    (
+        "sessions/tests/snapshot-sessions.json",
+        "Mixed operation with snapshot",
+        SERVER_SNAPSHOT_READS,
+    ),
+    (
+        "sessions/tests/snapshot-sessions.json",
         "Write commands with snapshot session do not affect snapshot reads",
         SERVER_SNAPSHOT_READS,
     ),
