@@ -31,11 +31,15 @@ pub(crate) struct Takes {
 impl Takes {
     pub(crate) fn of(name: &str, body: &Document) -> Takes {
         let read_concern = takes_read_concern(name, body);
+        let write_concern = takes_write_concern(name, body);
         Takes {
             read_concern,
-            write_concern: takes_write_concern(name, body),
+            write_concern,
+            // Every write and DDL command (causal-consistency-write-commands
+            // covers create, drop and the index commands too); the
+            // transaction finishers carry the transaction's own fields.
             after_cluster_time: read_concern
-                || matches!(name, "insert" | "update" | "delete" | "findAndModify"),
+                || write_concern && !matches!(name, "commitTransaction" | "abortTransaction"),
         }
     }
 }
@@ -155,6 +159,18 @@ mod tests {
         }
         assert!(takes_write_concern("commitTransaction", &doc! {}));
         assert!(takes_write_concern("abortTransaction", &doc! {}));
+    }
+
+    #[test]
+    fn writes_and_ddl_carry_after_cluster_time_but_transaction_finishers_do_not() {
+        for name in ["insert", "update", "create", "drop", "createIndexes", "dropIndexes"] {
+            let body = doc! { name: "c" };
+            assert!(Takes::of(name, &body).after_cluster_time, "{name}");
+        }
+        for name in ["commitTransaction", "abortTransaction", "ping"] {
+            let body = doc! { name: 1 };
+            assert!(!Takes::of(name, &body).after_cluster_time, "{name}");
+        }
     }
 
     #[test]
