@@ -57,10 +57,13 @@ fn fail<T>(reason: impl Into<String>) -> Outcome<T> {
 
 /// The deployment a test runs against.
 pub struct Deployment {
-    /// "single" or "replicaset".
+    /// "single", "replicaset", "sharded" or "load-balanced".
     pub topology: &'static str,
-    /// The connection string of the deployment, without options.
+    /// The connection string of the deployment (one mongos when sharded).
     pub uri: String,
+    /// For a sharded deployment, the connection string naming every mongos
+    /// (a client with `useMultipleMongoses: true`).
+    pub multi_uri: Option<String>,
     /// A client for the runner's own commands (initial data, fail points).
     pub internal: Client,
 }
@@ -440,15 +443,18 @@ impl<'a> TestRun<'a> {
                     .collect()
             })
             .unwrap_or_default();
-        let separator = if self.deployment.uri.contains('?') {
-            '&'
-        } else {
-            '?'
+        let base = match (
+            spec.get_bool("useMultipleMongoses"),
+            &self.deployment.multi_uri,
+        ) {
+            (Ok(true), Some(multi)) => multi,
+            _ => &self.deployment.uri,
         };
+        let separator = if base.contains('?') { '&' } else { '?' };
         let uri = if query.is_empty() {
-            self.deployment.uri.clone()
+            base.clone()
         } else {
-            format!("{}{separator}{}", self.deployment.uri, query.join("&"))
+            format!("{base}{separator}{}", query.join("&"))
         };
         let options = ClientOptions::parse(&uri).map_err(|e| format!("client URI {uri}: {e}"))?;
         let recorder = Arc::new(Recorder::default());
@@ -626,6 +632,49 @@ impl<'a> TestRun<'a> {
                 } else {
                     fail(format!(
                         "{name}: index {index} on {db}.{coll} exists = {exists}"
+                    ))
+                }
+            }
+            "assertSessionPinned"
+            | "assertSessionUnpinned"
+            | "assertSessionDirty"
+            | "assertSessionNotDirty"
+            | "assertSessionTransactionState" => {
+                let session_name = arguments.get_str("session").map_err(|e| e.to_string())?;
+                let session = self.take_session(session_name)?;
+                let (pinned, dirty, state) = (
+                    session.is_pinned(),
+                    session.is_dirty(),
+                    session.transaction_state(),
+                );
+                self.put_session(session_name, session);
+                let holds = match name {
+                    "assertSessionPinned" => pinned,
+                    "assertSessionUnpinned" => !pinned,
+                    "assertSessionDirty" => dirty,
+                    "assertSessionNotDirty" => !dirty,
+                    _ => {
+                        use mongo_inline::session::TransactionState as S;
+                        let actual = match state {
+                            S::None => "none",
+                            S::Starting => "starting",
+                            S::InProgress => "in_progress",
+                            S::Committed | S::CommittedEmpty => "committed",
+                            S::Aborted => "aborted",
+                            _ => "unknown",
+                        };
+                        let wanted = arguments.get_str("state").map_err(|e| e.to_string())?;
+                        if actual != wanted {
+                            return fail(format!("{name}: {wanted}, but the state is {actual}"));
+                        }
+                        true
+                    }
+                };
+                if holds {
+                    Ok(())
+                } else {
+                    fail(format!(
+                        "{name}: session {session_name} pinned = {pinned}, dirty = {dirty}"
                     ))
                 }
             }

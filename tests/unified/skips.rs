@@ -18,6 +18,9 @@ const DRIVER_COMMIT_NETWORK_ERROR_LABELS: &str =
 const DRIVER_END_TRANSACTION_RETRY: &str =
     "driver (issue 10, retries): commit/abort retry after a RetryableWriteError does not follow the transactions spec (one retry; abort retried once)";
 
+const SIM_ONE_BACKEND_FOR_ALL_MONGOSES: &str =
+    "simulator: both simulated mongoses forward to one replica set, so the transaction is known on every 'mongos' (a commit that reaches the other one succeeds instead of failing with NoSuchTransaction), and a failCommand on hello (failCommands [commitTransaction|insert, isMaster, hello], closeConnection, times: 7) is met by the simulator's backend introduction rather than the client's handshakes, which the simulator answers itself";
+
 const DRIVER_TIMEOUT_MS: &str =
     "driver (issue 10, timeoutMS): the client/session timeoutMS does not reach this operation, or its error is not reported as a timeout";
 
@@ -94,6 +97,9 @@ pub const KNOWN_FAILURES: &[(&str, &str, &str)] = &[
     ("transactions/tests/unified/retryable-commit.json", "commitTransaction fails after two errors", DRIVER_COMMIT_NETWORK_ERROR_LABELS),
     ("transactions/tests/unified/retryable-commit.json", "commitTransaction applies majority write concern on retries", DRIVER_COMMIT_NETWORK_ERROR_LABELS),
     ("unified-test-format/tests/valid-pass/poc-retryable-writes.json", "FindOneAndUpdate is never committed", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
+    ("transactions/tests/unified/mongos-recovery-token-errorLabels.json", "commitTransaction retry succeeds on new mongos", DRIVER_WCE_IN_COMMIT_ABORT),
+    ("transactions/tests/unified/mongos-recovery-token.json", "commitTransaction retry fails on new mongos", SIM_ONE_BACKEND_FOR_ALL_MONGOSES),
+    ("transactions/tests/unified/pin-mongos.json", "unpin after transient error within a transaction and commit", SIM_ONE_BACKEND_FOR_ALL_MONGOSES),
 ];
 
 /// The reason `file`/`test` is expected to fail, if it is listed.
