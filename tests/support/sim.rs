@@ -1119,7 +1119,7 @@ impl Handler {
     /// Sends the backend a hello carrying the client's handshake metadata,
     /// as the client's own handshake would have, so that the backend knows
     /// the connection's `appName` (fail points filter on it). The reply is
-    /// the simulator's business, not the client's, and is dropped.
+    /// the simulator's business, not the client's, unless it is an error.
     fn introduce(&self, backend: &mut TcpStream) -> io::Result<()> {
         let Some(metadata) = &self.client_metadata else {
             return Ok(());
@@ -1131,12 +1131,25 @@ impl Handler {
         }
         .encode(self.next_request_id(), 0);
         backend.write_all(&hello)?;
-        read_frame(backend)?.ok_or_else(|| {
+        let reply = read_frame(backend)?.ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::UnexpectedEof,
                 "backend closed the connection during the introduction",
             )
         })?;
+        // A hello the backend fails (a fail point on hello) fails this
+        // connection, as it would have failed the client's own handshake.
+        let refused = reply.op_code == OP_MSG
+            && parse_op_msg(&reply.body)
+                .ok()
+                .and_then(|m| m.body.get("ok").and_then(integer))
+                == Some(0);
+        if refused {
+            return Err(io::Error::new(
+                io::ErrorKind::ConnectionRefused,
+                "backend failed the introduction hello",
+            ));
+        }
         Ok(())
     }
 }

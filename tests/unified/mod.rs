@@ -10,6 +10,7 @@
 //! reason. A failure fails the run unless [`skips::KNOWN_FAILURES`] names
 //! the test with a reason; an entry there that now passes is reported.
 
+pub mod events;
 pub mod matching;
 pub mod runner;
 pub mod skips;

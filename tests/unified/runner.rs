@@ -21,6 +21,7 @@ use mongo_inline::options::ReadConcern;
 use mongo_inline::results::WriteFailure;
 use mongo_inline::{Client, ClientOptions, ClientSession, Collection, Database, ErrorKind};
 
+use super::events;
 use super::matching::{matches, Entities};
 use crate::support::events::Recorder;
 
@@ -69,11 +70,21 @@ pub struct Deployment {
 }
 
 struct ClientEntity {
-    client: Client,
+    /// `None` once the test closed it: the driver publishes the topology's
+    /// closing events when the last clone of a client drops.
+    client: Option<Client>,
     recorder: Arc<Recorder>,
     observe: Vec<String>,
     ignore: Vec<String>,
     observe_sensitive: bool,
+}
+
+impl ClientEntity {
+    fn live(&self) -> Outcome<&Client> {
+        self.client
+            .as_ref()
+            .ok_or_else(|| Failure::Fail("the client entity was closed".into()))
+    }
 }
 
 enum Entity {
@@ -304,7 +315,7 @@ impl<'a> TestRun<'a> {
                 "database" => {
                     let client = self.client(spec.get_str("client").unwrap_or_default())?;
                     let mut db = client
-                        .client
+                        .live()?
                         .database(spec.get_str("databaseName").unwrap_or(""));
                     if let Ok(options) = spec.get_document("databaseOptions") {
                         let (rc, wc, timeout) = concerns(options, "databaseOptions")?;
@@ -346,6 +357,18 @@ impl<'a> TestRun<'a> {
                             match key.as_str() {
                                 "causalConsistency" => options.causal_consistency = value.as_bool(),
                                 "snapshot" => options.snapshot = value.as_bool(),
+                                "defaultTransactionOptions" => {
+                                    let mut args = Args {
+                                        operation: "defaultTransactionOptions".into(),
+                                        rest: value
+                                            .as_document()
+                                            .cloned()
+                                            .ok_or("defaultTransactionOptions")?,
+                                    };
+                                    let defaults = transaction_options(&mut args)?;
+                                    args.done()?;
+                                    options.default_transaction_options = Some(defaults);
+                                }
                                 other => {
                                     return skip(format!(
                                         "session option {other:?} not supported by the runner"
@@ -355,7 +378,7 @@ impl<'a> TestRun<'a> {
                         }
                     }
                     let session = client
-                        .client
+                        .live()?
                         .start_session(options)
                         .map_err(|e| format!("startSession: {e}"))?;
                     let lsid = session
@@ -408,7 +431,7 @@ impl<'a> TestRun<'a> {
                 "storeEventsAsEntities" => {
                     return skip("storeEventsAsEntities not supported by the runner")
                 }
-                "serverApi" => return skip("serverApi: no public ServerApi constructor to set it"),
+                "serverApi" => {}
                 other => return skip(format!("client option {other:?} not supported")),
             }
         }
@@ -426,13 +449,14 @@ impl<'a> TestRun<'a> {
                     .collect()
             })
             .unwrap_or_default();
+        // CMAP events may be observed (the driver publishes none); a test
+        // that expects one is skipped where it does.
         for event in &observe {
-            if !event.starts_with("command") {
-                return skip(if event.contains("Connection") || event.contains("Pool") {
-                    format!("CMAP event {event}: one-socket driver has no pool")
-                } else {
-                    format!("observing {event} not supported by the runner")
-                });
+            if !event.starts_with("command")
+                && !events::SDAM_EVENTS.contains(&event.as_str())
+                && !events::is_cmap_event(event)
+            {
+                return skip(format!("observing {event} not supported by the runner"));
             }
         }
         let ignore: Vec<String> = spec
@@ -456,14 +480,24 @@ impl<'a> TestRun<'a> {
         } else {
             format!("{base}{separator}{}", query.join("&"))
         };
-        let options = ClientOptions::parse(&uri).map_err(|e| format!("client URI {uri}: {e}"))?;
+        let options = match spec.get_document("serverApi") {
+            Ok(api) => {
+                let code = ClientOptions::builder()
+                    .server_api(server_api(api)?)
+                    .build()
+                    .map_err(|e| format!("serverApi {api}: {e}"))?;
+                ClientOptions::parse_with(&uri, code)
+            }
+            Err(_) => ClientOptions::parse(&uri),
+        }
+        .map_err(|e| format!("client URI {uri}: {e}"))?;
         let recorder = Arc::new(Recorder::default());
         let client = Client::builder(options)
             .event_handler(recorder.clone())
             .build()
             .map_err(|e| format!("client: {e}"))?;
         Ok(ClientEntity {
-            client,
+            client: Some(client),
             recorder,
             observe,
             ignore,
@@ -501,6 +535,22 @@ impl<'a> TestRun<'a> {
     }
 
     fn run_operation(&mut self, operation: &Document) -> Outcome {
+        match self.run_operation_lent(operation, None)? {
+            None => Ok(()),
+            Some(e) => fail(format!("unexpected error: {e}")),
+        }
+    }
+
+    /// Runs `operation`; `lent` is the session a `withTransaction` callback
+    /// was handed (taken out of the entity map while the driver holds it).
+    /// A driver error the operation does not expect comes back as
+    /// `Ok(Some(error))`; inside a callback every driver error does, once
+    /// checked, since the driver must see it to abort the transaction.
+    fn run_operation_lent(
+        &mut self,
+        operation: &Document,
+        lent: Option<(&str, &mut ClientSession)>,
+    ) -> Outcome<Option<mongo_inline::Error>> {
         let name = operation.get_str("name").map_err(|e| e.to_string())?;
         let object = operation.get_str("object").map_err(|e| e.to_string())?;
         let arguments = operation
@@ -508,23 +558,39 @@ impl<'a> TestRun<'a> {
             .cloned()
             .unwrap_or_default();
         if object == "testRunner" {
-            return self.run_test_runner_operation(name, arguments);
+            return self
+                .run_test_runner_operation(name, arguments)
+                .map(|()| None);
         }
         let args = Args {
             operation: name.to_string(),
             rest: arguments,
         };
-        let result = self.execute(object, name, args)?;
+        let in_callback = lent.is_some();
+        let result = if name == "withTransaction" {
+            if in_callback {
+                return skip("withTransaction inside a withTransaction callback");
+            }
+            self.with_transaction(object, args)?
+        } else {
+            self.execute(object, name, args, lent)?
+        };
         if operation.get_bool("ignoreResultAndError").unwrap_or(false) {
-            return Ok(());
+            return Ok(result.err().filter(|_| in_callback));
         }
         if let Ok(expected) = operation.get_document("expectError") {
             return match result {
                 Ok(value) => fail(format!("expected an error, got {value}")),
-                Err(error) => check_error(expected, &error),
+                Err(error) => {
+                    check_error(expected, &error)?;
+                    Ok(in_callback.then_some(error))
+                }
             };
         }
-        let value = result.map_err(|e| Failure::Fail(format!("unexpected error: {e}")))?;
+        let value = match result {
+            Ok(value) => value,
+            Err(error) => return Ok(Some(error)),
+        };
         if let Some(expected) = operation.get("expectResult") {
             matches(expected, Some(&value), true, &self.entities)
                 .map_err(|e| Failure::Fail(format!("result {value}: {e}")))?;
@@ -534,7 +600,47 @@ impl<'a> TestRun<'a> {
                 .0
                 .insert(save.to_string(), Entity::Value(value));
         }
-        Ok(())
+        Ok(None)
+    }
+
+    /// `withTransaction` on session `object`: the callback's operations run
+    /// in the driver's callback, and an error one of them does not expect
+    /// goes back to the driver, which decides whether to retry.
+    fn with_transaction(
+        &mut self,
+        object: &str,
+        mut args: Args,
+    ) -> Outcome<Result<Bson, mongo_inline::Error>> {
+        let callback = args.docs("callback")?.unwrap_or_default();
+        let options = transaction_options(&mut args)?;
+        args.done()?;
+        let mut session = self.take_session(object)?;
+        // An assertion that fails inside the callback ends the test; the
+        // driver only sees an error that makes it abort without retrying.
+        let mut failure: Option<Failure> = None;
+        let result = session.with_transaction(options, |s| {
+            for operation in &callback {
+                match self.run_operation_lent(operation, Some((object, s))) {
+                    Ok(None) => {}
+                    Ok(Some(driver_error)) => return Err(driver_error),
+                    Err(f) => {
+                        failure = Some(f);
+                        return Err(mongo_inline::Error::from(ErrorKind::Client {
+                            message: "the test runner stopped the callback".into(),
+                        }));
+                    }
+                }
+            }
+            Ok(())
+        });
+        self.put_session(object, session);
+        if let Some(f) = failure {
+            return Err(match f {
+                Failure::Fail(m) => Failure::Fail(format!("in the withTransaction callback: {m}")),
+                skip => skip,
+            });
+        }
+        Ok(result.map(|()| Bson::Null))
     }
 
     fn run_test_runner_operation(&mut self, name: &str, arguments: Document) -> Outcome {
@@ -545,7 +651,7 @@ impl<'a> TestRun<'a> {
                     .get_document("failPoint")
                     .map_err(|e| e.to_string())?
                     .clone();
-                let client = self.client(client_name)?.client.clone();
+                let client = self.client(client_name)?.live()?.clone();
                 self.set_fail_point(client, fail_point)
             }
             "targetedFailPoint" => {
@@ -678,6 +784,55 @@ impl<'a> TestRun<'a> {
                     ))
                 }
             }
+            "waitForEvent" | "assertEventCount" => {
+                let client_name = arguments.get_str("client").map_err(|e| e.to_string())?;
+                let event = arguments.get_document("event").map_err(|e| e.to_string())?;
+                let count = arguments
+                    .get("count")
+                    .and_then(|c| c.as_i32().map(i64::from).or_else(|| c.as_i64()))
+                    .ok_or("count")? as usize;
+                let (event_name, fields) = event.iter().next().ok_or("empty event")?;
+                let fields = fields.as_document().cloned().unwrap_or_default();
+                if events::is_cmap_event(event_name) {
+                    return skip(events::cmap_reason(event_name));
+                }
+                if !events::SDAM_EVENTS.contains(&event_name.as_str()) {
+                    return skip(format!(
+                        "{name} for {event_name} not supported by the runner"
+                    ));
+                }
+                let client = self.client(client_name)?;
+                let matching = || -> Outcome<usize> {
+                    let mut n = 0;
+                    for e in client.recorder.sdam() {
+                        if events::sdam_matches(event_name, &fields, &e).map_err(Failure::Skip)? {
+                            n += 1;
+                        }
+                    }
+                    Ok(n)
+                };
+                if name == "assertEventCount" {
+                    let n = matching()?;
+                    return if n == count {
+                        Ok(())
+                    } else {
+                        fail(format!(
+                            "{event_name} {fields}: {n} events, expected {count}"
+                        ))
+                    };
+                }
+                // The driver is single-threaded and scans on demand: events
+                // arrive only during an operation, and none runs while the
+                // runner waits, so what has not arrived yet never will.
+                let n = matching()?;
+                if n >= count {
+                    Ok(())
+                } else {
+                    skip(format!(
+                        "waitForEvent {event_name} {fields} (count {count}, {n} seen): the driver is single-threaded and scans on demand, with no background monitor, so an idle client publishes no further events"
+                    ))
+                }
+            }
             "createEntities" => {
                 let entities = arguments
                     .get_array("entities")
@@ -710,28 +865,52 @@ impl<'a> TestRun<'a> {
         object: &str,
         name: &str,
         mut args: Args,
+        lent: Option<(&str, &mut ClientSession)>,
     ) -> Outcome<Result<Bson, mongo_inline::Error>> {
         let session_name = match args.take("session") {
             Some(Bson::String(s)) => Some(s),
             Some(other) => return fail(format!("session argument {other}")),
             None => None,
         };
+        if let (Some(Entity::Client(c)), "close") = (self.entities.0.get_mut(object), name) {
+            args.done()?;
+            if let Some(client) = c.client.take() {
+                client.close();
+            }
+            return Ok(Ok(Bson::Null));
+        }
         let entity = match self.entities.0.get(object) {
             Some(Entity::Collection(c)) => Target::Collection(c.clone()),
             Some(Entity::Database(d)) => Target::Database(d.clone()),
-            Some(Entity::Client(c)) => Target::Client(c.client.clone()),
+            Some(Entity::Client(c)) => Target::Client(c.live()?.clone()),
             Some(Entity::Session(..)) => Target::Session(object.to_string()),
             Some(Entity::Value(_)) => return skip(format!("operation {name} on a saved value")),
             None => return fail(format!("no entity {object:?}")),
         };
-        let mut session = match &session_name {
-            Some(s) => Some(self.take_session(s)?),
-            None => None,
+        let (lent_name, lent_session) = match lent {
+            Some((n, s)) => (Some(n), Some(s)),
+            None => (None, None),
         };
+        let uses_lent = session_name.is_some() && session_name.as_deref() == lent_name;
+        let mut session = match &session_name {
+            Some(s) if !uses_lent => Some(self.take_session(s)?),
+            _ => None,
+        };
+        let session_ref: Option<&mut ClientSession> = if uses_lent {
+            lent_session
+        } else {
+            session.as_deref_mut()
+        };
+        let has_session = session_ref.is_some();
         let result = match entity {
-            Target::Collection(c) => collection_operation(&c, name, args, session.as_deref_mut()),
-            Target::Database(d) => database_operation(&d, name, args, session.is_some()),
-            Target::Client(c) => client_operation(&c, name, args, session.is_some()),
+            Target::Collection(c) => collection_operation(&c, name, args, session_ref),
+            Target::Database(d) => database_operation(&d, name, args, has_session),
+            Target::Client(c) => client_operation(&c, name, args, has_session),
+            Target::Session(s) if lent_name == Some(s.as_str()) => {
+                return skip(format!(
+                    "{name} on the session inside its withTransaction callback"
+                ))
+            }
             Target::Session(s) => {
                 let mut own = self.take_session(&s)?;
                 let result = session_operation(&mut own, name, args);
@@ -752,12 +931,29 @@ impl<'a> TestRun<'a> {
         for block in expected {
             let block = block.as_document().ok_or("expectEvents entry")?;
             let event_type = block.get_str("eventType").unwrap_or("command");
-            if event_type != "command" {
-                return skip(format!(
-                    "expectEvents of type {event_type} not supported by the runner"
-                ));
-            }
             let client = self.client(block.get_str("client").map_err(|e| e.to_string())?)?;
+            match event_type {
+                "command" => {}
+                "sdam" => {
+                    check_sdam_events(client, block)?;
+                    continue;
+                }
+                "cmap" => {
+                    let first = block
+                        .get_array("events")
+                        .ok()
+                        .and_then(|a| a.first())
+                        .and_then(Bson::as_document)
+                        .and_then(|d| d.keys().next().cloned())
+                        .unwrap_or_else(|| "events".to_string());
+                    return skip(events::cmap_reason(&first));
+                }
+                other => {
+                    return skip(format!(
+                        "expectEvents of type {other} not supported by the runner"
+                    ))
+                }
+            }
             let actual = observed_commands(client);
             let wanted = block.get_array("events").map_err(|e| e.to_string())?;
             let ignore_extra = block.get_bool("ignoreExtraEvents").unwrap_or(false);
@@ -861,6 +1057,46 @@ impl<'a> TestRun<'a> {
         }
         Ok(())
     }
+}
+
+/// Checks an `expectEvents` block of type `sdam` against the SDAM events the
+/// client observed.
+fn check_sdam_events(client: &ClientEntity, block: &Document) -> Outcome {
+    let actual: Vec<_> = client
+        .recorder
+        .sdam()
+        .into_iter()
+        .filter(|e| client.observe.iter().any(|o| o == events::sdam_name(e)))
+        .collect();
+    let wanted = block.get_array("events").map_err(|e| e.to_string())?;
+    let ignore_extra = block.get_bool("ignoreExtraEvents").unwrap_or(false);
+    let names = || {
+        actual
+            .iter()
+            .map(events::sdam_name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if actual.len() < wanted.len() || (!ignore_extra && actual.len() != wanted.len()) {
+        return fail(format!(
+            "expected {} SDAM events, got {}: {}",
+            wanted.len(),
+            actual.len(),
+            names()
+        ));
+    }
+    for (i, (want, event)) in wanted.iter().zip(&actual).enumerate() {
+        let want = want.as_document().ok_or("expected event")?;
+        let (name, fields) = want.iter().next().ok_or("empty expected event")?;
+        let fields = fields.as_document().cloned().unwrap_or_default();
+        if !events::sdam_matches(name, &fields, event).map_err(Failure::Skip)? {
+            return fail(format!(
+                "SDAM event {i}: expected {want}, got {event:?} (all: {})",
+                names()
+            ));
+        }
+    }
+    Ok(())
 }
 
 enum Target {
@@ -1679,17 +1915,7 @@ fn session_operation(
 ) -> Outcome<DriverResult> {
     match name {
         "startTransaction" => {
-            let mut o = mongo_inline::session::TransactionOptions::default();
-            if let Some(rc) = args.doc("readConcern")? {
-                let level = rc.get_str("level").map_err(|e| e.to_string())?;
-                o = o.with_read_concern(ReadConcern::new(level));
-            }
-            if let Some(wc) = args.take("writeConcern") {
-                o = o.with_write_concern(write_concern(&wc)?);
-            }
-            if let Some(m) = args.millis("maxCommitTimeMS") {
-                o.max_commit_time = Some(m);
-            }
+            let o = transaction_options(&mut args)?;
             args.done()?;
             Ok(session.start_transaction(o).map(|()| Bson::Null))
         }
@@ -1709,6 +1935,60 @@ fn session_operation(
             "session operation {other} not implemented in the runner"
         )),
     }
+}
+
+/// A client entity's `serverApi: {version, strict?, deprecationErrors?}`.
+fn server_api(spec: &Document) -> Outcome<mongo_inline::options::ServerApi> {
+    let mut api = None;
+    let (mut strict, mut deprecation_errors) = (None, None);
+    for (key, value) in spec {
+        match (key.as_str(), value) {
+            ("version", Bson::String(v)) => {
+                api = Some(
+                    mongo_inline::options::ServerApi::new(v)
+                        .map_err(|e| format!("serverApi: {e}"))?,
+                )
+            }
+            ("strict", Bson::Boolean(b)) => strict = Some(*b),
+            ("deprecationErrors", Bson::Boolean(b)) => deprecation_errors = Some(*b),
+            (other, _) => return skip(format!("serverApi.{other} not supported by the runner")),
+        }
+    }
+    let mut api = api.ok_or("serverApi without a version")?;
+    if let Some(b) = strict {
+        api = api.strict(b);
+    }
+    if let Some(b) = deprecation_errors {
+        api = api.deprecation_errors(b);
+    }
+    Ok(api)
+}
+
+/// The transaction options among `args` (startTransaction, withTransaction).
+fn transaction_options(args: &mut Args) -> Outcome<mongo_inline::session::TransactionOptions> {
+    let mut o = mongo_inline::session::TransactionOptions::default();
+    if let Some(rc) = args.doc("readConcern")? {
+        let level = rc.get_str("level").map_err(|e| e.to_string())?;
+        o = o.with_read_concern(ReadConcern::new(level));
+    }
+    if let Some(wc) = args.take("writeConcern") {
+        o = o.with_write_concern(write_concern(&wc)?);
+    }
+    if let Some(m) = args.millis("maxCommitTimeMS") {
+        o.max_commit_time = Some(m);
+    }
+    if let Some(rp) = args.doc("readPreference")? {
+        let mode = rp.get_str("mode").map_err(|e| e.to_string())?;
+        if rp.len() > 1 {
+            return skip(format!(
+                "transaction readPreference {rp}: only the mode is supported by the runner"
+            ));
+        }
+        let mode = mongo_inline::ReadPreferenceMode::parse(mode)
+            .map_err(|e| format!("readPreference {mode}: {e}"))?;
+        o.read_preference = Some(mongo_inline::ReadPreference::new(mode));
+    }
+    Ok(o)
 }
 
 /// The error's (code, code name, is it from the server).

@@ -21,6 +21,11 @@ const DRIVER_END_TRANSACTION_RETRY: &str =
 const SIM_ONE_BACKEND_FOR_ALL_MONGOSES: &str =
     "simulator: both simulated mongoses forward to one replica set, so the transaction is known on every 'mongos' (a commit that reaches the other one succeeds instead of failing with NoSuchTransaction), and a failCommand on hello (failCommands [commitTransaction|insert, isMaster, hello], closeConnection, times: 7) is met by the simulator's backend introduction rather than the client's handshakes, which the simulator answers itself";
 
+const DRIVER_CLIENT_TRANSACTION_DEFAULTS: &str =
+    "driver (issue 10, settings resolution): the client's URI readConcernLevel and w do not reach a transaction (no readConcern on its first command, no writeConcern on commitTransaction)";
+const DRIVER_TRANSACTION_READ_PREFERENCE: &str =
+    "driver (transactions): a read in a transaction whose read preference is not primary is sent instead of failing with the spec's 'read preference in a transaction must be primary' error";
+
 const DRIVER_TIMEOUT_MS: &str =
     "driver (issue 10, timeoutMS): the client/session timeoutMS does not reach this operation, or its error is not reported as a timeout";
 
@@ -97,6 +102,18 @@ pub const KNOWN_FAILURES: &[(&str, &str, &str)] = &[
     ("transactions/tests/unified/retryable-commit.json", "commitTransaction fails after two errors", DRIVER_COMMIT_NETWORK_ERROR_LABELS),
     ("transactions/tests/unified/retryable-commit.json", "commitTransaction applies majority write concern on retries", DRIVER_COMMIT_NETWORK_ERROR_LABELS),
     ("unified-test-format/tests/valid-pass/poc-retryable-writes.json", "FindOneAndUpdate is never committed", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
+    ("transactions/tests/unified/transaction-options.json", "readConcern local in defaultTransactionOptions", DRIVER_CLIENT_TRANSACTION_DEFAULTS),
+    ("transactions-convenient-api/tests/unified/transaction-options.json", "withTransaction inherits transaction options from client", DRIVER_CLIENT_TRANSACTION_DEFAULTS),
+    ("unified-test-format/tests/valid-pass/poc-transactions-convenient-api.json", "withTransaction inherits transaction options from client", DRIVER_CLIENT_TRANSACTION_DEFAULTS),
+    ("transactions/tests/unified/transaction-options.json", "readPreference inherited from defaultTransactionOptions", DRIVER_TRANSACTION_READ_PREFERENCE),
+    ("transactions/tests/unified/transaction-options.json", "startTransaction overrides readPreference", DRIVER_TRANSACTION_READ_PREFERENCE),
+    ("transactions-convenient-api/tests/unified/commit-writeconcernerror.json", "commitTransaction is retried after WriteConcernTimeout timeout error", DRIVER_WCE_IN_COMMIT_ABORT),
+    ("transactions-convenient-api/tests/unified/commit-writeconcernerror.json", "commitTransaction is retried after WriteConcernTimeout non-timeout error", DRIVER_WCE_IN_COMMIT_ABORT),
+    ("transactions-convenient-api/tests/unified/commit-writeconcernerror.json", "commitTransaction is not retried after UnknownReplWriteConcern error", DRIVER_WCE_IN_COMMIT_ABORT),
+    ("transactions-convenient-api/tests/unified/commit-writeconcernerror.json", "commitTransaction is not retried after UnsatisfiableWriteConcern error", DRIVER_WCE_IN_COMMIT_ABORT),
+    ("transactions-convenient-api/tests/unified/commit-writeconcernerror.json", "commitTransaction is not retried after MaxTimeMSExpired error", DRIVER_WCE_IN_COMMIT_ABORT),
+    ("client-side-operations-timeout/tests/convenient-transactions.json", "timeoutMS is not refreshed for each operation in the callback", DRIVER_TIMEOUT_MS),
+    ("load-balancers/tests/wait-queue-timeouts.json", "wait queue timeout errors include transaction statistics", "driver: one socket per server and no pool, so there is no wait queue to time out (maxPoolSize=1 with the socket pinned to a transaction: the next insert shares the socket and succeeds)"),
     ("transactions/tests/unified/mongos-recovery-token-errorLabels.json", "commitTransaction retry succeeds on new mongos", DRIVER_WCE_IN_COMMIT_ABORT),
     ("transactions/tests/unified/mongos-recovery-token.json", "commitTransaction retry fails on new mongos", SIM_ONE_BACKEND_FOR_ALL_MONGOSES),
     ("transactions/tests/unified/pin-mongos.json", "unpin after transient error within a transaction and commit", SIM_ONE_BACKEND_FOR_ALL_MONGOSES),
