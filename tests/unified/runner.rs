@@ -234,7 +234,8 @@ impl<'a> TestRun<'a> {
         for (name, client) in self.fail_points.drain(..) {
             let _ = client
                 .database("admin")
-                .run_command(doc! { "configureFailPoint": name, "mode": "off" });
+                .run_command(doc! { "configureFailPoint": name, "mode": "off" })
+                .run();
         }
         // Sessions end before their clients close.
         self.entities
@@ -249,7 +250,8 @@ impl<'a> TestRun<'a> {
             .deployment
             .internal
             .database("admin")
-            .run_command(doc! { "killAllSessions": [] });
+            .run_command(doc! { "killAllSessions": [] })
+            .run();
         if let Ok(initial) = file.get_array("initialData") {
             self.load_initial_data(initial)?;
         }
@@ -284,12 +286,15 @@ impl<'a> TestRun<'a> {
             let db_name = data.get_str("databaseName").map_err(|e| e.to_string())?;
             let coll_name = data.get_str("collectionName").map_err(|e| e.to_string())?;
             let db = self.deployment.internal.database(db_name);
-            let _ = db.run_command(doc! { "drop": coll_name, "writeConcern": { "w": "majority" } });
+            let _ = db
+                .run_command(doc! { "drop": coll_name, "writeConcern": { "w": "majority" } })
+                .run();
             let mut create = doc! { "create": coll_name, "writeConcern": { "w": "majority" } };
             if let Ok(options) = data.get_document("createOptions") {
                 create.extend(options.clone());
             }
             db.run_command(create)
+                .run()
                 .map_err(|e| format!("initialData: create {db_name}.{coll_name}: {e}"))?;
             let documents = data.get_array("documents").map_err(|e| e.to_string())?;
             if !documents.is_empty() {
@@ -298,6 +303,7 @@ impl<'a> TestRun<'a> {
                     "documents": documents.clone(),
                     "writeConcern": { "w": "majority" },
                 })
+                .run()
                 .map_err(|e| format!("initialData: insert into {db_name}.{coll_name}: {e}"))?;
             }
         }
@@ -379,7 +385,9 @@ impl<'a> TestRun<'a> {
                     }
                     let session = client
                         .live()?
-                        .start_session(options)
+                        .start_session()
+                        .with_options(options)
+                        .run()
                         .map_err(|e| format!("startSession: {e}"))?;
                     let lsid = session
                         .id()
@@ -700,6 +708,7 @@ impl<'a> TestRun<'a> {
                     .internal
                     .database(db)
                     .list_collection_names()
+                    .run()
                     .map_err(|e| format!("listCollections: {e}"))?;
                 let exists = names.iter().any(|n| n == coll);
                 if exists == (name == "assertCollectionExists") {
@@ -720,7 +729,8 @@ impl<'a> TestRun<'a> {
                     .deployment
                     .internal
                     .database(db)
-                    .run_command(doc! { "listIndexes": coll });
+                    .run_command(doc! { "listIndexes": coll })
+                    .run();
                 let exists = match reply {
                     Ok(reply) => reply
                         .get_document("cursor")
@@ -854,6 +864,7 @@ impl<'a> TestRun<'a> {
         client
             .database("admin")
             .run_command(fail_point)
+            .run()
             .map_err(|e| format!("configureFailPoint: {e}"))?;
         self.fail_points.push((fp_name, client));
         Ok(())
@@ -1036,12 +1047,13 @@ impl<'a> TestRun<'a> {
                 .internal
                 .database(db)
                 .collection::<Document>(coll)
-                .find(
-                    doc! {},
+                .find(doc! {})
+                .with_options(
                     FindOptions::default()
                         .sort(doc! { "_id": 1 })
                         .read_concern(ReadConcern::new("local")),
                 )
+                .run()
                 .and_then(|c| c.collect::<Result<Vec<_>, _>>())
                 .map_err(|e| format!("outcome: find in {db}.{coll}: {e}"))?
                 .into_iter()
@@ -1329,8 +1341,8 @@ fn collection_operation(
             }
             args.done()?;
             match session {
-                Some(s) => coll.insert_one_with_session(&document, o, s),
-                None => coll.insert_one(&document, o),
+                Some(s) => coll.insert_one(&document).with_options(o).session(s).run(),
+                None => coll.insert_one(&document).with_options(o).run(),
             }
             .map(|r| Bson::Document(doc! { "insertedId": r.inserted_id }))
         }
@@ -1348,7 +1360,7 @@ fn collection_operation(
             }
             args.done()?;
             no_session(name, session.is_some())?;
-            coll.insert_many(&documents, o).map(|r| {
+            coll.insert_many(&documents).with_options(o).run().map(|r| {
                 let ids: Document = r
                     .inserted_ids
                     .into_iter()
@@ -1374,10 +1386,10 @@ fn collection_operation(
             }
             args.done()?;
             let r = match (name, session) {
-                ("deleteOne", Some(s)) => coll.delete_one_with_session(filter, o, s),
-                ("deleteOne", None) => coll.delete_one(filter, o),
-                (_, Some(s)) => coll.delete_many_with_session(filter, o, s),
-                (_, None) => coll.delete_many(filter, o),
+                ("deleteOne", Some(s)) => coll.delete_one(filter).with_options(o).session(s).run(),
+                ("deleteOne", None) => coll.delete_one(filter).with_options(o).run(),
+                (_, Some(s)) => coll.delete_many(filter).with_options(o).session(s).run(),
+                (_, None) => coll.delete_many(filter).with_options(o).run(),
             };
             r.map(|r| Bson::Document(doc! { "deletedCount": r.deleted_count as i64 }))
         }
@@ -1421,10 +1433,18 @@ fn collection_operation(
             }
             args.done()?;
             let r = match (name, session) {
-                ("updateOne", Some(s)) => coll.update_one_with_session(filter, update, o, s),
-                ("updateOne", None) => coll.update_one(filter, update, o),
-                (_, Some(s)) => coll.update_many_with_session(filter, update, o, s),
-                (_, None) => coll.update_many(filter, update, o),
+                ("updateOne", Some(s)) => coll
+                    .update_one(filter, update)
+                    .with_options(o)
+                    .session(s)
+                    .run(),
+                ("updateOne", None) => coll.update_one(filter, update).with_options(o).run(),
+                (_, Some(s)) => coll
+                    .update_many(filter, update)
+                    .with_options(o)
+                    .session(s)
+                    .run(),
+                (_, None) => coll.update_many(filter, update).with_options(o).run(),
             };
             r.map(update_result)
         }
@@ -1455,8 +1475,12 @@ fn collection_operation(
             }
             args.done()?;
             match session {
-                Some(s) => coll.replace_one_with_session(filter, &replacement, o, s),
-                None => coll.replace_one(filter, &replacement, o),
+                Some(s) => coll
+                    .replace_one(filter, &replacement)
+                    .with_options(o)
+                    .session(s)
+                    .run(),
+                None => coll.replace_one(filter, &replacement).with_options(o).run(),
             }
             .map(update_result)
         }
@@ -1517,14 +1541,25 @@ fn collection_operation(
             args.done()?;
             if name == "findOne" {
                 no_session(name, session.is_some())?;
-                coll.find_one(filter, o)
+                coll.find_one(filter)
+                    .with_options(o)
+                    .run()
                     .map(|d| d.map(Bson::Document).unwrap_or(Bson::Null))
             } else {
                 match session {
                     Some(s) => coll
-                        .find_with_session(filter, o, s)
-                        .map(|v| Bson::Array(v.into_iter().map(Bson::Document).collect())),
-                    None => documents_result(coll.find(filter, o)),
+                        .find(filter)
+                        .with_options(o)
+                        .session(s)
+                        .run()
+                        .and_then(|mut cursor| {
+                            cursor
+                                .iter(s)
+                                .map(|d| d.map(Bson::Document))
+                                .collect::<mongo_inline::Result<Vec<_>>>()
+                        })
+                        .map(Bson::Array),
+                    None => documents_result(coll.find(filter).with_options(o).run()),
                 }
             }
         }
@@ -1557,7 +1592,7 @@ fn collection_operation(
             }
             args.done()?;
             no_session(name, session.is_some())?;
-            documents_result(coll.aggregate(pipeline, o))
+            documents_result(coll.aggregate(pipeline).with_options(o).run())
         }
         "countDocuments" => {
             let filter = args.doc("filter")?.unwrap_or_default();
@@ -1582,8 +1617,12 @@ fn collection_operation(
             }
             args.done()?;
             match session {
-                Some(s) => coll.count_documents_with_session(filter, o, s),
-                None => coll.count_documents(filter, o),
+                Some(s) => coll
+                    .count_documents(filter)
+                    .with_options(o)
+                    .session(s)
+                    .run(),
+                None => coll.count_documents(filter).with_options(o).run(),
             }
             .map(|n| Bson::Int64(n as i64))
         }
@@ -1597,7 +1636,9 @@ fn collection_operation(
             }
             args.done()?;
             no_session(name, session.is_some())?;
-            coll.estimated_document_count(o)
+            coll.estimated_document_count()
+                .with_options(o)
+                .run()
                 .map(|n| Bson::Int64(n as i64))
         }
         "distinct" => {
@@ -1621,7 +1662,10 @@ fn collection_operation(
             }
             args.done()?;
             no_session(name, session.is_some())?;
-            coll.distinct(&field, filter, o).map(Bson::Array)
+            coll.distinct(&field, filter)
+                .with_options(o)
+                .run()
+                .map(Bson::Array)
         }
         "findOneAndDelete" => {
             let filter = args.required_doc("filter")?;
@@ -1646,7 +1690,9 @@ fn collection_operation(
             }
             args.done()?;
             no_session(name, session.is_some())?;
-            coll.find_one_and_delete(filter, o)
+            coll.find_one_and_delete(filter)
+                .with_options(o)
+                .run()
                 .map(|d| d.map(Bson::Document).unwrap_or(Bson::Null))
         }
         "findOneAndUpdate" | "findOneAndReplace" => {
@@ -1707,7 +1753,9 @@ fn collection_operation(
                     o = o.comment(v);
                 }
                 args.done()?;
-                coll.find_one_and_update(filter, update, o)
+                coll.find_one_and_update(filter, update)
+                    .with_options(o)
+                    .run()
             } else {
                 let replacement = args.required_doc("replacement")?;
                 let mut o = FindOneAndReplaceOptions::default();
@@ -1739,7 +1787,9 @@ fn collection_operation(
                     o = o.comment(v);
                 }
                 args.done()?;
-                coll.find_one_and_replace(filter, &replacement, o)
+                coll.find_one_and_replace(filter, &replacement)
+                    .with_options(o)
+                    .run()
             };
             r.map(|d| d.map(Bson::Document).unwrap_or(Bson::Null))
         }
@@ -1761,13 +1811,9 @@ fn collection_operation(
             } else {
                 IndexModel::new(keys).options(options)
             };
-            coll.create_indexes([model], None).map(|names| {
-                names
-                    .into_iter()
-                    .next()
-                    .map(Bson::String)
-                    .unwrap_or(Bson::Null)
-            })
+            coll.create_index(model)
+                .run()
+                .map(|created| Bson::String(created.index_name))
         }
         "listIndexes" => {
             if let Some(c) = comment {
@@ -1775,7 +1821,7 @@ fn collection_operation(
             }
             args.done()?;
             no_session(name, session.is_some())?;
-            documents_result(coll.list_indexes(None))
+            documents_result(coll.list_indexes().run())
         }
         "dropIndex" => {
             let index = match args.take("name") {
@@ -1787,7 +1833,7 @@ fn collection_operation(
             }
             args.done()?;
             no_session(name, session.is_some())?;
-            coll.drop_index(&index, None).map(|()| Bson::Null)
+            coll.drop_index(&index).run().map(|()| Bson::Null)
         }
         "dropIndexes" => {
             if let Some(c) = comment {
@@ -1795,7 +1841,7 @@ fn collection_operation(
             }
             args.done()?;
             no_session(name, session.is_some())?;
-            coll.drop_indexes(None).map(|()| Bson::Null)
+            coll.drop_indexes().run().map(|()| Bson::Null)
         }
         other => {
             return skip(format!(
@@ -1823,7 +1869,7 @@ fn database_operation(
             }
             args.done()?;
             no_session(name, has_session)?;
-            db.run_command(command).map(Bson::Document)
+            db.run_command(command).run().map(Bson::Document)
         }
         "createCollection" => {
             let collection = match args.take("collection") {
@@ -1860,7 +1906,10 @@ fn database_operation(
             }
             args.done()?;
             no_session(name, has_session)?;
-            db.create_collection(&collection, o).map(|_| Bson::Null)
+            db.create_collection(&collection)
+                .with_options(o)
+                .run()
+                .map(|_| Bson::Null)
         }
         "dropCollection" => {
             let collection = match args.take("collection") {
@@ -1870,13 +1919,15 @@ fn database_operation(
             args.done()?;
             no_session(name, has_session)?;
             db.collection::<Document>(&collection)
-                .drop(None)
+                .drop()
+                .run()
                 .map(|()| Bson::Null)
         }
         "listCollectionNames" => {
             args.done()?;
             no_session(name, has_session)?;
             db.list_collection_names()
+                .run()
                 .map(|n| Bson::Array(n.into_iter().map(Bson::String).collect()))
         }
         other => {
@@ -1900,6 +1951,7 @@ fn client_operation(
             no_session(name, has_session)?;
             Ok(client
                 .list_database_names()
+                .run()
                 .map(|n| Bson::Array(n.into_iter().map(Bson::String).collect())))
         }
         other => skip(format!(
