@@ -912,11 +912,10 @@ impl<'a> TestRun<'a> {
         } else {
             session.as_deref_mut()
         };
-        let has_session = session_ref.is_some();
         let result = match entity {
             Target::Collection(c) => collection_operation(&c, name, args, session_ref),
-            Target::Database(d) => database_operation(&d, name, args, has_session),
-            Target::Client(c) => client_operation(&c, name, args, has_session),
+            Target::Database(d) => database_operation(&d, name, args, session_ref),
+            Target::Client(c) => client_operation(&c, name, args, session_ref),
             Target::Session(s) if lent_name == Some(s.as_str()) => {
                 return skip(format!(
                     "{name} on the session inside its withTransaction callback"
@@ -1312,14 +1311,14 @@ fn update_result(r: mongo_inline::results::UpdateResult) -> Bson {
     Bson::Document(d)
 }
 
-fn no_session(name: &str, has: bool) -> Outcome {
-    if has {
-        skip(format!(
-            "{name} with a session: no session form in the driver's API"
-        ))
-    } else {
-        Ok(())
-    }
+/// Runs an action builder in `session` when there is one.
+macro_rules! in_session {
+    ($builder:expr, $session:expr) => {
+        match $session {
+            Some(s) => $builder.session(s).run(),
+            None => $builder.run(),
+        }
+    };
 }
 
 fn collection_operation(
@@ -1359,8 +1358,7 @@ fn collection_operation(
                 o = o.comment(c);
             }
             args.done()?;
-            no_session(name, session.is_some())?;
-            coll.insert_many(&documents).with_options(o).run().map(|r| {
+            in_session!(coll.insert_many(&documents).with_options(o), session).map(|r| {
                 let ids: Document = r
                     .inserted_ids
                     .into_iter()
@@ -1540,10 +1538,7 @@ fn collection_operation(
             }
             args.done()?;
             if name == "findOne" {
-                no_session(name, session.is_some())?;
-                coll.find_one(filter)
-                    .with_options(o)
-                    .run()
+                in_session!(coll.find_one(filter).with_options(o), session)
                     .map(|d| d.map(Bson::Document).unwrap_or(Bson::Null))
             } else {
                 match session {
@@ -1591,8 +1586,21 @@ fn collection_operation(
                 o = o.comment(c);
             }
             args.done()?;
-            no_session(name, session.is_some())?;
-            documents_result(coll.aggregate(pipeline).with_options(o).run())
+            match session {
+                Some(s) => coll
+                    .aggregate(pipeline)
+                    .with_options(o)
+                    .session(s)
+                    .run()
+                    .and_then(|mut cursor| {
+                        cursor
+                            .iter(s)
+                            .map(|d| d.map(Bson::Document))
+                            .collect::<mongo_inline::Result<Vec<_>>>()
+                    })
+                    .map(Bson::Array),
+                None => documents_result(coll.aggregate(pipeline).with_options(o).run()),
+            }
         }
         "countDocuments" => {
             let filter = args.doc("filter")?.unwrap_or_default();
@@ -1635,10 +1643,7 @@ fn collection_operation(
                 o = o.comment(c);
             }
             args.done()?;
-            no_session(name, session.is_some())?;
-            coll.estimated_document_count()
-                .with_options(o)
-                .run()
+            in_session!(coll.estimated_document_count().with_options(o), session)
                 .map(|n| Bson::Int64(n as i64))
         }
         "distinct" => {
@@ -1661,11 +1666,7 @@ fn collection_operation(
                 o = o.comment(c);
             }
             args.done()?;
-            no_session(name, session.is_some())?;
-            coll.distinct(&field, filter)
-                .with_options(o)
-                .run()
-                .map(Bson::Array)
+            in_session!(coll.distinct(&field, filter).with_options(o), session).map(Bson::Array)
         }
         "findOneAndDelete" => {
             let filter = args.required_doc("filter")?;
@@ -1689,10 +1690,7 @@ fn collection_operation(
                 o = o.comment(c);
             }
             args.done()?;
-            no_session(name, session.is_some())?;
-            coll.find_one_and_delete(filter)
-                .with_options(o)
-                .run()
+            in_session!(coll.find_one_and_delete(filter).with_options(o), session)
                 .map(|d| d.map(Bson::Document).unwrap_or(Bson::Null))
         }
         "findOneAndUpdate" | "findOneAndReplace" => {
@@ -1710,7 +1708,6 @@ fn collection_operation(
             let hint = args.hint();
             let collation = args.doc("collation")?;
             let let_vars = args.doc("let")?;
-            no_session(name, session.is_some())?;
             let r = if name == "findOneAndUpdate" {
                 let update = match args.take("update") {
                     Some(Bson::Document(d)) => mongo_inline::operation::UpdateModification::from(d),
@@ -1753,9 +1750,10 @@ fn collection_operation(
                     o = o.comment(v);
                 }
                 args.done()?;
-                coll.find_one_and_update(filter, update)
-                    .with_options(o)
-                    .run()
+                in_session!(
+                    coll.find_one_and_update(filter, update).with_options(o),
+                    session
+                )
             } else {
                 let replacement = args.required_doc("replacement")?;
                 let mut o = FindOneAndReplaceOptions::default();
@@ -1787,9 +1785,11 @@ fn collection_operation(
                     o = o.comment(v);
                 }
                 args.done()?;
-                coll.find_one_and_replace(filter, &replacement)
-                    .with_options(o)
-                    .run()
+                in_session!(
+                    coll.find_one_and_replace(filter, &replacement)
+                        .with_options(o),
+                    session
+                )
             };
             r.map(|d| d.map(Bson::Document).unwrap_or(Bson::Null))
         }
@@ -1805,14 +1805,12 @@ fn collection_operation(
                 args.rest.insert("comment", c);
             }
             args.done()?;
-            no_session(name, session.is_some())?;
             let model = if options.is_empty() {
                 IndexModel::new(keys)
             } else {
                 IndexModel::new(keys).options(options)
             };
-            coll.create_index(model)
-                .run()
+            in_session!(coll.create_index(model), session)
                 .map(|created| Bson::String(created.index_name))
         }
         "listIndexes" => {
@@ -1820,8 +1818,28 @@ fn collection_operation(
                 args.rest.insert("comment", c);
             }
             args.done()?;
-            no_session(name, session.is_some())?;
-            documents_result(coll.list_indexes().run())
+            match session {
+                Some(s) => coll
+                    .list_indexes()
+                    .session(s)
+                    .run()
+                    .and_then(|mut cursor| {
+                        cursor
+                            .iter(s)
+                            .map(|d| d.map(Bson::Document))
+                            .collect::<mongo_inline::Result<Vec<_>>>()
+                    })
+                    .map(Bson::Array),
+                None => documents_result(coll.list_indexes().run()),
+            }
+        }
+        "listIndexNames" => {
+            if let Some(c) = comment {
+                args.rest.insert("comment", c);
+            }
+            args.done()?;
+            in_session!(coll.list_index_names(), session)
+                .map(|names| Bson::Array(names.into_iter().map(Bson::String).collect()))
         }
         "dropIndex" => {
             let index = match args.take("name") {
@@ -1832,16 +1850,14 @@ fn collection_operation(
                 args.rest.insert("comment", c);
             }
             args.done()?;
-            no_session(name, session.is_some())?;
-            coll.drop_index(&index).run().map(|()| Bson::Null)
+            in_session!(coll.drop_index(&index), session).map(|()| Bson::Null)
         }
         "dropIndexes" => {
             if let Some(c) = comment {
                 args.rest.insert("comment", c);
             }
             args.done()?;
-            no_session(name, session.is_some())?;
-            coll.drop_indexes().run().map(|()| Bson::Null)
+            in_session!(coll.drop_indexes(), session).map(|()| Bson::Null)
         }
         other => {
             return skip(format!(
@@ -1856,20 +1872,30 @@ fn database_operation(
     db: &Database,
     name: &str,
     mut args: Args,
-    has_session: bool,
+    session: Option<&mut ClientSession>,
 ) -> Outcome<DriverResult> {
     let result = match name {
         "runCommand" => {
             let command = args.required_doc("command")?;
             let _ = args.take("commandName");
-            if args.rest.contains_key("readPreference") {
-                return skip(
-                    "runCommand with a readPreference argument not supported by the runner",
+            let mut action = db.run_command(command);
+            if let Some(rp) = args.doc("readPreference")? {
+                let mode = rp.get_str("mode").map_err(|e| e.to_string())?;
+                if rp.len() > 1 {
+                    return skip(format!(
+                        "runCommand readPreference {rp}: only the mode is supported by the runner"
+                    ));
+                }
+                let mode = mongo_inline::ReadPreferenceMode::parse(mode)
+                    .map_err(|e| format!("readPreference {mode}: {e}"))?;
+                action = action.selection_criteria(
+                    mongo_inline::select::SelectionCriteria::ReadPreference(
+                        mongo_inline::ReadPreference::new(mode),
+                    ),
                 );
             }
             args.done()?;
-            no_session(name, has_session)?;
-            db.run_command(command).run().map(Bson::Document)
+            in_session!(action, session).map(Bson::Document)
         }
         "createCollection" => {
             let collection = match args.take("collection") {
@@ -1905,10 +1931,7 @@ fn database_operation(
                 o = o.pipeline(v);
             }
             args.done()?;
-            no_session(name, has_session)?;
-            db.create_collection(&collection)
-                .with_options(o)
-                .run()
+            in_session!(db.create_collection(&collection).with_options(o), session)
                 .map(|_| Bson::Null)
         }
         "dropCollection" => {
@@ -1917,18 +1940,42 @@ fn database_operation(
                 other => return fail(format!("dropCollection: collection {other:?}")),
             };
             args.done()?;
-            no_session(name, has_session)?;
-            db.collection::<Document>(&collection)
-                .drop()
-                .run()
-                .map(|()| Bson::Null)
+            let coll = db.collection::<Document>(&collection);
+            in_session!(coll.drop(), session).map(|()| Bson::Null)
         }
         "listCollectionNames" => {
+            let mut action = db.list_collection_names();
+            if let Some(f) = args.doc("filter")? {
+                action = action.filter(f);
+            }
+            if let Some(c) = args.take("comment") {
+                action = action.comment(c);
+            }
             args.done()?;
-            no_session(name, has_session)?;
-            db.list_collection_names()
-                .run()
+            in_session!(action, session)
                 .map(|n| Bson::Array(n.into_iter().map(Bson::String).collect()))
+        }
+        "listCollections" => {
+            let mut action = db.list_collections();
+            if let Some(f) = args.doc("filter")? {
+                action = action.filter(f);
+            }
+            if let Some(b) = args.int("batchSize") {
+                action = action.batch_size(b as u32);
+            }
+            if let Some(c) = args.take("comment") {
+                action = action.comment(c);
+            }
+            args.done()?;
+            let specs = match session {
+                Some(s) => action.session(s).run().and_then(|mut cursor| {
+                    cursor.iter(s).collect::<mongo_inline::Result<Vec<_>>>()
+                }),
+                None => action
+                    .run()
+                    .and_then(|cursor| cursor.collect::<mongo_inline::Result<Vec<_>>>()),
+            };
+            specs.map(|specs| Bson::Array(specs.iter().map(collection_document).collect()))
         }
         other => {
             return skip(format!(
@@ -1942,17 +1989,54 @@ fn database_operation(
 fn client_operation(
     client: &Client,
     name: &str,
-    args: Args,
-    has_session: bool,
+    mut args: Args,
+    session: Option<&mut ClientSession>,
 ) -> Outcome<DriverResult> {
     match name {
         "listDatabaseNames" => {
+            let mut action = client.list_database_names();
+            if let Some(f) = args.doc("filter")? {
+                action = action.filter(f);
+            }
+            if let Some(b) = args.bool("authorizedDatabases") {
+                action = action.authorized_databases(b);
+            }
+            if let Some(c) = args.take("comment") {
+                action = action.comment(c);
+            }
             args.done()?;
-            no_session(name, has_session)?;
-            Ok(client
-                .list_database_names()
-                .run()
+            Ok(in_session!(action, session)
                 .map(|n| Bson::Array(n.into_iter().map(Bson::String).collect())))
+        }
+        "listDatabases" => {
+            let mut action = client.list_databases();
+            if let Some(f) = args.doc("filter")? {
+                action = action.filter(f);
+            }
+            if let Some(b) = args.bool("authorizedDatabases") {
+                action = action.authorized_databases(b);
+            }
+            if let Some(c) = args.take("comment") {
+                action = action.comment(c);
+            }
+            args.done()?;
+            Ok(in_session!(action, session).map(|specs| {
+                Bson::Array(
+                    specs
+                        .into_iter()
+                        .map(|d| {
+                            let mut out = doc! { "name": d.name };
+                            if let Some(size) = d.size_on_disk {
+                                out.insert("sizeOnDisk", size as i64);
+                            }
+                            if let Some(empty) = d.empty {
+                                out.insert("empty", empty);
+                            }
+                            Bson::Document(out)
+                        })
+                        .collect(),
+                )
+            }))
         }
         other => skip(format!(
             "client operation {other} not implemented in the runner"
@@ -2014,6 +2098,31 @@ fn server_api(spec: &Document) -> Outcome<mongo_inline::options::ServerApi> {
         api = api.deprecation_errors(b);
     }
     Ok(api)
+}
+
+/// A `listCollections` entry as the server sends it.
+fn collection_document(spec: &mongo_inline::results::CollectionSpecification) -> Bson {
+    use mongo_inline::results::CollectionType;
+    let kind = match spec.collection_type {
+        CollectionType::Collection => "collection",
+        CollectionType::View => "view",
+        CollectionType::Timeseries => "timeseries",
+        _ => "other",
+    };
+    let mut info = doc! { "readOnly": spec.info.read_only };
+    if let Some(uuid) = &spec.info.uuid {
+        info.insert("uuid", uuid.clone());
+    }
+    let mut out = doc! {
+        "name": spec.name.clone(),
+        "type": kind,
+        "options": spec.options.clone(),
+        "info": info,
+    };
+    if let Some(id_index) = &spec.id_index {
+        out.insert("idIndex", id_index.clone());
+    }
+    Bson::Document(out)
 }
 
 /// The transaction options among `args` (startTransaction, withTransaction).
