@@ -1833,6 +1833,41 @@ fn collection_operation(
                 None => documents_result(coll.list_indexes().run()),
             }
         }
+        "bulkWrite" => {
+            let requests = args.docs("requests")?.unwrap_or_default();
+            let models = requests
+                .into_iter()
+                .map(write_model)
+                .collect::<Outcome<Vec<_>>>()?;
+            let mut action = coll.bulk_write(models);
+            if let Some(b) = args.bool("ordered") {
+                action = action.ordered(b);
+            }
+            if let Some(b) = args.bool("bypassDocumentValidation") {
+                action = action.bypass_document_validation(b);
+            }
+            if let Some(l) = args.doc("let")? {
+                action = action.let_vars(l);
+            }
+            if let Some(c) = comment {
+                action = action.comment(c);
+            }
+            args.done()?;
+            in_session!(action, session).map(|r| {
+                let ids = |m: std::collections::BTreeMap<usize, Bson>| -> Document {
+                    m.into_iter().map(|(i, id)| (i.to_string(), id)).collect()
+                };
+                Bson::Document(doc! {
+                    "insertedCount": r.inserted_count as i64,
+                    "matchedCount": r.matched_count as i64,
+                    "modifiedCount": r.modified_count as i64,
+                    "deletedCount": r.deleted_count as i64,
+                    "upsertedCount": r.upserted_count as i64,
+                    "insertedIds": ids(r.inserted_ids),
+                    "upsertedIds": ids(r.upserted_ids),
+                })
+            })
+        }
         "listIndexNames" => {
             if let Some(c) = comment {
                 args.rest.insert("comment", c);
@@ -1955,7 +1990,7 @@ fn database_operation(
             in_session!(action, session)
                 .map(|n| Bson::Array(n.into_iter().map(Bson::String).collect()))
         }
-        "listCollections" => {
+        "listCollections" | "listCollectionObjects" => {
             let mut action = db.list_collections();
             if let Some(f) = args.doc("filter")? {
                 action = action.filter(f);
@@ -2008,7 +2043,7 @@ fn client_operation(
             Ok(in_session!(action, session)
                 .map(|n| Bson::Array(n.into_iter().map(Bson::String).collect())))
         }
-        "listDatabases" => {
+        "listDatabases" | "listDatabaseObjects" => {
             let mut action = client.list_databases();
             if let Some(f) = args.doc("filter")? {
                 action = action.filter(f);
@@ -2098,6 +2133,91 @@ fn server_api(spec: &Document) -> Outcome<mongo_inline::options::ServerApi> {
         api = api.deprecation_errors(b);
     }
     Ok(api)
+}
+
+/// One `bulkWrite` request (`{insertOne: {document}}`, `{updateOne: {...}}`, ...).
+fn write_model(request: Document) -> Outcome<mongo_inline::operation::WriteModel> {
+    use mongo_inline::coll_options::{DeleteModelOptions, ReplaceModelOptions, UpdateModelOptions};
+    use mongo_inline::operation::WriteModel;
+    let (kind, body) = request
+        .into_iter()
+        .next()
+        .ok_or("empty bulkWrite request")?;
+    let Bson::Document(body) = body else {
+        return fail(format!("bulkWrite request {kind} is not a document"));
+    };
+    let mut args = Args {
+        operation: format!("bulkWrite {kind}"),
+        rest: body,
+    };
+    let model = match kind.as_str() {
+        "insertOne" => WriteModel::InsertOne {
+            document: args.required_doc("document")?,
+        },
+        "updateOne" | "updateMany" => {
+            let filter = args.required_doc("filter")?;
+            let update = match args.take("update") {
+                Some(Bson::Document(d)) => mongo_inline::operation::UpdateModification::from(d),
+                Some(Bson::Array(a)) => mongo_inline::operation::UpdateModification::from(
+                    a.into_iter()
+                        .filter_map(|b| b.as_document().cloned())
+                        .collect::<Vec<_>>(),
+                ),
+                other => return fail(format!("bulkWrite {kind}: update {other:?}")),
+            };
+            let mut options = UpdateModelOptions::default();
+            options.array_filters = args.docs("arrayFilters")?;
+            options.collation = args.doc("collation")?;
+            options.hint = args.hint();
+            options.upsert = args.bool("upsert");
+            options.sort = args.doc("sort")?;
+            if kind == "updateOne" {
+                WriteModel::UpdateOne {
+                    filter,
+                    update,
+                    options,
+                }
+            } else {
+                WriteModel::UpdateMany {
+                    filter,
+                    update,
+                    options,
+                }
+            }
+        }
+        "replaceOne" => {
+            let filter = args.required_doc("filter")?;
+            let replacement = args.required_doc("replacement")?;
+            let mut options = ReplaceModelOptions::default();
+            options.collation = args.doc("collation")?;
+            options.hint = args.hint();
+            options.upsert = args.bool("upsert");
+            options.sort = args.doc("sort")?;
+            WriteModel::ReplaceOne {
+                filter,
+                replacement,
+                options,
+            }
+        }
+        "deleteOne" | "deleteMany" => {
+            let filter = args.required_doc("filter")?;
+            let mut options = DeleteModelOptions::default();
+            options.collation = args.doc("collation")?;
+            options.hint = args.hint();
+            if kind == "deleteOne" {
+                WriteModel::DeleteOne { filter, options }
+            } else {
+                WriteModel::DeleteMany { filter, options }
+            }
+        }
+        other => {
+            return skip(format!(
+                "bulkWrite request {other} not supported by the runner"
+            ))
+        }
+    };
+    args.done()?;
+    Ok(model)
 }
 
 /// A `listCollections` entry as the server sends it.
