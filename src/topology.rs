@@ -714,7 +714,7 @@ impl Topology {
             && self
                 .connections
                 .get(address)
-                .is_some_and(|c| !c.is_broken() && !c.peer_closed());
+                .is_some_and(|c| !c.is_broken() && !c.peer_closed_peeking());
         if usable {
             Ok(())
         } else {
@@ -1237,6 +1237,15 @@ impl Topology {
                 self.connections.remove(address);
             }
         }
+    }
+
+    /// The process id read by the latest selection (or pinned-socket check).
+    /// Within one operation it is current: a fork on another thread does not
+    /// carry this thread's operation into the child, and this thread cannot
+    /// fork in the middle of its own operation. Later steps of the operation
+    /// (the session pool) use it instead of asking the kernel again.
+    pub(crate) fn process_id(&self) -> u32 {
+        self.pid
     }
 
     /// A forked child must not talk on its parent's sockets: drop them
