@@ -2234,13 +2234,13 @@ fn missing_operation(object: &str, name: &str) -> String {
     let gap = match name {
         "count" => Some("the deprecated legacy count (the driver has countDocuments and estimatedDocumentCount)"),
         "createChangeStream" => Some("change streams"),
-        "aggregate" if object == "database" => Some("a database-level aggregate"),
-        "runCursorCommand" | "createCommandCursor" => Some("a cursor-returning runCommand"),
+        "aggregate" if object == "database" => Some("database-level aggregate"),
+        "runCursorCommand" | "createCommandCursor" => Some("cursor-returning runCommand"),
         "clientBulkWrite" => Some("the client-level bulkWrite command"),
         "mapReduce" => Some("mapReduce"),
         "createSearchIndex" | "createSearchIndexes" | "dropSearchIndex" | "listSearchIndexes"
         | "updateSearchIndex" => Some("Atlas search index management"),
-        "getSnapshotTime" => Some("a public snapshot time on a session"),
+        "getSnapshotTime" => Some("public snapshot time on a session"),
         _ => None,
     };
     match gap {
