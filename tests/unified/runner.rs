@@ -1272,14 +1272,9 @@ fn concerns(
                     Bson::Int64(i) => *i,
                     other => return fail(format!("{what}.timeoutMS {other}")),
                 };
-                if ms == 0 {
-                    // timeoutMS 0 means "no limit", which with_timeout
-                    // cannot say; do not pretend it is applied.
-                    return skip(format!(
-                        "{what}.timeoutMS 0 not expressible through with_timeout"
-                    ));
-                }
-                timeout = Some(Duration::from_millis(ms as u64));
+                // Zero is "no limit": a handle's zero overrides the
+                // client's timeoutMS, and a zero timeout sets no deadline.
+                timeout = Some(Duration::from_millis(ms.max(0) as u64));
             }
             other => return skip(format!("{what}.{other} not supported by the runner")),
         }
@@ -2232,13 +2227,18 @@ fn write_model(request: Document) -> Outcome<mongo_inline::operation::WriteModel
 /// operations the driver's API does not have.
 fn missing_operation(object: &str, name: &str) -> String {
     let gap = match name {
-        "count" => Some("the deprecated legacy count (the driver has countDocuments and estimatedDocumentCount)"),
+        "count" => {
+            Some("legacy count (deprecated; it has countDocuments and estimatedDocumentCount)")
+        }
         "createChangeStream" => Some("change streams"),
         "aggregate" if object == "database" => Some("database-level aggregate"),
         "runCursorCommand" | "createCommandCursor" => Some("cursor-returning runCommand"),
-        "clientBulkWrite" => Some("the client-level bulkWrite command"),
+        "clientBulkWrite" => Some("client-level bulkWrite command"),
         "mapReduce" => Some("mapReduce"),
-        "createSearchIndex" | "createSearchIndexes" | "dropSearchIndex" | "listSearchIndexes"
+        "createSearchIndex"
+        | "createSearchIndexes"
+        | "dropSearchIndex"
+        | "listSearchIndexes"
         | "updateSearchIndex" => Some("Atlas search index management"),
         "getSnapshotTime" => Some("public snapshot time on a session"),
         _ => None,
