@@ -12,7 +12,7 @@ use crate::deadline::Deadline;
 use crate::error::Result;
 use crate::exec::{Clock, Target};
 use crate::operation::EndTransaction;
-use crate::session::transaction::TransactionOptions;
+use crate::session::transaction::{TransactionOptions, TransactionState};
 use crate::session::with_transaction::{Decision, WithTransaction};
 use crate::session::{SessionOptions, SessionState};
 
@@ -62,6 +62,24 @@ impl ClientSession {
     /// The client this session belongs to.
     pub fn client(&self) -> &Client {
         &self.client
+    }
+
+    /// Where this session's transaction stands (none, starting, in progress,
+    /// committed, aborted).
+    pub fn transaction_state(&self) -> TransactionState {
+        self.state.transaction().state()
+    }
+
+    /// Whether the transaction is pinned to one mongos (sharded) or one
+    /// connection (load-balanced), so its commands must all go there.
+    pub fn is_pinned(&self) -> bool {
+        self.state.transaction().pinned().is_some()
+    }
+
+    /// Whether a network error marked the server session dirty, so the
+    /// client discards it instead of reusing it when this session ends.
+    pub fn is_dirty(&self) -> bool {
+        self.state.server_session().is_some_and(|s| s.dirty)
     }
 
     /// Starts a transaction; the next operation in this session begins it

@@ -163,7 +163,14 @@ mod tests {
 
     #[test]
     fn writes_and_ddl_carry_after_cluster_time_but_transaction_finishers_do_not() {
-        for name in ["insert", "update", "create", "drop", "createIndexes", "dropIndexes"] {
+        for name in [
+            "insert",
+            "update",
+            "create",
+            "drop",
+            "createIndexes",
+            "dropIndexes",
+        ] {
             let body = doc! { name: "c" };
             assert!(Takes::of(name, &body).after_cluster_time, "{name}");
         }
