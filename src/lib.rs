@@ -52,6 +52,7 @@ pub mod event;
 mod exec;
 mod fork;
 pub mod handshake;
+mod monitor;
 mod nesting;
 pub mod object_id;
 pub mod operation;
