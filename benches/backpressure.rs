@@ -69,6 +69,7 @@ fn fail_finds(client: &Client, times: Option<u32>) {
                 "errorLabels": ["SystemOverloadedError", "RetryableError"],
             },
         })
+        .run()
         .expect("configureFailPoint");
 }
 
@@ -77,7 +78,8 @@ fn burst(client: &Client, coll: &Collection<Document>, attempts: &Attempts, ops:
     let started = Instant::now();
     let succeeded = (0..ops)
         .filter(|i| {
-            coll.find_one(doc! { "_id": (*i % 10) as i32 }, None)
+            coll.find_one(doc! { "_id": (*i % 10) as i32 })
+                .run()
                 .is_ok()
         })
         .count();
@@ -112,8 +114,9 @@ fn main() {
     let coll = setup
         .database("bench")
         .collection::<Document>("backpressure");
-    coll.drop(None).expect("drop");
-    coll.insert_many((0..10).map(|i| doc! { "_id": i }), None)
+    coll.drop().run().expect("drop");
+    coll.insert_many((0..10).map(|i| doc! { "_id": i }))
+        .run()
         .expect("insert");
 
     println!(
@@ -144,7 +147,7 @@ fn main() {
             .database("bench")
             .collection::<Document>("backpressure");
         // Connect and select before measuring.
-        coll.find_one(None, None).expect("warm-up find");
+        coll.find_one(doc! {}).run().expect("warm-up find");
 
         fail_finds(&setup, Some(150));
         let run = burst(&client, &coll, &attempts, 200);

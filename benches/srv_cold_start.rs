@@ -39,6 +39,7 @@ fn cold_start(uri: &str, dns: &DnsServer) -> Duration {
     client
         .database("admin")
         .run_command(doc! { "ping": 1 })
+        .run()
         .expect("ping");
     start.elapsed()
 }

@@ -51,7 +51,8 @@ fn cold(uri: &str, db: &str, coll: &str, id: &str) -> Result<String, String> {
     let client = Client::with_uri_str(uri).map_err(|e| e.to_string())?;
     let collection = client.database(db).collection::<Document>(coll);
     let found = collection
-        .find_one(doc! { "_id": id }, None)
+        .find_one(doc! { "_id": id })
+        .run()
         .map_err(|e| e.to_string())?;
     let value = found.map(Bson::Document).unwrap_or(Bson::Null);
     Ok(format!("DOC {}", value.into_relaxed_extjson()))
@@ -62,13 +63,15 @@ fn warm(uri: &str, db: &str, coll: &str, n: u32) -> Result<String, String> {
     let collection = client.database(db).collection::<Document>(coll);
     // The first operation scans and connects: not part of the warm figure.
     collection
-        .find_one(doc! { "_id": 1 }, None)
+        .find_one(doc! { "_id": 1 })
+        .run()
         .map_err(|e| e.to_string())?;
     let cpu_start = cpu_time_ns()?;
     let wall_start = Instant::now();
     for _ in 0..n {
         let found = collection
-            .find_one(doc! { "_id": 1 }, None)
+            .find_one(doc! { "_id": 1 })
+            .run()
             .map_err(|e| e.to_string())?;
         std::hint::black_box(found);
     }

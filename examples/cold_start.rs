@@ -21,7 +21,10 @@ const CHILD: &str = "--child";
 
 fn child(uri: &str) -> mongo_inline::Result<()> {
     let client = Client::with_uri_str(uri)?;
-    client.database("admin").run_command(doc! { "ping": 1 })?;
+    client
+        .database("admin")
+        .run_command(doc! { "ping": 1 })
+        .run()?;
     Ok(())
 }
 

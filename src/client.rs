@@ -13,13 +13,12 @@ use bson::Document;
 
 use crate::error::Result;
 use crate::event::EventHandler;
-use crate::exec::{ClientState, Target};
-use crate::operation::RunCommand;
+use crate::exec::ClientState;
 use crate::options::ClientOptions;
 use crate::read_preference::ReadPreference;
 use crate::retry::{RetryPolicy, RetrySettings, Tokens};
 use crate::sdam::ServerDescription;
-use crate::select::{SelectionCriteria, ServerSelector};
+use crate::select::ServerSelector;
 use crate::topology::Topology;
 
 /// A handle to a MongoDB deployment. Cheap to clone; clones share the
@@ -122,11 +121,22 @@ impl Client {
     }
 
     /// Starts an explicit session (for causal consistency or transactions).
-    pub fn start_session(
-        &self,
-        options: impl Into<Option<crate::session::SessionOptions>>,
-    ) -> Result<crate::client_session::ClientSession> {
-        crate::client_session::ClientSession::start(self, options.into().unwrap_or_default())
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let mut session = client.start_session().causal_consistency(true).run()?;
+    /// let coll = client.database("docs").collection::<Document>("sessions");
+    /// coll.insert_one(doc! { "x": 1 }).session(&mut session).run()?;
+    /// // Causally consistent: this read sees the write above.
+    /// assert!(coll.find_one(doc! { "x": 1 }).session(&mut session).run()?.is_some());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn start_session(&self) -> crate::action::StartSession<'_> {
+        crate::action::StartSession::new(self)
     }
 
     /// Ends the client's server sessions (`endSessions`, sent on an open
@@ -158,16 +168,39 @@ impl Client {
         }
     }
 
+    /// The deployment's databases, with their sizes (`listDatabases`, on
+    /// the primary).
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// client.database("docs").collection::<Document>("listed").insert_one(doc! {}).run()?;
+    /// let databases = client.list_databases().run()?;
+    /// assert!(databases.iter().any(|db| db.name == "docs"));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn list_databases(&self) -> crate::action::ListDatabases<'_> {
+        crate::action::ListDatabases::new(self)
+    }
+
     /// The names of the deployment's databases (`listDatabases` with
     /// `nameOnly`, on the primary).
-    pub fn list_database_names(&self) -> Result<Vec<String>> {
-        let options = crate::coll_options::ListDatabasesOptions::default().name_only(true);
-        let mut operation = crate::operation::ListDatabases::new(options);
-        let inherited = self.defaults().timeout_only();
-        let mut state = self.state();
-        let executed = state.execute(&mut operation, None, inherited, Target::Select)?;
-        state.check_in(executed.implicit_session);
-        Ok(executed.output.into_iter().map(|d| d.name).collect())
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// client.database("docs").collection::<Document>("listed").insert_one(doc! {}).run()?;
+    /// assert!(client.list_database_names().run()?.contains(&"docs".to_string()));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn list_database_names(&self) -> crate::action::ListDatabaseNames<'_> {
+        crate::action::ListDatabaseNames::new(self)
     }
 
     pub(crate) fn state(&self) -> MutexGuard<'_, ClientState> {
@@ -257,16 +290,13 @@ impl Database {
 
     /// A handle to the collection `name`, whose documents are read and
     /// written as `T` (use [`bson::Document`] for untyped access).
-    pub fn collection<T>(&self, name: &str) -> crate::coll::Collection<T>
-    where
-        T: serde::Serialize + serde::de::DeserializeOwned,
-    {
+    pub fn collection<T>(&self, name: &str) -> crate::coll::Collection<T> {
         crate::coll::Collection::new(self.client.clone(), &self.name, name, self.defaults())
     }
 
     /// The client's defaults with this database's overrides on top: what
     /// every operation through this handle inherits.
-    fn defaults(&self) -> crate::coll::Defaults {
+    pub(crate) fn defaults(&self) -> crate::coll::Defaults {
         self.client.defaults().overridden_by(&self.overrides)
     }
 
@@ -301,83 +331,127 @@ impl Database {
 
     /// Creates collection `name` (the `create` command); an existing
     /// collection is an error from the server (`NamespaceExists`, 48).
-    pub fn create_collection(
-        &self,
-        name: &str,
-        options: impl Into<Option<crate::coll_options::CreateCollectionOptions>>,
-    ) -> Result<()> {
-        let mut operation = crate::operation::CreateCollection::new(
-            self.name.clone(),
-            name,
-            options.into().unwrap_or_default(),
-        );
-        let defaults = self.defaults();
-        let mut state = self.client.state();
-        let executed = state.execute(&mut operation, None, defaults.inherited(), Target::Select)?;
-        state.check_in(executed.implicit_session);
-        Ok(())
+    ///
+    /// ```
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let db = client.database("docs_create_collection");
+    /// db.drop().run()?;
+    /// db.create_collection("capped").capped(true).size(4096).run()?;
+    /// assert_eq!(db.list_collection_names().run()?, ["capped"]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn create_collection(&self, name: impl AsRef<str>) -> crate::action::CreateCollection<'_> {
+        crate::action::CreateCollection::new(self, name.as_ref())
     }
 
     /// Drops the database and all its collections (`dropDatabase`).
-    pub fn drop(&self) -> Result<()> {
-        self.run_command(bson::doc! { "dropDatabase": 1 })
-            .map(|_| ())
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let db = client.database("docs_drop");
+    /// db.collection::<Document>("c").insert_one(doc! {}).run()?;
+    /// db.drop().run()?;
+    /// assert!(db.list_collection_names().run()?.is_empty());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn drop(&self) -> crate::action::DropDatabase<'_> {
+        crate::action::DropDatabase::new(self)
+    }
+
+    /// The database's collections and views, as specifications
+    /// (`listCollections`, read on the primary).
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # use mongo_inline::results::CollectionType;
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let db = client.database("docs_list_collections");
+    /// db.collection::<Document>("things").insert_one(doc! {}).run()?;
+    /// let specs = db
+    ///     .list_collections()
+    ///     .filter(doc! { "name": "things" })
+    ///     .run()?
+    ///     .collect::<mongo_inline::Result<Vec<_>>>()?;
+    /// assert_eq!(specs[0].collection_type, CollectionType::Collection);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn list_collections(&self) -> crate::action::ListCollections<'_> {
+        crate::action::ListCollections::new(self)
     }
 
     /// The names of the database's collections and views
     /// (`listCollections` with `nameOnly`, read on the primary).
-    pub fn list_collection_names(&self) -> Result<Vec<String>> {
-        let options = crate::coll_options::ListCollectionsOptions::default().name_only(true);
-        let mut operation = crate::operation::ListCollections::new(self.name.clone(), options);
-        let inherited = self.defaults().timeout_only();
-        let timeout = inherited.timeout;
-        let executed = {
-            let mut state = self.client.state();
-            state.execute(&mut operation, None, inherited, Target::Select)?
-        };
-        let cursor: crate::cursor::Cursor<Document> = crate::cursor::Cursor::new(
-            self.client.clone(),
-            executed.output,
-            executed.address,
-            executed.generation,
-            executed.implicit_session,
-        )
-        .with_timeout(timeout);
-        cursor
-            .map(|spec| {
-                let spec = spec?;
-                spec.get_str("name").map(str::to_string).map_err(|_| {
-                    crate::error::Error::protocol(
-                        None,
-                        format!("a listCollections entry has no string `name`: {spec}"),
-                    )
-                })
-            })
-            .collect()
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let db = client.database("docs_names");
+    /// db.collection::<Document>("a").insert_one(doc! {}).run()?;
+    /// assert!(db.list_collection_names().run()?.contains(&"a".to_string()));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn list_collection_names(&self) -> crate::action::ListCollectionNames<'_> {
+        crate::action::ListCollectionNames::new(self)
     }
 
-    /// Runs a command on the primary (the client's default read preference
-    /// does not apply to `runCommand`, as the server-selection spec says)
-    /// and returns the reply. A reply with `ok: 0` is an error.
-    pub fn run_command(&self, command: Document) -> Result<Document> {
-        self.run_command_with(
-            command,
-            SelectionCriteria::ReadPreference(ReadPreference::primary()),
-        )
+    /// Runs a command and returns the reply; on the primary unless
+    /// `.selection_criteria(..)` says otherwise (the client's default read
+    /// preference does not apply to `runCommand`, as the server-selection
+    /// spec says). A reply with `ok: 0` is an error.
+    ///
+    /// ```
+    /// # use mongo_inline::bson::doc;
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let reply = client.database("admin").run_command(doc! { "ping": 1 }).run()?;
+    /// assert_eq!(reply.get_f64("ok").ok().or(reply.get_i32("ok").ok().map(f64::from)), Some(1.0));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn run_command(&self, command: Document) -> crate::action::RunCommand<'_> {
+        crate::action::RunCommand::new(self, command)
     }
 
-    /// Runs a command on a server chosen by `criteria`; the read preference
-    /// is passed to the server as the spec says for the topology type.
-    pub fn run_command_with(
+    /// Runs an aggregation pipeline on the database (`aggregate: 1`), for
+    /// stages such as `$currentOp` or `$documents` that read no collection.
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let results: Vec<Document> = client
+    ///     .database("docs")
+    ///     .aggregate([doc! { "$documents": [{ "x": 1 }, { "x": 2 }] }])
+    ///     .run()?
+    ///     .collect::<mongo_inline::Result<_>>()?;
+    /// assert_eq!(results.len(), 2);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn aggregate(
         &self,
-        command: Document,
-        criteria: SelectionCriteria,
-    ) -> Result<Document> {
-        let mut operation = RunCommand::new(&self.name, command, criteria)?;
-        let inherited = self.defaults().timeout_only();
-        let mut state = self.client.state();
-        let executed = state.execute(&mut operation, None, inherited, Target::Select)?;
-        state.check_in(executed.implicit_session);
-        Ok(executed.output)
+        pipeline: impl IntoIterator<Item = Document>,
+    ) -> crate::action::Aggregate<'_> {
+        crate::action::Aggregate::on_database(
+            &self.client,
+            &self.name,
+            self.defaults(),
+            pipeline.into_iter().collect(),
+        )
     }
 }

@@ -1,43 +1,31 @@
 //! [`Collection<T>`]: the CRUD API over typed documents.
 //!
-//! Every method turns its arguments into an [`crate::operation`] value and
-//! hands it to the executor; nothing here talks to a socket. Documents are
-//! converted with serde through `bson`, so `T` can be any
-//! `Serialize + DeserializeOwned` type, with [`bson::Document`] as the
-//! untyped case.
+//! Every operation returns a [`crate::action`] builder; its `run`
+//! turns the arguments into an [`crate::operation`] value and hands it to
+//! the executor through the helpers here; nothing here talks to a socket.
+//! Documents are converted with serde through `bson`: methods that write
+//! documents need `T: Serialize`, those that read them need
+//! `T: DeserializeOwned`, and [`bson::Document`] is the untyped case.
 
 use std::borrow::Borrow;
 use std::marker::PhantomData;
 use std::time::Duration;
 
-use bson::{Bson, Document};
+use bson::Document;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use crate::action;
 use crate::client::Client;
 use crate::client_session::ClientSession;
-use crate::coll_options::{
-    AggregateOptions, BulkWriteOptions, CountOptions, CreateIndexOptions, DeleteOptions,
-    DistinctOptions, DropCollectionOptions, DropIndexOptions, EstimatedDocumentCountOptions,
-    FindOneAndDeleteOptions, FindOneAndReplaceOptions, FindOneAndUpdateOptions, FindOptions,
-    IndexModel, InsertManyOptions, InsertOneOptions, ListIndexesOptions, ReplaceOptions,
-    UpdateOptions,
-};
-use crate::cursor::Cursor;
+use crate::coll_options::IndexModel;
+use crate::cursor::{Cursor, SessionCursor};
 use crate::error::{Error, Result};
-use crate::exec::{Executed, Inherited, Target};
-use crate::operation::aggregate::AggregateTarget;
-use crate::operation::Insert;
-use crate::operation::{
-    Aggregate, BulkWrite, CountDocuments, CreateIndexes, Delete, Distinct, DropCollection,
-    DropIndexes, EstimatedDocumentCount, Find, FindAndModify, InsertMany, ListIndexes, Namespace,
-    Operation, Update, UpdateModification, WriteModel,
-};
+use crate::exec::{Inherited, Target};
+use crate::operation::{CursorSpec, Namespace, Operation, UpdateModification, WriteModel};
 use crate::options::{ReadConcern, WriteConcern};
 use crate::read_preference::ReadPreference;
-use crate::results::{
-    BulkWriteResult, DeleteResult, InsertManyResult, InsertOneResult, UpdateResult,
-};
+use crate::results::BulkWriteResult;
 use crate::select::SelectionCriteria;
 
 /// Read and write settings a handle passes to its operations; each level
@@ -89,7 +77,7 @@ impl Defaults {
     }
 
     /// The criteria for a read whose own options gave none.
-    fn read_criteria(&self, own: Option<SelectionCriteria>) -> SelectionCriteria {
+    pub(crate) fn read_criteria(&self, own: Option<SelectionCriteria>) -> SelectionCriteria {
         own.unwrap_or_else(|| {
             SelectionCriteria::ReadPreference(self.read_preference.clone().unwrap_or_default())
         })
@@ -124,10 +112,7 @@ impl<T> std::fmt::Debug for Collection<T> {
     }
 }
 
-impl<T> Collection<T>
-where
-    T: Serialize + DeserializeOwned,
-{
+impl<T> Collection<T> {
     pub(crate) fn new(client: Client, db: &str, name: &str, defaults: Defaults) -> Self {
         Collection {
             client,
@@ -148,7 +133,7 @@ where
     }
 
     /// The same collection read and written as another type.
-    pub fn clone_with_type<U: Serialize + DeserializeOwned>(&self) -> Collection<U> {
+    pub fn clone_with_type<U>(&self) -> Collection<U> {
         Collection {
             client: self.client.clone(),
             ns: self.ns.clone(),
@@ -181,7 +166,9 @@ where
         self
     }
 
-    fn run<Op: Operation>(
+    /// Runs `op` in `session`, or in an implicit session that goes back to
+    /// the pool afterwards.
+    pub(crate) fn execute<Op: Operation>(
         &self,
         mut op: Op,
         session: Option<&mut ClientSession>,
@@ -194,541 +181,608 @@ where
         Ok(executed.output)
     }
 
-    fn run_cursor<Op: Operation<Output = crate::operation::CursorSpec>>(
+    /// Runs one batch of an `insert_many` or `bulk_write`.
+    pub(crate) fn execute_batch(
+        &self,
+        batch: &mut crate::operation::WriteBatch,
+        session: Option<&mut ClientSession>,
+    ) -> Result<BulkWriteResult> {
+        let mut state = self.client.state();
+        let explicit = session.map(|s| s.state_mut());
+        let executed = state.execute(batch, explicit, self.defaults.inherited(), Target::Select)?;
+        state.check_in(executed.implicit_session);
+        Ok(executed.output)
+    }
+
+    /// Runs a cursor-opening `op` in an implicit session, which the cursor
+    /// keeps for its `getMore`s.
+    pub(crate) fn open_cursor<U, Op: Operation<Output = CursorSpec>>(
         &self,
         mut op: Op,
-    ) -> Result<Cursor<T>> {
-        let Executed {
-            output,
-            address,
-            generation,
-            implicit_session,
-        } = {
-            let mut state = self.client.state();
-            state.execute(&mut op, None, self.defaults.inherited(), Target::Select)?
-        };
-        Ok(Cursor::new(
-            self.client.clone(),
-            output,
-            address,
-            generation,
-            implicit_session,
-        )
-        .with_timeout(self.defaults.timeout))
+    ) -> Result<Cursor<U>> {
+        open_cursor(&self.client, &mut op, self.defaults.inherited())
     }
 
-    fn to_document(document: &T) -> Result<Document> {
-        crate::nesting::check_depth(document, "the document")?;
-        bson::to_document(document).map_err(|e| {
-            Error::invalid_argument(format!("the document cannot be converted to BSON: {e}"))
-        })
+    /// Runs a cursor-opening `op` in `session`.
+    pub(crate) fn open_session_cursor<U, Op: Operation<Output = CursorSpec>>(
+        &self,
+        mut op: Op,
+        session: &mut ClientSession,
+    ) -> Result<SessionCursor<U>> {
+        open_session_cursor(&self.client, &mut op, self.defaults.inherited(), session)
     }
 
-    fn from_document(document: Document) -> Result<T> {
+    pub(crate) fn namespace(&self) -> &Namespace {
+        &self.ns
+    }
+
+    pub(crate) fn defaults(&self) -> &Defaults {
+        &self.defaults
+    }
+
+    pub(crate) fn client(&self) -> &Client {
+        &self.client
+    }
+
+    pub(crate) fn from_document(document: Document) -> Result<T>
+    where
+        T: DeserializeOwned,
+    {
         bson::from_document(document).map_err(|e| {
             Error::invalid_argument(format!(
                 "a document from the server does not match the collection's type: {e}"
             ))
         })
     }
+}
 
+/// `document` as BSON, refused with an error naming the problem when it
+/// nests too deeply or does not convert.
+pub(crate) fn to_document<T: Serialize>(document: &T) -> Result<Document> {
+    crate::nesting::check_depth(document, "the document")?;
+    bson::to_document(document).map_err(|e| {
+        Error::invalid_argument(format!("the document cannot be converted to BSON: {e}"))
+    })
+}
+
+/// Runs a cursor-opening `op` in an implicit session, which the cursor keeps.
+pub(crate) fn open_cursor<U, Op: Operation<Output = CursorSpec>>(
+    client: &Client,
+    op: &mut Op,
+    inherited: Inherited<'_>,
+) -> Result<Cursor<U>> {
+    let timeout = inherited.timeout;
+    let executed = client
+        .state()
+        .execute(op, None, inherited, Target::Select)?;
+    Ok(Cursor::from_executed(client.clone(), executed).with_timeout(timeout))
+}
+
+/// Runs a cursor-opening `op` in `session`; the cursor is iterated with it.
+pub(crate) fn open_session_cursor<U, Op: Operation<Output = CursorSpec>>(
+    client: &Client,
+    op: &mut Op,
+    inherited: Inherited<'_>,
+    session: &mut ClientSession,
+) -> Result<SessionCursor<U>> {
+    let timeout = inherited.timeout;
+    let executed =
+        client
+            .state()
+            .execute(op, Some(session.state_mut()), inherited, Target::Select)?;
+    Ok(SessionCursor::from_executed(
+        client.clone(),
+        executed,
+        timeout,
+    ))
+}
+
+/// The operations. Each returns a builder (see [`crate::action`]); nothing
+/// is sent before its `run`.
+impl<T> Collection<T> {
     /// Inserts one document; an `_id` is generated when it has none.
-    pub fn insert_one(
-        &self,
-        document: impl Borrow<T>,
-        options: impl Into<Option<InsertOneOptions>>,
-    ) -> Result<InsertOneResult> {
-        self.insert_one_inner(document.borrow(), options.into(), None)
-    }
-
-    /// [`Collection::insert_one`] inside `session`.
-    pub fn insert_one_with_session(
-        &self,
-        document: impl Borrow<T>,
-        options: impl Into<Option<InsertOneOptions>>,
-        session: &mut ClientSession,
-    ) -> Result<InsertOneResult> {
-        self.insert_one_inner(document.borrow(), options.into(), Some(session))
-    }
-
-    fn insert_one_inner(
-        &self,
-        document: &T,
-        options: Option<InsertOneOptions>,
-        session: Option<&mut ClientSession>,
-    ) -> Result<InsertOneResult> {
-        let document = Self::to_document(document)?;
-        self.run(
-            Insert::one(self.ns.clone(), document, options.unwrap_or_default()),
-            session,
-        )
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let coll = client.database("docs").collection::<Document>("insert_one");
+    /// let result = coll.insert_one(doc! { "name": "Ada" }).run()?;
+    /// assert!(result.inserted_id.as_object_id().is_some());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn insert_one(&self, document: impl Borrow<T>) -> action::InsertOne<'_, T>
+    where
+        T: Serialize,
+    {
+        action::InsertOne::new(self, to_document(document.borrow()))
     }
 
     /// Inserts many documents, in batches the server accepts.
-    pub fn insert_many<I>(
-        &self,
-        documents: I,
-        options: impl Into<Option<InsertManyOptions>>,
-    ) -> Result<InsertManyResult>
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let coll = client.database("docs").collection::<Document>("insert_many");
+    /// let result = coll.insert_many([doc! { "n": 1 }, doc! { "n": 2 }]).ordered(true).run()?;
+    /// assert_eq!(result.inserted_ids.len(), 2);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn insert_many<I>(&self, documents: I) -> action::InsertMany<'_, T>
     where
+        T: Serialize,
         I: IntoIterator,
         I::Item: Borrow<T>,
     {
         let documents = documents
             .into_iter()
-            .map(|d| Self::to_document(d.borrow()))
-            .collect::<Result<Vec<_>>>()?;
-        let mut insert = InsertMany::new(
-            self.ns.clone(),
-            documents,
-            options.into().unwrap_or_default(),
-        )?;
-        while let Some(batch) = insert.next_batch() {
-            let outcome = self.run_batch(batch);
-            insert.record(outcome)?;
-        }
-        insert.finish()
+            .map(|d| to_document(d.borrow()))
+            .collect::<Result<Vec<_>>>();
+        action::InsertMany::new(self, documents)
     }
 
     /// Runs mixed inserts, updates and deletes, ordered or not.
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # use mongo_inline::operation::WriteModel;
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let coll = client.database("docs").collection::<Document>("bulk_write");
+    /// let result = coll
+    ///     .bulk_write(vec![
+    ///         WriteModel::InsertOne { document: doc! { "_id": 1 } },
+    ///         WriteModel::DeleteOne { filter: doc! { "_id": 1 }, options: Default::default() },
+    ///     ])
+    ///     .run()?;
+    /// assert_eq!(result.inserted_count, 1);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn bulk_write(
         &self,
-        models: Vec<WriteModel>,
-        options: impl Into<Option<BulkWriteOptions>>,
-    ) -> Result<BulkWriteResult> {
-        let mut bulk = BulkWrite::new(self.ns.clone(), models, options.into().unwrap_or_default())?;
-        while let Some(batch) = bulk.next_batch() {
-            let outcome = self.run_batch(batch);
-            bulk.record(outcome)?;
-        }
-        bulk.finish()
+        models: impl IntoIterator<Item = WriteModel>,
+    ) -> action::BulkWrite<'_, T> {
+        action::BulkWrite::new(self, models.into_iter().collect())
     }
 
-    fn run_batch(&self, batch: &mut crate::operation::WriteBatch) -> Result<BulkWriteResult> {
-        let mut state = self.client.state();
-        let executed = state.execute(batch, None, self.defaults.inherited(), Target::Select)?;
-        state.check_in(executed.implicit_session);
-        Ok(executed.output)
-    }
-
-    /// The documents matching `filter`, as a cursor that fetches further
-    /// batches from the same server and socket as it is iterated.
-    pub fn find(
-        &self,
-        filter: impl Into<Option<Document>>,
-        options: impl Into<Option<FindOptions>>,
-    ) -> Result<Cursor<T>> {
-        let mut options = options.into().unwrap_or_default();
-        options.selection_criteria = Some(
-            self.defaults
-                .read_criteria(options.selection_criteria.take()),
-        );
-        self.run_cursor(Find::new(
-            self.ns.clone(),
-            filter.into().unwrap_or_default(),
-            options,
-        ))
-    }
-
-    /// The documents matching `filter`, read inside `session` (all of them:
-    /// the cursor is drained within the call).
-    pub fn find_with_session(
-        &self,
-        filter: impl Into<Option<Document>>,
-        options: impl Into<Option<FindOptions>>,
-        session: &mut ClientSession,
-    ) -> Result<Vec<T>> {
-        let mut options = options.into().unwrap_or_default();
-        options.selection_criteria = Some(
-            self.defaults
-                .read_criteria(options.selection_criteria.take()),
-        );
-        let mut op = Find::new(self.ns.clone(), filter.into().unwrap_or_default(), options);
-        let mut state = self.client.state();
-        let executed = state.execute(
-            &mut op,
-            Some(session.state_mut()),
-            self.defaults.inherited(),
-            Target::Select,
-        )?;
-        let mut spec = executed.output;
-        let mut documents = Vec::new();
-        loop {
-            while let Some(d) = spec.pop_front() {
-                documents.push(Self::from_document(d)?);
-            }
-            let Some(mut get_more) = spec.get_more() else {
-                break;
-            };
-            let reply = state.execute(
-                &mut get_more,
-                Some(session.state_mut()),
-                self.defaults.inherited(),
-                Target::Pinned {
-                    address: executed.address.clone(),
-                    generation: executed.generation,
-                },
-            )?;
-            spec.next_batch(reply.output)?;
-        }
-        Ok(documents)
+    /// The documents matching `filter` (`doc! {}` for all), as a cursor
+    /// that fetches further batches from the same server and socket as it
+    /// is iterated.
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let coll = client.database("docs").collection::<Document>("find");
+    /// coll.insert_many((0..10).map(|n| doc! { "n": n })).run()?;
+    /// let cursor = coll
+    ///     .find(doc! { "n": { "$gte": 5 } })
+    ///     .sort(doc! { "n": 1 })
+    ///     .batch_size(2)
+    ///     .run()?;
+    /// for document in cursor {
+    ///     assert!(document?.get_i32("n").unwrap() >= 5);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn find(&self, filter: Document) -> action::Find<'_, T> {
+        action::Find::new(self, filter)
     }
 
     /// The first document matching `filter`, if any.
-    pub fn find_one(
-        &self,
-        filter: impl Into<Option<Document>>,
-        options: impl Into<Option<FindOptions>>,
-    ) -> Result<Option<T>> {
-        let mut options = options.into().unwrap_or_default();
-        options.selection_criteria = Some(
-            self.defaults
-                .read_criteria(options.selection_criteria.take()),
-        );
-        let mut cursor = self.run_cursor(Find::find_one(
-            self.ns.clone(),
-            filter.into().unwrap_or_default(),
-            options,
-        ))?;
-        cursor.next().transpose()
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let coll = client.database("docs").collection::<Document>("find_one");
+    /// coll.insert_one(doc! { "name": "Grace" }).run()?;
+    /// let found = coll.find_one(doc! { "name": "Grace" }).run()?;
+    /// assert!(found.is_some());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn find_one(&self, filter: Document) -> action::FindOne<'_, T> {
+        action::FindOne::new(self, filter)
     }
 
     /// Updates the first document matching `filter`.
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let coll = client.database("docs").collection::<Document>("update_one");
+    /// let result = coll
+    ///     .update_one(doc! { "_id": "counter" }, doc! { "$inc": { "n": 1 } })
+    ///     .upsert(true)
+    ///     .run()?;
+    /// assert!(result.upserted_id.is_some() || result.modified_count == 1);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn update_one(
         &self,
         filter: Document,
         update: impl Into<UpdateModification>,
-        options: impl Into<Option<UpdateOptions>>,
-    ) -> Result<UpdateResult> {
-        self.update(filter, update.into(), options.into(), false, None)
-    }
-
-    /// [`Collection::update_one`] inside `session`.
-    pub fn update_one_with_session(
-        &self,
-        filter: Document,
-        update: impl Into<UpdateModification>,
-        options: impl Into<Option<UpdateOptions>>,
-        session: &mut ClientSession,
-    ) -> Result<UpdateResult> {
-        self.update(filter, update.into(), options.into(), false, Some(session))
+    ) -> action::Update<'_, T> {
+        action::Update::new(self, filter, update.into(), false)
     }
 
     /// Updates every document matching `filter`.
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let coll = client.database("docs").collection::<Document>("update_many");
+    /// coll.drop().run()?;
+    /// coll.insert_many([doc! { "x": 1 }, doc! { "x": 1 }]).run()?;
+    /// let result = coll.update_many(doc! { "x": 1 }, doc! { "$set": { "x": 2 } }).run()?;
+    /// assert_eq!(result.modified_count, 2);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn update_many(
         &self,
         filter: Document,
         update: impl Into<UpdateModification>,
-        options: impl Into<Option<UpdateOptions>>,
-    ) -> Result<UpdateResult> {
-        self.update(filter, update.into(), options.into(), true, None)
-    }
-
-    /// [`Collection::update_many`] inside `session`.
-    pub fn update_many_with_session(
-        &self,
-        filter: Document,
-        update: impl Into<UpdateModification>,
-        options: impl Into<Option<UpdateOptions>>,
-        session: &mut ClientSession,
-    ) -> Result<UpdateResult> {
-        self.update(filter, update.into(), options.into(), true, Some(session))
-    }
-
-    fn update(
-        &self,
-        filter: Document,
-        update: UpdateModification,
-        options: Option<UpdateOptions>,
-        many: bool,
-        session: Option<&mut ClientSession>,
-    ) -> Result<UpdateResult> {
-        let options = options.unwrap_or_default();
-        let op = if many {
-            Update::update_many(self.ns.clone(), filter, update, options)?
-        } else {
-            Update::update_one(self.ns.clone(), filter, update, options)?
-        };
-        self.run(op, session)
+    ) -> action::Update<'_, T> {
+        action::Update::new(self, filter, update.into(), true)
     }
 
     /// Replaces the first document matching `filter`.
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let coll = client.database("docs").collection::<Document>("replace_one");
+    /// coll.drop().run()?;
+    /// coll.insert_one(doc! { "_id": 1, "v": 1 }).run()?;
+    /// let result = coll.replace_one(doc! { "_id": 1 }, doc! { "v": 2 }).run()?;
+    /// assert_eq!(result.matched_count, 1);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn replace_one(
         &self,
         filter: Document,
         replacement: impl Borrow<T>,
-        options: impl Into<Option<ReplaceOptions>>,
-    ) -> Result<UpdateResult> {
-        self.replace(filter, replacement.borrow(), options.into(), None)
-    }
-
-    /// [`Collection::replace_one`] inside `session`.
-    pub fn replace_one_with_session(
-        &self,
-        filter: Document,
-        replacement: impl Borrow<T>,
-        options: impl Into<Option<ReplaceOptions>>,
-        session: &mut ClientSession,
-    ) -> Result<UpdateResult> {
-        self.replace(filter, replacement.borrow(), options.into(), Some(session))
-    }
-
-    fn replace(
-        &self,
-        filter: Document,
-        replacement: &T,
-        options: Option<ReplaceOptions>,
-        session: Option<&mut ClientSession>,
-    ) -> Result<UpdateResult> {
-        let replacement = Self::to_document(replacement)?;
-        let op = Update::replace_one(
-            self.ns.clone(),
-            filter,
-            replacement,
-            options.unwrap_or_default(),
-        )?;
-        self.run(op, session)
+    ) -> action::Replace<'_, T>
+    where
+        T: Serialize,
+    {
+        action::Replace::new(self, filter, to_document(replacement.borrow()))
     }
 
     /// Deletes the first document matching `filter`.
-    pub fn delete_one(
-        &self,
-        filter: Document,
-        options: impl Into<Option<DeleteOptions>>,
-    ) -> Result<DeleteResult> {
-        self.delete(filter, options.into(), false, None)
-    }
-
-    /// [`Collection::delete_one`] inside `session`.
-    pub fn delete_one_with_session(
-        &self,
-        filter: Document,
-        options: impl Into<Option<DeleteOptions>>,
-        session: &mut ClientSession,
-    ) -> Result<DeleteResult> {
-        self.delete(filter, options.into(), false, Some(session))
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let coll = client.database("docs").collection::<Document>("delete_one");
+    /// coll.insert_one(doc! { "_id": 7 }).run()?;
+    /// assert_eq!(coll.delete_one(doc! { "_id": 7 }).run()?.deleted_count, 1);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn delete_one(&self, filter: Document) -> action::Delete<'_, T> {
+        action::Delete::new(self, filter, false)
     }
 
     /// Deletes every document matching `filter`.
-    pub fn delete_many(
-        &self,
-        filter: Document,
-        options: impl Into<Option<DeleteOptions>>,
-    ) -> Result<DeleteResult> {
-        self.delete(filter, options.into(), true, None)
-    }
-
-    /// [`Collection::delete_many`] inside `session`.
-    pub fn delete_many_with_session(
-        &self,
-        filter: Document,
-        options: impl Into<Option<DeleteOptions>>,
-        session: &mut ClientSession,
-    ) -> Result<DeleteResult> {
-        self.delete(filter, options.into(), true, Some(session))
-    }
-
-    fn delete(
-        &self,
-        filter: Document,
-        options: Option<DeleteOptions>,
-        many: bool,
-        session: Option<&mut ClientSession>,
-    ) -> Result<DeleteResult> {
-        let options = options.unwrap_or_default();
-        let op = if many {
-            Delete::delete_many(self.ns.clone(), filter, options)
-        } else {
-            Delete::delete_one(self.ns.clone(), filter, options)
-        };
-        self.run(op, session)
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let coll = client.database("docs").collection::<Document>("delete_many");
+    /// coll.insert_many([doc! { "gone": true }, doc! { "gone": true }]).run()?;
+    /// coll.delete_many(doc! { "gone": true }).run()?;
+    /// assert_eq!(coll.count_documents(doc! { "gone": true }).run()?, 0);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn delete_many(&self, filter: Document) -> action::Delete<'_, T> {
+        action::Delete::new(self, filter, true)
     }
 
     /// Updates the first document matching `filter` and returns it (before
-    /// or after, per the options).
+    /// or after the change, per `return_document`).
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # use mongo_inline::options::ReturnDocument;
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let coll = client.database("docs").collection::<Document>("find_one_and_update");
+    /// let after = coll
+    ///     .find_one_and_update(doc! { "_id": "seq" }, doc! { "$inc": { "n": 1 } })
+    ///     .upsert(true)
+    ///     .return_document(ReturnDocument::After)
+    ///     .run()?
+    ///     .expect("upserted");
+    /// assert!(after.get_i32("n").unwrap() >= 1);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn find_one_and_update(
         &self,
         filter: Document,
         update: impl Into<UpdateModification>,
-        options: impl Into<Option<FindOneAndUpdateOptions>>,
-    ) -> Result<Option<T>> {
-        let op = FindAndModify::update(
-            self.ns.clone(),
-            filter,
-            update,
-            options.into().unwrap_or_default(),
-        )?;
-        self.run(op, None)?.map(Self::from_document).transpose()
+    ) -> action::FindOneAndUpdate<'_, T> {
+        action::FindOneAndUpdate::new(self, filter, update.into())
     }
 
     /// Replaces the first document matching `filter` and returns it.
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let coll = client.database("docs").collection::<Document>("find_one_and_replace");
+    /// coll.drop().run()?;
+    /// coll.insert_one(doc! { "_id": 1, "v": "old" }).run()?;
+    /// let before = coll.find_one_and_replace(doc! { "_id": 1 }, doc! { "v": "new" }).run()?;
+    /// assert_eq!(before.unwrap().get_str("v").unwrap(), "old");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn find_one_and_replace(
         &self,
         filter: Document,
         replacement: impl Borrow<T>,
-        options: impl Into<Option<FindOneAndReplaceOptions>>,
-    ) -> Result<Option<T>> {
-        let replacement = Self::to_document(replacement.borrow())?;
-        let op = FindAndModify::replace(
-            self.ns.clone(),
-            filter,
-            replacement,
-            options.into().unwrap_or_default(),
-        )?;
-        self.run(op, None)?.map(Self::from_document).transpose()
+    ) -> action::FindOneAndReplace<'_, T>
+    where
+        T: Serialize,
+    {
+        action::FindOneAndReplace::new(self, filter, to_document(replacement.borrow()))
     }
 
     /// Deletes the first document matching `filter` and returns it.
-    pub fn find_one_and_delete(
-        &self,
-        filter: Document,
-        options: impl Into<Option<FindOneAndDeleteOptions>>,
-    ) -> Result<Option<T>> {
-        let op = FindAndModify::delete(self.ns.clone(), filter, options.into().unwrap_or_default());
-        self.run(op, None)?.map(Self::from_document).transpose()
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let coll = client.database("docs").collection::<Document>("find_one_and_delete");
+    /// coll.drop().run()?;
+    /// coll.insert_many([doc! { "n": 1 }, doc! { "n": 2 }]).run()?;
+    /// let deleted = coll.find_one_and_delete(doc! {}).sort(doc! { "n": -1 }).run()?;
+    /// assert_eq!(deleted.unwrap().get_i32("n").unwrap(), 2);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn find_one_and_delete(&self, filter: Document) -> action::FindOneAndDelete<'_, T> {
+        action::FindOneAndDelete::new(self, filter)
     }
 
     /// How many documents match `filter` (an aggregation, exact).
-    pub fn count_documents(
-        &self,
-        filter: impl Into<Option<Document>>,
-        options: impl Into<Option<CountOptions>>,
-    ) -> Result<u64> {
-        self.count(filter.into(), options.into(), None)
-    }
-
-    /// [`Collection::count_documents`] inside `session`.
-    pub fn count_documents_with_session(
-        &self,
-        filter: impl Into<Option<Document>>,
-        options: impl Into<Option<CountOptions>>,
-        session: &mut ClientSession,
-    ) -> Result<u64> {
-        self.count(filter.into(), options.into(), Some(session))
-    }
-
-    fn count(
-        &self,
-        filter: Option<Document>,
-        options: Option<CountOptions>,
-        session: Option<&mut ClientSession>,
-    ) -> Result<u64> {
-        let mut options = options.unwrap_or_default();
-        options.selection_criteria = Some(
-            self.defaults
-                .read_criteria(options.selection_criteria.take()),
-        );
-        self.run(
-            CountDocuments::new(self.ns.clone(), filter.unwrap_or_default(), options),
-            session,
-        )
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let coll = client.database("docs").collection::<Document>("count_documents");
+    /// coll.drop().run()?;
+    /// coll.insert_many([doc! { "a": 1 }, doc! { "a": 2 }, doc! { "a": 2 }]).run()?;
+    /// assert_eq!(coll.count_documents(doc! { "a": 2 }).run()?, 2);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn count_documents(&self, filter: Document) -> action::CountDocuments<'_, T> {
+        action::CountDocuments::new(self, filter)
     }
 
     /// The collection's document count from its metadata (fast, may be
     /// approximate).
-    pub fn estimated_document_count(
-        &self,
-        options: impl Into<Option<EstimatedDocumentCountOptions>>,
-    ) -> Result<u64> {
-        let mut options = options.into().unwrap_or_default();
-        options.selection_criteria = Some(
-            self.defaults
-                .read_criteria(options.selection_criteria.take()),
-        );
-        self.run(EstimatedDocumentCount::new(self.ns.clone(), options), None)
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let coll = client.database("docs").collection::<Document>("estimated_count");
+    /// coll.insert_one(doc! {}).run()?;
+    /// assert!(coll.estimated_document_count().run()? >= 1);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn estimated_document_count(&self) -> action::EstimatedDocumentCount<'_, T> {
+        action::EstimatedDocumentCount::new(self)
     }
 
     /// The distinct values of `field` among the documents matching `filter`.
-    pub fn distinct(
-        &self,
-        field: &str,
-        filter: impl Into<Option<Document>>,
-        options: impl Into<Option<DistinctOptions>>,
-    ) -> Result<Vec<Bson>> {
-        let mut options = options.into().unwrap_or_default();
-        options.selection_criteria = Some(
-            self.defaults
-                .read_criteria(options.selection_criteria.take()),
-        );
-        self.run(
-            Distinct::new(
-                self.ns.clone(),
-                field,
-                filter.into().unwrap_or_default(),
-                options,
-            ),
-            None,
-        )
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let coll = client.database("docs").collection::<Document>("distinct");
+    /// coll.drop().run()?;
+    /// coll.insert_many([doc! { "c": "red" }, doc! { "c": "red" }, doc! { "c": "blue" }]).run()?;
+    /// assert_eq!(coll.distinct("c", doc! {}).run()?.len(), 2);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn distinct(&self, field: impl AsRef<str>, filter: Document) -> action::Distinct<'_, T> {
+        action::Distinct::new(self, field.as_ref(), filter)
     }
 
-    /// Runs an aggregation pipeline; the results are documents, whatever `T` is.
-    pub fn aggregate(
-        &self,
-        pipeline: impl IntoIterator<Item = Document>,
-        options: impl Into<Option<AggregateOptions>>,
-    ) -> Result<Cursor<Document>> {
-        let mut options = options.into().unwrap_or_default();
-        options.selection_criteria = Some(
-            self.defaults
-                .read_criteria(options.selection_criteria.take()),
-        );
-        let op = Aggregate::new(
-            AggregateTarget::Collection(self.ns.clone()),
-            pipeline.into_iter().collect(),
-            options,
-        );
-        self.clone_with_type::<Document>().run_cursor(op)
+    /// Runs an aggregation pipeline; the results are documents (or, with
+    /// [`with_type`](action::Aggregate::with_type), any deserializable type),
+    /// whatever `T` is.
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let coll = client.database("docs").collection::<Document>("aggregate");
+    /// coll.drop().run()?;
+    /// coll.insert_many([doc! { "k": "a", "v": 1 }, doc! { "k": "a", "v": 2 }]).run()?;
+    /// let totals: Vec<Document> = coll
+    ///     .aggregate([doc! { "$group": { "_id": "$k", "total": { "$sum": "$v" } } }])
+    ///     .run()?
+    ///     .collect::<mongo_inline::Result<_>>()?;
+    /// assert_eq!(totals[0].get_i32("total").unwrap(), 3);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn aggregate(&self, pipeline: impl IntoIterator<Item = Document>) -> action::Aggregate<'_> {
+        action::Aggregate::on_collection(self, pipeline.into_iter().collect())
     }
 
     /// Drops the collection (a missing collection is not an error).
-    pub fn drop(&self, options: impl Into<Option<DropCollectionOptions>>) -> Result<()> {
-        self.run(
-            DropCollection::new(self.ns.clone(), options.into().unwrap_or_default()),
-            None,
-        )
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let coll = client.database("docs").collection::<Document>("drop");
+    /// coll.insert_one(doc! {}).run()?;
+    /// coll.drop().run()?;
+    /// assert_eq!(coll.count_documents(doc! {}).run()?, 0);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn drop(&self) -> action::DropCollection<'_, T> {
+        action::DropCollection::new(self)
+    }
+
+    /// Creates one index and returns its name.
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # use mongo_inline::options::IndexModel;
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let coll = client.database("docs").collection::<Document>("create_index");
+    /// let created = coll.create_index(IndexModel::new(doc! { "email": 1 })).run()?;
+    /// assert_eq!(created.index_name, "email_1");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn create_index(&self, index: IndexModel) -> action::CreateIndex<'_, T> {
+        action::CreateIndex::new(self, index)
     }
 
     /// Creates indexes and returns their names.
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # use mongo_inline::options::IndexModel;
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let coll = client.database("docs").collection::<Document>("create_indexes");
+    /// let created = coll
+    ///     .create_indexes([IndexModel::new(doc! { "a": 1 }), IndexModel::new(doc! { "b": -1 })])
+    ///     .run()?;
+    /// assert_eq!(created.index_names, ["a_1", "b_-1"]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn create_indexes(
         &self,
         indexes: impl IntoIterator<Item = IndexModel>,
-        options: impl Into<Option<CreateIndexOptions>>,
-    ) -> Result<Vec<String>> {
-        let op = CreateIndexes::new(
-            self.ns.clone(),
-            indexes.into_iter().collect(),
-            options.into().unwrap_or_default(),
-        )?;
-        self.run(op, None)
+    ) -> action::CreateIndexes<'_, T> {
+        action::CreateIndexes::new(self, indexes.into_iter().collect())
     }
 
     /// The collection's indexes, as documents.
-    pub fn list_indexes(
-        &self,
-        options: impl Into<Option<ListIndexesOptions>>,
-    ) -> Result<Cursor<Document>> {
-        self.clone_with_type::<Document>()
-            .run_cursor(ListIndexes::new(
-                self.ns.clone(),
-                options.into().unwrap_or_default(),
-            ))
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let coll = client.database("docs").collection::<Document>("list_indexes");
+    /// coll.insert_one(doc! {}).run()?;
+    /// let indexes: Vec<Document> = coll.list_indexes().run()?.collect::<mongo_inline::Result<_>>()?;
+    /// assert!(indexes.iter().any(|index| index.get_str("name") == Ok("_id_")));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn list_indexes(&self) -> action::ListIndexes<'_, T> {
+        action::ListIndexes::new(self)
+    }
+
+    /// The names of the collection's indexes.
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # use mongo_inline::options::IndexModel;
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let coll = client.database("docs").collection::<Document>("list_index_names");
+    /// coll.create_index(IndexModel::new(doc! { "sku": 1 })).run()?;
+    /// let names = coll.list_index_names().run()?;
+    /// assert!(names.contains(&"_id_".to_string()) && names.contains(&"sku_1".to_string()));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn list_index_names(&self) -> action::ListIndexNames<'_, T> {
+        action::ListIndexNames::new(self)
     }
 
     /// Drops the index named `name`.
-    pub fn drop_index(
-        &self,
-        name: &str,
-        options: impl Into<Option<DropIndexOptions>>,
-    ) -> Result<()> {
-        let op = DropIndexes::by_name(self.ns.clone(), name, options.into().unwrap_or_default())?;
-        self.run(op, None)
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # use mongo_inline::options::IndexModel;
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let coll = client.database("docs").collection::<Document>("drop_index");
+    /// coll.create_index(IndexModel::new(doc! { "x": 1 })).run()?;
+    /// coll.drop_index("x_1").run()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn drop_index(&self, name: impl AsRef<str>) -> action::DropIndex<'_, T> {
+        action::DropIndex::new(self, name.as_ref())
     }
 
     /// Drops every index but `_id`'s.
-    pub fn drop_indexes(&self, options: impl Into<Option<DropIndexOptions>>) -> Result<()> {
-        self.run(
-            DropIndexes::all(self.ns.clone(), options.into().unwrap_or_default()),
-            None,
-        )
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let coll = client.database("docs").collection::<Document>("drop_indexes");
+    /// coll.insert_one(doc! {}).run()?;
+    /// coll.drop_indexes().run()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn drop_indexes(&self) -> action::DropIndexes<'_, T> {
+        action::DropIndexes::new(self)
     }
 }

@@ -466,6 +466,14 @@ options_struct! {
 }
 
 options_struct! {
+    /// Options of a database's `drop` (`dropDatabase`).
+    pub struct DropDatabaseOptions {
+        /// The write concern of the drop.
+        write_concern: WriteConcern,
+    }
+}
+
+options_struct! {
     /// Options of `list_collections` / `list_collection_names`.
     pub struct ListCollectionsOptions {
         /// Documents per batch (`cursor.batchSize`).

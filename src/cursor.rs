@@ -1,5 +1,7 @@
-//! [`Cursor<T>`]: an iterator over a query's results that fetches further
-//! batches from the server and socket that opened it.
+//! [`Cursor<T>`] and [`SessionCursor<T>`]: a query's results, fetching
+//! further batches from the server and socket that opened them. A `Cursor`
+//! is an iterator with its own implicit session; a `SessionCursor` belongs to
+//! an explicit session and is iterated with it.
 //!
 //! A cursor is pinned to its socket: the server keeps the cursor's state per
 //! process (and, behind a load balancer, per service), so a replacement
@@ -16,33 +18,123 @@ use serde::de::DeserializeOwned;
 
 use crate::address::ServerAddress;
 use crate::client::Client;
+use crate::client_session::ClientSession;
 use crate::error::{Error, Result};
+use crate::exec::Executed;
 use crate::exec::{Inherited, Target};
 use crate::operation::CursorSpec;
 use crate::session::SessionState;
 
-/// The results of a `find`, `aggregate` or listing command.
-pub struct Cursor<T> {
+/// The server-side cursor and the batch in hand: what both cursor kinds
+/// share. Each session-taking method takes the session the cursor belongs
+/// to, which every `getMore` and the `killCursors` must use.
+struct Batches {
     client: Client,
     spec: CursorSpec,
     address: ServerAddress,
     generation: u32,
-    /// The implicit session the first batch used; later batches must use it
-    /// too, and it goes back to the pool when the cursor is done.
-    session: Option<SessionState>,
     /// The `timeoutMS` its handle resolved (client, database, collection):
     /// each `getMore` and the closing `killCursors` get it afresh.
     timeout: Option<Duration>,
     failed: bool,
+}
+
+impl Batches {
+    fn new(client: Client, spec: CursorSpec, address: ServerAddress, generation: u32) -> Self {
+        Batches {
+            client,
+            spec,
+            address,
+            generation,
+            timeout: None,
+            failed: false,
+        }
+    }
+
+    fn inherited(&self) -> Inherited<'static> {
+        Inherited {
+            timeout: self.timeout,
+            ..Inherited::default()
+        }
+    }
+
+    fn target(&self) -> Target {
+        Target::Pinned {
+            address: self.address.clone(),
+            generation: self.generation,
+        }
+    }
+
+    /// The next document, fetching a batch when the one in hand is used up.
+    fn next_document(
+        &mut self,
+        mut session: Option<&mut SessionState>,
+    ) -> Option<Result<Document>> {
+        if self.failed {
+            return None;
+        }
+        loop {
+            if let Some(document) = self.spec.pop_front() {
+                return Some(Ok(document));
+            }
+            if !self.spec.has_more() {
+                return None;
+            }
+            if let Err(e) = self.fetch_next_batch(session.as_deref_mut()) {
+                // The server's cursor may be unreachable (its socket is
+                // gone): stop, and do not pretend more results may follow.
+                self.failed = true;
+                return Some(Err(e));
+            }
+        }
+    }
+
+    fn fetch_next_batch(&mut self, session: Option<&mut SessionState>) -> Result<()> {
+        let Some(mut get_more) = self.spec.get_more() else {
+            return Ok(());
+        };
+        let (inherited, target) = (self.inherited(), self.target());
+        let mut state = self.client.state();
+        let executed = state.execute(&mut get_more, session, inherited, target)?;
+        state.check_in(executed.implicit_session);
+        drop(state);
+        self.spec.next_batch(executed.output)
+    }
+
+    /// Closes a cursor the server still holds: only on the cursor's own
+    /// socket, and only if it is still open (a killCursors on another
+    /// socket would be refused, and one on a dead socket cannot be sent).
+    /// Errors are ignored; the server times the cursor out anyway.
+    fn kill(&mut self, session: Option<&mut SessionState>) {
+        if self.spec.id == 0 {
+            return;
+        }
+        if let Some(mut kill) = self.spec.kill_cursors() {
+            let (inherited, target) = (self.inherited(), self.target());
+            let mut state = self.client.state();
+            if let Ok(executed) = state.execute(&mut kill, session, inherited, target) {
+                state.check_in(executed.implicit_session);
+            }
+        }
+    }
+}
+
+/// The results of a `find`, `aggregate` or listing command run without an
+/// explicit session: an iterator of `Result<T>`.
+pub struct Cursor<T> {
+    batches: Batches,
+    /// The implicit session the first batch used; later batches must use it
+    /// too, and it goes back to the pool when the cursor is done.
+    session: Option<SessionState>,
     _documents: PhantomData<fn() -> T>,
 }
 
 impl<T> std::fmt::Debug for Cursor<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Cursor")
-            .field("namespace", &self.spec.ns.to_string())
-            .field("id", &self.spec.id)
-            .field("address", &self.address)
+            .field("namespace", &self.batches.spec.ns.to_string())
+            .field("id", &self.batches.spec.id)
+            .field("address", &self.batches.address)
             .finish_non_exhaustive()
     }
 }
@@ -56,64 +148,47 @@ impl<T> Cursor<T> {
         session: Option<SessionState>,
     ) -> Self {
         let mut cursor = Cursor {
-            client,
-            spec,
-            address,
-            generation,
+            batches: Batches::new(client, spec, address, generation),
             session,
-            timeout: None,
-            failed: false,
             _documents: PhantomData,
         };
         cursor.release_session_if_done();
         cursor
     }
 
+    /// A cursor over what an executed cursor-opening operation returned.
+    pub(crate) fn from_executed(client: Client, executed: Executed<CursorSpec>) -> Self {
+        Cursor::new(
+            client,
+            executed.output,
+            executed.address,
+            executed.generation,
+            executed.implicit_session,
+        )
+    }
+
     /// This cursor with the `timeoutMS` of the handle that opened it.
     pub(crate) fn with_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.timeout = timeout;
+        self.batches.timeout = timeout;
         self
     }
 
     /// The server-side cursor id; 0 once the server has closed it.
     pub fn id(&self) -> i64 {
-        self.spec.id
+        self.batches.spec.id
     }
 
     /// The server the cursor lives on.
     pub fn address(&self) -> &ServerAddress {
-        &self.address
-    }
-
-    fn fetch_next_batch(&mut self) -> Result<()> {
-        let Some(mut get_more) = self.spec.get_more() else {
-            return Ok(());
-        };
-        let mut state = self.client.state();
-        let executed = state.execute(
-            &mut get_more,
-            self.session.as_mut(),
-            Inherited {
-                timeout: self.timeout,
-                ..Inherited::default()
-            },
-            Target::Pinned {
-                address: self.address.clone(),
-                generation: self.generation,
-            },
-        )?;
-        drop(state);
-        self.spec.next_batch(executed.output)?;
-        self.release_session_if_done();
-        Ok(())
+        &self.batches.address
     }
 
     /// Once the server has closed the cursor, its session can serve others.
     fn release_session_if_done(&mut self) {
-        if !self.spec.has_more() {
+        if !self.batches.spec.has_more() {
             let session = self.session.take();
             if session.is_some() {
-                self.client.state().check_in(session);
+                self.batches.client.state().check_in(session);
             }
         }
     }
@@ -123,23 +198,134 @@ impl<T: DeserializeOwned> Iterator for Cursor<T> {
     type Item = Result<T>;
 
     fn next(&mut self) -> Option<Result<T>> {
-        if self.failed {
-            return None;
+        let next = self.batches.next_document(self.session.as_mut());
+        self.release_session_if_done();
+        next.map(|document| deserialize(document?))
+    }
+}
+
+impl<T> Drop for Cursor<T> {
+    fn drop(&mut self) {
+        self.batches.kill(self.session.as_mut());
+        if let Some(session) = self.session.take() {
+            self.batches.client.state().check_in(Some(session));
         }
-        loop {
-            if let Some(document) = self.spec.pop_front() {
-                return Some(deserialize(document));
-            }
-            if !self.spec.has_more() {
-                return None;
-            }
-            if let Err(e) = self.fetch_next_batch() {
-                // The server's cursor may be unreachable (its socket is
-                // gone): stop, and do not pretend more results may follow.
-                self.failed = true;
-                return Some(Err(e));
-            }
+    }
+}
+
+/// The results of a `find`, `aggregate` or listing command run in an
+/// explicit session (`.session(&mut session)`): every further batch is
+/// fetched in that session, so it is iterated with it, like the official
+/// driver's `SessionCursor`:
+///
+/// ```
+/// use mongo_inline::bson::{doc, Document};
+/// use mongo_inline::Client;
+///
+/// # fn main() -> mongo_inline::Result<()> {
+/// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+/// let client = Client::with_uri_str(&uri)?;
+/// let coll = client.database("docs").collection::<Document>("session_cursor");
+/// coll.drop().run()?;
+/// coll.insert_many((0..5).map(|n| doc! { "n": n })).run()?;
+///
+/// let mut session = client.start_session().run()?;
+/// let mut cursor = coll.find(doc! {}).batch_size(2).session(&mut session).run()?;
+/// let mut seen = 0;
+/// while let Some(document) = cursor.next(&mut session) {
+///     document?;
+///     seen += 1;
+/// }
+/// assert_eq!(seen, 5);
+/// # Ok(())
+/// # }
+/// ```
+pub struct SessionCursor<T> {
+    batches: Batches,
+    _documents: PhantomData<fn() -> T>,
+}
+
+impl<T> std::fmt::Debug for SessionCursor<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionCursor")
+            .field("namespace", &self.batches.spec.ns.to_string())
+            .field("id", &self.batches.spec.id)
+            .field("address", &self.batches.address)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> SessionCursor<T> {
+    /// A cursor over what an operation executed in an explicit session returned.
+    pub(crate) fn from_executed(
+        client: Client,
+        executed: Executed<CursorSpec>,
+        timeout: Option<Duration>,
+    ) -> Self {
+        let mut batches = Batches::new(
+            client,
+            executed.output,
+            executed.address,
+            executed.generation,
+        );
+        batches.timeout = timeout;
+        SessionCursor {
+            batches,
+            _documents: PhantomData,
         }
+    }
+
+    /// The server-side cursor id; 0 once the server has closed it.
+    pub fn id(&self) -> i64 {
+        self.batches.spec.id
+    }
+
+    /// The server the cursor lives on.
+    pub fn address(&self) -> &ServerAddress {
+        &self.batches.address
+    }
+}
+
+impl<T: DeserializeOwned> SessionCursor<T> {
+    /// The next result, fetching a batch in `session` (the session that
+    /// opened the cursor) when the one in hand is used up.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self, session: &mut ClientSession) -> Option<Result<T>> {
+        self.batches
+            .next_document(Some(session.state_mut()))
+            .map(|document| deserialize(document?))
+    }
+
+    /// An iterator over the remaining results, borrowing `session` (the
+    /// session that opened the cursor) while it runs.
+    pub fn iter<'a>(&'a mut self, session: &'a mut ClientSession) -> SessionCursorIter<'a, T> {
+        SessionCursorIter {
+            cursor: self,
+            session,
+        }
+    }
+}
+
+impl<T> Drop for SessionCursor<T> {
+    fn drop(&mut self) {
+        // The session is no longer at hand: the killCursors goes without it,
+        // as the official driver's does.
+        self.batches.kill(None);
+    }
+}
+
+/// An iterator over a [`SessionCursor`] with its session; see
+/// [`SessionCursor::iter`].
+pub struct SessionCursorIter<'a, T> {
+    cursor: &'a mut SessionCursor<T>,
+    session: &'a mut ClientSession,
+}
+
+impl<T: DeserializeOwned> Iterator for SessionCursorIter<'_, T> {
+    type Item = Result<T>;
+
+    fn next(&mut self) -> Option<Result<T>> {
+        self.cursor.next(self.session)
     }
 }
 
@@ -149,33 +335,4 @@ fn deserialize<T: DeserializeOwned>(document: Document) -> Result<T> {
             "a document from the server does not match the cursor's type: {e}"
         ))
     })
-}
-
-impl<T> Drop for Cursor<T> {
-    fn drop(&mut self) {
-        if self.spec.id != 0 {
-            if let Some(mut kill) = self.spec.kill_cursors() {
-                let mut state = self.client.state();
-                // Only on the cursor's own socket, and only if it is still
-                // open: a killCursors on another socket would be refused,
-                // and one on a dead socket cannot be sent. Errors are
-                // ignored; the server times the cursor out anyway.
-                let _ = state.execute(
-                    &mut kill,
-                    self.session.as_mut(),
-                    Inherited {
-                        timeout: self.timeout,
-                        ..Inherited::default()
-                    },
-                    Target::Pinned {
-                        address: self.address.clone(),
-                        generation: self.generation,
-                    },
-                );
-            }
-        }
-        if let Some(session) = self.session.take() {
-            self.client.state().check_in(Some(session));
-        }
-    }
 }

@@ -1,19 +1,30 @@
 //! mongo-inline: a MongoDB driver for short-lived processes.
 //!
 //! ```
-//! use bson::doc;
+//! use mongo_inline::bson::doc;
 //! use mongo_inline::Client;
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Debug, Serialize, Deserialize)]
+//! struct Person {
+//!     name: String,
+//!     born: i32,
+//! }
 //!
 //! # fn main() -> mongo_inline::Result<()> {
 //! # // `.ci/test` starts a throwaway server for the doc tests and sets this.
 //! # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
 //! // Parses and validates; no I/O until the first operation.
 //! let client = Client::with_uri_str(&uri)?;
-//! let db = client.database("docs");
-//! db.run_command(doc! { "insert": "people", "documents": [{ "name": "Ada" }] })?;
-//! let reply = db.run_command(doc! { "find": "people", "filter": { "name": "Ada" } })?;
-//! let batch = reply.get_document("cursor").unwrap().get_array("firstBatch").unwrap();
-//! assert!(!batch.is_empty());
+//! let people = client.database("docs").collection::<Person>("people");
+//!
+//! people.insert_one(Person { name: "Ada".into(), born: 1815 }).run()?;
+//! let ada = people.find_one(doc! { "name": "Ada" }).run()?;
+//! assert_eq!(ada.map(|p| p.born), Some(1815));
+//!
+//! for person in people.find(doc! { "born": { "$lt": 1900 } }).sort(doc! { "born": 1 }).run()? {
+//!     println!("{:?}", person?);
+//! }
 //! # Ok(())
 //! # }
 //! ```
@@ -36,6 +47,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod action;
 pub mod address;
 pub mod auth;
 pub mod client;
@@ -72,10 +84,11 @@ pub mod uri;
 pub mod wire;
 
 pub use address::ServerAddress;
+pub use bson;
 pub use client::{Client, ClientBuilder, Database};
 pub use client_session::ClientSession;
 pub use coll::Collection;
-pub use cursor::Cursor;
+pub use cursor::{Cursor, SessionCursor};
 pub use error::{Error, ErrorKind, Result};
 pub use options::ClientOptions;
 pub use read_preference::{ReadPreference, ReadPreferenceMode};

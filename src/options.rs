@@ -9,8 +9,13 @@ use std::time::Duration;
 use bson::Document;
 
 use crate::address::ServerAddress;
+pub use crate::coll_options::*;
 use crate::error::{Error, Result};
-use crate::read_preference::ReadPreference;
+pub use crate::operation::{UpdateModification, WriteModel};
+pub use crate::read_preference::{ReadPreference, ReadPreferenceMode};
+pub use crate::select::SelectionCriteria;
+pub use crate::session::transaction::TransactionOptions;
+pub use crate::session::SessionOptions;
 
 /// The single-threaded default of `heartbeatFrequencyMS` (server-monitoring spec).
 pub const DEFAULT_HEARTBEAT_FREQUENCY: Duration = Duration::from_secs(60);

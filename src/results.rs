@@ -50,6 +50,70 @@ pub struct DeleteResult {
     pub deleted_count: u64,
 }
 
+/// The result of `create_index`.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct CreateIndexResult {
+    /// The name of the index (given in its options, or generated from its keys).
+    pub index_name: String,
+}
+
+/// The result of `create_indexes`.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct CreateIndexesResult {
+    /// The names of the indexes, in the order they were given.
+    pub index_names: Vec<String>,
+}
+
+/// What kind of collection a [`CollectionSpecification`] describes.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum CollectionType {
+    /// An ordinary collection.
+    Collection,
+    /// A view over another collection.
+    View,
+    /// A time-series collection.
+    Timeseries,
+    /// A kind this driver does not know.
+    #[serde(other)]
+    Other,
+}
+
+/// One collection or view as `listCollections` describes it.
+#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct CollectionSpecification {
+    /// The collection's name.
+    pub name: String,
+    /// Collection, view or time series (`type`).
+    #[serde(rename = "type")]
+    pub collection_type: CollectionType,
+    /// The options it was created with, as the server reports them.
+    #[serde(default)]
+    pub options: Document,
+    /// Read-only flag and UUID.
+    #[serde(default)]
+    pub info: CollectionSpecificationInfo,
+    /// The `_id` index's specification, when the collection has one.
+    pub id_index: Option<Document>,
+}
+
+/// The `info` part of a [`CollectionSpecification`].
+#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct CollectionSpecificationInfo {
+    /// Whether the collection can be written (false for views).
+    #[serde(default)]
+    pub read_only: bool,
+    /// The collection's UUID (absent for views).
+    pub uuid: Option<bson::Binary>,
+}
+
 /// The merged result of a (classic, per-collection) bulk write: the counts of
 /// every batch that ran, with indexes into the caller's list of models.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -100,6 +100,7 @@ fn overload(db: &Database, commands: &[&str], times: u32, labels: &[&str]) {
                 "errorLabels": labels,
             },
         })
+        .run()
         .expect("configureFailPoint");
 }
 
@@ -107,8 +108,9 @@ const LABELS: [&str; 2] = ["SystemOverloadedError", "RetryableError"];
 
 fn numbers(db: &Database, name: &str, n: i32) -> Collection<Document> {
     let coll = db.collection::<Document>(name);
-    coll.drop(None).expect("drop");
-    coll.insert_many((0..n).map(|i| doc! { "_id": i, "n": i }), None)
+    coll.drop().run().expect("drop");
+    coll.insert_many((0..n).map(|i| doc! { "_id": i, "n": i }))
+        .run()
         .expect("insert");
     coll
 }
@@ -132,7 +134,8 @@ fn find_succeeds_after_overloads_with_bounded_backoff() {
 
     let started = Instant::now();
     let found = coll
-        .find_one(doc! { "_id": 2 }, None)
+        .find_one(doc! { "_id": 2 })
+        .run()
         .expect("find after 3 overloads");
     let elapsed = started.elapsed();
     assert_eq!(found, Some(doc! { "_id": 2, "n": 2 }));
@@ -178,13 +181,15 @@ fn update_many_is_retried_on_overload_and_applied_once() {
     recorder.clear_commands();
 
     let result = coll
-        .update_many(doc! {}, doc! { "$inc": { "n": 10 } }, None)
+        .update_many(doc! {}, doc! { "$inc": { "n": 10 } })
+        .run()
         .expect("updateMany after 2 overloads");
     assert_eq!(result.modified_count, 4);
     assert_eq!(recorder.named("update").len(), 3);
     assert_backoffs_bounded(&backoffs(&recorder, "update"));
     let total: i32 = coll
-        .find(None, None)
+        .find(doc! {})
+        .run()
         .unwrap()
         .map(|d| d.unwrap().get_i32("n").unwrap())
         .sum();
@@ -198,10 +203,9 @@ fn get_more_is_retried_on_overload_and_the_cursor_loses_nothing() {
     let db = client.database(DB);
     let coll = numbers(&db, "get_more", 5);
     let mut cursor = coll
-        .find(
-            None,
-            FindOptions::default().batch_size(2).sort(doc! { "_id": 1 }),
-        )
+        .find(doc! {})
+        .with_options(FindOptions::default().batch_size(2).sort(doc! { "_id": 1 }))
+        .run()
         .expect("find");
     let first = cursor.next().expect("first").expect("document");
     assert_eq!(first.get_i32("_id"), Ok(0));
@@ -229,19 +233,21 @@ fn run_command_is_retried_on_overload() {
     let (client, recorder) = recorded_client(&server.uri());
     let db = client.database(DB);
     db.collection::<Document>("run_command")
-        .drop(None)
+        .drop()
+        .run()
         .expect("drop");
     overload(&db, &["insert"], 3, &LABELS);
     recorder.clear_commands();
 
     let reply = db
         .run_command(doc! { "insert": "run_command", "documents": [{ "_id": "x" }] })
+        .run()
         .expect("insert through runCommand after 3 overloads");
     assert_eq!(reply.get_i32("n"), Ok(1), "{reply}");
     assert_eq!(recorder.named("insert").len(), 4);
     assert_backoffs_bounded(&backoffs(&recorder, "insert"));
     let coll = db.collection::<Document>("run_command");
-    assert_eq!(coll.count_documents(None, None).unwrap(), 1);
+    assert_eq!(coll.count_documents(doc! {}).run().unwrap(), 1);
 }
 
 #[test]
@@ -266,7 +272,8 @@ fn six_overloads_in_a_row_give_up_after_five_retries() {
     let tokens_before = client.retry_tokens().expect("the seed policy has a bucket");
 
     let error = coll
-        .find_one(None, None)
+        .find_one(doc! {})
+        .run()
         .expect_err("six overloads exhaust five retries");
     assert_eq!(error.code(), Some(OVERLOADED), "{error}");
     assert!(error.contains_label("SystemOverloadedError"), "{error}");
@@ -283,7 +290,7 @@ fn six_overloads_in_a_row_give_up_after_five_retries() {
 
     // The fail point is spent: the next find works at once.
     recorder.clear_commands();
-    assert!(coll.find_one(None, None).unwrap().is_some());
+    assert!(coll.find_one(doc! {}).run().unwrap().is_some());
     assert_eq!(recorder.named("find").len(), 1);
 }
 
@@ -297,7 +304,7 @@ fn six_overloads_give_up_within_the_default_backoff_bounds() {
     recorder.clear_commands();
 
     let started = Instant::now();
-    let error = coll.find_one(None, None).unwrap_err();
+    let error = coll.find_one(doc! {}).run().unwrap_err();
     let elapsed = started.elapsed();
     assert_eq!(error.code(), Some(OVERLOADED), "{error}");
     assert_eq!(recorder.named("find").len(), 6);
@@ -321,7 +328,7 @@ fn an_overload_error_without_retryable_error_is_not_retried() {
     // Not by a retryable read...
     overload(&db, &["find"], 1, &["SystemOverloadedError"]);
     recorder.clear_commands();
-    let error = coll.find_one(None, None).unwrap_err();
+    let error = coll.find_one(doc! {}).run().unwrap_err();
     assert_eq!(error.code(), Some(OVERLOADED), "{error}");
     assert_eq!(recorder.named("find").len(), 1);
 
@@ -329,12 +336,13 @@ fn an_overload_error_without_retryable_error_is_not_retried() {
     overload(&db, &["update"], 1, &["SystemOverloadedError"]);
     recorder.clear_commands();
     let error = coll
-        .update_many(doc! {}, doc! { "$set": { "x": 1 } }, None)
+        .update_many(doc! {}, doc! { "$set": { "x": 1 } })
+        .run()
         .unwrap_err();
     assert_eq!(error.code(), Some(OVERLOADED), "{error}");
     assert_eq!(recorder.named("update").len(), 1);
     assert_eq!(
-        coll.count_documents(doc! { "x": 1 }, None).unwrap(),
+        coll.count_documents(doc! { "x": 1 }).run().unwrap(),
         0,
         "the failed update changed nothing"
     );
@@ -354,7 +362,7 @@ fn the_retry_after_an_overload_goes_to_the_other_router() {
         overload(&db, &["find"], 1, &LABELS);
         sim.reset_observations();
         recorder.clear_commands();
-        assert!(coll.find_one(None, None).unwrap().is_some());
+        assert!(coll.find_one(doc! {}).run().unwrap().is_some());
         let events = of(&recorder, "find");
         assert_eq!(events.len(), 4, "round {round}: {events:?}");
         assert!(matches!(events[1].seen, Seen::Failed(Some(OVERLOADED))));
@@ -383,12 +391,12 @@ fn max_adaptive_retries_opts_into_the_published_budget() {
 
     overload(&db, &["find"], 2, &LABELS);
     recorder.clear_commands();
-    assert!(coll.find_one(None, None).unwrap().is_some());
+    assert!(coll.find_one(doc! {}).run().unwrap().is_some());
     assert_eq!(recorder.named("find").len(), 3, "two retries are allowed");
 
     overload(&db, &["find"], 3, &LABELS);
     recorder.clear_commands();
-    let error = coll.find_one(None, None).unwrap_err();
+    let error = coll.find_one(doc! {}).run().unwrap_err();
     assert_eq!(error.code(), Some(OVERLOADED), "{error}");
     assert_eq!(recorder.named("find").len(), 3, "no third retry");
 }
@@ -407,7 +415,7 @@ fn overload_retargeting_avoids_the_overloaded_replica_set_member() {
     for round in 0..4 {
         overload(&db, &["find"], 1, &LABELS);
         recorder.clear_commands();
-        assert!(coll.find_one(None, None).unwrap().is_some());
+        assert!(coll.find_one(doc! {}).run().unwrap().is_some());
         let events = of(&recorder, "find");
         assert_eq!(events.len(), 4, "round {round}: {events:?}");
         assert_ne!(
@@ -447,7 +455,7 @@ fn each_retry_is_logged_at_debug_level() {
     let db = client.database(DB);
     let coll = numbers(&db, "logged", 1);
     overload(&db, &["find"], 2, &LABELS);
-    assert!(coll.find_one(None, None).unwrap().is_some());
+    assert!(coll.find_one(doc! {}).run().unwrap().is_some());
 
     let me = std::thread::current().id();
     let lines: Vec<String> = LINES
@@ -497,7 +505,7 @@ fn a_backoff_past_the_deadline_is_a_timeout_that_keeps_the_overload_labels() {
     recorder.clear_commands();
 
     let started = Instant::now();
-    let error = coll.find_one(None, None).unwrap_err();
+    let error = coll.find_one(doc! {}).run().unwrap_err();
     assert!(
         matches!(error.kind(), mongo_inline::ErrorKind::Timeout { .. }),
         "{error}"

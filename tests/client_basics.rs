@@ -26,21 +26,23 @@ fn first_batch(reply: &Document) -> Vec<Document> {
 fn round_trip(uri: &str, collection: &str) {
     let client = Client::with_uri_str(uri).unwrap();
     let db = client.database("basics");
-    let hello = db.run_command(doc! { "hello": 1 }).unwrap();
+    let hello = db.run_command(doc! { "hello": 1 }).run().unwrap();
     assert_eq!(hello.get_bool("isWritablePrimary"), Ok(true), "{hello}");
-    let ping = db.run_command(doc! { "ping": 1 }).unwrap();
+    let ping = db.run_command(doc! { "ping": 1 }).run().unwrap();
     assert_eq!(ping.get_f64("ok"), Ok(1.0));
 
-    db.run_command(doc! { "drop": collection }).ok();
+    db.run_command(doc! { "drop": collection }).run().ok();
     let inserted = db
         .run_command(doc! {
             "insert": collection,
             "documents": [{ "_id": 1, "name": "Ada" }, { "_id": 2, "name": "Grace" }],
         })
+        .run()
         .unwrap();
     assert_eq!(inserted.get_i32("n"), Ok(2), "{inserted}");
     let found = db
         .run_command(doc! { "find": collection, "filter": { "name": "Grace" } })
+        .run()
         .unwrap();
     assert_eq!(
         first_batch(&found),
@@ -75,6 +77,7 @@ fn a_command_error_carries_the_servers_code_and_message() {
     let error = client
         .database("basics")
         .run_command(doc! { "noSuchCommand": 1 })
+        .run()
         .unwrap_err();
     match error.kind() {
         ErrorKind::Command(c) => {
@@ -100,6 +103,7 @@ fn creating_a_client_does_no_io() {
     client
         .database("basics")
         .run_command(doc! { "ping": 1 })
+        .run()
         .unwrap();
     assert_eq!(sim.connections(0), 1);
 }
@@ -114,10 +118,10 @@ fn one_socket_carries_the_scan_and_the_operations() {
     );
     let client = Client::with_uri_str(&uri).unwrap();
     let db = client.database("basics");
-    db.run_command(doc! { "ping": 1 }).unwrap();
+    db.run_command(doc! { "ping": 1 }).run().unwrap();
     std::thread::sleep(Duration::from_millis(600));
     // heartbeatFrequencyMS has passed: this operation rescans first.
-    db.run_command(doc! { "ping": 1 }).unwrap();
+    db.run_command(doc! { "ping": 1 }).run().unwrap();
     assert_eq!(
         sim.connections(0),
         1,
@@ -158,6 +162,7 @@ fn the_handshake_sends_metadata_backpressure_and_hello_ok() {
     client
         .database("admin")
         .run_command(doc! { "ping": 1 })
+        .run()
         .unwrap();
     let handshakes = sim.handshakes(0);
     assert_eq!(handshakes.len(), 1);
@@ -264,12 +269,14 @@ fn a_server_killed_mid_operation_gives_a_network_error_and_a_restart_reconnects(
     let client = Client::with_uri_str(&server.uri()).unwrap();
     let db = client.database("basics");
     db.run_command(doc! { "insert": "killed", "documents": [{ "a": 1 }] })
+        .run()
         .unwrap();
     db.run_command(doc! {
         "configureFailPoint": "failCommand",
         "mode": { "times": 1 },
         "data": { "failCommands": ["find"], "blockConnection": true, "blockTimeMS": 3000 },
     })
+    .run()
     .unwrap();
     let pid_killer = {
         let port = server.port();
@@ -280,7 +287,7 @@ fn a_server_killed_mid_operation_gives_a_network_error_and_a_restart_reconnects(
     };
     // The find blocks in the server; the server dies under it.
     let find = std::thread::scope(|scope| {
-        let handle = scope.spawn(|| db.run_command(doc! { "find": "killed" }));
+        let handle = scope.spawn(|| db.run_command(doc! { "find": "killed" }).run());
         pid_killer.join().unwrap();
         server.kill();
         handle.join().unwrap()
@@ -289,7 +296,7 @@ fn a_server_killed_mid_operation_gives_a_network_error_and_a_restart_reconnects(
     assert!(error.is_network_error(), "{error}");
 
     server.restart();
-    let reply = db.run_command(doc! { "ping": 1 }).unwrap();
+    let reply = db.run_command(doc! { "ping": 1 }).run().unwrap();
     assert_eq!(reply.get_f64("ok"), Ok(1.0));
 }
 
@@ -299,13 +306,13 @@ fn close_releases_the_socket_and_the_next_operation_reconnects() {
     let sim = Simulator::standalone(server);
     let client = Client::with_uri_str(&sim.seed_uri(&[0])).unwrap();
     let db = client.database("basics");
-    db.run_command(doc! { "ping": 1 }).unwrap();
+    db.run_command(doc! { "ping": 1 }).run().unwrap();
     client.close();
     assert!(
         support::sim::wait_until(Duration::from_secs(2), || sim.open_connections(0) == 0),
         "close() left the socket open"
     );
-    db.run_command(doc! { "ping": 1 }).unwrap();
+    db.run_command(doc! { "ping": 1 }).run().unwrap();
     assert_eq!(sim.connections(0), 2);
 }
 

@@ -65,10 +65,13 @@ fn each_command_has_a_started_and_a_succeeded_event_that_match() {
     let coll = client
         .database("command_events")
         .collection::<Document>(&format!("c_{}", ObjectId::new()));
-    coll.insert_many((0..5).map(|i| doc! { "_id": i }), None)
+    coll.insert_many((0..5).map(|i| doc! { "_id": i }))
+        .run()
         .unwrap();
     let found = coll
-        .find(None, FindOptions::default().batch_size(2))
+        .find(doc! {})
+        .with_options(FindOptions::default().batch_size(2))
+        .run()
         .unwrap()
         .count();
     assert_eq!(found, 5);
@@ -129,6 +132,7 @@ fn an_ok_0_reply_is_a_failed_event() {
     let error = client
         .database("command_events")
         .run_command(doc! { "noSuchCommand": 1 })
+        .run()
         .expect_err("unknown command");
     let events = recorder.take_commands();
     assert_eq!(
@@ -154,17 +158,19 @@ fn a_network_error_is_a_failed_event() {
         TestServer::shared().uri()
     ));
     let db = client.database("command_events");
-    db.run_command(doc! { "ping": 1 }).unwrap();
+    db.run_command(doc! { "ping": 1 }).run().unwrap();
     // Closes the socket the next find arrives on.
     db.run_command(doc! {
         "configureFailPoint": "failCommand",
         "mode": { "times": 1 },
         "data": { "failCommands": ["find"], "closeConnection": true, "appName": "events_network" },
     })
+    .run()
     .unwrap();
     recorder.take_commands();
     let error = db
         .run_command(doc! { "find": "nothing" })
+        .run()
         .expect_err("the socket closed");
     assert!(error.is_network_error(), "{error}");
     let events = recorder.take_commands();
@@ -181,21 +187,26 @@ fn a_network_error_is_a_failed_event() {
 fn sensitive_commands_are_redacted() {
     let (client, recorder) = recorded_client(&TestServer::shared().uri());
     let db = client.database("command_events");
-    let _ = db.run_command(doc! {
-        "createUser": format!("u_{}", ObjectId::new()),
-        "pwd": "secret-password",
-        "roles": [],
-    });
+    let _ = db
+        .run_command(doc! {
+            "createUser": format!("u_{}", ObjectId::new()),
+            "pwd": "secret-password",
+            "roles": [],
+        })
+        .run();
     // A sensitive command whose name the driver has no constant for.
-    let _ = db.run_command(doc! { "updateUser": "nobody", "pwd": "secret-password" });
+    let _ = db
+        .run_command(doc! { "updateUser": "nobody", "pwd": "secret-password" })
+        .run();
     let _ = client.database("admin").run_command(doc! {
         "hello": 1,
         "speculativeAuthenticate": { "saslStart": 1, "mechanism": "SCRAM-SHA-256", "payload": "secret-payload" },
-    });
+    }).run();
     // A plain hello is not sensitive.
     client
         .database("admin")
         .run_command(doc! { "hello": 1 })
+        .run()
         .unwrap();
     let events = recorder.take_commands();
     assert_eq!(
@@ -265,6 +276,7 @@ fn commands_are_logged_with_their_request_ids() {
     client
         .database("command_events")
         .run_command(doc! { "find": name.as_str() })
+        .run()
         .unwrap();
     let events = recorder.take_commands();
     let request_id = request_id_of(&events[0]);

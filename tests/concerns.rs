@@ -27,43 +27,45 @@ fn run_without_explicit_session(client: &Client, collection: &str) {
     let coll = client
         .database("concerns")
         .collection::<Document>(collection);
-    coll.insert_one(doc! { "i": 1 }, None).unwrap();
-    coll.update_one(doc! { "i": 1 }, doc! { "$set": { "j": 2 } }, None)
+    coll.insert_one(doc! { "i": 1 }).run().unwrap();
+    coll.update_one(doc! { "i": 1 }, doc! { "$set": { "j": 2 } })
+        .run()
         .unwrap();
     let found: Vec<Document> = coll
-        .find(None, None)
+        .find(doc! {})
+        .run()
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
     assert_eq!(found.len(), 1);
-    assert_eq!(coll.count_documents(None, None).unwrap(), 1);
-    assert_eq!(coll.estimated_document_count(None).unwrap(), 1);
+    assert_eq!(coll.count_documents(doc! {}).run().unwrap(), 1);
+    assert_eq!(coll.estimated_document_count().run().unwrap(), 1);
     assert_eq!(
-        coll.distinct("i", None, None).unwrap(),
+        coll.distinct("i", doc! {}).run().unwrap(),
         vec![Bson::Int32(1)]
     );
     let _: Vec<Document> = coll
-        .aggregate([doc! { "$match": {} }], None)
+        .aggregate([doc! { "$match": {} }])
+        .run()
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
     let _: Vec<Document> = coll
-        .aggregate(
-            [
-                doc! { "$match": {} },
-                doc! { "$out": format!("{collection}_out") },
-            ],
-            None,
-        )
+        .aggregate([
+            doc! { "$match": {} },
+            doc! { "$out": format!("{collection}_out") },
+        ])
+        .run()
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
     let _: Vec<Document> = coll
-        .list_indexes(None)
+        .list_indexes()
+        .run()
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    coll.delete_one(doc! { "i": 1 }, None).unwrap();
+    coll.delete_one(doc! { "i": 1 }).run().unwrap();
 }
 
 /// Every command sent: reads carry the read concern and no write concern,
@@ -172,28 +174,34 @@ fn with_an_explicit_session_reads_carry_no_inherited_write_concern() {
     let coll = client
         .database("concerns")
         .collection::<Document>("explicit_session");
-    let mut session = client.start_session(None).unwrap();
-    coll.insert_one_with_session(doc! { "i": 1 }, None, &mut session)
+    let mut session = client.start_session().run().unwrap();
+    coll.insert_one(doc! { "i": 1 })
+        .session(&mut session)
+        .run()
         .unwrap();
-    coll.update_one_with_session(
-        doc! { "i": 1 },
-        doc! { "$set": { "j": 2 } },
-        None,
-        &mut session,
-    )
-    .unwrap();
+    coll.update_one(doc! { "i": 1 }, doc! { "$set": { "j": 2 } })
+        .session(&mut session)
+        .run()
+        .unwrap();
     assert_eq!(
-        coll.find_with_session(None, None, &mut session)
+        coll.find(doc! {})
+            .session(&mut session)
+            .run()
             .unwrap()
-            .len(),
+            .iter(&mut session)
+            .count(),
         1
     );
     assert_eq!(
-        coll.count_documents_with_session(None, None, &mut session)
+        coll.count_documents(doc! {})
+            .session(&mut session)
+            .run()
             .unwrap(),
         1
     );
-    coll.delete_one_with_session(doc! { "i": 1 }, None, &mut session)
+    coll.delete_one(doc! { "i": 1 })
+        .session(&mut session)
+        .run()
         .unwrap();
     let sent = operations(&sim);
     for name in ["insert", "update", "find", "aggregate", "delete"] {

@@ -57,11 +57,9 @@ where
 
 fn numbers(client: &Client, prefix: &str, n: i32) -> Collection<Document> {
     let coll = fresh(client, prefix);
-    coll.insert_many(
-        (0..n).map(|i| doc! { "_id": i, "i": i, "even": i % 2 == 0 }),
-        None,
-    )
-    .unwrap();
+    coll.insert_many((0..n).map(|i| doc! { "_id": i, "i": i, "even": i % 2 == 0 }))
+        .run()
+        .unwrap();
     coll
 }
 
@@ -107,31 +105,34 @@ fn number(command: &Document, key: &str) -> Option<i64> {
 fn insert_one_and_many_return_the_generated_ids() {
     let client = client();
     let people = fresh::<Person>(&client, "ids");
-    let one = people.insert_one(person("Ada", 1815), None).unwrap();
+    let one = people.insert_one(person("Ada", 1815)).run().unwrap();
     let Bson::ObjectId(ada_id) = one.inserted_id else {
         panic!("generated _id is not an ObjectId: {:?}", one.inserted_id);
     };
     let many = people
-        .insert_many([person("Grace", 1906), person("Alan", 1912)], None)
+        .insert_many([person("Grace", 1906), person("Alan", 1912)])
+        .run()
         .unwrap();
     assert_eq!(many.inserted_ids.len(), 2);
     let ada = people
-        .find_one(doc! { "_id": ada_id }, None)
+        .find_one(doc! { "_id": ada_id })
+        .run()
         .unwrap()
         .unwrap();
     assert_eq!(ada.name, "Ada");
     for (index, id) in &many.inserted_ids {
-        let found = people.find_one(doc! { "_id": id.clone() }, None).unwrap();
+        let found = people.find_one(doc! { "_id": id.clone() }).run().unwrap();
         let expected = ["Grace", "Alan"][*index];
         assert_eq!(found.map(|p| p.name).as_deref(), Some(expected));
     }
     // An _id the caller gave is kept, for untyped documents too.
     let raw = people.clone_with_type::<Document>();
     let given = raw
-        .insert_one(doc! { "_id": "mine", "name": "Edsger", "born": 1930 }, None)
+        .insert_one(doc! { "_id": "mine", "name": "Edsger", "born": 1930 })
+        .run()
         .unwrap();
     assert_eq!(given.inserted_id, Bson::from("mine"));
-    assert_eq!(people.count_documents(None, None).unwrap(), 4);
+    assert_eq!(people.count_documents(doc! {}).run().unwrap(), 4);
 }
 
 #[test]
@@ -139,15 +140,16 @@ fn find_with_filter_projection_sort_skip_and_limit() {
     let client = client();
     let coll = numbers(&client, "find", 20);
     let found = collect(
-        coll.find(
-            doc! { "even": true },
-            FindOptions::default()
-                .sort(doc! { "i": -1 })
-                .skip(2)
-                .limit(3)
-                .projection(doc! { "i": 1 }),
-        )
-        .unwrap(),
+        coll.find(doc! { "even": true })
+            .with_options(
+                FindOptions::default()
+                    .sort(doc! { "i": -1 })
+                    .skip(2)
+                    .limit(3)
+                    .projection(doc! { "i": 1 }),
+            )
+            .run()
+            .unwrap(),
     );
     assert_eq!(ids(&found), [14, 12, 10]);
     assert!(
@@ -155,33 +157,34 @@ fn find_with_filter_projection_sort_skip_and_limit() {
         "projection ignored: {found:?}"
     );
     let first = coll
-        .find_one(
-            doc! { "i": { "$gte": 5 } },
-            FindOptions::default().sort(doc! { "i": 1 }),
-        )
+        .find_one(doc! { "i": { "$gte": 5 } })
+        .with_options(FindOptions::default().sort(doc! { "i": 1 }))
+        .run()
         .unwrap();
     assert_eq!(first.and_then(|d| d.get_i32("i").ok()), Some(5));
-    assert_eq!(coll.find_one(doc! { "i": 100 }, None).unwrap(), None);
+    assert_eq!(coll.find_one(doc! { "i": 100 }).run().unwrap(), None);
 }
 
 #[test]
 fn find_options_reach_the_server() {
     let (sim, client) = simulated();
     let coll = numbers(&client, "find_options", 10);
-    coll.create_indexes([IndexModel::new(doc! { "i": 1 })], None)
+    coll.create_indexes([IndexModel::new(doc! { "i": 1 })])
+        .run()
         .unwrap();
     let found = collect(
-        coll.find(
-            doc! {},
-            FindOptions::default()
-                .batch_size(4)
-                .hint(Hint::from("i_1"))
-                .collation(doc! { "locale": "simple" })
-                .comment(Bson::from("find-options"))
-                .max_time(Duration::from_millis(5000))
-                .sort(doc! { "i": 1 }),
-        )
-        .unwrap(),
+        coll.find(doc! {})
+            .with_options(
+                FindOptions::default()
+                    .batch_size(4)
+                    .hint(Hint::from("i_1"))
+                    .collation(doc! { "locale": "simple" })
+                    .comment(Bson::from("find-options"))
+                    .max_time(Duration::from_millis(5000))
+                    .sort(doc! { "i": 1 }),
+            )
+            .run()
+            .unwrap(),
     );
     assert_eq!(ids(&found), (0..10).collect::<Vec<_>>());
     let find = last_received(&sim, 0, "find");
@@ -205,14 +208,15 @@ fn a_negative_limit_is_one_batch_and_no_get_more() {
     let coll = numbers(&client, "negative_limit", 10);
     sim.reset_observations();
     let found = collect(
-        coll.find(
-            None,
-            FindOptions::default()
-                .limit(-3)
-                .batch_size(2)
-                .sort(doc! { "i": 1 }),
-        )
-        .unwrap(),
+        coll.find(doc! {})
+            .with_options(
+                FindOptions::default()
+                    .limit(-3)
+                    .batch_size(2)
+                    .sort(doc! { "i": 1 }),
+            )
+            .run()
+            .unwrap(),
     );
     assert_eq!(ids(&found), [0, 1, 2]);
     let find = last_received(&sim, 0, "find");
@@ -231,77 +235,74 @@ fn a_negative_limit_is_one_batch_and_no_get_more() {
 fn updates_with_upsert_and_array_filters() {
     let client = client();
     let coll = fresh::<Document>(&client, "update");
-    coll.insert_many(
-        [
-            doc! { "_id": 1, "tag": "a", "scores": [1, 5, 9] },
-            doc! { "_id": 2, "tag": "a", "scores": [7] },
-            doc! { "_id": 3, "tag": "b", "scores": [] },
-        ],
-        None,
-    )
+    coll.insert_many([
+        doc! { "_id": 1, "tag": "a", "scores": [1, 5, 9] },
+        doc! { "_id": 2, "tag": "a", "scores": [7] },
+        doc! { "_id": 3, "tag": "b", "scores": [] },
+    ])
+    .run()
     .unwrap();
 
     let one = coll
-        .update_one(doc! { "tag": "a" }, doc! { "$set": { "seen": true } }, None)
+        .update_one(doc! { "tag": "a" }, doc! { "$set": { "seen": true } })
+        .run()
         .unwrap();
     assert_eq!((one.matched_count, one.modified_count), (1, 1));
     assert_eq!(one.upserted_id, None);
 
     let many = coll
-        .update_many(doc! { "tag": "a" }, doc! { "$inc": { "n": 1 } }, None)
+        .update_many(doc! { "tag": "a" }, doc! { "$inc": { "n": 1 } })
+        .run()
         .unwrap();
     assert_eq!((many.matched_count, many.modified_count), (2, 2));
 
     let filtered = coll
-        .update_one(
-            doc! { "_id": 1 },
-            doc! { "$set": { "scores.$[big]": 0 } },
-            UpdateOptions::default().array_filters(vec![doc! { "big": { "$gt": 4 } }]),
-        )
+        .update_one(doc! { "_id": 1 }, doc! { "$set": { "scores.$[big]": 0 } })
+        .with_options(UpdateOptions::default().array_filters(vec![doc! { "big": { "$gt": 4 } }]))
+        .run()
         .unwrap();
     assert_eq!(filtered.modified_count, 1);
-    let doc1 = coll.find_one(doc! { "_id": 1 }, None).unwrap().unwrap();
+    let doc1 = coll.find_one(doc! { "_id": 1 }).run().unwrap().unwrap();
     assert_eq!(
         doc1.get_array("scores").unwrap(),
         &vec![Bson::Int32(1), Bson::Int32(0), Bson::Int32(0)]
     );
 
     let upserted = coll
-        .update_one(
-            doc! { "_id": 10 },
-            doc! { "$set": { "tag": "new" } },
-            UpdateOptions::default().upsert(true),
-        )
+        .update_one(doc! { "_id": 10 }, doc! { "$set": { "tag": "new" } })
+        .with_options(UpdateOptions::default().upsert(true))
+        .run()
         .unwrap();
     assert_eq!(upserted.matched_count, 0);
     assert_eq!(upserted.upserted_id, Some(Bson::Int32(10)));
 
     let replaced = coll
-        .replace_one(doc! { "_id": 3 }, doc! { "tag": "replaced" }, None)
+        .replace_one(doc! { "_id": 3 }, doc! { "tag": "replaced" })
+        .run()
         .unwrap();
     assert_eq!((replaced.matched_count, replaced.modified_count), (1, 1));
-    let doc3 = coll.find_one(doc! { "_id": 3 }, None).unwrap().unwrap();
+    let doc3 = coll.find_one(doc! { "_id": 3 }).run().unwrap().unwrap();
     assert_eq!(doc3, doc! { "_id": 3, "tag": "replaced" });
 
     let replace_upserted = coll
-        .replace_one(
-            doc! { "_id": 11 },
-            doc! { "tag": "fresh" },
-            ReplaceOptions::default().upsert(true),
-        )
+        .replace_one(doc! { "_id": 11 }, doc! { "tag": "fresh" })
+        .with_options(ReplaceOptions::default().upsert(true))
+        .run()
         .unwrap();
     assert_eq!(replace_upserted.upserted_id, Some(Bson::Int32(11)));
 
     // A typed replacement.
     let people = fresh::<Person>(&client, "replace_typed");
-    people.insert_one(person("Ada", 1815), None).unwrap();
+    people.insert_one(person("Ada", 1815)).run().unwrap();
     let r = people
-        .replace_one(doc! { "name": "Ada" }, person("Ada Lovelace", 1815), None)
+        .replace_one(doc! { "name": "Ada" }, person("Ada Lovelace", 1815))
+        .run()
         .unwrap();
     assert_eq!(r.modified_count, 1);
     assert_eq!(
         people
-            .find_one(None, None)
+            .find_one(doc! {})
+            .run()
             .unwrap()
             .map(|p| p.name)
             .as_deref(),
@@ -314,7 +315,8 @@ fn an_update_document_without_operators_is_refused() {
     let client = client();
     let coll = fresh::<Document>(&client, "update_refused");
     let e = coll
-        .update_one(doc! {}, doc! { "x": 1 }, None)
+        .update_one(doc! {}, doc! { "x": 1 })
+        .run()
         .expect_err("a replacement passed to update_one");
     assert!(matches!(e.kind(), ErrorKind::InvalidArgument { .. }), "{e}");
 }
@@ -323,19 +325,22 @@ fn an_update_document_without_operators_is_refused() {
 fn deletes() {
     let client = client();
     let coll = numbers(&client, "delete", 10);
-    let one = coll.delete_one(doc! { "even": true }, None).unwrap();
+    let one = coll.delete_one(doc! { "even": true }).run().unwrap();
     assert_eq!(one.deleted_count, 1);
     let many = coll
-        .delete_many(doc! { "even": true }, DeleteOptions::default())
+        .delete_many(doc! { "even": true })
+        .with_options(DeleteOptions::default())
+        .run()
         .unwrap();
     assert_eq!(many.deleted_count, 4);
     assert_eq!(
-        coll.delete_many(doc! { "even": true }, None)
+        coll.delete_many(doc! { "even": true })
+            .run()
             .unwrap()
             .deleted_count,
         0
     );
-    assert_eq!(coll.count_documents(None, None).unwrap(), 5);
+    assert_eq!(coll.count_documents(doc! {}).run().unwrap(), 5);
 }
 
 #[test]
@@ -343,65 +348,64 @@ fn find_one_and_modify_returns_before_or_after() {
     let client = client();
     let people = fresh::<Person>(&client, "fam");
     people
-        .insert_many([person("Ada", 1815), person("Grace", 1906)], None)
+        .insert_many([person("Ada", 1815), person("Grace", 1906)])
+        .run()
         .unwrap();
 
     let before = people
-        .find_one_and_update(doc! { "name": "Ada" }, doc! { "$inc": { "born": 1 } }, None)
+        .find_one_and_update(doc! { "name": "Ada" }, doc! { "$inc": { "born": 1 } })
+        .run()
         .unwrap()
         .unwrap();
     assert_eq!(before.born, 1815);
     let after = people
-        .find_one_and_update(
-            doc! { "name": "Ada" },
-            doc! { "$inc": { "born": 1 } },
-            FindOneAndUpdateOptions::default().return_document(ReturnDocument::After),
-        )
+        .find_one_and_update(doc! { "name": "Ada" }, doc! { "$inc": { "born": 1 } })
+        .with_options(FindOneAndUpdateOptions::default().return_document(ReturnDocument::After))
+        .run()
         .unwrap()
         .unwrap();
     assert_eq!(after.born, 1817);
 
     let upserted = people
-        .find_one_and_update(
-            doc! { "name": "Alan" },
-            doc! { "$set": { "born": 1912 } },
+        .find_one_and_update(doc! { "name": "Alan" }, doc! { "$set": { "born": 1912 } })
+        .with_options(
             FindOneAndUpdateOptions::default()
                 .upsert(true)
                 .return_document(ReturnDocument::After),
         )
+        .run()
         .unwrap();
     assert_eq!(upserted.map(|p| p.born), Some(1912));
 
     let replaced_before = people
-        .find_one_and_replace(doc! { "name": "Grace" }, person("Grace Hopper", 1906), None)
+        .find_one_and_replace(doc! { "name": "Grace" }, person("Grace Hopper", 1906))
+        .run()
         .unwrap()
         .unwrap();
     assert_eq!(replaced_before.name, "Grace");
     let replaced_after = people
-        .find_one_and_replace(
-            doc! { "name": "Grace Hopper" },
-            person("G. Hopper", 1906),
-            FindOneAndReplaceOptions::default().return_document(ReturnDocument::After),
-        )
+        .find_one_and_replace(doc! { "name": "Grace Hopper" }, person("G. Hopper", 1906))
+        .with_options(FindOneAndReplaceOptions::default().return_document(ReturnDocument::After))
+        .run()
         .unwrap()
         .unwrap();
     assert_eq!(replaced_after.name, "G. Hopper");
 
     let deleted = people
-        .find_one_and_delete(
-            doc! {},
-            FindOneAndDeleteOptions::default().sort(doc! { "born": -1 }),
-        )
+        .find_one_and_delete(doc! {})
+        .with_options(FindOneAndDeleteOptions::default().sort(doc! { "born": -1 }))
+        .run()
         .unwrap()
         .unwrap();
     assert_eq!(deleted.name, "Alan");
     assert_eq!(
         people
-            .find_one_and_delete(doc! { "name": "nobody" }, None)
+            .find_one_and_delete(doc! { "name": "nobody" })
+            .run()
             .unwrap(),
         None
     );
-    assert_eq!(people.count_documents(None, None).unwrap(), 2);
+    assert_eq!(people.count_documents(doc! {}).run().unwrap(), 2);
 }
 
 #[test]
@@ -409,33 +413,32 @@ fn counts_distinct_and_aggregate() {
     let client = client();
     let coll = numbers(&client, "counts", 30);
     assert_eq!(
-        coll.count_documents(doc! { "even": true }, None).unwrap(),
+        coll.count_documents(doc! { "even": true }).run().unwrap(),
         15
     );
     assert_eq!(
-        coll.count_documents(
-            doc! { "even": true },
-            CountOptions::default().skip(10).limit(3)
-        )
-        .unwrap(),
+        coll.count_documents(doc! { "even": true })
+            .with_options(CountOptions::default().skip(10).limit(3))
+            .run()
+            .unwrap(),
         3
     );
-    assert_eq!(coll.estimated_document_count(None).unwrap(), 30);
+    assert_eq!(coll.estimated_document_count().run().unwrap(), 30);
     let mut distinct = coll
-        .distinct("even", doc! { "i": { "$lt": 5 } }, None)
+        .distinct("even", doc! { "i": { "$lt": 5 } })
+        .run()
         .unwrap();
     distinct.sort_by_key(|b| b.as_bool());
     assert_eq!(distinct, [Bson::Boolean(false), Bson::Boolean(true)]);
 
     let grouped = collect(
-        coll.aggregate(
-            [
-                doc! { "$match": { "i": { "$lt": 10 } } },
-                doc! { "$group": { "_id": "$even", "total": { "$sum": "$i" } } },
-                doc! { "$sort": { "_id": 1 } },
-            ],
-            AggregateOptions::default().batch_size(1),
-        )
+        coll.aggregate([
+            doc! { "$match": { "i": { "$lt": 10 } } },
+            doc! { "$group": { "_id": "$even", "total": { "$sum": "$i" } } },
+            doc! { "$sort": { "_id": 1 } },
+        ])
+        .with_options(AggregateOptions::default().batch_size(1))
+        .run()
         .unwrap(),
     );
     assert_eq!(
@@ -447,7 +450,7 @@ fn counts_distinct_and_aggregate() {
     );
     // An empty collection counts 0 (the aggregate returns no document).
     let empty = fresh::<Document>(&client, "empty");
-    assert_eq!(empty.count_documents(None, None).unwrap(), 0);
+    assert_eq!(empty.count_documents(doc! {}).run().unwrap(), 0);
 }
 
 #[test]
@@ -455,7 +458,7 @@ fn an_ordered_bulk_write_stops_at_a_duplicate_key_and_an_unordered_one_continues
     let client = client();
     for ordered in [true, false] {
         let coll = fresh::<Document>(&client, "bulk");
-        coll.insert_one(doc! { "_id": 2 }, None).unwrap();
+        coll.insert_one(doc! { "_id": 2 }).run().unwrap();
         let models = vec![
             WriteModel::InsertOne {
                 document: doc! { "_id": 1 },
@@ -477,7 +480,9 @@ fn an_ordered_bulk_write_stops_at_a_duplicate_key_and_an_unordered_one_continues
             },
         ];
         let e = coll
-            .bulk_write(models, BulkWriteOptions::default().ordered(ordered))
+            .bulk_write(models)
+            .with_options(BulkWriteOptions::default().ordered(ordered))
+            .run()
             .expect_err("a duplicate key");
         let ErrorKind::BulkWrite(failure) = e.kind() else {
             panic!("not a bulk write failure: {e:?}");
@@ -488,7 +493,9 @@ fn an_ordered_bulk_write_stops_at_a_duplicate_key_and_an_unordered_one_continues
         let partial = &failure.partial_result;
         assert_eq!(partial.modified_count, 1);
         let remaining = ids(&collect(
-            coll.find(None, FindOptions::default().sort(doc! { "_id": 1 }))
+            coll.find(doc! {})
+                .with_options(FindOptions::default().sort(doc! { "_id": 1 }))
+                .run()
                 .unwrap(),
         ));
         if ordered {
@@ -515,7 +522,9 @@ fn an_unordered_insert_many_reports_indexes_into_the_callers_list() {
         doc! { "_id": 2 },
     ];
     let e = coll
-        .insert_many(docs, InsertManyOptions::default().ordered(false))
+        .insert_many(docs)
+        .with_options(InsertManyOptions::default().ordered(false))
+        .run()
         .expect_err("duplicates");
     let ErrorKind::BulkWrite(failure) = e.kind() else {
         panic!("{e:?}");
@@ -523,16 +532,17 @@ fn an_unordered_insert_many_reports_indexes_into_the_callers_list() {
     let indexes: Vec<usize> = failure.write_errors.iter().map(|w| w.index).collect();
     assert_eq!(indexes, [1, 3]);
     assert!(failure.write_errors.iter().all(|w| w.code == 11000));
-    assert_eq!(coll.count_documents(None, None).unwrap(), 2);
+    assert_eq!(coll.count_documents(doc! {}).run().unwrap(), 2);
 }
 
 #[test]
 fn a_duplicate_key_is_a_write_error_with_its_code() {
     let client = client();
     let coll = fresh::<Document>(&client, "dup");
-    coll.insert_one(doc! { "_id": 1 }, None).unwrap();
+    coll.insert_one(doc! { "_id": 1 }).run().unwrap();
     let e = coll
-        .insert_one(doc! { "_id": 1 }, None)
+        .insert_one(doc! { "_id": 1 })
+        .run()
         .expect_err("duplicate");
     match e.kind() {
         ErrorKind::Write(WriteFailure::WriteError(w)) => {
@@ -547,15 +557,15 @@ fn a_duplicate_key_is_a_write_error_with_its_code() {
         "code() is for command errors, as SDAM reads it"
     );
     // Unique index violations through updates too.
-    coll.create_indexes(
-        [IndexModel::new(doc! { "u": 1 }).options(doc! { "unique": true })],
-        None,
-    )
-    .unwrap();
-    coll.insert_many([doc! { "_id": 2, "u": 1 }, doc! { "_id": 3, "u": 2 }], None)
+    coll.create_indexes([IndexModel::new(doc! { "u": 1 }).options(doc! { "unique": true })])
+        .run()
+        .unwrap();
+    coll.insert_many([doc! { "_id": 2, "u": 1 }, doc! { "_id": 3, "u": 2 }])
+        .run()
         .unwrap();
     let e = coll
-        .update_one(doc! { "_id": 3 }, doc! { "$set": { "u": 1 } }, None)
+        .update_one(doc! { "_id": 3 }, doc! { "$set": { "u": 1 } })
+        .run()
         .expect_err("unique index");
     assert!(
         matches!(e.kind(), ErrorKind::Write(WriteFailure::WriteError(w)) if w.code == 11000),
@@ -580,10 +590,11 @@ fn a_write_concern_error_is_reported_with_the_applied_write() {
                 "appName": "crud_wce",
                 "writeConcernError": { "code": 64, "codeName": "WriteConcernFailed", "errmsg": "waiting for replication timed out", "errInfo": { "wtimeout": true } },
             },
-        })
+        }).run()
         .unwrap();
     let e = coll
-        .insert_one(doc! { "_id": 1 }, None)
+        .insert_one(doc! { "_id": 1 })
+        .run()
         .expect_err("a write concern error");
     match e.kind() {
         ErrorKind::Write(WriteFailure::WriteConcernError(wce)) => {
@@ -594,7 +605,7 @@ fn a_write_concern_error_is_reported_with_the_applied_write() {
         other => panic!("not a write concern error: {other:?}"),
     }
     assert_eq!(
-        coll.count_documents(None, None).unwrap(),
+        coll.count_documents(doc! {}).run().unwrap(),
         1,
         "the write applied"
     );
@@ -604,29 +615,28 @@ fn a_write_concern_error_is_reported_with_the_applied_write() {
 fn collections_databases_and_indexes() {
     let client = client();
     let db = client.database(&format!("crud_admin_{}", ObjectId::new()));
-    db.create_collection("a", None).unwrap();
-    db.create_collection("b", None).unwrap();
-    let mut names = db.list_collection_names().unwrap();
+    db.create_collection("a").run().unwrap();
+    db.create_collection("b").run().unwrap();
+    let mut names = db.list_collection_names().run().unwrap();
     names.sort();
     assert_eq!(names, ["a", "b"]);
     assert!(client
         .list_database_names()
+        .run()
         .unwrap()
         .contains(&db.name().to_string()));
 
     let a = db.collection::<Document>("a");
     let created = a
-        .create_indexes(
-            [
-                IndexModel::new(doc! { "x": 1, "y": -1 }),
-                IndexModel::new(doc! { "z": 1 }).options(doc! { "name": "zed", "unique": true }),
-            ],
-            None,
-        )
+        .create_indexes([
+            IndexModel::new(doc! { "x": 1, "y": -1 }),
+            IndexModel::new(doc! { "z": 1 }).options(doc! { "name": "zed", "unique": true }),
+        ])
+        .run()
         .unwrap();
-    assert_eq!(created, ["x_1_y_-1", "zed"]);
+    assert_eq!(created.index_names, ["x_1_y_-1", "zed"]);
     let index_names = |c: &Collection<Document>| {
-        let mut names: Vec<String> = collect(c.list_indexes(None).unwrap())
+        let mut names: Vec<String> = collect(c.list_indexes().run().unwrap())
             .iter()
             .map(|i| i.get_str("name").unwrap().to_string())
             .collect();
@@ -634,18 +644,20 @@ fn collections_databases_and_indexes() {
         names
     };
     assert_eq!(index_names(&a), ["_id_", "x_1_y_-1", "zed"]);
-    a.drop_index("zed", None).unwrap();
+    a.drop_index("zed").run().unwrap();
     assert_eq!(index_names(&a), ["_id_", "x_1_y_-1"]);
-    a.drop_indexes(None).unwrap();
+    a.drop_indexes().run().unwrap();
     assert_eq!(index_names(&a), ["_id_"]);
 
-    a.drop(None).unwrap();
-    a.drop(None)
+    a.drop().run().unwrap();
+    a.drop()
+        .run()
         .expect("dropping a missing collection is no error");
-    assert_eq!(db.list_collection_names().unwrap(), ["b"]);
-    db.drop().unwrap();
+    assert_eq!(db.list_collection_names().run().unwrap(), ["b"]);
+    db.drop().run().unwrap();
     assert!(!client
         .list_database_names()
+        .run()
         .unwrap()
         .contains(&db.name().to_string()));
 }
@@ -679,12 +691,12 @@ fn read_and_write_concerns_most_specific_wins() {
     let client = Client::with_uri_str(&uri).unwrap();
     let from_client = fresh::<Document>(&client, "concerns");
 
-    from_client.insert_one(doc! { "_id": 1 }, None).unwrap();
+    from_client.insert_one(doc! { "_id": 1 }).run().unwrap();
     assert_eq!(
         w_of(&last_received(&sim, 0, "insert")),
         Some(Bson::Int64(1))
     );
-    from_client.find_one(None, None).unwrap();
+    from_client.find_one(doc! {}).run().unwrap();
     assert_eq!(level(&last_received(&sim, 0, "find")), Some("local"));
 
     // The database level overrides the client's and hands down to its
@@ -694,9 +706,9 @@ fn read_and_write_concerns_most_specific_wins() {
         .with_read_concern(ReadConcern::new("available"))
         .with_write_concern(write_concern(Acknowledgment::Nodes(2)))
         .collection::<Document>(from_client.name());
-    from_database.find_one(None, None).unwrap();
+    from_database.find_one(doc! {}).run().unwrap();
     assert_eq!(level(&last_received(&sim, 0, "find")), Some("available"));
-    from_database.delete_many(doc! { "_id": -1 }, None).ok();
+    from_database.delete_many(doc! { "_id": -1 }).run().ok();
     assert_eq!(
         w_of(&last_received(&sim, 0, "delete")),
         Some(Bson::Int64(2))
@@ -706,42 +718,43 @@ fn read_and_write_concerns_most_specific_wins() {
         .clone()
         .with_read_concern(ReadConcern::new("majority"))
         .with_write_concern(write_concern(Acknowledgment::Majority));
-    from_collection.insert_one(doc! { "_id": 2 }, None).unwrap();
+    from_collection.insert_one(doc! { "_id": 2 }).run().unwrap();
     assert_eq!(
         w_of(&last_received(&sim, 0, "insert")),
         Some(Bson::from("majority"))
     );
-    from_collection.find_one(None, None).unwrap();
+    from_collection.find_one(doc! {}).run().unwrap();
     assert_eq!(level(&last_received(&sim, 0, "find")), Some("majority"));
-    from_collection.count_documents(None, None).unwrap();
+    from_collection.count_documents(doc! {}).run().unwrap();
     assert_eq!(
         level(&last_received(&sim, 0, "aggregate")),
         Some("majority")
     );
 
     from_collection
-        .insert_one(
-            doc! { "_id": 3 },
+        .insert_one(doc! { "_id": 3 })
+        .with_options(
             mongo_inline::coll_options::InsertOneOptions::default()
                 .write_concern(write_concern(Acknowledgment::Nodes(1))),
         )
+        .run()
         .unwrap();
     assert_eq!(
         w_of(&last_received(&sim, 0, "insert")),
         Some(Bson::Int64(1))
     );
     from_collection
-        .find_one(
-            None,
-            FindOptions::default().read_concern(ReadConcern::new("local")),
-        )
+        .find_one(doc! {})
+        .with_options(FindOptions::default().read_concern(ReadConcern::new("local")))
+        .run()
         .unwrap();
     assert_eq!(level(&last_received(&sim, 0, "find")), Some("local"));
     from_collection
-        .delete_many(
-            doc! {},
+        .delete_many(doc! {})
+        .with_options(
             DeleteOptions::default().write_concern(write_concern(Acknowledgment::Nodes(1))),
         )
+        .run()
         .unwrap();
     assert_eq!(
         w_of(&last_received(&sim, 0, "delete")),
@@ -760,14 +773,14 @@ fn read_preference_most_specific_wins() {
     let client = Client::with_uri_str(&uri).unwrap();
     // Written through the primary (writes ignore the read preference).
     let coll = fresh::<Document>(&client, "read_pref");
-    coll.insert_one(doc! { "_id": 1 }, None).unwrap();
+    coll.insert_one(doc! { "_id": 1 }).run().unwrap();
     assert!(sim.commands(0).iter().any(|c| c == "insert"));
     assert!(!sim.commands(1).iter().any(|c| c == "insert"));
 
     let count_finds = |i: usize| sim.commands(i).iter().filter(|c| *c == "find").count();
 
     // The client's secondary.
-    coll.find_one(None, None).unwrap();
+    coll.find_one(doc! {}).run().unwrap();
     assert_eq!((count_finds(0), count_finds(1)), (0, 1));
     let mode = |find: &Document| {
         find.get_document("$readPreference")
@@ -782,17 +795,18 @@ fn read_preference_most_specific_wins() {
 
     // The collection's primary.
     let on_primary = coll.clone().with_read_preference(ReadPreference::primary());
-    on_primary.find_one(None, None).unwrap();
+    on_primary.find_one(doc! {}).run().unwrap();
     assert_eq!((count_finds(0), count_finds(1)), (1, 1));
 
     // The operation's secondaryPreferred beats the collection's primary.
     on_primary
-        .find_one(
-            None,
+        .find_one(doc! {})
+        .with_options(
             FindOptions::default().selection_criteria(SelectionCriteria::ReadPreference(
                 ReadPreference::new(ReadPreferenceMode::SecondaryPreferred),
             )),
         )
+        .run()
         .unwrap();
     assert_eq!((count_finds(0), count_finds(1)), (1, 2));
     assert_eq!(
@@ -819,10 +833,11 @@ fn a_write_concern_error_in_a_batched_write_keeps_the_partial_result() {
                 // Not a retryable code: retries are another test's subject.
                 "writeConcernError": { "code": 64, "codeName": "WriteConcernFailed", "errmsg": "waiting for replication timed out" },
             },
-        })
+        }).run()
         .unwrap();
     let e = coll
-        .insert_many([doc! { "_id": 1 }, doc! { "_id": 2 }], None)
+        .insert_many([doc! { "_id": 1 }, doc! { "_id": 2 }])
+        .run()
         .expect_err("a write concern error");
     let ErrorKind::BulkWrite(failure) = e.kind() else {
         panic!("not a bulk write failure: {e:?}");
@@ -834,5 +849,5 @@ fn a_write_concern_error_in_a_batched_write_keeps_the_partial_result() {
     );
     assert_eq!(failure.partial_result.inserted_count, 2);
     assert_eq!(e.code(), Some(64));
-    assert_eq!(coll.count_documents(None, None).unwrap(), 2);
+    assert_eq!(coll.count_documents(doc! {}).run().unwrap(), 2);
 }

@@ -19,31 +19,28 @@ fn typed_insert_find_update_delete_round_trip() {
     let server = TestServer::shared();
     let client = Client::with_uri_str(&server.uri()).unwrap();
     let people = client.database("crud_smoke").collection::<Person>("people");
-    people.drop(None).unwrap();
+    people.drop().run().unwrap();
     people
-        .insert_many(
-            [
-                Person {
-                    name: "Ada".into(),
-                    born: 1815,
-                },
-                Person {
-                    name: "Grace".into(),
-                    born: 1906,
-                },
-                Person {
-                    name: "Alan".into(),
-                    born: 1912,
-                },
-            ],
-            None,
-        )
+        .insert_many([
+            Person {
+                name: "Ada".into(),
+                born: 1815,
+            },
+            Person {
+                name: "Grace".into(),
+                born: 1906,
+            },
+            Person {
+                name: "Alan".into(),
+                born: 1912,
+            },
+        ])
+        .run()
         .unwrap();
     let found: Vec<Person> = people
-        .find(
-            doc! { "born": { "$gt": 1900 } },
-            FindOptions::default().sort(doc! { "born": 1 }),
-        )
+        .find(doc! { "born": { "$gt": 1900 } })
+        .with_options(FindOptions::default().sort(doc! { "born": 1 }))
+        .run()
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
@@ -52,23 +49,21 @@ fn typed_insert_find_update_delete_round_trip() {
         ["Grace", "Alan"]
     );
     let updated = people
-        .update_one(
-            doc! { "name": "Ada" },
-            doc! { "$set": { "born": 1816 } },
-            None,
-        )
+        .update_one(doc! { "name": "Ada" }, doc! { "$set": { "born": 1816 } })
+        .run()
         .unwrap();
     assert_eq!(updated.modified_count, 1);
     assert_eq!(
         people
-            .find_one(doc! { "name": "Ada" }, None)
+            .find_one(doc! { "name": "Ada" })
+            .run()
             .unwrap()
             .unwrap()
             .born,
         1816
     );
-    assert_eq!(people.delete_many(doc! {}, None).unwrap().deleted_count, 3);
-    assert_eq!(people.count_documents(None, None).unwrap(), 0);
+    assert_eq!(people.delete_many(doc! {}).run().unwrap().deleted_count, 3);
+    assert_eq!(people.count_documents(doc! {}).run().unwrap(), 0);
 }
 
 #[test]
@@ -78,15 +73,15 @@ fn a_cursor_fetches_many_batches_from_its_socket() {
     let numbers = client
         .database("crud_smoke")
         .collection::<Document>("numbers");
-    numbers.drop(None).unwrap();
+    numbers.drop().run().unwrap();
     numbers
-        .insert_many((0..250).map(|i| doc! { "i": i }), None)
+        .insert_many((0..250).map(|i| doc! { "i": i }))
+        .run()
         .unwrap();
     let cursor = numbers
-        .find(
-            None,
-            FindOptions::default().batch_size(20).sort(doc! { "i": 1 }),
-        )
+        .find(doc! {})
+        .with_options(FindOptions::default().batch_size(20).sort(doc! { "i": 1 }))
+        .run()
         .unwrap();
     let all: Vec<Document> = cursor.collect::<Result<_, _>>().unwrap();
     assert_eq!(all.len(), 250);
@@ -100,36 +95,37 @@ fn a_transaction_commits_and_another_client_sees_it() {
     let accounts = client
         .database("crud_smoke")
         .collection::<Document>("accounts");
-    accounts.drop(None).unwrap();
+    accounts.drop().run().unwrap();
     accounts
-        .insert_one(doc! { "_id": 1, "balance": 10 }, None)
+        .insert_one(doc! { "_id": 1, "balance": 10 })
+        .run()
         .unwrap();
-    let mut session = client.start_session(None).unwrap();
+    let mut session = client.start_session().run().unwrap();
     session.start_transaction(None).unwrap();
     accounts
-        .update_one_with_session(
-            doc! { "_id": 1 },
-            doc! { "$inc": { "balance": 5 } },
-            None,
-            &mut session,
-        )
+        .update_one(doc! { "_id": 1 }, doc! { "$inc": { "balance": 5 } })
+        .session(&mut session)
+        .run()
         .unwrap();
     accounts
-        .insert_one_with_session(doc! { "_id": 2, "balance": 1 }, None, &mut session)
+        .insert_one(doc! { "_id": 2, "balance": 1 })
+        .session(&mut session)
+        .run()
         .unwrap();
     let other = Client::with_uri_str(&server.uri()).unwrap();
     let other_accounts = other
         .database("crud_smoke")
         .collection::<Document>("accounts");
     assert_eq!(
-        other_accounts.count_documents(None, None).unwrap(),
+        other_accounts.count_documents(doc! {}).run().unwrap(),
         1,
         "uncommitted"
     );
     session.commit_transaction().unwrap();
-    assert_eq!(other_accounts.count_documents(None, None).unwrap(), 2);
+    assert_eq!(other_accounts.count_documents(doc! {}).run().unwrap(), 2);
     let one = other_accounts
-        .find_one(doc! { "_id": 1 }, None)
+        .find_one(doc! { "_id": 1 })
+        .run()
         .unwrap()
         .unwrap();
     assert_eq!(one.get_i32("balance"), Ok(15));

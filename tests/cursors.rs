@@ -21,7 +21,8 @@ fn numbers(client: &Client, n: i32) -> Collection<Document> {
     let coll = client
         .database("cursors")
         .collection::<Document>(&format!("c_{}", ObjectId::new()));
-    coll.insert_many((0..n).map(|i| doc! { "_id": i }), None)
+    coll.insert_many((0..n).map(|i| doc! { "_id": i }))
+        .run()
         .unwrap();
     coll
 }
@@ -43,7 +44,7 @@ fn a_cursor_fetches_every_batch_with_get_more_on_one_socket() {
     let (sim, client) = primary_only();
     let coll = numbers(&client, 95);
     sim.reset_observations();
-    let cursor = coll.find(None, sorted(10)).unwrap();
+    let cursor = coll.find(doc! {}).with_options(sorted(10)).run().unwrap();
     assert_ne!(
         cursor.id(),
         0,
@@ -64,7 +65,7 @@ fn dropping_a_cursor_early_kills_it_on_the_same_socket() {
     let (sim, client) = primary_only();
     let coll = numbers(&client, 30);
     sim.reset_observations();
-    let mut cursor = coll.find(None, sorted(5)).unwrap();
+    let mut cursor = coll.find(doc! {}).with_options(sorted(5)).run().unwrap();
     let cursor_id = cursor.id();
     for _ in 0..7 {
         cursor.next().unwrap().unwrap();
@@ -86,7 +87,8 @@ fn dropping_a_cursor_early_kills_it_on_the_same_socket() {
     // The server no longer knows the cursor.
     let reply = client
         .database("cursors")
-        .run_command(doc! { "getMore": cursor_id, "collection": coll.name() });
+        .run_command(doc! { "getMore": cursor_id, "collection": coll.name() })
+        .run();
     assert!(reply.is_err(), "{reply:?}");
 }
 
@@ -95,7 +97,7 @@ fn a_socket_lost_mid_cursor_fails_the_next_batch_without_rerunning_the_query() {
     let (sim, client) = primary_only();
     let coll = numbers(&client, 20);
     sim.reset_observations();
-    let mut cursor = coll.find(None, sorted(5)).unwrap();
+    let mut cursor = coll.find(doc! {}).with_options(sorted(5)).run().unwrap();
     for _ in 0..5 {
         cursor.next().unwrap().unwrap();
     }
@@ -119,7 +121,7 @@ fn a_socket_lost_mid_cursor_fails_the_next_batch_without_rerunning_the_query() {
     );
     assert_eq!(count(&sim, 0, "killCursors"), 0, "{:?}", sim.commands(0));
     // The client itself carries on.
-    assert_eq!(coll.count_documents(None, None).unwrap(), 20);
+    assert_eq!(coll.count_documents(doc! {}).run().unwrap(), 20);
 }
 
 #[test]
@@ -133,7 +135,7 @@ fn a_secondary_cursor_whose_socket_is_lost_is_not_resumed_on_another_member() {
     let coll = numbers(&client, 20)
         .with_read_preference(ReadPreference::new(ReadPreferenceMode::SecondaryPreferred));
     sim.reset_observations();
-    let mut cursor = coll.find(None, sorted(5)).unwrap();
+    let mut cursor = coll.find(doc! {}).with_options(sorted(5)).run().unwrap();
     assert_eq!(cursor.address().to_string(), sim.address(1));
     for _ in 0..5 {
         cursor.next().unwrap().unwrap();
@@ -160,7 +162,9 @@ fn limit_and_batch_size_together() {
     let coll = numbers(&client, 50);
     sim.reset_observations();
     let found: Vec<Document> = coll
-        .find(None, sorted(4).limit(10))
+        .find(doc! {})
+        .with_options(sorted(4).limit(10))
+        .run()
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
@@ -186,7 +190,9 @@ fn limit_and_batch_size_together() {
     // A limit smaller than the batch size: one batch, no getMore.
     sim.reset_observations();
     let few: Vec<Document> = coll
-        .find(None, sorted(20).limit(3))
+        .find(doc! {})
+        .with_options(sorted(20).limit(3))
+        .run()
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
@@ -207,7 +213,11 @@ fn a_cursor_on_a_secondary_keeps_its_get_mores_there() {
     let secondary = coll
         .clone()
         .with_read_preference(ReadPreference::new(ReadPreferenceMode::Secondary));
-    let cursor = secondary.find(None, sorted(7)).unwrap();
+    let cursor = secondary
+        .find(doc! {})
+        .with_options(sorted(7))
+        .run()
+        .unwrap();
     let member = (0..3)
         .find(|&i| sim.address(i) == cursor.address().to_string())
         .expect("the cursor's address is a member");
@@ -226,12 +236,13 @@ fn a_cursor_on_a_secondary_keeps_its_get_mores_there() {
     // The same through an operation-level read preference.
     sim.reset_observations();
     let cursor = coll
-        .find(
-            None,
+        .find(doc! {})
+        .with_options(
             sorted(15).selection_criteria(SelectionCriteria::ReadPreference(ReadPreference::new(
                 ReadPreferenceMode::Secondary,
             ))),
         )
+        .run()
         .unwrap();
     let member = (0..3)
         .find(|&i| sim.address(i) == cursor.address().to_string())

@@ -196,7 +196,10 @@ fn run_case(test: &Document, deployment: &Deployment, dns: &DnsServer) -> Result
     if !recorder.sdam().is_empty() {
         return Err("the topology opened before the first operation (no look-up yet)".into());
     }
-    let ping = client.database("admin").run_command(doc! { "ping": 1 });
+    let ping = client
+        .database("admin")
+        .run_command(doc! { "ping": 1 })
+        .run();
     if expect_error {
         return match ping {
             Err(e) if topology_servers(&recorder).is_empty() => {

@@ -34,7 +34,7 @@ fn primary_with_one_session(server: &TestServer) -> (Simulator, Client, Bson) {
     let sim = Simulator::replica_set("rs-end", server, &[Role::Primary]);
     let client = Client::with_uri_str(&sim.seed_uri(&[0])).unwrap();
     let coll = client.database("end_sessions").collection::<Document>("c");
-    coll.find_one(doc! {}, None).unwrap();
+    coll.find_one(doc! {}).run().unwrap();
     let lsids = lsids_of(&sim, "find");
     assert_eq!(lsids.len(), 1, "the find carried one lsid");
     (sim, client, lsids[0].clone())
@@ -81,7 +81,7 @@ fn close_ends_sessions_and_the_client_goes_on_with_a_new_one() {
     );
 
     let coll = client.database("end_sessions").collection::<Document>("c");
-    coll.find_one(doc! {}, None).unwrap();
+    coll.find_one(doc! {}).run().unwrap();
     let lsids = lsids_of(&sim, "find");
     assert_eq!(lsids.len(), 2);
     assert_ne!(lsids[1], lsid, "an ended session was used again");

@@ -46,18 +46,15 @@ fn child_work(
     // The recorder is a copy of the parent's: forget what the parent sent.
     recorder.clear_commands();
     let coll = client.database("fork").collection::<Document>("docs");
-    coll.insert_one(doc! { "child": child as i32, "session": "implicit" }, None)?;
-    let mut session = client.start_session(None)?;
-    coll.insert_one_with_session(
-        doc! { "child": child as i32, "session": "explicit" },
-        None,
-        &mut session,
-    )?;
+    coll.insert_one(doc! { "child": child as i32, "session": "implicit" })
+        .run()?;
+    let mut session = client.start_session().run()?;
+    coll.insert_one(doc! { "child": child as i32, "session": "explicit" })
+        .session(&mut session)
+        .run()?;
     drop(session);
-    coll.insert_one(
-        doc! { "child": child as i32, "session": "implicit again" },
-        None,
-    )?;
+    coll.insert_one(doc! { "child": child as i32, "session": "implicit again" })
+        .run()?;
     let (lsids, ids) = lsids_and_ids(recorder);
     let mut text = String::new();
     for lsid in lsids {
@@ -81,12 +78,14 @@ fn forked_children_share_no_session_and_no_object_id_with_their_parent() {
     let options = ClientOptions::parse(&server.uri()).unwrap();
     let client = Client::with_options_and_handler(options, recorder.clone()).unwrap();
     let coll = client.database("fork").collection::<Document>("docs");
-    coll.drop(None).ok();
+    coll.drop().run().ok();
 
     // The parent has a socket and a pooled session before it forks.
-    coll.insert_one(doc! { "parent": 1 }, None).unwrap();
-    let mut session = client.start_session(None).unwrap();
-    coll.insert_one_with_session(doc! { "parent": 2 }, None, &mut session)
+    coll.insert_one(doc! { "parent": 1 }).run().unwrap();
+    let mut session = client.start_session().run().unwrap();
+    coll.insert_one(doc! { "parent": 2 })
+        .session(&mut session)
+        .run()
         .unwrap();
     drop(session);
 
@@ -120,11 +119,13 @@ fn forked_children_share_no_session_and_no_object_id_with_their_parent() {
     }
 
     // The parent carries on with its pooled session while the children run.
-    let mut session = client.start_session(None).unwrap();
-    coll.insert_one_with_session(doc! { "parent": 3 }, None, &mut session)
+    let mut session = client.start_session().run().unwrap();
+    coll.insert_one(doc! { "parent": 3 })
+        .session(&mut session)
+        .run()
         .unwrap();
     drop(session);
-    coll.insert_one(doc! { "parent": 4 }, None).unwrap();
+    coll.insert_one(doc! { "parent": 4 }).run().unwrap();
 
     for (child, pid) in &children {
         let mut status = 0;
@@ -170,6 +171,6 @@ fn forked_children_share_no_session_and_no_object_id_with_their_parent() {
     let distinct: HashSet<&String> = all_ids.iter().collect();
     assert_eq!(distinct.len(), all_ids.len(), "repeated _id: {all_ids:?}");
     assert_eq!(all_ids.len(), 4 + 3 * CHILDREN);
-    let count = coll.count_documents(doc! {}, None).unwrap();
+    let count = coll.count_documents(doc! {}).run().unwrap();
     assert_eq!(count, (4 + 3 * CHILDREN) as u64, "every insert landed");
 }

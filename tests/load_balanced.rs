@@ -166,7 +166,8 @@ fn opening_log(lb: &str) -> Vec<String> {
 }
 
 fn insert_numbers(coll: &Collection<Document>, n: i32) {
-    coll.insert_many((0..n).map(|i| doc! { "_id": i }), None)
+    coll.insert_many((0..n).map(|i| doc! { "_id": i }))
+        .run()
         .expect("insert_many");
 }
 
@@ -188,6 +189,7 @@ fn fail_point(server: &TestServer, times: i32, data: Document) {
             "mode": { "times": times },
             "data": data,
         })
+        .run()
         .expect("configureFailPoint");
 }
 
@@ -201,12 +203,13 @@ fn the_sdam_events_are_the_spec_sequence_with_no_monitoring_and_close_closes() {
     assert_eq!(sim.connections(0), 0, "no I/O at construction");
 
     let coll = collection(&client, &fresh("events"));
-    coll.insert_one(doc! { "_id": 1 }, None).expect("insert");
+    coll.insert_one(doc! { "_id": 1 }).run().expect("insert");
     std::thread::sleep(Duration::from_millis(600));
-    assert_eq!(coll.count_documents(None, None).expect("count"), 1);
+    assert_eq!(coll.count_documents(doc! {}).run().expect("count"), 1);
     client
         .database("admin")
         .run_command(doc! { "ping": 1 })
+        .run()
         .expect("ping");
 
     // One socket, one hello (the handshake: OP_MSG `hello` with
@@ -240,6 +243,7 @@ fn the_load_balancer_description_keeps_every_field_unset() {
     client
         .database("admin")
         .run_command(doc! { "ping": 1 })
+        .run()
         .expect("ping");
     let events = recorder.sdam();
     let Some(SdamEvent::TopologyDescriptionChanged { new, .. }) = events.last() else {
@@ -268,6 +272,7 @@ fn a_handshake_without_service_id_fails_with_the_spec_message() {
             let error = client
                 .database("admin")
                 .run_command(doc! { "ping": 1 })
+                .run()
                 .expect_err("a non-load-balanced server must be refused");
             match error.kind() {
                 ErrorKind::Client { message } => assert_eq!(message, NO_SERVICE_ID, "{uri}"),
@@ -295,6 +300,7 @@ fn errors_before_the_handshake_leave_no_cooldown_and_no_sdam_trace() {
     let error = client
         .database("admin")
         .run_command(doc! { "ping": 1 })
+        .run()
         .expect_err("connection refused");
     assert!(error.is_network_error(), "{error}");
     sim.refuse_connections(0, false);
@@ -304,6 +310,7 @@ fn errors_before_the_handshake_leave_no_cooldown_and_no_sdam_trace() {
     client
         .database("admin")
         .run_command(doc! { "ping": 1 })
+        .run()
         .expect("ping after the refusal");
     assert!(started.elapsed() < Duration::from_secs(2));
     assert_eq!(sdam_log(&recorder.sdam()), opening_log(&sim.address(0)));
@@ -326,27 +333,29 @@ fn a_failed_handshake_on_the_first_attempt_is_retried_once() {
     sim.fail_hellos(0, 2, support::sim::HelloFault::CloseConnection);
     recorder.clear_commands();
     let connections = sim.connections(0);
-    assert_eq!(coll.count_documents(None, None).expect("count"), 2);
+    assert_eq!(coll.count_documents(doc! {}).run().expect("count"), 2);
     assert_eq!(sim.connections(0), connections + 3, "two failed, one used");
     assert_eq!(recorder.named("aggregate").len(), 1, "sent once");
 
     // A retryable write likewise.
     sim.drop_connections(0);
     sim.fail_hellos(0, 2, support::sim::HelloFault::CloseConnection);
-    coll.insert_one(doc! { "_id": 100 }, None)
+    coll.insert_one(doc! { "_id": 100 })
+        .run()
         .expect("insert after a failed handshake");
-    assert_eq!(coll.count_documents(doc! { "_id": 100 }, None).unwrap(), 1);
+    assert_eq!(coll.count_documents(doc! { "_id": 100 }).run().unwrap(), 1);
 
     // The retry's handshake dropped as well: the read fails with the
     // network error.
     sim.drop_connections(0);
     sim.fail_hellos(0, 3, support::sim::HelloFault::CloseConnection);
     let error = coll
-        .count_documents(None, None)
+        .count_documents(doc! {})
+        .run()
         .expect_err("one retry only");
     assert!(error.is_network_error(), "{error}");
     // All three faults were used: the next read connects at once.
-    assert_eq!(coll.count_documents(None, None).expect("count"), 3);
+    assert_eq!(coll.count_documents(doc! {}).run().expect("count"), 3);
 }
 
 #[test]
@@ -358,21 +367,21 @@ fn one_socket_carries_everything_and_a_cursor_survives_interleaved_operations() 
     let other = collection(&client, &fresh("other"));
 
     let cursor = coll
-        .find(
-            None,
-            FindOptions::default().batch_size(2).sort(doc! { "_id": 1 }),
-        )
+        .find(doc! {})
+        .with_options(FindOptions::default().batch_size(2).sort(doc! { "_id": 1 }))
+        .run()
         .expect("find");
     let mut seen = Vec::new();
     for document in cursor {
         seen.push(document.expect("next"));
         // Other operations between the batches use the same socket.
         other
-            .insert_one(doc! { "n": seen.len() as i32 }, None)
+            .insert_one(doc! { "n": seen.len() as i32 })
+            .run()
             .expect("interleaved insert");
     }
     assert_eq!(ids(&seen), (0..10).collect::<Vec<_>>());
-    assert_eq!(other.count_documents(None, None).expect("count"), 10);
+    assert_eq!(other.count_documents(doc! {}).run().expect("count"), 10);
 
     assert_eq!(sim.connections(0), 1);
     let service = sim.service_id(0, 0);
@@ -389,8 +398,9 @@ fn service_id_is_in_started_succeeded_and_failed_events() {
     let sim = load_balancer();
     let (client, recorder) = recorded_client(&lb_uri(&sim, ""));
     let db = client.database(DB);
-    db.run_command(doc! { "ping": 1 }).expect("ping");
+    db.run_command(doc! { "ping": 1 }).run().expect("ping");
     db.run_command(doc! { "find": "c", "filter": 1 })
+        .run()
         .expect_err("a filter must be a document");
     let service = Some(sim.service_id(0, 0));
     assert_eq!(
@@ -411,10 +421,9 @@ fn a_cursor_whose_socket_died_is_not_resumed_on_the_other_service() {
     let coll = collection(&client, &fresh("dead_cursor"));
     insert_numbers(&coll, 6);
     let mut cursor = coll
-        .find(
-            None,
-            FindOptions::default().batch_size(2).sort(doc! { "_id": 1 }),
-        )
+        .find(doc! {})
+        .with_options(FindOptions::default().batch_size(2).sort(doc! { "_id": 1 }))
+        .run()
         .expect("find");
     assert_eq!(cursor.next().map(|d| d.is_ok()), Some(true));
 
@@ -422,7 +431,8 @@ fn a_cursor_whose_socket_died_is_not_resumed_on_the_other_service() {
     // Another operation replaces the socket; round robin sends the new one
     // to the other service.
     recorder.clear_commands();
-    coll.insert_one(doc! { "_id": 100 }, None)
+    coll.insert_one(doc! { "_id": 100 })
+        .run()
         .expect("insert on a new socket");
     assert_eq!(sim.connections(0), 2);
     let other_service = Some(sim.service_id(0, 1));
@@ -458,10 +468,9 @@ fn a_get_more_network_error_leaves_the_cursor_pinned_and_its_drop_sends_nothing(
     let coll = collection(&client, &fresh("getmore_error"));
     insert_numbers(&coll, 6);
     let mut cursor = coll
-        .find(
-            None,
-            FindOptions::default().batch_size(2).sort(doc! { "_id": 1 }),
-        )
+        .find(doc! {})
+        .with_options(FindOptions::default().batch_size(2).sort(doc! { "_id": 1 }))
+        .run()
         .expect("find");
     fail_point(
         &server,
@@ -482,7 +491,7 @@ fn a_get_more_network_error_leaves_the_cursor_pinned_and_its_drop_sends_nothing(
     assert!(!sim.commands(0).contains(&"killCursors".to_owned()));
     // The client goes on, on a new socket (the other service).
     recorder.clear_commands();
-    assert_eq!(coll.count_documents(None, None).expect("count"), 6);
+    assert_eq!(coll.count_documents(doc! {}).run().expect("count"), 6);
     assert_eq!(sim.connections(0), 2);
     assert!(command_log(&recorder)
         .iter()
@@ -496,7 +505,9 @@ fn closing_a_live_cursor_kills_it_on_its_own_socket() {
     let coll = collection(&client, &fresh("kill"));
     insert_numbers(&coll, 6);
     let mut cursor = coll
-        .find(None, FindOptions::default().batch_size(2))
+        .find(doc! {})
+        .with_options(FindOptions::default().batch_size(2))
+        .run()
         .expect("find");
     assert!(cursor.next().is_some());
     let id = cursor.id();
@@ -515,20 +526,24 @@ fn a_transaction_whose_socket_died_fails_and_does_not_continue_on_the_other_serv
     let name = fresh("txn");
     let coll = collection(&client, &name);
     // Create the collection outside the transaction.
-    coll.insert_one(doc! { "_id": 0 }, None).expect("insert");
+    coll.insert_one(doc! { "_id": 0 }).run().expect("insert");
 
-    let mut session = client.start_session(None).expect("session");
+    let mut session = client.start_session().run().expect("session");
     session.start_transaction(None).expect("start");
-    coll.insert_one_with_session(doc! { "_id": 1 }, None, &mut session)
+    coll.insert_one(doc! { "_id": 1 })
+        .session(&mut session)
+        .run()
         .expect("first insert in the transaction");
     sim.drop_connections(0);
     // An operation outside the transaction replaces the socket: round
     // robin sends the new one to the other service.
-    assert_eq!(coll.count_documents(None, None).expect("count"), 1);
+    assert_eq!(coll.count_documents(doc! {}).run().expect("count"), 1);
     assert_eq!(sim.connections(0), 2);
     recorder.clear_commands();
     let error = coll
-        .insert_one_with_session(doc! { "_id": 2 }, None, &mut session)
+        .insert_one(doc! { "_id": 2 })
+        .session(&mut session)
+        .run()
         .expect_err("the transaction's socket is gone");
     assert!(error.to_string().contains("pinned"), "{error}");
     // Nothing of the transaction reached the other service.
@@ -542,7 +557,8 @@ fn a_transaction_whose_socket_died_fails_and_does_not_continue_on_the_other_serv
 
     // The transaction never committed: only the document written outside it.
     let found: Vec<Document> = coll
-        .find(None, None)
+        .find(doc! {})
+        .run()
         .expect("find")
         .collect::<mongo_inline::Result<_>>()
         .expect("documents");
@@ -554,17 +570,19 @@ fn a_transaction_stays_on_its_socket_and_commits() {
     let sim = load_balancer();
     let (client, recorder) = recorded_client(&lb_uri(&sim, ""));
     let coll = collection(&client, &fresh("txn_ok"));
-    coll.insert_one(doc! { "_id": 0 }, None).expect("insert");
-    let mut session = client.start_session(None).expect("session");
+    coll.insert_one(doc! { "_id": 0 }).run().expect("insert");
+    let mut session = client.start_session().run().expect("session");
     session.start_transaction(None).expect("start");
     for id in 1..=3 {
-        coll.insert_one_with_session(doc! { "_id": id }, None, &mut session)
+        coll.insert_one(doc! { "_id": id })
+            .session(&mut session)
+            .run()
             .expect("insert in the transaction");
         // Operations outside the transaction share the one socket.
-        assert_eq!(coll.count_documents(None, None).expect("count"), 1);
+        assert_eq!(coll.count_documents(doc! {}).run().expect("count"), 1);
     }
     session.commit_transaction().expect("commit");
-    assert_eq!(coll.count_documents(None, None).expect("count"), 4);
+    assert_eq!(coll.count_documents(doc! {}).run().expect("count"), 4);
     assert_eq!(sim.connections(0), 1);
     let service = Some(sim.service_id(0, 0));
     assert!(command_log(&recorder).iter().all(|(_, _, s)| *s == service));
@@ -576,7 +594,7 @@ fn a_state_change_error_closes_only_that_services_socket_and_never_marks_unknown
     let sim = Simulator::load_balancer(&[&server, &server]);
     let (client, recorder) = recorded_client(&lb_uri(&sim, ""));
     let coll = collection(&client, &fresh("state_change"));
-    coll.insert_one(doc! { "_id": 1 }, None).expect("insert");
+    coll.insert_one(doc! { "_id": 1 }).run().expect("insert");
     let (a, b) = (Some(sim.service_id(0, 0)), Some(sim.service_id(0, 1)));
 
     // ShutdownInProgress: the service's sockets must go; the retry opens
@@ -587,7 +605,10 @@ fn a_state_change_error_closes_only_that_services_socket_and_never_marks_unknown
         doc! { "failCommands": ["aggregate"], "errorCode": 91 },
     );
     recorder.clear_commands();
-    assert_eq!(coll.count_documents(None, None).expect("retried read"), 1);
+    assert_eq!(
+        coll.count_documents(doc! {}).run().expect("retried read"),
+        1
+    );
     assert_eq!(
         command_log(&recorder),
         vec![
@@ -607,7 +628,8 @@ fn a_state_change_error_closes_only_that_services_socket_and_never_marks_unknown
         1,
         doc! { "failCommands": ["insert"], "errorCode": 10107, "errorLabels": ["RetryableWriteError"] },
     );
-    coll.insert_one(doc! { "_id": 2 }, None)
+    coll.insert_one(doc! { "_id": 2 })
+        .run()
         .expect("retried write");
     assert_eq!(sim.connections(0), 2);
 
@@ -619,7 +641,10 @@ fn a_state_change_error_closes_only_that_services_socket_and_never_marks_unknown
         doc! { "failCommands": ["aggregate"], "errorCode": 91 },
     );
     recorder.clear_commands();
-    assert_eq!(coll.count_documents(None, None).expect("retried read"), 2);
+    assert_eq!(
+        coll.count_documents(doc! {}).run().expect("retried read"),
+        2
+    );
     assert_eq!(sim.connections(0), 3);
     let log = command_log(&recorder);
     assert_eq!(log[1], ("failed", "aggregate".to_owned(), b));
@@ -635,8 +660,8 @@ fn sessions_are_supported_without_logical_session_timeout_and_commands_are_decor
     sim.set_hello_extra(0, doc! { "logicalSessionTimeoutMinutes": Bson::Null });
     let (client, recorder) = recorded_client(&lb_uri(&sim, ""));
     let coll = collection(&client, &fresh("sessions"));
-    coll.insert_one(doc! { "_id": 1 }, None).expect("insert");
-    coll.insert_one(doc! { "_id": 2 }, None).expect("insert");
+    coll.insert_one(doc! { "_id": 1 }).run().expect("insert");
+    coll.insert_one(doc! { "_id": 2 }).run().expect("insert");
     let inserts = recorder.named("insert");
     assert_eq!(inserts.len(), 2);
     for insert in &inserts {
@@ -656,8 +681,10 @@ fn sessions_are_supported_without_logical_session_timeout_and_commands_are_decor
         inserts[1]
     );
 
-    let mut session = client.start_session(None).expect("explicit session");
-    coll.insert_one_with_session(doc! { "_id": 3 }, None, &mut session)
+    let mut session = client.start_session().run().expect("explicit session");
+    coll.insert_one(doc! { "_id": 3 })
+        .session(&mut session)
+        .run()
         .expect("insert in an explicit session");
     let last = recorder.named("insert").pop().expect("insert");
     assert_eq!(last.get_document("lsid").ok(), session.id());
@@ -668,12 +695,13 @@ fn read_preference_is_sent_as_to_a_mongos() {
     let sim = load_balancer();
     let (client, recorder) = recorded_client(&lb_uri(&sim, ""));
     let coll = collection(&client, &fresh("read_pref"));
-    coll.insert_one(doc! { "_id": 1 }, None).expect("insert");
+    coll.insert_one(doc! { "_id": 1 }).run().expect("insert");
     let secondary = coll
         .clone_with_type::<Document>()
         .with_read_preference(ReadPreference::new(ReadPreferenceMode::SecondaryPreferred));
     let found: Vec<Document> = secondary
-        .find(None, None)
+        .find(doc! {})
+        .run()
         .expect("find")
         .collect::<mongo_inline::Result<_>>()
         .expect("documents");

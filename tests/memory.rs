@@ -65,13 +65,14 @@ fn reading_large_batches_peaks_under_two_and_a_half_times_the_reply() {
     let coll = db.collection::<Document>("big");
     let filler = "x".repeat(DOCUMENT_BYTES);
     for i in 0..DOCUMENTS {
-        coll.insert_one(doc! { "_id": i as i32, "filler": filler.as_str() }, None)
+        coll.insert_one(doc! { "_id": i as i32, "filler": filler.as_str() })
+            .run()
             .unwrap();
     }
     drop(filler);
 
     let command = doc! { "find": "big", "batchSize": DOCUMENTS as i32 };
-    let (reply, peak) = peak_during(|| db.run_command(command.clone()).unwrap());
+    let (reply, peak) = peak_during(|| db.run_command(command.clone()).run().unwrap());
     let batch = reply
         .get_document("cursor")
         .and_then(|c| c.get_array("firstBatch"))
@@ -95,7 +96,7 @@ fn reading_large_batches_peaks_under_two_and_a_half_times_the_reply() {
     let options = FindOptions::default().batch_size(DOCUMENTS as u32);
     let (count, find_peak) = peak_during(|| {
         let mut count = 0;
-        for document in coll.find(None, options).unwrap() {
+        for document in coll.find(doc! {}).with_options(options).run().unwrap() {
             document.unwrap();
             count += 1;
         }

@@ -30,6 +30,7 @@ fn fail(client: &Client, commands: &[&str], times: i32, data: Document) {
             "mode": { "times": times },
             "data": data,
         })
+        .run()
         .unwrap();
 }
 
@@ -43,8 +44,8 @@ fn retryable_write_error() -> Document {
 
 fn collection(client: &Client, name: &str) -> Collection<Document> {
     let coll = client.database("retryable").collection::<Document>(name);
-    coll.drop(None).unwrap();
-    coll.insert_one(doc! { "_id": "seed" }, None).unwrap();
+    coll.drop().run().unwrap();
+    coll.insert_one(doc! { "_id": "seed" }).run().unwrap();
     coll
 }
 
@@ -52,7 +53,8 @@ fn count(client: &Client, name: &str, filter: Document) -> u64 {
     client
         .database("retryable")
         .collection::<Document>(name)
-        .count_documents(filter, None)
+        .count_documents(filter)
+        .run()
         .unwrap()
 }
 
@@ -64,7 +66,7 @@ fn insert_survives(failure: Document) {
     let coll = collection(&client, "insert_once");
     fail(&client, &["insert"], 1, failure);
     recorder.clear_commands();
-    coll.insert_one(doc! { "_id": 1 }, None).unwrap();
+    coll.insert_one(doc! { "_id": 1 }).run().unwrap();
     let inserts = recorder.named("insert");
     assert_eq!(inserts.len(), 2, "{inserts:?}");
     let txn_number = inserts[0].get_i64("txnNumber").expect("a txnNumber");
@@ -107,7 +109,7 @@ fn a_write_concern_error_marks_the_server_unknown_and_is_retried() {
     recorder.clear_commands();
     let sdam_before = recorder.sdam().len();
 
-    coll.insert_one(doc! { "_id": 1 }, None).unwrap();
+    coll.insert_one(doc! { "_id": 1 }).run().unwrap();
 
     let inserts = recorder.named("insert");
     assert_eq!(inserts.len(), 2, "one retry: {inserts:?}");
@@ -137,7 +139,7 @@ fn a_write_concern_error_without_the_label_is_not_retried() {
         doc! { "writeConcernError": { "code": 64, "errmsg": "waiting for replication timed out" } },
     );
     recorder.clear_commands();
-    let error = coll.insert_one(doc! { "_id": 1 }, None).unwrap_err();
+    let error = coll.insert_one(doc! { "_id": 1 }).run().unwrap_err();
     assert_eq!(error.code(), Some(64), "{error:?}");
     assert_eq!(recorder.named("insert").len(), 1);
 }
@@ -150,7 +152,8 @@ fn update_many_is_not_retried_on_a_retryable_write_error() {
     fail(&client, &["update"], 1, retryable_write_error());
     recorder.clear_commands();
     let error = coll
-        .update_many(doc! {}, doc! { "$set": { "a": 1 } }, None)
+        .update_many(doc! {}, doc! { "$set": { "a": 1 } })
+        .run()
         .unwrap_err();
     assert_eq!(error.code(), Some(91), "{error:?}");
     let updates = recorder.named("update");
@@ -174,7 +177,8 @@ fn update_many_is_retried_on_an_overload_error() {
     );
     recorder.clear_commands();
     let result = coll
-        .update_many(doc! {}, doc! { "$set": { "a": 1 } }, None)
+        .update_many(doc! {}, doc! { "$set": { "a": 1 } })
+        .run()
         .unwrap();
     assert_eq!(result.modified_count, 1);
     assert_eq!(recorder.named("update").len(), 2);
@@ -187,7 +191,7 @@ fn retry_writes_false_disables_the_retry() {
     let coll = collection(&client, "no_retry");
     fail(&client, &["insert"], 1, close_connection());
     recorder.clear_commands();
-    let error = coll.insert_one(doc! { "_id": 1 }, None).unwrap_err();
+    let error = coll.insert_one(doc! { "_id": 1 }).run().unwrap_err();
     assert!(error.is_network_error(), "{error:?}");
     let inserts = recorder.named("insert");
     assert_eq!(inserts.len(), 1);
@@ -202,7 +206,7 @@ fn a_write_retry_on_mongos_goes_to_the_other_router() {
     let coll = collection(&client, "mongos_retry");
     fail(&client, &["insert"], 1, close_connection());
     recorder.clear_commands();
-    coll.insert_one(doc! { "_id": 1 }, None).unwrap();
+    coll.insert_one(doc! { "_id": 1 }).run().unwrap();
     let inserts = recorder.sent("insert");
     assert_eq!(inserts.len(), 2, "{inserts:?}");
     // A sharded cluster deprioritizes the router that failed.
@@ -231,21 +235,25 @@ fn reads_through(
     type Read = fn(&Collection<Document>) -> Result<(), Error>;
     let reads: [(&'static str, &'static str, Read); 4] = [
         ("find", "find", |c| {
-            c.find(None, FindOptions::default())?
+            c.find(doc! {})
+                .with_options(FindOptions::default())
+                .run()?
                 .collect::<Result<Vec<_>, _>>()
                 .map(|d| assert_eq!(d.len(), 1))
         }),
         ("aggregate", "aggregate", |c| {
-            c.aggregate([doc! { "$match": {} }], None)?
+            c.aggregate([doc! { "$match": {} }])
+                .run()?
                 .collect::<Result<Vec<_>, _>>()
                 .map(|d| assert_eq!(d.len(), 1))
         }),
         // count_documents is an aggregate on the wire.
         ("count_documents", "aggregate", |c| {
-            c.count_documents(None, None).map(|n| assert_eq!(n, 1))
+            c.count_documents(doc! {}).run().map(|n| assert_eq!(n, 1))
         }),
         ("distinct", "distinct", |c| {
-            c.distinct("_id", None, None)
+            c.distinct("_id", doc! {})
+                .run()
                 .map(|v| assert_eq!(v, vec![Bson::String("seed".into())]))
         }),
     ];
@@ -258,6 +266,7 @@ fn reads_through(
         client
             .database("admin")
             .run_command(doc! { "configureFailPoint": "failCommand", "mode": "off" })
+            .run()
             .unwrap();
     }
     outcomes

@@ -59,7 +59,7 @@ fn documents_nested_ten_thousand_deep_are_refused_before_serialisation() {
     let coll = db.collection::<Document>("deep");
     let deep = nested(10_000);
 
-    let error = coll.insert_one(&deep, None).unwrap_err();
+    let error = coll.insert_one(&deep).run().unwrap_err();
     assert!(
         matches!(error.kind(), ErrorKind::InvalidArgument { .. }),
         "{error:?}"
@@ -69,6 +69,7 @@ fn documents_nested_ten_thousand_deep_are_refused_before_serialisation() {
     // The command owns the document; the driver must also drop it safely.
     let error = db
         .run_command(doc! { "insert": "deep", "documents": [deep] })
+        .run()
         .unwrap_err();
     assert!(
         matches!(error.kind(), ErrorKind::InvalidArgument { .. }),
@@ -77,7 +78,7 @@ fn documents_nested_ten_thousand_deep_are_refused_before_serialisation() {
     assert!(error.to_string().contains("nested deeper than"), "{error}");
 
     // The client is still usable, and a document within the limit is sent.
-    coll.insert_one(nested(50), None).unwrap();
+    coll.insert_one(nested(50)).run().unwrap();
 }
 
 /// Passwords with every character that can confuse a URI parser; each
@@ -219,12 +220,14 @@ fn a_filter_nested_ten_thousand_deep_is_refused_on_a_main_thread_sized_stack() {
             let client = Client::with_uri_str(&uri).unwrap();
             let coll = client.database("safety").collection::<Document>("deep");
             let error = coll
-                .find(nested(10_000), None)
+                .find(nested(10_000))
+                .run()
                 .map(|_| ())
                 .unwrap_err()
                 .to_string();
             let count_error = coll
-                .count_documents(nested(10_000), None)
+                .count_documents(nested(10_000))
+                .run()
                 .unwrap_err()
                 .to_string();
             (error, count_error)

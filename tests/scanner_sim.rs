@@ -36,16 +36,18 @@ fn uri_with(sim: &Simulator, seeds: &[usize], options: &str) -> String {
 }
 
 fn insert(client: &Client, collection: &str, document: Document) -> mongo_inline::Result<Document> {
-    client.database(DB).run_command_with(
-        doc! { "insert": collection, "documents": [document] },
-        SelectionCriteria::Write,
-    )
+    client
+        .database(DB)
+        .run_command(doc! { "insert": collection, "documents": [document] })
+        .selection_criteria(SelectionCriteria::Write)
+        .run()
 }
 
 fn find_on_primary(client: &Client, collection: &str, filter: Document) -> Vec<Document> {
     let reply = client
         .database(DB)
         .run_command(doc! { "find": collection, "filter": filter })
+        .run()
         .expect("find on the primary");
     reply
         .get_document("cursor")
@@ -60,6 +62,7 @@ fn ping(client: &Client) {
     client
         .database("admin")
         .run_command(doc! { "ping": 1 })
+        .run()
         .expect("ping");
 }
 
@@ -206,6 +209,7 @@ fn when_every_server_cools_down_an_operation_fails_at_once_saying_so() {
     let first = client
         .database("admin")
         .run_command(doc! { "ping": 1 })
+        .run()
         .expect_err("nothing is reachable");
     assert!(
         matches!(first.kind(), ErrorKind::ServerSelection { .. }),
@@ -216,6 +220,7 @@ fn when_every_server_cools_down_an_operation_fails_at_once_saying_so() {
     let error = client
         .database("admin")
         .run_command(doc! { "ping": 1 })
+        .run()
         .expect_err("everything is cooling down");
     let elapsed = started.elapsed();
     assert!(
@@ -248,6 +253,7 @@ fn without_try_once_a_cooldown_past_the_timeout_fails_early_saying_why() {
     let error = client
         .database("admin")
         .run_command(doc! { "ping": 1 })
+        .run()
         .expect_err("nothing is reachable");
     let elapsed = started.elapsed();
     assert!(
@@ -462,12 +468,11 @@ fn a_possible_primary_that_fails_its_check_is_not_retried_at_once() {
     let client = client(&sim.seed_uri(&[1]));
     client
         .database("admin")
-        .run_command_with(
-            doc! { "ping": 1 },
-            SelectionCriteria::ReadPreference(mongo_inline::ReadPreference::new(
-                mongo_inline::ReadPreferenceMode::Secondary,
-            )),
-        )
+        .run_command(doc! { "ping": 1 })
+        .selection_criteria(SelectionCriteria::ReadPreference(
+            mongo_inline::ReadPreference::new(mongo_inline::ReadPreferenceMode::Secondary),
+        ))
+        .run()
         .expect("ping on the secondary");
     assert_eq!(
         sim.connections(0),
@@ -514,12 +519,11 @@ fn a_failed_idle_socket_ping_selects_again_without_rescanning() {
 fn ping_primary_preferred(client: &Client) {
     client
         .database("admin")
-        .run_command_with(
-            doc! { "ping": 1 },
-            SelectionCriteria::ReadPreference(mongo_inline::ReadPreference::new(
-                mongo_inline::ReadPreferenceMode::PrimaryPreferred,
-            )),
-        )
+        .run_command(doc! { "ping": 1 })
+        .selection_criteria(SelectionCriteria::ReadPreference(
+            mongo_inline::ReadPreference::new(mongo_inline::ReadPreferenceMode::PrimaryPreferred),
+        ))
+        .run()
         .expect("ping with primaryPreferred");
 }
 

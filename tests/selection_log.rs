@@ -65,7 +65,9 @@ fn selection_logs_name_the_command_and_wait_once_at_info() {
     take_lines();
     let error = client
         .database("selection_log")
-        .run_command_with(doc! { "ping": 1 }, SelectionCriteria::Write)
+        .run_command(doc! { "ping": 1 })
+        .selection_criteria(SelectionCriteria::Write)
+        .run()
         .expect_err("no primary");
     assert!(
         matches!(error.kind(), ErrorKind::ServerSelection { .. }),
@@ -91,10 +93,11 @@ fn selection_logs_name_the_command_and_wait_once_at_info() {
         .database("selection_log")
         .collection::<Document>("named");
     take_lines();
-    coll.insert_one(doc! { "a": 1 }, None).unwrap();
+    coll.insert_one(doc! { "a": 1 }).run().unwrap();
     client
         .database("admin")
         .run_command(doc! { "ping": 1 })
+        .run()
         .unwrap();
     let lines = take_lines();
     let started: Vec<&str> = lines
@@ -116,7 +119,12 @@ fn an_incompatible_server_error_makes_the_next_selection_rescan() {
         sim.address(0)
     ))
     .unwrap();
-    let ping = || client.database("admin").run_command(doc! { "ping": 1 });
+    let ping = || {
+        client
+            .database("admin")
+            .run_command(doc! { "ping": 1 })
+            .run()
+    };
     let error = ping().expect_err("incompatible");
     assert!(error.to_string().contains("wire"), "{error}");
     // The server is upgraded: the next selection must see it, not wait a

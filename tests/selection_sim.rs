@@ -34,10 +34,11 @@ fn fresh_collection(prefix: &str) -> String {
 }
 
 fn insert(client: &Client, collection: &str, document: Document) -> mongo_inline::Result<Document> {
-    client.database(DB).run_command_with(
-        doc! { "insert": collection, "documents": [document] },
-        SelectionCriteria::Write,
-    )
+    client
+        .database(DB)
+        .run_command(doc! { "insert": collection, "documents": [document] })
+        .selection_criteria(SelectionCriteria::Write)
+        .run()
 }
 
 fn find_with(
@@ -47,7 +48,9 @@ fn find_with(
 ) -> mongo_inline::Result<Vec<Document>> {
     let reply = client
         .database(DB)
-        .run_command_with(doc! { "find": collection, "filter": {} }, criteria)?;
+        .run_command(doc! { "find": collection, "filter": {} })
+        .selection_criteria(criteria)
+        .run()?;
     Ok(reply
         .get_document("cursor")
         .and_then(|c| c.get_array("firstBatch"))
@@ -446,6 +449,7 @@ fn a_server_too_old_for_the_driver_gives_the_compatibility_error() {
     let error = client(&sim.seed_uri(&[0]))
         .database("compat")
         .run_command(doc! { "ping": 1 })
+        .run()
         .unwrap_err();
     match error.kind() {
         ErrorKind::IncompatibleServer { message } => {

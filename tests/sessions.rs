@@ -28,25 +28,30 @@ fn crud_workload(client: &Client, collection: &str) {
     let coll = client
         .database("sessions")
         .collection::<Document>(collection);
-    coll.insert_many((0..5).map(|i| doc! { "i": i }), None)
+    coll.insert_many((0..5).map(|i| doc! { "i": i }))
+        .run()
         .unwrap();
-    coll.insert_one(doc! { "i": 5 }, None).unwrap();
+    coll.insert_one(doc! { "i": 5 }).run().unwrap();
     let all: Vec<Document> = coll
-        .find(None, FindOptions::default().batch_size(2))
+        .find(doc! {})
+        .with_options(FindOptions::default().batch_size(2))
+        .run()
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
     assert_eq!(all.len(), 6);
-    coll.update_many(doc! {}, doc! { "$set": { "seen": true } }, None)
+    coll.update_many(doc! {}, doc! { "$set": { "seen": true } })
+        .run()
         .unwrap();
-    assert_eq!(coll.count_documents(None, None).unwrap(), 6);
-    assert_eq!(coll.distinct("i", None, None).unwrap().len(), 6);
+    assert_eq!(coll.count_documents(doc! {}).run().unwrap(), 6);
+    assert_eq!(coll.distinct("i", doc! {}).run().unwrap().len(), 6);
     let _: Vec<Document> = coll
-        .aggregate([doc! { "$match": {} }], None)
+        .aggregate([doc! { "$match": {} }])
+        .run()
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    coll.delete_many(doc! {}, None).unwrap();
+    coll.delete_many(doc! {}).run().unwrap();
 }
 
 #[test]
@@ -94,8 +99,9 @@ fn no_lsid_when_the_deployment_does_not_support_sessions() {
         .database("sessions")
         .collection::<Document>("no_lsid");
     let outcome = client
-        .start_session(None)
-        .and_then(|mut session| coll.insert_one_with_session(doc! {}, None, &mut session));
+        .start_session()
+        .run()
+        .and_then(|mut session| coll.insert_one(doc! {}).session(&mut session).run());
     let error = outcome.expect_err("an explicit session was accepted");
     assert!(error.to_string().contains("not supported"), "{error}");
     assert!(operations(&sim, 0).iter().all(|c| lsid(c).is_none()));
@@ -106,11 +112,12 @@ fn sequential_operations_reuse_one_server_session() {
     let server = TestServer::shared();
     let (client, recorder) = recorded_client(&server.uri());
     let coll = client.database("sessions").collection::<Document>("reuse");
-    coll.insert_one(doc! { "a": 1 }, None).unwrap();
-    coll.find_one(doc! {}, None).unwrap();
-    coll.update_one(doc! {}, doc! { "$set": { "a": 2 } }, None)
+    coll.insert_one(doc! { "a": 1 }).run().unwrap();
+    coll.find_one(doc! {}).run().unwrap();
+    coll.update_one(doc! {}, doc! { "$set": { "a": 2 } })
+        .run()
         .unwrap();
-    coll.delete_many(doc! {}, None).unwrap();
+    coll.delete_many(doc! {}).run().unwrap();
     let ids: Vec<Document> = recorder
         .started()
         .iter()
@@ -126,16 +133,19 @@ fn a_cursor_keeps_its_session_for_its_get_mores() {
     let server = TestServer::shared();
     let (client, recorder) = recorded_client(&server.uri());
     let coll = client.database("sessions").collection::<Document>("cursor");
-    coll.drop(None).unwrap();
-    coll.insert_many((0..6).map(|i| doc! { "i": i }), None)
+    coll.drop().run().unwrap();
+    coll.insert_many((0..6).map(|i| doc! { "i": i }))
+        .run()
         .unwrap();
     recorder.clear_commands();
     let mut cursor = coll
-        .find(None, FindOptions::default().batch_size(2))
+        .find(doc! {})
+        .with_options(FindOptions::default().batch_size(2))
+        .run()
         .unwrap();
     cursor.next().unwrap().unwrap();
     // While the cursor holds its session, other operations need another.
-    coll.count_documents(None, None).unwrap();
+    coll.count_documents(doc! {}).run().unwrap();
     let rest: Vec<Document> = cursor.collect::<Result<_, _>>().unwrap();
     assert_eq!(rest.len(), 5);
     let started = recorder.started();
@@ -168,7 +178,7 @@ fn a_network_error_makes_the_session_dirty_and_it_is_not_reused() {
     let server = TestServer::start();
     let (client, recorder) = recorded_client(&format!("{}&retryReads=false", server.uri()));
     let coll = client.database("sessions").collection::<Document>("dirty");
-    coll.insert_one(doc! { "a": 1 }, None).unwrap();
+    coll.insert_one(doc! { "a": 1 }).run().unwrap();
     client
         .database("admin")
         .run_command(doc! {
@@ -176,13 +186,14 @@ fn a_network_error_makes_the_session_dirty_and_it_is_not_reused() {
             "mode": { "times": 1 },
             "data": { "failCommands": ["find"], "closeConnection": true },
         })
+        .run()
         .unwrap();
-    let error = coll.find_one(doc! {}, None).unwrap_err();
+    let error = coll.find_one(doc! {}).run().unwrap_err();
     assert!(
         matches!(error.kind(), ErrorKind::Network { .. }),
         "{error:?}"
     );
-    coll.find_one(doc! {}, None).unwrap();
+    coll.find_one(doc! {}).run().unwrap();
     let lsids: Vec<(String, Document)> = recorder
         .started()
         .iter()
@@ -209,8 +220,8 @@ fn the_greatest_cluster_time_seen_is_gossiped() {
     let (client, recorder) = recorded_client(&server.uri());
     let coll = client.database("sessions").collection::<Document>("gossip");
     for i in 0..4 {
-        coll.insert_one(doc! { "i": i }, None).unwrap();
-        coll.find_one(doc! { "i": i }, None).unwrap();
+        coll.insert_one(doc! { "i": i }).run().unwrap();
+        coll.find_one(doc! { "i": i }).run().unwrap();
     }
     let started = recorder.started();
     let replies = recorder.replies();
@@ -237,15 +248,19 @@ fn a_read_after_a_write_in_a_causal_session_waits_for_the_write() {
     let server = TestServer::shared();
     let (client, recorder) = recorded_client(&server.uri());
     let coll = client.database("sessions").collection::<Document>("causal");
-    let mut session = client.start_session(None).unwrap();
-    let first = coll.find_with_session(doc! {}, None, &mut session).unwrap();
+    let mut session = client.start_session().run().unwrap();
+    let first = coll.find(doc! {}).session(&mut session).run().unwrap();
     drop(first);
-    coll.insert_one_with_session(doc! { "x": 1 }, None, &mut session)
+    coll.insert_one(doc! { "x": 1 })
+        .session(&mut session)
+        .run()
         .unwrap();
-    let found = coll
-        .find_with_session(doc! { "x": 1 }, None, &mut session)
+    let mut found = coll
+        .find(doc! { "x": 1 })
+        .session(&mut session)
+        .run()
         .unwrap();
-    assert!(!found.is_empty());
+    assert!(found.next(&mut session).is_some());
     let started = recorder.started();
     let replies = recorder.replies();
     let finds: Vec<&Document> = started
@@ -285,9 +300,10 @@ fn a_command_error_leaves_the_session_clean_and_it_is_reused() {
         .collection::<Document>("clean_after_error");
     // An unknown query operator: the server answers ok: 0, the socket and
     // the session are fine.
-    coll.find_one(doc! { "a": { "$noSuchOperator": 1 } }, None)
+    coll.find_one(doc! { "a": { "$noSuchOperator": 1 } })
+        .run()
         .unwrap_err();
-    coll.find_one(doc! {}, None).unwrap();
+    coll.find_one(doc! {}).run().unwrap();
     let ids: Vec<Document> = recorder
         .started()
         .iter()

@@ -126,7 +126,10 @@ fn ping(port: u16, options: &str) -> (mongo_inline::Result<Document>, Duration) 
     let uri = format!("mongodb://127.0.0.1:{port}/?directConnection=true&{options}");
     let client = Client::with_uri_str(&uri).expect("test URI");
     let started = Instant::now();
-    let outcome = client.database("admin").run_command(doc! { "ping": 1 });
+    let outcome = client
+        .database("admin")
+        .run_command(doc! { "ping": 1 })
+        .run();
     (outcome, started.elapsed())
 }
 
@@ -168,7 +171,8 @@ fn a_dripping_reply_is_bounded_by_timeout_ms() {
     let outcome = client
         .database("db")
         .collection::<Document>("coll")
-        .find_one(None, None);
+        .find_one(doc! {})
+        .run();
     let elapsed = started.elapsed();
     let error = outcome.expect_err("a reply that drips for 20 s cannot arrive within 2 s");
     println!("dripping reply, timeoutMS=2000: failed after {elapsed:?}: {error}");

@@ -47,7 +47,10 @@ fn client_for(uri: &str, dns: &DnsServer) -> (Client, Arc<Recorder>) {
 }
 
 fn ping(client: &Client) -> mongo_inline::Result<bson::Document> {
-    client.database("admin").run_command(doc! { "ping": 1 })
+    client
+        .database("admin")
+        .run_command(doc! { "ping": 1 })
+        .run()
 }
 
 /// An operation that takes the client's timeoutMS (`runCommand` on a
@@ -56,7 +59,8 @@ fn count(client: &Client) -> mongo_inline::Result<u64> {
     client
         .database("srv_test")
         .collection::<bson::Document>("c")
-        .estimated_document_count(None)
+        .estimated_document_count()
+        .run()
 }
 
 #[test]

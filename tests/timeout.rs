@@ -43,9 +43,9 @@ fn max_time_ms_is_derived_from_the_time_left() {
     let server = TestServer::shared();
     let (client, sent) = client_with(&format!("{}&timeoutMS=5000", server.uri()), None);
     let coll = client.database(DB).collection::<Document>("max_time");
-    coll.insert_one(doc! { "a": 1 }, None).unwrap();
+    coll.insert_one(doc! { "a": 1 }).run().unwrap();
     sent.clear_commands();
-    coll.find_one(None, None).unwrap();
+    coll.find_one(doc! {}).run().unwrap();
     let find = &sent.named("find")[0];
     let max_time = find.get_i64("maxTimeMS").expect("maxTimeMS sent");
     assert!(
@@ -57,7 +57,8 @@ fn max_time_ms_is_derived_from_the_time_left() {
     sent.clear_commands();
     coll.clone()
         .with_timeout(Duration::from_millis(800))
-        .find_one(None, None)
+        .find_one(doc! {})
+        .run()
         .unwrap();
     let max_time = sent.named("find")[0].get_i64("maxTimeMS").unwrap();
     assert!((1..=800).contains(&max_time), "{max_time}");
@@ -67,7 +68,8 @@ fn max_time_ms_is_derived_from_the_time_left() {
     plain
         .database(DB)
         .collection::<Document>("max_time")
-        .find_one(None, None)
+        .find_one(doc! {})
+        .run()
         .unwrap();
     assert!(!sent.named("find")[0].contains_key("maxTimeMS"));
 }
@@ -85,7 +87,8 @@ fn selection_without_a_suitable_server_fails_at_the_deadline_with_a_timeout() {
     let error = client
         .database(DB)
         .collection::<Document>("no_primary")
-        .insert_one(doc! { "a": 1 }, None)
+        .insert_one(doc! { "a": 1 })
+        .run()
         .unwrap_err();
     let elapsed = started.elapsed();
     assert!(
@@ -114,7 +117,8 @@ fn a_shorter_server_selection_timeout_still_gives_a_selection_error() {
     let error = client
         .database(DB)
         .collection::<Document>("no_primary")
-        .insert_one(doc! { "a": 1 }, None)
+        .insert_one(doc! { "a": 1 })
+        .run()
         .unwrap_err();
     assert!(
         matches!(error.kind(), ErrorKind::ServerSelection { .. }),
@@ -129,7 +133,7 @@ fn a_blocked_reply_times_out_at_the_deadline() {
     let (client, _) = client_with(&format!("{}&timeoutMS=400", server.uri()), None);
     let db = client.database(DB);
     let coll = db.collection::<Document>("blocked");
-    coll.insert_one(doc! { "a": 1 }, None).unwrap();
+    coll.insert_one(doc! { "a": 1 }).run().unwrap();
     client
         .database("admin")
         .run_command(doc! {
@@ -137,10 +141,11 @@ fn a_blocked_reply_times_out_at_the_deadline() {
             "mode": { "times": 1 },
             "data": { "failCommands": ["find"], "blockConnection": true, "blockTimeMS": 3000 },
         })
+        .run()
         .unwrap();
 
     let started = Instant::now();
-    let error = coll.find_one(None, None).unwrap_err();
+    let error = coll.find_one(doc! {}).run().unwrap_err();
     let elapsed = started.elapsed();
     assert!(is_timeout(&error), "{error:?}");
     assert!(elapsed >= Duration::from_millis(350), "{elapsed:?}");
@@ -150,7 +155,7 @@ fn a_blocked_reply_times_out_at_the_deadline() {
     );
 
     // The client recovers: the next operation gets a fresh deadline.
-    assert!(coll.find_one(None, None).unwrap().is_some());
+    assert!(coll.find_one(doc! {}).run().unwrap().is_some());
 }
 
 #[test]
@@ -161,7 +166,7 @@ fn a_backoff_that_would_pass_the_deadline_fails_at_once() {
         .with_backoff(Duration::from_secs(10_000), Duration::from_secs(10_000));
     let (client, sent) = client_with(&format!("{}&timeoutMS=2000", server.uri()), Some(settings));
     let coll = client.database(DB).collection::<Document>("backoff");
-    coll.insert_one(doc! { "a": 1 }, None).unwrap();
+    coll.insert_one(doc! { "a": 1 }).run().unwrap();
     client
         .database("admin")
         .run_command(doc! {
@@ -173,12 +178,13 @@ fn a_backoff_that_would_pass_the_deadline_fails_at_once() {
                 "errorLabels": ["SystemOverloadedError", "RetryableError"],
             },
         })
+        .run()
         .unwrap();
     sent.clear_commands();
     let tokens = client.retry_tokens().unwrap();
 
     let started = Instant::now();
-    let error = coll.find_one(None, None).unwrap_err();
+    let error = coll.find_one(doc! {}).run().unwrap_err();
     let elapsed = started.elapsed();
     assert!(
         matches!(error.kind(), ErrorKind::Timeout { .. }),
@@ -214,7 +220,7 @@ fn overload_retries_share_the_operation_deadline() {
     let coll = client
         .database(DB)
         .collection::<Document>("shared_deadline");
-    coll.insert_one(doc! { "a": 1 }, None).unwrap();
+    coll.insert_one(doc! { "a": 1 }).run().unwrap();
     client
         .database("admin")
         .run_command(doc! {
@@ -226,11 +232,12 @@ fn overload_retries_share_the_operation_deadline() {
                 "errorLabels": ["SystemOverloadedError", "RetryableError"],
             },
         })
+        .run()
         .unwrap();
     sent.clear_commands();
 
     let started = Instant::now();
-    let error = coll.find_one(None, None).unwrap_err();
+    let error = coll.find_one(doc! {}).run().unwrap_err();
     let elapsed = started.elapsed();
     let finds = sent.named("find");
     // Either the retries ran out (6 attempts) or the deadline stopped them.
@@ -260,6 +267,7 @@ fn arm(client: &Client, data: Document) {
             "mode": { "times": 1 },
             "data": data,
         })
+        .run()
         .unwrap();
 }
 
@@ -268,7 +276,7 @@ fn a_socket_timeout_under_timeout_ms_is_a_timeout_error() {
     let server = TestServer::start();
     let (client, _) = client_with(&format!("{}&timeoutMS=400", server.uri()), None);
     let coll = client.database(DB).collection::<Document>("blocked_write");
-    coll.insert_one(doc! { "a": 1 }, None).unwrap();
+    coll.insert_one(doc! { "a": 1 }).run().unwrap();
     // updateMany is not a retryable write, so the socket's timeout is what
     // comes back, and CSOT turns it into the timeout error.
     arm(
@@ -277,7 +285,8 @@ fn a_socket_timeout_under_timeout_ms_is_a_timeout_error() {
     );
     let started = Instant::now();
     let error = coll
-        .update_many(doc! {}, doc! { "$set": { "b": 1 } }, None)
+        .update_many(doc! {}, doc! { "$set": { "b": 1 } })
+        .run()
         .unwrap_err();
     assert!(
         matches!(error.kind(), ErrorKind::Timeout { .. }),
@@ -297,9 +306,9 @@ fn max_time_ms_expired_under_timeout_ms_is_a_timeout_error() {
     let coll = client
         .database(DB)
         .collection::<Document>("max_time_expired");
-    coll.insert_one(doc! { "a": 1 }, None).unwrap();
+    coll.insert_one(doc! { "a": 1 }).run().unwrap();
     arm(&client, doc! { "failCommands": ["find"], "errorCode": 50 });
-    let error = coll.find_one(None, None).unwrap_err();
+    let error = coll.find_one(doc! {}).run().unwrap_err();
     assert!(
         matches!(error.kind(), ErrorKind::Timeout { .. }),
         "{error:?}"
@@ -312,7 +321,8 @@ fn max_time_ms_expired_under_timeout_ms_is_a_timeout_error() {
     let error = plain
         .database(DB)
         .collection::<Document>("max_time_expired")
-        .find_one(None, None)
+        .find_one(doc! {})
+        .run()
         .unwrap_err();
     assert_eq!(error.code(), Some(50), "{error:?}");
 }
@@ -326,13 +336,14 @@ fn timeout_ms_overrides_socket_timeout_ms() {
         None,
     );
     let coll = client.database(DB).collection::<Document>("override");
-    coll.insert_one(doc! { "a": 1 }, None).unwrap();
+    coll.insert_one(doc! { "a": 1 }).run().unwrap();
     arm(
         &client,
         doc! { "failCommands": ["update"], "blockConnection": true, "blockTimeMS": 600 },
     );
     let updated = coll
-        .update_many(doc! {}, doc! { "$set": { "b": 1 } }, None)
+        .update_many(doc! {}, doc! { "$set": { "b": 1 } })
+        .run()
         .expect("timeoutMS, not socketTimeoutMS, bounds the read");
     assert_eq!(updated.modified_count, 1);
 }
@@ -352,7 +363,7 @@ fn a_slow_scan_stops_at_the_deadline_and_leaves_no_cooldown() {
     );
     let coll = client.database(DB).collection::<Document>("slow_scan");
     let started = Instant::now();
-    let error = coll.find_one(None, None).unwrap_err();
+    let error = coll.find_one(doc! {}).run().unwrap_err();
     let elapsed = started.elapsed();
     assert!(
         matches!(error.kind(), ErrorKind::Timeout { .. }),
@@ -369,6 +380,6 @@ fn a_slow_scan_stops_at_the_deadline_and_leaves_no_cooldown() {
     // Rescans are at least minHeartbeatFrequencyMS (500 ms) apart, longer
     // than this deadline; the 5 s cooldown would be longer still.
     std::thread::sleep(Duration::from_millis(600));
-    let found = coll.find_one(None, None);
+    let found = coll.find_one(doc! {}).run();
     assert!(found.is_ok(), "{found:?}");
 }

@@ -24,6 +24,7 @@ fn block_next(client: &Client, command: &str) {
             "mode": { "times": 1 },
             "data": { "failCommands": [command], "blockConnection": true, "blockTimeMS": BLOCK_MS },
         })
+        .run()
         .unwrap();
 }
 
@@ -61,20 +62,21 @@ fn database_and_client_entry_points_inherit_the_client_timeout() {
     let client = Client::with_uri_str(&format!("{}&timeoutMS=400", server.uri())).unwrap();
     let db = client.database(DB);
     db.collection::<Document>("c")
-        .insert_one(doc! { "a": 1 }, None)
+        .insert_one(doc! { "a": 1 })
+        .run()
         .unwrap();
     let mut problems = Vec::new();
     problems.extend(times_out(&client, "count", || {
-        db.run_command(doc! { "count": "c" })
+        db.run_command(doc! { "count": "c" }).run()
     }));
     problems.extend(times_out(&client, "listCollections", || {
-        db.list_collection_names()
+        db.list_collection_names().run()
     }));
     problems.extend(times_out(&client, "listDatabases", || {
-        client.list_database_names()
+        client.list_database_names().run()
     }));
     problems.extend(times_out(&client, "create", || {
-        db.create_collection("d", None)
+        db.create_collection("d").run()
     }));
     assert!(problems.is_empty(), "{problems:#?}");
 }
@@ -85,17 +87,18 @@ fn database_entry_points_inherit_the_database_timeout() {
     let client = Client::with_uri_str(&server.uri()).unwrap();
     let db = client.database(DB).with_timeout(Duration::from_millis(400));
     db.collection::<Document>("c")
-        .insert_one(doc! { "a": 1 }, None)
+        .insert_one(doc! { "a": 1 })
+        .run()
         .unwrap();
     let mut problems = Vec::new();
     problems.extend(times_out(&client, "count", || {
-        db.run_command(doc! { "count": "c" })
+        db.run_command(doc! { "count": "c" }).run()
     }));
     problems.extend(times_out(&client, "listCollections", || {
-        db.list_collection_names()
+        db.list_collection_names().run()
     }));
     problems.extend(times_out(&client, "create", || {
-        db.create_collection("d", None)
+        db.create_collection("d").run()
     }));
     assert!(problems.is_empty(), "{problems:#?}");
 }
@@ -105,11 +108,14 @@ fn a_cursors_get_more_and_a_commit_inherit_the_timeout() {
     let server = TestServer::start();
     let client = Client::with_uri_str(&format!("{}&timeoutMS=400", server.uri())).unwrap();
     let coll = client.database(DB).collection::<Document>("c");
-    coll.insert_many([doc! { "a": 1 }, doc! { "a": 2 }], None)
+    coll.insert_many([doc! { "a": 1 }, doc! { "a": 2 }])
+        .run()
         .unwrap();
     let mut problems = Vec::new();
     let mut cursor = coll
-        .find(None, FindOptions::default().batch_size(1))
+        .find(doc! {})
+        .with_options(FindOptions::default().batch_size(1))
+        .run()
         .unwrap();
     assert!(cursor.next().unwrap().is_ok(), "the first batch");
     problems.extend(times_out(&client, "getMore", || {
@@ -117,9 +123,11 @@ fn a_cursors_get_more_and_a_commit_inherit_the_timeout() {
     }));
     drop(cursor);
 
-    let mut session = client.start_session(None).unwrap();
+    let mut session = client.start_session().run().unwrap();
     session.start_transaction(None).unwrap();
-    coll.insert_one_with_session(doc! { "a": 3 }, None, &mut session)
+    coll.insert_one(doc! { "a": 3 })
+        .session(&mut session)
+        .run()
         .unwrap();
     problems.extend(times_out(&client, "commitTransaction", || {
         session.commit_transaction()
@@ -132,7 +140,7 @@ fn with_transaction_stops_retrying_at_the_timeout() {
     let server = TestServer::start();
     let client = Client::with_uri_str(&format!("{}&timeoutMS=400", server.uri())).unwrap();
     let coll = client.database(DB).collection::<Document>("c");
-    coll.insert_one(doc! { "a": 1 }, None).unwrap();
+    coll.insert_one(doc! { "a": 1 }).run().unwrap();
     // Every insert fails with a transient error: withTransaction retries
     // until its time limit, which timeoutMS sets (120 s otherwise).
     client
@@ -141,17 +149,18 @@ fn with_transaction_stops_retrying_at_the_timeout() {
             "configureFailPoint": "failCommand",
             "mode": "alwaysOn",
             "data": { "failCommands": ["insert"], "errorCode": 112, "errorLabels": ["TransientTransactionError"] },
-        })
+        }).run()
         .unwrap();
-    let mut session = client.start_session(None).unwrap();
+    let mut session = client.start_session().run().unwrap();
     let started = Instant::now();
     let outcome = session.with_transaction(None, |session| {
-        coll.insert_one_with_session(doc! { "a": 2 }, None, session)
+        coll.insert_one(doc! { "a": 2 }).session(session).run()
     });
     let elapsed = started.elapsed();
     client
         .database("admin")
         .run_command(doc! { "configureFailPoint": "failCommand", "mode": "off" })
+        .run()
         .unwrap();
     let error = outcome.expect_err("every attempt failed");
     assert!(

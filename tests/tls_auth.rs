@@ -180,6 +180,7 @@ fn auth_server(tls: bool) -> TestServer {
                     "createUser": user, "pwd": PASSWORD, "mechanisms": mechanisms,
                     "roles": [{ "role": role, "db": role_db }],
                 })
+                .run()
                 .unwrap();
         }
         client
@@ -188,6 +189,7 @@ fn auth_server(tls: bool) -> TestServer {
                 "createUser": X509_USER, "mechanisms": ["MONGODB-X509"],
                 "roles": [{ "role": "readWrite", "db": "x509db" }],
             })
+            .run()
             .unwrap();
         drop(admin);
     }
@@ -287,6 +289,7 @@ fn ping(uri: &str) -> mongo_inline::Result<Document> {
     Client::with_uri_str(uri)?
         .database("admin")
         .run_command(doc! { "ping": 1 })
+        .run()
 }
 
 fn encoded(text: &str) -> String {
@@ -312,7 +315,8 @@ fn scram_sha_256_and_sha_1_authenticate() {
         let uri = scram_uri(port, "alice", &format!("&authMechanism={mechanism}"));
         let client = Client::with_uri_str(&uri).unwrap();
         let coll = client.database("scram").collection::<Document>("c");
-        coll.insert_one(doc! { "by": mechanism }, None)
+        coll.insert_one(doc! { "by": mechanism })
+            .run()
             .unwrap_or_else(|e| panic!("{mechanism}: {e}"));
     }
     // Negotiated: alice has both (SHA-256 is chosen), legacy only SHA-1.
@@ -327,6 +331,7 @@ fn without_credentials_the_server_refuses_commands() {
         .unwrap()
         .database("scram")
         .run_command(doc! { "find": "c" })
+        .run()
         .unwrap_err();
     assert_eq!(e.code(), Some(13), "{e}");
 }
@@ -340,7 +345,12 @@ fn a_wrong_password_is_an_authentication_error_without_the_password() {
         encoded(PASSWORD)
     );
     let client = Client::with_uri_str(&uri).unwrap();
-    let ping = || client.database("admin").run_command(doc! { "ping": 1 });
+    let ping = || {
+        client
+            .database("admin")
+            .run_command(doc! { "ping": 1 })
+            .run()
+    };
     let e = ping().unwrap_err();
     assert!(
         matches!(e.kind(), ErrorKind::Authentication { .. }),
@@ -378,6 +388,7 @@ fn speculative_authentication_saves_a_round_trip() {
         client
             .database("admin")
             .run_command(doc! { "ping": 1 })
+            .run()
             .unwrap();
         // Counted before the client closes: closing adds an endSessions,
         // which must have passed before the next count starts.
@@ -400,6 +411,7 @@ fn speculative_authentication_saves_a_round_trip() {
     client
         .database("admin")
         .run_command(doc! { "ping": 1 })
+        .run()
         .unwrap();
     assert_eq!(proxy.messages() - before, 4);
 }
@@ -410,7 +422,7 @@ fn auth_source_names_the_users_database() {
     let uri = scram_uri(port, "bob", "&authSource=app");
     let client = Client::with_uri_str(&uri).unwrap();
     let coll = client.database("app").collection::<Document>("things");
-    coll.insert_one(doc! { "x": 1 }, None).unwrap();
+    coll.insert_one(doc! { "x": 1 }).run().unwrap();
     // The URI's database is the default authSource.
     let uri = format!(
         "mongodb://bob:{}@127.0.0.1:{port}/app?serverSelectionTimeoutMS=5000",
@@ -441,10 +453,11 @@ fn tls_with_the_trusted_ca_uses_one_socket_for_scan_and_operations() {
     .unwrap();
     let coll = client.database("tlsdb").collection::<Document>("c");
     for i in 0..3 {
-        coll.insert_one(doc! { "i": i }, None).unwrap();
+        coll.insert_one(doc! { "i": i }).run().unwrap();
     }
     assert_eq!(
-        coll.find_one(doc! { "i": 2 }, None)
+        coll.find_one(doc! { "i": 2 })
+            .run()
             .unwrap()
             .unwrap()
             .get_i32("i"),
@@ -545,11 +558,13 @@ fn a_client_certificate_is_accepted_and_authenticates_as_x509() {
     client
         .database("x509db")
         .collection::<Document>("c")
-        .insert_one(doc! { "x": 1 }, None)
+        .insert_one(doc! { "x": 1 })
+        .run()
         .unwrap();
     let e = client
         .database("other")
         .run_command(doc! { "find": "c" })
+        .run()
         .unwrap_err();
     assert_eq!(
         e.code(),
@@ -609,12 +624,13 @@ fn secrets_reach_no_event_log_or_error() {
     client
         .database("secrets")
         .run_command(doc! { "ping": 1 })
+        .run()
         .unwrap();
     // A user's own saslStart through run_command is redacted too.
     let _ = client.database("admin").run_command(doc! {
         "saslStart": 1, "mechanism": "PLAIN",
         "payload": bson::Binary { subtype: bson::spec::BinarySubtype::Generic, bytes: format!("\0alice\0{PASSWORD}").into_bytes() },
-    });
+    }).run();
     let wrong = format!(
         "mongodb://alice:wrong-{}@127.0.0.1:{port}/?serverSelectionTimeoutMS=5000",
         encoded(PASSWORD)
@@ -623,6 +639,7 @@ fn secrets_reach_no_event_log_or_error() {
     let error = wrong_client
         .database("admin")
         .run_command(doc! { "ping": 1 })
+        .run()
         .unwrap_err();
     let mut seen = format!(
         "{:?}\n{:?}\n{:?}\n{:?}\n{error}\n{error:?}\n{client:?}\n{:?}",

@@ -51,14 +51,15 @@ fn fail_point(client: &Client, mode: Bson, data: Document) {
             "mode": mode,
             "data": data,
         })
+        .run()
         .unwrap();
 }
 
 fn fresh(client: &Client, name: &str) -> Collection<Document> {
     let coll = client.database("txn").collection::<Document>(name);
-    coll.drop(None).unwrap();
+    coll.drop().run().unwrap();
     // Create it outside any transaction.
-    coll.insert_one(doc! { "_id": "seed" }, None).unwrap();
+    coll.insert_one(doc! { "_id": "seed" }).run().unwrap();
     coll
 }
 
@@ -67,7 +68,8 @@ fn others(server_uri: &str, name: &str) -> u64 {
     other
         .database("txn")
         .collection::<Document>(name)
-        .count_documents(doc! { "_id": { "$ne": "seed" } }, None)
+        .count_documents(doc! { "_id": { "$ne": "seed" } })
+        .run()
         .unwrap()
 }
 
@@ -76,17 +78,21 @@ fn a_commit_is_visible_to_another_client_and_an_abort_is_not() {
     let server = TestServer::shared();
     let client = Client::with_uri_str(&server.uri()).unwrap();
     let coll = fresh(&client, "visibility");
-    let mut session = client.start_session(None).unwrap();
+    let mut session = client.start_session().run().unwrap();
 
     session.start_transaction(None).unwrap();
-    coll.insert_one_with_session(doc! { "_id": 1 }, None, &mut session)
+    coll.insert_one(doc! { "_id": 1 })
+        .session(&mut session)
+        .run()
         .unwrap();
     assert_eq!(others(&server.uri(), "visibility"), 0, "seen before commit");
     session.commit_transaction().unwrap();
     assert_eq!(others(&server.uri(), "visibility"), 1);
 
     session.start_transaction(None).unwrap();
-    coll.insert_one_with_session(doc! { "_id": 2 }, None, &mut session)
+    coll.insert_one(doc! { "_id": 2 })
+        .session(&mut session)
+        .run()
         .unwrap();
     session.abort_transaction().unwrap();
     assert_eq!(
@@ -101,23 +107,22 @@ fn transaction_commands_carry_the_transaction_fields() {
     let server = TestServer::shared();
     let (client, recorder) = recorded_client(&server.uri());
     let coll = fresh(&client, "fields");
-    let mut session = client.start_session(None).unwrap();
+    let mut session = client.start_session().run().unwrap();
     let mut options = TransactionOptions::default();
     options.read_concern = Some(read_concern("majority"));
     options.write_concern = Some(majority());
     recorder.clear_commands();
 
     session.start_transaction(options.clone()).unwrap();
-    coll.insert_one_with_session(doc! { "_id": 1 }, None, &mut session)
+    coll.insert_one(doc! { "_id": 1 })
+        .session(&mut session)
+        .run()
         .unwrap();
-    coll.find_with_session(doc! {}, None, &mut session).unwrap();
-    coll.update_one_with_session(
-        doc! { "_id": 1 },
-        doc! { "$set": { "a": 1 } },
-        None,
-        &mut session,
-    )
-    .unwrap();
+    coll.find(doc! {}).session(&mut session).run().unwrap();
+    coll.update_one(doc! { "_id": 1 }, doc! { "$set": { "a": 1 } })
+        .session(&mut session)
+        .run()
+        .unwrap();
     session.commit_transaction().unwrap();
 
     let sent = commands(&recorder);
@@ -159,7 +164,9 @@ fn transaction_commands_carry_the_transaction_fields() {
     // write concern too.
     recorder.clear_commands();
     session.start_transaction(options).unwrap();
-    coll.insert_one_with_session(doc! { "_id": 2 }, None, &mut session)
+    coll.insert_one(doc! { "_id": 2 })
+        .session(&mut session)
+        .run()
         .unwrap();
     session.abort_transaction().unwrap();
     let sent = commands(&recorder);
@@ -196,12 +203,12 @@ fn with_transaction_retries_a_transient_transaction_error() {
         },
     );
     recorder.clear_commands();
-    let mut session = client.start_session(None).unwrap();
+    let mut session = client.start_session().run().unwrap();
     let mut runs = 0;
     session
         .with_transaction(None, |session| {
             runs += 1;
-            coll.insert_one_with_session(doc! { "_id": 1 }, None, session)?;
+            coll.insert_one(doc! { "_id": 1 }).session(session).run()?;
             Ok(())
         })
         .unwrap();
@@ -233,9 +240,11 @@ fn a_commit_with_a_retryable_error_is_retried_once_with_majority() {
         },
     );
     recorder.clear_commands();
-    let mut session = client.start_session(None).unwrap();
+    let mut session = client.start_session().run().unwrap();
     session.start_transaction(None).unwrap();
-    coll.insert_one_with_session(doc! { "_id": 1 }, None, &mut session)
+    coll.insert_one(doc! { "_id": 1 })
+        .session(&mut session)
+        .run()
         .unwrap();
     session.commit_transaction().unwrap();
     assert_eq!(others(&server.uri(), "commit_retry"), 1);
@@ -265,12 +274,12 @@ fn an_unknown_commit_result_is_retried_by_with_transaction() {
         doc! { "failCommands": ["commitTransaction"], "closeConnection": true },
     );
     recorder.clear_commands();
-    let mut session = client.start_session(None).unwrap();
+    let mut session = client.start_session().run().unwrap();
     let mut runs = 0;
     session
         .with_transaction(None, |session| {
             runs += 1;
-            coll.insert_one_with_session(doc! { "_id": 1 }, None, session)?;
+            coll.insert_one(doc! { "_id": 1 }).session(session).run()?;
             Ok(())
         })
         .unwrap();
@@ -289,9 +298,11 @@ fn commit_transaction_reports_an_unknown_result_and_can_be_called_again() {
         doc! { "times": 2 }.into(),
         doc! { "failCommands": ["commitTransaction"], "closeConnection": true },
     );
-    let mut session = client.start_session(None).unwrap();
+    let mut session = client.start_session().run().unwrap();
     session.start_transaction(None).unwrap();
-    coll.insert_one_with_session(doc! { "_id": 1 }, None, &mut session)
+    coll.insert_one(doc! { "_id": 1 })
+        .session(&mut session)
+        .run()
         .unwrap();
     let error = session.commit_transaction().unwrap_err();
     assert!(
@@ -308,15 +319,21 @@ fn a_transaction_on_mongos_stays_on_the_router_of_its_first_command() {
     let sim = Simulator::mongos(server, 2);
     let (client, recorder) = recorded_client(&sim.seed_uri(&[0, 1]));
     let coll = fresh(&client, "pinned");
-    let mut session = client.start_session(None).unwrap();
+    let mut session = client.start_session().run().unwrap();
     recorder.clear_commands();
     for i in 0..8 {
         session.start_transaction(None).unwrap();
-        coll.insert_one_with_session(doc! { "_id": i }, None, &mut session)
+        coll.insert_one(doc! { "_id": i })
+            .session(&mut session)
+            .run()
             .unwrap();
-        coll.find_with_session(doc! { "_id": i }, None, &mut session)
+        coll.find(doc! { "_id": i })
+            .session(&mut session)
+            .run()
             .unwrap();
-        coll.insert_one_with_session(doc! { "_id": i + 100 }, None, &mut session)
+        coll.insert_one(doc! { "_id": i + 100 })
+            .session(&mut session)
+            .run()
             .unwrap();
         session.commit_transaction().unwrap();
     }
@@ -350,9 +367,11 @@ fn dropping_a_session_mid_transaction_aborts_it() {
     let server = TestServer::shared();
     let (client, recorder) = recorded_client(&server.uri());
     let coll = fresh(&client, "dropped");
-    let mut session = client.start_session(None).unwrap();
+    let mut session = client.start_session().run().unwrap();
     session.start_transaction(None).unwrap();
-    coll.insert_one_with_session(doc! { "_id": 1 }, None, &mut session)
+    coll.insert_one(doc! { "_id": 1 })
+        .session(&mut session)
+        .run()
         .unwrap();
     let txn_number = recorder
         .named("insert")
@@ -365,7 +384,7 @@ fn dropping_a_session_mid_transaction_aborts_it() {
     assert_eq!(aborts[0].get_i64("txnNumber"), txn_number);
     assert_eq!(others(&server.uri(), "dropped"), 0);
     // The transaction's locks are gone: the same document can be written.
-    coll.insert_one(doc! { "_id": 1 }, None).unwrap();
+    coll.insert_one(doc! { "_id": 1 }).run().unwrap();
 }
 
 #[test]
@@ -380,9 +399,11 @@ fn a_sharded_commit_retry_after_a_network_error_selects_a_router_again() {
         doc! { "failCommands": ["commitTransaction"], "closeConnection": true },
     );
     recorder.clear_commands();
-    let mut session = client.start_session(None).unwrap();
+    let mut session = client.start_session().run().unwrap();
     session.start_transaction(None).unwrap();
-    coll.insert_one_with_session(doc! { "_id": 1 }, None, &mut session)
+    coll.insert_one(doc! { "_id": 1 })
+        .session(&mut session)
+        .run()
         .unwrap();
     session.commit_transaction().unwrap();
     let sent = sent(&recorder);

@@ -345,7 +345,7 @@ fn run_command(client: &Client, args: &Args, out: &mut impl Write) -> Result<(),
             .default_database()
             .unwrap_or_else(|| client.database("admin")),
     };
-    let reply = db.run_command(command)?;
+    let reply = db.run_command(command).run()?;
     print_line(out, Bson::Document(reply))
 }
 
@@ -373,7 +373,11 @@ fn find(client: &Client, args: &Args, out: &mut impl Write) -> Result<(), Failur
             .map_err(|_| Failure::usage(format!("--skip {skip:?} is not a count")))?;
         options = options.skip(skip);
     }
-    for document in coll.find(filter, options)? {
+    for document in coll
+        .find(filter.unwrap_or_default())
+        .with_options(options)
+        .run()?
+    {
         print_line(out, Bson::Document(document?))?;
     }
     Ok(())
@@ -398,7 +402,7 @@ fn insert(client: &Client, args: &Args, out: &mut impl Write) -> Result<(), Fail
     if documents.is_empty() {
         return Err(Failure::usage("no documents to insert"));
     }
-    let result = coll.insert_many(documents, None)?;
+    let result = coll.insert_many(documents).run()?;
     let ids: Vec<Bson> = result.inserted_ids.into_values().collect();
     let mut reply = Document::new();
     reply.insert("insertedCount", ids.len() as i64);
@@ -428,9 +432,13 @@ fn update(client: &Client, args: &Args, out: &mut impl Write) -> Result<(), Fail
     };
     let options = UpdateOptions::default().upsert(args.flag("--upsert"));
     let result = if args.flag("--many") {
-        coll.update_many(filter, update, options)?
+        coll.update_many(filter, update)
+            .with_options(options)
+            .run()?
     } else {
-        coll.update_one(filter, update, options)?
+        coll.update_one(filter, update)
+            .with_options(options)
+            .run()?
     };
     let mut reply = Document::new();
     reply.insert("matchedCount", result.matched_count as i64);
@@ -445,9 +453,9 @@ fn delete(client: &Client, args: &Args, out: &mut impl Write) -> Result<(), Fail
     let coll = args.collection(client)?;
     let filter = parse_document(&args.positional[1], "the filter")?;
     let result = if args.flag("--many") {
-        coll.delete_many(filter, None)?
+        coll.delete_many(filter).run()?
     } else {
-        coll.delete_one(filter, None)?
+        coll.delete_one(filter).run()?
     };
     let mut reply = Document::new();
     reply.insert("deletedCount", result.deleted_count as i64);
@@ -457,7 +465,7 @@ fn delete(client: &Client, args: &Args, out: &mut impl Write) -> Result<(), Fail
 fn count(client: &Client, args: &Args, out: &mut impl Write) -> Result<(), Failure> {
     let coll = args.collection(client)?;
     let filter = args.document(1, "the filter")?;
-    let n = coll.count_documents(filter, None)?;
+    let n = coll.count_documents(filter.unwrap_or_default()).run()?;
     print_line(out, Bson::Int64(n as i64))
 }
 
@@ -475,7 +483,7 @@ fn aggregate(client: &Client, args: &Args, out: &mut impl Write) -> Result<(), F
             _ => Err(Failure::usage("every pipeline stage must be a JSON object")),
         })
         .collect::<Result<Vec<_>, _>>()?;
-    for document in coll.aggregate(pipeline, None)? {
+    for document in coll.aggregate(pipeline).run()? {
         print_line(out, Bson::Document(document?))?;
     }
     Ok(())

@@ -28,6 +28,7 @@ fn server_version(client: &Client) -> Vec<i64> {
     let reply = client
         .database("admin")
         .run_command(doc! { "buildInfo": 1 })
+        .run()
         .expect("buildInfo");
     reply
         .get_array("versionArray")
@@ -102,7 +103,12 @@ fn unmet(requirement: &Document, deployment: &Deployment, version: &[i64]) -> Op
                 for k in wanted.keys() {
                     command.insert(k, 1);
                 }
-                match deployment.internal.database("admin").run_command(command) {
+                match deployment
+                    .internal
+                    .database("admin")
+                    .run_command(command)
+                    .run()
+                {
                     Ok(reply) => matching::matches(
                         &Bson::Document(wanted.clone()),
                         Some(&Bson::Document(reply)),

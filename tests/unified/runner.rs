@@ -220,7 +220,8 @@ impl<'a> TestRun<'a> {
         for (name, client) in self.fail_points.drain(..) {
             let _ = client
                 .database("admin")
-                .run_command(doc! { "configureFailPoint": name, "mode": "off" });
+                .run_command(doc! { "configureFailPoint": name, "mode": "off" })
+                .run();
         }
         // Sessions end before their clients close.
         self.entities
@@ -235,7 +236,8 @@ impl<'a> TestRun<'a> {
             .deployment
             .internal
             .database("admin")
-            .run_command(doc! { "killAllSessions": [] });
+            .run_command(doc! { "killAllSessions": [] })
+            .run();
         if let Ok(initial) = file.get_array("initialData") {
             self.load_initial_data(initial)?;
         }
@@ -270,12 +272,15 @@ impl<'a> TestRun<'a> {
             let db_name = data.get_str("databaseName").map_err(|e| e.to_string())?;
             let coll_name = data.get_str("collectionName").map_err(|e| e.to_string())?;
             let db = self.deployment.internal.database(db_name);
-            let _ = db.run_command(doc! { "drop": coll_name, "writeConcern": { "w": "majority" } });
+            let _ = db
+                .run_command(doc! { "drop": coll_name, "writeConcern": { "w": "majority" } })
+                .run();
             let mut create = doc! { "create": coll_name, "writeConcern": { "w": "majority" } };
             if let Ok(options) = data.get_document("createOptions") {
                 create.extend(options.clone());
             }
             db.run_command(create)
+                .run()
                 .map_err(|e| format!("initialData: create {db_name}.{coll_name}: {e}"))?;
             let documents = data.get_array("documents").map_err(|e| e.to_string())?;
             if !documents.is_empty() {
@@ -284,6 +289,7 @@ impl<'a> TestRun<'a> {
                     "documents": documents.clone(),
                     "writeConcern": { "w": "majority" },
                 })
+                .run()
                 .map_err(|e| format!("initialData: insert into {db_name}.{coll_name}: {e}"))?;
             }
         }
@@ -353,7 +359,9 @@ impl<'a> TestRun<'a> {
                     }
                     let session = client
                         .client
-                        .start_session(options)
+                        .start_session()
+                        .with_options(options)
+                        .run()
                         .map_err(|e| format!("startSession: {e}"))?;
                     let lsid = session
                         .id()
@@ -588,6 +596,7 @@ impl<'a> TestRun<'a> {
                     .internal
                     .database(db)
                     .list_collection_names()
+                    .run()
                     .map_err(|e| format!("listCollections: {e}"))?;
                 let exists = names.iter().any(|n| n == coll);
                 if exists == (name == "assertCollectionExists") {
@@ -608,7 +617,8 @@ impl<'a> TestRun<'a> {
                     .deployment
                     .internal
                     .database(db)
-                    .run_command(doc! { "listIndexes": coll });
+                    .run_command(doc! { "listIndexes": coll })
+                    .run();
                 let exists = match reply {
                     Ok(reply) => reply
                         .get_document("cursor")
@@ -650,6 +660,7 @@ impl<'a> TestRun<'a> {
         client
             .database("admin")
             .run_command(fail_point)
+            .run()
             .map_err(|e| format!("configureFailPoint: {e}"))?;
         self.fail_points.push((fp_name, client));
         Ok(())
@@ -791,12 +802,13 @@ impl<'a> TestRun<'a> {
                 .internal
                 .database(db)
                 .collection::<Document>(coll)
-                .find(
-                    doc! {},
+                .find(doc! {})
+                .with_options(
                     FindOptions::default()
                         .sort(doc! { "_id": 1 })
                         .read_concern(ReadConcern::new("local")),
                 )
+                .run()
                 .and_then(|c| c.collect::<Result<Vec<_>, _>>())
                 .map_err(|e| format!("outcome: find in {db}.{coll}: {e}"))?
                 .into_iter()
@@ -1044,8 +1056,8 @@ fn collection_operation(
             }
             args.done()?;
             match session {
-                Some(s) => coll.insert_one_with_session(&document, o, s),
-                None => coll.insert_one(&document, o),
+                Some(s) => coll.insert_one(&document).with_options(o).session(s).run(),
+                None => coll.insert_one(&document).with_options(o).run(),
             }
             .map(|r| Bson::Document(doc! { "insertedId": r.inserted_id }))
         }
@@ -1063,7 +1075,7 @@ fn collection_operation(
             }
             args.done()?;
             no_session(name, session.is_some())?;
-            coll.insert_many(&documents, o).map(|r| {
+            coll.insert_many(&documents).with_options(o).run().map(|r| {
                 let ids: Document = r
                     .inserted_ids
                     .into_iter()
@@ -1089,10 +1101,10 @@ fn collection_operation(
             }
             args.done()?;
             let r = match (name, session) {
-                ("deleteOne", Some(s)) => coll.delete_one_with_session(filter, o, s),
-                ("deleteOne", None) => coll.delete_one(filter, o),
-                (_, Some(s)) => coll.delete_many_with_session(filter, o, s),
-                (_, None) => coll.delete_many(filter, o),
+                ("deleteOne", Some(s)) => coll.delete_one(filter).with_options(o).session(s).run(),
+                ("deleteOne", None) => coll.delete_one(filter).with_options(o).run(),
+                (_, Some(s)) => coll.delete_many(filter).with_options(o).session(s).run(),
+                (_, None) => coll.delete_many(filter).with_options(o).run(),
             };
             r.map(|r| Bson::Document(doc! { "deletedCount": r.deleted_count as i64 }))
         }
@@ -1136,10 +1148,18 @@ fn collection_operation(
             }
             args.done()?;
             let r = match (name, session) {
-                ("updateOne", Some(s)) => coll.update_one_with_session(filter, update, o, s),
-                ("updateOne", None) => coll.update_one(filter, update, o),
-                (_, Some(s)) => coll.update_many_with_session(filter, update, o, s),
-                (_, None) => coll.update_many(filter, update, o),
+                ("updateOne", Some(s)) => coll
+                    .update_one(filter, update)
+                    .with_options(o)
+                    .session(s)
+                    .run(),
+                ("updateOne", None) => coll.update_one(filter, update).with_options(o).run(),
+                (_, Some(s)) => coll
+                    .update_many(filter, update)
+                    .with_options(o)
+                    .session(s)
+                    .run(),
+                (_, None) => coll.update_many(filter, update).with_options(o).run(),
             };
             r.map(update_result)
         }
@@ -1170,8 +1190,12 @@ fn collection_operation(
             }
             args.done()?;
             match session {
-                Some(s) => coll.replace_one_with_session(filter, &replacement, o, s),
-                None => coll.replace_one(filter, &replacement, o),
+                Some(s) => coll
+                    .replace_one(filter, &replacement)
+                    .with_options(o)
+                    .session(s)
+                    .run(),
+                None => coll.replace_one(filter, &replacement).with_options(o).run(),
             }
             .map(update_result)
         }
@@ -1232,14 +1256,25 @@ fn collection_operation(
             args.done()?;
             if name == "findOne" {
                 no_session(name, session.is_some())?;
-                coll.find_one(filter, o)
+                coll.find_one(filter)
+                    .with_options(o)
+                    .run()
                     .map(|d| d.map(Bson::Document).unwrap_or(Bson::Null))
             } else {
                 match session {
                     Some(s) => coll
-                        .find_with_session(filter, o, s)
-                        .map(|v| Bson::Array(v.into_iter().map(Bson::Document).collect())),
-                    None => documents_result(coll.find(filter, o)),
+                        .find(filter)
+                        .with_options(o)
+                        .session(s)
+                        .run()
+                        .and_then(|mut cursor| {
+                            cursor
+                                .iter(s)
+                                .map(|d| d.map(Bson::Document))
+                                .collect::<mongo_inline::Result<Vec<_>>>()
+                        })
+                        .map(Bson::Array),
+                    None => documents_result(coll.find(filter).with_options(o).run()),
                 }
             }
         }
@@ -1272,7 +1307,7 @@ fn collection_operation(
             }
             args.done()?;
             no_session(name, session.is_some())?;
-            documents_result(coll.aggregate(pipeline, o))
+            documents_result(coll.aggregate(pipeline).with_options(o).run())
         }
         "countDocuments" => {
             let filter = args.doc("filter")?.unwrap_or_default();
@@ -1297,8 +1332,12 @@ fn collection_operation(
             }
             args.done()?;
             match session {
-                Some(s) => coll.count_documents_with_session(filter, o, s),
-                None => coll.count_documents(filter, o),
+                Some(s) => coll
+                    .count_documents(filter)
+                    .with_options(o)
+                    .session(s)
+                    .run(),
+                None => coll.count_documents(filter).with_options(o).run(),
             }
             .map(|n| Bson::Int64(n as i64))
         }
@@ -1312,7 +1351,9 @@ fn collection_operation(
             }
             args.done()?;
             no_session(name, session.is_some())?;
-            coll.estimated_document_count(o)
+            coll.estimated_document_count()
+                .with_options(o)
+                .run()
                 .map(|n| Bson::Int64(n as i64))
         }
         "distinct" => {
@@ -1336,7 +1377,10 @@ fn collection_operation(
             }
             args.done()?;
             no_session(name, session.is_some())?;
-            coll.distinct(&field, filter, o).map(Bson::Array)
+            coll.distinct(&field, filter)
+                .with_options(o)
+                .run()
+                .map(Bson::Array)
         }
         "findOneAndDelete" => {
             let filter = args.required_doc("filter")?;
@@ -1361,7 +1405,9 @@ fn collection_operation(
             }
             args.done()?;
             no_session(name, session.is_some())?;
-            coll.find_one_and_delete(filter, o)
+            coll.find_one_and_delete(filter)
+                .with_options(o)
+                .run()
                 .map(|d| d.map(Bson::Document).unwrap_or(Bson::Null))
         }
         "findOneAndUpdate" | "findOneAndReplace" => {
@@ -1422,7 +1468,9 @@ fn collection_operation(
                     o = o.comment(v);
                 }
                 args.done()?;
-                coll.find_one_and_update(filter, update, o)
+                coll.find_one_and_update(filter, update)
+                    .with_options(o)
+                    .run()
             } else {
                 let replacement = args.required_doc("replacement")?;
                 let mut o = FindOneAndReplaceOptions::default();
@@ -1454,7 +1502,9 @@ fn collection_operation(
                     o = o.comment(v);
                 }
                 args.done()?;
-                coll.find_one_and_replace(filter, &replacement, o)
+                coll.find_one_and_replace(filter, &replacement)
+                    .with_options(o)
+                    .run()
             };
             r.map(|d| d.map(Bson::Document).unwrap_or(Bson::Null))
         }
@@ -1476,13 +1526,9 @@ fn collection_operation(
             } else {
                 IndexModel::new(keys).options(options)
             };
-            coll.create_indexes([model], None).map(|names| {
-                names
-                    .into_iter()
-                    .next()
-                    .map(Bson::String)
-                    .unwrap_or(Bson::Null)
-            })
+            coll.create_index(model)
+                .run()
+                .map(|created| Bson::String(created.index_name))
         }
         "listIndexes" => {
             if let Some(c) = comment {
@@ -1490,7 +1536,7 @@ fn collection_operation(
             }
             args.done()?;
             no_session(name, session.is_some())?;
-            documents_result(coll.list_indexes(None))
+            documents_result(coll.list_indexes().run())
         }
         "dropIndex" => {
             let index = match args.take("name") {
@@ -1502,7 +1548,7 @@ fn collection_operation(
             }
             args.done()?;
             no_session(name, session.is_some())?;
-            coll.drop_index(&index, None).map(|()| Bson::Null)
+            coll.drop_index(&index).run().map(|()| Bson::Null)
         }
         "dropIndexes" => {
             if let Some(c) = comment {
@@ -1510,7 +1556,7 @@ fn collection_operation(
             }
             args.done()?;
             no_session(name, session.is_some())?;
-            coll.drop_indexes(None).map(|()| Bson::Null)
+            coll.drop_indexes().run().map(|()| Bson::Null)
         }
         other => {
             return skip(format!(
@@ -1538,7 +1584,7 @@ fn database_operation(
             }
             args.done()?;
             no_session(name, has_session)?;
-            db.run_command(command).map(Bson::Document)
+            db.run_command(command).run().map(Bson::Document)
         }
         "createCollection" => {
             let collection = match args.take("collection") {
@@ -1575,7 +1621,10 @@ fn database_operation(
             }
             args.done()?;
             no_session(name, has_session)?;
-            db.create_collection(&collection, o).map(|_| Bson::Null)
+            db.create_collection(&collection)
+                .with_options(o)
+                .run()
+                .map(|_| Bson::Null)
         }
         "dropCollection" => {
             let collection = match args.take("collection") {
@@ -1585,13 +1634,15 @@ fn database_operation(
             args.done()?;
             no_session(name, has_session)?;
             db.collection::<Document>(&collection)
-                .drop(None)
+                .drop()
+                .run()
                 .map(|()| Bson::Null)
         }
         "listCollectionNames" => {
             args.done()?;
             no_session(name, has_session)?;
             db.list_collection_names()
+                .run()
                 .map(|n| Bson::Array(n.into_iter().map(Bson::String).collect()))
         }
         other => {
@@ -1615,6 +1666,7 @@ fn client_operation(
             no_session(name, has_session)?;
             Ok(client
                 .list_database_names()
+                .run()
                 .map(|n| Bson::Array(n.into_iter().map(Bson::String).collect())))
         }
         other => skip(format!(

@@ -1,0 +1,1123 @@
+//! The builders [`Collection`]'s operations return.
+
+use std::marker::PhantomData;
+
+use bson::{Bson, Document};
+use serde::de::DeserializeOwned;
+
+use super::{option_setters, session_setter, ExplicitSession, ImplicitSession};
+use crate::client_session::ClientSession;
+use crate::coll::Collection;
+use crate::coll_options::{
+    AggregateOptions, BulkWriteOptions, CountOptions, CreateIndexOptions, CursorType,
+    DeleteOptions, DistinctOptions, DropCollectionOptions, DropIndexOptions,
+    EstimatedDocumentCountOptions, FindOneAndDeleteOptions, FindOneAndReplaceOptions,
+    FindOneAndUpdateOptions, FindOptions, Hint, IndexModel, InsertManyOptions, InsertOneOptions,
+    ListIndexesOptions, ReplaceOptions, ReturnDocument, UpdateOptions,
+};
+use crate::cursor::{Cursor, SessionCursor};
+use crate::error::Result;
+use crate::operation::aggregate::AggregateTarget;
+use crate::operation::{self, Insert, UpdateModification, WriteModel};
+use crate::options::{ReadConcern, WriteConcern};
+use crate::results::{
+    BulkWriteResult, CreateIndexResult, CreateIndexesResult, DeleteResult, InsertManyResult,
+    InsertOneResult, UpdateResult,
+};
+use crate::select::SelectionCriteria;
+use std::time::Duration;
+
+/// `find`: returns a [`Cursor`], or with `.session(..)` a [`SessionCursor`].
+#[must_use = "nothing is sent until `run`"]
+pub struct Find<'a, T, S = ImplicitSession> {
+    coll: &'a Collection<T>,
+    filter: Document,
+    options: FindOptions,
+    session: S,
+}
+
+impl<'a, T, S> Find<'a, T, S> {
+    option_setters!(FindOptions {
+        allow_disk_use: bool,
+        allow_partial_results: bool,
+        batch_size: u32,
+        collation: Document,
+        comment: Bson,
+        cursor_type: CursorType,
+        hint: Hint,
+        limit: i64,
+        max: Document,
+        max_await_time: Duration,
+        max_time: Duration,
+        min: Document,
+        no_cursor_timeout: bool,
+        projection: Document,
+        return_key: bool,
+        show_record_id: bool,
+        skip: u64,
+        sort: Document,
+        let_vars: Document,
+        selection_criteria: SelectionCriteria,
+        read_concern: ReadConcern,
+    });
+
+    fn operation(mut self) -> (operation::Find, S, &'a Collection<T>) {
+        self.options.selection_criteria = Some(
+            self.coll
+                .defaults()
+                .read_criteria(self.options.selection_criteria.take()),
+        );
+        let op = operation::Find::new(self.coll.namespace().clone(), self.filter, self.options);
+        (op, self.session, self.coll)
+    }
+}
+
+impl<'a, T> Find<'a, T> {
+    pub(crate) fn new(coll: &'a Collection<T>, filter: Document) -> Self {
+        Find {
+            coll,
+            filter,
+            options: FindOptions::default(),
+            session: ImplicitSession,
+        }
+    }
+
+    /// Runs the query in `session`; the result is a [`SessionCursor`],
+    /// iterated with the session.
+    pub fn session<'s>(self, session: &'s mut ClientSession) -> Find<'a, T, ExplicitSession<'s>> {
+        Find {
+            coll: self.coll,
+            filter: self.filter,
+            options: self.options,
+            session: ExplicitSession(session),
+        }
+    }
+
+    /// Runs the query.
+    pub fn run(self) -> Result<Cursor<T>> {
+        let (op, _, coll) = self.operation();
+        coll.open_cursor(op)
+    }
+}
+
+impl<T> Find<'_, T, ExplicitSession<'_>> {
+    /// Runs the query in the session.
+    pub fn run(self) -> Result<SessionCursor<T>> {
+        let (op, ExplicitSession(session), coll) = self.operation();
+        coll.open_session_cursor(op, session)
+    }
+}
+
+/// `find_one`: the first match, if any.
+#[must_use = "nothing is sent until `run`"]
+pub struct FindOne<'a, T> {
+    coll: &'a Collection<T>,
+    filter: Document,
+    options: FindOptions,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a, T> FindOne<'a, T> {
+    pub(crate) fn new(coll: &'a Collection<T>, filter: Document) -> Self {
+        FindOne {
+            coll,
+            filter,
+            options: FindOptions::default(),
+            session: None,
+        }
+    }
+
+    option_setters!(FindOptions {
+        allow_partial_results: bool,
+        collation: Document,
+        comment: Bson,
+        hint: Hint,
+        max: Document,
+        max_time: Duration,
+        min: Document,
+        projection: Document,
+        return_key: bool,
+        show_record_id: bool,
+        skip: u64,
+        sort: Document,
+        let_vars: Document,
+        selection_criteria: SelectionCriteria,
+        read_concern: ReadConcern,
+    });
+    session_setter!();
+
+    /// Runs the query.
+    pub fn run(mut self) -> Result<Option<T>>
+    where
+        T: DeserializeOwned,
+    {
+        self.options.selection_criteria = Some(
+            self.coll
+                .defaults()
+                .read_criteria(self.options.selection_criteria.take()),
+        );
+        let op =
+            operation::Find::find_one(self.coll.namespace().clone(), self.filter, self.options);
+        match self.session {
+            None => self.coll.open_cursor::<T, _>(op)?.next().transpose(),
+            Some(session) => self
+                .coll
+                .open_session_cursor::<T, _>(op, session)?
+                .next(session)
+                .transpose(),
+        }
+    }
+}
+
+/// `insert_one`.
+#[must_use = "nothing is sent until `run`"]
+pub struct InsertOne<'a, T> {
+    coll: &'a Collection<T>,
+    document: Result<Document>,
+    options: InsertOneOptions,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a, T> InsertOne<'a, T> {
+    pub(crate) fn new(coll: &'a Collection<T>, document: Result<Document>) -> Self {
+        InsertOne {
+            coll,
+            document,
+            options: InsertOneOptions::default(),
+            session: None,
+        }
+    }
+
+    option_setters!(InsertOneOptions {
+        bypass_document_validation: bool,
+        write_concern: WriteConcern,
+        comment: Bson,
+    });
+    session_setter!();
+
+    /// Inserts the document.
+    pub fn run(self) -> Result<InsertOneResult> {
+        let op = Insert::one(self.coll.namespace().clone(), self.document?, self.options);
+        self.coll.execute(op, self.session)
+    }
+}
+
+/// `insert_many`.
+#[must_use = "nothing is sent until `run`"]
+pub struct InsertMany<'a, T> {
+    coll: &'a Collection<T>,
+    documents: Result<Vec<Document>>,
+    options: InsertManyOptions,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a, T> InsertMany<'a, T> {
+    pub(crate) fn new(coll: &'a Collection<T>, documents: Result<Vec<Document>>) -> Self {
+        InsertMany {
+            coll,
+            documents,
+            options: InsertManyOptions::default(),
+            session: None,
+        }
+    }
+
+    option_setters!(InsertManyOptions {
+        bypass_document_validation: bool,
+        ordered: bool,
+        write_concern: WriteConcern,
+        comment: Bson,
+    });
+    session_setter!();
+
+    /// Inserts the documents, in as many batches as the server's limits need.
+    pub fn run(mut self) -> Result<InsertManyResult> {
+        let mut insert = operation::InsertMany::new(
+            self.coll.namespace().clone(),
+            self.documents?,
+            self.options,
+        )?;
+        while let Some(batch) = insert.next_batch() {
+            let outcome = self.coll.execute_batch(batch, self.session.as_deref_mut());
+            insert.record(outcome)?;
+        }
+        insert.finish()
+    }
+}
+
+/// `bulk_write`: mixed inserts, updates and deletes on one collection.
+#[must_use = "nothing is sent until `run`"]
+pub struct BulkWrite<'a, T> {
+    coll: &'a Collection<T>,
+    models: Vec<WriteModel>,
+    options: BulkWriteOptions,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a, T> BulkWrite<'a, T> {
+    pub(crate) fn new(coll: &'a Collection<T>, models: Vec<WriteModel>) -> Self {
+        BulkWrite {
+            coll,
+            models,
+            options: BulkWriteOptions::default(),
+            session: None,
+        }
+    }
+
+    option_setters!(BulkWriteOptions {
+        ordered: bool,
+        bypass_document_validation: bool,
+        let_vars: Document,
+        comment: Bson,
+        write_concern: WriteConcern,
+    });
+    session_setter!();
+
+    /// Runs the writes, in as many batches as the server's limits need.
+    pub fn run(mut self) -> Result<BulkWriteResult> {
+        let mut bulk =
+            operation::BulkWrite::new(self.coll.namespace().clone(), self.models, self.options)?;
+        while let Some(batch) = bulk.next_batch() {
+            let outcome = self.coll.execute_batch(batch, self.session.as_deref_mut());
+            bulk.record(outcome)?;
+        }
+        bulk.finish()
+    }
+}
+
+/// `update_one` and `update_many`.
+#[must_use = "nothing is sent until `run`"]
+pub struct Update<'a, T> {
+    coll: &'a Collection<T>,
+    filter: Document,
+    update: UpdateModification,
+    many: bool,
+    options: UpdateOptions,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a, T> Update<'a, T> {
+    pub(crate) fn new(
+        coll: &'a Collection<T>,
+        filter: Document,
+        update: UpdateModification,
+        many: bool,
+    ) -> Self {
+        Update {
+            coll,
+            filter,
+            update,
+            many,
+            options: UpdateOptions::default(),
+            session: None,
+        }
+    }
+
+    option_setters!(UpdateOptions {
+        array_filters: Vec<Document>,
+        bypass_document_validation: bool,
+        upsert: bool,
+        collation: Document,
+        hint: Hint,
+        write_concern: WriteConcern,
+        let_vars: Document,
+        comment: Bson,
+        sort: Document,
+    });
+    session_setter!();
+
+    /// Runs the update.
+    pub fn run(self) -> Result<UpdateResult> {
+        let ns = self.coll.namespace().clone();
+        let op = if self.many {
+            operation::Update::update_many(ns, self.filter, self.update, self.options)?
+        } else {
+            operation::Update::update_one(ns, self.filter, self.update, self.options)?
+        };
+        self.coll.execute(op, self.session)
+    }
+}
+
+/// `replace_one`.
+#[must_use = "nothing is sent until `run`"]
+pub struct Replace<'a, T> {
+    coll: &'a Collection<T>,
+    filter: Document,
+    replacement: Result<Document>,
+    options: ReplaceOptions,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a, T> Replace<'a, T> {
+    pub(crate) fn new(
+        coll: &'a Collection<T>,
+        filter: Document,
+        replacement: Result<Document>,
+    ) -> Self {
+        Replace {
+            coll,
+            filter,
+            replacement,
+            options: ReplaceOptions::default(),
+            session: None,
+        }
+    }
+
+    option_setters!(ReplaceOptions {
+        bypass_document_validation: bool,
+        upsert: bool,
+        collation: Document,
+        hint: Hint,
+        write_concern: WriteConcern,
+        let_vars: Document,
+        comment: Bson,
+        sort: Document,
+    });
+    session_setter!();
+
+    /// Runs the replacement.
+    pub fn run(self) -> Result<UpdateResult> {
+        let op = operation::Update::replace_one(
+            self.coll.namespace().clone(),
+            self.filter,
+            self.replacement?,
+            self.options,
+        )?;
+        self.coll.execute(op, self.session)
+    }
+}
+
+/// `delete_one` and `delete_many`.
+#[must_use = "nothing is sent until `run`"]
+pub struct Delete<'a, T> {
+    coll: &'a Collection<T>,
+    filter: Document,
+    many: bool,
+    options: DeleteOptions,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a, T> Delete<'a, T> {
+    pub(crate) fn new(coll: &'a Collection<T>, filter: Document, many: bool) -> Self {
+        Delete {
+            coll,
+            filter,
+            many,
+            options: DeleteOptions::default(),
+            session: None,
+        }
+    }
+
+    option_setters!(DeleteOptions {
+        collation: Document,
+        hint: Hint,
+        write_concern: WriteConcern,
+        let_vars: Document,
+        comment: Bson,
+    });
+    session_setter!();
+
+    /// Runs the delete.
+    pub fn run(self) -> Result<DeleteResult> {
+        let ns = self.coll.namespace().clone();
+        let op = if self.many {
+            operation::Delete::delete_many(ns, self.filter, self.options)
+        } else {
+            operation::Delete::delete_one(ns, self.filter, self.options)
+        };
+        self.coll.execute(op, self.session)
+    }
+}
+
+/// `find_one_and_update`.
+#[must_use = "nothing is sent until `run`"]
+pub struct FindOneAndUpdate<'a, T> {
+    coll: &'a Collection<T>,
+    filter: Document,
+    update: UpdateModification,
+    options: FindOneAndUpdateOptions,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a, T> FindOneAndUpdate<'a, T> {
+    pub(crate) fn new(
+        coll: &'a Collection<T>,
+        filter: Document,
+        update: UpdateModification,
+    ) -> Self {
+        FindOneAndUpdate {
+            coll,
+            filter,
+            update,
+            options: FindOneAndUpdateOptions::default(),
+            session: None,
+        }
+    }
+
+    option_setters!(FindOneAndUpdateOptions {
+        array_filters: Vec<Document>,
+        bypass_document_validation: bool,
+        max_time: Duration,
+        projection: Document,
+        return_document: ReturnDocument,
+        sort: Document,
+        upsert: bool,
+        write_concern: WriteConcern,
+        collation: Document,
+        hint: Hint,
+        let_vars: Document,
+        comment: Bson,
+    });
+    session_setter!();
+
+    /// Runs the update; the document before or after it, if one matched.
+    pub fn run(self) -> Result<Option<T>>
+    where
+        T: DeserializeOwned,
+    {
+        let op = operation::FindAndModify::update(
+            self.coll.namespace().clone(),
+            self.filter,
+            self.update,
+            self.options,
+        )?;
+        self.coll
+            .execute(op, self.session)?
+            .map(Collection::<T>::from_document)
+            .transpose()
+    }
+}
+
+/// `find_one_and_replace`.
+#[must_use = "nothing is sent until `run`"]
+pub struct FindOneAndReplace<'a, T> {
+    coll: &'a Collection<T>,
+    filter: Document,
+    replacement: Result<Document>,
+    options: FindOneAndReplaceOptions,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a, T> FindOneAndReplace<'a, T> {
+    pub(crate) fn new(
+        coll: &'a Collection<T>,
+        filter: Document,
+        replacement: Result<Document>,
+    ) -> Self {
+        FindOneAndReplace {
+            coll,
+            filter,
+            replacement,
+            options: FindOneAndReplaceOptions::default(),
+            session: None,
+        }
+    }
+
+    option_setters!(FindOneAndReplaceOptions {
+        bypass_document_validation: bool,
+        max_time: Duration,
+        projection: Document,
+        return_document: ReturnDocument,
+        sort: Document,
+        upsert: bool,
+        write_concern: WriteConcern,
+        collation: Document,
+        hint: Hint,
+        let_vars: Document,
+        comment: Bson,
+    });
+    session_setter!();
+
+    /// Runs the replacement; the document before or after it, if one matched.
+    pub fn run(self) -> Result<Option<T>>
+    where
+        T: DeserializeOwned,
+    {
+        let op = operation::FindAndModify::replace(
+            self.coll.namespace().clone(),
+            self.filter,
+            self.replacement?,
+            self.options,
+        )?;
+        self.coll
+            .execute(op, self.session)?
+            .map(Collection::<T>::from_document)
+            .transpose()
+    }
+}
+
+/// `find_one_and_delete`.
+#[must_use = "nothing is sent until `run`"]
+pub struct FindOneAndDelete<'a, T> {
+    coll: &'a Collection<T>,
+    filter: Document,
+    options: FindOneAndDeleteOptions,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a, T> FindOneAndDelete<'a, T> {
+    pub(crate) fn new(coll: &'a Collection<T>, filter: Document) -> Self {
+        FindOneAndDelete {
+            coll,
+            filter,
+            options: FindOneAndDeleteOptions::default(),
+            session: None,
+        }
+    }
+
+    option_setters!(FindOneAndDeleteOptions {
+        max_time: Duration,
+        projection: Document,
+        sort: Document,
+        write_concern: WriteConcern,
+        collation: Document,
+        hint: Hint,
+        let_vars: Document,
+        comment: Bson,
+    });
+    session_setter!();
+
+    /// Runs the delete; the deleted document, if one matched.
+    pub fn run(self) -> Result<Option<T>>
+    where
+        T: DeserializeOwned,
+    {
+        let op = operation::FindAndModify::delete(
+            self.coll.namespace().clone(),
+            self.filter,
+            self.options,
+        );
+        self.coll
+            .execute(op, self.session)?
+            .map(Collection::<T>::from_document)
+            .transpose()
+    }
+}
+
+/// `count_documents`.
+#[must_use = "nothing is sent until `run`"]
+pub struct CountDocuments<'a, T> {
+    coll: &'a Collection<T>,
+    filter: Document,
+    options: CountOptions,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a, T> CountDocuments<'a, T> {
+    pub(crate) fn new(coll: &'a Collection<T>, filter: Document) -> Self {
+        CountDocuments {
+            coll,
+            filter,
+            options: CountOptions::default(),
+            session: None,
+        }
+    }
+
+    option_setters!(CountOptions {
+        hint: Hint,
+        limit: u64,
+        max_time: Duration,
+        skip: u64,
+        collation: Document,
+        comment: Bson,
+        selection_criteria: SelectionCriteria,
+        read_concern: ReadConcern,
+    });
+    session_setter!();
+
+    /// Counts.
+    pub fn run(mut self) -> Result<u64> {
+        self.options.selection_criteria = Some(
+            self.coll
+                .defaults()
+                .read_criteria(self.options.selection_criteria.take()),
+        );
+        let op = operation::CountDocuments::new(
+            self.coll.namespace().clone(),
+            self.filter,
+            self.options,
+        );
+        self.coll.execute(op, self.session)
+    }
+}
+
+/// `estimated_document_count`.
+#[must_use = "nothing is sent until `run`"]
+pub struct EstimatedDocumentCount<'a, T> {
+    coll: &'a Collection<T>,
+    options: EstimatedDocumentCountOptions,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a, T> EstimatedDocumentCount<'a, T> {
+    pub(crate) fn new(coll: &'a Collection<T>) -> Self {
+        EstimatedDocumentCount {
+            coll,
+            options: EstimatedDocumentCountOptions::default(),
+            session: None,
+        }
+    }
+
+    option_setters!(EstimatedDocumentCountOptions {
+        max_time: Duration,
+        comment: Bson,
+        selection_criteria: SelectionCriteria,
+        read_concern: ReadConcern,
+    });
+    session_setter!();
+
+    /// Reads the count.
+    pub fn run(mut self) -> Result<u64> {
+        self.options.selection_criteria = Some(
+            self.coll
+                .defaults()
+                .read_criteria(self.options.selection_criteria.take()),
+        );
+        let op =
+            operation::EstimatedDocumentCount::new(self.coll.namespace().clone(), self.options);
+        self.coll.execute(op, self.session)
+    }
+}
+
+/// `distinct`.
+#[must_use = "nothing is sent until `run`"]
+pub struct Distinct<'a, T> {
+    coll: &'a Collection<T>,
+    field: String,
+    filter: Document,
+    options: DistinctOptions,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a, T> Distinct<'a, T> {
+    pub(crate) fn new(coll: &'a Collection<T>, field: &str, filter: Document) -> Self {
+        Distinct {
+            coll,
+            field: field.to_string(),
+            filter,
+            options: DistinctOptions::default(),
+            session: None,
+        }
+    }
+
+    option_setters!(DistinctOptions {
+        max_time: Duration,
+        collation: Document,
+        comment: Bson,
+        hint: Hint,
+        selection_criteria: SelectionCriteria,
+        read_concern: ReadConcern,
+    });
+    session_setter!();
+
+    /// Reads the distinct values.
+    pub fn run(mut self) -> Result<Vec<Bson>> {
+        self.options.selection_criteria = Some(
+            self.coll
+                .defaults()
+                .read_criteria(self.options.selection_criteria.take()),
+        );
+        let op = operation::Distinct::new(
+            self.coll.namespace().clone(),
+            &self.field,
+            self.filter,
+            self.options,
+        );
+        self.coll.execute(op, self.session)
+    }
+}
+
+/// `aggregate`, on a collection or a database: returns a [`Cursor`] of
+/// `T` (documents unless [`with_type`](Self::with_type) says otherwise),
+/// or with `.session(..)` a [`SessionCursor`].
+#[must_use = "nothing is sent until `run`"]
+pub struct Aggregate<'a, S = ImplicitSession, T = Document> {
+    client: &'a crate::Client,
+    target: AggregateTarget,
+    defaults: crate::coll::Defaults,
+    pipeline: Vec<Document>,
+    options: AggregateOptions,
+    session: S,
+    _results: PhantomData<fn() -> T>,
+}
+
+impl<'a> Aggregate<'a> {
+    pub(crate) fn on_collection<C>(coll: &'a Collection<C>, pipeline: Vec<Document>) -> Self {
+        Aggregate {
+            client: coll.client(),
+            target: AggregateTarget::Collection(coll.namespace().clone()),
+            defaults: coll.defaults().clone(),
+            pipeline,
+            options: AggregateOptions::default(),
+            session: ImplicitSession,
+            _results: PhantomData,
+        }
+    }
+
+    pub(crate) fn on_database(
+        client: &'a crate::Client,
+        db: &str,
+        defaults: crate::coll::Defaults,
+        pipeline: Vec<Document>,
+    ) -> Self {
+        Aggregate {
+            client,
+            target: AggregateTarget::Database(db.to_string()),
+            defaults,
+            pipeline,
+            options: AggregateOptions::default(),
+            session: ImplicitSession,
+            _results: PhantomData,
+        }
+    }
+}
+
+impl<'a, S, T> Aggregate<'a, S, T> {
+    option_setters!(AggregateOptions {
+        allow_disk_use: bool,
+        batch_size: u32,
+        bypass_document_validation: bool,
+        collation: Document,
+        comment: Bson,
+        hint: Hint,
+        max_time: Duration,
+        max_await_time: Duration,
+        let_vars: Document,
+        write_concern: WriteConcern,
+        read_concern: ReadConcern,
+        selection_criteria: SelectionCriteria,
+    });
+
+    /// Reads the results as `U` instead.
+    pub fn with_type<U>(self) -> Aggregate<'a, S, U> {
+        Aggregate {
+            client: self.client,
+            target: self.target,
+            defaults: self.defaults,
+            pipeline: self.pipeline,
+            options: self.options,
+            session: self.session,
+            _results: PhantomData,
+        }
+    }
+
+    fn operation(
+        mut self,
+    ) -> (
+        operation::Aggregate,
+        S,
+        &'a crate::Client,
+        crate::coll::Defaults,
+    ) {
+        self.options.selection_criteria = Some(
+            self.defaults
+                .read_criteria(self.options.selection_criteria.take()),
+        );
+        let op = operation::Aggregate::new(self.target, self.pipeline, self.options);
+        (op, self.session, self.client, self.defaults)
+    }
+}
+
+impl<'a, T> Aggregate<'a, ImplicitSession, T> {
+    /// Runs the pipeline in `session`; the result is a [`SessionCursor`],
+    /// iterated with the session.
+    pub fn session<'s>(
+        self,
+        session: &'s mut ClientSession,
+    ) -> Aggregate<'a, ExplicitSession<'s>, T> {
+        Aggregate {
+            client: self.client,
+            target: self.target,
+            defaults: self.defaults,
+            pipeline: self.pipeline,
+            options: self.options,
+            session: ExplicitSession(session),
+            _results: PhantomData,
+        }
+    }
+
+    /// Runs the pipeline.
+    pub fn run(self) -> Result<Cursor<T>> {
+        let (mut op, _, client, defaults) = self.operation();
+        crate::coll::open_cursor(client, &mut op, defaults.inherited())
+    }
+}
+
+impl<T> Aggregate<'_, ExplicitSession<'_>, T> {
+    /// Runs the pipeline in the session.
+    pub fn run(self) -> Result<SessionCursor<T>> {
+        let (mut op, ExplicitSession(session), client, defaults) = self.operation();
+        crate::coll::open_session_cursor(client, &mut op, defaults.inherited(), session)
+    }
+}
+
+/// `drop` of a collection.
+#[must_use = "nothing is sent until `run`"]
+pub struct DropCollection<'a, T> {
+    coll: &'a Collection<T>,
+    options: DropCollectionOptions,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a, T> DropCollection<'a, T> {
+    pub(crate) fn new(coll: &'a Collection<T>) -> Self {
+        DropCollection {
+            coll,
+            options: DropCollectionOptions::default(),
+            session: None,
+        }
+    }
+
+    option_setters!(DropCollectionOptions {
+        write_concern: WriteConcern,
+        comment: Bson,
+    });
+    session_setter!();
+
+    /// Drops the collection.
+    pub fn run(self) -> Result<()> {
+        let op = operation::DropCollection::new(self.coll.namespace().clone(), self.options);
+        self.coll.execute(op, self.session)
+    }
+}
+
+/// `create_index`: one index.
+#[must_use = "nothing is sent until `run`"]
+pub struct CreateIndex<'a, T> {
+    coll: &'a Collection<T>,
+    index: IndexModel,
+    options: CreateIndexOptions,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a, T> CreateIndex<'a, T> {
+    pub(crate) fn new(coll: &'a Collection<T>, index: IndexModel) -> Self {
+        CreateIndex {
+            coll,
+            index,
+            options: CreateIndexOptions::default(),
+            session: None,
+        }
+    }
+
+    option_setters!(CreateIndexOptions {
+        commit_quorum: Bson,
+        max_time: Duration,
+        write_concern: WriteConcern,
+        comment: Bson,
+    });
+    session_setter!();
+
+    /// Creates the index.
+    pub fn run(self) -> Result<CreateIndexResult> {
+        let op = operation::CreateIndexes::new(
+            self.coll.namespace().clone(),
+            vec![self.index],
+            self.options,
+        )?;
+        let mut names = self.coll.execute(op, self.session)?;
+        Ok(CreateIndexResult {
+            index_name: names.pop().unwrap_or_default(),
+        })
+    }
+}
+
+/// `create_indexes`.
+#[must_use = "nothing is sent until `run`"]
+pub struct CreateIndexes<'a, T> {
+    coll: &'a Collection<T>,
+    indexes: Vec<IndexModel>,
+    options: CreateIndexOptions,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a, T> CreateIndexes<'a, T> {
+    pub(crate) fn new(coll: &'a Collection<T>, indexes: Vec<IndexModel>) -> Self {
+        CreateIndexes {
+            coll,
+            indexes,
+            options: CreateIndexOptions::default(),
+            session: None,
+        }
+    }
+
+    option_setters!(CreateIndexOptions {
+        commit_quorum: Bson,
+        max_time: Duration,
+        write_concern: WriteConcern,
+        comment: Bson,
+    });
+    session_setter!();
+
+    /// Creates the indexes.
+    pub fn run(self) -> Result<CreateIndexesResult> {
+        let op = operation::CreateIndexes::new(
+            self.coll.namespace().clone(),
+            self.indexes,
+            self.options,
+        )?;
+        Ok(CreateIndexesResult {
+            index_names: self.coll.execute(op, self.session)?,
+        })
+    }
+}
+
+/// `list_indexes`: returns a [`Cursor`] of index documents, or with
+/// `.session(..)` a [`SessionCursor`].
+#[must_use = "nothing is sent until `run`"]
+pub struct ListIndexes<'a, T, S = ImplicitSession> {
+    coll: &'a Collection<T>,
+    options: ListIndexesOptions,
+    session: S,
+}
+
+impl<'a, T> ListIndexes<'a, T> {
+    pub(crate) fn new(coll: &'a Collection<T>) -> Self {
+        ListIndexes {
+            coll,
+            options: ListIndexesOptions::default(),
+            session: ImplicitSession,
+        }
+    }
+
+    /// Lists in `session`; the result is a [`SessionCursor`].
+    pub fn session<'s>(
+        self,
+        session: &'s mut ClientSession,
+    ) -> ListIndexes<'a, T, ExplicitSession<'s>> {
+        ListIndexes {
+            coll: self.coll,
+            options: self.options,
+            session: ExplicitSession(session),
+        }
+    }
+
+    /// Lists the indexes.
+    pub fn run(self) -> Result<Cursor<Document>> {
+        let op = operation::ListIndexes::new(self.coll.namespace().clone(), self.options);
+        self.coll.open_cursor(op)
+    }
+}
+
+impl<T, S> ListIndexes<'_, T, S> {
+    option_setters!(ListIndexesOptions {
+        batch_size: u32,
+        comment: Bson,
+    });
+}
+
+impl<T> ListIndexes<'_, T, ExplicitSession<'_>> {
+    /// Lists the indexes in the session.
+    pub fn run(self) -> Result<SessionCursor<Document>> {
+        let ExplicitSession(session) = self.session;
+        let op = operation::ListIndexes::new(self.coll.namespace().clone(), self.options);
+        self.coll.open_session_cursor(op, session)
+    }
+}
+
+/// `list_index_names`.
+#[must_use = "nothing is sent until `run`"]
+pub struct ListIndexNames<'a, T> {
+    coll: &'a Collection<T>,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a, T> ListIndexNames<'a, T> {
+    pub(crate) fn new(coll: &'a Collection<T>) -> Self {
+        ListIndexNames {
+            coll,
+            session: None,
+        }
+    }
+
+    session_setter!();
+
+    /// The names of the collection's indexes.
+    pub fn run(self) -> Result<Vec<String>> {
+        let indexes: Vec<Document> = match self.session {
+            None => self.coll.list_indexes().run()?.collect::<Result<_>>()?,
+            Some(session) => {
+                let mut cursor = self.coll.list_indexes().session(session).run()?;
+                cursor.iter(session).collect::<Result<_>>()?
+            }
+        };
+        indexes
+            .iter()
+            .map(|index| {
+                index.get_str("name").map(str::to_string).map_err(|_| {
+                    crate::error::Error::protocol(
+                        None,
+                        format!("a listIndexes entry has no string `name`: {index}"),
+                    )
+                })
+            })
+            .collect()
+    }
+}
+
+/// `drop_index`: one index, by name.
+#[must_use = "nothing is sent until `run`"]
+pub struct DropIndex<'a, T> {
+    coll: &'a Collection<T>,
+    name: String,
+    options: DropIndexOptions,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a, T> DropIndex<'a, T> {
+    pub(crate) fn new(coll: &'a Collection<T>, name: &str) -> Self {
+        DropIndex {
+            coll,
+            name: name.to_string(),
+            options: DropIndexOptions::default(),
+            session: None,
+        }
+    }
+
+    option_setters!(DropIndexOptions {
+        max_time: Duration,
+        write_concern: WriteConcern,
+        comment: Bson,
+    });
+    session_setter!();
+
+    /// Drops the index.
+    pub fn run(self) -> Result<()> {
+        let op = operation::DropIndexes::by_name(
+            self.coll.namespace().clone(),
+            &self.name,
+            self.options,
+        )?;
+        self.coll.execute(op, self.session)
+    }
+}
+
+/// `drop_indexes`: every index but `_id`'s.
+#[must_use = "nothing is sent until `run`"]
+pub struct DropIndexes<'a, T> {
+    coll: &'a Collection<T>,
+    options: DropIndexOptions,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a, T> DropIndexes<'a, T> {
+    pub(crate) fn new(coll: &'a Collection<T>) -> Self {
+        DropIndexes {
+            coll,
+            options: DropIndexOptions::default(),
+            session: None,
+        }
+    }
+
+    option_setters!(DropIndexOptions {
+        max_time: Duration,
+        write_concern: WriteConcern,
+        comment: Bson,
+    });
+    session_setter!();
+
+    /// Drops the indexes.
+    pub fn run(self) -> Result<()> {
+        let op = operation::DropIndexes::all(self.coll.namespace().clone(), self.options);
+        self.coll.execute(op, self.session)
+    }
+}

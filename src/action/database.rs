@@ -1,0 +1,405 @@
+//! The builders [`Database`]'s and [`Client`]'s operations return.
+
+use bson::{Bson, Document};
+
+use super::{option_setters, session_setter, ExplicitSession, ImplicitSession};
+use crate::client::{Client, Database};
+use crate::client_session::ClientSession;
+use crate::coll_options::{
+    CreateCollectionOptions, DropDatabaseOptions, ListCollectionsOptions, ListDatabasesOptions,
+};
+use crate::cursor::{Cursor, SessionCursor};
+use crate::error::{Error, Result};
+use crate::exec::{Inherited, Target};
+use crate::operation::{self, DatabaseSpecification, Operation};
+use crate::options::WriteConcern;
+use crate::read_preference::ReadPreference;
+use crate::results::CollectionSpecification;
+use crate::select::SelectionCriteria;
+use crate::session::transaction::TransactionOptions;
+use crate::session::SessionOptions;
+
+/// Runs `op` in `session`, or in an implicit session that goes back to the
+/// pool afterwards.
+fn execute<Op: Operation>(
+    client: &Client,
+    op: &mut Op,
+    inherited: Inherited<'_>,
+    session: Option<&mut ClientSession>,
+) -> Result<Op::Output> {
+    let mut state = client.state();
+    let executed = state.execute(
+        op,
+        session.map(|s| s.state_mut()),
+        inherited,
+        Target::Select,
+    )?;
+    state.check_in(executed.implicit_session);
+    Ok(executed.output)
+}
+
+/// `run_command`: a command sent as given (plus the session, cluster time
+/// and read preference), its reply returned. A reply with `ok: 0` is an
+/// error.
+#[must_use = "nothing is sent until `run`"]
+pub struct RunCommand<'a> {
+    db: &'a Database,
+    command: Document,
+    selection_criteria: Option<SelectionCriteria>,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a> RunCommand<'a> {
+    pub(crate) fn new(db: &'a Database, command: Document) -> Self {
+        RunCommand {
+            db,
+            command,
+            selection_criteria: None,
+            session: None,
+        }
+    }
+
+    /// Where to run it: the primary unless set (the client's default read
+    /// preference does not apply to `runCommand`, as the server-selection
+    /// spec says). The read preference is passed to the server as the spec
+    /// says for the topology type.
+    pub fn selection_criteria(mut self, criteria: impl Into<SelectionCriteria>) -> Self {
+        self.selection_criteria = Some(criteria.into());
+        self
+    }
+
+    session_setter!();
+
+    /// Sends the command and returns the reply.
+    pub fn run(self) -> Result<Document> {
+        let criteria = self
+            .selection_criteria
+            .unwrap_or_else(|| SelectionCriteria::ReadPreference(ReadPreference::primary()));
+        let mut op = operation::RunCommand::new(self.db.name(), self.command, criteria)?;
+        let inherited = self.db.defaults().timeout_only();
+        execute(self.db.client(), &mut op, inherited, self.session)
+    }
+}
+
+/// `create_collection`.
+#[must_use = "nothing is sent until `run`"]
+pub struct CreateCollection<'a> {
+    db: &'a Database,
+    name: String,
+    options: CreateCollectionOptions,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a> CreateCollection<'a> {
+    pub(crate) fn new(db: &'a Database, name: &str) -> Self {
+        CreateCollection {
+            db,
+            name: name.to_string(),
+            options: CreateCollectionOptions::default(),
+            session: None,
+        }
+    }
+
+    option_setters!(CreateCollectionOptions {
+        capped: bool,
+        size: u64,
+        max: u64,
+        storage_engine: Document,
+        validator: Document,
+        validation_level: String,
+        validation_action: String,
+        view_on: String,
+        pipeline: Vec<Document>,
+        collation: Document,
+        write_concern: WriteConcern,
+        index_option_defaults: Document,
+        timeseries: Document,
+        expire_after_seconds: i64,
+        change_stream_pre_and_post_images: Document,
+        clustered_index: Document,
+        comment: Bson,
+    });
+    session_setter!();
+
+    /// Creates the collection; an existing one is an error from the server
+    /// (`NamespaceExists`, 48).
+    pub fn run(self) -> Result<()> {
+        let mut op = operation::CreateCollection::new(self.db.name(), &self.name, self.options);
+        let defaults = self.db.defaults();
+        execute(
+            self.db.client(),
+            &mut op,
+            defaults.inherited(),
+            self.session,
+        )
+    }
+}
+
+/// `drop` of a database.
+#[must_use = "nothing is sent until `run`"]
+pub struct DropDatabase<'a> {
+    db: &'a Database,
+    options: DropDatabaseOptions,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a> DropDatabase<'a> {
+    pub(crate) fn new(db: &'a Database) -> Self {
+        DropDatabase {
+            db,
+            options: DropDatabaseOptions::default(),
+            session: None,
+        }
+    }
+
+    option_setters!(DropDatabaseOptions {
+        write_concern: WriteConcern,
+    });
+    session_setter!();
+
+    /// Drops the database and all its collections (`dropDatabase`).
+    pub fn run(self) -> Result<()> {
+        let mut command = bson::doc! { "dropDatabase": 1 };
+        if let Some(write_concern) = self
+            .options
+            .write_concern
+            .as_ref()
+            .and_then(crate::session::transaction::write_concern_document)
+        {
+            command.insert("writeConcern", write_concern);
+        }
+        let mut op = operation::RunCommand::new(
+            self.db.name(),
+            command,
+            SelectionCriteria::ReadPreference(ReadPreference::primary()),
+        )?;
+        let inherited = self.db.defaults().timeout_only();
+        execute(self.db.client(), &mut op, inherited, self.session).map(|_| ())
+    }
+}
+
+/// `list_collections`: a cursor over the collections' specifications, or
+/// with `.session(..)` a [`SessionCursor`].
+#[must_use = "nothing is sent until `run`"]
+pub struct ListCollections<'a, S = ImplicitSession> {
+    db: &'a Database,
+    options: ListCollectionsOptions,
+    session: S,
+}
+
+impl<'a> ListCollections<'a> {
+    pub(crate) fn new(db: &'a Database) -> Self {
+        ListCollections {
+            db,
+            options: ListCollectionsOptions::default(),
+            session: ImplicitSession,
+        }
+    }
+
+    /// Lists in `session`; the result is a [`SessionCursor`].
+    pub fn session<'s>(
+        self,
+        session: &'s mut ClientSession,
+    ) -> ListCollections<'a, ExplicitSession<'s>> {
+        ListCollections {
+            db: self.db,
+            options: self.options,
+            session: ExplicitSession(session),
+        }
+    }
+
+    /// Lists the collections.
+    pub fn run(self) -> Result<Cursor<CollectionSpecification>> {
+        let mut op = operation::ListCollections::new(self.db.name(), self.options);
+        crate::coll::open_cursor(self.db.client(), &mut op, self.db.defaults().timeout_only())
+    }
+}
+
+impl<S> ListCollections<'_, S> {
+    option_setters!(ListCollectionsOptions {
+        batch_size: u32,
+        filter: Document,
+        authorized_collections: bool,
+        comment: Bson,
+    });
+}
+
+impl ListCollections<'_, ExplicitSession<'_>> {
+    /// Lists the collections in the session.
+    pub fn run(self) -> Result<SessionCursor<CollectionSpecification>> {
+        let ExplicitSession(session) = self.session;
+        let mut op = operation::ListCollections::new(self.db.name(), self.options);
+        crate::coll::open_session_cursor(
+            self.db.client(),
+            &mut op,
+            self.db.defaults().timeout_only(),
+            session,
+        )
+    }
+}
+
+/// `list_collection_names`.
+#[must_use = "nothing is sent until `run`"]
+pub struct ListCollectionNames<'a> {
+    db: &'a Database,
+    options: ListCollectionsOptions,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a> ListCollectionNames<'a> {
+    pub(crate) fn new(db: &'a Database) -> Self {
+        ListCollectionNames {
+            db,
+            options: ListCollectionsOptions::default(),
+            session: None,
+        }
+    }
+
+    option_setters!(ListCollectionsOptions {
+        batch_size: u32,
+        filter: Document,
+        authorized_collections: bool,
+        comment: Bson,
+    });
+    session_setter!();
+
+    /// The names of the database's collections and views
+    /// (`listCollections` with `nameOnly`, read on the primary).
+    pub fn run(self) -> Result<Vec<String>> {
+        let options = self.options.name_only(true);
+        let mut op = operation::ListCollections::new(self.db.name(), options);
+        let client = self.db.client();
+        let inherited = self.db.defaults().timeout_only();
+        let specs: Vec<Document> = match self.session {
+            None => crate::coll::open_cursor(client, &mut op, inherited)?.collect::<Result<_>>()?,
+            Some(session) => {
+                let mut cursor: SessionCursor<Document> =
+                    crate::coll::open_session_cursor(client, &mut op, inherited, session)?;
+                cursor.iter(session).collect::<Result<_>>()?
+            }
+        };
+        specs
+            .iter()
+            .map(|spec| {
+                spec.get_str("name").map(str::to_string).map_err(|_| {
+                    Error::protocol(
+                        None,
+                        format!("a listCollections entry has no string `name`: {spec}"),
+                    )
+                })
+            })
+            .collect()
+    }
+}
+
+/// `list_databases`: the deployment's databases (on the primary).
+#[must_use = "nothing is sent until `run`"]
+pub struct ListDatabases<'a> {
+    client: &'a Client,
+    options: ListDatabasesOptions,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a> ListDatabases<'a> {
+    pub(crate) fn new(client: &'a Client) -> Self {
+        ListDatabases {
+            client,
+            options: ListDatabasesOptions::default(),
+            session: None,
+        }
+    }
+
+    option_setters!(ListDatabasesOptions {
+        filter: Document,
+        authorized_databases: bool,
+        comment: Bson,
+    });
+    session_setter!();
+
+    /// Lists the databases with their sizes.
+    pub fn run(self) -> Result<Vec<DatabaseSpecification>> {
+        let mut op = operation::ListDatabases::new(self.options);
+        let inherited = self.client.defaults().timeout_only();
+        execute(self.client, &mut op, inherited, self.session)
+    }
+}
+
+/// `list_database_names`.
+#[must_use = "nothing is sent until `run`"]
+pub struct ListDatabaseNames<'a> {
+    client: &'a Client,
+    options: ListDatabasesOptions,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a> ListDatabaseNames<'a> {
+    pub(crate) fn new(client: &'a Client) -> Self {
+        ListDatabaseNames {
+            client,
+            options: ListDatabasesOptions::default(),
+            session: None,
+        }
+    }
+
+    option_setters!(ListDatabasesOptions {
+        filter: Document,
+        authorized_databases: bool,
+        comment: Bson,
+    });
+    session_setter!();
+
+    /// The names of the deployment's databases (`listDatabases` with
+    /// `nameOnly`, on the primary).
+    pub fn run(self) -> Result<Vec<String>> {
+        let mut op = operation::ListDatabases::new(self.options.name_only(true));
+        let inherited = self.client.defaults().timeout_only();
+        let databases = execute(self.client, &mut op, inherited, self.session)?;
+        Ok(databases.into_iter().map(|d| d.name).collect())
+    }
+}
+
+/// `start_session`.
+#[must_use = "nothing happens until `run`"]
+pub struct StartSession<'a> {
+    client: &'a Client,
+    options: SessionOptions,
+}
+
+impl<'a> StartSession<'a> {
+    pub(crate) fn new(client: &'a Client) -> Self {
+        StartSession {
+            client,
+            options: SessionOptions::default(),
+        }
+    }
+
+    /// Sets every option at once, replacing any set on this builder before.
+    pub fn with_options(mut self, options: impl Into<Option<SessionOptions>>) -> Self {
+        self.options = options.into().unwrap_or_default();
+        self
+    }
+
+    /// Causally consistent reads and writes (the default unless `snapshot`).
+    pub fn causal_consistency(mut self, value: bool) -> Self {
+        self.options.causal_consistency = Some(value);
+        self
+    }
+
+    /// Snapshot reads: every read sees the data as of the first read's time.
+    pub fn snapshot(mut self, value: bool) -> Self {
+        self.options.snapshot = Some(value);
+        self
+    }
+
+    /// Options for transactions started without their own.
+    pub fn default_transaction_options(mut self, value: TransactionOptions) -> Self {
+        self.options.default_transaction_options = Some(value);
+        self
+    }
+
+    /// Starts the session (no I/O: the server learns of it with its first
+    /// command). Refuses causal consistency together with snapshot reads.
+    pub fn run(self) -> Result<ClientSession> {
+        ClientSession::start(self.client, self.options)
+    }
+}

@@ -1,0 +1,94 @@
+//! Action builders: what the operations of [`Collection`](crate::Collection),
+//! [`Database`](crate::Database) and [`Client`](crate::Client) return.
+//!
+//! The shape is the official `mongodb` crate's (3.x) sync API: an operation
+//! takes its required arguments, returns a builder on which each option can
+//! be set by name (or all at once with `with_options`), optionally an
+//! explicit session with `.session(&mut session)`, and runs with `.run()`.
+//! Nothing is sent before `run`.
+//!
+//! ```
+//! use mongo_inline::bson::{doc, Document};
+//! use mongo_inline::Client;
+//!
+//! # fn main() -> mongo_inline::Result<()> {
+//! # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+//! let client = Client::with_uri_str(&uri)?;
+//! let coll = client.database("docs").collection::<Document>("actions");
+//! coll.drop().run()?;
+//! coll.insert_many([doc! { "n": 1 }, doc! { "n": 2 }, doc! { "n": 3 }]).run()?;
+//! let top: Vec<Document> = coll
+//!     .find(doc! {})
+//!     .sort(doc! { "n": -1 })
+//!     .limit(2)
+//!     .run()?
+//!     .collect::<mongo_inline::Result<_>>()?;
+//! assert_eq!(top[0].get_i32("n").unwrap(), 3);
+//! assert_eq!(top.len(), 2);
+//! # Ok(())
+//! # }
+//! ```
+
+mod collection;
+mod database;
+
+pub use collection::{
+    Aggregate, BulkWrite, CountDocuments, CreateIndex, CreateIndexes, Delete, Distinct,
+    DropCollection, DropIndex, DropIndexes, EstimatedDocumentCount, Find, FindOne,
+    FindOneAndDelete, FindOneAndReplace, FindOneAndUpdate, InsertMany, InsertOne, ListIndexNames,
+    ListIndexes, Replace, Update,
+};
+pub use database::{
+    CreateCollection, DropDatabase, ListCollectionNames, ListCollections, ListDatabaseNames,
+    ListDatabases, RunCommand, StartSession,
+};
+
+use crate::client_session::ClientSession;
+
+/// The session state of a cursor-returning builder before
+/// `.session(..)`: the operation uses an implicit session and returns a
+/// [`Cursor`](crate::Cursor).
+#[derive(Debug, Default)]
+pub struct ImplicitSession;
+
+/// The session state of a cursor-returning builder after `.session(..)`:
+/// the operation runs in that session and returns a
+/// [`SessionCursor`](crate::cursor::SessionCursor), iterated with it.
+#[derive(Debug)]
+pub struct ExplicitSession<'a>(pub(crate) &'a mut ClientSession);
+
+/// Declares `with_options` and one setter per option field of a builder
+/// whose options live in `self.options`.
+macro_rules! option_setters {
+    ($options:ty { $( $field:ident : $ty:ty ),* $(,)? }) => {
+        /// Sets every option at once, replacing any set on this builder before.
+        pub fn with_options(mut self, options: impl Into<Option<$options>>) -> Self {
+            self.options = options.into().unwrap_or_default();
+            self
+        }
+
+        $(
+            #[doc = concat!("Sets the `", stringify!($field), "` option (see [`",
+                stringify!($options), "::", stringify!($field), "`]).")]
+            pub fn $field(mut self, value: $ty) -> Self {
+                self.options.$field = Some(value);
+                self
+            }
+        )*
+    };
+}
+pub(crate) use option_setters;
+
+/// Declares `.session(..)` for a builder with a
+/// `session: Option<&'a mut ClientSession>` field.
+macro_rules! session_setter {
+    () => {
+        /// Runs the operation in `session` (for causal consistency or a
+        /// transaction) instead of an implicit session.
+        pub fn session(mut self, session: &'a mut crate::client_session::ClientSession) -> Self {
+            self.session = Some(session);
+            self
+        }
+    };
+}
+pub(crate) use session_setter;
