@@ -23,17 +23,20 @@ fn main() {
     let settings = TopologySettings::from_options(&options);
     let mut topology = TopologyDescription::new(settings);
     let started = Instant::now();
+    let mut events = 0;
     for (i, host) in hosts.iter().enumerate() {
         let reply = doc! {
             "ok": 1, "isWritablePrimary": i == 0, "secondary": i != 0, "setName": "rs",
             "hosts": host_list.clone(), "setVersion": 1, "minWireVersion": 0, "maxWireVersion": 21,
         };
         let address = ServerAddress::parse(host).expect("address");
-        topology.check_succeeded(&address, &reply, Duration::from_millis(1), Instant::now());
+        let update =
+            topology.check_succeeded(&address, &reply, Duration::from_millis(1), Instant::now());
+        events += update.events.len();
     }
     let total = started.elapsed();
     println!(
-        "scan of {} members: {total:?} in all, {:?} per check",
+        "scan of {} members: {total:?} in all, {:?} per check ({events} events)",
         hosts.len(),
         total / hosts.len() as u32
     );

@@ -24,7 +24,7 @@ use crate::address::ServerAddress;
 use crate::conn::Connection;
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
-use crate::event::{log_command_event, log_sdam_event, CommandEvent, EventHandler, SdamEvent};
+use crate::event::{log_sdam_event, EventHandler, SdamEvent};
 use crate::handshake;
 use crate::monitor::{is_setup_failure, Monitor, MonitorSettings, Next};
 use crate::options::ClientOptions;
@@ -40,6 +40,7 @@ mod checks;
 mod errors;
 mod forget;
 mod overlap;
+mod sockets;
 mod srv;
 mod waiting;
 
@@ -102,35 +103,16 @@ impl Topology {
                 "no hosts to connect to (a mongodb+srv URI must be resolved first)",
             ));
         }
-        let mut selection_settings =
-            SelectionSettings::new(options.local_threshold(), options.heartbeat_frequency());
-        if let Some(selector) = server_selector {
-            selection_settings = selection_settings.with_server_selector(selector);
-        }
         let metadata =
             handshake::client_metadata(options.app_name(), &|name| std::env::var(name).ok());
-        let tls = if options.tls() {
-            Some(crate::tls::client_config(options.tls_options())?)
-        } else {
-            None
-        };
-        let authenticator = options
-            .credential()
-            .map(|c| crate::auth::Authenticator::new(c, options.default_database()))
-            .transpose()?;
-        if let Some(authenticator) = &authenticator {
-            let client_certificate = options
-                .tls_options()
-                .is_some_and(|t| t.certificate_key_file.is_some());
-            authenticator.check_transport(tls.is_some(), client_certificate)?;
-        }
+        let (tls, authenticator) = security(&options)?;
         let monitor = Monitor::new(
             TopologyDescription::new(TopologySettings::from_options(&options)),
             MonitorSettings {
                 heartbeat_frequency: options.heartbeat_frequency(),
                 server_selection_timeout: options.server_selection_timeout(),
                 try_once: options.server_selection_try_once(),
-                selection: selection_settings,
+                selection: selection_settings(&options, server_selector),
             },
             fastrand::Rng::new(),
         );
@@ -339,82 +321,6 @@ impl Topology {
         build(&context).emit();
     }
 
-    /// The socket of `address`, if it has one.
-    pub(crate) fn connection_mut(&mut self, address: &ServerAddress) -> Option<&mut Connection> {
-        self.connections.get_mut(address)
-    }
-
-    /// What a cursor or transaction pins to ([`Topology::pinned_socket`]):
-    /// a value that names `address`'s current socket and no other socket
-    /// this client ever had; 0 when it has none.
-    ///
-    /// Not the SDAM generation: a socket that replaces one the peer closed
-    /// while idle keeps the generation, and behind a load balancer the
-    /// generation is per service, so a socket to another service may share
-    /// it. Either replacement would silently take over a cursor.
-    pub(crate) fn socket_generation(&self, address: &ServerAddress) -> u32 {
-        if !self.connections.contains_key(address) {
-            return 0;
-        }
-        self.socket_serials.get(address).copied().unwrap_or(0)
-    }
-
-    /// Checks that `address` still has the very socket
-    /// ([`Topology::socket_generation`]) a cursor or transaction is pinned
-    /// to. A replacement socket may reach another process or service, so it
-    /// never stands in for the old one.
-    pub(crate) fn pinned_socket(&mut self, address: &ServerAddress, generation: u32) -> Result<()> {
-        self.forget_inherited_sockets();
-        let usable = generation != 0
-            && self.socket_generation(address) == generation
-            && self
-                .connections
-                .get(address)
-                .is_some_and(|c| !c.is_broken() && !c.peer_closed());
-        if usable {
-            Ok(())
-        } else {
-            Err(Error::network_message(
-                Some(address.clone()),
-                "the socket this cursor or transaction is pinned to has been closed; \
-                 its server-side state cannot be reached from a new socket",
-            ))
-        }
-    }
-
-    /// Whether a command event would reach anyone (a handler, or the
-    /// command log at debug): building one copies the reply, which for a
-    /// large batch doubles the memory an operation needs.
-    pub(crate) fn command_events_wanted(&self) -> bool {
-        self.handler.is_some()
-            || log::log_enabled!(target: crate::event::command::COMMAND_LOG_TARGET, log::Level::Debug)
-    }
-
-    /// Hands a command event to the log and the application's handler.
-    pub(crate) fn publish_command_event(&self, event: &CommandEvent) {
-        log_command_event(event);
-        if let Some(handler) = &self.handler {
-            handler.handle_command_event(event);
-        }
-    }
-
-    /// The description an operation on `address` builds its command for.
-    /// Load balanced, that is what the socket's handshake said about the
-    /// service behind it (wire version, size limits), as a LoadBalancer:
-    /// the load balancer's own description keeps every field unset.
-    pub(crate) fn server_for_operation(
-        &self,
-        address: &ServerAddress,
-    ) -> Option<ServerDescription> {
-        let server = self.monitor.description().servers.get(address)?;
-        match &self.load_balanced_service {
-            Some(service) if self.is_load_balanced() && self.connections.contains_key(address) => {
-                Some(service.clone())
-            }
-            _ => Some(server.clone()),
-        }
-    }
-
     fn is_load_balanced(&self) -> bool {
         self.monitor.description().topology_type == TopologyType::LoadBalanced
     }
@@ -445,6 +351,44 @@ impl Topology {
             handler.handle_sdam_event(event);
         }
     }
+}
+
+/// The latency window and the application's selector.
+fn selection_settings(
+    options: &ClientOptions,
+    server_selector: Option<ServerSelector>,
+) -> SelectionSettings {
+    let settings = SelectionSettings::new(options.local_threshold(), options.heartbeat_frequency());
+    match server_selector {
+        Some(selector) => settings.with_server_selector(selector),
+        None => settings,
+    }
+}
+
+/// The client's TLS configuration and authenticator, checked against each
+/// other (a mechanism that needs TLS or a client certificate).
+fn security(
+    options: &ClientOptions,
+) -> Result<(
+    Option<Arc<rustls::ClientConfig>>,
+    Option<crate::auth::Authenticator>,
+)> {
+    let tls = if options.tls() {
+        Some(crate::tls::client_config(options.tls_options())?)
+    } else {
+        None
+    };
+    let authenticator = options
+        .credential()
+        .map(|c| crate::auth::Authenticator::new(c, options.default_database()))
+        .transpose()?;
+    if let Some(authenticator) = &authenticator {
+        let client_certificate = options
+            .tls_options()
+            .is_some_and(|t| t.certificate_key_file.is_some());
+        authenticator.check_transport(tls.is_some(), client_certificate)?;
+    }
+    Ok((tls, authenticator))
 }
 
 impl Drop for Topology {

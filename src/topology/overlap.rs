@@ -99,20 +99,7 @@ impl Overlap {
     /// connected to. A failure to start is returned at once.
     pub(super) fn start(&mut self, start: Start) -> std::result::Result<(), Box<Finished>> {
         let request_id = crate::conn::next_request_id();
-        let mut request = Vec::new();
-        let encoded = if start.use_op_msg {
-            let mut body = start.command;
-            body.insert("$db", "admin");
-            let msg = OpMsg {
-                flags: MsgFlags::default(),
-                body,
-                sequences: Vec::new(),
-            };
-            let max = DEFAULT_MAX_MESSAGE_SIZE_BYTES as usize;
-            wire::encode_msg(request_id, 0, &msg, max, &mut request)
-        } else {
-            wire::encode_query(request_id, "admin", &start.command, false, &mut request)
-        };
+        let encoded = encode_hello(request_id, start.command, start.use_op_msg);
         let failed = |error: Error| {
             Box::new(Finished {
                 address: start.address.clone(),
@@ -121,9 +108,10 @@ impl Overlap {
                 limit: start.limit,
             })
         };
-        if let Err(error) = encoded {
-            return Err(failed(error));
-        }
+        let request = match encoded {
+            Ok(request) => request,
+            Err(error) => return Err(failed(error)),
+        };
         let mut addresses = start.addresses;
         addresses.reverse();
         let Some(first) = addresses.pop() else {
@@ -304,6 +292,25 @@ impl Overlap {
             Err(e) => self.fail(slot, "connecting", e),
         }
     }
+}
+
+/// The handshake's hello as bytes: OP_MSG, or the legacy OP_QUERY.
+fn encode_hello(request_id: i32, command: Document, use_op_msg: bool) -> Result<Vec<u8>> {
+    let mut request = Vec::new();
+    if use_op_msg {
+        let mut body = command;
+        body.insert("$db", "admin");
+        let msg = OpMsg {
+            flags: MsgFlags::default(),
+            body,
+            sequences: Vec::new(),
+        };
+        let max = DEFAULT_MAX_MESSAGE_SIZE_BYTES as usize;
+        wire::encode_msg(request_id, 0, &msg, max, &mut request)?;
+    } else {
+        wire::encode_query(request_id, "admin", &command, false, &mut request)?;
+    }
+    Ok(request)
 }
 
 /// Whether a non-blocking connect has completed (`Ok(false)`: not yet).

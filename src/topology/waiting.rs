@@ -125,6 +125,12 @@ impl Topology {
                 .map_or(u8::MAX, |s| crate::scan::priority_class(s.server_type))
         });
         for done in finished {
+            // Past the scan's end the monitor drops the scan: applying more
+            // (each costs an update of the whole description) would only
+            // hold the selection past serverSelectionTimeoutMS.
+            if until.is_some_and(|until| Instant::now() >= until) {
+                return;
+            }
             self.apply_finished(done, deadline);
         }
         self.start_queued(deadline);
