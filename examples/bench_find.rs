@@ -5,7 +5,16 @@
 //!                                    prints: DOC <relaxed extended JSON>
 //! bench_find warm URI DB COLL N      N find_one by _id in a loop on one client
 //!                                    prints: WARM ops_per_s=<x> cpu_us_per_op=<y>
+//! bench_find cursor URI DB COLL N    iterates find({}) over COLL (N: the count
+//!                                    expected, checked)
+//!                                    prints: CURSOR docs=<n> docs_per_s=<x> mb_per_s=<y> cpu_us_per_doc=<z>
+//! bench_find insert URI DB COLL N    insert_many of N small documents
+//!                                    ({_id, x, s}) into COLL, which should be empty
+//!                                    prints: INSERT docs=<n> docs_per_s=<x> mb_per_s=<y> cpu_us_per_doc=<z>
 //! ```
+//!
+//! Against a slow test server the wall-clock rates measure the server; the
+//! CPU per document is the client's own share.
 //!
 //! `cold` is meant to be timed from outside (spawn → exit), so it does
 //! nothing but the one query. `ID` is the `_id` to look up, as Extended JSON
@@ -23,16 +32,20 @@ use mongo_inline::Client;
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let [_, mode, uri, db, coll, arg] = args.as_slice() else {
-        eprintln!("usage: bench_find cold|warm URI DB COLL ID|N");
+        eprintln!("usage: bench_find cold|warm|cursor|insert URI DB COLL ID|N");
         return ExitCode::from(2);
     };
     let outcome = match mode.as_str() {
         "cold" => cold(uri, db, coll, arg),
-        "warm" => match arg.parse::<u32>() {
-            Ok(n) if n > 0 => warm(uri, db, coll, n),
+        "warm" | "cursor" | "insert" => match arg.parse::<u32>() {
+            Ok(n) if n > 0 && mode == "warm" => warm(uri, db, coll, n),
+            Ok(n) if n > 0 && mode == "cursor" => cursor(uri, db, coll, n),
+            Ok(n) if n > 0 => insert(uri, db, coll, n),
             _ => Err(format!("N must be a positive whole number, not {arg:?}")),
         },
-        other => Err(format!("unknown mode {other:?}: expected cold or warm")),
+        other => Err(format!(
+            "unknown mode {other:?}: expected cold, warm, cursor or insert"
+        )),
     };
     match outcome {
         Ok(line) => {
@@ -82,6 +95,61 @@ fn warm(uri: &str, db: &str, coll: &str, n: u32) -> Result<String, String> {
         f64::from(n) / wall,
         cpu_ns as f64 / 1000.0 / f64::from(n)
     ))
+}
+
+fn cursor(uri: &str, db: &str, coll: &str, expected: u32) -> Result<String, String> {
+    let client = Client::with_uri_str(uri).map_err(|e| e.to_string())?;
+    let collection = client.database(db).collection::<Document>(coll);
+    let cpu_start = cpu_time_ns()?;
+    let start = Instant::now();
+    let (mut docs, mut bytes) = (0u64, 0u64);
+    for document in collection.find(doc! {}).run().map_err(|e| e.to_string())? {
+        let document = document.map_err(|e| e.to_string())?;
+        bytes += bson_len(&document)?;
+        docs += 1;
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    let cpu_ns = cpu_time_ns()? - cpu_start;
+    if docs != u64::from(expected) {
+        return Err(format!("expected {expected} documents, found {docs}"));
+    }
+    Ok(throughput("CURSOR", docs, bytes, seconds, cpu_ns))
+}
+
+fn insert(uri: &str, db: &str, coll: &str, n: u32) -> Result<String, String> {
+    let client = Client::with_uri_str(uri).map_err(|e| e.to_string())?;
+    let collection = client.database(db).collection::<Document>(coll);
+    let documents: Vec<Document> = (0..i64::from(n))
+        .map(|i| doc! { "_id": i, "x": i, "s": "abcdefghij" })
+        .collect();
+    let bytes = documents
+        .iter()
+        .map(bson_len)
+        .sum::<Result<u64, String>>()?;
+    let cpu_start = cpu_time_ns()?;
+    let start = Instant::now();
+    collection
+        .insert_many(&documents)
+        .run()
+        .map_err(|e| e.to_string())?;
+    let seconds = start.elapsed().as_secs_f64();
+    let cpu_ns = cpu_time_ns()? - cpu_start;
+    Ok(throughput("INSERT", u64::from(n), bytes, seconds, cpu_ns))
+}
+
+fn bson_len(document: &Document) -> Result<u64, String> {
+    bson::to_vec(document)
+        .map(|bytes| bytes.len() as u64)
+        .map_err(|e| e.to_string())
+}
+
+fn throughput(label: &str, docs: u64, bytes: u64, seconds: f64, cpu_ns: u64) -> String {
+    format!(
+        "{label} docs={docs} docs_per_s={:.0} mb_per_s={:.1} cpu_us_per_doc={:.2}",
+        docs as f64 / seconds,
+        bytes as f64 / seconds / 1e6,
+        cpu_ns as f64 / 1000.0 / docs as f64
+    )
 }
 
 fn parse_id(text: &str) -> Result<Bson, String> {

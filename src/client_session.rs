@@ -5,13 +5,12 @@
 //! this type holds a session's state between operations and sends the
 //! commit and abort commands through the executor.
 
-use std::time::Instant;
-
 use bson::Document;
 
 use crate::client::Client;
+use crate::deadline::Deadline;
 use crate::error::Result;
-use crate::exec::Target;
+use crate::exec::{Clock, Target};
 use crate::operation::EndTransaction;
 use crate::session::transaction::TransactionOptions;
 use crate::session::with_transaction::{Decision, WithTransaction};
@@ -41,7 +40,8 @@ impl ClientSession {
         let server_session = {
             let mut state = client.state();
             let timeout = state.logical_session_timeout();
-            state.sessions.checkout(Instant::now(), timeout)
+            let now = state.time.now();
+            state.sessions.checkout(now, timeout)
         };
         Ok(ClientSession {
             client: client.clone(),
@@ -105,7 +105,12 @@ impl ClientSession {
             address: pin.address,
             generation: pin.connection.map(|g| g as u32).unwrap_or(0),
         });
+        // An abort gets a timeout of its own (CSOT): the transaction's
+        // deadline may be what just passed.
+        let shared = self.state.transaction_deadline();
+        self.state.set_transaction_deadline(None);
         let _ = self.run_end(&mut op, target);
+        self.state.set_transaction_deadline(shared);
         Ok(())
     }
 
@@ -136,28 +141,50 @@ impl ClientSession {
     pub fn with_transaction<R, F>(
         &mut self,
         options: impl Into<Option<TransactionOptions>>,
-        mut callback: F,
+        callback: F,
     ) -> Result<R>
     where
         F: FnMut(&mut ClientSession) -> Result<R>,
     {
-        let options = options.into();
-        let mut jitter = fastrand::Rng::new();
+        // The clock is taken out of the client's state so that no lock is
+        // held while the callback runs or a backoff sleeps.
+        let clock = self.client.state().time.clone();
         // The client's timeoutMS, when set, bounds the retries instead of
-        // the default 120 seconds.
+        // the default 120 seconds, and the callback's operations and the
+        // commit share its deadline.
         let timeout = self.client.defaults().timeout;
-        let mut loop_state = WithTransaction::new(Instant::now(), timeout);
+        let started = clock.now();
+        let deadline = Deadline::from_timeout(started, timeout);
+        self.state
+            .set_transaction_deadline(deadline.is_set().then_some(deadline));
+        let loop_state = WithTransaction::new(started, timeout);
+        let result = self.transaction_attempts(options.into(), callback, &*clock, loop_state);
+        self.state.set_transaction_deadline(None);
+        result
+    }
+
+    fn transaction_attempts<R, F>(
+        &mut self,
+        options: Option<TransactionOptions>,
+        mut callback: F,
+        clock: &dyn Clock,
+        mut loop_state: WithTransaction,
+    ) -> Result<R>
+    where
+        F: FnMut(&mut ClientSession) -> Result<R>,
+    {
+        let mut jitter = fastrand::Rng::new();
         'transaction: loop {
-            let backoff = loop_state.before_attempt(Instant::now(), jitter.f64())?;
+            let backoff = loop_state.before_attempt(clock.now(), jitter.f64())?;
             if !backoff.is_zero() {
-                std::thread::sleep(backoff);
+                clock.sleep(backoff);
             }
             self.start_transaction(options.clone())?;
             let result = match callback(self) {
                 Ok(result) => result,
                 Err(error) => {
                     let state = self.state.transaction().state();
-                    let failure = loop_state.after_callback_error(error, state, Instant::now());
+                    let failure = loop_state.after_callback_error(error, state, clock.now());
                     if failure.abort {
                         self.abort_transaction()?;
                     }
@@ -175,7 +202,7 @@ impl ClientSession {
             loop {
                 match self.commit_transaction() {
                     Ok(()) => return Ok(result),
-                    Err(error) => match loop_state.after_commit_error(error, Instant::now()) {
+                    Err(error) => match loop_state.after_commit_error(error, clock.now()) {
                         Decision::RetryCommit => continue,
                         Decision::RetryTransaction => continue 'transaction,
                         Decision::Fail(error) => return Err(error),
@@ -189,16 +216,17 @@ impl ClientSession {
 
 impl Drop for ClientSession {
     fn drop(&mut self) {
-        if self.state.transaction().state().is_active() {
+        // A transaction inherited across fork() is the parent's to end.
+        let inherited = self.state.inherited_by(std::process::id());
+        if self.state.transaction().state().is_active() && !inherited {
             let _ = self.abort_transaction();
         }
         let server_session = self.state.end();
         if let Some(server_session) = server_session {
             let mut state = self.client.state();
             let timeout = state.logical_session_timeout();
-            state
-                .sessions
-                .checkin(server_session, Instant::now(), timeout);
+            let now = state.time.now();
+            state.sessions.checkin(server_session, now, timeout);
         }
     }
 }

@@ -63,6 +63,7 @@ impl Defaults {
             read_concern: self.read_concern.as_ref(),
             write_concern: self.write_concern.as_ref(),
             timeout: self.timeout,
+            deadline: None,
         }
     }
 
@@ -182,14 +183,25 @@ impl<T> Collection<T> {
     }
 
     /// Runs one batch of an `insert_many` or `bulk_write`.
+    /// The deadline every batch of one insert_many/bulk_write shares:
+    /// timeoutMS bounds the whole call, not each batch.
+    pub(crate) fn batches_deadline(&self) -> crate::deadline::Deadline {
+        self.client.state().deadline_from_now(self.defaults.timeout)
+    }
+
     pub(crate) fn execute_batch(
         &self,
         batch: &mut crate::operation::WriteBatch,
         session: Option<&mut ClientSession>,
+        deadline: crate::deadline::Deadline,
     ) -> Result<BulkWriteResult> {
         let mut state = self.client.state();
         let explicit = session.map(|s| s.state_mut());
-        let executed = state.execute(batch, explicit, self.defaults.inherited(), Target::Select)?;
+        let inherited = Inherited {
+            deadline: Some(deadline),
+            ..self.defaults.inherited()
+        };
+        let executed = state.execute(batch, explicit, inherited, Target::Select)?;
         state.check_in(executed.implicit_session);
         Ok(executed.output)
     }

@@ -12,6 +12,61 @@
 
 use bson::{Bson, Document};
 
+use crate::options::WriteConcern;
+use crate::session::transaction::{read_concern_document, write_concern_document};
+
+/// Which concerns a command outside a transaction takes, by the one rule
+/// ([`takes_read_concern`], [`takes_write_concern`]); a snapshot session
+/// adds its read concern to every command but a cursor's follow-ups.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Takes {
+    pub(crate) read_concern: bool,
+    pub(crate) write_concern: bool,
+}
+
+impl Takes {
+    pub(crate) fn of(name: &str, body: &Document) -> Takes {
+        Takes {
+            read_concern: takes_read_concern(name, body),
+            write_concern: takes_write_concern(name, body),
+        }
+    }
+}
+
+/// Adds the inherited concerns to a command outside a transaction: a
+/// `writeConcern` when it takes one, a `readConcern` (the level plus a
+/// session's `afterClusterTime`/`atClusterTime`, given in `read_extra`)
+/// when it takes one. A concern the command already carries (a user's
+/// runCommand) is kept; a session's extra field joins it. The same rule
+/// runs with and without a session.
+pub(crate) fn attach_concerns(
+    body: &mut Document,
+    takes: Takes,
+    read_level: Option<&str>,
+    write_concern: Option<&WriteConcern>,
+    read_extra: Option<(&'static str, Bson)>,
+) {
+    if takes.write_concern && !body.contains_key("writeConcern") {
+        if let Some(document) = write_concern.and_then(write_concern_document) {
+            body.insert("writeConcern", document);
+        }
+    }
+    if !takes.read_concern {
+        return;
+    }
+    if let Ok(given) = body.get_document_mut("readConcern") {
+        if let Some((key, value)) = read_extra {
+            if !given.contains_key(key) {
+                given.insert(key, value);
+            }
+        }
+        return;
+    }
+    if let Some(document) = read_concern_document(read_level, read_extra) {
+        body.insert("readConcern", document);
+    }
+}
+
 /// Whether a command with this name and body takes a `readConcern`: the
 /// read commands, and any command the user already gave one (the generic
 /// runCommand passes it through untouched).
@@ -103,6 +158,49 @@ mod tests {
             "aggregate",
             &doc! { "aggregate": "c" }
         ));
+    }
+
+    #[test]
+    fn attach_keeps_a_given_concern_and_adds_nothing_a_command_does_not_take() {
+        let wc = WriteConcern::majority();
+        let attach = |mut body: Document, name: &str, extra| {
+            let takes = Takes::of(name, &body);
+            attach_concerns(&mut body, takes, Some("majority"), Some(&wc), extra);
+            body
+        };
+        assert_eq!(
+            attach(doc! { "find": "c" }, "find", None),
+            doc! { "find": "c", "readConcern": {"level": "majority"} }
+        );
+        assert_eq!(
+            attach(doc! { "insert": "c" }, "insert", None),
+            doc! { "insert": "c", "writeConcern": {"w": "majority"} }
+        );
+        let t = bson::Timestamp {
+            time: 1,
+            increment: 2,
+        };
+        let after = Some(("afterClusterTime", Bson::Timestamp(t)));
+        assert_eq!(
+            attach(
+                doc! { "dbStats": 1, "readConcern": {"level": "local"} },
+                "runCommand",
+                after
+            ),
+            doc! { "dbStats": 1, "readConcern": {"level": "local", "afterClusterTime": t} }
+        );
+        assert_eq!(
+            attach(doc! { "ping": 1 }, "runCommand", None),
+            doc! { "ping": 1 }
+        );
+        assert_eq!(
+            attach(
+                doc! { "insert": "c", "writeConcern": {"w": 1} },
+                "insert",
+                None
+            ),
+            doc! { "insert": "c", "writeConcern": {"w": 1} }
+        );
     }
 
     #[test]

@@ -179,6 +179,21 @@ impl Write for DeadlineIo<'_> {
     }
 }
 
+/// How long a socket may sit idle before reuse checks it with a
+/// non-blocking peek. The peek costs three system calls (`ioctl`,
+/// `recvfrom`, `ioctl`), a third of a warm `find_one`'s; a socket that
+/// finished an exchange moments ago is almost never closed by then. A peer
+/// that closed it within this window shows up as a network error on the
+/// next exchange instead (handled like any other: retryable operations
+/// retry on a new socket). libmongoc draws the line at one second
+/// (`CHECK_CLOSED_DURATION_MSEC`); a tenth of that keeps the window narrow
+/// while any loop of operations still skips the peek.
+const PEEK_AFTER_IDLE: Duration = Duration::from_millis(100);
+
+/// How many bytes one read of a reply asks for: a small reply (the usual
+/// `find_one`) arrives header and body in one `recvfrom`.
+const READ_AHEAD: usize = 16 * 1024;
+
 /// An open socket to one server.
 pub struct Connection {
     stream: Stream,
@@ -200,7 +215,14 @@ pub struct Connection {
     /// Set when an exchange failed half-way: the stream may hold a partial
     /// reply, so it must never be used again.
     broken: bool,
+    /// Set when a read brought bytes past the end of a reply: nothing was
+    /// asked for them, so the stream is out of step (as a peek finding
+    /// data would say).
+    out_of_step: bool,
     write_buffer: Vec<u8>,
+    /// Reused across replies (allocated on first read): the first read of
+    /// each reply lands here.
+    read_ahead: Vec<u8>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -311,7 +333,9 @@ impl Connection {
             socket_timeout,
             applied_timeout: None,
             broken: false,
+            out_of_step: false,
             write_buffer: Vec::new(),
+            read_ahead: Vec::new(),
         }
     }
 
@@ -419,13 +443,26 @@ impl Connection {
 
     /// Whether an exchange failed half-way and the socket must be closed.
     pub fn is_broken(&self) -> bool {
-        self.broken
+        self.broken || self.out_of_step
     }
 
     /// Whether the peer closed the socket (or sent something unasked) while
-    /// it was idle. Costs one non-blocking `peek`, no round trip.
+    /// it was idle. A socket used within 100 ms (`PEEK_AFTER_IDLE`) is trusted
+    /// without a look; an idler one costs a non-blocking `peek`, no round
+    /// trip.
     pub fn peer_closed(&self) -> bool {
-        self.stream.peer_closed_or_dirty()
+        if self.out_of_step {
+            return true;
+        }
+        self.last_used.elapsed() >= PEEK_AFTER_IDLE && self.stream.peer_closed_or_dirty()
+    }
+
+    /// [`peer_closed`](Self::peer_closed), peeking however recently the
+    /// socket was used: for a socket nothing else can replace (a cursor's
+    /// or transaction's), where a close found now gives a clearer error
+    /// than a failed exchange, and three system calls per batch are noise.
+    pub fn peer_closed_peeking(&self) -> bool {
+        self.out_of_step || self.stream.peer_closed_or_dirty()
     }
 
     /// Applies the server's `maxMessageSizeBytes` from its handshake reply.
@@ -519,7 +556,7 @@ impl Connection {
     /// one for the whole exchange, not a timeout per read, since a peer
     /// dripping a byte at a time would otherwise outlast any bound.
     fn begin_exchange(&mut self, timeout: Option<Duration>) -> Result<Option<Instant>> {
-        if self.broken {
+        if self.is_broken() {
             return Err(Error::network_message(
                 Some(self.address.clone()),
                 "socket is closed after an earlier failure",
@@ -542,14 +579,34 @@ impl Connection {
     fn read_message(&mut self, request_id: i32, deadline: Option<Instant>) -> Result<Message> {
         let address = self.address.clone();
         let network_error = |context: &str, e| Error::network(Some(address.clone()), context, e);
-        let mut header_bytes = [0u8; HEADER_LEN];
-        DeadlineIo {
+        // One read for the header and, when it is small, the whole body.
+        let mut read_ahead = std::mem::take(&mut self.read_ahead);
+        read_ahead.resize(READ_AHEAD, 0);
+        let mut filled = 0;
+        let mut io = DeadlineIo {
             stream: &mut self.stream,
             applied: &mut self.applied_timeout,
             deadline,
-        }
-        .read_exact(&mut header_bytes)
-        .map_err(|e| network_error("reading a reply header", e))?;
+        };
+        let header_read = loop {
+            if filled >= HEADER_LEN {
+                break Ok(());
+            }
+            match io.read(&mut read_ahead[filled..]) {
+                Ok(0) => {
+                    break Err(std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "connection closed before a reply header",
+                    ))
+                }
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => break Err(e),
+            }
+        };
+        let mut header_bytes = [0u8; HEADER_LEN];
+        header_bytes.copy_from_slice(&read_ahead[..HEADER_LEN]);
+        header_read.map_err(|e| network_error("reading a reply header", e))?;
         let header = Header::parse(&header_bytes, self.max_message_size)
             .map_err(|e| self.with_address(e))?;
         if header.response_to != request_id {
@@ -561,19 +618,29 @@ impl Connection {
                 ),
             ));
         }
-        // Read through `take` so memory grows with bytes actually received,
-        // not with what the length field claims.
         let body_len = header.body_len();
-        let mut body = Vec::with_capacity(body_len.min(64 * 1024));
-        let mut io = DeadlineIo {
-            stream: &mut self.stream,
-            applied: &mut self.applied_timeout,
-            deadline,
-        };
-        (&mut io)
-            .take(body_len as u64)
-            .read_to_end(&mut body)
-            .map_err(|e| network_error("reading a reply", e))?;
+        let early = &read_ahead[HEADER_LEN..filled];
+        if early.len() > body_len {
+            // Bytes after the reply that no request asked for: this reply is
+            // whole, but the socket must not carry another exchange.
+            self.out_of_step = true;
+        }
+        // Read the rest through `take` so memory grows with bytes actually
+        // received, not with what the length field claims.
+        let mut body = Vec::with_capacity(body_len.min(64 * 1024).max(early.len().min(body_len)));
+        body.extend_from_slice(&early[..early.len().min(body_len)]);
+        self.read_ahead = read_ahead;
+        if body.len() < body_len {
+            let mut io = DeadlineIo {
+                stream: &mut self.stream,
+                applied: &mut self.applied_timeout,
+                deadline,
+            };
+            (&mut io)
+                .take((body_len - body.len()) as u64)
+                .read_to_end(&mut body)
+                .map_err(|e| network_error("reading a reply", e))?;
+        }
         if body.len() != body_len {
             return Err(network_error(
                 "reading a reply",
@@ -796,6 +863,67 @@ mod tests {
             .unwrap_err();
         assert!(e.is_network_error(), "{e}");
         assert!(conn.is_broken());
+        server.join().unwrap();
+    }
+
+    /// A peer that answers with the reply and then bytes nobody asked for.
+    fn serve_one_reply_then(extra: &'static [u8]) -> (u16, std::thread::JoinHandle<()>) {
+        use std::io::Write as _;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut header = [0u8; 16];
+            s.read_exact(&mut header).unwrap();
+            let length = i32::from_le_bytes(header[0..4].try_into().unwrap()) as usize;
+            let mut rest = vec![0u8; length - 16];
+            s.read_exact(&mut rest).unwrap();
+            let request_id = i32::from_le_bytes(header[4..8].try_into().unwrap());
+            let reply = OpMsg {
+                flags: MsgFlags::default(),
+                body: doc! { "ok": 1 },
+                sequences: Vec::new(),
+            };
+            let mut bytes = Vec::new();
+            wire::encode_msg(7, request_id, &reply, 1 << 20, &mut bytes).unwrap();
+            bytes.extend_from_slice(extra);
+            s.write_all(&bytes).unwrap();
+            // Stay open until the client is done, so only the extra bytes
+            // can make the socket unusable.
+            let _ = s.read(&mut [0u8; 1]);
+        });
+        (port, server)
+    }
+
+    #[test]
+    fn bytes_after_a_reply_leave_the_socket_out_of_step() {
+        let (port, server) = serve_one_reply_then(b"unasked");
+        let address = ServerAddress::tcp("127.0.0.1", port);
+        let mut conn = Connection::open(&address, 0, Some(Duration::from_secs(1)), None).unwrap();
+        let reply = conn
+            .command("admin", doc! { "ping": 1 }, Some(Duration::from_secs(5)))
+            .unwrap();
+        assert_eq!(reply.get_i32("ok").ok(), Some(1));
+        assert!(conn.is_broken(), "extra bytes must retire the socket");
+        assert!(conn.peer_closed(), "even right after its last use");
+        let e = conn
+            .command("admin", doc! { "ping": 1 }, Some(Duration::from_secs(5)))
+            .unwrap_err();
+        assert!(e.is_network_error(), "{e}");
+        drop(conn);
+        server.join().unwrap();
+    }
+
+    #[test]
+    fn a_whole_reply_in_one_read_leaves_the_socket_usable() {
+        let (port, server) = serve_one_reply_then(b"");
+        let address = ServerAddress::tcp("127.0.0.1", port);
+        let mut conn = Connection::open(&address, 0, Some(Duration::from_secs(1)), None).unwrap();
+        conn.command("admin", doc! { "ping": 1 }, Some(Duration::from_secs(5)))
+            .unwrap();
+        assert!(!conn.is_broken());
+        assert!(!conn.peer_closed());
+        drop(conn);
         server.join().unwrap();
     }
 }

@@ -44,12 +44,15 @@
 //! conversation). [`topology`] and [`conn`] are the
 //! thin blocking shell that drives them.
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 #![deny(missing_docs)]
 
 pub mod action;
 pub mod address;
 pub mod auth;
+#[cfg(feature = "capi")]
+#[allow(unsafe_code)]
+pub mod capi;
 pub mod client;
 pub mod client_session;
 pub mod coll;
@@ -64,6 +67,7 @@ pub mod event;
 mod exec;
 mod fork;
 pub mod handshake;
+mod log_json;
 mod monitor;
 mod nesting;
 pub mod object_id;

@@ -714,6 +714,9 @@ pub struct OperationRetry {
     might_have_written: bool,
     /// Whether some attempt reached a server (its kind is then final).
     reached_server: bool,
+    /// commitTransaction/abortTransaction: retried once whatever
+    /// `retryWrites` says (transactions spec).
+    retry_writes_anyway: bool,
 }
 
 impl OperationRetry {
@@ -731,8 +734,19 @@ impl OperationRetry {
             surfaced: None,
             might_have_written: false,
             reached_server: false,
+            retry_writes_anyway: false,
         };
         op.allowed_retries = op.allowed_non_overload_retries(settings);
+        op
+    }
+
+    /// The state before the first attempt of `commitTransaction` or
+    /// `abortTransaction`: a retryable write even with `retryWrites=false`,
+    /// as the transactions spec asks.
+    pub fn end_transaction(settings: &RetrySettings, deadline: Deadline) -> Self {
+        let settings = settings.clone().with_retry_writes(true);
+        let mut op = OperationRetry::new(&settings, OperationKind::RetryableWrite, deadline);
+        op.retry_writes_anyway = true;
         op
     }
 
@@ -805,7 +819,11 @@ impl OperationRetry {
         now: Instant,
         rng: &mut fastrand::Rng,
     ) -> RetryDecision {
-        let settings = policy.settings.clone();
+        let settings = if self.retry_writes_anyway {
+            policy.settings.clone().with_retry_writes(true)
+        } else {
+            policy.settings.clone()
+        };
         let overload = error.contains_label(SYSTEM_OVERLOADED_ERROR);
         let reached_server = attempt.server.is_some();
         self.reached_server |= attempt.command_sent;

@@ -325,6 +325,15 @@ impl Topology {
         self.monitor.description().topology_type == TopologyType::LoadBalanced
     }
 
+    /// The process id read by the latest selection (or pinned-socket check).
+    /// Within one operation it is current: a fork on another thread does not
+    /// carry this thread's operation into the child, and this thread cannot
+    /// fork in the middle of its own operation. Later steps of the operation
+    /// (the session pool) use it instead of asking the kernel again.
+    pub(crate) fn process_id(&self) -> u32 {
+        self.pid
+    }
+
     /// A forked child must not talk on its parent's sockets: drop them
     /// (closing only the child's descriptors) and start afresh.
     fn forget_inherited_sockets(&mut self) {

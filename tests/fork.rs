@@ -174,3 +174,128 @@ fn forked_children_share_no_session_and_no_object_id_with_their_parent() {
     let count = coll.count_documents(doc! {}).run().unwrap();
     assert_eq!(count, (4 + 3 * CHILDREN) as u64, "every insert landed");
 }
+
+/// Forks once; the child runs `work` and reports its outcome through the
+/// exit status (0: Ok, 1: Err with the message in `report`, 2: panic).
+fn in_child(report: &Path, work: impl FnOnce() -> Result<String, String>) {
+    // SAFETY: as above: the child runs only the driver's single-threaded
+    // code and leaves through `_exit`.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
+        let status = match outcome {
+            Ok(Ok(text)) => {
+                fs::write(report, text).ok();
+                0
+            }
+            Ok(Err(text)) => {
+                fs::write(report, text).ok();
+                1
+            }
+            Err(_) => 2,
+        };
+        // SAFETY: ends the child at once (see above).
+        unsafe { libc::_exit(status) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for the child just forked.
+    let waited = unsafe { libc::waitpid(pid, &mut status, 0) };
+    assert_eq!(waited, pid);
+    let text = fs::read_to_string(report).unwrap_or_default();
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "child failed (status {status:#x}): {text}"
+    );
+}
+
+#[test]
+fn a_session_created_before_fork_never_sends_the_parents_lsid_in_the_child() {
+    let server = TestServer::shared();
+    let recorder = Arc::new(Recorder::default());
+    let options = ClientOptions::parse(&server.uri()).unwrap();
+    let client = Client::with_options_and_handler(options, recorder.clone()).unwrap();
+    let coll = client
+        .database("fork")
+        .collection::<Document>("inherited_session");
+    coll.drop().run().ok();
+    let mut session = client.start_session().run().unwrap();
+    coll.insert_one(doc! { "by": "parent" })
+        .session(&mut session)
+        .run()
+        .unwrap();
+    let parent_lsid = session.id().cloned().expect("an lsid");
+    // A transaction open at the fork is the parent's.
+    let mut in_transaction = client.start_session().run().unwrap();
+    in_transaction.start_transaction(None).unwrap();
+    coll.insert_one(doc! { "by": "parent txn" })
+        .session(&mut in_transaction)
+        .run()
+        .unwrap();
+    let transaction_lsid = in_transaction.id().cloned().expect("an lsid");
+    let (mut session, mut in_transaction) = (Some(session), Some(in_transaction));
+
+    let dir = std::env::temp_dir().join(format!("mongo-inline-fork-s-{}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap();
+    let report = dir.join("child");
+    in_child(&report, || {
+        recorder.clear_commands();
+        // Owned here, so that the child drops them (the parent keeps its
+        // copies: the fork copied the address space).
+        let mut session = session.take().expect("the session");
+        let mut in_transaction = in_transaction.take().expect("the session");
+        coll.insert_one(doc! { "by": "child" })
+            .session(&mut session)
+            .run()
+            .map_err(|e| e.to_string())?;
+        let refused = coll
+            .insert_one(doc! { "by": "child txn" })
+            .session(&mut in_transaction)
+            .run()
+            .expect_err("the parent's transaction cannot continue in the child");
+        if !refused.to_string().contains("parent process") {
+            return Err(format!("unclear error: {refused}"));
+        }
+        drop(in_transaction);
+        drop(session);
+        let lsids: Vec<String> = recorder
+            .commands()
+            .iter()
+            .filter_map(|event| match event {
+                mongo_inline::event::CommandEvent::Started { command, .. } => {
+                    command.get_document("lsid").ok().map(|l| l.to_string())
+                }
+                _ => None,
+            })
+            .collect();
+        Ok(lsids.join("\n"))
+    });
+    let child_lsids = fs::read_to_string(&report).unwrap();
+    fs::remove_dir_all(&dir).ok();
+    assert!(
+        !child_lsids.is_empty(),
+        "the child sent a command with an lsid"
+    );
+    for lsid in child_lsids.lines() {
+        assert_ne!(
+            lsid,
+            parent_lsid.to_string(),
+            "the child sent the parent's lsid"
+        );
+        assert_ne!(
+            lsid,
+            transaction_lsid.to_string(),
+            "the child sent the parent's lsid"
+        );
+    }
+    // The parent's sessions carry on, its transaction included.
+    let (mut session, mut in_transaction) = (session.unwrap(), in_transaction.unwrap());
+    coll.insert_one(doc! { "by": "parent again" })
+        .session(&mut session)
+        .run()
+        .unwrap();
+    in_transaction.commit_transaction().unwrap();
+    assert_eq!(session.id(), Some(&parent_lsid));
+    let count = coll.count_documents(doc! {}).run().unwrap();
+    assert_eq!(count, 4, "parent, parent txn, child, parent again");
+}

@@ -330,6 +330,7 @@ fn a_failed_handshake_on_the_first_attempt_is_retried_once() {
     // is dropped, selection tries once more and that one is dropped too, so
     // the first attempt fails to get a connection. The retry connects.
     sim.drop_connections(0);
+    std::thread::sleep(support::sim::UNTIL_IDLE);
     sim.fail_hellos(0, 2, support::sim::HelloFault::CloseConnection);
     recorder.clear_commands();
     let connections = sim.connections(0);
@@ -339,6 +340,7 @@ fn a_failed_handshake_on_the_first_attempt_is_retried_once() {
 
     // A retryable write likewise.
     sim.drop_connections(0);
+    std::thread::sleep(support::sim::UNTIL_IDLE);
     sim.fail_hellos(0, 2, support::sim::HelloFault::CloseConnection);
     coll.insert_one(doc! { "_id": 100 })
         .run()
@@ -348,6 +350,7 @@ fn a_failed_handshake_on_the_first_attempt_is_retried_once() {
     // The retry's handshake dropped as well: the read fails with the
     // network error.
     sim.drop_connections(0);
+    std::thread::sleep(support::sim::UNTIL_IDLE);
     sim.fail_hellos(0, 3, support::sim::HelloFault::CloseConnection);
     let error = coll
         .count_documents(doc! {})
@@ -428,6 +431,7 @@ fn a_cursor_whose_socket_died_is_not_resumed_on_the_other_service() {
     assert_eq!(cursor.next().map(|d| d.is_ok()), Some(true));
 
     sim.drop_connections(0);
+    std::thread::sleep(support::sim::UNTIL_IDLE);
     // Another operation replaces the socket; round robin sends the new one
     // to the other service.
     recorder.clear_commands();
@@ -740,4 +744,119 @@ fn uri_validation_errors_reach_the_caller() {
     assert!(
         Client::with_uri_str("mongodb://a:1/?loadBalanced=true&directConnection=false").is_ok()
     );
+}
+
+#[test]
+fn with_transaction_retries_a_transaction_whose_pinned_socket_died() {
+    let sim = load_balancer();
+    let (client, recorder) = recorded_client(&lb_uri(&sim, ""));
+    let coll = collection(&client, &fresh("txn_retry"));
+    coll.insert_one(doc! { "_id": 0 }).run().expect("insert");
+    let mut session = client.start_session().run().expect("session");
+    let mut attempts = 0;
+    let mut first_error = None;
+    session
+        .with_transaction(None, |s| {
+            attempts += 1;
+            coll.insert_one(doc! { "_id": attempts }).session(s).run()?;
+            if attempts == 1 {
+                // The socket dies and an operation outside the transaction
+                // replaces it: the transaction's socket is gone for good.
+                sim.drop_connections(0);
+                coll.count_documents(doc! {}).run()?;
+            }
+            let second = coll
+                .insert_one(doc! { "_id": 10 + attempts })
+                .session(s)
+                .run();
+            if let Err(error) = &second {
+                first_error = Some(error.clone());
+            }
+            second.map(|_| ())
+        })
+        .expect("with_transaction retries on TransientTransactionError");
+    let error = first_error.expect("the first attempt failed");
+    assert!(
+        error.contains_label("TransientTransactionError"),
+        "labels of {error}: {:?}",
+        error.labels().collect::<Vec<_>>()
+    );
+    assert_eq!(attempts, 2);
+    let found: Vec<Document> = coll
+        .find(doc! {})
+        .run()
+        .expect("find")
+        .collect::<mongo_inline::Result<_>>()
+        .expect("documents");
+    assert_eq!(ids(&found), vec![0, 2, 12]);
+    assert_eq!(recorder.named("commitTransaction").len(), 1);
+}
+
+#[test]
+fn a_commit_whose_socket_closed_is_retried_on_a_new_socket() {
+    let server = TestServer::start();
+    let sim = Simulator::load_balancer(&[&server, &server]);
+    let (client, recorder) = recorded_client(&lb_uri(&sim, ""));
+    let coll = collection(&client, &fresh("commit_retry"));
+    coll.insert_one(doc! { "_id": 0 }).run().expect("insert");
+    let mut session = client.start_session().run().expect("session");
+    session.start_transaction(None).expect("start");
+    coll.insert_one(doc! { "_id": 1 })
+        .session(&mut session)
+        .run()
+        .expect("insert in the transaction");
+    fail_point(
+        &server,
+        1,
+        doc! { "failCommands": ["commitTransaction"], "closeConnection": true },
+    );
+    session
+        .commit_transaction()
+        .expect("the commit's automatic retry succeeds");
+    let commits = recorder.named("commitTransaction");
+    assert_eq!(commits.len(), 2, "{:?}", command_log(&recorder));
+    // The retry upgrades the write concern, as the transactions spec asks.
+    assert_eq!(
+        commits[1]
+            .get_document("writeConcern")
+            .and_then(|wc| wc.get_str("w")),
+        Ok("majority")
+    );
+    assert_eq!(sim.connections(0), 2, "the retry went over a new socket");
+    assert_eq!(coll.count_documents(doc! {}).run().expect("count"), 2);
+}
+
+#[test]
+fn a_second_concurrent_transaction_on_the_one_socket_is_refused() {
+    let sim = load_balancer();
+    let (client, recorder) = recorded_client(&lb_uri(&sim, ""));
+    let coll = collection(&client, &fresh("txn_concurrent"));
+    coll.insert_one(doc! { "_id": 0 }).run().expect("insert");
+    let mut first = client.start_session().run().expect("session");
+    let mut second = client.start_session().run().expect("session");
+    first.start_transaction(None).expect("start");
+    coll.insert_one(doc! { "_id": 1 })
+        .session(&mut first)
+        .run()
+        .expect("the first transaction");
+    second.start_transaction(None).expect("start");
+    recorder.clear_commands();
+    let error = coll
+        .insert_one(doc! { "_id": 2 })
+        .session(&mut second)
+        .run()
+        .expect_err("one transaction per load-balanced socket");
+    assert!(
+        error.to_string().contains("one transaction at a time"),
+        "{error}"
+    );
+    assert!(recorder.named("insert").is_empty(), "nothing was sent");
+    first.commit_transaction().expect("the first commits");
+    // The socket is free again.
+    coll.insert_one(doc! { "_id": 2 })
+        .session(&mut second)
+        .run()
+        .expect("the second transaction, after the first");
+    second.commit_transaction().expect("the second commits");
+    assert_eq!(coll.count_documents(doc! {}).run().expect("count"), 3);
 }

@@ -277,6 +277,7 @@ fn an_idle_socket_the_server_closed_is_replaced_without_error() {
     assert!(wait_until(Duration::from_secs(2), || sim
         .open_connections(0)
         == 0));
+    std::thread::sleep(support::sim::UNTIL_IDLE);
 
     insert(&client, &collection, doc! { "_id": 2 }).expect("insert after the drop");
     assert_eq!(

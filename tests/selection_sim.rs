@@ -321,6 +321,7 @@ fn a_router_that_went_down_is_avoided_without_failing_reads() {
     assert!(wait_until(Duration::from_secs(2), || sim
         .open_connections(1)
         == 0));
+    std::thread::sleep(support::sim::UNTIL_IDLE);
     let down = sim.address(1);
     // Reads pick either router until one tries router 1, fails to connect
     // and selects again: none of them fails.

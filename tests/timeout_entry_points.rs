@@ -11,6 +11,7 @@ use bson::{doc, Document};
 use mongo_inline::coll_options::FindOptions;
 use mongo_inline::{Client, ErrorKind, Result};
 use support::server::TestServer;
+use support::sim::{Role, Simulator};
 
 const DB: &str = "timeout_entry_points";
 const BLOCK_MS: i64 = 3000;
@@ -171,4 +172,97 @@ fn with_transaction_stops_retrying_at_the_timeout() {
         elapsed < Duration::from_secs(5),
         "retried past timeoutMS: {elapsed:?}"
     );
+}
+
+#[test]
+fn insert_many_batches_share_one_deadline() {
+    let server = TestServer::shared();
+    let sim = Simulator::standalone(server);
+    // Two documents per batch, so ten documents take five round trips.
+    sim.set_hello_extra(0, doc! { "maxWriteBatchSize": 2 });
+    let client = Client::with_uri_str(&format!("{}?timeoutMS=500", sim.seed_uri(&[0]))).unwrap();
+    let coll = client
+        .database(DB)
+        .collection::<Document>(&format!("batches_{}", bson::oid::ObjectId::new()));
+    client
+        .database(DB)
+        .run_command(doc! { "ping": 1 })
+        .run()
+        .unwrap();
+    sim.delay_replies(0, Duration::from_millis(150));
+    let documents: Vec<Document> = (0..10).map(|i| doc! { "_id": i }).collect();
+    let started = Instant::now();
+    let outcome = coll.insert_many(documents.iter()).run();
+    let elapsed = started.elapsed();
+    sim.delay_replies(0, Duration::ZERO);
+    let error = outcome.expect_err("five 150 ms batches do not fit in 500 ms");
+    assert!(
+        matches!(error.kind(), ErrorKind::Timeout { .. }),
+        "{error:?}"
+    );
+    assert!(elapsed < Duration::from_millis(700), "{elapsed:?}");
+    // The same batches fit when nothing is slow: the limit is the whole call's.
+    coll.delete_many(doc! {}).run().unwrap();
+    coll.insert_many(documents.iter())
+        .run()
+        .expect("fast batches fit");
+}
+
+#[test]
+fn with_transactions_operations_and_commit_share_its_deadline() {
+    let sim = Simulator::replica_set("wt_deadline", TestServer::shared(), &[Role::Primary]);
+    let client = Client::with_uri_str(&format!("{}&timeoutMS=500", sim.seed_uri(&[0]))).unwrap();
+    let coll = client
+        .database(DB)
+        .collection::<Document>(&format!("txn_deadline_{}", bson::oid::ObjectId::new()));
+    coll.insert_one(doc! { "_id": 0 }).run().unwrap();
+    sim.delay_replies(0, Duration::from_millis(150));
+    let mut session = client.start_session().run().unwrap();
+    let started = Instant::now();
+    let outcome = session.with_transaction(None, |s| {
+        for id in 1..=4 {
+            coll.insert_one(doc! { "_id": id }).session(s).run()?;
+        }
+        Ok(())
+    });
+    let elapsed = started.elapsed();
+    sim.delay_replies(0, Duration::ZERO);
+    let error = outcome.expect_err("four 150 ms inserts and a commit do not fit in 500 ms");
+    assert!(
+        matches!(error.kind(), ErrorKind::Timeout { .. }),
+        "{error:?}"
+    );
+    // The deadline, plus the abort's own round trip.
+    assert!(elapsed < Duration::from_millis(900), "{elapsed:?}");
+    assert_eq!(
+        coll.count_documents(doc! {}).run().unwrap(),
+        1,
+        "nothing committed"
+    );
+}
+
+#[test]
+fn a_cursors_kill_cursors_is_bounded_by_the_timeout() {
+    let server = TestServer::start();
+    let client = Client::with_uri_str(&format!("{}&timeoutMS=400", server.uri())).unwrap();
+    let coll = client.database(DB).collection::<Document>("kill");
+    coll.insert_many((0..4).map(|i| doc! { "_id": i }))
+        .run()
+        .unwrap();
+    let mut cursor = coll
+        .find(doc! {})
+        .with_options(FindOptions::default().batch_size(1))
+        .run()
+        .unwrap();
+    assert!(cursor.next().unwrap().is_ok(), "the first batch");
+    block_next(&client, "killCursors");
+    let started = Instant::now();
+    drop(cursor);
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed < Duration::from_millis(1500),
+        "dropping the cursor waited for the blocked killCursors: {elapsed:?}"
+    );
+    // Let the blocked command finish before the server stops.
+    std::thread::sleep(Duration::from_millis(BLOCK_MS as u64));
 }

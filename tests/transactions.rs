@@ -419,3 +419,56 @@ fn a_sharded_commit_retry_after_a_network_error_selects_a_router_again() {
     assert_ne!(commits[1], insert_router, "the retry stayed pinned");
     assert_eq!(others(&server.uri(), "sharded_commit_retry"), 1);
 }
+
+#[test]
+fn an_overload_retry_of_a_sharded_transactions_first_command_re_pins_to_the_retrys_router() {
+    let server = TestServer::start();
+    let sim = Simulator::mongos(&server, 2);
+    let (client, recorder) = recorded_client(&sim.seed_uri(&[0, 1]));
+    let coll = fresh(&client, "sharded_overload_first");
+    fail_point(
+        &client,
+        doc! { "times": 1 }.into(),
+        doc! {
+            "failCommands": ["insert"],
+            "errorCode": 462,
+            "errorLabels": ["RetryableError", "SystemOverloadedError"],
+        },
+    );
+    recorder.clear_commands();
+    let mut session = client.start_session().run().unwrap();
+    session.start_transaction(None).unwrap();
+    coll.insert_one(doc! { "_id": 1 })
+        .session(&mut session)
+        .run()
+        .expect("the overload retry succeeds");
+    coll.find(doc! { "_id": 1 })
+        .session(&mut session)
+        .run()
+        .expect("a read in the transaction");
+    coll.insert_one(doc! { "_id": 2 })
+        .session(&mut session)
+        .run()
+        .expect("a second write in the transaction (no NoSuchTransaction)");
+    session.commit_transaction().expect("commit");
+    let sent: Vec<(String, Document)> = sent(&recorder)
+        .into_iter()
+        .filter(|(_, c)| c.contains_key("txnNumber"))
+        .collect();
+    let trace: Vec<(&str, &str)> = sent
+        .iter()
+        .map(|(a, c)| (a.as_str(), command_name(c)))
+        .collect();
+    assert_eq!(sent.len(), 5, "{trace:?}");
+    let (failed_on, retried_on) = (&sent[0].0, &sent[1].0);
+    assert_ne!(
+        failed_on, retried_on,
+        "the retry avoids the overloaded router: {trace:?}"
+    );
+    assert_eq!(sent[1].1.get_bool("startTransaction"), Ok(true));
+    assert!(
+        sent[1..].iter().all(|(a, _)| a == retried_on),
+        "the transaction left the router it started on: {trace:?}"
+    );
+    assert_eq!(others(&server.uri(), "sharded_overload_first"), 2);
+}

@@ -236,8 +236,11 @@ impl<'a, T> InsertMany<'a, T> {
             self.documents?,
             self.options,
         )?;
+        let deadline = self.coll.batches_deadline();
         while let Some(batch) = insert.next_batch() {
-            let outcome = self.coll.execute_batch(batch, self.session.as_deref_mut());
+            let outcome = self
+                .coll
+                .execute_batch(batch, self.session.as_deref_mut(), deadline);
             insert.record(outcome)?;
         }
         insert.finish()
@@ -276,8 +279,11 @@ impl<'a, T> BulkWrite<'a, T> {
     pub fn run(mut self) -> Result<BulkWriteResult> {
         let mut bulk =
             operation::BulkWrite::new(self.coll.namespace().clone(), self.models, self.options)?;
+        let deadline = self.coll.batches_deadline();
         while let Some(batch) = bulk.next_batch() {
-            let outcome = self.coll.execute_batch(batch, self.session.as_deref_mut());
+            let outcome = self
+                .coll
+                .execute_batch(batch, self.session.as_deref_mut(), deadline);
             bulk.record(outcome)?;
         }
         bulk.finish()

@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use bson::oid::ObjectId;
-use bson::{Bson, Document};
+use bson::Document;
 
 use crate::address::ServerAddress;
 use crate::error::Error;
@@ -124,9 +124,7 @@ pub fn log_command_event(event: &CommandEvent) {
 const MAX_DOCUMENT_LENGTH: usize = 1000;
 
 fn truncated_json(document: &Document) -> String {
-    let text = Bson::Document(document.clone())
-        .into_relaxed_extjson()
-        .to_string();
+    let text = crate::log_json::relaxed(document);
     if text.chars().count() <= MAX_DOCUMENT_LENGTH {
         return text;
     }

@@ -198,9 +198,7 @@ fn host_port(address: &ServerAddress) -> String {
 }
 
 fn relaxed_json(doc: &Document) -> String {
-    bson::Bson::Document(doc.clone())
-        .into_relaxed_extjson()
-        .to_string()
+    crate::log_json::relaxed(doc)
 }
 
 fn server_summary(server: &ServerDescription) -> String {

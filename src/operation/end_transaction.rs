@@ -2,7 +2,7 @@
 
 use bson::Document;
 
-use super::{Command, Operation, Retryability, ServerInfo};
+use super::{check_write_concern, Command, Operation, Retryability, ServerInfo};
 use crate::error::Result;
 
 /// Ends a transaction: the session layer wrote the body; a retry (they are
@@ -13,7 +13,8 @@ pub struct EndTransaction {
     name: &'static str,
     body: Document,
     retry_body: Document,
-    attempts: u32,
+    /// A retry after an error other than overload: send `retry_body`.
+    upgraded: bool,
 }
 
 impl EndTransaction {
@@ -23,7 +24,7 @@ impl EndTransaction {
             name: "commitTransaction",
             body,
             retry_body,
-            attempts: 0,
+            upgraded: false,
         }
     }
 
@@ -33,7 +34,7 @@ impl EndTransaction {
             name: "abortTransaction",
             retry_body: body.clone(),
             body,
-            attempts: 0,
+            upgraded: false,
         }
     }
 
@@ -52,20 +53,77 @@ impl Operation for EndTransaction {
     }
 
     fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
-        let body = if self.attempts == 0 {
-            self.body.clone()
-        } else {
+        let body = if self.upgraded {
             self.retry_body.clone()
+        } else {
+            self.body.clone()
         };
-        self.attempts += 1;
         Ok(Command::new(self.name, "admin", body))
     }
 
+    /// A `writeConcernError` in an `ok: 1` reply is an error: the commit
+    /// may not be durable (the executor labels it and may retry it).
     fn handle_reply(&self, reply: Document, _server: &ServerInfo) -> Result<Document> {
+        check_write_concern(&reply)?;
         Ok(reply)
     }
 
     fn retryability(&self) -> Retryability {
         Retryability::Write
+    }
+
+    /// The transactions spec's majority write concern is for retries after
+    /// a commit error; an overload retry resends the command as it was
+    /// (client backpressure spec).
+    fn before_retry(&mut self, overload: bool) {
+        if !overload {
+            self.upgraded = true;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+    use crate::results::WriteFailure;
+    use bson::doc;
+
+    #[test]
+    fn a_write_concern_error_in_an_ok_reply_is_an_error_with_its_labels() {
+        let commit = EndTransaction::commit(doc! {}, doc! {});
+        let server = ServerInfo::default();
+        let reply = doc! {
+            "ok": 1,
+            "writeConcernError": { "code": 91, "codeName": "ShutdownInProgress", "errmsg": "down" },
+            "errorLabels": ["RetryableWriteError"],
+        };
+        let error = commit
+            .handle_reply(reply, &server)
+            .expect_err("not durable");
+        assert!(matches!(
+            error.kind(),
+            ErrorKind::Write(WriteFailure::WriteConcernError(wce)) if wce.code == 91
+        ));
+        assert!(error.contains_label("RetryableWriteError"));
+        assert!(commit.handle_reply(doc! { "ok": 1 }, &server).is_ok());
+    }
+
+    #[test]
+    fn a_commit_is_upgraded_to_majority_only_after_an_error_other_than_overload() {
+        let server = ServerInfo::default();
+        let mut commit =
+            EndTransaction::commit(doc! { "commitTransaction": 1 }, doc! { "retry": 1 });
+        assert_eq!(
+            commit.build(&server).unwrap().body,
+            doc! { "commitTransaction": 1 }
+        );
+        commit.before_retry(true);
+        assert_eq!(
+            commit.build(&server).unwrap().body,
+            doc! { "commitTransaction": 1 }
+        );
+        commit.before_retry(false);
+        assert_eq!(commit.build(&server).unwrap().body, doc! { "retry": 1 });
     }
 }

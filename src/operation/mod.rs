@@ -253,6 +253,14 @@ pub trait Operation {
             .and_then(|wc| wc.w.as_ref())
             .is_none_or(|w| !matches!(w, crate::options::Acknowledgment::Nodes(0)))
     }
+
+    /// Called before the executor retries a failed attempt; `overload`
+    /// when the failure was the server turning the command away for
+    /// overload (a commit's write concern is upgraded only after other
+    /// errors).
+    fn before_retry(&mut self, overload: bool) {
+        let _ = overload;
+    }
 }
 
 /// A collection's full name: database and collection.

@@ -959,3 +959,28 @@ fn a_failed_connect_is_retried_and_the_kind_is_confirmed_by_the_server() {
     op.confirm_kind(policy.settings(), WRITE);
     assert_eq!(op.kind(), OperationKind::OtherWrite);
 }
+
+#[test]
+fn commit_and_abort_are_retried_once_even_with_retry_writes_off() {
+    let settings = RetrySettings::seed().with_retry_writes(false);
+    let mut policy = RetryPolicy::new(settings.clone());
+    let mut rng = fastrand::Rng::with_seed(7);
+    let now = Instant::now();
+    let server = ServerAddress::tcp("a", 1);
+    let attempt = FailedAttempt::sent_to(&server, RS, WIRE_NEW);
+    let mut end = OperationRetry::end_transaction(&settings, Deadline::NONE);
+    match end.on_error(&mut policy, network(), &attempt, now, &mut rng) {
+        RetryDecision::Retry(plan) => assert_eq!(plan.retry, 1),
+        RetryDecision::GiveUp(error) => panic!("not retried: {error}"),
+    }
+    match end.on_error(&mut policy, network(), &attempt, now, &mut rng) {
+        RetryDecision::GiveUp(error) => assert!(error.contains_label(RETRYABLE_WRITE_ERROR)),
+        RetryDecision::Retry(_) => panic!("retried twice"),
+    }
+    // An ordinary write under the same settings is not retried.
+    let mut write = OperationRetry::new(&settings, WRITE, Deadline::NONE);
+    assert!(matches!(
+        write.on_error(&mut policy, network(), &attempt, now, &mut rng),
+        RetryDecision::GiveUp(_)
+    ));
+}

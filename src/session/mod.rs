@@ -51,7 +51,7 @@ use crate::error::{Error, Result};
 use crate::options::{ReadConcern, WriteConcern};
 use crate::read_preference::ReadPreference;
 use cluster_time::{attach_cluster_time, timestamp_after};
-use transaction::{is_unacknowledged, read_concern_document, write_concern_document};
+use transaction::{is_unacknowledged, read_concern_document};
 
 /// The lowest wire version that supports snapshot reads (MongoDB 5.0).
 pub const MIN_SNAPSHOT_WIRE_VERSION: i32 = 13;
@@ -183,6 +183,13 @@ pub struct SessionState {
     operation_time: Option<Timestamp>,
     snapshot_time: Option<Timestamp>,
     transaction: Transaction,
+    /// The process the server session was checked out in: a forked child
+    /// must not send its parent's `lsid` (its writes could be taken for
+    /// retries of the parent's and skipped).
+    process: u32,
+    /// While `with_transaction` runs under a timeout: the deadline its
+    /// callback's operations and the commit share.
+    transaction_deadline: Option<crate::deadline::Deadline>,
 }
 
 const ENDED: &str = "Cannot use a session that has ended";
@@ -217,7 +224,43 @@ impl SessionState {
             operation_time: None,
             snapshot_time,
             transaction: Transaction::new(),
+            process: std::process::id(),
+            transaction_deadline: None,
         }
+    }
+
+    /// The deadline of the `with_transaction` call under way, if any.
+    pub fn transaction_deadline(&self) -> Option<crate::deadline::Deadline> {
+        self.transaction_deadline
+    }
+
+    /// Sets (or clears) the deadline operations in this session share.
+    pub fn set_transaction_deadline(&mut self, deadline: Option<crate::deadline::Deadline>) {
+        self.transaction_deadline = deadline;
+    }
+
+    /// Whether the server session was checked out in another process than
+    /// `pid` (the session was created before a fork).
+    pub fn inherited_by(&self, pid: u32) -> bool {
+        self.process != pid && self.server_session.is_some()
+    }
+
+    /// In a forked child (process `pid`): replaces the parent's server
+    /// session with `server_session` from the child's pool. A transaction
+    /// the parent had open is the parent's: it is forgotten here, and the
+    /// error says so.
+    pub fn adopt_after_fork(&mut self, server_session: ServerSession, pid: u32) -> Result<()> {
+        self.server_session = Some(server_session);
+        self.process = pid;
+        let had_transaction = self.transaction.state().is_active();
+        self.transaction = Transaction::new();
+        if had_transaction {
+            return Err(Error::client(
+                "this session's transaction was started in the parent process before fork(); \
+                 a forked child cannot continue it: start a new transaction",
+            ));
+        }
+        Ok(())
     }
 
     /// Explicit or implicit.
@@ -501,31 +544,29 @@ impl SessionState {
             if ctx.retryable_write && send_lsid {
                 command.insert("txnNumber", txn_number);
             }
-            if let Some(wc) = ctx
-                .write_concern
-                .filter(|_| ctx.accepts_write_concern)
-                .and_then(write_concern_document)
-            {
-                command.insert("writeConcern", wc);
-            }
-            if ctx.accepts_read_concern || snapshot_read {
-                let rc = if snapshot_read {
-                    read_concern_document(
-                        Some("snapshot"),
-                        snapshot_time.map(|t| ("atClusterTime", Bson::Timestamp(t))),
-                    )
-                } else {
-                    read_concern_document(
-                        ctx.read_concern.map(|rc| rc.level.as_str()),
-                        operation_time
-                            .filter(|_| causal && !unacknowledged)
-                            .map(|t| ("afterClusterTime", Bson::Timestamp(t))),
-                    )
-                };
-                if let Some(rc) = rc {
-                    command.insert("readConcern", rc);
-                }
-            }
+            let read_extra = if snapshot_read {
+                snapshot_time.map(|t| ("atClusterTime", Bson::Timestamp(t)))
+            } else {
+                operation_time
+                    .filter(|_| causal && !unacknowledged)
+                    .map(|t| ("afterClusterTime", Bson::Timestamp(t)))
+            };
+            let read_level = if snapshot_read {
+                Some("snapshot")
+            } else {
+                ctx.read_concern.map(|rc| rc.level.as_str())
+            };
+            let takes = crate::concern::Takes {
+                read_concern: ctx.accepts_read_concern || snapshot_read,
+                write_concern: ctx.accepts_write_concern,
+            };
+            crate::concern::attach_concerns(
+                command,
+                takes,
+                read_level,
+                ctx.write_concern,
+                read_extra,
+            );
         }
 
         let cluster_time =
@@ -578,7 +619,9 @@ impl SessionState {
     /// (its errors ignored): check [`transaction`](Self::transaction).
     pub fn end(&mut self) -> Option<ServerSession> {
         self.transaction.unpin();
-        self.server_session.take()
+        let inherited = self.inherited_by(std::process::id());
+        // The parent's server session never joins a forked child's pool.
+        self.server_session.take().filter(|_| !inherited)
     }
 }
 

@@ -141,8 +141,8 @@ impl SessionPool {
     /// parent's) and draws a new id generator when the process id is no
     /// longer the one the pool was used in, i.e. after a fork. Sessions
     /// checked out before the fork are not taken back either.
-    fn forget_inherited_sessions(&mut self) {
-        if self.process.changed_to(std::process::id()) {
+    fn forget_inherited_sessions(&mut self, pid: u32) {
+        if self.process.changed_to(pid) {
             self.clear();
             self.rng = fastrand::Rng::with_seed(crate::fork::fresh_seed());
         }
@@ -162,7 +162,19 @@ impl SessionPool {
     /// left, or a new one. Sessions found about to expire on the way are
     /// discarded.
     pub fn checkout(&mut self, now: Instant, timeout_minutes: Option<u32>) -> ServerSession {
-        self.forget_inherited_sessions();
+        self.checkout_in_process(std::process::id(), now, timeout_minutes)
+    }
+
+    /// [`checkout`](Self::checkout) in the process `pid`, which the caller
+    /// has just read (an operation reads it once, when it selects a
+    /// server, rather than once per step).
+    pub fn checkout_in_process(
+        &mut self,
+        pid: u32,
+        now: Instant,
+        timeout_minutes: Option<u32>,
+    ) -> ServerSession {
+        self.forget_inherited_sessions(pid);
         while let Some(session) = self.idle.pop_front() {
             match timeout_minutes {
                 Some(minutes) if session.is_about_to_expire(now, minutes) => continue,
@@ -178,7 +190,23 @@ impl SessionPool {
     /// first; the returned session is discarded if it is dirty, about to
     /// expire, or from before the last [`clear`](Self::clear).
     pub fn checkin(&mut self, session: ServerSession, now: Instant, timeout_minutes: Option<u32>) {
-        self.forget_inherited_sessions();
+        self.checkin_in_process(std::process::id(), session, now, timeout_minutes);
+    }
+
+    /// [`checkin`](Self::checkin) in the process `pid`, read by the caller's
+    /// operation (see [`checkout_in_process`](Self::checkout_in_process)).
+    /// A stale `pid` here (a forked child dropping its parent's cursor) can
+    /// only put a parent's session in the pool under the parent's pid: the
+    /// next checkout, whose pid is read afresh, sees the change and clears
+    /// the pool, so no session leaves it in the wrong process.
+    pub fn checkin_in_process(
+        &mut self,
+        pid: u32,
+        session: ServerSession,
+        now: Instant,
+        timeout_minutes: Option<u32>,
+    ) {
+        self.forget_inherited_sessions(pid);
         if let Some(minutes) = timeout_minutes {
             self.prune(now, minutes);
         }
@@ -217,7 +245,7 @@ impl SessionPool {
     /// the client closes (their errors are to be ignored).
     pub fn drain_end_sessions_commands(&mut self) -> Vec<Document> {
         // A forked child must not end its parent's sessions.
-        self.forget_inherited_sessions();
+        self.forget_inherited_sessions(std::process::id());
         let ids: Vec<Document> = self.idle.drain(..).map(|s| s.id).collect();
         ids.chunks(END_SESSIONS_BATCH)
             .map(|chunk| doc! { "endSessions": chunk.to_vec() })

@@ -87,6 +87,18 @@ impl Overlap {
         self.pending.iter().flatten().count()
     }
 
+    /// Ends every handshake under way, returning which server each was for
+    /// and when it started.
+    pub(super) fn drain(&mut self) -> Vec<(ServerAddress, Instant)> {
+        let mut drained = Vec::new();
+        for pending in self.pending.iter_mut().filter_map(Option::take) {
+            let mut stream = pending.stream;
+            let _ = self.poll.registry().deregister(&mut stream);
+            drained.push((pending.address, pending.started));
+        }
+        drained
+    }
+
     /// Drops every handshake under way (the selection ended without them).
     pub(super) fn abandon(&mut self) {
         for pending in self.pending.iter_mut().filter_map(Option::take) {
@@ -181,7 +193,10 @@ impl Overlap {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        let timeout = wake.map(|w| w.saturating_duration_since(now));
+        // The poller counts whole milliseconds: rounding up wakes it at or
+        // after the instant, never just before (which would look like time
+        // left to a caller comparing with it).
+        let timeout = wake.map(|w| w.saturating_duration_since(now) + Duration::from_millis(1));
         let mut finished = Vec::new();
         if let Err(e) = self.poll.poll(&mut self.events, timeout) {
             if e.kind() != std::io::ErrorKind::Interrupted {

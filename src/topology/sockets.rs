@@ -41,7 +41,7 @@ impl Topology {
             && self
                 .connections
                 .get(address)
-                .is_some_and(|c| !c.is_broken() && !c.peer_closed());
+                .is_some_and(|c| !c.is_broken() && !c.peer_closed_peeking());
         if usable {
             Ok(())
         } else {

@@ -11,6 +11,9 @@ use crate::conn::Connection;
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 
+/// How long results may still be applied once the scan's time is up.
+const APPLY_BUDGET: std::time::Duration = std::time::Duration::from_millis(100);
+
 impl Topology {
     /// Whether a check of `address` can run in the shared wait: a new plain
     /// TCP socket (TLS and Unix sockets, and hellos on an open socket, are
@@ -124,14 +127,23 @@ impl Topology {
                 .get(&f.address)
                 .map_or(u8::MAX, |s| crate::scan::priority_class(s.server_type))
         });
+        let past_end = |now: Instant| until.is_some_and(|until| now >= until);
+        let woke = Instant::now();
         for done in finished {
-            // Past the scan's end the monitor drops the scan: applying more
-            // (each costs an update of the whole description) would only
-            // hold the selection past serverSelectionTimeoutMS.
-            if until.is_some_and(|until| Instant::now() >= until) {
-                return;
+            // Past the scan's end the monitor drops the scan: applying
+            // results for long (each costs an update of the whole
+            // description) would hold the selection past
+            // serverSelectionTimeoutMS. Those that ended the wait are
+            // applied within a small budget, so their errors are reported.
+            let now = Instant::now();
+            if past_end(now) && now.saturating_duration_since(woke) > APPLY_BUDGET {
+                break;
             }
             self.apply_finished(done, deadline);
+        }
+        if past_end(Instant::now()) {
+            self.cut_short_checks();
+            return;
         }
         self.start_queued(deadline);
     }
@@ -158,6 +170,32 @@ impl Topology {
         let duration = done.started.elapsed();
         self.publish_heartbeat(&address, duration, &result);
         self.apply_check(&address, result, duration, deadline);
+    }
+
+    /// The scan's time (serverSelectionTimeoutMS, or the operation's
+    /// deadline) ran out with handshakes under way: each server is Unknown
+    /// with a timeout that says so, and no cooldown (the time was the
+    /// selection's, not the server's). Checks not started are dropped.
+    fn cut_short_checks(&mut self) {
+        self.queued.clear();
+        let Some(overlap) = self.overlap.as_mut() else {
+            return;
+        };
+        for (address, started) in overlap.drain() {
+            let io = std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "timed out: no answer before the selection's time ran out",
+            );
+            let error = Error::network(Some(address.clone()), "checking the server", io);
+            let duration = started.elapsed();
+            let result = Err(error.clone());
+            self.publish_heartbeat(&address, duration, &result);
+            let outcome = crate::monitor::CheckOutcome::CutShort(error);
+            let update = self
+                .monitor
+                .on_check(&address, outcome, duration, Instant::now());
+            self.publish(update);
+        }
     }
 
     /// The selection is over: checks still under way are dropped unheard

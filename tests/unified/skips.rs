@@ -7,16 +7,10 @@ const SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE: &str =
     "SecantusDB: the onPrimaryTransactionalWrite fail point is accepted but has no effect (configureFailPoint {onPrimaryTransactionalWrite, mode: {times: 1}, data: {failBeforeCommitExceptionCode: 1}} then the write succeeds on its first attempt)";
 const SERVER_WCE_FAIL_POINT_ON_RETRY: &str =
     "SecantusDB: a retried write (same lsid and txnNumber) replays the first reply without the failCommand writeConcernError (configureFailPoint {failCommand, mode: {times: 2}, data: {failCommands: [insert], writeConcernError: {code: 91}, errorLabels: [RetryableWriteError]}}: the retry's reply has no writeConcernError, so the insert succeeds)";
-const DRIVER_WCE_IN_COMMIT_ABORT: &str =
-    "driver (issue 10, writeConcernError handling): commitTransaction/abortTransaction ignore or do not retry a writeConcernError in the reply";
 const DRIVER_CC_WRITES_NO_AFTER_CLUSTER_TIME: &str =
     "driver (sessions): write commands in a causally consistent session send no readConcern.afterClusterTime (causal-consistency spec, writes after an operation in the session)";
 const SERVER_SNAPSHOT_READS: &str =
     "SecantusDB: snapshot reads at atClusterTime see later writes (find with readConcern {level: snapshot, atClusterTime} returns the newer value)";
-const DRIVER_COMMIT_NETWORK_ERROR_LABELS: &str =
-    "driver (issue 10, retries): a network error on commitTransaction lacks the RetryableWriteError/UnknownTransactionCommitResult handling the transactions spec asks";
-const DRIVER_END_TRANSACTION_RETRY: &str =
-    "driver (issue 10, retries): commit/abort retry after a RetryableWriteError does not follow the transactions spec (one retry; abort retried once)";
 
 const DRIVER_TIMEOUT_MS: &str =
     "driver (issue 10, timeoutMS): the client/session timeoutMS does not reach this operation, or its error is not reported as a timeout";
@@ -37,11 +31,6 @@ pub const KNOWN_FAILURES: &[(&str, &str, &str)] = &[
         "transactions/tests/unified/write-concern.json",
         "start with implicit unacknowledged write concern",
         "driver (transactions): startTransaction accepts an unacknowledged (w:0) write concern inherited from the client; the spec requires an error",
-    ),
-    (
-        "transactions/tests/unified/backpressure-retryable-commit.json",
-        "commitTransaction retries if backpressure labels are added",
-        "driver (issue 10, retries): an overload retry of commitTransaction upgrades the write concern to {w: majority, wtimeout: 10000}, which the spec keeps for retries after a commit error, not for backpressure retries",
     ),
     ("causal-consistency/tests/causal-consistency-write-commands.json", "insertOne includes afterClusterTime in causally consistent session", DRIVER_CC_WRITES_NO_AFTER_CLUSTER_TIME),
     ("causal-consistency/tests/causal-consistency-write-commands.json", "updateOne includes afterClusterTime in causally consistent session", DRIVER_CC_WRITES_NO_AFTER_CLUSTER_TIME),
@@ -71,28 +60,8 @@ pub const KNOWN_FAILURES: &[(&str, &str, &str)] = &[
     ("retryable-writes/tests/unified/updateOne.json", "UpdateOne with upsert is never committed", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
     ("sessions/tests/snapshot-sessions.json", "Find operation with snapshot", SERVER_SNAPSHOT_READS),
     ("sessions/tests/snapshot-sessions.json", "Write commands with snapshot session do not affect snapshot reads", SERVER_SNAPSHOT_READS),
-    ("transactions/tests/unified/commit.json", "write concern error on commit", DRIVER_WCE_IN_COMMIT_ABORT),
     ("transactions/tests/unified/commit.json", "reset session state commit", DRIVER_CC_WRITES_NO_AFTER_CLUSTER_TIME),
     ("transactions/tests/unified/commit.json", "reset session state abort", DRIVER_CC_WRITES_NO_AFTER_CLUSTER_TIME),
-    ("transactions/tests/unified/error-labels-errorLabels.json", "add RetryableWriteError and UnknownTransactionCommitResult labels to writeConcernError ShutdownInProgress", DRIVER_WCE_IN_COMMIT_ABORT),
-    ("transactions/tests/unified/error-labels.json", "add UnknownTransactionCommitResult label to writeConcernError WriteConcernTimeout", DRIVER_WCE_IN_COMMIT_ABORT),
-    ("transactions/tests/unified/error-labels.json", "add UnknownTransactionCommitResult label to writeConcernError WriteConcernTimeout with wtimeout", DRIVER_WCE_IN_COMMIT_ABORT),
-    ("transactions/tests/unified/error-labels.json", "omit UnknownTransactionCommitResult label from writeConcernError UnsatisfiableWriteConcern", DRIVER_WCE_IN_COMMIT_ABORT),
-    ("transactions/tests/unified/error-labels.json", "omit UnknownTransactionCommitResult label from writeConcernError UnknownReplWriteConcern", DRIVER_WCE_IN_COMMIT_ABORT),
-    ("transactions/tests/unified/error-labels.json", "add UnknownTransactionCommitResult label to writeConcernError MaxTimeMSExpired", DRIVER_WCE_IN_COMMIT_ABORT),
-    ("transactions/tests/unified/retryable-abort-errorLabels.json", "abortTransaction succeeds after WriteConcernError InterruptedAtShutdown", DRIVER_WCE_IN_COMMIT_ABORT),
-    ("transactions/tests/unified/retryable-abort-errorLabels.json", "abortTransaction succeeds after WriteConcernError InterruptedDueToReplStateChange", DRIVER_WCE_IN_COMMIT_ABORT),
-    ("transactions/tests/unified/retryable-abort-errorLabels.json", "abortTransaction succeeds after WriteConcernError PrimarySteppedDown", DRIVER_WCE_IN_COMMIT_ABORT),
-    ("transactions/tests/unified/retryable-abort-errorLabels.json", "abortTransaction succeeds after WriteConcernError ShutdownInProgress", DRIVER_WCE_IN_COMMIT_ABORT),
-    ("transactions/tests/unified/retryable-abort.json", "abortTransaction only performs a single retry", DRIVER_END_TRANSACTION_RETRY),
-    ("transactions/tests/unified/retryable-commit-errorLabels.json", "commitTransaction retries once with RetryableWriteError from server", DRIVER_END_TRANSACTION_RETRY),
-    ("transactions/tests/unified/retryable-commit-errorLabels.json", "commitTransaction succeeds after WriteConcernError InterruptedAtShutdown", DRIVER_WCE_IN_COMMIT_ABORT),
-    ("transactions/tests/unified/retryable-commit-errorLabels.json", "commitTransaction succeeds after WriteConcernError InterruptedDueToReplStateChange", DRIVER_WCE_IN_COMMIT_ABORT),
-    ("transactions/tests/unified/retryable-commit-errorLabels.json", "commitTransaction succeeds after WriteConcernError PrimarySteppedDown", DRIVER_WCE_IN_COMMIT_ABORT),
-    ("transactions/tests/unified/retryable-commit-errorLabels.json", "commitTransaction succeeds after WriteConcernError ShutdownInProgress", DRIVER_WCE_IN_COMMIT_ABORT),
-    ("transactions/tests/unified/retryable-commit.json", "commitTransaction is not retried after UnsatisfiableWriteConcern error", DRIVER_WCE_IN_COMMIT_ABORT),
-    ("transactions/tests/unified/retryable-commit.json", "commitTransaction fails after two errors", DRIVER_COMMIT_NETWORK_ERROR_LABELS),
-    ("transactions/tests/unified/retryable-commit.json", "commitTransaction applies majority write concern on retries", DRIVER_COMMIT_NETWORK_ERROR_LABELS),
     ("unified-test-format/tests/valid-pass/poc-retryable-writes.json", "FindOneAndUpdate is never committed", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
 ];
 

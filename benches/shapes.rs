@@ -1,0 +1,428 @@
+//! The driver's costs in every deployment shape, printed as tables, with
+//! other drivers beside it where given.
+//!
+//! Starts SecantusDB and the topology simulator (tests/support) itself. Per
+//! shape (standalone, replica set seeded with a secondary, replica set with
+//! three seeds, two mongos, load balancer) it prints:
+//! - reply round trips on the critical path to the first result: every
+//!   simulated member waits `DELAY` before each reply, so a cold `find_one`
+//!   takes (its time without delay) + round trips × `DELAY`; the TCP connect
+//!   is not delayed (add one for it);
+//! - TCP connections and hellos each member saw during that cold run;
+//! - warm `find_one` by `_id`: operations/s and the client process's CPU µs
+//!   per operation (best of `WARM_RUNS` runs of `WARM_OPS`);
+//! - spawn → exit of the release CLI doing one `find` (median of `CLI_RUNS`).
+//!
+//! Then, against SecantusDB directly: cursor iteration over `SHAPES_DOCS`
+//! (default 100,000) small documents and `insert_many` of as many
+//! (documents/s, MB/s of BSON, client CPU µs per document), the peak RSS of
+//! a one-query run and the binary sizes.
+//!
+//! Every driver is measured as a separate process speaking the
+//! `examples/bench_find.rs` protocol (`cold|warm|cursor|insert URI DB COLL
+//! ID|N`). Ours is built here (`cargo build --release`); others are named in
+//! `SHAPES_COMPARE`, e.g.
+//! `SHAPES_COMPARE=libmongoc=/path/bench_find,rust-official=/path/bench_find_official`.
+//!
+//! Run with `cargo bench --bench shapes` (set `SECANTUSD` as for the tests).
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bson::{doc, Document};
+use mongo_inline::Client;
+use support::server::TestServer;
+use support::sim::{Role, Simulator};
+
+/// Every simulated reply waits this long: long enough to stand out of
+/// process start-up noise, short enough to keep the run quick.
+const DELAY: Duration = Duration::from_millis(50);
+const WARM_OPS: u32 = 3000;
+const WARM_RUNS: usize = 3;
+const CLI_RUNS: usize = 10;
+const COLD_RUNS: usize = 3;
+const DB: &str = "bench";
+const COLL: &str = "c";
+
+struct Driver {
+    name: String,
+    bench_find: PathBuf,
+}
+
+struct Shape {
+    name: &'static str,
+    sim: Simulator,
+    seeds: Vec<usize>,
+}
+
+fn main() {
+    let release = build_release();
+    let mut drivers = vec![Driver {
+        name: "mongo-inline".to_owned(),
+        bench_find: release.join("examples/bench_find"),
+    }];
+    drivers.extend(compared_drivers());
+    let cli = release.join("mongo-inline");
+
+    let backend = TestServer::start();
+    seed_document(&backend.uri());
+    let standalone = TestServer::start_standalone();
+    seed_document(&standalone.uri());
+
+    println!("reply delay {DELAY:?} per simulated reply; round trips exclude the TCP connect");
+    println!(
+        "{:<28} {:<14} {:>3} {:>14} {:>14} {:>10} {:>10}",
+        "shape", "driver", "RT", "conns/member", "hellos/member", "warm op/s", "cpu us/op"
+    );
+    for shape in shapes(&backend) {
+        let uri = shape.sim.seed_uri(&shape.seeds);
+        for driver in &drivers {
+            let cold = cold_round_trips(&shape.sim, driver, &uri);
+            let warm = best_warm(driver, &uri);
+            println!(
+                "{:<28} {:<14} {:>3} {:>14} {:>14} {:>10} {:>10}",
+                shape.name,
+                driver.name,
+                cold.as_ref()
+                    .map_or("-".to_owned(), |c| c.round_trips.to_string()),
+                cold.as_ref()
+                    .map_or("-".to_owned(), |c| join(&c.connections)),
+                cold.as_ref().map_or("-".to_owned(), |c| join(&c.hellos)),
+                warm.map_or("-".to_owned(), |w| format!("{:.0}", w.0)),
+                warm.map_or("-".to_owned(), |w| format!("{:.1}", w.1)),
+            );
+        }
+        let spawn_to_exit = cli_spawn_to_exit(&cli, &uri);
+        println!(
+            "{:<28} {:<14} spawn -> exit of `mongo-inline find` (median of {CLI_RUNS}): {:.2} ms",
+            shape.name,
+            "CLI",
+            spawn_to_exit.as_secs_f64() * 1e3
+        );
+    }
+
+    let docs: u32 = std::env::var("SHAPES_DOCS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
+    println!();
+    println!("against SecantusDB directly ({docs} documents of {{_id, x, s}}, ~45 bytes):");
+    println!(
+        "{:<14} {:>42} {:>42}",
+        "driver", "insert_many docs/s  MB/s  cpu us/doc", "cursor docs/s  MB/s  cpu us/doc"
+    );
+    for driver in &drivers {
+        let collection = format!("many_{}", driver.name.replace('-', "_"));
+        drop_collection(&standalone.uri(), &collection);
+        let insert = run_line(
+            &driver.bench_find,
+            &[
+                "insert",
+                &standalone.uri(),
+                DB,
+                &collection,
+                &docs.to_string(),
+            ],
+        );
+        let cursor = run_line(
+            &driver.bench_find,
+            &[
+                "cursor",
+                &standalone.uri(),
+                DB,
+                &collection,
+                &docs.to_string(),
+            ],
+        );
+        println!(
+            "{:<14} {:>42} {:>42}",
+            driver.name,
+            throughput_cells(insert.as_deref()),
+            throughput_cells(cursor.as_deref())
+        );
+        drop_collection(&standalone.uri(), &collection);
+    }
+
+    println!();
+    println!(
+        "{:<14} {:>26} {:>16}",
+        "driver", "peak RSS, one find_one", "binary size"
+    );
+    let rss = peak_rss_kib(
+        &cli,
+        &[&standalone.uri(), "find", "bench.c", "{\"_id\": 1}"],
+    );
+    println!(
+        "{:<14} {:>23} KiB {:>12} KiB",
+        "CLI (ours)",
+        rss.map_or("-".to_owned(), |k| k.to_string()),
+        file_kib(&cli)
+    );
+    for driver in &drivers {
+        let rss = peak_rss_kib(
+            &driver.bench_find,
+            &["cold", &standalone.uri(), DB, COLL, "1"],
+        );
+        println!(
+            "{:<14} {:>23} KiB {:>12} KiB",
+            driver.name,
+            rss.map_or("-".to_owned(), |k| k.to_string()),
+            file_kib(&driver.bench_find)
+        );
+    }
+}
+
+/// Builds the release CLI and bench_find; returns the release directory.
+fn build_release() -> PathBuf {
+    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let status = Command::new(cargo)
+        .current_dir(manifest_dir)
+        .args([
+            "build",
+            "--release",
+            "--bin",
+            "mongo-inline",
+            "--example",
+            "bench_find",
+        ])
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "the release build failed");
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| manifest_dir.join("target"));
+    target.join("release")
+}
+
+fn compared_drivers() -> Vec<Driver> {
+    let Ok(list) = std::env::var("SHAPES_COMPARE") else {
+        return Vec::new();
+    };
+    list.split(',')
+        .filter(|entry| !entry.trim().is_empty())
+        .map(|entry| {
+            let (name, path) = entry
+                .split_once('=')
+                .expect("SHAPES_COMPARE entries are name=path");
+            let bench_find = PathBuf::from(path.trim());
+            assert!(
+                bench_find.exists(),
+                "{} does not exist",
+                bench_find.display()
+            );
+            Driver {
+                name: name.trim().to_owned(),
+                bench_find,
+            }
+        })
+        .collect()
+}
+
+fn shapes(backend: &TestServer) -> Vec<Shape> {
+    vec![
+        Shape {
+            name: "standalone",
+            sim: Simulator::standalone(backend),
+            seeds: vec![0],
+        },
+        Shape {
+            name: "replica set, secondary seed",
+            sim: Simulator::replica_set("rs", backend, &[Role::Primary, Role::Secondary]),
+            seeds: vec![1],
+        },
+        Shape {
+            name: "replica set, three seeds",
+            sim: Simulator::replica_set(
+                "rs",
+                backend,
+                &[Role::Primary, Role::Secondary, Role::Secondary],
+            ),
+            seeds: vec![0, 1, 2],
+        },
+        Shape {
+            name: "two mongos",
+            sim: Simulator::mongos(backend, 2),
+            seeds: vec![0, 1],
+        },
+        Shape {
+            name: "load balancer",
+            sim: Simulator::load_balancer(&[backend]),
+            seeds: vec![0],
+        },
+    ]
+}
+
+fn seed_document(uri: &str) {
+    let client = Client::with_uri_str(uri).expect("client");
+    let collection = client.database(DB).collection::<Document>(COLL);
+    collection
+        .delete_many(doc! {})
+        .run()
+        .expect("emptying the collection");
+    collection
+        .insert_one(doc! { "_id": 1, "name": "x", "n": 42 })
+        .run()
+        .expect("the document find_one looks up");
+}
+
+fn drop_collection(uri: &str, name: &str) {
+    let client = Client::with_uri_str(uri).expect("client");
+    let _ = client.database(DB).run_command(doc! { "drop": name }).run();
+}
+
+#[derive(Clone)]
+struct Cold {
+    round_trips: i64,
+    connections: Vec<usize>,
+    hellos: Vec<usize>,
+}
+
+/// Round trips as (time with delay − time without) / delay, medians of
+/// `COLD_RUNS` cold runs each; connections and hellos from the last run.
+fn cold_round_trips(sim: &Simulator, driver: &Driver, uri: &str) -> Option<Cold> {
+    let args = ["cold", uri, DB, COLL, "1"];
+    let time_runs = |sim: &Simulator| -> Option<Duration> {
+        let mut samples = Vec::new();
+        for _ in 0..COLD_RUNS {
+            sim.reset_observations();
+            let start = Instant::now();
+            let line = run_line(&driver.bench_find, &args)?;
+            samples.push(start.elapsed());
+            if !line.starts_with("DOC {") {
+                eprintln!("{}: unexpected output {line:?}", driver.name);
+                return None;
+            }
+        }
+        Some(median(samples))
+    };
+    set_delay(sim, Duration::ZERO);
+    let quick = time_runs(sim)?;
+    set_delay(sim, DELAY);
+    let delayed = time_runs(sim);
+    let counts = (0..sim.len())
+        .map(|i| (sim.connections(i), sim.hellos(i)))
+        .collect::<Vec<_>>();
+    set_delay(sim, Duration::ZERO);
+    let delayed = delayed?;
+    let extra = delayed.saturating_sub(quick).as_secs_f64() / DELAY.as_secs_f64();
+    Some(Cold {
+        round_trips: extra.round() as i64,
+        connections: counts.iter().map(|c| c.0).collect(),
+        hellos: counts.iter().map(|c| c.1).collect(),
+    })
+}
+
+fn set_delay(sim: &Simulator, delay: Duration) {
+    for i in 0..sim.len() {
+        sim.delay_replies(i, delay);
+    }
+}
+
+/// (ops/s, CPU µs/op) of the run with the least CPU per operation.
+fn best_warm(driver: &Driver, uri: &str) -> Option<(f64, f64)> {
+    let mut best: Option<(f64, f64)> = None;
+    for _ in 0..WARM_RUNS {
+        let line = run_line(
+            &driver.bench_find,
+            &["warm", uri, DB, COLL, &WARM_OPS.to_string()],
+        )?;
+        let ops = field(&line, "ops_per_s")?;
+        let cpu = field(&line, "cpu_us_per_op")?;
+        if best.is_none_or(|(_, b)| cpu < b) {
+            best = Some((ops, cpu));
+        }
+    }
+    best
+}
+
+fn cli_spawn_to_exit(cli: &Path, uri: &str) -> Duration {
+    let mut samples = Vec::new();
+    for _ in 0..CLI_RUNS {
+        let start = Instant::now();
+        let output = Command::new(cli)
+            .args([uri, "find", "bench.c", "{\"_id\": 1}"])
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("the CLI runs");
+        samples.push(start.elapsed());
+        assert!(output.status.success(), "the CLI failed");
+    }
+    median(samples)
+}
+
+/// The program's last line of output, or `None` (with its stderr shown) if
+/// it failed.
+fn run_line(program: &Path, args: &[&str]) -> Option<String> {
+    let output = Command::new(program)
+        .args(args)
+        .output()
+        .expect("the program runs");
+    if !output.status.success() {
+        eprintln!(
+            "{} {args:?} failed: {}",
+            program.display(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        return None;
+    }
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .last()
+        .map(str::to_owned)
+}
+
+fn field(line: &str, name: &str) -> Option<f64> {
+    line.split_whitespace()
+        .find_map(|part| part.strip_prefix(name)?.strip_prefix('='))
+        .and_then(|v| v.parse().ok())
+}
+
+fn throughput_cells(line: Option<&str>) -> String {
+    let Some(line) = line else {
+        return "-".to_owned();
+    };
+    match (
+        field(line, "docs_per_s"),
+        field(line, "mb_per_s"),
+        field(line, "cpu_us_per_doc"),
+    ) {
+        (Some(d), Some(m), Some(c)) => format!("{d:>10.0} {m:>6.2} {c:>10.2}"),
+        _ => format!("unreadable: {line}"),
+    }
+}
+
+/// Peak resident set of one run, from GNU time's `%M` (KiB).
+fn peak_rss_kib(program: &Path, args: &[&str]) -> Option<u64> {
+    let output = Command::new("/usr/bin/time")
+        .args(["-f", "PEAK_RSS_KIB=%M"])
+        .arg(program)
+        .args(args)
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&output.stderr)
+        .lines()
+        .find_map(|l| l.strip_prefix("PEAK_RSS_KIB="))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+fn file_kib(path: &Path) -> u64 {
+    std::fs::metadata(path).map_or(0, |m| m.len() / 1024)
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn join(values: &[usize]) -> String {
+    values
+        .iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join("/")
+}

@@ -1,0 +1,240 @@
+/*
+ * mongo_inline.h: the C ABI of mongo-inline, a single-threaded MongoDB driver
+ * for short-lived processes. Build target/release/libmongo_inline.so and
+ * libmongo_inline.a with
+ *   cargo rustc --release --lib --features capi --crate-type cdylib --crate-type staticlib
+ *
+ * Conventions
+ * - Every function that can fail returns NULL on success or an mi_error* that
+ *   the caller owns and frees with mi_error_free. Output parameters are
+ *   written only on success (mi_cursor_next first sets *document to NULL).
+ * - NULL or invalid arguments (bad UTF-8, bad BSON, unknown options) give an
+ *   MI_ERROR_ARGUMENT error naming the argument, never a crash. No panic
+ *   crosses the boundary: a bug in the library is an MI_ERROR_INTERNAL error.
+ * - BSON goes in as (pointer, length): the length must equal the document's
+ *   own length prefix. BSON comes out in an mi_buffer the caller frees with
+ *   mi_buffer_free (an mi_buffer is overwritten, never freed, by a call that
+ *   fills it).
+ * - Handles (mi_client, mi_session, mi_cursor) are freed with their *_free
+ *   function; *_free(NULL) is a no-op; using a freed handle is undefined.
+ *   Handles may be freed in any order: a session or cursor keeps its client's
+ *   state alive, and a cursor opened in a session keeps iterating with that
+ *   session after mi_session_free (the session ends with its last cursor).
+ * - Threads: a client, and the sessions and cursors made from it, are used
+ *   from one thread at a time (no background threads run in the library).
+ * - fork(): the child keeps using the client it inherited; its next call
+ *   notices the new process, drops the inherited sockets and session pool
+ *   (without ending the parent's sessions) and draws its own session ids.
+ *   Sessions and cursors opened before the fork must not be used in the
+ *   child (free them only in the parent).
+ * - Callbacks run inline, on the calling thread, while the client is busy:
+ *   a callback must not call into the same client.
+ */
+#ifndef MONGO_INLINE_H
+#define MONGO_INLINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A client: a deployment's topology and one socket per server. */
+typedef struct mi_client mi_client;
+/* An explicit session (causal consistency, transactions). */
+typedef struct mi_session mi_session;
+/* Query results, fetched a batch at a time. */
+typedef struct mi_cursor mi_cursor;
+
+/* What kind of failure an mi_error reports. */
+typedef enum mi_error_domain {
+    MI_ERROR_ARGUMENT = 1,            /* NULL/invalid argument, bad BSON or URI, unknown option */
+    MI_ERROR_NETWORK = 2,             /* a socket failed or could not be opened */
+    MI_ERROR_COMMAND = 3,             /* the server answered ok: 0; code is its error code */
+    MI_ERROR_WRITE = 4,               /* a write statement or write concern failed; code is the server's */
+    MI_ERROR_SERVER_SELECTION = 5,    /* no suitable server (serverSelectionTimeoutMS) */
+    MI_ERROR_TIMEOUT = 6,             /* the operation's timeoutMS passed */
+    MI_ERROR_PROTOCOL = 7,            /* the server's reply broke the protocol */
+    MI_ERROR_AUTHENTICATION = 8,      /* authentication failed */
+    MI_ERROR_TLS = 9,                 /* a TLS handshake or certificate check failed */
+    MI_ERROR_INCOMPATIBLE_SERVER = 10,/* wire versions do not overlap */
+    MI_ERROR_CLIENT = 11,             /* wrong state: e.g. commit without a transaction */
+    MI_ERROR_INTERNAL = 12            /* a bug in the library (a caught panic) */
+} mi_error_domain;
+
+/* A failure. Owned by the caller; free with mi_error_free. */
+typedef struct mi_error {
+    int32_t domain;      /* an mi_error_domain */
+    int32_t code;        /* the server's error code (or a write error's), 0 if none */
+    char *message;       /* NUL-terminated UTF-8, never NULL; names the problem */
+    char **labels;       /* label_count labels ("RetryableWriteError", ...), or NULL */
+    size_t label_count;
+} mi_error;
+
+/* Bytes the library allocated (a BSON document). Free with mi_buffer_free. */
+typedef struct mi_buffer {
+    uint8_t *data;
+    size_t len;
+} mi_buffer;
+
+/* Event kinds of mi_event.kind. */
+#define MI_EVENT_COMMAND_STARTED 1
+#define MI_EVENT_COMMAND_SUCCEEDED 2
+#define MI_EVENT_COMMAND_FAILED 3
+#define MI_EVENT_SDAM 4
+
+/* A command or SDAM event; it and everything it points to are valid only
+ * during the callback. Pointers are NULL where the kind has no such field. */
+typedef struct mi_event {
+    int32_t kind;                /* MI_EVENT_* */
+    const char *command_name;    /* command events */
+    const char *database_name;   /* started events */
+    int32_t request_id;          /* command events */
+    int64_t duration_micros;     /* succeeded and failed events */
+    const char *server_address;  /* command events: host:port */
+    const uint8_t *document;     /* started: the command as sent (with lsid, txnNumber);
+                                    succeeded: the reply; NULL when redacted */
+    size_t document_len;
+    const char *message;         /* failed: the error; SDAM: the logging spec's description */
+} mi_event;
+
+typedef void (*mi_event_callback)(void *user_data, const mi_event *event);
+/* level: 1 error, 2 warn, 3 info, 4 debug, 5 trace. Strings valid during the call. */
+typedef void (*mi_log_callback)(void *user_data, int32_t level, const char *target,
+                                const char *message);
+
+/* The library's version, a static string. */
+const char *mi_version(void);
+
+/* ---- errors, buffers, strings, BSON helpers ---- */
+
+/* Frees an error. NULL is a no-op. */
+void mi_error_free(mi_error *error);
+/* Whether error carries label; false if either is NULL. */
+bool mi_error_has_label(const mi_error *error, const char *label);
+/* Frees buffer->data and resets the buffer to {NULL, 0}. NULL or empty: no-op. */
+void mi_buffer_free(mi_buffer *buffer);
+/* Frees a string from mi_bson_to_json. NULL is a no-op. */
+void mi_string_free(char *string);
+/* Extended JSON (canonical or relaxed) object -> BSON document in *out. */
+mi_error *mi_bson_from_json(const char *json, mi_buffer *out);
+/* BSON document -> relaxed Extended JSON in *out (free with mi_string_free). */
+mi_error *mi_bson_to_json(const uint8_t *bson, size_t len, char **out);
+
+/* ---- clients ---- */
+
+/* Creates a client from a connection string. Parses and validates only: no
+ * I/O until the first operation. *out is freed with mi_client_free. */
+mi_error *mi_client_new(const char *uri, mi_client **out);
+/* Ends the client's server sessions (endSessions, not awaited), closes its
+ * sockets and frees the handle. NULL is a no-op. */
+void mi_client_free(mi_client *client);
+/* Registers (callback NULL: removes) the command and SDAM event callback.
+ * The first registration must come before the client's first operation or
+ * session (MI_ERROR_CLIENT otherwise); later ones replace it at any time.
+ * callback and user_data must stay usable while the client lives. */
+mi_error *mi_client_set_event_callback(mi_client *client, mi_event_callback callback,
+                                       void *user_data);
+/* Registers (callback NULL: removes) the process-wide log callback for
+ * records up to max_level (0 off, 1 error ... 5 trace). MI_ERROR_CLIENT if
+ * the process already has another Rust `log` logger. */
+mi_error *mi_set_log_callback(mi_log_callback callback, void *user_data, int32_t max_level);
+/* The retry tokens left in the client's backpressure bucket (1000 when
+ * full); *has_bucket is false when its retry settings use no bucket. */
+mi_error *mi_client_retry_tokens(mi_client *client, double *tokens, bool *has_bucket);
+/* Runs command on database db (on the primary), in session unless it is
+ * NULL; the reply goes to *reply. A reply with ok: 0 is an MI_ERROR_COMMAND
+ * error. */
+mi_error *mi_client_run_command(mi_client *client, mi_session *session, const char *db,
+                                const uint8_t *command, size_t command_len, mi_buffer *reply);
+
+/* ---- sessions and transactions ---- */
+
+/* Starts an explicit session of client; options {causalConsistency: bool,
+ * snapshot: bool} or NULL. *out is freed with mi_session_free. */
+mi_error *mi_session_start(mi_client *client, const uint8_t *options, size_t options_len,
+                           mi_session **out);
+/* Frees the handle; the session ends (aborting an open transaction) then,
+ * or when the last cursor opened in it is freed. NULL: no-op. */
+void mi_session_free(mi_session *session);
+/* The session's id (lsid) as a BSON document in *out. */
+mi_error *mi_session_id(mi_session *session, mi_buffer *out);
+/* Starts a transaction; the session's next operation begins it. options
+ * override the session's defaults: {readConcern: {level}, writeConcern: {w,
+ * j, wtimeout}, maxCommitTimeMS} or NULL. */
+mi_error *mi_session_start_transaction(mi_session *session, const uint8_t *options,
+                                       size_t options_len);
+/* Commits the transaction (MI_ERROR_CLIENT if none was started). */
+mi_error *mi_session_commit_transaction(mi_session *session);
+/* Aborts the transaction (MI_ERROR_CLIENT if none was started). */
+mi_error *mi_session_abort_transaction(mi_session *session);
+
+/* ---- CRUD ----
+ * Every operation takes the client, an optional session (NULL: an implicit
+ * one; a session of another client is an MI_ERROR_ARGUMENT error), the
+ * database and collection names. options are BSON documents or NULL; an
+ * unknown option is an MI_ERROR_ARGUMENT error. A cursor opened in a session
+ * fetches its further batches in that session. */
+
+/* Inserts one document (an _id is generated if it has none);
+ * *result = {insertedId}. */
+mi_error *mi_insert_one(mi_client *client, mi_session *session, const char *db,
+                        const char *coll, const uint8_t *document, size_t document_len,
+                        mi_buffer *result);
+/* Inserts count documents (documents[i] of lengths[i] bytes), in batches the
+ * server accepts; *result = {insertedIds: {"0": id, ...}}. */
+mi_error *mi_insert_many(mi_client *client, mi_session *session, const char *db,
+                         const char *coll, const uint8_t *const *documents,
+                         const size_t *lengths, size_t count, mi_buffer *result);
+/* Updates the first document matching filter; options {upsert: bool};
+ * *result = {matchedCount, modifiedCount, upsertedId?}. */
+mi_error *mi_update_one(mi_client *client, mi_session *session, const char *db,
+                        const char *coll, const uint8_t *filter, size_t filter_len,
+                        const uint8_t *update, size_t update_len, const uint8_t *options,
+                        size_t options_len, mi_buffer *result);
+/* As mi_update_one, for every matching document. */
+mi_error *mi_update_many(mi_client *client, mi_session *session, const char *db,
+                         const char *coll, const uint8_t *filter, size_t filter_len,
+                         const uint8_t *update, size_t update_len, const uint8_t *options,
+                         size_t options_len, mi_buffer *result);
+/* Deletes the first document matching filter; *result = {deletedCount}. */
+mi_error *mi_delete_one(mi_client *client, mi_session *session, const char *db,
+                        const char *coll, const uint8_t *filter, size_t filter_len,
+                        mi_buffer *result);
+/* Deletes every document matching filter; *result = {deletedCount}. */
+mi_error *mi_delete_many(mi_client *client, mi_session *session, const char *db,
+                         const char *coll, const uint8_t *filter, size_t filter_len,
+                         mi_buffer *result);
+/* How many documents match filter; options {limit, skip}. */
+mi_error *mi_count_documents(mi_client *client, mi_session *session, const char *db,
+                             const char *coll, const uint8_t *filter, size_t filter_len,
+                             const uint8_t *options, size_t options_len, uint64_t *count);
+/* The documents matching filter; options {sort, projection, limit, skip,
+ * batchSize}. *out is freed with mi_cursor_free. */
+mi_error *mi_find(mi_client *client, mi_session *session, const char *db, const char *coll,
+                  const uint8_t *filter, size_t filter_len, const uint8_t *options,
+                  size_t options_len, mi_cursor **out);
+/* Runs the pipeline of count stages; options {batchSize, allowDiskUse}.
+ * *out is freed with mi_cursor_free. */
+mi_error *mi_aggregate(mi_client *client, mi_session *session, const char *db,
+                       const char *coll, const uint8_t *const *stages, const size_t *lengths,
+                       size_t count, const uint8_t *options, size_t options_len,
+                       mi_cursor **out);
+
+/* ---- cursors ---- */
+
+/* The next document in *document (*len bytes), borrowed until the next call
+ * on the cursor or its free; *document is NULL at the end. Fetches the next
+ * batch from the server when the current one is used up. */
+mi_error *mi_cursor_next(mi_cursor *cursor, const uint8_t **document, size_t *len);
+/* Closes the cursor (killCursors if the server still holds it) and frees
+ * it. NULL is a no-op. */
+void mi_cursor_free(mi_cursor *cursor);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MONGO_INLINE_H */

@@ -1,0 +1,1140 @@
+//! The C ABI (feature `capi`): opaque handles, BSON as byte buffers, and
+//! an `mi_error` for every failure. `include/mongo_inline.h` declares it
+//! and documents ownership; this module is the only place with `unsafe`.
+//!
+//! ```text
+//!  C caller ──> mi_* (this file: pointers checked, panics caught)
+//!                 └─> ops.rs (safe calls into the Rust API) ──> Client
+//!  mi_error* <── Failure (error.rs)      events.rs ──> C callbacks
+//! ```
+//!
+//! Every exported function that can fail returns `NULL` on success or an
+//! `mi_error` the caller frees; no panic unwinds into C. A handle is used
+//! from one thread at a time. After `fork()` the child keeps using its
+//! client: the driver notices the new process and drops inherited sockets
+//! and sessions (sessions and cursors opened before the fork must not be
+//! used in the child).
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
+mod error;
+mod events;
+mod ops;
+
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bson::Document;
+
+pub use error::{Domain, MiError};
+pub use events::{MiEvent, MiEventCallback, MiLogCallback};
+
+use error::Failure;
+use events::EventSlot;
+use ops::{DocumentStream, Many};
+
+/// `mi_client`: a client and what the C side attached to it.
+pub struct MiClient {
+    id: u64,
+    client: crate::Client,
+    /// Present once an event callback was registered.
+    events: Option<Arc<EventSlot>>,
+    /// Whether the client has run an operation or handed out a session:
+    /// until then it can be rebuilt to carry an event handler.
+    used: bool,
+}
+
+/// `mi_session`: an explicit session of one client. Shared with the
+/// cursors opened in it, which iterate with it: freeing the handle first
+/// leaves them working, and the session ends with the last of them.
+pub struct MiSession {
+    client_id: u64,
+    session: SharedSession,
+}
+
+type SharedSession = Arc<Mutex<crate::ClientSession>>;
+
+/// `mi_cursor`: query results, and the document last returned.
+pub struct MiCursor {
+    stream: DocumentStream,
+    /// The session that opened it, for a session cursor.
+    session: Option<SharedSession>,
+    current: Vec<u8>,
+}
+
+/// The session, even if a panic poisoned its lock: every `ClientSession`
+/// method leaves it consistent between calls.
+fn lock(session: &SharedSession) -> MutexGuard<'_, crate::ClientSession> {
+    session
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// `mi_buffer`: bytes the library allocated; `mi_buffer_free` releases them.
+#[repr(C)]
+#[derive(Debug)]
+pub struct MiBuffer {
+    /// The bytes (a BSON document), or NULL.
+    pub data: *mut u8,
+    /// How many.
+    pub len: usize,
+}
+
+static NEXT_CLIENT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Runs `body` with panics caught: `NULL` on success, else a new `mi_error`.
+fn boundary(body: impl FnOnce() -> Result<(), Failure>) -> *mut MiError {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(())) => ptr::null_mut(),
+        Ok(Err(failure)) => failure.into_raw(),
+        Err(panic) => Failure::from_panic(panic.as_ref()).into_raw(),
+    }
+}
+
+/// For functions that cannot report an error (the `*_free` family): a panic
+/// is swallowed rather than unwound into C.
+fn quiet_boundary(body: impl FnOnce()) {
+    let _ = catch_unwind(AssertUnwindSafe(body));
+}
+
+/// # Safety
+/// `ptr` is NULL or points to a NUL-terminated string valid for `'a`.
+unsafe fn str_arg<'a>(ptr: *const c_char, name: &str) -> Result<&'a str, Failure> {
+    if ptr.is_null() {
+        return Err(Failure::argument(name, "is NULL"));
+    }
+    // SAFETY: non-NULL and NUL-terminated by the caller's contract.
+    let bytes = unsafe { CStr::from_ptr(ptr) };
+    bytes
+        .to_str()
+        .map_err(|_| Failure::argument(name, "is not valid UTF-8"))
+}
+
+/// # Safety
+/// `ptr` is NULL or points to `len` readable bytes valid for `'a`.
+unsafe fn bytes_arg<'a>(ptr: *const u8, len: usize, name: &str) -> Result<&'a [u8], Failure> {
+    if ptr.is_null() {
+        return Err(Failure::argument(name, "is NULL"));
+    }
+    if len > isize::MAX as usize {
+        return Err(Failure::argument(name, "has an impossible length"));
+    }
+    // SAFETY: non-NULL, `len` bytes readable by the caller's contract, and
+    // `len` fits a slice.
+    Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
+}
+
+/// One whole BSON document from `len` bytes: the declared length must be
+/// `len` and nothing may follow it.
+fn parse_document(bytes: &[u8], name: &str) -> Result<Document, Failure> {
+    if bytes.len() < 5 {
+        return Err(Failure::argument(name, "is not BSON: shorter than 5 bytes"));
+    }
+    let declared = i32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+    if usize::try_from(declared).ok() != Some(bytes.len()) {
+        return Err(Failure::argument(
+            name,
+            &format!(
+                "is not BSON: declares {declared} bytes but {} were given",
+                bytes.len()
+            ),
+        ));
+    }
+    Document::from_reader(bytes).map_err(|e| Failure::argument(name, &format!("is not BSON: {e}")))
+}
+
+/// # Safety
+/// As for [`bytes_arg`].
+unsafe fn document_arg(ptr: *const u8, len: usize, name: &str) -> Result<Document, Failure> {
+    // SAFETY: forwarded contract.
+    parse_document(unsafe { bytes_arg(ptr, len, name) }?, name)
+}
+
+/// `None` for a NULL pointer.
+///
+/// # Safety
+/// As for [`bytes_arg`].
+unsafe fn optional_document_arg(
+    ptr: *const u8,
+    len: usize,
+    name: &str,
+) -> Result<Option<Document>, Failure> {
+    if ptr.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: forwarded contract.
+    unsafe { document_arg(ptr, len, name) }.map(Some)
+}
+
+/// `count` documents from parallel arrays of pointers and lengths.
+///
+/// # Safety
+/// `docs` and `lens` are NULL or point to `count` elements each, and each
+/// `docs[i]` to `lens[i]` readable bytes.
+unsafe fn document_list(
+    docs: *const *const u8,
+    lens: *const usize,
+    count: usize,
+    name: &str,
+) -> Result<Vec<Document>, Failure> {
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    if docs.is_null() || lens.is_null() {
+        return Err(Failure::argument(name, "is NULL (or its lengths are)"));
+    }
+    if count > isize::MAX as usize / std::mem::size_of::<*const u8>() {
+        return Err(Failure::argument(name, "has an impossible count"));
+    }
+    // SAFETY: both arrays hold `count` elements by the caller's contract.
+    let (docs, lens) = unsafe {
+        (
+            std::slice::from_raw_parts(docs, count),
+            std::slice::from_raw_parts(lens, count),
+        )
+    };
+    docs.iter()
+        .zip(lens)
+        .enumerate()
+        .map(|(i, (&ptr, &len))| {
+            // SAFETY: each element points to `len` bytes by the contract.
+            unsafe { document_arg(ptr, len, &format!("{name}[{i}]")) }
+        })
+        .collect()
+}
+
+/// # Safety
+/// `ptr` is NULL or a valid, exclusively used `T` for `'a`.
+unsafe fn handle<'a, T>(ptr: *mut T, name: &str) -> Result<&'a mut T, Failure> {
+    // SAFETY: NULL is checked by `as_mut`; otherwise valid by contract.
+    unsafe { ptr.as_mut() }.ok_or_else(|| Failure::argument(name, "is NULL"))
+}
+
+/// The session, checked to belong to `client`.
+///
+/// # Safety
+/// As for [`handle`].
+unsafe fn session_for(
+    session: *mut MiSession,
+    client: &MiClient,
+) -> Result<Option<SharedSession>, Failure> {
+    // SAFETY: NULL is checked by `as_mut`; otherwise valid by contract.
+    let Some(session) = (unsafe { session.as_mut() }) else {
+        return Ok(None);
+    };
+    if session.client_id != client.id {
+        return Err(Failure::argument(
+            "session",
+            "belongs to another client than `client`",
+        ));
+    }
+    Ok(Some(session.session.clone()))
+}
+
+fn write_buffer(out: &mut MiBuffer, document: &Document) -> Result<(), Failure> {
+    let mut bytes = Vec::new();
+    document
+        .to_writer(&mut bytes)
+        .map_err(|e| Failure::new(Domain::Internal, format!("cannot encode a result: {e}")))?;
+    let boxed = bytes.into_boxed_slice();
+    out.len = boxed.len();
+    out.data = Box::into_raw(boxed).cast::<u8>();
+    Ok(())
+}
+
+/// The library's version, a static NUL-terminated string.
+#[no_mangle]
+pub extern "C" fn mi_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+/// Frees an error; NULL is a no-op.
+///
+/// # Safety
+/// `error` is NULL or was returned by this library and not freed yet.
+#[no_mangle]
+pub unsafe extern "C" fn mi_error_free(error: *mut MiError) {
+    quiet_boundary(|| {
+        if error.is_null() {
+            return;
+        }
+        // SAFETY: allocated by `Failure::into_raw` with `Box`, not freed yet.
+        let error = unsafe { Box::from_raw(error) };
+        if !error.message.is_null() {
+            // SAFETY: made by `CString::into_raw` in `c_string`.
+            drop(unsafe { CString::from_raw(error.message) });
+        }
+        if !error.labels.is_null() {
+            // SAFETY: a boxed slice of `label_count` pointers from `into_raw`.
+            let labels = unsafe {
+                Box::from_raw(ptr::slice_from_raw_parts_mut(
+                    error.labels,
+                    error.label_count,
+                ))
+            };
+            for &label in labels.iter() {
+                // SAFETY: each made by `CString::into_raw`.
+                drop(unsafe { CString::from_raw(label) });
+            }
+        }
+    })
+}
+
+/// Whether `error` carries `label`; false for NULL arguments.
+///
+/// # Safety
+/// `error` is NULL or a live error from this library; `label` is NULL or a
+/// NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn mi_error_has_label(error: *const MiError, label: *const c_char) -> bool {
+    catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: NULL or a live error by contract.
+        let Some(error) = (unsafe { error.as_ref() }) else {
+            return false;
+        };
+        // SAFETY: NULL or NUL-terminated by contract.
+        let Ok(label) = (unsafe { str_arg(label, "label") }) else {
+            return false;
+        };
+        if error.labels.is_null() {
+            return false;
+        }
+        // SAFETY: `label_count` pointers to NUL-terminated strings we made.
+        let labels = unsafe { std::slice::from_raw_parts(error.labels, error.label_count) };
+        labels.iter().any(|&l| {
+            // SAFETY: each is a NUL-terminated string we made.
+            unsafe { CStr::from_ptr(l) }.to_bytes() == label.as_bytes()
+        })
+    }))
+    .unwrap_or(false)
+}
+
+/// Frees a buffer's bytes and resets it to `{NULL, 0}`; NULL or an empty
+/// buffer is a no-op.
+///
+/// # Safety
+/// `buffer` is NULL or points to an `mi_buffer` that is empty or was filled
+/// by this library and not freed yet.
+#[no_mangle]
+pub unsafe extern "C" fn mi_buffer_free(buffer: *mut MiBuffer) {
+    quiet_boundary(|| {
+        // SAFETY: NULL or a valid buffer by contract.
+        let Some(buffer) = (unsafe { buffer.as_mut() }) else {
+            return;
+        };
+        if !buffer.data.is_null() {
+            // SAFETY: a boxed slice of `len` bytes from `write_buffer`.
+            drop(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(buffer.data, buffer.len)) });
+        }
+        buffer.data = ptr::null_mut();
+        buffer.len = 0;
+    })
+}
+
+/// Frees a string from `mi_bson_to_json`; NULL is a no-op.
+///
+/// # Safety
+/// `string` is NULL or came from this library and was not freed yet.
+#[no_mangle]
+pub unsafe extern "C" fn mi_string_free(string: *mut c_char) {
+    quiet_boundary(|| {
+        if !string.is_null() {
+            // SAFETY: made by `CString::into_raw`, not freed yet.
+            drop(unsafe { CString::from_raw(string) });
+        }
+    })
+}
+
+/// Parses Extended JSON (canonical or relaxed) into a BSON document.
+///
+/// # Safety
+/// `json` is NULL or NUL-terminated; `out` is NULL or a writable `mi_buffer`.
+#[no_mangle]
+pub unsafe extern "C" fn mi_bson_from_json(
+    json: *const c_char,
+    out: *mut MiBuffer,
+) -> *mut MiError {
+    boundary(|| {
+        // SAFETY: by contract.
+        let (json, out) = unsafe { (str_arg(json, "json")?, handle(out, "out")?) };
+        let value: serde_json::Value = serde_json::from_str(json)
+            .map_err(|e| Failure::argument("json", &format!("is not JSON: {e}")))?;
+        let document = match bson::Bson::try_from(value) {
+            Ok(bson::Bson::Document(d)) => d,
+            Ok(_) => return Err(Failure::argument("json", "is not a JSON object")),
+            Err(e) => {
+                return Err(Failure::argument(
+                    "json",
+                    &format!("is not Extended JSON: {e}"),
+                ))
+            }
+        };
+        write_buffer(out, &document)
+    })
+}
+
+/// Renders a BSON document as relaxed Extended JSON; free the string with
+/// `mi_string_free`.
+///
+/// # Safety
+/// `bson` is NULL or points to `len` bytes; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn mi_bson_to_json(
+    bson: *const u8,
+    len: usize,
+    out: *mut *mut c_char,
+) -> *mut MiError {
+    boundary(|| {
+        // SAFETY: by contract.
+        let (document, out) = unsafe { (document_arg(bson, len, "bson")?, handle(out, "out")?) };
+        let json = bson::Bson::Document(document)
+            .into_relaxed_extjson()
+            .to_string();
+        *out = error::c_string(json);
+        Ok(())
+    })
+}
+
+/// Creates a client from a connection string (parses and validates, no I/O).
+///
+/// # Safety
+/// `uri` is NULL or NUL-terminated; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn mi_client_new(
+    uri: *const c_char,
+    out: *mut *mut MiClient,
+) -> *mut MiError {
+    boundary(|| {
+        // SAFETY: by contract.
+        let (uri, out) = unsafe { (str_arg(uri, "uri")?, handle(out, "out")?) };
+        let client = ops::new_client(uri)?;
+        *out = Box::into_raw(Box::new(MiClient {
+            id: NEXT_CLIENT_ID.fetch_add(1, Ordering::Relaxed),
+            client,
+            events: None,
+            used: false,
+        }));
+        Ok(())
+    })
+}
+
+/// Closes the client (ends its server sessions, closes its sockets) and
+/// frees the handle; NULL is a no-op.
+///
+/// # Safety
+/// `client` is NULL or a live client handle, not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn mi_client_free(client: *mut MiClient) {
+    quiet_boundary(|| {
+        if client.is_null() {
+            return;
+        }
+        // SAFETY: made by `mi_client_new` with `Box`, not freed yet.
+        let client = unsafe { Box::from_raw(client) };
+        ops::close(&client.client);
+    })
+}
+
+/// Registers (or with NULL removes) the command and SDAM event callback.
+///
+/// # Safety
+/// `client` is NULL or a live client handle; `callback` and `user_data`
+/// stay usable while the client lives.
+#[no_mangle]
+pub unsafe extern "C" fn mi_client_set_event_callback(
+    client: *mut MiClient,
+    callback: MiEventCallback,
+    user_data: *mut c_void,
+) -> *mut MiError {
+    boundary(|| {
+        // SAFETY: by contract.
+        let client = unsafe { handle(client, "client")? };
+        if client.events.is_none() {
+            if client.used {
+                return Err(Failure::new(
+                    Domain::Client,
+                    "register the first event callback before the client's first operation or session",
+                ));
+            }
+            let slot = events::new_slot();
+            client.client = ops::with_event_handler(&client.client, slot.clone())?;
+            client.events = Some(slot);
+        }
+        if let Some(slot) = &client.events {
+            slot.set(callback, user_data);
+        }
+        Ok(())
+    })
+}
+
+/// Registers (or with NULL removes) the process-wide log callback, for
+/// records up to `max_level` (0 off, 1 error … 5 trace).
+///
+/// # Safety
+/// `callback` and `user_data` stay usable until replaced.
+#[no_mangle]
+pub unsafe extern "C" fn mi_set_log_callback(
+    callback: MiLogCallback,
+    user_data: *mut c_void,
+    max_level: i32,
+) -> *mut MiError {
+    boundary(|| events::set_log_callback(callback, user_data, max_level))
+}
+
+/// The retry tokens left in the client's bucket; `*has_bucket` false when
+/// its retry settings use none.
+///
+/// # Safety
+/// `client` is NULL or live; `tokens` and `has_bucket` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn mi_client_retry_tokens(
+    client: *mut MiClient,
+    tokens: *mut f64,
+    has_bucket: *mut bool,
+) -> *mut MiError {
+    boundary(|| {
+        // SAFETY: by contract.
+        let (client, tokens, has_bucket) = unsafe {
+            (
+                handle(client, "client")?,
+                handle(tokens, "tokens")?,
+                handle(has_bucket, "has_bucket")?,
+            )
+        };
+        let balance = ops::retry_tokens(&client.client);
+        *has_bucket = balance.is_some();
+        *tokens = balance.unwrap_or(0.0);
+        Ok(())
+    })
+}
+
+/// Runs a command on database `db` (on the primary), in `session` if not
+/// NULL; the reply goes to `reply`.
+///
+/// # Safety
+/// Pointers NULL or valid: `command` for `command_len` bytes, `reply` writable.
+#[no_mangle]
+pub unsafe extern "C" fn mi_client_run_command(
+    client: *mut MiClient,
+    session: *mut MiSession,
+    db: *const c_char,
+    command: *const u8,
+    command_len: usize,
+    reply: *mut MiBuffer,
+) -> *mut MiError {
+    boundary(|| {
+        // SAFETY: by contract.
+        let (client, db, command, reply) = unsafe {
+            (
+                handle(client, "client")?,
+                str_arg(db, "db")?,
+                document_arg(command, command_len, "command")?,
+                handle(reply, "reply")?,
+            )
+        };
+        // SAFETY: by contract.
+        let session = unsafe { session_for(session, client)? };
+        client.used = true;
+        let output = ops::run_command(
+            &client.client,
+            lock_opt(&session).as_deref_mut(),
+            db,
+            command,
+        )?;
+        write_buffer(reply, &output)
+    })
+}
+
+/// Starts an explicit session; options `{causalConsistency, snapshot}` or NULL.
+///
+/// # Safety
+/// `client` NULL or live; `options` NULL or `options_len` bytes; `out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn mi_session_start(
+    client: *mut MiClient,
+    options: *const u8,
+    options_len: usize,
+    out: *mut *mut MiSession,
+) -> *mut MiError {
+    boundary(|| {
+        // SAFETY: by contract.
+        let (client, options, out) = unsafe {
+            (
+                handle(client, "client")?,
+                optional_document_arg(options, options_len, "options")?,
+                handle(out, "out")?,
+            )
+        };
+        client.used = true;
+        let session = ops::start_session(&client.client, options)?;
+        *out = Box::into_raw(Box::new(MiSession {
+            client_id: client.id,
+            session: Arc::new(Mutex::new(session)),
+        }));
+        Ok(())
+    })
+}
+
+/// Frees the handle; the session ends (aborting an open transaction) now,
+/// or when the last cursor opened in it is freed. NULL is a no-op.
+///
+/// # Safety
+/// `session` NULL or live, not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn mi_session_free(session: *mut MiSession) {
+    quiet_boundary(|| {
+        if !session.is_null() {
+            // SAFETY: made by `mi_session_start` with `Box`, not freed yet.
+            drop(unsafe { Box::from_raw(session) });
+        }
+    })
+}
+
+/// The session's id (`lsid`) as a BSON document.
+///
+/// # Safety
+/// `session` NULL or live; `out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn mi_session_id(
+    session: *mut MiSession,
+    out: *mut MiBuffer,
+) -> *mut MiError {
+    boundary(|| {
+        // SAFETY: by contract.
+        let (session, out) = unsafe { (handle(session, "session")?, handle(out, "out")?) };
+        let id = ops::session_id(&lock(&session.session))
+            .ok_or_else(|| Failure::new(Domain::Client, "the session has ended"))?;
+        write_buffer(out, &id)
+    })
+}
+
+/// Starts a transaction; the next operation in the session begins it.
+/// Options `{readConcern, writeConcern, maxCommitTimeMS}` or NULL.
+///
+/// # Safety
+/// `session` NULL or live; `options` NULL or `options_len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn mi_session_start_transaction(
+    session: *mut MiSession,
+    options: *const u8,
+    options_len: usize,
+) -> *mut MiError {
+    boundary(|| {
+        // SAFETY: by contract.
+        let (session, options) = unsafe {
+            (
+                handle(session, "session")?,
+                optional_document_arg(options, options_len, "options")?,
+            )
+        };
+        ops::start_transaction(&mut lock(&session.session), options)
+    })
+}
+
+/// Commits the session's transaction.
+///
+/// # Safety
+/// `session` NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn mi_session_commit_transaction(session: *mut MiSession) -> *mut MiError {
+    boundary(|| {
+        // SAFETY: by contract.
+        let session = unsafe { handle(session, "session")? };
+        ops::commit_transaction(&mut lock(&session.session))
+    })
+}
+
+/// Aborts the session's transaction.
+///
+/// # Safety
+/// `session` NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn mi_session_abort_transaction(session: *mut MiSession) -> *mut MiError {
+    boundary(|| {
+        // SAFETY: by contract.
+        let session = unsafe { handle(session, "session")? };
+        ops::abort_transaction(&mut lock(&session.session))
+    })
+}
+
+/// The checked common arguments of a collection operation.
+struct Target<'a> {
+    client: &'a mut MiClient,
+    session: Option<SharedSession>,
+    db: &'a str,
+    coll: &'a str,
+}
+
+/// The locked session, if there is one.
+fn lock_opt(session: &Option<SharedSession>) -> Option<MutexGuard<'_, crate::ClientSession>> {
+    session.as_ref().map(lock)
+}
+
+/// # Safety
+/// Each pointer NULL or valid for the call.
+unsafe fn target<'a>(
+    client: *mut MiClient,
+    session: *mut MiSession,
+    db: *const c_char,
+    coll: *const c_char,
+) -> Result<Target<'a>, Failure> {
+    // SAFETY: by the caller's contract.
+    let client = unsafe { handle(client, "client")? };
+    // SAFETY: by the caller's contract.
+    let session = unsafe { session_for(session, client)? };
+    // SAFETY: by the caller's contract.
+    let (db, coll) = unsafe { (str_arg(db, "db")?, str_arg(coll, "coll")?) };
+    client.used = true;
+    Ok(Target {
+        client,
+        session,
+        db,
+        coll,
+    })
+}
+
+/// Inserts one document; `result` gets `{insertedId}`.
+///
+/// # Safety
+/// Pointers NULL or valid; `document` for `document_len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn mi_insert_one(
+    client: *mut MiClient,
+    session: *mut MiSession,
+    db: *const c_char,
+    coll: *const c_char,
+    document: *const u8,
+    document_len: usize,
+    result: *mut MiBuffer,
+) -> *mut MiError {
+    boundary(|| {
+        // SAFETY: by contract.
+        let (t, document, result) = unsafe {
+            (
+                target(client, session, db, coll)?,
+                document_arg(document, document_len, "document")?,
+                handle(result, "result")?,
+            )
+        };
+        let reply = ops::insert_one(
+            &t.client.client,
+            lock_opt(&t.session).as_deref_mut(),
+            t.db,
+            t.coll,
+            document,
+        )?;
+        write_buffer(result, &reply)
+    })
+}
+
+/// Inserts `count` documents; `result` gets `{insertedIds}`.
+///
+/// # Safety
+/// Pointers NULL or valid; `documents` and `lengths` hold `count` elements.
+#[no_mangle]
+pub unsafe extern "C" fn mi_insert_many(
+    client: *mut MiClient,
+    session: *mut MiSession,
+    db: *const c_char,
+    coll: *const c_char,
+    documents: *const *const u8,
+    lengths: *const usize,
+    count: usize,
+    result: *mut MiBuffer,
+) -> *mut MiError {
+    boundary(|| {
+        // SAFETY: by contract.
+        let (t, documents, result) = unsafe {
+            (
+                target(client, session, db, coll)?,
+                document_list(documents, lengths, count, "documents")?,
+                handle(result, "result")?,
+            )
+        };
+        let reply = ops::insert_many(
+            &t.client.client,
+            lock_opt(&t.session).as_deref_mut(),
+            t.db,
+            t.coll,
+            documents,
+        )?;
+        write_buffer(result, &reply)
+    })
+}
+
+/// # Safety
+/// As for `mi_update_one`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn update_entry(
+    many: Many,
+    client: *mut MiClient,
+    session: *mut MiSession,
+    db: *const c_char,
+    coll: *const c_char,
+    filter: (*const u8, usize),
+    update: (*const u8, usize),
+    options: (*const u8, usize),
+    result: *mut MiBuffer,
+) -> *mut MiError {
+    boundary(|| {
+        // SAFETY: by contract.
+        let (t, filter, update, options, result) = unsafe {
+            (
+                target(client, session, db, coll)?,
+                document_arg(filter.0, filter.1, "filter")?,
+                document_arg(update.0, update.1, "update")?,
+                optional_document_arg(options.0, options.1, "options")?,
+                handle(result, "result")?,
+            )
+        };
+        let reply = ops::update(
+            &t.client.client,
+            lock_opt(&t.session).as_deref_mut(),
+            (t.db, t.coll),
+            many,
+            filter,
+            update,
+            options,
+        )?;
+        write_buffer(result, &reply)
+    })
+}
+
+/// Updates the first document matching `filter`; options `{upsert}`;
+/// `result` gets `{matchedCount, modifiedCount, upsertedId?}`.
+///
+/// # Safety
+/// Pointers NULL or valid for their lengths; `options` may be NULL.
+#[no_mangle]
+pub unsafe extern "C" fn mi_update_one(
+    client: *mut MiClient,
+    session: *mut MiSession,
+    db: *const c_char,
+    coll: *const c_char,
+    filter: *const u8,
+    filter_len: usize,
+    update: *const u8,
+    update_len: usize,
+    options: *const u8,
+    options_len: usize,
+    result: *mut MiBuffer,
+) -> *mut MiError {
+    // SAFETY: the same contract.
+    unsafe {
+        update_entry(
+            Many::One,
+            client,
+            session,
+            db,
+            coll,
+            (filter, filter_len),
+            (update, update_len),
+            (options, options_len),
+            result,
+        )
+    }
+}
+
+/// Updates every document matching `filter`; as `mi_update_one` otherwise.
+///
+/// # Safety
+/// As for `mi_update_one`.
+#[no_mangle]
+pub unsafe extern "C" fn mi_update_many(
+    client: *mut MiClient,
+    session: *mut MiSession,
+    db: *const c_char,
+    coll: *const c_char,
+    filter: *const u8,
+    filter_len: usize,
+    update: *const u8,
+    update_len: usize,
+    options: *const u8,
+    options_len: usize,
+    result: *mut MiBuffer,
+) -> *mut MiError {
+    // SAFETY: the same contract.
+    unsafe {
+        update_entry(
+            Many::All,
+            client,
+            session,
+            db,
+            coll,
+            (filter, filter_len),
+            (update, update_len),
+            (options, options_len),
+            result,
+        )
+    }
+}
+
+/// # Safety
+/// As for `mi_delete_one`.
+unsafe fn delete_entry(
+    many: Many,
+    client: *mut MiClient,
+    session: *mut MiSession,
+    db: *const c_char,
+    coll: *const c_char,
+    filter: (*const u8, usize),
+    result: *mut MiBuffer,
+) -> *mut MiError {
+    boundary(|| {
+        // SAFETY: by contract.
+        let (t, filter, result) = unsafe {
+            (
+                target(client, session, db, coll)?,
+                document_arg(filter.0, filter.1, "filter")?,
+                handle(result, "result")?,
+            )
+        };
+        let reply = ops::delete(
+            &t.client.client,
+            lock_opt(&t.session).as_deref_mut(),
+            (t.db, t.coll),
+            many,
+            filter,
+        )?;
+        write_buffer(result, &reply)
+    })
+}
+
+/// Deletes the first document matching `filter`; `result` gets `{deletedCount}`.
+///
+/// # Safety
+/// Pointers NULL or valid for their lengths.
+#[no_mangle]
+pub unsafe extern "C" fn mi_delete_one(
+    client: *mut MiClient,
+    session: *mut MiSession,
+    db: *const c_char,
+    coll: *const c_char,
+    filter: *const u8,
+    filter_len: usize,
+    result: *mut MiBuffer,
+) -> *mut MiError {
+    // SAFETY: the same contract.
+    unsafe {
+        delete_entry(
+            Many::One,
+            client,
+            session,
+            db,
+            coll,
+            (filter, filter_len),
+            result,
+        )
+    }
+}
+
+/// Deletes every document matching `filter`; `result` gets `{deletedCount}`.
+///
+/// # Safety
+/// Pointers NULL or valid for their lengths.
+#[no_mangle]
+pub unsafe extern "C" fn mi_delete_many(
+    client: *mut MiClient,
+    session: *mut MiSession,
+    db: *const c_char,
+    coll: *const c_char,
+    filter: *const u8,
+    filter_len: usize,
+    result: *mut MiBuffer,
+) -> *mut MiError {
+    // SAFETY: the same contract.
+    unsafe {
+        delete_entry(
+            Many::All,
+            client,
+            session,
+            db,
+            coll,
+            (filter, filter_len),
+            result,
+        )
+    }
+}
+
+/// How many documents match `filter`; options `{limit, skip}`.
+///
+/// # Safety
+/// Pointers NULL or valid for their lengths; `options` may be NULL.
+#[no_mangle]
+pub unsafe extern "C" fn mi_count_documents(
+    client: *mut MiClient,
+    session: *mut MiSession,
+    db: *const c_char,
+    coll: *const c_char,
+    filter: *const u8,
+    filter_len: usize,
+    options: *const u8,
+    options_len: usize,
+    count: *mut u64,
+) -> *mut MiError {
+    boundary(|| {
+        // SAFETY: by contract.
+        let (t, filter, options, count) = unsafe {
+            (
+                target(client, session, db, coll)?,
+                document_arg(filter, filter_len, "filter")?,
+                optional_document_arg(options, options_len, "options")?,
+                handle(count, "count")?,
+            )
+        };
+        *count = ops::count_documents(
+            &t.client.client,
+            lock_opt(&t.session).as_deref_mut(),
+            (t.db, t.coll),
+            filter,
+            options,
+        )?;
+        Ok(())
+    })
+}
+
+fn new_cursor(stream: DocumentStream, session: Option<SharedSession>) -> *mut MiCursor {
+    Box::into_raw(Box::new(MiCursor {
+        stream,
+        session,
+        current: Vec::new(),
+    }))
+}
+
+/// The documents matching `filter` as a cursor; options `{sort, projection,
+/// limit, skip, batchSize}`.
+///
+/// # Safety
+/// Pointers NULL or valid for their lengths; `options` may be NULL.
+#[no_mangle]
+pub unsafe extern "C" fn mi_find(
+    client: *mut MiClient,
+    session: *mut MiSession,
+    db: *const c_char,
+    coll: *const c_char,
+    filter: *const u8,
+    filter_len: usize,
+    options: *const u8,
+    options_len: usize,
+    out: *mut *mut MiCursor,
+) -> *mut MiError {
+    boundary(|| {
+        // SAFETY: by contract.
+        let (t, filter, options, out) = unsafe {
+            (
+                target(client, session, db, coll)?,
+                document_arg(filter, filter_len, "filter")?,
+                optional_document_arg(options, options_len, "options")?,
+                handle(out, "out")?,
+            )
+        };
+        let stream = ops::find(
+            &t.client.client,
+            lock_opt(&t.session).as_deref_mut(),
+            (t.db, t.coll),
+            filter,
+            options,
+        )?;
+        *out = new_cursor(stream, t.session.clone());
+        Ok(())
+    })
+}
+
+/// The results of an aggregation pipeline of `count` stages, as a cursor;
+/// options `{batchSize, allowDiskUse}`.
+///
+/// # Safety
+/// Pointers NULL or valid; `stages` and `lengths` hold `count` elements.
+#[no_mangle]
+pub unsafe extern "C" fn mi_aggregate(
+    client: *mut MiClient,
+    session: *mut MiSession,
+    db: *const c_char,
+    coll: *const c_char,
+    stages: *const *const u8,
+    lengths: *const usize,
+    count: usize,
+    options: *const u8,
+    options_len: usize,
+    out: *mut *mut MiCursor,
+) -> *mut MiError {
+    boundary(|| {
+        // SAFETY: by contract.
+        let (t, pipeline, options, out) = unsafe {
+            (
+                target(client, session, db, coll)?,
+                document_list(stages, lengths, count, "stages")?,
+                optional_document_arg(options, options_len, "options")?,
+                handle(out, "out")?,
+            )
+        };
+        let stream = ops::aggregate(
+            &t.client.client,
+            lock_opt(&t.session).as_deref_mut(),
+            (t.db, t.coll),
+            pipeline,
+            options,
+        )?;
+        *out = new_cursor(stream, t.session.clone());
+        Ok(())
+    })
+}
+
+/// The cursor's next document, borrowed until the next call on the cursor
+/// or its free; `*document` NULL at the end.
+///
+/// # Safety
+/// `cursor` NULL or live; `document` and `len` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn mi_cursor_next(
+    cursor: *mut MiCursor,
+    document: *mut *const u8,
+    len: *mut usize,
+) -> *mut MiError {
+    boundary(|| {
+        // SAFETY: by contract.
+        let (cursor, document, len) = unsafe {
+            (
+                handle(cursor, "cursor")?,
+                handle(document, "document")?,
+                handle(len, "len")?,
+            )
+        };
+        *document = ptr::null();
+        *len = 0;
+        cursor.current.clear();
+        let next = cursor
+            .stream
+            .next_document(lock_opt(&cursor.session).as_deref_mut())?;
+        if let Some(next) = next {
+            next.to_writer(&mut cursor.current).map_err(|e| {
+                Failure::new(Domain::Internal, format!("cannot encode a document: {e}"))
+            })?;
+            *document = cursor.current.as_ptr();
+            *len = cursor.current.len();
+        }
+        Ok(())
+    })
+}
+
+/// Closes the cursor (a `killCursors` if the server still holds it) and
+/// frees the handle; NULL is a no-op.
+///
+/// # Safety
+/// `cursor` NULL or live, not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn mi_cursor_free(cursor: *mut MiCursor) {
+    quiet_boundary(|| {
+        if !cursor.is_null() {
+            // SAFETY: made by `new_cursor` with `Box`, not freed yet.
+            drop(unsafe { Box::from_raw(cursor) });
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests;

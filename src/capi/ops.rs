@@ -1,0 +1,481 @@
+//! Every call the C ABI makes into the driver's Rust API, in one place, so a
+//! change of that API is a change of this file only. Everything here is safe
+//! Rust over plain values: the pointer handling lives in the parent module.
+
+use std::sync::Arc;
+
+use bson::{Bson, Document};
+
+use crate::coll_options::{AggregateOptions, CountOptions, FindOptions, UpdateOptions};
+use crate::cursor::SessionCursor;
+use crate::error::{Error, ErrorKind};
+use crate::event::EventHandler;
+use crate::options::{Acknowledgment, ReadConcern, WriteConcern};
+use crate::session::transaction::TransactionOptions;
+use crate::{Client, ClientSession, Collection, Cursor};
+
+use super::error::{Domain, Failure};
+
+/// A client for the deployment `uri` names; parses and validates, no I/O.
+pub(crate) fn new_client(uri: &str) -> Result<Client, Failure> {
+    Client::with_uri_str(uri).map_err(|e| failure(&e))
+}
+
+/// The same deployment and options as `client`, reporting events to
+/// `handler`. Only for a client that has not done anything yet.
+pub(crate) fn with_event_handler(
+    client: &Client,
+    handler: Arc<dyn EventHandler>,
+) -> Result<Client, Failure> {
+    Client::builder(client.options())
+        .event_handler(handler)
+        .build()
+        .map_err(|e| failure(&e))
+}
+
+/// Ends the client's server sessions and closes its sockets.
+pub(crate) fn close(client: &Client) {
+    client.close();
+}
+
+/// The retry tokens left, or `None` without a bucket.
+pub(crate) fn retry_tokens(client: &Client) -> Option<f64> {
+    client.retry_tokens().map(|tokens| tokens.as_f64())
+}
+
+/// `command` on database `db`, on the primary.
+pub(crate) fn run_command(
+    client: &Client,
+    session: Option<&mut ClientSession>,
+    db: &str,
+    command: Document,
+) -> Result<Document, Failure> {
+    let db = client.database(db);
+    let action = db.run_command(command);
+    match session {
+        Some(s) => action.session(s).run(),
+        None => action.run(),
+    }
+    .map_err(|e| failure(&e))
+}
+
+/// An explicit session; options `{causalConsistency, snapshot}`.
+pub(crate) fn start_session(
+    client: &Client,
+    options: Option<Document>,
+) -> Result<ClientSession, Failure> {
+    let mut action = client.start_session();
+    for (key, value) in options.unwrap_or_default() {
+        match key.as_str() {
+            "causalConsistency" => action = action.causal_consistency(bool_option(&key, &value)?),
+            "snapshot" => action = action.snapshot(bool_option(&key, &value)?),
+            _ => return Err(unknown_option("session", &key)),
+        }
+    }
+    action.run().map_err(|e| failure(&e))
+}
+
+/// The session's `lsid`.
+pub(crate) fn session_id(session: &ClientSession) -> Option<Document> {
+    session.id().cloned()
+}
+
+/// Starts a transaction; options `{readConcern: {level}, writeConcern: {w,
+/// j, wtimeout}, maxCommitTimeMS}` override the session's defaults.
+pub(crate) fn start_transaction(
+    session: &mut ClientSession,
+    options: Option<Document>,
+) -> Result<(), Failure> {
+    let mut opts = TransactionOptions::default();
+    for (key, value) in options.unwrap_or_default() {
+        match key.as_str() {
+            "readConcern" => {
+                let concern = document_option(&key, value)?;
+                let mut level = None;
+                for (field, value) in concern {
+                    match (field.as_str(), value) {
+                        ("level", Bson::String(l)) => level = Some(l),
+                        (field, _) => return Err(unknown_option("readConcern", field)),
+                    }
+                }
+                let level = level.ok_or_else(|| {
+                    Failure::new(
+                        Domain::Argument,
+                        "option \"readConcern\" needs a string \"level\"",
+                    )
+                })?;
+                opts = opts.with_read_concern(ReadConcern::new(level));
+            }
+            "writeConcern" => {
+                opts = opts.with_write_concern(write_concern(document_option(&key, value)?)?)
+            }
+            "maxCommitTimeMS" => {
+                let ms = unsigned_option(&key, &value)?;
+                opts = opts.with_max_commit_time(std::time::Duration::from_millis(ms));
+            }
+            _ => return Err(unknown_option("transaction", &key)),
+        }
+    }
+    session.start_transaction(opts).map_err(|e| failure(&e))
+}
+
+fn write_concern(document: Document) -> Result<WriteConcern, Failure> {
+    let mut concern = WriteConcern::default();
+    for (key, value) in document {
+        match (key.as_str(), value) {
+            ("w", Bson::String(w)) if w == "majority" => concern.w = Some(Acknowledgment::Majority),
+            ("w", Bson::String(tag)) => concern.w = Some(Acknowledgment::Custom(tag)),
+            ("w", value) => {
+                let n = u32::try_from(integer_option("w", &value)?).map_err(|_| {
+                    Failure::new(
+                        Domain::Argument,
+                        format!("option \"w\" must not be negative, not {value}"),
+                    )
+                })?;
+                concern.w = Some(Acknowledgment::Nodes(n));
+            }
+            ("j", value) => concern.journal = Some(bool_option("j", &value)?),
+            ("wtimeout", value) => {
+                let ms = unsigned_option("wtimeout", &value)?;
+                concern.w_timeout = Some(std::time::Duration::from_millis(ms));
+            }
+            (key, _) => return Err(unknown_option("writeConcern", key)),
+        }
+    }
+    Ok(concern)
+}
+
+/// Commits the session's transaction.
+pub(crate) fn commit_transaction(session: &mut ClientSession) -> Result<(), Failure> {
+    session.commit_transaction().map_err(|e| failure(&e))
+}
+
+/// Aborts the session's transaction.
+pub(crate) fn abort_transaction(session: &mut ClientSession) -> Result<(), Failure> {
+    session.abort_transaction().map_err(|e| failure(&e))
+}
+
+fn collection(client: &Client, db: &str, coll: &str) -> Collection<Document> {
+    client.database(db).collection::<Document>(coll)
+}
+
+/// Inserts `document`; the result is `{insertedId}`.
+pub(crate) fn insert_one(
+    client: &Client,
+    session: Option<&mut ClientSession>,
+    db: &str,
+    coll: &str,
+    document: Document,
+) -> Result<Document, Failure> {
+    let coll = collection(client, db, coll);
+    let action = coll.insert_one(document);
+    let result = match session {
+        Some(s) => action.session(s).run(),
+        None => action.run(),
+    }
+    .map_err(|e| failure(&e))?;
+    Ok(bson::doc! { "insertedId": result.inserted_id })
+}
+
+/// Inserts `documents`; the result is `{insertedIds: {index: id}}`.
+pub(crate) fn insert_many(
+    client: &Client,
+    session: Option<&mut ClientSession>,
+    db: &str,
+    coll: &str,
+    documents: Vec<Document>,
+) -> Result<Document, Failure> {
+    let coll = collection(client, db, coll);
+    let action = coll.insert_many(documents);
+    let result = match session {
+        Some(s) => action.session(s).run(),
+        None => action.run(),
+    }
+    .map_err(|e| failure(&e))?;
+    let ids = result
+        .inserted_ids
+        .into_iter()
+        .map(|(index, id)| (index.to_string(), id))
+        .collect::<Document>();
+    Ok(bson::doc! { "insertedIds": ids })
+}
+
+/// Which documents an update or delete touches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Many {
+    /// The first match only.
+    One,
+    /// Every match.
+    All,
+}
+
+/// Updates the documents matching `filter`; the result is
+/// `{matchedCount, modifiedCount, upsertedId?}`.
+pub(crate) fn update(
+    client: &Client,
+    session: Option<&mut ClientSession>,
+    target: (&str, &str),
+    many: Many,
+    filter: Document,
+    update: Document,
+    options: Option<Document>,
+) -> Result<Document, Failure> {
+    let coll = collection(client, target.0, target.1);
+    let mut opts = UpdateOptions::default();
+    for (key, value) in options.unwrap_or_default() {
+        match key.as_str() {
+            "upsert" => opts = opts.upsert(bool_option(&key, &value)?),
+            _ => return Err(unknown_option("update", &key)),
+        }
+    }
+    let action = match many {
+        Many::One => coll.update_one(filter, update),
+        Many::All => coll.update_many(filter, update),
+    }
+    .with_options(opts);
+    let result = match session {
+        Some(s) => action.session(s).run(),
+        None => action.run(),
+    }
+    .map_err(|e| failure(&e))?;
+    let mut reply = bson::doc! {
+        "matchedCount": count_bson(result.matched_count),
+        "modifiedCount": count_bson(result.modified_count),
+    };
+    if let Some(id) = result.upserted_id {
+        reply.insert("upsertedId", id);
+    }
+    Ok(reply)
+}
+
+/// Deletes the documents matching `filter`; the result is `{deletedCount}`.
+pub(crate) fn delete(
+    client: &Client,
+    session: Option<&mut ClientSession>,
+    target: (&str, &str),
+    many: Many,
+    filter: Document,
+) -> Result<Document, Failure> {
+    let coll = collection(client, target.0, target.1);
+    let action = match many {
+        Many::One => coll.delete_one(filter),
+        Many::All => coll.delete_many(filter),
+    };
+    let result = match session {
+        Some(s) => action.session(s).run(),
+        None => action.run(),
+    }
+    .map_err(|e| failure(&e))?;
+    Ok(bson::doc! { "deletedCount": count_bson(result.deleted_count) })
+}
+
+/// How many documents match `filter`.
+pub(crate) fn count_documents(
+    client: &Client,
+    session: Option<&mut ClientSession>,
+    target: (&str, &str),
+    filter: Document,
+    options: Option<Document>,
+) -> Result<u64, Failure> {
+    let coll = collection(client, target.0, target.1);
+    let mut opts = CountOptions::default();
+    for (key, value) in options.unwrap_or_default() {
+        match key.as_str() {
+            "limit" => opts = opts.limit(unsigned_option(&key, &value)?),
+            "skip" => opts = opts.skip(unsigned_option(&key, &value)?),
+            _ => return Err(unknown_option("count_documents", &key)),
+        }
+    }
+    let action = coll.count_documents(filter).with_options(opts);
+    match session {
+        Some(s) => action.session(s).run(),
+        None => action.run(),
+    }
+    .map_err(|e| failure(&e))
+}
+
+/// The documents a query returns, one at a time.
+pub(crate) enum DocumentStream {
+    /// A server cursor with its own implicit session.
+    Cursor(Box<Cursor<Document>>),
+    /// A server cursor of an explicit session, iterated with that session.
+    Session(Box<SessionCursor<Document>>),
+}
+
+impl DocumentStream {
+    /// The next document, `None` at the end. `session` is the session that
+    /// opened a session cursor (unused for the other kind).
+    pub(crate) fn next_document(
+        &mut self,
+        session: Option<&mut ClientSession>,
+    ) -> Result<Option<Document>, Failure> {
+        match (self, session) {
+            (DocumentStream::Cursor(cursor), _) => cursor.next().transpose(),
+            (DocumentStream::Session(cursor), Some(session)) => cursor.next(session).transpose(),
+            (DocumentStream::Session(_), None) => {
+                return Err(Failure::new(
+                    Domain::Internal,
+                    "a session cursor is iterated without its session",
+                ))
+            }
+        }
+        .map_err(|e| failure(&e))
+    }
+}
+
+/// The documents matching `filter`.
+pub(crate) fn find(
+    client: &Client,
+    session: Option<&mut ClientSession>,
+    target: (&str, &str),
+    filter: Document,
+    options: Option<Document>,
+) -> Result<DocumentStream, Failure> {
+    let coll = collection(client, target.0, target.1);
+    let mut opts = FindOptions::default();
+    for (key, value) in options.unwrap_or_default() {
+        match key.as_str() {
+            "sort" => opts = opts.sort(document_option(&key, value)?),
+            "projection" => opts = opts.projection(document_option(&key, value)?),
+            "limit" => opts = opts.limit(integer_option(&key, &value)?),
+            "skip" => opts = opts.skip(unsigned_option(&key, &value)?),
+            "batchSize" => opts = opts.batch_size(u32_option(&key, &value)?),
+            _ => return Err(unknown_option("find", &key)),
+        }
+    }
+    let action = coll.find(filter).with_options(opts);
+    match session {
+        Some(s) => action
+            .session(s)
+            .run()
+            .map(|cursor| DocumentStream::Session(Box::new(cursor))),
+        None => action
+            .run()
+            .map(|cursor| DocumentStream::Cursor(Box::new(cursor))),
+    }
+    .map_err(|e| failure(&e))
+}
+
+/// The results of the aggregation `pipeline`.
+pub(crate) fn aggregate(
+    client: &Client,
+    session: Option<&mut ClientSession>,
+    target: (&str, &str),
+    pipeline: Vec<Document>,
+    options: Option<Document>,
+) -> Result<DocumentStream, Failure> {
+    let mut opts = AggregateOptions::default();
+    for (key, value) in options.unwrap_or_default() {
+        match key.as_str() {
+            "batchSize" => opts = opts.batch_size(u32_option(&key, &value)?),
+            "allowDiskUse" => opts = opts.allow_disk_use(bool_option(&key, &value)?),
+            _ => return Err(unknown_option("aggregate", &key)),
+        }
+    }
+    let coll = collection(client, target.0, target.1);
+    let action = coll.aggregate(pipeline).with_options(opts);
+    match session {
+        Some(s) => action
+            .session(s)
+            .run()
+            .map(|cursor| DocumentStream::Session(Box::new(cursor))),
+        None => action
+            .run()
+            .map(|cursor| DocumentStream::Cursor(Box::new(cursor))),
+    }
+    .map_err(|e| failure(&e))
+}
+
+fn count_bson(count: u64) -> Bson {
+    i64::try_from(count).map_or(Bson::Double(count as f64), Bson::Int64)
+}
+
+fn unknown_option(operation: &str, key: &str) -> Failure {
+    Failure::new(
+        Domain::Argument,
+        format!("unknown {operation} option \"{key}\""),
+    )
+}
+
+fn bool_option(key: &str, value: &Bson) -> Result<bool, Failure> {
+    value.as_bool().ok_or_else(|| {
+        Failure::new(
+            Domain::Argument,
+            format!("option \"{key}\" must be a boolean, not {value}"),
+        )
+    })
+}
+
+fn integer_option(key: &str, value: &Bson) -> Result<i64, Failure> {
+    match value {
+        Bson::Int32(n) => Ok(i64::from(*n)),
+        Bson::Int64(n) => Ok(*n),
+        Bson::Double(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Ok(*f as i64),
+        _ => Err(Failure::new(
+            Domain::Argument,
+            format!("option \"{key}\" must be an integer, not {value}"),
+        )),
+    }
+}
+
+fn unsigned_option(key: &str, value: &Bson) -> Result<u64, Failure> {
+    u64::try_from(integer_option(key, value)?).map_err(|_| {
+        Failure::new(
+            Domain::Argument,
+            format!("option \"{key}\" must not be negative, not {value}"),
+        )
+    })
+}
+
+fn u32_option(key: &str, value: &Bson) -> Result<u32, Failure> {
+    u32::try_from(integer_option(key, value)?).map_err(|_| {
+        Failure::new(
+            Domain::Argument,
+            format!("option \"{key}\" must fit in 32 bits unsigned, not {value}"),
+        )
+    })
+}
+
+fn document_option(key: &str, value: Bson) -> Result<Document, Failure> {
+    match value {
+        Bson::Document(d) => Ok(d),
+        other => Err(Failure::new(
+            Domain::Argument,
+            format!("option \"{key}\" must be a document, not {other}"),
+        )),
+    }
+}
+
+/// The C form of a driver error: its kind as a domain, the server's code
+/// (or a write error's), its labels and its message.
+pub(crate) fn failure(error: &Error) -> Failure {
+    let (domain, code) = match error.kind() {
+        ErrorKind::InvalidArgument { .. } => (Domain::Argument, None),
+        ErrorKind::Network { .. } => (Domain::Network, None),
+        ErrorKind::Command(c) => (Domain::Command, Some(c.code)),
+        ErrorKind::Protocol { .. } => (Domain::Protocol, None),
+        ErrorKind::ServerSelection { .. } => (Domain::ServerSelection, None),
+        ErrorKind::IncompatibleServer { .. } => (Domain::IncompatibleServer, None),
+        ErrorKind::Authentication { .. } => (Domain::Authentication, None),
+        ErrorKind::Tls { .. } => (Domain::Tls, None),
+        ErrorKind::Timeout { .. } => (Domain::Timeout, None),
+        ErrorKind::Write(crate::results::WriteFailure::WriteError(e)) => {
+            (Domain::Write, Some(e.code))
+        }
+        ErrorKind::Write(crate::results::WriteFailure::WriteConcernError(e)) => {
+            (Domain::Write, Some(e.code))
+        }
+        ErrorKind::BulkWrite(f) => (
+            Domain::Write,
+            f.write_errors
+                .first()
+                .map(|e| e.code)
+                .or(f.write_concern_error.as_ref().map(|e| e.code)),
+        ),
+        ErrorKind::Client { .. } => (Domain::Client, None),
+    };
+    let mut result = Failure::new(domain, error.to_string());
+    result.code = code.or_else(|| error.code()).unwrap_or(0);
+    result.labels = error.labels().map(str::to_string).collect();
+    result
+}

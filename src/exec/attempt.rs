@@ -1,0 +1,484 @@
+//! The steps of the executor's loop around the pure pieces: the
+//! operation's plan, reaching a server, preparing an attempt, and the retry
+//! decision with its sleep.
+
+use std::time::Duration;
+
+use crate::address::ServerAddress;
+use crate::deadline::Deadline;
+use crate::error::{Error, ErrorKind, Result};
+use crate::operation::{Command, Operation, Retryability, ServerInfo};
+use crate::options::{ReadConcern, WriteConcern};
+use crate::retry::{
+    FailedAttempt, OperationKind, OperationRetry, RetryDecision, RetryPlan, RetryPolicy,
+};
+use crate::sdam::{ServerDescription, TopologyType};
+use crate::select::{self, SelectionCriteria};
+use crate::session::transaction::{FailedCommand, Pin, TransactionState};
+use crate::session::{session_supported, OperationInfo, SessionKind, SessionState};
+
+use super::classify::OperationShape;
+use super::clock::Clock;
+use super::finish::{finish, AttemptContext, Finished};
+use super::{ClientState, Inherited, SessionSlot, SocketOwner, Target};
+
+/// One operation's state across its attempts.
+pub(super) struct Run<'s> {
+    pub(super) session: SessionSlot<'s>,
+    pub(super) deadline: Deadline,
+    pub(super) retry: Option<OperationRetry>,
+    criteria: SelectionCriteria,
+    target: Target,
+    shape: OperationShape,
+    read_concern: Option<ReadConcern>,
+    write_concern: Option<WriteConcern>,
+    txn_number: Option<i64>,
+}
+
+impl Run<'_> {
+    /// A reply came back: the retry policy's token bookkeeping.
+    pub(super) fn on_reply(&mut self, policy: &mut RetryPolicy) {
+        if let Some(r) = self.retry.as_mut() {
+            r.on_success(policy);
+        }
+    }
+}
+
+/// The server an attempt runs on, as the operation and the command see it.
+pub(super) struct Prepared {
+    pub(super) server: ServerDescription,
+    pub(super) info: ServerInfo,
+    pub(super) topology_type: TopologyType,
+}
+
+impl ClientState {
+    /// The operation's plan: the deadline, its session's transaction
+    /// (which may pin it and choose the read preference), the criteria.
+    pub(super) fn begin<'s, Op: Operation>(
+        &mut self,
+        op: &Op,
+        explicit_session: Option<&'s mut SessionState>,
+        inherited: Inherited<'_>,
+        target: Target,
+    ) -> Result<Run<'s>> {
+        let criteria = op
+            .selection_criteria()
+            .cloned()
+            .unwrap_or_else(SelectionCriteria::primary_read);
+        let is_read = matches!(op.retryability(), Retryability::Read)
+            || matches!(&criteria, SelectionCriteria::ReadPreference(_))
+                && !matches!(op.retryability(), Retryability::Write);
+        let ends_transaction = Op::NAME == "endTransaction";
+        let mut session = match explicit_session {
+            Some(s) => SessionSlot::Explicit(s),
+            None => SessionSlot::None,
+        };
+        if let Some(s) = session.get() {
+            self.adopt_if_forked(s)?;
+        }
+        // A running deadline (the operations of with_transaction, the
+        // batches of one write) wins over the operation's own timeout.
+        let deadline = session
+            .get()
+            .and_then(|s| s.transaction_deadline())
+            .or(inherited.deadline)
+            .unwrap_or_else(|| Deadline::from_timeout(self.time.now(), inherited.timeout));
+        let plan = match session.get() {
+            Some(s) if !ends_transaction => Some(s.begin_operation(&OperationInfo {
+                is_read,
+                read_concern_set: op.read_concern().is_some(),
+                write_concern_set: op.write_concern().is_some(),
+                read_preference: match &criteria {
+                    SelectionCriteria::ReadPreference(rp) => Some(rp),
+                    _ => None,
+                },
+                unacknowledged: !op.is_acknowledged(),
+            })?),
+            _ => None,
+        };
+        let in_transaction = plan.as_ref().is_some_and(|p| p.in_transaction);
+        let criteria = match plan.as_ref().and_then(|p| p.read_preference.clone()) {
+            Some(rp) if in_transaction => SelectionCriteria::ReadPreference(rp),
+            _ => criteria,
+        };
+        let target = match (target, plan.and_then(|p| p.pinned)) {
+            (Target::Select, Some(pin)) => self.pinned_target(pin),
+            (target, _) => target,
+        };
+        Ok(Run {
+            session,
+            deadline,
+            retry: None,
+            criteria,
+            target,
+            shape: OperationShape::of(op, in_transaction),
+            read_concern: op.read_concern().or(inherited.read_concern).cloned(),
+            write_concern: op.write_concern().or(inherited.write_concern).cloned(),
+            txn_number: None,
+        })
+    }
+
+    /// A session created before fork() and used in the child gets a server
+    /// session of the child's own: the parent's `lsid` is never sent.
+    fn adopt_if_forked(&mut self, session: &mut SessionState) -> Result<()> {
+        // Runs before selection, so the topology's cached pid may still be
+        // the parent's: ask the kernel.
+        let pid = std::process::id();
+        if !session.inherited_by(pid) {
+            return Ok(());
+        }
+        let timeout = self.logical_session_timeout();
+        let fresh = self
+            .sessions
+            .checkout_in_process(pid, self.time.now(), timeout);
+        session.adopt_after_fork(fresh, pid)
+    }
+
+    /// Behind a load balancer a transaction is pinned to its socket (the
+    /// recorded one); on a sharded cluster to the mongos, whichever its
+    /// socket.
+    pub(super) fn pinned_target(&self, pin: Pin) -> Target {
+        let generation = match pin.connection {
+            Some(socket) => u32::try_from(socket).unwrap_or(0),
+            None => self.topology.socket_generation(&pin.address),
+        };
+        Target::Pinned {
+            address: pin.address,
+            generation,
+        }
+    }
+
+    /// Selects a server (avoiding the deprioritized ones) with a usable
+    /// socket, or checks the pinned socket is still the one.
+    pub(super) fn reach(&mut self, run: &mut Run<'_>, command_name: &str) -> Result<ServerAddress> {
+        match &run.target {
+            Target::Select => {
+                let deprioritized = run
+                    .retry
+                    .as_ref()
+                    .map(|r| r.deprioritized().to_vec())
+                    .unwrap_or_default();
+                self.topology
+                    .select_for(&run.criteria, command_name, &deprioritized, run.deadline)
+            }
+            Target::Pinned {
+                address,
+                generation,
+            } => self
+                .topology
+                .pinned_socket(address, *generation)
+                .map(|()| address.clone()),
+        }
+    }
+
+    /// Getting a connection is part of the attempt (the backpressure
+    /// pseudocode, the retryable reads spec): a refused or reset connect or
+    /// handshake goes to the retry policy like a failed command. A
+    /// selection that found no server attempted nothing. A pinned socket
+    /// that is gone fails a transaction's command as a network error would.
+    pub(super) fn after_unreached(
+        &mut self,
+        run: &mut Run<'_>,
+        mut error: Error,
+        command_name: &str,
+    ) -> Result<()> {
+        let topology_type = self.topology.description().topology_type;
+        if let Target::Pinned { .. } = run.target {
+            self.pinned_socket_lost(run, &mut error, command_name);
+        }
+        if run.retry.is_none() && !matches!(error.kind(), ErrorKind::ServerSelection { .. }) {
+            let kind = run.shape.classify_unreached();
+            run.retry = Some(self.new_retry(run, kind));
+        }
+        let Some(retry) = run.retry.as_mut() else {
+            return Err(error);
+        };
+        let attempt = FailedAttempt::no_server(topology_type);
+        let plan = decide(
+            retry,
+            &mut self.retry,
+            error,
+            &attempt,
+            &*self.time,
+            &mut self.jitter,
+        )?;
+        wait(&plan, &*self.time, run.shape.name);
+        Ok(())
+    }
+
+    /// The socket a transaction is pinned to is gone: the session labels
+    /// the error as for a network error (`TransientTransactionError` on a
+    /// command in the transaction, `UnknownTransactionCommitResult` on a
+    /// commit) and unpins, so that `with_transaction` can retry and a
+    /// commit's retry selects a new socket.
+    fn pinned_socket_lost(&mut self, run: &mut Run<'_>, error: &mut Error, command_name: &str) {
+        let in_transaction = run.shape.in_transaction || run.shape.ends_transaction;
+        let Some(s) = run.session.get() else {
+            return;
+        };
+        s.on_error(error, FailedCommand::named(command_name));
+        if in_transaction && s.transaction().pinned().is_none() {
+            run.target = Target::Select;
+        }
+    }
+
+    /// The session (now that the deployment's support is known), the
+    /// transaction's pin, the retry rules and the retryable write's number.
+    pub(super) fn prepare<Op: Operation>(
+        &mut self,
+        op: &Op,
+        run: &mut Run<'_>,
+        address: &ServerAddress,
+    ) -> Result<Prepared> {
+        let server = self.topology.server_for_operation(address).ok_or_else(|| {
+            Error::client(format!(
+                "server {address} left the topology while an operation was using it"
+            ))
+        })?;
+        let topology_type = self.topology.description().topology_type;
+        self.ensure_session(run, topology_type, op.is_acknowledged())?;
+        self.pin_transaction(run, address, topology_type)?;
+        let has_session = !matches!(run.session, SessionSlot::None);
+        let kind = run.shape.classify(&server, topology_type, has_session);
+        let retry = match run.retry.as_mut() {
+            Some(r) => {
+                r.confirm_kind(self.retry.settings(), kind);
+                r
+            }
+            None => {
+                let retry = self.new_retry(run, kind);
+                run.retry.insert(retry)
+            }
+        };
+        // retryWrites=false: no txnNumber, as the retryable writes spec
+        // asks (overload retries still apply to the write).
+        if retry.kind() == OperationKind::RetryableWrite
+            && self.retry.settings().retry_writes()
+            && run.txn_number.is_none()
+            && !run.shape.ends_transaction
+        {
+            if let Some(s) = run.session.get() {
+                run.txn_number = Some(s.next_retryable_write_txn_number()?);
+            }
+        }
+        Ok(Prepared {
+            info: ServerInfo::from_description(&server),
+            server,
+            topology_type,
+        })
+    }
+
+    /// The retry state of the operation, of `kind`.
+    fn new_retry(&self, run: &Run<'_>, kind: OperationKind) -> OperationRetry {
+        if run.shape.ends_transaction {
+            OperationRetry::end_transaction(self.retry.settings(), run.deadline)
+        } else {
+            OperationRetry::new(self.retry.settings(), kind, run.deadline)
+        }
+    }
+
+    /// An explicit session needs a deployment that supports sessions; an
+    /// acknowledged operation without one gets an implicit session where
+    /// they are supported.
+    fn ensure_session(
+        &mut self,
+        run: &mut Run<'_>,
+        topology_type: TopologyType,
+        acknowledged: bool,
+    ) -> Result<()> {
+        let load_balanced = topology_type == TopologyType::LoadBalanced;
+        let timeout = self.logical_session_timeout();
+        match run.session {
+            SessionSlot::Explicit(_) if !load_balanced => {
+                session_supported(SessionKind::Explicit, timeout).map(|_| ())
+            }
+            SessionSlot::None if acknowledged => {
+                let supported = load_balanced
+                    || session_supported(SessionKind::Implicit, timeout).unwrap_or(false);
+                if supported {
+                    // The operation's selection read the process id; a
+                    // fork cannot come between it and here on this thread.
+                    let pid = self.topology.process_id();
+                    let server_session =
+                        self.sessions
+                            .checkout_in_process(pid, self.time.now(), timeout);
+                    run.session =
+                        SessionSlot::Implicit(Box::new(SessionState::implicit(server_session)));
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// A transaction on a sharded cluster or behind a load balancer stays
+    /// on the router (and socket) its first command used. A retry of the
+    /// first command (an overload error) re-pins to where the retry goes,
+    /// which is where the transaction then starts. Behind a load balancer
+    /// the one socket carries at most one transaction at a time (the
+    /// load-balancer spec): another session's first command is refused.
+    fn pin_transaction(
+        &mut self,
+        run: &mut Run<'_>,
+        address: &ServerAddress,
+        topology_type: TopologyType,
+    ) -> Result<()> {
+        let load_balanced = topology_type == TopologyType::LoadBalanced;
+        if !(run.shape.in_transaction && (load_balanced || topology_type == TopologyType::Sharded))
+        {
+            return Ok(());
+        }
+        let serial = self.topology.socket_generation(address);
+        let Some(s) = run.session.get() else {
+            return Ok(());
+        };
+        let starting = s.transaction().state() == TransactionState::Starting;
+        if s.transaction().pinned().is_some() && !starting {
+            return Ok(());
+        }
+        if load_balanced {
+            if let Some(owner) = &self.socket_transaction {
+                if owner.serial == serial && Some(&owner.lsid) != s.id() {
+                    return Err(Error::client(format!(
+                        "another session's transaction is in progress on the socket to the load \
+                         balancer {address}; a load-balanced connection carries one transaction \
+                         at a time: commit or abort it before starting this one"
+                    )));
+                }
+            }
+        }
+        s.transaction_mut().pin(Pin {
+            address: address.clone(),
+            connection: load_balanced.then_some(u64::from(serial)),
+        });
+        Ok(())
+    }
+
+    /// After an operation in an explicit session: records which session's
+    /// transaction holds the load balancer's socket, or that it let go
+    /// (committed, aborted, unpinned by an error).
+    pub(super) fn note_socket_transaction(&mut self, session: &mut SessionSlot<'_>) {
+        let SessionSlot::Explicit(s) = session else {
+            return;
+        };
+        let Some(lsid) = s.id().cloned() else {
+            return;
+        };
+        let holds = match s.transaction().pinned() {
+            Some(Pin {
+                connection: Some(serial),
+                ..
+            }) if s.transaction().state().is_active() => u32::try_from(*serial).ok(),
+            _ => None,
+        };
+        match holds {
+            Some(serial) => self.socket_transaction = Some(SocketOwner { serial, lsid }),
+            None if self
+                .socket_transaction
+                .as_ref()
+                .is_some_and(|owner| owner.lsid == lsid) =>
+            {
+                self.socket_transaction = None;
+            }
+            None => {}
+        }
+    }
+
+    /// The pure finish, with this attempt's context.
+    pub(super) fn finish(
+        &self,
+        command: Command,
+        run: &mut Run<'_>,
+        prepared: &Prepared,
+    ) -> Result<Finished> {
+        let ctx = AttemptContext {
+            max_wire_version: prepared.server.max_wire_version,
+            min_round_trip_time: prepared.server.min_round_trip_time.unwrap_or_default(),
+            read_concern: run.read_concern.as_ref(),
+            write_concern: run.write_concern.as_ref(),
+            retryable_write: run.txn_number.is_some(),
+            read_preference: select::read_preference_for_command(
+                self.topology.description(),
+                prepared.server.server_type,
+                &run.criteria,
+            ),
+            server_api: self.topology.options().server_api(),
+            cluster_time: self.clock.current(),
+            deadline: run.deadline,
+            now: self.time.now(),
+            events_wanted: self.topology.command_events_wanted(),
+        };
+        finish(command, &ctx, run.session.get())
+    }
+
+    /// The retry decision after a failed attempt, and its sleep; whether
+    /// the retry is an overload retry.
+    pub(super) fn after_failure(
+        &mut self,
+        run: &mut Run<'_>,
+        error: Error,
+        sent: bool,
+        prepared: &Prepared,
+        address: &ServerAddress,
+        operation_name: &str,
+    ) -> Result<bool> {
+        let attempt = FailedAttempt {
+            command_sent: sent,
+            ..FailedAttempt::sent_to(
+                address,
+                prepared.topology_type,
+                prepared.server.max_wire_version,
+            )
+        };
+        let retry = run.retry.as_mut().expect("set by prepare");
+        let plan = decide(
+            retry,
+            &mut self.retry,
+            error,
+            &attempt,
+            &*self.time,
+            &mut self.jitter,
+        )?;
+        if let Some(s) = run.session.get() {
+            s.transaction_mut().undo_first_command();
+            // The error unpinned the transaction from its router or its
+            // load-balanced socket (an unknown commit result): the retry
+            // selects afresh.
+            let routed = matches!(
+                prepared.topology_type,
+                TopologyType::Sharded | TopologyType::LoadBalanced
+            );
+            if (run.shape.in_transaction || run.shape.ends_transaction)
+                && routed
+                && s.transaction().pinned().is_none()
+            {
+                run.target = Target::Select;
+            }
+        }
+        wait(&plan, &*self.time, operation_name);
+        Ok(plan.overload)
+    }
+}
+
+/// The retry policy's decision on `error`, at the clock's time.
+pub(super) fn decide(
+    retry: &mut OperationRetry,
+    policy: &mut RetryPolicy,
+    error: Error,
+    attempt: &FailedAttempt<'_>,
+    clock: &dyn Clock,
+    rng: &mut fastrand::Rng,
+) -> Result<RetryPlan> {
+    match retry.on_error(policy, error, attempt, clock.now(), rng) {
+        RetryDecision::Retry(plan) => Ok(plan),
+        RetryDecision::GiveUp(error) => Err(error),
+    }
+}
+
+/// Sleeps a retry's backoff on the clock.
+pub(super) fn wait(plan: &RetryPlan, clock: &dyn Clock, operation_name: &str) {
+    log::debug!(target: crate::retry::LOG_TARGET, "{}", plan.log_message(operation_name));
+    if plan.backoff > Duration::ZERO {
+        clock.sleep(plan.backoff);
+    }
+}

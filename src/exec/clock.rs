@@ -1,0 +1,98 @@
+//! The executor's clock: the time now and a way to wait, passed in so the
+//! shell runs on virtual time in tests (as the pure core already does).
+
+#[cfg(test)]
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Reads the time and sleeps. The executor, the session's transaction loop
+/// and the retry backoff use nothing else.
+pub(crate) trait Clock: Send + Sync {
+    /// The time now.
+    fn now(&self) -> Instant;
+    /// Waits `duration` (never called with zero).
+    fn sleep(&self, duration: Duration);
+}
+
+/// The real clock.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+
+    fn sleep(&self, duration: Duration) {
+        std::thread::sleep(duration);
+    }
+}
+
+/// Virtual time for tests: starts at the instant it is made, moves only
+/// when something sleeps or the test advances it, and records the sleeps.
+#[cfg(test)]
+#[derive(Debug)]
+pub(crate) struct VirtualClock {
+    start: Instant,
+    state: Mutex<VirtualState>,
+}
+
+#[cfg(test)]
+#[derive(Debug, Default)]
+struct VirtualState {
+    elapsed: Duration,
+    sleeps: Vec<Duration>,
+}
+
+#[cfg(test)]
+impl VirtualClock {
+    pub(crate) fn new() -> Self {
+        VirtualClock {
+            start: Instant::now(),
+            state: Mutex::new(VirtualState::default()),
+        }
+    }
+
+    /// Moves time forward without a sleep (the time an exchange took).
+    pub(crate) fn advance(&self, by: Duration) {
+        self.lock().elapsed += by;
+    }
+
+    /// Every sleep so far, in order.
+    pub(crate) fn sleeps(&self) -> Vec<Duration> {
+        self.lock().sleeps.clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, VirtualState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+impl Clock for VirtualClock {
+    fn now(&self) -> Instant {
+        self.start + self.lock().elapsed
+    }
+
+    fn sleep(&self, duration: Duration) {
+        let mut state = self.lock();
+        state.elapsed += duration;
+        state.sleeps.push(duration);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn virtual_time_moves_only_when_slept_or_advanced() {
+        let clock = VirtualClock::new();
+        let t0 = clock.now();
+        assert_eq!(clock.now(), t0);
+        clock.sleep(Duration::from_millis(30));
+        clock.advance(Duration::from_millis(5));
+        assert_eq!(clock.now() - t0, Duration::from_millis(35));
+        assert_eq!(clock.sleeps(), vec![Duration::from_millis(30)]);
+    }
+}

@@ -1,0 +1,260 @@
+//! The one path that finishes a command, checked without sockets.
+
+use std::time::{Duration, Instant};
+
+use bson::{doc, Bson, Document};
+
+use super::*;
+use crate::options::{ReadConcern, ServerApi, WriteConcern};
+use crate::session::cluster_time::{cluster_time_doc, ClusterTime};
+use crate::session::pool::ServerSession;
+use crate::session::transaction::TransactionOptions;
+use crate::session::{OperationInfo, SessionOptions, SessionState};
+use crate::wire::DocumentSequence;
+
+const WIRE: i32 = 21;
+
+struct Fixture {
+    now: Instant,
+    read_concern: ReadConcern,
+    write_concern: WriteConcern,
+    api: ServerApi,
+    cluster_time: ClusterTime,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        Fixture {
+            now: Instant::now(),
+            read_concern: ReadConcern::majority(),
+            write_concern: WriteConcern::majority(),
+            api: ServerApi {
+                version: "1".into(),
+                strict: Some(true),
+                deprecation_errors: None,
+            },
+            cluster_time: ClusterTime::from_document(&cluster_time_doc(5, 1))
+                .expect("a cluster time"),
+        }
+    }
+
+    fn ctx(&self) -> AttemptContext<'_> {
+        AttemptContext {
+            max_wire_version: WIRE,
+            min_round_trip_time: Duration::from_millis(10),
+            read_concern: Some(&self.read_concern),
+            write_concern: Some(&self.write_concern),
+            retryable_write: false,
+            read_preference: Some(doc! { "mode": "secondaryPreferred" }),
+            server_api: Some(&self.api),
+            cluster_time: Some(&self.cluster_time),
+            deadline: Deadline::NONE,
+            now: self.now,
+            events_wanted: true,
+        }
+    }
+}
+
+fn session(now: Instant) -> SessionState {
+    SessionState::explicit(
+        SessionOptions::default(),
+        ServerSession::new(doc! { "id": "lsid-1" }, now),
+    )
+    .expect("a session")
+}
+
+fn find() -> Command {
+    Command::new("find", "db", doc! { "find": "c", "filter": {} })
+}
+
+fn without(mut body: Document, keys: &[&str]) -> Document {
+    for key in keys {
+        body.remove(*key);
+    }
+    body
+}
+
+#[test]
+fn a_read_gets_every_field_in_order_and_no_write_concern() {
+    let f = Fixture::new();
+    let finished = finish(find(), &f.ctx(), None).expect("finished");
+    assert_eq!(
+        finished.msg.body,
+        doc! {
+            "find": "c", "filter": {},
+            "readConcern": { "level": "majority" },
+            "$clusterTime": cluster_time_doc(5, 1),
+            "$readPreference": { "mode": "secondaryPreferred" },
+            "apiVersion": "1", "apiStrict": true,
+            "$db": "db",
+        }
+    );
+    assert_eq!(finished.event_name, "find");
+    assert!(!finished.unacknowledged());
+}
+
+#[test]
+fn with_and_without_a_session_differ_only_by_the_session_fields() {
+    let f = Fixture::new();
+    for command in [
+        find,
+        || Command::new("insert", "db", doc! { "insert": "c" }),
+        || Command::new("count", "db", doc! { "count": "c" }),
+        || Command::new("distinct", "db", doc! { "distinct": "c", "key": "a" }),
+        || Command::new("runCommand", "db", doc! { "ping": 1 }),
+        || {
+            Command::new(
+                "aggregate",
+                "db",
+                doc! { "aggregate": "c", "pipeline": [{ "$out": "o" }] },
+            )
+        },
+    ] {
+        let plain = finish(command(), &f.ctx(), None)
+            .expect("finished")
+            .msg
+            .body;
+        let mut s = session(f.now);
+        let with = finish(command(), &f.ctx(), Some(&mut s))
+            .expect("finished")
+            .msg
+            .body;
+        assert_eq!(
+            with.get("lsid"),
+            Some(&Bson::Document(doc! { "id": "lsid-1" }))
+        );
+        assert_eq!(without(with, &["lsid"]), plain);
+    }
+}
+
+#[test]
+fn a_retryable_write_carries_the_sessions_txn_number() {
+    let f = Fixture::new();
+    let mut s = session(f.now);
+    let txn_number = s.next_retryable_write_txn_number().expect("a number");
+    let ctx = AttemptContext {
+        retryable_write: true,
+        ..f.ctx()
+    };
+    let insert = Command::new("insert", "db", doc! { "insert": "c" });
+    let body = finish(insert, &ctx, Some(&mut s))
+        .expect("finished")
+        .msg
+        .body;
+    assert_eq!(body.get_i64("txnNumber"), Ok(txn_number));
+    assert_eq!(
+        body.get_document("writeConcern"),
+        Ok(&doc! { "w": "majority" })
+    );
+}
+
+#[test]
+fn in_a_transaction_the_first_command_starts_it_and_concerns_are_the_sessions() {
+    let f = Fixture::new();
+    let mut s = session(f.now);
+    s.start_transaction(None, &TransactionOptions::default())
+        .expect("started");
+    s.begin_operation(&OperationInfo::default()).expect("begun");
+    let insert = Command::new("insert", "db", doc! { "insert": "c" });
+    let body = finish(insert, &f.ctx(), Some(&mut s))
+        .expect("finished")
+        .msg
+        .body;
+    assert_eq!(body.get_bool("startTransaction"), Ok(true));
+    assert_eq!(body.get_bool("autocommit"), Ok(false));
+    assert!(body.contains_key("txnNumber"));
+    // No inherited write concern inside a transaction; only commit has one.
+    assert!(!body.contains_key("writeConcern"));
+    let second = finish(find(), &f.ctx(), Some(&mut s))
+        .expect("finished")
+        .msg
+        .body;
+    assert!(!second.contains_key("startTransaction"));
+    assert!(!second.contains_key("readConcern"));
+}
+
+#[test]
+fn max_time_ms_comes_from_the_deadline_less_the_round_trip() {
+    let f = Fixture::new();
+    let ctx = AttemptContext {
+        deadline: Deadline::at(f.now + Duration::from_millis(500)),
+        ..f.ctx()
+    };
+    let body = finish(find(), &ctx, None).expect("finished").msg.body;
+    assert_eq!(body.get_i64("maxTimeMS"), Ok(490));
+    let get_more = Command::new(
+        "getMore",
+        "db",
+        doc! { "getMore": 1_i64, "collection": "c" },
+    );
+    let body = finish(get_more, &ctx, None).expect("finished").msg.body;
+    assert!(!body.contains_key("maxTimeMS"));
+}
+
+#[test]
+fn a_passed_deadline_sends_nothing() {
+    let f = Fixture::new();
+    let ctx = AttemptContext {
+        deadline: Deadline::at(f.now),
+        now: f.now + Duration::from_millis(1),
+        ..f.ctx()
+    };
+    let error = finish(find(), &ctx, None).expect_err("expired");
+    assert!(
+        matches!(error.kind(), crate::error::ErrorKind::Timeout { .. }),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_w0_write_goes_with_more_to_come() {
+    let f = Fixture::new();
+    let insert = Command::new(
+        "insert",
+        "db",
+        doc! { "insert": "c", "writeConcern": { "w": 0 } },
+    );
+    assert!(finish(insert, &f.ctx(), None)
+        .expect("finished")
+        .unacknowledged());
+}
+
+#[test]
+fn the_events_copy_folds_sequences_in_and_is_made_only_when_wanted() {
+    let f = Fixture::new();
+    let insert = || Command {
+        sequences: vec![DocumentSequence {
+            identifier: "documents".into(),
+            documents: vec![doc! { "_id": 1 }],
+        }],
+        ..Command::new("insert", "db", doc! { "insert": "c" })
+    };
+    let finished = finish(insert(), &f.ctx(), None).expect("finished");
+    let copy = finished.event_command.expect("a copy");
+    assert_eq!(copy.get_array("documents").map(Vec::len), Ok(1));
+    assert!(!finished.msg.body.contains_key("documents"));
+
+    let unwatched = AttemptContext {
+        events_wanted: false,
+        ..f.ctx()
+    };
+    assert!(finish(insert(), &unwatched, None)
+        .expect("finished")
+        .event_command
+        .is_none());
+}
+
+#[test]
+fn sensitive_commands_are_redacted_in_the_events_copy() {
+    let f = Fixture::new();
+    let sasl = Command::new(
+        "runCommand",
+        "admin",
+        doc! { "saslStart": 1, "payload": "secret" },
+    );
+    let finished = finish(sasl, &f.ctx(), None).expect("finished");
+    assert!(finished.sensitive);
+    assert_eq!(finished.event_name, "saslStart");
+    assert_eq!(finished.event_command, Some(Document::new()));
+    assert_eq!(finished.msg.body.get_str("payload"), Ok("secret"));
+}

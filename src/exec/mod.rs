@@ -1,0 +1,327 @@
+//! The executor: runs one [`Operation`] to completion.
+//!
+//! One readable loop ties the pure pieces together, in the manner of
+//! ureq's `run.rs`:
+//!
+//! ```text
+//!  begin: the session's plan (transaction, pin), criteria, deadline
+//!  loop {
+//!     reach:   select a server (avoiding deprioritized ones) or the pinned socket
+//!     prepare: the session, the pin, the retry rules, the txnNumber
+//!     finish:  op.build + session fields, concerns, $clusterTime,
+//!              $readPreference, API version, maxTimeMS, $db       (pure: finish.rs)
+//!     send:    events, the socket, the reply's times, ok: 0, SDAM  (send.rs)
+//!     check:   op.handle_reply; a writeConcernError goes to SDAM and the retry rules
+//!     done, or retry.on_error(now, rng) → clock.sleep(backoff) → round again
+//!  }
+//! ```
+//!
+//! Everything decided here is decided by [`crate::retry`],
+//! [`crate::session`], [`crate::select`], [`crate::sdam`] and the pure
+//! [`finish`]; this module only carries it out. The time comes from a
+//! [`Clock`] so the loop's timing rules are tested on virtual time.
+
+mod attempt;
+mod classify;
+mod clock;
+mod finish;
+mod send;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bson::Document;
+
+use crate::address::ServerAddress;
+use crate::deadline::Deadline;
+use crate::error::Result;
+use crate::operation::{Operation, ServerInfo};
+use crate::options::{ReadConcern, WriteConcern};
+use crate::retry::{RetryPolicy, RetrySettings};
+use crate::sdam::TopologyType;
+use crate::session::cluster_time::ClusterClock;
+use crate::session::pool::SessionPool;
+use crate::session::transaction::FailedCommand;
+use crate::session::SessionState;
+use crate::topology::Topology;
+
+use attempt::Run;
+use classify::{carries_write_concern_error, has_write_errors};
+pub(crate) use clock::{Clock, SystemClock};
+
+/// Everything a client shares between its operations: the topology with its
+/// sockets, the server-session pool, the cluster clock, the retry token
+/// bucket and the time. One mutex guards it all, since operations run one
+/// at a time.
+pub(crate) struct ClientState {
+    pub(crate) topology: Topology,
+    pub(crate) sessions: SessionPool,
+    pub(crate) clock: ClusterClock,
+    pub(crate) retry: RetryPolicy,
+    /// Where the executor and the sessions read the time and sleep.
+    pub(crate) time: Arc<dyn Clock>,
+    jitter: fastrand::Rng,
+    /// Behind a load balancer: the session whose transaction holds the
+    /// one socket.
+    socket_transaction: Option<SocketOwner>,
+}
+
+/// A session's transaction pinned to a load-balanced socket.
+struct SocketOwner {
+    serial: u32,
+    lsid: Document,
+}
+
+/// Settings an operation inherits from its collection, database or client
+/// (the most specific one set wins; the caller resolves that).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Inherited<'a> {
+    pub(crate) read_concern: Option<&'a ReadConcern>,
+    pub(crate) write_concern: Option<&'a WriteConcern>,
+    pub(crate) timeout: Option<Duration>,
+    /// A deadline already running, which `timeout` does not restart: the
+    /// batches of one `insert_many` or `bulk_write` share it.
+    pub(crate) deadline: Option<Deadline>,
+}
+
+/// Where an operation runs.
+#[derive(Clone, Debug)]
+pub(crate) enum Target {
+    /// Wherever server selection says.
+    Select,
+    /// On this server's socket of this generation, or not at all: a
+    /// cursor's `getMore`/`killCursors`, a pinned transaction.
+    Pinned {
+        address: ServerAddress,
+        generation: u32,
+    },
+}
+
+/// An operation's result and where it ran, so that a cursor can stay on
+/// that socket and keep the implicit session its first batch used.
+// `address` and `generation` are what a cursor pins its getMores to; the
+// cursor type that reads them comes with the public CRUD API.
+#[allow(dead_code)]
+pub(crate) struct Executed<T> {
+    pub(crate) output: T,
+    pub(crate) address: ServerAddress,
+    pub(crate) generation: u32,
+    pub(crate) implicit_session: Option<SessionState>,
+}
+
+/// The session an operation runs in.
+enum SessionSlot<'a> {
+    None,
+    Explicit(&'a mut SessionState),
+    Implicit(Box<SessionState>),
+}
+
+impl SessionSlot<'_> {
+    fn get(&mut self) -> Option<&mut SessionState> {
+        match self {
+            SessionSlot::None => None,
+            SessionSlot::Explicit(s) => Some(s),
+            SessionSlot::Implicit(s) => Some(s),
+        }
+    }
+
+    fn into_implicit(self) -> Option<SessionState> {
+        match self {
+            SessionSlot::Implicit(s) => Some(*s),
+            _ => None,
+        }
+    }
+}
+
+impl ClientState {
+    pub(crate) fn new(topology: Topology) -> Self {
+        Self::with_clock(topology, Arc::new(SystemClock))
+    }
+
+    pub(crate) fn with_clock(topology: Topology, time: Arc<dyn Clock>) -> Self {
+        let retry = RetryPolicy::new(RetrySettings::from_options(topology.options()));
+        ClientState {
+            topology,
+            sessions: SessionPool::new(fastrand::Rng::new()),
+            clock: ClusterClock::default(),
+            retry,
+            time,
+            jitter: fastrand::Rng::new(),
+            socket_transaction: None,
+        }
+    }
+
+    /// Ends the pooled server sessions on the server (`endSessions`, sent
+    /// without waiting for a reply), so a process that exits leaves none
+    /// behind for the server to expire 30 minutes later.
+    pub(crate) fn end_sessions(&mut self) {
+        let commands = self.sessions.drain_end_sessions_commands();
+        self.topology.send_and_forget("admin", commands);
+    }
+
+    /// Returns an implicit session to the pool (or drops it if it is dirty
+    /// or about to expire).
+    pub(crate) fn check_in(&mut self, session: Option<SessionState>) {
+        if let Some(mut session) = session {
+            if let Some(server_session) = session.end() {
+                let timeout = self.logical_session_timeout();
+                let now = self.time.now();
+                let pid = self.topology.process_id();
+                self.sessions
+                    .checkin_in_process(pid, server_session, now, timeout);
+            }
+        }
+    }
+
+    /// The deadline of an operation of `timeout` that starts now, for
+    /// callers that run one operation as several commands (batches).
+    pub(crate) fn deadline_from_now(&self, timeout: Option<Duration>) -> Deadline {
+        Deadline::from_timeout(self.time.now(), timeout)
+    }
+
+    pub(crate) fn logical_session_timeout(&self) -> Option<u32> {
+        let description = self.topology.description();
+        if description.topology_type == TopologyType::LoadBalanced {
+            return None;
+        }
+        description
+            .logical_session_timeout_minutes
+            .and_then(|m| u32::try_from(m).ok())
+    }
+
+    /// Runs `op` to completion: selection, retries, sessions, events.
+    pub(crate) fn execute<Op: Operation>(
+        &mut self,
+        op: &mut Op,
+        explicit_session: Option<&mut SessionState>,
+        inherited: Inherited<'_>,
+        target: Target,
+    ) -> Result<Executed<Op::Output>> {
+        let mut run = self.begin(op, explicit_session, inherited, target)?;
+        loop {
+            let address = match self.reach(&mut run, op.command_name()) {
+                Ok(address) => address,
+                Err(error) => match self.after_unreached(&mut run, error, op.command_name()) {
+                    Ok(()) => continue,
+                    Err(error) => return self.finish_error(op, error, run.session),
+                },
+            };
+            let prepared = match self.prepare(op, &mut run, &address) {
+                Ok(prepared) => prepared,
+                Err(error) => return self.finish_error(op, error, run.session),
+            };
+            let finished = op
+                .build(&prepared.info)
+                .and_then(|command| self.finish(command, &mut run, &prepared));
+            let outcome = match finished {
+                Ok(finished) => self.send(finished, &address, &mut run.session, run.deadline),
+                Err(error) => Err((error, false)),
+            };
+            let generation = self.topology.socket_generation(&address);
+            match self.check(
+                op,
+                outcome,
+                &address,
+                generation,
+                &prepared.info,
+                &mut run.session,
+            ) {
+                Ok(Ok(output)) => return Ok(self.succeed(&mut run, output, address, generation)),
+                Ok(Err(error)) => {
+                    run.on_reply(&mut self.retry);
+                    return self.finish_error(op, error, run.session);
+                }
+                Err((error, sent)) => {
+                    match self.after_failure(&mut run, error, sent, &prepared, &address, Op::NAME) {
+                        Ok(overload) => op.before_retry(overload),
+                        Err(error) => return self.finish_error(op, error, run.session),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Hands the reply to the operation. An `ok: 1` reply's
+    /// writeConcernError is an application error for SDAM (a step-down
+    /// under `w: majority`) and a retryable write error when labelled so;
+    /// with write errors beside it the batch's result is final. On a
+    /// commit the session labels it (`UnknownTransactionCommitResult`
+    /// unless the write concern can never be satisfied).
+    #[allow(clippy::type_complexity)]
+    fn check<Op: Operation>(
+        &mut self,
+        op: &Op,
+        outcome: std::result::Result<Document, send::SendError>,
+        address: &ServerAddress,
+        generation: u32,
+        info: &ServerInfo,
+        session: &mut SessionSlot<'_>,
+    ) -> std::result::Result<Result<Op::Output>, send::SendError> {
+        let reply = outcome?;
+        match op.handle_reply(reply, info) {
+            Err(mut error) if carries_write_concern_error(&error) => {
+                self.topology
+                    .handle_operation_error(address, generation, &error);
+                if let Some(s) = session.get() {
+                    let failed = FailedCommand {
+                        name: op.command_name(),
+                        write_concern_error: true,
+                    };
+                    s.on_error(&mut error, failed);
+                }
+                if has_write_errors(&error) {
+                    Ok(Err(error))
+                } else {
+                    Err((error, true))
+                }
+            }
+            output => Ok(output),
+        }
+    }
+
+    fn succeed<T>(
+        &mut self,
+        run: &mut Run<'_>,
+        output: T,
+        address: ServerAddress,
+        generation: u32,
+    ) -> Executed<T> {
+        run.on_reply(&mut self.retry);
+        self.note_socket_transaction(&mut run.session);
+        let session = std::mem::replace(&mut run.session, SessionSlot::None);
+        Executed {
+            output,
+            address,
+            generation,
+            implicit_session: session.into_implicit(),
+        }
+    }
+
+    /// Gives the operation a chance to turn the error into a result (a
+    /// `drop` of a missing collection succeeds), and returns the implicit
+    /// session to the pool, which refuses it if the error left it dirty.
+    fn finish_error<Op: Operation>(
+        &mut self,
+        op: &Op,
+        error: crate::error::Error,
+        mut session: SessionSlot<'_>,
+    ) -> Result<Executed<Op::Output>> {
+        self.note_socket_transaction(&mut session);
+        let implicit_session = session.into_implicit();
+        match op.handle_error(error) {
+            Ok(output) => Ok(Executed {
+                output,
+                address: ServerAddress::tcp("", 0),
+                generation: 0,
+                implicit_session,
+            }),
+            Err(error) => {
+                self.check_in(implicit_session);
+                Err(error)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,184 @@
+//! Sending a finished command on a server's socket: the command events,
+//! the reply's cluster time, `ok: 0` as an error, SDAM error handling and
+//! the session's bookkeeping of a failure.
+//!
+//! The command event's copies are made only when someone listens: the
+//! command's in [`finish`](super::finish::finish), the reply's here.
+
+use std::time::Duration;
+
+use bson::Document;
+
+use super::classify::as_timeout;
+use super::finish::Finished;
+use super::{ClientState, SessionSlot};
+use crate::address::ServerAddress;
+use crate::conn::check_reply;
+use crate::deadline::Deadline;
+use crate::error::Error;
+use crate::event::command::ConnectionInfo;
+use crate::event::CommandEvent;
+use crate::session::transaction::FailedCommand;
+
+/// A failed attempt: the error, and whether the command reached the socket
+/// (an error before that tells nothing about writes).
+pub(crate) type SendError = (Error, bool);
+
+/// What the event of a command's end needs, kept from its start.
+struct InFlight {
+    event_name: String,
+    sensitive: bool,
+    request_id: i32,
+    connection: ConnectionInfo,
+    generation: u32,
+    duration: Duration,
+}
+
+impl ClientState {
+    /// Sends `finished` on `address`'s socket and reads the reply; an error
+    /// comes back with whether the command was sent.
+    pub(super) fn send(
+        &mut self,
+        mut finished: Finished,
+        address: &ServerAddress,
+        session: &mut SessionSlot<'_>,
+        deadline: Deadline,
+    ) -> std::result::Result<Document, SendError> {
+        // CSOT: timeoutMS replaces socketTimeoutMS (it does not combine).
+        let socket_timeout = if deadline.is_set() {
+            deadline.remaining(self.time.now())
+        } else {
+            self.topology.options().socket_timeout()
+        };
+        let request_id = crate::conn::next_request_id();
+        let Some(connection) = self.topology.connection_mut(address) else {
+            let error =
+                Error::network_message(Some(address.clone()), "the server's socket is gone");
+            return Err((error, false));
+        };
+        let connection_info = ConnectionInfo {
+            address: address.clone(),
+            driver_connection_id: connection.id(),
+            server_connection_id: connection.server_id(),
+            service_id: connection.service_id(),
+        };
+        let generation = connection.generation();
+        if let Some(command) = finished.event_command.take() {
+            self.topology.publish_command_event(&CommandEvent::Started {
+                command,
+                database_name: finished.target_db.clone(),
+                command_name: finished.event_name.clone(),
+                request_id,
+                connection: connection_info.clone(),
+            });
+        }
+        let sent_at = self.time.now();
+        let result = self.exchange(&finished, address, request_id, socket_timeout);
+        let in_flight = InFlight {
+            event_name: finished.event_name,
+            sensitive: finished.sensitive,
+            request_id,
+            connection: connection_info,
+            generation,
+            duration: self.time.now().saturating_duration_since(sent_at),
+        };
+        match result.and_then(|reply| self.observe_reply(reply, address, session)) {
+            Ok(reply) => Ok(self.on_success(reply, in_flight)),
+            Err(error) => Err((
+                self.on_failure(error, finished.name, address, session, deadline, in_flight),
+                true,
+            )),
+        }
+    }
+
+    /// Writes the message and reads the reply (a `w: 0` write gets none;
+    /// the spec's events report `{ok: 1}` for it).
+    fn exchange(
+        &mut self,
+        finished: &Finished,
+        address: &ServerAddress,
+        request_id: i32,
+        socket_timeout: Option<Duration>,
+    ) -> crate::error::Result<Document> {
+        let connection = self.topology.connection_mut(address).ok_or_else(|| {
+            Error::network_message(Some(address.clone()), "the server's socket is gone")
+        })?;
+        let reply = connection.send_msg(request_id, &finished.msg, socket_timeout)?;
+        Ok(if finished.unacknowledged() {
+            bson::doc! { "ok": 1 }
+        } else {
+            reply
+        })
+    }
+
+    /// Learns the cluster and operation times of any reply (`ok: 0` too),
+    /// then turns `ok: 0` into an error (passing `ok: 1` through by value).
+    fn observe_reply(
+        &mut self,
+        reply: Document,
+        address: &ServerAddress,
+        session: &mut SessionSlot<'_>,
+    ) -> crate::error::Result<Document> {
+        match session.get() {
+            Some(s) => s.on_reply(&reply, &mut self.clock),
+            None => {
+                self.clock.observe_reply(&reply);
+            }
+        }
+        check_reply(reply, address)
+    }
+
+    fn on_success(&mut self, reply: Document, in_flight: InFlight) -> Document {
+        if self.topology.command_events_wanted() {
+            let copy = if in_flight.sensitive {
+                Document::new()
+            } else {
+                reply.clone()
+            };
+            self.topology
+                .publish_command_event(&CommandEvent::Succeeded {
+                    reply: copy,
+                    command_name: in_flight.event_name,
+                    request_id: in_flight.request_id,
+                    duration: in_flight.duration,
+                    connection: in_flight.connection,
+                });
+        }
+        reply
+    }
+
+    /// The failure's event, SDAM error handling, the session's labels and
+    /// unpinning, and CSOT's timeout mapping.
+    fn on_failure(
+        &mut self,
+        mut error: Error,
+        command_name: &str,
+        address: &ServerAddress,
+        session: &mut SessionSlot<'_>,
+        deadline: Deadline,
+        in_flight: InFlight,
+    ) -> Error {
+        if self.topology.command_events_wanted() {
+            self.topology.publish_command_event(&CommandEvent::Failed {
+                failure: error.clone(),
+                command_name: in_flight.event_name,
+                request_id: in_flight.request_id,
+                duration: in_flight.duration,
+                connection: in_flight.connection,
+            });
+        }
+        self.topology
+            .handle_operation_error(address, in_flight.generation, &error);
+        if let Some(s) = session.get() {
+            let failed = FailedCommand {
+                name: command_name,
+                write_concern_error: false,
+            };
+            s.on_error(&mut error, failed);
+        }
+        if deadline.is_set() {
+            error = as_timeout(error, command_name);
+        }
+        error
+    }
+}

@@ -1,0 +1,641 @@
+/*
+ * Calls every function of include/mongo_inline.h, the error paths included
+ * (bad URI, unreachable server, bad BSON, NULL handles, unknown options).
+ * Usage: capi_test URI   (a SecantusDB replica set started with
+ * --enable-test-commands; .ci/capi starts one).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mongo_inline.h"
+
+static int failures = 0;
+static int checks = 0;
+
+#define CHECK(cond)                                                              \
+    do {                                                                         \
+        checks++;                                                                \
+        if (!(cond)) {                                                           \
+            failures++;                                                          \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+        }                                                                        \
+    } while (0)
+
+/* Fails the check (and prints the error) unless err is NULL; frees it. */
+#define OK(expr)                                                                 \
+    do {                                                                         \
+        mi_error *ok_err_ = (expr);                                              \
+        checks++;                                                                \
+        if (ok_err_) {                                                           \
+            failures++;                                                          \
+            fprintf(stderr, "%s:%d: %s failed: [%d/%d] %s\n", __FILE__, __LINE__, \
+                    #expr, ok_err_->domain, ok_err_->code, ok_err_->message);    \
+            mi_error_free(ok_err_);                                              \
+        }                                                                        \
+    } while (0)
+
+/* Checks that err is an error of domain and that its message contains
+ * needle (when not NULL); frees it. */
+static void expect_error(mi_error *err, int domain, const char *needle, int line) {
+    checks++;
+    if (!err) {
+        failures++;
+        fprintf(stderr, "line %d: expected an error of domain %d, got success\n", line, domain);
+        return;
+    }
+    if (err->domain != domain || err->message == NULL ||
+        (needle && strstr(err->message, needle) == NULL)) {
+        failures++;
+        fprintf(stderr, "line %d: expected domain %d containing \"%s\", got [%d/%d] %s\n", line,
+                domain, needle ? needle : "", err->domain, err->code,
+                err->message ? err->message : "(null)");
+    }
+    mi_error_free(err);
+}
+#define EXPECT_ERROR(expr, domain, needle) expect_error((expr), (domain), (needle), __LINE__)
+
+/* A BSON document from Extended JSON; aborts the test on failure. */
+static mi_buffer bson(const char *json) {
+    mi_buffer out = {NULL, 0};
+    mi_error *err = mi_bson_from_json(json, &out);
+    if (err) {
+        fprintf(stderr, "bad test JSON %s: %s\n", json, err->message);
+        exit(2);
+    }
+    return out;
+}
+
+/* Whether the JSON form of a BSON buffer contains needle. */
+static int json_contains(const uint8_t *data, size_t len, const char *needle) {
+    char *json = NULL;
+    mi_error *err = mi_bson_to_json(data, len, &json);
+    if (err) {
+        mi_error_free(err);
+        return 0;
+    }
+    int found = strstr(json, needle) != NULL;
+    if (!found) fprintf(stderr, "  (%s not in %s)\n", needle, json);
+    mi_string_free(json);
+    return found;
+}
+
+static int events_started = 0, events_succeeded = 0, events_failed = 0, events_sdam = 0;
+static int insert_started_with_lsid = 0;
+
+static void on_event(void *user_data, const mi_event *event) {
+    int *calls = user_data;
+    (*calls)++;
+    switch (event->kind) {
+    case MI_EVENT_COMMAND_STARTED:
+        events_started++;
+        if (strcmp(event->command_name, "insert") == 0 && event->document &&
+            json_contains(event->document, event->document_len, "\"lsid\"")) {
+            insert_started_with_lsid++;
+        }
+        break;
+    case MI_EVENT_COMMAND_SUCCEEDED: events_succeeded++; break;
+    case MI_EVENT_COMMAND_FAILED: events_failed++; break;
+    case MI_EVENT_SDAM: events_sdam++; break;
+    default: break;
+    }
+}
+
+static int log_records = 0;
+static void on_log(void *user_data, int32_t level, const char *target, const char *message) {
+    (void)user_data;
+    if (level >= 1 && level <= 5 && target && message && strncmp(target, "mongo_inline", 12) == 0)
+        log_records++;
+}
+
+static void test_bson_helpers(void) {
+    mi_buffer doc = bson("{\"a\": 1, \"b\": {\"$numberLong\": \"5\"}, \"s\": \"x\"}");
+    CHECK(doc.data != NULL && doc.len > 5);
+    char *json = NULL;
+    OK(mi_bson_to_json(doc.data, doc.len, &json));
+    CHECK(json && strstr(json, "\"a\":1") && strstr(json, "\"s\":\"x\""));
+    mi_string_free(json);
+
+    /* bad BSON: the length prefix disagrees with the length given */
+    json = NULL;
+    EXPECT_ERROR(mi_bson_to_json(doc.data, doc.len - 1, &json), MI_ERROR_ARGUMENT, "not BSON");
+    CHECK(json == NULL);
+    uint8_t garbage[] = {12, 0, 0, 0, 0x02, 'a', 0, 0xff, 0xff, 0xff, 0x7f, 0};
+    EXPECT_ERROR(mi_bson_to_json(garbage, sizeof garbage, &json), MI_ERROR_ARGUMENT, "not BSON");
+    EXPECT_ERROR(mi_bson_to_json(NULL, 5, &json), MI_ERROR_ARGUMENT, "`bson` is NULL");
+    EXPECT_ERROR(mi_bson_to_json(doc.data, doc.len, NULL), MI_ERROR_ARGUMENT, "`out` is NULL");
+
+    mi_buffer out = {NULL, 0};
+    EXPECT_ERROR(mi_bson_from_json("{not json", &out), MI_ERROR_ARGUMENT, "not JSON");
+    EXPECT_ERROR(mi_bson_from_json("[1, 2]", &out), MI_ERROR_ARGUMENT, "not a JSON object");
+    EXPECT_ERROR(mi_bson_from_json("{\"x\": {\"$numberLong\": 5}}", &out), MI_ERROR_ARGUMENT, NULL);
+    EXPECT_ERROR(mi_bson_from_json(NULL, &out), MI_ERROR_ARGUMENT, "`json` is NULL");
+    EXPECT_ERROR(mi_bson_from_json("{}", NULL), MI_ERROR_ARGUMENT, "`out` is NULL");
+    CHECK(out.data == NULL);
+
+    mi_buffer_free(&doc);
+    CHECK(doc.data == NULL && doc.len == 0);
+    mi_buffer_free(&doc); /* freeing an emptied buffer is a no-op */
+    mi_buffer_free(NULL);
+    mi_string_free(NULL);
+    mi_error_free(NULL);
+    CHECK(!mi_error_has_label(NULL, "x"));
+}
+
+static void test_client_errors(const char *uri) {
+    mi_client *client = NULL;
+    EXPECT_ERROR(mi_client_new("mongodb://", &client), MI_ERROR_ARGUMENT, NULL);
+    EXPECT_ERROR(mi_client_new("http://localhost", &client), MI_ERROR_ARGUMENT, NULL);
+    EXPECT_ERROR(mi_client_new("mongodb://h:notaport/", &client),
+                 MI_ERROR_ARGUMENT, NULL);
+    EXPECT_ERROR(mi_client_new(NULL, &client), MI_ERROR_ARGUMENT, "`uri` is NULL");
+    EXPECT_ERROR(mi_client_new(uri, NULL), MI_ERROR_ARGUMENT, "`out` is NULL");
+    const char bad_utf8[] = {'m', 'o', (char)0xff, 0};
+    EXPECT_ERROR(mi_client_new(bad_utf8, &client), MI_ERROR_ARGUMENT, "UTF-8");
+    CHECK(client == NULL);
+    mi_client_free(NULL);
+
+    /* Unreachable: nothing listens on port 1; selection gives up quickly. */
+    OK(mi_client_new("mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=300&connectTimeoutMS=300",
+                     &client));
+    mi_buffer ping = bson("{\"ping\": 1}");
+    mi_buffer reply = {NULL, 0};
+    EXPECT_ERROR(mi_client_run_command(client, NULL, "admin", ping.data, ping.len, &reply),
+                 MI_ERROR_SERVER_SELECTION, "127.0.0.1:1");
+    CHECK(reply.data == NULL);
+    mi_buffer_free(&ping);
+    mi_client_free(client);
+}
+
+/* Every handle-taking function refuses NULL handles with an argument error. */
+static void test_null_handles(void) {
+    mi_buffer doc = bson("{}");
+    mi_buffer out = {NULL, 0};
+    const uint8_t *docs[] = {doc.data};
+    size_t lens[] = {doc.len};
+    mi_cursor *cursor = NULL;
+    uint64_t count = 0;
+    double tokens = 0;
+    bool has_bucket = false;
+    mi_session *session = NULL;
+    const uint8_t *next = NULL;
+    size_t next_len = 0;
+
+    EXPECT_ERROR(mi_client_run_command(NULL, NULL, "db", doc.data, doc.len, &out), MI_ERROR_ARGUMENT,
+                 "`client` is NULL");
+    EXPECT_ERROR(mi_client_retry_tokens(NULL, &tokens, &has_bucket), MI_ERROR_ARGUMENT,
+                 "`client` is NULL");
+    EXPECT_ERROR(mi_client_set_event_callback(NULL, on_event, NULL), MI_ERROR_ARGUMENT,
+                 "`client` is NULL");
+    EXPECT_ERROR(mi_session_start(NULL, NULL, 0, &session), MI_ERROR_ARGUMENT, "`client` is NULL");
+    EXPECT_ERROR(mi_session_id(NULL, &out), MI_ERROR_ARGUMENT, "`session` is NULL");
+    EXPECT_ERROR(mi_session_start_transaction(NULL, NULL, 0), MI_ERROR_ARGUMENT, "`session` is NULL");
+    EXPECT_ERROR(mi_session_commit_transaction(NULL), MI_ERROR_ARGUMENT, "`session` is NULL");
+    EXPECT_ERROR(mi_session_abort_transaction(NULL), MI_ERROR_ARGUMENT, "`session` is NULL");
+    EXPECT_ERROR(mi_insert_one(NULL, NULL, "db", "c", doc.data, doc.len, &out), MI_ERROR_ARGUMENT,
+                 "`client` is NULL");
+    EXPECT_ERROR(mi_insert_many(NULL, NULL, "db", "c", docs, lens, 1, &out), MI_ERROR_ARGUMENT,
+                 "`client` is NULL");
+    EXPECT_ERROR(mi_update_one(NULL, NULL, "db", "c", doc.data, doc.len, doc.data, doc.len, NULL, 0,
+                               &out),
+                 MI_ERROR_ARGUMENT, "`client` is NULL");
+    EXPECT_ERROR(mi_update_many(NULL, NULL, "db", "c", doc.data, doc.len, doc.data, doc.len, NULL,
+                                0, &out),
+                 MI_ERROR_ARGUMENT, "`client` is NULL");
+    EXPECT_ERROR(mi_delete_one(NULL, NULL, "db", "c", doc.data, doc.len, &out), MI_ERROR_ARGUMENT,
+                 "`client` is NULL");
+    EXPECT_ERROR(mi_delete_many(NULL, NULL, "db", "c", doc.data, doc.len, &out), MI_ERROR_ARGUMENT,
+                 "`client` is NULL");
+    EXPECT_ERROR(mi_count_documents(NULL, NULL, "db", "c", doc.data, doc.len, NULL, 0, &count),
+                 MI_ERROR_ARGUMENT, "`client` is NULL");
+    EXPECT_ERROR(mi_find(NULL, NULL, "db", "c", doc.data, doc.len, NULL, 0, &cursor),
+                 MI_ERROR_ARGUMENT, "`client` is NULL");
+    EXPECT_ERROR(mi_aggregate(NULL, NULL, "db", "c", docs, lens, 1, NULL, 0, &cursor),
+                 MI_ERROR_ARGUMENT, "`client` is NULL");
+    EXPECT_ERROR(mi_cursor_next(NULL, &next, &next_len), MI_ERROR_ARGUMENT, "`cursor` is NULL");
+    CHECK(out.data == NULL && cursor == NULL && session == NULL);
+    mi_session_free(NULL);
+    mi_cursor_free(NULL);
+    mi_buffer_free(&doc);
+}
+
+static void test_events_and_logs(const char *uri) {
+    mi_client *client = NULL;
+    int calls = 0;
+    OK(mi_client_new(uri, &client));
+    OK(mi_client_set_event_callback(client, on_event, &calls));
+    OK(mi_set_log_callback(on_log, NULL, 5));
+    EXPECT_ERROR(mi_set_log_callback(on_log, NULL, 9), MI_ERROR_ARGUMENT, "max_level");
+
+    mi_buffer ping = bson("{\"ping\": 1}");
+    mi_buffer reply = {NULL, 0};
+    OK(mi_client_run_command(client, NULL, "admin", ping.data, ping.len, &reply));
+    CHECK(json_contains(reply.data, reply.len, "\"ok\""));
+    mi_buffer_free(&reply);
+    CHECK(events_started >= 1 && events_succeeded >= 1 && events_sdam >= 1);
+    CHECK(calls == events_started + events_succeeded + events_failed + events_sdam);
+    CHECK(log_records > 0);
+
+    mi_buffer unknown = bson("{\"noSuchCommand\": 1}");
+    int failed_before = events_failed;
+    EXPECT_ERROR(mi_client_run_command(client, NULL, "admin", unknown.data, unknown.len, &reply),
+                 MI_ERROR_COMMAND, NULL);
+    CHECK(events_failed == failed_before + 1);
+
+    /* Replacing and removing the callback works after use. */
+    OK(mi_client_set_event_callback(client, NULL, NULL));
+    int before = calls;
+    OK(mi_client_run_command(client, NULL, "admin", ping.data, ping.len, &reply));
+    mi_buffer_free(&reply);
+    CHECK(calls == before);
+
+    OK(mi_set_log_callback(NULL, NULL, 0));
+    int records = log_records;
+    OK(mi_client_run_command(client, NULL, "admin", ping.data, ping.len, &reply));
+    mi_buffer_free(&reply);
+    CHECK(log_records == records);
+    mi_client_free(client);
+
+    /* The first registration after use is refused. */
+    OK(mi_client_new(uri, &client));
+    OK(mi_client_run_command(client, NULL, "admin", ping.data, ping.len, &reply));
+    mi_buffer_free(&reply);
+    EXPECT_ERROR(mi_client_set_event_callback(client, on_event, &calls), MI_ERROR_CLIENT,
+                 "before the client's first operation");
+    mi_client_free(client);
+    mi_buffer_free(&ping);
+    mi_buffer_free(&unknown);
+}
+
+static uint64_t count_all(mi_client *client, mi_session *session) {
+    mi_buffer empty = bson("{}");
+    uint64_t count = 0;
+    OK(mi_count_documents(client, session, "capi", "people", empty.data, empty.len, NULL, 0,
+                          &count));
+    mi_buffer_free(&empty);
+    return count;
+}
+
+static void test_crud(mi_client *client) {
+    mi_buffer reply = {NULL, 0}, result = {NULL, 0};
+    mi_buffer drop = bson("{\"drop\": \"people\"}");
+    mi_error *err = mi_client_run_command(client, NULL, "capi", drop.data, drop.len, &reply);
+    mi_error_free(err); /* a missing collection is fine */
+    mi_buffer_free(&reply);
+    mi_buffer_free(&drop);
+
+    mi_buffer ada = bson("{\"_id\": 1, \"name\": \"Ada\", \"born\": 1815}");
+    OK(mi_insert_one(client, NULL, "capi", "people", ada.data, ada.len, &result));
+    CHECK(json_contains(result.data, result.len, "\"insertedId\":1"));
+    mi_buffer_free(&result);
+
+    /* Duplicate key: a write error with the server's code. */
+    err = mi_insert_one(client, NULL, "capi", "people", ada.data, ada.len, &result);
+    CHECK(err && err->domain == MI_ERROR_WRITE && err->code == 11000);
+    mi_error_free(err);
+
+    /* Bad BSON in: length prefix and given length disagree. */
+    EXPECT_ERROR(mi_insert_one(client, NULL, "capi", "people", ada.data, ada.len + 3, &result),
+                 MI_ERROR_ARGUMENT, "`document` is not BSON");
+    EXPECT_ERROR(mi_insert_one(client, NULL, "capi", "people", ada.data, 3, &result),
+                 MI_ERROR_ARGUMENT, "shorter than 5 bytes");
+    EXPECT_ERROR(mi_insert_one(client, NULL, NULL, "people", ada.data, ada.len, &result),
+                 MI_ERROR_ARGUMENT, "`db` is NULL");
+    EXPECT_ERROR(mi_insert_one(client, NULL, "capi", "people", ada.data, ada.len, NULL),
+                 MI_ERROR_ARGUMENT, "`result` is NULL");
+    mi_buffer_free(&ada);
+
+    mi_buffer a = bson("{\"name\": \"Grace\", \"born\": 1906}");
+    mi_buffer b = bson("{\"name\": \"Edsger\", \"born\": 1930}");
+    mi_buffer c = bson("{\"name\": \"Barbara\", \"born\": 1939}");
+    const uint8_t *docs[] = {a.data, b.data, c.data};
+    size_t lens[] = {a.len, b.len, c.len};
+    OK(mi_insert_many(client, NULL, "capi", "people", docs, lens, 3, &result));
+    CHECK(json_contains(result.data, result.len, "\"insertedIds\"") &&
+          json_contains(result.data, result.len, "\"2\":{\"$oid\""));
+    mi_buffer_free(&result);
+    EXPECT_ERROR(mi_insert_many(client, NULL, "capi", "people", NULL, lens, 3, &result),
+                 MI_ERROR_ARGUMENT, "`documents` is NULL");
+    lens[1] = 2;
+    EXPECT_ERROR(mi_insert_many(client, NULL, "capi", "people", docs, lens, 3, &result),
+                 MI_ERROR_ARGUMENT, "`documents[1]`");
+    CHECK(count_all(client, NULL) == 4);
+
+    /* find with options, iterated through two batches */
+    mi_buffer filter = bson("{\"born\": {\"$gt\": 1900}}");
+    mi_buffer options = bson("{\"sort\": {\"born\": -1}, \"batchSize\": 2, \"projection\": "
+                             "{\"_id\": 0, \"name\": 1}}");
+    mi_cursor *cursor = NULL;
+    OK(mi_find(client, NULL, "capi", "people", filter.data, filter.len, options.data, options.len,
+               &cursor));
+    const uint8_t *doc = NULL;
+    size_t doc_len = 0;
+    int n = 0;
+    for (;;) {
+        mi_error *next_err = mi_cursor_next(cursor, &doc, &doc_len);
+        if (next_err) {
+            OK(next_err);
+            break;
+        }
+        if (!doc) break;
+        if (n == 0) CHECK(json_contains(doc, doc_len, "{\"name\":\"Barbara\"}"));
+        n++;
+    }
+    CHECK(n == 3);
+    OK(mi_cursor_next(cursor, &doc, &doc_len)); /* stays at the end */
+    CHECK(doc == NULL && doc_len == 0);
+    EXPECT_ERROR(mi_cursor_next(cursor, NULL, &doc_len), MI_ERROR_ARGUMENT, "`document` is NULL");
+    mi_cursor_free(cursor);
+
+    /* a cursor freed before it is exhausted (killCursors) */
+    cursor = NULL;
+    OK(mi_find(client, NULL, "capi", "people", filter.data, filter.len, options.data, options.len,
+               &cursor));
+    OK(mi_cursor_next(cursor, &doc, &doc_len));
+    CHECK(doc != NULL);
+    mi_cursor_free(cursor);
+
+    mi_buffer bad_options = bson("{\"sortt\": {\"born\": 1}}");
+    cursor = NULL;
+    EXPECT_ERROR(mi_find(client, NULL, "capi", "people", filter.data, filter.len,
+                         bad_options.data, bad_options.len, &cursor),
+                 MI_ERROR_ARGUMENT, "unknown find option \"sortt\"");
+    CHECK(cursor == NULL);
+    mi_buffer bad_limit = bson("{\"limit\": \"ten\"}");
+    uint64_t count = 0;
+    EXPECT_ERROR(mi_count_documents(client, NULL, "capi", "people", filter.data, filter.len,
+                                    bad_limit.data, bad_limit.len, &count),
+                 MI_ERROR_ARGUMENT, "option \"limit\" must be an integer");
+    mi_buffer limit = bson("{\"limit\": 2}");
+    OK(mi_count_documents(client, NULL, "capi", "people", filter.data, filter.len, limit.data,
+                          limit.len, &count));
+    CHECK(count == 2);
+
+    /* updates */
+    mi_buffer by_name = bson("{\"name\": \"Grace\"}");
+    mi_buffer set_field = bson("{\"$set\": {\"field\": \"navy\"}}");
+    OK(mi_update_one(client, NULL, "capi", "people", by_name.data, by_name.len, set_field.data,
+                     set_field.len, NULL, 0, &result));
+    CHECK(json_contains(result.data, result.len, "\"matchedCount\":1") &&
+          json_contains(result.data, result.len, "\"modifiedCount\":1"));
+    mi_buffer_free(&result);
+    mi_buffer missing = bson("{\"name\": \"Alan\"}");
+    mi_buffer upsert = bson("{\"upsert\": true}");
+    OK(mi_update_one(client, NULL, "capi", "people", missing.data, missing.len, set_field.data,
+                     set_field.len, upsert.data, upsert.len, &result));
+    CHECK(json_contains(result.data, result.len, "\"upsertedId\""));
+    mi_buffer_free(&result);
+    EXPECT_ERROR(mi_update_one(client, NULL, "capi", "people", missing.data, missing.len,
+                               set_field.data, set_field.len, bad_options.data, bad_options.len,
+                               &result),
+                 MI_ERROR_ARGUMENT, "unknown update option");
+    mi_buffer everyone = bson("{}");
+    mi_buffer inc = bson("{\"$inc\": {\"seen\": 1}}");
+    OK(mi_update_many(client, NULL, "capi", "people", everyone.data, everyone.len, inc.data,
+                      inc.len, NULL, 0, &result));
+    CHECK(json_contains(result.data, result.len, "\"matchedCount\":5"));
+    mi_buffer_free(&result);
+
+    /* aggregate */
+    mi_buffer match = bson("{\"$match\": {\"seen\": 1}}");
+    mi_buffer group = bson("{\"$group\": {\"_id\": null, \"n\": {\"$sum\": 1}}}");
+    const uint8_t *stages[] = {match.data, group.data};
+    size_t stage_lens[] = {match.len, group.len};
+    cursor = NULL;
+    OK(mi_aggregate(client, NULL, "capi", "people", stages, stage_lens, 2, NULL, 0, &cursor));
+    OK(mi_cursor_next(cursor, &doc, &doc_len));
+    CHECK(doc && json_contains(doc, doc_len, "\"n\":5"));
+    mi_cursor_free(cursor);
+    cursor = NULL;
+    EXPECT_ERROR(mi_aggregate(client, NULL, "capi", "people", stages, stage_lens, 2,
+                              bad_options.data, bad_options.len, &cursor),
+                 MI_ERROR_ARGUMENT, "unknown aggregate option");
+
+    /* deletes */
+    OK(mi_delete_one(client, NULL, "capi", "people", everyone.data, everyone.len, &result));
+    CHECK(json_contains(result.data, result.len, "\"deletedCount\":1"));
+    mi_buffer_free(&result);
+    OK(mi_delete_many(client, NULL, "capi", "people", everyone.data, everyone.len, &result));
+    CHECK(json_contains(result.data, result.len, "\"deletedCount\":4"));
+    mi_buffer_free(&result);
+    CHECK(count_all(client, NULL) == 0);
+
+    mi_buffer_free(&a); mi_buffer_free(&b); mi_buffer_free(&c);
+    mi_buffer_free(&filter); mi_buffer_free(&options); mi_buffer_free(&bad_options);
+    mi_buffer_free(&bad_limit); mi_buffer_free(&limit); mi_buffer_free(&by_name);
+    mi_buffer_free(&set_field); mi_buffer_free(&missing); mi_buffer_free(&upsert);
+    mi_buffer_free(&everyone); mi_buffer_free(&inc); mi_buffer_free(&match);
+    mi_buffer_free(&group);
+}
+
+static void test_sessions(mi_client *client, const char *uri) {
+    mi_session *session = NULL;
+    mi_buffer result = {NULL, 0}, lsid = {NULL, 0};
+    OK(mi_session_start(client, NULL, 0, &session));
+    OK(mi_session_id(session, &lsid));
+    CHECK(json_contains(lsid.data, lsid.len, "\"id\":{\"$binary\""));
+    mi_buffer_free(&lsid);
+
+    /* session and transaction options */
+    mi_session *optioned = NULL;
+    mi_buffer both = bson("{\"causalConsistency\": true, \"snapshot\": true}");
+    EXPECT_ERROR(mi_session_start(client, both.data, both.len, &optioned), MI_ERROR_ARGUMENT, NULL);
+    mi_buffer unknown_option = bson("{\"casualConsistency\": true}");
+    EXPECT_ERROR(mi_session_start(client, unknown_option.data, unknown_option.len, &optioned),
+                 MI_ERROR_ARGUMENT, "unknown session option \"casualConsistency\"");
+    CHECK(optioned == NULL);
+    mi_buffer causal = bson("{\"causalConsistency\": false}");
+    OK(mi_session_start(client, causal.data, causal.len, &optioned));
+    EXPECT_ERROR(mi_session_start_transaction(optioned, unknown_option.data, unknown_option.len),
+                 MI_ERROR_ARGUMENT, "unknown transaction option");
+    mi_buffer bad_w = bson("{\"writeConcern\": {\"w\": -1}}");
+    EXPECT_ERROR(mi_session_start_transaction(optioned, bad_w.data, bad_w.len), MI_ERROR_ARGUMENT,
+                 "\"w\" must not be negative");
+    mi_buffer no_level = bson("{\"readConcern\": {}}");
+    EXPECT_ERROR(mi_session_start_transaction(optioned, no_level.data, no_level.len),
+                 MI_ERROR_ARGUMENT, "needs a string \"level\"");
+    mi_buffer txn_options = bson("{\"readConcern\": {\"level\": \"snapshot\"}, \"writeConcern\": "
+                                 "{\"w\": \"majority\", \"j\": true, \"wtimeout\": 5000}, "
+                                 "\"maxCommitTimeMS\": 5000}");
+    OK(mi_session_start_transaction(optioned, txn_options.data, txn_options.len));
+    mi_buffer probe = bson("{\"probe\": 1}");
+    OK(mi_insert_one(client, optioned, "capi", "people", probe.data, probe.len, &result));
+    mi_buffer_free(&result);
+    OK(mi_session_commit_transaction(optioned));
+    mi_buffer probe_filter = bson("{\"probe\": 1}");
+    OK(mi_delete_many(client, NULL, "capi", "people", probe_filter.data, probe_filter.len,
+                      &result));
+    CHECK(json_contains(result.data, result.len, "\"deletedCount\":1"));
+    mi_buffer_free(&result);
+    mi_session_free(optioned);
+    mi_buffer_free(&both); mi_buffer_free(&unknown_option); mi_buffer_free(&causal);
+    mi_buffer_free(&bad_w); mi_buffer_free(&no_level); mi_buffer_free(&txn_options);
+    mi_buffer_free(&probe); mi_buffer_free(&probe_filter);
+
+    /* commit or abort without a transaction: a state error */
+    EXPECT_ERROR(mi_session_commit_transaction(session), MI_ERROR_CLIENT, NULL);
+    EXPECT_ERROR(mi_session_abort_transaction(session), MI_ERROR_CLIENT, NULL);
+
+    mi_buffer doc = bson("{\"in\": \"transaction\"}");
+    OK(mi_session_start_transaction(session, NULL, 0));
+    OK(mi_insert_one(client, session, "capi", "people", doc.data, doc.len, &result));
+    mi_buffer_free(&result);
+    CHECK(count_all(client, session) == 1);
+    OK(mi_session_abort_transaction(session));
+    CHECK(count_all(client, NULL) == 0);
+
+    OK(mi_session_start_transaction(session, NULL, 0));
+    OK(mi_insert_one(client, session, "capi", "people", doc.data, doc.len, &result));
+    mi_buffer_free(&result);
+    mi_buffer everyone = bson("{}");
+    mi_buffer set = bson("{\"$set\": {\"committed\": true}}");
+    OK(mi_update_many(client, session, "capi", "people", everyone.data, everyone.len, set.data,
+                      set.len, NULL, 0, &result));
+    mi_buffer_free(&result);
+    mi_cursor *cursor = NULL;
+    OK(mi_find(client, session, "capi", "people", everyone.data, everyone.len, NULL, 0, &cursor));
+    const uint8_t *found = NULL;
+    size_t found_len = 0;
+    OK(mi_cursor_next(cursor, &found, &found_len));
+    CHECK(found && json_contains(found, found_len, "\"committed\":true"));
+    mi_cursor_free(cursor);
+    OK(mi_session_commit_transaction(session));
+    CHECK(count_all(client, NULL) == 1);
+
+    /* sessions outside transactions */
+    OK(mi_update_one(client, session, "capi", "people", everyone.data, everyone.len, set.data,
+                     set.len, NULL, 0, &result));
+    mi_buffer_free(&result);
+    OK(mi_delete_one(client, session, "capi", "people", everyone.data, everyone.len, &result));
+    mi_buffer_free(&result);
+    OK(mi_delete_many(client, session, "capi", "people", everyone.data, everyone.len, &result));
+    mi_buffer_free(&result);
+
+    /* insert_many, aggregate and a command in a transaction; a session
+     * cursor that fetches a second batch (getMore) in the session */
+    OK(mi_session_start_transaction(session, NULL, 0));
+    const uint8_t *docs[] = {doc.data, doc.data, doc.data};
+    size_t lens[] = {doc.len, doc.len, doc.len};
+    OK(mi_insert_many(client, session, "capi", "people", docs, lens, 3, &result));
+    mi_buffer_free(&result);
+    mi_buffer find_cmd = bson("{\"find\": \"people\", \"filter\": {}}");
+    mi_buffer reply = {NULL, 0};
+    OK(mi_client_run_command(client, session, "capi", find_cmd.data, find_cmd.len, &reply));
+    CHECK(json_contains(reply.data, reply.len, "\"in\":\"transaction\""));
+    mi_buffer_free(&reply);
+    mi_buffer match_all = bson("{\"$match\": {}}");
+    const uint8_t *stages[] = {match_all.data};
+    size_t stage_lens[] = {match_all.len};
+    mi_buffer batch_of_one = bson("{\"batchSize\": 1}");
+    OK(mi_aggregate(client, session, "capi", "people", stages, stage_lens, 1, batch_of_one.data,
+                    batch_of_one.len, &cursor));
+    int seen = 0;
+    for (;;) {
+        mi_error *next_err = mi_cursor_next(cursor, &found, &found_len);
+        if (next_err || !found) {
+            OK(next_err);
+            break;
+        }
+        seen++;
+    }
+    CHECK(seen == 3); /* uncommitted writes seen: the getMores ran in the transaction */
+    mi_cursor_free(cursor);
+    OK(mi_session_commit_transaction(session));
+    CHECK(count_all(client, NULL) == 3);
+
+    /* a session cursor keeps its session after the handle is freed */
+    mi_session *short_lived = NULL;
+    OK(mi_session_start(client, NULL, 0, &short_lived));
+    cursor = NULL;
+    OK(mi_find(client, short_lived, "capi", "people", everyone.data, everyone.len,
+               batch_of_one.data, batch_of_one.len, &cursor));
+    mi_session_free(short_lived);
+    seen = 0;
+    for (;;) {
+        mi_error *next_err = mi_cursor_next(cursor, &found, &found_len);
+        if (next_err || !found) {
+            OK(next_err);
+            break;
+        }
+        seen++;
+    }
+    CHECK(seen == 3);
+    mi_cursor_free(cursor);
+    OK(mi_delete_many(client, session, "capi", "people", everyone.data, everyone.len, &result));
+    mi_buffer_free(&result);
+    mi_buffer_free(&find_cmd);
+    mi_buffer_free(&match_all);
+    mi_buffer_free(&batch_of_one);
+
+    /* a session of another client */
+    mi_client *other = NULL;
+    OK(mi_client_new(uri, &other));
+    EXPECT_ERROR(mi_insert_one(other, session, "capi", "people", doc.data, doc.len, &result),
+                 MI_ERROR_ARGUMENT, "belongs to another client");
+    mi_client_free(other);
+
+    /* handles freed in any order: the session outlives its client here */
+    mi_client *owner = NULL;
+    mi_session *orphan = NULL;
+    OK(mi_client_new(uri, &owner));
+    OK(mi_session_start(owner, NULL, 0, &orphan));
+    mi_client_free(owner);
+    OK(mi_session_id(orphan, &lsid));
+    mi_buffer_free(&lsid);
+    mi_session_free(orphan);
+
+    mi_session_free(session);
+    mi_buffer_free(&doc);
+    mi_buffer_free(&everyone);
+    mi_buffer_free(&set);
+}
+
+static void test_labels_and_tokens(mi_client *client) {
+    double tokens = -1;
+    bool has_bucket = false;
+    OK(mi_client_retry_tokens(client, &tokens, &has_bucket));
+    CHECK(has_bucket && tokens > 999.0 && tokens <= 1000.0);
+    EXPECT_ERROR(mi_client_retry_tokens(client, NULL, &has_bucket), MI_ERROR_ARGUMENT,
+                 "`tokens` is NULL");
+
+    /* A server error with a label, through a fail point. */
+    mi_buffer fail = bson("{\"configureFailPoint\": \"failCommand\", \"mode\": {\"times\": 1}, "
+                          "\"data\": {\"failCommands\": [\"insert\"], \"errorCode\": 2, "
+                          "\"errorLabels\": [\"CapiTestLabel\"]}}");
+    mi_buffer reply = {NULL, 0};
+    OK(mi_client_run_command(client, NULL, "admin", fail.data, fail.len, &reply));
+    mi_buffer_free(&reply);
+    mi_buffer doc = bson("{\"x\": 1}");
+    mi_error *err = mi_insert_one(client, NULL, "capi", "people", doc.data, doc.len, &reply);
+    CHECK(err && err->domain == MI_ERROR_COMMAND && err->code == 2 && err->label_count == 1);
+    CHECK(err && mi_error_has_label(err, "CapiTestLabel"));
+    CHECK(err && !mi_error_has_label(err, "RetryableWriteError"));
+    CHECK(err && !mi_error_has_label(err, NULL));
+    mi_error_free(err);
+    mi_buffer_free(&fail);
+    mi_buffer_free(&doc);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s URI\n", argv[0]);
+        return 2;
+    }
+    const char *uri = argv[1];
+    CHECK(mi_version() != NULL && strlen(mi_version()) > 0);
+    test_bson_helpers();
+    test_client_errors(uri);
+    test_null_handles();
+    test_events_and_logs(uri);
+
+    mi_client *client = NULL;
+    OK(mi_client_new(uri, &client));
+    test_crud(client);
+    test_sessions(client, uri);
+    test_labels_and_tokens(client);
+    mi_client_free(client);
+
+    printf("capi_test: %d checks, %d failed\n", checks, failures);
+    return failures == 0 ? 0 : 1;
+}
