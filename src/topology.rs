@@ -341,6 +341,11 @@ impl Topology {
         if pid != self.pid {
             self.pid = pid;
             self.connections.clear();
+            // The poller is the parent's too (one epoll instance across the
+            // fork): the child's checks would wake the parent, and the
+            // parent's the child. The child makes its own.
+            self.overlap = None;
+            self.queued.clear();
             self.monitor.mark_stale();
         }
     }
