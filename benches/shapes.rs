@@ -16,7 +16,8 @@
 //! Then, against SecantusDB directly: cursor iteration over `SHAPES_DOCS`
 //! (default 100,000) small documents and `insert_many` of as many
 //! (documents/s, MB/s of BSON, client CPU µs per document), the peak RSS of
-//! a one-query run and the binary sizes.
+//! a one-query run, the binary sizes and (when `strace` is installed) the
+//! system calls per warm `find_one`.
 //!
 //! Every driver is measured as a separate process speaking the
 //! `examples/bench_find.rs` protocol (`cold|warm|cursor|insert URI DB COLL
@@ -174,6 +175,64 @@ fn main() {
             file_kib(&driver.bench_find)
         );
     }
+
+    println!();
+    println!("system calls per warm find_one (strace -c -f, {SYSCALL_OPS} operations):");
+    for driver in &drivers {
+        match syscalls_per_op(driver, &standalone.uri()) {
+            Some(calls) => println!("{:<14} {calls}", driver.name),
+            None => println!(
+                "{:<14} - (strace not available or the run failed)",
+                driver.name
+            ),
+        }
+    }
+}
+
+const SYSCALL_OPS: u32 = 2000;
+
+/// System calls per warm operation, by name, from `strace -c -f` around a
+/// warm run (start-up and the first, connecting operation included, so
+/// counts are rounded to a tenth).
+fn syscalls_per_op(driver: &Driver, uri: &str) -> Option<String> {
+    let summary = std::env::temp_dir().join(format!(
+        "shapes-strace-{}-{}.txt",
+        std::process::id(),
+        driver.name
+    ));
+    let status = Command::new("strace")
+        .args(["-c", "-f", "-o"])
+        .arg(&summary)
+        .arg(&driver.bench_find)
+        .args(["warm", uri, DB, COLL, &SYSCALL_OPS.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .ok()?;
+    let text = std::fs::read_to_string(&summary).ok();
+    let _ = std::fs::remove_file(&summary);
+    if !status.success() {
+        return None;
+    }
+    let ops = f64::from(SYSCALL_OPS);
+    let mut total = 0.0;
+    let mut frequent = Vec::new();
+    for line in text?.lines() {
+        // "% time seconds usecs/call calls [errors] syscall"
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if fields.len() < 5 || fields[0].starts_with('%') || fields[0].starts_with('-') {
+            continue;
+        }
+        let (Some(name), Ok(calls)) = (fields.last(), fields[3].parse::<f64>()) else {
+            continue;
+        };
+        if *name == "total" {
+            total = calls / ops;
+        } else if calls / ops >= 0.05 {
+            frequent.push(format!("{name} {:.1}", calls / ops));
+        }
+    }
+    Some(format!("{total:.1} ({})", frequent.join(", ")))
 }
 
 /// Builds the release CLI and bench_find; returns the release directory.

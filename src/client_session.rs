@@ -12,12 +12,13 @@ use crate::deadline::Deadline;
 use crate::error::Result;
 use crate::exec::{Clock, Target};
 use crate::operation::EndTransaction;
-use crate::session::transaction::TransactionOptions;
+use crate::session::transaction::{TransactionOptions, TransactionState};
 use crate::session::with_transaction::{Decision, WithTransaction};
 use crate::session::{SessionOptions, SessionState};
 
 /// An explicit session: causally consistent reads by default, and the
-/// context of a transaction. Pass it to the `*_with_session` methods.
+/// context of a transaction. Pass it to an operation with
+/// `.session(&mut session)`.
 ///
 /// Dropping a session aborts a transaction still in progress and returns
 /// the server session to the client's pool.
@@ -63,15 +64,58 @@ impl ClientSession {
         &self.client
     }
 
+    /// Where this session's transaction stands (none, starting, in progress,
+    /// committed, aborted).
+    pub fn transaction_state(&self) -> TransactionState {
+        self.state.transaction().state()
+    }
+
+    /// Whether the transaction is pinned to one mongos (sharded) or one
+    /// connection (load-balanced), so its commands must all go there.
+    pub fn is_pinned(&self) -> bool {
+        self.state.transaction().pinned().is_some()
+    }
+
+    /// Whether a network error marked the server session dirty, so the
+    /// client discards it instead of reusing it when this session ends.
+    pub fn is_dirty(&self) -> bool {
+        self.state.server_session().is_some_and(|s| s.dirty)
+    }
+
     /// Starts a transaction; the next operation in this session begins it
     /// on the server.
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let coll = client.database("docs").collection::<Document>("transactions");
+    /// coll.insert_one(doc! {}).run()?; // creates the collection outside the transaction
+    /// let mut session = client.start_session().run()?;
+    /// session.start_transaction(None)?;
+    /// coll.insert_one(doc! { "in": "transaction" }).session(&mut session).run()?;
+    /// session.commit_transaction()?;
+    /// assert_eq!(coll.count_documents(doc! { "in": "transaction" }).run()?, 1);
+    /// # coll.drop().run()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn start_transaction(
         &mut self,
         options: impl Into<Option<TransactionOptions>>,
     ) -> Result<()> {
         let options = options.into();
-        self.state
-            .start_transaction(options.as_ref(), &TransactionOptions::default())
+        // What the transaction inherits when neither its options nor the
+        // session's defaults say: the client's concerns and read preference.
+        let defaults = self.client.defaults();
+        let client = TransactionOptions {
+            read_concern: defaults.read_concern,
+            write_concern: defaults.write_concern,
+            read_preference: defaults.read_preference,
+            ..TransactionOptions::default()
+        };
+        self.state.start_transaction(options.as_ref(), &client)
     }
 
     /// Commits the transaction. A commit that fails with a retryable error
@@ -138,6 +182,31 @@ impl ClientSession {
     /// transaction on `TransientTransactionError` and the commit on
     /// `UnknownTransactionCommitResult`, for up to the client's `timeoutMS`
     /// or else 120 seconds (the convenient transactions API).
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let orders = client.database("docs").collection::<Document>("orders");
+    /// let stock = client.database("docs").collection::<Document>("stock");
+    /// stock.update_one(doc! { "_id": "pen" }, doc! { "$set": { "n": 10 } }).upsert(true).run()?;
+    /// orders.insert_one(doc! {}).run()?; // creates the collection outside the transaction
+    ///
+    /// let mut session = client.start_session().run()?;
+    /// session.with_transaction(None, |session| {
+    ///     orders.insert_one(doc! { "item": "pen" }).session(&mut *session).run()?;
+    ///     stock
+    ///         .update_one(doc! { "_id": "pen" }, doc! { "$inc": { "n": -1 } })
+    ///         .session(&mut *session)
+    ///         .run()?;
+    ///     Ok(())
+    /// })?;
+    /// let pens = stock.find_one(doc! { "_id": "pen" }).run()?.unwrap();
+    /// assert_eq!(pens.get_i32("n").unwrap(), 9);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn with_transaction<R, F>(
         &mut self,
         options: impl Into<Option<TransactionOptions>>,

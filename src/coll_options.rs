@@ -555,15 +555,28 @@ options_struct! {
     }
 }
 
-/// An index to create: its key pattern and its options (`name`, `unique`,
-/// `expireAfterSeconds`, `partialFilterExpression`, ... as the server spells them).
+/// An index to create: its key pattern and its options.
+///
+/// ```
+/// use mongo_inline::bson::doc;
+/// use mongo_inline::options::{IndexModel, IndexOptions};
+/// use std::time::Duration;
+///
+/// let by_email = IndexModel::new(doc! { "email": 1 })
+///     .options(IndexOptions::default().unique(true).name("by_email".to_string()));
+/// assert_eq!(by_email.name(), "by_email");
+/// let sessions = IndexModel::new(doc! { "at": 1 })
+///     .options(IndexOptions::default().expire_after(Duration::from_secs(3600)));
+/// assert_eq!(sessions.name(), "at_1");
+/// ```
 #[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]
 pub struct IndexModel {
-    /// The key pattern, e.g. `{ x: 1, y: -1 }`.
+    /// The key pattern, e.g. `{ email: 1 }` or `{ loc: "2dsphere" }`.
     pub keys: Document,
-    /// The index options; `name` is generated from the keys when absent.
-    pub options: Option<Document>,
+    /// The index's options; its name is generated from the keys when they
+    /// give none.
+    pub options: Option<IndexOptions>,
 }
 
 impl IndexModel {
@@ -575,18 +588,20 @@ impl IndexModel {
         }
     }
 
-    /// Sets the index options.
+    /// This index with `options`: typed [`IndexOptions`], or a document of
+    /// index specification fields (those [`IndexOptions`] names are read
+    /// into their fields, the rest are sent as given).
     #[must_use]
-    pub fn options(mut self, options: Document) -> Self {
-        self.options = Some(options);
+    pub fn options(mut self, options: impl Into<IndexOptions>) -> Self {
+        self.options = Some(options.into());
         self
     }
 
-    /// The index's name: the `name` option, or the one the server would
-    /// generate (`key_direction` pairs joined by `_`, e.g. `x_1_y_-1`).
+    /// The index's name: the one its options give, else the server's
+    /// convention (`<key>_<direction>` joined by `_`).
     pub fn name(&self) -> String {
-        if let Some(Ok(name)) = self.options.as_ref().map(|o| o.get_str("name")) {
-            return name.to_string();
+        if let Some(name) = self.options.as_ref().and_then(|o| o.name.as_ref()) {
+            return name.clone();
         }
         let parts: Vec<String> = self
             .keys
@@ -604,6 +619,179 @@ impl IndexModel {
             .collect();
         parts.join("_")
     }
+}
+
+options_struct! {
+    /// Options of one index: the fields of its `createIndexes`
+    /// specification besides `key` (the index-management spec's options).
+    #[derive(PartialEq)]
+    pub struct IndexOptions {
+        /// The index's name (`name`); generated from the keys when unset.
+        name: String,
+        /// Rejects documents with a key already present (`unique`).
+        unique: bool,
+        /// Indexes only documents that have the field (`sparse`).
+        sparse: bool,
+        /// A TTL index: documents expire this long after the indexed date
+        /// (`expireAfterSeconds`, whole seconds).
+        expire_after: Duration,
+        /// Indexes only documents matching this filter (`partialFilterExpression`).
+        partial_filter_expression: Document,
+        /// Hidden from the query planner (`hidden`).
+        hidden: bool,
+        /// Language rules for string keys (`collation`).
+        collation: Document,
+        /// Text index: the weight of each field (`weights`).
+        weights: Document,
+        /// Text index: the default language (`default_language`).
+        default_language: String,
+        /// Text index: the field naming each document's language (`language_override`).
+        language_override: String,
+        /// Text index version (`textIndexVersion`).
+        text_index_version: i32,
+        /// Wildcard index: the fields it covers (`wildcardProjection`).
+        wildcard_projection: Document,
+        /// 2dsphere index version (`2dsphereIndexVersion`).
+        sphere_2d_index_version: i32,
+        /// 2d index: geohash precision (`bits`).
+        bits: i32,
+        /// 2d index: lower bound of the coordinates (`min`).
+        min: f64,
+        /// 2d index: upper bound of the coordinates (`max`).
+        max: f64,
+        /// Storage-engine settings (`storageEngine`).
+        storage_engine: Document,
+        /// Index version (`v`).
+        version: i32,
+        /// Specification fields this type does not name, sent as given.
+        other: Document,
+    }
+}
+
+impl IndexOptions {
+    /// The specification fields these options set (besides `key`).
+    pub fn to_document(&self) -> Document {
+        let mut spec = Document::new();
+        let mut put = |key: &str, value: Option<Bson>| {
+            if let Some(value) = value {
+                spec.insert(key, value);
+            }
+        };
+        put("name", self.name.clone().map(Bson::String));
+        put("unique", self.unique.map(Bson::Boolean));
+        put("sparse", self.sparse.map(Bson::Boolean));
+        put(
+            "expireAfterSeconds",
+            self.expire_after
+                .map(|d| Bson::Int64(i64::try_from(d.as_secs()).unwrap_or(i64::MAX))),
+        );
+        put(
+            "partialFilterExpression",
+            self.partial_filter_expression.clone().map(Bson::Document),
+        );
+        put("hidden", self.hidden.map(Bson::Boolean));
+        put("collation", self.collation.clone().map(Bson::Document));
+        put("weights", self.weights.clone().map(Bson::Document));
+        put(
+            "default_language",
+            self.default_language.clone().map(Bson::String),
+        );
+        put(
+            "language_override",
+            self.language_override.clone().map(Bson::String),
+        );
+        put("textIndexVersion", self.text_index_version.map(Bson::Int32));
+        put(
+            "wildcardProjection",
+            self.wildcard_projection.clone().map(Bson::Document),
+        );
+        put(
+            "2dsphereIndexVersion",
+            self.sphere_2d_index_version.map(Bson::Int32),
+        );
+        put("bits", self.bits.map(Bson::Int32));
+        put("min", self.min.map(Bson::Double));
+        put("max", self.max.map(Bson::Double));
+        put(
+            "storageEngine",
+            self.storage_engine.clone().map(Bson::Document),
+        );
+        put("v", self.version.map(Bson::Int32));
+        for (key, value) in self.other.iter().flatten() {
+            if !spec.contains_key(key) {
+                spec.insert(key.clone(), value.clone());
+            }
+        }
+        spec
+    }
+}
+
+impl From<Document> for IndexOptions {
+    /// Reads the fields this type names (when their values have the
+    /// expected type) and keeps the rest in [`IndexOptions::other`].
+    fn from(spec: Document) -> Self {
+        let mut options = IndexOptions::default();
+        let mut other = Document::new();
+        for (key, value) in spec {
+            let known = match (key.as_str(), &value) {
+                ("name", Bson::String(s)) => options.name.replace(s.clone()).is_none(),
+                ("unique", Bson::Boolean(b)) => options.unique.replace(*b).is_none(),
+                ("sparse", Bson::Boolean(b)) => options.sparse.replace(*b).is_none(),
+                ("hidden", Bson::Boolean(b)) => options.hidden.replace(*b).is_none(),
+                ("expireAfterSeconds", v) => match whole_seconds(v) {
+                    Some(d) => options.expire_after.replace(d).is_none(),
+                    None => false,
+                },
+                ("partialFilterExpression", Bson::Document(d)) => options
+                    .partial_filter_expression
+                    .replace(d.clone())
+                    .is_none(),
+                ("collation", Bson::Document(d)) => options.collation.replace(d.clone()).is_none(),
+                ("weights", Bson::Document(d)) => options.weights.replace(d.clone()).is_none(),
+                ("default_language", Bson::String(s)) => {
+                    options.default_language.replace(s.clone()).is_none()
+                }
+                ("language_override", Bson::String(s)) => {
+                    options.language_override.replace(s.clone()).is_none()
+                }
+                ("textIndexVersion", Bson::Int32(v)) => {
+                    options.text_index_version.replace(*v).is_none()
+                }
+                ("wildcardProjection", Bson::Document(d)) => {
+                    options.wildcard_projection.replace(d.clone()).is_none()
+                }
+                ("2dsphereIndexVersion", Bson::Int32(v)) => {
+                    options.sphere_2d_index_version.replace(*v).is_none()
+                }
+                ("bits", Bson::Int32(v)) => options.bits.replace(*v).is_none(),
+                ("min", Bson::Double(v)) => options.min.replace(*v).is_none(),
+                ("max", Bson::Double(v)) => options.max.replace(*v).is_none(),
+                ("storageEngine", Bson::Document(d)) => {
+                    options.storage_engine.replace(d.clone()).is_none()
+                }
+                ("v", Bson::Int32(v)) => options.version.replace(*v).is_none(),
+                _ => false,
+            };
+            if !known {
+                other.insert(key, value);
+            }
+        }
+        if !other.is_empty() {
+            options.other = Some(other);
+        }
+        options
+    }
+}
+
+/// `expireAfterSeconds` as a duration, when it is a non-negative whole number.
+fn whole_seconds(value: &Bson) -> Option<Duration> {
+    let seconds = match value {
+        Bson::Int32(v) => i64::from(*v),
+        Bson::Int64(v) => *v,
+        Bson::Double(v) if v.fract() == 0.0 && *v >= 0.0 && *v <= f64::from(u32::MAX) => *v as i64,
+        _ => return None,
+    };
+    u64::try_from(seconds).ok().map(Duration::from_secs)
 }
 
 options_struct! {
@@ -670,6 +858,35 @@ mod tests {
     }
 
     #[test]
+    fn index_options_round_trip_through_documents() {
+        let spec = doc! {
+            "name": "ttl", "unique": true, "expireAfterSeconds": 60,
+            "partialFilterExpression": { "a": { "$gt": 1 } }, "v": 2,
+            "futureOption": "kept", "sparse": "not a bool",
+        };
+        let options = IndexOptions::from(spec.clone());
+        assert_eq!(options.name.as_deref(), Some("ttl"));
+        assert_eq!(options.unique, Some(true));
+        assert_eq!(options.expire_after, Some(Duration::from_secs(60)));
+        assert_eq!(options.version, Some(2));
+        // A field of an unexpected type is not dropped: it is sent as given.
+        assert_eq!(options.sparse, None);
+        assert_eq!(
+            options.other,
+            Some(doc! { "futureOption": "kept", "sparse": "not a bool" })
+        );
+        let sent = options.to_document();
+        assert_eq!(sent.get_i64("expireAfterSeconds"), Ok(60));
+        for key in spec.keys() {
+            assert!(sent.contains_key(key), "{key} is not sent");
+        }
+        assert_eq!(
+            IndexOptions::from(doc! { "expireAfterSeconds": -1 }).expire_after,
+            None
+        );
+    }
+
+    #[test]
     fn index_names_follow_the_server_convention() {
         assert_eq!(IndexModel::new(doc! { "a": 1, "b": -1 }).name(), "a_1_b_-1");
         assert_eq!(
@@ -678,5 +895,8 @@ mod tests {
         );
         let named = IndexModel::new(doc! { "a": 1 }).options(doc! { "name": "mine" });
         assert_eq!(named.name(), "mine");
+        let typed = IndexModel::new(doc! { "a": 1 })
+            .options(IndexOptions::default().name("typed".to_string()));
+        assert_eq!(typed.name(), "typed");
     }
 }

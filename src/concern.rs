@@ -22,13 +22,24 @@ use crate::session::transaction::{read_concern_document, write_concern_document}
 pub(crate) struct Takes {
     pub(crate) read_concern: bool,
     pub(crate) write_concern: bool,
+    /// A write in a causally consistent session carries the session's
+    /// `afterClusterTime` (a `readConcern` without a level), though it
+    /// takes no inherited read concern (causal consistency spec).
+    pub(crate) after_cluster_time: bool,
 }
 
 impl Takes {
     pub(crate) fn of(name: &str, body: &Document) -> Takes {
+        let read_concern = takes_read_concern(name, body);
+        let write_concern = takes_write_concern(name, body);
         Takes {
-            read_concern: takes_read_concern(name, body),
-            write_concern: takes_write_concern(name, body),
+            read_concern,
+            write_concern,
+            // Every write and DDL command (causal-consistency-write-commands
+            // covers create, drop and the index commands too); the
+            // transaction finishers carry the transaction's own fields.
+            after_cluster_time: read_concern
+                || write_concern && !matches!(name, "commitTransaction" | "abortTransaction"),
         }
     }
 }
@@ -52,6 +63,14 @@ pub(crate) fn attach_concerns(
         }
     }
     if !takes.read_concern {
+        // A write's readConcern is the session's afterClusterTime alone.
+        if let Some((key @ "afterClusterTime", value)) =
+            read_extra.filter(|_| takes.after_cluster_time)
+        {
+            if !body.contains_key("readConcern") {
+                body.insert("readConcern", bson::doc! { key: value });
+            }
+        }
         return;
     }
     if let Ok(given) = body.get_document_mut("readConcern") {
@@ -140,6 +159,25 @@ mod tests {
         }
         assert!(takes_write_concern("commitTransaction", &doc! {}));
         assert!(takes_write_concern("abortTransaction", &doc! {}));
+    }
+
+    #[test]
+    fn writes_and_ddl_carry_after_cluster_time_but_transaction_finishers_do_not() {
+        for name in [
+            "insert",
+            "update",
+            "create",
+            "drop",
+            "createIndexes",
+            "dropIndexes",
+        ] {
+            let body = doc! { name: "c" };
+            assert!(Takes::of(name, &body).after_cluster_time, "{name}");
+        }
+        for name in ["commitTransaction", "abortTransaction", "ping"] {
+            let body = doc! { name: 1 };
+            assert!(!Takes::of(name, &body).after_cluster_time, "{name}");
+        }
     }
 
     #[test]

@@ -257,9 +257,43 @@ impl Error {
         self
     }
 
-    /// The server's error code, for command errors and for write concern
-    /// errors (which SDAM and the retry rules treat like command errors).
+    /// The server's error code: of a command error, of a failed write
+    /// statement (a duplicate key gives `Some(11000)`), or of an unsatisfied
+    /// write concern. For a batched write (`insert_many`, `bulk_write`) it is
+    /// the first failed statement's code, else the write concern error's.
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let coll = client.database("docs").collection::<Document>("error_code");
+    /// coll.insert_one(doc! { "_id": "only-once" }).run().ok();
+    /// let error = coll.insert_one(doc! { "_id": "only-once" }).run().unwrap_err();
+    /// assert_eq!(error.code(), Some(11000));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn code(&self) -> Option<i32> {
+        use crate::results::{BulkWriteFailure, WriteFailure};
+        match &*self.kind {
+            ErrorKind::Write(WriteFailure::WriteError(we)) => Some(we.code),
+            ErrorKind::BulkWrite(BulkWriteFailure {
+                write_errors,
+                write_concern_error,
+                ..
+            }) => write_errors
+                .first()
+                .map(|we| we.code)
+                .or(write_concern_error.as_ref().map(|wce| wce.code)),
+            _ => self.server_code(),
+        }
+    }
+
+    /// The code the SDAM and retry rules look at: a command error's or a
+    /// write concern error's, never a failed write statement's (the specs
+    /// judge `writeErrors` by labels only).
+    pub(crate) fn server_code(&self) -> Option<i32> {
         use crate::results::{BulkWriteFailure, WriteFailure};
         match &*self.kind {
             ErrorKind::Command(c) => Some(c.code),

@@ -29,6 +29,19 @@
 //! # }
 //! ```
 //!
+//! The API is the official `mongodb` crate's sync API (3.x) without a
+//! runtime: [`Client`] → [`Database`] → [`Collection<T>`], each operation a
+//! builder from [`action`] with its options set by name (or
+//! `.with_options(..)`), a session by `.session(&mut session)`, and sent by
+//! `.run()`. Queries return a [`Cursor`] (an iterator), or in a session a
+//! [`SessionCursor`] iterated with it. Every option type is in [`options`],
+//! every result in [`results`]; errors are one [`Error`], whose
+//! [`code`](Error::code) is the server's (a duplicate key is `Some(11000)`)
+//! and whose [`kind`](Error::kind) has the details. The [`bson`] crate is
+//! re-exported. Runnable programs are in `examples/`: typed CRUD, a
+//! transaction with [`ClientSession::with_transaction`], matching a
+//! duplicate-key error, and a FaaS handler that reuses one client.
+//!
 //! Single-threaded and scan-on-demand: no background threads, no async
 //! runtime. Before an operation the client scans the deployment inline when
 //! it is due (the SDAM spec's single-threaded monitoring), selects a server

@@ -174,6 +174,36 @@ pub struct ServerApi {
     pub deprecation_errors: Option<bool>,
 }
 
+impl ServerApi {
+    /// The Stable API at `version`, without strict mode or deprecation
+    /// errors. `"1"` is the only version the Stable API has; any other is an
+    /// error that names it.
+    pub fn new(version: &str) -> Result<Self> {
+        if version != "1" {
+            return Err(Error::invalid_argument(format!(
+                "serverApi version {version:?} is unknown: the only Stable API version is \"1\""
+            )));
+        }
+        Ok(ServerApi {
+            version: version.to_string(),
+            strict: None,
+            deprecation_errors: None,
+        })
+    }
+
+    /// `apiStrict`: the server rejects commands outside the Stable API.
+    pub fn strict(mut self, strict: bool) -> Self {
+        self.strict = Some(strict);
+        self
+    }
+
+    /// `apiDeprecationErrors`: the server rejects deprecated commands.
+    pub fn deprecation_errors(mut self, deprecation_errors: bool) -> Self {
+        self.deprecation_errors = Some(deprecation_errors);
+        self
+    }
+}
+
 /// TLS settings from the URI (`tls*` options).
 #[derive(Clone, Default, PartialEq)]
 #[non_exhaustive]
@@ -1390,5 +1420,32 @@ impl ClientOptionsBuilder {
     pub fn build(self) -> Result<ClientOptions> {
         self.options.validate()?;
         Ok(self.options)
+    }
+}
+
+#[cfg(test)]
+mod server_api_tests {
+    use super::*;
+
+    #[test]
+    fn server_api_is_built_in_code_and_reaches_the_options() {
+        let api = ServerApi::new("1")
+            .unwrap()
+            .strict(true)
+            .deprecation_errors(false);
+        assert_eq!(api.strict, Some(true));
+        assert_eq!(api.deprecation_errors, Some(false));
+        let code = ClientOptions::builder()
+            .server_api(api.clone())
+            .build()
+            .unwrap();
+        let options = ClientOptions::parse_with("mongodb://localhost/", code).unwrap();
+        assert_eq!(options.server_api(), Some(&api));
+    }
+
+    #[test]
+    fn an_unknown_server_api_version_is_named_in_the_error() {
+        let error = ServerApi::new("2").unwrap_err();
+        assert!(error.to_string().contains("\"2\""), "{error}");
     }
 }

@@ -227,7 +227,7 @@ where
 pub fn is_retryable_read_error(error: &Error, _max_wire_version: Option<i32>) -> bool {
     error.is_network_error()
         || error
-            .code()
+            .server_code()
             .is_some_and(|c| RETRYABLE_READ_CODES.contains(&c))
 }
 
@@ -267,7 +267,10 @@ fn driver_labels_retryable_write(error: &Error, max_wire_version: Option<i32>) -
     }
     // Unknown wire version: no server reply to judge, so no label.
     let pre_4_4 = max_wire_version.is_some_and(|v| v < WIRE_VERSION_4_4);
-    pre_4_4 && error.code().is_some_and(is_pre_4_4_retryable_write_code)
+    pre_4_4
+        && error
+            .server_code()
+            .is_some_and(is_pre_4_4_retryable_write_code)
 }
 
 /// Whether the error is an overload error that may be retried whatever the

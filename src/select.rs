@@ -518,11 +518,24 @@ pub fn no_suitable_server_message(
     );
     if topology.servers.is_empty() {
         message.push_str("; no servers are known");
-        return message;
+    } else {
+        message.push_str("; servers: ");
+        let servers: Vec<String> = topology.servers.values().map(describe_server).collect();
+        message.push_str(&servers.join(", "));
     }
-    message.push_str("; servers: ");
-    let servers: Vec<String> = topology.servers.values().map(describe_server).collect();
-    message.push_str(&servers.join(", "));
+    // A server the update rules removed is gone from `servers`, but why it
+    // went (another replica set's name, a standalone) is the answer the
+    // user needs.
+    let removed: Vec<String> = topology
+        .removed
+        .iter()
+        .filter(|(address, _)| !topology.servers.contains_key(*address))
+        .map(|(address, reason)| format!("{address} {reason}"))
+        .collect();
+    if !removed.is_empty() {
+        message.push_str("; removed: ");
+        message.push_str(&removed.join("; "));
+    }
     message
 }
 

@@ -269,9 +269,8 @@ fn forward_counting(mut from: TcpStream, mut to: TcpStream, messages: &AtomicUsi
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
-        if to.write_all(&buffer[..n]).is_err() {
-            break;
-        }
+        // Counted before forwarding: once the server has the message and
+        // replies, the client may read the count at once.
         pending.extend_from_slice(&buffer[..n]);
         while pending.len() >= 4 {
             let len = i32::from_le_bytes(pending[..4].try_into().unwrap()).max(4) as usize;
@@ -280,6 +279,9 @@ fn forward_counting(mut from: TcpStream, mut to: TcpStream, messages: &AtomicUsi
             }
             pending.drain(..len);
             messages.fetch_add(1, Ordering::SeqCst);
+        }
+        if to.write_all(&buffer[..n]).is_err() {
+            break;
         }
     }
     let _ = to.shutdown(std::net::Shutdown::Both);

@@ -14,13 +14,12 @@ use crate::retry::{
 };
 use crate::sdam::{ServerDescription, TopologyType};
 use crate::select::{self, SelectionCriteria};
-use crate::session::transaction::{FailedCommand, Pin, TransactionState};
-use crate::session::{session_supported, OperationInfo, SessionKind, SessionState};
+use crate::session::{session_supported, OperationInfo, OperationPlan, SessionKind, SessionState};
 
 use super::classify::OperationShape;
 use super::clock::Clock;
 use super::finish::{finish, AttemptContext, Finished};
-use super::{ClientState, Inherited, SessionSlot, SocketOwner, Target};
+use super::{ClientState, Inherited, SessionSlot, Target};
 
 /// One operation's state across its attempts.
 pub(super) struct Run<'s> {
@@ -28,8 +27,8 @@ pub(super) struct Run<'s> {
     pub(super) deadline: Deadline,
     pub(super) retry: Option<OperationRetry>,
     criteria: SelectionCriteria,
-    target: Target,
-    shape: OperationShape,
+    pub(super) target: Target,
+    pub(super) shape: OperationShape,
     read_concern: Option<ReadConcern>,
     write_concern: Option<WriteConcern>,
     txn_number: Option<i64>,
@@ -42,6 +41,28 @@ impl Run<'_> {
             r.on_success(policy);
         }
     }
+}
+
+/// The session's plan for `op`: whether it runs in the transaction, where
+/// it is pinned, the transaction's read preference.
+fn plan_in_session<Op: Operation>(
+    op: &Op,
+    criteria: &SelectionCriteria,
+    session: &mut SessionState,
+) -> Result<OperationPlan> {
+    let is_read = matches!(op.retryability(), Retryability::Read)
+        || matches!(criteria, SelectionCriteria::ReadPreference(_))
+            && !matches!(op.retryability(), Retryability::Write);
+    session.begin_operation(&OperationInfo {
+        is_read,
+        read_concern_set: op.read_concern().is_some(),
+        write_concern_set: op.write_concern().is_some(),
+        read_preference: match criteria {
+            SelectionCriteria::ReadPreference(rp) => Some(rp),
+            _ => None,
+        },
+        unacknowledged: !op.is_acknowledged(),
+    })
 }
 
 /// The server an attempt runs on, as the operation and the command see it.
@@ -65,10 +86,6 @@ impl ClientState {
             .selection_criteria()
             .cloned()
             .unwrap_or_else(SelectionCriteria::primary_read);
-        let is_read = matches!(op.retryability(), Retryability::Read)
-            || matches!(&criteria, SelectionCriteria::ReadPreference(_))
-                && !matches!(op.retryability(), Retryability::Write);
-        let ends_transaction = Op::NAME == "endTransaction";
         let mut session = match explicit_session {
             Some(s) => SessionSlot::Explicit(s),
             None => SessionSlot::None,
@@ -84,16 +101,7 @@ impl ClientState {
             .or(inherited.deadline)
             .unwrap_or_else(|| Deadline::from_timeout(self.time.now(), inherited.timeout));
         let plan = match session.get() {
-            Some(s) if !ends_transaction => Some(s.begin_operation(&OperationInfo {
-                is_read,
-                read_concern_set: op.read_concern().is_some(),
-                write_concern_set: op.write_concern().is_some(),
-                read_preference: match &criteria {
-                    SelectionCriteria::ReadPreference(rp) => Some(rp),
-                    _ => None,
-                },
-                unacknowledged: !op.is_acknowledged(),
-            })?),
+            Some(s) if Op::NAME != "endTransaction" => Some(plan_in_session(op, &criteria, s)?),
             _ => None,
         };
         let in_transaction = plan.as_ref().is_some_and(|p| p.in_transaction);
@@ -116,36 +124,6 @@ impl ClientState {
             write_concern: op.write_concern().or(inherited.write_concern).cloned(),
             txn_number: None,
         })
-    }
-
-    /// A session created before fork() and used in the child gets a server
-    /// session of the child's own: the parent's `lsid` is never sent.
-    fn adopt_if_forked(&mut self, session: &mut SessionState) -> Result<()> {
-        // Runs before selection, so the topology's cached pid may still be
-        // the parent's: ask the kernel.
-        let pid = std::process::id();
-        if !session.inherited_by(pid) {
-            return Ok(());
-        }
-        let timeout = self.logical_session_timeout();
-        let fresh = self
-            .sessions
-            .checkout_in_process(pid, self.time.now(), timeout);
-        session.adopt_after_fork(fresh, pid)
-    }
-
-    /// Behind a load balancer a transaction is pinned to its socket (the
-    /// recorded one); on a sharded cluster to the mongos, whichever its
-    /// socket.
-    pub(super) fn pinned_target(&self, pin: Pin) -> Target {
-        let generation = match pin.connection {
-            Some(socket) => u32::try_from(socket).unwrap_or(0),
-            None => self.topology.socket_generation(&pin.address),
-        };
-        Target::Pinned {
-            address: pin.address,
-            generation,
-        }
     }
 
     /// Selects a server (avoiding the deprioritized ones) with a usable
@@ -204,22 +182,6 @@ impl ClientState {
         )?;
         wait(&plan, &*self.time, run.shape.name);
         Ok(())
-    }
-
-    /// The socket a transaction is pinned to is gone: the session labels
-    /// the error as for a network error (`TransientTransactionError` on a
-    /// command in the transaction, `UnknownTransactionCommitResult` on a
-    /// commit) and unpins, so that `with_transaction` can retry and a
-    /// commit's retry selects a new socket.
-    fn pinned_socket_lost(&mut self, run: &mut Run<'_>, error: &mut Error, command_name: &str) {
-        let in_transaction = run.shape.in_transaction || run.shape.ends_transaction;
-        let Some(s) = run.session.get() else {
-            return;
-        };
-        s.on_error(error, FailedCommand::named(command_name));
-        if in_transaction && s.transaction().pinned().is_none() {
-            run.target = Target::Select;
-        }
     }
 
     /// The session (now that the deployment's support is known), the
@@ -302,85 +264,13 @@ impl ClientState {
                     let server_session =
                         self.sessions
                             .checkout_in_process(pid, self.time.now(), timeout);
-                    run.session =
-                        SessionSlot::Implicit(Box::new(SessionState::implicit(server_session)));
+                    run.session = SessionSlot::Implicit(Box::new(
+                        SessionState::implicit_in_process(server_session, pid),
+                    ));
                 }
                 Ok(())
             }
             _ => Ok(()),
-        }
-    }
-
-    /// A transaction on a sharded cluster or behind a load balancer stays
-    /// on the router (and socket) its first command used. A retry of the
-    /// first command (an overload error) re-pins to where the retry goes,
-    /// which is where the transaction then starts. Behind a load balancer
-    /// the one socket carries at most one transaction at a time (the
-    /// load-balancer spec): another session's first command is refused.
-    fn pin_transaction(
-        &mut self,
-        run: &mut Run<'_>,
-        address: &ServerAddress,
-        topology_type: TopologyType,
-    ) -> Result<()> {
-        let load_balanced = topology_type == TopologyType::LoadBalanced;
-        if !(run.shape.in_transaction && (load_balanced || topology_type == TopologyType::Sharded))
-        {
-            return Ok(());
-        }
-        let serial = self.topology.socket_generation(address);
-        let Some(s) = run.session.get() else {
-            return Ok(());
-        };
-        let starting = s.transaction().state() == TransactionState::Starting;
-        if s.transaction().pinned().is_some() && !starting {
-            return Ok(());
-        }
-        if load_balanced {
-            if let Some(owner) = &self.socket_transaction {
-                if owner.serial == serial && Some(&owner.lsid) != s.id() {
-                    return Err(Error::client(format!(
-                        "another session's transaction is in progress on the socket to the load \
-                         balancer {address}; a load-balanced connection carries one transaction \
-                         at a time: commit or abort it before starting this one"
-                    )));
-                }
-            }
-        }
-        s.transaction_mut().pin(Pin {
-            address: address.clone(),
-            connection: load_balanced.then_some(u64::from(serial)),
-        });
-        Ok(())
-    }
-
-    /// After an operation in an explicit session: records which session's
-    /// transaction holds the load balancer's socket, or that it let go
-    /// (committed, aborted, unpinned by an error).
-    pub(super) fn note_socket_transaction(&mut self, session: &mut SessionSlot<'_>) {
-        let SessionSlot::Explicit(s) = session else {
-            return;
-        };
-        let Some(lsid) = s.id().cloned() else {
-            return;
-        };
-        let holds = match s.transaction().pinned() {
-            Some(Pin {
-                connection: Some(serial),
-                ..
-            }) if s.transaction().state().is_active() => u32::try_from(*serial).ok(),
-            _ => None,
-        };
-        match holds {
-            Some(serial) => self.socket_transaction = Some(SocketOwner { serial, lsid }),
-            None if self
-                .socket_transaction
-                .as_ref()
-                .is_some_and(|owner| owner.lsid == lsid) =>
-            {
-                self.socket_transaction = None;
-            }
-            None => {}
         }
     }
 

@@ -103,6 +103,7 @@ pub(crate) fn finish(
                 max_wire_version: ctx.max_wire_version,
                 accepts_read_concern: takes.read_concern,
                 accepts_write_concern: takes.write_concern,
+                accepts_after_cluster_time: takes.after_cluster_time,
                 read_concern: ctx.read_concern,
                 write_concern: ctx.write_concern,
                 retryable_write: ctx.retryable_write,
@@ -120,6 +121,17 @@ pub(crate) fn finish(
     attach_max_time(&mut body, name, ctx)?;
     body.insert("$db", target_db.clone());
 
+    Ok(seal(name, target_db, body, sequences, ctx.events_wanted))
+}
+
+/// The message, the name events use, redaction, and the event's copy.
+fn seal(
+    name: &'static str,
+    target_db: String,
+    body: Document,
+    sequences: Vec<crate::wire::DocumentSequence>,
+    events_wanted: bool,
+) -> Finished {
     // Events name the command by the body's first key, as the spec says:
     // `Command::name` is "runCommand" for a caller's command, and
     // sensitivity must be judged on the real name.
@@ -139,15 +151,15 @@ pub(crate) fn finish(
         body,
         sequences,
     };
-    let event_command = ctx.events_wanted.then(|| event_copy(&msg, sensitive));
-    Ok(Finished {
+    let event_command = events_wanted.then(|| event_copy(&msg, sensitive));
+    Finished {
         msg,
         name,
         target_db,
         event_name,
         sensitive,
         event_command,
-    })
+    }
 }
 
 /// `$readPreference` (unless the command has one) and the Stable API.

@@ -258,3 +258,26 @@ fn sensitive_commands_are_redacted_in_the_events_copy() {
     assert_eq!(finished.event_command, Some(Document::new()));
     assert_eq!(finished.msg.body.get_str("payload"), Ok("secret"));
 }
+
+#[test]
+fn a_causally_consistent_write_carries_after_cluster_time_but_no_level() {
+    let f = Fixture::new();
+    let mut s = session(f.now);
+    s.on_reply(
+        &doc! { "ok": 1, "operationTime": bson::Timestamp { time: 9, increment: 1 } },
+        &mut crate::session::cluster_time::ClusterClock::default(),
+    );
+    let insert = Command::new("insert", "db", doc! { "insert": "c" });
+    let body = finish(insert, &f.ctx(), Some(&mut s))
+        .expect("finished")
+        .msg
+        .body;
+    assert_eq!(
+        body.get_document("readConcern"),
+        Ok(&doc! { "afterClusterTime": bson::Timestamp { time: 9, increment: 1 } })
+    );
+    // Without a session a write has no readConcern at all.
+    let insert = Command::new("insert", "db", doc! { "insert": "c" });
+    let plain = finish(insert, &f.ctx(), None).expect("finished").msg.body;
+    assert!(!plain.contains_key("readConcern"));
+}

@@ -25,6 +25,7 @@ mod attempt;
 mod classify;
 mod clock;
 mod finish;
+mod pin;
 mod send;
 
 use std::sync::Arc;
@@ -163,10 +164,12 @@ impl ClientState {
     /// or about to expire).
     pub(crate) fn check_in(&mut self, session: Option<SessionState>) {
         if let Some(mut session) = session {
-            if let Some(server_session) = session.end() {
+            // The pid the operation's selection read (see
+            // SessionState::end_in_process for a stale one).
+            let pid = self.topology.process_id();
+            if let Some(server_session) = session.end_in_process(pid) {
                 let timeout = self.logical_session_timeout();
                 let now = self.time.now();
-                let pid = self.topology.process_id();
                 self.sessions
                     .checkin_in_process(pid, server_session, now, timeout);
             }

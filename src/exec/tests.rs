@@ -1,7 +1,8 @@
-//! The executor's retry step on virtual time: the backoff is slept on the
-//! clock it is given (never the real one), within the policy's jitter
-//! bounds, and a backoff that would pass the deadline is a timeout that
-//! keeps the overload labels.
+//! The executor's steps without sockets, on virtual time: the retry step
+//! (the backoff is slept on the clock it is given, never the real one,
+//! within the policy's jitter bounds, and a backoff that would pass the
+//! deadline is a timeout that keeps the overload labels), the deadline an
+//! operation runs under, and transaction pinning.
 
 use std::time::Duration;
 
@@ -132,4 +133,163 @@ fn a_network_error_on_a_retryable_read_is_retried_once_without_sleeping() {
     assert_eq!(run.fail(network()).expect("retried"), Duration::ZERO);
     assert!(run.fail(network()).is_err(), "only one retry");
     assert!(run.clock.sleeps().is_empty());
+}
+
+mod steps {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use bson::doc;
+
+    use super::super::clock::{Clock, VirtualClock};
+    use super::super::{ClientState, Inherited, SessionSlot, Target};
+    use crate::address::ServerAddress;
+    use crate::coll_options::InsertOneOptions;
+    use crate::deadline::Deadline;
+    use crate::operation::{Insert, Namespace};
+    use crate::options::ClientOptions;
+    use crate::sdam::TopologyType;
+    use crate::session::pool::ServerSession;
+    use crate::session::transaction::TransactionOptions;
+    use crate::session::{SessionOptions, SessionState};
+    use crate::topology::Topology;
+
+    /// A client state on virtual time; building it does no I/O.
+    fn state(uri: &str) -> (ClientState, Arc<VirtualClock>) {
+        let options = ClientOptions::parse(uri).expect("a URI");
+        let topology = Topology::new(options, None, None).expect("a topology");
+        let clock = Arc::new(VirtualClock::new());
+        (ClientState::with_clock(topology, clock.clone()), clock)
+    }
+
+    fn insert() -> Insert {
+        Insert::one(
+            Namespace::new("db", "c"),
+            doc! { "_id": 1 },
+            InsertOneOptions::default(),
+        )
+    }
+
+    fn session(id: &str, clock: &VirtualClock) -> SessionState {
+        let server_session = ServerSession::new(doc! { "id": id }, clock.now());
+        SessionState::explicit(SessionOptions::default(), server_session).expect("a session")
+    }
+
+    fn in_transaction(id: &str, clock: &VirtualClock) -> SessionState {
+        let mut s = session(id, clock);
+        s.start_transaction(None, &TransactionOptions::default())
+            .expect("started");
+        s
+    }
+
+    #[test]
+    fn the_deadline_is_timeout_ms_from_the_clocks_now_unless_one_is_running() {
+        let (mut state, clock) = state("mongodb://a:1/");
+        clock.advance(Duration::from_secs(3));
+        let op = insert();
+        let timeout = Inherited {
+            timeout: Some(Duration::from_millis(100)),
+            ..Inherited::default()
+        };
+        let run = state
+            .begin(&op, None, timeout, Target::Select)
+            .expect("run");
+        assert_eq!(
+            run.deadline,
+            Deadline::at(clock.now() + Duration::from_millis(100))
+        );
+
+        // The batches of one insert_many share the deadline they started.
+        let running = Deadline::at(clock.now() + Duration::from_millis(7));
+        let batch = Inherited {
+            deadline: Some(running),
+            ..timeout
+        };
+        let run = state.begin(&op, None, batch, Target::Select).expect("run");
+        assert_eq!(run.deadline, running);
+
+        // with_transaction's deadline wins over both.
+        let mut s = session("s", &clock);
+        let shared = Deadline::at(clock.now() + Duration::from_millis(3));
+        s.set_transaction_deadline(Some(shared));
+        let run = state
+            .begin(&op, Some(&mut s), batch, Target::Select)
+            .expect("run");
+        assert_eq!(run.deadline, shared);
+    }
+
+    #[test]
+    fn one_transaction_at_a_time_on_a_load_balanced_socket() {
+        let (mut state, clock) = state("mongodb://lb:1/?loadBalanced=true");
+        let lb = ServerAddress::tcp("lb", 1);
+        let op = insert();
+        let lb_type = TopologyType::LoadBalanced;
+
+        let mut first = in_transaction("first", &clock);
+        let mut run = state
+            .begin(&op, Some(&mut first), Inherited::default(), Target::Select)
+            .expect("run");
+        state
+            .pin_transaction(&mut run, &lb, lb_type)
+            .expect("pinned");
+        state.note_socket_transaction(&mut run.session);
+        drop(run);
+        assert!(first.transaction().pinned().is_some());
+
+        let mut second = in_transaction("second", &clock);
+        let mut run = state
+            .begin(&op, Some(&mut second), Inherited::default(), Target::Select)
+            .expect("run");
+        let error = state
+            .pin_transaction(&mut run, &lb, lb_type)
+            .expect_err("the socket is taken");
+        assert!(
+            error.to_string().contains("one transaction at a time"),
+            "{error}"
+        );
+        drop(run);
+
+        // The first transaction ends: the socket is free.
+        first.commit_transaction().expect("a commit body");
+        state.note_socket_transaction(&mut SessionSlot::Explicit(&mut first));
+        let mut run = state
+            .begin(&op, Some(&mut second), Inherited::default(), Target::Select)
+            .expect("run");
+        state
+            .pin_transaction(&mut run, &lb, lb_type)
+            .expect("pinned");
+    }
+
+    #[test]
+    fn a_sharded_transaction_re_pins_until_its_first_command_is_sent() {
+        let (mut state, clock) = state("mongodb://r1:1,r2:1/");
+        let (r1, r2) = (ServerAddress::tcp("r1", 1), ServerAddress::tcp("r2", 1));
+        let op = insert();
+        let sharded = TopologyType::Sharded;
+        let mut s = in_transaction("s", &clock);
+        let mut run = state
+            .begin(&op, Some(&mut s), Inherited::default(), Target::Select)
+            .expect("run");
+        state
+            .pin_transaction(&mut run, &r1, sharded)
+            .expect("pinned");
+        // An overload retry of the first command went to r2.
+        state
+            .pin_transaction(&mut run, &r2, sharded)
+            .expect("re-pinned");
+        let pinned = |run: &mut super::super::attempt::Run<'_>| {
+            run.session
+                .get()
+                .and_then(|s| s.transaction().pinned().map(|p| p.address.clone()))
+        };
+        assert_eq!(pinned(&mut run), Some(r2.clone()));
+        // Once the transaction started on r2, it stays there.
+        run.session
+            .get()
+            .expect("a session")
+            .transaction_mut()
+            .note_command_sent();
+        state.pin_transaction(&mut run, &r1, sharded).expect("kept");
+        assert_eq!(pinned(&mut run), Some(r2));
+    }
 }

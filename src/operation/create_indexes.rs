@@ -66,7 +66,7 @@ impl Operation for CreateIndexes {
             .map(|index| {
                 let mut spec = doc! { "key": index.keys.clone(), "name": index.name() };
                 if let Some(options) = &index.options {
-                    for (key, value) in options {
+                    for (key, value) in &options.to_document() {
                         if key != "name" && key != "key" {
                             spec.insert(key.clone(), value.clone());
                         }

@@ -566,8 +566,10 @@ mod tests {
             error.kind(),
             ErrorKind::Write(WriteFailure::WriteError(WriteError { code: 11000, .. }))
         ));
-        // A write error is not a command error: it has no code for retry decisions.
-        assert_eq!(error.code(), None);
+        // A write error is not a command error: it has no code for retry
+        // decisions, but the user sees the statement's code.
+        assert_eq!(error.server_code(), None);
+        assert_eq!(error.code(), Some(11000));
     }
 
     #[test]

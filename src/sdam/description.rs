@@ -253,4 +253,9 @@ pub struct TopologyDescription {
     /// the socket generation and the round-trip-time samples. Same keys as
     /// [`TopologyDescription::servers`].
     pub server_states: BTreeMap<ServerAddress, ServerState>,
+    /// Why the update rules removed a server that answered (another
+    /// replica set's member, a standalone in a replica set): kept for
+    /// the selection error, which otherwise could only say that no
+    /// servers are known.
+    pub removed: BTreeMap<ServerAddress, String>,
 }

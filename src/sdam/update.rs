@@ -108,6 +108,7 @@ impl TopologyDescription {
             id: TopologyId::next(),
             settings,
             server_states: Default::default(),
+            removed: Default::default(),
         };
         for seed in description.settings.seeds.clone() {
             let mut server = ServerDescription::unknown(seed.clone());
@@ -343,6 +344,7 @@ impl TopologyDescription {
             id: self.id,
             settings: self.settings.clone(),
             server_states: Default::default(),
+            removed: Default::default(),
         }
     }
 
@@ -395,7 +397,9 @@ impl TopologyDescription {
                 _ => self.remove(&address),
             },
             TopologyType::ReplicaSetNoPrimary => match server_type {
-                ServerType::Standalone | ServerType::Mongos => self.remove(&address),
+                ServerType::Standalone | ServerType::Mongos => {
+                    self.remove_because(&address, not_a_member(server_type, &self.set_name))
+                }
                 ServerType::RsPrimary => {
                     self.servers.insert(address, new.clone());
                     self.topology_type = TopologyType::ReplicaSetWithPrimary;
@@ -411,7 +415,7 @@ impl TopologyDescription {
             },
             TopologyType::ReplicaSetWithPrimary => match server_type {
                 ServerType::Standalone | ServerType::Mongos => {
-                    self.remove(&address);
+                    self.remove_because(&address, not_a_member(server_type, &self.set_name));
                     self.check_if_has_primary();
                 }
                 ServerType::RsPrimary => {
@@ -475,7 +479,7 @@ impl TopologyDescription {
         if self.set_name.is_none() {
             self.set_name = new.set_name.clone();
         } else if self.set_name != new.set_name {
-            self.remove(address);
+            self.remove_because(address, self.set_name_mismatch(new));
             return;
         }
         self.add_members(new);
@@ -487,7 +491,12 @@ impl TopologyDescription {
 
     fn update_rs_with_primary_from_member(&mut self, new: &ServerDescription) {
         let address = &new.address;
-        if self.set_name != new.set_name || new.me.as_ref().is_some_and(|me| me != address) {
+        if self.set_name != new.set_name {
+            self.remove_because(address, self.set_name_mismatch(new));
+            self.check_if_has_primary();
+            return;
+        }
+        if new.me.as_ref().is_some_and(|me| me != address) {
             self.remove(address);
             self.check_if_has_primary();
             return;
@@ -505,7 +514,7 @@ impl TopologyDescription {
             self.set_name = new.set_name.clone();
         } else if self.set_name != new.set_name {
             // A primary of another set than the one required or found.
-            self.remove(address);
+            self.remove_because(address, self.set_name_mismatch(new));
             self.check_if_has_primary();
             return;
         }
@@ -628,6 +637,27 @@ impl TopologyDescription {
     fn remove(&mut self, address: &ServerAddress) {
         self.servers.remove(address);
         self.server_states.remove(address);
+    }
+
+    /// Removes a server that answered but does not belong, keeping why.
+    fn remove_because(&mut self, address: &ServerAddress, reason: String) {
+        self.remove(address);
+        self.removed.insert(address.clone(), reason);
+    }
+
+    /// Why a member of another replica set (or of none) was removed: it
+    /// names both set names.
+    fn set_name_mismatch(&self, new: &ServerDescription) -> String {
+        let reported = match &new.set_name {
+            Some(name) => format!("reports replica set name {name:?}"),
+            None => "reports no replica set name".to_string(),
+        };
+        let expected = self.set_name.as_deref().unwrap_or_default();
+        if self.settings.replica_set.is_some() {
+            format!("{reported}, but the replicaSet option requires {expected:?}")
+        } else {
+            format!("{reported}, but the replica set discovered is {expected:?}")
+        }
     }
 
     /// "Checking wire protocol compatibility": the first server (in address
@@ -754,6 +784,19 @@ impl TopologyDescription {
 /// An electionId as comparable bytes, `None` first.
 fn oid_key(id: Option<ObjectId>) -> Option<[u8; 12]> {
     id.map(|i| i.bytes())
+}
+
+/// Why a standalone or mongos was removed from a replica set topology.
+fn not_a_member(server_type: ServerType, set_name: &Option<String>) -> String {
+    let kind = if server_type == ServerType::Mongos {
+        "a mongos"
+    } else {
+        "a standalone server"
+    };
+    match set_name {
+        Some(name) => format!("is {kind}, not a member of replica set {name:?}"),
+        None => format!("is {kind}, not a replica set member"),
+    }
 }
 
 #[cfg(test)]

@@ -159,6 +159,10 @@ pub struct CommandContext<'a> {
     /// DDL, `aggregate` with `$out`/`$merge`); reads never get one, even
     /// when the client, database or collection has a write concern.
     pub accepts_write_concern: bool,
+    /// A write that carries a causally consistent session's
+    /// `afterClusterTime` (`insert`, `update`, `delete`, `findAndModify`),
+    /// without an inherited read concern level.
+    pub accepts_after_cluster_time: bool,
     /// The operation's read concern (operation, collection, database or
     /// client); `None` for the server default. Do not put it in the command
     /// yourself: inside a transaction it must not be sent.
@@ -207,14 +211,31 @@ impl SessionState {
 
     /// The driver's session for one operation (not causally consistent).
     pub fn implicit(server_session: ServerSession) -> Self {
-        SessionState::with(
+        SessionState::implicit_in_process(server_session, std::process::id())
+    }
+
+    /// [`implicit`](Self::implicit) in the process `pid`, which the
+    /// operation creating it has just read (its selection does), so the
+    /// kernel is not asked again.
+    pub fn implicit_in_process(server_session: ServerSession, pid: u32) -> Self {
+        SessionState::with_process(
             SessionKind::Implicit,
             SessionOptions::default(),
             server_session,
+            pid,
         )
     }
 
     fn with(kind: SessionKind, options: SessionOptions, server_session: ServerSession) -> Self {
+        SessionState::with_process(kind, options, server_session, std::process::id())
+    }
+
+    fn with_process(
+        kind: SessionKind,
+        options: SessionOptions,
+        server_session: ServerSession,
+        pid: u32,
+    ) -> Self {
         let snapshot_time = options.snapshot_time;
         SessionState {
             kind,
@@ -224,7 +245,7 @@ impl SessionState {
             operation_time: None,
             snapshot_time,
             transaction: Transaction::new(),
-            process: std::process::id(),
+            process: pid,
             transaction_deadline: None,
         }
     }
@@ -559,6 +580,7 @@ impl SessionState {
             let takes = crate::concern::Takes {
                 read_concern: ctx.accepts_read_concern || snapshot_read,
                 write_concern: ctx.accepts_write_concern,
+                after_cluster_time: ctx.accepts_read_concern || ctx.accepts_after_cluster_time,
             };
             crate::concern::attach_concerns(
                 command,
@@ -618,8 +640,17 @@ impl SessionState {
     /// time, `None` afterwards. An open transaction must be aborted first
     /// (its errors ignored): check [`transaction`](Self::transaction).
     pub fn end(&mut self) -> Option<ServerSession> {
+        self.end_in_process(std::process::id())
+    }
+
+    /// [`end`](Self::end) in the process `pid`, as the caller's operation
+    /// read it. A stale `pid` (a forked child dropping a cursor before any
+    /// operation of its own) can only let the parent's server session reach
+    /// the pool under the parent's pid, where the next checkout, whose pid
+    /// is read afresh, clears it.
+    pub fn end_in_process(&mut self, pid: u32) -> Option<ServerSession> {
         self.transaction.unpin();
-        let inherited = self.inherited_by(std::process::id());
+        let inherited = self.inherited_by(pid);
         // The parent's server session never joins a forked child's pool.
         self.server_session.take().filter(|_| !inherited)
     }

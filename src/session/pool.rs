@@ -466,6 +466,43 @@ mod tests {
     }
 
     #[test]
+    fn a_stale_pid_at_checkin_cannot_hand_a_parents_session_to_the_child() {
+        // An operation passes the pid its selection read; a forked child's
+        // cursor dropped before any new operation passes the parent's.
+        let (parent_pid, child_pid) = (100, 200);
+        let t0 = Instant::now();
+        let mut child = SessionPool::new(fastrand::Rng::with_seed(7));
+        child.process = ProcessWatch::for_pid(parent_pid);
+        let parents = child.checkout_in_process(parent_pid, t0, Some(30));
+        // The child's first operation reads its own pid.
+        let own = child.checkout_in_process(child_pid, t0, Some(30));
+        child.checkin_in_process(child_pid, own, t0, Some(30));
+        // The parent's session comes back under the stale pid...
+        child.checkin_in_process(parent_pid, parents.clone(), t0, Some(30));
+        // ...and the next checkout, with the pid read afresh, never hands it out.
+        for _ in 0..3 {
+            let next = child.checkout_in_process(child_pid, t0, Some(30));
+            assert_ne!(
+                next.id, parents.id,
+                "the parent's session reached the child"
+            );
+        }
+
+        // The same when the stale checkin comes before the child's first
+        // operation: the pool still believes it is in the parent.
+        let mut child = SessionPool::new(fastrand::Rng::with_seed(7));
+        child.process = ProcessWatch::for_pid(parent_pid);
+        let parents = child.checkout_in_process(parent_pid, t0, Some(30));
+        child.checkin_in_process(parent_pid, parents.clone(), t0, Some(30));
+        assert_eq!(child.len(), 1);
+        let next = child.checkout_in_process(child_pid, t0, Some(30));
+        assert_ne!(
+            next.id, parents.id,
+            "the parent's session reached the child"
+        );
+    }
+
+    #[test]
     fn a_forked_child_does_not_end_its_parents_sessions() {
         let t0 = Instant::now();
         let mut parent = pool();

@@ -567,7 +567,7 @@ pub fn commit_outcome_unknown(error: &Error, write_concern_error: bool) -> bool 
     {
         return true;
     }
-    let Some(code) = error.code() else {
+    let Some(code) = error.server_code() else {
         return false;
     };
     if code == UNSATISFIABLE_WRITE_CONCERN || code == UNKNOWN_REPL_WRITE_CONCERN {

@@ -151,7 +151,7 @@ impl WithTransaction {
         if self.elapsed(now) >= self.timeout {
             return Decision::Fail(self.timeout_error(Some(error)));
         }
-        let max_time_expired = error.code() == Some(MAX_TIME_MS_EXPIRED);
+        let max_time_expired = error.server_code() == Some(MAX_TIME_MS_EXPIRED);
         if !max_time_expired && error.contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT) {
             self.last_error = Some(error);
             return Decision::RetryCommit;

@@ -700,6 +700,8 @@ fn accept_loop(shared: Arc<Shared>, index: usize, io: Arc<MemberIo>) {
             backend_index,
             backend: None,
             greeted: false,
+            client_metadata: None,
+            adds_recovery_token: false,
         };
         let spawned = thread::Builder::new()
             .name(format!("sim-conn-{}-{connection_id}", io.port))
@@ -720,6 +722,12 @@ struct Handler {
     backend: Option<TcpStream>,
     /// Whether a command arrived yet: the first hello is the handshake.
     greeted: bool,
+    /// The `client` document of the client's handshake, introduced to the
+    /// backend so that fail points filtered by `appName` match it.
+    client_metadata: Option<Document>,
+    /// Whether the reply being forwarded gets a `recoveryToken`, as a
+    /// mongos adds to every reply within a transaction.
+    adds_recovery_token: bool,
 }
 
 enum Answer {
@@ -824,6 +832,7 @@ impl Handler {
             }
             if is_handshake {
                 observed.handshakes.push(command.clone());
+                self.client_metadata = command.get_document("client").ok().cloned();
             }
         }
         if is_hello {
@@ -849,6 +858,9 @@ impl Handler {
         let topology_version = doc! { "processId": member.process_id, "counter": member.counter };
         let role = member.role;
         drop(script);
+        self.adds_recovery_token = matches!(role, Role::Mongos | Role::LoadBalancer)
+            && command.contains_key("txnNumber")
+            && command.get_bool("autocommit") == Ok(false);
         if !role.accepts_writes() && WRITE_COMMANDS.contains(&name.as_str()) {
             return Answer::Reply(doc! {
                 "ok": 0.0,
@@ -1066,6 +1078,7 @@ impl Handler {
         expects_reply: bool,
     ) -> io::Result<()> {
         let delay = self.delay();
+        let adds_recovery_token = self.adds_recovery_token;
         let backend = self.backend()?;
         backend.write_all(&frame.to_bytes())?;
         if !expects_reply {
@@ -1086,6 +1099,11 @@ impl Handler {
             if !delay.is_zero() {
                 thread::sleep(delay);
             }
+            let reply = if adds_recovery_token {
+                with_recovery_token(reply)?
+            } else {
+                reply
+            };
             client.write_all(&reply.to_bytes())?;
             if !more {
                 return Ok(());
@@ -1099,8 +1117,9 @@ impl Handler {
                 self.io.backends.get(self.backend_index).ok_or_else(|| {
                     io::Error::new(io::ErrorKind::NotFound, "member has no backend")
                 })?;
-            let stream = TcpStream::connect(address)?;
+            let mut stream = TcpStream::connect(address)?;
             stream.set_nodelay(true)?;
+            self.introduce(&mut stream)?;
             if let Some(open) = lock(&self.io.open).get_mut(&self.connection_id) {
                 open.backend = Some(stream.try_clone()?);
             } else {
@@ -1111,6 +1130,68 @@ impl Handler {
         }
         Ok(self.backend.as_mut().expect("backend connected above"))
     }
+}
+
+impl Handler {
+    /// Sends the backend a hello carrying the client's handshake metadata,
+    /// as the client's own handshake would have, so that the backend knows
+    /// the connection's `appName` (fail points filter on it). The reply is
+    /// the simulator's business, not the client's, unless it is an error.
+    fn introduce(&self, backend: &mut TcpStream) -> io::Result<()> {
+        let Some(metadata) = &self.client_metadata else {
+            return Ok(());
+        };
+        let hello = OpMsg {
+            flags: 0,
+            body: doc! { "hello": 1, "client": metadata.clone(), "$db": "admin" },
+            sequences: Vec::new(),
+        }
+        .encode(self.next_request_id(), 0);
+        backend.write_all(&hello)?;
+        let reply = read_frame(backend)?.ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "backend closed the connection during the introduction",
+            )
+        })?;
+        // A hello the backend fails (a fail point on hello) fails this
+        // connection, as it would have failed the client's own handshake.
+        let refused = reply.op_code == OP_MSG
+            && parse_op_msg(&reply.body)
+                .ok()
+                .and_then(|m| m.body.get("ok").and_then(integer))
+                == Some(0);
+        if refused {
+            return Err(io::Error::new(
+                io::ErrorKind::ConnectionRefused,
+                "backend failed the introduction hello",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `reply` with a `recoveryToken` added (when it has none), as a mongos
+/// returns within a transaction; other replies pass unchanged.
+fn with_recovery_token(reply: Frame) -> io::Result<Frame> {
+    if reply.op_code != OP_MSG {
+        return Ok(reply);
+    }
+    let mut message = parse_op_msg(&reply.body)?;
+    if message.body.contains_key("recoveryToken") {
+        return Ok(reply);
+    }
+    message.body.insert(
+        "recoveryToken",
+        doc! { "recoveryShardId": "simulated-shard" },
+    );
+    let bytes = message.encode(reply.request_id, reply.response_to);
+    Ok(Frame {
+        request_id: reply.request_id,
+        response_to: reply.response_to,
+        op_code: OP_MSG,
+        body: bytes[16..].to_vec(),
+    })
 }
 
 /// Polls `condition` every 10 ms until it holds or `timeout` passes;

@@ -2,12 +2,15 @@
 //! (`source/unified-test-format/unified-test-format.md`).
 //!
 //! [`run_all`] visits every unified file under the spec-test root, runs each
-//! test against the deployment its `runOnRequirements` allow ("replicaset":
-//! a one-member SecantusDB replica set; "single": a standalone one), and
+//! test against the first deployment its `runOnRequirements` allow
+//! ("replicaset": a one-member SecantusDB replica set; "single": a
+//! standalone one; "sharded": two simulated mongoses and "load-balanced": a
+//! simulated load balancer, both in front of that replica set), and
 //! prints pass / fail / skip counts per directory and every skip with its
 //! reason. A failure fails the run unless [`skips::KNOWN_FAILURES`] names
 //! the test with a reason; an entry there that now passes is reported.
 
+pub mod events;
 pub mod matching;
 pub mod runner;
 pub mod skips;
@@ -19,6 +22,7 @@ use bson::{doc, Bson, Document};
 use mongo_inline::Client;
 
 use crate::support::server::TestServer;
+use crate::support::sim::Simulator;
 use crate::support::spec;
 use matching::Entities;
 use runner::{Deployment, Failure, TestRun};
@@ -88,7 +92,10 @@ fn unmet(requirement: &Document, deployment: &Deployment, version: &[i64]) -> Op
                     .flatten()
                     .filter_map(Bson::as_str)
                     .collect();
-                (!wanted.contains(&deployment.topology)).then(|| format!("topologies {wanted:?}"))
+                // The simulated mongoses front a replica set.
+                let satisfied = wanted.contains(&deployment.topology)
+                    || (deployment.topology == "sharded" && wanted.contains(&"sharded-replicaset"));
+                (!satisfied).then(|| format!("topologies {wanted:?}"))
             }
             "serverless" => {
                 (value.as_str() == Some("require")).then(|| "serverless: require".to_string())
@@ -166,16 +173,40 @@ pub fn run_all() {
     }
     let replica_set = TestServer::start();
     let standalone = TestServer::start_standalone();
+    // Sharded and load-balanced deployments are simulated: two mongoses, and
+    // a load balancer over two backends (so two serviceIds), all answering
+    // hello themselves and forwarding every other command to the replica
+    // set, which gives them transactions and retryable writes.
+    let mongoses = Simulator::mongos(&replica_set, 2);
+    let balancer = Simulator::load_balancer(&[&replica_set, &replica_set]);
+    let internal = || Client::with_uri_str(&replica_set.uri()).expect("internal client");
+    // Tests run on the first deployment their requirements allow, so the
+    // real servers come first and the simulated ones take only the tests
+    // that need them.
     let deployments: &'static [Deployment] = Vec::leak(vec![
         Deployment {
             topology: "replicaset",
             uri: format!("mongodb://{}/", replica_set.address()),
-            internal: Client::with_uri_str(&replica_set.uri()).expect("internal client"),
+            multi_uri: None,
+            internal: internal(),
         },
         Deployment {
             topology: "single",
             uri: standalone.uri(),
+            multi_uri: None,
             internal: Client::with_uri_str(&standalone.uri()).expect("internal client"),
+        },
+        Deployment {
+            topology: "sharded",
+            uri: mongoses.seed_uri(&[0]),
+            multi_uri: Some(mongoses.seed_uri(&[0, 1])),
+            internal: internal(),
+        },
+        Deployment {
+            topology: "load-balanced",
+            uri: balancer.seed_uri(&[0]),
+            multi_uri: None,
+            internal: internal(),
         },
     ]);
     let version = server_version(&deployments[0].internal);
@@ -336,7 +367,7 @@ fn run_one(
         }
     }
     Err(Failure::Skip(format!(
-        "no deployment here satisfies it (sharded and load-balanced not wired into the unified runner) — {}",
+        "no deployment here satisfies it — {}",
         reasons.join("; ")
     )))
 }

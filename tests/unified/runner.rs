@@ -21,6 +21,7 @@ use mongo_inline::options::ReadConcern;
 use mongo_inline::results::WriteFailure;
 use mongo_inline::{Client, ClientOptions, ClientSession, Collection, Database, ErrorKind};
 
+use super::events;
 use super::matching::{matches, Entities};
 use crate::support::events::Recorder;
 
@@ -57,20 +58,33 @@ fn fail<T>(reason: impl Into<String>) -> Outcome<T> {
 
 /// The deployment a test runs against.
 pub struct Deployment {
-    /// "single" or "replicaset".
+    /// "single", "replicaset", "sharded" or "load-balanced".
     pub topology: &'static str,
-    /// The connection string of the deployment, without options.
+    /// The connection string of the deployment (one mongos when sharded).
     pub uri: String,
+    /// For a sharded deployment, the connection string naming every mongos
+    /// (a client with `useMultipleMongoses: true`).
+    pub multi_uri: Option<String>,
     /// A client for the runner's own commands (initial data, fail points).
     pub internal: Client,
 }
 
 struct ClientEntity {
-    client: Client,
+    /// `None` once the test closed it: the driver publishes the topology's
+    /// closing events when the last clone of a client drops.
+    client: Option<Client>,
     recorder: Arc<Recorder>,
     observe: Vec<String>,
     ignore: Vec<String>,
     observe_sensitive: bool,
+}
+
+impl ClientEntity {
+    fn live(&self) -> Outcome<&Client> {
+        self.client
+            .as_ref()
+            .ok_or_else(|| Failure::Fail("the client entity was closed".into()))
+    }
 }
 
 enum Entity {
@@ -307,7 +321,7 @@ impl<'a> TestRun<'a> {
                 "database" => {
                     let client = self.client(spec.get_str("client").unwrap_or_default())?;
                     let mut db = client
-                        .client
+                        .live()?
                         .database(spec.get_str("databaseName").unwrap_or(""));
                     if let Ok(options) = spec.get_document("databaseOptions") {
                         let (rc, wc, timeout) = concerns(options, "databaseOptions")?;
@@ -349,6 +363,18 @@ impl<'a> TestRun<'a> {
                             match key.as_str() {
                                 "causalConsistency" => options.causal_consistency = value.as_bool(),
                                 "snapshot" => options.snapshot = value.as_bool(),
+                                "defaultTransactionOptions" => {
+                                    let mut args = Args {
+                                        operation: "defaultTransactionOptions".into(),
+                                        rest: value
+                                            .as_document()
+                                            .cloned()
+                                            .ok_or("defaultTransactionOptions")?,
+                                    };
+                                    let defaults = transaction_options(&mut args)?;
+                                    args.done()?;
+                                    options.default_transaction_options = Some(defaults);
+                                }
                                 other => {
                                     return skip(format!(
                                         "session option {other:?} not supported by the runner"
@@ -358,7 +384,7 @@ impl<'a> TestRun<'a> {
                         }
                     }
                     let session = client
-                        .client
+                        .live()?
                         .start_session()
                         .with_options(options)
                         .run()
@@ -369,7 +395,8 @@ impl<'a> TestRun<'a> {
                         .ok_or("a started session has no lsid")?;
                     Entity::Session(Some(Box::new(session)), lsid)
                 }
-                other => return skip(format!("entity type {other:?} not supported")),
+                "bucket" => return skip("entity type bucket: the driver has no GridFS"),
+                other => return skip(format!("entity type {other:?} not supported by the runner")),
             };
             self.entities.0.insert(id, created);
         }
@@ -408,12 +435,14 @@ impl<'a> TestRun<'a> {
                     }
                 }
                 "observeLogMessages" => {
-                    return skip("observeLogMessages: log message capture not built in the runner")
+                    return skip(
+                        "observeLogMessages: the driver writes each log message to the log crate as unstructured text only, while these tests assert the structured fields (commandName, requestId, serverHost, durationMS, ...)",
+                    )
                 }
                 "storeEventsAsEntities" => {
                     return skip("storeEventsAsEntities not supported by the runner")
                 }
-                "serverApi" => return skip("serverApi: no public ServerApi constructor to set it"),
+                "serverApi" => {}
                 other => return skip(format!("client option {other:?} not supported")),
             }
         }
@@ -431,13 +460,14 @@ impl<'a> TestRun<'a> {
                     .collect()
             })
             .unwrap_or_default();
+        // CMAP events may be observed (the driver publishes none); a test
+        // that expects one is skipped where it does.
         for event in &observe {
-            if !event.starts_with("command") {
-                return skip(if event.contains("Connection") || event.contains("Pool") {
-                    format!("CMAP event {event}: one-socket driver has no pool")
-                } else {
-                    format!("observing {event} not supported by the runner")
-                });
+            if !event.starts_with("command")
+                && !events::SDAM_EVENTS.contains(&event.as_str())
+                && !events::is_cmap_event(event)
+            {
+                return skip(format!("observing {event} not supported by the runner"));
             }
         }
         let ignore: Vec<String> = spec
@@ -448,24 +478,37 @@ impl<'a> TestRun<'a> {
                     .collect()
             })
             .unwrap_or_default();
-        let separator = if self.deployment.uri.contains('?') {
-            '&'
-        } else {
-            '?'
+        let base = match (
+            spec.get_bool("useMultipleMongoses"),
+            &self.deployment.multi_uri,
+        ) {
+            (Ok(true), Some(multi)) => multi,
+            _ => &self.deployment.uri,
         };
+        let separator = if base.contains('?') { '&' } else { '?' };
         let uri = if query.is_empty() {
-            self.deployment.uri.clone()
+            base.clone()
         } else {
-            format!("{}{separator}{}", self.deployment.uri, query.join("&"))
+            format!("{base}{separator}{}", query.join("&"))
         };
-        let options = ClientOptions::parse(&uri).map_err(|e| format!("client URI {uri}: {e}"))?;
+        let options = match spec.get_document("serverApi") {
+            Ok(api) => {
+                let code = ClientOptions::builder()
+                    .server_api(server_api(api)?)
+                    .build()
+                    .map_err(|e| format!("serverApi {api}: {e}"))?;
+                ClientOptions::parse_with(&uri, code)
+            }
+            Err(_) => ClientOptions::parse(&uri),
+        }
+        .map_err(|e| format!("client URI {uri}: {e}"))?;
         let recorder = Arc::new(Recorder::default());
         let client = Client::builder(options)
             .event_handler(recorder.clone())
             .build()
             .map_err(|e| format!("client: {e}"))?;
         Ok(ClientEntity {
-            client,
+            client: Some(client),
             recorder,
             observe,
             ignore,
@@ -503,6 +546,22 @@ impl<'a> TestRun<'a> {
     }
 
     fn run_operation(&mut self, operation: &Document) -> Outcome {
+        match self.run_operation_lent(operation, None)? {
+            None => Ok(()),
+            Some(e) => fail(format!("unexpected error: {e}")),
+        }
+    }
+
+    /// Runs `operation`; `lent` is the session a `withTransaction` callback
+    /// was handed (taken out of the entity map while the driver holds it).
+    /// A driver error the operation does not expect comes back as
+    /// `Ok(Some(error))`; inside a callback every driver error does, once
+    /// checked, since the driver must see it to abort the transaction.
+    fn run_operation_lent(
+        &mut self,
+        operation: &Document,
+        lent: Option<(&str, &mut ClientSession)>,
+    ) -> Outcome<Option<mongo_inline::Error>> {
         let name = operation.get_str("name").map_err(|e| e.to_string())?;
         let object = operation.get_str("object").map_err(|e| e.to_string())?;
         let arguments = operation
@@ -510,23 +569,39 @@ impl<'a> TestRun<'a> {
             .cloned()
             .unwrap_or_default();
         if object == "testRunner" {
-            return self.run_test_runner_operation(name, arguments);
+            return self
+                .run_test_runner_operation(name, arguments)
+                .map(|()| None);
         }
         let args = Args {
             operation: name.to_string(),
             rest: arguments,
         };
-        let result = self.execute(object, name, args)?;
+        let in_callback = lent.is_some();
+        let result = if name == "withTransaction" {
+            if in_callback {
+                return skip("withTransaction inside a withTransaction callback");
+            }
+            self.with_transaction(object, args)?
+        } else {
+            self.execute(object, name, args, lent)?
+        };
         if operation.get_bool("ignoreResultAndError").unwrap_or(false) {
-            return Ok(());
+            return Ok(result.err().filter(|_| in_callback));
         }
         if let Ok(expected) = operation.get_document("expectError") {
             return match result {
                 Ok(value) => fail(format!("expected an error, got {value}")),
-                Err(error) => check_error(expected, &error),
+                Err(error) => {
+                    check_error(expected, &error)?;
+                    Ok(in_callback.then_some(error))
+                }
             };
         }
-        let value = result.map_err(|e| Failure::Fail(format!("unexpected error: {e}")))?;
+        let value = match result {
+            Ok(value) => value,
+            Err(error) => return Ok(Some(error)),
+        };
         if let Some(expected) = operation.get("expectResult") {
             matches(expected, Some(&value), true, &self.entities)
                 .map_err(|e| Failure::Fail(format!("result {value}: {e}")))?;
@@ -536,7 +611,47 @@ impl<'a> TestRun<'a> {
                 .0
                 .insert(save.to_string(), Entity::Value(value));
         }
-        Ok(())
+        Ok(None)
+    }
+
+    /// `withTransaction` on session `object`: the callback's operations run
+    /// in the driver's callback, and an error one of them does not expect
+    /// goes back to the driver, which decides whether to retry.
+    fn with_transaction(
+        &mut self,
+        object: &str,
+        mut args: Args,
+    ) -> Outcome<Result<Bson, mongo_inline::Error>> {
+        let callback = args.docs("callback")?.unwrap_or_default();
+        let options = transaction_options(&mut args)?;
+        args.done()?;
+        let mut session = self.take_session(object)?;
+        // An assertion that fails inside the callback ends the test; the
+        // driver only sees an error that makes it abort without retrying.
+        let mut failure: Option<Failure> = None;
+        let result = session.with_transaction(options, |s| {
+            for operation in &callback {
+                match self.run_operation_lent(operation, Some((object, s))) {
+                    Ok(None) => {}
+                    Ok(Some(driver_error)) => return Err(driver_error),
+                    Err(f) => {
+                        failure = Some(f);
+                        return Err(mongo_inline::Error::from(ErrorKind::Client {
+                            message: "the test runner stopped the callback".into(),
+                        }));
+                    }
+                }
+            }
+            Ok(())
+        });
+        self.put_session(object, session);
+        if let Some(f) = failure {
+            return Err(match f {
+                Failure::Fail(m) => Failure::Fail(format!("in the withTransaction callback: {m}")),
+                skip => skip,
+            });
+        }
+        Ok(result.map(|()| Bson::Null))
     }
 
     fn run_test_runner_operation(&mut self, name: &str, arguments: Document) -> Outcome {
@@ -547,7 +662,7 @@ impl<'a> TestRun<'a> {
                     .get_document("failPoint")
                     .map_err(|e| e.to_string())?
                     .clone();
-                let client = self.client(client_name)?.client.clone();
+                let client = self.client(client_name)?.live()?.clone();
                 self.set_fail_point(client, fail_point)
             }
             "targetedFailPoint" => {
@@ -639,6 +754,115 @@ impl<'a> TestRun<'a> {
                     ))
                 }
             }
+            "assertSessionPinned"
+            | "assertSessionUnpinned"
+            | "assertSessionDirty"
+            | "assertSessionNotDirty"
+            | "assertSessionTransactionState" => {
+                let session_name = arguments.get_str("session").map_err(|e| e.to_string())?;
+                let session = self.take_session(session_name)?;
+                let (pinned, dirty, state) = (
+                    session.is_pinned(),
+                    session.is_dirty(),
+                    session.transaction_state(),
+                );
+                self.put_session(session_name, session);
+                let holds = match name {
+                    "assertSessionPinned" => pinned,
+                    "assertSessionUnpinned" => !pinned,
+                    "assertSessionDirty" => dirty,
+                    "assertSessionNotDirty" => !dirty,
+                    _ => {
+                        use mongo_inline::session::TransactionState as S;
+                        let actual = match state {
+                            S::None => "none",
+                            S::Starting => "starting",
+                            S::InProgress => "in_progress",
+                            S::Committed | S::CommittedEmpty => "committed",
+                            S::Aborted => "aborted",
+                            _ => "unknown",
+                        };
+                        let wanted = arguments.get_str("state").map_err(|e| e.to_string())?;
+                        if actual != wanted {
+                            return fail(format!("{name}: {wanted}, but the state is {actual}"));
+                        }
+                        true
+                    }
+                };
+                if holds {
+                    Ok(())
+                } else {
+                    fail(format!(
+                        "{name}: session {session_name} pinned = {pinned}, dirty = {dirty}"
+                    ))
+                }
+            }
+            "assertNumberConnectionsCheckedOut" => {
+                let wanted = arguments
+                    .get("connections")
+                    .and_then(|c| c.as_i32().map(i64::from).or_else(|| c.as_i64()))
+                    .ok_or("connections")?;
+                // The driver has no pool: each server has one socket, used
+                // only inside an operation, so between operations none is
+                // ever checked out. Zero holds by construction; any other
+                // count asks about a pool the driver does not have.
+                if wanted == 0 {
+                    Ok(())
+                } else {
+                    skip(events::cmap_reason(&format!(
+                        "assertNumberConnectionsCheckedOut {wanted}"
+                    )))
+                }
+            }
+            "waitForEvent" | "assertEventCount" => {
+                let client_name = arguments.get_str("client").map_err(|e| e.to_string())?;
+                let event = arguments.get_document("event").map_err(|e| e.to_string())?;
+                let count = arguments
+                    .get("count")
+                    .and_then(|c| c.as_i32().map(i64::from).or_else(|| c.as_i64()))
+                    .ok_or("count")? as usize;
+                let (event_name, fields) = event.iter().next().ok_or("empty event")?;
+                let fields = fields.as_document().cloned().unwrap_or_default();
+                if events::is_cmap_event(event_name) {
+                    return skip(events::cmap_reason(event_name));
+                }
+                if !events::SDAM_EVENTS.contains(&event_name.as_str()) {
+                    return skip(format!(
+                        "{name} for {event_name} not supported by the runner"
+                    ));
+                }
+                let client = self.client(client_name)?;
+                let matching = || -> Outcome<usize> {
+                    let mut n = 0;
+                    for e in client.recorder.sdam() {
+                        if events::sdam_matches(event_name, &fields, &e).map_err(Failure::Skip)? {
+                            n += 1;
+                        }
+                    }
+                    Ok(n)
+                };
+                if name == "assertEventCount" {
+                    let n = matching()?;
+                    return if n == count {
+                        Ok(())
+                    } else {
+                        fail(format!(
+                            "{event_name} {fields}: {n} events, expected {count}"
+                        ))
+                    };
+                }
+                // The driver is single-threaded and scans on demand: events
+                // arrive only during an operation, and none runs while the
+                // runner waits, so what has not arrived yet never will.
+                let n = matching()?;
+                if n >= count {
+                    Ok(())
+                } else {
+                    skip(format!(
+                        "waitForEvent {event_name} {fields} (count {count}, {n} seen): the driver is single-threaded and scans on demand, with no background monitor, so an idle client publishes no further events"
+                    ))
+                }
+            }
             "createEntities" => {
                 let entities = arguments
                     .get_array("entities")
@@ -672,28 +896,51 @@ impl<'a> TestRun<'a> {
         object: &str,
         name: &str,
         mut args: Args,
+        lent: Option<(&str, &mut ClientSession)>,
     ) -> Outcome<Result<Bson, mongo_inline::Error>> {
         let session_name = match args.take("session") {
             Some(Bson::String(s)) => Some(s),
             Some(other) => return fail(format!("session argument {other}")),
             None => None,
         };
+        if let (Some(Entity::Client(c)), "close") = (self.entities.0.get_mut(object), name) {
+            args.done()?;
+            if let Some(client) = c.client.take() {
+                client.close();
+            }
+            return Ok(Ok(Bson::Null));
+        }
         let entity = match self.entities.0.get(object) {
             Some(Entity::Collection(c)) => Target::Collection(c.clone()),
             Some(Entity::Database(d)) => Target::Database(d.clone()),
-            Some(Entity::Client(c)) => Target::Client(c.client.clone()),
+            Some(Entity::Client(c)) => Target::Client(c.live()?.clone()),
             Some(Entity::Session(..)) => Target::Session(object.to_string()),
             Some(Entity::Value(_)) => return skip(format!("operation {name} on a saved value")),
             None => return fail(format!("no entity {object:?}")),
         };
+        let (lent_name, lent_session) = match lent {
+            Some((n, s)) => (Some(n), Some(s)),
+            None => (None, None),
+        };
+        let uses_lent = session_name.is_some() && session_name.as_deref() == lent_name;
         let mut session = match &session_name {
-            Some(s) => Some(self.take_session(s)?),
-            None => None,
+            Some(s) if !uses_lent => Some(self.take_session(s)?),
+            _ => None,
+        };
+        let session_ref: Option<&mut ClientSession> = if uses_lent {
+            lent_session
+        } else {
+            session.as_deref_mut()
         };
         let result = match entity {
-            Target::Collection(c) => collection_operation(&c, name, args, session.as_deref_mut()),
-            Target::Database(d) => database_operation(&d, name, args, session.is_some()),
-            Target::Client(c) => client_operation(&c, name, args, session.is_some()),
+            Target::Collection(c) => collection_operation(&c, name, args, session_ref),
+            Target::Database(d) => database_operation(&d, name, args, session_ref),
+            Target::Client(c) => client_operation(&c, name, args, session_ref),
+            Target::Session(s) if lent_name == Some(s.as_str()) => {
+                return skip(format!(
+                    "{name} on the session inside its withTransaction callback"
+                ))
+            }
             Target::Session(s) => {
                 let mut own = self.take_session(&s)?;
                 let result = session_operation(&mut own, name, args);
@@ -714,12 +961,29 @@ impl<'a> TestRun<'a> {
         for block in expected {
             let block = block.as_document().ok_or("expectEvents entry")?;
             let event_type = block.get_str("eventType").unwrap_or("command");
-            if event_type != "command" {
-                return skip(format!(
-                    "expectEvents of type {event_type} not supported by the runner"
-                ));
-            }
             let client = self.client(block.get_str("client").map_err(|e| e.to_string())?)?;
+            match event_type {
+                "command" => {}
+                "sdam" => {
+                    check_sdam_events(client, block)?;
+                    continue;
+                }
+                "cmap" => {
+                    let first = block
+                        .get_array("events")
+                        .ok()
+                        .and_then(|a| a.first())
+                        .and_then(Bson::as_document)
+                        .and_then(|d| d.keys().next().cloned())
+                        .unwrap_or_else(|| "events".to_string());
+                    return skip(events::cmap_reason(&first));
+                }
+                other => {
+                    return skip(format!(
+                        "expectEvents of type {other} not supported by the runner"
+                    ))
+                }
+            }
             let actual = observed_commands(client);
             let wanted = block.get_array("events").map_err(|e| e.to_string())?;
             let ignore_extra = block.get_bool("ignoreExtraEvents").unwrap_or(false);
@@ -824,6 +1088,46 @@ impl<'a> TestRun<'a> {
         }
         Ok(())
     }
+}
+
+/// Checks an `expectEvents` block of type `sdam` against the SDAM events the
+/// client observed.
+fn check_sdam_events(client: &ClientEntity, block: &Document) -> Outcome {
+    let actual: Vec<_> = client
+        .recorder
+        .sdam()
+        .into_iter()
+        .filter(|e| client.observe.iter().any(|o| o == events::sdam_name(e)))
+        .collect();
+    let wanted = block.get_array("events").map_err(|e| e.to_string())?;
+    let ignore_extra = block.get_bool("ignoreExtraEvents").unwrap_or(false);
+    let names = || {
+        actual
+            .iter()
+            .map(events::sdam_name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if actual.len() < wanted.len() || (!ignore_extra && actual.len() != wanted.len()) {
+        return fail(format!(
+            "expected {} SDAM events, got {}: {}",
+            wanted.len(),
+            actual.len(),
+            names()
+        ));
+    }
+    for (i, (want, event)) in wanted.iter().zip(&actual).enumerate() {
+        let want = want.as_document().ok_or("expected event")?;
+        let (name, fields) = want.iter().next().ok_or("empty expected event")?;
+        let fields = fields.as_document().cloned().unwrap_or_default();
+        if !events::sdam_matches(name, &fields, event).map_err(Failure::Skip)? {
+            return fail(format!(
+                "SDAM event {i}: expected {want}, got {event:?} (all: {})",
+                names()
+            ));
+        }
+    }
+    Ok(())
 }
 
 enum Target {
@@ -968,14 +1272,9 @@ fn concerns(
                     Bson::Int64(i) => *i,
                     other => return fail(format!("{what}.timeoutMS {other}")),
                 };
-                if ms == 0 {
-                    // timeoutMS 0 means "no limit", which with_timeout
-                    // cannot say; do not pretend it is applied.
-                    return skip(format!(
-                        "{what}.timeoutMS 0 not expressible through with_timeout"
-                    ));
-                }
-                timeout = Some(Duration::from_millis(ms as u64));
+                // Zero is "no limit": a handle's zero overrides the
+                // client's timeoutMS, and a zero timeout sets no deadline.
+                timeout = Some(Duration::from_millis(ms.max(0) as u64));
             }
             other => return skip(format!("{what}.{other} not supported by the runner")),
         }
@@ -1027,14 +1326,14 @@ fn update_result(r: mongo_inline::results::UpdateResult) -> Bson {
     Bson::Document(d)
 }
 
-fn no_session(name: &str, has: bool) -> Outcome {
-    if has {
-        skip(format!(
-            "{name} with a session: no session form in the driver's API"
-        ))
-    } else {
-        Ok(())
-    }
+/// Runs an action builder in `session` when there is one.
+macro_rules! in_session {
+    ($builder:expr, $session:expr) => {
+        match $session {
+            Some(s) => $builder.session(s).run(),
+            None => $builder.run(),
+        }
+    };
 }
 
 fn collection_operation(
@@ -1074,8 +1373,7 @@ fn collection_operation(
                 o = o.comment(c);
             }
             args.done()?;
-            no_session(name, session.is_some())?;
-            coll.insert_many(&documents).with_options(o).run().map(|r| {
+            in_session!(coll.insert_many(&documents).with_options(o), session).map(|r| {
                 let ids: Document = r
                     .inserted_ids
                     .into_iter()
@@ -1255,10 +1553,7 @@ fn collection_operation(
             }
             args.done()?;
             if name == "findOne" {
-                no_session(name, session.is_some())?;
-                coll.find_one(filter)
-                    .with_options(o)
-                    .run()
+                in_session!(coll.find_one(filter).with_options(o), session)
                     .map(|d| d.map(Bson::Document).unwrap_or(Bson::Null))
             } else {
                 match session {
@@ -1306,8 +1601,21 @@ fn collection_operation(
                 o = o.comment(c);
             }
             args.done()?;
-            no_session(name, session.is_some())?;
-            documents_result(coll.aggregate(pipeline).with_options(o).run())
+            match session {
+                Some(s) => coll
+                    .aggregate(pipeline)
+                    .with_options(o)
+                    .session(s)
+                    .run()
+                    .and_then(|mut cursor| {
+                        cursor
+                            .iter(s)
+                            .map(|d| d.map(Bson::Document))
+                            .collect::<mongo_inline::Result<Vec<_>>>()
+                    })
+                    .map(Bson::Array),
+                None => documents_result(coll.aggregate(pipeline).with_options(o).run()),
+            }
         }
         "countDocuments" => {
             let filter = args.doc("filter")?.unwrap_or_default();
@@ -1350,10 +1658,7 @@ fn collection_operation(
                 o = o.comment(c);
             }
             args.done()?;
-            no_session(name, session.is_some())?;
-            coll.estimated_document_count()
-                .with_options(o)
-                .run()
+            in_session!(coll.estimated_document_count().with_options(o), session)
                 .map(|n| Bson::Int64(n as i64))
         }
         "distinct" => {
@@ -1376,11 +1681,7 @@ fn collection_operation(
                 o = o.comment(c);
             }
             args.done()?;
-            no_session(name, session.is_some())?;
-            coll.distinct(&field, filter)
-                .with_options(o)
-                .run()
-                .map(Bson::Array)
+            in_session!(coll.distinct(&field, filter).with_options(o), session).map(Bson::Array)
         }
         "findOneAndDelete" => {
             let filter = args.required_doc("filter")?;
@@ -1404,10 +1705,7 @@ fn collection_operation(
                 o = o.comment(c);
             }
             args.done()?;
-            no_session(name, session.is_some())?;
-            coll.find_one_and_delete(filter)
-                .with_options(o)
-                .run()
+            in_session!(coll.find_one_and_delete(filter).with_options(o), session)
                 .map(|d| d.map(Bson::Document).unwrap_or(Bson::Null))
         }
         "findOneAndUpdate" | "findOneAndReplace" => {
@@ -1425,7 +1723,6 @@ fn collection_operation(
             let hint = args.hint();
             let collation = args.doc("collation")?;
             let let_vars = args.doc("let")?;
-            no_session(name, session.is_some())?;
             let r = if name == "findOneAndUpdate" {
                 let update = match args.take("update") {
                     Some(Bson::Document(d)) => mongo_inline::operation::UpdateModification::from(d),
@@ -1468,9 +1765,10 @@ fn collection_operation(
                     o = o.comment(v);
                 }
                 args.done()?;
-                coll.find_one_and_update(filter, update)
-                    .with_options(o)
-                    .run()
+                in_session!(
+                    coll.find_one_and_update(filter, update).with_options(o),
+                    session
+                )
             } else {
                 let replacement = args.required_doc("replacement")?;
                 let mut o = FindOneAndReplaceOptions::default();
@@ -1502,9 +1800,11 @@ fn collection_operation(
                     o = o.comment(v);
                 }
                 args.done()?;
-                coll.find_one_and_replace(filter, &replacement)
-                    .with_options(o)
-                    .run()
+                in_session!(
+                    coll.find_one_and_replace(filter, &replacement)
+                        .with_options(o),
+                    session
+                )
             };
             r.map(|d| d.map(Bson::Document).unwrap_or(Bson::Null))
         }
@@ -1520,14 +1820,12 @@ fn collection_operation(
                 args.rest.insert("comment", c);
             }
             args.done()?;
-            no_session(name, session.is_some())?;
             let model = if options.is_empty() {
                 IndexModel::new(keys)
             } else {
                 IndexModel::new(keys).options(options)
             };
-            coll.create_index(model)
-                .run()
+            in_session!(coll.create_index(model), session)
                 .map(|created| Bson::String(created.index_name))
         }
         "listIndexes" => {
@@ -1535,8 +1833,63 @@ fn collection_operation(
                 args.rest.insert("comment", c);
             }
             args.done()?;
-            no_session(name, session.is_some())?;
-            documents_result(coll.list_indexes().run())
+            match session {
+                Some(s) => coll
+                    .list_indexes()
+                    .session(s)
+                    .run()
+                    .and_then(|mut cursor| {
+                        cursor
+                            .iter(s)
+                            .map(|d| d.map(Bson::Document))
+                            .collect::<mongo_inline::Result<Vec<_>>>()
+                    })
+                    .map(Bson::Array),
+                None => documents_result(coll.list_indexes().run()),
+            }
+        }
+        "bulkWrite" => {
+            let requests = args.docs("requests")?.unwrap_or_default();
+            let models = requests
+                .into_iter()
+                .map(write_model)
+                .collect::<Outcome<Vec<_>>>()?;
+            let mut action = coll.bulk_write(models);
+            if let Some(b) = args.bool("ordered") {
+                action = action.ordered(b);
+            }
+            if let Some(b) = args.bool("bypassDocumentValidation") {
+                action = action.bypass_document_validation(b);
+            }
+            if let Some(l) = args.doc("let")? {
+                action = action.let_vars(l);
+            }
+            if let Some(c) = comment {
+                action = action.comment(c);
+            }
+            args.done()?;
+            in_session!(action, session).map(|r| {
+                let ids = |m: std::collections::BTreeMap<usize, Bson>| -> Document {
+                    m.into_iter().map(|(i, id)| (i.to_string(), id)).collect()
+                };
+                Bson::Document(doc! {
+                    "insertedCount": r.inserted_count as i64,
+                    "matchedCount": r.matched_count as i64,
+                    "modifiedCount": r.modified_count as i64,
+                    "deletedCount": r.deleted_count as i64,
+                    "upsertedCount": r.upserted_count as i64,
+                    "insertedIds": ids(r.inserted_ids),
+                    "upsertedIds": ids(r.upserted_ids),
+                })
+            })
+        }
+        "listIndexNames" => {
+            if let Some(c) = comment {
+                args.rest.insert("comment", c);
+            }
+            args.done()?;
+            in_session!(coll.list_index_names(), session)
+                .map(|names| Bson::Array(names.into_iter().map(Bson::String).collect()))
         }
         "dropIndex" => {
             let index = match args.take("name") {
@@ -1547,22 +1900,16 @@ fn collection_operation(
                 args.rest.insert("comment", c);
             }
             args.done()?;
-            no_session(name, session.is_some())?;
-            coll.drop_index(&index).run().map(|()| Bson::Null)
+            in_session!(coll.drop_index(&index), session).map(|()| Bson::Null)
         }
         "dropIndexes" => {
             if let Some(c) = comment {
                 args.rest.insert("comment", c);
             }
             args.done()?;
-            no_session(name, session.is_some())?;
-            coll.drop_indexes().run().map(|()| Bson::Null)
+            in_session!(coll.drop_indexes(), session).map(|()| Bson::Null)
         }
-        other => {
-            return skip(format!(
-                "collection operation {other} not implemented in the runner"
-            ))
-        }
+        other => return skip(missing_operation("collection", other)),
     };
     Ok(result)
 }
@@ -1571,20 +1918,30 @@ fn database_operation(
     db: &Database,
     name: &str,
     mut args: Args,
-    has_session: bool,
+    session: Option<&mut ClientSession>,
 ) -> Outcome<DriverResult> {
     let result = match name {
         "runCommand" => {
             let command = args.required_doc("command")?;
             let _ = args.take("commandName");
-            if args.rest.contains_key("readPreference") {
-                return skip(
-                    "runCommand with a readPreference argument not supported by the runner",
+            let mut action = db.run_command(command);
+            if let Some(rp) = args.doc("readPreference")? {
+                let mode = rp.get_str("mode").map_err(|e| e.to_string())?;
+                if rp.len() > 1 {
+                    return skip(format!(
+                        "runCommand readPreference {rp}: only the mode is supported by the runner"
+                    ));
+                }
+                let mode = mongo_inline::ReadPreferenceMode::parse(mode)
+                    .map_err(|e| format!("readPreference {mode}: {e}"))?;
+                action = action.selection_criteria(
+                    mongo_inline::select::SelectionCriteria::ReadPreference(
+                        mongo_inline::ReadPreference::new(mode),
+                    ),
                 );
             }
             args.done()?;
-            no_session(name, has_session)?;
-            db.run_command(command).run().map(Bson::Document)
+            in_session!(action, session).map(Bson::Document)
         }
         "createCollection" => {
             let collection = match args.take("collection") {
@@ -1620,10 +1977,7 @@ fn database_operation(
                 o = o.pipeline(v);
             }
             args.done()?;
-            no_session(name, has_session)?;
-            db.create_collection(&collection)
-                .with_options(o)
-                .run()
+            in_session!(db.create_collection(&collection).with_options(o), session)
                 .map(|_| Bson::Null)
         }
         "dropCollection" => {
@@ -1632,24 +1986,44 @@ fn database_operation(
                 other => return fail(format!("dropCollection: collection {other:?}")),
             };
             args.done()?;
-            no_session(name, has_session)?;
-            db.collection::<Document>(&collection)
-                .drop()
-                .run()
-                .map(|()| Bson::Null)
+            let coll = db.collection::<Document>(&collection);
+            in_session!(coll.drop(), session).map(|()| Bson::Null)
         }
         "listCollectionNames" => {
+            let mut action = db.list_collection_names();
+            if let Some(f) = args.doc("filter")? {
+                action = action.filter(f);
+            }
+            if let Some(c) = args.take("comment") {
+                action = action.comment(c);
+            }
             args.done()?;
-            no_session(name, has_session)?;
-            db.list_collection_names()
-                .run()
+            in_session!(action, session)
                 .map(|n| Bson::Array(n.into_iter().map(Bson::String).collect()))
         }
-        other => {
-            return skip(format!(
-                "database operation {other} not implemented in the runner"
-            ))
+        "listCollections" | "listCollectionObjects" => {
+            let mut action = db.list_collections();
+            if let Some(f) = args.doc("filter")? {
+                action = action.filter(f);
+            }
+            if let Some(b) = args.int("batchSize") {
+                action = action.batch_size(b as u32);
+            }
+            if let Some(c) = args.take("comment") {
+                action = action.comment(c);
+            }
+            args.done()?;
+            let specs = match session {
+                Some(s) => action.session(s).run().and_then(|mut cursor| {
+                    cursor.iter(s).collect::<mongo_inline::Result<Vec<_>>>()
+                }),
+                None => action
+                    .run()
+                    .and_then(|cursor| cursor.collect::<mongo_inline::Result<Vec<_>>>()),
+            };
+            specs.map(|specs| Bson::Array(specs.iter().map(collection_document).collect()))
         }
+        other => return skip(missing_operation("database", other)),
     };
     Ok(result)
 }
@@ -1657,21 +2031,56 @@ fn database_operation(
 fn client_operation(
     client: &Client,
     name: &str,
-    args: Args,
-    has_session: bool,
+    mut args: Args,
+    session: Option<&mut ClientSession>,
 ) -> Outcome<DriverResult> {
     match name {
         "listDatabaseNames" => {
+            let mut action = client.list_database_names();
+            if let Some(f) = args.doc("filter")? {
+                action = action.filter(f);
+            }
+            if let Some(b) = args.bool("authorizedDatabases") {
+                action = action.authorized_databases(b);
+            }
+            if let Some(c) = args.take("comment") {
+                action = action.comment(c);
+            }
             args.done()?;
-            no_session(name, has_session)?;
-            Ok(client
-                .list_database_names()
-                .run()
+            Ok(in_session!(action, session)
                 .map(|n| Bson::Array(n.into_iter().map(Bson::String).collect())))
         }
-        other => skip(format!(
-            "client operation {other} not implemented in the runner"
-        )),
+        "listDatabases" | "listDatabaseObjects" => {
+            let mut action = client.list_databases();
+            if let Some(f) = args.doc("filter")? {
+                action = action.filter(f);
+            }
+            if let Some(b) = args.bool("authorizedDatabases") {
+                action = action.authorized_databases(b);
+            }
+            if let Some(c) = args.take("comment") {
+                action = action.comment(c);
+            }
+            args.done()?;
+            Ok(in_session!(action, session).map(|specs| {
+                Bson::Array(
+                    specs
+                        .into_iter()
+                        .map(|d| {
+                            let mut out = doc! { "name": d.name };
+                            if let Some(size) = d.size_on_disk {
+                                out.insert("sizeOnDisk", size as i64);
+                            }
+                            if let Some(empty) = d.empty {
+                                out.insert("empty", empty);
+                            }
+                            Bson::Document(out)
+                        })
+                        .collect(),
+                )
+            }))
+        }
+        other => skip(missing_operation("client", other)),
     }
 }
 
@@ -1682,17 +2091,7 @@ fn session_operation(
 ) -> Outcome<DriverResult> {
     match name {
         "startTransaction" => {
-            let mut o = mongo_inline::session::TransactionOptions::default();
-            if let Some(rc) = args.doc("readConcern")? {
-                let level = rc.get_str("level").map_err(|e| e.to_string())?;
-                o = o.with_read_concern(ReadConcern::new(level));
-            }
-            if let Some(wc) = args.take("writeConcern") {
-                o = o.with_write_concern(write_concern(&wc)?);
-            }
-            if let Some(m) = args.millis("maxCommitTimeMS") {
-                o.max_commit_time = Some(m);
-            }
+            let o = transaction_options(&mut args)?;
             args.done()?;
             Ok(session.start_transaction(o).map(|()| Bson::Null))
         }
@@ -1708,10 +2107,198 @@ fn session_operation(
             args.done()?;
             Ok(Ok(Bson::Null))
         }
-        other => skip(format!(
-            "session operation {other} not implemented in the runner"
-        )),
+        other => skip(missing_operation("session", other)),
     }
+}
+
+/// A client entity's `serverApi: {version, strict?, deprecationErrors?}`.
+fn server_api(spec: &Document) -> Outcome<mongo_inline::options::ServerApi> {
+    let mut api = None;
+    let (mut strict, mut deprecation_errors) = (None, None);
+    for (key, value) in spec {
+        match (key.as_str(), value) {
+            ("version", Bson::String(v)) => {
+                api = Some(
+                    mongo_inline::options::ServerApi::new(v)
+                        .map_err(|e| format!("serverApi: {e}"))?,
+                )
+            }
+            ("strict", Bson::Boolean(b)) => strict = Some(*b),
+            ("deprecationErrors", Bson::Boolean(b)) => deprecation_errors = Some(*b),
+            (other, _) => return skip(format!("serverApi.{other} not supported by the runner")),
+        }
+    }
+    let mut api = api.ok_or("serverApi without a version")?;
+    if let Some(b) = strict {
+        api = api.strict(b);
+    }
+    if let Some(b) = deprecation_errors {
+        api = api.deprecation_errors(b);
+    }
+    Ok(api)
+}
+
+/// One `bulkWrite` request (`{insertOne: {document}}`, `{updateOne: {...}}`, ...).
+fn write_model(request: Document) -> Outcome<mongo_inline::operation::WriteModel> {
+    use mongo_inline::coll_options::{DeleteModelOptions, ReplaceModelOptions, UpdateModelOptions};
+    use mongo_inline::operation::WriteModel;
+    let (kind, body) = request
+        .into_iter()
+        .next()
+        .ok_or("empty bulkWrite request")?;
+    let Bson::Document(body) = body else {
+        return fail(format!("bulkWrite request {kind} is not a document"));
+    };
+    let mut args = Args {
+        operation: format!("bulkWrite {kind}"),
+        rest: body,
+    };
+    let model = match kind.as_str() {
+        "insertOne" => WriteModel::InsertOne {
+            document: args.required_doc("document")?,
+        },
+        "updateOne" | "updateMany" => {
+            let filter = args.required_doc("filter")?;
+            let update = match args.take("update") {
+                Some(Bson::Document(d)) => mongo_inline::operation::UpdateModification::from(d),
+                Some(Bson::Array(a)) => mongo_inline::operation::UpdateModification::from(
+                    a.into_iter()
+                        .filter_map(|b| b.as_document().cloned())
+                        .collect::<Vec<_>>(),
+                ),
+                other => return fail(format!("bulkWrite {kind}: update {other:?}")),
+            };
+            let mut options = UpdateModelOptions::default();
+            options.array_filters = args.docs("arrayFilters")?;
+            options.collation = args.doc("collation")?;
+            options.hint = args.hint();
+            options.upsert = args.bool("upsert");
+            options.sort = args.doc("sort")?;
+            if kind == "updateOne" {
+                WriteModel::UpdateOne {
+                    filter,
+                    update,
+                    options,
+                }
+            } else {
+                WriteModel::UpdateMany {
+                    filter,
+                    update,
+                    options,
+                }
+            }
+        }
+        "replaceOne" => {
+            let filter = args.required_doc("filter")?;
+            let replacement = args.required_doc("replacement")?;
+            let mut options = ReplaceModelOptions::default();
+            options.collation = args.doc("collation")?;
+            options.hint = args.hint();
+            options.upsert = args.bool("upsert");
+            options.sort = args.doc("sort")?;
+            WriteModel::ReplaceOne {
+                filter,
+                replacement,
+                options,
+            }
+        }
+        "deleteOne" | "deleteMany" => {
+            let filter = args.required_doc("filter")?;
+            let mut options = DeleteModelOptions::default();
+            options.collation = args.doc("collation")?;
+            options.hint = args.hint();
+            if kind == "deleteOne" {
+                WriteModel::DeleteOne { filter, options }
+            } else {
+                WriteModel::DeleteMany { filter, options }
+            }
+        }
+        other => {
+            return skip(format!(
+                "bulkWrite request {other} not supported by the runner"
+            ))
+        }
+    };
+    args.done()?;
+    Ok(model)
+}
+
+/// Why an operation the runner has no mapping for is skipped: most are
+/// operations the driver's API does not have.
+fn missing_operation(object: &str, name: &str) -> String {
+    let gap = match name {
+        "count" => {
+            Some("legacy count (deprecated; it has countDocuments and estimatedDocumentCount)")
+        }
+        "createChangeStream" => Some("change streams"),
+        "aggregate" if object == "database" => Some("database-level aggregate"),
+        "runCursorCommand" | "createCommandCursor" => Some("cursor-returning runCommand"),
+        "clientBulkWrite" => Some("client-level bulkWrite command"),
+        "mapReduce" => Some("mapReduce"),
+        "createSearchIndex"
+        | "createSearchIndexes"
+        | "dropSearchIndex"
+        | "listSearchIndexes"
+        | "updateSearchIndex" => Some("Atlas search index management"),
+        "getSnapshotTime" => Some("public snapshot time on a session"),
+        _ => None,
+    };
+    match gap {
+        Some(gap) => format!("{object} operation {name}: the driver has no {gap}"),
+        None => format!("{object} operation {name} not implemented in the runner"),
+    }
+}
+
+/// A `listCollections` entry as the server sends it.
+fn collection_document(spec: &mongo_inline::results::CollectionSpecification) -> Bson {
+    use mongo_inline::results::CollectionType;
+    let kind = match spec.collection_type {
+        CollectionType::Collection => "collection",
+        CollectionType::View => "view",
+        CollectionType::Timeseries => "timeseries",
+        _ => "other",
+    };
+    let mut info = doc! { "readOnly": spec.info.read_only };
+    if let Some(uuid) = &spec.info.uuid {
+        info.insert("uuid", uuid.clone());
+    }
+    let mut out = doc! {
+        "name": spec.name.clone(),
+        "type": kind,
+        "options": spec.options.clone(),
+        "info": info,
+    };
+    if let Some(id_index) = &spec.id_index {
+        out.insert("idIndex", id_index.clone());
+    }
+    Bson::Document(out)
+}
+
+/// The transaction options among `args` (startTransaction, withTransaction).
+fn transaction_options(args: &mut Args) -> Outcome<mongo_inline::session::TransactionOptions> {
+    let mut o = mongo_inline::session::TransactionOptions::default();
+    if let Some(rc) = args.doc("readConcern")? {
+        let level = rc.get_str("level").map_err(|e| e.to_string())?;
+        o = o.with_read_concern(ReadConcern::new(level));
+    }
+    if let Some(wc) = args.take("writeConcern") {
+        o = o.with_write_concern(write_concern(&wc)?);
+    }
+    if let Some(m) = args.millis("maxCommitTimeMS") {
+        o.max_commit_time = Some(m);
+    }
+    if let Some(rp) = args.doc("readPreference")? {
+        let mode = rp.get_str("mode").map_err(|e| e.to_string())?;
+        if rp.len() > 1 {
+            return skip(format!(
+                "transaction readPreference {rp}: only the mode is supported by the runner"
+            ));
+        }
+        let mode = mongo_inline::ReadPreferenceMode::parse(mode)
+            .map_err(|e| format!("readPreference {mode}: {e}"))?;
+        o.read_preference = Some(mongo_inline::ReadPreference::new(mode));
+    }
+    Ok(o)
 }
 
 /// The error's (code, code name, is it from the server).

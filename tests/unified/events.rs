@@ -1,0 +1,110 @@
+//! The non-command events of the unified format: which ones a client entity
+//! may observe, and how an SDAM event the driver published is matched
+//! against an expected one (`expectEvents` of type `sdam`, `waitForEvent`,
+//! `assertEventCount`).
+
+use bson::{Bson, Document};
+use mongo_inline::event::SdamEvent;
+
+/// The SDAM events the driver publishes, by the format's names.
+pub const SDAM_EVENTS: &[&str] = &[
+    "topologyOpeningEvent",
+    "topologyDescriptionChangedEvent",
+    "topologyClosedEvent",
+    "serverOpeningEvent",
+    "serverDescriptionChangedEvent",
+    "serverClosedEvent",
+    "serverHeartbeatStartedEvent",
+    "serverHeartbeatSucceededEvent",
+    "serverHeartbeatFailedEvent",
+];
+
+/// Why a test that expects CMAP (connection pool) events cannot run.
+pub fn cmap_reason(event: &str) -> String {
+    format!(
+        "CMAP event {event}: the driver publishes no connection-pool events (one socket per server, no pool)"
+    )
+}
+
+/// Whether `name` is a CMAP event (`poolClearedEvent`, `connectionReadyEvent`, ...).
+pub fn is_cmap_event(name: &str) -> bool {
+    name.starts_with("pool") || name.starts_with("connection")
+}
+
+/// The format's name for `event`.
+pub fn sdam_name(event: &SdamEvent) -> &'static str {
+    match event {
+        SdamEvent::TopologyOpening { .. } => "topologyOpeningEvent",
+        SdamEvent::TopologyDescriptionChanged { .. } => "topologyDescriptionChangedEvent",
+        SdamEvent::TopologyClosed { .. } => "topologyClosedEvent",
+        SdamEvent::ServerOpening { .. } => "serverOpeningEvent",
+        SdamEvent::ServerDescriptionChanged { .. } => "serverDescriptionChangedEvent",
+        SdamEvent::ServerClosed { .. } => "serverClosedEvent",
+        SdamEvent::ServerHeartbeatStarted { .. } => "serverHeartbeatStartedEvent",
+        SdamEvent::ServerHeartbeatSucceeded { .. } => "serverHeartbeatSucceededEvent",
+        SdamEvent::ServerHeartbeatFailed { .. } => "serverHeartbeatFailedEvent",
+        _ => "unknownSdamEvent",
+    }
+}
+
+/// Whether `event` is `{name: fields}`. `Err` names an expected field the
+/// runner cannot check (the test is then skipped, not passed).
+pub fn sdam_matches(name: &str, fields: &Document, event: &SdamEvent) -> Result<bool, String> {
+    if sdam_name(event) != name {
+        return Ok(false);
+    }
+    for (key, want) in fields {
+        let holds = match (key.as_str(), event) {
+            (
+                "previousDescription" | "newDescription",
+                SdamEvent::ServerDescriptionChanged { previous, new, .. },
+            ) => {
+                let description = if key == "newDescription" {
+                    new
+                } else {
+                    previous
+                };
+                type_matches(want, description.server_type.as_str())?
+            }
+            (
+                "previousDescription" | "newDescription",
+                SdamEvent::TopologyDescriptionChanged { previous, new, .. },
+            ) => {
+                let description = if key == "newDescription" {
+                    new
+                } else {
+                    previous
+                };
+                type_matches(want, description.topology_type.as_str())?
+            }
+            ("awaited", SdamEvent::ServerHeartbeatStarted { awaited, .. })
+            | ("awaited", SdamEvent::ServerHeartbeatSucceeded { awaited, .. })
+            | ("awaited", SdamEvent::ServerHeartbeatFailed { awaited, .. }) => {
+                want.as_bool() == Some(*awaited)
+            }
+            (other, _) => return Err(format!("{name}.{other} not supported by the runner")),
+        };
+        if !holds {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// `{type: T}` against a description's type name.
+fn type_matches(want: &Bson, actual: &str) -> Result<bool, String> {
+    let want = want
+        .as_document()
+        .ok_or_else(|| format!("expected description {want} is not a document"))?;
+    for (key, value) in want {
+        if key != "type" {
+            return Err(format!(
+                "description field {key} not supported by the runner"
+            ));
+        }
+        if value.as_str() != Some(actual) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
