@@ -285,7 +285,42 @@ impl Connection {
                 ))
             }
         };
-        Ok(Connection {
+        Ok(Connection::from_stream(
+            stream,
+            address,
+            generation,
+            socket_timeout,
+        ))
+    }
+
+    /// A connection over a TCP socket already connected to `address` (by
+    /// a scan that connects to many servers in one wait). The socket is made
+    /// blocking again, with TCP_NODELAY on.
+    pub fn from_tcp(
+        stream: TcpStream,
+        address: &ServerAddress,
+        generation: u32,
+        socket_timeout: Option<Duration>,
+    ) -> Result<Connection> {
+        stream
+            .set_nonblocking(false)
+            .and_then(|()| stream.set_nodelay(true))
+            .map_err(|e| Error::network(Some(address.clone()), "setting up the socket", e))?;
+        Ok(Connection::from_stream(
+            Stream::Tcp(stream),
+            address,
+            generation,
+            socket_timeout,
+        ))
+    }
+
+    fn from_stream(
+        stream: Stream,
+        address: &ServerAddress,
+        generation: u32,
+        socket_timeout: Option<Duration>,
+    ) -> Connection {
+        Connection {
             stream,
             address: address.clone(),
             id: NEXT_CONNECTION_ID.fetch_add(1, Ordering::Relaxed),
@@ -301,7 +336,7 @@ impl Connection {
             out_of_step: false,
             write_buffer: Vec::new(),
             read_ahead: Vec::new(),
-        })
+        }
     }
 
     /// Turns the freshly opened TCP socket into a TLS session and completes
@@ -665,6 +700,26 @@ impl Drop for Connection {
     }
 }
 
+/// The socket addresses of `host`, the look-up bounded by `deadline`
+/// (std's to_socket_addrs cannot be bounded).
+pub(crate) fn resolve(
+    address: &ServerAddress,
+    host: &str,
+    port: u16,
+    deadline: Option<Instant>,
+    resolver: &ResolverConfig,
+) -> Result<Vec<SocketAddr>> {
+    crate::dns::resolve_host(resolver, host, port, deadline).map_err(|e| {
+        let context = format!("resolving the host name ({e})");
+        if e.is_network_timeout() {
+            let io = std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer in time");
+            Error::network(Some(address.clone()), &context, io)
+        } else {
+            Error::network_message(Some(address.clone()), context)
+        }
+    })
+}
+
 fn connect_tcp(
     address: &ServerAddress,
     host: &str,
@@ -672,20 +727,10 @@ fn connect_tcp(
     connect_timeout: Option<Duration>,
     resolver: &ResolverConfig,
 ) -> Result<TcpStream> {
-    // std's to_socket_addrs cannot be bounded; our look-up ends with the
-    // connect timeout (which the caller has already cut to the operation's
-    // deadline).
+    // The look-up ends with the connect timeout (which the caller has
+    // already cut to the operation's deadline).
     let deadline = connect_timeout.map(|t| Instant::now() + t);
-    let resolved: Vec<SocketAddr> = crate::dns::resolve_host(resolver, host, port, deadline)
-        .map_err(|e| {
-            let context = format!("resolving the host name ({e})");
-            if e.is_network_timeout() {
-                let io = std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer in time");
-                Error::network(Some(address.clone()), &context, io)
-            } else {
-                Error::network_message(Some(address.clone()), context)
-            }
-        })?;
+    let resolved = resolve(address, host, port, deadline, resolver)?;
     let mut last_error = None;
     for socket_address in resolved {
         let attempt = match connect_timeout {

@@ -81,6 +81,7 @@ mod exec;
 mod fork;
 pub mod handshake;
 mod log_json;
+mod monitor;
 mod nesting;
 pub mod object_id;
 pub mod operation;

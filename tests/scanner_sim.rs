@@ -126,29 +126,22 @@ fn a_seed_naming_one_secondary_discovers_the_primary_and_writes_land_there() {
 }
 
 #[test]
-fn the_first_scan_checks_the_primary_right_after_the_seed_that_named_it() {
+fn the_first_scan_checks_both_seeds_at_once_then_the_primary_they_name() {
     let sim = three_members();
-    // Two secondary seeds: a scan in seed order (or one that treats the
-    // named primary like any other unchecked server) checks the other seed
-    // before the primary the first one named. Ties are broken at random, so
-    // look at several first scans.
-    for _ in 0..5 {
+    // Two secondary seeds: both are checked in one wait, and the primary
+    // they name is checked in the same scan, once.
+    for _ in 0..3 {
         let (client, recorder) = recorded_client(&sim.seed_uri(&[1, 2]));
         ping(&client);
 
         let order = recorder.heartbeats_started();
         assert_eq!(order.len(), 3, "one check per member: {order:?}");
-        assert!(
-            order[0] == sim.address(1) || order[0] == sim.address(2),
-            "a seed is checked first: {order:?}"
-        );
-        assert_eq!(
-            order[1],
-            sim.address(0),
-            "the possible primary comes second: {order:?}"
-        );
-        assert_ne!(order[2], order[0], "{order:?}");
-        assert_ne!(order[2], sim.address(0), "{order:?}");
+        let mut seeds = order[..2].to_vec();
+        seeds.sort();
+        let mut expected = vec![sim.address(1), sim.address(2)];
+        expected.sort();
+        assert_eq!(seeds, expected, "the seeds start first: {order:?}");
+        assert_eq!(order[2], sim.address(0), "then the primary: {order:?}");
     }
 }
 
@@ -412,15 +405,10 @@ fn the_first_operation_publishes_opening_then_unawaited_heartbeats() {
             .all(|n| matches!(*n, "ServerOpening" | "TopologyDescriptionChanged")),
         "{names:?}"
     );
-    assert_eq!(
-        names[first_heartbeat + 1],
-        "ServerHeartbeatSucceeded",
-        "{names:?}"
-    );
-
-    // Every heartbeat is a poll, and each start is followed by its success
-    // for the same server before the next check starts.
-    let mut open: Option<String> = None;
+    // Every heartbeat is a poll. The three seeds' checks run in one wait,
+    // so all three start before the first succeeds, and each start is
+    // followed by its own server's success.
+    let mut open: Vec<String> = Vec::new();
     let mut succeeded = 0;
     for event in &events {
         match event {
@@ -428,14 +416,20 @@ fn the_first_operation_publishes_opening_then_unawaited_heartbeats() {
                 address, awaited, ..
             } => {
                 assert!(!awaited);
-                assert!(open.is_none(), "checks overlap: {names:?}");
-                open = Some(address.to_string());
+                assert!(!open.contains(&address.to_string()), "{names:?}");
+                open.push(address.to_string());
             }
             SdamEvent::ServerHeartbeatSucceeded {
                 address, awaited, ..
             } => {
                 assert!(!awaited);
-                assert_eq!(open.take(), Some(address.to_string()), "{names:?}");
+                assert_eq!(
+                    names[first_heartbeat..first_heartbeat + 3],
+                    ["ServerHeartbeatStarted"; 3],
+                    "the seeds are checked at once"
+                );
+                let position = open.iter().position(|a| *a == address.to_string());
+                open.remove(position.unwrap_or_else(|| panic!("{names:?}")));
                 succeeded += 1;
             }
             SdamEvent::ServerHeartbeatFailed { .. } => panic!("a check failed: {names:?}"),
@@ -443,6 +437,7 @@ fn the_first_operation_publishes_opening_then_unawaited_heartbeats() {
         }
     }
     assert_eq!(succeeded, 3, "{names:?}");
+    assert!(open.is_empty(), "{names:?}");
     assert!(names.contains(&"ServerDescriptionChanged"), "{names:?}");
 }
 

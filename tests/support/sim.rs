@@ -191,6 +191,7 @@ impl Script {
 #[derive(Debug, Default)]
 struct Observed {
     connections: usize,
+    accepted_at: Vec<std::time::Instant>,
     hellos: usize,
     handshakes: Vec<Document>,
     commands: Vec<String>,
@@ -571,6 +572,12 @@ impl Simulator {
         lock(&self.member(i).observed).connections
     }
 
+    /// When member `i` accepted each of its connections, in order (within
+    /// the accept loop's polling interval).
+    pub fn accept_times(&self, i: usize) -> Vec<std::time::Instant> {
+        lock(&self.member(i).observed).accepted_at.clone()
+    }
+
     /// Connections to member `i` open right now.
     pub fn open_connections(&self, i: usize) -> usize {
         lock(&self.member(i).open).len()
@@ -673,7 +680,11 @@ fn accept_loop(shared: Arc<Shared>, index: usize, io: Arc<MemberIo>) {
         } else {
             io.next_backend.fetch_add(1, Ordering::Relaxed) % io.backends.len()
         };
-        lock(&io.observed).connections += 1;
+        {
+            let mut observed = lock(&io.observed);
+            observed.connections += 1;
+            observed.accepted_at.push(std::time::Instant::now());
+        }
         lock(&io.open).insert(
             connection_id,
             OpenConnection {

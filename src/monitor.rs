@@ -1,0 +1,704 @@
+//! The monitor: the scan order and the single-threaded selection loop as
+//! one pure state machine, in quinn-proto's shape. It never reads a clock
+//! and never touches a socket: time comes in as `now`, the operation's
+//! deadline as an argument of [`Monitor::poll`], check results through
+//! [`Monitor::on_check`], and what the shell must do next comes out of
+//! `poll` as a [`Next`].
+//!
+//! ```text
+//!  start_selection ─> poll(now, deadline) ─┬─ Check(addrs) ─> shell checks them, on_check(each) ─┐
+//!                          ▲               ├─ Wait         ─> shell reports one more on_check ───┤
+//!                          │               ├─ SleepUntil(t)─> shell sleeps until t ──────────────┤
+//!                          └───────────────┴─────────────────────────────────────────────────────┘
+//!                                          ├─ Selected(address)   (selection over)
+//!                                          └─ Failed(error)       (selection over)
+//! ```
+//!
+//! The rules it owns (server-selection and server-monitoring specs,
+//! single-threaded mode): scan before selecting when the topology is stale,
+//! never scanned, or heartbeatFrequencyMS old; after a selection that finds
+//! nothing, rescan no sooner than minHeartbeatFrequencyMS (500 ms) after
+//! the last scan ended; with serverSelectionTryOnce fail after one scan,
+//! otherwise wait until serverSelectionTimeoutMS, cut to the operation's
+//! deadline (then the error is the operation's timeout); a server whose
+//! check failed with a network error cools down for cooldownMS (5 s); a
+//! known server (not a PossiblePrimary) whose check fails with a network
+//! error is checked once more at once.
+
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use bson::Document;
+
+use crate::address::ServerAddress;
+use crate::deadline::Deadline;
+use crate::error::{Error, ErrorKind};
+use crate::scan::{self, ScanCandidate};
+use crate::sdam::error_handling::{ApplicationError, ErrorDecision};
+use crate::sdam::{ServerType, TopologyDescription, TopologyType, TopologyUpdate};
+use crate::select::{self, SelectionCriteria, SelectionSettings};
+
+/// What the shell must do next.
+#[derive(Debug)]
+pub(crate) enum Next {
+    /// Check these servers (all may run at once), reporting each result
+    /// with [`Monitor::on_check`], then poll again.
+    Check(Vec<ServerAddress>),
+    /// Checks handed out earlier are still running: report one with
+    /// [`Monitor::on_check`], then poll again; poll again at the latest
+    /// at this instant (the scan's end), result or not.
+    Wait(Option<Instant>),
+    /// Nothing to do before this instant: sleep, then poll again.
+    SleepUntil(Instant),
+    /// The selection found this server.
+    Selected(ServerAddress),
+    /// The selection failed with this error.
+    Failed(Error),
+    /// No selection is under way and no scan is left to do.
+    Idle,
+}
+
+/// How a check of one server ended.
+#[derive(Debug)]
+pub(crate) enum CheckOutcome {
+    /// The server answered the hello with this reply (`ok: 1`).
+    Reply(Document),
+    /// The check failed: the server becomes Unknown, and a network error
+    /// starts its cooldown.
+    Failed(Error),
+    /// The operation's deadline ended the check: the server becomes
+    /// Unknown, but the failure says nothing about it, so no cooldown.
+    CutShort(Error),
+}
+
+/// The settings the monitor's rules read.
+#[derive(Clone)]
+pub(crate) struct MonitorSettings {
+    /// heartbeatFrequencyMS: how old a scan may get before selection scans again.
+    pub heartbeat_frequency: Duration,
+    /// serverSelectionTimeoutMS.
+    pub server_selection_timeout: Duration,
+    /// serverSelectionTryOnce.
+    pub try_once: bool,
+    /// The latency window and the application's selector.
+    pub selection: SelectionSettings,
+}
+
+/// What the monitor remembers of a server between checks.
+#[derive(Clone, Copy, Debug, Default)]
+struct CheckRecord {
+    last_check_end: Option<Instant>,
+    /// The last check failed with a network error: the server cools down.
+    network_failed: bool,
+}
+
+/// A scan under way.
+#[derive(Debug)]
+struct Scan {
+    start: Instant,
+    /// Every server handed out for a check in this scan.
+    handed_out: HashSet<ServerAddress>,
+    /// Handed out and not yet reported.
+    in_flight: HashSet<ServerAddress>,
+    /// Known servers whose first check failed with a network error, to be
+    /// checked again at once (each only once per scan).
+    retry: Vec<ServerAddress>,
+    retried: HashMap<ServerAddress, Error>,
+    /// The value of [`Monitor::membership_changes`] when the due servers were
+    /// last computed: until it moves, no new server can be due.
+    order_key: Option<u64>,
+}
+
+/// A selection under way.
+struct Selection {
+    criteria: SelectionCriteria,
+    deprioritized: Vec<ServerAddress>,
+    operation: String,
+    start: Instant,
+    /// Whether the selection has decided if it must scan first.
+    began: bool,
+    /// Whether a scan ended since the selection started (tryOnce's one scan).
+    scanned: bool,
+    /// Slept until a rescan may start: the next poll starts it.
+    rescan_pending: bool,
+    /// An authentication or TLS failure of a check: no retry can cure it.
+    setup_failure: Option<Error>,
+    /// The "waiting for a suitable server" notice, once per selection:
+    /// `Some(remaining)` when due and not yet taken.
+    waiting: Option<Option<Duration>>,
+    waiting_noted: bool,
+}
+
+/// The pure monitor: the topology description, what is known of each
+/// server's checks, and the scan and selection under way.
+pub(crate) struct Monitor {
+    description: TopologyDescription,
+    settings: MonitorSettings,
+    records: HashMap<ServerAddress, CheckRecord>,
+    last_scan_end: Option<Instant>,
+    scan: Option<Scan>,
+    selection: Option<Selection>,
+    rng: fastrand::Rng,
+    /// Counts the updates that added servers: until it moves, a scan has
+    /// handed out every server that can be due.
+    membership_changes: u64,
+    /// Changes made inside [`Monitor::poll`], for the shell to publish.
+    updates: Vec<TopologyUpdate>,
+    /// How often a scan computed its order (the cost that grew as n² when
+    /// it was computed per check).
+    order_computations: u64,
+}
+
+/// Whether `error` is a failure that opening another socket would repeat:
+/// the credential was refused, or a TLS certificate or host name check failed.
+pub(crate) fn is_setup_failure(error: &Error) -> bool {
+    matches!(
+        error.kind(),
+        ErrorKind::Authentication { .. } | ErrorKind::Tls { .. }
+    )
+}
+
+impl Monitor {
+    /// A monitor over `description`, with `rng` for the scan order's and
+    /// selection's random choices.
+    pub(crate) fn new(
+        description: TopologyDescription,
+        settings: MonitorSettings,
+        rng: fastrand::Rng,
+    ) -> Monitor {
+        Monitor {
+            description,
+            settings,
+            records: HashMap::new(),
+            last_scan_end: None,
+            scan: None,
+            selection: None,
+            rng,
+            membership_changes: 0,
+            updates: Vec::new(),
+            order_computations: 0,
+        }
+    }
+
+    /// The current description of the deployment.
+    pub(crate) fn description(&self) -> &TopologyDescription {
+        &self.description
+    }
+
+    /// The random source, shared with the shell (SRV host choice).
+    pub(crate) fn rng(&mut self) -> &mut fastrand::Rng {
+        &mut self.rng
+    }
+
+    /// Replaces the description (the SRV seed list was looked up): what
+    /// was known of the old servers goes.
+    pub(crate) fn replace_description(&mut self, description: TopologyDescription) {
+        self.description = description;
+        self.records.clear();
+        self.scan = None;
+        self.membership_changes += 1;
+    }
+
+    /// The next selection must scan first (a fork dropped every socket).
+    pub(crate) fn mark_stale(&mut self) {
+        self.description.stale = true;
+    }
+
+    /// Starts selecting a server for `criteria` (the command `operation`)
+    /// at `now`; drive it with [`Monitor::poll`]. A scan left unfinished by
+    /// an earlier selection is dropped: its checks are no longer running.
+    pub(crate) fn start_selection(
+        &mut self,
+        criteria: SelectionCriteria,
+        deprioritized: &[ServerAddress],
+        operation: &str,
+        now: Instant,
+    ) {
+        self.drop_unfinished_scan(now);
+        self.selection = Some(Selection {
+            criteria,
+            deprioritized: deprioritized.to_vec(),
+            operation: operation.to_string(),
+            start: now,
+            began: false,
+            scanned: false,
+            rescan_pending: false,
+            setup_failure: None,
+            waiting: None,
+            waiting_noted: false,
+        });
+    }
+
+    /// Starts a full scan at `now` with no selection (load balanced: none,
+    /// the load-balancer spec forbids monitoring).
+    pub(crate) fn start_scan(&mut self, now: Instant) {
+        self.selection = None;
+        self.drop_unfinished_scan(now);
+        if self.description.topology_type != TopologyType::LoadBalanced {
+            self.begin_scan(now);
+        }
+    }
+
+    /// The "Waiting for suitable server to become available" notice, once
+    /// per selection: the time left (`None` with tryOnce) when it is due.
+    pub(crate) fn take_waiting_notice(&mut self) -> Option<Option<Duration>> {
+        self.selection.as_mut().and_then(|s| s.waiting.take())
+    }
+
+    /// What the shell must do next at `now`, for an operation that must
+    /// end by `deadline`.
+    pub(crate) fn poll(&mut self, now: Instant, deadline: Deadline) -> Next {
+        loop {
+            if let Some(next) = self.poll_scan(now, deadline) {
+                return next;
+            }
+            if self.selection.is_none() {
+                return Next::Idle;
+            }
+            match self.poll_selection(now, deadline) {
+                Some(next) => return next,
+                // A scan just started: hand out its checks.
+                None => continue,
+            }
+        }
+    }
+
+    /// What changed inside [`Monitor::poll`] (a failure held for its
+    /// immediate retry, applied when the scan ran out of time): the shell
+    /// publishes it as it does [`Monitor::on_check`]'s.
+    pub(crate) fn take_updates(&mut self) -> Vec<TopologyUpdate> {
+        std::mem::take(&mut self.updates)
+    }
+
+    /// The result of a check of `address` that took `rtt`, at `now`. Also
+    /// for the handshake of an operation's new socket, which counts as a
+    /// check. Returns what changed, for the shell to publish and act on
+    /// (sockets of removed servers close).
+    pub(crate) fn on_check(
+        &mut self,
+        address: &ServerAddress,
+        outcome: CheckOutcome,
+        rtt: Duration,
+        now: Instant,
+    ) -> TopologyUpdate {
+        if let Some(scan) = &mut self.scan {
+            scan.in_flight.remove(address);
+        }
+        let (error, cut_short) = match outcome {
+            CheckOutcome::Reply(reply) => {
+                self.records.insert(address.clone(), checked(now, false));
+                let update = self.description.check_succeeded(address, &reply, rtt, now);
+                self.note_order_changes(&update);
+                return update;
+            }
+            CheckOutcome::Failed(error) => (error, false),
+            CheckOutcome::CutShort(error) => (error, true),
+        };
+        if !cut_short && error.is_network_error() && self.retry_at_once(address, &error) {
+            return TopologyUpdate::default();
+        }
+        self.check_failed(address, &error, error.is_network_error() && !cut_short, now)
+    }
+
+    /// An idle socket to `address` failed its ping at `now`: the server
+    /// becomes Unknown. Not a scan check (no cooldown), nor does it make the
+    /// topology stale: the spec selects again from what is known, and
+    /// rescans only if nothing suitable is left.
+    pub(crate) fn on_idle_check_failed(
+        &mut self,
+        address: &ServerAddress,
+        error: &Error,
+        now: Instant,
+    ) -> TopologyUpdate {
+        let update = self.description.check_failed(
+            address,
+            format!("idle socket check failed: {error}"),
+            now,
+        );
+        self.note_order_changes(&update);
+        update
+    }
+
+    /// An operation's error on a server: SDAM error handling decides.
+    pub(crate) fn on_application_error(
+        &mut self,
+        error: &ApplicationError,
+        now: Instant,
+    ) -> (ErrorDecision, TopologyUpdate) {
+        let (decision, update) = self.description.handle_application_error(error, now);
+        self.note_order_changes(&update);
+        (decision, update)
+    }
+
+    /// The SRV polling spec's new mongos list; the next selection scans.
+    pub(crate) fn set_srv_hosts(&mut self, hosts: &[ServerAddress]) -> TopologyUpdate {
+        let update = self.description.set_srv_hosts(hosts);
+        self.description.stale = true;
+        self.note_order_changes(&update);
+        update
+    }
+
+    /// The client is closing: the description's closing events.
+    pub(crate) fn close(&mut self) -> TopologyUpdate {
+        self.description.close()
+    }
+
+    fn retry_at_once(&mut self, address: &ServerAddress, error: &Error) -> bool {
+        // A PossiblePrimary is not known (only another member named it): a
+        // blackholed old primary that secondaries still name would
+        // otherwise cost two connectTimeoutMS per scan.
+        let known = self.description.servers.get(address).is_some_and(|s| {
+            !matches!(
+                s.server_type,
+                ServerType::Unknown | ServerType::PossiblePrimary
+            )
+        });
+        let Some(scan) = &mut self.scan else {
+            return false;
+        };
+        if !known || !scan.handed_out.contains(address) || scan.retried.contains_key(address) {
+            return false;
+        }
+        scan.retried.insert(address.clone(), error.clone());
+        scan.retry.push(address.clone());
+        true
+    }
+
+    fn check_failed(
+        &mut self,
+        address: &ServerAddress,
+        error: &Error,
+        cools_down: bool,
+        now: Instant,
+    ) -> TopologyUpdate {
+        if is_setup_failure(error) {
+            if let Some(selection) = &mut self.selection {
+                selection.setup_failure = Some(error.clone());
+            }
+        }
+        self.records
+            .insert(address.clone(), checked(now, cools_down));
+        let update = self
+            .description
+            .check_failed(address, error.to_string(), now);
+        self.note_order_changes(&update);
+        update
+    }
+
+    fn note_order_changes(&mut self, update: &TopologyUpdate) {
+        for address in &update.removed {
+            self.records.remove(address);
+        }
+        // Every server due is handed out at once, so only a new server can
+        // make another one due during the scan.
+        if !update.added.is_empty() {
+            self.membership_changes += 1;
+        }
+    }
+
+    fn begin_scan(&mut self, now: Instant) {
+        self.scan = Some(Scan {
+            start: now,
+            handed_out: HashSet::new(),
+            in_flight: HashSet::new(),
+            retry: Vec::new(),
+            retried: HashMap::new(),
+            order_key: None,
+        });
+    }
+
+    /// A scan cut short: the servers not checked are as stale as before,
+    /// so the next selection scans again.
+    fn drop_unfinished_scan(&mut self, now: Instant) {
+        if self.scan.take().is_some() {
+            self.last_scan_end = Some(now);
+            self.description.stale = true;
+            // tryOnce's one scan is over, even cut short.
+            if let Some(selection) = &mut self.selection {
+                selection.scanned = true;
+            }
+        }
+    }
+
+    /// When the scan of the selection under way must stop: its
+    /// serverSelectionTimeoutMS and the operation's deadline.
+    fn scan_limit(&self, deadline: Deadline) -> Option<Instant> {
+        let selection_end = self
+            .selection
+            .as_ref()
+            .map(|s| s.start + self.settings.server_selection_timeout);
+        match (selection_end, deadline.instant()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The scan's part of [`Monitor::poll`]: checks to hand out, or `None`
+    /// once no scan is under way (it just ended, or there was none).
+    fn poll_scan(&mut self, now: Instant, deadline: Deadline) -> Option<Next> {
+        self.scan.as_ref()?;
+        let limit = self.scan_limit(deadline);
+        if limit.is_some_and(|limit| now >= limit) {
+            // Checks held for their immediate retry failed all the same.
+            let held: Vec<(ServerAddress, Error)> = self
+                .scan
+                .as_mut()
+                .map(|s| s.retried.drain().collect())
+                .unwrap_or_default();
+            for (address, error) in held {
+                let pending = self
+                    .scan
+                    .as_ref()
+                    .is_some_and(|s| s.retry.contains(&address) || s.in_flight.contains(&address));
+                if pending {
+                    let update = self.check_failed(&address, &error, true, now);
+                    self.updates.push(update);
+                }
+            }
+            self.drop_unfinished_scan(now);
+            return None;
+        }
+        let due = self.newly_due(now);
+        let scan = self.scan.as_mut()?;
+        let mut checks: Vec<ServerAddress> = std::mem::take(&mut scan.retry);
+        checks.extend(due);
+        if !checks.is_empty() {
+            scan.in_flight.extend(checks.iter().cloned());
+            return Some(Next::Check(checks));
+        }
+        if !scan.in_flight.is_empty() {
+            return Some(Next::Wait(limit));
+        }
+        self.scan = None;
+        self.last_scan_end = Some(now);
+        self.description.stale = false;
+        if let Some(selection) = &mut self.selection {
+            selection.scanned = true;
+        }
+        None
+    }
+
+    /// The servers due in the scan under way that were not handed out yet,
+    /// in the spec's order. Recomputed only when a check changed what the
+    /// order depends on: doing it after every check made a scan of n
+    /// members cost n² log n.
+    fn newly_due(&mut self, now: Instant) -> Vec<ServerAddress> {
+        let Some(scan) = &self.scan else {
+            return Vec::new();
+        };
+        if scan.order_key == Some(self.membership_changes) {
+            return Vec::new();
+        }
+        let candidates = candidates(&self.description, &self.records);
+        let order = scan::check_order(&candidates, scan.start, now, &mut self.rng);
+        let scan = self.scan.as_mut().expect("checked above");
+        scan.order_key = Some(self.membership_changes);
+        self.order_computations += 1;
+        let due: Vec<ServerAddress> = order
+            .into_iter()
+            .filter(|a| !scan.handed_out.contains(a))
+            .collect();
+        scan.handed_out.extend(due.iter().cloned());
+        due
+    }
+
+    /// The selection loop's part of [`Monitor::poll`]; `None` when it just
+    /// started a scan.
+    fn poll_selection(&mut self, now: Instant, deadline: Deadline) -> Option<Next> {
+        let load_balanced = self.description.topology_type == TopologyType::LoadBalanced;
+        let selection = self.selection.as_mut()?;
+        if selection.rescan_pending {
+            return self.rescan(now, deadline);
+        }
+        if !selection.began {
+            selection.began = true;
+            let needed = scan::scan_needed(
+                self.last_scan_end,
+                self.description.stale,
+                self.settings.heartbeat_frequency,
+                now,
+            );
+            if needed && !load_balanced {
+                return self.rescan(now, deadline);
+            }
+        }
+        let selected = select::select(
+            &self.description,
+            &selection.criteria,
+            &self.settings.selection,
+            &selection.deprioritized,
+            &mut self.rng,
+        );
+        match selected {
+            Ok(Some(address)) => {
+                self.selection = None;
+                Some(Next::Selected(address))
+            }
+            Err(error) => {
+                // An incompatible server may be upgraded or replaced: the
+                // next selection must look again.
+                self.description.stale = true;
+                self.selection = None;
+                Some(Next::Failed(error))
+            }
+            Ok(None) if load_balanced => Some(self.fail(now, deadline, None)),
+            Ok(None) => self.nothing_suitable(now, deadline),
+        }
+    }
+
+    /// Nothing suitable is known: fail, sleep until a rescan may start, or
+    /// start one.
+    fn nothing_suitable(&mut self, now: Instant, deadline: Deadline) -> Option<Next> {
+        self.description.stale = true;
+        let try_once = self.settings.try_once;
+        let max_time = self.scan_limit(deadline).expect("a selection is under way");
+        let selection = self.selection.as_mut().expect("a selection is under way");
+        if let Some(failure) = selection.setup_failure.take() {
+            self.selection = None;
+            return Some(Next::Failed(failure));
+        }
+        if (try_once && selection.scanned) || (!try_once && now >= max_time) {
+            return Some(self.fail(now, deadline, None));
+        }
+        if !selection.waiting_noted {
+            selection.waiting_noted = true;
+            selection.waiting = Some((!try_once).then(|| max_time.saturating_duration_since(now)));
+        }
+        self.rescan(now, deadline)
+    }
+
+    /// Starts a scan, or sleeps until one may start (minHeartbeatFrequencyMS
+    /// after the last, or the first cooldown's end when every server cools
+    /// down), or fails when that is past the selection's end, or with
+    /// tryOnce when every server cools down (a scan would check nothing).
+    fn rescan(&mut self, now: Instant, deadline: Deadline) -> Option<Next> {
+        let try_once = self.settings.try_once;
+        let max_time = self.scan_limit(deadline).expect("a selection is under way");
+        let (cooling, cooldown_end) = {
+            let candidates = candidates(&self.description, &self.records);
+            (
+                scan::all_cooling_down(&candidates, now),
+                scan::cooldown_ends(&candidates, now),
+            )
+        };
+        let mut target = self.last_scan_end.map(scan::earliest_rescan).unwrap_or(now);
+        let cooling_reason = cooling.then(|| cooling_reason(cooldown_end, now));
+        if cooling {
+            if try_once {
+                return Some(self.fail(now, deadline, cooling_reason));
+            }
+            if let Some(end) = cooldown_end {
+                target = target.max(end);
+            }
+        }
+        if !try_once && target > max_time {
+            // Without the reason, failing long before
+            // serverSelectionTimeoutMS would look like a bug to the user.
+            return Some(self.fail(now, deadline, cooling_reason));
+        }
+        let selection = self.selection.as_mut().expect("a selection is under way");
+        selection.rescan_pending = target > now;
+        if target > now {
+            return Some(Next::SleepUntil(target));
+        }
+        self.begin_scan(now);
+        None
+    }
+
+    /// Ends the selection with "no suitable server" (plus `reason`), as the
+    /// operation's timeout when its deadline is what ended the wait.
+    fn fail(&mut self, now: Instant, deadline: Deadline, reason: Option<String>) -> Next {
+        let Some(selection) = self.selection.take() else {
+            return Next::Idle;
+        };
+        let mut message =
+            select::no_suitable_server_message(&self.description, &selection.criteria);
+        if let Some(reason) = reason {
+            message = format!("{message}; {reason}");
+        }
+        let error = Error::server_selection(message);
+        let selection_end = selection.start + self.settings.server_selection_timeout;
+        let deadline_binds = deadline.instant().is_some_and(|d| d <= selection_end);
+        if !deadline_binds {
+            return Next::Failed(error);
+        }
+        let max_time = deadline
+            .instant()
+            .map_or(selection_end, |d| d.min(selection_end));
+        let expired = now >= max_time;
+        let operation = &selection.operation;
+        Next::Failed(if self.settings.try_once && !expired {
+            // tryOnce gave up after its one scan, not for lack of time.
+            error
+        } else if !expired {
+            // The next scan may not start before the deadline
+            // (minHeartbeatFrequencyMS), so waiting on could not help.
+            Error::new(ErrorKind::Timeout {
+                message: format!(
+                    "timeoutMS would expire before the next scan could start while \
+                     selecting a server for {operation}: {error}"
+                ),
+            })
+        } else {
+            Deadline::timeout_error(&format!("selecting a server for {operation}: {error}"))
+        })
+    }
+
+    /// Whether a scan would now check nothing because every server cools
+    /// down (for tests and diagnostics).
+    #[cfg(test)]
+    fn scanning(&self) -> bool {
+        self.scan.is_some()
+    }
+}
+
+fn checked(now: Instant, network_failed: bool) -> CheckRecord {
+    CheckRecord {
+        last_check_end: Some(now),
+        network_failed,
+    }
+}
+
+fn cooling_reason(cooldown_end: Option<Instant>, now: Instant) -> String {
+    let wait = cooldown_end
+        .map(|end| end.saturating_duration_since(now))
+        .unwrap_or_default();
+    format!(
+        "every server failed its last check with a network error and is in its \
+         {} ms cooldown (the next check is possible in {} ms)",
+        crate::options::COOLDOWN.as_millis(),
+        wait.as_millis()
+    )
+}
+
+fn candidates<'a>(
+    description: &'a TopologyDescription,
+    records: &HashMap<ServerAddress, CheckRecord>,
+) -> Vec<ScanCandidate<'a>> {
+    description
+        .servers
+        .values()
+        .map(|server| {
+            let record = records.get(&server.address).copied().unwrap_or_default();
+            ScanCandidate {
+                description: server,
+                last_check_failed_with_network_error: record.network_failed,
+                last_check_end: record.last_check_end,
+            }
+        })
+        .collect()
+}
+
+/// The monitor's result as the selection's: `Ok` for a server, the error
+/// otherwise (for callers that only select).
+#[cfg(test)]
+fn as_result(next: Next) -> crate::error::Result<ServerAddress> {
+    match next {
+        Next::Selected(address) => Ok(address),
+        Next::Failed(error) => Err(error),
+        other => Err(Error::client(format!("unexpected {other:?}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,476 @@
+//! The monitor on virtual time: instants are milliseconds after a base,
+//! and every check result is made up by the test.
+
+use bson::doc;
+
+use super::*;
+use crate::read_preference::ReadPreference;
+use crate::sdam::TopologySettings;
+
+const SET: &[&str] = &["a:1", "b:1", "c:1"];
+
+fn addr(a: &str) -> ServerAddress {
+    ServerAddress::parse(a).unwrap()
+}
+
+struct Harness {
+    base: Instant,
+    monitor: Monitor,
+}
+
+fn settings(try_once: bool, timeout_ms: u64) -> MonitorSettings {
+    MonitorSettings {
+        heartbeat_frequency: Duration::from_secs(60),
+        server_selection_timeout: Duration::from_millis(timeout_ms),
+        try_once,
+        selection: SelectionSettings::new(Duration::from_millis(15), Duration::from_secs(60)),
+    }
+}
+
+impl Harness {
+    fn new(seeds: &[&str], settings: MonitorSettings) -> Harness {
+        let topology = TopologySettings {
+            seeds: seeds.iter().map(|s| addr(s)).collect(),
+            direct_connection: None,
+            replica_set: Some("rs".into()),
+            load_balanced: false,
+            seeds_from_srv: false,
+        };
+        let description = TopologyDescription::new(topology);
+        Harness {
+            base: Instant::now(),
+            monitor: Monitor::new(description, settings, fastrand::Rng::with_seed(7)),
+        }
+    }
+
+    fn at(&self, ms: u64) -> Instant {
+        self.base + Duration::from_millis(ms)
+    }
+
+    fn select(&mut self, criteria: SelectionCriteria, ms: u64) {
+        let now = self.at(ms);
+        self.monitor.start_selection(criteria, &[], "find", now);
+    }
+
+    fn poll(&mut self, ms: u64) -> Next {
+        let now = self.at(ms);
+        self.monitor.poll(now, Deadline::NONE)
+    }
+
+    fn poll_with(&mut self, ms: u64, deadline_ms: u64) -> Next {
+        let now = self.at(ms);
+        let deadline = Deadline::at(self.at(deadline_ms));
+        self.monitor.poll(now, deadline)
+    }
+
+    fn report(&mut self, address: &str, outcome: CheckOutcome, ms: u64) {
+        let now = self.at(ms);
+        let _ = self
+            .monitor
+            .on_check(&addr(address), outcome, Duration::from_millis(1), now);
+    }
+}
+
+fn primary() -> CheckOutcome {
+    CheckOutcome::Reply(doc! {
+        "ok": 1, "isWritablePrimary": true, "setName": "rs", "hosts": SET.to_vec(),
+        "minWireVersion": 0, "maxWireVersion": 21, "setVersion": 1,
+    })
+}
+
+fn secondary(hosts: &[&str]) -> CheckOutcome {
+    CheckOutcome::Reply(doc! {
+        "ok": 1, "isWritablePrimary": false, "secondary": true, "setName": "rs",
+        "hosts": hosts.to_vec(), "minWireVersion": 0, "maxWireVersion": 21,
+    })
+}
+
+fn possible_primary_reply() -> CheckOutcome {
+    // A secondary naming a primary that was not checked yet.
+    CheckOutcome::Reply(doc! {
+        "ok": 1, "isWritablePrimary": false, "secondary": true, "setName": "rs",
+        "hosts": SET.to_vec(), "primary": "a:1", "minWireVersion": 0, "maxWireVersion": 21,
+    })
+}
+
+fn refused(address: &str) -> CheckOutcome {
+    let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+    CheckOutcome::Failed(Error::network(Some(addr(address)), "connecting", io))
+}
+
+fn primary_only() -> SelectionCriteria {
+    SelectionCriteria::ReadPreference(ReadPreference::primary())
+}
+
+fn checks(next: Next) -> Vec<String> {
+    match next {
+        Next::Check(addresses) => addresses.iter().map(|a| a.to_string()).collect(),
+        other => panic!("expected checks, got {other:?}"),
+    }
+}
+
+fn sorted(mut v: Vec<String>) -> Vec<String> {
+    v.sort();
+    v
+}
+
+/// Runs a scan at `ms` in which every server answers with
+/// `reply(address)`; returns what the monitor says after it.
+fn scan_all(h: &mut Harness, ms: u64, reply: impl Fn(&str) -> CheckOutcome) -> Next {
+    loop {
+        match h.poll(ms) {
+            Next::Check(addresses) => {
+                for a in addresses {
+                    let a = a.to_string();
+                    h.report(&a, reply(&a), ms);
+                }
+            }
+            other => return other,
+        }
+    }
+}
+
+fn healthy(address: &str) -> CheckOutcome {
+    if address == "a:1" {
+        primary()
+    } else {
+        secondary(SET)
+    }
+}
+
+#[test]
+fn the_first_selection_checks_every_seed_at_once_then_selects() {
+    let mut h = Harness::new(SET, settings(true, 30_000));
+    h.select(primary_only(), 0);
+    assert_eq!(sorted(checks(h.poll(0))), ["a:1", "b:1", "c:1"]);
+    h.report("b:1", secondary(SET), 3);
+    assert!(matches!(h.poll(3), Next::Wait(_)), "two checks still run");
+    h.report("a:1", primary(), 4);
+    h.report("c:1", secondary(SET), 5);
+    assert!(matches!(h.poll(5), Next::Selected(a) if a == addr("a:1")));
+}
+
+#[test]
+fn members_discovered_by_a_reply_are_checked_in_the_same_scan() {
+    let mut h = Harness::new(&["b:1"], settings(true, 30_000));
+    h.select(primary_only(), 0);
+    assert_eq!(checks(h.poll(0)), ["b:1"]);
+    h.report("b:1", possible_primary_reply(), 2);
+    // The PossiblePrimary comes first, in the same scan.
+    assert_eq!(checks(h.poll(2)), ["a:1", "c:1"]);
+    h.report("a:1", primary(), 3);
+    h.report("c:1", secondary(SET), 3);
+    assert!(matches!(h.poll(3), Next::Selected(a) if a == addr("a:1")));
+}
+
+#[test]
+fn try_once_fails_after_one_scan_without_waiting() {
+    let mut h = Harness::new(SET, settings(true, 30_000));
+    h.select(primary_only(), 0);
+    for a in checks(h.poll(0)) {
+        h.report(&a, secondary(SET), 1);
+    }
+    match h.poll(1) {
+        Next::Failed(e) => assert!(matches!(e.kind(), ErrorKind::ServerSelection { .. }), "{e}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn without_try_once_a_rescan_waits_for_min_heartbeat_frequency() {
+    let mut h = Harness::new(SET, settings(false, 30_000));
+    h.select(primary_only(), 0);
+    scan_all(&mut h, 10, |_| secondary(SET));
+    // The scan ended at 10 ms: no rescan before 510 ms.
+    assert!(matches!(h.poll(10), Next::SleepUntil(t) if t == h.at(510)));
+    assert_eq!(
+        h.monitor.take_waiting_notice(),
+        Some(Some(Duration::from_millis(29_990)))
+    );
+    assert!(matches!(h.poll(510), Next::Check(_)));
+    assert_eq!(
+        h.monitor.take_waiting_notice(),
+        None,
+        "noticed once per selection"
+    );
+}
+
+#[test]
+fn server_selection_timeout_ends_the_wait() {
+    let mut h = Harness::new(SET, settings(false, 2_000));
+    h.select(primary_only(), 0);
+    let mut now = 0;
+    let error = loop {
+        match h.poll(now) {
+            Next::Check(addresses) => {
+                for a in addresses {
+                    h.report(&a.to_string(), secondary(SET), now);
+                }
+            }
+            Next::SleepUntil(t) => now = (t - h.base).as_millis() as u64,
+            Next::Failed(e) => break e,
+            other => panic!("{other:?}"),
+        }
+    };
+    assert!(
+        matches!(error.kind(), ErrorKind::ServerSelection { .. }),
+        "{error}"
+    );
+    assert!(now <= 2_000, "no sleep past the timeout: {now}");
+    assert!(now >= 1_500, "waited until the last possible rescan: {now}");
+}
+
+#[test]
+fn a_shorter_operation_deadline_cuts_the_wait_and_says_timeout() {
+    let mut h = Harness::new(SET, settings(false, 30_000));
+    h.select(primary_only(), 0);
+    for a in checks(h.poll_with(0, 300)) {
+        h.report(&a, secondary(SET), 100);
+    }
+    // The next scan could start at 600 ms, past the 300 ms deadline.
+    match h.poll_with(100, 300) {
+        Next::Failed(e) => {
+            assert!(matches!(e.kind(), ErrorKind::Timeout { .. }), "{e}");
+            assert!(e.to_string().contains("find"), "{e}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_deadline_reached_mid_scan_stops_the_scan_and_fails_as_a_timeout() {
+    let mut h = Harness::new(SET, settings(false, 30_000));
+    h.select(primary_only(), 0);
+    let handed = checks(h.poll_with(0, 300));
+    h.report(&handed[0], secondary(SET), 300);
+    match h.poll_with(300, 300) {
+        Next::Failed(e) => assert!(matches!(e.kind(), ErrorKind::Timeout { .. }), "{e}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        h.monitor.description().stale,
+        "the unfinished scan leaves the topology stale"
+    );
+}
+
+#[test]
+fn a_refused_member_cools_down_and_is_skipped_by_the_next_scans() {
+    let mut h = Harness::new(SET, settings(true, 30_000));
+    h.select(primary_only(), 0);
+    let next = scan_all(
+        &mut h,
+        0,
+        |a| if a == "c:1" { refused(a) } else { healthy(a) },
+    );
+    assert!(matches!(next, Next::Selected(_)));
+    // A rescan 1 s later (the topology made stale) skips c, cooling down.
+    h.monitor.mark_stale();
+    h.select(primary_only(), 1_000);
+    let rescan = sorted(checks(h.poll(1_000)));
+    assert_eq!(rescan, ["a:1", "b:1"]);
+    for a in &rescan {
+        h.report(a, healthy(a), 1_000);
+    }
+    assert!(matches!(h.poll(1_000), Next::Selected(_)));
+    // After cooldownMS (5 s) it is checked again.
+    h.monitor.mark_stale();
+    h.select(primary_only(), 5_001);
+    assert!(checks(h.poll(5_001)).contains(&"c:1".to_string()));
+}
+
+#[test]
+fn when_every_server_cools_down_try_once_fails_at_once_saying_so() {
+    let mut h = Harness::new(SET, settings(true, 30_000));
+    h.select(primary_only(), 0);
+    let next = scan_all(&mut h, 0, refused);
+    assert!(matches!(next, Next::Failed(_)), "{next:?}");
+    // The next operation scans nothing: it fails at once, saying why.
+    h.select(primary_only(), 700);
+    match h.poll(700) {
+        Next::Failed(e) => assert!(
+            e.to_string()
+                .contains("cooldown (the next check is possible in 4300 ms)"),
+            "{e}"
+        ),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn without_try_once_the_loop_sleeps_until_the_first_cooldown_ends() {
+    let mut h = Harness::new(SET, settings(false, 30_000));
+    h.select(primary_only(), 0);
+    let next = scan_all(&mut h, 0, refused);
+    assert!(matches!(next, Next::SleepUntil(t) if t == h.at(5_000)));
+}
+
+#[test]
+fn a_cooldown_past_the_timeout_fails_early_saying_why() {
+    let mut h = Harness::new(SET, settings(false, 1_000));
+    h.select(primary_only(), 0);
+    let next = scan_all(&mut h, 0, refused);
+    match next {
+        Next::Failed(e) => assert!(e.to_string().contains("cooldown"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_known_server_failing_with_a_network_error_is_checked_again_at_once() {
+    let mut h = Harness::new(SET, settings(true, 30_000));
+    h.select(primary_only(), 0);
+    let next = scan_all(&mut h, 0, healthy);
+    assert!(matches!(next, Next::Selected(_)));
+    h.monitor.mark_stale();
+    h.select(primary_only(), 1_000);
+    let first = checks(h.poll(1_000));
+    for a in &first {
+        let outcome = if a == "b:1" { refused(a) } else { healthy(a) };
+        h.report(a, outcome, 1_000);
+    }
+    assert_eq!(checks(h.poll(1_000)), ["b:1"], "one immediate retry");
+    assert_eq!(
+        h.monitor.description().servers[&addr("b:1")].server_type,
+        ServerType::RsSecondary,
+        "still known until the retry fails"
+    );
+    h.report("b:1", refused("b:1"), 1_001);
+    assert!(
+        matches!(h.poll(1_001), Next::Selected(_)),
+        "no second retry"
+    );
+    assert_eq!(
+        h.monitor.description().servers[&addr("b:1")].server_type,
+        ServerType::Unknown
+    );
+}
+
+#[test]
+fn a_possible_primary_gets_no_immediate_retry() {
+    let mut h = Harness::new(&["b:1"], settings(true, 30_000));
+    h.select(primary_only(), 0);
+    assert_eq!(checks(h.poll(0)), ["b:1"]);
+    h.report("b:1", possible_primary_reply(), 1);
+    let next = checks(h.poll(1));
+    assert_eq!(next[0], "a:1");
+    h.report("a:1", refused("a:1"), 2);
+    h.report("c:1", secondary(SET), 2);
+    assert!(
+        matches!(h.poll(2), Next::Failed(_)),
+        "the scan ends without checking the PossiblePrimary twice"
+    );
+}
+
+#[test]
+fn an_unknown_seed_gets_no_immediate_retry() {
+    let mut h = Harness::new(&["a:1"], settings(true, 30_000));
+    h.select(primary_only(), 0);
+    assert_eq!(checks(h.poll(0)), ["a:1"]);
+    h.report("a:1", refused("a:1"), 1);
+    assert!(matches!(h.poll(1), Next::Failed(_)));
+}
+
+#[test]
+fn a_recent_scan_is_reused_until_heartbeat_frequency_passes() {
+    let mut settings = settings(true, 30_000);
+    settings.heartbeat_frequency = Duration::from_secs(10);
+    let mut h = Harness::new(SET, settings);
+    h.select(primary_only(), 0);
+    let next = scan_all(&mut h, 0, healthy);
+    assert!(matches!(next, Next::Selected(_)));
+    h.select(primary_only(), 9_999);
+    assert!(matches!(h.poll(9_999), Next::Selected(_)), "no scan yet");
+    h.select(primary_only(), 10_000);
+    assert!(
+        matches!(h.poll(10_000), Next::Check(_)),
+        "heartbeatFrequencyMS passed"
+    );
+}
+
+#[test]
+fn a_stale_topology_rescans_before_selecting() {
+    let mut h = Harness::new(SET, settings(true, 30_000));
+    h.select(primary_only(), 0);
+    let next = scan_all(&mut h, 0, healthy);
+    assert!(matches!(next, Next::Selected(_)));
+    h.monitor.mark_stale();
+    h.select(primary_only(), 100);
+    // minHeartbeatFrequencyMS after the last scan ended.
+    assert!(matches!(h.poll(100), Next::SleepUntil(t) if t == h.at(500)));
+    assert_eq!(sorted(checks(h.poll(500))), ["a:1", "b:1", "c:1"]);
+}
+
+#[test]
+fn a_failed_idle_socket_ping_selects_again_without_a_rescan() {
+    let mut h = Harness::new(SET, settings(true, 30_000));
+    h.select(primary_only(), 0);
+    let next = scan_all(&mut h, 0, healthy);
+    assert!(matches!(next, Next::Selected(_)));
+    let io = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset");
+    let error = Error::network(Some(addr("b:1")), "ping", io);
+    let _ = h
+        .monitor
+        .on_idle_check_failed(&addr("b:1"), &error, h.at(2_000));
+    assert!(!h.monitor.description().stale);
+    h.select(
+        SelectionCriteria::ReadPreference(ReadPreference::new(
+            crate::read_preference::ReadPreferenceMode::Secondary,
+        )),
+        2_000,
+    );
+    assert!(
+        matches!(h.poll(2_000), Next::Selected(a) if a == addr("c:1")),
+        "the other secondary, with no scan"
+    );
+}
+
+#[test]
+fn a_check_cut_short_by_the_deadline_starts_no_cooldown() {
+    let mut h = Harness::new(&["a:1"], settings(true, 30_000));
+    h.select(primary_only(), 0);
+    assert_eq!(checks(h.poll_with(0, 100)), ["a:1"]);
+    let io = std::io::Error::new(std::io::ErrorKind::TimedOut, "timed out");
+    let error = Error::network(Some(addr("a:1")), "connecting", io);
+    h.report("a:1", CheckOutcome::CutShort(error), 100);
+    assert!(matches!(h.poll_with(100, 100), Next::Failed(_)));
+    h.select(primary_only(), 700);
+    assert_eq!(checks(h.poll(700)), ["a:1"], "checked again: no cooldown");
+}
+
+#[test]
+fn an_authentication_failure_fails_the_selection_at_once() {
+    let mut h = Harness::new(&["a:1"], settings(false, 30_000));
+    h.select(primary_only(), 0);
+    assert_eq!(checks(h.poll(0)), ["a:1"]);
+    let error = Error::new(ErrorKind::Authentication {
+        message: "bad password".into(),
+    });
+    h.report("a:1", CheckOutcome::Failed(error), 1);
+    let result = as_result(h.poll(1));
+    assert!(
+        matches!(result, Err(ref e) if matches!(e.kind(), ErrorKind::Authentication { .. })),
+        "{result:?}"
+    );
+}
+
+#[test]
+fn a_scan_computes_its_order_once_per_new_members_not_per_check() {
+    let hosts: Vec<String> = (0..300).map(|i| format!("m{i}:1")).collect();
+    let host_refs: Vec<&str> = hosts.iter().map(String::as_str).collect();
+    let mut h = Harness::new(&["m0:1"], settings(true, 30_000));
+    h.select(primary_only(), 0);
+    assert_eq!(checks(h.poll(0)), ["m0:1"]);
+    h.report("m0:1", secondary(&host_refs), 1);
+    let rest = checks(h.poll(1));
+    assert_eq!(rest.len(), 299);
+    let before = h.monitor.order_computations;
+    for a in &rest {
+        h.report(a, secondary(&host_refs), 2);
+        assert!(matches!(h.poll(2), Next::Wait(_) | Next::Failed(_)));
+    }
+    assert_eq!(
+        h.monitor.order_computations, before,
+        "no recomputation per check"
+    );
+    assert!(!h.monitor.scanning());
+}

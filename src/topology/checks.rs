@@ -1,0 +1,383 @@
+//! The I/O of a check: a hello on the server's socket, or a new socket
+//! with its handshake, and the heartbeat events around it. What a result
+//! means is the monitor's business ([`crate::monitor`]).
+
+use std::time::{Duration, Instant};
+
+use bson::Document;
+
+use super::Topology;
+use crate::address::ServerAddress;
+use crate::auth::Speculation;
+use crate::conn::{check_reply, Connection};
+use crate::deadline::Deadline;
+use crate::error::{Error, ErrorKind, Result};
+use crate::event::SdamEvent;
+use crate::handshake::{self, HandshakeSettings};
+use crate::monitor::CheckOutcome;
+use crate::sdam::{RoundTripTime, ServerDescription, ServerType};
+
+/// The load-balancer spec's error when a handshake reply has no `serviceId`.
+const NO_SERVICE_ID: &str = "Driver attempted to initialize in load balancing mode, \
+                             but the server does not support this mode.";
+
+impl Topology {
+    /// connectTimeoutMS, or less when the operation's `deadline` comes
+    /// sooner (CSOT: min(connectTimeoutMS, time left)).
+    pub(super) fn check_timeout(&self, deadline: Deadline, now: Instant) -> Option<Duration> {
+        let connect = self.options.connect_timeout();
+        match deadline.remaining(now) {
+            // A zero timeout would mean "none" to some socket calls.
+            Some(left) => Some(
+                connect
+                    .map_or(left, |c| c.min(left))
+                    .max(Duration::from_millis(1)),
+            ),
+            None => connect,
+        }
+    }
+
+    /// The heartbeat events of a check that started at `started`.
+    pub(super) fn publish_heartbeat(
+        &self,
+        address: &ServerAddress,
+        duration: Duration,
+        result: &Result<Document>,
+    ) {
+        let topology_id = self.monitor.description().id;
+        let event = match result {
+            Ok(reply) => {
+                // The server's SCRAM challenge is no business of event
+                // handlers or logs (the command-monitoring spec redacts it).
+                let mut published = reply.clone();
+                published.remove("speculativeAuthenticate");
+                SdamEvent::ServerHeartbeatSucceeded {
+                    topology_id,
+                    address: address.clone(),
+                    awaited: false,
+                    duration,
+                    reply: published,
+                }
+            }
+            Err(failure) => SdamEvent::ServerHeartbeatFailed {
+                topology_id,
+                address: address.clone(),
+                awaited: false,
+                duration,
+                failure: failure.clone(),
+            },
+        };
+        self.publish_event(&event);
+    }
+
+    pub(super) fn publish_heartbeat_started(&self, address: &ServerAddress) {
+        self.publish_event(&SdamEvent::ServerHeartbeatStarted {
+            topology_id: self.monitor.description().id,
+            address: address.clone(),
+            awaited: false,
+        });
+    }
+
+    /// Hands a check's result to the monitor and acts on what changed.
+    pub(super) fn apply_check(
+        &mut self,
+        address: &ServerAddress,
+        result: Result<Document>,
+        rtt: Duration,
+        deadline: Deadline,
+    ) {
+        let now = Instant::now();
+        let outcome = match result {
+            Ok(reply) => {
+                if let Some(connection) = self.connections.get_mut(address) {
+                    connection.apply_handshake_reply(&reply);
+                }
+                CheckOutcome::Reply(reply)
+            }
+            Err(error) => {
+                self.connections.remove(address);
+                let timed_out = matches!(error.kind(), ErrorKind::Network { timeout: true, .. });
+                // A check the operation's deadline cut short says nothing
+                // about the server.
+                if deadline.expired(now) && timed_out {
+                    CheckOutcome::CutShort(error)
+                } else {
+                    CheckOutcome::Failed(error)
+                }
+            }
+        };
+        let update = self.monitor.on_check(address, outcome, rtt, now);
+        self.publish(update);
+    }
+
+    /// One check of one server, blocking: a hello on its socket, or a new
+    /// socket and its handshake when it has none (or one the peer closed
+    /// while idle: that is not a failed check, the server may have
+    /// restarted).
+    pub(super) fn check_blocking(&mut self, address: &ServerAddress, deadline: Deadline) {
+        self.publish_heartbeat_started(address);
+        let started = Instant::now();
+        let reusable = self
+            .connections
+            .get(address)
+            .is_some_and(|c| !c.is_broken() && !c.peer_closed());
+        let timeout = self.check_timeout(deadline, started);
+        let hello_ok = self
+            .monitor
+            .description()
+            .servers
+            .get(address)
+            .is_some_and(|s| s.hello_ok);
+        let (command, _) = handshake::check_command(hello_ok, &self.handshake_settings());
+        let result = match self.connections.get_mut(address) {
+            Some(connection) if reusable => connection
+                .command("admin", command, timeout)
+                .and_then(|reply| check_reply(reply, address)),
+            _ => self.open_with_handshake(address, deadline),
+        };
+        let duration = started.elapsed();
+        self.publish_heartbeat(address, duration, &result);
+        self.apply_check(address, result, duration, deadline);
+    }
+
+    pub(super) fn handshake_settings(&self) -> HandshakeSettings<'_> {
+        HandshakeSettings {
+            metadata: &self.metadata,
+            load_balanced: self.options.load_balanced(),
+            server_api: self.options.server_api(),
+            compressors: &[],
+        }
+    }
+
+    /// Leaves a checked, open socket to `address` in place, or fails after
+    /// marking the server Unknown.
+    pub(super) fn ensure_connection(
+        &mut self,
+        address: &ServerAddress,
+        deadline: Deadline,
+    ) -> Result<()> {
+        let reusable = self
+            .connections
+            .get(address)
+            .is_some_and(|c| !c.is_broken() && !c.peer_closed());
+        if !reusable {
+            // A socket the peer closed while idle (a restarted server, a
+            // load balancer's idle timeout) is replaced without fuss: the
+            // handshake on the new one is as good as a check.
+            self.connections.remove(address);
+            if self.is_load_balanced() {
+                // No monitoring behind a load balancer: the handshake is no
+                // check, and its errors skip SDAM error handling (the
+                // load-balancer spec's "Initial Handshake Errors").
+                return self.open_with_handshake(address, deadline).map(|_| ());
+            }
+            return self.connect_and_apply(address, deadline);
+        }
+        let now = Instant::now();
+        let timeout = self.check_timeout(deadline, now);
+        let interval = self.options.socket_check_interval();
+        let connection = self.connections.get_mut(address).expect("checked above");
+        if now.saturating_duration_since(connection.last_used()) < interval {
+            return Ok(());
+        }
+        let (generation, service_id) = (connection.generation(), connection.service_id());
+        let ping = connection
+            .command("admin", bson::doc! { "ping": 1 }, timeout)
+            .and_then(|reply| check_reply(reply, address));
+        let Err(error) = ping else {
+            return Ok(());
+        };
+        self.connections.remove(address);
+        if self.is_load_balanced() {
+            // The load balancer is never marked Unknown; the failed
+            // socket's service loses its sockets.
+            self.handle_load_balanced_error(address, service_id, generation, &error);
+        } else {
+            let update = self
+                .monitor
+                .on_idle_check_failed(address, &error, Instant::now());
+            self.publish(update);
+        }
+        Err(error)
+    }
+
+    /// Opens a socket for an operation when there is none: the handshake's
+    /// hello updates the description like a check (monitoring spec,
+    /// "clients update the topology from each handshake"), and a failed
+    /// one is a failed check, cooldown included.
+    fn connect_and_apply(&mut self, address: &ServerAddress, deadline: Deadline) -> Result<()> {
+        let started = Instant::now();
+        let result = self.open_with_handshake(address, deadline);
+        let failure = result.as_ref().err().cloned();
+        self.apply_check(address, result, started.elapsed(), deadline);
+        match failure {
+            Some(error) => Err(error),
+            None => Ok(()),
+        }
+    }
+
+    /// The error for `address` when this scan's look-up of its host name
+    /// already failed: asking again would only spend the scan's time twice.
+    pub(super) fn known_dns_failure(&self, address: &ServerAddress) -> Option<Error> {
+        let (ServerAddress::Tcp { host, .. }, Some((hosts, error))) =
+            (address, &self.scan_dns_failure)
+        else {
+            return None;
+        };
+        hosts.contains(host).then(|| {
+            Error::network_message(
+                Some(address.clone()),
+                format!("resolving the host name ({error})"),
+            )
+        })
+    }
+
+    /// Opens a new socket and runs the handshake on it; the socket takes
+    /// the server's slot only if the handshake succeeds. connectTimeoutMS
+    /// (or the operation's time left) bounds connect, TLS, handshake and
+    /// authentication together.
+    pub(super) fn open_with_handshake(
+        &mut self,
+        address: &ServerAddress,
+        deadline: Deadline,
+    ) -> Result<Document> {
+        self.connections.remove(address);
+        if let Some(error) = self.known_dns_failure(address) {
+            return Err(error);
+        }
+        let started = Instant::now();
+        let limit = self.check_timeout(deadline, started);
+        let generation = self
+            .monitor
+            .description()
+            .pool_generation(address)
+            .unwrap_or(0);
+        let mut resolver = self.resolver().clone();
+        resolver.known_hosts = self.scan_known_hosts.clone();
+        let mut connection = Connection::open_with_resolver(
+            address,
+            generation,
+            limit,
+            self.options.socket_timeout(),
+            &resolver,
+        )?;
+        let time_left = time_left(started, limit);
+        if let Some(tls) = &self.tls {
+            connection.start_tls(tls, time_left())?;
+        }
+        let (command, use_op_msg, speculation) = self.handshake_command()?;
+        let reply = if use_op_msg {
+            connection.command("admin", command, time_left())
+        } else {
+            connection.legacy_command("admin", &command, time_left())
+        };
+        self.finish_handshake(connection, reply?, speculation, &time_left)
+    }
+
+    /// The handshake's hello, with the authenticator's speculative part.
+    pub(super) fn handshake_command(&self) -> Result<(Document, bool, Speculation)> {
+        let (mut command, use_op_msg) = handshake::handshake_command(&self.handshake_settings());
+        let speculation = match &self.authenticator {
+            Some(authenticator) => authenticator.prepare_handshake(&mut command)?,
+            None => Speculation::None,
+        };
+        Ok((command, use_op_msg, speculation))
+    }
+
+    /// After the handshake's reply: authentication (blocking, on this
+    /// socket), the load balancer's service, and the socket takes its
+    /// server's slot with a new serial.
+    pub(super) fn finish_handshake(
+        &mut self,
+        mut connection: Connection,
+        reply: Document,
+        speculation: Speculation,
+        time_left: &dyn Fn() -> Option<Duration>,
+    ) -> Result<Document> {
+        let address = connection.address().clone();
+        let reply = check_reply(reply, &address)?;
+        connection.apply_handshake_reply(&reply);
+        // The auth spec: authenticate right after the handshake, before the
+        // socket carries anything else.
+        if let Some(authenticator) = &mut self.authenticator {
+            authenticator.authenticate(&reply, speculation, &mut |db, command| {
+                connection.command(db, command, time_left())
+            })?;
+        }
+        if self.is_load_balanced() {
+            self.adopt_service(&mut connection, &reply)?;
+        }
+        self.connections.insert(address.clone(), connection);
+        self.last_socket_serial = self.last_socket_serial.checked_add(1).unwrap_or(1);
+        self.socket_serials.insert(address, self.last_socket_serial);
+        Ok(reply)
+    }
+
+    /// Load balanced: the socket's generation is its service's (the
+    /// load-balancer spec, "Initial Handshake Errors"), and what the
+    /// handshake said about the service is what operations build on.
+    fn adopt_service(&mut self, connection: &mut Connection, reply: &Document) -> Result<()> {
+        let Some(service_id) = connection.service_id() else {
+            return Err(Error::client(NO_SERVICE_ID));
+        };
+        let generation = self
+            .service_generations
+            .get(&service_id)
+            .copied()
+            .unwrap_or(0);
+        connection.set_generation(generation);
+        let mut service = ServerDescription::from_hello(
+            connection.address().clone(),
+            reply,
+            &RoundTripTime::new(),
+            Instant::now(),
+        );
+        service.server_type = ServerType::LoadBalancer;
+        self.load_balanced_service = Some(service);
+        Ok(())
+    }
+
+    /// Looks up, in one exchange, the host names of every server this scan
+    /// will have to open a socket to, so that N new members cost one DNS
+    /// round trip rather than N.
+    pub(super) fn resolve_scan_hosts(&mut self, addresses: &[ServerAddress], deadline: Deadline) {
+        let mut hosts: Vec<String> = Vec::new();
+        for address in addresses {
+            if let ServerAddress::Tcp { host, .. } = address {
+                let known = self.scan_known_hosts.iter().any(|(h, _)| h == host);
+                let needs_socket = !self.connections.contains_key(address);
+                if needs_socket
+                    && !known
+                    && host.parse::<std::net::IpAddr>().is_err()
+                    && !hosts.contains(host)
+                {
+                    hosts.push(host.clone());
+                }
+            }
+        }
+        if hosts.len() < 2 {
+            return;
+        }
+        let dns_deadline = self.dns_deadline(deadline);
+        let resolver = self.resolver().clone();
+        match crate::dns::resolve_hosts(&resolver, &hosts, dns_deadline) {
+            Ok(found) => self.scan_known_hosts.extend(found),
+            Err(error) => self.scan_dns_failure = Some((hosts, error)),
+        }
+    }
+}
+
+/// The time left of `limit` since `started`, at least 1 ms (a zero
+/// timeout means "none" to the socket).
+pub(super) fn time_left(
+    started: Instant,
+    limit: Option<Duration>,
+) -> impl Fn() -> Option<Duration> {
+    move || {
+        limit.map(|limit| {
+            limit
+                .saturating_sub(started.elapsed())
+                .max(Duration::from_millis(1))
+        })
+    }
+}

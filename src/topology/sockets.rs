@@ -1,0 +1,88 @@
+//! What the executor asks of the sockets: the socket of a server, the
+//! identity a cursor or transaction pins to, the description an operation
+//! builds for, and command events.
+
+use super::Topology;
+use crate::address::ServerAddress;
+use crate::conn::Connection;
+use crate::error::{Error, Result};
+use crate::event::{log_command_event, CommandEvent};
+use crate::sdam::ServerDescription;
+
+impl Topology {
+    /// The socket of `address`, if it has one.
+    pub(crate) fn connection_mut(&mut self, address: &ServerAddress) -> Option<&mut Connection> {
+        self.connections.get_mut(address)
+    }
+
+    /// What a cursor or transaction pins to ([`Topology::pinned_socket`]):
+    /// a value that names `address`'s current socket and no other socket
+    /// this client ever had; 0 when it has none.
+    ///
+    /// Not the SDAM generation: a socket that replaces one the peer closed
+    /// while idle keeps the generation, and behind a load balancer the
+    /// generation is per service, so a socket to another service may share
+    /// it. Either replacement would silently take over a cursor.
+    pub(crate) fn socket_generation(&self, address: &ServerAddress) -> u32 {
+        if !self.connections.contains_key(address) {
+            return 0;
+        }
+        self.socket_serials.get(address).copied().unwrap_or(0)
+    }
+
+    /// Checks that `address` still has the very socket
+    /// ([`Topology::socket_generation`]) a cursor or transaction is pinned
+    /// to. A replacement socket may reach another process or service, so it
+    /// never stands in for the old one.
+    pub(crate) fn pinned_socket(&mut self, address: &ServerAddress, generation: u32) -> Result<()> {
+        self.forget_inherited_sockets();
+        let usable = generation != 0
+            && self.socket_generation(address) == generation
+            && self
+                .connections
+                .get(address)
+                .is_some_and(|c| !c.is_broken() && !c.peer_closed_peeking());
+        if usable {
+            Ok(())
+        } else {
+            Err(Error::network_message(
+                Some(address.clone()),
+                "the socket this cursor or transaction is pinned to has been closed; \
+                 its server-side state cannot be reached from a new socket",
+            ))
+        }
+    }
+
+    /// Whether a command event would reach anyone (a handler, or the
+    /// command log at debug): building one copies the reply, which for a
+    /// large batch doubles the memory an operation needs.
+    pub(crate) fn command_events_wanted(&self) -> bool {
+        self.handler.is_some()
+            || log::log_enabled!(target: crate::event::command::COMMAND_LOG_TARGET, log::Level::Debug)
+    }
+
+    /// Hands a command event to the log and the application's handler.
+    pub(crate) fn publish_command_event(&self, event: &CommandEvent) {
+        log_command_event(event);
+        if let Some(handler) = &self.handler {
+            handler.handle_command_event(event);
+        }
+    }
+
+    /// The description an operation on `address` builds its command for.
+    /// Load balanced, that is what the socket's handshake said about the
+    /// service behind it (wire version, size limits), as a LoadBalancer:
+    /// the load balancer's own description keeps every field unset.
+    pub(crate) fn server_for_operation(
+        &self,
+        address: &ServerAddress,
+    ) -> Option<ServerDescription> {
+        let server = self.monitor.description().servers.get(address)?;
+        match &self.load_balanced_service {
+            Some(service) if self.is_load_balanced() && self.connections.contains_key(address) => {
+                Some(service.clone())
+            }
+            _ => Some(server.clone()),
+        }
+    }
+}

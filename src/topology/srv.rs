@@ -1,0 +1,120 @@
+//! `mongodb+srv`: the seed list's look-up before the first operation and
+//! the SRV polling of a sharded cluster's mongos list, done before a scan
+//! (the polling spec's single-threaded rule), never in the background.
+
+use std::time::Instant;
+
+use super::Topology;
+use crate::address::ServerAddress;
+use crate::deadline::Deadline;
+use crate::error::Result;
+use crate::sdam::{TopologyDescription, TopologySettings};
+
+impl Topology {
+    /// `mongodb+srv`: looks the seed list up before the first operation,
+    /// and polls the SRV record for mongos changes when the rescan
+    /// interval has passed (the polling spec's single-threaded rule: before
+    /// a scan, never in the background).
+    pub(super) fn prepare_srv_seeds(&mut self, deadline: Deadline) -> Result<()> {
+        let Some(host) = self.options.srv_host().map(str::to_string) else {
+            return Ok(());
+        };
+        let now = Instant::now();
+        if !self.srv_resolved {
+            return self.resolve_srv_seeds(&host, deadline);
+        }
+        let due = self.next_srv_rescan.is_some_and(|at| now >= at);
+        if due && self.monitor.description().polls_srv() {
+            self.poll_srv(&host, deadline);
+        }
+        Ok(())
+    }
+
+    /// The resolver configuration, read from the system once.
+    pub(super) fn resolver(&mut self) -> &crate::dns::ResolverConfig {
+        let options = &self.options;
+        self.resolver
+            .get_or_insert_with(|| options.resolver_config())
+    }
+
+    /// When a DNS look-up must end: connectTimeoutMS, cut to the
+    /// operation's deadline.
+    pub(super) fn dns_deadline(&self, deadline: Deadline) -> Option<Instant> {
+        let now = Instant::now();
+        self.check_timeout(deadline, now).map(|t| now + t)
+    }
+
+    fn srv_lookup(&mut self, host: &str, deadline: Deadline) -> Result<crate::dns::SrvLookup> {
+        let name = crate::srv::srv_query_name(self.options.srv_service_name(), host);
+        let deadline = self.dns_deadline(deadline);
+        let resolver = self.resolver().clone();
+        crate::dns::lookup_srv_and_txt(&resolver, &name, host, deadline)
+    }
+
+    /// The initial seed-list discovery: SRV and TXT together, the targets
+    /// checked, the TXT options laid under the URI's, srvMaxHosts applied,
+    /// and the options validated again (TXT may add replicaSet or
+    /// loadBalanced). Only then does the topology open.
+    fn resolve_srv_seeds(&mut self, host: &str, deadline: Deadline) -> Result<()> {
+        let lookup = self.srv_lookup(host, deadline)?;
+        let seeds = crate::srv::seeds_from_targets(host, &lookup.targets)?;
+        let txt = crate::srv::parse_txt_options(host, &lookup.txt_records)?;
+        let mut options = self.options.clone();
+        crate::srv::apply_txt_options(&mut options, txt);
+        options.hosts =
+            crate::srv::choose_seeds(seeds, options.srv_max_hosts(), self.monitor.rng());
+        options.validate()?;
+        self.monitor
+            .replace_description(TopologyDescription::new(TopologySettings::from_options(
+                &options,
+            )));
+        self.options = options;
+        self.srv_resolved = true;
+        self.next_srv_rescan = Some(
+            Instant::now()
+                + crate::srv::rescan_interval(
+                    Some(&lookup.targets),
+                    self.options.heartbeat_frequency(),
+                ),
+        );
+        for event in self.monitor.description().opening_events() {
+            self.publish_event(&event);
+        }
+        Ok(())
+    }
+
+    /// One SRV rescan. Failures change nothing and are only logged; the
+    /// next try then comes after heartbeatFrequencyMS.
+    fn poll_srv(&mut self, host: &str, deadline: Deadline) {
+        let heartbeat = self.options.heartbeat_frequency();
+        let lookup = match self.srv_lookup(host, deadline) {
+            Ok(lookup) => lookup,
+            Err(error) => {
+                log::warn!(target: "mongo_inline::srv", "SRV polling of {host}: {error}");
+                self.next_srv_rescan = Some(Instant::now() + heartbeat);
+                return;
+            }
+        };
+        let current: Vec<ServerAddress> =
+            self.monitor.description().servers.keys().cloned().collect();
+        let max_hosts = self.options.srv_max_hosts();
+        let next = crate::srv::poll_update(
+            host,
+            &current,
+            &lookup.targets,
+            max_hosts,
+            self.monitor.rng(),
+        );
+        let verified = lookup
+            .targets
+            .iter()
+            .any(|t| crate::srv::check_target(host, &t.host).is_ok());
+        let interval =
+            crate::srv::rescan_interval(verified.then_some(&lookup.targets[..]), heartbeat);
+        self.next_srv_rescan = Some(Instant::now() + interval);
+        if let Some(hosts) = next {
+            let update = self.monitor.set_srv_hosts(&hosts);
+            self.publish(update);
+        }
+    }
+}

@@ -1,0 +1,209 @@
+//! The shell's side of overlapped checks ([`super::overlap`]): which
+//! checks can overlap, starting them, and applying what one wait finished
+//! in the spec's priority order.
+
+use std::time::Instant;
+
+use super::overlap::{self, Finished, Overlap, Start, MAX_IN_FLIGHT};
+use super::Topology;
+use crate::address::ServerAddress;
+use crate::conn::Connection;
+use crate::deadline::Deadline;
+use crate::error::{Error, Result};
+
+/// How long results may still be applied once the scan's time is up.
+const APPLY_BUDGET: std::time::Duration = std::time::Duration::from_millis(100);
+
+impl Topology {
+    /// Whether a check of `address` can run in the shared wait: a new plain
+    /// TCP socket (TLS and Unix sockets, and hellos on an open socket, are
+    /// checked blocking).
+    pub(super) fn overlappable(&self, address: &ServerAddress) -> bool {
+        let reusable = self
+            .connections
+            .get(address)
+            .is_some_and(|c| !c.is_broken() && !c.peer_closed());
+        matches!(address, ServerAddress::Tcp { .. })
+            && self.tls.is_none()
+            && !reusable
+            && !self.is_load_balanced()
+    }
+
+    /// Starts queued checks while slots are free.
+    pub(super) fn start_queued(&mut self, deadline: Deadline) {
+        if self.overlap.is_none() {
+            match Overlap::new() {
+                Ok(overlap) => self.overlap = Some(overlap),
+                Err(error) => {
+                    log::warn!(target: "mongo_inline::topology", "no poller ({error}); checking one by one");
+                    while let Some(address) = self.queued.pop_front() {
+                        self.check_blocking(&address, deadline);
+                    }
+                    return;
+                }
+            }
+        }
+        while self
+            .overlap
+            .as_ref()
+            .is_some_and(|o| o.in_flight() < MAX_IN_FLIGHT)
+        {
+            let Some(address) = self.queued.pop_front() else {
+                return;
+            };
+            self.start_one(address, deadline);
+        }
+    }
+
+    fn start_one(&mut self, address: ServerAddress, deadline: Deadline) {
+        self.connections.remove(&address);
+        self.publish_heartbeat_started(&address);
+        let started = Instant::now();
+        let limit = self
+            .check_timeout(deadline, started)
+            .and_then(|t| started.checked_add(t));
+        let prepared = self.prepare_start(&address, started, limit);
+        let failure = match prepared {
+            Ok(start) => match self.overlap.as_mut() {
+                Some(overlap) => overlap.start(start).err().map(|f| *f),
+                None => return,
+            },
+            Err(error) => Some(Finished {
+                address,
+                result: Err(error),
+                started,
+                limit,
+            }),
+        };
+        if let Some(finished) = failure {
+            self.apply_finished(finished, deadline);
+        }
+    }
+
+    fn prepare_start(
+        &mut self,
+        address: &ServerAddress,
+        started: Instant,
+        limit: Option<Instant>,
+    ) -> Result<Start> {
+        if let Some(error) = self.known_dns_failure(address) {
+            return Err(error);
+        }
+        let ServerAddress::Tcp { host, port } = address else {
+            return Err(Error::client("only TCP checks overlap"));
+        };
+        let mut resolver = self.resolver().clone();
+        resolver.known_hosts = self.scan_known_hosts.clone();
+        let addresses = crate::conn::resolve(address, host, *port, limit, &resolver)?;
+        let (command, use_op_msg, speculation) = self.handshake_command()?;
+        Ok(Start {
+            address: address.clone(),
+            addresses,
+            command,
+            use_op_msg,
+            speculation,
+            started,
+            limit,
+        })
+    }
+
+    /// Waits for the checks under way, at most until `until`, and applies
+    /// those that finished: in the spec's priority order (a primary's reply
+    /// first), since one may remove servers another named.
+    pub(super) fn wait_for_checks(
+        &mut self,
+        now: Instant,
+        until: Option<Instant>,
+        deadline: Deadline,
+    ) {
+        let Some(overlap) = self.overlap.as_mut() else {
+            return;
+        };
+        let mut finished = overlap.wait(now, until);
+        let description = self.monitor.description();
+        finished.sort_by_key(|f| {
+            description
+                .servers
+                .get(&f.address)
+                .map_or(u8::MAX, |s| crate::scan::priority_class(s.server_type))
+        });
+        let past_end = |now: Instant| until.is_some_and(|until| now >= until);
+        let woke = Instant::now();
+        for done in finished {
+            // Past the scan's end the monitor drops the scan: applying
+            // results for long (each costs an update of the whole
+            // description) would hold the selection past
+            // serverSelectionTimeoutMS. Those that ended the wait are
+            // applied within a small budget, so their errors are reported.
+            let now = Instant::now();
+            if past_end(now) && now.saturating_duration_since(woke) > APPLY_BUDGET {
+                break;
+            }
+            self.apply_finished(done, deadline);
+        }
+        if past_end(Instant::now()) {
+            self.cut_short_checks();
+            return;
+        }
+        self.start_queued(deadline);
+    }
+
+    /// A handshake finished in the wait: authentication (blocking), the
+    /// socket takes its slot, and the monitor hears the result.
+    fn apply_finished(&mut self, done: Finished, deadline: Deadline) {
+        let address = done.address;
+        let result = done.result.and_then(|(stream, reply, speculation)| {
+            let generation = self
+                .monitor
+                .description()
+                .pool_generation(&address)
+                .unwrap_or(0);
+            let connection =
+                Connection::from_tcp(stream, &address, generation, self.options.socket_timeout())?;
+            self.finish_handshake(
+                connection,
+                reply,
+                speculation,
+                &overlap::remaining(done.limit),
+            )
+        });
+        let duration = done.started.elapsed();
+        self.publish_heartbeat(&address, duration, &result);
+        self.apply_check(&address, result, duration, deadline);
+    }
+
+    /// The scan's time (serverSelectionTimeoutMS, or the operation's
+    /// deadline) ran out with handshakes under way: each server is Unknown
+    /// with a timeout that says so, and no cooldown (the time was the
+    /// selection's, not the server's). Checks not started are dropped.
+    fn cut_short_checks(&mut self) {
+        self.queued.clear();
+        let Some(overlap) = self.overlap.as_mut() else {
+            return;
+        };
+        for (address, started) in overlap.drain() {
+            let io = std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "timed out: no answer before the selection's time ran out",
+            );
+            let error = Error::network(Some(address.clone()), "checking the server", io);
+            let duration = started.elapsed();
+            let result = Err(error.clone());
+            self.publish_heartbeat(&address, duration, &result);
+            let outcome = crate::monitor::CheckOutcome::CutShort(error);
+            let update = self
+                .monitor
+                .on_check(&address, outcome, duration, Instant::now());
+            self.publish(update);
+        }
+    }
+
+    /// The selection is over: checks still under way are dropped unheard
+    /// (their servers stay as they were; the next selection rescans).
+    pub(super) fn abandon_checks(&mut self) {
+        self.queued.clear();
+        if let Some(overlap) = self.overlap.as_mut() {
+            overlap.abandon();
+        }
+    }
+}
