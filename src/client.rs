@@ -1,6 +1,6 @@
 //! The public entry point: [`Client`] and [`Database`].
 //!
-//! A client owns one [`crate::topology::Topology`]: the
+//! A client owns one topology (`Topology`, private): the
 //! description of the deployment and one socket slot per server. Creating a
 //! client does no I/O; the first operation scans, selects and connects.
 //! Operations from several threads are serialised: the driver is

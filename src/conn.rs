@@ -239,6 +239,7 @@ impl Connection {
     /// Opens a socket to `address` within `connect_timeout` (none: the OS
     /// default). Every resolved address is tried in turn. TCP_NODELAY is on.
     /// Host names are resolved with the system's DNS configuration.
+    #[cfg(test)]
     pub fn open(
         address: &ServerAddress,
         generation: u32,
@@ -672,12 +673,6 @@ impl Connection {
             } => Error::protocol(Some(self.address.clone()), message.clone()),
             _ => e,
         }
-    }
-
-    /// Closes the socket at once. Dropping does the same; this is for
-    /// readers who want it said. Never waits on the network.
-    pub fn close(self) {
-        drop(self)
     }
 }
 

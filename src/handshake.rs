@@ -27,10 +27,16 @@ pub const PLATFORM: &str = "Rust, blocking";
 pub const MAX_METADATA_SIZE: usize = 512;
 
 /// Separator between the driver's values and those of wrapping libraries.
+// The handshake spec's DriverInfoOptions, for libraries wrapping the
+// driver; not settable through ClientOptions yet.
+#[cfg_attr(not(test), allow(dead_code))]
 const DRIVER_INFO_SEPARATOR: char = '|';
 
 /// Metadata of a library wrapping the driver, appended to the driver's own
 /// (`DriverInfoOptions` of the handshake spec).
+// The handshake spec's DriverInfoOptions, for libraries wrapping the
+// driver; not settable through ClientOptions yet.
+#[cfg_attr(not(test), allow(dead_code))]
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct DriverInfo {
     /// The wrapping library's name.
@@ -68,6 +74,9 @@ pub fn client_metadata(
 /// Empty values count as absent. Fails if a value contains `|`, or if the
 /// document cannot be brought within [`MAX_METADATA_SIZE`] by the spec's
 /// truncation (names and versions are never truncated).
+// The handshake spec's DriverInfoOptions, for libraries wrapping the
+// driver; not settable through ClientOptions yet.
+#[cfg_attr(not(test), allow(dead_code))]
 pub fn client_metadata_with_driver_info(
     app_name: Option<&str>,
     driver_info: &[DriverInfo],

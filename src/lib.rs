@@ -49,13 +49,13 @@
 //! operation on that server's one socket, which also carries the scan's
 //! hellos.
 //!
-//! The rules are pure and public, so they can be inspected and tested
-//! without a network: [`sdam`] (descriptions and their update rules),
-//! [`select`] (suitability, latency window), [`scan`] (check order),
-//! [`uri`] (connection strings), [`wire`] (message framing),
-//! [`handshake`] (the hello document) and [`auth::scram`] (the SCRAM
-//! conversation). [`topology`] and [`conn`] are the
-//! thin blocking shell that drives them.
+//! The specs' rules are pure and public, so they can be inspected and
+//! tested without a network: [`sdam`] (descriptions and their update rules),
+//! [`select`] (suitability, latency window), [`uri`] (connection strings),
+//! [`retry`] (retry and backpressure policy), [`session`] (sessions and
+//! transactions) and [`auth::scram`] (the SCRAM conversation). The blocking
+//! shell that drives them (the monitor loop, sockets, message framing, the
+//! handshake) is private: the public surface is what a user needs.
 
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
@@ -71,15 +71,15 @@ pub mod client_session;
 pub mod coll;
 pub mod coll_options;
 mod concern;
-pub mod conn;
+mod conn;
 pub mod cursor;
-pub mod deadline;
-pub mod dns;
+mod deadline;
+mod dns;
 pub mod error;
 pub mod event;
 mod exec;
 mod fork;
-pub mod handshake;
+mod handshake;
 mod log_json;
 mod monitor;
 mod nesting;
@@ -89,16 +89,16 @@ pub mod options;
 pub mod read_preference;
 pub mod results;
 pub mod retry;
-pub mod scan;
+mod scan;
 pub mod sdam;
 pub mod select;
 pub mod session;
 pub mod srv;
-pub mod tls;
-pub mod topology;
+mod tls;
+mod topology;
 mod unsupported;
 pub mod uri;
-pub mod wire;
+mod wire;
 
 pub use address::ServerAddress;
 pub use bson;

@@ -229,16 +229,6 @@ impl Monitor {
         });
     }
 
-    /// Starts a full scan at `now` with no selection (load balanced: none,
-    /// the load-balancer spec forbids monitoring).
-    pub(crate) fn start_scan(&mut self, now: Instant) {
-        self.selection = None;
-        self.drop_unfinished_scan(now);
-        if self.description.topology_type != TopologyType::LoadBalanced {
-            self.begin_scan(now);
-        }
-    }
-
     /// The "Waiting for suitable server to become available" notice, once
     /// per selection: the time left (`None` with tryOnce) when it is due.
     pub(crate) fn take_waiting_notice(&mut self) -> Option<Option<Duration>> {

@@ -45,6 +45,7 @@ pub struct ScanCandidate<'a> {
 
 impl<'a> ScanCandidate<'a> {
     /// A candidate for a server never checked by this scanner.
+    #[cfg(test)]
     pub fn new(description: &'a ServerDescription) -> Self {
         ScanCandidate {
             description,
@@ -146,6 +147,7 @@ pub fn check_order(
 /// The next server to check in the scan that started at `scan_start`, or
 /// `None` when the scan is complete. See the [module docs](self) for the
 /// order.
+#[cfg(test)]
 pub fn next_to_check(
     candidates: &[ScanCandidate<'_>],
     scan_start: Instant,

@@ -3,7 +3,7 @@
 //! Values in, decisions out: the DNS answers arrive as plain lists and the
 //! randomness as an injected [`fastrand::Rng`], so every rule of the
 //! initial-dns-seedlist-discovery and polling-srv-records specs is unit
-//! tested here. The look-ups themselves live in [`crate::dns`].
+//! tested here. The look-ups themselves live in the private `dns` module.
 //!
 //! ```text
 //!  srv host ──> srv_query_name ──(SRV)──> check_target (each) ──> choose_seeds (srvMaxHosts)

@@ -285,22 +285,6 @@ impl Topology {
         self.scan_dns_failure = None;
     }
 
-    /// A blocking scan in the spec's order, with no selection. Load
-    /// balanced it does nothing: the load-balancer spec forbids monitoring.
-    pub fn scan(&mut self) {
-        self.monitor.start_scan(Instant::now());
-        loop {
-            let now = Instant::now();
-            match self.monitor.poll(now, Deadline::NONE) {
-                Next::Check(addresses) => self.run_checks(addresses, Deadline::NONE),
-                Next::Wait(until) => self.wait_for_checks(now, until, Deadline::NONE),
-                _ => break,
-            }
-        }
-        self.abandon_checks();
-        self.end_scan_lookups();
-    }
-
     fn log_selection(
         &self,
         build: impl FnOnce(&SelectionLogContext<'_>) -> SelectionLog,

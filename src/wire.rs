@@ -22,6 +22,7 @@ pub const HEADER_LEN: usize = 16;
 
 /// `maxMessageSizeBytes` to assume before a hello reply has told us the
 /// server's value (the server's default).
+#[cfg(test)]
 pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 48_000_000;
 
 /// Deepest nesting of documents and arrays accepted in a reply. The server
@@ -112,7 +113,7 @@ impl Header {
     }
 
     /// The header as it goes on the wire.
-    pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
+    pub fn to_bytes(self) -> [u8; HEADER_LEN] {
         let mut bytes = [0; HEADER_LEN];
         bytes[0..4].copy_from_slice(&self.length.to_le_bytes());
         bytes[4..8].copy_from_slice(&self.request_id.to_le_bytes());
@@ -132,6 +133,7 @@ impl MsgFlags {
     /// The sender will send another message without waiting for an answer.
     pub const MORE_TO_COME: MsgFlags = MsgFlags(1 << 1);
     /// The client accepts several replies (`moreToCome`) to this request.
+    #[cfg(test)]
     pub const EXHAUST_ALLOWED: MsgFlags = MsgFlags(1 << 16);
 
     /// Bits 0-15 are "required": a receiver must refuse any it does not know.
@@ -180,6 +182,7 @@ pub struct OpMsg {
 
 impl OpMsg {
     /// A message with only a body and no flags.
+    #[cfg(test)]
     pub fn new(body: Document) -> Self {
         OpMsg {
             flags: MsgFlags::default(),
