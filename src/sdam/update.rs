@@ -16,6 +16,7 @@
 //! shell can open and close sockets. Nothing here does I/O or reads a
 //! clock.
 
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use bson::oid::ObjectId;
@@ -536,7 +537,8 @@ impl TopologyDescription {
         }
 
         self.add_members(new);
-        let members: Vec<&ServerAddress> = new.members().collect();
+        // A set, not a list: a large replica set's primary names thousands.
+        let members: BTreeSet<&ServerAddress> = new.members().collect();
         let not_members: Vec<ServerAddress> = self
             .servers
             .keys()
