@@ -285,7 +285,7 @@ impl TopologyDescription {
         self.update_with(new);
         self.update_compatibility();
         self.update_logical_session_timeout();
-        self.diff_from(&previous, Some(&address))
+        self.diff_from(previous, Some(&address))
     }
 
     /// The SRV polling spec's new mongos list: servers missing from
@@ -312,7 +312,7 @@ impl TopologyDescription {
         }
         self.update_compatibility();
         self.update_logical_session_timeout();
-        self.diff_from(&previous, None)
+        self.diff_from(previous, None)
     }
 
     /// Removes every server and makes the topology Unknown (the spec's
@@ -325,7 +325,7 @@ impl TopologyDescription {
         self.topology_type = TopologyType::Unknown;
         self.update_compatibility();
         self.update_logical_session_timeout();
-        let mut update = self.diff_from(&previous, None);
+        let mut update = self.diff_from(previous, None);
         update.events.push(SdamEvent::TopologyClosed {
             topology_id: self.id,
         });
@@ -712,10 +712,11 @@ impl TopologyDescription {
 
     /// The events from `previous` to `self`, in the spec's order: the
     /// checked server's change, changes the rules made to other servers,
-    /// servers opened, servers closed, then the topology's change.
+    /// servers opened, servers closed, then the topology's change, which
+    /// takes `previous` rather than a copy of it.
     fn diff_from(
         &self,
-        previous: &TopologyDescription,
+        previous: TopologyDescription,
         checked: Option<&ServerAddress>,
     ) -> TopologyUpdate {
         let topology_id = self.id;
@@ -775,7 +776,7 @@ impl TopologyDescription {
         if !previous.semantically_equal(self) {
             update.events.push(SdamEvent::TopologyDescriptionChanged {
                 topology_id,
-                previous: Box::new(previous.clone()),
+                previous: Box::new(previous),
                 new: Box::new(self.clone()),
             });
         }
