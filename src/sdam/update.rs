@@ -213,12 +213,15 @@ impl TopologyDescription {
             && self.compatibility_error == other.compatibility_error
             && self.logical_session_timeout_minutes == other.logical_session_timeout_minutes
             && self.servers.len() == other.servers.len()
-            && self.servers.iter().all(|(address, server)| {
-                other
-                    .servers
-                    .get(address)
-                    .is_some_and(|o| server.semantically_equal(o))
-            })
+            // Both maps are in address order: walk them side by side rather
+            // than look each address up.
+            && self
+                .servers
+                .iter()
+                .zip(&other.servers)
+                .all(|((address, server), (other_address, other_server))| {
+                    address == other_address && server.semantically_equal(other_server)
+                })
     }
 
     /// A successful check of `address`: adds `rtt` to the server's
