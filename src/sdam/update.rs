@@ -17,6 +17,7 @@
 //! clock.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bson::oid::ObjectId;
@@ -284,6 +285,8 @@ impl TopologyDescription {
         {
             return TopologyUpdate::default();
         }
+        let mut new = new;
+        self.share_member_lists(&mut new);
         let previous = self.clone();
         self.update_with(new);
         self.update_compatibility();
@@ -333,6 +336,22 @@ impl TopologyDescription {
             topology_id: self.id,
         });
         update
+    }
+
+    /// Members of a replica set list the same hosts: keeping one copy of
+    /// an equal list (the server's own previous one, or the primary's)
+    /// keeps the description's size linear in the member count rather than
+    /// quadratic, and makes later comparisons of the lists a pointer check.
+    fn share_member_lists(&self, new: &mut ServerDescription) {
+        let own = self.servers.get(&new.address);
+        let primary = self
+            .servers
+            .values()
+            .find(|s| s.server_type == ServerType::RsPrimary);
+        let known: Vec<&ServerDescription> = own.into_iter().chain(primary).collect();
+        share_list(&mut new.hosts, known.iter().map(|s| &s.hosts));
+        share_list(&mut new.passives, known.iter().map(|s| &s.passives));
+        share_list(&mut new.arbiters, known.iter().map(|s| &s.arbiters));
     }
 
     fn empty_copy(&self) -> TopologyDescription {
@@ -787,6 +806,20 @@ impl TopologyDescription {
     }
 }
 
+/// Replaces `list` by the first of `known` with the same addresses in the
+/// same order.
+fn share_list<'a>(
+    list: &mut Arc<[ServerAddress]>,
+    mut known: impl Iterator<Item = &'a Arc<[ServerAddress]>>,
+) {
+    if list.is_empty() {
+        return;
+    }
+    if let Some(same) = known.find(|k| Arc::ptr_eq(k, list) || k[..] == list[..]) {
+        *list = Arc::clone(same);
+    }
+}
+
 /// An electionId as comparable bytes, `None` first.
 fn oid_key(id: Option<ObjectId>) -> Option<[u8; 12]> {
     id.map(|i| i.bytes())
@@ -845,6 +878,27 @@ mod tests {
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
+    }
+
+    #[test]
+    fn members_naming_the_same_hosts_share_one_list() {
+        let mut t = TopologyDescription::new(seeds(&["a:1"]));
+        let now = Instant::now();
+        let _ = t.check_succeeded(&addr("a:1"), &primary(&["a:1", "b:1", "c:1"]), ms(1), now);
+        let _ = t.check_succeeded(&addr("b:1"), &secondary(&["a:1", "b:1", "c:1"]), ms(1), now);
+        // Another order is another list (kept as reported), still equal as a set.
+        let _ = t.check_succeeded(&addr("c:1"), &secondary(&["c:1", "b:1", "a:1"]), ms(1), now);
+        let hosts = |t: &TopologyDescription, a: &str| t.servers[&addr(a)].hosts.clone();
+        assert!(Arc::ptr_eq(&hosts(&t, "a:1"), &hosts(&t, "b:1")));
+        assert!(!Arc::ptr_eq(&hosts(&t, "a:1"), &hosts(&t, "c:1")));
+        assert_eq!(
+            hosts(&t, "c:1")[..],
+            [addr("c:1"), addr("b:1"), addr("a:1")]
+        );
+        // A later check with the same list keeps the one already held.
+        let before = hosts(&t, "c:1");
+        let _ = t.check_succeeded(&addr("c:1"), &secondary(&["c:1", "b:1", "a:1"]), ms(1), now);
+        assert!(Arc::ptr_eq(&before, &hosts(&t, "c:1")));
     }
 
     #[test]
