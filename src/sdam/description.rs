@@ -5,6 +5,7 @@
 //! rules in [`super::update`] are the only code that gives them meaning.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bson::oid::ObjectId;
@@ -142,12 +143,14 @@ pub struct ServerDescription {
     pub max_wire_version: i32,
     /// `me`, lower case.
     pub me: Option<ServerAddress>,
-    /// `hosts`, lower case.
-    pub hosts: Vec<ServerAddress>,
-    /// `passives`, lower case.
-    pub passives: Vec<ServerAddress>,
-    /// `arbiters`, lower case.
-    pub arbiters: Vec<ServerAddress>,
+    /// `hosts`, lower case. Shared, not copied, when a description is
+    /// cloned: a large replica set's every member lists every host, and the
+    /// topology is copied for each check it applies.
+    pub hosts: Arc<[ServerAddress]>,
+    /// `passives`, lower case (shared like [`ServerDescription::hosts`]).
+    pub passives: Arc<[ServerAddress]>,
+    /// `arbiters`, lower case (shared like [`ServerDescription::hosts`]).
+    pub arbiters: Arc<[ServerAddress]>,
     /// `tags`.
     pub tags: TagSet,
     /// `setName`.
@@ -201,9 +204,9 @@ impl ServerDescription {
             min_wire_version: 0,
             max_wire_version: 0,
             me: None,
-            hosts: Vec::new(),
-            passives: Vec::new(),
-            arbiters: Vec::new(),
+            hosts: Arc::from([]),
+            passives: Arc::from([]),
+            arbiters: Arc::from([]),
             tags: TagSet::new(),
             set_name: None,
             set_version: None,

@@ -6,6 +6,7 @@
 //! cannot be read makes the server Unknown with an error that says why.
 
 use std::cmp::Ordering;
+use std::sync::Arc;
 use std::time::Instant;
 
 use bson::{Bson, Document};
@@ -123,11 +124,15 @@ impl TopologyVersion {
 /// worst and n when the order is the same (every diff of an unchanged
 /// description): the quadratic `contains` made each check of a member in a
 /// set of 2,000 cost millions of comparisons (this runs on every update).
-fn same_set(a: &[ServerAddress], b: &[ServerAddress]) -> bool {
+fn same_set(a: &Arc<[ServerAddress]>, b: &Arc<[ServerAddress]>) -> bool {
+    // Copies of one description share their lists: no need to look inside.
+    if Arc::ptr_eq(a, b) {
+        return true;
+    }
     if a.len() != b.len() {
         return false;
     }
-    if a == b {
+    if a[..] == b[..] {
         return true;
     }
     let mut a: Vec<&ServerAddress> = a.iter().collect();
@@ -275,9 +280,9 @@ fn optional_address(reply: &Document, key: &str) -> Result<Option<ServerAddress>
     }
 }
 
-fn address_list(reply: &Document, key: &str) -> Result<Vec<ServerAddress>, String> {
+fn address_list(reply: &Document, key: &str) -> Result<Arc<[ServerAddress]>, String> {
     match reply.get(key) {
-        None | Some(Bson::Null) => Ok(Vec::new()),
+        None | Some(Bson::Null) => Ok(Arc::from([])),
         Some(Bson::Array(items)) => items
             .iter()
             .map(|item| match item {
@@ -373,9 +378,9 @@ mod tests {
             "logicalSessionTimeoutMinutes": 30,
             "maxBsonObjectSize": 1024, "maxMessageSizeBytes": 2048, "maxWriteBatchSize": 10,
         });
-        assert_eq!(d.hosts, vec![addr("a:27017"), addr("b:27018")]);
-        assert_eq!(d.passives, vec![addr("c:27017")]);
-        assert_eq!(d.arbiters, vec![addr("d:1")]);
+        assert_eq!(d.hosts[..], [addr("a:27017"), addr("b:27018")]);
+        assert_eq!(d.passives[..], [addr("c:27017")]);
+        assert_eq!(d.arbiters[..], [addr("d:1")]);
         assert_eq!(d.me, Some(addr("a:27017")));
         assert_eq!(d.primary, Some(addr("a:27017")));
         assert_eq!(d.set_version, Some(3));
@@ -402,6 +407,16 @@ mod tests {
         assert!(d.error.unwrap().contains("hosts"));
         let d = describe(doc! {"ok": 1, "setName": "rs", "hosts": "a:1"});
         assert_eq!(d.server_type, ServerType::Unknown);
+    }
+
+    #[test]
+    fn a_copy_shares_the_member_lists() {
+        let d =
+            describe(doc! {"ok": 1, "setName": "rs", "hosts": ["a:1", "b:1"], "passives": ["c:1"]});
+        let copy = d.clone();
+        assert!(Arc::ptr_eq(&d.hosts, &copy.hosts));
+        assert!(Arc::ptr_eq(&d.passives, &copy.passives));
+        assert!(d.semantically_equal(&copy));
     }
 
     #[test]

@@ -16,6 +16,8 @@
 //! shell can open and close sockets. Nothing here does I/O or reads a
 //! clock.
 
+use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bson::oid::ObjectId;
@@ -212,12 +214,15 @@ impl TopologyDescription {
             && self.compatibility_error == other.compatibility_error
             && self.logical_session_timeout_minutes == other.logical_session_timeout_minutes
             && self.servers.len() == other.servers.len()
-            && self.servers.iter().all(|(address, server)| {
-                other
-                    .servers
-                    .get(address)
-                    .is_some_and(|o| server.semantically_equal(o))
-            })
+            // Both maps are in address order: walk them side by side rather
+            // than look each address up.
+            && self
+                .servers
+                .iter()
+                .zip(&other.servers)
+                .all(|((address, server), (other_address, other_server))| {
+                    address == other_address && server.semantically_equal(other_server)
+                })
     }
 
     /// A successful check of `address`: adds `rtt` to the server's
@@ -280,11 +285,13 @@ impl TopologyDescription {
         {
             return TopologyUpdate::default();
         }
+        let mut new = new;
+        self.share_member_lists(&mut new);
         let previous = self.clone();
         self.update_with(new);
         self.update_compatibility();
         self.update_logical_session_timeout();
-        self.diff_from(&previous, Some(&address))
+        self.diff_from(previous, Some(&address))
     }
 
     /// The SRV polling spec's new mongos list: servers missing from
@@ -311,7 +318,7 @@ impl TopologyDescription {
         }
         self.update_compatibility();
         self.update_logical_session_timeout();
-        self.diff_from(&previous, None)
+        self.diff_from(previous, None)
     }
 
     /// Removes every server and makes the topology Unknown (the spec's
@@ -324,11 +331,27 @@ impl TopologyDescription {
         self.topology_type = TopologyType::Unknown;
         self.update_compatibility();
         self.update_logical_session_timeout();
-        let mut update = self.diff_from(&previous, None);
+        let mut update = self.diff_from(previous, None);
         update.events.push(SdamEvent::TopologyClosed {
             topology_id: self.id,
         });
         update
+    }
+
+    /// Members of a replica set list the same hosts: keeping one copy of
+    /// an equal list (the server's own previous one, or the primary's)
+    /// keeps the description's size linear in the member count rather than
+    /// quadratic, and makes later comparisons of the lists a pointer check.
+    fn share_member_lists(&self, new: &mut ServerDescription) {
+        let own = self.servers.get(&new.address);
+        let primary = self
+            .servers
+            .values()
+            .find(|s| s.server_type == ServerType::RsPrimary);
+        let known: Vec<&ServerDescription> = own.into_iter().chain(primary).collect();
+        share_list(&mut new.hosts, known.iter().map(|s| &s.hosts));
+        share_list(&mut new.passives, known.iter().map(|s| &s.passives));
+        share_list(&mut new.arbiters, known.iter().map(|s| &s.arbiters));
     }
 
     fn empty_copy(&self) -> TopologyDescription {
@@ -536,7 +559,8 @@ impl TopologyDescription {
         }
 
         self.add_members(new);
-        let members: Vec<&ServerAddress> = new.members().collect();
+        // A set, not a list: a large replica set's primary names thousands.
+        let members: BTreeSet<&ServerAddress> = new.members().collect();
         let not_members: Vec<ServerAddress> = self
             .servers
             .keys()
@@ -710,10 +734,11 @@ impl TopologyDescription {
 
     /// The events from `previous` to `self`, in the spec's order: the
     /// checked server's change, changes the rules made to other servers,
-    /// servers opened, servers closed, then the topology's change.
+    /// servers opened, servers closed, then the topology's change, which
+    /// takes `previous` rather than a copy of it.
     fn diff_from(
         &self,
-        previous: &TopologyDescription,
+        previous: TopologyDescription,
         checked: Option<&ServerAddress>,
     ) -> TopologyUpdate {
         let topology_id = self.id;
@@ -773,11 +798,25 @@ impl TopologyDescription {
         if !previous.semantically_equal(self) {
             update.events.push(SdamEvent::TopologyDescriptionChanged {
                 topology_id,
-                previous: Box::new(previous.clone()),
+                previous: Box::new(previous),
                 new: Box::new(self.clone()),
             });
         }
         update
+    }
+}
+
+/// Replaces `list` by the first of `known` with the same addresses in the
+/// same order.
+fn share_list<'a>(
+    list: &mut Arc<[ServerAddress]>,
+    mut known: impl Iterator<Item = &'a Arc<[ServerAddress]>>,
+) {
+    if list.is_empty() {
+        return;
+    }
+    if let Some(same) = known.find(|k| Arc::ptr_eq(k, list) || k[..] == list[..]) {
+        *list = Arc::clone(same);
     }
 }
 
@@ -839,6 +878,27 @@ mod tests {
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
+    }
+
+    #[test]
+    fn members_naming_the_same_hosts_share_one_list() {
+        let mut t = TopologyDescription::new(seeds(&["a:1"]));
+        let now = Instant::now();
+        let _ = t.check_succeeded(&addr("a:1"), &primary(&["a:1", "b:1", "c:1"]), ms(1), now);
+        let _ = t.check_succeeded(&addr("b:1"), &secondary(&["a:1", "b:1", "c:1"]), ms(1), now);
+        // Another order is another list (kept as reported), still equal as a set.
+        let _ = t.check_succeeded(&addr("c:1"), &secondary(&["c:1", "b:1", "a:1"]), ms(1), now);
+        let hosts = |t: &TopologyDescription, a: &str| t.servers[&addr(a)].hosts.clone();
+        assert!(Arc::ptr_eq(&hosts(&t, "a:1"), &hosts(&t, "b:1")));
+        assert!(!Arc::ptr_eq(&hosts(&t, "a:1"), &hosts(&t, "c:1")));
+        assert_eq!(
+            hosts(&t, "c:1")[..],
+            [addr("c:1"), addr("b:1"), addr("a:1")]
+        );
+        // A later check with the same list keeps the one already held.
+        let before = hosts(&t, "c:1");
+        let _ = t.check_succeeded(&addr("c:1"), &secondary(&["c:1", "b:1", "a:1"]), ms(1), now);
+        assert!(Arc::ptr_eq(&before, &hosts(&t, "c:1")));
     }
 
     #[test]
