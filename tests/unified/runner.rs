@@ -1314,6 +1314,15 @@ where
     Ok(Bson::Array(docs.into_iter().map(Bson::Document).collect()))
 }
 
+/// The documents of a cursor run in `session`, drained with it.
+fn session_documents_result(
+    cursor: mongo_inline::Result<mongo_inline::SessionCursor<Document>>,
+    session: &mut ClientSession,
+) -> DriverResult {
+    let docs = cursor?.iter(session).collect::<Result<Vec<_>, _>>()?;
+    Ok(Bson::Array(docs.into_iter().map(Bson::Document).collect()))
+}
+
 fn update_result(r: mongo_inline::results::UpdateResult) -> Bson {
     let mut d = doc! {
         "matchedCount": r.matched_count as i64,
@@ -1557,18 +1566,10 @@ fn collection_operation(
                     .map(|d| d.map(Bson::Document).unwrap_or(Bson::Null))
             } else {
                 match session {
-                    Some(s) => coll
-                        .find(filter)
-                        .with_options(o)
-                        .session(s)
-                        .run()
-                        .and_then(|mut cursor| {
-                            cursor
-                                .iter(s)
-                                .map(|d| d.map(Bson::Document))
-                                .collect::<mongo_inline::Result<Vec<_>>>()
-                        })
-                        .map(Bson::Array),
+                    Some(s) => session_documents_result(
+                        coll.find(filter).with_options(o).session(&mut *s).run(),
+                        s,
+                    ),
                     None => documents_result(coll.find(filter).with_options(o).run()),
                 }
             }
@@ -1602,18 +1603,13 @@ fn collection_operation(
             }
             args.done()?;
             match session {
-                Some(s) => coll
-                    .aggregate(pipeline)
-                    .with_options(o)
-                    .session(s)
-                    .run()
-                    .and_then(|mut cursor| {
-                        cursor
-                            .iter(s)
-                            .map(|d| d.map(Bson::Document))
-                            .collect::<mongo_inline::Result<Vec<_>>>()
-                    })
-                    .map(Bson::Array),
+                Some(s) => session_documents_result(
+                    coll.aggregate(pipeline)
+                        .with_options(o)
+                        .session(&mut *s)
+                        .run(),
+                    s,
+                ),
                 None => documents_result(coll.aggregate(pipeline).with_options(o).run()),
             }
         }
@@ -1834,17 +1830,7 @@ fn collection_operation(
             }
             args.done()?;
             match session {
-                Some(s) => coll
-                    .list_indexes()
-                    .session(s)
-                    .run()
-                    .and_then(|mut cursor| {
-                        cursor
-                            .iter(s)
-                            .map(|d| d.map(Bson::Document))
-                            .collect::<mongo_inline::Result<Vec<_>>>()
-                    })
-                    .map(Bson::Array),
+                Some(s) => session_documents_result(coll.list_indexes().session(&mut *s).run(), s),
                 None => documents_result(coll.list_indexes().run()),
             }
         }
