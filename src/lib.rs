@@ -60,45 +60,31 @@
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 
-pub mod action;
-pub mod address;
-pub mod auth;
+// Three folders, three jobs (see the README's architecture section):
+// `proto` holds the pure rules (values in, decisions out, no sockets, the
+// clock and randomness passed in), `shell` the blocking I/O that feeds them,
+// `api` the public surface built on both. The re-exports below keep every
+// module at its documented path (`mongo_inline::sdam`, `mongo_inline::options`,
+// ...) so the folders are an internal layout, not a change of public paths.
+mod api;
+mod proto;
+mod shell;
+
 #[cfg(feature = "capi")]
 #[allow(unsafe_code)]
 pub mod capi;
-pub mod client;
-pub mod client_session;
-pub mod coll;
-pub mod coll_options;
-mod concern;
-mod conn;
-pub mod cursor;
-mod deadline;
-mod dns;
 pub mod error;
-pub mod event;
-mod exec;
-mod fork;
-mod handshake;
-mod log_json;
-mod monitor;
-mod nesting;
-pub mod object_id;
-pub mod operation;
-pub mod options;
-pub mod read_preference;
-pub mod results;
-pub mod retry;
-mod scan;
-pub mod sdam;
-pub mod select;
-pub mod session;
-pub mod srv;
-mod tls;
-mod topology;
-mod unsupported;
-pub mod uri;
-mod wire;
+
+pub use api::{action, client, client_session, coll, cursor};
+pub use proto::{
+    address, auth, coll_options, event, object_id, operation, options, read_preference, results,
+    retry, sdam, select, session, srv, uri,
+};
+
+use proto::{
+    concern, deadline, handshake, log_json, monitor, nesting, scan, tls, unsupported, wire,
+};
+use shell::{conn, dns, exec, fork, topology};
 
 pub use address::ServerAddress;
 pub use bson;

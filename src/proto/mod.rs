@@ -1,0 +1,30 @@
+//! The pure core: every rule the specifications decide, as functions of
+//! values. Nothing here opens a socket, reads the clock or draws a random
+//! number; the shell passes the time and the randomness in, and the spec
+//! runners drive these modules directly.
+
+pub mod address;
+pub mod auth;
+pub mod coll_options;
+pub(crate) mod concern;
+pub(crate) mod deadline;
+pub mod event;
+pub(crate) mod handshake;
+pub(crate) mod log_json;
+pub(crate) mod monitor;
+pub(crate) mod nesting;
+pub mod object_id;
+pub mod operation;
+pub mod options;
+pub mod read_preference;
+pub mod results;
+pub mod retry;
+pub(crate) mod scan;
+pub mod sdam;
+pub mod select;
+pub mod session;
+pub mod srv;
+pub(crate) mod tls;
+pub(crate) mod unsupported;
+pub mod uri;
+pub(crate) mod wire;

@@ -1,0 +1,9 @@
+//! The thin blocking shell: sockets, the poller, DNS, the clock and sleeps.
+//! It feeds network events to the pure state machines in `proto` and carries
+//! out what they decide; no protocol rule lives here.
+
+pub(crate) mod conn;
+pub(crate) mod dns;
+pub(crate) mod exec;
+pub(crate) mod fork;
+pub(crate) mod topology;
