@@ -77,8 +77,8 @@ pub mod error;
 
 pub use api::{action, client, client_session, coll, cursor};
 pub use proto::{
-    address, auth, coll_options, event, object_id, operation, options, read_preference, results,
-    retry, sdam, select, session, srv, uri,
+    address, auth, coll_options, event, object_id, operation, options, read_preference, reply,
+    results, retry, sdam, select, session, srv, uri,
 };
 
 use proto::{

@@ -13,13 +13,12 @@
 use std::marker::PhantomData;
 use std::time::Duration;
 
-use bson::Document;
 use serde::de::DeserializeOwned;
 
 use crate::address::ServerAddress;
 use crate::client::Client;
 use crate::client_session::ClientSession;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::exec::Executed;
 use crate::exec::{Inherited, Target};
 use crate::operation::CursorSpec;
@@ -65,17 +64,18 @@ impl Batches {
         }
     }
 
-    /// The next document, fetching a batch when the one in hand is used up.
-    fn next_document(
+    /// The next document as `T`, fetching a batch when the one in hand is
+    /// used up.
+    fn next_document<T: DeserializeOwned>(
         &mut self,
         mut session: Option<&mut SessionState>,
-    ) -> Option<Result<Document>> {
+    ) -> Option<Result<T>> {
         if self.failed {
             return None;
         }
         loop {
             if let Some(document) = self.spec.pop_front() {
-                return Some(Ok(document));
+                return Some(document);
             }
             if !self.spec.has_more() {
                 return None;
@@ -200,7 +200,7 @@ impl<T: DeserializeOwned> Iterator for Cursor<T> {
     fn next(&mut self) -> Option<Result<T>> {
         let next = self.batches.next_document(self.session.as_mut());
         self.release_session_if_done();
-        next.map(|document| deserialize(document?))
+        next
     }
 }
 
@@ -291,9 +291,7 @@ impl<T: DeserializeOwned> SessionCursor<T> {
     /// opened the cursor) when the one in hand is used up.
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self, session: &mut ClientSession) -> Option<Result<T>> {
-        self.batches
-            .next_document(Some(session.state_mut()))
-            .map(|document| deserialize(document?))
+        self.batches.next_document(Some(session.state_mut()))
     }
 
     /// An iterator over the remaining results, borrowing `session` (the
@@ -327,12 +325,4 @@ impl<T: DeserializeOwned> Iterator for SessionCursorIter<'_, T> {
     fn next(&mut self) -> Option<Result<T>> {
         self.cursor.next(self.session)
     }
-}
-
-fn deserialize<T: DeserializeOwned>(document: Document) -> Result<T> {
-    bson::from_document(document).map_err(|e| {
-        Error::invalid_argument(format!(
-            "a document from the server does not match the cursor's type: {e}"
-        ))
-    })
 }

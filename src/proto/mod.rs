@@ -17,6 +17,7 @@ pub mod object_id;
 pub mod operation;
 pub mod options;
 pub mod read_preference;
+pub mod reply;
 pub mod results;
 pub mod retry;
 pub(crate) mod scan;

@@ -16,6 +16,7 @@ use std::collections::HashSet;
 use bson::{Document, RawBsonRef, RawDocument};
 
 use crate::error::{Error, Result};
+use crate::reply::Reply;
 
 /// Length of the standard message header.
 pub const HEADER_LEN: usize = 16;
@@ -416,6 +417,48 @@ pub fn decode(header: &Header, body: &[u8]) -> Result<Message> {
 }
 
 fn decode_msg(header: &Header, body: &[u8]) -> Result<OpMsg> {
+    let (flags, range, sequences) = split_msg(header, body)?;
+    let body = parse_document(&body[range]).map_err(|reason| {
+        Error::protocol(
+            None,
+            format!("OP_MSG: invalid BSON in body section: {reason}"),
+        )
+    })?;
+    Ok(OpMsg {
+        flags,
+        body,
+        sequences,
+    })
+}
+
+/// Decodes the reply to a command (the body after the header), keeping a
+/// cursor batch as bytes (see [`Reply`]); also says whether the server set
+/// `moreToCome`. An OP_REPLY is decoded whole.
+pub fn decode_command_reply(header: &Header, body: Vec<u8>) -> Result<(Reply, bool)> {
+    if header.op_code != op_code::MSG || body.len() != header.body_len() {
+        let message = decode(header, &body)?;
+        let more_to_come = message.more_to_come();
+        return Ok((
+            Reply::from_document(message.into_reply_document()?),
+            more_to_come,
+        ));
+    }
+    let (flags, range, _sequences) = split_msg(header, &body)?;
+    let reply = Reply::parse(body, range).map_err(|reason| {
+        Error::protocol(
+            None,
+            format!("OP_MSG: invalid BSON in body section: {reason}"),
+        )
+    })?;
+    Ok((reply, flags.has(MsgFlags::MORE_TO_COME)))
+}
+
+/// Checks an OP_MSG's flags, checksum and sections; returns the flags, the
+/// span of the body document (unparsed) and the document sequences.
+fn split_msg(
+    header: &Header,
+    body: &[u8],
+) -> Result<(MsgFlags, std::ops::Range<usize>, Vec<DocumentSequence>)> {
     let flags = MsgFlags(Reader::new(body, "OP_MSG").u32("flagBits")?);
     let unknown_required = flags.0 & MsgFlags::REQUIRED_MASK & !MsgFlags::KNOWN_REQUIRED;
     if unknown_required != 0 {
@@ -462,8 +505,9 @@ fn decode_msg(header: &Header, body: &[u8]) -> Result<OpMsg> {
     while reader.remaining() > 0 {
         match reader.u8("section kind")? {
             0 => {
-                let document = reader.document("body section")?;
-                if body_document.replace(document).is_some() {
+                let start = reader.position;
+                reader.document_bytes("body section")?;
+                if body_document.replace(start..reader.position).is_some() {
                     return Err(Error::protocol(
                         None,
                         "OP_MSG has more than one body (kind 0) section",
@@ -496,11 +540,7 @@ fn decode_msg(header: &Header, body: &[u8]) -> Result<OpMsg> {
     }
     let body = body_document
         .ok_or_else(|| Error::protocol(None, "OP_MSG has no body (kind 0) section"))?;
-    Ok(OpMsg {
-        flags,
-        body,
-        sequences,
-    })
+    Ok((flags, body, sequences))
 }
 
 fn read_sequence(reader: &mut Reader<'_>) -> Result<DocumentSequence> {
@@ -652,6 +692,18 @@ impl<'a> Reader<'a> {
 
     /// Reads one BSON document whose leading length must fit the bytes left.
     fn document(&mut self, what: &str) -> Result<Document> {
+        let bytes = self.document_bytes(what)?;
+        parse_document(bytes).map_err(|reason| {
+            Error::protocol(
+                None,
+                format!("{}: invalid BSON in {what}: {reason}", self.context),
+            )
+        })
+    }
+
+    /// Takes the bytes of one BSON document whose leading length must fit
+    /// the bytes left, without parsing them.
+    fn document_bytes(&mut self, what: &str) -> Result<&'a [u8]> {
         let rest = &self.bytes[self.position..];
         if rest.len() < 4 {
             return Err(Error::protocol(
@@ -673,32 +725,32 @@ impl<'a> Reader<'a> {
                 ),
             ));
         }
-        let bytes = self.take(length as usize)?;
-        parse_document(bytes).map_err(|reason| {
-            Error::protocol(
-                None,
-                format!("{}: invalid BSON in {what}: {reason}", self.context),
-            )
-        })
+        self.take(length as usize)
     }
 }
 
 /// Converts exactly `bytes` (one whole document) to a [`Document`].
 fn parse_document(bytes: &[u8]) -> std::result::Result<Document, String> {
     let raw = RawDocument::from_bytes(bytes).map_err(|e| e.to_string())?;
+    check_reply_depth(raw)?;
+    owned_document(raw).map_err(|e| e.to_string())
+}
+
+/// Refuses a document nested deeper than [`MAX_BSON_DEPTH`].
+pub(crate) fn check_reply_depth(raw: &RawDocument) -> std::result::Result<(), String> {
     // Each nesting level costs at least 7 bytes, so only a large document can
     // be nested deeper than the limit; small ones skip the extra walk.
-    if bytes.len() > 7 * MAX_BSON_DEPTH {
+    if raw.as_bytes().len() > 7 * MAX_BSON_DEPTH {
         check_depth(raw, 1)?;
     }
-    owned_document(raw).map_err(|e| e.to_string())
+    Ok(())
 }
 
 /// `raw` as a [`Document`], copying each value once. The bson crate's own
 /// conversion copies every nested document and array into a buffer of its
 /// own before converting it, so a reply's `cursor.firstBatch` was copied
 /// twice more on the way: 4× the reply's size at the peak.
-fn owned_document(raw: &RawDocument) -> bson::raw::Result<Document> {
+pub(crate) fn owned_document(raw: &RawDocument) -> bson::raw::Result<Document> {
     let mut document = Document::new();
     for element in raw {
         let (key, value) = element?;
@@ -707,7 +759,7 @@ fn owned_document(raw: &RawDocument) -> bson::raw::Result<Document> {
     Ok(document)
 }
 
-fn owned_value(value: RawBsonRef<'_>) -> bson::raw::Result<bson::Bson> {
+pub(crate) fn owned_value(value: RawBsonRef<'_>) -> bson::raw::Result<bson::Bson> {
     Ok(match value {
         RawBsonRef::Document(nested) => bson::Bson::Document(owned_document(nested)?),
         RawBsonRef::Array(array) => {

@@ -19,6 +19,7 @@ use bson::Document;
 use crate::address::ServerAddress;
 use crate::dns::ResolverConfig;
 use crate::error::{CommandError, Error, ErrorKind, Result};
+use crate::reply::Reply;
 use crate::sdam::description::DEFAULT_MAX_MESSAGE_SIZE_BYTES;
 use crate::wire::{self, Header, Message, MsgFlags, OpMsg, HEADER_LEN};
 
@@ -482,6 +483,18 @@ impl Connection {
         msg: &OpMsg,
         timeout: Option<Duration>,
     ) -> Result<Document> {
+        self.send_msg_reply(request_id, msg, timeout)?
+            .into_document()
+    }
+
+    /// [`send_msg`](Self::send_msg), keeping a cursor batch of the reply
+    /// as bytes (see [`Reply`]).
+    pub fn send_msg_reply(
+        &mut self,
+        request_id: i32,
+        msg: &OpMsg,
+        timeout: Option<Duration>,
+    ) -> Result<Reply> {
         let mut buffer = std::mem::take(&mut self.write_buffer);
         buffer.clear();
         let encoded = wire::encode_msg(request_id, 0, msg, self.max_message_size, &mut buffer);
@@ -491,11 +504,11 @@ impl Connection {
             // for ever without one.
             let sent = encoded.and_then(|_| self.send_without_reply(&buffer, timeout));
             self.write_buffer = buffer;
-            return sent.map(|()| Document::new());
+            return sent.map(|()| Reply::from_document(Document::new()));
         }
-        let outcome = encoded.and_then(|_| self.exchange(request_id, &buffer, timeout));
+        let outcome = encoded.and_then(|_| self.exchange_reply(request_id, &buffer, timeout));
         self.write_buffer = buffer;
-        outcome?.into_reply_document()
+        outcome
     }
 
     /// Runs `command` against database `db` as OP_MSG and returns the raw
@@ -546,10 +559,41 @@ impl Connection {
     ) -> Result<Message> {
         let deadline = self.begin_exchange(timeout)?;
         self.write_request(bytes, deadline)?;
-        let message = self.read_message(request_id, deadline)?;
+        let (header, body) = self.read_frame(request_id, deadline)?;
+        let message = wire::decode(&header, &body).map_err(|e| self.with_address(e))?;
+        self.refuse_more_to_come(message.more_to_come())?;
         self.broken = false;
         self.last_used = Instant::now();
         Ok(message)
+    }
+
+    /// [`exchange`](Self::exchange) for a command's reply: the body's bytes
+    /// move into the [`Reply`], which keeps a cursor batch in them.
+    fn exchange_reply(
+        &mut self,
+        request_id: i32,
+        bytes: &[u8],
+        timeout: Option<Duration>,
+    ) -> Result<Reply> {
+        let deadline = self.begin_exchange(timeout)?;
+        self.write_request(bytes, deadline)?;
+        let (header, body) = self.read_frame(request_id, deadline)?;
+        let (reply, more_to_come) =
+            wire::decode_command_reply(&header, body).map_err(|e| self.with_address(e))?;
+        self.refuse_more_to_come(more_to_come)?;
+        self.broken = false;
+        self.last_used = Instant::now();
+        Ok(reply)
+    }
+
+    fn refuse_more_to_come(&self, more_to_come: bool) -> Result<()> {
+        if more_to_come {
+            return Err(Error::protocol(
+                Some(self.address.clone()),
+                "server set moreToCome, which this driver never requests",
+            ));
+        }
+        Ok(())
     }
 
     /// Refuses a socket an earlier failure left out of step, marks it so
@@ -577,7 +621,12 @@ impl Connection {
         .map_err(|e| Error::network(Some(self.address.clone()), "sending a command", e))
     }
 
-    fn read_message(&mut self, request_id: i32, deadline: Option<Instant>) -> Result<Message> {
+    /// Reads one reply message: its header and its body's bytes.
+    fn read_frame(
+        &mut self,
+        request_id: i32,
+        deadline: Option<Instant>,
+    ) -> Result<(Header, Vec<u8>)> {
         let address = self.address.clone();
         let network_error = |context: &str, e| Error::network(Some(address.clone()), context, e);
         // One read for the header and, when it is small, the whole body.
@@ -651,14 +700,7 @@ impl Connection {
                 ),
             ));
         }
-        let message = wire::decode(&header, &body).map_err(|e| self.with_address(e))?;
-        if message.more_to_come() {
-            return Err(Error::protocol(
-                Some(self.address.clone()),
-                "server set moreToCome, which this driver never requests",
-            ));
-        }
-        Ok(message)
+        Ok((header, body))
     }
 
     fn network_error(&self, context: &str, e: std::io::Error) -> Error {

@@ -9,6 +9,7 @@ use super::{
 use crate::coll_options::AggregateOptions;
 use crate::error::Result;
 use crate::options::{ReadConcern, WriteConcern};
+use crate::reply::Reply;
 use crate::select::SelectionCriteria;
 
 /// What an aggregation runs on.
@@ -110,9 +111,13 @@ impl Operation for Aggregate {
         Ok(Command::new(Self::NAME, self.db().to_string(), body))
     }
 
-    fn handle_reply(&self, reply: Document, _server: &ServerInfo) -> Result<CursorSpec> {
+    fn handle_reply(&self, reply: Document, server: &ServerInfo) -> Result<CursorSpec> {
+        self.handle_reply_raw(Reply::from_document(reply), server)
+    }
+
+    fn handle_reply_raw(&self, reply: Reply, _server: &ServerInfo) -> Result<CursorSpec> {
         if self.has_write_stage() {
-            super::check_write_concern(&reply)?;
+            super::check_write_concern(reply.document())?;
         }
         let options = CursorOptions {
             batch_size: self.options.batch_size.filter(|size| *size > 0),
@@ -120,7 +125,7 @@ impl Operation for Aggregate {
             max_await_time: self.options.max_await_time,
             ..CursorOptions::default()
         };
-        CursorSpec::from_reply(reply, options)
+        CursorSpec::from_raw_reply(reply, options)
     }
 
     fn selection_criteria(&self) -> Option<&SelectionCriteria> {

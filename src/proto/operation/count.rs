@@ -61,9 +61,10 @@ impl Operation for CountDocuments {
     fn handle_reply(&self, reply: Document, _server: &ServerInfo) -> Result<u64> {
         let mut cursor = CursorSpec::from_reply(reply, Default::default())?;
         // No matching document means no group and an empty batch.
-        match cursor.pop_front() {
+        match cursor.pop_front::<Document>() {
             None => Ok(0),
             Some(group) => {
+                let group = group?;
                 reply_count(&group, "n")?.ok_or_else(|| malformed("the count group has no `n`"))
             }
         }

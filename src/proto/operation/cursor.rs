@@ -2,23 +2,27 @@
 //! and not yet handed out, and what the next `getMore` must ask for.
 //!
 //! ```text
-//! find/aggregate/list* reply ──CursorSpec::from_reply──> CursorSpec { id, ns, batch }
-//!      pop_front() until the batch is empty; then, while !is_exhausted():
+//! find/aggregate/list* reply ──CursorSpec::from_raw_reply──> CursorSpec { id, ns, batch }
+//!      pop_front::<T>() until the batch is empty; then, while !is_exhausted():
 //!      get_more() ──executor──> reply ──next_batch(reply)──> batch refilled
 //!      dropped early with id != 0: kill_cursors() ──executor──>
 //! ```
 //!
+//! The batch stays in the reply's bytes ([`RawBatch`]): each document is
+//! deserialized into the caller's type once, when it is handed out.
+//!
 //! Replies are untrusted: every field is type-checked and a malformed reply
 //! is a protocol error, never a panic.
 
-use std::collections::VecDeque;
 use std::time::Duration;
 
 use bson::{Bson, Document};
+use serde::de::DeserializeOwned;
 
 use super::{malformed, GetMore, KillCursors, Namespace};
 use crate::address::ServerAddress;
 use crate::error::Result;
+use crate::reply::{RawBatch, Reply};
 
 /// What the operation that opened a cursor decided about its `getMore`s.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -45,8 +49,8 @@ pub struct CursorSpec {
     pub ns: Namespace,
     /// The cursor id; 0 once the server has closed it.
     pub id: i64,
-    /// Documents received and not yet handed out.
-    pub batch: VecDeque<Document>,
+    /// Documents received and not yet handed out, as BSON bytes.
+    pub batch: RawBatch,
     /// The `getMore` settings.
     pub options: CursorOptions,
     /// The server the cursor lives on; set by the executor, which must send
@@ -62,11 +66,16 @@ impl CursorSpec {
     /// The cursor described by the reply to a cursor-opening command
     /// (`cursor: { id, ns, firstBatch }`).
     pub fn from_reply(reply: Document, options: CursorOptions) -> Result<Self> {
+        Self::from_raw_reply(Reply::from_document(reply), options)
+    }
+
+    /// [`Self::from_reply`] for a reply whose batch may still be bytes.
+    pub fn from_raw_reply(reply: Reply, options: CursorOptions) -> Result<Self> {
         let parsed = parse_cursor(reply, "firstBatch")?;
         let mut spec = CursorSpec {
             ns: parsed.ns,
             id: parsed.id,
-            batch: VecDeque::new(),
+            batch: RawBatch::default(),
             options,
             address: None,
             post_batch_resume_token: parsed.post_batch_resume_token,
@@ -78,7 +87,7 @@ impl CursorSpec {
 
     /// Records the reply to a `getMore` (`cursor: { id, ns, nextBatch }`):
     /// the new id and namespace, and the documents appended to the batch.
-    pub fn next_batch(&mut self, reply: Document) -> Result<()> {
+    pub fn next_batch(&mut self, reply: Reply) -> Result<()> {
         let parsed = parse_cursor(reply, "nextBatch")?;
         if self.id != 0 && parsed.id != 0 && parsed.id != self.id {
             return Err(malformed(format!(
@@ -95,13 +104,15 @@ impl CursorSpec {
         Ok(())
     }
 
-    fn take_documents(&mut self, documents: Vec<Document>) {
+    fn take_documents(&mut self, documents: RawBatch) {
         self.received = self.received.saturating_add(documents.len() as u64);
-        self.batch.extend(documents);
+        self.batch.append(documents);
     }
 
-    /// The next document of the current batch.
-    pub fn pop_front(&mut self) -> Option<Document> {
+    /// The next document of the current batch, deserialized as `T` from its
+    /// bytes: a protocol error when they are not valid BSON, an
+    /// invalid-argument error when they do not fit `T`.
+    pub fn pop_front<T: DeserializeOwned>(&mut self) -> Option<Result<T>> {
         self.batch.pop_front()
     }
 
@@ -156,11 +167,12 @@ impl CursorSpec {
 struct ParsedCursor {
     id: i64,
     ns: Namespace,
-    documents: Vec<Document>,
+    documents: RawBatch,
     post_batch_resume_token: Option<Document>,
 }
 
-fn parse_cursor(mut reply: Document, batch_key: &str) -> Result<ParsedCursor> {
+fn parse_cursor(reply: Reply, batch_key: &str) -> Result<ParsedCursor> {
+    let (mut reply, raw_batch) = reply.into_parts();
     let mut cursor = match reply.remove("cursor") {
         Some(Bson::Document(cursor)) => cursor,
         Some(other) => return Err(malformed(format!("`cursor` is {}", type_name(&other)))),
@@ -189,17 +201,24 @@ fn parse_cursor(mut reply: Document, batch_key: &str) -> Result<ParsedCursor> {
         None => return Err(malformed("no `cursor.ns`")),
     };
     let documents = match cursor.remove(batch_key) {
-        Some(Bson::Array(items)) => items
-            .into_iter()
-            .enumerate()
-            .map(|(i, item)| match item {
-                Bson::Document(document) => Ok(document),
-                other => Err(malformed(format!(
-                    "`cursor.{batch_key}[{i}]` is {}, not a document",
-                    type_name(&other)
-                ))),
-            })
-            .collect::<Result<Vec<_>>>()?,
+        // The reply kept this batch as bytes (it left an empty array here).
+        Some(Bson::Array(items)) if items.is_empty() && raw_batch.is_some() => {
+            raw_batch.unwrap_or_default()
+        }
+        Some(Bson::Array(items)) => {
+            let documents = items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| match item {
+                    Bson::Document(document) => Ok(document),
+                    other => Err(malformed(format!(
+                        "`cursor.{batch_key}[{i}]` is {}, not a document",
+                        type_name(other)
+                    ))),
+                })
+                .collect::<Result<Vec<_>>>()?;
+            RawBatch::from_documents(documents)?
+        }
         Some(other) => {
             return Err(malformed(format!(
                 "`cursor.{batch_key}` is {}, not an array",
@@ -254,16 +273,21 @@ mod tests {
 
     #[test]
     fn first_batch_is_parsed() {
-        let spec = CursorSpec::from_reply(
+        let mut spec = CursorSpec::from_reply(
             reply(42, vec![doc! { "_id": 1 }, doc! { "_id": 2 }]),
             CursorOptions::default(),
         )
         .unwrap();
         assert_eq!(spec.id, 42);
         assert_eq!(spec.ns, Namespace::new("db", "coll"));
+        assert_eq!(spec.batch.len(), 2);
         assert_eq!(
-            spec.batch,
-            VecDeque::from(vec![doc! { "_id": 1 }, doc! { "_id": 2 }])
+            spec.pop_front::<Document>().unwrap().unwrap(),
+            doc! { "_id": 1 }
+        );
+        assert_eq!(
+            spec.pop_front::<Document>().unwrap().unwrap(),
+            doc! { "_id": 2 }
         );
         assert!(!spec.is_exhausted());
     }
@@ -341,27 +365,34 @@ mod tests {
         let mut spec =
             CursorSpec::from_reply(reply(42, vec![doc! { "a": 1 }]), CursorOptions::default())
                 .unwrap();
-        spec.pop_front();
-        spec.next_batch(
+        spec.pop_front::<Document>();
+        spec.next_batch(Reply::from_document(
             doc! { "cursor": { "id": 0_i64, "ns": "db.other", "nextBatch": [ { "a": 2 } ] } },
-        )
+        ))
         .unwrap();
         assert!(spec.is_exhausted());
         assert_eq!(spec.ns, Namespace::new("db", "other"));
-        assert_eq!(spec.pop_front(), Some(doc! { "a": 2 }));
+        assert_eq!(
+            spec.pop_front::<Document>().unwrap().unwrap(),
+            doc! { "a": 2 }
+        );
         assert_eq!(spec.received, 2);
     }
 
     #[test]
     fn next_batch_rejects_first_batch_and_foreign_ids() {
         let mut spec = CursorSpec::from_reply(reply(42, vec![]), CursorOptions::default()).unwrap();
-        let error = spec.next_batch(reply(42, vec![])).unwrap_err();
+        let error = spec
+            .next_batch(Reply::from_document(reply(42, vec![])))
+            .unwrap_err();
         assert!(
             error.to_string().contains("no `cursor.nextBatch`"),
             "{error}"
         );
         let error = spec
-            .next_batch(doc! { "cursor": { "id": 7_i64, "ns": "db.coll", "nextBatch": [] } })
+            .next_batch(Reply::from_document(
+                doc! { "cursor": { "id": 7_i64, "ns": "db.coll", "nextBatch": [] } },
+            ))
             .unwrap_err();
         assert!(
             error.to_string().contains("answered for cursor 7"),
@@ -387,8 +418,10 @@ mod tests {
             command.body,
             doc! { "getMore": 9_i64, "collection": "coll", "batchSize": 1 }
         );
-        spec.next_batch(doc! { "cursor": { "id": 9_i64, "ns": "db.coll", "nextBatch": [ {} ] } })
-            .unwrap();
+        spec.next_batch(Reply::from_document(
+            doc! { "cursor": { "id": 9_i64, "ns": "db.coll", "nextBatch": [ {} ] } },
+        ))
+        .unwrap();
         assert!(spec.limit_reached());
         assert!(spec.get_more().is_none());
         // The server may leave the cursor open at the limit (5.0+): kill it.

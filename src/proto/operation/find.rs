@@ -10,6 +10,7 @@ use super::{
 use crate::coll_options::{CursorType, FindOptions};
 use crate::error::Result;
 use crate::options::ReadConcern;
+use crate::reply::Reply;
 use crate::select::SelectionCriteria;
 
 /// `find` (and `find_one`): returns the cursor with its first batch.
@@ -120,7 +121,11 @@ impl Operation for Find {
         Ok(Command::new(Self::NAME, self.ns.db.clone(), body))
     }
 
-    fn handle_reply(&self, reply: Document, _server: &ServerInfo) -> Result<CursorSpec> {
+    fn handle_reply(&self, reply: Document, server: &ServerInfo) -> Result<CursorSpec> {
+        self.handle_reply_raw(Reply::from_document(reply), server)
+    }
+
+    fn handle_reply_raw(&self, reply: Reply, _server: &ServerInfo) -> Result<CursorSpec> {
         let (limit, batch_size, _) = self.limit_and_batch();
         let cursor_type = self.options.cursor_type.unwrap_or_default();
         let options = CursorOptions {
@@ -133,7 +138,7 @@ impl Operation for Find {
                 .filter(|_| cursor_type == CursorType::TailableAwait),
             tailable: cursor_type != CursorType::NonTailable,
         };
-        CursorSpec::from_reply(reply, options)
+        CursorSpec::from_raw_reply(reply, options)
     }
 
     fn selection_criteria(&self) -> Option<&SelectionCriteria> {

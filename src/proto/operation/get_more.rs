@@ -6,6 +6,7 @@ use bson::{doc, Bson, Document};
 
 use super::{duration_ms, Command, Namespace, Operation, ServerInfo};
 use crate::error::Result;
+use crate::reply::Reply;
 
 /// Asks the server for the next batch of cursor `id`. Usually made by
 /// [`super::CursorSpec::get_more`]; its output is the reply, which
@@ -42,7 +43,7 @@ impl GetMore {
 const WIRE_VERSION_4_4: i32 = 9;
 
 impl Operation for GetMore {
-    type Output = Document;
+    type Output = Reply;
     const NAME: &'static str = "getMore";
 
     fn build(&mut self, server: &ServerInfo) -> Result<Command> {
@@ -61,7 +62,13 @@ impl Operation for GetMore {
         Ok(Command::new(Self::NAME, self.ns.db.clone(), body))
     }
 
-    fn handle_reply(&self, reply: Document, _server: &ServerInfo) -> Result<Document> {
+    fn handle_reply(&self, reply: Document, _server: &ServerInfo) -> Result<Reply> {
+        Ok(Reply::from_document(reply))
+    }
+
+    /// The reply as it came, its batch still bytes, for
+    /// [`super::CursorSpec::next_batch`].
+    fn handle_reply_raw(&self, reply: Reply, _server: &ServerInfo) -> Result<Reply> {
         Ok(reply)
     }
 }

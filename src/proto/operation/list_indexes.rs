@@ -6,6 +6,7 @@ use super::cursor::CursorOptions;
 use super::{append_option, Command, CursorSpec, Namespace, Operation, Retryability, ServerInfo};
 use crate::coll_options::ListIndexesOptions;
 use crate::error::Result;
+use crate::reply::Reply;
 
 /// `list_indexes`: a cursor over the index specifications of a collection.
 #[derive(Clone, Debug)]
@@ -38,13 +39,17 @@ impl Operation for ListIndexes {
         Ok(Command::new(Self::NAME, self.ns.db.clone(), body))
     }
 
-    fn handle_reply(&self, reply: Document, _server: &ServerInfo) -> Result<CursorSpec> {
+    fn handle_reply(&self, reply: Document, server: &ServerInfo) -> Result<CursorSpec> {
+        self.handle_reply_raw(Reply::from_document(reply), server)
+    }
+
+    fn handle_reply_raw(&self, reply: Reply, _server: &ServerInfo) -> Result<CursorSpec> {
         let options = CursorOptions {
             batch_size: self.options.batch_size.filter(|size| *size > 0),
             comment: self.options.comment.clone(),
             ..CursorOptions::default()
         };
-        CursorSpec::from_reply(reply, options)
+        CursorSpec::from_raw_reply(reply, options)
     }
 
     fn retryability(&self) -> Retryability {

@@ -25,6 +25,7 @@ use bson::{Bson, Document};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::{ReadConcern, WriteConcern};
+use crate::reply::Reply;
 use crate::results::{WriteConcernError, WriteError, WriteFailure};
 use crate::sdam::description::ServerDescription;
 use crate::select::SelectionCriteria;
@@ -220,6 +221,13 @@ pub trait Operation {
     /// Interprets a reply that has already passed `ok: 1` checking. Write
     /// errors and write concern errors are reported here, as errors.
     fn handle_reply(&self, reply: Document, server: &ServerInfo) -> Result<Self::Output>;
+
+    /// [`Operation::handle_reply`] for a reply that may keep a cursor batch
+    /// as bytes. Operations that open or continue a cursor take the batch
+    /// as it is; the others get the whole reply as a `Document`.
+    fn handle_reply_raw(&self, reply: Reply, server: &ServerInfo) -> Result<Self::Output> {
+        self.handle_reply(reply.into_document()?, server)
+    }
 
     /// Interprets a failure of the command (after retries). Some operations
     /// treat some errors as success (`drop` of a missing collection).

@@ -254,14 +254,14 @@ impl ClientState {
     fn check<Op: Operation>(
         &mut self,
         op: &Op,
-        outcome: std::result::Result<Document, send::SendError>,
+        outcome: std::result::Result<crate::reply::Reply, send::SendError>,
         address: &ServerAddress,
         generation: u32,
         info: &ServerInfo,
         session: &mut SessionSlot<'_>,
     ) -> std::result::Result<Result<Op::Output>, send::SendError> {
         let reply = outcome?;
-        match op.handle_reply(reply, info) {
+        match op.handle_reply_raw(reply, info) {
             Err(mut error) if carries_write_concern_error(&error) => {
                 self.topology
                     .handle_operation_error(address, generation, &error);

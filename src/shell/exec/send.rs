@@ -18,6 +18,7 @@ use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::event::command::ConnectionInfo;
 use crate::event::CommandEvent;
+use crate::reply::Reply;
 use crate::session::transaction::FailedCommand;
 
 /// A failed attempt: the error, and whether the command reached the socket
@@ -43,7 +44,7 @@ impl ClientState {
         address: &ServerAddress,
         session: &mut SessionSlot<'_>,
         deadline: Deadline,
-    ) -> std::result::Result<Document, SendError> {
+    ) -> std::result::Result<Reply, SendError> {
         // CSOT: timeoutMS replaces socketTimeoutMS (it does not combine).
         let socket_timeout = if deadline.is_set() {
             deadline.remaining(self.time.now())
@@ -99,13 +100,13 @@ impl ClientState {
         address: &ServerAddress,
         request_id: i32,
         socket_timeout: Option<Duration>,
-    ) -> crate::error::Result<Document> {
+    ) -> crate::error::Result<Reply> {
         let connection = self.topology.connection_mut(address).ok_or_else(|| {
             Error::network_message(Some(address.clone()), "the server's socket is gone")
         })?;
-        let reply = connection.send_msg(request_id, &finished.msg, socket_timeout)?;
+        let reply = connection.send_msg_reply(request_id, &finished.msg, socket_timeout)?;
         Ok(if finished.unacknowledged() {
-            bson::doc! { "ok": 1 }
+            Reply::from_document(bson::doc! { "ok": 1 })
         } else {
             reply
         })
@@ -115,25 +116,29 @@ impl ClientState {
     /// then turns `ok: 0` into an error (passing `ok: 1` through by value).
     fn observe_reply(
         &mut self,
-        reply: Document,
+        reply: Reply,
         address: &ServerAddress,
         session: &mut SessionSlot<'_>,
-    ) -> crate::error::Result<Document> {
+    ) -> crate::error::Result<Reply> {
         match session.get() {
-            Some(s) => s.on_reply(&reply, &mut self.clock),
+            Some(s) => s.on_reply(reply.document(), &mut self.clock),
             None => {
-                self.clock.observe_reply(&reply);
+                self.clock.observe_reply(reply.document());
             }
         }
-        check_reply(reply, address)
+        let (document, batch) = reply.into_parts();
+        check_reply(document, address).map(|document| Reply::from_parts(document, batch))
     }
 
-    fn on_success(&mut self, reply: Document, in_flight: InFlight) -> Document {
+    fn on_success(&mut self, reply: Reply, in_flight: InFlight) -> Reply {
         if self.topology.command_events_wanted() {
+            // A batch kept as bytes is converted only for the listener.
             let copy = if in_flight.sensitive {
                 Document::new()
             } else {
-                reply.clone()
+                reply
+                    .to_document()
+                    .unwrap_or_else(|_| reply.document().clone())
             };
             self.topology
                 .publish_command_event(&CommandEvent::Succeeded {

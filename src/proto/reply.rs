@@ -1,0 +1,255 @@
+//! A command reply whose cursor batch stays in the bytes it arrived in.
+//!
+//! ```text
+//! OP_MSG body bytes ──Reply::parse──> Reply { document, batch }
+//!    document: every field as a Document, but `cursor.firstBatch` /
+//!              `cursor.nextBatch` left as an empty array
+//!    batch:    that array's documents, as spans of the message's bytes
+//! ```
+//!
+//! A cursor deserializes each batch document straight from its bytes into
+//! the caller's type, so the documents are decoded once, and the reply is
+//! never held twice (once as bytes, once as a `Document` tree). Anyone who
+//! needs the whole reply as a `Document` (command events, `runCommand`)
+//! gets it from [`Reply::to_document`] or [`Reply::into_document`].
+//!
+//! The bytes are untrusted. The whole reply is checked for nesting depth
+//! and each batch element for being a well-framed document before the
+//! reply is accepted; the inside of a batch document is checked when it is
+//! read, and malformed bytes are then a protocol error.
+
+use std::collections::VecDeque;
+use std::ops::Range;
+
+use bson::{Bson, Document, RawArray, RawBsonRef, RawDocument};
+
+use crate::error::{Error, Result};
+
+/// The keys of `cursor` that hold a batch of documents.
+const BATCH_KEYS: [&str; 2] = ["firstBatch", "nextBatch"];
+
+/// A decoded command reply; see the module documentation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reply {
+    document: Document,
+    batch: Option<RawBatch>,
+}
+
+/// The documents of a cursor batch, still as BSON bytes: the message body
+/// they arrived in and the span of each document.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct RawBatch {
+    bytes: Vec<u8>,
+    spans: VecDeque<Range<usize>>,
+}
+
+impl Reply {
+    /// A reply that was decoded as a whole (an OP_REPLY, a test's reply).
+    pub fn from_document(document: Document) -> Self {
+        Reply {
+            document,
+            batch: None,
+        }
+    }
+
+    /// Parses the reply document at `range` of `bytes` (a message body),
+    /// keeping a cursor batch of documents as bytes. `bytes` is kept only
+    /// when it holds such a batch.
+    pub(crate) fn parse(bytes: Vec<u8>, range: Range<usize>) -> std::result::Result<Self, String> {
+        let whole = bytes.get(range).ok_or("reply document out of bounds")?;
+        let raw = RawDocument::from_bytes(whole).map_err(|e| e.to_string())?;
+        crate::wire::check_reply_depth(raw)?;
+        let mut document = Document::new();
+        let mut batch = None;
+        for element in raw {
+            let (key, value) = element.map_err(|e| e.to_string())?;
+            let value = match value {
+                RawBsonRef::Document(cursor) if key == "cursor" => {
+                    Bson::Document(parse_cursor(cursor, &bytes, &mut batch)?)
+                }
+                other => crate::wire::owned_value(other).map_err(|e| e.to_string())?,
+            };
+            document.insert(key, value);
+        }
+        let batch = batch.map(|spans| RawBatch { bytes, spans });
+        Ok(Reply { document, batch })
+    }
+
+    /// The reply's fields; a batch kept as bytes shows as an empty array.
+    pub fn document(&self) -> &Document {
+        &self.document
+    }
+
+    /// Takes the batch kept as bytes, if there is one.
+    pub fn take_batch(&mut self) -> Option<RawBatch> {
+        self.batch.take()
+    }
+
+    /// The whole reply as a `Document`, the batch converted too.
+    pub fn into_document(mut self) -> Result<Document> {
+        if let Some(batch) = self.batch.take() {
+            restore_batch(&mut self.document, &batch)?;
+        }
+        Ok(self.document)
+    }
+
+    /// A copy of the whole reply as a `Document` (for command events).
+    pub fn to_document(&self) -> Result<Document> {
+        self.clone().into_document()
+    }
+
+    /// Splits off the fields (for `ok: 0` checks that consume a document).
+    pub(crate) fn into_parts(self) -> (Document, Option<RawBatch>) {
+        (self.document, self.batch)
+    }
+
+    /// Joins what [`Self::into_parts`] split.
+    pub(crate) fn from_parts(document: Document, batch: Option<RawBatch>) -> Self {
+        Reply { document, batch }
+    }
+}
+
+/// Converts `cursor`, recording its batch's document spans (offsets into
+/// `message`) in `batch` and leaving an empty array in its place. A batch
+/// with an element that is not a document is converted as it is, so that
+/// the cursor's own checks name the element.
+fn parse_cursor(
+    cursor: &RawDocument,
+    message: &[u8],
+    batch: &mut Option<VecDeque<Range<usize>>>,
+) -> std::result::Result<Document, String> {
+    let mut document = Document::new();
+    for element in cursor {
+        let (key, value) = element.map_err(|e| e.to_string())?;
+        let value = match value {
+            RawBsonRef::Array(array) if BATCH_KEYS.contains(&key) && batch.is_none() => {
+                match document_spans(array, message)? {
+                    Some(spans) => {
+                        *batch = Some(spans);
+                        Bson::Array(Vec::new())
+                    }
+                    None => crate::wire::owned_value(value).map_err(|e| e.to_string())?,
+                }
+            }
+            other => crate::wire::owned_value(other).map_err(|e| e.to_string())?,
+        };
+        document.insert(key, value);
+    }
+    Ok(document)
+}
+
+/// The span in `message` of each document of `array`, or `None` when an
+/// element is not a document.
+fn document_spans(
+    array: &RawArray,
+    message: &[u8],
+) -> std::result::Result<Option<VecDeque<Range<usize>>>, String> {
+    let base = message.as_ptr() as usize;
+    let mut spans = VecDeque::new();
+    for item in array {
+        match item.map_err(|e| e.to_string())? {
+            RawBsonRef::Document(document) => {
+                let bytes = document.as_bytes();
+                let start = bytes.as_ptr() as usize - base;
+                spans.push_back(start..start + bytes.len());
+            }
+            _ => return Ok(None),
+        }
+    }
+    Ok(Some(spans))
+}
+
+fn restore_batch(document: &mut Document, batch: &RawBatch) -> Result<()> {
+    let mut items = Vec::with_capacity(batch.len());
+    for bytes in batch.iter() {
+        items.push(Bson::Document(to_document(bytes)?));
+    }
+    let cursor = document
+        .get_document_mut("cursor")
+        .map_err(|_| Error::protocol(None, "a reply's batch lost its cursor"))?;
+    let key = BATCH_KEYS
+        .iter()
+        .find(|key| matches!(cursor.get(**key), Some(Bson::Array(a)) if a.is_empty()))
+        .ok_or_else(|| Error::protocol(None, "a reply's batch lost its key"))?;
+    cursor.insert(*key, items);
+    Ok(())
+}
+
+/// Converts one batch document to a `Document`.
+fn to_document(bytes: &[u8]) -> Result<Document> {
+    let raw = RawDocument::from_bytes(bytes).map_err(|e| malformed_document(&e))?;
+    crate::wire::owned_document(raw).map_err(|e| malformed_document(&e))
+}
+
+fn malformed_document(reason: &dyn std::fmt::Display) -> Error {
+    Error::protocol(
+        None,
+        format!("malformed reply: invalid BSON in a cursor batch document: {reason}"),
+    )
+}
+
+impl RawBatch {
+    /// A batch of the given encoded documents (for tests and tools).
+    pub fn from_documents<'a>(documents: impl IntoIterator<Item = &'a Document>) -> Result<Self> {
+        let mut batch = RawBatch::default();
+        for document in documents {
+            let start = batch.bytes.len();
+            document.to_writer(&mut batch.bytes).map_err(|e| {
+                Error::invalid_argument(format!("document cannot be encoded as BSON: {e}"))
+            })?;
+            batch.spans.push_back(start..batch.bytes.len());
+        }
+        Ok(batch)
+    }
+
+    /// The number of documents not yet taken.
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// Whether every document has been taken.
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    /// The bytes of each document not yet taken, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        self.spans.iter().map(|span| &self.bytes[span.clone()])
+    }
+
+    /// Moves the documents of `other` behind those of `self`.
+    pub fn append(&mut self, other: RawBatch) {
+        if self.is_empty() {
+            *self = other;
+            return;
+        }
+        for span in other.spans {
+            let start = self.bytes.len();
+            self.bytes.extend_from_slice(&other.bytes[span]);
+            self.spans.push_back(start..self.bytes.len());
+        }
+    }
+
+    /// Deserializes the next document as `T`, straight from its bytes.
+    pub fn pop_front<T: serde::de::DeserializeOwned>(&mut self) -> Option<Result<T>> {
+        let span = self.spans.pop_front()?;
+        let bytes = &self.bytes[span];
+        let result = bson::from_slice(bytes).map_err(|e| deserialize_error(bytes, &e));
+        if self.spans.is_empty() {
+            // The batch is used up: give its memory back before the next one.
+            self.bytes = Vec::new();
+        }
+        Some(result)
+    }
+}
+
+/// A document that does not deserialize: a protocol error when its bytes
+/// are not valid BSON, otherwise a mismatch with the caller's type.
+fn deserialize_error(bytes: &[u8], error: &bson::de::Error) -> Error {
+    if let Err(invalid) = to_document(bytes) {
+        return invalid;
+    }
+    Error::invalid_argument(format!(
+        "a document from the server does not match the cursor's type: {error}"
+    ))
+}
