@@ -7,11 +7,20 @@
 //!                                    prints: WARM ops_per_s=<x> cpu_us_per_op=<y>
 //! bench_find cursor URI DB COLL N    iterates find({}) over COLL (N: the count
 //!                                    expected, checked)
-//!                                    prints: CURSOR docs=<n> docs_per_s=<x> mb_per_s=<y> cpu_us_per_doc=<z>
+//!                                    prints: CURSOR docs=<n> docs_per_s=<x> mb_per_s=<y> cpu_us_per_doc=<z> peak_rss_mb=<r>
 //! bench_find insert URI DB COLL N    insert_many of N small documents
 //!                                    ({_id, x, s}) into COLL, which should be empty
 //!                                    prints: INSERT docs=<n> docs_per_s=<x> mb_per_s=<y> cpu_us_per_doc=<z>
+//! bench_find bigbatch URI DB COLL N  fills COLL (dropped first) with N documents
+//!                                    of 1 MB, then reads them back (batchSize N)
+//!                                    prints: BIGBATCH docs=<n> read_mb=<m> base_rss_mb=<b> peak_rss_mb=<r>
 //! ```
+//!
+//! `peak_rss_mb` is the process's peak resident set (`VmHWM`), reset just
+//! before the measured reads (`/proc/self/clear_refs`), so the filling does
+//! not count; `base_rss_mb` is the resident set at that moment. Servers cap
+//! a reply's batch at 16 MiB, so `bigbatch` with N up to 16 reads one
+//! reply of N MB; larger N reads several.
 //!
 //! Against a slow test server the wall-clock rates measure the server; the
 //! CPU per document is the client's own share.
@@ -32,19 +41,20 @@ use mongo_inline::Client;
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let [_, mode, uri, db, coll, arg] = args.as_slice() else {
-        eprintln!("usage: bench_find cold|warm|cursor|insert URI DB COLL ID|N");
+        eprintln!("usage: bench_find cold|warm|cursor|insert|bigbatch URI DB COLL ID|N");
         return ExitCode::from(2);
     };
     let outcome = match mode.as_str() {
         "cold" => cold(uri, db, coll, arg),
-        "warm" | "cursor" | "insert" => match arg.parse::<u32>() {
+        "warm" | "cursor" | "insert" | "bigbatch" => match arg.parse::<u32>() {
             Ok(n) if n > 0 && mode == "warm" => warm(uri, db, coll, n),
             Ok(n) if n > 0 && mode == "cursor" => cursor(uri, db, coll, n),
+            Ok(n) if n > 0 && mode == "bigbatch" => big_batch(uri, db, coll, n),
             Ok(n) if n > 0 => insert(uri, db, coll, n),
             _ => Err(format!("N must be a positive whole number, not {arg:?}")),
         },
         other => Err(format!(
-            "unknown mode {other:?}: expected cold, warm, cursor or insert"
+            "unknown mode {other:?}: expected cold, warm, cursor, insert or bigbatch"
         )),
     };
     match outcome {
@@ -113,7 +123,63 @@ fn cursor(uri: &str, db: &str, coll: &str, expected: u32) -> Result<String, Stri
     if docs != u64::from(expected) {
         return Err(format!("expected {expected} documents, found {docs}"));
     }
-    Ok(throughput("CURSOR", docs, bytes, seconds, cpu_ns))
+    Ok(format!(
+        "{} peak_rss_mb={:.1}",
+        throughput("CURSOR", docs, bytes, seconds, cpu_ns),
+        memory_mb("VmHWM")?
+    ))
+}
+
+/// Bytes of each document `big_batch` stores: 1 MB, so that 16 of them
+/// make one reply just under the servers' 16 MiB cap on a batch.
+const BIG_DOCUMENT_BYTES: usize = 1_000_000;
+
+fn big_batch(uri: &str, db: &str, coll: &str, n: u32) -> Result<String, String> {
+    let client = Client::with_uri_str(uri).map_err(|e| e.to_string())?;
+    let collection = client.database(db).collection::<Document>(coll);
+    collection.drop().run().map_err(|e| e.to_string())?;
+    let filler = "x".repeat(BIG_DOCUMENT_BYTES);
+    for i in 0..i64::from(n) {
+        collection
+            .insert_one(doc! { "_id": i, "s": filler.as_str() })
+            .run()
+            .map_err(|e| e.to_string())?;
+    }
+    drop(filler);
+    std::fs::write("/proc/self/clear_refs", "5")
+        .map_err(|e| format!("cannot reset the peak RSS (Linux only): {e}"))?;
+    let base = memory_mb("VmRSS")?;
+    let (mut docs, mut bytes) = (0u64, 0u64);
+    let found = collection
+        .find(doc! {})
+        .batch_size(n)
+        .run()
+        .map_err(|e| e.to_string())?;
+    for document in found {
+        let document = document.map_err(|e| e.to_string())?;
+        bytes += bson_len(&document)?;
+        docs += 1;
+    }
+    if docs != u64::from(n) {
+        return Err(format!("expected {n} documents, found {docs}"));
+    }
+    Ok(format!(
+        "BIGBATCH docs={docs} read_mb={:.1} base_rss_mb={base:.1} peak_rss_mb={:.1}",
+        bytes as f64 / 1e6,
+        memory_mb("VmHWM")?
+    ))
+}
+
+/// A `/proc/self/status` memory figure (`VmHWM`, `VmRSS`) in MB.
+fn memory_mb(name: &str) -> Result<f64, String> {
+    let status = std::fs::read_to_string("/proc/self/status")
+        .map_err(|e| format!("cannot read /proc/self/status (Linux only): {e}"))?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
+        .and_then(|value| value.trim().strip_suffix("kB")?.trim().parse::<f64>().ok())
+        .map(|kib| kib * 1024.0 / 1e6)
+        .ok_or_else(|| format!("no {name} in /proc/self/status"))
 }
 
 fn insert(uri: &str, db: &str, coll: &str, n: u32) -> Result<String, String> {
