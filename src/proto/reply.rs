@@ -253,3 +253,166 @@ fn deserialize_error(bytes: &[u8], error: &bson::de::Error) -> Error {
         "a document from the server does not match the cursor's type: {error}"
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use bson::{doc, oid::ObjectId};
+    use serde::Deserialize;
+
+    use super::*;
+    use crate::error::ErrorKind;
+    use crate::operation::cursor::{CursorOptions, CursorSpec};
+
+    fn parsed(reply: &Document) -> Reply {
+        let bytes = bson::to_vec(reply).unwrap();
+        let len = bytes.len();
+        Reply::parse(bytes, 0..len).unwrap()
+    }
+
+    fn first_batch(batch: Vec<Document>) -> Document {
+        doc! {
+            "cursor": { "firstBatch": batch, "id": 0_i64, "ns": "db.coll" },
+            "ok": 1.0,
+            "$clusterTime": { "clusterTime": bson::Timestamp { time: 1, increment: 2 } },
+        }
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Address {
+        city: String,
+        zip: Option<i32>,
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Person {
+        // Declared in another order than the server sends the fields.
+        name: String,
+        #[serde(rename = "_id")]
+        id: ObjectId,
+        address: Address,
+        tags: Vec<String>,
+    }
+
+    #[test]
+    fn a_cursor_batch_stays_bytes_and_the_rest_is_a_document() {
+        let original = first_batch(vec![doc! { "a": 1 }, doc! { "b": { "c": [1, 2] } }]);
+        let mut reply = parsed(&original);
+        assert_eq!(
+            reply.document(),
+            &first_batch(vec![]),
+            "the batch is left out of the document, every other field is in it"
+        );
+        assert_eq!(
+            reply.to_document().unwrap(),
+            original,
+            "order and nesting kept"
+        );
+        let batch = reply.take_batch().expect("the batch is kept as bytes");
+        assert_eq!(batch.len(), 2);
+    }
+
+    #[test]
+    fn a_reply_without_a_batch_keeps_no_bytes() {
+        let original = doc! { "ok": 1, "n": 3, "cursor": { "id": 0_i64 } };
+        let mut reply = parsed(&original);
+        assert!(reply.take_batch().is_none());
+        assert_eq!(reply.into_document().unwrap(), original);
+    }
+
+    #[test]
+    fn typed_documents_come_straight_from_the_batch_bytes() {
+        let id = ObjectId::new();
+        let stored = doc! {
+            "_id": id,
+            "address": { "zip": 75001, "city": "Paris" },
+            "tags": ["a", "b"],
+            "name": "Ada",
+        };
+        let wrong = doc! { "_id": id, "name": 7, "address": { "city": "x" }, "tags": [] };
+        let reply = parsed(&first_batch(vec![stored, wrong]));
+        let mut spec = CursorSpec::from_raw_reply(reply, CursorOptions::default()).unwrap();
+        let person: Person = spec.pop_front().unwrap().unwrap();
+        assert_eq!(
+            person,
+            Person {
+                name: "Ada".into(),
+                id,
+                address: Address {
+                    city: "Paris".into(),
+                    zip: Some(75001)
+                },
+                tags: vec!["a".into(), "b".into()],
+            }
+        );
+        let error = spec.pop_front::<Person>().unwrap().unwrap_err();
+        assert!(
+            matches!(error.kind(), ErrorKind::InvalidArgument { .. }),
+            "{error:?}"
+        );
+        assert!(
+            error
+                .to_string()
+                .contains("does not match the cursor's type"),
+            "{error}"
+        );
+        assert!(spec.pop_front::<Person>().is_none());
+    }
+
+    #[test]
+    fn an_element_that_is_not_a_document_is_named() {
+        let reply =
+            doc! { "cursor": { "id": 0_i64, "ns": "db.c", "firstBatch": [ {}, 7 ] }, "ok": 1 };
+        let error =
+            CursorSpec::from_raw_reply(parsed(&reply), CursorOptions::default()).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "protocol error: malformed reply: `cursor.firstBatch[1]` is an int32, not a document",
+        );
+    }
+
+    /// The bytes of `reply` with the first occurrence of `from` replaced.
+    fn patched(reply: &Document, from: &[u8], to: &[u8]) -> Vec<u8> {
+        let mut bytes = bson::to_vec(reply).unwrap();
+        let at = bytes
+            .windows(from.len())
+            .position(|window| window == from)
+            .unwrap();
+        bytes[at..at + from.len()].copy_from_slice(to);
+        bytes
+    }
+
+    #[test]
+    fn a_document_with_invalid_bytes_inside_is_a_protocol_error_when_read() {
+        let reply = first_batch(vec![doc! { "s": "abc" }, doc! { "n": 1 }]);
+        // The string's length (4: "abc" and its NUL) now claims 200 bytes.
+        let bytes = patched(&reply, b"s\0\x04\0\0\0abc", b"s\0\xc8\0\0\0abc");
+        let len = bytes.len();
+        let reply = Reply::parse(bytes, 0..len).unwrap();
+        let mut spec = CursorSpec::from_raw_reply(reply, CursorOptions::default()).unwrap();
+        let error = spec.pop_front::<Document>().unwrap().unwrap_err();
+        assert!(
+            matches!(error.kind(), ErrorKind::Protocol { .. }),
+            "{error:?}"
+        );
+        assert!(
+            error
+                .to_string()
+                .contains("invalid BSON in a cursor batch document"),
+            "{error}"
+        );
+        let next: Document = spec.pop_front().unwrap().unwrap();
+        assert_eq!(next, doc! { "n": 1 }, "the next document is still readable");
+    }
+
+    #[test]
+    fn a_batch_document_whose_length_lies_is_refused_with_the_reply() {
+        let reply = first_batch(vec![doc! { "a": 1 }]);
+        // {a: 1} is 12 bytes long; it now claims 13, eating into its array.
+        let bytes = patched(&reply, b"\x0c\0\0\0\x10a\0", b"\x0d\0\0\0\x10a\0");
+        let len = bytes.len();
+        let error = Reply::parse(bytes.clone(), 0..len).unwrap_err();
+        assert!(!error.is_empty());
+        // And cut short, the reply is refused as a whole.
+        assert!(Reply::parse(bytes[..len - 3].to_vec(), 0..len - 3).is_err());
+    }
+}

@@ -357,6 +357,13 @@ mod tests {
                 CursorOptions::default(),
             ));
             assert_eq!(message, format!("malformed reply: {expected}"), "{reply}");
+            // The same through the bytes, as replies arrive.
+            let bytes = bson::to_vec(&reply).unwrap();
+            let len = bytes.len();
+            let raw = Reply::parse(bytes, 0..len).unwrap();
+            let message =
+                protocol_message(CursorSpec::from_raw_reply(raw, CursorOptions::default()));
+            assert_eq!(message, format!("malformed reply: {expected}"), "{reply}");
         }
     }
 
