@@ -82,7 +82,7 @@ pub use proto::{
 };
 
 use proto::{
-    concern, deadline, handshake, log_json, monitor, nesting, scan, tls, unsupported, wire,
+    concern, deadline, encode, handshake, log_json, monitor, nesting, scan, tls, unsupported, wire,
 };
 use shell::{conn, dns, exec, fork, topology};
 

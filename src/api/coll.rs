@@ -257,6 +257,18 @@ pub(crate) fn to_document<T: Serialize>(document: &T) -> Result<Document> {
     })
 }
 
+/// `document` as BSON bytes, serialized straight from the caller's type
+/// (no intermediate `Document`), refused like [`to_document`] refuses.
+pub(crate) fn to_raw_document<T: Serialize>(document: &T) -> Result<bson::RawDocumentBuf> {
+    crate::nesting::check_depth(document, "the document")?;
+    let bytes = bson::to_vec(document).map_err(|e| {
+        Error::invalid_argument(format!("the document cannot be converted to BSON: {e}"))
+    })?;
+    bson::RawDocumentBuf::from_bytes(bytes).map_err(|e| {
+        Error::invalid_argument(format!("the document cannot be converted to BSON: {e}"))
+    })
+}
+
 /// Runs a cursor-opening `op` in an implicit session, which the cursor keeps.
 pub(crate) fn open_cursor<U, Op: Operation<Output = CursorSpec>>(
     client: &Client,
@@ -309,7 +321,7 @@ impl<T> Collection<T> {
     where
         T: Serialize,
     {
-        action::InsertOne::new(self, to_document(document.borrow()))
+        action::InsertOne::new(self, to_raw_document(document.borrow()))
     }
 
     /// Inserts many documents, in batches the server accepts.
@@ -333,7 +345,7 @@ impl<T> Collection<T> {
     {
         let documents = documents
             .into_iter()
-            .map(|d| to_document(d.borrow()))
+            .map(|d| to_raw_document(d.borrow()))
             .collect::<Result<Vec<_>>>();
         action::InsertMany::new(self, documents)
     }

@@ -8,6 +8,7 @@ pub mod auth;
 pub mod coll_options;
 pub(crate) mod concern;
 pub(crate) mod deadline;
+pub(crate) mod encode;
 pub mod event;
 pub(crate) mod handshake;
 pub(crate) mod log_json;

@@ -13,7 +13,7 @@
 
 use std::collections::HashSet;
 
-use bson::{Document, RawBsonRef, RawDocument};
+use bson::{Document, RawBsonRef, RawDocument, RawDocumentBuf};
 
 use crate::error::{Error, Result};
 use crate::reply::Reply;
@@ -166,8 +166,9 @@ impl std::ops::BitOr for MsgFlags {
 pub struct DocumentSequence {
     /// The name of the command argument the documents belong to.
     pub identifier: String,
-    /// The documents, in order.
-    pub documents: Vec<Document>,
+    /// The documents, in order, as BSON bytes (encoded once, when the
+    /// statement was made, and copied into the message as they are).
+    pub documents: Vec<RawDocumentBuf>,
 }
 
 /// An OP_MSG: one body document and any number of document sequences.
@@ -316,7 +317,7 @@ fn write_msg(
         out.extend_from_slice(identifier.as_bytes());
         out.push(0);
         for document in &sequence.documents {
-            write_document(document, out, identifier)?;
+            out.extend_from_slice(document.as_bytes());
             check_size(out)?;
         }
         let size = i32::try_from(out.len() - size_at)
@@ -559,7 +560,16 @@ fn read_sequence(reader: &mut Reader<'_>) -> Result<DocumentSequence> {
     let identifier = payload.cstring("document sequence identifier")?;
     let mut documents = Vec::new();
     while payload.remaining() > 0 {
-        documents.push(payload.document("document sequence")?);
+        let bytes = payload.document_bytes("document sequence")?;
+        parse_document(bytes).map_err(|reason| {
+            Error::protocol(
+                None,
+                format!("document sequence: invalid BSON in document sequence: {reason}"),
+            )
+        })?;
+        let raw = RawDocumentBuf::from_bytes(bytes.to_vec())
+            .map_err(|e| Error::protocol(None, format!("document sequence: {e}")))?;
+        documents.push(raw);
     }
     Ok(DocumentSequence {
         identifier,
@@ -887,7 +897,7 @@ mod tests {
             sequences: vec![
                 DocumentSequence {
                     identifier: "documents".into(),
-                    documents: vec![doc! { "_id": 1 }, doc! { "_id": 2, "x": "y" }],
+                    documents: raw(&[doc! { "_id": 1 }, doc! { "_id": 2, "x": "y" }]),
                 },
                 DocumentSequence {
                     identifier: "empty".into(),
@@ -895,7 +905,7 @@ mod tests {
                 },
                 DocumentSequence {
                     identifier: "more".into(),
-                    documents: vec![doc! { "a": { "b": [1, 2, 3] } }],
+                    documents: raw(&[doc! { "a": { "b": [1, 2, 3] } }]),
                 },
             ],
         }
@@ -975,7 +985,7 @@ mod tests {
             panic!("expected OP_MSG")
         };
         assert_eq!(msg.sequences[0].identifier, "ids");
-        assert_eq!(msg.sequences[0].documents, vec![doc! { "x": 1 }]);
+        assert_eq!(msg.sequences[0].documents, raw(&[doc! { "x": 1 }]));
         assert!(!message.more_to_come());
         assert_eq!(message.into_reply_document().unwrap(), doc! { "ok": 1 });
     }
@@ -1230,6 +1240,13 @@ mod tests {
         );
     }
 
+    fn raw(documents: &[Document]) -> Vec<RawDocumentBuf> {
+        documents
+            .iter()
+            .map(|d| RawDocumentBuf::from_document(d).unwrap())
+            .collect()
+    }
+
     fn sequence_frame(declared_size: i32, sequence_documents: &[Document]) -> Vec<u8> {
         let mut body = vec![0, 0, 0, 0, 0];
         body.extend_from_slice(&bson_bytes(&doc! { "ok": 1 }));
@@ -1250,7 +1267,7 @@ mod tests {
         else {
             panic!("expected OP_MSG")
         };
-        assert_eq!(msg.sequences[0].documents, documents);
+        assert_eq!(msg.sequences[0].documents, raw(&documents));
 
         for lie in [
             true_size + 1,

@@ -2,7 +2,7 @@
 
 use std::marker::PhantomData;
 
-use bson::{Bson, Document};
+use bson::{Bson, Document, RawDocumentBuf};
 use serde::de::DeserializeOwned;
 
 use super::{option_setters, session_setter, ExplicitSession, ImplicitSession};
@@ -173,13 +173,13 @@ impl<'a, T> FindOne<'a, T> {
 #[must_use = "nothing is sent until `run`"]
 pub struct InsertOne<'a, T> {
     coll: &'a Collection<T>,
-    document: Result<Document>,
+    document: Result<RawDocumentBuf>,
     options: InsertOneOptions,
     session: Option<&'a mut ClientSession>,
 }
 
 impl<'a, T> InsertOne<'a, T> {
-    pub(crate) fn new(coll: &'a Collection<T>, document: Result<Document>) -> Self {
+    pub(crate) fn new(coll: &'a Collection<T>, document: Result<RawDocumentBuf>) -> Self {
         InsertOne {
             coll,
             document,
@@ -197,7 +197,7 @@ impl<'a, T> InsertOne<'a, T> {
 
     /// Inserts the document.
     pub fn run(self) -> Result<InsertOneResult> {
-        let op = Insert::one(self.coll.namespace().clone(), self.document?, self.options);
+        let op = Insert::one(self.coll.namespace().clone(), self.document?, self.options)?;
         self.coll.execute(op, self.session)
     }
 }
@@ -206,13 +206,13 @@ impl<'a, T> InsertOne<'a, T> {
 #[must_use = "nothing is sent until `run`"]
 pub struct InsertMany<'a, T> {
     coll: &'a Collection<T>,
-    documents: Result<Vec<Document>>,
+    documents: Result<Vec<RawDocumentBuf>>,
     options: InsertManyOptions,
     session: Option<&'a mut ClientSession>,
 }
 
 impl<'a, T> InsertMany<'a, T> {
-    pub(crate) fn new(coll: &'a Collection<T>, documents: Result<Vec<Document>>) -> Self {
+    pub(crate) fn new(coll: &'a Collection<T>, documents: Result<Vec<RawDocumentBuf>>) -> Self {
         InsertMany {
             coll,
             documents,
@@ -231,7 +231,7 @@ impl<'a, T> InsertMany<'a, T> {
 
     /// Inserts the documents, in as many batches as the server's limits need.
     pub fn run(mut self) -> Result<InsertManyResult> {
-        let mut insert = operation::InsertMany::new(
+        let mut insert = operation::InsertMany::from_raw(
             self.coll.namespace().clone(),
             self.documents?,
             self.options,

@@ -19,7 +19,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use bson::{doc, Bson, Document};
+use bson::{doc, Bson, Document, RawDocumentBuf};
 
 use super::delete::delete_statement;
 use super::insert::{ensure_id, too_large};
@@ -28,9 +28,9 @@ use super::update::{
     UpdateStatementOptions,
 };
 use super::{
-    append_option, document_size, malformed, parse_write_concern_error, parse_write_errors,
-    reply_count, reply_labels, sequence_budget, Command, Namespace, Operation, Retryability,
-    ServerInfo, COMMAND_OVERHEAD_BYTES,
+    append_option, malformed, parse_write_concern_error, parse_write_errors, reply_count,
+    reply_labels, sequence_budget, Command, Namespace, Operation, Retryability, ServerInfo,
+    COMMAND_OVERHEAD_BYTES,
 };
 use crate::coll_options::{
     BulkWriteOptions, DeleteModelOptions, InsertManyOptions, ReplaceModelOptions,
@@ -179,9 +179,32 @@ impl WriteKind {
 #[derive(Clone, Debug)]
 struct Statement {
     index: usize,
-    document: Document,
+    /// Encoded once, when the statement is made; `build` copies the bytes.
+    document: RawDocumentBuf,
     size: usize,
     multi: bool,
+}
+
+impl Statement {
+    fn new(index: usize, document: RawDocumentBuf, multi: bool) -> Self {
+        let size = document.as_bytes().len();
+        Statement {
+            index,
+            document,
+            size,
+            multi,
+        }
+    }
+
+    /// The `_id` of an insert's document (`null` when it has none).
+    fn id(&self) -> Bson {
+        self.document
+            .get("_id")
+            .ok()
+            .flatten()
+            .and_then(|id| Bson::try_from(id.to_raw_bson()).ok())
+            .unwrap_or(Bson::Null)
+    }
 }
 
 /// The command-level options every batch of a bulk write shares.
@@ -260,8 +283,7 @@ impl WriteBatch {
                     if stopped || failed.contains(&statement.index) {
                         continue;
                     }
-                    let id = statement.document.get("_id").cloned().unwrap_or(Bson::Null);
-                    result.inserted_ids.insert(statement.index, id);
+                    result.inserted_ids.insert(statement.index, statement.id());
                 }
                 result.inserted_count = reply_count(reply, "n")?.unwrap_or(0);
             }
@@ -408,16 +430,8 @@ impl BulkWrite {
         let mut statements = Vec::with_capacity(models.len());
         for (index, model) in models.into_iter().enumerate() {
             let (kind, document, multi) = statement_of(index, model)?;
-            let size = document_size(&document)?;
-            statements.push((
-                kind,
-                Statement {
-                    index,
-                    document,
-                    size,
-                    multi,
-                },
-            ));
+            let document = crate::encode::document_to_raw(&document, kind.sequence_name())?;
+            statements.push((kind, Statement::new(index, document, multi)));
         }
         Ok(BulkWrite::from_statements(ns, statements, shared))
     }
@@ -656,6 +670,21 @@ impl InsertMany {
         documents: Vec<Document>,
         options: InsertManyOptions,
     ) -> Result<Self> {
+        let documents = documents
+            .iter()
+            .map(|document| crate::encode::document_to_raw(document, "documents"))
+            .collect::<Result<Vec<_>>>()?;
+        Self::from_raw(ns, documents, options)
+    }
+
+    /// [`Self::new`] for documents already encoded as BSON bytes (as
+    /// `Collection::insert_many` encodes them, straight from the caller's
+    /// type); a missing `_id` is added to the bytes.
+    pub fn from_raw(
+        ns: Namespace,
+        documents: Vec<RawDocumentBuf>,
+        options: InsertManyOptions,
+    ) -> Result<Self> {
         if documents.is_empty() {
             return Err(Error::invalid_argument(
                 "insert_many needs at least one document",
@@ -670,17 +699,8 @@ impl InsertMany {
         };
         let mut statements = Vec::with_capacity(documents.len());
         for (index, mut document) in documents.into_iter().enumerate() {
-            ensure_id(&mut document);
-            let size = document_size(&document)?;
-            statements.push((
-                WriteKind::Insert,
-                Statement {
-                    index,
-                    document,
-                    size,
-                    multi: false,
-                },
-            ));
+            crate::encode::ensure_raw_id(&mut document)?;
+            statements.push((WriteKind::Insert, Statement::new(index, document, false)));
         }
         Ok(InsertMany(BulkWrite::from_statements(
             ns, statements, shared,
@@ -715,12 +735,7 @@ impl InsertMany {
             .groups
             .iter()
             .flat_map(|g| g.statements.iter())
-            .map(|s| {
-                (
-                    s.index,
-                    s.document.get("_id").cloned().unwrap_or(Bson::Null),
-                )
-            })
+            .map(|s| (s.index, s.id()))
             .collect()
     }
 }
@@ -728,7 +743,8 @@ impl InsertMany {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::operation::test_support::{ns, server, small_server};
+    use crate::operation::document_size;
+    use crate::operation::test_support::{ns, sent as sent_documents, server, small_server};
 
     /// Runs `bulk` against a fake server: `answer` gets each command and
     /// returns the reply. Returns the commands sent.
@@ -772,7 +788,7 @@ mod tests {
         let sent = run(&mut bulk, &small_server(3, 48_000_000, 1024), all_ok).unwrap();
         assert_eq!(batch_lengths(&sent), vec![3, 3, 3, 1]);
         assert_eq!(sent[0].body, doc! { "insert": "coll", "ordered": true });
-        assert_eq!(sent[3].sequences[0].documents, vec![doc! { "_id": 9 }]);
+        assert_eq!(sent_documents(&sent[3]), vec![doc! { "_id": 9 }]);
         let result = bulk.finish().unwrap();
         assert_eq!(result.inserted_count, 10);
         assert_eq!(result.inserted_ids.len(), 10);
@@ -861,8 +877,7 @@ mod tests {
         let mut bulk = BulkWrite::new(ns(), mixed(), BulkWriteOptions::default()).unwrap();
         let sent = run(&mut bulk, &server(), |command| match command.name {
             "update"
-                if command.sequences[0].documents[0].get_document("q").unwrap()
-                    == &doc! { "_id": 5 } =>
+                if sent_documents(command)[0].get_document("q").unwrap() == &doc! { "_id": 5 } =>
             {
                 doc! { "n": 1, "nModified": 0, "upserted": [ { "index": 0, "_id": 5 } ], "ok": 1 }
             }
@@ -877,11 +892,11 @@ mod tests {
             vec!["insert", "update", "insert", "delete", "update"]
         );
         assert_eq!(
-            sent[3].sequences[0].documents,
+            sent_documents(&sent[3]),
             vec![doc! { "q": { "x": 0 }, "limit": 0 }]
         );
         assert_eq!(
-            sent[4].sequences[0].documents,
+            sent_documents(&sent[4]),
             vec![doc! { "q": { "_id": 5 }, "u": { "x": 5 }, "upsert": true }]
         );
         let result = bulk.finish().unwrap();
@@ -934,7 +949,7 @@ mod tests {
     fn ordered_stops_at_the_first_write_error() {
         let mut bulk = BulkWrite::new(ns(), inserts(5), BulkWriteOptions::default()).unwrap();
         let sent = run(&mut bulk, &small_server(2, 48_000_000, 1024), |command| {
-            if command.sequences[0].documents[0] == doc! { "_id": 2 } {
+            if sent_documents(command)[0] == doc! { "_id": 2 } {
                 // Second batch (models 2, 3): model 3 fails, the server stops there.
                 doc! { "n": 1, "writeErrors": [duplicate_key(1)], "ok": 1 }
             } else {
@@ -969,7 +984,7 @@ mod tests {
         // models [0, 2], [3, 4], [5].
         let mut bulk = BulkWrite::new(ns(), models, options).unwrap();
         let sent = run(&mut bulk, &small_server(2, 48_000_000, 1024), |command| {
-            let first = command.sequences[0].documents[0].clone();
+            let first = sent_documents(command)[0].clone();
             if first == doc! { "_id": 0 } {
                 doc! { "n": 1, "writeErrors": [duplicate_key(1)], "ok": 1 }
             } else if first == doc! { "_id": 2 } {
@@ -1002,7 +1017,7 @@ mod tests {
         let mut bulk = BulkWrite::new(ns(), inserts(4), BulkWriteOptions::default()).unwrap();
         let sent = run(&mut bulk, &small_server(2, 48_000_000, 1024), |command| {
             let mut reply = all_ok(command);
-            if command.sequences[0].documents[0] == doc! { "_id": 0 } {
+            if sent_documents(command)[0] == doc! { "_id": 0 } {
                 reply.insert(
                     "writeConcernError",
                     doc! { "code": 64, "codeName": "WriteConcernFailed", "errmsg": "waiting" },

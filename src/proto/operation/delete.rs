@@ -71,7 +71,7 @@ impl Operation for Delete {
         let mut command = Command::new(Self::NAME, self.ns.db.clone(), body);
         command.sequences.push(DocumentSequence {
             identifier: "deletes".into(),
-            documents: vec![self.statement.clone()],
+            documents: vec![crate::encode::document_to_raw(&self.statement, "deletes")?],
         });
         Ok(command)
     }
@@ -116,7 +116,7 @@ mod tests {
         );
         assert_eq!(command.sequences[0].identifier, "deletes");
         assert_eq!(
-            command.sequences[0].documents,
+            crate::operation::test_support::sent(&command),
             vec![
                 doc! { "q": { "x": 1 }, "limit": 1, "collation": { "locale": "en" }, "hint": { "x": 1 } }
             ]
@@ -125,7 +125,7 @@ mod tests {
         let mut many = Delete::delete_many(ns(), doc! {}, DeleteOptions::default());
         let command = many.build(&server()).unwrap();
         assert_eq!(
-            command.sequences[0].documents,
+            crate::operation::test_support::sent(&command),
             vec![doc! { "q": {}, "limit": 0 }]
         );
         assert_eq!(many.retryability(), Retryability::None);

@@ -1,11 +1,10 @@
 //! `insert` of one document (`insert_one`); many documents go through
 //! [`super::InsertMany`], which splits them into batches.
 
-use bson::{doc, Bson, Document};
+use bson::{doc, Bson, Document, RawDocumentBuf};
 
 use super::{
-    append_option, check_single_write, document_size, Command, Namespace, Operation, Retryability,
-    ServerInfo,
+    append_option, check_single_write, Command, Namespace, Operation, Retryability, ServerInfo,
 };
 use crate::coll_options::InsertOneOptions;
 use crate::error::{Error, Result};
@@ -39,21 +38,26 @@ pub(crate) fn too_large(index: usize, size: usize, max: usize) -> Error {
 #[derive(Clone, Debug)]
 pub struct Insert {
     ns: Namespace,
-    document: Document,
+    document: RawDocumentBuf,
     inserted_id: Bson,
     options: InsertOneOptions,
 }
 
 impl Insert {
-    /// Inserts `document` into `ns`, generating an `_id` when it has none.
-    pub fn one(ns: Namespace, mut document: Document, options: InsertOneOptions) -> Self {
-        let inserted_id = ensure_id(&mut document);
-        Insert {
+    /// Inserts `document` (BSON bytes) into `ns`, generating an `_id`
+    /// when it has none; fails when the bytes are not valid BSON.
+    pub fn one(
+        ns: Namespace,
+        mut document: RawDocumentBuf,
+        options: InsertOneOptions,
+    ) -> Result<Self> {
+        let inserted_id = crate::encode::ensure_raw_id(&mut document)?;
+        Ok(Insert {
             ns,
             document,
             inserted_id,
             options,
-        }
+        })
     }
 
     /// The `_id` the document is inserted with.
@@ -67,7 +71,7 @@ impl Operation for Insert {
     const NAME: &'static str = "insert";
 
     fn build(&mut self, server: &ServerInfo) -> Result<Command> {
-        let size = document_size(&self.document)?;
+        let size = self.document.as_bytes().len();
         if size > server.max_document_bytes() {
             return Err(too_large(0, size, server.max_document_bytes()));
         }
@@ -109,16 +113,24 @@ mod tests {
     use crate::operation::test_support::{ns, server, small_server};
     use crate::results::{WriteError, WriteFailure};
 
+    fn raw(document: Document) -> RawDocumentBuf {
+        RawDocumentBuf::from_document(&document).unwrap()
+    }
+
     #[test]
     fn id_is_generated_first_and_returned() {
-        let mut insert = Insert::one(ns(), doc! { "x": 1 }, InsertOneOptions::default());
+        let mut insert =
+            Insert::one(ns(), raw(doc! { "x": 1 }), InsertOneOptions::default()).unwrap();
         let command = insert.build(&server()).unwrap();
         assert_eq!(command.body, doc! { "insert": "coll", "ordered": true });
         let sent = &command.sequences[0];
         assert_eq!(sent.identifier, "documents");
         let id = insert.inserted_id().clone();
         assert!(matches!(id, Bson::ObjectId(_)));
-        assert_eq!(sent.documents, vec![doc! { "_id": id.clone(), "x": 1 }]);
+        assert_eq!(
+            sent.documents,
+            vec![raw(doc! { "_id": id.clone(), "x": 1 })]
+        );
         let result = insert
             .handle_reply(doc! { "n": 1, "ok": 1 }, &server())
             .unwrap();
@@ -127,9 +139,15 @@ mod tests {
 
     #[test]
     fn explicit_and_null_ids_are_kept() {
-        let insert = Insert::one(ns(), doc! { "x": 1, "_id": 5 }, InsertOneOptions::default());
+        let insert = Insert::one(
+            ns(),
+            raw(doc! { "x": 1, "_id": 5 }),
+            InsertOneOptions::default(),
+        )
+        .unwrap();
         assert_eq!(insert.inserted_id(), &Bson::Int32(5));
-        let insert = Insert::one(ns(), doc! { "_id": null }, InsertOneOptions::default());
+        let insert =
+            Insert::one(ns(), raw(doc! { "_id": null }), InsertOneOptions::default()).unwrap();
         assert_eq!(insert.inserted_id(), &Bson::Null);
     }
 
@@ -138,7 +156,7 @@ mod tests {
         let options = InsertOneOptions::default()
             .bypass_document_validation(true)
             .comment(Bson::from("c"));
-        let mut insert = Insert::one(ns(), doc! { "_id": 1 }, options);
+        let mut insert = Insert::one(ns(), raw(doc! { "_id": 1 }), options).unwrap();
         assert_eq!(
             insert.build(&server()).unwrap().body,
             doc! { "insert": "coll", "ordered": true, "bypassDocumentValidation": true, "comment": "c" }
@@ -150,9 +168,10 @@ mod tests {
     fn oversized_document_is_refused_with_its_size() {
         let mut insert = Insert::one(
             ns(),
-            doc! { "_id": 1, "s": "x".repeat(100) },
+            raw(doc! { "_id": 1, "s": "x".repeat(100) }),
             InsertOneOptions::default(),
-        );
+        )
+        .unwrap();
         let error = insert.build(&small_server(10, 1_000_000, 64)).unwrap_err();
         assert!(matches!(error.kind(), ErrorKind::InvalidArgument { .. }));
         assert_eq!(
@@ -163,7 +182,8 @@ mod tests {
 
     #[test]
     fn duplicate_key_is_a_write_error() {
-        let insert = Insert::one(ns(), doc! { "_id": 1 }, InsertOneOptions::default());
+        let insert =
+            Insert::one(ns(), raw(doc! { "_id": 1 }), InsertOneOptions::default()).unwrap();
         let reply = doc! { "n": 0, "ok": 1, "writeErrors": [ { "index": 0, "code": 11000, "codeName": "DuplicateKey", "errmsg": "E11000" } ] };
         let error = insert.handle_reply(reply, &server()).unwrap_err();
         match error.kind() {

@@ -477,6 +477,20 @@ pub(crate) fn first_key_is_operator(document: &Document) -> bool {
 pub(crate) mod test_support {
     use super::*;
 
+    /// The documents of a command's first sequence, decoded.
+    pub fn sent(command: &Command) -> Vec<Document> {
+        command.sequences[0]
+            .documents
+            .iter()
+            .map(|raw| crate::encode::raw_to_document(raw))
+            .collect()
+    }
+
+    /// `document` as BSON bytes.
+    pub fn raw(document: &Document) -> bson::RawDocumentBuf {
+        bson::RawDocumentBuf::from_document(document).expect("encodes")
+    }
+
     /// A server with small limits, to make batching visible.
     pub fn small_server(max_batch: i64, max_message: i64, max_document: i64) -> ServerInfo {
         ServerInfo {

@@ -293,7 +293,7 @@ impl Operation for Update {
         let mut command = Command::new(Self::NAME, self.ns.db.clone(), body);
         command.sequences.push(DocumentSequence {
             identifier: "updates".into(),
-            documents: vec![self.statement.clone()],
+            documents: vec![crate::encode::document_to_raw(&self.statement, "updates")?],
         });
         Ok(command)
     }
@@ -341,7 +341,8 @@ mod tests {
         let command = update.build(&server()).unwrap();
         assert_eq!(command.sequences.len(), 1);
         assert_eq!(command.sequences[0].identifier, "updates");
-        (command.body, command.sequences[0].documents[0].clone())
+        let statement = crate::operation::test_support::sent(&command).remove(0);
+        (command.body, statement)
     }
 
     #[test]

@@ -229,8 +229,7 @@ pub(crate) fn event_copy(msg: &OpMsg, sensitive: bool) -> Document {
             sequence
                 .documents
                 .iter()
-                .cloned()
-                .map(bson::Bson::Document)
+                .map(|raw| bson::Bson::Document(crate::encode::raw_to_document(raw)))
                 .collect::<Vec<_>>(),
         );
     }

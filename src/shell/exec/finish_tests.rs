@@ -225,7 +225,7 @@ fn the_events_copy_folds_sequences_in_and_is_made_only_when_wanted() {
     let insert = || Command {
         sequences: vec![DocumentSequence {
             identifier: "documents".into(),
-            documents: vec![doc! { "_id": 1 }],
+            documents: vec![crate::operation::test_support::raw(&doc! { "_id": 1 })],
         }],
         ..Command::new("insert", "db", doc! { "insert": "c" })
     };

@@ -165,9 +165,10 @@ mod steps {
     fn insert() -> Insert {
         Insert::one(
             Namespace::new("db", "c"),
-            doc! { "_id": 1 },
+            crate::operation::test_support::raw(&doc! { "_id": 1 }),
             InsertOneOptions::default(),
         )
+        .expect("valid BSON")
     }
 
     fn session(id: &str, clock: &VirtualClock) -> SessionState {
