@@ -2,7 +2,8 @@
 //! memory cap, so reading a batch must not cost many times its size. A
 //! counting global allocator records the peak of live heap bytes; the test
 //! reads 40 MB (batches of up to 16 MiB, the server's cap) through `run_command` and through `find`, prints
-//! the figures and bounds them by 2.5× the reply's size.
+//! the figures and bounds them by 2.5× the reply's size (1.75× through a
+//! cursor, which keeps the batch as bytes).
 
 mod support;
 
@@ -111,5 +112,15 @@ fn reading_large_batches_peaks_under_two_and_a_half_times_the_reply() {
 
     let bound = reply_size * 5 / 2;
     assert!(peak <= bound, "run_command peaked at {} MB", mb(peak));
-    assert!(find_peak <= bound, "find peaked at {} MB", mb(find_peak));
+    // A cursor keeps its batch as the reply's bytes and decodes one
+    // document at a time: the reply once, plus what growing the read
+    // buffer costs (it grows with the bytes received, never from the
+    // length field alone). A `Document` tree of the batch beside the
+    // bytes made it 2.05x.
+    let cursor_bound = reply_size * 7 / 4;
+    assert!(
+        find_peak <= cursor_bound,
+        "find peaked at {} MB",
+        mb(find_peak)
+    );
 }

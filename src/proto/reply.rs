@@ -95,7 +95,11 @@ impl Reply {
 
     /// A copy of the whole reply as a `Document` (for command events).
     pub fn to_document(&self) -> Result<Document> {
-        self.clone().into_document()
+        let mut document = self.document.clone();
+        if let Some(batch) = &self.batch {
+            restore_batch(&mut document, batch)?;
+        }
+        Ok(document)
     }
 
     /// Splits off the fields (for `ok: 0` checks that consume a document).
