@@ -41,6 +41,8 @@ pub struct Reply {
 pub struct RawBatch {
     bytes: Vec<u8>,
     spans: VecDeque<Range<usize>>,
+    /// The `cursor` field the batch came from (empty when built otherwise).
+    key: &'static str,
 }
 
 impl Reply {
@@ -71,7 +73,7 @@ impl Reply {
             };
             document.insert(key, value);
         }
-        let batch = batch.map(|spans| RawBatch { bytes, spans });
+        let batch = batch.map(|(key, spans)| RawBatch { bytes, spans, key });
         Ok(Reply { document, batch })
     }
 
@@ -83,6 +85,14 @@ impl Reply {
     /// Takes the batch kept as bytes, if there is one.
     pub fn take_batch(&mut self) -> Option<RawBatch> {
         self.batch.take()
+    }
+
+    /// Takes the batch kept as bytes if it came from `cursor.<key>`.
+    pub(crate) fn take_batch_of(&mut self, key: &str) -> Option<RawBatch> {
+        if self.batch.as_ref().is_some_and(|batch| batch.key == key) {
+            return self.batch.take();
+        }
+        None
     }
 
     /// The whole reply as a `Document`, the batch converted too.
@@ -120,22 +130,23 @@ impl Reply {
 fn parse_cursor(
     cursor: &RawDocument,
     message: &[u8],
-    batch: &mut Option<VecDeque<Range<usize>>>,
+    batch: &mut Option<(&'static str, VecDeque<Range<usize>>)>,
 ) -> std::result::Result<Document, String> {
     let mut document = Document::new();
     for element in cursor {
         let (key, value) = element.map_err(|e| e.to_string())?;
-        let value = match value {
-            RawBsonRef::Array(array) if BATCH_KEYS.contains(&key) && batch.is_none() => {
+        let batch_key = BATCH_KEYS.iter().find(|batch_key| **batch_key == key);
+        let value = match (value, batch_key) {
+            (RawBsonRef::Array(array), Some(batch_key)) if batch.is_none() => {
                 match document_spans(array, message)? {
                     Some(spans) => {
-                        *batch = Some(spans);
+                        *batch = Some((batch_key, spans));
                         Bson::Array(Vec::new())
                     }
                     None => crate::wire::owned_value(value).map_err(|e| e.to_string())?,
                 }
             }
-            other => crate::wire::owned_value(other).map_err(|e| e.to_string())?,
+            (other, _) => crate::wire::owned_value(other).map_err(|e| e.to_string())?,
         };
         document.insert(key, value);
     }
@@ -171,11 +182,10 @@ fn restore_batch(document: &mut Document, batch: &RawBatch) -> Result<()> {
     let cursor = document
         .get_document_mut("cursor")
         .map_err(|_| Error::protocol(None, "a reply's batch lost its cursor"))?;
-    let key = BATCH_KEYS
-        .iter()
-        .find(|key| matches!(cursor.get(**key), Some(Bson::Array(a)) if a.is_empty()))
-        .ok_or_else(|| Error::protocol(None, "a reply's batch lost its key"))?;
-    cursor.insert(*key, items);
+    if !matches!(cursor.get(batch.key), Some(Bson::Array(a)) if a.is_empty()) {
+        return Err(Error::protocol(None, "a reply's batch lost its place"));
+    }
+    cursor.insert(batch.key, items);
     Ok(())
 }
 
@@ -313,6 +323,24 @@ mod tests {
         );
         let batch = reply.take_batch().expect("the batch is kept as bytes");
         assert_eq!(batch.len(), 2);
+    }
+
+    #[test]
+    fn a_batch_is_taken_only_for_its_own_key() {
+        let original = doc! {
+            "cursor": { "firstBatch": [ { "a": 1 } ], "nextBatch": [], "id": 4_i64, "ns": "db.c" },
+            "ok": 1,
+        };
+        assert_eq!(parsed(&original).to_document().unwrap(), original);
+        let mut spec = CursorSpec::from_raw_reply(
+            Reply::from_document(
+                doc! { "cursor": { "id": 4_i64, "ns": "db.c", "firstBatch": [] } },
+            ),
+            CursorOptions::default(),
+        )
+        .unwrap();
+        spec.next_batch(parsed(&original)).unwrap();
+        assert!(spec.batch.is_empty(), "the getMore's nextBatch is empty");
     }
 
     #[test]

@@ -171,8 +171,9 @@ struct ParsedCursor {
     post_batch_resume_token: Option<Document>,
 }
 
-fn parse_cursor(reply: Reply, batch_key: &str) -> Result<ParsedCursor> {
-    let (mut reply, raw_batch) = reply.into_parts();
+fn parse_cursor(mut reply: Reply, batch_key: &str) -> Result<ParsedCursor> {
+    let raw_batch = reply.take_batch_of(batch_key);
+    let (mut reply, _) = reply.into_parts();
     let mut cursor = match reply.remove("cursor") {
         Some(Bson::Document(cursor)) => cursor,
         Some(other) => return Err(malformed(format!("`cursor` is {}", type_name(&other)))),
