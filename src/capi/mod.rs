@@ -1111,9 +1111,7 @@ pub unsafe extern "C" fn mi_cursor_next(
             .stream
             .next_document(lock_opt(&cursor.session).as_deref_mut())?;
         if let Some(next) = next {
-            next.to_writer(&mut cursor.current).map_err(|e| {
-                Failure::new(Domain::Internal, format!("cannot encode a document: {e}"))
-            })?;
+            cursor.current = next.into_bytes();
             *document = cursor.current.as_ptr();
             *len = cursor.current.len();
         }

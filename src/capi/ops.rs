@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use bson::{Bson, Document};
+use bson::{Bson, Document, RawDocumentBuf};
 
 use crate::coll_options::{AggregateOptions, CountOptions, FindOptions, UpdateOptions};
 use crate::cursor::SessionCursor;
@@ -294,12 +294,13 @@ pub(crate) fn count_documents(
     .map_err(|e| failure(&e))
 }
 
-/// The documents a query returns, one at a time.
+/// The documents a query returns, one at a time, as the BSON bytes of the
+/// reply (the C caller gets them as they came: nothing is decoded).
 pub(crate) enum DocumentStream {
     /// A server cursor with its own implicit session.
-    Cursor(Box<Cursor<Document>>),
+    Cursor(Box<Cursor<RawDocumentBuf>>),
     /// A server cursor of an explicit session, iterated with that session.
-    Session(Box<SessionCursor<Document>>),
+    Session(Box<SessionCursor<RawDocumentBuf>>),
 }
 
 impl DocumentStream {
@@ -308,7 +309,7 @@ impl DocumentStream {
     pub(crate) fn next_document(
         &mut self,
         session: Option<&mut ClientSession>,
-    ) -> Result<Option<Document>, Failure> {
+    ) -> Result<Option<RawDocumentBuf>, Failure> {
         match (self, session) {
             (DocumentStream::Cursor(cursor), _) => cursor.next().transpose(),
             (DocumentStream::Session(cursor), Some(session)) => cursor.next(session).transpose(),
@@ -343,6 +344,7 @@ pub(crate) fn find(
             _ => return Err(unknown_option("find", &key)),
         }
     }
+    let coll = coll.clone_with_type::<RawDocumentBuf>();
     let action = coll.find(filter).with_options(opts);
     match session {
         Some(s) => action
@@ -373,7 +375,10 @@ pub(crate) fn aggregate(
         }
     }
     let coll = collection(client, target.0, target.1);
-    let action = coll.aggregate(pipeline).with_options(opts);
+    let action = coll
+        .aggregate(pipeline)
+        .with_options(opts)
+        .with_type::<RawDocumentBuf>();
     match session {
         Some(s) => action
             .session(s)

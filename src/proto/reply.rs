@@ -391,6 +391,15 @@ mod tests {
     }
 
     #[test]
+    fn raw_documents_are_handed_out_as_the_bytes_that_came() {
+        let stored = doc! { "b": 2, "a": { "c": [1, "x"] } };
+        let reply = parsed(&first_batch(vec![stored.clone()]));
+        let mut spec = CursorSpec::from_raw_reply(reply, CursorOptions::default()).unwrap();
+        let raw: bson::RawDocumentBuf = spec.pop_front().unwrap().unwrap();
+        assert_eq!(raw.as_bytes(), bson::to_vec(&stored).unwrap().as_slice());
+    }
+
+    #[test]
     fn an_element_that_is_not_a_document_is_named() {
         let reply =
             doc! { "cursor": { "id": 0_i64, "ns": "db.c", "firstBatch": [ {}, 7 ] }, "ok": 1 };
