@@ -1430,4 +1430,56 @@ mod tests {
         // Some mutations (e.g. of request ids or string bytes) stay valid.
         assert!(decoded > 0);
     }
+
+    /// A cursor reply kept as bytes, mutated: decoding and reading every
+    /// batch document as a `Document` and as a typed value gives values or
+    /// errors, never a panic; some replies still decode with a batch.
+    #[test]
+    fn mutated_cursor_replies_never_panic() {
+        #[derive(serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Typed {
+            a: i32,
+            s: String,
+        }
+        let batch: Vec<Document> = (0..4)
+            .map(|i| doc! { "a": i, "s": "text", "n": { "x": [i, "y"] } })
+            .collect();
+        let reply = doc! {
+            "cursor": { "firstBatch": batch, "id": 7_i64, "ns": "db.c" },
+            "ok": 1.0,
+        };
+        let seed = encoded(&OpMsg::new(reply));
+        let mut rng = fastrand::Rng::with_seed(0xBA7C_4ED5);
+        let (mut with_batch, mut read) = (0, 0);
+        for _ in 0..20_000 {
+            let mut frame = seed.clone();
+            for _ in 0..rng.usize(1..3) {
+                let i = rng.usize(HEADER_LEN..frame.len());
+                match rng.u8(..3) {
+                    0 => frame[i] ^= 1 << rng.u8(..8),
+                    1 => frame[i] = rng.u8(..),
+                    _ => frame.truncate(i.max(HEADER_LEN + 1)),
+                }
+            }
+            let length = frame.len() as i32;
+            frame[0..4].copy_from_slice(&length.to_le_bytes());
+            let (header, body) = split(&frame);
+            let Ok((mut reply, _)) = decode_command_reply(&header, body.to_vec()) else {
+                continue;
+            };
+            let _ = reply.to_document();
+            if let Some(mut batch) = reply.take_batch() {
+                with_batch += 1;
+                let mut copy = batch.clone();
+                while let Some(document) = batch.pop_front::<Document>() {
+                    read += usize::from(document.is_ok());
+                }
+                while let Some(typed) = copy.pop_front::<Typed>() {
+                    let _ = typed;
+                }
+            }
+        }
+        assert!(with_batch > 0 && read > 0, "{with_batch} {read}");
+    }
 }
