@@ -251,3 +251,83 @@ fn a_cursor_on_a_secondary_keeps_its_get_mores_there() {
     assert_eq!(cursor.count(), 40);
     assert_eq!(count(&sim, member, "getMore"), 2);
 }
+
+#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Reading {
+    // No `_id` field: the driver adds one to the bytes it sends.
+    sensor: String,
+    place: Place,
+    values: Vec<f64>,
+}
+
+#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Place {
+    room: String,
+    floor: i32,
+}
+
+#[test]
+fn typed_documents_round_trip_through_raw_inserts_and_raw_batches() {
+    let client = Client::with_uri_str(&TestServer::shared().uri()).unwrap();
+    let coll = client
+        .database("cursors")
+        .collection::<Reading>(&format!("typed_{}", ObjectId::new()));
+    let readings: Vec<Reading> = (0..25)
+        .map(|i| Reading {
+            sensor: format!("s{i:02}"),
+            place: Place {
+                room: "lab".into(),
+                floor: i,
+            },
+            values: vec![f64::from(i), 0.5],
+        })
+        .collect();
+    let inserted = coll.insert_many(&readings).run().unwrap();
+    assert_eq!(inserted.inserted_ids.len(), 25);
+
+    // Read back in batches of 4 (a firstBatch and getMores), as the type and
+    // as documents: every generated `_id` is first and is the one reported.
+    let options = FindOptions::default()
+        .batch_size(4)
+        .sort(doc! { "sensor": 1 });
+    let typed: Vec<Reading> = coll
+        .find(doc! {})
+        .with_options(options.clone())
+        .run()
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(typed, readings);
+    let raw = coll.clone_with_type::<Document>();
+    let stored: Vec<Document> = raw
+        .find(doc! {})
+        .with_options(options.clone())
+        .run()
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    for (index, document) in stored.iter().enumerate() {
+        assert_eq!(document.keys().next().map(String::as_str), Some("_id"));
+        assert_eq!(document.get("_id"), inserted.inserted_ids.get(&index));
+    }
+
+    // A stored document that does not fit the type is an error for that
+    // document only; the cursor goes on.
+    raw.insert_one(doc! { "sensor": "s12b", "place": { "room": 5 }, "values": [] })
+        .run()
+        .unwrap();
+    let results: Vec<_> = coll
+        .find(doc! {})
+        .with_options(options)
+        .run()
+        .unwrap()
+        .collect();
+    assert_eq!(results.len(), 26);
+    let failed: Vec<usize> = (0..26).filter(|i| results[*i].is_err()).collect();
+    assert_eq!(failed, vec![13]);
+    let error = results[13].as_ref().unwrap_err().to_string();
+    assert!(
+        error.contains("does not match the cursor's type"),
+        "{error}"
+    );
+}
