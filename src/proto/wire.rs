@@ -4,6 +4,8 @@
 //! ```text
 //! reading a reply:   [16-byte header] --Header::parse--> Header { length, .. }
 //!                    [length - 16 bytes body] --decode(&header, body)--> Message
+//!                    a command's reply: --decode_command_reply(&header, body)--> Reply
+//!                                       (a cursor batch kept as the body's bytes)
 //! sending a command: encode_msg / encode_query --> bytes appended to a Vec
 //! ```
 //!

@@ -11,7 +11,8 @@
 //!     finish:  op.build + session fields, concerns, $clusterTime,
 //!              $readPreference, API version, maxTimeMS, $db       (pure: finish.rs)
 //!     send:    events, the socket, the reply's times, ok: 0, SDAM  (send.rs)
-//!     check:   op.handle_reply; a writeConcernError goes to SDAM and the retry rules
+//!     check:   op.handle_reply_raw (a cursor batch still bytes, see crate::reply);
+//!              a writeConcernError goes to SDAM and the retry rules
 //!     done, or retry.on_error(now, rng) → clock.sleep(backoff) → round again
 //!  }
 //! ```
