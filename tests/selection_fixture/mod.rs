@@ -1,5 +1,7 @@
 //! Reading the server-selection and max-staleness spec files into our
-//! types, and checking one case against `mongo_inline::select`.
+//! types, and checking one case against `mongo_inline::select`. The
+//! monitor's runner (`src/proto/monitor/spec_tests.rs`) includes this file
+//! by path for the readers, hence the `mongo_inline::` paths.
 #![allow(dead_code)]
 
 use std::collections::BTreeSet;
@@ -170,6 +172,22 @@ pub fn addresses(test: &Document, key: &str) -> Result<BTreeSet<String>, String>
         .collect()
 }
 
+/// The file's heartbeatFrequencyMS, else the default.
+pub fn heartbeat(test: &Document) -> Result<Duration, String> {
+    Ok(match int(test, "heartbeatFrequencyMS")? {
+        Some(ms) => Duration::from_millis(ms as u64),
+        None => DEFAULT_HEARTBEAT_FREQUENCY,
+    })
+}
+
+/// The file's `deprioritized_servers` (absent: none).
+pub fn deprioritized(test: &Document) -> Result<Vec<ServerAddress>, String> {
+    addresses(test, "deprioritized_servers")?
+        .iter()
+        .map(|a| ServerAddress::parse(a).map_err(|e| e.to_string()))
+        .collect()
+}
+
 fn names(servers: &[&ServerDescription]) -> BTreeSet<String> {
     servers.iter().map(|s| s.address.to_string()).collect()
 }
@@ -181,15 +199,8 @@ pub fn run_case(test: &Document) -> Result<(), String> {
     let base = Instant::now();
     let topology = topology(test, base)?;
     let criteria = criteria(test)?;
-    let heartbeat = match int(test, "heartbeatFrequencyMS")? {
-        Some(ms) => Duration::from_millis(ms as u64),
-        None => DEFAULT_HEARTBEAT_FREQUENCY,
-    };
-    let settings = SelectionSettings::new(LOCAL_THRESHOLD, heartbeat);
-    let deprioritized: Vec<ServerAddress> = addresses(test, "deprioritized_servers")?
-        .iter()
-        .map(|a| ServerAddress::parse(a).map_err(|e| e.to_string()))
-        .collect::<Result<_, _>>()?;
+    let settings = SelectionSettings::new(LOCAL_THRESHOLD, heartbeat(test)?);
+    let deprioritized = deprioritized(test)?;
     let mut rng = fastrand::Rng::with_seed(7);
 
     if test.get_bool("error").unwrap_or(false) {

@@ -1,0 +1,430 @@
+//! The specs' JSON tests driven through the monitor, on virtual time.
+//!
+//! - SDAM (`server-discovery-and-monitoring/tests/{single,rs,sharded,
+//!   load-balanced,errors,monitoring}`): each response is a check's result
+//!   reported with [`Monitor::on_check`] (an empty one a network error),
+//!   each applicationError goes through [`Monitor::on_application_error`]
+//!   (the path the shell's operations take), and the phase's outcome is
+//!   compared with [`Monitor::description`] or with the events returned.
+//! - Server selection (`server-selection/tests/server_selection/**`) and
+//!   max staleness (`max-staleness/tests/**`): a monitor whose last scan
+//!   found the test's topology selects with [`Monitor::poll`]. A server
+//!   comes out at once and from the latency window, and every member of
+//!   the window comes out for some seed of the monitor's randomness. An
+//!   empty window selects nothing: with serverSelectionTryOnce the monitor
+//!   sleeps until minHeartbeatFrequencyMS after the last scan, checks every
+//!   server once and fails; without it, it fails with the operation's
+//!   timeout by the operation's deadline. A case with `error: true` fails
+//!   at once, before any check.
+//!
+//! The pure rules keep their own runners in `tests/` (sdam_spec,
+//! server_selection_spec, max_staleness_spec). The file readers and the
+//! outcome comparisons are theirs, included here by path so that both
+//! runners read the files the same way.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use bson::Document;
+
+use super::{CheckOutcome, Monitor, MonitorSettings, Next};
+use crate::address::ServerAddress;
+use crate::deadline::Deadline;
+use crate::error::{Error, ErrorKind};
+use crate::options::{DEFAULT_HEARTBEAT_FREQUENCY, DEFAULT_SERVER_SELECTION_TIMEOUT};
+use crate::sdam::{ApplicationError, TopologyDescription, TopologyType, TopologyUpdate};
+use crate::select::{SelectionCriteria, SelectionSettings};
+
+#[allow(dead_code)]
+#[path = "../../../tests/support/spec.rs"]
+mod spec;
+
+#[path = "../../../tests/sdam_fixture/mod.rs"]
+mod sdam_fixture;
+
+#[path = "../../../tests/selection_fixture/mod.rs"]
+mod selection_fixture;
+
+use sdam_fixture::SdamDriver;
+use spec::Report;
+
+/// The round trip every simulated check takes.
+const CHECK_RTT: Duration = Duration::from_millis(1);
+
+/// The spec's minHeartbeatFrequencyMS, written out so the runner does not
+/// take the monitor's word for it.
+const MIN_HEARTBEAT_FREQUENCY: Duration = Duration::from_millis(500);
+
+/// The operation's timeoutMS when an empty window is selected from without
+/// serverSelectionTryOnce.
+const OPERATION_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How many seeds each selection case runs with.
+const SEEDS: u64 = 64;
+
+fn settings(heartbeat: Duration, try_once: bool) -> MonitorSettings {
+    MonitorSettings {
+        heartbeat_frequency: heartbeat,
+        server_selection_timeout: DEFAULT_SERVER_SELECTION_TIMEOUT,
+        try_once,
+        selection: SelectionSettings::new(selection_fixture::LOCAL_THRESHOLD, heartbeat),
+    }
+}
+
+/// A check that failed with a network error.
+fn unreachable(address: &ServerAddress) -> CheckOutcome {
+    let io = std::io::Error::new(
+        std::io::ErrorKind::ConnectionReset,
+        "network error during hello (simulated)",
+    );
+    CheckOutcome::Failed(Error::network(Some(address.clone()), "hello", io))
+}
+
+// ---- SDAM ----
+
+/// The SDAM files' phases, acted out on a monitor.
+struct MonitorSdam(Monitor);
+
+impl SdamDriver for MonitorSdam {
+    fn description(&self) -> &TopologyDescription {
+        self.0.description()
+    }
+
+    fn response(
+        &mut self,
+        address: &ServerAddress,
+        reply: &Document,
+        now: Instant,
+    ) -> TopologyUpdate {
+        let outcome = if reply.is_empty() {
+            unreachable(address)
+        } else {
+            CheckOutcome::Reply(reply.clone())
+        };
+        self.0.on_check(address, outcome, CHECK_RTT, now)
+    }
+
+    fn application_error(&mut self, error: &ApplicationError, now: Instant) -> TopologyUpdate {
+        self.0.on_application_error(error, now).1
+    }
+}
+
+fn run_sdam_directory(relative: &str) {
+    let Some(dir) = spec::dir(&format!("server-discovery-and-monitoring/tests/{relative}")) else {
+        return;
+    };
+    let mut report = Report::new(format!("monitor: sdam/{relative}"));
+    for path in spec::json_files(&dir) {
+        let file = spec::name(&path);
+        let test: sdam_fixture::TestFile = spec::load_as(&path);
+        report.run(&file, &test.description, || run_sdam_file(&test));
+    }
+    report.finish();
+}
+
+fn run_sdam_file(test: &sdam_fixture::TestFile) -> Result<(), String> {
+    let base = Instant::now();
+    let mut elapsed = Duration::ZERO;
+    // Each response and error a millisecond after the one before.
+    let clock = move || {
+        elapsed += Duration::from_millis(1);
+        base + elapsed
+    };
+    let start = |description| {
+        MonitorSdam(Monitor::new(
+            description,
+            settings(DEFAULT_HEARTBEAT_FREQUENCY, true),
+            fastrand::Rng::with_seed(1),
+        ))
+    };
+    sdam_fixture::run_file(test, start, clock)
+}
+
+#[test]
+fn sdam_single() {
+    run_sdam_directory("single");
+}
+
+#[test]
+fn sdam_replica_sets() {
+    run_sdam_directory("rs");
+}
+
+#[test]
+fn sdam_sharded() {
+    run_sdam_directory("sharded");
+}
+
+#[test]
+fn sdam_load_balanced() {
+    run_sdam_directory("load-balanced");
+}
+
+#[test]
+fn sdam_errors() {
+    run_sdam_directory("errors");
+}
+
+#[test]
+fn sdam_monitoring() {
+    run_sdam_directory("monitoring");
+}
+
+// ---- Server selection and max staleness ----
+
+/// One selection case: the topology its last scan found, and what to
+/// select.
+struct SelectionCase {
+    description: TopologyDescription,
+    criteria: SelectionCriteria,
+    deprioritized: Vec<ServerAddress>,
+    heartbeat: Duration,
+    /// When the scan that found the topology ended (the latest
+    /// lastUpdateTime): the selection starts then.
+    scan_end: Instant,
+}
+
+impl SelectionCase {
+    fn read(test: &Document) -> Result<SelectionCase, String> {
+        let base = Instant::now();
+        let description = selection_fixture::topology(test, base)?;
+        let scan_end = description
+            .servers
+            .values()
+            .filter_map(|s| s.last_update_time)
+            .max()
+            .unwrap_or(base);
+        Ok(SelectionCase {
+            description,
+            criteria: selection_fixture::criteria(test)?,
+            deprioritized: selection_fixture::deprioritized(test)?,
+            heartbeat: selection_fixture::heartbeat(test)?,
+            scan_end,
+        })
+    }
+
+    /// A monitor over the case's topology, its selection started.
+    fn start(&self, seed: u64, try_once: bool) -> Monitor {
+        let mut monitor = Monitor::scanned(
+            self.description.clone(),
+            settings(self.heartbeat, try_once),
+            fastrand::Rng::with_seed(seed),
+            self.scan_end,
+        );
+        let operation = match self.criteria {
+            SelectionCriteria::Write => "insert",
+            _ => "find",
+        };
+        monitor.start_selection(
+            self.criteria.clone(),
+            &self.deprioritized,
+            operation,
+            self.scan_end,
+        );
+        monitor
+    }
+
+    /// Every seed selects at once from the window, and each member of the
+    /// window comes out for some seed.
+    fn selects_from(&self, window: &BTreeSet<String>) -> Result<(), String> {
+        let mut picked = BTreeSet::new();
+        for seed in 0..SEEDS {
+            match self.start(seed, true).poll(self.scan_end, Deadline::NONE) {
+                Next::Selected(address) if window.contains(&address.to_string()) => {
+                    picked.insert(address.to_string());
+                }
+                Next::Selected(address) => {
+                    return Err(format!(
+                        "seed {seed}: selected {address}, outside the window {window:?}"
+                    ))
+                }
+                other => {
+                    return Err(format!(
+                        "seed {seed}: expected a selection from {window:?} at once, got {other:?}"
+                    ))
+                }
+            }
+        }
+        if &picked != window {
+            return Err(format!(
+                "over {SEEDS} seeds only {picked:?} of the window {window:?} came out"
+            ));
+        }
+        Ok(())
+    }
+
+    /// `error: true`: the selection fails at once, before any check.
+    fn fails_at_once(&self) -> Result<(), String> {
+        for seed in 0..4 {
+            match self.start(seed, true).poll(self.scan_end, Deadline::NONE) {
+                Next::Failed(_) => {}
+                other => return Err(format!("seed {seed}: expected an error, got {other:?}")),
+            }
+        }
+        Ok(())
+    }
+
+    /// An empty window with serverSelectionTryOnce (the single-threaded
+    /// default): sleep until minHeartbeatFrequencyMS after the last scan,
+    /// check every server (they no longer answer), fail with a server
+    /// selection error. A load balancer is never scanned: fail at once.
+    fn finds_nothing_after_one_scan(&self) -> Result<(), String> {
+        let mut monitor = self.start(0, true);
+        let mut now = self.scan_end;
+        let load_balanced = self.description.topology_type == TopologyType::LoadBalanced;
+        if !load_balanced {
+            let rescan = self.scan_end + MIN_HEARTBEAT_FREQUENCY;
+            match monitor.poll(now, Deadline::NONE) {
+                Next::SleepUntil(t) if t == rescan => now = t,
+                other => {
+                    return Err(format!(
+                        "tryOnce: expected to sleep until minHeartbeatFrequencyMS after the \
+                         last scan, got {other:?}"
+                    ))
+                }
+            }
+        }
+        let mut checked = BTreeSet::new();
+        for _ in 0..10 {
+            match monitor.poll(now, Deadline::NONE) {
+                Next::Check(addresses) => {
+                    now = report_unreachable(&mut monitor, &addresses, now);
+                    checked.extend(addresses.iter().map(|a| a.to_string()));
+                }
+                Next::Failed(error)
+                    if matches!(error.kind(), ErrorKind::ServerSelection { .. }) =>
+                {
+                    let all: BTreeSet<String> = if load_balanced {
+                        BTreeSet::new()
+                    } else {
+                        self.description
+                            .servers
+                            .keys()
+                            .map(|a| a.to_string())
+                            .collect()
+                    };
+                    if checked != all {
+                        return Err(format!(
+                            "tryOnce: the scan checked {checked:?}, expected {all:?}"
+                        ));
+                    }
+                    return Ok(());
+                }
+                other => return Err(format!("tryOnce: unexpected {other:?}")),
+            }
+        }
+        Err("tryOnce: no failure after 10 polls".into())
+    }
+
+    /// An empty window without serverSelectionTryOnce, under timeoutMS:
+    /// nothing is selected, and the selection fails with the operation's
+    /// timeout no later than its deadline.
+    fn finds_nothing_by_the_deadline(&self) -> Result<(), String> {
+        let mut monitor = self.start(1, false);
+        let mut now = self.scan_end;
+        let end = self.scan_end + OPERATION_TIMEOUT;
+        let deadline = Deadline::at(end);
+        for _ in 0..100 {
+            match monitor.poll(now, deadline) {
+                Next::Check(addresses) => {
+                    now = report_unreachable(&mut monitor, &addresses, now);
+                }
+                Next::SleepUntil(t) if t > now && t <= end => now = t,
+                Next::Failed(error) if matches!(error.kind(), ErrorKind::Timeout { .. }) => {
+                    return if now <= end {
+                        Ok(())
+                    } else {
+                        Err(format!("failed {:?} after the deadline", now - end))
+                    };
+                }
+                other => return Err(format!("timeoutMS: unexpected {other:?}")),
+            }
+        }
+        Err("timeoutMS: no failure after 100 polls".into())
+    }
+}
+
+/// Every server in `addresses` fails its check, a millisecond apart from
+/// `now`; returns the time after the last.
+fn report_unreachable(
+    monitor: &mut Monitor,
+    addresses: &[ServerAddress],
+    mut now: Instant,
+) -> Instant {
+    for address in addresses {
+        now += CHECK_RTT;
+        let _ = monitor.on_check(address, unreachable(address), CHECK_RTT, now);
+    }
+    now
+}
+
+fn run_selection_case(test: &Document) -> Result<(), String> {
+    let case = SelectionCase::read(test)?;
+    if test.get_bool("error").unwrap_or(false) {
+        return case.fails_at_once();
+    }
+    let window = selection_fixture::addresses(test, "in_latency_window")?;
+    if window.is_empty() {
+        case.finds_nothing_after_one_scan()?;
+        case.finds_nothing_by_the_deadline()
+    } else {
+        case.selects_from(&window)
+    }
+}
+
+/// Runs every file of `dir`, named `prefix/<file>` in the report.
+fn run_selection_directory(report: &mut Report, dir: &Path, prefix: &str) {
+    for path in spec::json_files(dir) {
+        let file = format!("{prefix}/{}", spec::name(&path));
+        let test = spec::load(&path);
+        report.run(&file, "selection", || run_selection_case(&test));
+    }
+}
+
+/// The directories directly in `dir`, sorted.
+fn subdirectories(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut dirs: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+        .map(|e| e.expect("directory entry").path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+#[test]
+fn server_selection() {
+    let Some(root) = spec::dir("server-selection/tests/server_selection") else {
+        return;
+    };
+    let mut reports = Vec::new();
+    for topology_dir in subdirectories(&root) {
+        for operation_dir in subdirectories(&topology_dir) {
+            let prefix = format!(
+                "{}/{}",
+                spec::name(&topology_dir),
+                spec::name(&operation_dir)
+            );
+            let mut report = Report::new(format!("monitor: server_selection/{prefix}"));
+            run_selection_directory(&mut report, &operation_dir, &prefix);
+            reports.push(report);
+        }
+    }
+    spec::finish_all(reports);
+}
+
+#[test]
+fn max_staleness() {
+    let Some(root) = spec::dir("max-staleness/tests") else {
+        return;
+    };
+    let mut reports = Vec::new();
+    for topology_dir in subdirectories(&root) {
+        let prefix = spec::name(&topology_dir);
+        let mut report = Report::new(format!("monitor: max-staleness/{prefix}"));
+        run_selection_directory(&mut report, &topology_dir, &prefix);
+        reports.push(report);
+    }
+    spec::finish_all(reports);
+}
