@@ -20,10 +20,10 @@ use std::time::{Duration, Instant};
 
 use bson::Document;
 
-use mongo_inline::sdam::{ApplicationError, TopologyDescription, TopologyUpdate};
+use mongo_inline::sdam::{TopologyDescription, TopologyUpdate};
 use mongo_inline::ServerAddress;
 
-use sdam_fixture::{SdamDriver, TestFile};
+use sdam_fixture::{FixtureError, SdamDriver, TestFile};
 use support::spec::{self, Report};
 
 /// The pure rules, called directly.
@@ -49,8 +49,13 @@ impl SdamDriver for PureSdam {
         }
     }
 
-    fn application_error(&mut self, error: &ApplicationError, now: Instant) -> TopologyUpdate {
-        self.0.handle_application_error(error, now).1
+    fn application_error(
+        &mut self,
+        fixture: &FixtureError,
+        now: Instant,
+    ) -> Result<TopologyUpdate, String> {
+        let error = sdam_fixture::application_error(&self.0, fixture)?;
+        Ok(self.0.handle_application_error(&error, now).1)
     }
 }
 

@@ -32,8 +32,12 @@ pub trait SdamDriver {
         reply: &Document,
         now: Instant,
     ) -> TopologyUpdate;
-    /// An operation on a server failed with `error` at `now`.
-    fn application_error(&mut self, error: &ApplicationError, now: Instant) -> TopologyUpdate;
+    /// An operation on a server failed as `error` says, at `now`.
+    fn application_error(
+        &mut self,
+        error: &FixtureError,
+        now: Instant,
+    ) -> Result<TopologyUpdate, String>;
 }
 
 #[derive(Deserialize)]
@@ -117,8 +121,7 @@ fn run_phase<D: SdamDriver>(
         events.extend(update.events);
     }
     for fixture in &phase.application_errors {
-        let error = application_error(driver.description(), fixture)?;
-        let update = driver.application_error(&error, clock());
+        let update = driver.application_error(fixture, clock())?;
         events.extend(update.events);
     }
     if let Some(expected) = phase.outcome.get("events") {
@@ -133,16 +136,13 @@ fn run_phase<D: SdamDriver>(
     }
 }
 
+/// The SDAM view of `fixture`, built directly (the shell builds it from
+/// an operation's error with `ApplicationError::from_error`).
 pub fn application_error(
     topology: &TopologyDescription,
     fixture: &FixtureError,
 ) -> Result<ApplicationError, String> {
     let address = address(&fixture.address)?;
-    let phase = match fixture.when.as_str() {
-        "beforeHandshakeCompletes" => HandshakePhase::BeforeHandshakeCompletes,
-        "afterHandshakeCompletes" => HandshakePhase::AfterHandshakeCompletes,
-        other => return Err(format!("unknown applicationError.when {other:?}")),
-    };
     let kind = match (fixture.error_type.as_str(), &fixture.response) {
         ("network", None) => ApplicationErrorKind::Network {
             message: "connection reset (simulated)".into(),
@@ -165,18 +165,34 @@ pub fn application_error(
             ))
         }
     };
-    // Absent means "the pool's current generation".
-    let generation = match fixture.generation {
-        Some(g) => g,
-        None => topology.pool_generation(&address).unwrap_or(0),
-    };
     Ok(ApplicationError::new(
-        address,
+        address.clone(),
         kind,
-        phase,
-        generation,
+        handshake_phase(fixture)?,
+        generation(topology, fixture, &address),
         fixture.max_wire_version,
     ))
+}
+
+/// The fixture's `when`.
+pub fn handshake_phase(fixture: &FixtureError) -> Result<HandshakePhase, String> {
+    match fixture.when.as_str() {
+        "beforeHandshakeCompletes" => Ok(HandshakePhase::BeforeHandshakeCompletes),
+        "afterHandshakeCompletes" => Ok(HandshakePhase::AfterHandshakeCompletes),
+        other => Err(format!("unknown applicationError.when {other:?}")),
+    }
+}
+
+/// The socket generation the operation used; absent means the pool's
+/// current one.
+pub fn generation(
+    topology: &TopologyDescription,
+    fixture: &FixtureError,
+    address: &ServerAddress,
+) -> u32 {
+    fixture
+        .generation
+        .unwrap_or_else(|| topology.pool_generation(address).unwrap_or(0))
 }
 
 pub fn as_i64(value: &Bson) -> Option<i64> {

@@ -2,9 +2,11 @@
 //!
 //! - SDAM (`server-discovery-and-monitoring/tests/{single,rs,sharded,
 //!   load-balanced,errors,monitoring}`): each response is a check's result
-//!   reported with [`Monitor::on_check`] (an empty one a network error),
-//!   each applicationError goes through [`Monitor::on_application_error`]
-//!   (the path the shell's operations take), and the phase's outcome is
+//!   reported with [`Monitor::on_check`] as the shell reports it (an empty
+//!   one a network error, `ok: 0` a command error), each applicationError
+//!   becomes the error an operation would have met, classified as the shell
+//!   does (`ApplicationError::from_error`) and handed to
+//!   [`Monitor::on_application_error`]; then the phase's outcome is
 //!   compared with [`Monitor::description`] or with the events returned.
 //! - Server selection (`server-selection/tests/server_selection/**`) and
 //!   max staleness (`max-staleness/tests/**`): a monitor whose last scan
@@ -30,8 +32,10 @@ use bson::Document;
 
 use super::{CheckOutcome, Monitor, MonitorSettings, Next};
 use crate::address::ServerAddress;
+use crate::conn::check_reply;
 use crate::deadline::Deadline;
 use crate::error::{Error, ErrorKind};
+use crate::operation::check_single_write;
 use crate::options::{DEFAULT_HEARTBEAT_FREQUENCY, DEFAULT_SERVER_SELECTION_TIMEOUT};
 use crate::sdam::{ApplicationError, TopologyDescription, TopologyType, TopologyUpdate};
 use crate::select::{SelectionCriteria, SelectionSettings};
@@ -46,7 +50,7 @@ mod sdam_fixture;
 #[path = "../../../tests/selection_fixture/mod.rs"]
 mod selection_fixture;
 
-use sdam_fixture::SdamDriver;
+use sdam_fixture::{FixtureError, SdamDriver};
 use spec::Report;
 
 /// The round trip every simulated check takes.
@@ -91,6 +95,7 @@ impl SdamDriver for MonitorSdam {
         self.0.description()
     }
 
+    /// As the shell reports a check: an `ok: 0` reply is a command error.
     fn response(
         &mut self,
         address: &ServerAddress,
@@ -100,13 +105,70 @@ impl SdamDriver for MonitorSdam {
         let outcome = if reply.is_empty() {
             unreachable(address)
         } else {
-            CheckOutcome::Reply(reply.clone())
+            match check_reply(reply.clone(), address) {
+                Ok(reply) => CheckOutcome::Reply(reply),
+                Err(error) => CheckOutcome::Failed(error),
+            }
         };
         self.0.on_check(address, outcome, CHECK_RTT, now)
     }
 
-    fn application_error(&mut self, error: &ApplicationError, now: Instant) -> TopologyUpdate {
-        self.0.on_application_error(error, now).1
+    /// As the shell reports an operation's error: the error the socket or
+    /// the reply gave, classified by `ApplicationError::from_error`.
+    fn application_error(
+        &mut self,
+        fixture: &FixtureError,
+        now: Instant,
+    ) -> Result<TopologyUpdate, String> {
+        let address = sdam_fixture::address(&fixture.address)?;
+        let error = operation_error(&address, fixture)?;
+        let generation = sdam_fixture::generation(self.0.description(), fixture, &address);
+        let application_error = ApplicationError::from_error(
+            address,
+            &error,
+            sdam_fixture::handshake_phase(fixture)?,
+            generation,
+            fixture.max_wire_version,
+        );
+        // An error SDAM does not look at (a write error) the shell keeps
+        // from the monitor.
+        Ok(match application_error {
+            Some(application_error) => self.0.on_application_error(&application_error, now).1,
+            None => TopologyUpdate::default(),
+        })
+    }
+}
+
+/// The error an operation on `address` met, as the shell would have it.
+fn operation_error(address: &ServerAddress, fixture: &FixtureError) -> Result<Error, String> {
+    let io = |kind, message| std::io::Error::new(kind, message);
+    match (fixture.error_type.as_str(), &fixture.response) {
+        ("network", None) => Ok(Error::network(
+            Some(address.clone()),
+            "reading a reply",
+            io(
+                std::io::ErrorKind::ConnectionReset,
+                "connection reset (simulated)",
+            ),
+        )),
+        ("timeout", None) => Ok(Error::network(
+            Some(address.clone()),
+            "reading a reply",
+            io(std::io::ErrorKind::TimedOut, "timed out (simulated)"),
+        )),
+        // An `ok: 1` reply may still carry a write's failure.
+        ("command", Some(response)) => match check_reply(response.clone(), address)
+            .and_then(|reply| check_single_write(&reply))
+        {
+            Err(error) => Ok(error),
+            Ok(()) => Err(format!(
+                "the command error's response is not an error: {response}"
+            )),
+        },
+        (other, response) => Err(format!(
+            "unsupported applicationError type {other:?} (response present: {})",
+            response.is_some()
+        )),
     }
 }
 
