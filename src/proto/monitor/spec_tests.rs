@@ -12,7 +12,8 @@
 //!   max staleness (`max-staleness/tests/**`): a monitor whose last scan
 //!   found the test's topology selects with [`Monitor::poll`]. A server
 //!   comes out at once and from the latency window, and every member of
-//!   the window comes out for some seed of the monitor's randomness. An
+//!   the window comes out for some seed of the monitor's randomness; the
+//!   scan is reused until the file's heartbeatFrequencyMS, then redone. An
 //!   empty window selects nothing: with serverSelectionTryOnce the monitor
 //!   sleeps until minHeartbeatFrequencyMS after the last scan, checks every
 //!   server once and fails; without it, it fails with the operation's
@@ -266,8 +267,14 @@ impl SelectionCase {
         })
     }
 
-    /// A monitor over the case's topology, its selection started.
+    /// A monitor over the case's topology, its selection started when the
+    /// scan ended.
     fn start(&self, seed: u64, try_once: bool) -> Monitor {
+        self.start_at(seed, try_once, self.scan_end)
+    }
+
+    /// A monitor over the case's topology, its selection started at `at`.
+    fn start_at(&self, seed: u64, try_once: bool, at: Instant) -> Monitor {
         let mut monitor = Monitor::scanned(
             self.description.clone(),
             settings(self.heartbeat, try_once),
@@ -278,13 +285,59 @@ impl SelectionCase {
             SelectionCriteria::Write => "insert",
             _ => "find",
         };
-        monitor.start_selection(
-            self.criteria.clone(),
-            &self.deprioritized,
-            operation,
-            self.scan_end,
-        );
+        monitor.start_selection(self.criteria.clone(), &self.deprioritized, operation, at);
         monitor
+    }
+
+    /// The scan is reused until heartbeatFrequencyMS has passed: a
+    /// millisecond before, the selection comes from the window at once; at
+    /// heartbeatFrequencyMS it checks every server first. A load balancer
+    /// is never scanned.
+    fn rescans_after_heartbeat_frequency(&self, window: &BTreeSet<String>) -> Result<(), String> {
+        let just_before = self.scan_end + self.heartbeat - Duration::from_millis(1);
+        match self
+            .start_at(0, true, just_before)
+            .poll(just_before, Deadline::NONE)
+        {
+            Next::Selected(address) if window.contains(&address.to_string()) => {}
+            other => {
+                return Err(format!(
+                    "just before heartbeatFrequencyMS: expected a selection from {window:?}, \
+                     got {other:?}"
+                ))
+            }
+        }
+        let due = self.scan_end + self.heartbeat;
+        let next = self.start_at(0, true, due).poll(due, Deadline::NONE);
+        if self.description.topology_type == TopologyType::LoadBalanced {
+            return match next {
+                Next::Selected(address) if window.contains(&address.to_string()) => Ok(()),
+                other => Err(format!(
+                    "load balanced: expected a selection, got {other:?}"
+                )),
+            };
+        }
+        let all: BTreeSet<String> = self
+            .description
+            .servers
+            .keys()
+            .map(|a| a.to_string())
+            .collect();
+        match next {
+            Next::Check(addresses) => {
+                let checked: BTreeSet<String> = addresses.iter().map(|a| a.to_string()).collect();
+                if checked == all {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "at heartbeatFrequencyMS: checked {checked:?}, expected {all:?}"
+                    ))
+                }
+            }
+            other => Err(format!(
+                "at heartbeatFrequencyMS: expected a scan of {all:?}, got {other:?}"
+            )),
+        }
     }
 
     /// Every seed selects at once from the window, and each member of the
@@ -431,7 +484,8 @@ fn run_selection_case(test: &Document) -> Result<(), String> {
         case.finds_nothing_after_one_scan()?;
         case.finds_nothing_by_the_deadline()
     } else {
-        case.selects_from(&window)
+        case.selects_from(&window)?;
+        case.rescans_after_heartbeat_frequency(&window)
     }
 }
 
