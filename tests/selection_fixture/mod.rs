@@ -4,7 +4,7 @@
 //! by path for the readers, hence the `mongo_inline::` paths.
 #![allow(dead_code)]
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use bson::{Bson, Document};
@@ -189,6 +189,43 @@ pub fn deprioritized(test: &Document) -> Result<Vec<ServerAddress>, String> {
         .iter()
         .map(|a| ServerAddress::parse(a).map_err(|e| e.to_string()))
         .collect()
+}
+
+/// How many picks an in_window file needs and how far each server's share
+/// may stray from 1/n. The file's tolerance (0 for its deterministic
+/// outcomes) gets room for a uniform random pick, at least 0.05, and the
+/// file's count enough draws for it to hold.
+pub fn in_window_draws(test: &Document) -> Result<(usize, f64), String> {
+    let outcome = test.get_document("outcome").map_err(|e| e.to_string())?;
+    let tolerance = outcome
+        .get("tolerance")
+        .and_then(number)
+        .ok_or_else(|| format!("tolerance is not a number: {:?}", outcome.get("tolerance")))?;
+    let iterations = int(test, "iterations")?.ok_or("iterations missing")?;
+    Ok(((iterations as usize).max(2000), tolerance.max(0.05)))
+}
+
+/// Each server of `all` was picked (`counts`) with a share within
+/// `tolerance` of 1/n.
+pub fn check_uniform(
+    counts: &BTreeMap<String, usize>,
+    all: &BTreeSet<String>,
+    tolerance: f64,
+) -> Result<(), String> {
+    let draws: usize = counts.values().sum();
+    let share = 1.0 / all.len() as f64;
+    for address in all {
+        let frequency = counts.get(address).copied().unwrap_or(0) as f64 / draws as f64;
+        if (frequency - share).abs() > tolerance {
+            return Err(format!(
+                "{address} picked with frequency {frequency:.3}, expected {share:.3} ± {tolerance}"
+            ));
+        }
+    }
+    match counts.keys().find(|a| !all.contains(*a)) {
+        Some(stray) => Err(format!("{stray} picked, not one of {all:?}")),
+        None => Ok(()),
+    }
 }
 
 fn names(servers: &[&ServerDescription]) -> BTreeSet<String> {

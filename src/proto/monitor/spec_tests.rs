@@ -8,7 +8,8 @@
 //!   does (`ApplicationError::from_error`) and handed to
 //!   [`Monitor::on_application_error`]; then the phase's outcome is
 //!   compared with [`Monitor::description`] or with the events returned.
-//! - Server selection (`server-selection/tests/server_selection/**`) and
+//! - Server selection (`server-selection/tests/server_selection/**`,
+//!   `in_window/` as a uniform pick, see [`in_window`]) and
 //!   max staleness (`max-staleness/tests/**`): a monitor whose last scan
 //!   found the test's topology selects with [`Monitor::poll`]. A server
 //!   comes out at once and from the latency window, and every member of
@@ -25,7 +26,7 @@
 //! outcome comparisons are theirs, included here by path so that both
 //! runners read the files the same way.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -38,6 +39,7 @@ use crate::deadline::Deadline;
 use crate::error::{Error, ErrorKind};
 use crate::operation::check_single_write;
 use crate::options::{DEFAULT_HEARTBEAT_FREQUENCY, DEFAULT_SERVER_SELECTION_TIMEOUT};
+use crate::read_preference::{ReadPreference, ReadPreferenceMode};
 use crate::sdam::{ApplicationError, TopologyDescription, TopologyType, TopologyUpdate};
 use crate::select::{SelectionCriteria, SelectionSettings};
 
@@ -543,4 +545,53 @@ fn max_staleness() {
         reports.push(report);
     }
     spec::finish_all(reports);
+}
+
+/// The in_window files through one monitor selecting again and again with
+/// Nearest: every pick is one of the servers (all in the window), and the
+/// monitor's randomness spreads the picks uniformly.
+#[test]
+fn in_window() {
+    let Some(dir) = spec::dir("server-selection/tests/in_window") else {
+        return;
+    };
+    let mut report = Report::new("monitor: server-selection/in_window");
+    for path in spec::json_files(&dir) {
+        let file = spec::name(&path);
+        let test = spec::load(&path);
+        report.run(&file, "uniform pick from the window", || {
+            picks_uniformly(&test)
+        });
+        report.skip(
+            &file,
+            "expected_frequencies",
+            "frequencies assume operationCount-based selection (multi-threaded drivers); \
+             single-threaded selection picks uniformly at random inside the window, checked instead",
+        );
+    }
+    report.finish();
+}
+
+fn picks_uniformly(test: &Document) -> Result<(), String> {
+    let now = Instant::now();
+    let description = selection_fixture::topology(test, now)?;
+    let all: BTreeSet<String> = description.servers.keys().map(|a| a.to_string()).collect();
+    let (draws, tolerance) = selection_fixture::in_window_draws(test)?;
+    let mut monitor = Monitor::scanned(
+        description,
+        settings(DEFAULT_HEARTBEAT_FREQUENCY, true),
+        fastrand::Rng::with_seed(2024),
+        now,
+    );
+    let nearest =
+        SelectionCriteria::ReadPreference(ReadPreference::new(ReadPreferenceMode::Nearest));
+    let mut counts = BTreeMap::new();
+    for draw in 0..draws {
+        monitor.start_selection(nearest.clone(), &[], "find", now);
+        match monitor.poll(now, Deadline::NONE) {
+            Next::Selected(address) => *counts.entry(address.to_string()).or_default() += 1,
+            other => return Err(format!("draw {draw}: expected a selection, got {other:?}")),
+        }
+    }
+    selection_fixture::check_uniform(&counts, &all, tolerance)
 }
