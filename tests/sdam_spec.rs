@@ -61,7 +61,7 @@ impl SdamDriver for PureSdam {
 
 fn run_file(test: &TestFile) -> Result<(), String> {
     let now = Instant::now();
-    sdam_fixture::run_file(test, PureSdam, || now)
+    sdam_fixture::run_file(test, PureSdam, || now).map(drop)
 }
 
 fn run_directory(relative: &str) {

@@ -32,6 +32,8 @@ pub trait SdamDriver {
         reply: &Document,
         now: Instant,
     ) -> TopologyUpdate;
+    /// A phase starts at `now` (the monitor may start a scan).
+    fn begin_phase(&mut self, _now: Instant) {}
     /// An operation on a server failed as `error` says, at `now`.
     fn application_error(
         &mut self,
@@ -89,12 +91,12 @@ pub fn address(text: &str) -> Result<ServerAddress, String> {
 
 /// Runs every phase of `test` on the driver `start` builds from the
 /// file's initial description; `clock` gives the instant of each step
-/// (virtual time for the monitor).
+/// (virtual time for the monitor). Returns the driver, for what it counted.
 pub fn run_file<D: SdamDriver>(
     test: &TestFile,
     start: impl FnOnce(TopologyDescription) -> D,
     mut clock: impl FnMut() -> Instant,
-) -> Result<(), String> {
+) -> Result<D, String> {
     let topology = TopologyDescription::new(settings_from_uri(&test.uri)?);
     let mut events = topology.opening_events();
     let mut driver = start(topology);
@@ -107,7 +109,7 @@ pub fn run_file<D: SdamDriver>(
             )
         })?;
     }
-    Ok(())
+    Ok(driver)
 }
 
 fn run_phase<D: SdamDriver>(
@@ -116,6 +118,7 @@ fn run_phase<D: SdamDriver>(
     phase: &Phase,
     clock: &mut impl FnMut() -> Instant,
 ) -> Result<(), String> {
+    driver.begin_phase(clock());
     for (source, reply) in &phase.responses {
         let update = driver.response(&address(source)?, reply, clock());
         events.extend(update.events);

@@ -8,6 +8,11 @@
 //!   does (`ApplicationError::from_error`) and handed to
 //!   [`Monitor::on_application_error`]; then the phase's outcome is
 //!   compared with [`Monitor::description`] or with the events returned.
+//!   Each file runs twice: responses reported as they come, then "in
+//!   scans": each phase starts a selection on a stale topology, the
+//!   responses answer the scan it hands out, the monitor is polled after
+//!   each as the shell does, and a known server's network failure, held
+//!   for the immediate retry, fails the retry the same way.
 //! - Server selection (`server-selection/tests/server_selection/**`,
 //!   `in_window/` as a uniform pick, see [`in_window`]) and
 //!   max staleness (`max-staleness/tests/**`): a monitor whose last scan
@@ -67,6 +72,9 @@ const MIN_HEARTBEAT_FREQUENCY: Duration = Duration::from_millis(500);
 /// serverSelectionTryOnce.
 const OPERATION_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// The time between two phases run in scans: longer than a cooldown.
+const PHASE_GAP: Duration = Duration::from_secs(10);
+
 /// How many seeds each selection case runs with.
 const SEEDS: u64 = 64;
 
@@ -91,29 +99,80 @@ fn unreachable(address: &ServerAddress) -> CheckOutcome {
 // ---- SDAM ----
 
 /// The SDAM files' phases, acted out on a monitor.
-struct MonitorSdam(Monitor);
+struct MonitorSdam {
+    monitor: Monitor,
+    /// Each phase's responses are the results of a scan the monitor
+    /// started: a known server's network failure is then held for the
+    /// immediate retry, which fails the same way.
+    in_scans: bool,
+    /// Added to every instant: a phase in scans starts well after the last
+    /// one's cooldowns.
+    offset: Duration,
+    retries: usize,
+}
+
+/// A check's result as the shell reports it: an `ok: 0` reply is a command
+/// error, an empty one a network error.
+fn check_outcome(address: &ServerAddress, reply: &Document) -> CheckOutcome {
+    if reply.is_empty() {
+        return unreachable(address);
+    }
+    match check_reply(reply.clone(), address) {
+        Ok(reply) => CheckOutcome::Reply(reply),
+        Err(error) => CheckOutcome::Failed(error),
+    }
+}
 
 impl SdamDriver for MonitorSdam {
     fn description(&self) -> &TopologyDescription {
-        self.0.description()
+        self.monitor.description()
     }
 
-    /// As the shell reports a check: an `ok: 0` reply is a command error.
+    fn begin_phase(&mut self, now: Instant) {
+        if !self.in_scans {
+            return;
+        }
+        self.offset += PHASE_GAP;
+        let mut now = now + self.offset;
+        // Stale: the selection scans first, however recent the last scan.
+        self.monitor.mark_stale();
+        self.monitor
+            .start_selection(SelectionCriteria::Write, &[], "insert", now);
+        // Hands out the checks the phase's responses answer (a load
+        // balancer is not scanned: it selects at once).
+        // The scan dropped unfinished delays the next one by
+        // minHeartbeatFrequencyMS: sleep as the shell would.
+        while let Next::SleepUntil(t) = self.monitor.poll(now, Deadline::NONE) {
+            self.offset += t - now;
+            now = t;
+        }
+    }
+
     fn response(
         &mut self,
         address: &ServerAddress,
         reply: &Document,
         now: Instant,
     ) -> TopologyUpdate {
-        let outcome = if reply.is_empty() {
-            unreachable(address)
-        } else {
-            match check_reply(reply.clone(), address) {
-                Ok(reply) => CheckOutcome::Reply(reply),
-                Err(error) => CheckOutcome::Failed(error),
+        let now = now + self.offset;
+        let mut update =
+            self.monitor
+                .on_check(address, check_outcome(address, reply), CHECK_RTT, now);
+        if !self.in_scans {
+            return update;
+        }
+        // As the shell does after each result: members just discovered
+        // are handed out, and a held failure comes back for its retry.
+        if let Next::Check(addresses) = self.monitor.poll(now, Deadline::NONE) {
+            if reply.is_empty() && addresses.contains(address) {
+                self.retries += 1;
+                let retried =
+                    self.monitor
+                        .on_check(address, check_outcome(address, reply), CHECK_RTT, now);
+                update.events.extend(retried.events);
             }
-        };
-        self.0.on_check(address, outcome, CHECK_RTT, now)
+        }
+        update
     }
 
     /// As the shell reports an operation's error: the error the socket or
@@ -125,7 +184,8 @@ impl SdamDriver for MonitorSdam {
     ) -> Result<TopologyUpdate, String> {
         let address = sdam_fixture::address(&fixture.address)?;
         let error = operation_error(&address, fixture)?;
-        let generation = sdam_fixture::generation(self.0.description(), fixture, &address);
+        let generation = sdam_fixture::generation(self.monitor.description(), fixture, &address);
+        let now = now + self.offset;
         let application_error = ApplicationError::from_error(
             address,
             &error,
@@ -136,7 +196,7 @@ impl SdamDriver for MonitorSdam {
         // An error SDAM does not look at (a write error) the shell keeps
         // from the monitor.
         Ok(match application_error {
-            Some(application_error) => self.0.on_application_error(&application_error, now).1,
+            Some(application_error) => self.monitor.on_application_error(&application_error, now).1,
             None => TopologyUpdate::default(),
         })
     }
@@ -175,20 +235,37 @@ fn operation_error(address: &ServerAddress, fixture: &FixtureError) -> Result<Er
     }
 }
 
+/// Runs every file of the directory twice: responses reported as they
+/// come, and responses answering scans the monitor started.
 fn run_sdam_directory(relative: &str) {
     let Some(dir) = spec::dir(&format!("server-discovery-and-monitoring/tests/{relative}")) else {
         return;
     };
-    let mut report = Report::new(format!("monitor: sdam/{relative}"));
-    for path in spec::json_files(&dir) {
-        let file = spec::name(&path);
-        let test: sdam_fixture::TestFile = spec::load_as(&path);
-        report.run(&file, &test.description, || run_sdam_file(&test));
+    let mut reports = Vec::new();
+    for in_scans in [false, true] {
+        let mode = if in_scans { " (in scans)" } else { "" };
+        let mut report = Report::new(format!("monitor{mode}: sdam/{relative}"));
+        let mut retries = 0;
+        for path in spec::json_files(&dir) {
+            let file = spec::name(&path);
+            let test: sdam_fixture::TestFile = spec::load_as(&path);
+            report.run(&file, &test.description, || {
+                run_sdam_file(&test, in_scans, &mut retries)
+            });
+        }
+        if in_scans {
+            eprintln!("[monitor (in scans): sdam/{relative}] {retries} network failure(s) of known servers retried at once");
+        }
+        reports.push(report);
     }
-    report.finish();
+    spec::finish_all(reports);
 }
 
-fn run_sdam_file(test: &sdam_fixture::TestFile) -> Result<(), String> {
+fn run_sdam_file(
+    test: &sdam_fixture::TestFile,
+    in_scans: bool,
+    retries: &mut usize,
+) -> Result<(), String> {
     let base = Instant::now();
     let mut elapsed = Duration::ZERO;
     // Each response and error a millisecond after the one before.
@@ -196,14 +273,19 @@ fn run_sdam_file(test: &sdam_fixture::TestFile) -> Result<(), String> {
         elapsed += Duration::from_millis(1);
         base + elapsed
     };
-    let start = |description| {
-        MonitorSdam(Monitor::new(
+    let start = |description| MonitorSdam {
+        monitor: Monitor::new(
             description,
             settings(DEFAULT_HEARTBEAT_FREQUENCY, true),
             fastrand::Rng::with_seed(1),
-        ))
+        ),
+        in_scans,
+        offset: Duration::ZERO,
+        retries: 0,
     };
-    sdam_fixture::run_file(test, start, clock)
+    let driver = sdam_fixture::run_file(test, start, clock)?;
+    *retries += driver.retries;
+    Ok(())
 }
 
 #[test]
