@@ -74,6 +74,49 @@ impl Connection {
             .into_reply_document()
     }
 
+    /// Sends `command` to `db` as OP_MSG without waiting for the reply,
+    /// which [`Connection::read_command_reply`] reads later: a scan sends
+    /// the hellos of many open sockets, then awaits their replies in one
+    /// wait. Returns the request id. Until the reply is read the socket is
+    /// mid-exchange (unusable should the read never happen).
+    pub fn send_command(
+        &mut self,
+        db: &str,
+        mut command: Document,
+        timeout: Option<Duration>,
+    ) -> Result<i32> {
+        command.insert("$db", db);
+        let msg = OpMsg {
+            flags: MsgFlags::default(),
+            body: command,
+            sequences: Vec::new(),
+        };
+        let request_id = next_request_id();
+        let mut buffer = std::mem::take(&mut self.write_buffer);
+        buffer.clear();
+        let sent = wire::encode_msg(request_id, 0, &msg, self.max_message_size, &mut buffer)
+            .and_then(|_| {
+                let deadline = self.begin_exchange(timeout)?;
+                self.write_request(&buffer, deadline)
+            });
+        self.write_buffer = buffer;
+        sent.map(|()| request_id)
+    }
+
+    /// Reads the reply to a request [`Connection::send_command`] sent,
+    /// within `timeout` (none: the socket timeout).
+    pub fn read_command_reply(
+        &mut self,
+        request_id: i32,
+        timeout: Option<Duration>,
+    ) -> Result<Document> {
+        let deadline = timeout.or(self.socket_timeout).map(|t| Instant::now() + t);
+        let message = self.read_message(request_id, deadline)?;
+        self.broken = false;
+        self.last_used = Instant::now();
+        message.into_reply_document()
+    }
+
     fn send_without_reply(&mut self, bytes: &[u8], timeout: Option<Duration>) -> Result<()> {
         let deadline = self.begin_exchange(timeout)?;
         self.write_request(bytes, deadline)?;

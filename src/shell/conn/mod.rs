@@ -175,6 +175,13 @@ impl Connection {
         self.out_of_step || self.stream.peer_closed_or_dirty()
     }
 
+    /// A second handle to the TCP socket under this connection (TLS or
+    /// not), for a poller to watch for readiness while the connection does
+    /// the I/O; `None` for a Unix socket.
+    pub fn readiness_handle(&self) -> Option<std::io::Result<std::net::TcpStream>> {
+        self.stream.tcp_socket().map(std::net::TcpStream::try_clone)
+    }
+
     /// Applies the server's `maxMessageSizeBytes` from its handshake reply.
     pub fn set_max_message_size(&mut self, size: i64) {
         if size > 0 {

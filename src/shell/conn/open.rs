@@ -92,6 +92,30 @@ impl Connection {
         ))
     }
 
+    /// A connection over a TLS session whose handshake (and first hello)
+    /// ran on a non-blocking socket, in a scan's shared wait. The socket is
+    /// made blocking again, with TCP_NODELAY on; the session carries on as
+    /// if [`Connection::start_tls`] had made it.
+    pub fn from_tls(
+        stream: TcpStream,
+        session: Box<rustls::ClientConnection>,
+        address: &ServerAddress,
+        generation: u32,
+        socket_timeout: Option<Duration>,
+    ) -> Result<Connection> {
+        stream
+            .set_nonblocking(false)
+            .and_then(|()| stream.set_nodelay(true))
+            .map_err(|e| Error::network(Some(address.clone()), "setting up the socket", e))?;
+        let tls = rustls::StreamOwned::new(*session, stream);
+        Ok(Connection::from_stream(
+            Stream::Tls(Box::new(tls)),
+            address,
+            generation,
+            socket_timeout,
+        ))
+    }
+
     fn from_stream(
         stream: Stream,
         address: &ServerAddress,

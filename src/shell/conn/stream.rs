@@ -31,6 +31,16 @@ impl Stream {
         }
     }
 
+    /// The TCP socket under the stream (a Unix socket has none).
+    pub(super) fn tcp_socket(&self) -> Option<&TcpStream> {
+        match self {
+            Stream::Tcp(s) => Some(s),
+            Stream::Tls(s) => Some(&s.sock),
+            #[cfg(unix)]
+            Stream::Unix(_) => None,
+        }
+    }
+
     /// Whether the peer has closed the socket or sent unexpected bytes,
     /// checked without blocking: used before reusing an idle socket.
     /// Unix sockets cannot be peeked on stable Rust; for them the ping
