@@ -9,9 +9,10 @@
 //!                                  └ Selected(a) ───> ensure_connection (ping if idle) ──> exec
 //! ```
 //!
-//! Split by job: `checks` (hellos and new sockets), `overlap` (many
-//! checks in one wait), `errors` (an operation's error), `srv` (the
-//! SRV seed list), `forget` (fire-and-forget at close).
+//! Split by job: `checks` (hellos and new sockets, blocking), `overlap`
+//! (many checks in one wait, TLS and open sockets included), `waiting`
+//! (which checks overlap, and applying them), `errors` (an operation's
+//! error), `srv` (the SRV seed list), `forget` (fire-and-forget at close).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -256,9 +257,9 @@ impl Topology {
     }
 
     /// Starts the checks the monitor asked for, the host names looked up
-    /// together first (N new members cost one DNS round trip). New plain
-    /// TCP sockets connect and say hello in one wait; the rest (a socket
-    /// already open, TLS, Unix sockets) are checked blocking.
+    /// together first (N new members cost one DNS round trip). Every TCP
+    /// check (a new socket, TLS or not, or a hello on an open one) runs in
+    /// one wait; Unix sockets are checked blocking.
     fn run_checks(&mut self, addresses: Vec<ServerAddress>, deadline: Deadline) {
         self.resolve_scan_hosts(&addresses, deadline);
         for address in addresses {
