@@ -41,6 +41,8 @@ use exchange::HelloExchange;
 mod exchange;
 mod new_socket;
 mod open_socket;
+#[cfg(test)]
+mod tests;
 mod tls_step;
 
 use crate::address::ServerAddress;
