@@ -44,6 +44,8 @@ mod open_socket;
 #[cfg(test)]
 mod tests;
 mod tls_step;
+#[cfg(test)]
+mod tls_tests;
 
 use crate::address::ServerAddress;
 use crate::auth::Speculation;
