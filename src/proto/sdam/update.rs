@@ -26,8 +26,9 @@ use bson::Document;
 use crate::address::ServerAddress;
 use crate::event::SdamEvent;
 
-use super::description::{ServerDescription, ServerType, TopologyDescription, TopologyType};
-use super::rtt::RoundTripTime;
+use super::description::{
+    ServerDescription, ServerState, ServerType, TopologyDescription, TopologyType,
+};
 use super::settings::{TopologyId, TopologySettings};
 use super::TopologyVersion;
 
@@ -51,18 +52,6 @@ pub const NEWER_PRIMARY_ERROR: &str = "primary marked stale due to discovery of 
 /// The wire version of MongoDB 6.0, from which a primary's (electionId,
 /// setVersion) pair is ordered by electionId first.
 const ELECTION_ID_FIRST_WIRE_VERSION: i32 = 17;
-
-/// What the driver keeps about a server besides its description.
-#[derive(Clone, Debug, Default, PartialEq)]
-#[non_exhaustive]
-pub struct ServerState {
-    /// The socket generation (the spec's pool generation): it grows each
-    /// time the server's socket is discarded, so errors from an older
-    /// socket can be recognised as stale.
-    pub pool_generation: u32,
-    /// The round-trip-time samples of the server's checks.
-    pub round_trip_time: RoundTripTime,
-}
 
 /// What one change to the topology implies.
 #[derive(Clone, Debug, Default)]
