@@ -5,6 +5,8 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::str::FromStr;
 use std::time::Duration;
 
+use crate::options::ClientOptions;
+
 /// Where the system's resolver configuration lives.
 const RESOLV_CONF: &str = "/etc/resolv.conf";
 
@@ -35,6 +37,15 @@ impl ResolverConfig {
     pub fn system() -> ResolverConfig {
         let text = std::fs::read_to_string(RESOLV_CONF).unwrap_or_default();
         ResolverConfig::from_resolv_conf(&text)
+    }
+
+    /// The configuration a client's look-ups use: the name servers its
+    /// options set ([`ClientOptions::with_name_servers`]), else the system's.
+    pub(crate) fn for_client(options: &ClientOptions) -> ResolverConfig {
+        match options.name_servers() {
+            Some(servers) => ResolverConfig::with_name_servers(servers.to_vec()),
+            None => ResolverConfig::system(),
+        }
     }
 
     /// The given name servers only: no search list, no `/etc/hosts`.

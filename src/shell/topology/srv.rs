@@ -34,7 +34,7 @@ impl Topology {
     pub(super) fn resolver(&mut self) -> &crate::dns::ResolverConfig {
         let options = &self.options;
         self.resolver
-            .get_or_insert_with(|| options.resolver_config())
+            .get_or_insert_with(|| crate::dns::ResolverConfig::for_client(options))
     }
 
     /// When a DNS look-up must end: connectTimeoutMS, cut to the
