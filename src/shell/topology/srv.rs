@@ -64,10 +64,10 @@ impl Topology {
         options.hosts =
             crate::srv::choose_seeds(seeds, options.srv_max_hosts(), self.monitor.rng());
         options.validate()?;
+        let wanted = super::publish::change_events_wanted(self.handler.as_ref());
+        let settings = TopologySettings::from_options(&options).with_change_events(wanted);
         self.monitor
-            .replace_description(TopologyDescription::new(TopologySettings::from_options(
-                &options,
-            )));
+            .replace_description(TopologyDescription::new(settings));
         self.options = options;
         self.srv_resolved = true;
         self.next_srv_rescan = Some(
