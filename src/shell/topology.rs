@@ -25,13 +25,11 @@ use crate::address::ServerAddress;
 use crate::conn::Connection;
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
-use crate::event::{log_sdam_event, EventHandler, SdamEvent};
+use crate::event::EventHandler;
 use crate::handshake;
 use crate::monitor::{is_setup_failure, Monitor, MonitorSettings, Next};
 use crate::options::ClientOptions;
-use crate::sdam::{
-    ServerDescription, TopologyDescription, TopologySettings, TopologyType, TopologyUpdate,
-};
+use crate::sdam::{ServerDescription, TopologyDescription, TopologySettings, TopologyType};
 use crate::select::ServerSelector;
 use crate::select::{
     self, SelectionCriteria, SelectionLog, SelectionLogContext, SelectionSettings,
@@ -41,6 +39,7 @@ mod checks;
 mod errors;
 mod forget;
 mod overlap;
+mod publish;
 mod sockets;
 mod srv;
 mod waiting;
@@ -108,7 +107,10 @@ impl Topology {
             handshake::client_metadata(options.app_name(), &|name| std::env::var(name).ok());
         let (tls, authenticator) = security(&options)?;
         let monitor = Monitor::new(
-            TopologyDescription::new(TopologySettings::from_options(&options)),
+            TopologyDescription::new(
+                TopologySettings::from_options(&options)
+                    .with_change_events(publish::change_events_wanted(handler.as_ref())),
+            ),
             MonitorSettings {
                 heartbeat_frequency: options.heartbeat_frequency(),
                 server_selection_timeout: options.server_selection_timeout(),
@@ -177,6 +179,7 @@ impl Topology {
         deadline: Deadline,
     ) -> Result<ServerAddress> {
         self.waiting_logged = false;
+        self.refresh_change_events();
         self.forget_inherited_sockets();
         self.prepare_srv_seeds(deadline)?;
         let address = self.select_server(criteria, operation, deprioritized, deadline)?;
@@ -332,22 +335,6 @@ impl Topology {
             self.overlap = None;
             self.queued.clear();
             self.monitor.mark_stale();
-        }
-    }
-
-    fn publish(&mut self, update: TopologyUpdate) {
-        for address in &update.removed {
-            self.connections.remove(address);
-        }
-        for event in &update.events {
-            self.publish_event(event);
-        }
-    }
-
-    fn publish_event(&self, event: &SdamEvent) {
-        log_sdam_event(event);
-        if let Some(handler) = &self.handler {
-            handler.handle_sdam_event(event);
         }
     }
 }
