@@ -696,6 +696,10 @@ fn cold_tls_ping_with_silent_members(silent: usize) -> Duration {
     elapsed
 }
 
+/// With the primary among the seeds, TLS handshakes to silent members and
+/// to the primary share one wait. (Checked one by one, a scan that happens
+/// to reach the primary first drops the silent members unchecked: the
+/// next test shows the cost whatever the order.)
 #[test]
 fn five_silent_tls_members_cost_the_same_as_one() {
     tls_replica_set_member();
