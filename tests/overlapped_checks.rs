@@ -128,3 +128,44 @@ fn five_silent_members_with_the_default_connect_timeout_wait_no_longer_than_sele
     println!("cold find_one, 5 silent members, default connectTimeoutMS: {elapsed:?}");
     assert!(elapsed < Duration::from_millis(3_000), "{elapsed:?}");
 }
+
+#[test]
+fn hellos_on_open_sockets_are_awaited_together() {
+    let sim = Simulator::replica_set(
+        "rs",
+        TestServer::shared(),
+        &[Role::Primary, Role::Secondary, Role::Secondary],
+    );
+    let uri = format!("{}&heartbeatFrequencyMS=500", sim.seed_uri(&[0, 1, 2]));
+    let client = client(&uri);
+    let admin = client.database("admin");
+    let ping = || admin.run_command(doc! { "ping": 1 }).run().expect("ping");
+    ping();
+    let connections: Vec<usize> = (0..3).map(|i| sim.connections(i)).collect();
+    let hellos: Vec<usize> = (0..3).map(|i| sim.hellos(i)).collect();
+    let delay = Duration::from_millis(400);
+    for i in 0..3 {
+        sim.delay_replies(i, delay);
+    }
+    // heartbeatFrequencyMS has passed: the next selection rescans, with a
+    // hello on each member's open socket.
+    std::thread::sleep(Duration::from_millis(600));
+    let started = Instant::now();
+    ping();
+    let elapsed = started.elapsed();
+    println!("rescan of 3 open sockets with {delay:?} per reply, then a ping: {elapsed:?}");
+    for i in 0..3 {
+        assert_eq!(
+            sim.connections(i),
+            connections[i],
+            "member {i}: no new socket"
+        );
+        assert!(sim.hellos(i) > hellos[i], "member {i} was checked");
+    }
+    // One delay for the three hellos together and one for the ping; one
+    // after the other the hellos alone would take three.
+    assert!(
+        elapsed < delay * 3,
+        "the rescan and ping took {elapsed:?}; one reply takes {delay:?}"
+    );
+}

@@ -660,3 +660,86 @@ fn secrets_reach_no_event_log_or_error() {
         "the events were recorded"
     );
 }
+
+/// A TLS server in replica-set mode (setName "secantus"), no `--auth`.
+fn tls_replica_set_member() -> &'static TestServer {
+    static SERVER: OnceLock<TestServer> = OnceLock::new();
+    SERVER.get_or_init(|| {
+        TestServer::with_options(ServerOptions {
+            standalone: false,
+            extra_args: tls_args(false),
+        })
+    })
+}
+
+/// A cold ping of a TLS replica set seeded with `silent` members that
+/// accept connections and never answer (no TLS handshake either).
+fn cold_tls_ping_with_silent_members(silent: usize) -> Duration {
+    let listeners: Vec<TcpListener> = (0..silent)
+        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let mut seeds: Vec<String> = listeners
+        .iter()
+        .map(|l| l.local_addr().unwrap().to_string())
+        .collect();
+    seeds.push(format!("localhost:{}", tls_replica_set_member().port()));
+    let uri = format!(
+        "mongodb://{}/?replicaSet=secantus&tls=true&tlsCAFile={}&tlsAllowInvalidHostnames=true\
+         &connectTimeoutMS=1000&serverSelectionTimeoutMS=4000",
+        seeds.join(","),
+        certs().path("ca.pem")
+    );
+    let started = Instant::now();
+    ping(&uri).unwrap();
+    let elapsed = started.elapsed();
+    drop(listeners);
+    elapsed
+}
+
+/// With the primary among the seeds, TLS handshakes to silent members and
+/// to the primary share one wait. (Checked one by one, a scan that happens
+/// to reach the primary first drops the silent members unchecked: the
+/// next test shows the cost whatever the order.)
+#[test]
+fn five_silent_tls_members_cost_the_same_as_one() {
+    tls_replica_set_member();
+    let one = cold_tls_ping_with_silent_members(1);
+    let five = cold_tls_ping_with_silent_members(5);
+    println!("cold TLS ping: 1 silent member {one:?}, 5 silent members {five:?}");
+    // One connectTimeoutMS (1 s) plus a few round trips; TLS handshakes
+    // checked one after another would cost one connectTimeoutMS each.
+    assert!(five < Duration::from_millis(1_800), "{five:?}");
+    assert!(
+        five < one + Duration::from_millis(500),
+        "five cost {five:?}, one {one:?}"
+    );
+}
+
+#[test]
+fn a_scan_of_silent_tls_members_costs_one_connect_timeout() {
+    // Nothing answers, so nothing removes a member from the scan: each is
+    // checked whatever the scan's order.
+    let listeners: Vec<TcpListener> = (0..5)
+        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let seeds: Vec<String> = listeners
+        .iter()
+        .map(|l| l.local_addr().unwrap().to_string())
+        .collect();
+    let uri = format!(
+        "mongodb://{}/?tls=true&tlsCAFile={}&connectTimeoutMS=1000\
+         &serverSelectionTimeoutMS=4000&serverSelectionTryOnce=true",
+        seeds.join(","),
+        certs().path("ca.pem")
+    );
+    let started = Instant::now();
+    let error = ping(&uri).unwrap_err();
+    let elapsed = started.elapsed();
+    println!("one scan of 5 silent TLS members: {elapsed:?} ({error})");
+    assert!(
+        error.to_string().contains("TLS handshake"),
+        "the members timed out in the TLS handshake: {error}"
+    );
+    assert!(elapsed < Duration::from_millis(1_800), "{elapsed:?}");
+    drop(listeners);
+}

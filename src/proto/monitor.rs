@@ -212,6 +212,12 @@ impl Monitor {
         &mut self.rng
     }
 
+    /// Whether updates carry the description change events (see
+    /// [`crate::sdam::TopologySettings::without_change_events`]).
+    pub(crate) fn set_change_events(&mut self, wanted: bool) {
+        self.description.settings.without_change_events = !wanted;
+    }
+
     /// Replaces the description (the SRV seed list was looked up): what
     /// was known of the old servers goes.
     pub(crate) fn replace_description(&mut self, description: TopologyDescription) {
