@@ -108,8 +108,14 @@ fn part(name: &str) -> bool {
 fn print_shapes(backend: &TestServer, drivers: &[Driver], cli: &Path) {
     println!("reply delay {DELAY:?} per simulated reply; round trips exclude the TCP connect");
     println!(
-        "{:<28} {:<14} {:>3} {:>14} {:>14} {:>10} {:>10}",
-        "shape", "driver", "RT", "conns/member", "hellos/member", "warm op/s", "cpu us/op"
+        "{:<28} {:<14} {:>10} {:>13} {:>13} {:>10} {:>22}",
+        "shape",
+        "driver",
+        "RT",
+        "conns/member",
+        "hellos/member",
+        "warm op/s",
+        "cpu us/op (user+sys)"
     );
     for shape in shapes(backend) {
         let uri = shape.sim.seed_uri(&shape.seeds);
@@ -117,16 +123,21 @@ fn print_shapes(backend: &TestServer, drivers: &[Driver], cli: &Path) {
             let cold = cold_round_trips(&shape.sim, driver, &uri);
             let warm = best_warm(driver, &uri);
             println!(
-                "{:<28} {:<14} {:>3} {:>14} {:>14} {:>10} {:>10}",
+                "{:<28} {:<14} {:>10} {:>13} {:>13} {:>10} {:>22}",
                 shape.name,
                 driver.name,
-                cold.as_ref()
-                    .map_or("-".to_owned(), |c| c.round_trips.to_string()),
+                cold.as_ref().map_or("-".to_owned(), |c| format!(
+                    "{} ({:.2})",
+                    c.round_trips, c.exact
+                )),
                 cold.as_ref()
                     .map_or("-".to_owned(), |c| join(&c.connections)),
                 cold.as_ref().map_or("-".to_owned(), |c| join(&c.hellos)),
-                warm.map_or("-".to_owned(), |w| format!("{:.0}", w.0)),
-                warm.map_or("-".to_owned(), |w| format!("{:.1}", w.1)),
+                warm.map_or("-".to_owned(), |w| format!("{:.0}", w.ops)),
+                warm.map_or("-".to_owned(), |w| match (w.user, w.sys) {
+                    (Some(user), Some(sys)) => format!("{:.1} ({user:.1}+{sys:.1})", w.cpu),
+                    _ => format!("{:.1}", w.cpu),
+                }),
             );
         }
         let spawn_to_exit = cli_spawn_to_exit(cli, &uri);
@@ -425,6 +436,8 @@ fn drop_collection(uri: &str, name: &str) {
 #[derive(Clone)]
 struct Cold {
     round_trips: i64,
+    /// The unrounded figure, to show the noise.
+    exact: f64,
     connections: Vec<usize>,
     hellos: Vec<usize>,
 }
@@ -459,6 +472,7 @@ fn cold_round_trips(sim: &Simulator, driver: &Driver, uri: &str) -> Option<Cold>
     let extra = delayed.saturating_sub(quick).as_secs_f64() / DELAY.as_secs_f64();
     Some(Cold {
         round_trips: extra.round() as i64,
+        exact: extra,
         connections: counts.iter().map(|c| c.0).collect(),
         hellos: counts.iter().map(|c| c.1).collect(),
     })
@@ -470,18 +484,32 @@ fn set_delay(sim: &Simulator, delay: Duration) {
     }
 }
 
-/// (ops/s, CPU µs/op) of the run with the least CPU per operation.
-fn best_warm(driver: &Driver, uri: &str) -> Option<(f64, f64)> {
-    let mut best: Option<(f64, f64)> = None;
+/// One warm run's figures: ops/s and CPU µs per operation, split into
+/// user and system time when the program reports it.
+#[derive(Clone, Copy)]
+struct Warm {
+    ops: f64,
+    cpu: f64,
+    user: Option<f64>,
+    sys: Option<f64>,
+}
+
+/// The warm run with the least CPU per operation.
+fn best_warm(driver: &Driver, uri: &str) -> Option<Warm> {
+    let mut best: Option<Warm> = None;
     for _ in 0..WARM_RUNS {
         let line = run_line(
             &driver.bench_find,
             &["warm", uri, DB, COLL, &WARM_OPS.to_string()],
         )?;
-        let ops = field(&line, "ops_per_s")?;
-        let cpu = field(&line, "cpu_us_per_op")?;
-        if best.is_none_or(|(_, b)| cpu < b) {
-            best = Some((ops, cpu));
+        let run = Warm {
+            ops: field(&line, "ops_per_s")?,
+            cpu: field(&line, "cpu_us_per_op")?,
+            user: field(&line, "user_us_per_op"),
+            sys: field(&line, "sys_us_per_op"),
+        };
+        if best.is_none_or(|b| run.cpu < b.cpu) {
+            best = Some(run);
         }
     }
     best
