@@ -538,8 +538,9 @@ fn run_line(program: &Path, args: &[&str]) -> Option<String> {
         .output()
         .expect("the program runs");
     if !output.status.success() {
+        let shown: Vec<String> = args.iter().map(|arg| without_credentials(arg)).collect();
         eprintln!(
-            "{} {args:?} failed: {}",
+            "{} {shown:?} failed: {}",
             program.display(),
             String::from_utf8_lossy(&output.stderr)
         );
@@ -549,6 +550,16 @@ fn run_line(program: &Path, args: &[&str]) -> Option<String> {
         .lines()
         .last()
         .map(str::to_owned)
+}
+
+/// `arg` with a connection string's `user:password@` replaced by `***@`.
+fn without_credentials(arg: &str) -> String {
+    match (arg.find("://"), arg.find('@')) {
+        (Some(scheme), Some(at)) if scheme < at => {
+            format!("{}***{}", &arg[..scheme + 3], &arg[at..])
+        }
+        _ => arg.to_owned(),
+    }
 }
 
 fn field(line: &str, name: &str) -> Option<f64> {
