@@ -16,7 +16,7 @@ use bson::{doc, Document};
 use mongo_inline::{Client, ErrorKind};
 use support::server::{ServerOptions, TestServer};
 use support::tls::encoded;
-use support::tls::{certs, plain_auth_server, tls_args, tls_auth_server, PASSWORD, X509_USER};
+use support::tls::{certs, plain_auth_server, tls_args, tls_auth_server, PASSWORD};
 
 /// A TCP proxy that counts the sockets it accepts and the wire messages
 /// the client sends through it (readable only without TLS).
