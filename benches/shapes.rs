@@ -30,6 +30,10 @@
 //! ID|N`). Ours is built here (`cargo build --release`); others are named in
 //! `SHAPES_COMPARE`, e.g.
 //! `SHAPES_COMPARE=libmongoc=/path/bench_find,rust-official=/path/bench_find_official`.
+//! `benches/compare/libmongoc/bench_find.c` is libmongoc's (its build line
+//! is in its header); `benches/compare/floor/bench_find.c` (warm mode only)
+//! does nothing but one `sendto` and one `recvfrom` per operation, the CPU
+//! floor under any driver.
 //!
 //! Run with `cargo bench --bench shapes` (set `SECANTUSD` as for the tests).
 //! `SHAPES_PARTS` picks parts (comma-separated, default all): `shapes`,
