@@ -46,7 +46,7 @@ fn write_array(items: &[Bson], out: &mut Vec<u8>, depth: usize) -> Result<(), Wr
         return Err(WriteError::TooDeep);
     }
     let start = begin(out);
-    let mut index = itoa_buffer();
+    let mut index = IndexKey::new();
     for (i, value) in items.iter().enumerate() {
         write_element(index.format(i), value, out, depth)?;
     }
@@ -167,11 +167,11 @@ struct IndexKey {
     buffer: [u8; 20],
 }
 
-fn itoa_buffer() -> IndexKey {
-    IndexKey { buffer: [0; 20] }
-}
-
 impl IndexKey {
+    fn new() -> IndexKey {
+        IndexKey { buffer: [0; 20] }
+    }
+
     fn format(&mut self, mut n: usize) -> &str {
         let mut at = self.buffer.len();
         loop {
