@@ -87,7 +87,8 @@ pub use proto::{
 };
 
 use proto::{
-    concern, deadline, handshake, log_json, monitor, nesting, scan, tls, unsupported, wire,
+    bson_write, concern, deadline, handshake, log_json, monitor, nesting, scan, tls, unsupported,
+    wire,
 };
 use shell::{conn, dns, exec, fork, topology};
 

@@ -67,6 +67,50 @@ fn members_named_by_the_seed_are_connected_to_within_one_round_trip() {
     );
 }
 
+/// Every seed is connected to and sent its hello in the first wait, so a
+/// cold operation costs one hello round trip and then its own (two mongos,
+/// or a replica set named by three seeds: 2 reply round trips plus the
+/// connect; `cargo bench --bench shapes` counts them).
+fn seeds_connected_in_one_wait(sim: &Simulator, seeds: &[usize]) {
+    let round_trip = Duration::from_millis(300);
+    for i in 0..sim.len() {
+        sim.delay_replies(i, round_trip);
+    }
+    let client = client(&sim.seed_uri(seeds));
+    client
+        .database("admin")
+        .run_command(doc! { "ping": 1 })
+        .run()
+        .expect("ping");
+    let opened: Vec<_> = seeds
+        .iter()
+        .map(|&i| *sim.accept_times(i).first().expect("every seed was checked"))
+        .collect();
+    let (first, last) = (opened.iter().min().unwrap(), opened.iter().max().unwrap());
+    let apart = *last - *first;
+    // Checked one after the other, the last would open at least one round
+    // trip (a delayed hello) after the first.
+    assert!(
+        apart < round_trip / 2,
+        "seed connections opened {apart:?} apart; one round trip is {round_trip:?}"
+    );
+}
+
+#[test]
+fn two_mongos_seeds_are_checked_in_one_wait() {
+    seeds_connected_in_one_wait(&Simulator::mongos(TestServer::shared(), 2), &[0, 1]);
+}
+
+#[test]
+fn three_replica_set_seeds_are_checked_in_one_wait() {
+    let sim = Simulator::replica_set(
+        "rs",
+        TestServer::shared(),
+        &[Role::Primary, Role::Secondary, Role::Secondary],
+    );
+    seeds_connected_in_one_wait(&sim, &[0, 1, 2]);
+}
+
 /// Time for a cold `find_one` with `unreachable` silent and refusing
 /// members added to a healthy one-member set.
 fn cold_find_with_unreachable_members(silent: usize, refusing: usize) -> Duration {
