@@ -13,6 +13,12 @@
 //!   per operation (best of `WARM_RUNS` runs of `WARM_OPS`);
 //! - spawn → exit of the release CLI doing one `find` (median of `CLI_RUNS`).
 //!
+//! Then a cold `find_one` on a standalone with TLS 1.3 and SCRAM-SHA-256,
+//! through a byte-level proxy that holds each server → client chunk for
+//! `DELAY` (the simulator parses OP_MSG, so it cannot sit in front of TLS):
+//! round trips counted the same way, TCP connect excluded (it is not
+//! delayed).
+//!
 //! Then, against SecantusDB directly: cursor iteration over `SHAPES_DOCS`
 //! (default 100,000) small documents and `insert_many` of as many
 //! (documents/s, MB/s of BSON, client CPU µs per document), the peak RSS of
@@ -24,8 +30,14 @@
 //! ID|N`). Ours is built here (`cargo build --release`); others are named in
 //! `SHAPES_COMPARE`, e.g.
 //! `SHAPES_COMPARE=libmongoc=/path/bench_find,rust-official=/path/bench_find_official`.
+//! `benches/compare/libmongoc/bench_find.c` is libmongoc's (its build line
+//! is in its header); `benches/compare/floor/bench_find.c` (warm mode only)
+//! does nothing but one `sendto` and one `recvfrom` per operation, the CPU
+//! floor under any driver.
 //!
 //! Run with `cargo bench --bench shapes` (set `SECANTUSD` as for the tests).
+//! `SHAPES_PARTS` picks parts (comma-separated, default all): `shapes`,
+//! `tls`, `throughput`, `size`, `syscalls`.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -36,6 +48,7 @@ use std::time::{Duration, Instant};
 
 use bson::{doc, Document};
 use mongo_inline::Client;
+use support::delay_proxy::DelayProxy;
 use support::server::TestServer;
 use support::sim::{Role, Simulator};
 
@@ -74,30 +87,64 @@ fn main() {
     let standalone = TestServer::start_standalone();
     seed_document(&standalone.uri());
 
+    if part("shapes") {
+        print_shapes(&backend, &drivers, &cli);
+    }
+    if part("tls") {
+        print_tls_scram(&drivers);
+    }
+    if part("throughput") {
+        print_throughput(&standalone, &drivers);
+    }
+    if part("size") {
+        print_size(&standalone, &drivers, &cli);
+    }
+    if part("syscalls") {
+        print_syscalls(&standalone, &drivers);
+    }
+}
+
+/// Whether `SHAPES_PARTS` (default: all) names `name`.
+fn part(name: &str) -> bool {
+    std::env::var("SHAPES_PARTS").map_or(true, |parts| parts.split(',').any(|p| p.trim() == name))
+}
+
+fn print_shapes(backend: &TestServer, drivers: &[Driver], cli: &Path) {
     println!("reply delay {DELAY:?} per simulated reply; round trips exclude the TCP connect");
     println!(
-        "{:<28} {:<14} {:>3} {:>14} {:>14} {:>10} {:>10}",
-        "shape", "driver", "RT", "conns/member", "hellos/member", "warm op/s", "cpu us/op"
+        "{:<28} {:<14} {:>10} {:>13} {:>13} {:>10} {:>22}",
+        "shape",
+        "driver",
+        "RT",
+        "conns/member",
+        "hellos/member",
+        "warm op/s",
+        "cpu us/op (user+sys)"
     );
-    for shape in shapes(&backend) {
+    for shape in shapes(backend) {
         let uri = shape.sim.seed_uri(&shape.seeds);
-        for driver in &drivers {
+        for driver in drivers {
             let cold = cold_round_trips(&shape.sim, driver, &uri);
             let warm = best_warm(driver, &uri);
             println!(
-                "{:<28} {:<14} {:>3} {:>14} {:>14} {:>10} {:>10}",
+                "{:<28} {:<14} {:>10} {:>13} {:>13} {:>10} {:>22}",
                 shape.name,
                 driver.name,
-                cold.as_ref()
-                    .map_or("-".to_owned(), |c| c.round_trips.to_string()),
+                cold.as_ref().map_or("-".to_owned(), |c| format!(
+                    "{} ({:.2})",
+                    c.round_trips, c.exact
+                )),
                 cold.as_ref()
                     .map_or("-".to_owned(), |c| join(&c.connections)),
                 cold.as_ref().map_or("-".to_owned(), |c| join(&c.hellos)),
-                warm.map_or("-".to_owned(), |w| format!("{:.0}", w.0)),
-                warm.map_or("-".to_owned(), |w| format!("{:.1}", w.1)),
+                warm.map_or("-".to_owned(), |w| format!("{:.0}", w.ops)),
+                warm.map_or("-".to_owned(), |w| match (w.user, w.sys) {
+                    (Some(user), Some(sys)) => format!("{:.1} ({user:.1}+{sys:.1})", w.cpu),
+                    _ => format!("{:.1}", w.cpu),
+                }),
             );
         }
-        let spawn_to_exit = cli_spawn_to_exit(&cli, &uri);
+        let spawn_to_exit = cli_spawn_to_exit(cli, &uri);
         println!(
             "{:<28} {:<14} spawn -> exit of `mongo-inline find` (median of {CLI_RUNS}): {:.2} ms",
             shape.name,
@@ -105,7 +152,9 @@ fn main() {
             spawn_to_exit.as_secs_f64() * 1e3
         );
     }
+}
 
+fn print_throughput(standalone: &TestServer, drivers: &[Driver]) {
     let docs: u32 = std::env::var("SHAPES_DOCS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -116,7 +165,7 @@ fn main() {
         "{:<14} {:>42} {:>42}",
         "driver", "insert_many docs/s  MB/s  cpu us/doc", "cursor docs/s  MB/s  cpu us/doc"
     );
-    for driver in &drivers {
+    for driver in drivers {
         let collection = format!("many_{}", driver.name.replace('-', "_"));
         drop_collection(&standalone.uri(), &collection);
         let insert = run_line(
@@ -147,23 +196,22 @@ fn main() {
         );
         drop_collection(&standalone.uri(), &collection);
     }
+}
 
+fn print_size(standalone: &TestServer, drivers: &[Driver], cli: &Path) {
     println!();
     println!(
         "{:<14} {:>26} {:>16}",
         "driver", "peak RSS, one find_one", "binary size"
     );
-    let rss = peak_rss_kib(
-        &cli,
-        &[&standalone.uri(), "find", "bench.c", "{\"_id\": 1}"],
-    );
+    let rss = peak_rss_kib(cli, &[&standalone.uri(), "find", "bench.c", "{\"_id\": 1}"]);
     println!(
         "{:<14} {:>23} KiB {:>12} KiB",
         "CLI (ours)",
         rss.map_or("-".to_owned(), |k| k.to_string()),
-        file_kib(&cli)
+        file_kib(cli)
     );
-    for driver in &drivers {
+    for driver in drivers {
         let rss = peak_rss_kib(
             &driver.bench_find,
             &["cold", &standalone.uri(), DB, COLL, "1"],
@@ -175,10 +223,12 @@ fn main() {
             file_kib(&driver.bench_find)
         );
     }
+}
 
+fn print_syscalls(standalone: &TestServer, drivers: &[Driver]) {
     println!();
     println!("system calls per warm find_one (strace -c -f, {SYSCALL_OPS} operations):");
-    for driver in &drivers {
+    for driver in drivers {
         match syscalls_per_op(driver, &standalone.uri()) {
             Some(calls) => println!("{:<14} {calls}", driver.name),
             None => println!(
@@ -186,6 +236,59 @@ fn main() {
                 driver.name
             ),
         }
+    }
+}
+
+/// Round trips of a cold `find_one` on a standalone with TLS 1.3 and
+/// SCRAM-SHA-256 (the URI names the mechanism, so speculative
+/// authentication can start in the hello), through a `DelayProxy`.
+fn print_tls_scram(drivers: &[Driver]) {
+    let server = support::tls::tls_auth_server();
+    let ca = support::tls::certs().path("ca.pem");
+    let credentials = format!("alice:{}", support::tls::encoded(support::tls::PASSWORD));
+    let query = format!("tls=true&tlsCAFile={ca}&authSource=admin&authMechanism=SCRAM-SHA-256");
+    seed_document(&format!(
+        "mongodb://{credentials}@localhost:{}/?{query}",
+        server.port()
+    ));
+    let proxy = DelayProxy::start(server.port());
+    let uri = format!(
+        "mongodb://{credentials}@localhost:{}/?{query}",
+        proxy.port()
+    );
+    println!();
+    println!(
+        "TLS 1.3 + SCRAM-SHA-256 on a standalone: each server -> client chunk delayed {DELAY:?} \
+         by a byte-level proxy; round trips exclude the TCP connect (add one)"
+    );
+    for driver in drivers {
+        let args = ["cold", uri.as_str(), DB, COLL, "1"];
+        let time_runs = || -> Option<Duration> {
+            let mut samples = Vec::new();
+            for _ in 0..COLD_RUNS {
+                let start = Instant::now();
+                let line = run_line(&driver.bench_find, &args)?;
+                samples.push(start.elapsed());
+                if !line.starts_with("DOC {") {
+                    eprintln!("{}: unexpected output {line:?}", driver.name);
+                    return None;
+                }
+            }
+            Some(median(samples))
+        };
+        proxy.set_delay(Duration::ZERO);
+        let quick = time_runs();
+        proxy.set_delay(DELAY);
+        let delayed = time_runs();
+        proxy.set_delay(Duration::ZERO);
+        let figure = match (quick, delayed) {
+            (Some(quick), Some(delayed)) => {
+                let extra = delayed.saturating_sub(quick).as_secs_f64() / DELAY.as_secs_f64();
+                format!("{:.0} ({extra:.2})", extra.round())
+            }
+            _ => "-".to_owned(),
+        };
+        println!("{:<14} round trips {figure}", driver.name);
     }
 }
 
@@ -337,6 +440,8 @@ fn drop_collection(uri: &str, name: &str) {
 #[derive(Clone)]
 struct Cold {
     round_trips: i64,
+    /// The unrounded figure, to show the noise.
+    exact: f64,
     connections: Vec<usize>,
     hellos: Vec<usize>,
 }
@@ -371,6 +476,7 @@ fn cold_round_trips(sim: &Simulator, driver: &Driver, uri: &str) -> Option<Cold>
     let extra = delayed.saturating_sub(quick).as_secs_f64() / DELAY.as_secs_f64();
     Some(Cold {
         round_trips: extra.round() as i64,
+        exact: extra,
         connections: counts.iter().map(|c| c.0).collect(),
         hellos: counts.iter().map(|c| c.1).collect(),
     })
@@ -382,18 +488,32 @@ fn set_delay(sim: &Simulator, delay: Duration) {
     }
 }
 
-/// (ops/s, CPU µs/op) of the run with the least CPU per operation.
-fn best_warm(driver: &Driver, uri: &str) -> Option<(f64, f64)> {
-    let mut best: Option<(f64, f64)> = None;
+/// One warm run's figures: ops/s and CPU µs per operation, split into
+/// user and system time when the program reports it.
+#[derive(Clone, Copy)]
+struct Warm {
+    ops: f64,
+    cpu: f64,
+    user: Option<f64>,
+    sys: Option<f64>,
+}
+
+/// The warm run with the least CPU per operation.
+fn best_warm(driver: &Driver, uri: &str) -> Option<Warm> {
+    let mut best: Option<Warm> = None;
     for _ in 0..WARM_RUNS {
         let line = run_line(
             &driver.bench_find,
             &["warm", uri, DB, COLL, &WARM_OPS.to_string()],
         )?;
-        let ops = field(&line, "ops_per_s")?;
-        let cpu = field(&line, "cpu_us_per_op")?;
-        if best.is_none_or(|(_, b)| cpu < b) {
-            best = Some((ops, cpu));
+        let run = Warm {
+            ops: field(&line, "ops_per_s")?,
+            cpu: field(&line, "cpu_us_per_op")?,
+            user: field(&line, "user_us_per_op"),
+            sys: field(&line, "sys_us_per_op"),
+        };
+        if best.is_none_or(|b| run.cpu < b.cpu) {
+            best = Some(run);
         }
     }
     best
@@ -422,8 +542,9 @@ fn run_line(program: &Path, args: &[&str]) -> Option<String> {
         .output()
         .expect("the program runs");
     if !output.status.success() {
+        let shown: Vec<String> = args.iter().map(|arg| without_credentials(arg)).collect();
         eprintln!(
-            "{} {args:?} failed: {}",
+            "{} {shown:?} failed: {}",
             program.display(),
             String::from_utf8_lossy(&output.stderr)
         );
@@ -433,6 +554,16 @@ fn run_line(program: &Path, args: &[&str]) -> Option<String> {
         .lines()
         .last()
         .map(str::to_owned)
+}
+
+/// `arg` with a connection string's `user:password@` replaced by `***@`.
+fn without_credentials(arg: &str) -> String {
+    match (arg.find("://"), arg.find('@')) {
+        (Some(scheme), Some(at)) if scheme < at => {
+            format!("{}***{}", &arg[..scheme + 3], &arg[at..])
+        }
+        _ => arg.to_owned(),
+    }
 }
 
 fn field(line: &str, name: &str) -> Option<f64> {

@@ -5,6 +5,7 @@
 //!                                    prints: DOC <relaxed extended JSON>
 //! bench_find warm URI DB COLL N      N find_one by _id in a loop on one client
 //!                                    prints: WARM ops_per_s=<x> cpu_us_per_op=<y>
+//!                                    user_us_per_op=<u> sys_us_per_op=<s>
 //! bench_find cursor URI DB COLL N    iterates find({}) over COLL (N: the count
 //!                                    expected, checked)
 //!                                    prints: CURSOR docs=<n> docs_per_s=<x> mb_per_s=<y> cpu_us_per_doc=<z> peak_rss_mb=<r>
@@ -90,6 +91,7 @@ fn warm(uri: &str, db: &str, coll: &str, n: u32) -> Result<String, String> {
         .run()
         .map_err(|e| e.to_string())?;
     let cpu_start = cpu_time_ns()?;
+    let ticks_start = user_and_system_ticks()?;
     let wall_start = Instant::now();
     for _ in 0..n {
         let found = collection
@@ -100,10 +102,21 @@ fn warm(uri: &str, db: &str, coll: &str, n: u32) -> Result<String, String> {
     }
     let wall = wall_start.elapsed().as_secs_f64();
     let cpu_ns = cpu_time_ns()? - cpu_start;
+    let ticks_end = user_and_system_ticks()?;
+    let cpu_us_per_op = cpu_ns as f64 / 1000.0 / f64::from(n);
+    // The kernel samples the user/system split per tick; scale the sampled
+    // shares to the exact total.
+    let (user_ticks, system_ticks) = (ticks_end.0 - ticks_start.0, ticks_end.1 - ticks_start.1);
+    let user_share = if user_ticks + system_ticks == 0 {
+        f64::NAN
+    } else {
+        user_ticks as f64 / (user_ticks + system_ticks) as f64
+    };
     Ok(format!(
-        "WARM ops_per_s={:.0} cpu_us_per_op={:.2}",
+        "WARM ops_per_s={:.0} cpu_us_per_op={cpu_us_per_op:.2} user_us_per_op={:.2} sys_us_per_op={:.2}",
         f64::from(n) / wall,
-        cpu_ns as f64 / 1000.0 / f64::from(n)
+        cpu_us_per_op * user_share,
+        cpu_us_per_op * (1.0 - user_share)
     ))
 }
 
@@ -234,4 +247,19 @@ fn cpu_time_ns() -> Result<u64, String> {
         .next()
         .and_then(|field| field.parse().ok())
         .ok_or_else(|| format!("unexpected /proc/self/schedstat: {text:?}"))
+}
+
+/// (user, system) clock ticks this process has run, fields 14 and 15 of
+/// `/proc/self/stat` (what `getrusage` reports, at tick resolution).
+fn user_and_system_ticks() -> Result<(u64, u64), String> {
+    let text = std::fs::read_to_string("/proc/self/stat")
+        .map_err(|e| format!("cannot read /proc/self/stat (Linux only): {e}"))?;
+    // The command name (field 2) may hold spaces; fields after it are plain.
+    let after_name = text.rsplit_once(')').map(|(_, rest)| rest).unwrap_or("");
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let tick = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
+    match (tick(11), tick(12)) {
+        (Some(user), Some(system)) => Ok((user, system)),
+        _ => Err(format!("unexpected /proc/self/stat: {text:?}")),
+    }
 }

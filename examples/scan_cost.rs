@@ -3,7 +3,8 @@
 //! per member, applied to the topology description as a scan applies them.
 //!
 //! `cargo run --example scan_cost -- 250 500 1000` prints, for each size,
-//! the time per check and in total. Applying a check costs about the size of
+//! the time per check and in total, with the description change events
+//! built (a client someone listens to) and without (nobody listens). Applying a check costs about the size of
 //! its hello, so the time per check grows linearly with the member count
 //! and a full scan's with its square (issue 10: before member lists were
 //! shared, 1,001 members took 184 ms per check and 184 s per scan in a debug
@@ -24,17 +25,19 @@ fn main() {
         sizes.push(2000);
     }
     for members in sizes {
-        scan(members);
+        scan(members, true);
+        scan(members, false);
     }
 }
 
-/// One seed and `members` more, each check's hello listing all of them.
-fn scan(members: usize) {
+/// One seed and `members` more, each check's hello listing all of them;
+/// with the description change events built (someone listens) or not.
+fn scan(members: usize, change_events: bool) {
     let hosts: Vec<String> = (0..=members).map(|i| format!("m{i}:27017")).collect();
     let host_list: Vec<Bson> = hosts.iter().map(|h| Bson::String(h.clone())).collect();
     let uri = format!("mongodb://{}/?replicaSet=rs", hosts[0]);
     let options = ClientOptions::parse(&uri).expect("a valid URI");
-    let settings = TopologySettings::from_options(&options);
+    let settings = TopologySettings::from_options(&options).with_change_events(change_events);
     let mut topology = TopologyDescription::new(settings);
     let started = Instant::now();
     let mut events = 0;
@@ -51,9 +54,10 @@ fn scan(members: usize) {
     let total = started.elapsed();
     let per_check = total / hosts.len() as u32;
     println!(
-        "scan of {} members: {total:?} in all, {per_check:?} per check, {:.2} µs per check \
-         per member ({events} events)",
+        "scan of {} members, change events {}: {total:?} in all, {per_check:?} per check, \
+         {:.2} µs per check per member ({events} events)",
         hosts.len(),
+        if change_events { "on" } else { "off" },
         per_check.as_secs_f64() * 1e6 / hosts.len() as f64
     );
 }

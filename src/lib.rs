@@ -70,6 +70,11 @@ mod api;
 mod proto;
 mod shell;
 
+// The spec fixtures in tests/ name the crate `mongo_inline`: the monitor's
+// spec runner (src/proto/monitor/spec_tests.rs) includes them by path.
+#[cfg(test)]
+extern crate self as mongo_inline;
+
 #[cfg(feature = "capi")]
 #[allow(unsafe_code)]
 pub mod capi;
@@ -82,7 +87,8 @@ pub use proto::{
 };
 
 use proto::{
-    concern, deadline, encode, handshake, log_json, monitor, nesting, scan, tls, unsupported, wire,
+    bson_write, concern, deadline, encode, handshake, log_json, monitor, nesting, scan, tls,
+    unsupported, wire,
 };
 use shell::{conn, dns, exec, fork, topology};
 

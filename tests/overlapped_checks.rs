@@ -67,6 +67,50 @@ fn members_named_by_the_seed_are_connected_to_within_one_round_trip() {
     );
 }
 
+/// Every seed is connected to and sent its hello in the first wait, so a
+/// cold operation costs one hello round trip and then its own (two mongos,
+/// or a replica set named by three seeds: 2 reply round trips plus the
+/// connect; `cargo bench --bench shapes` counts them).
+fn seeds_connected_in_one_wait(sim: &Simulator, seeds: &[usize]) {
+    let round_trip = Duration::from_millis(300);
+    for i in 0..sim.len() {
+        sim.delay_replies(i, round_trip);
+    }
+    let client = client(&sim.seed_uri(seeds));
+    client
+        .database("admin")
+        .run_command(doc! { "ping": 1 })
+        .run()
+        .expect("ping");
+    let opened: Vec<_> = seeds
+        .iter()
+        .map(|&i| *sim.accept_times(i).first().expect("every seed was checked"))
+        .collect();
+    let (first, last) = (opened.iter().min().unwrap(), opened.iter().max().unwrap());
+    let apart = *last - *first;
+    // Checked one after the other, the last would open at least one round
+    // trip (a delayed hello) after the first.
+    assert!(
+        apart < round_trip / 2,
+        "seed connections opened {apart:?} apart; one round trip is {round_trip:?}"
+    );
+}
+
+#[test]
+fn two_mongos_seeds_are_checked_in_one_wait() {
+    seeds_connected_in_one_wait(&Simulator::mongos(TestServer::shared(), 2), &[0, 1]);
+}
+
+#[test]
+fn three_replica_set_seeds_are_checked_in_one_wait() {
+    let sim = Simulator::replica_set(
+        "rs",
+        TestServer::shared(),
+        &[Role::Primary, Role::Secondary, Role::Secondary],
+    );
+    seeds_connected_in_one_wait(&sim, &[0, 1, 2]);
+}
+
 /// Time for a cold `find_one` with `unreachable` silent and refusing
 /// members added to a healthy one-member set.
 fn cold_find_with_unreachable_members(silent: usize, refusing: usize) -> Duration {
@@ -127,4 +171,45 @@ fn five_silent_members_with_the_default_connect_timeout_wait_no_longer_than_sele
     let elapsed = cold_find(5, 0, "serverSelectionTimeoutMS=2000");
     println!("cold find_one, 5 silent members, default connectTimeoutMS: {elapsed:?}");
     assert!(elapsed < Duration::from_millis(3_000), "{elapsed:?}");
+}
+
+#[test]
+fn hellos_on_open_sockets_are_awaited_together() {
+    let sim = Simulator::replica_set(
+        "rs",
+        TestServer::shared(),
+        &[Role::Primary, Role::Secondary, Role::Secondary],
+    );
+    let uri = format!("{}&heartbeatFrequencyMS=500", sim.seed_uri(&[0, 1, 2]));
+    let client = client(&uri);
+    let admin = client.database("admin");
+    let ping = || admin.run_command(doc! { "ping": 1 }).run().expect("ping");
+    ping();
+    let connections: Vec<usize> = (0..3).map(|i| sim.connections(i)).collect();
+    let hellos: Vec<usize> = (0..3).map(|i| sim.hellos(i)).collect();
+    let delay = Duration::from_millis(400);
+    for i in 0..3 {
+        sim.delay_replies(i, delay);
+    }
+    // heartbeatFrequencyMS has passed: the next selection rescans, with a
+    // hello on each member's open socket.
+    std::thread::sleep(Duration::from_millis(600));
+    let started = Instant::now();
+    ping();
+    let elapsed = started.elapsed();
+    println!("rescan of 3 open sockets with {delay:?} per reply, then a ping: {elapsed:?}");
+    for i in 0..3 {
+        assert_eq!(
+            sim.connections(i),
+            connections[i],
+            "member {i}: no new socket"
+        );
+        assert!(sim.hellos(i) > hellos[i], "member {i} was checked");
+    }
+    // One delay for the three hellos together and one for the ping; one
+    // after the other the hellos alone would take three.
+    assert!(
+        elapsed < delay * 3,
+        "the rescan and ping took {elapsed:?}; one reply takes {delay:?}"
+    );
 }

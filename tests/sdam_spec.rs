@@ -1,627 +1,67 @@
 //! The SDAM spec's legacy JSON tests
 //! (`server-discovery-and-monitoring/tests/{rs,sharded,single,load-balanced,errors,monitoring}`),
-//! driven through the production types: [`TopologyDescription::new`] from
+//! driven through the pure rules: [`TopologyDescription::new`] from
 //! the file's URI, `check_succeeded`/`check_failed` for each response,
 //! `handle_application_error` for each application error, and the outcome
 //! compared with the resulting description (or, for `monitoring/`, with
-//! the events the calls returned).
+//! the events the calls returned). The files and comparisons are in
+//! `sdam_fixture/`, shared with the monitor's runner
+//! (`src/proto/monitor/spec_tests.rs`), which drives the same files through
+//! the monitor.
 //!
 //! `tests/unified/` is not run here: it is written in the unified test
 //! format, which needs a runner of its own (a later issue) and a server.
 
+mod sdam_fixture;
 mod support;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use bson::oid::ObjectId;
-use bson::{Bson, Document};
-use serde::Deserialize;
+use bson::Document;
 
-use mongo_inline::event::SdamEvent;
-use mongo_inline::sdam::{
-    ApplicationError, ApplicationErrorKind, HandshakePhase, ServerDescription, TopologyDescription,
-    TopologySettings, TopologyVersion,
-};
-use mongo_inline::{ClientOptions, ServerAddress};
+use mongo_inline::sdam::{TopologyDescription, TopologyUpdate};
+use mongo_inline::ServerAddress;
 
+use sdam_fixture::{FixtureError, SdamDriver, TestFile};
 use support::spec::{self, Report};
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct TestFile {
-    description: String,
-    uri: String,
-    phases: Vec<Phase>,
-}
+/// The pure rules, called directly.
+struct PureSdam(TopologyDescription);
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Phase {
-    #[serde(default)]
-    description: Option<String>,
-    #[serde(default)]
-    responses: Vec<(String, Document)>,
-    #[serde(default, rename = "applicationErrors")]
-    application_errors: Vec<FixtureError>,
-    // Kept as a document: the format tells "absent" (do not check) from
-    // "null" (must be unset), which typed fields would blur.
-    outcome: Document,
-}
+impl SdamDriver for PureSdam {
+    fn description(&self) -> &TopologyDescription {
+        &self.0
+    }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct FixtureError {
-    address: String,
-    #[serde(default)]
-    generation: Option<u32>,
-    max_wire_version: i32,
-    when: String,
-    #[serde(rename = "type")]
-    error_type: String,
-    #[serde(default)]
-    response: Option<Document>,
-}
+    fn response(
+        &mut self,
+        address: &ServerAddress,
+        reply: &Document,
+        now: Instant,
+    ) -> TopologyUpdate {
+        if reply.is_empty() {
+            self.0
+                .check_failed(address, "network error during hello (simulated)", now)
+        } else {
+            self.0
+                .check_succeeded(address, reply, Duration::from_millis(1), now)
+        }
+    }
 
-/// The topology settings a client built from `uri` would have: the real
-/// URI parser, then the same conversion the client uses.
-fn settings_from_uri(uri: &str) -> Result<TopologySettings, String> {
-    let options = ClientOptions::parse(uri).map_err(|e| e.to_string())?;
-    Ok(TopologySettings::from_options(&options))
-}
-
-fn address(text: &str) -> Result<ServerAddress, String> {
-    ServerAddress::parse(text).map_err(|e| format!("bad address {text:?} in fixture: {e}"))
+    fn application_error(
+        &mut self,
+        fixture: &FixtureError,
+        now: Instant,
+    ) -> Result<TopologyUpdate, String> {
+        let error = sdam_fixture::application_error(&self.0, fixture)?;
+        Ok(self.0.handle_application_error(&error, now).1)
+    }
 }
 
 fn run_file(test: &TestFile) -> Result<(), String> {
     let now = Instant::now();
-    let mut topology = TopologyDescription::new(settings_from_uri(&test.uri)?);
-    let mut events = topology.opening_events();
-    for (index, phase) in test.phases.iter().enumerate() {
-        run_phase(&mut topology, &mut events, phase, now).map_err(|e| {
-            format!(
-                "phase {} ({}): {e}",
-                index + 1,
-                phase.description.as_deref().unwrap_or("no description")
-            )
-        })?;
-    }
-    Ok(())
-}
-
-fn run_phase(
-    topology: &mut TopologyDescription,
-    events: &mut Vec<SdamEvent>,
-    phase: &Phase,
-    now: Instant,
-) -> Result<(), String> {
-    for (source, reply) in &phase.responses {
-        let source = address(source)?;
-        let update = if reply.is_empty() {
-            topology.check_failed(&source, "network error during hello (simulated)", now)
-        } else {
-            topology.check_succeeded(&source, reply, Duration::from_millis(1), now)
-        };
-        events.extend(update.events);
-    }
-    for fixture in &phase.application_errors {
-        let error = application_error(topology, fixture)?;
-        let (_decision, update) = topology.handle_application_error(&error, now);
-        events.extend(update.events);
-    }
-    if let Some(expected) = phase.outcome.get("events") {
-        let Bson::Array(expected) = expected else {
-            return Err("outcome.events is not an array".into());
-        };
-        check_events(expected, events)?;
-        events.clear();
-        Ok(())
-    } else {
-        check_topology(&phase.outcome, topology)
-    }
-}
-
-fn application_error(
-    topology: &TopologyDescription,
-    fixture: &FixtureError,
-) -> Result<ApplicationError, String> {
-    let address = address(&fixture.address)?;
-    let phase = match fixture.when.as_str() {
-        "beforeHandshakeCompletes" => HandshakePhase::BeforeHandshakeCompletes,
-        "afterHandshakeCompletes" => HandshakePhase::AfterHandshakeCompletes,
-        other => return Err(format!("unknown applicationError.when {other:?}")),
-    };
-    let kind = match (fixture.error_type.as_str(), &fixture.response) {
-        ("network", None) => ApplicationErrorKind::Network {
-            message: "connection reset (simulated)".into(),
-        },
-        ("timeout", None) => ApplicationErrorKind::NetworkTimeout {
-            message: "timed out (simulated)".into(),
-        },
-        ("command", Some(response)) => ApplicationErrorKind::Command {
-            code: response.get("code").and_then(as_i64).map(|c| c as i32),
-            message: response.get_str("errmsg").unwrap_or_default().to_string(),
-            topology_version: response
-                .get_document("topologyVersion")
-                .ok()
-                .and_then(TopologyVersion::from_document),
-        },
-        (other, response) => {
-            return Err(format!(
-                "unsupported applicationError type {other:?} (response present: {})",
-                response.is_some()
-            ))
-        }
-    };
-    // Absent means "the pool's current generation".
-    let generation = match fixture.generation {
-        Some(g) => g,
-        None => topology.pool_generation(&address).unwrap_or(0),
-    };
-    Ok(ApplicationError::new(
-        address,
-        kind,
-        phase,
-        generation,
-        fixture.max_wire_version,
-    ))
-}
-
-fn as_i64(value: &Bson) -> Option<i64> {
-    match value {
-        Bson::Int32(n) => Some(i64::from(*n)),
-        Bson::Int64(n) => Some(*n),
-        Bson::Double(f) => Some(*f as i64),
-        _ => None,
-    }
-}
-
-fn expect_keys(doc: &Document, allowed: &[&str], what: &str) -> Result<(), String> {
-    match doc.keys().find(|k| !allowed.contains(&k.as_str())) {
-        Some(key) => Err(format!(
-            "{what} has a field the runner does not check: {key:?}"
-        )),
-        None => Ok(()),
-    }
-}
-
-fn optional_string(value: &Bson, what: &str) -> Result<Option<String>, String> {
-    match value {
-        Bson::Null => Ok(None),
-        Bson::String(s) => Ok(Some(s.clone())),
-        other => Err(format!("{what}: expected a string or null, found {other}")),
-    }
-}
-
-fn optional_int(value: &Bson, what: &str) -> Result<Option<i64>, String> {
-    match value {
-        Bson::Null => Ok(None),
-        other => as_i64(other)
-            .map(Some)
-            .ok_or_else(|| format!("{what}: expected an integer or null, found {other}")),
-    }
-}
-
-fn optional_oid(value: &Bson, what: &str) -> Result<Option<ObjectId>, String> {
-    match value {
-        Bson::Null => Ok(None),
-        Bson::ObjectId(id) => Ok(Some(*id)),
-        other => Err(format!(
-            "{what}: expected an ObjectId or null, found {other}"
-        )),
-    }
-}
-
-fn compare<T: PartialEq + std::fmt::Debug>(
-    what: &str,
-    expected: T,
-    actual: T,
-) -> Result<(), String> {
-    if expected == actual {
-        Ok(())
-    } else {
-        Err(format!("{what}: expected {expected:?}, got {actual:?}"))
-    }
-}
-
-fn check_topology(outcome: &Document, topology: &TopologyDescription) -> Result<(), String> {
-    expect_keys(
-        outcome,
-        &[
-            "topologyType",
-            "setName",
-            "servers",
-            "logicalSessionTimeoutMinutes",
-            "maxSetVersion",
-            "maxElectionId",
-            "compatible",
-        ],
-        "outcome",
-    )?;
-    let expected_type = outcome
-        .get_str("topologyType")
-        .map_err(|_| "outcome.topologyType missing".to_string())?;
-    compare(
-        "topologyType",
-        expected_type,
-        topology.topology_type.as_str(),
-    )?;
-    if let Some(value) = outcome.get("setName") {
-        compare(
-            "setName",
-            optional_string(value, "setName")?,
-            topology.set_name.clone(),
-        )?;
-    }
-    if let Some(value) = outcome.get("logicalSessionTimeoutMinutes") {
-        compare(
-            "logicalSessionTimeoutMinutes",
-            optional_int(value, "logicalSessionTimeoutMinutes")?,
-            topology.logical_session_timeout_minutes,
-        )?;
-    }
-    if let Some(value) = outcome.get("maxSetVersion") {
-        compare(
-            "maxSetVersion",
-            optional_int(value, "maxSetVersion")?,
-            topology.max_set_version,
-        )?;
-    }
-    if let Some(value) = outcome.get("maxElectionId") {
-        compare(
-            "maxElectionId",
-            optional_oid(value, "maxElectionId")?,
-            topology.max_election_id,
-        )?;
-    }
-    if let Some(value) = outcome.get("compatible") {
-        let expected = value
-            .as_bool()
-            .ok_or_else(|| "outcome.compatible is not a bool".to_string())?;
-        if expected != topology.is_compatible() {
-            return Err(format!(
-                "compatible: expected {expected}, got {} ({:?})",
-                topology.is_compatible(),
-                topology.compatibility_error
-            ));
-        }
-    }
-    let servers = outcome
-        .get_document("servers")
-        .map_err(|_| "outcome.servers missing".to_string())?;
-    let mut expected_addresses = servers
-        .keys()
-        .map(|k| address(k))
-        .collect::<Result<Vec<_>, _>>()?;
-    expected_addresses.sort();
-    let actual_addresses: Vec<ServerAddress> = topology.servers.keys().cloned().collect();
-    compare("servers", &expected_addresses, &actual_addresses)?;
-    for (key, expected) in servers {
-        let Bson::Document(expected) = expected else {
-            return Err(format!("outcome.servers.{key} is not a document"));
-        };
-        let address = address(key)?;
-        let server = &topology.servers[&address];
-        let generation = topology.pool_generation(&address).unwrap_or(0);
-        check_server(expected, server, generation).map_err(|e| format!("server {key}: {e}"))?;
-    }
-    Ok(())
-}
-
-fn check_server(
-    expected: &Document,
-    server: &ServerDescription,
-    generation: u32,
-) -> Result<(), String> {
-    expect_keys(
-        expected,
-        &[
-            "type",
-            "setName",
-            "setVersion",
-            "electionId",
-            "logicalSessionTimeoutMinutes",
-            "minWireVersion",
-            "maxWireVersion",
-            "topologyVersion",
-            "pool",
-            "error",
-        ],
-        "server",
-    )?;
-    let expected_type = expected
-        .get_str("type")
-        .map_err(|_| "type missing".to_string())?;
-    compare("type", expected_type, server.server_type.as_str())?;
-    if let Some(value) = expected.get("setName") {
-        compare(
-            "setName",
-            optional_string(value, "setName")?,
-            server.set_name.clone(),
-        )?;
-    }
-    if let Some(value) = expected.get("setVersion") {
-        compare(
-            "setVersion",
-            optional_int(value, "setVersion")?,
-            server.set_version,
-        )?;
-    }
-    if let Some(value) = expected.get("electionId") {
-        compare(
-            "electionId",
-            optional_oid(value, "electionId")?,
-            server.election_id,
-        )?;
-    }
-    if let Some(value) = expected.get("logicalSessionTimeoutMinutes") {
-        compare(
-            "logicalSessionTimeoutMinutes",
-            optional_int(value, "logicalSessionTimeoutMinutes")?,
-            server.logical_session_timeout_minutes,
-        )?;
-    }
-    // The wire versions have no "unset" in our description: null means the
-    // spec's default of 0.
-    if let Some(value) = expected.get("minWireVersion") {
-        compare(
-            "minWireVersion",
-            optional_int(value, "minWireVersion")?.unwrap_or(0),
-            i64::from(server.min_wire_version),
-        )?;
-    }
-    if let Some(value) = expected.get("maxWireVersion") {
-        compare(
-            "maxWireVersion",
-            optional_int(value, "maxWireVersion")?.unwrap_or(0),
-            i64::from(server.max_wire_version),
-        )?;
-    }
-    if let Some(value) = expected.get("topologyVersion") {
-        let expected_version = match value {
-            Bson::Null => None,
-            Bson::Document(doc) => Some(
-                TopologyVersion::from_document(doc)
-                    .ok_or_else(|| format!("malformed expected topologyVersion {doc}"))?,
-            ),
-            other => return Err(format!("topologyVersion: unexpected {other}")),
-        };
-        compare("topologyVersion", expected_version, server.topology_version)?;
-    }
-    if let Some(value) = expected.get("pool") {
-        let expected_generation = value
-            .as_document()
-            .and_then(|p| p.get("generation"))
-            .and_then(as_i64)
-            .ok_or_else(|| format!("pool: expected {{generation: n}}, found {value}"))?;
-        compare(
-            "pool.generation",
-            expected_generation,
-            i64::from(generation),
-        )?;
-    }
-    if let Some(value) = expected.get("error") {
-        let expected_error = value
-            .as_str()
-            .ok_or_else(|| format!("error: expected a string, found {value}"))?;
-        let actual = server.error.as_deref().unwrap_or_default();
-        if !actual.contains(expected_error) {
-            return Err(format!(
-                "error: expected one containing {expected_error:?}, got {:?}",
-                server.error
-            ));
-        }
-    }
-    Ok(())
-}
-
-fn event_name(event: &SdamEvent) -> &'static str {
-    match event {
-        SdamEvent::TopologyOpening { .. } => "topology_opening_event",
-        SdamEvent::TopologyDescriptionChanged { .. } => "topology_description_changed_event",
-        SdamEvent::ServerOpening { .. } => "server_opening_event",
-        SdamEvent::ServerDescriptionChanged { .. } => "server_description_changed_event",
-        SdamEvent::ServerClosed { .. } => "server_closed_event",
-        SdamEvent::TopologyClosed { .. } => "topology_closed_event",
-        _ => "other_event",
-    }
-}
-
-fn check_events(expected: &[Bson], actual: &[SdamEvent]) -> Result<(), String> {
-    let names: Vec<&str> = actual.iter().map(event_name).collect();
-    let expected_names: Vec<&str> = expected
-        .iter()
-        .filter_map(|e| {
-            e.as_document()
-                .and_then(|d| d.keys().next())
-                .map(String::as_str)
-        })
-        .collect();
-    compare("event sequence", &expected_names, &names)?;
-    for (index, (expected, actual)) in expected.iter().zip(actual).enumerate() {
-        let (name, body) = expected
-            .as_document()
-            .and_then(|d| d.iter().next())
-            .ok_or_else(|| format!("event {index} is not a one-key document"))?;
-        let Bson::Document(body) = body else {
-            return Err(format!("event {index} ({name}) has no body"));
-        };
-        check_event(body, actual).map_err(|e| format!("event {index} ({name}): {e}"))?;
-    }
-    Ok(())
-}
-
-fn check_event(expected: &Document, actual: &SdamEvent) -> Result<(), String> {
-    // topologyId is "42" in every file: ids are ours to choose, not compared.
-    match actual {
-        SdamEvent::TopologyOpening { .. } | SdamEvent::TopologyClosed { .. } => {
-            expect_keys(expected, &["topologyId"], "event")
-        }
-        SdamEvent::ServerOpening { address: a, .. }
-        | SdamEvent::ServerClosed { address: a, .. } => {
-            expect_keys(expected, &["topologyId", "address"], "event")?;
-            compare(
-                "address",
-                Some(address(expected.get_str("address").unwrap_or_default())?),
-                Some(a.clone()),
-            )
-        }
-        SdamEvent::ServerDescriptionChanged {
-            address: a,
-            previous,
-            new,
-            ..
-        } => {
-            expect_keys(
-                expected,
-                &[
-                    "topologyId",
-                    "address",
-                    "previousDescription",
-                    "newDescription",
-                ],
-                "event",
-            )?;
-            compare(
-                "address",
-                address(expected.get_str("address").unwrap_or_default())?,
-                a.clone(),
-            )?;
-            check_event_server(doc(expected, "previousDescription")?, previous)
-                .map_err(|e| format!("previousDescription: {e}"))?;
-            check_event_server(doc(expected, "newDescription")?, new)
-                .map_err(|e| format!("newDescription: {e}"))
-        }
-        SdamEvent::TopologyDescriptionChanged { previous, new, .. } => {
-            expect_keys(
-                expected,
-                &["topologyId", "previousDescription", "newDescription"],
-                "event",
-            )?;
-            check_event_topology(doc(expected, "previousDescription")?, previous)
-                .map_err(|e| format!("previousDescription: {e}"))?;
-            check_event_topology(doc(expected, "newDescription")?, new)
-                .map_err(|e| format!("newDescription: {e}"))
-        }
-        other => Err(format!("unexpected event {other:?}")),
-    }
-}
-
-fn doc<'a>(parent: &'a Document, key: &str) -> Result<&'a Document, String> {
-    parent
-        .get_document(key)
-        .map_err(|_| format!("{key} missing or not a document"))
-}
-
-fn address_set(value: Option<&Bson>, what: &str) -> Result<Vec<ServerAddress>, String> {
-    let mut list = match value {
-        None => Vec::new(),
-        Some(Bson::Array(items)) => items
-            .iter()
-            .map(|i| {
-                i.as_str()
-                    .ok_or_else(|| format!("{what}: not a string"))
-                    .and_then(address)
-            })
-            .collect::<Result<Vec<_>, _>>()?,
-        Some(other) => return Err(format!("{what}: expected an array, found {other}")),
-    };
-    list.sort();
-    Ok(list)
-}
-
-fn sorted(list: &[ServerAddress]) -> Vec<ServerAddress> {
-    let mut list = list.to_vec();
-    list.sort();
-    list
-}
-
-/// A server description inside an event: the fields the files list, an
-/// absent `primary` or `setName` meaning unset.
-fn check_event_server(expected: &Document, actual: &ServerDescription) -> Result<(), String> {
-    expect_keys(
-        expected,
-        &[
-            "address", "arbiters", "hosts", "passives", "type", "primary", "setName",
-        ],
-        "event server description",
-    )?;
-    compare(
-        "address",
-        address(expected.get_str("address").unwrap_or_default())?,
-        actual.address.clone(),
-    )?;
-    compare(
-        "type",
-        expected.get_str("type").unwrap_or_default(),
-        actual.server_type.as_str(),
-    )?;
-    compare(
-        "hosts",
-        address_set(expected.get("hosts"), "hosts")?,
-        sorted(&actual.hosts),
-    )?;
-    compare(
-        "passives",
-        address_set(expected.get("passives"), "passives")?,
-        sorted(&actual.passives),
-    )?;
-    compare(
-        "arbiters",
-        address_set(expected.get("arbiters"), "arbiters")?,
-        sorted(&actual.arbiters),
-    )?;
-    let primary = match expected.get_str("primary") {
-        Ok(p) => Some(address(p)?),
-        Err(_) => None,
-    };
-    compare("primary", primary, actual.primary.clone())?;
-    compare(
-        "setName",
-        expected.get_str("setName").ok().map(str::to_string),
-        actual.set_name.clone(),
-    )
-}
-
-fn check_event_topology(expected: &Document, actual: &TopologyDescription) -> Result<(), String> {
-    expect_keys(
-        expected,
-        &["topologyType", "setName", "servers"],
-        "event topology description",
-    )?;
-    compare(
-        "topologyType",
-        expected.get_str("topologyType").unwrap_or_default(),
-        actual.topology_type.as_str(),
-    )?;
-    compare(
-        "setName",
-        expected.get_str("setName").ok().map(str::to_string),
-        actual.set_name.clone(),
-    )?;
-    let servers = expected
-        .get_array("servers")
-        .map_err(|_| "servers missing".to_string())?;
-    let mut expected_servers = Vec::new();
-    for server in servers {
-        let server = server
-            .as_document()
-            .ok_or_else(|| "server is not a document".to_string())?;
-        expected_servers.push((
-            address(server.get_str("address").unwrap_or_default())?,
-            server,
-        ));
-    }
-    expected_servers.sort_by(|a, b| a.0.cmp(&b.0));
-    let expected_addresses: Vec<&ServerAddress> = expected_servers.iter().map(|(a, _)| a).collect();
-    let actual_addresses: Vec<&ServerAddress> = actual.servers.keys().collect();
-    compare("servers", expected_addresses, actual_addresses)?;
-    for (address, expected) in expected_servers {
-        check_event_server(expected, &actual.servers[&address])
-            .map_err(|e| format!("server {address}: {e}"))?;
-    }
-    Ok(())
+    sdam_fixture::run_file(test, PureSdam, || now).map(drop)
 }
 
 fn run_directory(relative: &str) {

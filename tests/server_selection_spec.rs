@@ -100,18 +100,7 @@ fn check_in_window(test: &bson::Document) -> Result<(), String> {
             "window {in_window:?}, expected every server {all:?}"
         ));
     }
-    let outcome = test.get_document("outcome").map_err(|e| e.to_string())?;
-    let tolerance = match outcome.get("tolerance") {
-        Some(bson::Bson::Double(d)) => *d,
-        Some(bson::Bson::Int32(i)) => f64::from(*i),
-        other => return Err(format!("tolerance is not a number: {other:?}")),
-    };
-    // A tolerance of 0 is meant for deterministic outcomes; a uniform
-    // random pick needs room: allow at least 0.05 around 1/n.
-    let tolerance = tolerance.max(0.05);
-    // The file's count suits its deterministic outcomes; a uniform pick
-    // needs enough draws for the tolerance to hold.
-    let iterations = (test.get_i32("iterations").map_err(|e| e.to_string())? as usize).max(2000);
+    let (iterations, tolerance) = selection_fixture::in_window_draws(test)?;
     let mut rng = fastrand::Rng::with_seed(2024);
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     for _ in 0..iterations {
@@ -120,14 +109,5 @@ fn check_in_window(test: &bson::Document) -> Result<(), String> {
             .ok_or("nothing selected")?;
         *counts.entry(picked.to_string()).or_default() += 1;
     }
-    let share = 1.0 / all.len() as f64;
-    for address in &all {
-        let frequency = counts.get(address).copied().unwrap_or(0) as f64 / iterations as f64;
-        if (frequency - share).abs() > tolerance {
-            return Err(format!(
-                "{address} picked with frequency {frequency:.3}, expected {share:.3} ± {tolerance}"
-            ));
-        }
-    }
-    Ok(())
+    selection_fixture::check_uniform(&counts, &all, tolerance)
 }

@@ -7,7 +7,6 @@ mod support;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread;
@@ -15,200 +14,9 @@ use std::time::{Duration, Instant};
 
 use bson::{doc, Document};
 use mongo_inline::{Client, ErrorKind};
-use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair};
 use support::server::{ServerOptions, TestServer};
-
-const PASSWORD: &str = "pencil-Ⅸ-secret";
-const X509_USER: &str = "CN=x509-client";
-
-/// The files one test run generates: a CA, a server certificate for
-/// `localhost` signed by it, a client certificate, and an unrelated CA.
-struct Certs {
-    dir: PathBuf,
-}
-
-impl Certs {
-    fn path(&self, name: &str) -> String {
-        self.dir.join(name).to_string_lossy().into_owned()
-    }
-}
-
-/// Removes what earlier test processes left in `dir` (entries named
-/// `<prefix><pid>...` whose process is gone): their statics are never dropped.
-fn sweep(dir: &Path, prefix: &str) {
-    if !Path::new("/proc/self").exists() {
-        return;
-    }
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let owner = name
-            .strip_prefix(prefix)
-            .and_then(|rest| rest.split('-').next())
-            .and_then(|pid| pid.parse::<u32>().ok());
-        if let Some(pid) = owner {
-            if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
-                let _ = std::fs::remove_dir_all(entry.path());
-            }
-        }
-    }
-}
-
-fn certs() -> &'static Certs {
-    static CERTS: OnceLock<Certs> = OnceLock::new();
-    CERTS.get_or_init(|| {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-certs");
-        sweep(&root, "");
-        sweep(&root.join("../test-servers"), "auth-data-");
-        let dir = root.join(std::process::id().to_string());
-        std::fs::create_dir_all(&dir).unwrap();
-        let ca = |name: &str| {
-            let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-            params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-            params.distinguished_name.push(DnType::CommonName, name);
-            let key = KeyPair::generate().unwrap();
-            let cert = params.self_signed(&key).unwrap();
-            (cert, key)
-        };
-        let (ca_cert, ca_key) = ca("mongo-inline test CA");
-        let (other_ca, _) = ca("some other CA");
-        let mut server = CertificateParams::new(vec!["localhost".to_string()]).unwrap();
-        server.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-        let server_key = KeyPair::generate().unwrap();
-        let server_cert = server.signed_by(&server_key, &ca_cert, &ca_key).unwrap();
-        let mut client = CertificateParams::new(Vec::<String>::new()).unwrap();
-        client.distinguished_name = rcgen::DistinguishedName::new();
-        client
-            .distinguished_name
-            .push(DnType::CommonName, "x509-client");
-        client.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-        let client_key = KeyPair::generate().unwrap();
-        let client_cert = client.signed_by(&client_key, &ca_cert, &ca_key).unwrap();
-        let mut stranger = CertificateParams::new(Vec::<String>::new()).unwrap();
-        stranger.distinguished_name = rcgen::DistinguishedName::new();
-        stranger
-            .distinguished_name
-            .push(DnType::CommonName, "stranger");
-        stranger.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-        let stranger_key = KeyPair::generate().unwrap();
-        let stranger_cert = stranger
-            .signed_by(&stranger_key, &ca_cert, &ca_key)
-            .unwrap();
-        let write = |name: &str, text: String| std::fs::write(dir.join(name), text).unwrap();
-        write(
-            "stranger.pem",
-            format!("{}{}", stranger_cert.pem(), stranger_key.serialize_pem()),
-        );
-        write("ca.pem", ca_cert.pem());
-        write("other-ca.pem", other_ca.pem());
-        write("server.pem", server_cert.pem());
-        write("server-key.pem", server_key.serialize_pem());
-        write(
-            "client.pem",
-            format!("{}{}", client_cert.pem(), client_key.serialize_pem()),
-        );
-        Certs { dir }
-    })
-}
-
-fn tls_args(require_client_cert: bool) -> Vec<String> {
-    let c = certs();
-    let mut args = vec![
-        "--tls-cert-file".to_string(),
-        c.path("server.pem"),
-        "--tls-key-file".to_string(),
-        c.path("server-key.pem"),
-        "--tls-ca-file".to_string(),
-        c.path("ca.pem"),
-    ];
-    if require_client_cert {
-        args.push("--tls-require-client-cert".into());
-    }
-    args
-}
-
-/// A data directory with the test users, made by a server without
-/// `--auth` (SecantusDB's way to provision users), then a server with
-/// `--auth` on it.
-fn auth_server(tls: bool) -> TestServer {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("target/test-servers")
-        .join(format!("auth-data-{}-{tls}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut args = vec![
-        "--storage-path".to_string(),
-        dir.to_string_lossy().into_owned(),
-        "--sync-on-commit".to_string(),
-    ];
-    if tls {
-        args.extend(tls_args(false));
-    }
-    {
-        let provisioning = TestServer::with_options(ServerOptions {
-            standalone: true,
-            extra_args: args.clone(),
-        });
-        let uri = if tls {
-            format!(
-                "mongodb://localhost:{}/?tls=true&tlsCAFile={}",
-                provisioning.port(),
-                certs().path("ca.pem")
-            )
-        } else {
-            provisioning.uri()
-        };
-        let client = Client::with_uri_str(&uri).unwrap();
-        let admin = client.database("admin");
-        let users = [
-            (
-                "admin",
-                "alice",
-                vec!["SCRAM-SHA-256", "SCRAM-SHA-1"],
-                "root",
-                "admin",
-            ),
-            ("admin", "legacy", vec!["SCRAM-SHA-1"], "root", "admin"),
-            ("app", "bob", vec!["SCRAM-SHA-256"], "readWrite", "app"),
-        ];
-        for (db, user, mechanisms, role, role_db) in users {
-            client
-                .database(db)
-                .run_command(doc! {
-                    "createUser": user, "pwd": PASSWORD, "mechanisms": mechanisms,
-                    "roles": [{ "role": role, "db": role_db }],
-                })
-                .run()
-                .unwrap();
-        }
-        client
-            .database("$external")
-            .run_command(doc! {
-                "createUser": X509_USER, "mechanisms": ["MONGODB-X509"],
-                "roles": [{ "role": "readWrite", "db": "x509db" }],
-            })
-            .run()
-            .unwrap();
-        drop(admin);
-    }
-    args.push("--auth".into());
-    TestServer::with_options(ServerOptions {
-        standalone: true,
-        extra_args: args,
-    })
-}
-
-fn plain_auth_server() -> &'static TestServer {
-    static SERVER: OnceLock<TestServer> = OnceLock::new();
-    SERVER.get_or_init(|| auth_server(false))
-}
-
-fn tls_auth_server() -> &'static TestServer {
-    static SERVER: OnceLock<TestServer> = OnceLock::new();
-    SERVER.get_or_init(|| auth_server(true))
-}
+use support::tls::encoded;
+use support::tls::{certs, plain_auth_server, tls_args, tls_auth_server, PASSWORD};
 
 /// A TCP proxy that counts the sockets it accepts and the wire messages
 /// the client sends through it (readable only without TLS).
@@ -292,15 +100,6 @@ fn ping(uri: &str) -> mongo_inline::Result<Document> {
         .database("admin")
         .run_command(doc! { "ping": 1 })
         .run()
-}
-
-fn encoded(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 fn scram_uri(port: u16, user: &str, query: &str) -> String {
@@ -659,4 +458,87 @@ fn secrets_reach_no_event_log_or_error() {
         seen.contains("ServerHeartbeatSucceeded"),
         "the events were recorded"
     );
+}
+
+/// A TLS server in replica-set mode (setName "secantus"), no `--auth`.
+fn tls_replica_set_member() -> &'static TestServer {
+    static SERVER: OnceLock<TestServer> = OnceLock::new();
+    SERVER.get_or_init(|| {
+        TestServer::with_options(ServerOptions {
+            standalone: false,
+            extra_args: tls_args(false),
+        })
+    })
+}
+
+/// A cold ping of a TLS replica set seeded with `silent` members that
+/// accept connections and never answer (no TLS handshake either).
+fn cold_tls_ping_with_silent_members(silent: usize) -> Duration {
+    let listeners: Vec<TcpListener> = (0..silent)
+        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let mut seeds: Vec<String> = listeners
+        .iter()
+        .map(|l| l.local_addr().unwrap().to_string())
+        .collect();
+    seeds.push(format!("localhost:{}", tls_replica_set_member().port()));
+    let uri = format!(
+        "mongodb://{}/?replicaSet=secantus&tls=true&tlsCAFile={}&tlsAllowInvalidHostnames=true\
+         &connectTimeoutMS=1000&serverSelectionTimeoutMS=4000",
+        seeds.join(","),
+        certs().path("ca.pem")
+    );
+    let started = Instant::now();
+    ping(&uri).unwrap();
+    let elapsed = started.elapsed();
+    drop(listeners);
+    elapsed
+}
+
+/// With the primary among the seeds, TLS handshakes to silent members and
+/// to the primary share one wait. (Checked one by one, a scan that happens
+/// to reach the primary first drops the silent members unchecked: the
+/// next test shows the cost whatever the order.)
+#[test]
+fn five_silent_tls_members_cost_the_same_as_one() {
+    tls_replica_set_member();
+    let one = cold_tls_ping_with_silent_members(1);
+    let five = cold_tls_ping_with_silent_members(5);
+    println!("cold TLS ping: 1 silent member {one:?}, 5 silent members {five:?}");
+    // One connectTimeoutMS (1 s) plus a few round trips; TLS handshakes
+    // checked one after another would cost one connectTimeoutMS each.
+    assert!(five < Duration::from_millis(1_800), "{five:?}");
+    assert!(
+        five < one + Duration::from_millis(500),
+        "five cost {five:?}, one {one:?}"
+    );
+}
+
+#[test]
+fn a_scan_of_silent_tls_members_costs_one_connect_timeout() {
+    // Nothing answers, so nothing removes a member from the scan: each is
+    // checked whatever the scan's order.
+    let listeners: Vec<TcpListener> = (0..5)
+        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let seeds: Vec<String> = listeners
+        .iter()
+        .map(|l| l.local_addr().unwrap().to_string())
+        .collect();
+    let uri = format!(
+        "mongodb://{}/?tls=true&tlsCAFile={}&connectTimeoutMS=1000\
+         &serverSelectionTimeoutMS=4000&serverSelectionTryOnce=true",
+        seeds.join(","),
+        certs().path("ca.pem")
+    );
+    let started = Instant::now();
+    let error = ping(&uri).unwrap_err();
+    let elapsed = started.elapsed();
+    println!("one scan of 5 silent TLS members: {elapsed:?} ({error})");
+    assert!(
+        error.to_string().contains("TLS handshake"),
+        "the members timed out in the TLS handshake: {error}"
+    );
+    assert!(elapsed < Duration::from_millis(1_800), "{elapsed:?}");
+    drop(listeners);
 }

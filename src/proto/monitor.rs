@@ -180,6 +180,28 @@ impl Monitor {
         }
     }
 
+    /// A monitor whose last scan ended at `now` and found `description`,
+    /// each server checked at its `last_update_time` (or `now`): the spec
+    /// runners start from the description a test gives.
+    #[cfg(test)]
+    pub(crate) fn scanned(
+        description: TopologyDescription,
+        settings: MonitorSettings,
+        rng: fastrand::Rng,
+        now: Instant,
+    ) -> Monitor {
+        let mut monitor = Monitor::new(description, settings, rng);
+        for server in monitor.description.servers.values() {
+            let checked_at = server.last_update_time.unwrap_or(now);
+            monitor
+                .records
+                .insert(server.address.clone(), checked(checked_at, false));
+        }
+        monitor.description.stale = false;
+        monitor.last_scan_end = Some(now);
+        monitor
+    }
+
     /// The current description of the deployment.
     pub(crate) fn description(&self) -> &TopologyDescription {
         &self.description
@@ -188,6 +210,12 @@ impl Monitor {
     /// The random source, shared with the shell (SRV host choice).
     pub(crate) fn rng(&mut self) -> &mut fastrand::Rng {
         &mut self.rng
+    }
+
+    /// Whether updates carry the description change events (see
+    /// [`crate::sdam::TopologySettings::without_change_events`]).
+    pub(crate) fn set_change_events(&mut self, wanted: bool) {
+        self.description.settings.without_change_events = !wanted;
     }
 
     /// Replaces the description (the SRV seed list was looked up): what
@@ -690,5 +718,7 @@ fn as_result(next: Next) -> crate::error::Result<ServerAddress> {
     }
 }
 
+#[cfg(test)]
+mod spec_tests;
 #[cfg(test)]
 mod tests;

@@ -612,14 +612,6 @@ impl ClientOptions {
         self.name_servers = Some(name_servers.into_iter().collect());
         self
     }
-
-    /// The resolver configuration DNS look-ups use.
-    pub(crate) fn resolver_config(&self) -> crate::dns::ResolverConfig {
-        match &self.name_servers {
-            Some(servers) => crate::dns::ResolverConfig::with_name_servers(servers.clone()),
-            None => crate::dns::ResolverConfig::system(),
-        }
-    }
 }
 
 /// The compressors the `compressors` option may name.
@@ -637,40 +629,6 @@ pub const AUTH_MECHANISMS: [&str; 7] = [
 ];
 
 impl ClientOptions {
-    /// Parses a connection string (`mongodb://` or `mongodb+srv://`), logging
-    /// each warning (an ignored unknown option or invalid value) through
-    /// `log::warn!`. No DNS look-up happens here: a `mongodb+srv` host is kept
-    /// in [`Self::srv_host`] for the SRV resolver.
-    pub fn parse(uri: &str) -> Result<Self> {
-        let (options, warnings) = Self::parse_with_warnings(uri)?;
-        for warning in &warnings {
-            log::warn!("{warning}");
-        }
-        Ok(options)
-    }
-
-    /// Like [`Self::parse`], but hands the warnings back instead of logging them.
-    pub fn parse_with_warnings(uri: &str) -> Result<(Self, Vec<String>)> {
-        let (options, warnings) = crate::uri::parse_unvalidated(uri)?;
-        options.validate()?;
-        Ok((options, warnings))
-    }
-
-    /// Parses `uri` and lays the options set in `code` over it.
-    ///
-    /// An option set in both places must have the same value in both, else
-    /// the error names the option and both values. Cross-option rules (e.g.
-    /// `loadBalanced` with `replicaSet`) are checked on the merged result.
-    pub fn parse_with(uri: &str, code: ClientOptions) -> Result<Self> {
-        let (from_uri, warnings) = crate::uri::parse_unvalidated(uri)?;
-        for warning in &warnings {
-            log::warn!("{warning}");
-        }
-        let merged = merge(from_uri, code)?;
-        merged.validate()?;
-        Ok(merged)
-    }
-
     /// A builder for options set in code.
     pub fn builder() -> ClientOptionsBuilder {
         ClientOptionsBuilder::default()
@@ -1024,7 +982,9 @@ fn debug<T: std::fmt::Debug>(v: &T) -> String {
     format!("{v:?}")
 }
 
-fn merge(uri: ClientOptions, code: ClientOptions) -> Result<ClientOptions> {
+/// Lays the options set in `code` over those parsed from a URI: an option
+/// set in both must have the same value in both.
+pub(crate) fn merge(uri: ClientOptions, code: ClientOptions) -> Result<ClientOptions> {
     // Destructured so that a new field cannot be forgotten here.
     let ClientOptions {
         hosts,

@@ -17,6 +17,7 @@ use std::collections::HashSet;
 
 use bson::{Document, RawBsonRef, RawDocument, RawDocumentBuf};
 
+use crate::bson_write::WriteError;
 use crate::error::{Error, Result};
 use crate::reply::Reply;
 
@@ -390,10 +391,14 @@ pub fn encode_query(
 }
 
 fn write_document(document: &Document, out: &mut Vec<u8>, what: &str) -> Result<()> {
-    crate::nesting::check_depth(document, what)?;
-    document
-        .to_writer(out)
-        .map_err(|e| Error::invalid_argument(format!("cannot serialise {what} as BSON: {e}")))
+    crate::bson_write::write_document(document, out).map_err(|error| match error {
+        WriteError::TooDeep => Error::invalid_argument(format!(
+            "{what} is nested deeper than {MAX_BSON_DEPTH} levels of documents and arrays"
+        )),
+        WriteError::Invalid(reason) => {
+            Error::invalid_argument(format!("cannot serialise {what} as BSON: {reason}"))
+        }
+    })
 }
 
 /// Decodes the body of a reply (the bytes after the header) for `header`.

@@ -9,9 +9,10 @@
 //!                                  └ Selected(a) ───> ensure_connection (ping if idle) ──> exec
 //! ```
 //!
-//! Split by job: `checks` (hellos and new sockets), `overlap` (many
-//! checks in one wait), `errors` (an operation's error), `srv` (the
-//! SRV seed list), `forget` (fire-and-forget at close).
+//! Split by job: `checks` (hellos and new sockets, blocking), `overlap`
+//! (many checks in one wait, TLS and open sockets included), `waiting`
+//! (which checks overlap, and applying them), `errors` (an operation's
+//! error), `srv` (the SRV seed list), `forget` (fire-and-forget at close).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -24,13 +25,11 @@ use crate::address::ServerAddress;
 use crate::conn::Connection;
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
-use crate::event::{log_sdam_event, EventHandler, SdamEvent};
+use crate::event::EventHandler;
 use crate::handshake;
 use crate::monitor::{is_setup_failure, Monitor, MonitorSettings, Next};
 use crate::options::ClientOptions;
-use crate::sdam::{
-    ServerDescription, TopologyDescription, TopologySettings, TopologyType, TopologyUpdate,
-};
+use crate::sdam::{ServerDescription, TopologyDescription, TopologySettings, TopologyType};
 use crate::select::ServerSelector;
 use crate::select::{
     self, SelectionCriteria, SelectionLog, SelectionLogContext, SelectionSettings,
@@ -40,6 +39,7 @@ mod checks;
 mod errors;
 mod forget;
 mod overlap;
+mod publish;
 mod sockets;
 mod srv;
 mod waiting;
@@ -107,7 +107,10 @@ impl Topology {
             handshake::client_metadata(options.app_name(), &|name| std::env::var(name).ok());
         let (tls, authenticator) = security(&options)?;
         let monitor = Monitor::new(
-            TopologyDescription::new(TopologySettings::from_options(&options)),
+            TopologyDescription::new(
+                TopologySettings::from_options(&options)
+                    .with_change_events(publish::change_events_wanted(handler.as_ref())),
+            ),
             MonitorSettings {
                 heartbeat_frequency: options.heartbeat_frequency(),
                 server_selection_timeout: options.server_selection_timeout(),
@@ -176,6 +179,7 @@ impl Topology {
         deadline: Deadline,
     ) -> Result<ServerAddress> {
         self.waiting_logged = false;
+        self.refresh_change_events();
         self.forget_inherited_sockets();
         self.prepare_srv_seeds(deadline)?;
         let address = self.select_server(criteria, operation, deprioritized, deadline)?;
@@ -256,9 +260,9 @@ impl Topology {
     }
 
     /// Starts the checks the monitor asked for, the host names looked up
-    /// together first (N new members cost one DNS round trip). New plain
-    /// TCP sockets connect and say hello in one wait; the rest (a socket
-    /// already open, TLS, Unix sockets) are checked blocking.
+    /// together first (N new members cost one DNS round trip). Every TCP
+    /// check (a new socket, TLS or not, or a hello on an open one) runs in
+    /// one wait; Unix sockets are checked blocking.
     fn run_checks(&mut self, addresses: Vec<ServerAddress>, deadline: Deadline) {
         self.resolve_scan_hosts(&addresses, deadline);
         for address in addresses {
@@ -331,22 +335,6 @@ impl Topology {
             self.overlap = None;
             self.queued.clear();
             self.monitor.mark_stale();
-        }
-    }
-
-    fn publish(&mut self, update: TopologyUpdate) {
-        for address in &update.removed {
-            self.connections.remove(address);
-        }
-        for event in &update.events {
-            self.publish_event(event);
-        }
-    }
-
-    fn publish_event(&self, event: &SdamEvent) {
-        log_sdam_event(event);
-        if let Some(handler) = &self.handler {
-            handler.handle_sdam_event(event);
         }
     }
 }

@@ -1,8 +1,10 @@
 //! Reading the server-selection and max-staleness spec files into our
-//! types, and checking one case against `mongo_inline::select`.
+//! types, and checking one case against `mongo_inline::select`. The
+//! monitor's runner (`src/proto/monitor/spec_tests.rs`) includes this file
+//! by path for the readers, hence the `mongo_inline::` paths.
 #![allow(dead_code)]
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use bson::{Bson, Document};
@@ -104,6 +106,9 @@ pub fn server(server: &Document, base: Instant) -> Result<ServerDescription, Str
     Ok(description)
 }
 
+// `TopologyDescription` is non_exhaustive outside the crate: no struct
+// expression here, though clippy asks for one when the crate includes this.
+#[allow(clippy::field_reassign_with_default)]
 pub fn topology(test: &Document, base: Instant) -> Result<TopologyDescription, String> {
     let td = test
         .get_document("topology_description")
@@ -170,6 +175,59 @@ pub fn addresses(test: &Document, key: &str) -> Result<BTreeSet<String>, String>
         .collect()
 }
 
+/// The file's heartbeatFrequencyMS, else the default.
+pub fn heartbeat(test: &Document) -> Result<Duration, String> {
+    Ok(match int(test, "heartbeatFrequencyMS")? {
+        Some(ms) => Duration::from_millis(ms as u64),
+        None => DEFAULT_HEARTBEAT_FREQUENCY,
+    })
+}
+
+/// The file's `deprioritized_servers` (absent: none).
+pub fn deprioritized(test: &Document) -> Result<Vec<ServerAddress>, String> {
+    addresses(test, "deprioritized_servers")?
+        .iter()
+        .map(|a| ServerAddress::parse(a).map_err(|e| e.to_string()))
+        .collect()
+}
+
+/// How many picks an in_window file needs and how far each server's share
+/// may stray from 1/n. The file's tolerance (0 for its deterministic
+/// outcomes) gets room for a uniform random pick, at least 0.05, and the
+/// file's count enough draws for it to hold.
+pub fn in_window_draws(test: &Document) -> Result<(usize, f64), String> {
+    let outcome = test.get_document("outcome").map_err(|e| e.to_string())?;
+    let tolerance = outcome
+        .get("tolerance")
+        .and_then(number)
+        .ok_or_else(|| format!("tolerance is not a number: {:?}", outcome.get("tolerance")))?;
+    let iterations = int(test, "iterations")?.ok_or("iterations missing")?;
+    Ok(((iterations as usize).max(2000), tolerance.max(0.05)))
+}
+
+/// Each server of `all` was picked (`counts`) with a share within
+/// `tolerance` of 1/n.
+pub fn check_uniform(
+    counts: &BTreeMap<String, usize>,
+    all: &BTreeSet<String>,
+    tolerance: f64,
+) -> Result<(), String> {
+    let draws: usize = counts.values().sum();
+    let share = 1.0 / all.len() as f64;
+    for address in all {
+        let frequency = counts.get(address).copied().unwrap_or(0) as f64 / draws as f64;
+        if (frequency - share).abs() > tolerance {
+            return Err(format!(
+                "{address} picked with frequency {frequency:.3}, expected {share:.3} ± {tolerance}"
+            ));
+        }
+    }
+    match counts.keys().find(|a| !all.contains(*a)) {
+        Some(stray) => Err(format!("{stray} picked, not one of {all:?}")),
+        None => Ok(()),
+    }
+}
+
 fn names(servers: &[&ServerDescription]) -> BTreeSet<String> {
     servers.iter().map(|s| s.address.to_string()).collect()
 }
@@ -181,15 +239,8 @@ pub fn run_case(test: &Document) -> Result<(), String> {
     let base = Instant::now();
     let topology = topology(test, base)?;
     let criteria = criteria(test)?;
-    let heartbeat = match int(test, "heartbeatFrequencyMS")? {
-        Some(ms) => Duration::from_millis(ms as u64),
-        None => DEFAULT_HEARTBEAT_FREQUENCY,
-    };
-    let settings = SelectionSettings::new(LOCAL_THRESHOLD, heartbeat);
-    let deprioritized: Vec<ServerAddress> = addresses(test, "deprioritized_servers")?
-        .iter()
-        .map(|a| ServerAddress::parse(a).map_err(|e| e.to_string()))
-        .collect::<Result<_, _>>()?;
+    let settings = SelectionSettings::new(LOCAL_THRESHOLD, heartbeat(test)?);
+    let deprioritized = deprioritized(test)?;
     let mut rng = fastrand::Rng::with_seed(7);
 
     if test.get_bool("error").unwrap_or(false) {

@@ -3,9 +3,11 @@
 //! Each test crate includes it with `mod support;` and uses what it needs.
 #![allow(dead_code)]
 
+pub mod delay_proxy;
 pub mod dns;
 pub mod events;
 pub mod raw;
 pub mod server;
 pub mod sim;
 pub mod spec;
+pub mod tls;

@@ -141,6 +141,13 @@ impl Report {
 
     /// Prints the summary and panics if any case failed or none ran.
     pub fn finish(self) {
+        if let Err(problem) = self.summarise() {
+            panic!("{problem}");
+        }
+    }
+
+    /// Prints the summary; the problem when a case failed or none ran.
+    fn summarise(self) -> Result<(), String> {
         eprintln!(
             "[{}] {} passed, {} failed, {} skipped",
             self.suite,
@@ -155,16 +162,29 @@ impl Report {
             eprintln!("  FAILED: {f}");
         }
         if !self.failed.is_empty() {
-            panic!(
+            return Err(format!(
                 "[{}] {} spec case(s) failed:\n{}",
                 self.suite,
                 self.failed.len(),
                 self.failed.join("\n")
-            );
+            ));
         }
         let filtered = std::env::var("MONGO_SPEC_FILTER").is_ok_and(|f| !f.is_empty());
         if self.passed == 0 && !filtered {
-            panic!("[{}] no spec case ran", self.suite);
+            return Err(format!("[{}] no spec case ran", self.suite));
         }
+        Ok(())
+    }
+}
+
+/// Finishes one report per directory: prints every summary, then panics
+/// if a case of any of them failed or one of them ran nothing.
+pub fn finish_all(reports: Vec<Report>) {
+    let problems: Vec<String> = reports
+        .into_iter()
+        .filter_map(|report| report.summarise().err())
+        .collect();
+    if !problems.is_empty() {
+        panic!("{}", problems.join("\n"));
     }
 }

@@ -95,12 +95,13 @@ pub enum CommandEvent {
 /// redacted: the spec's sensitive commands, and hellos that carry
 /// `speculativeAuthenticate`.
 pub fn is_sensitive(command_name: &str, command: &Document) -> bool {
-    let lower = command_name.to_ascii_lowercase();
-    if SENSITIVE_COMMANDS.contains(&lower.as_str()) {
+    // Compared in place: this runs for every command, and a lowercased copy
+    // was an allocation each time.
+    let named = |name: &str| command_name.eq_ignore_ascii_case(name);
+    if SENSITIVE_COMMANDS.iter().any(|name| named(name)) {
         return true;
     }
-    matches!(lower.as_str(), "hello" | "ismaster")
-        && command.contains_key("speculativeAuthenticate")
+    (named("hello") || named("ismaster")) && command.contains_key("speculativeAuthenticate")
 }
 
 /// `document`, or an empty document when the command is sensitive.

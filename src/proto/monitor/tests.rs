@@ -35,6 +35,7 @@ impl Harness {
             replica_set: Some("rs".into()),
             load_balanced: false,
             seeds_from_srv: false,
+            without_change_events: false,
         };
         let description = TopologyDescription::new(topology);
         Harness {

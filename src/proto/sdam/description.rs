@@ -14,8 +14,8 @@ use bson::Document;
 use crate::address::ServerAddress;
 use crate::read_preference::TagSet;
 
+use super::rtt::RoundTripTime;
 use super::settings::{TopologyId, TopologySettings};
-use super::update::ServerState;
 
 /// The server types of the SDAM spec.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -261,4 +261,16 @@ pub struct TopologyDescription {
     /// the selection error, which otherwise could only say that no
     /// servers are known.
     pub removed: BTreeMap<ServerAddress, String>,
+}
+
+/// What the driver keeps about a server besides its description.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct ServerState {
+    /// The socket generation (the spec's pool generation): it grows each
+    /// time the server's socket is discarded, so errors from an older
+    /// socket can be recognised as stale.
+    pub pool_generation: u32,
+    /// The round-trip-time samples of the server's checks.
+    pub round_trip_time: RoundTripTime,
 }

@@ -18,13 +18,11 @@ pub mod settings;
 pub mod update;
 
 pub use description::{
-    ServerDescription, ServerType, TopologyDescription, TopologyType, TopologyVersion,
+    ServerDescription, ServerState, ServerType, TopologyDescription, TopologyType, TopologyVersion,
 };
 pub use error_handling::{
     ApplicationError, ApplicationErrorKind, ErrorDecision, HandshakePhase, IgnoreReason,
 };
 pub use rtt::RoundTripTime;
 pub use settings::{TopologyId, TopologySettings};
-pub use update::{
-    ServerState, TopologyUpdate, MAX_SUPPORTED_WIRE_VERSION, MIN_SUPPORTED_WIRE_VERSION,
-};
+pub use update::{TopologyUpdate, MAX_SUPPORTED_WIRE_VERSION, MIN_SUPPORTED_WIRE_VERSION};

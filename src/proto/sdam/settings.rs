@@ -22,6 +22,13 @@ pub struct TopologySettings {
     pub load_balanced: bool,
     /// Whether the seeds came from an SRV look-up (`mongodb+srv`).
     pub seeds_from_srv: bool,
+    /// Leaves ServerDescriptionChanged and TopologyDescriptionChanged out
+    /// of updates, for a client nobody listens to (no event handler, the
+    /// topology log off): each carries copies of descriptions, and the
+    /// topology change a copy of the whole topology on every check.
+    /// Opening and closing events are still built (they copy nothing), and
+    /// the servers added and removed are reported as always.
+    pub without_change_events: bool,
 }
 
 impl TopologySettings {
@@ -42,6 +49,7 @@ impl TopologySettings {
             replica_set: options.replica_set().map(str::to_string),
             load_balanced: options.load_balanced(),
             seeds_from_srv: options.srv_host.is_some(),
+            without_change_events: false,
         }
     }
 
@@ -60,6 +68,12 @@ impl TopologySettings {
     /// This value with `loadBalanced` set.
     pub fn with_load_balanced(mut self, load_balanced: bool) -> Self {
         self.load_balanced = load_balanced;
+        self
+    }
+
+    /// This value with the description change events left out (or not).
+    pub fn with_change_events(mut self, wanted: bool) -> Self {
+        self.without_change_events = !wanted;
         self
     }
 

@@ -26,8 +26,9 @@ use bson::Document;
 use crate::address::ServerAddress;
 use crate::event::SdamEvent;
 
-use super::description::{ServerDescription, ServerType, TopologyDescription, TopologyType};
-use super::rtt::RoundTripTime;
+use super::description::{
+    ServerDescription, ServerState, ServerType, TopologyDescription, TopologyType,
+};
 use super::settings::{TopologyId, TopologySettings};
 use super::TopologyVersion;
 
@@ -51,18 +52,6 @@ pub const NEWER_PRIMARY_ERROR: &str = "primary marked stale due to discovery of 
 /// The wire version of MongoDB 6.0, from which a primary's (electionId,
 /// setVersion) pair is ordered by electionId first.
 const ELECTION_ID_FIRST_WIRE_VERSION: i32 = 17;
-
-/// What the driver keeps about a server besides its description.
-#[derive(Clone, Debug, Default, PartialEq)]
-#[non_exhaustive]
-pub struct ServerState {
-    /// The socket generation (the spec's pool generation): it grows each
-    /// time the server's socket is discarded, so errors from an older
-    /// socket can be recognised as stale.
-    pub pool_generation: u32,
-    /// The round-trip-time samples of the server's checks.
-    pub round_trip_time: RoundTripTime,
-}
 
 /// What one change to the topology implies.
 #[derive(Clone, Debug, Default)]
@@ -129,9 +118,18 @@ impl TopologyDescription {
     /// monitoring tests expect: TopologyOpening, the change from an empty
     /// Unknown topology, a ServerOpening per seed (and, load balanced, the
     /// server becoming a LoadBalancer and the topology changing again).
+    /// Without change events ([`TopologySettings::without_change_events`]):
+    /// TopologyOpening and the ServerOpenings only.
     pub fn opening_events(&self) -> Vec<SdamEvent> {
         let topology_id = self.id;
         let mut events = vec![SdamEvent::TopologyOpening { topology_id }];
+        if self.settings.without_change_events {
+            events.extend(self.servers.keys().map(|address| SdamEvent::ServerOpening {
+                topology_id,
+                address: address.clone(),
+            }));
+            return events;
+        }
         let empty = self.empty_copy();
         if self.topology_type == TopologyType::LoadBalanced {
             let mut with_unknown = self.clone();
@@ -287,18 +285,18 @@ impl TopologyDescription {
         }
         let mut new = new;
         self.share_member_lists(&mut new);
-        let previous = self.clone();
+        let before = self.before_change();
         self.update_with(new);
         self.update_compatibility();
         self.update_logical_session_timeout();
-        self.diff_from(previous, Some(&address))
+        self.diff_from(before, Some(&address))
     }
 
     /// The SRV polling spec's new mongos list: servers missing from
     /// `hosts` leave, new ones join as Unknown, and the others stay as
     /// they are (never removed and re-added).
     pub fn set_srv_hosts(&mut self, hosts: &[ServerAddress]) -> TopologyUpdate {
-        let previous = self.clone();
+        let before = self.before_change();
         let gone: Vec<ServerAddress> = self
             .servers
             .keys()
@@ -318,20 +316,20 @@ impl TopologyDescription {
         }
         self.update_compatibility();
         self.update_logical_session_timeout();
-        self.diff_from(previous, None)
+        self.diff_from(before, None)
     }
 
     /// Removes every server and makes the topology Unknown (the spec's
     /// client closing), returning ServerClosed for each server, the
     /// topology change, and TopologyClosed last.
     pub fn close(&mut self) -> TopologyUpdate {
-        let previous = self.clone();
+        let before = self.before_change();
         self.servers.clear();
         self.server_states.clear();
         self.topology_type = TopologyType::Unknown;
         self.update_compatibility();
         self.update_logical_session_timeout();
-        let mut update = self.diff_from(previous, None);
+        let mut update = self.diff_from(before, None);
         update.events.push(SdamEvent::TopologyClosed {
             topology_id: self.id,
         });
@@ -732,20 +730,55 @@ impl TopologyDescription {
         self.logical_session_timeout_minutes = minimum;
     }
 
-    /// The events from `previous` to `self`, in the spec's order: the
+    /// What an update will be compared with: the whole description, or
+    /// only its members when the change events are left out.
+    fn before_change(&self) -> Before {
+        if self.settings.without_change_events {
+            Before::Members(self.servers.keys().cloned().collect())
+        } else {
+            Before::Whole(Box::new(self.clone()))
+        }
+    }
+
+    /// The events from `before` to `self`, in the spec's order: the
     /// checked server's change, changes the rules made to other servers,
     /// servers opened, servers closed, then the topology's change, which
-    /// takes `previous` rather than a copy of it.
-    fn diff_from(
-        &self,
-        previous: TopologyDescription,
-        checked: Option<&ServerAddress>,
-    ) -> TopologyUpdate {
-        let topology_id = self.id;
+    /// takes the description before rather than a copy of it.
+    fn diff_from(&self, before: Before, checked: Option<&ServerAddress>) -> TopologyUpdate {
         let mut update = TopologyUpdate {
             applied: true,
             ..TopologyUpdate::default()
         };
+        match before {
+            Before::Members(members) => {
+                let was_member = |a: &ServerAddress| members.binary_search(a).is_ok();
+                self.membership_changes(&mut update, members.iter(), was_member);
+            }
+            Before::Whole(previous) => {
+                self.server_changes(&previous, checked, &mut update.events);
+                let was_member = |a: &ServerAddress| previous.servers.contains_key(a);
+                self.membership_changes(&mut update, previous.servers.keys(), was_member);
+                if !previous.semantically_equal(self) {
+                    update.events.push(SdamEvent::TopologyDescriptionChanged {
+                        topology_id: self.id,
+                        previous,
+                        new: Box::new(self.clone()),
+                    });
+                }
+            }
+        }
+        update
+    }
+
+    /// ServerDescriptionChanged for each server that changed since
+    /// `previous`, the checked one first.
+    fn server_changes(
+        &self,
+        previous: &TopologyDescription,
+        checked: Option<&ServerAddress>,
+        events: &mut Vec<SdamEvent>,
+    ) {
+        let topology_id = self.id;
         let changed = |address: &ServerAddress| -> Option<SdamEvent> {
             let old = previous.servers.get(address)?;
             let new = self.servers.get(address)?;
@@ -772,13 +805,24 @@ impl TopologyDescription {
             })
         };
         if let Some(checked) = checked {
-            update.events.extend(changed(checked));
+            events.extend(changed(checked));
         }
         for address in self.servers.keys().filter(|a| Some(*a) != checked) {
-            update.events.extend(changed(address));
+            events.extend(changed(address));
         }
+    }
+
+    /// The servers added (ServerOpening) and removed (ServerClosed) since
+    /// the members `previous` were.
+    fn membership_changes<'a>(
+        &self,
+        update: &mut TopologyUpdate,
+        previous: impl Iterator<Item = &'a ServerAddress>,
+        was_member: impl Fn(&ServerAddress) -> bool,
+    ) {
+        let topology_id = self.id;
         for address in self.servers.keys() {
-            if !previous.servers.contains_key(address) {
+            if !was_member(address) {
                 update.added.push(address.clone());
                 update.events.push(SdamEvent::ServerOpening {
                     topology_id,
@@ -786,7 +830,7 @@ impl TopologyDescription {
                 });
             }
         }
-        for address in previous.servers.keys() {
+        for address in previous {
             if !self.servers.contains_key(address) {
                 update.removed.push(address.clone());
                 update.events.push(SdamEvent::ServerClosed {
@@ -795,15 +839,15 @@ impl TopologyDescription {
                 });
             }
         }
-        if !previous.semantically_equal(self) {
-            update.events.push(SdamEvent::TopologyDescriptionChanged {
-                topology_id,
-                previous: Box::new(previous),
-                new: Box::new(self.clone()),
-            });
-        }
-        update
     }
+}
+
+/// The topology before an update, as much of it as the update's events need.
+enum Before {
+    /// All of it: the change events compare with it and carry it.
+    Whole(Box<TopologyDescription>),
+    /// Its members (in address order): enough for opening and closing.
+    Members(Vec<ServerAddress>),
 }
 
 /// Replaces `list` by the first of `known` with the same addresses in the
@@ -878,6 +922,49 @@ mod tests {
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
+    }
+
+    #[test]
+    fn without_change_events_only_the_description_changes_are_left_out() {
+        // The same checks, with and without change events: the same servers
+        // added and removed, the same openings and closings, the same end
+        // state; only the description changes (and their copies) are gone.
+        let now = Instant::now();
+        let run = |wanted: bool| {
+            let settings = seeds(&["a:1", "x:1"]).with_change_events(wanted);
+            let mut t = TopologyDescription::new(settings);
+            let mut updates = vec![(Vec::new(), Vec::new(), event_names(&t.opening_events()))];
+            let mut record = |update: TopologyUpdate| {
+                assert!(update.applied);
+                updates.push((update.added, update.removed, event_names(&update.events)));
+            };
+            record(t.check_succeeded(&addr("a:1"), &primary(&["a:1", "b:1"]), ms(1), now));
+            record(t.check_succeeded(&addr("b:1"), &secondary(&["a:1", "b:1"]), ms(1), now));
+            record(t.check_failed(&addr("a:1"), "gone", now));
+            record(t.close());
+            (updates, t)
+        };
+        let (heard, heard_topology) = run(true);
+        let (quiet, quiet_topology) = run(false);
+        let is_change = |name: &&str| name.ends_with("DescriptionChanged");
+        assert!(heard
+            .iter()
+            .any(|(_, _, names)| names.iter().any(is_change)));
+        assert_eq!(heard.len(), quiet.len());
+        for ((added, removed, names), (quiet_added, quiet_removed, quiet_names)) in
+            heard.iter().zip(&quiet)
+        {
+            assert_eq!(added, quiet_added);
+            assert_eq!(removed, quiet_removed);
+            let without: Vec<&str> = names.iter().copied().filter(|n| !is_change(n)).collect();
+            assert_eq!(
+                quiet_names, &without,
+                "a listener-less update built {quiet_names:?}"
+            );
+        }
+        assert!(heard[1].0.contains(&addr("b:1")) && heard[1].1.contains(&addr("x:1")));
+        assert_eq!(heard_topology.topology_type, quiet_topology.topology_type);
+        assert!(quiet_topology.servers.is_empty());
     }
 
     #[test]

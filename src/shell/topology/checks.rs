@@ -122,13 +122,7 @@ impl Topology {
             .get(address)
             .is_some_and(|c| !c.is_broken() && !c.peer_closed());
         let timeout = self.check_timeout(deadline, started);
-        let hello_ok = self
-            .monitor
-            .description()
-            .servers
-            .get(address)
-            .is_some_and(|s| s.hello_ok);
-        let (command, _) = handshake::check_command(hello_ok, &self.handshake_settings());
+        let command = self.check_hello(address);
         let result = match self.connections.get_mut(address) {
             Some(connection) if reusable => connection
                 .command("admin", command, timeout)
@@ -138,6 +132,18 @@ impl Topology {
         let duration = started.elapsed();
         self.publish_heartbeat(address, duration, &result);
         self.apply_check(address, result, duration, deadline);
+    }
+
+    /// The hello of a check on an open socket (`hello`, or the legacy
+    /// name for a server that never said it knows `hello`).
+    pub(super) fn check_hello(&self, address: &ServerAddress) -> Document {
+        let hello_ok = self
+            .monitor
+            .description()
+            .servers
+            .get(address)
+            .is_some_and(|s| s.hello_ok);
+        handshake::check_command(hello_ok, &self.handshake_settings()).0
     }
 
     pub(super) fn handshake_settings(&self) -> HandshakeSettings<'_> {

@@ -1,74 +1,126 @@
 //! Many checks in one wait: new sockets are opened non-blocking to every
-//! server the monitor asks for, and their connects and handshake hellos
-//! all progress under one poller (mio), in this one thread. A server that
-//! does not answer costs one connectTimeoutMS per scan however many there
-//! are. Authentication after the hello stays blocking, per socket.
+//! server the monitor asks for, and their connects, TLS handshakes and
+//! handshake hellos all progress under one poller (mio), in this one
+//! thread; servers that already have a socket get their hello sent at once
+//! and their replies awaited in the same wait. A server that does not
+//! answer costs one connectTimeoutMS per scan however many there are.
+//! Authentication after the hello stays blocking, per socket.
 //!
 //! ```text
-//!  start: resolve ─> connect (non-blocking) ─┐
-//!  wait:  poller ─> Connecting ─> Writing hello ─> Reading reply ─> done
-//!                         └─ refused: next address of the name, or failed
+//!  new socket:  resolve ─> connect (non-blocking) ─> [TLS handshake] ─> hello ─> reply ─> Connection
+//!                              └─ refused: next address of the name, or failed
+//!  open socket: hello sent (blocking write) ─> poller: readable ─> reply read (bounded by the check)
 //! ```
 //!
-//! TLS sockets, Unix sockets and servers that already have a socket are
-//! checked blocking by the caller.
+//! On an open socket the reply is read by the socket's own blocking
+//! exchange once the poller says it is readable, bounded by the check's
+//! limit: a hello reply is a few hundred bytes that arrive together, so the
+//! read does not wait in practice, and a peer that sends part of one and
+//! stalls holds the wait no longer than its own connectTimeoutMS (the same
+//! bound as before).
+//!
+//! Unix sockets stay blocking, checked one by one by the caller: they
+//! reach a server on this machine, which answers or refuses without a
+//! network round trip to overlap, and mio's TCP socket cannot stand in for
+//! one.
+//!
+//! Split by job: `new_socket` (connect, TLS, hello), `tls_step` (the TLS
+//! handshake driven by the poller), `exchange` (the hello's bytes),
+//! `open_socket` (a hello on a socket already open).
 
-use std::io::{Read, Write};
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bson::Document;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 
+use exchange::HelloExchange;
+
+mod exchange;
+mod new_socket;
+mod open_socket;
+#[cfg(test)]
+mod tests;
+mod tls_step;
+#[cfg(test)]
+mod tls_tests;
+
 use crate::address::ServerAddress;
 use crate::auth::Speculation;
+use crate::conn::Connection;
 use crate::error::{Error, Result};
-use crate::sdam::description::DEFAULT_MAX_MESSAGE_SIZE_BYTES;
-use crate::wire::{self, Header, MsgFlags, OpMsg, HEADER_LEN};
+use open_socket::hello_replied;
 
-/// At most this many sockets connect at once; more wait for a free slot.
+/// At most this many checks are under way at once; more wait for a slot.
 pub(super) const MAX_IN_FLIGHT: usize = 256;
 
-/// A check's handshake under way.
+/// A check under way: the socket the poller watches, and its job.
 struct Pending {
     address: ServerAddress,
     stream: TcpStream,
+    started: Instant,
+    limit: Option<Instant>,
+    job: Job,
+}
+
+enum Job {
+    /// A new socket: connect, TLS, the handshake's hello.
+    Handshake(Box<Handshake>),
+    /// A hello sent on an open socket; `stream` is a second handle to the
+    /// same socket, registered for readiness only (no I/O goes through it).
+    Hello {
+        connection: Box<Connection>,
+        request_id: i32,
+    },
+}
+
+struct Handshake {
     /// Other addresses the host name resolved to, tried in turn.
     next_addresses: Vec<SocketAddr>,
     connected: bool,
-    request: Vec<u8>,
-    written: usize,
-    request_id: i32,
-    reply: Vec<u8>,
-    started: Instant,
-    limit: Option<Instant>,
+    exchange: HelloExchange,
+    tls: Option<Box<rustls::ClientConnection>>,
     speculation: Speculation,
+    generation: u32,
+    socket_timeout: Option<Duration>,
 }
 
-/// A finished handshake: the socket, its hello reply (or why it failed),
-/// and how long it took.
+/// A check's socket and hello reply.
+pub(super) enum Checked {
+    /// A new socket's handshake (authentication follows).
+    Handshake(Connection, Document, Speculation),
+    /// A hello on a socket that was already open.
+    Hello(Connection, Document),
+}
+
+/// A finished check: its result, and when it started.
 pub(super) struct Finished {
     pub address: ServerAddress,
-    pub result: Result<(std::net::TcpStream, Document, Speculation)>,
+    pub result: Result<Checked>,
     pub started: Instant,
     pub limit: Option<Instant>,
 }
 
-/// The poller and the handshakes under way.
+/// The poller and the checks under way.
 pub(super) struct Overlap {
     poll: Poll,
     events: Events,
     pending: Vec<Option<Pending>>,
 }
 
-/// What a handshake needs to start.
+/// What a new socket's handshake needs to start.
 pub(super) struct Start {
     pub address: ServerAddress,
     pub addresses: Vec<SocketAddr>,
     pub command: Document,
     pub use_op_msg: bool,
     pub speculation: Speculation,
+    /// The client's one TLS configuration, when `tls=true`.
+    pub tls: Option<Arc<rustls::ClientConfig>>,
+    pub generation: u32,
+    pub socket_timeout: Option<Duration>,
     pub started: Instant,
     pub limit: Option<Instant>,
 }
@@ -82,86 +134,35 @@ impl Overlap {
         })
     }
 
-    /// How many handshakes are under way.
+    /// How many checks are under way.
     pub(super) fn in_flight(&self) -> usize {
         self.pending.iter().flatten().count()
     }
 
-    /// Ends every handshake under way, returning which server each was for
+    /// Ends every check under way, returning which server each was for
     /// and when it started.
     pub(super) fn drain(&mut self) -> Vec<(ServerAddress, Instant)> {
         let mut drained = Vec::new();
-        for pending in self.pending.iter_mut().filter_map(Option::take) {
-            let mut stream = pending.stream;
-            let _ = self.poll.registry().deregister(&mut stream);
-            drained.push((pending.address, pending.started));
+        for slot in 0..self.pending.len() {
+            if let Some(pending) = self.take(slot) {
+                drained.push((pending.address, pending.started));
+            }
         }
         drained
     }
 
-    /// Drops every handshake under way (the selection ended without them).
+    /// Drops every check under way (the selection ended without them).
     pub(super) fn abandon(&mut self) {
-        for pending in self.pending.iter_mut().filter_map(Option::take) {
-            let mut stream = pending.stream;
-            let _ = self.poll.registry().deregister(&mut stream);
-        }
+        self.drain();
     }
 
-    /// Starts a handshake: the hello is encoded and the first address
-    /// connected to. A failure to start is returned at once.
-    pub(super) fn start(&mut self, start: Start) -> std::result::Result<(), Box<Finished>> {
-        let request_id = crate::conn::next_request_id();
-        let encoded = encode_hello(request_id, start.command, start.use_op_msg);
-        let failed = |error: Error| {
-            Box::new(Finished {
-                address: start.address.clone(),
-                result: Err(error),
-                started: start.started,
-                limit: start.limit,
-            })
-        };
-        let request = match encoded {
-            Ok(request) => request,
-            Err(error) => return Err(failed(error)),
-        };
-        let mut addresses = start.addresses;
-        addresses.reverse();
-        let Some(first) = addresses.pop() else {
-            let io = std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                "the host name resolved to no address",
-            );
-            return Err(failed(Error::network(
-                Some(start.address.clone()),
-                "connecting",
-                io,
-            )));
-        };
-        let slot = self.free_slot();
-        let stream = match self.connect(first, slot) {
-            Ok(stream) => stream,
-            Err(e) => {
-                return Err(failed(Error::network(
-                    Some(start.address.clone()),
-                    "connecting",
-                    e,
-                )))
-            }
-        };
-        self.pending[slot] = Some(Pending {
-            address: start.address,
-            stream,
-            next_addresses: addresses,
-            connected: false,
-            request,
-            written: 0,
-            request_id,
-            reply: Vec::new(),
-            started: start.started,
-            limit: start.limit,
-            speculation: start.speculation,
-        });
-        Ok(())
+    /// Takes a check out of its slot and out of the poller. The poller
+    /// must forget the socket before its handle closes: epoll watches the
+    /// socket, not the handle, and an open socket's other handle lives on.
+    fn take(&mut self, slot: usize) -> Option<Pending> {
+        let mut pending = self.pending.get_mut(slot)?.take()?;
+        let _ = self.poll.registry().deregister(&mut pending.stream);
+        Some(pending)
     }
 
     fn free_slot(&mut self) -> usize {
@@ -174,19 +175,21 @@ impl Overlap {
         }
     }
 
-    fn connect(&mut self, to: SocketAddr, slot: usize) -> std::io::Result<TcpStream> {
-        let mut stream = TcpStream::connect(to)?;
-        self.poll.registry().register(
-            &mut stream,
-            Token(slot),
-            Interest::READABLE | Interest::WRITABLE,
-        )?;
+    fn register(
+        &mut self,
+        mut stream: TcpStream,
+        slot: usize,
+        interest: Interest,
+    ) -> std::io::Result<TcpStream> {
+        self.poll
+            .registry()
+            .register(&mut stream, Token(slot), interest)?;
         Ok(stream)
     }
 
-    /// Waits, at most until `until` (and no longer than the first
-    /// handshake's limit), and returns the handshakes that finished,
-    /// including those whose limit passed.
+    /// Waits, at most until `until` (and no longer than the first check's
+    /// limit), and returns the checks that finished, including those whose
+    /// limit passed.
     pub(super) fn wait(&mut self, now: Instant, until: Option<Instant>) -> Vec<Finished> {
         let first_limit = self.pending.iter().flatten().filter_map(|p| p.limit).min();
         let wake = match (first_limit, until) {
@@ -200,21 +203,17 @@ impl Overlap {
         let mut finished = Vec::new();
         if let Err(e) = self.poll.poll(&mut self.events, timeout) {
             if e.kind() != std::io::ErrorKind::Interrupted {
-                // The poller itself failed: every handshake fails with it.
+                // The poller itself failed: every check fails with it.
                 for slot in 0..self.pending.len() {
                     let error = std::io::Error::new(e.kind(), e.to_string());
-                    if let Some(done) = self.fail(slot, "waiting for the socket", error) {
-                        finished.push(done);
-                    }
+                    finished.extend(self.fail(slot, "waiting for the socket", error));
                 }
                 return finished;
             }
         }
         let ready: Vec<usize> = self.events.iter().map(|e| e.token().0).collect();
         for slot in ready {
-            if let Some(done) = self.drive(slot) {
-                finished.push(done);
-            }
+            finished.extend(self.drive(slot));
         }
         let now = Instant::now();
         for slot in 0..self.pending.len() {
@@ -227,196 +226,54 @@ impl Overlap {
                     "no answer within connectTimeoutMS",
                 );
                 let context = self.phase(slot);
-                if let Some(done) = self.fail(slot, context, io) {
-                    finished.push(done);
-                }
+                finished.extend(self.fail(slot, context, io));
             }
         }
         finished
     }
 
     fn phase(&self, slot: usize) -> &'static str {
-        match &self.pending[slot] {
-            Some(p) if p.connected => "during the handshake",
-            _ => "connecting",
+        let Some(Pending { job, .. }) = &self.pending[slot] else {
+            return "checking the server";
+        };
+        match job {
+            Job::Hello { .. } => "waiting for the hello reply",
+            Job::Handshake(h) if !h.connected => "connecting",
+            Job::Handshake(h) if h.tls.as_ref().is_some_and(|t| t.is_handshaking()) => {
+                "during the TLS handshake"
+            }
+            Job::Handshake(_) => "during the handshake",
         }
     }
 
     fn fail(&mut self, slot: usize, context: &str, io: std::io::Error) -> Option<Finished> {
-        let mut pending = self.pending.get_mut(slot)?.take()?;
-        let _ = self.poll.registry().deregister(&mut pending.stream);
-        Some(Finished {
-            result: Err(Error::network(Some(pending.address.clone()), context, io)),
-            address: pending.address,
-            started: pending.started,
-            limit: pending.limit,
-        })
+        let pending = self.take(slot)?;
+        let error = Error::network(Some(pending.address.clone()), context, io);
+        Some(finished(pending, Err(error)))
     }
 
-    /// Moves one handshake on as far as its socket allows.
+    /// Moves one check on as far as its socket allows.
     fn drive(&mut self, slot: usize) -> Option<Finished> {
-        let pending = self.pending.get_mut(slot)?.as_mut()?;
-        if !pending.connected {
-            match connect_progress(&pending.stream) {
-                Ok(false) => return None,
-                Ok(true) => pending.connected = true,
-                Err(e) => return self.next_address(slot, e),
-            }
+        let pending = self.pending.get_mut(slot)?.as_ref()?;
+        if matches!(pending.job, Job::Hello { .. }) {
+            let pending = self.take(slot)?;
+            return Some(hello_replied(pending));
         }
-        match progress(pending) {
-            Ok(None) => None,
-            Ok(Some(reply)) => {
-                let mut pending = self.pending[slot].take()?;
-                let _ = self.poll.registry().deregister(&mut pending.stream);
-                Some(Finished {
-                    address: pending.address,
-                    result: Ok((pending.stream.into(), reply, pending.speculation)),
-                    started: pending.started,
-                    limit: pending.limit,
-                })
-            }
-            Err(ProgressError::Io(e)) => self.fail(slot, "during the handshake", e),
-            Err(ProgressError::Reply(error)) => {
-                let mut pending = self.pending[slot].take()?;
-                let _ = self.poll.registry().deregister(&mut pending.stream);
-                Some(Finished {
-                    address: pending.address,
-                    result: Err(error),
-                    started: pending.started,
-                    limit: pending.limit,
-                })
-            }
-        }
-    }
-
-    /// The connect failed: try the name's next address, or give up.
-    fn next_address(&mut self, slot: usize, error: std::io::Error) -> Option<Finished> {
-        let next = self.pending[slot].as_mut()?.next_addresses.pop();
-        let Some(next) = next else {
-            return self.fail(slot, "connecting", error);
-        };
-        let _ = self
-            .poll
-            .registry()
-            .deregister(&mut self.pending[slot].as_mut()?.stream);
-        match self.connect(next, slot) {
-            Ok(stream) => {
-                self.pending[slot].as_mut()?.stream = stream;
-                None
-            }
-            Err(e) => self.fail(slot, "connecting", e),
-        }
+        self.drive_handshake(slot)
     }
 }
 
-/// The handshake's hello as bytes: OP_MSG, or the legacy OP_QUERY.
-fn encode_hello(request_id: i32, command: Document, use_op_msg: bool) -> Result<Vec<u8>> {
-    let mut request = Vec::new();
-    if use_op_msg {
-        let mut body = command;
-        body.insert("$db", "admin");
-        let msg = OpMsg {
-            flags: MsgFlags::default(),
-            body,
-            sequences: Vec::new(),
-        };
-        let max = DEFAULT_MAX_MESSAGE_SIZE_BYTES as usize;
-        wire::encode_msg(request_id, 0, &msg, max, &mut request)?;
-    } else {
-        wire::encode_query(request_id, "admin", &command, false, &mut request)?;
-    }
-    Ok(request)
-}
-
-/// Whether a non-blocking connect has completed (`Ok(false)`: not yet).
-fn connect_progress(stream: &TcpStream) -> std::io::Result<bool> {
-    if let Some(e) = stream.take_error()? {
-        return Err(e);
-    }
-    match stream.peer_addr() {
-        Ok(_) => {
-            stream.set_nodelay(true)?;
-            Ok(true)
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotConnected => Ok(false),
-        Err(e) => Err(e),
+fn finished(pending: Pending, result: Result<Checked>) -> Finished {
+    Finished {
+        address: pending.address,
+        result,
+        started: pending.started,
+        limit: pending.limit,
     }
 }
 
-enum ProgressError {
-    Io(std::io::Error),
-    Reply(Error),
-}
-
-/// Writes the hello and reads its reply as far as the socket allows;
-/// `Some` with the reply once it is whole.
-fn progress(pending: &mut Pending) -> std::result::Result<Option<Document>, ProgressError> {
-    let would_block = |e: &std::io::Error| e.kind() == std::io::ErrorKind::WouldBlock;
-    while pending.written < pending.request.len() {
-        match pending.stream.write(&pending.request[pending.written..]) {
-            Ok(n) => pending.written += n,
-            Err(e) if would_block(&e) => return Ok(None),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(ProgressError::Io(e)),
-        }
-    }
-    let mut buffer = [0u8; 16 * 1024];
-    loop {
-        if let Some(reply) = complete_reply(pending).map_err(ProgressError::Reply)? {
-            return Ok(Some(reply));
-        }
-        match pending.stream.read(&mut buffer) {
-            Ok(0) => {
-                return Err(ProgressError::Io(std::io::Error::new(
-                    std::io::ErrorKind::UnexpectedEof,
-                    "the server closed the connection",
-                )))
-            }
-            Ok(n) => pending.reply.extend_from_slice(&buffer[..n]),
-            Err(e) if would_block(&e) => return Ok(None),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(ProgressError::Io(e)),
-        }
-    }
-}
-
-/// The hello reply, once every byte of it has arrived. The header's
-/// length is checked before the body is awaited, so a hostile length
-/// costs nothing.
-fn complete_reply(pending: &Pending) -> Result<Option<Document>> {
-    let Some(header_bytes) = pending.reply.get(..HEADER_LEN) else {
-        return Ok(None);
-    };
-    let header_bytes: &[u8; HEADER_LEN] = header_bytes.try_into().expect("sliced to length");
-    let max = DEFAULT_MAX_MESSAGE_SIZE_BYTES as usize;
-    let address = Some(pending.address.clone());
-    let header = Header::parse(header_bytes, max)
-        .map_err(|e| Error::protocol(address.clone(), e.to_string()))?;
-    if header.response_to != pending.request_id {
-        return Err(Error::protocol(
-            address,
-            format!(
-                "reply answers request {} but request {} was sent",
-                header.response_to, pending.request_id
-            ),
-        ));
-    }
-    let end = HEADER_LEN + header.body_len();
-    match pending.reply.len() {
-        len if len < end => Ok(None),
-        len if len > end => Err(Error::protocol(
-            address,
-            "the server sent bytes after the hello reply",
-        )),
-        _ => {
-            let message = wire::decode(&header, &pending.reply[HEADER_LEN..end])
-                .map_err(|e| Error::protocol(address.clone(), e.to_string()))?;
-            message.into_reply_document().map(Some)
-        }
-    }
-}
-
-/// Time left of a handshake that started at `started` with `limit`.
+/// Time left of a check with `limit`, at least 1 ms (a zero timeout means
+/// "none" to a socket).
 pub(super) fn remaining(limit: Option<Instant>) -> impl Fn() -> Option<Duration> {
     move || {
         limit.map(|l| {

@@ -34,7 +34,7 @@ impl Topology {
     pub(super) fn resolver(&mut self) -> &crate::dns::ResolverConfig {
         let options = &self.options;
         self.resolver
-            .get_or_insert_with(|| options.resolver_config())
+            .get_or_insert_with(|| crate::dns::ResolverConfig::for_client(options))
     }
 
     /// When a DNS look-up must end: connectTimeoutMS, cut to the
@@ -64,10 +64,10 @@ impl Topology {
         options.hosts =
             crate::srv::choose_seeds(seeds, options.srv_max_hosts(), self.monitor.rng());
         options.validate()?;
+        let wanted = super::publish::change_events_wanted(self.handler.as_ref());
+        let settings = TopologySettings::from_options(&options).with_change_events(wanted);
         self.monitor
-            .replace_description(TopologyDescription::new(TopologySettings::from_options(
-                &options,
-            )));
+            .replace_description(TopologyDescription::new(settings));
         self.options = options;
         self.srv_resolved = true;
         self.next_srv_rescan = Some(

@@ -4,10 +4,10 @@
 
 use std::time::Instant;
 
-use super::overlap::{self, Finished, Overlap, Start, MAX_IN_FLIGHT};
+use super::overlap::{self, Checked, Finished, Overlap, Start, MAX_IN_FLIGHT};
 use super::Topology;
 use crate::address::ServerAddress;
-use crate::conn::Connection;
+use crate::conn::{check_reply, Connection};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 
@@ -15,18 +15,11 @@ use crate::error::{Error, Result};
 const APPLY_BUDGET: std::time::Duration = std::time::Duration::from_millis(100);
 
 impl Topology {
-    /// Whether a check of `address` can run in the shared wait: a new plain
-    /// TCP socket (TLS and Unix sockets, and hellos on an open socket, are
-    /// checked blocking).
+    /// Whether a check of `address` can run in the shared wait: any check
+    /// over TCP, TLS or not, on a new socket or an open one. Unix sockets
+    /// are checked blocking, and nothing is checked behind a load balancer.
     pub(super) fn overlappable(&self, address: &ServerAddress) -> bool {
-        let reusable = self
-            .connections
-            .get(address)
-            .is_some_and(|c| !c.is_broken() && !c.peer_closed());
-        matches!(address, ServerAddress::Tcp { .. })
-            && self.tls.is_none()
-            && !reusable
-            && !self.is_load_balanced()
+        matches!(address, ServerAddress::Tcp { .. }) && !self.is_load_balanced()
     }
 
     /// Starts queued checks while slots are free.
@@ -56,27 +49,48 @@ impl Topology {
     }
 
     fn start_one(&mut self, address: ServerAddress, deadline: Deadline) {
-        self.connections.remove(&address);
         self.publish_heartbeat_started(&address);
         let started = Instant::now();
         let limit = self
             .check_timeout(deadline, started)
             .and_then(|t| started.checked_add(t));
-        let prepared = self.prepare_start(&address, started, limit);
-        let failure = match prepared {
-            Ok(start) => match self.overlap.as_mut() {
-                Some(overlap) => overlap.start(start).err().map(|f| *f),
-                None => return,
-            },
-            Err(error) => Some(Finished {
+        let failure = match self.take_reusable(&address) {
+            Some(connection) => {
+                let command = self.check_hello(&address);
+                self.overlap
+                    .as_mut()
+                    .and_then(|o| o.start_hello(connection, command, started, limit).err())
+            }
+            None => self.start_handshake(address, started, limit),
+        };
+        if let Some(finished) = failure {
+            self.apply_finished(*finished, deadline);
+        }
+    }
+
+    /// The open socket of `address`, taken out of its slot for a check,
+    /// unless it is broken or the peer closed it while idle (then it is
+    /// dropped, and the check opens a new one: not a failed check, the
+    /// server may have restarted).
+    fn take_reusable(&mut self, address: &ServerAddress) -> Option<Connection> {
+        let connection = self.connections.remove(address)?;
+        (!connection.is_broken() && !connection.peer_closed()).then_some(connection)
+    }
+
+    fn start_handshake(
+        &mut self,
+        address: ServerAddress,
+        started: Instant,
+        limit: Option<Instant>,
+    ) -> Option<Box<Finished>> {
+        match self.prepare_start(&address, started, limit) {
+            Ok(start) => self.overlap.as_mut()?.start(start).err(),
+            Err(error) => Some(Box::new(Finished {
                 address,
                 result: Err(error),
                 started,
                 limit,
-            }),
-        };
-        if let Some(finished) = failure {
-            self.apply_finished(finished, deadline);
+            })),
         }
     }
 
@@ -96,7 +110,15 @@ impl Topology {
         resolver.known_hosts = self.scan_known_hosts.clone();
         let addresses = crate::conn::resolve(address, host, *port, limit, &resolver)?;
         let (command, use_op_msg, speculation) = self.handshake_command()?;
+        let generation = self
+            .monitor
+            .description()
+            .pool_generation(address)
+            .unwrap_or(0);
         Ok(Start {
+            tls: self.tls.clone(),
+            generation,
+            socket_timeout: self.options.socket_timeout(),
             address: address.clone(),
             addresses,
             command,
@@ -148,28 +170,31 @@ impl Topology {
         self.start_queued(deadline);
     }
 
-    /// A handshake finished in the wait: authentication (blocking), the
-    /// socket takes its slot, and the monitor hears the result.
+    /// A check finished in the wait. A new socket authenticates
+    /// (blocking) and takes its slot; an open one goes back to its slot.
+    /// The monitor hears the result.
     fn apply_finished(&mut self, done: Finished, deadline: Deadline) {
         let address = done.address;
-        let result = done.result.and_then(|(stream, reply, speculation)| {
-            let generation = self
-                .monitor
-                .description()
-                .pool_generation(&address)
-                .unwrap_or(0);
-            let connection =
-                Connection::from_tcp(stream, &address, generation, self.options.socket_timeout())?;
-            self.finish_handshake(
+        let result = done.result.and_then(|checked| match checked {
+            Checked::Handshake(connection, reply, speculation) => self.finish_handshake(
                 connection,
                 reply,
                 speculation,
                 &overlap::remaining(done.limit),
-            )
+            ),
+            Checked::Hello(connection, reply) => {
+                let reply = check_reply(reply, &address)?;
+                self.connections.insert(address.clone(), connection);
+                Ok(reply)
+            }
         });
         let duration = done.started.elapsed();
         self.publish_heartbeat(&address, duration, &result);
         self.apply_check(&address, result, duration, deadline);
+        if !self.monitor.description().servers.contains_key(&address) {
+            // An earlier result of the scan removed the server.
+            self.connections.remove(&address);
+        }
     }
 
     /// The scan's time (serverSelectionTimeoutMS, or the operation's

@@ -1,0 +1,118 @@
+/* The floor under any driver's warm find_one: a client that does nothing but
+ * send one pre-encoded OP_MSG `find` by _id on a blocking socket and read the
+ * reply (one sendto, one recvfrom per operation; no parsing beyond the
+ * length). Its CPU per operation is what the kernel's loopback path and the
+ * wakeup cost a single-threaded driver, whatever its user-space code does.
+ *
+ * Speaks the warm mode of the examples/bench_find.rs protocol only:
+ *   bench_find warm mongodb://HOST:PORT/ DB COLL N
+ *     prints: WARM ops_per_s=<x> cpu_us_per_op=<y> user_us_per_op=<u> sys_us_per_op=<s>
+ * (no handshake: the server accepts OP_MSG without one; standalone only).
+ *
+ *   gcc -O2 -Wall -o target/bench_find_floor benches/compare/floor/bench_find.c \
+ *       $(pkg-config --cflags --libs libbson-1.0)
+ */
+#include <arpa/inet.h>
+#include <bson/bson.h>
+#include <netdb.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+static double cpu_ns(void) {
+    FILE *f = fopen("/proc/self/schedstat", "r");
+    unsigned long long ns = 0;
+    if (!f || fscanf(f, "%llu", &ns) != 1) exit(1);
+    fclose(f);
+    return (double)ns;
+}
+
+static double rusage_us(int which_sys) {
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    struct timeval t = which_sys ? u.ru_stime : u.ru_utime;
+    return t.tv_sec * 1e6 + t.tv_usec;
+}
+
+static double wall_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static int connect_to(const char *uri) {
+    char host[256];
+    int port = 27017;
+    if (sscanf(uri, "mongodb://%255[^:/]:%d", host, &port) < 1) {
+        fprintf(stderr, "bench_find: expected mongodb://HOST:PORT/\n");
+        exit(2);
+    }
+    char port_text[16];
+    snprintf(port_text, sizeof port_text, "%d", port);
+    struct addrinfo hints = {0}, *addr;
+    hints.ai_socktype = SOCK_STREAM;
+    if (getaddrinfo(host, port_text, &hints, &addr) != 0) exit(1);
+    int fd = socket(addr->ai_family, SOCK_STREAM, 0);
+    if (fd < 0 || connect(fd, addr->ai_addr, addr->ai_addrlen) != 0) {
+        perror("connect");
+        exit(1);
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    freeaddrinfo(addr);
+    return fd;
+}
+
+static void round_trip(int fd, const uint8_t *msg, size_t len, uint8_t *reply, size_t cap) {
+    if (send(fd, msg, len, 0) != (ssize_t)len) exit(1);
+    size_t got = 0;
+    int32_t want = 4;
+    while (got < (size_t)want) {
+        ssize_t n = recv(fd, reply + got, cap - got, 0);
+        if (n <= 0) exit(1);
+        got += n;
+        if (got >= 4) memcpy(&want, reply, 4);
+        if (want < 16 || (size_t)want > cap) exit(1);
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc != 6 || strcmp(argv[1], "warm") != 0) {
+        fprintf(stderr, "usage: bench_find warm URI DB COLL N\n");
+        return 2;
+    }
+    long n = strtol(argv[5], NULL, 10);
+    bson_t body = BSON_INITIALIZER, filter;
+    BSON_APPEND_UTF8(&body, "find", argv[4]);
+    BSON_APPEND_DOCUMENT_BEGIN(&body, "filter", &filter);
+    BSON_APPEND_INT32(&filter, "_id", 1);
+    bson_append_document_end(&body, &filter);
+    BSON_APPEND_INT64(&body, "limit", 1);
+    BSON_APPEND_BOOL(&body, "singleBatch", true);
+    BSON_APPEND_UTF8(&body, "$db", argv[3]);
+    uint8_t msg[1024];
+    int32_t len = 16 + 4 + 1 + body.len, zero = 0, op = 2013, id = 1;
+    memcpy(msg, &len, 4);
+    memcpy(msg + 4, &id, 4);
+    memcpy(msg + 8, &zero, 4);
+    memcpy(msg + 12, &op, 4);
+    memcpy(msg + 16, &zero, 4);
+    msg[20] = 0;
+    memcpy(msg + 21, bson_get_data(&body), body.len);
+
+    int fd = connect_to(argv[2]);
+    static uint8_t reply[1 << 16];
+    round_trip(fd, msg, len, reply, sizeof reply);
+    double cpu0 = cpu_ns(), user0 = rusage_us(0), sys0 = rusage_us(1), wall0 = wall_s();
+    for (long i = 0; i < n; i++) round_trip(fd, msg, len, reply, sizeof reply);
+    double wall = wall_s() - wall0, cpu = cpu_ns() - cpu0;
+    printf("WARM ops_per_s=%.0f cpu_us_per_op=%.2f user_us_per_op=%.2f sys_us_per_op=%.2f\n",
+           n / wall, cpu / 1000.0 / n, (rusage_us(0) - user0) / n, (rusage_us(1) - sys0) / n);
+    close(fd);
+    return 0;
+}

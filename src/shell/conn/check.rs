@@ -1,0 +1,46 @@
+//! Reading a reply's `ok` field: a server-side failure becomes an [`Error`].
+
+use bson::Document;
+
+use crate::address::ServerAddress;
+use crate::error::{CommandError, Error, Result};
+
+/// Turns a reply with `ok: 0` into an [`Error`] carrying the server's code,
+/// message, labels and topologyVersion; passes `ok: 1` replies through.
+pub fn check_reply(reply: Document, address: &ServerAddress) -> Result<Document> {
+    let ok = match reply.get("ok") {
+        Some(bson::Bson::Double(v)) => *v == 1.0,
+        Some(bson::Bson::Int32(v)) => *v == 1,
+        Some(bson::Bson::Int64(v)) => *v == 1,
+        Some(bson::Bson::Boolean(v)) => *v,
+        _ => false,
+    };
+    if ok {
+        return Ok(reply);
+    }
+    let code = match reply.get("code") {
+        Some(bson::Bson::Int32(c)) => *c,
+        Some(bson::Bson::Int64(c)) => *c as i32,
+        Some(bson::Bson::Double(c)) => *c as i32,
+        _ => 0,
+    };
+    let labels: Vec<String> = reply
+        .get_array("errorLabels")
+        .map(|a| {
+            a.iter()
+                .filter_map(|l| l.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    let error = CommandError {
+        code,
+        code_name: reply.get_str("codeName").unwrap_or_default().to_string(),
+        message: reply
+            .get_str("errmsg")
+            .unwrap_or("the server gave no message")
+            .to_string(),
+        topology_version: reply.get_document("topologyVersion").ok().cloned(),
+        address: Some(address.clone()),
+    };
+    Err(Error::from(error).with_labels(labels))
+}

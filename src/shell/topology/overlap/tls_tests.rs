@@ -1,0 +1,129 @@
+//! The TLS step of the shared wait against a local rustls server: the
+//! handshake and the hello complete, and a second socket made from the
+//! same client configuration resumes the first one's session.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::sync::{mpsc, Arc};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use bson::doc;
+use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::{HandshakeKind, ServerConfig, ServerConnection};
+
+use super::{Checked, Overlap, Start};
+use crate::address::ServerAddress;
+use crate::wire::{self, MsgFlags, OpMsg};
+
+/// A CA and a server certificate for `localhost`: the server's config and
+/// a client config that trusts the CA.
+fn configs() -> (Arc<ServerConfig>, Arc<rustls::ClientConfig>) {
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_key = KeyPair::generate().unwrap();
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let server_key = KeyPair::generate().unwrap();
+    let server_cert = CertificateParams::new(vec!["localhost".to_string()])
+        .unwrap()
+        .signed_by(&server_key, &ca_cert, &ca_key)
+        .unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(server_key.serialize_der()));
+    let server = ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![server_cert.der().clone()], key)
+        .unwrap();
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(CertificateDer::from(ca_cert.der().to_vec()))
+        .unwrap();
+    let client = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    (Arc::new(server), Arc::new(client))
+}
+
+/// Serves `sockets` TLS sockets one after another: one hello each, then
+/// reports how the handshake went.
+fn serve(config: Arc<ServerConfig>, sockets: usize) -> (u16, mpsc::Receiver<HandshakeKind>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (kinds, received) = mpsc::channel();
+    thread::spawn(move || {
+        for _ in 0..sockets {
+            let (socket, _) = listener.accept().unwrap();
+            let session = ServerConnection::new(config.clone()).unwrap();
+            let mut tls = rustls::StreamOwned::new(session, socket);
+            let mut header = [0u8; 16];
+            tls.read_exact(&mut header).unwrap();
+            let length = i32::from_le_bytes(header[..4].try_into().unwrap()) as usize;
+            let mut rest = vec![0u8; length - 16];
+            tls.read_exact(&mut rest).unwrap();
+            let request_id = i32::from_le_bytes(header[4..8].try_into().unwrap());
+            let msg = OpMsg {
+                flags: MsgFlags::default(),
+                body: doc! { "ok": 1, "isWritablePrimary": true },
+                sequences: Vec::new(),
+            };
+            let mut reply = Vec::new();
+            wire::encode_msg(1, request_id, &msg, 1 << 20, &mut reply).unwrap();
+            tls.write_all(&reply).unwrap();
+            kinds.send(tls.conn.handshake_kind().unwrap()).unwrap();
+        }
+        thread::sleep(Duration::from_millis(300));
+    });
+    (port, received)
+}
+
+fn tls_check(port: u16, config: &Arc<rustls::ClientConfig>) -> bson::Document {
+    let mut overlap = Overlap::new().unwrap();
+    let started = Instant::now();
+    let limit = Some(started + Duration::from_secs(3));
+    let start = Start {
+        address: ServerAddress::tcp("localhost", port),
+        addresses: vec![([127, 0, 0, 1], port).into()],
+        command: doc! { "hello": 1 },
+        use_op_msg: true,
+        speculation: crate::auth::Speculation::None,
+        tls: Some(config.clone()),
+        generation: 0,
+        socket_timeout: None,
+        started,
+        limit,
+    };
+    assert!(overlap.start(start).is_ok());
+    let finished = loop {
+        if let Some(done) = overlap.wait(Instant::now(), limit).pop() {
+            break done;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(4),
+            "the wait never ended"
+        );
+    };
+    match finished.result {
+        Ok(Checked::Handshake(connection, reply, _)) => {
+            assert!(!connection.is_broken());
+            reply
+        }
+        Ok(Checked::Hello(..)) => panic!("a new socket's check is a handshake"),
+        Err(error) => panic!("{error}"),
+    }
+}
+
+#[test]
+fn a_second_tls_socket_of_the_same_client_resumes_the_session() {
+    let (server, client) = configs();
+    let (port, kinds) = serve(server, 2);
+    let first = tls_check(port, &client);
+    assert_eq!(first.get_bool("isWritablePrimary"), Ok(true));
+    assert_eq!(kinds.recv().unwrap(), HandshakeKind::Full);
+    tls_check(port, &client);
+    assert_eq!(kinds.recv().unwrap(), HandshakeKind::Resumed);
+}
