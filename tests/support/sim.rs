@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 /// How long a test waits after [`Simulator::drop_connections`] for the
 /// client's sockets to count as idle: the driver peeks for a peer's close
-/// only on a socket unused for 100 ms (`PEEK_AFTER_IDLE` in src/shell/conn.rs); a
+/// only on a socket unused for 100 ms (`PEEK_AFTER_IDLE` in src/shell/conn/mod.rs); a
 /// more recent close surfaces as a network error on the next exchange.
 pub const UNTIL_IDLE: Duration = Duration::from_millis(150);
 
