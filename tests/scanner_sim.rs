@@ -530,9 +530,12 @@ fn ping_primary_preferred(client: &Client) {
 
 #[test]
 fn a_member_listing_two_thousand_unreachable_hosts_cannot_outlast_server_selection_timeout() {
-    // Ports that were just bound and released: nothing listens there, so
-    // every connect is refused at once and the cost measured is the
-    // scanner's own. Recomputing the scan order before every check made
+    // Ports that were just bound and released, on 127.0.0.2: nothing
+    // listens there, so every connect is refused at once and the cost
+    // measured is the scanner's own. Not on 127.0.0.1, where the other
+    // tests of this binary, running alongside, bind their simulators to
+    // ephemeral ports: a released port reused by one of them drew hellos
+    // from this test's client and broke those tests' counts. Recomputing the scan order before every check made
     // this scan cost n² log n (144 s in a debug build), and nothing but the
     // operation's timeoutMS bounded the scan loop.
     let closed: Vec<u16> = (0..2000)
@@ -546,7 +549,7 @@ fn a_member_listing_two_thousand_unreachable_hosts_cannot_outlast_server_selecti
     let sim = replica_set(&[Role::Primary]);
     let passives: Vec<bson::Bson> = closed
         .iter()
-        .map(|port| bson::Bson::String(format!("127.0.0.1:{port}")))
+        .map(|port| bson::Bson::String(format!("127.0.0.2:{port}")))
         .collect();
     sim.set_hello_extra(0, doc! { "passives": passives });
     let timeout_ms = std::env::var("SCAN_2000_SST_MS").unwrap_or_else(|_| "3000".into());
