@@ -191,17 +191,22 @@ impl CpuUsage {
     }
 }
 
+/// The whole process's user and system CPU from `/proc/self/stat` (fields
+/// 14 and 15, in clock ticks). The official driver's sync API works on
+/// tokio threads, so a per-thread clock would miss most of its work; this
+/// file counts every thread, as `getrusage(RUSAGE_SELF)` does, without an
+/// `unsafe` call.
 fn cpu_usage() -> CpuUsage {
-    // SAFETY: getrusage only writes the struct it is given; an all-zero
-    // rusage is a valid value of that plain C struct.
-    let usage = unsafe {
-        let mut usage: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
-        usage
-    };
-    let micros = |t: libc::timeval| t.tv_sec as f64 * 1e6 + t.tv_usec as f64;
+    const TICKS_PER_SECOND: f64 = 100.0; // USER_HZ on Linux
+    let text = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat (Linux only)");
+    // The command name (field 2) may hold spaces; the fields after it are
+    // plain numbers.
+    let after_name = &text[text.rfind(')').expect("a command name in /proc/self/stat") + 2..];
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let ticks = |i: usize| -> f64 { fields[i].parse().expect("a tick count") };
+    // Field 3 (state) is fields[0], so fields 14 and 15 are [11] and [12].
     CpuUsage {
-        user_us: micros(usage.ru_utime),
-        system_us: micros(usage.ru_stime),
+        user_us: ticks(11) / TICKS_PER_SECOND * 1e6,
+        system_us: ticks(12) / TICKS_PER_SECOND * 1e6,
     }
 }
