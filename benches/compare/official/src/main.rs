@@ -182,31 +182,62 @@ struct CpuUsage {
     system_us: f64,
 }
 
-impl CpuUsage {
-    fn since(self, earlier: CpuUsage) -> CpuUsage {
+/// A reading of the process's CPU clocks, every thread counted: the official
+/// driver's sync API works on tokio threads, so the calling thread's clock
+/// alone would miss most of its work.
+#[derive(Clone, Copy)]
+struct CpuClocks {
+    /// Run time of every live thread, in nanoseconds
+    /// (`/proc/self/task/*/schedstat`).
+    total_ns: u64,
+    /// User and system clock ticks of the process (`/proc/self/stat`),
+    /// which only split the exact total: at 100 ticks a second they are too
+    /// coarse to be the figure themselves.
+    user_ticks: u64,
+    system_ticks: u64,
+}
+
+impl CpuClocks {
+    fn since(self, earlier: CpuClocks) -> CpuUsage {
+        let total_us = (self.total_ns - earlier.total_ns) as f64 / 1e3;
+        let user = (self.user_ticks - earlier.user_ticks) as f64;
+        let system = (self.system_ticks - earlier.system_ticks) as f64;
+        let user_share = if user + system > 0.0 {
+            user / (user + system)
+        } else {
+            1.0
+        };
         CpuUsage {
-            user_us: self.user_us - earlier.user_us,
-            system_us: self.system_us - earlier.system_us,
+            user_us: total_us * user_share,
+            system_us: total_us * (1.0 - user_share),
         }
     }
 }
 
-/// The whole process's user and system CPU from `/proc/self/stat` (fields
-/// 14 and 15, in clock ticks). The official driver's sync API works on
-/// tokio threads, so a per-thread clock would miss most of its work; this
-/// file counts every thread, as `getrusage(RUSAGE_SELF)` does, without an
-/// `unsafe` call.
-fn cpu_usage() -> CpuUsage {
-    const TICKS_PER_SECOND: f64 = 100.0; // USER_HZ on Linux
+/// Reads the clocks without an `unsafe` call (getrusage would need one).
+fn cpu_usage() -> CpuClocks {
+    let mut total_ns = 0;
+    for task in std::fs::read_dir("/proc/self/task").expect("/proc/self/task (Linux only)") {
+        let path = task.expect("a task entry").path().join("schedstat");
+        // A thread may end between the listing and the read.
+        if let Ok(text) = std::fs::read_to_string(path) {
+            total_ns += text
+                .split_whitespace()
+                .next()
+                .and_then(|n| n.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+    }
     let text = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat (Linux only)");
     // The command name (field 2) may hold spaces; the fields after it are
-    // plain numbers.
+    // plain numbers. Field 3 (state) is fields[0], so utime (14) and stime
+    // (15) are [11] and [12].
     let after_name = &text[text.rfind(')').expect("a command name in /proc/self/stat") + 2..];
     let fields: Vec<&str> = after_name.split_whitespace().collect();
-    let ticks = |i: usize| -> f64 { fields[i].parse().expect("a tick count") };
-    // Field 3 (state) is fields[0], so fields 14 and 15 are [11] and [12].
-    CpuUsage {
-        user_us: ticks(11) / TICKS_PER_SECOND * 1e6,
-        system_us: ticks(12) / TICKS_PER_SECOND * 1e6,
+    let ticks = |i: usize| -> u64 { fields[i].parse().expect("a tick count") };
+    CpuClocks {
+        total_ns,
+        user_ticks: ticks(11),
+        system_ticks: ticks(12),
     }
 }
