@@ -16,7 +16,7 @@
 
 use std::time::Duration;
 
-use bson::{Bson, Document};
+use bson::{Bson, Document, RawBsonRef, RawDocument};
 use serde::de::DeserializeOwned;
 
 use super::{malformed, GetMore, KillCursors, Namespace};
@@ -172,6 +172,23 @@ struct ParsedCursor {
 }
 
 fn parse_cursor(mut reply: Reply, batch_key: &str) -> Result<ParsedCursor> {
+    let raw = reply
+        .raw_cursor()
+        .map(|cursor| read_raw_cursor(cursor, batch_key));
+    match raw {
+        Some(Some(fields)) => {
+            let (id, ns, post_batch_resume_token) = fields?;
+            return Ok(ParsedCursor {
+                id,
+                ns,
+                documents: reply.take_batch_of(batch_key).unwrap_or_default(),
+                post_batch_resume_token,
+            });
+        }
+        // The bytes hold another batch than asked for: read it as a whole.
+        Some(None) => reply = Reply::from_document(reply.into_document()?),
+        None => {}
+    }
     let raw_batch = reply.take_batch_of(batch_key);
     let (mut reply, _) = reply.into_parts();
     let mut cursor = match reply.remove("cursor") {
@@ -235,6 +252,85 @@ fn parse_cursor(mut reply: Reply, batch_key: &str) -> Result<ParsedCursor> {
         documents,
         post_batch_resume_token,
     })
+}
+
+/// `cursor.id`, `cursor.ns` and `cursor.postBatchResumeToken` read from a
+/// cursor kept as bytes, checked as [`parse_cursor`] checks them; `None`
+/// when its batch was not kept under `batch_key`.
+#[allow(clippy::type_complexity)]
+fn read_raw_cursor(
+    cursor: &RawDocument,
+    batch_key: &str,
+) -> Option<Result<(i64, Namespace, Option<Document>)>> {
+    let (mut id, mut ns, mut token, mut has_batch) = (None, None, None, false);
+    for element in cursor {
+        let Ok((key, value)) = element else {
+            return Some(Err(malformed("invalid BSON in `cursor`")));
+        };
+        match key {
+            // The last of a repeated field counts, as in a `Document`.
+            "id" => id = Some(value),
+            "ns" => ns = Some(value),
+            "postBatchResumeToken" => token = Some(value),
+            key if key == batch_key => has_batch = true,
+            _ => {}
+        }
+    }
+    if !has_batch {
+        return None;
+    }
+    Some(raw_cursor_fields(id, ns, token))
+}
+
+fn raw_cursor_fields(
+    id: Option<RawBsonRef<'_>>,
+    ns: Option<RawBsonRef<'_>>,
+    token: Option<RawBsonRef<'_>>,
+) -> Result<(i64, Namespace, Option<Document>)> {
+    let id = match id {
+        Some(RawBsonRef::Int64(id)) => id,
+        Some(RawBsonRef::Int32(id)) => i64::from(id),
+        Some(other) => {
+            return Err(malformed(format!(
+                "`cursor.id` is {}, not an integer",
+                raw_type_name(other)
+            )))
+        }
+        None => return Err(malformed("no `cursor.id`")),
+    };
+    let ns = match ns {
+        Some(RawBsonRef::String(ns)) => Namespace::parse(ns)
+            .ok_or_else(|| malformed(format!("`cursor.ns` {ns:?} is not `db.collection`")))?,
+        Some(other) => {
+            return Err(malformed(format!(
+                "`cursor.ns` is {}, not a string",
+                raw_type_name(other)
+            )))
+        }
+        None => return Err(malformed("no `cursor.ns`")),
+    };
+    let token = match token {
+        Some(RawBsonRef::Document(token)) => Some(
+            crate::wire::owned_document(token)
+                .map_err(|e| malformed(format!("invalid `cursor.postBatchResumeToken`: {e}")))?,
+        ),
+        _ => None,
+    };
+    Ok((id, ns, token))
+}
+
+fn raw_type_name(value: RawBsonRef<'_>) -> &'static str {
+    match value.element_type() {
+        bson::spec::ElementType::Double => "a double",
+        bson::spec::ElementType::String => "a string",
+        bson::spec::ElementType::EmbeddedDocument => "a document",
+        bson::spec::ElementType::Array => "an array",
+        bson::spec::ElementType::Boolean => "a boolean",
+        bson::spec::ElementType::Null => "null",
+        bson::spec::ElementType::Int32 => "an int32",
+        bson::spec::ElementType::Int64 => "an int64",
+        _ => "a value of another type",
+    }
 }
 
 fn type_name(value: &Bson) -> &'static str {

@@ -121,13 +121,23 @@ impl ClientState {
         session: &mut SessionSlot<'_>,
     ) -> crate::error::Result<Reply> {
         match session.get() {
-            Some(s) => s.on_reply(reply.document(), &mut self.clock),
+            Some(s) => {
+                s.on_raw_cursor(reply.raw_cursor());
+                s.on_reply(reply.document(), &mut self.clock);
+            }
             None => {
                 self.clock.observe_reply(reply.document());
             }
         }
-        let (document, batch) = reply.into_parts();
-        check_reply(document, address).map(|document| Reply::from_parts(document, batch))
+        if !reply.is_ok() {
+            // The error keeps the whole reply, a cursor kept as bytes too.
+            let whole = reply
+                .to_document()
+                .unwrap_or_else(|_| reply.document().clone());
+            return check_reply(whole, address).map(Reply::from_document);
+        }
+        let (document, bytes) = reply.into_parts();
+        check_reply(document, address).map(|document| Reply::from_parts(document, bytes))
     }
 
     fn on_success(&mut self, reply: Reply, in_flight: InFlight) -> Reply {
