@@ -27,6 +27,7 @@
 use std::collections::VecDeque;
 use std::ops::Range;
 
+use bson::spec::ElementType;
 use bson::{Bson, Document, RawArray, RawBsonRef, RawDocument};
 
 use crate::error::{Error, Result};
@@ -49,6 +50,32 @@ pub struct Reply {
 struct CursorPlace {
     span: Range<usize>,
     index: usize,
+    head: CursorHead,
+}
+
+/// `cursor.id`, `cursor.ns` and `cursor.postBatchResumeToken` as noted
+/// while the cursor's fields were checked, so that they are not looked for
+/// again; the last of a repeated field counts, as in a `Document`. A field
+/// of another type than expected keeps its type, for the error.
+#[derive(Clone, Debug, PartialEq, Default)]
+struct CursorHead {
+    id: Option<std::result::Result<i64, ElementType>>,
+    ns: Option<std::result::Result<String, ElementType>>,
+    token: Option<Range<usize>>,
+}
+
+/// What a cursor kept as bytes says besides its batch (see
+/// [`Reply::cursor_head`]).
+#[derive(Debug)]
+pub(crate) struct CursorHeadView<'a> {
+    /// `cursor.id`: an integer, or the type it had instead.
+    pub(crate) id: Option<std::result::Result<i64, ElementType>>,
+    /// `cursor.ns`: a string, or the type it had instead.
+    pub(crate) ns: Option<std::result::Result<&'a str, ElementType>>,
+    /// `cursor.postBatchResumeToken`, when it is a document.
+    pub(crate) post_batch_resume_token: Option<&'a RawDocument>,
+    /// The key the batch was under (`firstBatch` or `nextBatch`).
+    pub(crate) batch_key: &'static str,
 }
 
 /// What [`Reply::into_parts`] splits off beside the fields.
@@ -93,12 +120,13 @@ impl Reply {
             let value = match value {
                 RawBsonRef::Document(cursor) if key == "cursor" && cursor_place.is_none() => {
                     match raw_cursor_batch(cursor, &bytes)? {
-                        Some(found) => {
+                        Some((found, head)) => {
                             let start =
                                 cursor.as_bytes().as_ptr() as usize - bytes.as_ptr() as usize;
                             cursor_place = Some(CursorPlace {
                                 span: start..start + cursor.as_bytes().len(),
                                 index,
+                                head,
                             });
                             batch = Some(found);
                             continue;
@@ -130,6 +158,32 @@ impl Reply {
         let place = self.cursor.as_ref()?;
         let bytes = self.batch.as_ref()?.bytes.get(place.span.clone())?;
         RawDocument::from_bytes(bytes).ok()
+    }
+
+    /// `id`, `ns` and `postBatchResumeToken` of a cursor kept as bytes, as
+    /// noted when the reply was parsed.
+    pub(crate) fn cursor_head(&self) -> Option<CursorHeadView<'_>> {
+        let place = self.cursor.as_ref()?;
+        let batch = self.batch.as_ref()?;
+        let token = match &place.head.token {
+            Some(span) => Some(
+                batch
+                    .bytes
+                    .get(span.clone())
+                    .and_then(|bytes| RawDocument::from_bytes(bytes).ok())?,
+            ),
+            None => None,
+        };
+        Some(CursorHeadView {
+            id: place.head.id,
+            ns: place
+                .head
+                .ns
+                .as_ref()
+                .map(|ns| ns.as_deref().map_err(|t| *t)),
+            post_batch_resume_token: token,
+            batch_key: batch.key,
+        })
     }
 
     /// Takes the batch kept as bytes, if there is one; a `cursor` kept as
@@ -251,10 +305,12 @@ pub fn is_ok(reply: &Document) -> bool {
 fn raw_cursor_batch(
     cursor: &RawDocument,
     message: &[u8],
-) -> std::result::Result<Option<(&'static str, VecDeque<Range<usize>>)>, String> {
+) -> std::result::Result<Option<((&'static str, VecDeque<Range<usize>>), CursorHead)>, String> {
     let mut batch = None;
+    let mut head = CursorHead::default();
     for element in cursor {
         let (key, value) = element.map_err(|e| e.to_string())?;
+        note_head_field(&mut head, key, value, message);
         let batch_key = BATCH_KEYS.iter().find(|batch_key| **batch_key == key);
         match (value, batch_key) {
             // A second batch (repeated or both keys): converted whole.
@@ -269,7 +325,23 @@ fn raw_cursor_batch(
             _ => {}
         }
     }
-    Ok(batch)
+    Ok(batch.map(|batch| (batch, head)))
+}
+
+fn note_head_field(head: &mut CursorHead, key: &str, value: RawBsonRef<'_>, message: &[u8]) {
+    match (key, value) {
+        ("id", RawBsonRef::Int64(id)) => head.id = Some(Ok(id)),
+        ("id", RawBsonRef::Int32(id)) => head.id = Some(Ok(i64::from(id))),
+        ("id", other) => head.id = Some(Err(other.element_type())),
+        ("ns", RawBsonRef::String(ns)) => head.ns = Some(Ok(ns.to_string())),
+        ("ns", other) => head.ns = Some(Err(other.element_type())),
+        ("postBatchResumeToken", RawBsonRef::Document(token)) => {
+            let start = token.as_bytes().as_ptr() as usize - message.as_ptr() as usize;
+            head.token = Some(start..start + token.as_bytes().len());
+        }
+        ("postBatchResumeToken", _) => head.token = None,
+        _ => {}
+    }
 }
 
 /// The span in `message` of each document of `array`, or `None` when an

@@ -16,13 +16,13 @@
 
 use std::time::Duration;
 
-use bson::{Bson, Document, RawBsonRef, RawDocument};
+use bson::{Bson, Document};
 use serde::de::DeserializeOwned;
 
 use super::{malformed, GetMore, KillCursors, Namespace};
 use crate::address::ServerAddress;
 use crate::error::Result;
-use crate::reply::{RawBatch, Reply};
+use crate::reply::{CursorHeadView, RawBatch, Reply};
 
 /// What the operation that opened a cursor decided about its `getMore`s.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -173,8 +173,8 @@ struct ParsedCursor {
 
 fn parse_cursor(mut reply: Reply, batch_key: &str) -> Result<ParsedCursor> {
     let raw = reply
-        .raw_cursor()
-        .map(|cursor| read_raw_cursor(cursor, batch_key));
+        .cursor_head()
+        .map(|head| read_raw_cursor(head, batch_key));
     match raw {
         Some(Some(fields)) => {
             let (id, ns, post_batch_resume_token) = fields?;
@@ -254,43 +254,24 @@ fn parse_cursor(mut reply: Reply, batch_key: &str) -> Result<ParsedCursor> {
     })
 }
 
-/// `cursor.id`, `cursor.ns` and `cursor.postBatchResumeToken` read from a
-/// cursor kept as bytes, checked as [`parse_cursor`] checks them; `None`
-/// when its batch was not kept under `batch_key`.
+/// `cursor.id`, `cursor.ns` and `cursor.postBatchResumeToken` of a cursor
+/// kept as bytes, checked as [`parse_cursor`] checks them; `None` when its
+/// batch was not kept under `batch_key`.
 #[allow(clippy::type_complexity)]
 fn read_raw_cursor(
-    cursor: &RawDocument,
+    head: CursorHeadView<'_>,
     batch_key: &str,
 ) -> Option<Result<(i64, Namespace, Option<Document>)>> {
-    let (mut id, mut ns, mut token, mut has_batch) = (None, None, None, false);
-    for element in cursor {
-        let Ok((key, value)) = element else {
-            return Some(Err(malformed("invalid BSON in `cursor`")));
-        };
-        match key {
-            // The last of a repeated field counts, as in a `Document`.
-            "id" => id = Some(value),
-            "ns" => ns = Some(value),
-            "postBatchResumeToken" => token = Some(value),
-            key if key == batch_key => has_batch = true,
-            _ => {}
-        }
-    }
-    if !has_batch {
+    if head.batch_key != batch_key {
         return None;
     }
-    Some(raw_cursor_fields(id, ns, token))
+    Some(raw_cursor_fields(head))
 }
 
-fn raw_cursor_fields(
-    id: Option<RawBsonRef<'_>>,
-    ns: Option<RawBsonRef<'_>>,
-    token: Option<RawBsonRef<'_>>,
-) -> Result<(i64, Namespace, Option<Document>)> {
-    let id = match id {
-        Some(RawBsonRef::Int64(id)) => id,
-        Some(RawBsonRef::Int32(id)) => i64::from(id),
-        Some(other) => {
+fn raw_cursor_fields(head: CursorHeadView<'_>) -> Result<(i64, Namespace, Option<Document>)> {
+    let id = match head.id {
+        Some(Ok(id)) => id,
+        Some(Err(other)) => {
             return Err(malformed(format!(
                 "`cursor.id` is {}, not an integer",
                 raw_type_name(other)
@@ -298,10 +279,10 @@ fn raw_cursor_fields(
         }
         None => return Err(malformed("no `cursor.id`")),
     };
-    let ns = match ns {
-        Some(RawBsonRef::String(ns)) => Namespace::parse(ns)
+    let ns = match head.ns {
+        Some(Ok(ns)) => Namespace::parse(ns)
             .ok_or_else(|| malformed(format!("`cursor.ns` {ns:?} is not `db.collection`")))?,
-        Some(other) => {
+        Some(Err(other)) => {
             return Err(malformed(format!(
                 "`cursor.ns` is {}, not a string",
                 raw_type_name(other)
@@ -309,18 +290,18 @@ fn raw_cursor_fields(
         }
         None => return Err(malformed("no `cursor.ns`")),
     };
-    let token = match token {
-        Some(RawBsonRef::Document(token)) => Some(
+    let token = match head.post_batch_resume_token {
+        Some(token) => Some(
             crate::wire::owned_document(token)
                 .map_err(|e| malformed(format!("invalid `cursor.postBatchResumeToken`: {e}")))?,
         ),
-        _ => None,
+        None => None,
     };
     Ok((id, ns, token))
 }
 
-fn raw_type_name(value: RawBsonRef<'_>) -> &'static str {
-    match value.element_type() {
+fn raw_type_name(element_type: bson::spec::ElementType) -> &'static str {
+    match element_type {
         bson::spec::ElementType::Double => "a double",
         bson::spec::ElementType::String => "a string",
         bson::spec::ElementType::EmbeddedDocument => "a document",
@@ -551,5 +532,75 @@ mod tests {
             command.body,
             doc! { "getMore": 5_i64, "collection": "coll", "batchSize": 2, "maxTimeMS": 250_i64, "comment": "c" }
         );
+    }
+
+    fn from_bytes(reply: &Document) -> Result<CursorSpec> {
+        let bytes = bson::to_vec(reply).unwrap();
+        let len = bytes.len();
+        let reply = Reply::parse(bytes, 0..len).unwrap();
+        assert!(
+            reply.cursor_head().is_some(),
+            "the cursor is read from the bytes"
+        );
+        CursorSpec::from_raw_reply(reply, CursorOptions::default())
+    }
+
+    #[test]
+    fn a_cursor_kept_as_bytes_is_checked_like_a_document() {
+        let batch = vec![doc! { "_id": 1 }];
+        let spec = from_bytes(&doc! {
+            "cursor": { "firstBatch": batch.clone(), "id": 7_i32, "ns": "db.coll",
+                        "postBatchResumeToken": { "t": 1 } },
+            "ok": 1,
+        })
+        .unwrap();
+        assert_eq!(spec.id, 7);
+        assert_eq!(spec.ns, Namespace::new("db", "coll"));
+        assert_eq!(spec.post_batch_resume_token, Some(doc! { "t": 1 }));
+        assert_eq!(spec.batch.len(), 1);
+        let cases = [
+            (
+                doc! { "firstBatch": batch.clone(), "id": "x", "ns": "db.coll" },
+                "`cursor.id` is a string, not an integer",
+            ),
+            (
+                doc! { "firstBatch": batch.clone(), "ns": "db.coll" },
+                "no `cursor.id`",
+            ),
+            (
+                doc! { "firstBatch": batch.clone(), "id": 0_i64, "ns": 3 },
+                "`cursor.ns` is an int32, not a string",
+            ),
+            (
+                doc! { "firstBatch": batch.clone(), "id": 0_i64 },
+                "no `cursor.ns`",
+            ),
+            (
+                doc! { "firstBatch": batch.clone(), "id": 0_i64, "ns": "nodot" },
+                "`cursor.ns` \"nodot\" is not `db.collection`",
+            ),
+        ];
+        for (cursor, expected) in cases {
+            let message = protocol_message(from_bytes(&doc! { "cursor": cursor, "ok": 1 }));
+            assert!(
+                message.contains(expected),
+                "{message:?} should say {expected:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_repeated_cursor_field_counts_its_last_value() {
+        let first =
+            doc! { "cursor": { "firstBatch": [ { "a": 1 } ], "id": 1_i64, "ns": "a.b" }, "ok": 1 };
+        let mut bytes = bson::to_vec(&first).unwrap();
+        // Rename "ns" to "id" so that the cursor holds `id` twice: 1, then a
+        // string. A Document keeps the last, so the reply is malformed.
+        let at = bytes.windows(3).position(|w| w == b"ns\0").unwrap();
+        bytes[at..at + 2].copy_from_slice(b"id");
+        let len = bytes.len();
+        let reply = Reply::parse(bytes, 0..len).unwrap();
+        let message = protocol_message(CursorSpec::from_raw_reply(reply, CursorOptions::default()));
+        assert!(message.contains("`cursor.id` is a string"), "{message}");
     }
 }
