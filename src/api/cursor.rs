@@ -125,7 +125,7 @@ pub struct Cursor<T> {
     batches: Batches,
     /// The implicit session the first batch used; later batches must use it
     /// too, and it goes back to the pool when the cursor is done.
-    session: Option<SessionState>,
+    session: Option<Box<SessionState>>,
     _documents: PhantomData<fn() -> T>,
 }
 
@@ -145,7 +145,7 @@ impl<T> Cursor<T> {
         spec: CursorSpec,
         address: ServerAddress,
         generation: u32,
-        session: Option<SessionState>,
+        session: Option<Box<SessionState>>,
     ) -> Self {
         let mut cursor = Cursor {
             batches: Batches::new(client, spec, address, generation),
@@ -198,7 +198,7 @@ impl<T: DeserializeOwned> Iterator for Cursor<T> {
     type Item = Result<T>;
 
     fn next(&mut self) -> Option<Result<T>> {
-        let next = self.batches.next_document(self.session.as_mut());
+        let next = self.batches.next_document(self.session.as_deref_mut());
         self.release_session_if_done();
         next
     }
@@ -206,7 +206,7 @@ impl<T: DeserializeOwned> Iterator for Cursor<T> {
 
 impl<T> Drop for Cursor<T> {
     fn drop(&mut self) {
-        self.batches.kill(self.session.as_mut());
+        self.batches.kill(self.session.as_deref_mut());
         if let Some(session) = self.session.take() {
             self.batches.client.state().check_in(Some(session));
         }

@@ -10,6 +10,15 @@ use crate::error::{Error, Result};
 /// The port a MongoDB server listens on when a connection string names none.
 pub const DEFAULT_PORT: u16 = 27017;
 
+/// A map keyed by server address. Every operation looks its server up a few
+/// times (socket, serial, check record); ahash's keyed hasher costs a
+/// fraction of SipHash's and still resists chosen keys (addresses come from
+/// server replies).
+pub type AddressMap<V> = std::collections::HashMap<ServerAddress, V, ahash::RandomState>;
+
+/// A set of server addresses, hashed like [`AddressMap`].
+pub type AddressSet = std::collections::HashSet<ServerAddress, ahash::RandomState>;
+
 /// Where a server listens.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]

@@ -25,12 +25,12 @@
 //! known server (not a PossiblePrimary) whose check fails with a network
 //! error is checked once more at once.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use bson::Document;
 
-use crate::address::ServerAddress;
+use crate::address::{AddressMap, AddressSet, ServerAddress};
 use crate::deadline::Deadline;
 use crate::error::{Error, ErrorKind};
 use crate::scan::{self, ScanCandidate};
@@ -97,9 +97,9 @@ struct CheckRecord {
 struct Scan {
     start: Instant,
     /// Every server handed out for a check in this scan.
-    handed_out: HashSet<ServerAddress>,
+    handed_out: AddressSet,
     /// Handed out and not yet reported.
-    in_flight: HashSet<ServerAddress>,
+    in_flight: AddressSet,
     /// Known servers whose first check failed with a network error, to be
     /// checked again at once (each only once per scan).
     retry: Vec<ServerAddress>,
@@ -134,7 +134,7 @@ struct Selection {
 pub(crate) struct Monitor {
     description: TopologyDescription,
     settings: MonitorSettings,
-    records: HashMap<ServerAddress, CheckRecord>,
+    records: AddressMap<CheckRecord>,
     last_scan_end: Option<Instant>,
     scan: Option<Scan>,
     selection: Option<Selection>,
@@ -169,7 +169,7 @@ impl Monitor {
         Monitor {
             description,
             settings,
-            records: HashMap::new(),
+            records: AddressMap::default(),
             last_scan_end: None,
             scan: None,
             selection: None,
@@ -417,8 +417,8 @@ impl Monitor {
     fn begin_scan(&mut self, now: Instant) {
         self.scan = Some(Scan {
             start: now,
-            handed_out: HashSet::new(),
-            in_flight: HashSet::new(),
+            handed_out: AddressSet::default(),
+            in_flight: AddressSet::default(),
             retry: Vec::new(),
             retried: HashMap::new(),
             order_key: None,
@@ -691,7 +691,7 @@ fn cooling_reason(cooldown_end: Option<Instant>, now: Instant) -> String {
 
 fn candidates<'a>(
     description: &'a TopologyDescription,
-    records: &HashMap<ServerAddress, CheckRecord>,
+    records: &AddressMap<CheckRecord>,
 ) -> Vec<ScanCandidate<'a>> {
     description
         .servers

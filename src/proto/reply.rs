@@ -1,11 +1,17 @@
 //! A command reply whose cursor batch stays in the bytes it arrived in.
 //!
 //! ```text
-//! OP_MSG body bytes ──Reply::parse──> Reply { document, batch }
-//!    document: every field as a Document, but `cursor.firstBatch` /
-//!              `cursor.nextBatch` left as an empty array
+//! OP_MSG body bytes ──Reply::parse──> Reply { document, batch, cursor }
+//!    document: every top-level field as a Document but `cursor`, when
+//!              `cursor.firstBatch` / `cursor.nextBatch` holds documents
 //!    batch:    that array's documents, as spans of the message's bytes
+//!    cursor:   the `cursor` document's span in those bytes and its place
+//!              among the fields ([`Reply::raw_cursor`] reads it)
 //! ```
+//!
+//! A warm `find_one` reads `cursor.id` and `cursor.ns` straight from the
+//! bytes: building a `Document` of the cursor only to read two fields back
+//! cost about as much as the rest of the reply.
 //!
 //! A cursor deserializes each batch document straight from its bytes into
 //! the caller's type, so the documents are decoded once, and the reply is
@@ -21,6 +27,7 @@
 use std::collections::VecDeque;
 use std::ops::Range;
 
+use bson::spec::ElementType;
 use bson::{Bson, Document, RawArray, RawBsonRef, RawDocument};
 
 use crate::error::{Error, Result};
@@ -33,6 +40,49 @@ const BATCH_KEYS: [&str; 2] = ["firstBatch", "nextBatch"];
 pub struct Reply {
     document: Document,
     batch: Option<RawBatch>,
+    /// Set only while `batch` holds the bytes it points into.
+    cursor: Option<CursorPlace>,
+}
+
+/// Where a `cursor` left as bytes is: its span in the batch's bytes and its
+/// index among the reply's fields (to put it back in order).
+#[derive(Clone, Debug, PartialEq)]
+struct CursorPlace {
+    span: Range<usize>,
+    index: usize,
+    head: CursorHead,
+}
+
+/// `cursor.id`, `cursor.ns` and `cursor.postBatchResumeToken` as noted
+/// while the cursor's fields were checked, so that they are not looked for
+/// again; the last of a repeated field counts, as in a `Document`. A field
+/// of another type than expected keeps its type, for the error.
+#[derive(Clone, Debug, PartialEq, Default)]
+struct CursorHead {
+    id: Option<std::result::Result<i64, ElementType>>,
+    ns: Option<std::result::Result<String, ElementType>>,
+    token: Option<Range<usize>>,
+}
+
+/// What a cursor kept as bytes says besides its batch (see
+/// [`Reply::cursor_head`]).
+#[derive(Debug)]
+pub(crate) struct CursorHeadView<'a> {
+    /// `cursor.id`: an integer, or the type it had instead.
+    pub(crate) id: Option<std::result::Result<i64, ElementType>>,
+    /// `cursor.ns`: a string, or the type it had instead.
+    pub(crate) ns: Option<std::result::Result<&'a str, ElementType>>,
+    /// `cursor.postBatchResumeToken`, when it is a document.
+    pub(crate) post_batch_resume_token: Option<&'a RawDocument>,
+    /// The key the batch was under (`firstBatch` or `nextBatch`).
+    pub(crate) batch_key: &'static str,
+}
+
+/// What [`Reply::into_parts`] splits off beside the fields.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct ReplyBytes {
+    batch: Option<RawBatch>,
+    cursor: Option<CursorPlace>,
 }
 
 /// The documents of a cursor batch, still as BSON bytes: the message body
@@ -51,6 +101,7 @@ impl Reply {
         Reply {
             document,
             batch: None,
+            cursor: None,
         }
     }
 
@@ -63,33 +114,91 @@ impl Reply {
         crate::wire::check_reply_depth(raw)?;
         let mut document = Document::new();
         let mut batch = None;
-        for element in raw {
+        let mut cursor_place = None;
+        for (index, element) in raw.into_iter().enumerate() {
             let (key, value) = element.map_err(|e| e.to_string())?;
             let value = match value {
-                RawBsonRef::Document(cursor) if key == "cursor" => {
-                    Bson::Document(parse_cursor(cursor, &bytes, &mut batch)?)
+                RawBsonRef::Document(cursor) if key == "cursor" && cursor_place.is_none() => {
+                    match raw_cursor_batch(cursor, &bytes)? {
+                        Some((found, head)) => {
+                            let start =
+                                cursor.as_bytes().as_ptr() as usize - bytes.as_ptr() as usize;
+                            cursor_place = Some(CursorPlace {
+                                span: start..start + cursor.as_bytes().len(),
+                                index,
+                                head,
+                            });
+                            batch = Some(found);
+                            continue;
+                        }
+                        None => crate::wire::owned_value(value).map_err(|e| e.to_string())?,
+                    }
                 }
                 other => crate::wire::owned_value(other).map_err(|e| e.to_string())?,
             };
             document.insert(key, value);
         }
         let batch = batch.map(|(key, spans)| RawBatch { bytes, spans, key });
-        Ok(Reply { document, batch })
+        Ok(Reply {
+            document,
+            batch,
+            cursor: cursor_place,
+        })
     }
 
-    /// The reply's fields; a batch kept as bytes shows as an empty array.
+    /// The reply's fields but a `cursor` whose batch is kept as bytes (see
+    /// [`Self::raw_cursor`]).
     pub fn document(&self) -> &Document {
         &self.document
     }
 
-    /// Takes the batch kept as bytes, if there is one.
-    pub fn take_batch(&mut self) -> Option<RawBatch> {
-        self.batch.take()
+    /// The `cursor` document as it arrived, when its batch is kept as bytes
+    /// (it is then not in [`Self::document`]).
+    pub fn raw_cursor(&self) -> Option<&RawDocument> {
+        let place = self.cursor.as_ref()?;
+        let bytes = self.batch.as_ref()?.bytes.get(place.span.clone())?;
+        RawDocument::from_bytes(bytes).ok()
     }
 
-    /// Takes the batch kept as bytes if it came from `cursor.<key>`.
+    /// `id`, `ns` and `postBatchResumeToken` of a cursor kept as bytes, as
+    /// noted when the reply was parsed.
+    pub(crate) fn cursor_head(&self) -> Option<CursorHeadView<'_>> {
+        let place = self.cursor.as_ref()?;
+        let batch = self.batch.as_ref()?;
+        let token = match &place.head.token {
+            Some(span) => Some(
+                batch
+                    .bytes
+                    .get(span.clone())
+                    .and_then(|bytes| RawDocument::from_bytes(bytes).ok())?,
+            ),
+            None => None,
+        };
+        Some(CursorHeadView {
+            id: place.head.id,
+            ns: place
+                .head
+                .ns
+                .as_ref()
+                .map(|ns| ns.as_deref().map_err(|t| *t)),
+            post_batch_resume_token: token,
+            batch_key: batch.key,
+        })
+    }
+
+    /// Takes the batch kept as bytes, if there is one; a `cursor` kept as
+    /// bytes is first put back into [`Self::document`] (batch included).
+    pub fn take_batch(&mut self) -> Result<Option<RawBatch>> {
+        self.restore_cursor()?;
+        Ok(self.batch.take())
+    }
+
+    /// Takes the batch kept as bytes if it came from `cursor.<key>`; the
+    /// rest of a `cursor` kept as bytes is dropped with it (read it with
+    /// [`Self::raw_cursor`] first).
     pub(crate) fn take_batch_of(&mut self, key: &str) -> Option<RawBatch> {
         if self.batch.as_ref().is_some_and(|batch| batch.key == key) {
+            self.cursor = None;
             return self.batch.take();
         }
         None
@@ -97,7 +206,9 @@ impl Reply {
 
     /// The whole reply as a `Document`, the batch converted too.
     pub fn into_document(mut self) -> Result<Document> {
-        if let Some(batch) = self.batch.take() {
+        if self.cursor.is_some() {
+            self.restore_cursor()?;
+        } else if let Some(batch) = self.batch.take() {
             restore_batch(&mut self.document, &batch)?;
         }
         Ok(self.document)
@@ -106,51 +217,131 @@ impl Reply {
     /// A copy of the whole reply as a `Document` (for command events).
     pub fn to_document(&self) -> Result<Document> {
         let mut document = self.document.clone();
-        if let Some(batch) = &self.batch {
-            restore_batch(&mut document, batch)?;
+        match (&self.cursor, &self.batch) {
+            (Some(place), Some(batch)) => document = with_cursor(document, place, batch)?,
+            (None, Some(batch)) => restore_batch(&mut document, batch)?,
+            _ => {}
         }
         Ok(document)
     }
 
+    /// Converts a `cursor` kept as bytes (its batch too) and puts it back
+    /// in its place among the fields. The batch bytes stay for the taking.
+    fn restore_cursor(&mut self) -> Result<()> {
+        let Some(place) = self.cursor.take() else {
+            return Ok(());
+        };
+        let batch = self
+            .batch
+            .as_ref()
+            .ok_or_else(|| Error::protocol(None, "a reply's cursor lost its bytes"))?;
+        let fields = std::mem::take(&mut self.document);
+        self.document = with_cursor(fields, &place, batch)?;
+        Ok(())
+    }
+
     /// Splits off the fields (for `ok: 0` checks that consume a document).
-    pub(crate) fn into_parts(self) -> (Document, Option<RawBatch>) {
-        (self.document, self.batch)
+    pub(crate) fn into_parts(self) -> (Document, ReplyBytes) {
+        let bytes = ReplyBytes {
+            batch: self.batch,
+            cursor: self.cursor,
+        };
+        (self.document, bytes)
     }
 
     /// Joins what [`Self::into_parts`] split.
-    pub(crate) fn from_parts(document: Document, batch: Option<RawBatch>) -> Self {
-        Reply { document, batch }
+    pub(crate) fn from_parts(document: Document, bytes: ReplyBytes) -> Self {
+        Reply {
+            document,
+            batch: bytes.batch,
+            cursor: bytes.cursor,
+        }
+    }
+
+    /// Whether the top-level `ok` says success (1, 1.0 or true); the
+    /// cursor kept as bytes does not change it.
+    pub(crate) fn is_ok(&self) -> bool {
+        is_ok(&self.document)
     }
 }
 
-/// Converts `cursor`, recording its batch's document spans (offsets into
-/// `message`) in `batch` and leaving an empty array in its place. A batch
-/// with an element that is not a document is converted as it is, so that
-/// the cursor's own checks name the element.
-fn parse_cursor(
-    cursor: &RawDocument,
-    message: &[u8],
-    batch: &mut Option<(&'static str, VecDeque<Range<usize>>)>,
-) -> std::result::Result<Document, String> {
+/// `fields` with the cursor at `place` of `batch`'s bytes converted (its
+/// batch included) and put back at its index.
+fn with_cursor(fields: Document, place: &CursorPlace, batch: &RawBatch) -> Result<Document> {
+    let bytes = batch
+        .bytes
+        .get(place.span.clone())
+        .ok_or_else(|| Error::protocol(None, "a reply's cursor lost its bytes"))?;
+    let mut cursor = Some(to_document(bytes)?);
     let mut document = Document::new();
-    for element in cursor {
-        let (key, value) = element.map_err(|e| e.to_string())?;
-        let batch_key = BATCH_KEYS.iter().find(|batch_key| **batch_key == key);
-        let value = match (value, batch_key) {
-            (RawBsonRef::Array(array), Some(batch_key)) if batch.is_none() => {
-                match document_spans(array, message)? {
-                    Some(spans) => {
-                        *batch = Some((batch_key, spans));
-                        Bson::Array(Vec::new())
-                    }
-                    None => crate::wire::owned_value(value).map_err(|e| e.to_string())?,
-                }
-            }
-            (other, _) => crate::wire::owned_value(other).map_err(|e| e.to_string())?,
-        };
+    for (index, (key, value)) in fields.into_iter().enumerate() {
+        if index == place.index {
+            document.insert("cursor", cursor.take().unwrap_or_default());
+        }
         document.insert(key, value);
     }
+    if let Some(cursor) = cursor {
+        document.insert("cursor", cursor);
+    }
     Ok(document)
+}
+
+/// Whether a reply's `ok` says success (1, 1.0 or true).
+pub fn is_ok(reply: &Document) -> bool {
+    match reply.get("ok") {
+        Some(Bson::Double(v)) => *v == 1.0,
+        Some(Bson::Int32(v)) => *v == 1,
+        Some(Bson::Int64(v)) => *v == 1,
+        Some(Bson::Boolean(v)) => *v,
+        _ => false,
+    }
+}
+
+/// When `cursor`'s batch (the first `firstBatch`/`nextBatch`) holds only
+/// documents: its key and their spans in `message`. Every other field of
+/// the cursor is checked to convert, so a malformed cursor is refused with
+/// the reply, as when it was converted whole.
+#[allow(clippy::type_complexity)]
+fn raw_cursor_batch(
+    cursor: &RawDocument,
+    message: &[u8],
+) -> std::result::Result<Option<((&'static str, VecDeque<Range<usize>>), CursorHead)>, String> {
+    let mut batch = None;
+    let mut head = CursorHead::default();
+    for element in cursor {
+        let (key, value) = element.map_err(|e| e.to_string())?;
+        note_head_field(&mut head, key, value, message);
+        let batch_key = BATCH_KEYS.iter().find(|batch_key| **batch_key == key);
+        match (value, batch_key) {
+            // A second batch (repeated or both keys): converted whole.
+            (_, Some(_)) if batch.is_some() => return Ok(None),
+            (RawBsonRef::Array(array), Some(batch_key)) => match document_spans(array, message)? {
+                Some(spans) => batch = Some((*batch_key, spans)),
+                None => return Ok(None),
+            },
+            (nested @ (RawBsonRef::Document(_) | RawBsonRef::Array(_)), _) => {
+                crate::wire::owned_value(nested).map_err(|e| e.to_string())?;
+            }
+            _ => {}
+        }
+    }
+    Ok(batch.map(|batch| (batch, head)))
+}
+
+fn note_head_field(head: &mut CursorHead, key: &str, value: RawBsonRef<'_>, message: &[u8]) {
+    match (key, value) {
+        ("id", RawBsonRef::Int64(id)) => head.id = Some(Ok(id)),
+        ("id", RawBsonRef::Int32(id)) => head.id = Some(Ok(i64::from(id))),
+        ("id", other) => head.id = Some(Err(other.element_type())),
+        ("ns", RawBsonRef::String(ns)) => head.ns = Some(Ok(ns.to_string())),
+        ("ns", other) => head.ns = Some(Err(other.element_type())),
+        ("postBatchResumeToken", RawBsonRef::Document(token)) => {
+            let start = token.as_bytes().as_ptr() as usize - message.as_ptr() as usize;
+            head.token = Some(start..start + token.as_bytes().len());
+        }
+        ("postBatchResumeToken", _) => head.token = None,
+        _ => {}
+    }
 }
 
 /// The span in `message` of each document of `array`, or `None` when an
@@ -311,18 +502,67 @@ mod tests {
     fn a_cursor_batch_stays_bytes_and_the_rest_is_a_document() {
         let original = first_batch(vec![doc! { "a": 1 }, doc! { "b": { "c": [1, 2] } }]);
         let mut reply = parsed(&original);
+        let mut rest = original.clone();
+        rest.remove("cursor");
         assert_eq!(
             reply.document(),
-            &first_batch(vec![]),
-            "the batch is left out of the document, every other field is in it"
+            &rest,
+            "the cursor (with its batch) is left out of the document, every other field is in it"
         );
+        let cursor = reply.raw_cursor().expect("the cursor is kept as bytes");
+        assert_eq!(cursor.get_i64("id").unwrap(), 0);
+        assert_eq!(cursor.get_str("ns").unwrap(), "db.coll");
         assert_eq!(
             reply.to_document().unwrap(),
             original,
             "order and nesting kept"
         );
-        let batch = reply.take_batch().expect("the batch is kept as bytes");
+        let batch = reply
+            .take_batch()
+            .unwrap()
+            .expect("the batch is kept as bytes");
         assert_eq!(batch.len(), 2);
+        assert_eq!(
+            reply.document(),
+            &original,
+            "taking the batch puts the cursor back in its place"
+        );
+    }
+
+    #[test]
+    fn a_cursor_kept_as_bytes_goes_back_between_the_fields_around_it() {
+        let original = doc! {
+            "before": 1,
+            "cursor": { "id": 9_i64, "firstBatch": [ { "a": 1 } ], "ns": "d.c", "atClusterTime": bson::Timestamp { time: 5, increment: 1 } },
+            "ok": 1.0,
+            "after": "x",
+        };
+        let reply = parsed(&original);
+        assert_eq!(
+            reply.document(),
+            &doc! { "before": 1, "ok": 1.0, "after": "x" }
+        );
+        assert!(reply.is_ok());
+        let whole = reply.clone().into_document().unwrap();
+        assert_eq!(whole, original);
+        assert_eq!(
+            whole.keys().collect::<Vec<_>>(),
+            original.keys().collect::<Vec<_>>(),
+            "the fields keep their order"
+        );
+        assert_eq!(reply.to_document().unwrap(), original);
+    }
+
+    #[test]
+    fn a_cursor_with_two_batches_is_converted_whole() {
+        let original = doc! {
+            "cursor": { "firstBatch": [ { "a": 1 } ], "nextBatch": [ { "b": 2 } ], "id": 0_i64, "ns": "d.c" },
+            "ok": 1,
+        };
+        let mut reply = parsed(&original);
+        assert!(reply.raw_cursor().is_none());
+        assert!(reply.take_batch().unwrap().is_none());
+        assert_eq!(reply.into_document().unwrap(), original);
     }
 
     #[test]
@@ -347,7 +587,8 @@ mod tests {
     fn a_reply_without_a_batch_keeps_no_bytes() {
         let original = doc! { "ok": 1, "n": 3, "cursor": { "id": 0_i64 } };
         let mut reply = parsed(&original);
-        assert!(reply.take_batch().is_none());
+        assert!(reply.take_batch().unwrap().is_none());
+        assert!(reply.raw_cursor().is_none());
         assert_eq!(reply.into_document().unwrap(), original);
     }
 

@@ -1476,7 +1476,7 @@ mod tests {
                 continue;
             };
             let _ = reply.to_document();
-            if let Some(mut batch) = reply.take_batch() {
+            if let Ok(Some(mut batch)) = reply.take_batch() {
                 with_batch += 1;
                 let mut copy = batch.clone();
                 while let Some(document) = batch.pop_front::<Document>() {

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use bson::oid::ObjectId;
 use bson::Document;
 
-use crate::address::ServerAddress;
+use crate::address::{AddressMap, ServerAddress};
 use crate::conn::Connection;
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
@@ -49,14 +49,14 @@ pub struct Topology {
     options: ClientOptions,
     /// The description and every rule of scanning and selecting.
     monitor: Monitor,
-    connections: HashMap<ServerAddress, Connection>,
+    connections: AddressMap<Connection>,
     handler: Option<Arc<dyn EventHandler>>,
     metadata: Document,
     /// The process the sockets belong to; a fork changes it.
     pid: u32,
     /// The pin value of each server's current socket (see
     /// [`Topology::socket_generation`]): unique per socket, never 0.
-    socket_serials: HashMap<ServerAddress, u32>,
+    socket_serials: AddressMap<u32>,
     last_socket_serial: u32,
     /// Load balanced: the generation of each service behind the load
     /// balancer (the spec's per-`serviceId` pool generation).
@@ -123,11 +123,11 @@ impl Topology {
             tls,
             authenticator,
             monitor,
-            connections: HashMap::new(),
+            connections: AddressMap::default(),
             handler,
             metadata,
             pid: std::process::id(),
-            socket_serials: HashMap::new(),
+            socket_serials: AddressMap::default(),
             last_socket_serial: 0,
             service_generations: HashMap::new(),
             load_balanced_service: None,

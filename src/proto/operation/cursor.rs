@@ -22,7 +22,7 @@ use serde::de::DeserializeOwned;
 use super::{malformed, GetMore, KillCursors, Namespace};
 use crate::address::ServerAddress;
 use crate::error::Result;
-use crate::reply::{RawBatch, Reply};
+use crate::reply::{CursorHeadView, RawBatch, Reply};
 
 /// What the operation that opened a cursor decided about its `getMore`s.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -172,6 +172,23 @@ struct ParsedCursor {
 }
 
 fn parse_cursor(mut reply: Reply, batch_key: &str) -> Result<ParsedCursor> {
+    let raw = reply
+        .cursor_head()
+        .map(|head| read_raw_cursor(head, batch_key));
+    match raw {
+        Some(Some(fields)) => {
+            let (id, ns, post_batch_resume_token) = fields?;
+            return Ok(ParsedCursor {
+                id,
+                ns,
+                documents: reply.take_batch_of(batch_key).unwrap_or_default(),
+                post_batch_resume_token,
+            });
+        }
+        // The bytes hold another batch than asked for: read it as a whole.
+        Some(None) => reply = Reply::from_document(reply.into_document()?),
+        None => {}
+    }
     let raw_batch = reply.take_batch_of(batch_key);
     let (mut reply, _) = reply.into_parts();
     let mut cursor = match reply.remove("cursor") {
@@ -235,6 +252,66 @@ fn parse_cursor(mut reply: Reply, batch_key: &str) -> Result<ParsedCursor> {
         documents,
         post_batch_resume_token,
     })
+}
+
+/// `cursor.id`, `cursor.ns` and `cursor.postBatchResumeToken` of a cursor
+/// kept as bytes, checked as [`parse_cursor`] checks them; `None` when its
+/// batch was not kept under `batch_key`.
+#[allow(clippy::type_complexity)]
+fn read_raw_cursor(
+    head: CursorHeadView<'_>,
+    batch_key: &str,
+) -> Option<Result<(i64, Namespace, Option<Document>)>> {
+    if head.batch_key != batch_key {
+        return None;
+    }
+    Some(raw_cursor_fields(head))
+}
+
+fn raw_cursor_fields(head: CursorHeadView<'_>) -> Result<(i64, Namespace, Option<Document>)> {
+    let id = match head.id {
+        Some(Ok(id)) => id,
+        Some(Err(other)) => {
+            return Err(malformed(format!(
+                "`cursor.id` is {}, not an integer",
+                raw_type_name(other)
+            )))
+        }
+        None => return Err(malformed("no `cursor.id`")),
+    };
+    let ns = match head.ns {
+        Some(Ok(ns)) => Namespace::parse(ns)
+            .ok_or_else(|| malformed(format!("`cursor.ns` {ns:?} is not `db.collection`")))?,
+        Some(Err(other)) => {
+            return Err(malformed(format!(
+                "`cursor.ns` is {}, not a string",
+                raw_type_name(other)
+            )))
+        }
+        None => return Err(malformed("no `cursor.ns`")),
+    };
+    let token = match head.post_batch_resume_token {
+        Some(token) => Some(
+            crate::wire::owned_document(token)
+                .map_err(|e| malformed(format!("invalid `cursor.postBatchResumeToken`: {e}")))?,
+        ),
+        None => None,
+    };
+    Ok((id, ns, token))
+}
+
+fn raw_type_name(element_type: bson::spec::ElementType) -> &'static str {
+    match element_type {
+        bson::spec::ElementType::Double => "a double",
+        bson::spec::ElementType::String => "a string",
+        bson::spec::ElementType::EmbeddedDocument => "a document",
+        bson::spec::ElementType::Array => "an array",
+        bson::spec::ElementType::Boolean => "a boolean",
+        bson::spec::ElementType::Null => "null",
+        bson::spec::ElementType::Int32 => "an int32",
+        bson::spec::ElementType::Int64 => "an int64",
+        _ => "a value of another type",
+    }
 }
 
 fn type_name(value: &Bson) -> &'static str {
@@ -455,5 +532,75 @@ mod tests {
             command.body,
             doc! { "getMore": 5_i64, "collection": "coll", "batchSize": 2, "maxTimeMS": 250_i64, "comment": "c" }
         );
+    }
+
+    fn from_bytes(reply: &Document) -> Result<CursorSpec> {
+        let bytes = bson::to_vec(reply).unwrap();
+        let len = bytes.len();
+        let reply = Reply::parse(bytes, 0..len).unwrap();
+        assert!(
+            reply.cursor_head().is_some(),
+            "the cursor is read from the bytes"
+        );
+        CursorSpec::from_raw_reply(reply, CursorOptions::default())
+    }
+
+    #[test]
+    fn a_cursor_kept_as_bytes_is_checked_like_a_document() {
+        let batch = vec![doc! { "_id": 1 }];
+        let spec = from_bytes(&doc! {
+            "cursor": { "firstBatch": batch.clone(), "id": 7_i32, "ns": "db.coll",
+                        "postBatchResumeToken": { "t": 1 } },
+            "ok": 1,
+        })
+        .unwrap();
+        assert_eq!(spec.id, 7);
+        assert_eq!(spec.ns, Namespace::new("db", "coll"));
+        assert_eq!(spec.post_batch_resume_token, Some(doc! { "t": 1 }));
+        assert_eq!(spec.batch.len(), 1);
+        let cases = [
+            (
+                doc! { "firstBatch": batch.clone(), "id": "x", "ns": "db.coll" },
+                "`cursor.id` is a string, not an integer",
+            ),
+            (
+                doc! { "firstBatch": batch.clone(), "ns": "db.coll" },
+                "no `cursor.id`",
+            ),
+            (
+                doc! { "firstBatch": batch.clone(), "id": 0_i64, "ns": 3 },
+                "`cursor.ns` is an int32, not a string",
+            ),
+            (
+                doc! { "firstBatch": batch.clone(), "id": 0_i64 },
+                "no `cursor.ns`",
+            ),
+            (
+                doc! { "firstBatch": batch.clone(), "id": 0_i64, "ns": "nodot" },
+                "`cursor.ns` \"nodot\" is not `db.collection`",
+            ),
+        ];
+        for (cursor, expected) in cases {
+            let message = protocol_message(from_bytes(&doc! { "cursor": cursor, "ok": 1 }));
+            assert!(
+                message.contains(expected),
+                "{message:?} should say {expected:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_repeated_cursor_field_counts_its_last_value() {
+        let first =
+            doc! { "cursor": { "firstBatch": [ { "a": 1 } ], "id": 1_i64, "ns": "a.b" }, "ok": 1 };
+        let mut bytes = bson::to_vec(&first).unwrap();
+        // Rename "ns" to "id" so that the cursor holds `id` twice: 1, then a
+        // string. A Document keeps the last, so the reply is malformed.
+        let at = bytes.windows(3).position(|w| w == b"ns\0").unwrap();
+        bytes[at..at + 2].copy_from_slice(b"id");
+        let len = bytes.len();
+        let reply = Reply::parse(bytes, 0..len).unwrap();
+        let message = protocol_message(CursorSpec::from_raw_reply(reply, CursorOptions::default()));
+        assert!(message.contains("`cursor.id` is a string"), "{message}");
     }
 }

@@ -623,6 +623,21 @@ impl SessionState {
         }
     }
 
+    /// The first read of a snapshot session fixes the snapshot time from
+    /// `cursor.atClusterTime` of a cursor kept as bytes (see
+    /// [`crate::reply::Reply::raw_cursor`]); call before [`Self::on_reply`],
+    /// which prefers the cursor's time to the reply's own the same way.
+    pub fn on_raw_cursor(&mut self, cursor: Option<&bson::RawDocument>) {
+        if !self.is_snapshot() || self.snapshot_time.is_some() {
+            return;
+        }
+        if let Some(Ok(Some(bson::RawBsonRef::Timestamp(t)))) =
+            cursor.map(|c| c.get("atClusterTime"))
+        {
+            self.snapshot_time = Some(t);
+        }
+    }
+
     /// Learns from a failed command: a network error makes the server
     /// session dirty; inside a transaction the spec's labels are added and
     /// the session unpinned when they say so

@@ -724,3 +724,32 @@ fn a_given_snapshot_time_is_used_from_the_first_read() {
     let e = SessionState::explicit(options, server_session(Instant::now())).unwrap_err();
     assert!(e.to_string().contains("snapshotTime"));
 }
+
+#[test]
+fn a_snapshot_read_takes_its_time_from_a_cursor_kept_as_bytes() {
+    let snapshot = SessionOptions {
+        snapshot: Some(true),
+        ..Default::default()
+    };
+    let mut s = SessionState::explicit(snapshot, server_session(Instant::now())).unwrap();
+    let mut clock = ClusterClock::new();
+    let reply = doc! {
+        "cursor": {"firstBatch": [{"a": 1}], "id": 0_i64, "ns": "d.c", "atClusterTime": ts(20, 2)},
+        "ok": 1,
+        "atClusterTime": ts(30, 0),
+    };
+    let bytes = bson::to_vec(&reply).unwrap();
+    let len = bytes.len();
+    let reply = crate::reply::Reply::parse(bytes, 0..len).unwrap();
+    assert!(
+        reply.document().get("cursor").is_none(),
+        "the cursor is kept as bytes"
+    );
+    s.on_raw_cursor(reply.raw_cursor());
+    s.on_reply(reply.document(), &mut clock);
+    assert_eq!(
+        s.snapshot_time(),
+        Some(ts(20, 2)),
+        "the cursor's time comes before the reply's own"
+    );
+}

@@ -8,14 +8,7 @@ use crate::error::{CommandError, Error, Result};
 /// Turns a reply with `ok: 0` into an [`Error`] carrying the server's code,
 /// message, labels and topologyVersion; passes `ok: 1` replies through.
 pub fn check_reply(reply: Document, address: &ServerAddress) -> Result<Document> {
-    let ok = match reply.get("ok") {
-        Some(bson::Bson::Double(v)) => *v == 1.0,
-        Some(bson::Bson::Int32(v)) => *v == 1,
-        Some(bson::Bson::Int64(v)) => *v == 1,
-        Some(bson::Bson::Boolean(v)) => *v,
-        _ => false,
-    };
-    if ok {
+    if crate::reply::is_ok(&reply) {
         return Ok(reply);
     }
     let code = match reply.get("code") {

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use super::classify::ServerFacts;
 use crate::address::ServerAddress;
 use crate::deadline::Deadline;
 use crate::error::{Error, ErrorKind, Result};
@@ -12,7 +13,7 @@ use crate::options::{ReadConcern, WriteConcern};
 use crate::retry::{
     FailedAttempt, OperationKind, OperationRetry, RetryDecision, RetryPlan, RetryPolicy,
 };
-use crate::sdam::{ServerDescription, TopologyType};
+use crate::sdam::TopologyType;
 use crate::select::{self, SelectionCriteria};
 use crate::session::{session_supported, OperationInfo, OperationPlan, SessionKind, SessionState};
 
@@ -67,7 +68,7 @@ fn plan_in_session<Op: Operation>(
 
 /// The server an attempt runs on, as the operation and the command see it.
 pub(super) struct Prepared {
-    pub(super) server: ServerDescription,
+    pub(super) server: ServerFacts,
     pub(super) info: ServerInfo,
     pub(super) topology_type: TopologyType,
 }
@@ -192,16 +193,27 @@ impl ClientState {
         run: &mut Run<'_>,
         address: &ServerAddress,
     ) -> Result<Prepared> {
-        let server = self.topology.server_for_operation(address).ok_or_else(|| {
-            Error::client(format!(
-                "server {address} left the topology while an operation was using it"
-            ))
-        })?;
+        let (server, info) = self
+            .topology
+            .server_for_operation(address)
+            .map(|server| {
+                (
+                    ServerFacts::of(server),
+                    ServerInfo::from_description(server),
+                )
+            })
+            .ok_or_else(|| {
+                Error::client(format!(
+                    "server {address} left the topology while an operation was using it"
+                ))
+            })?;
         let topology_type = self.topology.description().topology_type;
         self.ensure_session(run, topology_type, op.is_acknowledged())?;
         self.pin_transaction(run, address, topology_type)?;
         let has_session = !matches!(run.session, SessionSlot::None);
-        let kind = run.shape.classify(&server, topology_type, has_session);
+        let kind = run
+            .shape
+            .classify_facts(&server, topology_type, has_session);
         let retry = match run.retry.as_mut() {
             Some(r) => {
                 r.confirm_kind(self.retry.settings(), kind);
@@ -224,7 +236,7 @@ impl ClientState {
             }
         }
         Ok(Prepared {
-            info: ServerInfo::from_description(&server),
+            info,
             server,
             topology_type,
         })

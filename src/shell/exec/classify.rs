@@ -45,15 +45,25 @@ impl OperationShape {
     }
 
     /// The retry rules that apply on `server`.
+    #[cfg(test)]
     pub(crate) fn classify(
         &self,
         server: &ServerDescription,
         topology_type: TopologyType,
         has_session: bool,
     ) -> OperationKind {
+        self.classify_facts(&ServerFacts::of(server), topology_type, has_session)
+    }
+
+    /// [`Self::classify`] from the facts the rules read.
+    pub(crate) fn classify_facts(
+        &self,
+        server: &ServerFacts,
+        topology_type: TopologyType,
+        has_session: bool,
+    ) -> OperationKind {
         let supports = server.server_type != ServerType::Standalone
-            && (server.logical_session_timeout_minutes.is_some()
-                || topology_type == TopologyType::LoadBalanced);
+            && (server.session_timeout_known || topology_type == TopologyType::LoadBalanced);
         self.kind(has_session && supports)
     }
 
@@ -123,6 +133,28 @@ pub(crate) fn carries_write_concern_error(error: &Error) -> bool {
 /// is not retried even when its write concern error is retryable.
 pub(crate) fn has_write_errors(error: &Error) -> bool {
     matches!(error.kind(), ErrorKind::BulkWrite(f) if !f.write_errors.is_empty())
+}
+
+/// What an attempt reads of its server's description, copied out so that
+/// the description itself is not cloned per operation.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ServerFacts {
+    pub(crate) server_type: ServerType,
+    pub(crate) max_wire_version: i32,
+    pub(crate) min_round_trip_time: Option<std::time::Duration>,
+    /// Whether the server reported logicalSessionTimeoutMinutes.
+    pub(crate) session_timeout_known: bool,
+}
+
+impl ServerFacts {
+    pub(crate) fn of(server: &ServerDescription) -> Self {
+        ServerFacts {
+            server_type: server.server_type,
+            max_wire_version: server.max_wire_version,
+            min_round_trip_time: server.min_round_trip_time,
+            session_timeout_known: server.logical_session_timeout_minutes.is_some(),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -67,7 +67,7 @@ pub(crate) struct Finished {
     /// The database it runs on.
     pub(crate) target_db: String,
     /// The body's first key: what events call the command.
-    pub(crate) event_name: String,
+    pub(crate) event_name: std::borrow::Cow<'static, str>,
     /// Whether the command's and its reply's documents are redacted.
     pub(crate) sensitive: bool,
     /// The command as events show it (sequences folded in, redacted); made
@@ -135,11 +135,12 @@ fn seal(
     // Events name the command by the body's first key, as the spec says:
     // `Command::name` is "runCommand" for a caller's command, and
     // sensitivity must be judged on the real name.
-    let event_name = body
-        .keys()
-        .next()
-        .cloned()
-        .unwrap_or_else(|| name.to_string());
+    // Borrowed when it is the operation's own name (the usual case): no
+    // allocation per operation for a name only events read.
+    let event_name = match body.keys().next() {
+        Some(first) if first != name => std::borrow::Cow::Owned(first.clone()),
+        _ => std::borrow::Cow::Borrowed(name),
+    };
     let sensitive = is_sensitive(&event_name, &body);
     let flags = if write_concern_unacknowledged(&body) {
         MsgFlags::MORE_TO_COME

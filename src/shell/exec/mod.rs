@@ -108,7 +108,10 @@ pub(crate) struct Executed<T> {
     pub(crate) output: T,
     pub(crate) address: ServerAddress,
     pub(crate) generation: u32,
-    pub(crate) implicit_session: Option<SessionState>,
+    /// Boxed from start to end: a `SessionState` is large, and the
+    /// executor, the cursor and the pool hand it on several times per
+    /// operation.
+    pub(crate) implicit_session: Option<Box<SessionState>>,
 }
 
 /// The session an operation runs in.
@@ -127,9 +130,9 @@ impl SessionSlot<'_> {
         }
     }
 
-    fn into_implicit(self) -> Option<SessionState> {
+    fn into_implicit(self) -> Option<Box<SessionState>> {
         match self {
-            SessionSlot::Implicit(s) => Some(*s),
+            SessionSlot::Implicit(s) => Some(s),
             _ => None,
         }
     }
@@ -163,7 +166,7 @@ impl ClientState {
 
     /// Returns an implicit session to the pool (or drops it if it is dirty
     /// or about to expire).
-    pub(crate) fn check_in(&mut self, session: Option<SessionState>) {
+    pub(crate) fn check_in(&mut self, session: Option<Box<SessionState>>) {
         if let Some(mut session) = session {
             // The pid the operation's selection read (see
             // SessionState::end_in_process for a stale one).

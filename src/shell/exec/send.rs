@@ -27,7 +27,7 @@ pub(crate) type SendError = (Error, bool);
 
 /// What the event of a command's end needs, kept from its start.
 struct InFlight {
-    event_name: String,
+    event_name: std::borrow::Cow<'static, str>,
     sensitive: bool,
     request_id: i32,
     connection: ConnectionInfo,
@@ -68,7 +68,7 @@ impl ClientState {
             self.topology.publish_command_event(&CommandEvent::Started {
                 command,
                 database_name: finished.target_db.clone(),
-                command_name: finished.event_name.clone(),
+                command_name: finished.event_name.to_string(),
                 request_id,
                 connection: connection_info.clone(),
             });
@@ -121,13 +121,23 @@ impl ClientState {
         session: &mut SessionSlot<'_>,
     ) -> crate::error::Result<Reply> {
         match session.get() {
-            Some(s) => s.on_reply(reply.document(), &mut self.clock),
+            Some(s) => {
+                s.on_raw_cursor(reply.raw_cursor());
+                s.on_reply(reply.document(), &mut self.clock);
+            }
             None => {
                 self.clock.observe_reply(reply.document());
             }
         }
-        let (document, batch) = reply.into_parts();
-        check_reply(document, address).map(|document| Reply::from_parts(document, batch))
+        if !reply.is_ok() {
+            // The error keeps the whole reply, a cursor kept as bytes too.
+            let whole = reply
+                .to_document()
+                .unwrap_or_else(|_| reply.document().clone());
+            return check_reply(whole, address).map(Reply::from_document);
+        }
+        let (document, bytes) = reply.into_parts();
+        check_reply(document, address).map(|document| Reply::from_parts(document, bytes))
     }
 
     fn on_success(&mut self, reply: Reply, in_flight: InFlight) -> Reply {
@@ -143,7 +153,7 @@ impl ClientState {
             self.topology
                 .publish_command_event(&CommandEvent::Succeeded {
                     reply: copy,
-                    command_name: in_flight.event_name,
+                    command_name: in_flight.event_name.into_owned(),
                     request_id: in_flight.request_id,
                     duration: in_flight.duration,
                     connection: in_flight.connection,
@@ -166,7 +176,7 @@ impl ClientState {
         if self.topology.command_events_wanted() {
             self.topology.publish_command_event(&CommandEvent::Failed {
                 failure: error.clone(),
-                command_name: in_flight.event_name,
+                command_name: in_flight.event_name.into_owned(),
                 request_id: in_flight.request_id,
                 duration: in_flight.duration,
                 connection: in_flight.connection,

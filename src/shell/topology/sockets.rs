@@ -76,13 +76,13 @@ impl Topology {
     pub(crate) fn server_for_operation(
         &self,
         address: &ServerAddress,
-    ) -> Option<ServerDescription> {
+    ) -> Option<&ServerDescription> {
         let server = self.monitor.description().servers.get(address)?;
         match &self.load_balanced_service {
             Some(service) if self.is_load_balanced() && self.connections.contains_key(address) => {
-                Some(service.clone())
+                Some(service)
             }
-            _ => Some(server.clone()),
+            _ => Some(server),
         }
     }
 }
