@@ -82,15 +82,19 @@ pub mod error;
 
 pub use api::{action, client, client_session, coll, cursor};
 pub use proto::{
-    address, auth, coll_options, event, object_id, operation, options, read_preference, reply,
+    address, auth, coll_options, event, operation, options, process, read_preference, reply,
     results, retry, sdam, select, session, srv, uri,
 };
 
 use proto::{
-    bson_write, concern, deadline, encode, handshake, log_json, monitor, nesting, scan, tls,
+    bson_write, concern, deadline, encode, handshake, log_json, monitor, nesting, scan,
     unsupported, wire,
 };
-use shell::{conn, dns, exec, fork, topology};
+use shell::{conn, dns, exec, fork, tls, topology};
+
+/// A new ObjectId, unique to this process even after a fork (`bson`'s
+/// `ObjectId::new()` repeats its parent's ids in a forked child).
+pub use shell::ids::new_object_id;
 
 pub use address::ServerAddress;
 pub use bson;

@@ -38,15 +38,16 @@ impl std::fmt::Debug for ClientSession {
 impl ClientSession {
     pub(crate) fn start(client: &Client, options: SessionOptions) -> Result<ClientSession> {
         options.validate()?;
+        let process = crate::fork::current_process();
         let server_session = {
             let mut state = client.state();
             let timeout = state.logical_session_timeout();
             let now = state.time.now();
-            state.sessions.checkout(now, timeout)
+            state.sessions.checkout(process, now, timeout)
         };
         Ok(ClientSession {
             client: client.clone(),
-            state: SessionState::explicit(options, server_session)?,
+            state: SessionState::explicit(options, server_session, process.id)?,
         })
     }
 
@@ -286,16 +287,19 @@ impl ClientSession {
 impl Drop for ClientSession {
     fn drop(&mut self) {
         // A transaction inherited across fork() is the parent's to end.
-        let inherited = self.state.inherited_by(std::process::id());
+        let process = crate::fork::current_process();
+        let inherited = self.state.inherited_by(process.id);
         if self.state.transaction().state().is_active() && !inherited {
             let _ = self.abort_transaction();
         }
-        let server_session = self.state.end();
+        let server_session = self.state.end(process.id);
         if let Some(server_session) = server_session {
             let mut state = self.client.state();
             let timeout = state.logical_session_timeout();
             let now = state.time.now();
-            state.sessions.checkin(server_session, now, timeout);
+            state
+                .sessions
+                .checkin(process, server_session, now, timeout);
         }
     }
 }

@@ -32,7 +32,10 @@ pub(crate) fn raw_to_document(raw: &RawDocument) -> Document {
 
 /// The document's `_id`, putting a new ObjectId first when it has none, as
 /// the server would otherwise add one the caller never learns.
-pub(crate) fn ensure_raw_id(document: &mut RawDocumentBuf) -> Result<Bson> {
+pub(crate) fn ensure_raw_id(
+    document: &mut RawDocumentBuf,
+    new_id: &mut dyn FnMut() -> ObjectId,
+) -> Result<Bson> {
     if let Some(id) = document
         .get("_id")
         .map_err(|e| Error::invalid_argument(format!("document is not valid BSON: {e}")))?
@@ -40,7 +43,7 @@ pub(crate) fn ensure_raw_id(document: &mut RawDocumentBuf) -> Result<Bson> {
         return Bson::try_from(id.to_raw_bson())
             .map_err(|e| Error::invalid_argument(format!("document's _id is not valid: {e}")));
     }
-    let id = crate::object_id::new_object_id();
+    let id = new_id();
     *document = with_id_first(document, id)?;
     Ok(Bson::ObjectId(id))
 }
@@ -67,11 +70,12 @@ mod tests {
     use bson::doc;
 
     use super::*;
+    use crate::proto::object_id::tests::sequential_ids;
 
     #[test]
     fn a_missing_id_is_put_first_and_an_existing_one_kept() {
         let mut raw = document_to_raw(&doc! { "a": 1, "b": { "c": "d" } }, "document").unwrap();
-        let id = ensure_raw_id(&mut raw).unwrap();
+        let id = ensure_raw_id(&mut raw, &mut sequential_ids()).unwrap();
         let Bson::ObjectId(oid) = id else {
             panic!("{id:?}")
         };
@@ -79,16 +83,22 @@ mod tests {
             raw_to_document(&raw),
             doc! { "_id": oid, "a": 1, "b": { "c": "d" } }
         );
-        assert_eq!(ensure_raw_id(&mut raw).unwrap(), Bson::ObjectId(oid));
+        assert_eq!(
+            ensure_raw_id(&mut raw, &mut sequential_ids()).unwrap(),
+            Bson::ObjectId(oid)
+        );
         let mut kept = document_to_raw(&doc! { "x": 1, "_id": "k" }, "document").unwrap();
-        assert_eq!(ensure_raw_id(&mut kept).unwrap(), Bson::from("k"));
+        assert_eq!(
+            ensure_raw_id(&mut kept, &mut sequential_ids()).unwrap(),
+            Bson::from("k")
+        );
         assert_eq!(raw_to_document(&kept), doc! { "x": 1, "_id": "k" });
     }
 
     #[test]
     fn an_empty_document_gets_an_id() {
         let mut raw = document_to_raw(&doc! {}, "document").unwrap();
-        let id = ensure_raw_id(&mut raw).unwrap();
+        let id = ensure_raw_id(&mut raw, &mut sequential_ids()).unwrap();
         assert_eq!(raw_to_document(&raw), doc! { "_id": id });
     }
 

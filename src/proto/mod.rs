@@ -1,7 +1,8 @@
 //! The pure core: every rule the specifications decide, as functions of
-//! values. Nothing here opens a socket, reads the clock or draws a random
-//! number; the shell passes the time and the randomness in, and the spec
-//! runners drive these modules directly.
+//! values. Nothing here opens a socket or a file, reads the clock or the
+//! process id, or draws a random number; the shell passes the time, the
+//! randomness, the process ([`process::CurrentProcess`]) and ObjectIds in,
+//! and the spec runners drive these modules directly.
 
 pub mod address;
 pub mod auth;
@@ -15,9 +16,10 @@ pub(crate) mod handshake;
 pub(crate) mod log_json;
 pub(crate) mod monitor;
 pub(crate) mod nesting;
-pub mod object_id;
+pub(crate) mod object_id;
 pub mod operation;
 pub mod options;
+pub mod process;
 pub mod read_preference;
 pub mod reply;
 pub mod results;
@@ -27,7 +29,6 @@ pub mod sdam;
 pub mod select;
 pub mod session;
 pub mod srv;
-pub(crate) mod tls;
 pub(crate) mod unsupported;
 pub mod uri;
 pub(crate) mod wire;

@@ -5,47 +5,50 @@
 //! `ObjectId::new()` draws its random value and counter once per address
 //! space, so forked children copy them and generate the same ids as their
 //! parent and each other within a second. This generator draws both again
-//! whenever the process id changes.
-
-use std::sync::Mutex;
+//! whenever the process it is given changes. It reads neither the clock nor
+//! the process id: the shell's [`crate::shell::ids`] does, for the
+//! process-wide generator.
 
 use bson::oid::ObjectId;
 
-use crate::fork::ProcessWatch;
+use crate::proto::process::{CurrentProcess, ProcessWatch};
 
 /// The counter is three bytes wide and wraps.
 const COUNTER_MODULUS: u32 = 1 << 24;
 
 /// The per-process state of ObjectId generation.
 #[derive(Debug)]
-struct Generator {
+pub struct ObjectIdGenerator {
     process: ProcessWatch,
     random: [u8; 5],
     counter: u32,
 }
 
-impl Generator {
-    fn new(pid: u32, rng: &mut fastrand::Rng) -> Self {
-        let mut generator = Generator {
-            process: ProcessWatch::for_pid(pid),
+impl ObjectIdGenerator {
+    /// A generator for `process`, its random value and counter drawn from
+    /// the process's fresh seed.
+    pub fn new(process: CurrentProcess) -> Self {
+        let mut generator = ObjectIdGenerator {
+            process: ProcessWatch::for_pid(process.id),
             random: [0; 5],
             counter: 0,
         };
-        generator.reseed(rng);
+        generator.reseed((process.fresh_seed)());
         generator
     }
 
-    fn reseed(&mut self, rng: &mut fastrand::Rng) {
+    fn reseed(&mut self, seed: u64) {
+        let mut rng = fastrand::Rng::with_seed(seed);
         rng.fill(&mut self.random);
         self.counter = rng.u32(..COUNTER_MODULUS);
     }
 
-    /// The next id for process `pid` at `seconds` since the epoch; a new
-    /// random value and counter start (drawn from `rng()`) when `pid` is
-    /// not the process the previous id was made for.
-    fn next(&mut self, pid: u32, seconds: u32, rng: impl FnOnce() -> fastrand::Rng) -> ObjectId {
-        if self.process.changed_to(pid) {
-            self.reseed(&mut rng());
+    /// The next id in `process` at `seconds` since the epoch; a new random
+    /// value and counter start when `process` is not the one the previous
+    /// id was made in (a forked child).
+    pub fn next(&mut self, process: CurrentProcess, seconds: u32) -> ObjectId {
+        if self.process.changed_to(process.id) {
+            self.reseed((process.fresh_seed)());
         }
         let counter = self.counter;
         self.counter = (self.counter + 1) % COUNTER_MODULUS;
@@ -57,35 +60,37 @@ impl Generator {
     }
 }
 
-static GENERATOR: Mutex<Option<Generator>> = Mutex::new(None);
-
-/// A new ObjectId, unique to this process even after a fork.
-pub fn new_object_id() -> ObjectId {
-    let seconds = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as u32);
-    let pid = std::process::id();
-    let mut guard = GENERATOR
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    // Seeds are drawn only on first use and after a fork.
-    let fresh_rng = || fastrand::Rng::with_seed(crate::fork::fresh_seed());
-    guard
-        .get_or_insert_with(|| Generator::new(pid, &mut fresh_rng()))
-        .next(pid, seconds, fresh_rng)
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    const PARENT: CurrentProcess = CurrentProcess {
+        id: 100,
+        fresh_seed: || 3,
+    };
+    const CHILD: CurrentProcess = CurrentProcess {
+        id: 101,
+        fresh_seed: || 6,
+    };
+
+    /// A deterministic id source for the operations' tests: ObjectIds
+    /// 0, 1, 2, ... in their counter bytes.
+    pub(crate) fn sequential_ids() -> impl FnMut() -> ObjectId {
+        let mut next = 0u32;
+        move || {
+            next += 1;
+            let mut bytes = [0u8; 12];
+            bytes[8..].copy_from_slice(&next.to_be_bytes());
+            ObjectId::from_bytes(bytes)
+        }
+    }
 
     #[test]
     fn layout_is_timestamp_random_counter() {
-        let mut rng = fastrand::Rng::with_seed(3);
-        let mut generator = Generator::new(100, &mut rng);
+        let mut generator = ObjectIdGenerator::new(PARENT);
         let random = generator.random;
-        let first = generator.next(100, 0x0102_0304, || unreachable!()).bytes();
-        let second = generator.next(100, 0x0102_0304, || unreachable!()).bytes();
+        let first = generator.next(PARENT, 0x0102_0304).bytes();
+        let second = generator.next(PARENT, 0x0102_0304).bytes();
         assert_eq!(first[..4], [1, 2, 3, 4]);
         assert_eq!(first[4..9], random);
         assert_eq!(second[4..9], random);
@@ -95,30 +100,22 @@ mod tests {
 
     #[test]
     fn the_counter_wraps_at_three_bytes() {
-        let mut rng = fastrand::Rng::with_seed(4);
-        let mut generator = Generator::new(1, &mut rng);
+        let mut generator = ObjectIdGenerator::new(PARENT);
         generator.counter = COUNTER_MODULUS - 1;
-        assert_eq!(
-            generator.next(1, 0, || unreachable!()).bytes()[9..],
-            [0xff; 3]
-        );
-        assert_eq!(generator.next(1, 0, || unreachable!()).bytes()[9..], [0; 3]);
+        assert_eq!(generator.next(PARENT, 0).bytes()[9..], [0xff; 3]);
+        assert_eq!(generator.next(PARENT, 0).bytes()[9..], [0; 3]);
     }
 
     #[test]
-    fn a_new_pid_draws_a_new_random_value_and_counter() {
-        let mut rng = fastrand::Rng::with_seed(5);
-        let mut generator = Generator::new(1, &mut rng);
-        let parent = generator.next(1, 7, || unreachable!()).bytes();
-        // A forked child: the same generator state, another pid.
-        let child = generator.next(2, 7, || fastrand::Rng::with_seed(6)).bytes();
+    fn a_new_process_draws_a_new_random_value_and_counter() {
+        let mut generator = ObjectIdGenerator::new(PARENT);
+        let parent = generator.next(PARENT, 7).bytes();
+        // A forked child: the same generator state, another process.
+        let child = generator.next(CHILD, 7).bytes();
         assert_ne!(parent[4..9], child[4..9]);
         assert_ne!(parent[9..], child[9..]);
-    }
-
-    #[test]
-    fn ids_in_one_process_are_distinct() {
-        let ids: std::collections::HashSet<_> = (0..1000).map(|_| new_object_id()).collect();
-        assert_eq!(ids.len(), 1000);
+        // Once per fork: the child's next id continues its own counter.
+        let again = generator.next(CHILD, 7).bytes();
+        assert_eq!(again[4..9], child[4..9]);
     }
 }

@@ -4,34 +4,22 @@
 //! A fork copies the whole address space: sockets, the session pool, every
 //! random generator's state. Without care a child talks on its parent's
 //! sockets, reuses its parent's session ids (and transaction numbers), and
-//! draws the same "random" numbers as every sibling. Each owner of such state
-//! keeps a [`ProcessWatch`] and starts afresh when it fires.
+//! draws the same "random" numbers as every sibling. The pure core's owners of
+//! such state watch the process id they are given
+//! ([`crate::proto::process`]); this module reads what they are given.
 
-/// Remembers the process id some state belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct ProcessWatch {
-    pid: u32,
+use crate::proto::process::CurrentProcess;
+
+/// This process, as the pure core's fork-aware state takes it.
+pub(crate) fn current_process() -> CurrentProcess {
+    this_process(std::process::id())
 }
 
-impl ProcessWatch {
-    /// Watching the current process.
-    pub(crate) fn current() -> Self {
-        ProcessWatch::for_pid(std::process::id())
-    }
-
-    /// Watching the process `pid`.
-    pub(crate) fn for_pid(pid: u32) -> Self {
-        ProcessWatch { pid }
-    }
-
-    /// Whether `pid` is another process than the watched one; if so, the
-    /// watch moves to `pid`, so it fires once per fork.
-    pub(crate) fn changed_to(&mut self, pid: u32) -> bool {
-        if pid == self.pid {
-            return false;
-        }
-        self.pid = pid;
-        true
+/// The process `pid`, which the caller read earlier in the same operation.
+pub(crate) fn this_process(pid: u32) -> CurrentProcess {
+    CurrentProcess {
+        id: pid,
+        fresh_seed,
     }
 }
 
@@ -58,15 +46,6 @@ fn mix(mut z: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_watch_fires_once_per_change_of_pid() {
-        let mut watch = ProcessWatch::for_pid(10);
-        assert!(!watch.changed_to(10));
-        assert!(watch.changed_to(11));
-        assert!(!watch.changed_to(11));
-        assert!(watch.changed_to(10));
-    }
 
     #[test]
     fn mixing_separates_neighbouring_inputs() {

@@ -6,4 +6,6 @@ pub(crate) mod conn;
 pub(crate) mod dns;
 pub(crate) mod exec;
 pub(crate) mod fork;
+pub(crate) mod ids;
+pub(crate) mod tls;
 pub(crate) mod topology;

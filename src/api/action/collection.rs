@@ -197,7 +197,12 @@ impl<'a, T> InsertOne<'a, T> {
 
     /// Inserts the document.
     pub fn run(self) -> Result<InsertOneResult> {
-        let op = Insert::one(self.coll.namespace().clone(), self.document?, self.options)?;
+        let op = Insert::one(
+            self.coll.namespace().clone(),
+            self.document?,
+            self.options,
+            &mut crate::new_object_id,
+        )?;
         self.coll.execute(op, self.session)
     }
 }
@@ -235,6 +240,7 @@ impl<'a, T> InsertMany<'a, T> {
             self.coll.namespace().clone(),
             self.documents?,
             self.options,
+            &mut crate::new_object_id,
         )?;
         let deadline = self.coll.batches_deadline();
         while let Some(batch) = insert.next_batch() {
@@ -277,8 +283,12 @@ impl<'a, T> BulkWrite<'a, T> {
 
     /// Runs the writes, in as many batches as the server's limits need.
     pub fn run(mut self) -> Result<BulkWriteResult> {
-        let mut bulk =
-            operation::BulkWrite::new(self.coll.namespace().clone(), self.models, self.options)?;
+        let mut bulk = operation::BulkWrite::new(
+            self.coll.namespace().clone(),
+            self.models,
+            self.options,
+            &mut crate::new_object_id,
+        )?;
         let deadline = self.coll.batches_deadline();
         while let Some(batch) = bulk.next_batch() {
             let outcome = self

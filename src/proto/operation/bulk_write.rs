@@ -19,6 +19,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+use bson::oid::ObjectId;
 use bson::{doc, Bson, Document, RawDocumentBuf};
 
 use super::delete::delete_statement;
@@ -413,8 +414,14 @@ pub struct BulkWrite {
 impl BulkWrite {
     /// Plans the bulk write of `models` into `ns`. Fails before anything is
     /// sent when there is no model or a model is invalid (an update without
-    /// operators, a replacement with some, a sort on `UpdateMany`).
-    pub fn new(ns: Namespace, models: Vec<WriteModel>, options: BulkWriteOptions) -> Result<Self> {
+    /// operators, a replacement with some, a sort on `UpdateMany`). Inserts
+    /// without an `_id` take one from `new_id`.
+    pub fn new(
+        ns: Namespace,
+        models: Vec<WriteModel>,
+        options: BulkWriteOptions,
+        new_id: &mut dyn FnMut() -> ObjectId,
+    ) -> Result<Self> {
         if models.is_empty() {
             return Err(Error::invalid_argument(
                 "bulk_write needs at least one write model",
@@ -429,7 +436,7 @@ impl BulkWrite {
         };
         let mut statements = Vec::with_capacity(models.len());
         for (index, model) in models.into_iter().enumerate() {
-            let (kind, document, multi) = statement_of(index, model)?;
+            let (kind, document, multi) = statement_of(index, model, new_id)?;
             let document = crate::encode::document_to_raw(&document, kind.sequence_name())?;
             statements.push((kind, Statement::new(index, document, multi)));
         }
@@ -569,7 +576,11 @@ fn merge(total: &mut BulkWriteResult, batch: BulkWriteResult) {
 }
 
 /// The statement a model sends, after validating it.
-fn statement_of(index: usize, model: WriteModel) -> Result<(WriteKind, Document, bool)> {
+fn statement_of(
+    index: usize,
+    model: WriteModel,
+    new_id: &mut dyn FnMut() -> ObjectId,
+) -> Result<(WriteKind, Document, bool)> {
     let at = |error: Error| match error.kind() {
         ErrorKind::InvalidArgument { message } => {
             Error::invalid_argument(format!("write model {index}: {message}"))
@@ -578,7 +589,7 @@ fn statement_of(index: usize, model: WriteModel) -> Result<(WriteKind, Document,
     };
     Ok(match model {
         WriteModel::InsertOne { mut document } => {
-            ensure_id(&mut document);
+            ensure_id(&mut document, new_id);
             (WriteKind::Insert, document, false)
         }
         WriteModel::UpdateOne {
@@ -664,17 +675,19 @@ fn update_model(
 pub struct InsertMany(BulkWrite);
 
 impl InsertMany {
-    /// Plans inserting `documents` into `ns`, generating missing `_id`s.
+    /// Plans inserting `documents` into `ns`, taking missing `_id`s from
+    /// `new_id`.
     pub fn new(
         ns: Namespace,
         documents: Vec<Document>,
         options: InsertManyOptions,
+        new_id: &mut dyn FnMut() -> ObjectId,
     ) -> Result<Self> {
         let documents = documents
             .iter()
             .map(|document| crate::encode::document_to_raw(document, "documents"))
             .collect::<Result<Vec<_>>>()?;
-        Self::from_raw(ns, documents, options)
+        Self::from_raw(ns, documents, options, new_id)
     }
 
     /// [`Self::new`] for documents already encoded as BSON bytes (as
@@ -684,6 +697,7 @@ impl InsertMany {
         ns: Namespace,
         documents: Vec<RawDocumentBuf>,
         options: InsertManyOptions,
+        new_id: &mut dyn FnMut() -> ObjectId,
     ) -> Result<Self> {
         if documents.is_empty() {
             return Err(Error::invalid_argument(
@@ -699,7 +713,7 @@ impl InsertMany {
         };
         let mut statements = Vec::with_capacity(documents.len());
         for (index, mut document) in documents.into_iter().enumerate() {
-            crate::encode::ensure_raw_id(&mut document)?;
+            crate::encode::ensure_raw_id(&mut document, new_id)?;
             statements.push((WriteKind::Insert, Statement::new(index, document, false)));
         }
         Ok(InsertMany(BulkWrite::from_statements(
@@ -745,6 +759,7 @@ mod tests {
     use super::*;
     use crate::operation::document_size;
     use crate::operation::test_support::{ns, sent as sent_documents, server, small_server};
+    use crate::proto::object_id::tests::sequential_ids;
 
     /// Runs `bulk` against a fake server: `answer` gets each command and
     /// returns the reply. Returns the commands sent.
@@ -784,7 +799,13 @@ mod tests {
 
     #[test]
     fn inserts_split_by_max_write_batch_size() {
-        let mut bulk = BulkWrite::new(ns(), inserts(10), BulkWriteOptions::default()).unwrap();
+        let mut bulk = BulkWrite::new(
+            ns(),
+            inserts(10),
+            BulkWriteOptions::default(),
+            &mut sequential_ids(),
+        )
+        .unwrap();
         let sent = run(&mut bulk, &small_server(3, 48_000_000, 1024), all_ok).unwrap();
         assert_eq!(batch_lengths(&sent), vec![3, 3, 3, 1]);
         assert_eq!(sent[0].body, doc! { "insert": "coll", "ordered": true });
@@ -809,7 +830,13 @@ mod tests {
         assert_eq!(document_size(&documents[0]).unwrap(), 1000);
         let body_size = document_size(&doc! { "insert": "coll", "ordered": true }).unwrap();
         let max_message = (body_size + MESSAGE_FRAME + COMMAND_OVERHEAD_BYTES + 3_500) as i64;
-        let mut many = InsertMany::new(ns(), documents, InsertManyOptions::default()).unwrap();
+        let mut many = InsertMany::new(
+            ns(),
+            documents,
+            InsertManyOptions::default(),
+            &mut sequential_ids(),
+        )
+        .unwrap();
         let server = small_server(100, max_message, 2000);
         let mut lengths = Vec::new();
         while let Some(batch) = many.next_batch() {
@@ -834,7 +861,13 @@ mod tests {
         let big = doc! { "_id": 3, "big": "x".repeat(200) };
         let size = document_size(&big).unwrap();
         models.push(WriteModel::insert_one(big));
-        let mut bulk = BulkWrite::new(ns(), models, BulkWriteOptions::default()).unwrap();
+        let mut bulk = BulkWrite::new(
+            ns(),
+            models,
+            BulkWriteOptions::default(),
+            &mut sequential_ids(),
+        )
+        .unwrap();
         let error = run(&mut bulk, &small_server(2, 48_000_000, 100), all_ok).unwrap_err();
         assert_eq!(
             error.to_string(),
@@ -850,12 +883,19 @@ mod tests {
             ns(),
             vec![doc! { "a": 1 }, doc! { "_id": null }],
             InsertManyOptions::default(),
+            &mut sequential_ids(),
         )
         .unwrap();
         let ids = many.ids();
         assert!(matches!(ids[&0], Bson::ObjectId(_)));
         assert_eq!(ids[&1], Bson::Null);
-        assert!(InsertMany::new(ns(), vec![], InsertManyOptions::default()).is_err());
+        assert!(InsertMany::new(
+            ns(),
+            vec![],
+            InsertManyOptions::default(),
+            &mut sequential_ids()
+        )
+        .is_err());
     }
 
     fn mixed() -> Vec<WriteModel> {
@@ -874,7 +914,13 @@ mod tests {
 
     #[test]
     fn ordered_groups_keep_the_callers_order() {
-        let mut bulk = BulkWrite::new(ns(), mixed(), BulkWriteOptions::default()).unwrap();
+        let mut bulk = BulkWrite::new(
+            ns(),
+            mixed(),
+            BulkWriteOptions::default(),
+            &mut sequential_ids(),
+        )
+        .unwrap();
         let sent = run(&mut bulk, &server(), |command| match command.name {
             "update"
                 if sent_documents(command)[0].get_document("q").unwrap() == &doc! { "_id": 5 } =>
@@ -917,7 +963,7 @@ mod tests {
     #[test]
     fn unordered_groups_by_kind_and_remaps_upsert_indexes() {
         let options = BulkWriteOptions::default().ordered(false);
-        let mut bulk = BulkWrite::new(ns(), mixed(), options).unwrap();
+        let mut bulk = BulkWrite::new(ns(), mixed(), options, &mut sequential_ids()).unwrap();
         let sent = run(&mut bulk, &server(), |command| match command.name {
             // The update group is models 1 and 4; the second was upserted.
             "update" => {
@@ -947,7 +993,13 @@ mod tests {
 
     #[test]
     fn ordered_stops_at_the_first_write_error() {
-        let mut bulk = BulkWrite::new(ns(), inserts(5), BulkWriteOptions::default()).unwrap();
+        let mut bulk = BulkWrite::new(
+            ns(),
+            inserts(5),
+            BulkWriteOptions::default(),
+            &mut sequential_ids(),
+        )
+        .unwrap();
         let sent = run(&mut bulk, &small_server(2, 48_000_000, 1024), |command| {
             if sent_documents(command)[0] == doc! { "_id": 2 } {
                 // Second batch (models 2, 3): model 3 fails, the server stops there.
@@ -982,7 +1034,7 @@ mod tests {
         models.insert(1, WriteModel::delete_one(doc! { "_id": 0 }));
         // Inserts are models 0, 2, 3, 4, 5 (`_id` 0 to 4); batches of 2:
         // models [0, 2], [3, 4], [5].
-        let mut bulk = BulkWrite::new(ns(), models, options).unwrap();
+        let mut bulk = BulkWrite::new(ns(), models, options, &mut sequential_ids()).unwrap();
         let sent = run(&mut bulk, &small_server(2, 48_000_000, 1024), |command| {
             let first = sent_documents(command)[0].clone();
             if first == doc! { "_id": 0 } {
@@ -1014,7 +1066,13 @@ mod tests {
 
     #[test]
     fn write_concern_error_does_not_stop_an_ordered_write() {
-        let mut bulk = BulkWrite::new(ns(), inserts(4), BulkWriteOptions::default()).unwrap();
+        let mut bulk = BulkWrite::new(
+            ns(),
+            inserts(4),
+            BulkWriteOptions::default(),
+            &mut sequential_ids(),
+        )
+        .unwrap();
         let sent = run(&mut bulk, &small_server(2, 48_000_000, 1024), |command| {
             let mut reply = all_ok(command);
             if sent_documents(command)[0] == doc! { "_id": 0 } {
@@ -1042,7 +1100,13 @@ mod tests {
 
     #[test]
     fn other_errors_end_the_bulk_write() {
-        let mut bulk = BulkWrite::new(ns(), inserts(4), BulkWriteOptions::default()).unwrap();
+        let mut bulk = BulkWrite::new(
+            ns(),
+            inserts(4),
+            BulkWriteOptions::default(),
+            &mut sequential_ids(),
+        )
+        .unwrap();
         let batch = bulk.next_batch().unwrap();
         batch.build(&small_server(2, 48_000_000, 1024)).unwrap();
         let error = bulk
@@ -1055,14 +1119,26 @@ mod tests {
 
     #[test]
     fn recording_an_unbuilt_batch_is_refused() {
-        let mut bulk = BulkWrite::new(ns(), inserts(2), BulkWriteOptions::default()).unwrap();
+        let mut bulk = BulkWrite::new(
+            ns(),
+            inserts(2),
+            BulkWriteOptions::default(),
+            &mut sequential_ids(),
+        )
+        .unwrap();
         assert!(bulk.record(Ok(BulkWriteResult::default())).is_err());
         assert!(bulk.next_batch().is_none());
     }
 
     #[test]
     fn retry_rebuilds_the_same_batch() {
-        let mut bulk = BulkWrite::new(ns(), inserts(4), BulkWriteOptions::default()).unwrap();
+        let mut bulk = BulkWrite::new(
+            ns(),
+            inserts(4),
+            BulkWriteOptions::default(),
+            &mut sequential_ids(),
+        )
+        .unwrap();
         let server = small_server(2, 48_000_000, 1024);
         let batch = bulk.next_batch().unwrap();
         let first = batch.build(&server).unwrap();
@@ -1073,7 +1149,13 @@ mod tests {
 
     #[test]
     fn write_error_index_outside_the_batch_is_a_protocol_error() {
-        let mut bulk = BulkWrite::new(ns(), inserts(2), BulkWriteOptions::default()).unwrap();
+        let mut bulk = BulkWrite::new(
+            ns(),
+            inserts(2),
+            BulkWriteOptions::default(),
+            &mut sequential_ids(),
+        )
+        .unwrap();
         let batch = bulk.next_batch().unwrap();
         batch.build(&server()).unwrap();
         let error = batch
@@ -1090,12 +1172,24 @@ mod tests {
 
     #[test]
     fn models_are_validated_before_anything_is_sent() {
-        assert!(BulkWrite::new(ns(), vec![], BulkWriteOptions::default()).is_err());
+        assert!(BulkWrite::new(
+            ns(),
+            vec![],
+            BulkWriteOptions::default(),
+            &mut sequential_ids()
+        )
+        .is_err());
         let models = vec![
             WriteModel::insert_one(doc! {}),
             WriteModel::update_one(doc! {}, doc! { "x": 1 }),
         ];
-        let error = BulkWrite::new(ns(), models, BulkWriteOptions::default()).unwrap_err();
+        let error = BulkWrite::new(
+            ns(),
+            models,
+            BulkWriteOptions::default(),
+            &mut sequential_ids(),
+        )
+        .unwrap_err();
         assert!(
             error
                 .to_string()
@@ -1106,13 +1200,25 @@ mod tests {
             doc! {},
             doc! { "$set": { "x": 1 } },
         )];
-        assert!(BulkWrite::new(ns(), models, BulkWriteOptions::default()).is_err());
+        assert!(BulkWrite::new(
+            ns(),
+            models,
+            BulkWriteOptions::default(),
+            &mut sequential_ids()
+        )
+        .is_err());
         let models = vec![WriteModel::UpdateMany {
             filter: doc! {},
             update: doc! { "$set": { "x": 1 } }.into(),
             options: UpdateModelOptions::default().sort(doc! { "x": 1 }),
         }];
-        assert!(BulkWrite::new(ns(), models, BulkWriteOptions::default()).is_err());
+        assert!(BulkWrite::new(
+            ns(),
+            models,
+            BulkWriteOptions::default(),
+            &mut sequential_ids()
+        )
+        .is_err());
     }
 
     #[test]
@@ -1126,7 +1232,7 @@ mod tests {
             WriteModel::update_many(doc! {}, doc! { "$set": { "x": 1 } }),
             WriteModel::delete_one(doc! {}),
         ];
-        let mut bulk = BulkWrite::new(ns(), models, options).unwrap();
+        let mut bulk = BulkWrite::new(ns(), models, options, &mut sequential_ids()).unwrap();
         let mut bodies = Vec::new();
         let mut retryability = Vec::new();
         while let Some(batch) = bulk.next_batch() {

@@ -1,6 +1,7 @@
 //! `insert` of one document (`insert_one`); many documents go through
 //! [`super::InsertMany`], which splits them into batches.
 
+use bson::oid::ObjectId;
 use bson::{doc, Bson, Document, RawDocumentBuf};
 
 use super::{
@@ -14,12 +15,13 @@ use crate::wire::DocumentSequence;
 
 /// Gives `document` an `_id` (a new ObjectId, first) when it has none, and
 /// returns the `_id`. An explicit `_id`, even `null`, is kept. The ObjectId
-/// comes from [`crate::object_id`], which forked processes do not share.
-pub(crate) fn ensure_id(document: &mut Document) -> Bson {
+/// comes from `new_id` (the client's is [`crate::new_object_id`], which
+/// forked processes do not share).
+pub(crate) fn ensure_id(document: &mut Document, new_id: &mut dyn FnMut() -> ObjectId) -> Bson {
     if let Some(id) = document.get("_id") {
         return id.clone();
     }
-    let id = Bson::ObjectId(crate::object_id::new_object_id());
+    let id = Bson::ObjectId(new_id());
     let mut with_id = Document::new();
     with_id.insert("_id", id.clone());
     with_id.extend(std::mem::take(document));
@@ -44,14 +46,15 @@ pub struct Insert {
 }
 
 impl Insert {
-    /// Inserts `document` (BSON bytes) into `ns`, generating an `_id`
-    /// when it has none; fails when the bytes are not valid BSON.
+    /// Inserts `document` (BSON bytes) into `ns`, taking an `_id` from
+    /// `new_id` when it has none; fails when the bytes are not valid BSON.
     pub fn one(
         ns: Namespace,
         mut document: RawDocumentBuf,
         options: InsertOneOptions,
+        new_id: &mut dyn FnMut() -> ObjectId,
     ) -> Result<Self> {
-        let inserted_id = crate::encode::ensure_raw_id(&mut document)?;
+        let inserted_id = crate::encode::ensure_raw_id(&mut document, new_id)?;
         Ok(Insert {
             ns,
             document,
@@ -111,6 +114,7 @@ mod tests {
     use super::*;
     use crate::error::ErrorKind;
     use crate::operation::test_support::{ns, server, small_server};
+    use crate::proto::object_id::tests::sequential_ids;
     use crate::results::{WriteError, WriteFailure};
 
     fn raw(document: Document) -> RawDocumentBuf {
@@ -119,8 +123,13 @@ mod tests {
 
     #[test]
     fn id_is_generated_first_and_returned() {
-        let mut insert =
-            Insert::one(ns(), raw(doc! { "x": 1 }), InsertOneOptions::default()).unwrap();
+        let mut insert = Insert::one(
+            ns(),
+            raw(doc! { "x": 1 }),
+            InsertOneOptions::default(),
+            &mut sequential_ids(),
+        )
+        .unwrap();
         let command = insert.build(&server()).unwrap();
         assert_eq!(command.body, doc! { "insert": "coll", "ordered": true });
         let sent = &command.sequences[0];
@@ -143,11 +152,17 @@ mod tests {
             ns(),
             raw(doc! { "x": 1, "_id": 5 }),
             InsertOneOptions::default(),
+            &mut sequential_ids(),
         )
         .unwrap();
         assert_eq!(insert.inserted_id(), &Bson::Int32(5));
-        let insert =
-            Insert::one(ns(), raw(doc! { "_id": null }), InsertOneOptions::default()).unwrap();
+        let insert = Insert::one(
+            ns(),
+            raw(doc! { "_id": null }),
+            InsertOneOptions::default(),
+            &mut sequential_ids(),
+        )
+        .unwrap();
         assert_eq!(insert.inserted_id(), &Bson::Null);
     }
 
@@ -156,7 +171,8 @@ mod tests {
         let options = InsertOneOptions::default()
             .bypass_document_validation(true)
             .comment(Bson::from("c"));
-        let mut insert = Insert::one(ns(), raw(doc! { "_id": 1 }), options).unwrap();
+        let mut insert =
+            Insert::one(ns(), raw(doc! { "_id": 1 }), options, &mut sequential_ids()).unwrap();
         assert_eq!(
             insert.build(&server()).unwrap().body,
             doc! { "insert": "coll", "ordered": true, "bypassDocumentValidation": true, "comment": "c" }
@@ -170,6 +186,7 @@ mod tests {
             ns(),
             raw(doc! { "_id": 1, "s": "x".repeat(100) }),
             InsertOneOptions::default(),
+            &mut sequential_ids(),
         )
         .unwrap();
         let error = insert.build(&small_server(10, 1_000_000, 64)).unwrap_err();
@@ -182,8 +199,13 @@ mod tests {
 
     #[test]
     fn duplicate_key_is_a_write_error() {
-        let insert =
-            Insert::one(ns(), raw(doc! { "_id": 1 }), InsertOneOptions::default()).unwrap();
+        let insert = Insert::one(
+            ns(),
+            raw(doc! { "_id": 1 }),
+            InsertOneOptions::default(),
+            &mut sequential_ids(),
+        )
+        .unwrap();
         let reply = doc! { "n": 0, "ok": 1, "writeErrors": [ { "index": 0, "code": 11000, "codeName": "DuplicateKey", "errmsg": "E11000" } ] };
         let error = insert.handle_reply(reply, &server()).unwrap_err();
         match error.kind() {

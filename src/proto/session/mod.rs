@@ -199,35 +199,32 @@ pub struct SessionState {
 const ENDED: &str = "Cannot use a session that has ended";
 
 impl SessionState {
-    /// An application's session. Fails on conflicting options.
-    pub fn explicit(options: SessionOptions, server_session: ServerSession) -> Result<Self> {
+    /// An application's session, started in the process `pid`. Fails on
+    /// conflicting options.
+    pub fn explicit(
+        options: SessionOptions,
+        server_session: ServerSession,
+        pid: u32,
+    ) -> Result<Self> {
         options.validate()?;
-        Ok(SessionState::with(
+        Ok(SessionState::with_process(
             SessionKind::Explicit,
             options,
             server_session,
+            pid,
         ))
     }
 
-    /// The driver's session for one operation (not causally consistent).
-    pub fn implicit(server_session: ServerSession) -> Self {
-        SessionState::implicit_in_process(server_session, std::process::id())
-    }
-
-    /// [`implicit`](Self::implicit) in the process `pid`, which the
-    /// operation creating it has just read (its selection does), so the
-    /// kernel is not asked again.
-    pub fn implicit_in_process(server_session: ServerSession, pid: u32) -> Self {
+    /// The driver's session for one operation (not causally consistent), in
+    /// the process `pid`, which the operation creating it has just read (its
+    /// selection does), so the kernel is not asked again.
+    pub fn implicit(server_session: ServerSession, pid: u32) -> Self {
         SessionState::with_process(
             SessionKind::Implicit,
             SessionOptions::default(),
             server_session,
             pid,
         )
-    }
-
-    fn with(kind: SessionKind, options: SessionOptions, server_session: ServerSession) -> Self {
-        SessionState::with_process(kind, options, server_session, std::process::id())
     }
 
     fn with_process(
@@ -654,16 +651,12 @@ impl SessionState {
     /// `endSession`: hands the server session back (for the pool) the first
     /// time, `None` afterwards. An open transaction must be aborted first
     /// (its errors ignored): check [`transaction`](Self::transaction).
-    pub fn end(&mut self) -> Option<ServerSession> {
-        self.end_in_process(std::process::id())
-    }
-
-    /// [`end`](Self::end) in the process `pid`, as the caller's operation
-    /// read it. A stale `pid` (a forked child dropping a cursor before any
+    /// It runs in the process `pid`, as the caller's operation read it. A
+    /// stale `pid` (a forked child dropping a cursor before any
     /// operation of its own) can only let the parent's server session reach
     /// the pool under the parent's pid, where the next checkout, whose pid
     /// is read afresh, clears it.
-    pub fn end_in_process(&mut self, pid: u32) -> Option<ServerSession> {
+    pub fn end(&mut self, pid: u32) -> Option<ServerSession> {
         self.transaction.unpin();
         let inherited = self.inherited_by(pid);
         // The parent's server session never joins a forked child's pool.

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use bson::spec::BinarySubtype;
 use bson::{doc, Binary, Document};
 
-use crate::fork::ProcessWatch;
+use crate::proto::process::{CurrentProcess, ProcessWatch};
 
 /// How long before the server's expiry a session counts as "about to
 /// expire" and is no longer handed out (the sessions spec's one minute).
@@ -127,24 +127,24 @@ pub struct SessionPool {
 }
 
 impl SessionPool {
-    /// An empty pool generating ids from `rng`.
-    pub fn new(rng: fastrand::Rng) -> Self {
+    /// An empty pool generating ids from `rng`, in the process `pid`.
+    pub fn new(rng: fastrand::Rng, pid: u32) -> Self {
         SessionPool {
             idle: VecDeque::new(),
             generation: 0,
             rng,
-            process: ProcessWatch::current(),
+            process: ProcessWatch::for_pid(pid),
         }
     }
 
     /// Forgets the pool's sessions (without ending them: they are the
-    /// parent's) and draws a new id generator when the process id is no
-    /// longer the one the pool was used in, i.e. after a fork. Sessions
-    /// checked out before the fork are not taken back either.
-    fn forget_inherited_sessions(&mut self, pid: u32) {
-        if self.process.changed_to(pid) {
+    /// parent's) and draws a new id generator when `process` is no longer
+    /// the one the pool was used in, i.e. after a fork. Sessions checked out
+    /// before the fork are not taken back either.
+    fn forget_inherited_sessions(&mut self, process: CurrentProcess) {
+        if self.process.changed_to(process.id) {
             self.clear();
-            self.rng = fastrand::Rng::with_seed(crate::fork::fresh_seed());
+            self.rng = fastrand::Rng::with_seed((process.fresh_seed)());
         }
     }
 
@@ -159,22 +159,16 @@ impl SessionPool {
     }
 
     /// The most recently returned session that still has at least a minute
-    /// left, or a new one. Sessions found about to expire on the way are
-    /// discarded.
-    pub fn checkout(&mut self, now: Instant, timeout_minutes: Option<u32>) -> ServerSession {
-        self.checkout_in_process(std::process::id(), now, timeout_minutes)
-    }
-
-    /// [`checkout`](Self::checkout) in the process `pid`, which the caller
-    /// has just read (an operation reads it once, when it selects a
-    /// server, rather than once per step).
-    pub fn checkout_in_process(
+    /// left, or a new one, in `process` (an operation reads it once, when
+    /// it selects a server, rather than once per step). Sessions found
+    /// about to expire on the way are discarded.
+    pub fn checkout(
         &mut self,
-        pid: u32,
+        process: CurrentProcess,
         now: Instant,
         timeout_minutes: Option<u32>,
     ) -> ServerSession {
-        self.forget_inherited_sessions(pid);
+        self.forget_inherited_sessions(process);
         while let Some(session) = self.idle.pop_front() {
             match timeout_minutes {
                 Some(minutes) if session.is_about_to_expire(now, minutes) => continue,
@@ -186,27 +180,22 @@ impl SessionPool {
         session
     }
 
-    /// Returns a session for reuse. Expiring sessions at the back are pruned
-    /// first; the returned session is discarded if it is dirty, about to
-    /// expire, or from before the last [`clear`](Self::clear).
-    pub fn checkin(&mut self, session: ServerSession, now: Instant, timeout_minutes: Option<u32>) {
-        self.checkin_in_process(std::process::id(), session, now, timeout_minutes);
-    }
-
-    /// [`checkin`](Self::checkin) in the process `pid`, read by the caller's
-    /// operation (see [`checkout_in_process`](Self::checkout_in_process)).
-    /// A stale `pid` here (a forked child dropping its parent's cursor) can
-    /// only put a parent's session in the pool under the parent's pid: the
-    /// next checkout, whose pid is read afresh, sees the change and clears
-    /// the pool, so no session leaves it in the wrong process.
-    pub fn checkin_in_process(
+    /// Returns a session for reuse, in `process` as the caller's operation
+    /// read it. Expiring sessions at the back are pruned first; the returned
+    /// session is discarded if it is dirty, about to expire, or from before
+    /// the last [`clear`](Self::clear). A stale `process` here (a forked
+    /// child dropping its parent's cursor) can only put a parent's session
+    /// in the pool under the parent's pid: the next checkout, whose process
+    /// is read afresh, sees the change and clears the pool, so no session
+    /// leaves it in the wrong process.
+    pub fn checkin(
         &mut self,
-        pid: u32,
+        process: CurrentProcess,
         session: ServerSession,
         now: Instant,
         timeout_minutes: Option<u32>,
     ) {
-        self.forget_inherited_sessions(pid);
+        self.forget_inherited_sessions(process);
         if let Some(minutes) = timeout_minutes {
             self.prune(now, minutes);
         }
@@ -242,10 +231,10 @@ impl SessionPool {
 
     /// Empties the pool into `endSessions` command bodies of at most
     /// [`END_SESSIONS_BATCH`] ids each, to send to the `admin` database when
-    /// the client closes (their errors are to be ignored).
-    pub fn drain_end_sessions_commands(&mut self) -> Vec<Document> {
+    /// the client closes (their errors are to be ignored), in `process`.
+    pub fn drain_end_sessions_commands(&mut self, process: CurrentProcess) -> Vec<Document> {
         // A forked child must not end its parent's sessions.
-        self.forget_inherited_sessions(std::process::id());
+        self.forget_inherited_sessions(process);
         let ids: Vec<Document> = self.idle.drain(..).map(|s| s.id).collect();
         ids.chunks(END_SESSIONS_BATCH)
             .map(|chunk| doc! { "endSessions": chunk.to_vec() })
@@ -257,8 +246,30 @@ impl SessionPool {
 mod tests {
     use super::*;
 
+    /// The process the tests' pools run in.
+    const HERE: CurrentProcess = CurrentProcess {
+        id: 1,
+        fresh_seed: || 11,
+    };
+    /// A forked child of [`HERE`] and its sibling, each drawing its own seed.
+    const CHILD: CurrentProcess = CurrentProcess {
+        id: 2,
+        fresh_seed: || 22,
+    };
+    const SIBLING: CurrentProcess = CurrentProcess {
+        id: 3,
+        fresh_seed: || 33,
+    };
+
+    fn in_process(pid: u32) -> CurrentProcess {
+        CurrentProcess {
+            id: pid,
+            fresh_seed: || u64::from(u32::MAX) + 7,
+        }
+    }
+
     fn pool() -> SessionPool {
-        SessionPool::new(fastrand::Rng::with_seed(7))
+        SessionPool::new(fastrand::Rng::with_seed(7), HERE.id)
     }
 
     fn uuid_bytes(id: &Document) -> Vec<u8> {
@@ -307,7 +318,7 @@ mod tests {
     #[test]
     fn empty_pool_creates_a_session_last_used_now() {
         let t0 = Instant::now();
-        let s = pool().checkout(t0, Some(30));
+        let s = pool().checkout(HERE, t0, Some(30));
         assert_eq!(s.last_use, t0);
         assert_eq!(s.txn_number, 0);
         assert!(!s.dirty);
@@ -317,12 +328,12 @@ mod tests {
     fn checkout_is_lifo() {
         let t0 = Instant::now();
         let mut p = pool();
-        let a = p.checkout(t0, Some(30));
-        let b = p.checkout(t0, Some(30));
-        p.checkin(a.clone(), t0, Some(30));
-        p.checkin(b.clone(), t0, Some(30));
-        assert_eq!(p.checkout(t0, Some(30)).id, b.id);
-        assert_eq!(p.checkout(t0, Some(30)).id, a.id);
+        let a = p.checkout(HERE, t0, Some(30));
+        let b = p.checkout(HERE, t0, Some(30));
+        p.checkin(HERE, a.clone(), t0, Some(30));
+        p.checkin(HERE, b.clone(), t0, Some(30));
+        assert_eq!(p.checkout(HERE, t0, Some(30)).id, b.id);
+        assert_eq!(p.checkout(HERE, t0, Some(30)).id, a.id);
         assert!(p.is_empty());
     }
 
@@ -330,21 +341,21 @@ mod tests {
     fn reuse_keeps_the_transaction_number() {
         let t0 = Instant::now();
         let mut p = pool();
-        let mut s = p.checkout(t0, Some(30));
+        let mut s = p.checkout(HERE, t0, Some(30));
         s.next_txn_number();
         s.next_txn_number();
-        p.checkin(s, t0, Some(30));
-        assert_eq!(p.checkout(t0, Some(30)).txn_number, 2);
+        p.checkin(HERE, s, t0, Some(30));
+        assert_eq!(p.checkout(HERE, t0, Some(30)).txn_number, 2);
     }
 
     #[test]
     fn checkout_discards_sessions_about_to_expire() {
         let t0 = Instant::now();
         let mut p = pool();
-        let old = p.checkout(t0, Some(30));
-        p.checkin(old.clone(), t0, Some(30));
+        let old = p.checkout(HERE, t0, Some(30));
+        p.checkin(HERE, old.clone(), t0, Some(30));
         let later = t0 + Duration::from_secs(29 * 60 + 30);
-        let fresh = p.checkout(later, Some(30));
+        let fresh = p.checkout(HERE, later, Some(30));
         assert_ne!(fresh.id, old.id);
         assert!(p.is_empty());
     }
@@ -353,28 +364,28 @@ mod tests {
     fn load_balanced_checkout_does_not_check_expiry() {
         let t0 = Instant::now();
         let mut p = pool();
-        let old = p.checkout(t0, None);
-        p.checkin(old.clone(), t0, None);
+        let old = p.checkout(HERE, t0, None);
+        p.checkin(HERE, old.clone(), t0, None);
         let much_later = t0 + Duration::from_secs(3600);
-        assert_eq!(p.checkout(much_later, None).id, old.id);
+        assert_eq!(p.checkout(HERE, much_later, None).id, old.id);
     }
 
     #[test]
     fn checkin_discards_dirty_and_expiring_sessions() {
         let t0 = Instant::now();
         let mut p = pool();
-        let mut dirty = p.checkout(t0, Some(30));
+        let mut dirty = p.checkout(HERE, t0, Some(30));
         dirty.mark_dirty();
-        p.checkin(dirty, t0, Some(30));
+        p.checkin(HERE, dirty, t0, Some(30));
         assert!(p.is_empty());
 
-        let stale = p.checkout(t0, Some(30));
-        p.checkin(stale, t0 + Duration::from_secs(29 * 60 + 1), Some(30));
+        let stale = p.checkout(HERE, t0, Some(30));
+        p.checkin(HERE, stale, t0 + Duration::from_secs(29 * 60 + 1), Some(30));
         assert!(p.is_empty());
 
-        let mut dirty_lb = p.checkout(t0, None);
+        let mut dirty_lb = p.checkout(HERE, t0, None);
         dirty_lb.mark_dirty();
-        p.checkin(dirty_lb, t0, None);
+        p.checkin(HERE, dirty_lb, t0, None);
         assert!(p.is_empty());
     }
 
@@ -382,30 +393,35 @@ mod tests {
     fn checkin_prunes_expiring_sessions_from_the_back_only() {
         let t0 = Instant::now();
         let mut p = pool();
-        let oldest = p.checkout(t0, Some(30));
-        let middle = p.checkout(t0, Some(30));
-        let newer = p.checkout(t0, Some(30));
-        p.checkin(oldest, t0, Some(30));
+        let oldest = p.checkout(HERE, t0, Some(30));
+        let middle = p.checkout(HERE, t0, Some(30));
+        let newer = p.checkout(HERE, t0, Some(30));
+        p.checkin(HERE, oldest, t0, Some(30));
         let mut m = middle;
         m.mark_used(t0 + Duration::from_secs(10 * 60));
-        p.checkin(m.clone(), t0 + Duration::from_secs(10 * 60), Some(30));
+        p.checkin(HERE, m.clone(), t0 + Duration::from_secs(10 * 60), Some(30));
         // Front: middle (used at 10 min), back: oldest (used at 0).
         let at = t0 + Duration::from_secs(29 * 60 + 30);
         let mut n = newer;
         n.mark_used(at);
-        p.checkin(n.clone(), at, Some(30));
+        p.checkin(HERE, n.clone(), at, Some(30));
         assert_eq!(p.len(), 2, "only the expiring back session is pruned");
-        assert_eq!(p.checkout(at, Some(30)).id, n.id);
-        assert_eq!(p.checkout(at, Some(30)).id, m.id);
+        assert_eq!(p.checkout(HERE, at, Some(30)).id, n.id);
+        assert_eq!(p.checkout(HERE, at, Some(30)).id, m.id);
     }
 
     #[test]
     fn prune_stops_at_the_first_live_session() {
         let t0 = Instant::now();
         let mut p = pool();
-        let live_at_back = p.checkout(t0 + Duration::from_secs(20 * 60), Some(30));
-        let expiring_in_front = p.checkout(t0, Some(30));
-        p.checkin(live_at_back, t0 + Duration::from_secs(20 * 60), Some(30));
+        let live_at_back = p.checkout(HERE, t0 + Duration::from_secs(20 * 60), Some(30));
+        let expiring_in_front = p.checkout(HERE, t0, Some(30));
+        p.checkin(
+            HERE,
+            live_at_back,
+            t0 + Duration::from_secs(20 * 60),
+            Some(30),
+        );
         p.idle.push_front(expiring_in_front);
         p.prune(t0 + Duration::from_secs(29 * 60 + 30), 30);
         assert_eq!(p.len(), 2, "pruning looks only at the back");
@@ -415,26 +431,26 @@ mod tests {
     fn clear_refuses_sessions_checked_out_before() {
         let t0 = Instant::now();
         let mut p = pool();
-        let before = p.checkout(t0, Some(30));
-        let idle = p.checkout(t0, Some(30));
-        p.checkin(idle, t0, Some(30));
+        let before = p.checkout(HERE, t0, Some(30));
+        let idle = p.checkout(HERE, t0, Some(30));
+        p.checkin(HERE, idle, t0, Some(30));
         p.clear();
         assert!(p.is_empty());
-        p.checkin(before, t0, Some(30));
+        p.checkin(HERE, before, t0, Some(30));
         assert!(p.is_empty());
-        let after = p.checkout(t0, Some(30));
-        p.checkin(after, t0, Some(30));
+        let after = p.checkout(HERE, t0, Some(30));
+        p.checkin(HERE, after, t0, Some(30));
         assert_eq!(p.len(), 1);
     }
 
     /// What a forked child's copy of the pool looks like: the same state,
-    /// watching another process than the one it runs in.
+    /// still watching its parent's process.
     fn as_seen_by_a_forked_child(p: &SessionPool) -> SessionPool {
         SessionPool {
             idle: p.idle.clone(),
             generation: p.generation,
             rng: p.rng.clone(),
-            process: ProcessWatch::for_pid(std::process::id().wrapping_add(1)),
+            process: p.process,
         }
     }
 
@@ -442,26 +458,26 @@ mod tests {
     fn a_forked_child_neither_reuses_nor_regenerates_its_parents_sessions() {
         let t0 = Instant::now();
         let mut parent = pool();
-        let checked_out = parent.checkout(t0, Some(30));
-        let pooled = parent.checkout(t0, Some(30));
-        parent.checkin(pooled.clone(), t0, Some(30));
+        let checked_out = parent.checkout(HERE, t0, Some(30));
+        let pooled = parent.checkout(HERE, t0, Some(30));
+        parent.checkin(HERE, pooled.clone(), t0, Some(30));
 
         let mut child = as_seen_by_a_forked_child(&parent);
         let mut sibling = as_seen_by_a_forked_child(&parent);
-        let child_session = child.checkout(t0, Some(30));
+        let child_session = child.checkout(CHILD, t0, Some(30));
         assert_ne!(child_session.id, pooled.id, "the parent's pooled lsid");
         // The parent's next new id is what a copied generator would draw.
-        parent.checkout(t0, Some(30));
-        let parent_next = parent.checkout(t0, Some(30));
+        parent.checkout(HERE, t0, Some(30));
+        let parent_next = parent.checkout(HERE, t0, Some(30));
         assert_ne!(child_session.id, parent_next.id, "a copied id generator");
-        sibling.checkout(t0, Some(30));
-        assert_ne!(sibling.checkout(t0, Some(30)).id, parent_next.id);
+        sibling.checkout(SIBLING, t0, Some(30));
+        assert_ne!(sibling.checkout(SIBLING, t0, Some(30)).id, parent_next.id);
 
         // A session the parent had checked out is not taken back either.
-        child.checkin(checked_out, t0, Some(30));
+        child.checkin(CHILD, checked_out, t0, Some(30));
         assert!(child.is_empty());
-        assert!(child.drain_end_sessions_commands().is_empty());
-        child.checkin(child_session, t0, Some(30));
+        assert!(child.drain_end_sessions_commands(CHILD).is_empty());
+        child.checkin(CHILD, child_session, t0, Some(30));
         assert_eq!(child.len(), 1, "the child's own sessions are pooled");
     }
 
@@ -471,17 +487,16 @@ mod tests {
         // cursor dropped before any new operation passes the parent's.
         let (parent_pid, child_pid) = (100, 200);
         let t0 = Instant::now();
-        let mut child = SessionPool::new(fastrand::Rng::with_seed(7));
-        child.process = ProcessWatch::for_pid(parent_pid);
-        let parents = child.checkout_in_process(parent_pid, t0, Some(30));
+        let mut child = SessionPool::new(fastrand::Rng::with_seed(7), parent_pid);
+        let parents = child.checkout(in_process(parent_pid), t0, Some(30));
         // The child's first operation reads its own pid.
-        let own = child.checkout_in_process(child_pid, t0, Some(30));
-        child.checkin_in_process(child_pid, own, t0, Some(30));
+        let own = child.checkout(in_process(child_pid), t0, Some(30));
+        child.checkin(in_process(child_pid), own, t0, Some(30));
         // The parent's session comes back under the stale pid...
-        child.checkin_in_process(parent_pid, parents.clone(), t0, Some(30));
+        child.checkin(in_process(parent_pid), parents.clone(), t0, Some(30));
         // ...and the next checkout, with the pid read afresh, never hands it out.
         for _ in 0..3 {
-            let next = child.checkout_in_process(child_pid, t0, Some(30));
+            let next = child.checkout(in_process(child_pid), t0, Some(30));
             assert_ne!(
                 next.id, parents.id,
                 "the parent's session reached the child"
@@ -490,12 +505,11 @@ mod tests {
 
         // The same when the stale checkin comes before the child's first
         // operation: the pool still believes it is in the parent.
-        let mut child = SessionPool::new(fastrand::Rng::with_seed(7));
-        child.process = ProcessWatch::for_pid(parent_pid);
-        let parents = child.checkout_in_process(parent_pid, t0, Some(30));
-        child.checkin_in_process(parent_pid, parents.clone(), t0, Some(30));
+        let mut child = SessionPool::new(fastrand::Rng::with_seed(7), parent_pid);
+        let parents = child.checkout(in_process(parent_pid), t0, Some(30));
+        child.checkin(in_process(parent_pid), parents.clone(), t0, Some(30));
         assert_eq!(child.len(), 1);
-        let next = child.checkout_in_process(child_pid, t0, Some(30));
+        let next = child.checkout(in_process(child_pid), t0, Some(30));
         assert_ne!(
             next.id, parents.id,
             "the parent's session reached the child"
@@ -506,11 +520,11 @@ mod tests {
     fn a_forked_child_does_not_end_its_parents_sessions() {
         let t0 = Instant::now();
         let mut parent = pool();
-        let session = parent.checkout(t0, None);
-        parent.checkin(session, t0, None);
+        let session = parent.checkout(HERE, t0, None);
+        parent.checkin(HERE, session, t0, None);
         let mut child = as_seen_by_a_forked_child(&parent);
-        assert!(child.drain_end_sessions_commands().is_empty());
-        assert_eq!(parent.drain_end_sessions_commands().len(), 1);
+        assert!(child.drain_end_sessions_commands(CHILD).is_empty());
+        assert_eq!(parent.drain_end_sessions_commands(HERE).len(), 1);
     }
 
     #[test]
@@ -518,12 +532,12 @@ mod tests {
         let t0 = Instant::now();
         let mut p = pool();
         let sessions: Vec<_> = (0..END_SESSIONS_BATCH + 3)
-            .map(|_| p.checkout(t0, None))
+            .map(|_| p.checkout(HERE, t0, None))
             .collect();
         for s in sessions {
-            p.checkin(s, t0, None);
+            p.checkin(HERE, s, t0, None);
         }
-        let commands = p.drain_end_sessions_commands();
+        let commands = p.drain_end_sessions_commands(HERE);
         assert_eq!(commands.len(), 2);
         assert_eq!(
             commands[0].get_array("endSessions").unwrap().len(),
@@ -531,6 +545,6 @@ mod tests {
         );
         assert_eq!(commands[1].get_array("endSessions").unwrap().len(), 3);
         assert!(p.is_empty());
-        assert!(p.drain_end_sessions_commands().is_empty());
+        assert!(p.drain_end_sessions_commands(HERE).is_empty());
     }
 }

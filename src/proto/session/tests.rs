@@ -18,12 +18,15 @@ fn ts(time: u32, increment: u32) -> Timestamp {
     Timestamp { time, increment }
 }
 
+/// The process the tests' sessions run in.
+const PID: u32 = 1;
+
 fn server_session(t0: Instant) -> ServerSession {
     ServerSession::new(doc! {"id": "lsid-1"}, t0)
 }
 
 fn explicit(t0: Instant) -> SessionState {
-    SessionState::explicit(SessionOptions::default(), server_session(t0)).unwrap()
+    SessionState::explicit(SessionOptions::default(), server_session(t0), PID).unwrap()
 }
 
 fn ctx() -> CommandContext<'static> {
@@ -66,22 +69,22 @@ fn causal_consistency_defaults() {
         snapshot: Some(true),
         ..Default::default()
     };
-    let s = SessionState::explicit(snapshot, server_session(t0)).unwrap();
+    let s = SessionState::explicit(snapshot, server_session(t0), PID).unwrap();
     assert!(!s.is_causally_consistent());
     let off = SessionOptions {
         causal_consistency: Some(false),
         ..Default::default()
     };
-    assert!(!SessionState::explicit(off, server_session(t0))
+    assert!(!SessionState::explicit(off, server_session(t0), PID)
         .unwrap()
         .is_causally_consistent());
-    assert!(!SessionState::implicit(server_session(t0)).is_causally_consistent());
+    assert!(!SessionState::implicit(server_session(t0), PID).is_causally_consistent());
     let both = SessionOptions {
         causal_consistency: Some(true),
         snapshot: Some(true),
         ..Default::default()
     };
-    let e = SessionState::explicit(both, server_session(t0)).unwrap_err();
+    let e = SessionState::explicit(both, server_session(t0), PID).unwrap_err();
     assert!(e.to_string().contains("causalConsistency and snapshot"));
 }
 
@@ -152,7 +155,7 @@ fn retryable_write_carries_the_txn_number_of_the_operation() {
 #[test]
 fn implicit_unacknowledged_writes_carry_no_lsid() {
     let t0 = Instant::now();
-    let mut s = SessionState::implicit(server_session(t0));
+    let mut s = SessionState::implicit(server_session(t0), PID);
     let w0 = WriteConcern {
         w: Some(Acknowledgment::Nodes(0)),
         ..Default::default()
@@ -216,7 +219,7 @@ fn causally_consistent_reads_and_writes_carry_after_cluster_time() {
 #[test]
 fn sessions_without_causal_consistency_send_only_the_level() {
     let t0 = Instant::now();
-    let mut s = SessionState::implicit(server_session(t0));
+    let mut s = SessionState::implicit(server_session(t0), PID);
     let mut clock = ClusterClock::new();
     s.on_reply(&doc! {"ok": 1, "operationTime": ts(10, 1)}, &mut clock);
     assert_eq!(s.operation_time(), Some(ts(10, 1)), "tracked anyway");
@@ -334,7 +337,7 @@ fn start_transaction_errors_leave_the_session_unchanged() {
         snapshot: Some(true),
         ..Default::default()
     };
-    let mut s = SessionState::explicit(snapshot, server_session(Instant::now())).unwrap();
+    let mut s = SessionState::explicit(snapshot, server_session(Instant::now()), PID).unwrap();
     let e = s
         .start_transaction(None, &TransactionOptions::default())
         .unwrap_err();
@@ -577,7 +580,7 @@ fn snapshot_reads_fix_their_time_from_the_first_reply() {
         snapshot: Some(true),
         ..Default::default()
     };
-    let mut s = SessionState::explicit(snapshot, server_session(Instant::now())).unwrap();
+    let mut s = SessionState::explicit(snapshot, server_session(Instant::now()), PID).unwrap();
     let mut clock = ClusterClock::new();
     let first = decorated(&mut s, doc! {"find": "c"}, &ctx());
     assert_eq!(
@@ -600,7 +603,7 @@ fn snapshot_reads_fix_their_time_from_the_first_reply() {
         snapshot: Some(true),
         ..Default::default()
     };
-    let mut s = SessionState::explicit(snapshot, server_session(Instant::now())).unwrap();
+    let mut s = SessionState::explicit(snapshot, server_session(Instant::now()), PID).unwrap();
     s.on_reply(
         &doc! {"ok": 1, "values": [], "atClusterTime": ts(30, 0)},
         &mut clock,
@@ -618,7 +621,7 @@ fn snapshot_reads_need_mongodb_5() {
         snapshot: Some(true),
         ..Default::default()
     };
-    let mut s = SessionState::explicit(snapshot, server_session(Instant::now())).unwrap();
+    let mut s = SessionState::explicit(snapshot, server_session(Instant::now()), PID).unwrap();
     let c = CommandContext {
         max_wire_version: 12,
         ..ctx()
@@ -635,9 +638,9 @@ fn snapshot_reads_need_mongodb_5() {
 fn ended_sessions_refuse_everything_and_end_is_idempotent() {
     let t0 = Instant::now();
     let mut s = explicit(t0);
-    let returned = s.end().unwrap();
+    let returned = s.end(PID).unwrap();
     assert_eq!(returned.id, doc! {"id": "lsid-1"});
-    assert!(s.end().is_none());
+    assert!(s.end(PID).is_none());
     assert!(s.is_ended());
     let mut cmd = doc! {"find": "c"};
     assert!(s.decorate(&mut cmd, &ctx(), t0).is_err());
@@ -659,7 +662,7 @@ fn default_transaction_options_apply() {
         }),
         ..Default::default()
     };
-    let mut s = SessionState::explicit(options, server_session(Instant::now())).unwrap();
+    let mut s = SessionState::explicit(options, server_session(Instant::now()), PID).unwrap();
     s.start_transaction(None, &TransactionOptions::default())
         .unwrap();
     decorated(&mut s, doc! {"insert": "c"}, &ctx());
@@ -676,7 +679,7 @@ fn snapshot_session(snapshot_time: Option<Timestamp>) -> SessionState {
         snapshot_time,
         ..Default::default()
     };
-    SessionState::explicit(options, server_session(Instant::now())).unwrap()
+    SessionState::explicit(options, server_session(Instant::now()), PID).unwrap()
 }
 
 #[test]
@@ -721,7 +724,7 @@ fn a_given_snapshot_time_is_used_from_the_first_read() {
         snapshot_time: Some(ts(50, 1)),
         ..Default::default()
     };
-    let e = SessionState::explicit(options, server_session(Instant::now())).unwrap_err();
+    let e = SessionState::explicit(options, server_session(Instant::now()), PID).unwrap_err();
     assert!(e.to_string().contains("snapshotTime"));
 }
 
@@ -731,7 +734,7 @@ fn a_snapshot_read_takes_its_time_from_a_cursor_kept_as_bytes() {
         snapshot: Some(true),
         ..Default::default()
     };
-    let mut s = SessionState::explicit(snapshot, server_session(Instant::now())).unwrap();
+    let mut s = SessionState::explicit(snapshot, server_session(Instant::now()), PID).unwrap();
     let mut clock = ClusterClock::new();
     let reply = doc! {
         "cursor": {"firstBatch": [{"a": 1}], "id": 0_i64, "ns": "d.c", "atClusterTime": ts(20, 2)},

@@ -21,6 +21,7 @@ use super::classify::OperationShape;
 use super::clock::Clock;
 use super::finish::{finish, AttemptContext, Finished};
 use super::{ClientState, Inherited, SessionSlot, Target};
+use crate::fork::this_process;
 
 /// One operation's state across its attempts.
 pub(super) struct Run<'s> {
@@ -275,10 +276,11 @@ impl ClientState {
                     let pid = self.topology.process_id();
                     let server_session =
                         self.sessions
-                            .checkout_in_process(pid, self.time.now(), timeout);
-                    run.session = SessionSlot::Implicit(Box::new(
-                        SessionState::implicit_in_process(server_session, pid),
-                    ));
+                            .checkout(this_process(pid), self.time.now(), timeout);
+                    run.session = SessionSlot::Implicit(Box::new(SessionState::implicit(
+                        server_session,
+                        pid,
+                    )));
                 }
                 Ok(())
             }

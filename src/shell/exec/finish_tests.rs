@@ -59,6 +59,7 @@ fn session(now: Instant) -> SessionState {
     SessionState::explicit(
         SessionOptions::default(),
         ServerSession::new(doc! { "id": "lsid-1" }, now),
+        std::process::id(),
     )
     .expect("a session")
 }

@@ -37,6 +37,7 @@ use bson::Document;
 use crate::address::ServerAddress;
 use crate::deadline::Deadline;
 use crate::error::Result;
+use crate::fork::this_process;
 use crate::operation::{Operation, ServerInfo};
 use crate::options::{ReadConcern, WriteConcern};
 use crate::retry::{RetryPolicy, RetrySettings};
@@ -147,7 +148,7 @@ impl ClientState {
         let retry = RetryPolicy::new(RetrySettings::from_options(topology.options()));
         ClientState {
             topology,
-            sessions: SessionPool::new(fastrand::Rng::new()),
+            sessions: SessionPool::new(fastrand::Rng::new(), std::process::id()),
             clock: ClusterClock::default(),
             retry,
             time,
@@ -160,7 +161,9 @@ impl ClientState {
     /// without waiting for a reply), so a process that exits leaves none
     /// behind for the server to expire 30 minutes later.
     pub(crate) fn end_sessions(&mut self) {
-        let commands = self.sessions.drain_end_sessions_commands();
+        let commands = self
+            .sessions
+            .drain_end_sessions_commands(crate::fork::current_process());
         self.topology.send_and_forget("admin", commands);
     }
 
@@ -169,13 +172,13 @@ impl ClientState {
     pub(crate) fn check_in(&mut self, session: Option<Box<SessionState>>) {
         if let Some(mut session) = session {
             // The pid the operation's selection read (see
-            // SessionState::end_in_process for a stale one).
+            // SessionState::end for a stale one).
             let pid = self.topology.process_id();
-            if let Some(server_session) = session.end_in_process(pid) {
+            if let Some(server_session) = session.end(pid) {
                 let timeout = self.logical_session_timeout();
                 let now = self.time.now();
                 self.sessions
-                    .checkin_in_process(pid, server_session, now, timeout);
+                    .checkin(this_process(pid), server_session, now, timeout);
             }
         }
     }

@@ -11,6 +11,7 @@ use crate::session::SessionState;
 
 use super::attempt::Run;
 use super::{ClientState, SessionSlot, SocketOwner, Target};
+use crate::fork::this_process;
 
 impl ClientState {
     /// A session created before fork() and used in the child gets a server
@@ -25,7 +26,7 @@ impl ClientState {
         let timeout = self.logical_session_timeout();
         let fresh = self
             .sessions
-            .checkout_in_process(pid, self.time.now(), timeout);
+            .checkout(this_process(pid), self.time.now(), timeout);
         session.adopt_after_fork(fresh, pid)
     }
 

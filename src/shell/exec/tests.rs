@@ -167,13 +167,19 @@ mod steps {
             Namespace::new("db", "c"),
             crate::operation::test_support::raw(&doc! { "_id": 1 }),
             InsertOneOptions::default(),
+            &mut crate::new_object_id,
         )
         .expect("valid BSON")
     }
 
     fn session(id: &str, clock: &VirtualClock) -> SessionState {
         let server_session = ServerSession::new(doc! { "id": id }, clock.now());
-        SessionState::explicit(SessionOptions::default(), server_session).expect("a session")
+        SessionState::explicit(
+            SessionOptions::default(),
+            server_session,
+            std::process::id(),
+        )
+        .expect("a session")
     }
 
     fn in_transaction(id: &str, clock: &VirtualClock) -> SessionState {
