@@ -47,29 +47,7 @@ pub fn client_config(options: Option<&TlsOptions>) -> Result<Arc<ClientConfig>> 
     let default = TlsOptions::default();
     let options = options.unwrap_or(&default);
     let provider = provider();
-    let mut roots = RootCertStore::empty();
-    match &options.ca_file {
-        // A CA file replaces the default roots, as in the other drivers.
-        Some(path) => {
-            let certs = CertificateDer::pem_file_iter(path)
-                .map_err(|e| invalid(format!("tlsCAFile {path:?} cannot be read: {e}")))?;
-            for cert in certs {
-                let cert =
-                    cert.map_err(|e| invalid(format!("tlsCAFile {path:?} is not valid PEM: {e}")))?;
-                roots.add(cert).map_err(|e| {
-                    invalid(format!(
-                        "tlsCAFile {path:?} holds an unusable certificate: {e}"
-                    ))
-                })?;
-            }
-            if roots.is_empty() {
-                return Err(invalid(format!(
-                    "tlsCAFile {path:?} holds no PEM certificate"
-                )));
-            }
-        }
-        None => roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
-    }
+    let roots = root_store(options.ca_file.as_deref())?;
     let roots = Arc::new(roots);
     let insecure = options.insecure == Some(true);
     let any_certificate = insecure || options.allow_invalid_certificates == Some(true);
@@ -106,6 +84,34 @@ pub fn client_config(options: Option<&TlsOptions>) -> Result<Arc<ClientConfig>> 
         None => builder.with_no_client_auth(),
     };
     Ok(Arc::new(config))
+}
+
+/// The trusted roots: a CA file replaces the default (webpki) roots, as in
+/// the other drivers.
+fn root_store(ca_file: Option<&str>) -> Result<RootCertStore> {
+    let Some(path) = ca_file else {
+        let mut roots = RootCertStore::empty();
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        return Ok(roots);
+    };
+    let mut roots = RootCertStore::empty();
+    let certs = CertificateDer::pem_file_iter(path)
+        .map_err(|e| invalid(format!("tlsCAFile {path:?} cannot be read: {e}")))?;
+    for cert in certs {
+        let cert =
+            cert.map_err(|e| invalid(format!("tlsCAFile {path:?} is not valid PEM: {e}")))?;
+        roots.add(cert).map_err(|e| {
+            invalid(format!(
+                "tlsCAFile {path:?} holds an unusable certificate: {e}"
+            ))
+        })?;
+    }
+    if roots.is_empty() {
+        return Err(invalid(format!(
+            "tlsCAFile {path:?} holds no PEM certificate"
+        )));
+    }
+    Ok(roots)
 }
 
 fn certificate_and_key(
