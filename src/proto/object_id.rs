@@ -64,14 +64,7 @@ impl ObjectIdGenerator {
 pub(crate) mod tests {
     use super::*;
 
-    const PARENT: CurrentProcess = CurrentProcess {
-        id: 100,
-        fresh_seed: || 3,
-    };
-    const CHILD: CurrentProcess = CurrentProcess {
-        id: 101,
-        fresh_seed: || 6,
-    };
+    use crate::proto::process::test_processes::{CHILD, PARENT};
 
     /// A deterministic id source for the operations' tests: ObjectIds
     /// 0, 1, 2, ... in their counter bytes.

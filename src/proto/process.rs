@@ -43,6 +43,29 @@ impl ProcessWatch {
     }
 }
 
+/// Processes for the tests of fork-aware state: a parent, and two forked
+/// children each drawing its own seed.
+#[cfg(test)]
+pub(crate) mod test_processes {
+    use super::CurrentProcess;
+
+    /// The process the tests' state starts in.
+    pub(crate) const PARENT: CurrentProcess = CurrentProcess {
+        id: 1,
+        fresh_seed: || 11,
+    };
+    /// A forked child of [`PARENT`].
+    pub(crate) const CHILD: CurrentProcess = CurrentProcess {
+        id: 2,
+        fresh_seed: || 22,
+    };
+    /// Another forked child of [`PARENT`].
+    pub(crate) const SIBLING: CurrentProcess = CurrentProcess {
+        id: 3,
+        fresh_seed: || 33,
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -246,20 +246,7 @@ impl SessionPool {
 mod tests {
     use super::*;
 
-    /// The process the tests' pools run in.
-    const HERE: CurrentProcess = CurrentProcess {
-        id: 1,
-        fresh_seed: || 11,
-    };
-    /// A forked child of [`HERE`] and its sibling, each drawing its own seed.
-    const CHILD: CurrentProcess = CurrentProcess {
-        id: 2,
-        fresh_seed: || 22,
-    };
-    const SIBLING: CurrentProcess = CurrentProcess {
-        id: 3,
-        fresh_seed: || 33,
-    };
+    use crate::proto::process::test_processes::{CHILD, PARENT as HERE, SIBLING};
 
     fn in_process(pid: u32) -> CurrentProcess {
         CurrentProcess {
