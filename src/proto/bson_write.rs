@@ -54,14 +54,14 @@ fn write_array(items: &[Bson], out: &mut Vec<u8>, depth: usize) -> Result<(), Wr
 }
 
 /// Reserves the length of a document; returns where it starts.
-fn begin(out: &mut Vec<u8>) -> usize {
+pub(crate) fn begin(out: &mut Vec<u8>) -> usize {
     let start = out.len();
     out.extend_from_slice(&[0; 4]);
     start
 }
 
 /// Terminates the document begun at `start` and fills in its length.
-fn end(out: &mut Vec<u8>, start: usize) -> Result<(), WriteError> {
+pub(crate) fn end(out: &mut Vec<u8>, start: usize) -> Result<(), WriteError> {
     out.push(0);
     let length = i32::try_from(out.len() - start)
         .map_err(|_| WriteError::Invalid("document exceeds 2 GiB".into()))?;
@@ -69,7 +69,9 @@ fn end(out: &mut Vec<u8>, start: usize) -> Result<(), WriteError> {
     Ok(())
 }
 
-fn write_element(
+/// Appends one element of a document at nesting level `depth` (the
+/// outermost document is level 1).
+pub(crate) fn write_element(
     key: &str,
     value: &Bson,
     out: &mut Vec<u8>,

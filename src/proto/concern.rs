@@ -12,6 +12,7 @@
 
 use bson::{Bson, Document};
 
+use crate::command_draft::CommandDraft;
 use crate::options::WriteConcern;
 use crate::session::transaction::{read_concern_document, write_concern_document};
 
@@ -51,7 +52,7 @@ impl Takes {
 /// runCommand) is kept; a session's extra field joins it. The same rule
 /// runs with and without a session.
 pub(crate) fn attach_concerns(
-    body: &mut Document,
+    body: &mut CommandDraft,
     takes: Takes,
     read_level: Option<&str>,
     write_concern: Option<&WriteConcern>,
@@ -73,7 +74,11 @@ pub(crate) fn attach_concerns(
         }
         return;
     }
-    if let Ok(given) = body.get_document_mut("readConcern") {
+    if read_level.is_none() && read_extra.is_none() {
+        // Nothing to send, nothing to merge into a given one.
+        return;
+    }
+    if let Some(given) = body.get_document_mut("readConcern") {
         if let Some((key, value)) = read_extra {
             if !given.contains_key(key) {
                 given.insert(key, value);
@@ -201,10 +206,11 @@ mod tests {
     #[test]
     fn attach_keeps_a_given_concern_and_adds_nothing_a_command_does_not_take() {
         let wc = WriteConcern::majority();
-        let attach = |mut body: Document, name: &str, extra| {
+        let attach = |body: Document, name: &str, extra| {
             let takes = Takes::of(name, &body);
-            attach_concerns(&mut body, takes, Some("majority"), Some(&wc), extra);
-            body
+            let mut draft = CommandDraft::new(body);
+            attach_concerns(&mut draft, takes, Some("majority"), Some(&wc), extra);
+            draft.into_document()
         };
         assert_eq!(
             attach(doc! { "find": "c" }, "find", None),

@@ -7,6 +7,7 @@ pub mod address;
 pub mod auth;
 pub(crate) mod bson_write;
 pub mod coll_options;
+pub(crate) mod command_draft;
 pub(crate) mod concern;
 pub(crate) mod deadline;
 pub(crate) mod encode;

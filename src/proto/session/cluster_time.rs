@@ -7,6 +7,8 @@
 
 use bson::{Bson, Document, Timestamp};
 
+use crate::command_draft::CommandDraft;
+
 /// The lowest wire version that understands `$clusterTime` (MongoDB 3.6).
 pub const MIN_CLUSTER_TIME_WIRE_VERSION: i32 = 6;
 
@@ -130,14 +132,16 @@ impl ClusterClock {
     /// Adds `$clusterTime` to an outgoing command when there is one to send
     /// and the server (`max_wire_version`) understands it.
     pub fn attach(&self, command: &mut Document, max_wire_version: i32) {
-        attach_cluster_time(command, self.current(), max_wire_version);
+        let mut draft = CommandDraft::new(std::mem::take(command));
+        attach_cluster_time(&mut draft, self.current(), max_wire_version);
+        *command = draft.into_document();
     }
 }
 
 /// Adds `$clusterTime: time` to `command` when there is a time and the server
 /// supports it.
 pub(crate) fn attach_cluster_time(
-    command: &mut Document,
+    command: &mut CommandDraft,
     time: Option<&ClusterTime>,
     max_wire_version: i32,
 ) {

@@ -47,6 +47,7 @@ pub use transaction::{
     AbortCommand, FailedCommand, Pin, Transaction, TransactionOptions, TransactionState,
 };
 
+use crate::command_draft::CommandDraft;
 use crate::error::{Error, Result};
 use crate::options::{ReadConcern, WriteConcern};
 use crate::read_preference::ReadPreference;
@@ -510,18 +511,31 @@ impl SessionState {
         ctx: &CommandContext<'_>,
         now: Instant,
     ) -> Result<()> {
+        let mut draft = CommandDraft::new(std::mem::take(command));
+        let decorated = self.decorate_draft(&mut draft, ctx, now);
+        *command = draft.into_document();
+        decorated
+    }
+
+    /// [`Self::decorate`] on a command on its way to the wire (the one
+    /// path the executor takes).
+    pub(crate) fn decorate_draft(
+        &mut self,
+        command: &mut CommandDraft,
+        ctx: &CommandContext<'_>,
+        now: Instant,
+    ) -> Result<()> {
         if self.is_ended() {
             return Err(Error::client(ENDED));
         }
-        let name = command.keys().next().cloned().unwrap_or_default();
+        let name = command.first_key().unwrap_or_default();
         let finishing = name == "commitTransaction" || name == "abortTransaction";
+        let follow_up = matches!(name, "getMore" | "killCursors");
         let in_transaction = finishing || self.transaction.state().is_active();
         // The snapshot read concern goes on every command of a snapshot
         // session, writes included, so that the server rejects what a
         // snapshot cannot serve; cursor follow-ups inherit the cursor's.
-        let snapshot_read = !in_transaction
-            && self.is_snapshot()
-            && !matches!(name.as_str(), "getMore" | "killCursors");
+        let snapshot_read = !in_transaction && self.is_snapshot() && !follow_up;
         if snapshot_read && ctx.max_wire_version < MIN_SNAPSHOT_WIRE_VERSION {
             return Err(Error::client("Snapshot reads require MongoDB 5.0 or later"));
         }

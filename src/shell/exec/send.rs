@@ -67,7 +67,7 @@ impl ClientState {
         if let Some(command) = finished.event_command.take() {
             self.topology.publish_command_event(&CommandEvent::Started {
                 command,
-                database_name: finished.target_db.clone(),
+                database_name: finished.target_db().to_string(),
                 command_name: finished.event_name.to_string(),
                 request_id,
                 connection: connection_info.clone(),
@@ -104,7 +104,7 @@ impl ClientState {
         let connection = self.topology.connection_mut(address).ok_or_else(|| {
             Error::network_message(Some(address.clone()), "the server's socket is gone")
         })?;
-        let reply = connection.send_msg_reply(request_id, &finished.msg, socket_timeout)?;
+        let reply = connection.send_msg_reply(request_id, &finished.parts(), socket_timeout)?;
         Ok(if finished.unacknowledged() {
             Reply::from_document(bson::doc! { "ok": 1 })
         } else {
