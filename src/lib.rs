@@ -88,7 +88,7 @@ pub use proto::{
 
 use proto::{
     bson_write, command_draft, concern, deadline, encode, handshake, log_json, monitor, nesting,
-    scan, tls, unsupported, wire,
+    raw_walk, scan, tls, unsupported, wire,
 };
 use shell::{conn, dns, exec, fork, topology};
 

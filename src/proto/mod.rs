@@ -19,6 +19,7 @@ pub(crate) mod nesting;
 pub mod object_id;
 pub mod operation;
 pub mod options;
+pub(crate) mod raw_walk;
 pub mod read_preference;
 pub mod reply;
 pub mod results;

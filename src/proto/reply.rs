@@ -28,7 +28,9 @@ use std::collections::VecDeque;
 use std::ops::Range;
 
 use bson::spec::ElementType;
-use bson::{Bson, Document, RawArray, RawBsonRef, RawDocument};
+use bson::{Bson, Document, RawDocument};
+
+use crate::raw_walk::{self, Element};
 
 use crate::error::{Error, Result};
 
@@ -115,28 +117,21 @@ impl Reply {
         let mut document = Document::new();
         let mut batch = None;
         let mut cursor_place = None;
-        for (index, element) in raw.into_iter().enumerate() {
-            let (key, value) = element.map_err(|e| e.to_string())?;
-            let value = match value {
-                RawBsonRef::Document(cursor) if key == "cursor" && cursor_place.is_none() => {
-                    match raw_cursor_batch(cursor, &bytes)? {
-                        Some((found, head)) => {
-                            let start =
-                                cursor.as_bytes().as_ptr() as usize - bytes.as_ptr() as usize;
-                            cursor_place = Some(CursorPlace {
-                                span: start..start + cursor.as_bytes().len(),
-                                index,
-                                head,
-                            });
-                            batch = Some(found);
-                            continue;
-                        }
-                        None => crate::wire::owned_value(value).map_err(|e| e.to_string())?,
-                    }
+        for (index, element) in raw_walk::elements(whole)?.enumerate() {
+            let element = element?;
+            if let (Some(cursor), "cursor", None) = (element.as_document(), element.key, &batch) {
+                if let Some((found, head)) = raw_cursor_batch(cursor, &bytes)? {
+                    let start = cursor.as_ptr() as usize - bytes.as_ptr() as usize;
+                    cursor_place = Some(CursorPlace {
+                        span: start..start + cursor.len(),
+                        index,
+                        head,
+                    });
+                    batch = Some(found);
+                    continue;
                 }
-                other => crate::wire::owned_value(other).map_err(|e| e.to_string())?,
-            };
-            document.insert(key, value);
+            }
+            document.insert(element.key, element.to_bson()?);
         }
         let batch = batch.map(|(key, spans)| RawBatch { bytes, spans, key });
         Ok(Reply {
@@ -303,63 +298,74 @@ pub fn is_ok(reply: &Document) -> bool {
 /// the reply, as when it was converted whole.
 #[allow(clippy::type_complexity)]
 fn raw_cursor_batch(
-    cursor: &RawDocument,
+    cursor: &[u8],
     message: &[u8],
 ) -> std::result::Result<Option<((&'static str, VecDeque<Range<usize>>), CursorHead)>, String> {
     let mut batch = None;
     let mut head = CursorHead::default();
-    for element in cursor {
-        let (key, value) = element.map_err(|e| e.to_string())?;
-        note_head_field(&mut head, key, value, message);
-        let batch_key = BATCH_KEYS.iter().find(|batch_key| **batch_key == key);
-        match (value, batch_key) {
+    for element in raw_walk::elements(cursor)? {
+        let element = element?;
+        note_head_field(&mut head, &element, message)?;
+        let batch_key = BATCH_KEYS
+            .iter()
+            .find(|batch_key| **batch_key == element.key);
+        match (element.as_array(), batch_key) {
             // A second batch (repeated or both keys): converted whole.
             (_, Some(_)) if batch.is_some() => return Ok(None),
-            (RawBsonRef::Array(array), Some(batch_key)) => match document_spans(array, message)? {
+            (Some(array), Some(batch_key)) => match document_spans(array, message)? {
                 Some(spans) => batch = Some((*batch_key, spans)),
                 None => return Ok(None),
             },
-            (nested @ (RawBsonRef::Document(_) | RawBsonRef::Array(_)), _) => {
-                crate::wire::owned_value(nested).map_err(|e| e.to_string())?;
+            // Read (and so checked) already.
+            _ if matches!(element.key, "id" | "ns") => {}
+            _ => {
+                element.to_bson()?;
             }
-            _ => {}
         }
     }
     Ok(batch.map(|batch| (batch, head)))
 }
 
-fn note_head_field(head: &mut CursorHead, key: &str, value: RawBsonRef<'_>, message: &[u8]) {
-    match (key, value) {
-        ("id", RawBsonRef::Int64(id)) => head.id = Some(Ok(id)),
-        ("id", RawBsonRef::Int32(id)) => head.id = Some(Ok(i64::from(id))),
-        ("id", other) => head.id = Some(Err(other.element_type())),
-        ("ns", RawBsonRef::String(ns)) => head.ns = Some(Ok(ns.to_string())),
-        ("ns", other) => head.ns = Some(Err(other.element_type())),
-        ("postBatchResumeToken", RawBsonRef::Document(token)) => {
-            let start = token.as_bytes().as_ptr() as usize - message.as_ptr() as usize;
-            head.token = Some(start..start + token.as_bytes().len());
+fn note_head_field(
+    head: &mut CursorHead,
+    element: &Element<'_>,
+    message: &[u8],
+) -> std::result::Result<(), String> {
+    let wrong_type = || element.element_type().unwrap_or(ElementType::Undefined);
+    match element.key {
+        "id" => head.id = Some(element.as_i64().ok_or_else(wrong_type)),
+        "ns" => {
+            head.ns = Some(match element.as_str() {
+                Some(ns) => Ok(ns?.to_string()),
+                None => Err(wrong_type()),
+            })
         }
-        ("postBatchResumeToken", _) => head.token = None,
+        "postBatchResumeToken" => {
+            head.token = element.as_document().map(|token| {
+                let start = token.as_ptr() as usize - message.as_ptr() as usize;
+                start..start + token.len()
+            });
+        }
         _ => {}
     }
+    Ok(())
 }
 
 /// The span in `message` of each document of `array`, or `None` when an
 /// element is not a document.
 fn document_spans(
-    array: &RawArray,
+    array: &[u8],
     message: &[u8],
 ) -> std::result::Result<Option<VecDeque<Range<usize>>>, String> {
     let base = message.as_ptr() as usize;
     let mut spans = VecDeque::new();
-    for item in array {
-        match item.map_err(|e| e.to_string())? {
-            RawBsonRef::Document(document) => {
-                let bytes = document.as_bytes();
-                let start = bytes.as_ptr() as usize - base;
-                spans.push_back(start..start + bytes.len());
+    for item in raw_walk::elements(array)? {
+        match item?.as_document() {
+            Some(document) => {
+                let start = document.as_ptr() as usize - base;
+                spans.push_back(start..start + document.len());
             }
-            _ => return Ok(None),
+            None => return Ok(None),
         }
     }
     Ok(Some(spans))
