@@ -53,6 +53,48 @@ fn write_array(items: &[Bson], out: &mut Vec<u8>, depth: usize) -> Result<(), Wr
     end(out, start)
 }
 
+/// A document written field by field, straight into its bytes (an
+/// operation's command body), each value checked as [`write_document`]
+/// checks it.
+pub(crate) struct DocumentWriter {
+    out: Vec<u8>,
+}
+
+impl DocumentWriter {
+    /// An empty document, with room for `capacity` bytes.
+    pub(crate) fn with_capacity(capacity: usize) -> Self {
+        let mut out = Vec::with_capacity(capacity);
+        begin(&mut out);
+        DocumentWriter { out }
+    }
+
+    /// Appends `key: value`.
+    pub(crate) fn value(&mut self, key: &str, value: &Bson) -> Result<(), WriteError> {
+        write_element(key, value, &mut self.out, 1)
+    }
+
+    /// Appends `key: value` for a string, without a `Bson` of it.
+    pub(crate) fn string(&mut self, key: &str, value: &str) -> Result<(), WriteError> {
+        self.out.push(bson::spec::ElementType::String as u8);
+        cstring(key, &mut self.out, "key")?;
+        string(value, &mut self.out)
+    }
+
+    /// Appends `key: value` for a document, without a `Bson` of it.
+    pub(crate) fn document(&mut self, key: &str, value: &Document) -> Result<(), WriteError> {
+        self.out
+            .push(bson::spec::ElementType::EmbeddedDocument as u8);
+        cstring(key, &mut self.out, "key")?;
+        write_nested(value, &mut self.out, 2)
+    }
+
+    /// The finished document's bytes.
+    pub(crate) fn finish(mut self) -> Result<Vec<u8>, WriteError> {
+        end(&mut self.out, 0)?;
+        Ok(self.out)
+    }
+}
+
 /// Reserves the length of a document; returns where it starts.
 pub(crate) fn begin(out: &mut Vec<u8>) -> usize {
     let start = out.len();

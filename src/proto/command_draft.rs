@@ -17,62 +17,84 @@
 //! replaced in its place, a new one goes after the body's fields, in the
 //! order added. A `Document` of the whole command is made only for whoever
 //! asks ([`CommandDraft::to_document`]: the command event's copy, tests).
+//! The body itself may be BSON bytes already ([`CommandBody::Raw`], what
+//! `find` writes): its elements are then copied as they are, and looked up
+//! by key in place.
+
+use std::borrow::Cow;
 
 use bson::{Bson, Document};
 
 use crate::bson_write::{self, WriteError};
+use crate::operation::CommandBody;
 
 /// The body an operation built and the fields added to it since.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) struct CommandDraft {
-    body: Document,
+    body: CommandBody,
     /// Distinct keys, in the order first added.
     added: Vec<(&'static str, Bson)>,
 }
 
 impl CommandDraft {
     /// A draft of `body` with nothing added yet.
-    pub(crate) fn new(body: Document) -> Self {
+    pub(crate) fn new(body: impl Into<CommandBody>) -> Self {
         CommandDraft {
-            body,
+            body: body.into(),
             // The usual decoration (lsid, concerns, $clusterTime, $db) fits.
             added: Vec::with_capacity(4),
         }
     }
 
     /// The body as the operation built it (added fields not included).
-    pub(crate) fn body(&self) -> &Document {
+    pub(crate) fn body(&self) -> &CommandBody {
         &self.body
     }
 
     /// The command's first key: its name.
     pub(crate) fn first_key(&self) -> Option<&str> {
-        match self.body.keys().next() {
+        match self.body.first_key() {
             Some(key) => Some(key),
             None => self.added.first().map(|(key, _)| *key),
         }
     }
 
-    /// The value of `key` in the command as it stands.
-    pub(crate) fn get(&self, key: &str) -> Option<&Bson> {
-        match self.added.iter().find(|(added, _)| *added == key) {
-            Some((_, value)) => Some(value),
-            None => self.body.get(key),
+    /// The value of `key` in the command as it stands (a value of a body
+    /// kept as bytes is converted).
+    pub(crate) fn get(&self, key: &str) -> Option<Cow<'_, Bson>> {
+        if let Some((_, value)) = self.added.iter().find(|(added, _)| *added == key) {
+            return Some(Cow::Borrowed(value));
+        }
+        match &self.body {
+            CommandBody::Document(document) => document.get(key).map(Cow::Borrowed),
+            CommandBody::Raw(raw) => crate::raw_walk::find(raw.as_bytes(), key)
+                .and_then(|element| element.to_bson().ok())
+                .map(Cow::Owned),
         }
     }
 
     /// Whether the command as it stands has `key`.
     pub(crate) fn contains_key(&self, key: &str) -> bool {
-        self.get(key).is_some()
+        self.added.iter().any(|(added, _)| *added == key) || self.body.contains_key(key)
     }
 
     /// The document at `key`, to change in place; `None` when absent or
-    /// not a document.
+    /// not a document. A body kept as bytes that has `key` becomes a
+    /// `Document` first (a caller's own `readConcern`, which a session
+    /// extends: rare).
     pub(crate) fn get_document_mut(&mut self, key: &str) -> Option<&mut Document> {
-        match self.added.iter_mut().find(|(added, _)| *added == key) {
-            Some((_, Bson::Document(document))) => Some(document),
-            Some(_) => None,
-            None => self.body.get_document_mut(key).ok(),
+        if let Some(i) = self.added.iter().position(|(added, _)| *added == key) {
+            return match &mut self.added[i].1 {
+                Bson::Document(document) => Some(document),
+                _ => None,
+            };
+        }
+        if matches!(self.body, CommandBody::Raw(_)) && self.body.contains_key(key) {
+            self.body = CommandBody::Document(self.body.to_document().ok()?);
+        }
+        match &mut self.body {
+            CommandBody::Document(document) => document.get_document_mut(key).ok(),
+            CommandBody::Raw(_) => None,
         }
     }
 
@@ -86,26 +108,41 @@ impl CommandDraft {
     }
 
     /// Appends the whole command to `out` as one BSON document; the body's
-    /// documents are checked for depth and validity as they are written.
+    /// documents are checked for depth and validity as they are written
+    /// (a body kept as bytes was checked when it was written).
     pub(crate) fn write(&self, out: &mut Vec<u8>) -> Result<(), WriteError> {
         let start = bson_write::begin(out);
         // Which added fields took the place of a body field (bit i: the
         // i-th added); past 64 the body is asked instead.
         let mut replaced = 0u64;
-        for (key, value) in &self.body {
-            let value = match self.added.iter().position(|(added, _)| *added == key) {
-                Some(i) => {
-                    replaced |= 1u64.checked_shl(i as u32).unwrap_or(0);
-                    &self.added[i].1
+        let mut replacement = |key: &str| {
+            let i = self.added.iter().position(|(added, _)| *added == key)?;
+            replaced |= 1u64.checked_shl(i as u32).unwrap_or(0);
+            Some(&self.added[i].1)
+        };
+        match &self.body {
+            CommandBody::Document(document) => {
+                for (key, value) in document {
+                    let value = replacement(key).unwrap_or(value);
+                    bson_write::write_element(key, value, out, 1)?;
                 }
-                None => value,
-            };
-            bson_write::write_element(key, value, out, 1)?;
+            }
+            CommandBody::Raw(raw) => {
+                let elements =
+                    crate::raw_walk::elements(raw.as_bytes()).map_err(WriteError::Invalid)?;
+                for element in elements {
+                    let element = element.map_err(WriteError::Invalid)?;
+                    match replacement(element.key) {
+                        Some(value) => bson_write::write_element(element.key, value, out, 1)?,
+                        None => out.extend_from_slice(element.bytes),
+                    }
+                }
+            }
         }
         for (i, (key, value)) in self.added.iter().enumerate() {
             let in_body = match 1u64.checked_shl(i as u32) {
                 Some(bit) => replaced & bit != 0,
-                None => self.body.contains_key(*key),
+                None => self.body.contains_key(key),
             };
             if !in_body {
                 bson_write::write_element(key, value, out, 1)?;
@@ -114,14 +151,23 @@ impl CommandDraft {
         bson_write::end(out, start)
     }
 
-    /// The whole command as a `Document`.
+    /// The whole command as a `Document` (a body kept as bytes that does
+    /// not convert, which the driver's own writer never makes, shows as
+    /// its added fields alone).
     pub(crate) fn to_document(&self) -> Document {
-        self.clone().into_document()
+        let mut document = self.body.to_document().unwrap_or_default();
+        for (key, value) in &self.added {
+            document.insert(*key, value.clone());
+        }
+        document
     }
 
     /// The whole command as a `Document`, consuming the draft.
     pub(crate) fn into_document(self) -> Document {
-        let mut document = self.body;
+        let mut document = match self.body {
+            CommandBody::Document(document) => document,
+            raw => raw.to_document().unwrap_or_default(),
+        };
         for (key, value) in self.added {
             document.insert(key, value);
         }
@@ -159,7 +205,7 @@ mod tests {
         };
         assert_eq!(draft.to_document(), expected);
         assert_eq!(written(&draft), bytes(&expected));
-        assert_eq!(draft.get("$db"), Some(&Bson::from("db")));
+        assert_eq!(draft.get("$db").as_deref(), Some(&Bson::from("db")));
         assert_eq!(draft.first_key(), Some("find"));
     }
 
@@ -179,6 +225,38 @@ mod tests {
         let expected = doc! {
             "count": "c", "readConcern": { "level": "x", "afterClusterTime": 1 },
             "writeConcern": { "w": 1, "j": true },
+        };
+        assert_eq!(written(&draft), bytes(&expected));
+        assert_eq!(draft.into_document(), expected);
+    }
+
+    #[test]
+    fn a_body_of_bytes_follows_the_same_rules() {
+        let body = doc! { "find": "c", "$db": "user", "readConcern": { "level": "x" } };
+        let raw = bson::RawDocumentBuf::from_document(&body).expect("encodes");
+        let mut draft = CommandDraft::new(raw);
+        assert_eq!(draft.first_key(), Some("find"));
+        assert!(draft.contains_key("$db") && !draft.contains_key("lsid"));
+        draft.insert("lsid", doc! { "id": 1 });
+        draft.insert("$db", "db");
+        assert_eq!(draft.get("$db").as_deref(), Some(&Bson::from("db")));
+        assert_eq!(
+            draft.get("readConcern").as_deref(),
+            Some(&Bson::Document(doc! { "level": "x" }))
+        );
+        let expected = doc! {
+            "find": "c", "$db": "db", "readConcern": { "level": "x" }, "lsid": { "id": 1 },
+        };
+        assert_eq!(written(&draft), bytes(&expected));
+        assert_eq!(draft.to_document(), expected);
+        // Changing a document of the bytes in place turns them into a Document.
+        draft
+            .get_document_mut("readConcern")
+            .expect("the body's")
+            .insert("afterClusterTime", 1);
+        let expected = doc! {
+            "find": "c", "$db": "db", "readConcern": { "level": "x", "afterClusterTime": 1 },
+            "lsid": { "id": 1 },
         };
         assert_eq!(written(&draft), bytes(&expected));
         assert_eq!(draft.into_document(), expected);

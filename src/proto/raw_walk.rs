@@ -19,6 +19,8 @@ pub(crate) struct Element<'a> {
     pub(crate) kind: u8,
     pub(crate) key: &'a str,
     pub(crate) value: &'a [u8],
+    /// The whole element: type, key and value.
+    pub(crate) bytes: &'a [u8],
 }
 
 /// The elements of one document, in order.
@@ -51,6 +53,41 @@ pub(crate) fn elements(document: &[u8]) -> Result<Elements<'_>, String> {
     })
 }
 
+/// The last element of `document` named `key` (the one a `Document` would
+/// keep), found without reading the other keys as text; `None` when there
+/// is none or the bytes do not frame.
+pub(crate) fn find<'a>(document: &'a [u8], key: &str) -> Option<Element<'a>> {
+    let mut walk = elements(document).ok()?;
+    let mut found = None;
+    while walk.at < walk.end {
+        let inside = &walk.bytes[..walk.end];
+        let key_start = walk.at + 1;
+        let key_length = inside[key_start..].iter().position(|byte| *byte == 0)?;
+        let value_start = key_start + key_length + 1;
+        let value_length = value_length(inside[walk.at], &inside[value_start..]).ok()?;
+        if &inside[key_start..value_start - 1] == key.as_bytes() {
+            found = Some(Element {
+                kind: inside[walk.at],
+                key: std::str::from_utf8(&inside[key_start..value_start - 1]).ok()?,
+                value: &inside[value_start..value_start + value_length],
+                bytes: &inside[walk.at..value_start + value_length],
+            });
+        }
+        walk.at = value_start + value_length;
+    }
+    found
+}
+
+/// The first key of `document`, read without walking further.
+pub(crate) fn first_key(document: &[u8]) -> Option<&str> {
+    let inside = &document[..document.len().checked_sub(1)?];
+    if inside.len() <= 5 {
+        return None;
+    }
+    let key_length = inside[5..].iter().position(|byte| *byte == 0)?;
+    std::str::from_utf8(&inside[5..5 + key_length]).ok()
+}
+
 impl<'a> Iterator for Elements<'a> {
     type Item = Result<Element<'a>, String>;
 
@@ -67,7 +104,8 @@ impl<'a> Iterator for Elements<'a> {
 impl<'a> Elements<'a> {
     fn frame(&mut self) -> Result<Element<'a>, String> {
         let inside = &self.bytes[..self.end];
-        let kind = inside[self.at];
+        let start = self.at;
+        let kind = inside[start];
         let key_start = self.at + 1;
         let key_length = inside[key_start..]
             .iter()
@@ -83,6 +121,7 @@ impl<'a> Elements<'a> {
             kind,
             key,
             value: &inside[value_start..self.at],
+            bytes: &inside[start..self.at],
         })
     }
 }
@@ -208,7 +247,7 @@ impl<'a> Element<'a> {
     }
 
     /// The value as a `Bson`, every byte checked.
-    pub(crate) fn to_bson(&self) -> Result<Bson, String> {
+    pub(crate) fn to_bson(self) -> Result<Bson, String> {
         let value = self.value;
         Ok(match self.kind {
             0x01 => Bson::Double(f64::from_le_bytes(read_8(value))),

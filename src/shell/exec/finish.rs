@@ -22,7 +22,7 @@ use crate::command_draft::CommandDraft;
 use crate::concern::{attach_concerns, Takes};
 use crate::deadline::Deadline;
 use crate::error::Result;
-use crate::event::command::is_sensitive;
+use crate::event::command::is_sensitive_body;
 use crate::operation::Command;
 use crate::options::{ReadConcern, ServerApi, WriteConcern};
 use crate::session::cluster_time::{attach_cluster_time, ClusterTime};
@@ -95,10 +95,10 @@ impl Finished {
 
     /// The database the command runs on (its `$db`).
     pub(crate) fn target_db(&self) -> &str {
-        self.command
-            .get("$db")
-            .and_then(bson::Bson::as_str)
-            .unwrap_or_default()
+        match self.command.get("$db") {
+            Some(std::borrow::Cow::Borrowed(bson::Bson::String(db))) => db,
+            _ => "",
+        }
     }
 }
 
@@ -161,7 +161,7 @@ fn seal(
         Some(first) if first != name => std::borrow::Cow::Owned(first.to_string()),
         _ => std::borrow::Cow::Borrowed(name),
     };
-    let sensitive = is_sensitive(&event_name, command.body());
+    let sensitive = is_sensitive_body(&event_name, command.body());
     let flags = if write_concern_unacknowledged(&command) {
         MsgFlags::MORE_TO_COME
     } else {
@@ -222,7 +222,7 @@ fn sends_max_time(name: &str) -> bool {
 }
 
 fn write_concern_unacknowledged(command: &CommandDraft) -> bool {
-    match command.get("writeConcern") {
+    match command.get("writeConcern").as_deref() {
         Some(bson::Bson::Document(wc)) => matches!(
             wc.get("w"),
             Some(bson::Bson::Int32(0)) | Some(bson::Bson::Int64(0))
