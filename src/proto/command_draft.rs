@@ -132,8 +132,9 @@ impl CommandDraft {
                     crate::raw_walk::elements(raw.as_bytes()).map_err(WriteError::Invalid)?;
                 for element in elements {
                     let element = element.map_err(WriteError::Invalid)?;
-                    match replacement(element.key) {
-                        Some(value) => bson_write::write_element(element.key, value, out, 1)?,
+                    let key = element.key().map_err(WriteError::Invalid)?;
+                    match replacement(key) {
+                        Some(value) => bson_write::write_element(key, value, out, 1)?,
                         None => out.extend_from_slice(element.bytes),
                     }
                 }

@@ -17,7 +17,9 @@ use bson::{Bson, RawDocument, Timestamp};
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Element<'a> {
     pub(crate) kind: u8,
-    pub(crate) key: &'a str,
+    /// The key's bytes: read as text only when wanted ([`Element::key`]),
+    /// since comparing bytes is enough to find a field.
+    pub(crate) key_bytes: &'a [u8],
     pub(crate) value: &'a [u8],
     /// The whole element: type, key and value.
     pub(crate) bytes: &'a [u8],
@@ -38,7 +40,7 @@ const ARRAY: u8 = 0x04;
 /// The elements of `document` (its whole bytes: length, elements, NUL);
 /// an error when the length or the terminator is wrong.
 pub(crate) fn elements(document: &[u8]) -> Result<Elements<'_>, String> {
-    let length = read_i32(document, 0)?;
+    let length = read_i32(document)?;
     if length < 5 || length as usize != document.len() || document[document.len() - 1] != 0 {
         return Err(format!(
             "a document of {} bytes says it has {length} or lacks its terminator",
@@ -68,7 +70,7 @@ pub(crate) fn find<'a>(document: &'a [u8], key: &str) -> Option<Element<'a>> {
         if &inside[key_start..value_start - 1] == key.as_bytes() {
             found = Some(Element {
                 kind: inside[walk.at],
-                key: std::str::from_utf8(&inside[key_start..value_start - 1]).ok()?,
+                key_bytes: &inside[key_start..value_start - 1],
                 value: &inside[value_start..value_start + value_length],
                 bytes: &inside[walk.at..value_start + value_length],
             });
@@ -111,23 +113,28 @@ impl<'a> Elements<'a> {
             .iter()
             .position(|byte| *byte == 0)
             .ok_or("an element's key runs past its document")?;
-        let key = std::str::from_utf8(&inside[key_start..key_start + key_length])
-            .map_err(|_| "an element's key is not UTF-8".to_string())?;
+        let key_bytes = &inside[key_start..key_start + key_length];
         let value_start = key_start + key_length + 1;
-        let value_length = value_length(kind, &inside[value_start..])
-            .map_err(|reason| format!("element {key:?}: {reason}"))?;
+        let value_length = value_length(kind, &inside[value_start..]).map_err(|reason| {
+            format!("element {:?}: {reason}", String::from_utf8_lossy(key_bytes))
+        })?;
         self.at = value_start + value_length;
         Ok(Element {
             kind,
-            key,
+            key_bytes,
             value: &inside[value_start..self.at],
             bytes: &inside[start..self.at],
         })
     }
 }
 
+/// Why an element does not frame (a static text: this runs for every
+/// element, and the error path must cost nothing until taken).
+type Framing = &'static str;
+
 /// How many bytes a value of type `kind` takes at the start of `rest`.
-fn value_length(kind: u8, rest: &[u8]) -> Result<usize, String> {
+#[inline]
+fn value_length(kind: u8, rest: &[u8]) -> Result<usize, Framing> {
     let length = match kind {
         0x06 | 0x0A | 0x7F | 0xFF => 0,
         0x08 => 1,
@@ -138,67 +145,63 @@ fn value_length(kind: u8, rest: &[u8]) -> Result<usize, String> {
         0x02 | 0x0D | 0x0E => string_length(rest)?,
         DOCUMENT | ARRAY => {
             let length = positive_length(rest, 5)?;
-            if rest.get(length - 1) != Some(&0) {
-                return Err("an embedded document lacks its terminator".into());
+            if rest[length - 1] != 0 {
+                return Err("an embedded document lacks its terminator");
             }
             length
         }
-        0x05 => 5 + usize::try_from(read_i32(rest, 0)?).map_err(|_| "a negative length")?,
+        0x05 => 5 + usize::try_from(read_i32(rest)?).map_err(|_| "a negative binary length")?,
         0x0B => {
             let pattern = cstring_length(rest)?;
             pattern + cstring_length(&rest[pattern..])?
         }
         0x0C => string_length(rest)? + 12,
         0x0F => positive_length(rest, 14)?,
-        other => return Err(format!("unknown element type {other:#04x}")),
+        _ => return Err("an unknown element type"),
     };
     if length > rest.len() {
-        return Err(format!(
-            "a value of {length} bytes runs past its document ({} left)",
-            rest.len()
-        ));
+        return Err("a value runs past its document");
     }
     Ok(length)
 }
 
 /// A BSON string: its length, the bytes and a NUL.
-fn string_length(rest: &[u8]) -> Result<usize, String> {
-    let declared = read_i32(rest, 0)?;
+#[inline]
+fn string_length(rest: &[u8]) -> Result<usize, Framing> {
+    let declared = read_i32(rest)?;
     let length = usize::try_from(declared)
         .ok()
         .filter(|n| *n >= 1 && *n <= rest.len() - 4)
-        .map(|n| n + 4)
-        .ok_or_else(|| format!("a string length of {declared} does not fit"))?;
+        .ok_or("a string length does not fit its document")?
+        + 4;
     if rest[length - 1] != 0 {
-        return Err("a string lacks its terminator".into());
+        return Err("a string lacks its terminator");
     }
     Ok(length)
 }
 
-fn cstring_length(rest: &[u8]) -> Result<usize, String> {
+fn cstring_length(rest: &[u8]) -> Result<usize, Framing> {
     rest.iter()
         .position(|byte| *byte == 0)
         .map(|at| at + 1)
-        .ok_or_else(|| "a regular expression runs past its document".into())
+        .ok_or("a regular expression runs past its document")
 }
 
 /// A length prefix of at least `minimum` that fits in `rest`.
-fn positive_length(rest: &[u8], minimum: usize) -> Result<usize, String> {
-    let length = read_i32(rest, 0)?;
-    match usize::try_from(length) {
+#[inline]
+fn positive_length(rest: &[u8], minimum: usize) -> Result<usize, Framing> {
+    match usize::try_from(read_i32(rest)?) {
         Ok(length) if length >= minimum && length <= rest.len() => Ok(length),
-        _ => Err(format!(
-            "a length of {length} does not fit the {} bytes left",
-            rest.len()
-        )),
+        _ => Err("a length does not fit its document"),
     }
 }
 
-fn read_i32(bytes: &[u8], at: usize) -> Result<i32, String> {
-    bytes
-        .get(at..at + 4)
-        .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .ok_or_else(|| "a length runs past its document".into())
+#[inline]
+fn read_i32(bytes: &[u8]) -> Result<i32, Framing> {
+    match bytes {
+        [a, b, c, d, ..] => Ok(i32::from_le_bytes([*a, *b, *c, *d])),
+        _ => Err("a length runs past its document"),
+    }
 }
 
 fn read_8(value: &[u8]) -> [u8; 8] {
@@ -208,6 +211,26 @@ fn read_8(value: &[u8]) -> [u8; 8] {
 }
 
 impl<'a> Element<'a> {
+    /// The element `key: value` of type `kind` (a value found earlier).
+    pub(crate) fn of(kind: u8, key: &'a str, value: &'a [u8]) -> Self {
+        Element {
+            kind,
+            key_bytes: key.as_bytes(),
+            value,
+            bytes: value,
+        }
+    }
+
+    /// The key as text; an error when it is not UTF-8.
+    pub(crate) fn key(&self) -> Result<&'a str, String> {
+        std::str::from_utf8(self.key_bytes).map_err(|_| "an element's key is not UTF-8".into())
+    }
+
+    /// Whether the key is `key`.
+    pub(crate) fn is(&self, key: &str) -> bool {
+        self.key_bytes == key.as_bytes()
+    }
+
     /// The value's type (`None` for a type byte BSON does not define, which
     /// the walker has already refused).
     pub(crate) fn element_type(&self) -> Option<ElementType> {
@@ -232,7 +255,7 @@ impl<'a> Element<'a> {
     pub(crate) fn as_str(&self) -> Option<Result<&'a str, String>> {
         (self.kind == 0x02).then(|| {
             std::str::from_utf8(&self.value[4..self.value.len() - 1])
-                .map_err(|_| format!("element {:?} is not UTF-8", self.key))
+                .map_err(|_| "a string is not UTF-8".to_string())
         })
     }
 
@@ -244,6 +267,27 @@ impl<'a> Element<'a> {
     /// An array's bytes (a document keyed "0", "1", ...).
     pub(crate) fn as_array(&self) -> Option<&'a [u8]> {
         (self.kind == ARRAY).then_some(self.value)
+    }
+
+    /// Checks that the value converts ([`Self::to_bson`]) without
+    /// converting it: the common types are checked in place, documents and
+    /// arrays element by element.
+    pub(crate) fn check(self) -> Result<(), String> {
+        match self.kind {
+            // Any bytes of these sizes are values.
+            0x01 | 0x06 | 0x07 | 0x09 | 0x0A | 0x10 | 0x11 | 0x12 | 0x13 | 0x7F | 0xFF => Ok(()),
+            0x02 => self.as_str().unwrap_or(Ok("")).map(|_| ()),
+            0x08 if self.value[0] <= 1 => Ok(()),
+            DOCUMENT | ARRAY => {
+                for element in elements(self.value)? {
+                    let element = element?;
+                    element.key()?;
+                    element.check()?;
+                }
+                Ok(())
+            }
+            _ => self.to_bson().map(|_| ()),
+        }
     }
 
     /// The value as a `Bson`, every byte checked.
@@ -310,7 +354,7 @@ mod tests {
         let mut out = Document::new();
         for element in elements(&bytes).unwrap() {
             let element = element.unwrap();
-            out.insert(element.key, element.to_bson().unwrap());
+            out.insert(element.key().unwrap(), element.to_bson().unwrap());
         }
         out
     }
@@ -333,6 +377,25 @@ mod tests {
             "max": Bson::MaxKey, "min": Bson::MinKey,
         };
         assert_eq!(walked(&document), document);
+    }
+
+    #[test]
+    fn check_agrees_with_conversion() {
+        let good =
+            bson::to_vec(&doc! { "d": { "s": "x", "a": [true, 1.5, { "n": null }] } }).unwrap();
+        let element = elements(&good).unwrap().next().unwrap().unwrap();
+        assert!(element.check().is_ok() && element.to_bson().is_ok());
+        // The inner string "x" made invalid UTF-8, the inner boolean made 2.
+        for (from, to) in [
+            (&b"x\0"[..], &b"\xff\0"[..]),
+            (&b"\x08\x30\0\x01"[..], &b"\x08\x30\0\x02"[..]),
+        ] {
+            let mut bad = good.clone();
+            let at = bad.windows(from.len()).position(|w| w == from).unwrap();
+            bad[at..at + from.len()].copy_from_slice(to);
+            let element = elements(&bad).unwrap().next().unwrap().unwrap();
+            assert!(element.check().is_err() && element.to_bson().is_err());
+        }
     }
 
     #[test]

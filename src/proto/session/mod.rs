@@ -51,6 +51,7 @@ use crate::command_draft::CommandDraft;
 use crate::error::{Error, Result};
 use crate::options::{ReadConcern, WriteConcern};
 use crate::read_preference::ReadPreference;
+use crate::reply::ReplyFields;
 use cluster_time::{attach_cluster_time, timestamp_after};
 use transaction::{is_unacknowledged, read_concern_document};
 
@@ -617,22 +618,35 @@ impl SessionState {
     /// first read of a snapshot session fixes the snapshot time
     /// (`cursor.atClusterTime` or `atClusterTime`).
     pub fn on_reply(&mut self, reply: &Document, client_clock: &mut ClusterClock) {
-        if let Some(time) = ClusterTime::from_reply(reply) {
+        self.on_reply_fields(reply, client_clock);
+    }
+
+    /// [`Self::on_reply`] of a reply's fields, read where they lie (the
+    /// executor's replies are not converted to a `Document` for this).
+    pub(crate) fn on_reply_fields(
+        &mut self,
+        reply: &impl ReplyFields,
+        client_clock: &mut ClusterClock,
+    ) {
+        if let Some(time) = ClusterTime::from_fields(reply) {
             client_clock.advance_to(time.clone());
             self.advance_cluster_time_to(time);
         }
-        if let Some(Bson::Timestamp(t)) = reply.get("operationTime") {
+        if let Some(Bson::Timestamp(t)) = reply.field("operationTime").as_deref() {
             self.advance_operation_time(*t);
         }
-        self.transaction.observe_reply(reply);
+        self.transaction.observe_fields(reply);
         if self.is_snapshot() && self.snapshot_time.is_none() {
-            let at = reply
-                .get_document("cursor")
-                .ok()
-                .and_then(|c| c.get("atClusterTime"))
-                .or_else(|| reply.get("atClusterTime"));
-            if let Some(Bson::Timestamp(t)) = at {
-                self.snapshot_time = Some(*t);
+            let in_cursor = match reply.field("cursor").as_deref() {
+                Some(Bson::Document(cursor)) => cursor.get_timestamp("atClusterTime").ok(),
+                _ => None,
+            };
+            let at = in_cursor.or_else(|| match reply.field("atClusterTime").as_deref() {
+                Some(Bson::Timestamp(t)) => Some(*t),
+                _ => None,
+            });
+            if let Some(t) = at {
+                self.snapshot_time = Some(t);
             }
         }
     }

@@ -123,21 +123,20 @@ impl ClientState {
         match session.get() {
             Some(s) => {
                 s.on_raw_cursor(reply.raw_cursor());
-                s.on_reply(reply.document(), &mut self.clock);
+                s.on_reply_fields(&reply, &mut self.clock);
             }
             None => {
-                self.clock.observe_reply(reply.document());
+                self.clock.observe_fields(&reply);
             }
         }
-        if !reply.is_ok() {
-            // The error keeps the whole reply, a cursor kept as bytes too.
-            let whole = reply
-                .to_document()
-                .unwrap_or_else(|_| reply.document().clone());
-            return check_reply(whole, address).map(Reply::from_document);
+        if reply.is_ok() {
+            return Ok(reply);
         }
-        let (document, bytes) = reply.into_parts();
-        check_reply(document, address).map(|document| Reply::from_parts(document, bytes))
+        // The error keeps the whole reply, a cursor kept as bytes too.
+        let whole = reply
+            .to_document()
+            .unwrap_or_else(|_| reply.document().clone());
+        check_reply(whole, address).map(Reply::from_document)
     }
 
     fn on_success(&mut self, reply: Reply, in_flight: InFlight) -> Reply {
