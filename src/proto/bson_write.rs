@@ -95,6 +95,19 @@ impl DocumentWriter {
     }
 }
 
+/// Appends `key: <the document encoded as bytes>` (bytes the driver wrote
+/// itself, so already checked).
+pub(crate) fn write_encoded_document(
+    key: &str,
+    bytes: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<(), WriteError> {
+    out.push(bson::spec::ElementType::EmbeddedDocument as u8);
+    cstring(key, out, "key")?;
+    out.extend_from_slice(bytes);
+    Ok(())
+}
+
 /// Reserves the length of a document; returns where it starts.
 pub(crate) fn begin(out: &mut Vec<u8>) -> usize {
     let start = out.len();
@@ -173,7 +186,9 @@ fn foreign_element(key: &str, value: &Bson, out: &mut Vec<u8>) -> Result<(), Wri
 }
 
 fn cstring(text: &str, out: &mut Vec<u8>, what: &str) -> Result<(), WriteError> {
-    if text.as_bytes().contains(&0) {
+    // A plain loop: keys are short, and the slice search's setup cost more
+    // than the search (every key of every command goes through here).
+    if text.bytes().any(|byte| byte == 0) {
         return Err(WriteError::Invalid(format!(
             "{what} {text:?} contains a NUL byte"
         )));

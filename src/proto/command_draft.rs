@@ -22,6 +22,7 @@
 //! by key in place.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use bson::{Bson, Document};
 
@@ -33,7 +34,47 @@ use crate::operation::CommandBody;
 pub(crate) struct CommandDraft {
     body: CommandBody,
     /// Distinct keys, in the order first added.
-    added: Vec<(&'static str, Bson)>,
+    added: Vec<(&'static str, Added)>,
+}
+
+/// An added field's value: a `Bson`, or a document encoded beforehand (a
+/// session's `lsid`, encoded once for the session's life rather than
+/// cloned as a `Document` for every command).
+#[derive(Clone, Debug, PartialEq)]
+enum Added {
+    Value(Bson),
+    Encoded(Arc<[u8]>),
+}
+
+impl Added {
+    fn to_bson(&self) -> Bson {
+        match self {
+            Added::Value(value) => value.clone(),
+            Added::Encoded(bytes) => Bson::Document(decoded(bytes)),
+        }
+    }
+
+    fn into_bson(self) -> Bson {
+        match self {
+            Added::Value(value) => value,
+            encoded => encoded.to_bson(),
+        }
+    }
+
+    fn write(&self, key: &str, out: &mut Vec<u8>) -> Result<(), WriteError> {
+        match self {
+            Added::Value(value) => bson_write::write_element(key, value, out, 1),
+            Added::Encoded(bytes) => bson_write::write_encoded_document(key, bytes, out),
+        }
+    }
+}
+
+/// An encoded document the driver wrote itself (so it converts).
+fn decoded(bytes: &[u8]) -> Document {
+    bson::RawDocument::from_bytes(bytes)
+        .ok()
+        .and_then(|raw| crate::wire::owned_document(raw).ok())
+        .unwrap_or_default()
 }
 
 impl CommandDraft {
@@ -62,8 +103,10 @@ impl CommandDraft {
     /// The value of `key` in the command as it stands (a value of a body
     /// kept as bytes is converted).
     pub(crate) fn get(&self, key: &str) -> Option<Cow<'_, Bson>> {
-        if let Some((_, value)) = self.added.iter().find(|(added, _)| *added == key) {
-            return Some(Cow::Borrowed(value));
+        match self.added.iter().find(|(added, _)| *added == key) {
+            Some((_, Added::Value(value))) => return Some(Cow::Borrowed(value)),
+            Some((_, encoded)) => return Some(Cow::Owned(encoded.to_bson())),
+            None => {}
         }
         match &self.body {
             CommandBody::Document(document) => document.get(key).map(Cow::Borrowed),
@@ -84,8 +127,12 @@ impl CommandDraft {
     /// extends: rare).
     pub(crate) fn get_document_mut(&mut self, key: &str) -> Option<&mut Document> {
         if let Some(i) = self.added.iter().position(|(added, _)| *added == key) {
-            return match &mut self.added[i].1 {
-                Bson::Document(document) => Some(document),
+            let slot = &mut self.added[i].1;
+            if let Added::Encoded(_) = slot {
+                *slot = Added::Value(slot.to_bson());
+            }
+            return match slot {
+                Added::Value(Bson::Document(document)) => Some(document),
                 _ => None,
             };
         }
@@ -100,7 +147,16 @@ impl CommandDraft {
 
     /// Sets `key` to `value`, as `Document::insert` would.
     pub(crate) fn insert(&mut self, key: &'static str, value: impl Into<Bson>) {
-        let value = value.into();
+        self.set(key, Added::Value(value.into()));
+    }
+
+    /// Sets `key` to the document encoded as `bytes` (which the driver
+    /// wrote itself), as `Document::insert` would.
+    pub(crate) fn insert_encoded(&mut self, key: &'static str, bytes: Arc<[u8]>) {
+        self.set(key, Added::Encoded(bytes));
+    }
+
+    fn set(&mut self, key: &'static str, value: Added) {
         match self.added.iter_mut().find(|(added, _)| *added == key) {
             Some(slot) => slot.1 = value,
             None => self.added.push((key, value)),
@@ -115,16 +171,21 @@ impl CommandDraft {
         // Which added fields took the place of a body field (bit i: the
         // i-th added); past 64 the body is asked instead.
         let mut replaced = 0u64;
-        let mut replacement = |key: &str| {
-            let i = self.added.iter().position(|(added, _)| *added == key)?;
+        let mut replacement = |key: &[u8]| {
+            let i = self
+                .added
+                .iter()
+                .position(|(added, _)| added.as_bytes() == key)?;
             replaced |= 1u64.checked_shl(i as u32).unwrap_or(0);
             Some(&self.added[i].1)
         };
         match &self.body {
             CommandBody::Document(document) => {
                 for (key, value) in document {
-                    let value = replacement(key).unwrap_or(value);
-                    bson_write::write_element(key, value, out, 1)?;
+                    match replacement(key.as_bytes()) {
+                        Some(added) => added.write(key, out)?,
+                        None => bson_write::write_element(key, value, out, 1)?,
+                    }
                 }
             }
             CommandBody::Raw(raw) => {
@@ -132,9 +193,10 @@ impl CommandDraft {
                     crate::raw_walk::elements(raw.as_bytes()).map_err(WriteError::Invalid)?;
                 for element in elements {
                     let element = element.map_err(WriteError::Invalid)?;
-                    let key = element.key().map_err(WriteError::Invalid)?;
-                    match replacement(key) {
-                        Some(value) => bson_write::write_element(key, value, out, 1)?,
+                    match replacement(element.key_bytes) {
+                        Some(added) => {
+                            added.write(element.key().map_err(WriteError::Invalid)?, out)?
+                        }
                         None => out.extend_from_slice(element.bytes),
                     }
                 }
@@ -146,7 +208,7 @@ impl CommandDraft {
                 None => self.body.contains_key(key),
             };
             if !in_body {
-                bson_write::write_element(key, value, out, 1)?;
+                value.write(key, out)?;
             }
         }
         bson_write::end(out, start)
@@ -158,7 +220,7 @@ impl CommandDraft {
     pub(crate) fn to_document(&self) -> Document {
         let mut document = self.body.to_document().unwrap_or_default();
         for (key, value) in &self.added {
-            document.insert(*key, value.clone());
+            document.insert(*key, value.to_bson());
         }
         document
     }
@@ -170,7 +232,7 @@ impl CommandDraft {
             raw => raw.to_document().unwrap_or_default(),
         };
         for (key, value) in self.added {
-            document.insert(key, value);
+            document.insert(key, value.into_bson());
         }
         document
     }
@@ -229,6 +291,25 @@ mod tests {
         };
         assert_eq!(written(&draft), bytes(&expected));
         assert_eq!(draft.into_document(), expected);
+    }
+
+    #[test]
+    fn an_encoded_document_is_written_and_shown_as_the_document() {
+        let lsid = doc! { "id": 7 };
+        let mut draft = CommandDraft::new(doc! { "find": "c", "lsid": "user's" });
+        draft.insert_encoded("lsid", Arc::from(bytes(&lsid)));
+        draft.insert("$db", "db");
+        let expected = doc! { "find": "c", "lsid": { "id": 7 }, "$db": "db" };
+        assert_eq!(written(&draft), bytes(&expected));
+        assert_eq!(draft.get("lsid").as_deref(), Some(&Bson::Document(lsid)));
+        assert_eq!(draft.to_document(), expected);
+        draft
+            .get_document_mut("lsid")
+            .expect("a document")
+            .insert("n", 1);
+        let changed = doc! { "find": "c", "lsid": { "id": 7, "n": 1 }, "$db": "db" };
+        assert_eq!(written(&draft), bytes(&changed));
+        assert_eq!(draft.into_document(), changed);
     }
 
     #[test]

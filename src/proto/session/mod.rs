@@ -298,7 +298,7 @@ impl SessionState {
 
     /// The session id (`lsid`), until the session ends.
     pub fn id(&self) -> Option<&Document> {
-        self.server_session.as_ref().map(|s| &s.id)
+        self.server_session.as_ref().map(ServerSession::id)
     }
 
     /// The server session, until the session ends.
@@ -551,7 +551,7 @@ impl SessionState {
         let session = self.server_session_mut()?;
         let txn_number = session.txn_number;
         if send_lsid {
-            command.insert("lsid", session.id.clone());
+            session.add_lsid(command);
             session.mark_used(now);
         }
 

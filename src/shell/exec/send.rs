@@ -30,7 +30,8 @@ struct InFlight {
     event_name: std::borrow::Cow<'static, str>,
     sensitive: bool,
     request_id: i32,
-    connection: ConnectionInfo,
+    /// Made only when someone listens for command events.
+    connection: Option<ConnectionInfo>,
     generation: u32,
     duration: Duration,
 }
@@ -52,25 +53,30 @@ impl ClientState {
             self.topology.options().socket_timeout()
         };
         let request_id = crate::conn::next_request_id();
+        let events_wanted = self.topology.command_events_wanted();
         let Some(connection) = self.topology.connection_mut(address) else {
             let error =
                 Error::network_message(Some(address.clone()), "the server's socket is gone");
             return Err((error, false));
         };
-        let connection_info = ConnectionInfo {
+        // Only events read the connection's description (an address
+        // clone per command otherwise).
+        let connection_info = events_wanted.then(|| ConnectionInfo {
             address: address.clone(),
             driver_connection_id: connection.id(),
             server_connection_id: connection.server_id(),
             service_id: connection.service_id(),
-        };
+        });
         let generation = connection.generation();
-        if let Some(command) = finished.event_command.take() {
+        if let (Some(command), Some(connection)) =
+            (finished.event_command.take(), connection_info.clone())
+        {
             self.topology.publish_command_event(&CommandEvent::Started {
                 command,
                 database_name: finished.target_db().to_string(),
                 command_name: finished.event_name.to_string(),
                 request_id,
-                connection: connection_info.clone(),
+                connection,
             });
         }
         let sent_at = self.time.now();
@@ -140,7 +146,9 @@ impl ClientState {
     }
 
     fn on_success(&mut self, reply: Reply, in_flight: InFlight) -> Reply {
-        if self.topology.command_events_wanted() {
+        if let (true, Some(connection)) =
+            (self.topology.command_events_wanted(), in_flight.connection)
+        {
             // A batch kept as bytes is converted only for the listener.
             let copy = if in_flight.sensitive {
                 Document::new()
@@ -155,7 +163,7 @@ impl ClientState {
                     command_name: in_flight.event_name.into_owned(),
                     request_id: in_flight.request_id,
                     duration: in_flight.duration,
-                    connection: in_flight.connection,
+                    connection,
                 });
         }
         reply
@@ -172,13 +180,15 @@ impl ClientState {
         deadline: Deadline,
         in_flight: InFlight,
     ) -> Error {
-        if self.topology.command_events_wanted() {
+        if let (true, Some(connection)) =
+            (self.topology.command_events_wanted(), in_flight.connection)
+        {
             self.topology.publish_command_event(&CommandEvent::Failed {
                 failure: error.clone(),
                 command_name: in_flight.event_name.into_owned(),
                 request_id: in_flight.request_id,
                 duration: in_flight.duration,
-                connection: in_flight.connection,
+                connection,
             });
         }
         self.topology
