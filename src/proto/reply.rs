@@ -676,6 +676,51 @@ mod tests {
     }
 
     #[test]
+    fn the_fields_stay_bytes_until_a_document_is_asked_for() {
+        let time = bson::Timestamp {
+            time: 7,
+            increment: 1,
+        };
+        let original = doc! {
+            "ok": 0,
+            "cursor": { "firstBatch": [ { "a": 1 } ], "id": 0_i64, "ns": "d.c" },
+            "operationTime": time,
+            "$clusterTime": { "clusterTime": time },
+            "ok": 1.0,
+        };
+        let reply = parsed(&original);
+        assert!(reply.is_ok(), "the last `ok` counts, as in a Document");
+        assert_eq!(
+            reply.field("operationTime").as_deref(),
+            Some(&Bson::Timestamp(time))
+        );
+        assert_eq!(
+            reply.field("$clusterTime").as_deref(),
+            Some(&Bson::Document(doc! { "clusterTime": time }))
+        );
+        assert_eq!(reply.field("missing"), None);
+        assert!(
+            reply.document.get().is_none(),
+            "reading the usual fields converts nothing"
+        );
+        assert!(reply.field("cursor").is_none(), "the cursor is kept as bytes");
+        let mut rest = original.clone();
+        rest.remove("cursor");
+        assert_eq!(reply.document(), &rest);
+        assert_eq!(reply.to_document().unwrap(), original);
+    }
+
+    #[test]
+    fn a_malformed_field_is_refused_when_parsed_not_when_read() {
+        let reply = doc! { "ok": 1, "note": "abc" };
+        let mut bytes = bson::to_vec(&reply).unwrap();
+        let at = bytes.windows(3).position(|w| w == b"abc").unwrap();
+        bytes[at] = 0xff;
+        let len = bytes.len();
+        assert!(Reply::parse(bytes, 0..len).is_err());
+    }
+
+    #[test]
     fn a_cursor_kept_as_bytes_goes_back_between_the_fields_around_it() {
         let original = doc! {
             "before": 1,
