@@ -104,6 +104,7 @@ impl<'a> Iterator for Elements<'a> {
 }
 
 impl<'a> Elements<'a> {
+    #[inline]
     fn frame(&mut self) -> Result<Element<'a>, String> {
         let inside = &self.bytes[..self.end];
         let start = self.at;
@@ -133,7 +134,7 @@ impl<'a> Elements<'a> {
 type Framing = &'static str;
 
 /// How many bytes a value of type `kind` takes at the start of `rest`.
-#[inline]
+#[inline(always)]
 fn value_length(kind: u8, rest: &[u8]) -> Result<usize, Framing> {
     let length = match kind {
         0x06 | 0x0A | 0x7F | 0xFF => 0,

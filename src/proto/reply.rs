@@ -703,7 +703,10 @@ mod tests {
             reply.document.get().is_none(),
             "reading the usual fields converts nothing"
         );
-        assert!(reply.field("cursor").is_none(), "the cursor is kept as bytes");
+        assert!(
+            reply.field("cursor").is_none(),
+            "the cursor is kept as bytes"
+        );
         let mut rest = original.clone();
         rest.remove("cursor");
         assert_eq!(reply.document(), &rest);
