@@ -13,7 +13,7 @@ use super::classify::as_timeout;
 use super::finish::Finished;
 use super::{ClientState, SessionSlot};
 use crate::address::ServerAddress;
-use crate::conn::check_reply;
+use crate::conn::{check_reply, Connection};
 use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::event::command::ConnectionInfo;
@@ -68,19 +68,31 @@ impl ClientState {
             service_id: connection.service_id(),
         });
         let generation = connection.generation();
-        if let (Some(command), Some(connection)) =
-            (finished.event_command.take(), connection_info.clone())
-        {
-            self.topology.publish_command_event(&CommandEvent::Started {
-                command,
-                database_name: finished.target_db().to_string(),
-                command_name: finished.event_name.to_string(),
-                request_id,
-                connection,
-            });
-        }
-        let sent_at = self.time.now();
-        let result = self.exchange(&finished, address, request_id, socket_timeout);
+        let sent_at;
+        let result = match (finished.event_command.take(), connection_info.clone()) {
+            (Some(command), Some(connection)) => {
+                self.topology.publish_command_event(&CommandEvent::Started {
+                    command,
+                    database_name: finished.target_db().to_string(),
+                    command_name: finished.event_name.to_string(),
+                    request_id,
+                    connection,
+                });
+                sent_at = self.time.now();
+                // The listener had the topology: the socket is looked up again.
+                match self.topology.connection_mut(address) {
+                    Some(connection) => exchange(connection, &finished, request_id, socket_timeout),
+                    None => Err(Error::network_message(
+                        Some(address.clone()),
+                        "the server's socket is gone",
+                    )),
+                }
+            }
+            _ => {
+                sent_at = self.time.now();
+                exchange(connection, &finished, request_id, socket_timeout)
+            }
+        };
         let in_flight = InFlight {
             event_name: finished.event_name,
             sensitive: finished.sensitive,
@@ -96,26 +108,6 @@ impl ClientState {
                 true,
             )),
         }
-    }
-
-    /// Writes the message and reads the reply (a `w: 0` write gets none;
-    /// the spec's events report `{ok: 1}` for it).
-    fn exchange(
-        &mut self,
-        finished: &Finished,
-        address: &ServerAddress,
-        request_id: i32,
-        socket_timeout: Option<Duration>,
-    ) -> crate::error::Result<Reply> {
-        let connection = self.topology.connection_mut(address).ok_or_else(|| {
-            Error::network_message(Some(address.clone()), "the server's socket is gone")
-        })?;
-        let reply = connection.send_msg_reply(request_id, &finished.parts(), socket_timeout)?;
-        Ok(if finished.unacknowledged() {
-            Reply::from_document(bson::doc! { "ok": 1 })
-        } else {
-            reply
-        })
     }
 
     /// Learns the cluster and operation times of any reply (`ok: 0` too),
@@ -205,4 +197,20 @@ impl ClientState {
         }
         error
     }
+}
+
+/// Writes the message and reads the reply (a `w: 0` write gets none; the
+/// spec's events report `{ok: 1}` for it).
+fn exchange(
+    connection: &mut Connection,
+    finished: &Finished,
+    request_id: i32,
+    socket_timeout: Option<Duration>,
+) -> crate::error::Result<Reply> {
+    let reply = connection.send_msg_reply(request_id, &finished.parts(), socket_timeout)?;
+    Ok(if finished.unacknowledged() {
+        Reply::from_document(bson::doc! { "ok": 1 })
+    } else {
+        reply
+    })
 }
