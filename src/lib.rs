@@ -87,8 +87,8 @@ pub use proto::{
 };
 
 use proto::{
-    bson_write, concern, deadline, encode, handshake, log_json, monitor, nesting, scan,
-    unsupported, wire,
+    bson_write, command_draft, concern, deadline, encode, handshake, log_json, monitor, nesting,
+    raw_walk, scan, unsupported, wire,
 };
 use shell::{conn, dns, exec, fork, tls, topology};
 

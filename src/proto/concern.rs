@@ -10,8 +10,10 @@
 //! `readConcern` and only `commitTransaction`/`abortTransaction` carry a
 //! `writeConcern`.
 
-use bson::{Bson, Document};
+use bson::Bson;
 
+use crate::command_draft::CommandDraft;
+use crate::operation::CommandBody;
 use crate::options::WriteConcern;
 use crate::session::transaction::{read_concern_document, write_concern_document};
 
@@ -29,7 +31,7 @@ pub(crate) struct Takes {
 }
 
 impl Takes {
-    pub(crate) fn of(name: &str, body: &Document) -> Takes {
+    pub(crate) fn of(name: &str, body: &CommandBody) -> Takes {
         let read_concern = takes_read_concern(name, body);
         let write_concern = takes_write_concern(name, body);
         Takes {
@@ -51,7 +53,7 @@ impl Takes {
 /// runCommand) is kept; a session's extra field joins it. The same rule
 /// runs with and without a session.
 pub(crate) fn attach_concerns(
-    body: &mut Document,
+    body: &mut CommandDraft,
     takes: Takes,
     read_level: Option<&str>,
     write_concern: Option<&WriteConcern>,
@@ -73,7 +75,11 @@ pub(crate) fn attach_concerns(
         }
         return;
     }
-    if let Ok(given) = body.get_document_mut("readConcern") {
+    if read_level.is_none() && read_extra.is_none() {
+        // Nothing to send, nothing to merge into a given one.
+        return;
+    }
+    if let Some(given) = body.get_document_mut("readConcern") {
         if let Some((key, value)) = read_extra {
             if !given.contains_key(key) {
                 given.insert(key, value);
@@ -89,7 +95,7 @@ pub(crate) fn attach_concerns(
 /// Whether a command with this name and body takes a `readConcern`: the
 /// read commands, and any command the user already gave one (the generic
 /// runCommand passes it through untouched).
-pub(crate) fn takes_read_concern(name: &str, body: &Document) -> bool {
+pub(crate) fn takes_read_concern(name: &str, body: &CommandBody) -> bool {
     match name {
         "find" | "count" | "distinct" | "listIndexes" | "listCollections" | "aggregate" => true,
         _ => body.contains_key("readConcern"),
@@ -99,7 +105,7 @@ pub(crate) fn takes_read_concern(name: &str, body: &Document) -> bool {
 /// Whether a command with this name and body takes a `writeConcern`: the
 /// write and DDL commands, `aggregate` only when its last stage writes
 /// (`$out` or `$merge`), and the transaction finishers.
-pub(crate) fn takes_write_concern(name: &str, body: &Document) -> bool {
+pub(crate) fn takes_write_concern(name: &str, body: &CommandBody) -> bool {
     match name {
         "insert" | "update" | "delete" | "findAndModify" | "create" | "drop" | "dropDatabase"
         | "createIndexes" | "dropIndexes" | "collMod" | "renameCollection"
@@ -110,7 +116,15 @@ pub(crate) fn takes_write_concern(name: &str, body: &Document) -> bool {
 }
 
 /// The pipeline's last stage is `$out` or `$merge` (they must be last).
-fn pipeline_writes(body: &Document) -> bool {
+fn pipeline_writes(body: &CommandBody) -> bool {
+    let converted;
+    let body = match body {
+        CommandBody::Document(document) => document,
+        raw => {
+            converted = raw.to_document().unwrap_or_default();
+            &converted
+        }
+    };
     let Ok(pipeline) = body.get_array("pipeline") else {
         return false;
     };
@@ -126,7 +140,7 @@ fn pipeline_writes(body: &Document) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bson::doc;
+    use bson::{doc, Document};
 
     #[test]
     fn reads_take_a_read_concern_but_no_write_concern() {
@@ -138,8 +152,14 @@ mod tests {
             "listCollections",
         ] {
             let body = doc! { name: "c" };
-            assert!(takes_read_concern(name, &body), "{name}");
-            assert!(!takes_write_concern(name, &body), "{name}");
+            assert!(
+                takes_read_concern(name, &CommandBody::from(body.clone())),
+                "{name}"
+            );
+            assert!(
+                !takes_write_concern(name, &CommandBody::from(body.clone())),
+                "{name}"
+            );
         }
     }
 
@@ -154,11 +174,23 @@ mod tests {
             "drop",
         ] {
             let body = doc! { name: "c" };
-            assert!(takes_write_concern(name, &body), "{name}");
-            assert!(!takes_read_concern(name, &body), "{name}");
+            assert!(
+                takes_write_concern(name, &CommandBody::from(body.clone())),
+                "{name}"
+            );
+            assert!(
+                !takes_read_concern(name, &CommandBody::from(body.clone())),
+                "{name}"
+            );
         }
-        assert!(takes_write_concern("commitTransaction", &doc! {}));
-        assert!(takes_write_concern("abortTransaction", &doc! {}));
+        assert!(takes_write_concern(
+            "commitTransaction",
+            &CommandBody::from(doc! {})
+        ));
+        assert!(takes_write_concern(
+            "abortTransaction",
+            &CommandBody::from(doc! {})
+        ));
     }
 
     #[test]
@@ -172,39 +204,64 @@ mod tests {
             "dropIndexes",
         ] {
             let body = doc! { name: "c" };
-            assert!(Takes::of(name, &body).after_cluster_time, "{name}");
+            assert!(
+                Takes::of(name, &CommandBody::from(body.clone())).after_cluster_time,
+                "{name}"
+            );
         }
         for name in ["commitTransaction", "abortTransaction", "ping"] {
             let body = doc! { name: 1 };
-            assert!(!Takes::of(name, &body).after_cluster_time, "{name}");
+            assert!(
+                !Takes::of(name, &CommandBody::from(body.clone())).after_cluster_time,
+                "{name}"
+            );
         }
     }
 
     #[test]
     fn aggregate_takes_a_write_concern_only_when_its_last_stage_writes() {
         let read = doc! { "aggregate": "c", "pipeline": [{"$match": {}}] };
-        assert!(takes_read_concern("aggregate", &read));
-        assert!(!takes_write_concern("aggregate", &read));
-        let out = doc! { "aggregate": "c", "pipeline": [{"$match": {}}, {"$out": "o"}] };
-        assert!(takes_write_concern("aggregate", &out));
-        assert!(takes_read_concern("aggregate", &out));
-        let merge = doc! { "aggregate": "c", "pipeline": [{"$merge": {"into": "o"}}] };
-        assert!(takes_write_concern("aggregate", &merge));
-        let empty = doc! { "aggregate": "c", "pipeline": [] };
-        assert!(!takes_write_concern("aggregate", &empty));
+        assert!(takes_read_concern(
+            "aggregate",
+            &CommandBody::from(read.clone())
+        ));
         assert!(!takes_write_concern(
             "aggregate",
-            &doc! { "aggregate": "c" }
+            &CommandBody::from(read.clone())
+        ));
+        let out = doc! { "aggregate": "c", "pipeline": [{"$match": {}}, {"$out": "o"}] };
+        assert!(takes_write_concern(
+            "aggregate",
+            &CommandBody::from(out.clone())
+        ));
+        assert!(takes_read_concern(
+            "aggregate",
+            &CommandBody::from(out.clone())
+        ));
+        let merge = doc! { "aggregate": "c", "pipeline": [{"$merge": {"into": "o"}}] };
+        assert!(takes_write_concern(
+            "aggregate",
+            &CommandBody::from(merge.clone())
+        ));
+        let empty = doc! { "aggregate": "c", "pipeline": [] };
+        assert!(!takes_write_concern(
+            "aggregate",
+            &CommandBody::from(empty.clone())
+        ));
+        assert!(!takes_write_concern(
+            "aggregate",
+            &doc! { "aggregate": "c" }.into()
         ));
     }
 
     #[test]
     fn attach_keeps_a_given_concern_and_adds_nothing_a_command_does_not_take() {
         let wc = WriteConcern::majority();
-        let attach = |mut body: Document, name: &str, extra| {
-            let takes = Takes::of(name, &body);
-            attach_concerns(&mut body, takes, Some("majority"), Some(&wc), extra);
-            body
+        let attach = |body: Document, name: &str, extra| {
+            let takes = Takes::of(name, &CommandBody::from(body.clone()));
+            let mut draft = CommandDraft::new(body);
+            attach_concerns(&mut draft, takes, Some("majority"), Some(&wc), extra);
+            draft.into_document()
         };
         assert_eq!(
             attach(doc! { "find": "c" }, "find", None),
@@ -245,10 +302,19 @@ mod tests {
     fn other_commands_take_neither_unless_the_user_gave_one() {
         for name in ["getMore", "killCursors", "ping", "listDatabases", "hello"] {
             let body = doc! { name: 1 };
-            assert!(!takes_read_concern(name, &body), "{name}");
-            assert!(!takes_write_concern(name, &body), "{name}");
+            assert!(
+                !takes_read_concern(name, &CommandBody::from(body.clone())),
+                "{name}"
+            );
+            assert!(
+                !takes_write_concern(name, &CommandBody::from(body.clone())),
+                "{name}"
+            );
         }
         let given = doc! { "dbStats": 1, "readConcern": {"level": "local"} };
-        assert!(takes_read_concern("dbStats", &given));
+        assert!(takes_read_concern(
+            "dbStats",
+            &CommandBody::from(given.clone())
+        ));
     }
 }

@@ -24,11 +24,15 @@
 //! reply is accepted; the inside of a batch document is checked when it is
 //! read, and malformed bytes are then a protocol error.
 
+use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::collections::VecDeque;
 use std::ops::Range;
 
 use bson::spec::ElementType;
-use bson::{Bson, Document, RawArray, RawBsonRef, RawDocument};
+use bson::{Bson, Document, RawDocument};
+
+use crate::raw_walk::{self, Element};
 
 use crate::error::{Error, Result};
 
@@ -36,12 +40,59 @@ use crate::error::{Error, Result};
 const BATCH_KEYS: [&str; 2] = ["firstBatch", "nextBatch"];
 
 /// A decoded command reply; see the module documentation.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Reply {
-    document: Document,
+    /// The fields but a cursor kept as bytes, converted when first asked
+    /// for ([`Self::document`]).
+    document: OnceCell<Document>,
+    /// Until then: where the reply document lies in the message's bytes.
+    fields_span: Option<Range<usize>>,
+    /// The message's bytes, when no batch holds them.
+    bytes: Vec<u8>,
+    /// Where the fields every reply is asked for lie, noted while parsing.
+    known: KnownFields,
     batch: Option<RawBatch>,
     /// Set only while `batch` holds the bytes it points into.
     cursor: Option<CursorPlace>,
+}
+
+/// The fields the executor reads of every reply (`ok`, `$clusterTime`,
+/// `operationTime`): their type and value span in the message's bytes, the
+/// last of a repeated field, as a `Document` would keep.
+#[derive(Clone, Debug, Default)]
+struct KnownFields {
+    values: [Option<(u8, Range<usize>)>; 3],
+}
+
+const KNOWN_KEYS: [&str; 3] = ["ok", "$clusterTime", "operationTime"];
+
+impl PartialEq for Reply {
+    fn eq(&self, other: &Self) -> bool {
+        self.document() == other.document()
+            && self.batch == other.batch
+            && self.cursor == other.cursor
+    }
+}
+
+/// The fields of a reply the session and cluster-time rules read: of a
+/// `Document`, or of a [`Reply`] whose fields are still bytes (a warm
+/// `find_one` then reads `ok`, `$clusterTime` and `operationTime` in place
+/// and never builds a `Document` of its reply).
+pub(crate) trait ReplyFields {
+    /// The value of the top-level field `key` (the last, when repeated).
+    fn field(&self, key: &str) -> Option<Cow<'_, Bson>>;
+}
+
+impl ReplyFields for Document {
+    fn field(&self, key: &str) -> Option<Cow<'_, Bson>> {
+        self.get(key).map(Cow::Borrowed)
+    }
+}
+
+impl ReplyFields for Reply {
+    fn field(&self, key: &str) -> Option<Cow<'_, Bson>> {
+        Reply::field(self, key)
+    }
 }
 
 /// Where a `cursor` left as bytes is: its span in the batch's bytes and its
@@ -99,48 +150,60 @@ impl Reply {
     /// A reply that was decoded as a whole (an OP_REPLY, a test's reply).
     pub fn from_document(document: Document) -> Self {
         Reply {
-            document,
+            document: OnceCell::from(document),
+            fields_span: None,
+            bytes: Vec::new(),
+            known: KnownFields::default(),
             batch: None,
             cursor: None,
         }
     }
 
     /// Parses the reply document at `range` of `bytes` (a message body),
-    /// keeping a cursor batch of documents as bytes. `bytes` is kept only
-    /// when it holds such a batch.
+    /// keeping a cursor batch of documents as bytes. Every field is checked
+    /// now, so a malformed reply is refused here; the fields become a
+    /// `Document` only when someone asks ([`Self::document`]).
     pub(crate) fn parse(bytes: Vec<u8>, range: Range<usize>) -> std::result::Result<Self, String> {
-        let whole = bytes.get(range).ok_or("reply document out of bounds")?;
+        let whole = bytes
+            .get(range.clone())
+            .ok_or("reply document out of bounds")?;
         let raw = RawDocument::from_bytes(whole).map_err(|e| e.to_string())?;
         crate::wire::check_reply_depth(raw)?;
-        let mut document = Document::new();
         let mut batch = None;
         let mut cursor_place = None;
-        for (index, element) in raw.into_iter().enumerate() {
-            let (key, value) = element.map_err(|e| e.to_string())?;
-            let value = match value {
-                RawBsonRef::Document(cursor) if key == "cursor" && cursor_place.is_none() => {
-                    match raw_cursor_batch(cursor, &bytes)? {
-                        Some((found, head)) => {
-                            let start =
-                                cursor.as_bytes().as_ptr() as usize - bytes.as_ptr() as usize;
-                            cursor_place = Some(CursorPlace {
-                                span: start..start + cursor.as_bytes().len(),
-                                index,
-                                head,
-                            });
-                            batch = Some(found);
-                            continue;
-                        }
-                        None => crate::wire::owned_value(value).map_err(|e| e.to_string())?,
-                    }
+        let mut known = KnownFields::default();
+        for (index, element) in raw_walk::elements(whole)?.enumerate() {
+            let element = element?;
+            if let (Some(cursor), true, None) =
+                (element.as_document(), element.is("cursor"), &batch)
+            {
+                if let Some((found, head)) = raw_cursor_batch(cursor, &bytes)? {
+                    let start = cursor.as_ptr() as usize - bytes.as_ptr() as usize;
+                    cursor_place = Some(CursorPlace {
+                        span: start..start + cursor.len(),
+                        index,
+                        head,
+                    });
+                    batch = Some(found);
+                    continue;
                 }
-                other => crate::wire::owned_value(other).map_err(|e| e.to_string())?,
-            };
-            document.insert(key, value);
+            }
+            element.key()?;
+            element.check()?;
+            if let Some(i) = KNOWN_KEYS.iter().position(|key| element.is(key)) {
+                let start = element.value.as_ptr() as usize - bytes.as_ptr() as usize;
+                known.values[i] = Some((element.kind, start..start + element.value.len()));
+            }
         }
-        let batch = batch.map(|(key, spans)| RawBatch { bytes, spans, key });
+        let (bytes, batch) = match batch {
+            Some((key, spans)) => (Vec::new(), Some(RawBatch { bytes, spans, key })),
+            None => (bytes, None),
+        };
         Ok(Reply {
-            document,
+            document: OnceCell::new(),
+            fields_span: Some(range),
+            bytes,
+            known,
             batch,
             cursor: cursor_place,
         })
@@ -149,7 +212,66 @@ impl Reply {
     /// The reply's fields but a `cursor` whose batch is kept as bytes (see
     /// [`Self::raw_cursor`]).
     pub fn document(&self) -> &Document {
-        &self.document
+        self.document.get_or_init(|| self.convert_fields())
+    }
+
+    /// The top-level field `key` as [`Self::document`] has it, read in
+    /// place while the fields are still bytes.
+    pub(crate) fn field(&self, key: &str) -> Option<Cow<'_, Bson>> {
+        let unconverted = match (self.document.get(), &self.fields_span) {
+            (None, Some(span)) if !(key == "cursor" && self.cursor.is_some()) => span,
+            _ => return self.document().get(key).map(Cow::Borrowed),
+        };
+        if let Some(i) = KNOWN_KEYS.iter().position(|known| *known == key) {
+            let (kind, span) = self.known.values[i].clone()?;
+            let value = self.message_bytes().get(span)?;
+            return Element::of(kind, key, value).to_bson().ok().map(Cow::Owned);
+        }
+        let whole = self.message_bytes().get(unconverted.clone())?;
+        let element = raw_walk::find(whole, key)?;
+        element.to_bson().ok().map(Cow::Owned)
+    }
+
+    /// The bytes the fields, the cursor and the batch point into.
+    fn message_bytes(&self) -> &[u8] {
+        match &self.batch {
+            Some(batch) => &batch.bytes,
+            None => &self.bytes,
+        }
+    }
+
+    /// The fields as a `Document` (checked when parsed, so they convert).
+    fn convert_fields(&self) -> Document {
+        let mut document = Document::new();
+        let Some(whole) = self
+            .fields_span
+            .as_ref()
+            .and_then(|span| self.message_bytes().get(span.clone()))
+        else {
+            return document;
+        };
+        let Ok(elements) = raw_walk::elements(whole) else {
+            return document;
+        };
+        let cursor_index = self.cursor.as_ref().map(|place| place.index);
+        for (index, element) in elements.enumerate() {
+            let Ok(element) = element else { break };
+            if Some(index) == cursor_index {
+                continue;
+            }
+            if let (Ok(key), Ok(value)) = (element.key(), element.to_bson()) {
+                document.insert(key, value);
+            }
+        }
+        document
+    }
+
+    /// The fields, converted if they were not yet, taken out.
+    fn take_fields(&mut self) -> Document {
+        self.document();
+        self.fields_span = None;
+        self.bytes = Vec::new();
+        self.document.take().unwrap_or_default()
     }
 
     /// The `cursor` document as it arrived, when its batch is kept as bytes
@@ -190,33 +312,48 @@ impl Reply {
     /// bytes is first put back into [`Self::document`] (batch included).
     pub fn take_batch(&mut self) -> Result<Option<RawBatch>> {
         self.restore_cursor()?;
+        self.document();
+        self.fields_span = None;
         Ok(self.batch.take())
     }
 
     /// Takes the batch kept as bytes if it came from `cursor.<key>`; the
     /// rest of a `cursor` kept as bytes is dropped with it (read it with
-    /// [`Self::raw_cursor`] first).
+    /// [`Self::cursor_head`] first).
     pub(crate) fn take_batch_of(&mut self, key: &str) -> Option<RawBatch> {
         if self.batch.as_ref().is_some_and(|batch| batch.key == key) {
+            // The fields are converted while their bytes are here.
+            self.document();
+            self.fields_span = None;
             self.cursor = None;
             return self.batch.take();
         }
         None
     }
 
+    /// [`Self::take_batch_of`], consuming the reply: the rest of a `cursor` kept as bytes is dropped
+    /// with it (read it with [`Self::cursor_head`] first), and the other
+    /// fields are never converted.
+    pub(crate) fn into_batch_of(self, key: &str) -> Option<RawBatch> {
+        self.batch.filter(|batch| batch.key == key)
+    }
+
     /// The whole reply as a `Document`, the batch converted too.
     pub fn into_document(mut self) -> Result<Document> {
         if self.cursor.is_some() {
             self.restore_cursor()?;
-        } else if let Some(batch) = self.batch.take() {
-            restore_batch(&mut self.document, &batch)?;
+            return Ok(self.take_fields());
         }
-        Ok(self.document)
+        let mut document = self.take_fields();
+        if let Some(batch) = self.batch.take() {
+            restore_batch(&mut document, &batch)?;
+        }
+        Ok(document)
     }
 
     /// A copy of the whole reply as a `Document` (for command events).
     pub fn to_document(&self) -> Result<Document> {
-        let mut document = self.document.clone();
+        let mut document = self.document().clone();
         match (&self.cursor, &self.batch) {
             (Some(place), Some(batch)) => document = with_cursor(document, place, batch)?,
             (None, Some(batch)) => restore_batch(&mut document, batch)?,
@@ -228,6 +365,10 @@ impl Reply {
     /// Converts a `cursor` kept as bytes (its batch too) and puts it back
     /// in its place among the fields. The batch bytes stay for the taking.
     fn restore_cursor(&mut self) -> Result<()> {
+        if self.cursor.is_none() {
+            return Ok(());
+        }
+        let fields = self.take_fields();
         let Some(place) = self.cursor.take() else {
             return Ok(());
         };
@@ -235,33 +376,24 @@ impl Reply {
             .batch
             .as_ref()
             .ok_or_else(|| Error::protocol(None, "a reply's cursor lost its bytes"))?;
-        let fields = std::mem::take(&mut self.document);
-        self.document = with_cursor(fields, &place, batch)?;
+        self.document = OnceCell::from(with_cursor(fields, &place, batch)?);
         Ok(())
     }
 
     /// Splits off the fields (for `ok: 0` checks that consume a document).
-    pub(crate) fn into_parts(self) -> (Document, ReplyBytes) {
+    pub(crate) fn into_parts(mut self) -> (Document, ReplyBytes) {
+        let document = self.take_fields();
         let bytes = ReplyBytes {
             batch: self.batch,
             cursor: self.cursor,
         };
-        (self.document, bytes)
-    }
-
-    /// Joins what [`Self::into_parts`] split.
-    pub(crate) fn from_parts(document: Document, bytes: ReplyBytes) -> Self {
-        Reply {
-            document,
-            batch: bytes.batch,
-            cursor: bytes.cursor,
-        }
+        (document, bytes)
     }
 
     /// Whether the top-level `ok` says success (1, 1.0 or true); the
     /// cursor kept as bytes does not change it.
     pub(crate) fn is_ok(&self) -> bool {
-        is_ok(&self.document)
+        ok_value(self.field("ok").as_deref())
     }
 }
 
@@ -288,7 +420,11 @@ fn with_cursor(fields: Document, place: &CursorPlace, batch: &RawBatch) -> Resul
 
 /// Whether a reply's `ok` says success (1, 1.0 or true).
 pub fn is_ok(reply: &Document) -> bool {
-    match reply.get("ok") {
+    ok_value(reply.get("ok"))
+}
+
+fn ok_value(ok: Option<&Bson>) -> bool {
+    match ok {
         Some(Bson::Double(v)) => *v == 1.0,
         Some(Bson::Int32(v)) => *v == 1,
         Some(Bson::Int64(v)) => *v == 1,
@@ -303,63 +439,73 @@ pub fn is_ok(reply: &Document) -> bool {
 /// the reply, as when it was converted whole.
 #[allow(clippy::type_complexity)]
 fn raw_cursor_batch(
-    cursor: &RawDocument,
+    cursor: &[u8],
     message: &[u8],
 ) -> std::result::Result<Option<((&'static str, VecDeque<Range<usize>>), CursorHead)>, String> {
     let mut batch = None;
     let mut head = CursorHead::default();
-    for element in cursor {
-        let (key, value) = element.map_err(|e| e.to_string())?;
-        note_head_field(&mut head, key, value, message);
-        let batch_key = BATCH_KEYS.iter().find(|batch_key| **batch_key == key);
-        match (value, batch_key) {
+    for element in raw_walk::elements(cursor)? {
+        let element = element?;
+        note_head_field(&mut head, &element, message)?;
+        let batch_key = BATCH_KEYS.iter().find(|batch_key| element.is(batch_key));
+        match (element.as_array(), batch_key) {
             // A second batch (repeated or both keys): converted whole.
             (_, Some(_)) if batch.is_some() => return Ok(None),
-            (RawBsonRef::Array(array), Some(batch_key)) => match document_spans(array, message)? {
+            (Some(array), Some(batch_key)) => match document_spans(array, message)? {
                 Some(spans) => batch = Some((*batch_key, spans)),
                 None => return Ok(None),
             },
-            (nested @ (RawBsonRef::Document(_) | RawBsonRef::Array(_)), _) => {
-                crate::wire::owned_value(nested).map_err(|e| e.to_string())?;
+            // Read (and so checked) already.
+            _ if element.is("id") || element.is("ns") => {}
+            _ => {
+                element.key()?;
+                element.to_bson()?;
             }
-            _ => {}
         }
     }
     Ok(batch.map(|batch| (batch, head)))
 }
 
-fn note_head_field(head: &mut CursorHead, key: &str, value: RawBsonRef<'_>, message: &[u8]) {
-    match (key, value) {
-        ("id", RawBsonRef::Int64(id)) => head.id = Some(Ok(id)),
-        ("id", RawBsonRef::Int32(id)) => head.id = Some(Ok(i64::from(id))),
-        ("id", other) => head.id = Some(Err(other.element_type())),
-        ("ns", RawBsonRef::String(ns)) => head.ns = Some(Ok(ns.to_string())),
-        ("ns", other) => head.ns = Some(Err(other.element_type())),
-        ("postBatchResumeToken", RawBsonRef::Document(token)) => {
-            let start = token.as_bytes().as_ptr() as usize - message.as_ptr() as usize;
-            head.token = Some(start..start + token.as_bytes().len());
+fn note_head_field(
+    head: &mut CursorHead,
+    element: &Element<'_>,
+    message: &[u8],
+) -> std::result::Result<(), String> {
+    let wrong_type = || element.element_type().unwrap_or(ElementType::Undefined);
+    match element.key_bytes {
+        b"id" => head.id = Some(element.as_i64().ok_or_else(wrong_type)),
+        b"ns" => {
+            head.ns = Some(match element.as_str() {
+                Some(ns) => Ok(ns?.to_string()),
+                None => Err(wrong_type()),
+            })
         }
-        ("postBatchResumeToken", _) => head.token = None,
+        b"postBatchResumeToken" => {
+            head.token = element.as_document().map(|token| {
+                let start = token.as_ptr() as usize - message.as_ptr() as usize;
+                start..start + token.len()
+            });
+        }
         _ => {}
     }
+    Ok(())
 }
 
 /// The span in `message` of each document of `array`, or `None` when an
 /// element is not a document.
 fn document_spans(
-    array: &RawArray,
+    array: &[u8],
     message: &[u8],
 ) -> std::result::Result<Option<VecDeque<Range<usize>>>, String> {
     let base = message.as_ptr() as usize;
     let mut spans = VecDeque::new();
-    for item in array {
-        match item.map_err(|e| e.to_string())? {
-            RawBsonRef::Document(document) => {
-                let bytes = document.as_bytes();
-                let start = bytes.as_ptr() as usize - base;
-                spans.push_back(start..start + bytes.len());
+    for item in raw_walk::elements(array)? {
+        match item?.as_document() {
+            Some(document) => {
+                let start = document.as_ptr() as usize - base;
+                spans.push_back(start..start + document.len());
             }
-            _ => return Ok(None),
+            None => return Ok(None),
         }
     }
     Ok(Some(spans))
@@ -527,6 +673,54 @@ mod tests {
             &original,
             "taking the batch puts the cursor back in its place"
         );
+    }
+
+    #[test]
+    fn the_fields_stay_bytes_until_a_document_is_asked_for() {
+        let time = bson::Timestamp {
+            time: 7,
+            increment: 1,
+        };
+        let original = doc! {
+            "ok": 0,
+            "cursor": { "firstBatch": [ { "a": 1 } ], "id": 0_i64, "ns": "d.c" },
+            "operationTime": time,
+            "$clusterTime": { "clusterTime": time },
+            "ok": 1.0,
+        };
+        let reply = parsed(&original);
+        assert!(reply.is_ok(), "the last `ok` counts, as in a Document");
+        assert_eq!(
+            reply.field("operationTime").as_deref(),
+            Some(&Bson::Timestamp(time))
+        );
+        assert_eq!(
+            reply.field("$clusterTime").as_deref(),
+            Some(&Bson::Document(doc! { "clusterTime": time }))
+        );
+        assert_eq!(reply.field("missing"), None);
+        assert!(
+            reply.document.get().is_none(),
+            "reading the usual fields converts nothing"
+        );
+        assert!(
+            reply.field("cursor").is_none(),
+            "the cursor is kept as bytes"
+        );
+        let mut rest = original.clone();
+        rest.remove("cursor");
+        assert_eq!(reply.document(), &rest);
+        assert_eq!(reply.to_document().unwrap(), original);
+    }
+
+    #[test]
+    fn a_malformed_field_is_refused_when_parsed_not_when_read() {
+        let reply = doc! { "ok": 1, "note": "abc" };
+        let mut bytes = bson::to_vec(&reply).unwrap();
+        let at = bytes.windows(3).position(|w| w == b"abc").unwrap();
+        bytes[at] = 0xff;
+        let len = bytes.len();
+        assert!(Reply::parse(bytes, 0..len).is_err());
     }
 
     #[test]

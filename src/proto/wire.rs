@@ -18,6 +18,7 @@ use std::collections::HashSet;
 use bson::{Document, RawBsonRef, RawDocument, RawDocumentBuf};
 
 use crate::bson_write::WriteError;
+use crate::command_draft::CommandDraft;
 use crate::error::{Error, Result};
 use crate::reply::Reply;
 
@@ -267,8 +268,45 @@ pub fn encode_msg(
     max_message_size: usize,
     out: &mut Vec<u8>,
 ) -> Result<()> {
+    let parts = MsgParts {
+        flags: msg.flags,
+        body: MsgBody::Document(&msg.body),
+        sequences: &msg.sequences,
+    };
+    encode_parts(request_id, response_to, &parts, max_message_size, out)
+}
+
+/// An OP_MSG to encode, its body written from whatever holds it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MsgParts<'a> {
+    /// The flag bits.
+    pub(crate) flags: MsgFlags,
+    /// The kind-0 section.
+    pub(crate) body: MsgBody<'a>,
+    /// The kind-1 sections.
+    pub(crate) sequences: &'a [DocumentSequence],
+}
+
+/// Where an OP_MSG's body comes from.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum MsgBody<'a> {
+    /// A document (handshakes, monitoring, tests).
+    Document(&'a Document),
+    /// A command finished by the executor, written without building a
+    /// document of it.
+    Draft(&'a CommandDraft),
+}
+
+/// [`encode_msg`] of `parts`.
+pub(crate) fn encode_parts(
+    request_id: i32,
+    response_to: i32,
+    parts: &MsgParts<'_>,
+    max_message_size: usize,
+    out: &mut Vec<u8>,
+) -> Result<()> {
     let start = out.len();
-    let result = write_msg(request_id, response_to, msg, max_message_size, start, out);
+    let result = write_msg(request_id, response_to, parts, max_message_size, start, out);
     if result.is_err() {
         out.truncate(start);
     }
@@ -278,7 +316,7 @@ pub fn encode_msg(
 fn write_msg(
     request_id: i32,
     response_to: i32,
-    msg: &OpMsg,
+    msg: &MsgParts<'_>,
     max_message_size: usize,
     start: usize,
     out: &mut Vec<u8>,
@@ -298,11 +336,16 @@ fn write_msg(
     out.extend_from_slice(&[0; HEADER_LEN]);
     out.extend_from_slice(&msg.flags.0.to_le_bytes());
     out.push(0);
-    write_document(&msg.body, out, "command body")?;
+    match msg.body {
+        MsgBody::Document(body) => write_document(body, out, "command body")?,
+        MsgBody::Draft(draft) => draft
+            .write(out)
+            .map_err(|error| write_error(error, "command body"))?,
+    }
     check_size(out)?;
 
     let mut identifiers = HashSet::new();
-    for sequence in &msg.sequences {
+    for sequence in msg.sequences {
         let identifier = &sequence.identifier;
         if identifier.as_bytes().contains(&0) {
             return Err(Error::invalid_argument(format!(
@@ -391,14 +434,18 @@ pub fn encode_query(
 }
 
 fn write_document(document: &Document, out: &mut Vec<u8>, what: &str) -> Result<()> {
-    crate::bson_write::write_document(document, out).map_err(|error| match error {
+    crate::bson_write::write_document(document, out).map_err(|error| write_error(error, what))
+}
+
+pub(crate) fn write_error(error: WriteError, what: &str) -> Error {
+    match error {
         WriteError::TooDeep => Error::invalid_argument(format!(
             "{what} is nested deeper than {MAX_BSON_DEPTH} levels of documents and arrays"
         )),
         WriteError::Invalid(reason) => {
             Error::invalid_argument(format!("cannot serialise {what} as BSON: {reason}"))
         }
-    })
+    }
 }
 
 /// Decodes the body of a reply (the bytes after the header) for `header`.

@@ -95,13 +95,26 @@ pub enum CommandEvent {
 /// redacted: the spec's sensitive commands, and hellos that carry
 /// `speculativeAuthenticate`.
 pub fn is_sensitive(command_name: &str, command: &Document) -> bool {
+    sensitive(command_name, || {
+        command.contains_key("speculativeAuthenticate")
+    })
+}
+
+/// [`is_sensitive`] of a command body as an operation built it.
+pub(crate) fn is_sensitive_body(command_name: &str, body: &crate::operation::CommandBody) -> bool {
+    sensitive(command_name, || {
+        body.contains_key("speculativeAuthenticate")
+    })
+}
+
+fn sensitive(command_name: &str, speculative: impl FnOnce() -> bool) -> bool {
     // Compared in place: this runs for every command, and a lowercased copy
     // was an allocation each time.
     let named = |name: &str| command_name.eq_ignore_ascii_case(name);
     if SENSITIVE_COMMANDS.iter().any(|name| named(name)) {
         return true;
     }
-    (named("hello") || named("ismaster")) && command.contains_key("speculativeAuthenticate")
+    (named("hello") || named("ismaster")) && speculative()
 }
 
 /// `document`, or an empty document when the command is sensitive.

@@ -224,7 +224,12 @@ mod tests {
                 options.clone(),
             );
             assert!(aggregate.has_write_stage());
-            let body = aggregate.build(&server()).unwrap().body;
+            let body = aggregate
+                .build(&server())
+                .unwrap()
+                .body
+                .to_document()
+                .unwrap();
             assert_eq!(body.get_document("cursor").unwrap(), &doc! {}, "{stage}");
             assert_eq!(aggregate.retryability(), Retryability::None);
             assert!(aggregate.write_concern().is_some());

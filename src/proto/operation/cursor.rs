@@ -181,7 +181,7 @@ fn parse_cursor(mut reply: Reply, batch_key: &str) -> Result<ParsedCursor> {
             return Ok(ParsedCursor {
                 id,
                 ns,
-                documents: reply.take_batch_of(batch_key).unwrap_or_default(),
+                documents: reply.into_batch_of(batch_key).unwrap_or_default(),
                 post_batch_resume_token,
             });
         }

@@ -21,7 +21,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use bson::{Bson, Document};
+use bson::{Bson, Document, RawDocumentBuf};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::{ReadConcern, WriteConcern};
@@ -102,19 +102,84 @@ pub struct Command {
     /// The database the command runs against (`$db`).
     pub target_db: String,
     /// The command document.
-    pub body: Document,
+    pub body: CommandBody,
     /// OP_MSG document sequences (`documents`, `updates`, `deletes`).
     pub sequences: Vec<DocumentSequence>,
 }
 
 impl Command {
     /// A command without document sequences.
-    pub fn new(name: &'static str, target_db: impl Into<String>, body: Document) -> Self {
+    pub fn new(
+        name: &'static str,
+        target_db: impl Into<String>,
+        body: impl Into<CommandBody>,
+    ) -> Self {
         Command {
             name,
             target_db: target_db.into(),
-            body,
+            body: body.into(),
             sequences: Vec::new(),
+        }
+    }
+}
+
+/// A command's body as the operation built it: a `Document`, or the BSON
+/// bytes of one, which a hot operation (`find`) writes straight away rather
+/// than build a `Document` tree only to write and drop it.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum CommandBody {
+    /// A document.
+    Document(Document),
+    /// A document's BSON bytes (checked for depth and validity as written).
+    Raw(RawDocumentBuf),
+}
+
+impl CommandBody {
+    /// The body as a `Document` (bytes converted).
+    pub fn to_document(&self) -> Result<Document> {
+        match self {
+            CommandBody::Document(document) => Ok(document.clone()),
+            CommandBody::Raw(raw) => crate::wire::owned_document(raw).map_err(|e| {
+                Error::invalid_argument(format!("a command body is not valid BSON: {e}"))
+            }),
+        }
+    }
+
+    /// Whether the body has a field `key`.
+    pub fn contains_key(&self, key: &str) -> bool {
+        match self {
+            CommandBody::Document(document) => document.contains_key(key),
+            CommandBody::Raw(raw) => crate::raw_walk::find(raw.as_bytes(), key).is_some(),
+        }
+    }
+
+    /// The body's first key (the command's name).
+    pub fn first_key(&self) -> Option<&str> {
+        match self {
+            CommandBody::Document(document) => document.keys().next().map(String::as_str),
+            CommandBody::Raw(raw) => crate::raw_walk::first_key(raw.as_bytes()),
+        }
+    }
+}
+
+impl From<Document> for CommandBody {
+    fn from(document: Document) -> Self {
+        CommandBody::Document(document)
+    }
+}
+
+impl From<RawDocumentBuf> for CommandBody {
+    fn from(raw: RawDocumentBuf) -> Self {
+        CommandBody::Raw(raw)
+    }
+}
+
+impl PartialEq<Document> for CommandBody {
+    fn eq(&self, other: &Document) -> bool {
+        match self {
+            CommandBody::Document(document) => document == other,
+            CommandBody::Raw(_) => self.to_document().is_ok_and(|d| &d == other),
         }
     }
 }

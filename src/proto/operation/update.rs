@@ -342,7 +342,7 @@ mod tests {
         assert_eq!(command.sequences.len(), 1);
         assert_eq!(command.sequences[0].identifier, "updates");
         let statement = crate::operation::test_support::sent(&command).remove(0);
-        (command.body, statement)
+        (command.body.to_document().unwrap(), statement)
     }
 
     #[test]

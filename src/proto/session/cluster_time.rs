@@ -7,6 +7,9 @@
 
 use bson::{Bson, Document, Timestamp};
 
+use crate::command_draft::CommandDraft;
+use crate::reply::ReplyFields;
+
 /// The lowest wire version that understands `$clusterTime` (MongoDB 3.6).
 pub const MIN_CLUSTER_TIME_WIRE_VERSION: i32 = 6;
 
@@ -39,7 +42,12 @@ impl ClusterTime {
 
     /// The `$clusterTime` of a reply, if it has a usable one.
     pub fn from_reply(reply: &Document) -> Option<Self> {
-        match reply.get("$clusterTime") {
+        ClusterTime::from_fields(reply)
+    }
+
+    /// [`Self::from_reply`] of a reply's fields, read where they lie.
+    pub(crate) fn from_fields(reply: &impl ReplyFields) -> Option<Self> {
+        match reply.field("$clusterTime").as_deref() {
             Some(Bson::Document(d)) => ClusterTime::from_document(d),
             _ => None,
         }
@@ -121,7 +129,12 @@ impl ClusterClock {
     /// Advances from the `$clusterTime` of a reply (any reply, `ok: 0` too,
     /// but never a monitoring reply).
     pub fn observe_reply(&mut self, reply: &Document) -> bool {
-        match ClusterTime::from_reply(reply) {
+        self.observe_fields(reply)
+    }
+
+    /// [`Self::observe_reply`] of a reply's fields, read where they lie.
+    pub(crate) fn observe_fields(&mut self, reply: &impl ReplyFields) -> bool {
+        match ClusterTime::from_fields(reply) {
             Some(time) => self.advance_to(time),
             None => false,
         }
@@ -130,14 +143,16 @@ impl ClusterClock {
     /// Adds `$clusterTime` to an outgoing command when there is one to send
     /// and the server (`max_wire_version`) understands it.
     pub fn attach(&self, command: &mut Document, max_wire_version: i32) {
-        attach_cluster_time(command, self.current(), max_wire_version);
+        let mut draft = CommandDraft::new(std::mem::take(command));
+        attach_cluster_time(&mut draft, self.current(), max_wire_version);
+        *command = draft.into_document();
     }
 }
 
 /// Adds `$clusterTime: time` to `command` when there is a time and the server
 /// supports it.
 pub(crate) fn attach_cluster_time(
-    command: &mut Document,
+    command: &mut CommandDraft,
     time: Option<&ClusterTime>,
     max_wire_version: i32,
 ) {

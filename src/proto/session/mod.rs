@@ -47,9 +47,11 @@ pub use transaction::{
     AbortCommand, FailedCommand, Pin, Transaction, TransactionOptions, TransactionState,
 };
 
+use crate::command_draft::CommandDraft;
 use crate::error::{Error, Result};
 use crate::options::{ReadConcern, WriteConcern};
 use crate::read_preference::ReadPreference;
+use crate::reply::ReplyFields;
 use cluster_time::{attach_cluster_time, timestamp_after};
 use transaction::{is_unacknowledged, read_concern_document};
 
@@ -293,7 +295,7 @@ impl SessionState {
 
     /// The session id (`lsid`), until the session ends.
     pub fn id(&self) -> Option<&Document> {
-        self.server_session.as_ref().map(|s| &s.id)
+        self.server_session.as_ref().map(ServerSession::id)
     }
 
     /// The server session, until the session ends.
@@ -507,18 +509,31 @@ impl SessionState {
         ctx: &CommandContext<'_>,
         now: Instant,
     ) -> Result<()> {
+        let mut draft = CommandDraft::new(std::mem::take(command));
+        let decorated = self.decorate_draft(&mut draft, ctx, now);
+        *command = draft.into_document();
+        decorated
+    }
+
+    /// [`Self::decorate`] on a command on its way to the wire (the one
+    /// path the executor takes).
+    pub(crate) fn decorate_draft(
+        &mut self,
+        command: &mut CommandDraft,
+        ctx: &CommandContext<'_>,
+        now: Instant,
+    ) -> Result<()> {
         if self.is_ended() {
             return Err(Error::client(ENDED));
         }
-        let name = command.keys().next().cloned().unwrap_or_default();
+        let name = command.first_key().unwrap_or_default();
         let finishing = name == "commitTransaction" || name == "abortTransaction";
+        let follow_up = matches!(name, "getMore" | "killCursors");
         let in_transaction = finishing || self.transaction.state().is_active();
         // The snapshot read concern goes on every command of a snapshot
         // session, writes included, so that the server rejects what a
         // snapshot cannot serve; cursor follow-ups inherit the cursor's.
-        let snapshot_read = !in_transaction
-            && self.is_snapshot()
-            && !matches!(name.as_str(), "getMore" | "killCursors");
+        let snapshot_read = !in_transaction && self.is_snapshot() && !follow_up;
         if snapshot_read && ctx.max_wire_version < MIN_SNAPSHOT_WIRE_VERSION {
             return Err(Error::client("Snapshot reads require MongoDB 5.0 or later"));
         }
@@ -533,7 +548,7 @@ impl SessionState {
         let session = self.server_session_mut()?;
         let txn_number = session.txn_number;
         if send_lsid {
-            command.insert("lsid", session.id.clone());
+            session.add_lsid(command);
             session.mark_used(now);
         }
 
@@ -600,22 +615,35 @@ impl SessionState {
     /// first read of a snapshot session fixes the snapshot time
     /// (`cursor.atClusterTime` or `atClusterTime`).
     pub fn on_reply(&mut self, reply: &Document, client_clock: &mut ClusterClock) {
-        if let Some(time) = ClusterTime::from_reply(reply) {
+        self.on_reply_fields(reply, client_clock);
+    }
+
+    /// [`Self::on_reply`] of a reply's fields, read where they lie (the
+    /// executor's replies are not converted to a `Document` for this).
+    pub(crate) fn on_reply_fields(
+        &mut self,
+        reply: &impl ReplyFields,
+        client_clock: &mut ClusterClock,
+    ) {
+        if let Some(time) = ClusterTime::from_fields(reply) {
             client_clock.advance_to(time.clone());
             self.advance_cluster_time_to(time);
         }
-        if let Some(Bson::Timestamp(t)) = reply.get("operationTime") {
+        if let Some(Bson::Timestamp(t)) = reply.field("operationTime").as_deref() {
             self.advance_operation_time(*t);
         }
-        self.transaction.observe_reply(reply);
+        self.transaction.observe_fields(reply);
         if self.is_snapshot() && self.snapshot_time.is_none() {
-            let at = reply
-                .get_document("cursor")
-                .ok()
-                .and_then(|c| c.get("atClusterTime"))
-                .or_else(|| reply.get("atClusterTime"));
-            if let Some(Bson::Timestamp(t)) = at {
-                self.snapshot_time = Some(*t);
+            let in_cursor = match reply.field("cursor").as_deref() {
+                Some(Bson::Document(cursor)) => cursor.get_timestamp("atClusterTime").ok(),
+                _ => None,
+            };
+            let at = in_cursor.or_else(|| match reply.field("atClusterTime").as_deref() {
+                Some(Bson::Timestamp(t)) => Some(*t),
+                _ => None,
+            });
+            if let Some(t) = at {
+                self.snapshot_time = Some(t);
             }
         }
     }

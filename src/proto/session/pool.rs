@@ -11,11 +11,13 @@
 //! less than a minute left before the server would forget them.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bson::spec::BinarySubtype;
 use bson::{doc, Binary, Document};
 
+use crate::command_draft::CommandDraft;
 use crate::proto::process::{CurrentProcess, ProcessWatch};
 
 /// How long before the server's expiry a session counts as "about to
@@ -48,8 +50,10 @@ pub fn new_session_id(rng: &mut fastrand::Rng) -> Document {
 /// error may have left an operation running under it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ServerSession {
-    /// The session id document sent as `lsid`.
-    pub id: Document,
+    /// The session id document sent as `lsid` ([`Self::id`]).
+    id: Document,
+    /// `id` encoded once, for every command of the session's life.
+    encoded_id: Option<Arc<[u8]>>,
     /// The last time the id was sent to a server; the server's expiry clock
     /// restarts then.
     pub last_use: Instant,
@@ -67,12 +71,35 @@ pub struct ServerSession {
 impl ServerSession {
     /// A session with this id, last used `now`, transaction number 0.
     pub fn new(id: Document, now: Instant) -> Self {
+        let mut encoded = Vec::new();
+        let encoded_id = crate::bson_write::write_document(&id, &mut encoded)
+            .ok()
+            .map(|()| Arc::from(encoded));
         ServerSession {
             id,
+            encoded_id,
             last_use: now,
             txn_number: 0,
             dirty: false,
             generation: 0,
+        }
+    }
+
+    /// The session id document sent as `lsid`.
+    pub fn id(&self) -> &Document {
+        &self.id
+    }
+
+    /// The session id, consuming the record (for `endSessions`).
+    pub fn into_id(self) -> Document {
+        self.id
+    }
+
+    /// Adds this session's id to `command` as `lsid`.
+    pub(crate) fn add_lsid(&self, command: &mut CommandDraft) {
+        match &self.encoded_id {
+            Some(bytes) => command.insert_encoded("lsid", Arc::clone(bytes)),
+            None => command.insert("lsid", self.id.clone()),
         }
     }
 

@@ -639,7 +639,7 @@ fn ended_sessions_refuse_everything_and_end_is_idempotent() {
     let t0 = Instant::now();
     let mut s = explicit(t0);
     let returned = s.end(PID).unwrap();
-    assert_eq!(returned.id, doc! {"id": "lsid-1"});
+    assert_eq!(returned.id(), &doc! {"id": "lsid-1"});
     assert!(s.end(PID).is_none());
     assert!(s.is_ended());
     let mut cmd = doc! {"find": "c"};

@@ -512,9 +512,14 @@ impl Transaction {
 
     /// Keeps the `recoveryToken` of a reply received in the transaction.
     pub fn observe_reply(&mut self, reply: &Document) {
+        self.observe_fields(reply);
+    }
+
+    /// [`Self::observe_reply`] of a reply's fields, read where they lie.
+    pub(crate) fn observe_fields(&mut self, reply: &impl crate::reply::ReplyFields) {
         let in_transaction = !matches!(self.state, TransactionState::None);
         if in_transaction {
-            if let Ok(token) = reply.get_document("recoveryToken") {
+            if let Some(Bson::Document(token)) = reply.field("recoveryToken").as_deref() {
                 self.recovery_token = Some(token.clone());
             }
         }

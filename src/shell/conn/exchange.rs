@@ -11,7 +11,7 @@ use super::stream::DeadlineIo;
 use super::Connection;
 use crate::error::{Error, Result};
 use crate::reply::Reply;
-use crate::wire::{self, Header, Message, MsgFlags, OpMsg, HEADER_LEN};
+use crate::wire::{self, Header, Message, MsgBody, MsgFlags, MsgParts, OpMsg, HEADER_LEN};
 
 /// How many bytes one read of a reply asks for: a small reply (the usual
 /// `find_one`) arrives header and body in one `recvfrom`.
@@ -27,21 +27,27 @@ impl Connection {
         msg: &OpMsg,
         timeout: Option<Duration>,
     ) -> Result<Document> {
-        self.send_msg_reply(request_id, msg, timeout)?
+        let parts = MsgParts {
+            flags: msg.flags,
+            body: MsgBody::Document(&msg.body),
+            sequences: &msg.sequences,
+        };
+        self.send_msg_reply(request_id, &parts, timeout)?
             .into_document()
     }
 
-    /// [`send_msg`](Self::send_msg), keeping a cursor batch of the reply
-    /// as bytes (see [`Reply`]).
-    pub fn send_msg_reply(
+    /// [`send_msg`](Self::send_msg) of a message given in parts (the
+    /// executor's command is written without a document of it), keeping a
+    /// cursor batch of the reply as bytes (see [`Reply`]).
+    pub(crate) fn send_msg_reply(
         &mut self,
         request_id: i32,
-        msg: &OpMsg,
+        msg: &MsgParts<'_>,
         timeout: Option<Duration>,
     ) -> Result<Reply> {
         let mut buffer = std::mem::take(&mut self.write_buffer);
         buffer.clear();
-        let encoded = wire::encode_msg(request_id, 0, msg, self.max_message_size, &mut buffer);
+        let encoded = wire::encode_parts(request_id, 0, msg, self.max_message_size, &mut buffer);
         if msg.flags.has(MsgFlags::MORE_TO_COME) {
             // The server sends nothing back for moreToCome (a w:0 write):
             // waiting for a reply would block until the socket timeout, or

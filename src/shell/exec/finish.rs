@@ -18,15 +18,16 @@ use std::time::{Duration, Instant};
 
 use bson::Document;
 
+use crate::command_draft::CommandDraft;
 use crate::concern::{attach_concerns, Takes};
 use crate::deadline::Deadline;
 use crate::error::Result;
-use crate::event::command::is_sensitive;
+use crate::event::command::is_sensitive_body;
 use crate::operation::Command;
 use crate::options::{ReadConcern, ServerApi, WriteConcern};
 use crate::session::cluster_time::{attach_cluster_time, ClusterTime};
 use crate::session::{CommandContext, SessionState};
-use crate::wire::{MsgFlags, OpMsg};
+use crate::wire::{DocumentSequence, MsgBody, MsgFlags, MsgParts};
 
 /// Everything one attempt's command is finished with, resolved by the
 /// executor before the call.
@@ -60,12 +61,14 @@ pub(crate) struct AttemptContext<'a> {
 /// A command ready for the socket.
 #[derive(Debug)]
 pub(crate) struct Finished {
-    /// The message to send.
-    pub(crate) msg: OpMsg,
+    /// The message's flag bits.
+    pub(crate) flags: MsgFlags,
+    /// The command, written straight into the message when it is sent.
+    pub(crate) command: CommandDraft,
+    /// The message's document sequences.
+    pub(crate) sequences: Vec<DocumentSequence>,
     /// The operation's name for the command (session and retry rules).
     pub(crate) name: &'static str,
-    /// The database it runs on.
-    pub(crate) target_db: String,
     /// The body's first key: what events call the command.
     pub(crate) event_name: std::borrow::Cow<'static, str>,
     /// Whether the command's and its reply's documents are redacted.
@@ -78,7 +81,24 @@ pub(crate) struct Finished {
 impl Finished {
     /// A `w: 0` write: sent with `moreToCome`, and no reply comes back.
     pub(crate) fn unacknowledged(&self) -> bool {
-        self.msg.flags.has(MsgFlags::MORE_TO_COME)
+        self.flags.has(MsgFlags::MORE_TO_COME)
+    }
+
+    /// The message to send.
+    pub(crate) fn parts(&self) -> MsgParts<'_> {
+        MsgParts {
+            flags: self.flags,
+            body: MsgBody::Draft(&self.command),
+            sequences: &self.sequences,
+        }
+    }
+
+    /// The database the command runs on (its `$db`).
+    pub(crate) fn target_db(&self) -> &str {
+        match self.command.get("$db") {
+            Some(std::borrow::Cow::Borrowed(bson::Bson::String(db))) => db,
+            _ => "",
+        }
     }
 }
 
@@ -93,10 +113,11 @@ pub(crate) fn finish(
     let Command {
         name,
         target_db,
-        mut body,
+        body,
         sequences,
     } = command;
     let takes = Takes::of(name, &body);
+    let mut draft = CommandDraft::new(body);
     match session {
         Some(session) => {
             let context = CommandContext {
@@ -109,27 +130,26 @@ pub(crate) fn finish(
                 retryable_write: ctx.retryable_write,
                 client_cluster_time: ctx.cluster_time,
             };
-            session.decorate(&mut body, &context, ctx.now)?;
+            session.decorate_draft(&mut draft, &context, ctx.now)?;
         }
         None => {
             let level = ctx.read_concern.map(|rc| rc.level.as_str());
-            attach_concerns(&mut body, takes, level, ctx.write_concern, None);
-            attach_cluster_time(&mut body, ctx.cluster_time, ctx.max_wire_version);
+            attach_concerns(&mut draft, takes, level, ctx.write_concern, None);
+            attach_cluster_time(&mut draft, ctx.cluster_time, ctx.max_wire_version);
         }
     }
-    attach_routing(&mut body, ctx);
-    attach_max_time(&mut body, name, ctx)?;
-    body.insert("$db", target_db.clone());
+    attach_routing(&mut draft, ctx);
+    attach_max_time(&mut draft, name, ctx)?;
+    draft.insert("$db", target_db);
 
-    Ok(seal(name, target_db, body, sequences, ctx.events_wanted))
+    Ok(seal(name, draft, sequences, ctx.events_wanted))
 }
 
 /// The message, the name events use, redaction, and the event's copy.
 fn seal(
     name: &'static str,
-    target_db: String,
-    body: Document,
-    sequences: Vec<crate::wire::DocumentSequence>,
+    command: CommandDraft,
+    sequences: Vec<DocumentSequence>,
     events_wanted: bool,
 ) -> Finished {
     // Events name the command by the body's first key, as the spec says:
@@ -137,26 +157,22 @@ fn seal(
     // sensitivity must be judged on the real name.
     // Borrowed when it is the operation's own name (the usual case): no
     // allocation per operation for a name only events read.
-    let event_name = match body.keys().next() {
-        Some(first) if first != name => std::borrow::Cow::Owned(first.clone()),
+    let event_name = match command.first_key() {
+        Some(first) if first != name => std::borrow::Cow::Owned(first.to_string()),
         _ => std::borrow::Cow::Borrowed(name),
     };
-    let sensitive = is_sensitive(&event_name, &body);
-    let flags = if write_concern_unacknowledged(&body) {
+    let sensitive = is_sensitive_body(&event_name, command.body());
+    let flags = if write_concern_unacknowledged(&command) {
         MsgFlags::MORE_TO_COME
     } else {
         MsgFlags::default()
     };
-    let msg = OpMsg {
-        flags,
-        body,
-        sequences,
-    };
-    let event_command = events_wanted.then(|| event_copy(&msg, sensitive));
+    let event_command = events_wanted.then(|| event_copy(&command, &sequences, sensitive));
     Finished {
-        msg,
+        flags,
+        command,
+        sequences,
         name,
-        target_db,
         event_name,
         sensitive,
         event_command,
@@ -164,7 +180,7 @@ fn seal(
 }
 
 /// `$readPreference` (unless the command has one) and the Stable API.
-fn attach_routing(body: &mut Document, ctx: &AttemptContext<'_>) {
+fn attach_routing(body: &mut CommandDraft, ctx: &AttemptContext<'_>) {
     if let Some(rp) = &ctx.read_preference {
         if !body.contains_key("$readPreference") {
             body.insert("$readPreference", rp.clone());
@@ -184,7 +200,7 @@ fn attach_routing(body: &mut Document, ctx: &AttemptContext<'_>) {
 /// CSOT: `maxTimeMS` is the time left less the server's minimum round trip
 /// (not on a cursor's follow-ups, which carry their own), and nothing is
 /// sent once the deadline has passed.
-fn attach_max_time(body: &mut Document, name: &str, ctx: &AttemptContext<'_>) -> Result<()> {
+fn attach_max_time(body: &mut CommandDraft, name: &str, ctx: &AttemptContext<'_>) -> Result<()> {
     if !ctx.deadline.is_set() {
         return Ok(());
     }
@@ -205,27 +221,30 @@ fn sends_max_time(name: &str) -> bool {
     !matches!(name, "getMore" | "killCursors" | "endSessions")
 }
 
-fn write_concern_unacknowledged(body: &Document) -> bool {
-    body.get_document("writeConcern")
-        .ok()
-        .and_then(|wc| match wc.get("w") {
-            Some(bson::Bson::Int32(0)) => Some(true),
-            Some(bson::Bson::Int64(0)) => Some(true),
-            _ => None,
-        })
-        .unwrap_or(false)
+fn write_concern_unacknowledged(command: &CommandDraft) -> bool {
+    match command.get("writeConcern").as_deref() {
+        Some(bson::Bson::Document(wc)) => matches!(
+            wc.get("w"),
+            Some(bson::Bson::Int32(0)) | Some(bson::Bson::Int64(0))
+        ),
+        _ => false,
+    }
 }
 
 /// The command as the monitoring spec shows it: OP_MSG document sequences
 /// appear as arrays in the body, as if the command had been sent without
 /// them; a sensitive command shows as an empty document (and is not copied).
-pub(crate) fn event_copy(msg: &OpMsg, sensitive: bool) -> Document {
+pub(crate) fn event_copy(
+    command: &CommandDraft,
+    sequences: &[DocumentSequence],
+    sensitive: bool,
+) -> Document {
     if sensitive {
         return Document::new();
     }
-    let mut command = msg.body.clone();
-    for sequence in &msg.sequences {
-        command.insert(
+    let mut copy = command.to_document();
+    for sequence in sequences {
+        copy.insert(
             sequence.identifier.clone(),
             sequence
                 .documents
@@ -234,7 +253,7 @@ pub(crate) fn event_copy(msg: &OpMsg, sensitive: bool) -> Document {
                 .collect::<Vec<_>>(),
         );
     }
-    command
+    copy
 }
 
 #[cfg(test)]

@@ -80,7 +80,7 @@ fn a_read_gets_every_field_in_order_and_no_write_concern() {
     let f = Fixture::new();
     let finished = finish(find(), &f.ctx(), None).expect("finished");
     assert_eq!(
-        finished.msg.body,
+        finished.command.to_document(),
         doc! {
             "find": "c", "filter": {},
             "readConcern": { "level": "majority" },
@@ -113,13 +113,13 @@ fn with_and_without_a_session_differ_only_by_the_session_fields() {
     ] {
         let plain = finish(command(), &f.ctx(), None)
             .expect("finished")
-            .msg
-            .body;
+            .command
+            .to_document();
         let mut s = session(f.now);
         let with = finish(command(), &f.ctx(), Some(&mut s))
             .expect("finished")
-            .msg
-            .body;
+            .command
+            .to_document();
         assert_eq!(
             with.get("lsid"),
             Some(&Bson::Document(doc! { "id": "lsid-1" }))
@@ -140,8 +140,8 @@ fn a_retryable_write_carries_the_sessions_txn_number() {
     let insert = Command::new("insert", "db", doc! { "insert": "c" });
     let body = finish(insert, &ctx, Some(&mut s))
         .expect("finished")
-        .msg
-        .body;
+        .command
+        .to_document();
     assert_eq!(body.get_i64("txnNumber"), Ok(txn_number));
     assert_eq!(
         body.get_document("writeConcern"),
@@ -159,8 +159,8 @@ fn in_a_transaction_the_first_command_starts_it_and_concerns_are_the_sessions() 
     let insert = Command::new("insert", "db", doc! { "insert": "c" });
     let body = finish(insert, &f.ctx(), Some(&mut s))
         .expect("finished")
-        .msg
-        .body;
+        .command
+        .to_document();
     assert_eq!(body.get_bool("startTransaction"), Ok(true));
     assert_eq!(body.get_bool("autocommit"), Ok(false));
     assert!(body.contains_key("txnNumber"));
@@ -168,8 +168,8 @@ fn in_a_transaction_the_first_command_starts_it_and_concerns_are_the_sessions() 
     assert!(!body.contains_key("writeConcern"));
     let second = finish(find(), &f.ctx(), Some(&mut s))
         .expect("finished")
-        .msg
-        .body;
+        .command
+        .to_document();
     assert!(!second.contains_key("startTransaction"));
     assert!(!second.contains_key("readConcern"));
 }
@@ -181,14 +181,20 @@ fn max_time_ms_comes_from_the_deadline_less_the_round_trip() {
         deadline: Deadline::at(f.now + Duration::from_millis(500)),
         ..f.ctx()
     };
-    let body = finish(find(), &ctx, None).expect("finished").msg.body;
+    let body = finish(find(), &ctx, None)
+        .expect("finished")
+        .command
+        .to_document();
     assert_eq!(body.get_i64("maxTimeMS"), Ok(490));
     let get_more = Command::new(
         "getMore",
         "db",
         doc! { "getMore": 1_i64, "collection": "c" },
     );
-    let body = finish(get_more, &ctx, None).expect("finished").msg.body;
+    let body = finish(get_more, &ctx, None)
+        .expect("finished")
+        .command
+        .to_document();
     assert!(!body.contains_key("maxTimeMS"));
 }
 
@@ -233,7 +239,7 @@ fn the_events_copy_folds_sequences_in_and_is_made_only_when_wanted() {
     let finished = finish(insert(), &f.ctx(), None).expect("finished");
     let copy = finished.event_command.expect("a copy");
     assert_eq!(copy.get_array("documents").map(Vec::len), Ok(1));
-    assert!(!finished.msg.body.contains_key("documents"));
+    assert!(!finished.command.to_document().contains_key("documents"));
 
     let unwatched = AttemptContext {
         events_wanted: false,
@@ -257,7 +263,10 @@ fn sensitive_commands_are_redacted_in_the_events_copy() {
     assert!(finished.sensitive);
     assert_eq!(finished.event_name, "saslStart");
     assert_eq!(finished.event_command, Some(Document::new()));
-    assert_eq!(finished.msg.body.get_str("payload"), Ok("secret"));
+    assert_eq!(
+        finished.command.to_document().get_str("payload"),
+        Ok("secret")
+    );
 }
 
 #[test]
@@ -271,14 +280,17 @@ fn a_causally_consistent_write_carries_after_cluster_time_but_no_level() {
     let insert = Command::new("insert", "db", doc! { "insert": "c" });
     let body = finish(insert, &f.ctx(), Some(&mut s))
         .expect("finished")
-        .msg
-        .body;
+        .command
+        .to_document();
     assert_eq!(
         body.get_document("readConcern"),
         Ok(&doc! { "afterClusterTime": bson::Timestamp { time: 9, increment: 1 } })
     );
     // Without a session a write has no readConcern at all.
     let insert = Command::new("insert", "db", doc! { "insert": "c" });
-    let plain = finish(insert, &f.ctx(), None).expect("finished").msg.body;
+    let plain = finish(insert, &f.ctx(), None)
+        .expect("finished")
+        .command
+        .to_document();
     assert!(!plain.contains_key("readConcern"));
 }

@@ -13,7 +13,7 @@ use super::classify::as_timeout;
 use super::finish::Finished;
 use super::{ClientState, SessionSlot};
 use crate::address::ServerAddress;
-use crate::conn::check_reply;
+use crate::conn::{check_reply, Connection};
 use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::event::command::ConnectionInfo;
@@ -30,7 +30,8 @@ struct InFlight {
     event_name: std::borrow::Cow<'static, str>,
     sensitive: bool,
     request_id: i32,
-    connection: ConnectionInfo,
+    /// Made only when someone listens for command events.
+    connection: Option<ConnectionInfo>,
     generation: u32,
     duration: Duration,
 }
@@ -45,36 +46,43 @@ impl ClientState {
         session: &mut SessionSlot<'_>,
         deadline: Deadline,
     ) -> std::result::Result<Reply, SendError> {
-        // CSOT: timeoutMS replaces socketTimeoutMS (it does not combine).
-        let socket_timeout = if deadline.is_set() {
-            deadline.remaining(self.time.now())
-        } else {
-            self.topology.options().socket_timeout()
-        };
+        let socket_timeout = self.socket_timeout(deadline);
         let request_id = crate::conn::next_request_id();
+        let events_wanted = self.topology.command_events_wanted();
         let Some(connection) = self.topology.connection_mut(address) else {
-            let error =
-                Error::network_message(Some(address.clone()), "the server's socket is gone");
-            return Err((error, false));
+            return Err((socket_gone(address), false));
         };
-        let connection_info = ConnectionInfo {
+        // Only events read the connection's description (an address
+        // clone per command otherwise).
+        let connection_info = events_wanted.then(|| ConnectionInfo {
             address: address.clone(),
             driver_connection_id: connection.id(),
             server_connection_id: connection.server_id(),
             service_id: connection.service_id(),
-        };
+        });
         let generation = connection.generation();
-        if let Some(command) = finished.event_command.take() {
-            self.topology.publish_command_event(&CommandEvent::Started {
-                command,
-                database_name: finished.target_db.clone(),
-                command_name: finished.event_name.to_string(),
-                request_id,
-                connection: connection_info.clone(),
-            });
-        }
-        let sent_at = self.time.now();
-        let result = self.exchange(&finished, address, request_id, socket_timeout);
+        let sent_at;
+        let result = match (finished.event_command.take(), connection_info.clone()) {
+            (Some(command), Some(connection)) => {
+                self.topology.publish_command_event(&CommandEvent::Started {
+                    command,
+                    database_name: finished.target_db().to_string(),
+                    command_name: finished.event_name.to_string(),
+                    request_id,
+                    connection,
+                });
+                sent_at = self.time.now();
+                // The listener had the topology: the socket is looked up again.
+                match self.topology.connection_mut(address) {
+                    Some(connection) => exchange(connection, &finished, request_id, socket_timeout),
+                    None => Err(socket_gone(address)),
+                }
+            }
+            _ => {
+                sent_at = self.time.now();
+                exchange(connection, &finished, request_id, socket_timeout)
+            }
+        };
         let in_flight = InFlight {
             event_name: finished.event_name,
             sensitive: finished.sensitive,
@@ -92,24 +100,14 @@ impl ClientState {
         }
     }
 
-    /// Writes the message and reads the reply (a `w: 0` write gets none;
-    /// the spec's events report `{ok: 1}` for it).
-    fn exchange(
-        &mut self,
-        finished: &Finished,
-        address: &ServerAddress,
-        request_id: i32,
-        socket_timeout: Option<Duration>,
-    ) -> crate::error::Result<Reply> {
-        let connection = self.topology.connection_mut(address).ok_or_else(|| {
-            Error::network_message(Some(address.clone()), "the server's socket is gone")
-        })?;
-        let reply = connection.send_msg_reply(request_id, &finished.msg, socket_timeout)?;
-        Ok(if finished.unacknowledged() {
-            Reply::from_document(bson::doc! { "ok": 1 })
+    /// How long the exchange may wait: timeoutMS replaces socketTimeoutMS
+    /// (CSOT: they do not combine).
+    fn socket_timeout(&self, deadline: Deadline) -> Option<Duration> {
+        if deadline.is_set() {
+            deadline.remaining(self.time.now())
         } else {
-            reply
-        })
+            self.topology.options().socket_timeout()
+        }
     }
 
     /// Learns the cluster and operation times of any reply (`ok: 0` too),
@@ -123,25 +121,26 @@ impl ClientState {
         match session.get() {
             Some(s) => {
                 s.on_raw_cursor(reply.raw_cursor());
-                s.on_reply(reply.document(), &mut self.clock);
+                s.on_reply_fields(&reply, &mut self.clock);
             }
             None => {
-                self.clock.observe_reply(reply.document());
+                self.clock.observe_fields(&reply);
             }
         }
-        if !reply.is_ok() {
-            // The error keeps the whole reply, a cursor kept as bytes too.
-            let whole = reply
-                .to_document()
-                .unwrap_or_else(|_| reply.document().clone());
-            return check_reply(whole, address).map(Reply::from_document);
+        if reply.is_ok() {
+            return Ok(reply);
         }
-        let (document, bytes) = reply.into_parts();
-        check_reply(document, address).map(|document| Reply::from_parts(document, bytes))
+        // The error keeps the whole reply, a cursor kept as bytes too.
+        let whole = reply
+            .to_document()
+            .unwrap_or_else(|_| reply.document().clone());
+        check_reply(whole, address).map(Reply::from_document)
     }
 
     fn on_success(&mut self, reply: Reply, in_flight: InFlight) -> Reply {
-        if self.topology.command_events_wanted() {
+        if let (true, Some(connection)) =
+            (self.topology.command_events_wanted(), in_flight.connection)
+        {
             // A batch kept as bytes is converted only for the listener.
             let copy = if in_flight.sensitive {
                 Document::new()
@@ -156,7 +155,7 @@ impl ClientState {
                     command_name: in_flight.event_name.into_owned(),
                     request_id: in_flight.request_id,
                     duration: in_flight.duration,
-                    connection: in_flight.connection,
+                    connection,
                 });
         }
         reply
@@ -173,13 +172,15 @@ impl ClientState {
         deadline: Deadline,
         in_flight: InFlight,
     ) -> Error {
-        if self.topology.command_events_wanted() {
+        if let (true, Some(connection)) =
+            (self.topology.command_events_wanted(), in_flight.connection)
+        {
             self.topology.publish_command_event(&CommandEvent::Failed {
                 failure: error.clone(),
                 command_name: in_flight.event_name.into_owned(),
                 request_id: in_flight.request_id,
                 duration: in_flight.duration,
-                connection: in_flight.connection,
+                connection,
             });
         }
         self.topology
@@ -196,4 +197,26 @@ impl ClientState {
         }
         error
     }
+}
+
+/// Writes the message and reads the reply (a `w: 0` write gets none; the
+/// spec's events report `{ok: 1}` for it).
+fn exchange(
+    connection: &mut Connection,
+    finished: &Finished,
+    request_id: i32,
+    socket_timeout: Option<Duration>,
+) -> crate::error::Result<Reply> {
+    let reply = connection.send_msg_reply(request_id, &finished.parts(), socket_timeout)?;
+    Ok(if finished.unacknowledged() {
+        Reply::from_document(bson::doc! { "ok": 1 })
+    } else {
+        reply
+    })
+}
+
+/// The error for a server whose socket was closed between selection and
+/// sending (a listener or an SDAM error in between).
+fn socket_gone(address: &ServerAddress) -> Error {
+    Error::network_message(Some(address.clone()), "the server's socket is gone")
 }
