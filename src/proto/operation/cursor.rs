@@ -269,27 +269,10 @@ fn read_raw_cursor(
 }
 
 fn raw_cursor_fields(head: CursorHeadView<'_>) -> Result<(i64, Namespace, Option<Document>)> {
-    let id = match head.id {
-        Some(Ok(id)) => id,
-        Some(Err(other)) => {
-            return Err(malformed(format!(
-                "`cursor.id` is {}, not an integer",
-                raw_type_name(other)
-            )))
-        }
-        None => return Err(malformed("no `cursor.id`")),
-    };
-    let ns = match head.ns {
-        Some(Ok(ns)) => Namespace::parse(ns)
-            .ok_or_else(|| malformed(format!("`cursor.ns` {ns:?} is not `db.collection`")))?,
-        Some(Err(other)) => {
-            return Err(malformed(format!(
-                "`cursor.ns` is {}, not a string",
-                raw_type_name(other)
-            )))
-        }
-        None => return Err(malformed("no `cursor.ns`")),
-    };
+    let id = required(head.id, "cursor.id", "an integer")?;
+    let ns = required(head.ns, "cursor.ns", "a string")?;
+    let ns = Namespace::parse(ns)
+        .ok_or_else(|| malformed(format!("`cursor.ns` {ns:?} is not `db.collection`")))?;
     let token = match head.post_batch_resume_token {
         Some(token) => Some(
             crate::wire::owned_document(token)
@@ -298,6 +281,22 @@ fn raw_cursor_fields(head: CursorHeadView<'_>) -> Result<(i64, Namespace, Option
         None => None,
     };
     Ok((id, ns, token))
+}
+
+/// A field the cursor must have, of the type `expected` names.
+fn required<T>(
+    field: Option<std::result::Result<T, bson::spec::ElementType>>,
+    name: &str,
+    expected: &str,
+) -> Result<T> {
+    match field {
+        Some(Ok(value)) => Ok(value),
+        Some(Err(other)) => Err(malformed(format!(
+            "`{name}` is {}, not {expected}",
+            raw_type_name(other)
+        ))),
+        None => Err(malformed(format!("no `{name}`"))),
+    }
 }
 
 fn raw_type_name(element_type: bson::spec::ElementType) -> &'static str {
