@@ -314,17 +314,7 @@ fn raw_type_name(element_type: bson::spec::ElementType) -> &'static str {
 }
 
 fn type_name(value: &Bson) -> &'static str {
-    match value.element_type() {
-        bson::spec::ElementType::Double => "a double",
-        bson::spec::ElementType::String => "a string",
-        bson::spec::ElementType::EmbeddedDocument => "a document",
-        bson::spec::ElementType::Array => "an array",
-        bson::spec::ElementType::Boolean => "a boolean",
-        bson::spec::ElementType::Null => "null",
-        bson::spec::ElementType::Int32 => "an int32",
-        bson::spec::ElementType::Int64 => "an int64",
-        _ => "a value of another type",
-    }
+    raw_type_name(value.element_type())
 }
 
 #[cfg(test)]

@@ -80,10 +80,7 @@ impl Connection {
         generation: u32,
         socket_timeout: Option<Duration>,
     ) -> Result<Connection> {
-        stream
-            .set_nonblocking(false)
-            .and_then(|()| stream.set_nodelay(true))
-            .map_err(|e| Error::network(Some(address.clone()), "setting up the socket", e))?;
+        blocking_again(&stream, address)?;
         Ok(Connection::from_stream(
             Stream::Tcp(stream),
             address,
@@ -103,10 +100,7 @@ impl Connection {
         generation: u32,
         socket_timeout: Option<Duration>,
     ) -> Result<Connection> {
-        stream
-            .set_nonblocking(false)
-            .and_then(|()| stream.set_nodelay(true))
-            .map_err(|e| Error::network(Some(address.clone()), "setting up the socket", e))?;
+        blocking_again(&stream, address)?;
         let tls = rustls::StreamOwned::new(*session, stream);
         Ok(Connection::from_stream(
             Stream::Tls(Box::new(tls)),
@@ -239,4 +233,13 @@ fn connect_tcp(
         )
     });
     Err(Error::network(Some(address.clone()), "connecting", e))
+}
+
+/// A socket a scan's shared wait connected, made blocking again (with
+/// TCP_NODELAY on) for the connection's own exchanges.
+fn blocking_again(stream: &TcpStream, address: &ServerAddress) -> Result<()> {
+    stream
+        .set_nonblocking(false)
+        .and_then(|()| stream.set_nodelay(true))
+        .map_err(|e| Error::network(Some(address.clone()), "setting up the socket", e))
 }

@@ -18,22 +18,29 @@ fn peer(answer: impl FnOnce(&mut std::net::TcpStream, Vec<u8>) + Send + 'static)
     let port = listener.local_addr().unwrap().port();
     thread::spawn(move || {
         let (mut socket, _) = listener.accept().unwrap();
-        let mut header = [0u8; 16];
-        socket.read_exact(&mut header).unwrap();
-        let length = i32::from_le_bytes(header[..4].try_into().unwrap()) as usize;
-        let mut rest = vec![0u8; length - 16];
-        socket.read_exact(&mut rest).unwrap();
-        let request_id = i32::from_le_bytes(header[4..8].try_into().unwrap());
-        let msg = OpMsg {
-            flags: MsgFlags::default(),
-            body: doc! { "ok": 1, "isWritablePrimary": true },
-            sequences: Vec::new(),
-        };
-        let mut reply = Vec::new();
-        wire::encode_msg(1, request_id, &msg, 1 << 20, &mut reply).unwrap();
+        let reply = primary_reply_to_one_request(&mut socket);
         answer(&mut socket, reply);
     });
     port
+}
+
+/// Reads one request from `peer` and returns a primary's hello reply to
+/// it, as bytes.
+pub(super) fn primary_reply_to_one_request(peer: &mut impl Read) -> Vec<u8> {
+    let mut header = [0u8; 16];
+    peer.read_exact(&mut header).unwrap();
+    let length = i32::from_le_bytes(header[..4].try_into().unwrap()) as usize;
+    let mut rest = vec![0u8; length - 16];
+    peer.read_exact(&mut rest).unwrap();
+    let request_id = i32::from_le_bytes(header[4..8].try_into().unwrap());
+    let msg = OpMsg {
+        flags: MsgFlags::default(),
+        body: doc! { "ok": 1, "isWritablePrimary": true },
+        sequences: Vec::new(),
+    };
+    let mut reply = Vec::new();
+    wire::encode_msg(1, request_id, &msg, 1 << 20, &mut reply).unwrap();
+    reply
 }
 
 /// Starts a hello on an open socket to `port` and waits until it ends.

@@ -2,7 +2,7 @@
 //! handshake and the hello complete, and a second socket made from the
 //! same client configuration resumes the first one's session.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpListener;
 use std::sync::{mpsc, Arc};
 use std::thread;
@@ -13,9 +13,9 @@ use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use rustls::{HandshakeKind, ServerConfig, ServerConnection};
 
+use super::tests::primary_reply_to_one_request;
 use super::{Checked, Overlap, Start};
 use crate::address::ServerAddress;
-use crate::wire::{self, MsgFlags, OpMsg};
 
 /// A CA and a server certificate for `localhost`: the server's config and
 /// a client config that trusts the CA.
@@ -60,19 +60,7 @@ fn serve(config: Arc<ServerConfig>, sockets: usize) -> (u16, mpsc::Receiver<Hand
             let (socket, _) = listener.accept().unwrap();
             let session = ServerConnection::new(config.clone()).unwrap();
             let mut tls = rustls::StreamOwned::new(session, socket);
-            let mut header = [0u8; 16];
-            tls.read_exact(&mut header).unwrap();
-            let length = i32::from_le_bytes(header[..4].try_into().unwrap()) as usize;
-            let mut rest = vec![0u8; length - 16];
-            tls.read_exact(&mut rest).unwrap();
-            let request_id = i32::from_le_bytes(header[4..8].try_into().unwrap());
-            let msg = OpMsg {
-                flags: MsgFlags::default(),
-                body: doc! { "ok": 1, "isWritablePrimary": true },
-                sequences: Vec::new(),
-            };
-            let mut reply = Vec::new();
-            wire::encode_msg(1, request_id, &msg, 1 << 20, &mut reply).unwrap();
+            let reply = primary_reply_to_one_request(&mut tls);
             tls.write_all(&reply).unwrap();
             kinds.send(tls.conn.handshake_kind().unwrap()).unwrap();
         }
