@@ -71,10 +71,7 @@ impl Added {
 
 /// An encoded document the driver wrote itself (so it converts).
 fn decoded(bytes: &[u8]) -> Document {
-    bson::RawDocument::from_bytes(bytes)
-        .ok()
-        .and_then(|raw| crate::wire::owned_document(raw).ok())
-        .unwrap_or_default()
+    crate::raw_walk::to_document(bytes).unwrap_or_default()
 }
 
 impl CommandDraft {

@@ -27,7 +27,7 @@ pub(crate) fn document_to_raw(document: &Document, what: &str) -> Result<RawDocu
 /// Bytes we encoded ourselves, back as a `Document` (tests, command events).
 pub(crate) fn raw_to_document(raw: &RawDocument) -> Document {
     // Our own encoding of a Document or a serde value always decodes.
-    crate::wire::owned_document(raw).unwrap_or_default()
+    crate::raw_walk::to_document(raw.as_bytes()).unwrap_or_default()
 }
 
 /// The document's `_id`, putting a new ObjectId first when it has none, as

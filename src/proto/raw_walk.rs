@@ -10,8 +10,11 @@
 //! then ([`Element::to_bson`] hands anything but the common types to the
 //! bson crate).
 
+use bson::oid::ObjectId;
 use bson::spec::ElementType;
-use bson::{Bson, RawDocument, Timestamp};
+use bson::{Bson, DateTime, Document, RawDocument, Timestamp};
+
+use crate::wire::MAX_BSON_DEPTH;
 
 /// One element of a document: its type byte, key and value bytes.
 #[derive(Clone, Copy, Debug)]
@@ -211,6 +214,40 @@ fn read_8(value: &[u8]) -> [u8; 8] {
     out
 }
 
+fn read_12(value: &[u8]) -> [u8; 12] {
+    let mut out = [0; 12];
+    out.copy_from_slice(&value[..12]);
+    out
+}
+
+/// The document `bytes` (length, elements, NUL) as a [`Document`], every
+/// byte checked: what `bson::from_slice::<Document>` gives for the same
+/// bytes, without serde's per-value visitor calls (about half the work for
+/// a small result document). Nested deeper than [`MAX_BSON_DEPTH`] levels
+/// is an error, so hostile bytes cannot exhaust the stack.
+pub(crate) fn to_document(bytes: &[u8]) -> Result<Document, String> {
+    document_at(bytes, 1)
+}
+
+fn document_at(bytes: &[u8], depth: usize) -> Result<Document, String> {
+    check_nesting(depth)?;
+    let mut document = Document::new();
+    for element in elements(bytes)? {
+        let element = element?;
+        document.insert(element.key()?, element.bson_at(depth)?);
+    }
+    Ok(document)
+}
+
+fn check_nesting(depth: usize) -> Result<(), String> {
+    if depth > MAX_BSON_DEPTH {
+        return Err(format!(
+            "documents nested deeper than {MAX_BSON_DEPTH} levels"
+        ));
+    }
+    Ok(())
+}
+
 impl<'a> Element<'a> {
     /// The element `key: value` of type `kind` (a value found earlier).
     pub(crate) fn of(kind: u8, key: &'a str, value: &'a [u8]) -> Self {
@@ -293,11 +330,20 @@ impl<'a> Element<'a> {
 
     /// The value as a `Bson`, every byte checked.
     pub(crate) fn to_bson(self) -> Result<Bson, String> {
+        self.bson_at(1)
+    }
+
+    /// The value of an element of a document at nesting level `depth`
+    /// (the outermost document is level 1), its own documents and arrays
+    /// one level deeper.
+    fn bson_at(self, depth: usize) -> Result<Bson, String> {
         let value = self.value;
         Ok(match self.kind {
             0x01 => Bson::Double(f64::from_le_bytes(read_8(value))),
             0x02 => Bson::String(self.as_str().unwrap_or(Ok(""))?.to_string()),
+            0x07 => Bson::ObjectId(ObjectId::from_bytes(read_12(value))),
             0x08 if value[0] <= 1 => Bson::Boolean(value[0] == 1),
+            0x09 => Bson::DateTime(DateTime::from_millis(i64::from_le_bytes(read_8(value)))),
             0x0A => Bson::Null,
             0x10 => Bson::Int32(i32::from_le_bytes([value[0], value[1], value[2], value[3]])),
             0x12 => Bson::Int64(i64::from_le_bytes(read_8(value))),
@@ -305,13 +351,16 @@ impl<'a> Element<'a> {
                 increment: u32::from_le_bytes([value[0], value[1], value[2], value[3]]),
                 time: u32::from_le_bytes([value[4], value[5], value[6], value[7]]),
             }),
-            DOCUMENT => Bson::Document(
-                crate::wire::owned_document(document(value)?).map_err(|e| e.to_string())?,
-            ),
+            DOCUMENT => Bson::Document(document_at(value, depth + 1)?),
             ARRAY => {
+                check_nesting(depth + 1)?;
                 let mut items = Vec::new();
                 for item in elements(value)? {
-                    items.push(item?.to_bson()?);
+                    let item = item?;
+                    // An array's keys are not kept, but bytes that are not
+                    // UTF-8 there are as malformed as anywhere else.
+                    item.key()?;
+                    items.push(item.bson_at(depth + 1)?);
                 }
                 Bson::Array(items)
             }
@@ -332,7 +381,8 @@ impl<'a> Element<'a> {
         single[..4].copy_from_slice(&length.to_le_bytes());
         let raw = document(&single)?;
         match raw.iter().next() {
-            Some(Ok((_, value))) => crate::wire::owned_value(value).map_err(|e| e.to_string()),
+            // Never a document or an array: those are converted above.
+            Some(Ok((_, value))) => Bson::try_from(value.to_raw_bson()).map_err(|e| e.to_string()),
             Some(Err(error)) => Err(error.to_string()),
             None => Err("an element vanished".into()),
         }
@@ -378,6 +428,87 @@ mod tests {
             "max": Bson::MaxKey, "min": Bson::MinKey,
         };
         assert_eq!(walked(&document), document);
+    }
+
+    fn every_type() -> Document {
+        doc! {
+            "double": 1.5, "string": "héllo", "empty": "",
+            "doc": { "a": 1, "b": { "c": [1, "two", { "three": 3 }] } },
+            "array": [[], {}, [1, [2]]],
+            "binary": Binary { subtype: BinarySubtype::Generic, bytes: vec![1, 2, 3] },
+            "old": Binary { subtype: BinarySubtype::BinaryOld, bytes: vec![4, 5] },
+            "uuid": Binary { subtype: BinarySubtype::Uuid, bytes: vec![6; 16] },
+            "undefined": Bson::Undefined, "oid": ObjectId::from_bytes([1; 12]),
+            "true": true, "false": false, "date": DateTime::from_millis(-1_234_567),
+            "null": Bson::Null,
+            "regex": Regex { pattern: "^a.*b$".into(), options: "im".into() },
+            "code": Bson::JavaScriptCode("return 1".into()), "symbol": Bson::Symbol("s".into()),
+            "scoped": bson::JavaScriptCodeWithScope { code: "x".into(), scope: doc! { "x": 1 } },
+            "int32": -7i32, "ts": Timestamp { time: 5, increment: 9 }, "int64": i64::MIN,
+            "decimal": Decimal128::from_bytes([3; 16]),
+            "max": Bson::MaxKey, "min": Bson::MinKey,
+            "twice": 1, "twice": "the second value, in the first place",
+        }
+    }
+
+    #[test]
+    fn to_document_gives_what_serde_gives() {
+        let bytes = bson::to_vec(&every_type()).unwrap();
+        let serde: Document = bson::from_slice(&bytes).unwrap();
+        assert_eq!(to_document(&bytes).unwrap(), serde);
+        assert_eq!(serde, every_type());
+    }
+
+    /// Damaged documents: whatever serde makes of them, `to_document` makes
+    /// the same (the same document, or an error), and never panics.
+    #[test]
+    fn to_document_agrees_with_serde_on_damaged_bytes() {
+        let good = bson::to_vec(&every_type()).unwrap();
+        let mut rng = fastrand::Rng::with_seed(0xD0C5_A11E);
+        let (mut refused, mut accepted) = (0, 0);
+        for _ in 0..20_000 {
+            let mut bytes = good.clone();
+            for _ in 0..rng.usize(1..4) {
+                let at = rng.usize(4..bytes.len());
+                bytes[at] = match rng.u8(..4) {
+                    0 => 0,
+                    1 => 0xFF,
+                    2 => bytes[at].wrapping_add(1),
+                    _ => rng.u8(..),
+                };
+            }
+            let ours = to_document(&bytes);
+            let serde = bson::from_slice::<Document>(&bytes);
+            match (&ours, &serde) {
+                (Ok(ours), Ok(serde)) => {
+                    // Compared as bytes: a damaged double may be a NaN.
+                    let written = |d: &Document| bson::to_vec(d).unwrap();
+                    assert_eq!(written(ours), written(serde), "{bytes:?}");
+                    accepted += 1;
+                }
+                (Err(_), Err(_)) => refused += 1,
+                _ => panic!("ours {ours:?}, serde {serde:?}, for {bytes:?}"),
+            }
+        }
+        assert!(
+            refused > 1_000 && accepted > 1_000,
+            "{refused} refused, {accepted} accepted"
+        );
+    }
+
+    #[test]
+    fn to_document_refuses_nesting_past_the_limit() {
+        let nested = |levels: usize| {
+            let mut document = doc! {};
+            for _ in 1..levels {
+                document = doc! { "a": [document] };
+            }
+            bson::to_vec(&document).unwrap()
+        };
+        // Each level here is a document and an array: 2 levels per loop.
+        assert!(to_document(&nested(MAX_BSON_DEPTH / 2)).is_ok());
+        let error = to_document(&nested(MAX_BSON_DEPTH)).unwrap_err();
+        assert!(error.contains("nested deeper"), "{error}");
     }
 
     #[test]

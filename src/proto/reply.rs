@@ -528,8 +528,7 @@ fn restore_batch(document: &mut Document, batch: &RawBatch) -> Result<()> {
 
 /// Converts one batch document to a `Document`.
 fn to_document(bytes: &[u8]) -> Result<Document> {
-    let raw = RawDocument::from_bytes(bytes).map_err(|e| malformed_document(&e))?;
-    crate::wire::owned_document(raw).map_err(|e| malformed_document(&e))
+    crate::raw_walk::to_document(bytes).map_err(|e| malformed_document(&e))
 }
 
 fn malformed_document(reason: &dyn std::fmt::Display) -> Error {

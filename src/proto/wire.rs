@@ -795,9 +795,8 @@ impl<'a> Reader<'a> {
 
 /// Converts exactly `bytes` (one whole document) to a [`Document`].
 fn parse_document(bytes: &[u8]) -> std::result::Result<Document, String> {
-    let raw = RawDocument::from_bytes(bytes).map_err(|e| e.to_string())?;
-    check_reply_depth(raw)?;
-    owned_document(raw).map_err(|e| e.to_string())
+    // Nesting past the limit is refused by the conversion itself.
+    crate::raw_walk::to_document(bytes)
 }
 
 /// Refuses a document nested deeper than [`MAX_BSON_DEPTH`].
@@ -808,35 +807,6 @@ pub(crate) fn check_reply_depth(raw: &RawDocument) -> std::result::Result<(), St
         check_depth(raw, 1)?;
     }
     Ok(())
-}
-
-/// `raw` as a [`Document`], copying each value once. The bson crate's own
-/// conversion copies every nested document and array into a buffer of its
-/// own before converting it, so a reply's `cursor.firstBatch` was copied
-/// twice more on the way: 4× the reply's size at the peak.
-pub(crate) fn owned_document(raw: &RawDocument) -> bson::raw::Result<Document> {
-    let mut document = Document::new();
-    for element in raw {
-        let (key, value) = element?;
-        document.insert(key, owned_value(value)?);
-    }
-    Ok(document)
-}
-
-pub(crate) fn owned_value(value: RawBsonRef<'_>) -> bson::raw::Result<bson::Bson> {
-    Ok(match value {
-        RawBsonRef::Document(nested) => bson::Bson::Document(owned_document(nested)?),
-        RawBsonRef::Array(array) => {
-            let mut items = Vec::new();
-            for item in array {
-                items.push(owned_value(item?)?);
-            }
-            bson::Bson::Array(items)
-        }
-        // Scalars, strings and binaries: one copy each, nothing nested
-        // (a code-with-scope's scope is small and rare).
-        other => bson::Bson::try_from(other.to_raw_bson())?,
-    })
 }
 
 fn check_depth(document: &RawDocument, depth: usize) -> std::result::Result<(), String> {

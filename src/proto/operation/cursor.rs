@@ -275,7 +275,7 @@ fn raw_cursor_fields(head: CursorHeadView<'_>) -> Result<(i64, Namespace, Option
         .ok_or_else(|| malformed(format!("`cursor.ns` {ns:?} is not `db.collection`")))?;
     let token = match head.post_batch_resume_token {
         Some(token) => Some(
-            crate::wire::owned_document(token)
+            crate::raw_walk::to_document(token.as_bytes())
                 .map_err(|e| malformed(format!("invalid `cursor.postBatchResumeToken`: {e}")))?,
         ),
         None => None,

@@ -140,7 +140,7 @@ impl CommandBody {
     pub fn to_document(&self) -> Result<Document> {
         match self {
             CommandBody::Document(document) => Ok(document.clone()),
-            CommandBody::Raw(raw) => crate::wire::owned_document(raw).map_err(|e| {
+            CommandBody::Raw(raw) => crate::raw_walk::to_document(raw.as_bytes()).map_err(|e| {
                 Error::invalid_argument(format!("a command body is not valid BSON: {e}"))
             }),
         }
