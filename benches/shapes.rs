@@ -22,8 +22,9 @@
 //! Then, against SecantusDB directly: cursor iteration over `SHAPES_DOCS`
 //! (default 100,000) small documents and `insert_many` of as many
 //! (documents/s, MB/s of BSON, client CPU µs per document), the peak RSS of
-//! a one-query run, the binary sizes and (when `strace` is installed) the
-//! system calls per warm `find_one`.
+//! a one-query run, the binary sizes, (when `strace` is installed) the
+//! system calls per warm `find_one` and (when `valgrind` is) its
+//! instructions and hot code (`shapes/footprint.rs`).
 //!
 //! Every driver is measured as a separate process speaking the
 //! `examples/bench_find.rs` protocol (`cold|warm|cursor|insert URI DB COLL
@@ -37,8 +38,10 @@
 //!
 //! Run with `cargo bench --bench shapes` (set `SECANTUSD` as for the tests).
 //! `SHAPES_PARTS` picks parts (comma-separated, default all): `shapes`,
-//! `tls`, `throughput`, `size`, `syscalls`.
+//! `tls`, `throughput`, `size`, `syscalls`, `footprint`.
 
+#[path = "shapes/footprint.rs"]
+mod footprint;
 #[path = "../tests/support/mod.rs"]
 mod support;
 
@@ -101,6 +104,9 @@ fn main() {
     }
     if part("syscalls") {
         print_syscalls(&standalone, &drivers);
+    }
+    if part("footprint") {
+        print_footprint(&standalone, &drivers);
     }
 }
 
@@ -233,6 +239,25 @@ fn print_syscalls(standalone: &TestServer, drivers: &[Driver]) {
             Some(calls) => println!("{:<14} {calls}", driver.name),
             None => println!(
                 "{:<14} - (strace not available or the run failed)",
+                driver.name
+            ),
+        }
+    }
+}
+
+fn print_footprint(standalone: &TestServer, drivers: &[Driver]) {
+    println!();
+    println!(
+        "per warm find_one (callgrind): instructions, hot code in 64-byte lines and 4 KiB pages"
+    );
+    for driver in drivers {
+        match footprint::measure(driver, &standalone.uri()) {
+            Some(f) => println!(
+                "{:<14} {:>8} instructions {:>6} lines {:>5} pages",
+                driver.name, f.instructions_per_op, f.code_lines, f.code_pages
+            ),
+            None => println!(
+                "{:<14} - (valgrind not available or the run failed)",
                 driver.name
             ),
         }
