@@ -263,6 +263,7 @@ impl Topology {
     /// together first (N new members cost one DNS round trip). Every TCP
     /// check (a new socket, TLS or not, or a hello on an open one) runs in
     /// one wait; Unix sockets are checked blocking.
+    #[cold]
     fn run_checks(&mut self, addresses: Vec<ServerAddress>, deadline: Deadline) {
         self.resolve_scan_hosts(&addresses, deadline);
         for address in addresses {

@@ -132,6 +132,8 @@ pub enum CommandBody {
     /// A document.
     Document(Document),
     /// A document's BSON bytes (checked for depth and validity as written).
+    /// Only the operation's own fields: the executor's (concerns, `lsid`,
+    /// `$db`, ...) are added beside it, never written into it.
     Raw(RawDocumentBuf),
 }
 

@@ -156,6 +156,7 @@ impl ClientState {
     /// handshake goes to the retry policy like a failed command. A
     /// selection that found no server attempted nothing. A pinned socket
     /// that is gone fails a transaction's command as a network error would.
+    #[cold]
     pub(super) fn after_unreached(
         &mut self,
         run: &mut Run<'_>,
@@ -317,6 +318,7 @@ impl ClientState {
 
     /// The retry decision after a failed attempt, and its sleep; whether
     /// the retry is an overload retry.
+    #[cold]
     pub(super) fn after_failure(
         &mut self,
         run: &mut Run<'_>,

@@ -23,7 +23,7 @@ use crate::concern::{attach_concerns, Takes};
 use crate::deadline::Deadline;
 use crate::error::Result;
 use crate::event::command::is_sensitive_body;
-use crate::operation::Command;
+use crate::operation::{Command, CommandBody};
 use crate::options::{ReadConcern, ServerApi, WriteConcern};
 use crate::session::cluster_time::{attach_cluster_time, ClusterTime};
 use crate::session::{CommandContext, SessionState};
@@ -142,7 +142,7 @@ pub(crate) fn finish(
     attach_max_time(&mut draft, name, ctx)?;
     draft.insert("$db", target_db);
 
-    Ok(seal(name, draft, sequences, ctx.events_wanted))
+    Ok(seal(name, draft, sequences, takes, ctx.events_wanted))
 }
 
 /// The message, the name events use, redaction, and the event's copy.
@@ -150,6 +150,7 @@ fn seal(
     name: &'static str,
     command: CommandDraft,
     sequences: Vec<DocumentSequence>,
+    takes: Takes,
     events_wanted: bool,
 ) -> Finished {
     // Events name the command by the body's first key, as the spec says:
@@ -162,7 +163,7 @@ fn seal(
         _ => std::borrow::Cow::Borrowed(name),
     };
     let sensitive = is_sensitive_body(&event_name, command.body());
-    let flags = if write_concern_unacknowledged(&command) {
+    let flags = if write_concern_unacknowledged(&command, takes) {
         MsgFlags::MORE_TO_COME
     } else {
         MsgFlags::default()
@@ -221,7 +222,16 @@ fn sends_max_time(name: &str) -> bool {
     !matches!(name, "getMore" | "killCursors" | "endSessions")
 }
 
-fn write_concern_unacknowledged(command: &CommandDraft) -> bool {
+/// Whether the command carries `writeConcern: {w: 0}` (sent with
+/// moreToCome, no reply awaited). A body an operation wrote as bytes
+/// (`find`) for a command that takes no write concern has none to look
+/// for: the executor adds one only where it is taken, and such bodies hold
+/// only the operation's own fields. A caller's `Document` (`run_command`)
+/// is looked at whatever its name.
+fn write_concern_unacknowledged(command: &CommandDraft, takes: Takes) -> bool {
+    if !takes.write_concern && matches!(command.body(), CommandBody::Raw(_)) {
+        return false;
+    }
     match command.get("writeConcern").as_deref() {
         Some(bson::Bson::Document(wc)) => matches!(
             wc.get("w"),

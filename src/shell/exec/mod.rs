@@ -310,6 +310,7 @@ impl ClientState {
     /// Gives the operation a chance to turn the error into a result (a
     /// `drop` of a missing collection succeeds), and returns the implicit
     /// session to the pool, which refuses it if the error left it dirty.
+    #[cold]
     fn finish_error<Op: Operation>(
         &mut self,
         op: &Op,

@@ -132,6 +132,7 @@ impl Topology {
     /// Waits for the checks under way, at most until `until`, and applies
     /// those that finished: in the spec's priority order (a primary's reply
     /// first), since one may remove servers another named.
+    #[cold]
     pub(super) fn wait_for_checks(
         &mut self,
         now: Instant,
