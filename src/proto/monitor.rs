@@ -37,6 +37,7 @@ use crate::scan::{self, ScanCandidate};
 use crate::sdam::error_handling::{ApplicationError, ErrorDecision};
 use crate::sdam::{ServerType, TopologyDescription, TopologyType, TopologyUpdate};
 use crate::select::{self, SelectionCriteria, SelectionSettings};
+use remembered::{SelectionMemory, Tracked};
 
 /// What the shell must do next.
 #[derive(Debug)]
@@ -132,13 +133,15 @@ struct Selection {
 /// The pure monitor: the topology description, what is known of each
 /// server's checks, and the scan and selection under way.
 pub(crate) struct Monitor {
-    description: TopologyDescription,
+    description: Tracked,
     settings: MonitorSettings,
     records: AddressMap<CheckRecord>,
     last_scan_end: Option<Instant>,
     scan: Option<Scan>,
     selection: Option<Selection>,
     rng: fastrand::Rng,
+    /// The last selection with one server to choose from.
+    selections: SelectionMemory,
     /// Counts the updates that added servers: until it moves, a scan has
     /// handed out every server that can be due.
     membership_changes: u64,
@@ -167,13 +170,14 @@ impl Monitor {
         rng: fastrand::Rng,
     ) -> Monitor {
         Monitor {
-            description,
+            description: Tracked::new(description),
             settings,
             records: AddressMap::default(),
             last_scan_end: None,
             scan: None,
             selection: None,
             rng,
+            selections: SelectionMemory::default(),
             membership_changes: 0,
             updates: Vec::new(),
             order_computations: 0,
@@ -197,7 +201,7 @@ impl Monitor {
                 .records
                 .insert(server.address.clone(), checked(checked_at, false));
         }
-        monitor.description.stale = false;
+        monitor.description.get_mut().stale = false;
         monitor.last_scan_end = Some(now);
         monitor
     }
@@ -215,13 +219,15 @@ impl Monitor {
     /// Whether updates carry the description change events (see
     /// [`crate::sdam::TopologySettings::without_change_events`]).
     pub(crate) fn set_change_events(&mut self, wanted: bool) {
-        self.description.settings.without_change_events = !wanted;
+        if self.description.settings.without_change_events == wanted {
+            self.description.get_mut().settings.without_change_events = !wanted;
+        }
     }
 
     /// Replaces the description (the SRV seed list was looked up): what
     /// was known of the old servers goes.
     pub(crate) fn replace_description(&mut self, description: TopologyDescription) {
-        self.description = description;
+        *self.description.get_mut() = description;
         self.records.clear();
         self.scan = None;
         self.membership_changes += 1;
@@ -229,7 +235,7 @@ impl Monitor {
 
     /// The next selection must scan first (a fork dropped every socket).
     pub(crate) fn mark_stale(&mut self) {
-        self.description.stale = true;
+        self.description.get_mut().stale = true;
     }
 
     /// Starts selecting a server for `criteria` (the command `operation`)
@@ -305,7 +311,10 @@ impl Monitor {
         let (error, cut_short) = match outcome {
             CheckOutcome::Reply(reply) => {
                 self.records.insert(address.clone(), checked(now, false));
-                let update = self.description.check_succeeded(address, &reply, rtt, now);
+                let update = self
+                    .description
+                    .get_mut()
+                    .check_succeeded(address, &reply, rtt, now);
                 self.note_order_changes(&update);
                 return update;
             }
@@ -328,7 +337,7 @@ impl Monitor {
         error: &Error,
         now: Instant,
     ) -> TopologyUpdate {
-        let update = self.description.check_failed(
+        let update = self.description.get_mut().check_failed(
             address,
             format!("idle socket check failed: {error}"),
             now,
@@ -343,22 +352,25 @@ impl Monitor {
         error: &ApplicationError,
         now: Instant,
     ) -> (ErrorDecision, TopologyUpdate) {
-        let (decision, update) = self.description.handle_application_error(error, now);
+        let (decision, update) = self
+            .description
+            .get_mut()
+            .handle_application_error(error, now);
         self.note_order_changes(&update);
         (decision, update)
     }
 
     /// The SRV polling spec's new mongos list; the next selection scans.
     pub(crate) fn set_srv_hosts(&mut self, hosts: &[ServerAddress]) -> TopologyUpdate {
-        let update = self.description.set_srv_hosts(hosts);
-        self.description.stale = true;
+        let update = self.description.get_mut().set_srv_hosts(hosts);
+        self.description.get_mut().stale = true;
         self.note_order_changes(&update);
         update
     }
 
     /// The client is closing: the description's closing events.
     pub(crate) fn close(&mut self) -> TopologyUpdate {
-        self.description.close()
+        self.description.get_mut().close()
     }
 
     fn retry_at_once(&mut self, address: &ServerAddress, error: &Error) -> bool {
@@ -398,6 +410,7 @@ impl Monitor {
             .insert(address.clone(), checked(now, cools_down));
         let update = self
             .description
+            .get_mut()
             .check_failed(address, error.to_string(), now);
         self.note_order_changes(&update);
         update
@@ -430,7 +443,7 @@ impl Monitor {
     fn drop_unfinished_scan(&mut self, now: Instant) {
         if self.scan.take().is_some() {
             self.last_scan_end = Some(now);
-            self.description.stale = true;
+            self.description.get_mut().stale = true;
             // tryOnce's one scan is over, even cut short.
             if let Some(selection) = &mut self.selection {
                 selection.scanned = true;
@@ -489,7 +502,7 @@ impl Monitor {
         }
         self.scan = None;
         self.last_scan_end = Some(now);
-        self.description.stale = false;
+        self.description.get_mut().stale = false;
         if let Some(selection) = &mut self.selection {
             selection.scanned = true;
         }
@@ -540,7 +553,7 @@ impl Monitor {
                 return self.rescan(now, deadline);
             }
         }
-        let selected = select::select(
+        let selected = self.selections.select(
             &self.description,
             &selection.criteria,
             &self.settings.selection,
@@ -555,7 +568,7 @@ impl Monitor {
             Err(error) => {
                 // An incompatible server may be upgraded or replaced: the
                 // next selection must look again.
-                self.description.stale = true;
+                self.description.get_mut().stale = true;
                 self.selection = None;
                 Some(Next::Failed(error))
             }
@@ -567,7 +580,7 @@ impl Monitor {
     /// Nothing suitable is known: fail, sleep until a rescan may start, or
     /// start one.
     fn nothing_suitable(&mut self, now: Instant, deadline: Deadline) -> Option<Next> {
-        self.description.stale = true;
+        self.description.get_mut().stale = true;
         let try_once = self.settings.try_once;
         let max_time = self.scan_limit(deadline).expect("a selection is under way");
         let selection = self.selection.as_mut().expect("a selection is under way");
@@ -718,6 +731,7 @@ fn as_result(next: Next) -> crate::error::Result<ServerAddress> {
     }
 }
 
+mod remembered;
 #[cfg(test)]
 mod spec_tests;
 #[cfg(test)]

@@ -475,3 +475,66 @@ fn a_scan_computes_its_order_once_per_new_members_not_per_check() {
     );
     assert!(!h.monitor.scanning());
 }
+
+#[test]
+fn a_warm_selection_reuses_the_last_until_the_description_changes() {
+    let mut h = Harness::new(SET, settings(true, 30_000));
+    h.select(primary_only(), 0);
+    assert!(matches!(scan_all(&mut h, 0, healthy), Next::Selected(a) if a == addr("a:1")));
+    let computed = h.monitor.selections.computed;
+    for ms in [10, 20, 30] {
+        h.select(primary_only(), ms);
+        assert!(matches!(h.poll(ms), Next::Selected(a) if a == addr("a:1")));
+    }
+    assert_eq!(
+        h.monitor.selections.computed, computed,
+        "one primary: no new selection"
+    );
+    // A secondary read is other criteria: selected afresh.
+    let secondary = SelectionCriteria::ReadPreference(ReadPreference::new(
+        crate::read_preference::ReadPreferenceMode::Secondary,
+    ));
+    h.select(secondary, 40);
+    assert!(matches!(h.poll(40), Next::Selected(_)));
+    assert_eq!(h.monitor.selections.computed, computed + 1);
+    // The primary's socket failed: what was remembered no longer holds.
+    let io = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset");
+    let error = Error::network(Some(addr("a:1")), "ping", io);
+    let _ = h
+        .monitor
+        .on_idle_check_failed(&addr("a:1"), &error, h.at(50));
+    h.select(primary_only(), 50);
+    let next = h.poll(50);
+    assert!(
+        !matches!(next, Next::Selected(_)),
+        "the Unknown primary is not selected from memory: {next:?}"
+    );
+    assert!(h.monitor.selections.computed > computed + 1);
+}
+
+#[test]
+fn a_selection_with_a_choice_is_made_afresh_each_time() {
+    let mut h = Harness::new(SET, settings(true, 30_000));
+    h.select(primary_only(), 0);
+    scan_all(&mut h, 0, healthy);
+    let secondary = || {
+        SelectionCriteria::ReadPreference(ReadPreference::new(
+            crate::read_preference::ReadPreferenceMode::Secondary,
+        ))
+    };
+    let computed = h.monitor.selections.computed;
+    let mut chosen = std::collections::BTreeSet::new();
+    for ms in 1..=40 {
+        h.select(secondary(), ms);
+        match h.poll(ms) {
+            Next::Selected(address) => chosen.insert(address.to_string()),
+            other => panic!("expected a secondary, got {other:?}"),
+        };
+    }
+    assert_eq!(h.monitor.selections.computed, computed + 40);
+    assert_eq!(
+        chosen.into_iter().collect::<Vec<_>>(),
+        ["b:1", "c:1"],
+        "both secondaries in the window are picked at random"
+    );
+}

@@ -1,0 +1,117 @@
+//! The last selection, kept while nothing it depended on has changed.
+//!
+//! Selection is a function of the description, the criteria, the
+//! deprioritized servers and, with more than one server in the latency
+//! window, a random pick. A warm operation selects again from the same
+//! description with the same criteria, so a selection that had exactly one
+//! server to choose from is remembered and handed out again until the
+//! description changes: the suitability filters, the latency window and
+//! its allocation run once per change instead of once per operation.
+//! Selections with a choice (several mongoses, secondaries in the window)
+//! are never remembered, so their random spread is the spec's.
+
+use std::ops::Deref;
+
+use crate::address::ServerAddress;
+use crate::error::Result;
+use crate::sdam::TopologyDescription;
+use crate::select::{self, SelectionCriteria, SelectionSettings};
+
+/// The description with a count of its changes. It has no `DerefMut`:
+/// every change goes through [`Tracked::get_mut`], which counts it, so a
+/// remembered selection cannot outlive a change unnoticed.
+#[derive(Debug)]
+pub(super) struct Tracked {
+    description: TopologyDescription,
+    changes: u64,
+}
+
+impl Tracked {
+    pub(super) fn new(description: TopologyDescription) -> Self {
+        Tracked {
+            description,
+            changes: 0,
+        }
+    }
+
+    /// The description, to change (counted as a change whether or not it
+    /// is one).
+    pub(super) fn get_mut(&mut self) -> &mut TopologyDescription {
+        self.changes += 1;
+        &mut self.description
+    }
+}
+
+impl Deref for Tracked {
+    type Target = TopologyDescription;
+
+    fn deref(&self) -> &TopologyDescription {
+        &self.description
+    }
+}
+
+/// A selection that had one server to choose from.
+#[derive(Debug)]
+struct Remembered {
+    /// The description's change count when it was made.
+    changes: u64,
+    criteria: SelectionCriteria,
+    address: ServerAddress,
+}
+
+/// What the monitor remembers of its selections.
+#[derive(Debug, Default)]
+pub(super) struct SelectionMemory {
+    last: Option<Remembered>,
+    /// How many selections ran in full rather than from memory.
+    pub(super) computed: u64,
+}
+
+impl SelectionMemory {
+    /// The server for `criteria` from `description`: the remembered one
+    /// while it holds, otherwise selected (and remembered when it was the
+    /// only choice). `Ok(None)`: nothing suitable.
+    pub(super) fn select(
+        &mut self,
+        description: &Tracked,
+        criteria: &SelectionCriteria,
+        settings: &SelectionSettings,
+        deprioritized: &[ServerAddress],
+        rng: &mut fastrand::Rng,
+    ) -> Result<Option<ServerAddress>> {
+        // An application's selector or predicate may answer differently
+        // each time; deprioritized servers are a retry's, not a warm
+        // operation's.
+        let rememberable = deprioritized.is_empty()
+            && settings.server_selector.is_none()
+            && !matches!(criteria, SelectionCriteria::Predicate(_));
+        if rememberable {
+            if let Some(last) = &self.last {
+                if last.changes == description.changes && same_criteria(&last.criteria, criteria) {
+                    return Ok(Some(last.address.clone()));
+                }
+            }
+        }
+        self.computed += 1;
+        let window = select::selectable_servers(description, criteria, settings, deprioritized)?;
+        let only_choice = window.len() == 1;
+        let address = rng.choice(window).map(|server| server.address.clone());
+        if let (true, true, Some(address)) = (rememberable, only_choice, &address) {
+            self.last = Some(Remembered {
+                changes: description.changes,
+                criteria: criteria.clone(),
+                address: address.clone(),
+            });
+        }
+        Ok(address)
+    }
+}
+
+fn same_criteria(a: &SelectionCriteria, b: &SelectionCriteria) -> bool {
+    match (a, b) {
+        (SelectionCriteria::ReadPreference(a), SelectionCriteria::ReadPreference(b))
+        | (SelectionCriteria::AggregateWrite(a), SelectionCriteria::AggregateWrite(b)) => a == b,
+        (SelectionCriteria::Write, SelectionCriteria::Write) => true,
+        _ => false,
+    }
+}
