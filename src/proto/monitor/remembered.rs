@@ -93,10 +93,9 @@ impl SelectionMemory {
             }
         }
         self.computed += 1;
-        let window = select::selectable_servers(description, criteria, settings, deprioritized)?;
-        let only_choice = window.len() == 1;
-        let address = rng.choice(window).map(|server| server.address.clone());
-        if let (true, true, Some(address)) = (rememberable, only_choice, &address) {
+        let (address, window) =
+            select::select_from_window(description, criteria, settings, deprioritized, rng)?;
+        if let (true, 1, Some(address)) = (rememberable, window, &address) {
             self.last = Some(Remembered {
                 changes: description.changes,
                 criteria: criteria.clone(),
