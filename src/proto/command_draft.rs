@@ -50,7 +50,7 @@ impl Added {
     fn to_bson(&self) -> Bson {
         match self {
             Added::Value(value) => value.clone(),
-            Added::Encoded(bytes) => Bson::Document(decoded(bytes)),
+            Added::Encoded(bytes) => Bson::Document(crate::encode::raw_to_document(bytes)),
         }
     }
 
@@ -67,11 +67,6 @@ impl Added {
             Added::Encoded(bytes) => bson_write::write_encoded_document(key, bytes, out),
         }
     }
-}
-
-/// An encoded document the driver wrote itself (so it converts).
-fn decoded(bytes: &[u8]) -> Document {
-    crate::raw_walk::to_document(bytes).unwrap_or_default()
 }
 
 impl CommandDraft {

@@ -151,15 +151,9 @@ mod tests {
             "listIndexes",
             "listCollections",
         ] {
-            let body = doc! { name: "c" };
-            assert!(
-                takes_read_concern(name, &CommandBody::from(body.clone())),
-                "{name}"
-            );
-            assert!(
-                !takes_write_concern(name, &CommandBody::from(body.clone())),
-                "{name}"
-            );
+            let body = CommandBody::from(doc! { name: "c" });
+            assert!(takes_read_concern(name, &body), "{name}");
+            assert!(!takes_write_concern(name, &body), "{name}");
         }
     }
 
@@ -173,15 +167,9 @@ mod tests {
             "create",
             "drop",
         ] {
-            let body = doc! { name: "c" };
-            assert!(
-                takes_write_concern(name, &CommandBody::from(body.clone())),
-                "{name}"
-            );
-            assert!(
-                !takes_read_concern(name, &CommandBody::from(body.clone())),
-                "{name}"
-            );
+            let body = CommandBody::from(doc! { name: "c" });
+            assert!(takes_write_concern(name, &body), "{name}");
+            assert!(!takes_read_concern(name, &body), "{name}");
         }
         assert!(takes_write_concern(
             "commitTransaction",
@@ -203,18 +191,12 @@ mod tests {
             "createIndexes",
             "dropIndexes",
         ] {
-            let body = doc! { name: "c" };
-            assert!(
-                Takes::of(name, &CommandBody::from(body.clone())).after_cluster_time,
-                "{name}"
-            );
+            let body = CommandBody::from(doc! { name: "c" });
+            assert!(Takes::of(name, &body).after_cluster_time, "{name}");
         }
         for name in ["commitTransaction", "abortTransaction", "ping"] {
-            let body = doc! { name: 1 };
-            assert!(
-                !Takes::of(name, &CommandBody::from(body.clone())).after_cluster_time,
-                "{name}"
-            );
+            let body = CommandBody::from(doc! { name: 1 });
+            assert!(!Takes::of(name, &body).after_cluster_time, "{name}");
         }
     }
 
@@ -301,15 +283,9 @@ mod tests {
     #[test]
     fn other_commands_take_neither_unless_the_user_gave_one() {
         for name in ["getMore", "killCursors", "ping", "listDatabases", "hello"] {
-            let body = doc! { name: 1 };
-            assert!(
-                !takes_read_concern(name, &CommandBody::from(body.clone())),
-                "{name}"
-            );
-            assert!(
-                !takes_write_concern(name, &CommandBody::from(body.clone())),
-                "{name}"
-            );
+            let body = CommandBody::from(doc! { name: 1 });
+            assert!(!takes_read_concern(name, &body), "{name}");
+            assert!(!takes_write_concern(name, &body), "{name}");
         }
         let given = doc! { "dbStats": 1, "readConcern": {"level": "local"} };
         assert!(takes_read_concern(

@@ -62,23 +62,12 @@ pub(crate) fn elements(document: &[u8]) -> Result<Elements<'_>, String> {
 /// keep), found without reading the other keys as text; `None` when there
 /// is none or the bytes do not frame.
 pub(crate) fn find<'a>(document: &'a [u8], key: &str) -> Option<Element<'a>> {
-    let mut walk = elements(document).ok()?;
     let mut found = None;
-    while walk.at < walk.end {
-        let inside = &walk.bytes[..walk.end];
-        let key_start = walk.at + 1;
-        let key_length = inside[key_start..].iter().position(|byte| *byte == 0)?;
-        let value_start = key_start + key_length + 1;
-        let value_length = value_length(inside[walk.at], &inside[value_start..]).ok()?;
-        if &inside[key_start..value_start - 1] == key.as_bytes() {
-            found = Some(Element {
-                kind: inside[walk.at],
-                key_bytes: &inside[key_start..value_start - 1],
-                value: &inside[value_start..value_start + value_length],
-                bytes: &inside[walk.at..value_start + value_length],
-            });
+    for element in elements(document).ok()? {
+        let element = element.ok()?;
+        if element.is(key) {
+            found = Some(element);
         }
-        walk.at = value_start + value_length;
     }
     found
 }

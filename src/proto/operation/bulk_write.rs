@@ -784,6 +784,20 @@ mod tests {
         doc! { "n": command.sequences[0].documents.len() as i32, "ok": 1 }
     }
 
+    /// A bulk write of `models` into `ns()` with default options.
+    fn try_bulk_of(models: Vec<WriteModel>) -> Result<BulkWrite> {
+        BulkWrite::new(
+            ns(),
+            models,
+            BulkWriteOptions::default(),
+            &mut sequential_ids(),
+        )
+    }
+
+    fn bulk_of(models: Vec<WriteModel>) -> BulkWrite {
+        try_bulk_of(models).unwrap()
+    }
+
     fn inserts(count: usize) -> Vec<WriteModel> {
         (0..count)
             .map(|i| WriteModel::insert_one(doc! { "_id": i as i32 }))
@@ -799,13 +813,7 @@ mod tests {
 
     #[test]
     fn inserts_split_by_max_write_batch_size() {
-        let mut bulk = BulkWrite::new(
-            ns(),
-            inserts(10),
-            BulkWriteOptions::default(),
-            &mut sequential_ids(),
-        )
-        .unwrap();
+        let mut bulk = bulk_of(inserts(10));
         let sent = run(&mut bulk, &small_server(3, 48_000_000, 1024), all_ok).unwrap();
         assert_eq!(batch_lengths(&sent), vec![3, 3, 3, 1]);
         assert_eq!(sent[0].body, doc! { "insert": "coll", "ordered": true });
@@ -861,13 +869,7 @@ mod tests {
         let big = doc! { "_id": 3, "big": "x".repeat(200) };
         let size = document_size(&big).unwrap();
         models.push(WriteModel::insert_one(big));
-        let mut bulk = BulkWrite::new(
-            ns(),
-            models,
-            BulkWriteOptions::default(),
-            &mut sequential_ids(),
-        )
-        .unwrap();
+        let mut bulk = bulk_of(models);
         let error = run(&mut bulk, &small_server(2, 48_000_000, 100), all_ok).unwrap_err();
         assert_eq!(
             error.to_string(),
@@ -914,13 +916,7 @@ mod tests {
 
     #[test]
     fn ordered_groups_keep_the_callers_order() {
-        let mut bulk = BulkWrite::new(
-            ns(),
-            mixed(),
-            BulkWriteOptions::default(),
-            &mut sequential_ids(),
-        )
-        .unwrap();
+        let mut bulk = bulk_of(mixed());
         let sent = run(&mut bulk, &server(), |command| match command.name {
             "update"
                 if sent_documents(command)[0].get_document("q").unwrap() == &doc! { "_id": 5 } =>
@@ -993,13 +989,7 @@ mod tests {
 
     #[test]
     fn ordered_stops_at_the_first_write_error() {
-        let mut bulk = BulkWrite::new(
-            ns(),
-            inserts(5),
-            BulkWriteOptions::default(),
-            &mut sequential_ids(),
-        )
-        .unwrap();
+        let mut bulk = bulk_of(inserts(5));
         let sent = run(&mut bulk, &small_server(2, 48_000_000, 1024), |command| {
             if sent_documents(command)[0] == doc! { "_id": 2 } {
                 // Second batch (models 2, 3): model 3 fails, the server stops there.
@@ -1066,13 +1056,7 @@ mod tests {
 
     #[test]
     fn write_concern_error_does_not_stop_an_ordered_write() {
-        let mut bulk = BulkWrite::new(
-            ns(),
-            inserts(4),
-            BulkWriteOptions::default(),
-            &mut sequential_ids(),
-        )
-        .unwrap();
+        let mut bulk = bulk_of(inserts(4));
         let sent = run(&mut bulk, &small_server(2, 48_000_000, 1024), |command| {
             let mut reply = all_ok(command);
             if sent_documents(command)[0] == doc! { "_id": 0 } {
@@ -1100,13 +1084,7 @@ mod tests {
 
     #[test]
     fn other_errors_end_the_bulk_write() {
-        let mut bulk = BulkWrite::new(
-            ns(),
-            inserts(4),
-            BulkWriteOptions::default(),
-            &mut sequential_ids(),
-        )
-        .unwrap();
+        let mut bulk = bulk_of(inserts(4));
         let batch = bulk.next_batch().unwrap();
         batch.build(&small_server(2, 48_000_000, 1024)).unwrap();
         let error = bulk
@@ -1119,26 +1097,14 @@ mod tests {
 
     #[test]
     fn recording_an_unbuilt_batch_is_refused() {
-        let mut bulk = BulkWrite::new(
-            ns(),
-            inserts(2),
-            BulkWriteOptions::default(),
-            &mut sequential_ids(),
-        )
-        .unwrap();
+        let mut bulk = bulk_of(inserts(2));
         assert!(bulk.record(Ok(BulkWriteResult::default())).is_err());
         assert!(bulk.next_batch().is_none());
     }
 
     #[test]
     fn retry_rebuilds_the_same_batch() {
-        let mut bulk = BulkWrite::new(
-            ns(),
-            inserts(4),
-            BulkWriteOptions::default(),
-            &mut sequential_ids(),
-        )
-        .unwrap();
+        let mut bulk = bulk_of(inserts(4));
         let server = small_server(2, 48_000_000, 1024);
         let batch = bulk.next_batch().unwrap();
         let first = batch.build(&server).unwrap();
@@ -1149,13 +1115,7 @@ mod tests {
 
     #[test]
     fn write_error_index_outside_the_batch_is_a_protocol_error() {
-        let mut bulk = BulkWrite::new(
-            ns(),
-            inserts(2),
-            BulkWriteOptions::default(),
-            &mut sequential_ids(),
-        )
-        .unwrap();
+        let mut bulk = bulk_of(inserts(2));
         let batch = bulk.next_batch().unwrap();
         batch.build(&server()).unwrap();
         let error = batch
@@ -1172,24 +1132,12 @@ mod tests {
 
     #[test]
     fn models_are_validated_before_anything_is_sent() {
-        assert!(BulkWrite::new(
-            ns(),
-            vec![],
-            BulkWriteOptions::default(),
-            &mut sequential_ids()
-        )
-        .is_err());
+        assert!(try_bulk_of(vec![]).is_err());
         let models = vec![
             WriteModel::insert_one(doc! {}),
             WriteModel::update_one(doc! {}, doc! { "x": 1 }),
         ];
-        let error = BulkWrite::new(
-            ns(),
-            models,
-            BulkWriteOptions::default(),
-            &mut sequential_ids(),
-        )
-        .unwrap_err();
+        let error = try_bulk_of(models).unwrap_err();
         assert!(
             error
                 .to_string()
@@ -1200,25 +1148,13 @@ mod tests {
             doc! {},
             doc! { "$set": { "x": 1 } },
         )];
-        assert!(BulkWrite::new(
-            ns(),
-            models,
-            BulkWriteOptions::default(),
-            &mut sequential_ids()
-        )
-        .is_err());
+        assert!(try_bulk_of(models).is_err());
         let models = vec![WriteModel::UpdateMany {
             filter: doc! {},
             update: doc! { "$set": { "x": 1 } }.into(),
             options: UpdateModelOptions::default().sort(doc! { "x": 1 }),
         }];
-        assert!(BulkWrite::new(
-            ns(),
-            models,
-            BulkWriteOptions::default(),
-            &mut sequential_ids()
-        )
-        .is_err());
+        assert!(try_bulk_of(models).is_err());
     }
 
     #[test]

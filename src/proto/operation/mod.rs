@@ -549,7 +549,7 @@ pub(crate) mod test_support {
         command.sequences[0]
             .documents
             .iter()
-            .map(|raw| crate::encode::raw_to_document(raw))
+            .map(|raw| crate::encode::raw_to_document(raw.as_bytes()))
             .collect()
     }
 

@@ -259,7 +259,7 @@ pub(crate) fn event_copy(
             sequence
                 .documents
                 .iter()
-                .map(|raw| bson::Bson::Document(crate::encode::raw_to_document(raw)))
+                .map(|raw| bson::Bson::Document(crate::encode::raw_to_document(raw.as_bytes())))
                 .collect::<Vec<_>>(),
         );
     }
