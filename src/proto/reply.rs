@@ -40,8 +40,24 @@ use crate::error::{Error, Result};
 const BATCH_KEYS: [&str; 2] = ["firstBatch", "nextBatch"];
 
 /// A decoded command reply; see the module documentation.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Reply {
+    /// Boxed: a reply is handed on by value from the socket to the
+    /// operation through half a dozen calls, and each move of the parts
+    /// themselves (~400 bytes) was a copy through the stack, the largest
+    /// share of the cache lines a warm `find_one` touched.
+    parts: Box<ReplyParts>,
+}
+
+impl std::fmt::Debug for Reply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.parts.fmt(f)
+    }
+}
+
+/// What a [`Reply`] holds.
+#[derive(Clone, Debug)]
+struct ReplyParts {
     /// The fields but a cursor kept as bytes, converted when first asked
     /// for ([`Self::document`]).
     document: OnceCell<Document>,
@@ -69,8 +85,8 @@ const KNOWN_KEYS: [&str; 3] = ["ok", "$clusterTime", "operationTime"];
 impl PartialEq for Reply {
     fn eq(&self, other: &Self) -> bool {
         self.document() == other.document()
-            && self.batch == other.batch
-            && self.cursor == other.cursor
+            && self.parts.batch == other.parts.batch
+            && self.parts.cursor == other.parts.cursor
     }
 }
 
@@ -149,13 +165,19 @@ pub struct RawBatch {
 impl Reply {
     /// A reply that was decoded as a whole (an OP_REPLY, a test's reply).
     pub fn from_document(document: Document) -> Self {
-        Reply {
+        Reply::from_parts(ReplyParts {
             document: OnceCell::from(document),
             fields_span: None,
             bytes: Vec::new(),
             known: KnownFields::default(),
             batch: None,
             cursor: None,
+        })
+    }
+
+    fn from_parts(parts: ReplyParts) -> Self {
+        Reply {
+            parts: Box::new(parts),
         }
     }
 
@@ -199,31 +221,31 @@ impl Reply {
             Some((key, spans)) => (Vec::new(), Some(RawBatch { bytes, spans, key })),
             None => (bytes, None),
         };
-        Ok(Reply {
+        Ok(Reply::from_parts(ReplyParts {
             document: OnceCell::new(),
             fields_span: Some(range),
             bytes,
             known,
             batch,
             cursor: cursor_place,
-        })
+        }))
     }
 
     /// The reply's fields but a `cursor` whose batch is kept as bytes (see
     /// [`Self::raw_cursor`]).
     pub fn document(&self) -> &Document {
-        self.document.get_or_init(|| self.convert_fields())
+        self.parts.document.get_or_init(|| self.convert_fields())
     }
 
     /// The top-level field `key` as [`Self::document`] has it, read in
     /// place while the fields are still bytes.
     pub(crate) fn field(&self, key: &str) -> Option<Cow<'_, Bson>> {
-        let unconverted = match (self.document.get(), &self.fields_span) {
-            (None, Some(span)) if !(key == "cursor" && self.cursor.is_some()) => span,
+        let unconverted = match (self.parts.document.get(), &self.parts.fields_span) {
+            (None, Some(span)) if !(key == "cursor" && self.parts.cursor.is_some()) => span,
             _ => return self.document().get(key).map(Cow::Borrowed),
         };
         if let Some(i) = KNOWN_KEYS.iter().position(|known| *known == key) {
-            let (kind, span) = self.known.values[i].clone()?;
+            let (kind, span) = self.parts.known.values[i].clone()?;
             let value = self.message_bytes().get(span)?;
             return Element::of(kind, key, value).to_bson().ok().map(Cow::Owned);
         }
@@ -234,9 +256,9 @@ impl Reply {
 
     /// The bytes the fields, the cursor and the batch point into.
     fn message_bytes(&self) -> &[u8] {
-        match &self.batch {
+        match &self.parts.batch {
             Some(batch) => &batch.bytes,
-            None => &self.bytes,
+            None => &self.parts.bytes,
         }
     }
 
@@ -244,6 +266,7 @@ impl Reply {
     fn convert_fields(&self) -> Document {
         let mut document = Document::new();
         let Some(whole) = self
+            .parts
             .fields_span
             .as_ref()
             .and_then(|span| self.message_bytes().get(span.clone()))
@@ -253,7 +276,7 @@ impl Reply {
         let Ok(elements) = raw_walk::elements(whole) else {
             return document;
         };
-        let cursor_index = self.cursor.as_ref().map(|place| place.index);
+        let cursor_index = self.parts.cursor.as_ref().map(|place| place.index);
         for (index, element) in elements.enumerate() {
             let Ok(element) = element else { break };
             if Some(index) == cursor_index {
@@ -269,24 +292,24 @@ impl Reply {
     /// The fields, converted if they were not yet, taken out.
     fn take_fields(&mut self) -> Document {
         self.document();
-        self.fields_span = None;
-        self.bytes = Vec::new();
-        self.document.take().unwrap_or_default()
+        self.parts.fields_span = None;
+        self.parts.bytes = Vec::new();
+        self.parts.document.take().unwrap_or_default()
     }
 
     /// The `cursor` document as it arrived, when its batch is kept as bytes
     /// (it is then not in [`Self::document`]).
     pub fn raw_cursor(&self) -> Option<&RawDocument> {
-        let place = self.cursor.as_ref()?;
-        let bytes = self.batch.as_ref()?.bytes.get(place.span.clone())?;
+        let place = self.parts.cursor.as_ref()?;
+        let bytes = self.parts.batch.as_ref()?.bytes.get(place.span.clone())?;
         RawDocument::from_bytes(bytes).ok()
     }
 
     /// `id`, `ns` and `postBatchResumeToken` of a cursor kept as bytes, as
     /// noted when the reply was parsed.
     pub(crate) fn cursor_head(&self) -> Option<CursorHeadView<'_>> {
-        let place = self.cursor.as_ref()?;
-        let batch = self.batch.as_ref()?;
+        let place = self.parts.cursor.as_ref()?;
+        let batch = self.parts.batch.as_ref()?;
         let token = match &place.head.token {
             Some(span) => Some(
                 batch
@@ -313,20 +336,25 @@ impl Reply {
     pub fn take_batch(&mut self) -> Result<Option<RawBatch>> {
         self.restore_cursor()?;
         self.document();
-        self.fields_span = None;
-        Ok(self.batch.take())
+        self.parts.fields_span = None;
+        Ok(self.parts.batch.take())
     }
 
     /// Takes the batch kept as bytes if it came from `cursor.<key>`; the
     /// rest of a `cursor` kept as bytes is dropped with it (read it with
     /// [`Self::cursor_head`] first).
     pub(crate) fn take_batch_of(&mut self, key: &str) -> Option<RawBatch> {
-        if self.batch.as_ref().is_some_and(|batch| batch.key == key) {
+        if self
+            .parts
+            .batch
+            .as_ref()
+            .is_some_and(|batch| batch.key == key)
+        {
             // The fields are converted while their bytes are here.
             self.document();
-            self.fields_span = None;
-            self.cursor = None;
-            return self.batch.take();
+            self.parts.fields_span = None;
+            self.parts.cursor = None;
+            return self.parts.batch.take();
         }
         None
     }
@@ -335,17 +363,17 @@ impl Reply {
     /// with it (read it with [`Self::cursor_head`] first), and the other
     /// fields are never converted.
     pub(crate) fn into_batch_of(self, key: &str) -> Option<RawBatch> {
-        self.batch.filter(|batch| batch.key == key)
+        self.parts.batch.filter(|batch| batch.key == key)
     }
 
     /// The whole reply as a `Document`, the batch converted too.
     pub fn into_document(mut self) -> Result<Document> {
-        if self.cursor.is_some() {
+        if self.parts.cursor.is_some() {
             self.restore_cursor()?;
             return Ok(self.take_fields());
         }
         let mut document = self.take_fields();
-        if let Some(batch) = self.batch.take() {
+        if let Some(batch) = self.parts.batch.take() {
             restore_batch(&mut document, &batch)?;
         }
         Ok(document)
@@ -354,7 +382,7 @@ impl Reply {
     /// A copy of the whole reply as a `Document` (for command events).
     pub fn to_document(&self) -> Result<Document> {
         let mut document = self.document().clone();
-        match (&self.cursor, &self.batch) {
+        match (&self.parts.cursor, &self.parts.batch) {
             (Some(place), Some(batch)) => document = with_cursor(document, place, batch)?,
             (None, Some(batch)) => restore_batch(&mut document, batch)?,
             _ => {}
@@ -365,18 +393,19 @@ impl Reply {
     /// Converts a `cursor` kept as bytes (its batch too) and puts it back
     /// in its place among the fields. The batch bytes stay for the taking.
     fn restore_cursor(&mut self) -> Result<()> {
-        if self.cursor.is_none() {
+        if self.parts.cursor.is_none() {
             return Ok(());
         }
         let fields = self.take_fields();
-        let Some(place) = self.cursor.take() else {
+        let Some(place) = self.parts.cursor.take() else {
             return Ok(());
         };
         let batch = self
+            .parts
             .batch
             .as_ref()
             .ok_or_else(|| Error::protocol(None, "a reply's cursor lost its bytes"))?;
-        self.document = OnceCell::from(with_cursor(fields, &place, batch)?);
+        self.parts.document = OnceCell::from(with_cursor(fields, &place, batch)?);
         Ok(())
     }
 
@@ -384,8 +413,8 @@ impl Reply {
     pub(crate) fn into_parts(mut self) -> (Document, ReplyBytes) {
         let document = self.take_fields();
         let bytes = ReplyBytes {
-            batch: self.batch,
-            cursor: self.cursor,
+            batch: self.parts.batch,
+            cursor: self.parts.cursor,
         };
         (document, bytes)
     }
@@ -699,7 +728,7 @@ mod tests {
         );
         assert_eq!(reply.field("missing"), None);
         assert!(
-            reply.document.get().is_none(),
+            reply.parts.document.get().is_none(),
             "reading the usual fields converts nothing"
         );
         assert!(
