@@ -208,7 +208,7 @@ impl<T> Collection<T> {
 
     /// Runs a cursor-opening `op` in an implicit session, which the cursor
     /// keeps for its `getMore`s.
-    pub(crate) fn open_cursor<U, Op: Operation<Output = CursorSpec>>(
+    pub(crate) fn open_cursor<U, Op: Operation<Output = Box<CursorSpec>>>(
         &self,
         mut op: Op,
     ) -> Result<Cursor<U>> {
@@ -216,7 +216,7 @@ impl<T> Collection<T> {
     }
 
     /// Runs a cursor-opening `op` in `session`.
-    pub(crate) fn open_session_cursor<U, Op: Operation<Output = CursorSpec>>(
+    pub(crate) fn open_session_cursor<U, Op: Operation<Output = Box<CursorSpec>>>(
         &self,
         mut op: Op,
         session: &mut ClientSession,
@@ -270,7 +270,7 @@ pub(crate) fn to_raw_document<T: Serialize>(document: &T) -> Result<bson::RawDoc
 }
 
 /// Runs a cursor-opening `op` in an implicit session, which the cursor keeps.
-pub(crate) fn open_cursor<U, Op: Operation<Output = CursorSpec>>(
+pub(crate) fn open_cursor<U, Op: Operation<Output = Box<CursorSpec>>>(
     client: &Client,
     op: &mut Op,
     inherited: Inherited<'_>,
@@ -283,7 +283,7 @@ pub(crate) fn open_cursor<U, Op: Operation<Output = CursorSpec>>(
 }
 
 /// Runs a cursor-opening `op` in `session`; the cursor is iterated with it.
-pub(crate) fn open_session_cursor<U, Op: Operation<Output = CursorSpec>>(
+pub(crate) fn open_session_cursor<U, Op: Operation<Output = Box<CursorSpec>>>(
     client: &Client,
     op: &mut Op,
     inherited: Inherited<'_>,

@@ -29,7 +29,7 @@ use crate::session::SessionState;
 /// to, which every `getMore` and the `killCursors` must use.
 struct Batches {
     client: Client,
-    spec: CursorSpec,
+    spec: Box<CursorSpec>,
     address: ServerAddress,
     generation: u32,
     /// The `timeoutMS` its handle resolved (client, database, collection):
@@ -39,7 +39,7 @@ struct Batches {
 }
 
 impl Batches {
-    fn new(client: Client, spec: CursorSpec, address: ServerAddress, generation: u32) -> Self {
+    fn new(client: Client, spec: Box<CursorSpec>, address: ServerAddress, generation: u32) -> Self {
         Batches {
             client,
             spec,
@@ -142,7 +142,7 @@ impl<T> std::fmt::Debug for Cursor<T> {
 impl<T> Cursor<T> {
     pub(crate) fn new(
         client: Client,
-        spec: CursorSpec,
+        spec: Box<CursorSpec>,
         address: ServerAddress,
         generation: u32,
         session: Option<Box<SessionState>>,
@@ -157,7 +157,7 @@ impl<T> Cursor<T> {
     }
 
     /// A cursor over what an executed cursor-opening operation returned.
-    pub(crate) fn from_executed(client: Client, executed: Executed<CursorSpec>) -> Self {
+    pub(crate) fn from_executed(client: Client, executed: Executed<Box<CursorSpec>>) -> Self {
         Cursor::new(
             client,
             executed.output,
@@ -259,7 +259,7 @@ impl<T> SessionCursor<T> {
     /// A cursor over what an operation executed in an explicit session returned.
     pub(crate) fn from_executed(
         client: Client,
-        executed: Executed<CursorSpec>,
+        executed: Executed<Box<CursorSpec>>,
         timeout: Option<Duration>,
     ) -> Self {
         let mut batches = Batches::new(

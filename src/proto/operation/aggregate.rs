@@ -76,7 +76,7 @@ impl Aggregate {
 }
 
 impl Operation for Aggregate {
-    type Output = CursorSpec;
+    type Output = Box<CursorSpec>;
     const NAME: &'static str = "aggregate";
 
     fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
@@ -111,11 +111,11 @@ impl Operation for Aggregate {
         Ok(Command::new(Self::NAME, self.db().to_string(), body))
     }
 
-    fn handle_reply(&self, reply: Document, server: &ServerInfo) -> Result<CursorSpec> {
+    fn handle_reply(&self, reply: Document, server: &ServerInfo) -> Result<Box<CursorSpec>> {
         self.handle_reply_raw(Reply::from_document(reply), server)
     }
 
-    fn handle_reply_raw(&self, reply: Reply, _server: &ServerInfo) -> Result<CursorSpec> {
+    fn handle_reply_raw(&self, reply: Reply, _server: &ServerInfo) -> Result<Box<CursorSpec>> {
         if self.has_write_stage() {
             super::check_write_concern(reply.document())?;
         }
@@ -125,7 +125,7 @@ impl Operation for Aggregate {
             max_await_time: self.options.max_await_time,
             ..CursorOptions::default()
         };
-        CursorSpec::from_raw_reply(reply, options)
+        CursorSpec::from_raw_reply(reply, options).map(Box::new)
     }
 
     fn selection_criteria(&self) -> Option<&SelectionCriteria> {

@@ -42,6 +42,10 @@ pub struct CursorOptions {
 }
 
 /// A server cursor's state.
+///
+/// The cursor-opening operations return it boxed: it is some 400 bytes,
+/// and it passes by value from the reply through the executor to the
+/// cursor, each move otherwise a copy through the stack.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct CursorSpec {

@@ -140,7 +140,7 @@ impl Find {
 }
 
 impl Operation for Find {
-    type Output = CursorSpec;
+    type Output = Box<CursorSpec>;
     const NAME: &'static str = "find";
 
     fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
@@ -152,11 +152,11 @@ impl Operation for Find {
         Ok(Command::new(Self::NAME, self.ns.db.clone(), body))
     }
 
-    fn handle_reply(&self, reply: Document, server: &ServerInfo) -> Result<CursorSpec> {
+    fn handle_reply(&self, reply: Document, server: &ServerInfo) -> Result<Box<CursorSpec>> {
         self.handle_reply_raw(Reply::from_document(reply), server)
     }
 
-    fn handle_reply_raw(&self, reply: Reply, _server: &ServerInfo) -> Result<CursorSpec> {
+    fn handle_reply_raw(&self, reply: Reply, _server: &ServerInfo) -> Result<Box<CursorSpec>> {
         let (limit, batch_size, _) = self.limit_and_batch();
         let cursor_type = self.options.cursor_type.unwrap_or_default();
         let options = CursorOptions {
@@ -169,7 +169,7 @@ impl Operation for Find {
                 .filter(|_| cursor_type == CursorType::TailableAwait),
             tailable: cursor_type != CursorType::NonTailable,
         };
-        CursorSpec::from_raw_reply(reply, options)
+        CursorSpec::from_raw_reply(reply, options).map(Box::new)
     }
 
     fn selection_criteria(&self) -> Option<&SelectionCriteria> {

@@ -27,7 +27,7 @@ impl ListCollections {
 }
 
 impl Operation for ListCollections {
-    type Output = CursorSpec;
+    type Output = Box<CursorSpec>;
     const NAME: &'static str = "listCollections";
 
     fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
@@ -43,17 +43,17 @@ impl Operation for ListCollections {
         Ok(Command::new(Self::NAME, self.db.clone(), body))
     }
 
-    fn handle_reply(&self, reply: Document, server: &ServerInfo) -> Result<CursorSpec> {
+    fn handle_reply(&self, reply: Document, server: &ServerInfo) -> Result<Box<CursorSpec>> {
         self.handle_reply_raw(Reply::from_document(reply), server)
     }
 
-    fn handle_reply_raw(&self, reply: Reply, _server: &ServerInfo) -> Result<CursorSpec> {
+    fn handle_reply_raw(&self, reply: Reply, _server: &ServerInfo) -> Result<Box<CursorSpec>> {
         let options = CursorOptions {
             batch_size: self.options.batch_size.filter(|size| *size > 0),
             comment: self.options.comment.clone(),
             ..CursorOptions::default()
         };
-        CursorSpec::from_raw_reply(reply, options)
+        CursorSpec::from_raw_reply(reply, options).map(Box::new)
     }
 
     fn retryability(&self) -> Retryability {
