@@ -113,7 +113,9 @@ impl<T> Find<'_, T, ExplicitSession<'_>> {
 pub struct FindOne<'a, T> {
     coll: &'a Collection<T>,
     filter: Document,
-    options: FindOptions,
+    /// Boxed from the start, so that the operation takes them over
+    /// without a copy (see `operation::Find`).
+    options: Box<FindOptions>,
     session: Option<&'a mut ClientSession>,
 }
 
@@ -122,7 +124,7 @@ impl<'a, T> FindOne<'a, T> {
         FindOne {
             coll,
             filter,
-            options: FindOptions::default(),
+            options: Box::default(),
             session: None,
         }
     }

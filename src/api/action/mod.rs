@@ -63,7 +63,7 @@ macro_rules! option_setters {
     ($options:ty { $( $field:ident : $ty:ty ),* $(,)? }) => {
         /// Sets every option at once, replacing any set on this builder before.
         pub fn with_options(mut self, options: impl Into<Option<$options>>) -> Self {
-            self.options = options.into().unwrap_or_default();
+            self.options = options.into().unwrap_or_default().into();
             self
         }
 

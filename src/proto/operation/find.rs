@@ -18,22 +18,26 @@ use crate::select::SelectionCriteria;
 pub struct Find {
     ns: Namespace,
     filter: Document,
-    options: FindOptions,
+    /// Boxed: the options are near a kilobyte, and a `find_one` builder
+    /// that holds them boxed hands them over without copying them.
+    options: Box<FindOptions>,
 }
 
 impl Find {
     /// The documents of `ns` matching `filter`.
-    pub fn new(ns: Namespace, filter: Document, options: FindOptions) -> Self {
+    pub fn new(ns: Namespace, filter: Document, options: impl Into<Box<FindOptions>>) -> Self {
         Find {
             ns,
             filter,
-            options,
+            options: options.into(),
         }
     }
 
     /// At most one document of `ns` matching `filter`: `limit: 1, singleBatch: true`.
-    pub fn find_one(ns: Namespace, filter: Document, options: FindOptions) -> Self {
-        Find::new(ns, filter, options.limit(-1))
+    pub fn find_one(ns: Namespace, filter: Document, options: impl Into<Box<FindOptions>>) -> Self {
+        let mut options = options.into();
+        options.limit = Some(-1);
+        Find::new(ns, filter, options)
     }
 
     /// The find spec's mapping of `limit` and `batchSize` to the command:
