@@ -125,7 +125,7 @@ impl Operation for Aggregate {
             max_await_time: self.options.max_await_time,
             ..CursorOptions::default()
         };
-        CursorSpec::from_raw_reply(reply, options).map(Box::new)
+        CursorSpec::from_raw_reply(reply, options)
     }
 
     fn selection_criteria(&self) -> Option<&SelectionCriteria> {

@@ -43,7 +43,7 @@ pub struct CursorOptions {
 
 /// A server cursor's state.
 ///
-/// The cursor-opening operations return it boxed: it is some 400 bytes,
+/// It is made boxed, and the cursor-opening operations return the box: it is some 400 bytes,
 /// and it passes by value from the reply through the executor to the
 /// cursor, each move otherwise a copy through the stack.
 #[derive(Clone, Debug, PartialEq)]
@@ -69,14 +69,14 @@ pub struct CursorSpec {
 impl CursorSpec {
     /// The cursor described by the reply to a cursor-opening command
     /// (`cursor: { id, ns, firstBatch }`).
-    pub fn from_reply(reply: Document, options: CursorOptions) -> Result<Self> {
+    pub fn from_reply(reply: Document, options: CursorOptions) -> Result<Box<Self>> {
         Self::from_raw_reply(Reply::from_document(reply), options)
     }
 
     /// [`Self::from_reply`] for a reply whose batch may still be bytes.
-    pub fn from_raw_reply(reply: Reply, options: CursorOptions) -> Result<Self> {
+    pub fn from_raw_reply(reply: Reply, options: CursorOptions) -> Result<Box<Self>> {
         let parsed = parse_cursor(reply, "firstBatch")?;
-        let mut spec = CursorSpec {
+        let mut spec = Box::new(CursorSpec {
             ns: parsed.ns,
             id: parsed.id,
             batch: RawBatch::default(),
@@ -84,7 +84,7 @@ impl CursorSpec {
             address: None,
             post_batch_resume_token: parsed.post_batch_resume_token,
             received: 0,
-        };
+        });
         spec.take_documents(parsed.documents);
         Ok(spec)
     }
@@ -334,7 +334,7 @@ mod tests {
         doc! { "cursor": { "id": id, "ns": "db.coll", "firstBatch": batch }, "ok": 1 }
     }
 
-    fn protocol_message(result: Result<CursorSpec>) -> String {
+    fn protocol_message(result: Result<Box<CursorSpec>>) -> String {
         let error = result.unwrap_err();
         match error.kind() {
             ErrorKind::Protocol { message, .. } => message.clone(),
@@ -527,7 +527,7 @@ mod tests {
         );
     }
 
-    fn from_bytes(reply: &Document) -> Result<CursorSpec> {
+    fn from_bytes(reply: &Document) -> Result<Box<CursorSpec>> {
         let bytes = bson::to_vec(reply).unwrap();
         let len = bytes.len();
         let reply = Reply::parse(bytes, 0..len).unwrap();

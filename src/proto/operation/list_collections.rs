@@ -53,7 +53,7 @@ impl Operation for ListCollections {
             comment: self.options.comment.clone(),
             ..CursorOptions::default()
         };
-        CursorSpec::from_raw_reply(reply, options).map(Box::new)
+        CursorSpec::from_raw_reply(reply, options)
     }
 
     fn retryability(&self) -> Retryability {
