@@ -143,7 +143,8 @@ impl CommandDraft {
     }
 
     /// Sets `key` to the document encoded as `bytes` (which the driver
-    /// wrote itself), as `Document::insert` would.
+    /// wrote itself, or checked as it read them from a reply), as
+    /// `Document::insert` would.
     pub(crate) fn insert_encoded(&mut self, key: &'static str, bytes: Arc<[u8]>) {
         self.set(key, Added::Encoded(bytes));
     }

@@ -278,6 +278,15 @@ impl<'a> Element<'a> {
         }
     }
 
+    /// A timestamp value.
+    pub(crate) fn as_timestamp(&self) -> Option<Timestamp> {
+        let value = self.value;
+        (self.kind == 0x11).then(|| Timestamp {
+            increment: u32::from_le_bytes([value[0], value[1], value[2], value[3]]),
+            time: u32::from_le_bytes([value[4], value[5], value[6], value[7]]),
+        })
+    }
+
     /// A string value; `Err` when it is not UTF-8.
     pub(crate) fn as_str(&self) -> Option<Result<&'a str, String>> {
         (self.kind == 0x02).then(|| {
@@ -305,6 +314,11 @@ impl<'a> Element<'a> {
             0x01 | 0x06 | 0x07 | 0x09 | 0x0A | 0x10 | 0x11 | 0x12 | 0x13 | 0x7F | 0xFF => Ok(()),
             0x02 => self.as_str().unwrap_or(Ok("")).map(|_| ()),
             0x08 if self.value[0] <= 1 => Ok(()),
+            // Framing checked the length; only the old binary subtype (2)
+            // repeats it inside, which the bson crate checks (below).
+            // `$clusterTime.signature.hash` is one of these on every reply
+            // of a replica set or a sharded cluster.
+            0x05 if self.value[4] != 0x02 => Ok(()),
             DOCUMENT | ARRAY => {
                 for element in elements(self.value)? {
                     let element = element?;
@@ -502,6 +516,29 @@ mod tests {
             let element = elements(&bad).unwrap().next().unwrap().unwrap();
             assert!(element.check().is_err() && element.to_bson().is_err());
         }
+    }
+
+    #[test]
+    fn check_agrees_with_conversion_on_binaries() {
+        let document = doc! {
+            "generic": Binary { subtype: BinarySubtype::Generic, bytes: vec![1, 2, 3] },
+            "old": Binary { subtype: BinarySubtype::BinaryOld, bytes: vec![4, 5] },
+            "uuid": Binary { subtype: BinarySubtype::Uuid, bytes: vec![6; 16] },
+            "user": Binary { subtype: BinarySubtype::UserDefined(0x80), bytes: vec![] },
+        };
+        let good = bson::to_vec(&document).unwrap();
+        for element in elements(&good).unwrap() {
+            let element = element.unwrap();
+            assert!(element.check().is_ok(), "{:?}", element.key());
+            assert!(element.to_bson().is_ok(), "{:?}", element.key());
+        }
+        // The old subtype's inner length (2) made 3: both refuse it.
+        let mut bad = good.clone();
+        let inner = bad.windows(5).position(|w| w == [2, 2, 0, 0, 0]).unwrap() + 1;
+        bad[inner] = 3;
+        let old = elements(&bad).unwrap().nth(1).unwrap().unwrap();
+        assert!(old.is("old"));
+        assert!(old.check().is_err() && old.to_bson().is_err());
     }
 
     #[test]

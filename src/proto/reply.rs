@@ -97,6 +97,22 @@ impl PartialEq for Reply {
 pub(crate) trait ReplyFields {
     /// The value of the top-level field `key` (the last, when repeated).
     fn field(&self, key: &str) -> Option<Cow<'_, Bson>>;
+
+    /// The top-level field `key` as the bytes of a BSON document, when it
+    /// is a document: borrowed where the reply still has its bytes.
+    fn document_bytes(&self, key: &str) -> Option<Cow<'_, [u8]>> {
+        encoded_document(self.field(key)?.as_ref(), key)
+    }
+}
+
+/// `value` encoded, when it is a document.
+fn encoded_document(value: &Bson, key: &str) -> Option<Cow<'static, [u8]>> {
+    match value {
+        Bson::Document(document) => crate::encode::document_to_raw(document, key)
+            .ok()
+            .map(|raw| Cow::Owned(raw.into_bytes())),
+        _ => None,
+    }
 }
 
 impl ReplyFields for Document {
@@ -109,7 +125,22 @@ impl ReplyFields for Reply {
     fn field(&self, key: &str) -> Option<Cow<'_, Bson>> {
         Reply::field(self, key)
     }
+
+    fn document_bytes(&self, key: &str) -> Option<Cow<'_, [u8]>> {
+        let still_bytes = self.parts.document.get().is_none() && self.parts.fields_span.is_some();
+        match KNOWN_KEYS.iter().position(|known| *known == key) {
+            // Checked when the reply was parsed: the bytes are a valid document.
+            Some(i) if still_bytes => match self.parts.known.values[i].clone()? {
+                (DOCUMENT_KIND, span) => self.message_bytes().get(span).map(Cow::Borrowed),
+                _ => None,
+            },
+            _ => encoded_document(Reply::field(self, key)?.as_ref(), key),
+        }
+    }
 }
+
+/// The type byte of an embedded document.
+const DOCUMENT_KIND: u8 = 0x03;
 
 /// Where a `cursor` left as bytes is: its span in the batch's bytes and its
 /// index among the reply's fields (to put it back in order).

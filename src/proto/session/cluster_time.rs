@@ -5,6 +5,10 @@
 //! each session keeps its own, which `advanceClusterTime` may also move. A
 //! command carries the greater of the two ([`ClusterTime::greater`]).
 
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
 use bson::{Bson, Document, Timestamp};
 
 use crate::command_draft::CommandDraft;
@@ -20,10 +24,19 @@ pub fn supports_cluster_time(max_wire_version: i32) -> bool {
 
 /// One `$clusterTime` document as a server sent it (`clusterTime` plus the
 /// `signature` the driver passes back untouched).
-#[derive(Clone, Debug, PartialEq)]
+///
+/// Kept as the bytes the server sent, shared (an `Arc`) by the client's
+/// clock, the sessions and every command that carries it: gossip on a
+/// replica set or sharded cluster then costs a comparison per reply and a
+/// copy of the bytes into each command, where a `Document` cost a
+/// conversion, two clones and a re-encoding (some 15,000 instructions per
+/// operation).
+#[derive(Clone)]
 pub struct ClusterTime {
-    document: Document,
+    encoded: Arc<[u8]>,
     timestamp: Timestamp,
+    /// The bytes as a `Document`, made when first asked for.
+    document: OnceLock<Document>,
 }
 
 impl ClusterTime {
@@ -31,13 +44,15 @@ impl ClusterTime {
     /// `clusterTime` field (such a value cannot be compared, so it is not
     /// gossiped).
     pub fn from_document(document: &Document) -> Option<Self> {
-        match document.get("clusterTime") {
-            Some(Bson::Timestamp(timestamp)) => Some(ClusterTime {
-                document: document.clone(),
-                timestamp: *timestamp,
-            }),
-            _ => None,
-        }
+        let Some(Bson::Timestamp(timestamp)) = document.get("clusterTime") else {
+            return None;
+        };
+        let encoded = crate::encode::document_to_raw(document, "$clusterTime").ok()?;
+        Some(ClusterTime {
+            encoded: Arc::from(encoded.into_bytes()),
+            timestamp: *timestamp,
+            document: OnceLock::from(document.clone()),
+        })
     }
 
     /// The `$clusterTime` of a reply, if it has a usable one.
@@ -47,10 +62,7 @@ impl ClusterTime {
 
     /// [`Self::from_reply`] of a reply's fields, read where they lie.
     pub(crate) fn from_fields(reply: &impl ReplyFields) -> Option<Self> {
-        match reply.field("$clusterTime").as_deref() {
-            Some(Bson::Document(d)) => ClusterTime::from_document(d),
-            _ => None,
-        }
+        SeenClusterTime::read(reply).map(|seen| seen.to_cluster_time())
     }
 
     /// The `clusterTime` timestamp, the only part that is compared.
@@ -60,7 +72,8 @@ impl ClusterTime {
 
     /// The document to send as `$clusterTime`.
     pub fn as_document(&self) -> &Document {
-        &self.document
+        self.document
+            .get_or_init(|| crate::encode::raw_to_document(&self.encoded))
     }
 
     /// Whether this time is later than `other` (seconds, then increment).
@@ -77,6 +90,60 @@ impl ClusterTime {
             (Some(a), Some(b)) if b.is_after(a) => Some(b),
             (Some(a), _) => Some(a),
             (None, b) => b,
+        }
+    }
+}
+
+impl PartialEq for ClusterTime {
+    fn eq(&self, other: &Self) -> bool {
+        self.timestamp == other.timestamp && self.encoded == other.encoded
+    }
+}
+
+impl fmt::Debug for ClusterTime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("ClusterTime")
+            .field(self.as_document())
+            .finish()
+    }
+}
+
+/// A reply's `$clusterTime`, still in the reply's bytes: compared with the
+/// times already known before anything is copied (most replies repeat the
+/// time the client has).
+pub(crate) struct SeenClusterTime<'a> {
+    encoded: Cow<'a, [u8]>,
+    timestamp: Timestamp,
+}
+
+impl<'a> SeenClusterTime<'a> {
+    /// The reply's `$clusterTime`, when it is a document with a Timestamp
+    /// `clusterTime`.
+    pub(crate) fn read(reply: &'a impl ReplyFields) -> Option<Self> {
+        let encoded = reply.document_bytes("$clusterTime")?;
+        let timestamp = crate::raw_walk::find(&encoded, "clusterTime")?.as_timestamp()?;
+        Some(SeenClusterTime { encoded, timestamp })
+    }
+
+    /// Whether it is later than `current` (or there is none).
+    pub(crate) fn is_after(&self, current: Option<&ClusterTime>) -> bool {
+        current.is_none_or(|current| timestamp_after(self.timestamp, current.timestamp))
+    }
+
+    /// A cluster time of its own: `known`'s bytes when they are the same
+    /// (shared, not copied), else a copy of the reply's.
+    pub(crate) fn to_shared(&self, known: Option<&ClusterTime>) -> ClusterTime {
+        match known {
+            Some(known) if *known.encoded == *self.encoded => known.clone(),
+            _ => self.to_cluster_time(),
+        }
+    }
+
+    fn to_cluster_time(&self) -> ClusterTime {
+        ClusterTime {
+            encoded: Arc::from(&*self.encoded),
+            timestamp: self.timestamp,
+            document: OnceLock::new(),
         }
     }
 }
@@ -134,10 +201,20 @@ impl ClusterClock {
 
     /// [`Self::observe_reply`] of a reply's fields, read where they lie.
     pub(crate) fn observe_fields(&mut self, reply: &impl ReplyFields) -> bool {
-        match ClusterTime::from_fields(reply) {
-            Some(time) => self.advance_to(time),
+        match SeenClusterTime::read(reply) {
+            Some(seen) => self.observe(&seen),
             None => false,
         }
+    }
+
+    /// Takes `seen` if it is later than the current time; returns whether
+    /// it was (only then are its bytes copied).
+    pub(crate) fn observe(&mut self, seen: &SeenClusterTime<'_>) -> bool {
+        let later = seen.is_after(self.current());
+        if later {
+            self.highest = Some(seen.to_cluster_time());
+        }
+        later
     }
 
     /// Adds `$clusterTime` to an outgoing command when there is one to send
@@ -158,7 +235,7 @@ pub(crate) fn attach_cluster_time(
 ) {
     if let Some(time) = time {
         if supports_cluster_time(max_wire_version) {
-            command.insert("$clusterTime", time.as_document().clone());
+            command.insert_encoded("$clusterTime", Arc::clone(&time.encoded));
         }
     }
 }
@@ -221,6 +298,59 @@ mod tests {
         let mut clock = ClusterClock::new();
         assert!(clock.observe_reply(&doc! {"ok": 0, "$clusterTime": cluster_time_doc(4, 2)}));
         assert_eq!(clock.current().unwrap().timestamp().time, 4);
+    }
+
+    /// A reply as the executor has it: parsed from bytes, fields unconverted.
+    fn parsed_reply(document: &Document) -> crate::reply::Reply {
+        let bytes = bson::to_vec(document).unwrap();
+        let len = bytes.len();
+        crate::reply::Reply::parse(bytes, 0..len).unwrap()
+    }
+
+    /// The `$clusterTime` element's value bytes in an encoded command.
+    fn sent_cluster_time(draft: &CommandDraft) -> Vec<u8> {
+        let mut out = Vec::new();
+        draft.write(&mut out).unwrap();
+        crate::raw_walk::find(&out, "$clusterTime")
+            .and_then(|element| element.as_document())
+            .unwrap()
+            .to_vec()
+    }
+
+    #[test]
+    fn a_reply_cluster_time_goes_back_byte_for_byte() {
+        let mut time = cluster_time_doc(8, 2);
+        // Whatever the server puts beside clusterTime goes back as it came.
+        time.insert("extra", doc! {"old": bson::Binary { subtype: bson::spec::BinarySubtype::BinaryOld, bytes: vec![1, 2] }});
+        let reply = parsed_reply(&doc! {"ok": 1, "$clusterTime": time.clone()});
+        let mut clock = ClusterClock::new();
+        assert!(clock.observe_fields(&reply));
+        assert_eq!(clock.current().unwrap().as_document(), &time);
+        let mut draft = CommandDraft::new(doc! {"find": "c"});
+        attach_cluster_time(&mut draft, clock.current(), 17);
+        assert_eq!(sent_cluster_time(&draft), bson::to_vec(&time).unwrap());
+        // An earlier or equal time from a later reply changes nothing.
+        for older in [cluster_time_doc(8, 1), cluster_time_doc(8, 2)] {
+            assert!(!clock.observe_fields(&parsed_reply(&doc! {"ok": 1, "$clusterTime": older})));
+            assert_eq!(clock.current().unwrap().as_document(), &time);
+        }
+        assert!(clock.observe_fields(&parsed_reply(
+            &doc! {"ok": 0, "$clusterTime": cluster_time_doc(9, 0)}
+        )));
+        assert_eq!(clock.current().unwrap().timestamp().time, 9);
+    }
+
+    #[test]
+    fn a_reply_cluster_time_without_a_timestamp_is_ignored() {
+        let mut clock = ClusterClock::new();
+        for reply in [
+            doc! {"ok": 1, "$clusterTime": {"clusterTime": 5}},
+            doc! {"ok": 1, "$clusterTime": "x"},
+            doc! {"ok": 1, "$clusterTime": {"signature": {}}},
+        ] {
+            assert!(!clock.observe_fields(&parsed_reply(&reply)), "{reply}");
+        }
+        assert!(clock.current().is_none());
     }
 
     #[test]

@@ -52,7 +52,7 @@ use crate::error::{Error, Result};
 use crate::options::{ReadConcern, WriteConcern};
 use crate::read_preference::ReadPreference;
 use crate::reply::ReplyFields;
-use cluster_time::{attach_cluster_time, timestamp_after};
+use cluster_time::{attach_cluster_time, timestamp_after, SeenClusterTime};
 use transaction::{is_unacknowledged, read_concern_document};
 
 /// The lowest wire version that supports snapshot reads (MongoDB 5.0).
@@ -625,9 +625,14 @@ impl SessionState {
         reply: &impl ReplyFields,
         client_clock: &mut ClusterClock,
     ) {
-        if let Some(time) = ClusterTime::from_fields(reply) {
-            client_clock.advance_to(time.clone());
-            self.advance_cluster_time_to(time);
+        if let Some(seen) = SeenClusterTime::read(reply) {
+            // The client's clock first; the session then shares its copy
+            // when the times are the same bytes (an implicit session starts
+            // with none, and most replies repeat the client's time).
+            client_clock.observe(&seen);
+            if seen.is_after(self.cluster_time.as_ref()) {
+                self.cluster_time = Some(seen.to_shared(client_clock.current()));
+            }
         }
         if let Some(Bson::Timestamp(t)) = reply.field("operationTime").as_deref() {
             self.advance_operation_time(*t);
