@@ -10,7 +10,10 @@
 //!   is not delayed (add one for it);
 //! - TCP connections and hellos each member saw during that cold run;
 //! - warm `find_one` by `_id`: operations/s and the client process's CPU µs
-//!   per operation (best of `WARM_RUNS` runs of `WARM_OPS`);
+//!   per operation, median and best of `WARM_RUNS` runs of `WARM_OPS`, the
+//!   drivers' runs interleaved round by round; ours twice, results parsed
+//!   into a `Document` and kept as bytes (`warm-raw`, the like for like of
+//!   libmongoc's `bson_copy`); and ours / each other driver per round;
 //! - spawn → exit of the release CLI doing one `find` (median of `CLI_RUNS`).
 //!
 //! Then a cold `find_one` on a standalone with TLS 1.3 and SCRAM-SHA-256,
@@ -59,7 +62,7 @@ use support::sim::{Role, Simulator};
 /// process start-up noise, short enough to keep the run quick.
 const DELAY: Duration = Duration::from_millis(50);
 const WARM_OPS: u32 = 3000;
-const WARM_RUNS: usize = 3;
+const WARM_RUNS: usize = 5;
 const CLI_RUNS: usize = 10;
 const COLD_RUNS: usize = 3;
 const DB: &str = "bench";
@@ -118,45 +121,78 @@ fn part(name: &str) -> bool {
 fn print_shapes(backend: &TestServer, drivers: &[Driver], cli: &Path) {
     println!("reply delay {DELAY:?} per simulated reply; round trips exclude the TCP connect");
     println!(
-        "{:<28} {:<14} {:>10} {:>13} {:>13} {:>10} {:>22}",
-        "shape",
-        "driver",
-        "RT",
-        "conns/member",
-        "hellos/member",
-        "warm op/s",
-        "cpu us/op (user+sys)"
+        "warm: CPU us per find_one, median (best) of {WARM_RUNS} runs of {WARM_OPS}, \
+         the drivers' runs interleaved round by round"
+    );
+    println!(
+        "{:<28} {:<18} {:>10} {:>13} {:>13} {:>10} {:>22}",
+        "shape", "driver", "RT", "conns/member", "hellos/member", "warm op/s", "warm cpu us/op"
     );
     for shape in shapes(backend) {
         let uri = shape.sim.seed_uri(&shape.seeds);
-        for driver in drivers {
-            let cold = cold_round_trips(&shape.sim, driver, &uri);
-            let warm = best_warm(driver, &uri);
+        let colds: Vec<Option<Cold>> = drivers
+            .iter()
+            .map(|driver| cold_round_trips(&shape.sim, driver, &uri))
+            .collect();
+        let entries = warm_entries(drivers);
+        let rounds = warm_rounds(&entries, &uri);
+        for (i, entry) in entries.iter().enumerate() {
+            let cold = entry.driver.and_then(|d| colds[d].as_ref());
+            let runs: Vec<Warm> = rounds.iter().filter_map(|round| round[i]).collect();
             println!(
-                "{:<28} {:<14} {:>10} {:>13} {:>13} {:>10} {:>22}",
+                "{:<28} {:<18} {:>10} {:>13} {:>13} {:>10} {:>22}",
                 shape.name,
-                driver.name,
-                cold.as_ref().map_or("-".to_owned(), |c| format!(
+                entry.name,
+                cold.map_or("-".to_owned(), |c| format!(
                     "{} ({:.2})",
                     c.round_trips, c.exact
                 )),
-                cold.as_ref()
-                    .map_or("-".to_owned(), |c| join(&c.connections)),
-                cold.as_ref().map_or("-".to_owned(), |c| join(&c.hellos)),
-                warm.map_or("-".to_owned(), |w| format!("{:.0}", w.ops)),
-                warm.map_or("-".to_owned(), |w| match (w.user, w.sys) {
-                    (Some(user), Some(sys)) => format!("{:.1} ({user:.1}+{sys:.1})", w.cpu),
-                    _ => format!("{:.1}", w.cpu),
-                }),
+                cold.map_or("-".to_owned(), |c| join(&c.connections)),
+                cold.map_or("-".to_owned(), |c| join(&c.hellos)),
+                middle(runs.iter().map(|w| w.ops).collect())
+                    .map_or("-".to_owned(), |ops| format!("{ops:.0}")),
+                match (
+                    middle(runs.iter().map(|w| w.cpu).collect()),
+                    runs.iter().map(|w| w.cpu).reduce(f64::min),
+                ) {
+                    (Some(median), Some(best)) => format!("{median:.1} ({best:.1})"),
+                    _ => "-".to_owned(),
+                },
             );
         }
+        print_warm_ratios(shape.name, &entries, &rounds);
         let spawn_to_exit = cli_spawn_to_exit(cli, &uri);
         println!(
-            "{:<28} {:<14} spawn -> exit of `mongo-inline find` (median of {CLI_RUNS}): {:.2} ms",
+            "{:<28} {:<18} spawn -> exit of `mongo-inline find` (median of {CLI_RUNS}): {:.2} ms",
             shape.name,
             "CLI",
             spawn_to_exit.as_secs_f64() * 1e3
         );
+    }
+}
+
+/// Ours (both result types) beside each other driver: the CPU ratio of
+/// each round (runs taken moments apart), and the median of those.
+fn print_warm_ratios(shape: &str, entries: &[WarmEntry<'_>], rounds: &[Vec<Option<Warm>>]) {
+    let ours: Vec<usize> = (0..entries.len()).filter(|&i| entries[i].ours).collect();
+    let others: Vec<usize> = (0..entries.len()).filter(|&i| !entries[i].ours).collect();
+    for &mine in &ours {
+        for &other in &others {
+            let ratios: Vec<f64> = rounds
+                .iter()
+                .filter_map(|round| Some(round[mine]?.cpu / round[other]?.cpu * 100.0))
+                .collect();
+            let Some(median) = middle(ratios.clone()) else {
+                continue;
+            };
+            let each: Vec<String> = ratios.iter().map(|r| format!("{r:.0}")).collect();
+            println!(
+                "{shape:<28} warm CPU {} / {}: median {median:.0} % (rounds: {} %)",
+                entries[mine].name,
+                entries[other].name,
+                each.join(", ")
+            );
+        }
     }
 }
 
@@ -513,35 +549,78 @@ fn set_delay(sim: &Simulator, delay: Duration) {
     }
 }
 
-/// One warm run's figures: ops/s and CPU µs per operation, split into
-/// user and system time when the program reports it.
+/// One warm run's figures: ops/s and CPU µs per operation.
 #[derive(Clone, Copy)]
 struct Warm {
     ops: f64,
     cpu: f64,
-    user: Option<f64>,
-    sys: Option<f64>,
 }
 
-/// The warm run with the least CPU per operation.
-fn best_warm(driver: &Driver, uri: &str) -> Option<Warm> {
-    let mut best: Option<Warm> = None;
-    for _ in 0..WARM_RUNS {
-        let line = run_line(
-            &driver.bench_find,
-            &["warm", uri, DB, COLL, &WARM_OPS.to_string()],
-        )?;
-        let run = Warm {
-            ops: field(&line, "ops_per_s")?,
-            cpu: field(&line, "cpu_us_per_op")?,
-            user: field(&line, "user_us_per_op"),
-            sys: field(&line, "sys_us_per_op"),
-        };
-        if best.is_none_or(|b| run.cpu < b.cpu) {
-            best = Some(run);
+/// One warm figure to take: a driver's `warm` mode, or ours in another.
+struct WarmEntry<'a> {
+    name: String,
+    program: &'a Path,
+    mode: &'static str,
+    /// Which of the drivers it is (for the cold figures), if it is one.
+    driver: Option<usize>,
+    ours: bool,
+}
+
+/// Every driver's `warm`, and ours again with results kept as bytes
+/// (`warm-raw`): libmongoc's `find_one` hands back a copy of the bytes
+/// (`bson_copy`), ours a parsed `Document`; the raw row is the like for
+/// like, the `Document` row what most callers use.
+fn warm_entries(drivers: &[Driver]) -> Vec<WarmEntry<'_>> {
+    let mut entries = Vec::new();
+    for (i, driver) in drivers.iter().enumerate() {
+        let ours = i == 0;
+        entries.push(WarmEntry {
+            name: driver.name.clone(),
+            program: &driver.bench_find,
+            mode: "warm",
+            driver: Some(i),
+            ours,
+        });
+        if ours {
+            entries.push(WarmEntry {
+                name: format!("{} raw", driver.name),
+                program: &driver.bench_find,
+                mode: "warm-raw",
+                driver: None,
+                ours,
+            });
         }
     }
-    best
+    entries
+}
+
+/// `WARM_RUNS` rounds, each a warm run of every entry in turn: a slow
+/// spell of the machine (it is shared, and the server runs on it) falls on
+/// the drivers alike instead of on whichever ran then.
+fn warm_rounds(entries: &[WarmEntry<'_>], uri: &str) -> Vec<Vec<Option<Warm>>> {
+    (0..WARM_RUNS)
+        .map(|_| {
+            entries
+                .iter()
+                .map(|entry| warm_run(entry.program, entry.mode, uri))
+                .collect()
+        })
+        .collect()
+}
+
+fn warm_run(program: &Path, mode: &str, uri: &str) -> Option<Warm> {
+    let line = run_line(program, &[mode, uri, DB, COLL, &WARM_OPS.to_string()])?;
+    Some(Warm {
+        ops: field(&line, "ops_per_s")?,
+        cpu: field(&line, "cpu_us_per_op")?,
+    })
+}
+
+/// The median of `values` (the upper one of an even count); `None` when
+/// there are none.
+fn middle(mut values: Vec<f64>) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied()
 }
 
 fn cli_spawn_to_exit(cli: &Path, uri: &str) -> Duration {

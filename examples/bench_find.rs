@@ -6,6 +6,9 @@
 //! bench_find warm URI DB COLL N      N find_one by _id in a loop on one client
 //!                                    prints: WARM ops_per_s=<x> cpu_us_per_op=<y>
 //!                                    user_us_per_op=<u> sys_us_per_op=<s>
+//! bench_find warm-raw URI DB COLL N  as warm, each result kept as the reply's
+//!                                    bytes (`RawDocumentBuf`, like libmongoc's
+//!                                    `bson_copy`) instead of a `Document`
 //! bench_find cursor URI DB COLL N    iterates find({}) over COLL (N: the count
 //!                                    expected, checked)
 //!                                    prints: CURSOR docs=<n> docs_per_s=<x> mb_per_s=<y> cpu_us_per_doc=<z> peak_rss_mb=<r>
@@ -36,26 +39,28 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use bson::{doc, Bson, Document};
+use bson::{doc, Bson, Document, RawDocumentBuf};
 use mongo_inline::Client;
+use serde::de::DeserializeOwned;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let [_, mode, uri, db, coll, arg] = args.as_slice() else {
-        eprintln!("usage: bench_find cold|warm|cursor|insert|bigbatch URI DB COLL ID|N");
+        eprintln!("usage: bench_find cold|warm|warm-raw|cursor|insert|bigbatch URI DB COLL ID|N");
         return ExitCode::from(2);
     };
     let outcome = match mode.as_str() {
         "cold" => cold(uri, db, coll, arg),
-        "warm" | "cursor" | "insert" | "bigbatch" => match arg.parse::<u32>() {
-            Ok(n) if n > 0 && mode == "warm" => warm(uri, db, coll, n),
+        "warm" | "warm-raw" | "cursor" | "insert" | "bigbatch" => match arg.parse::<u32>() {
+            Ok(n) if n > 0 && mode == "warm" => warm::<Document>(uri, db, coll, n),
+            Ok(n) if n > 0 && mode == "warm-raw" => warm::<RawDocumentBuf>(uri, db, coll, n),
             Ok(n) if n > 0 && mode == "cursor" => cursor(uri, db, coll, n),
             Ok(n) if n > 0 && mode == "bigbatch" => big_batch(uri, db, coll, n),
             Ok(n) if n > 0 => insert(uri, db, coll, n),
             _ => Err(format!("N must be a positive whole number, not {arg:?}")),
         },
         other => Err(format!(
-            "unknown mode {other:?}: expected cold, warm, cursor, insert or bigbatch"
+            "unknown mode {other:?}: expected cold, warm, warm-raw, cursor, insert or bigbatch"
         )),
     };
     match outcome {
@@ -82,9 +87,10 @@ fn cold(uri: &str, db: &str, coll: &str, id: &str) -> Result<String, String> {
     Ok(format!("DOC {}", value.into_relaxed_extjson()))
 }
 
-fn warm(uri: &str, db: &str, coll: &str, n: u32) -> Result<String, String> {
+/// `T` is what each result becomes: a `Document` (parsed), or the bytes.
+fn warm<T: DeserializeOwned>(uri: &str, db: &str, coll: &str, n: u32) -> Result<String, String> {
     let client = Client::with_uri_str(uri).map_err(|e| e.to_string())?;
-    let collection = client.database(db).collection::<Document>(coll);
+    let collection = client.database(db).collection::<T>(coll);
     // The first operation scans and connects: not part of the warm figure.
     collection
         .find_one(doc! { "_id": 1 })
