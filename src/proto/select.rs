@@ -496,21 +496,8 @@ pub fn select(
     deprioritized: &[ServerAddress],
     rng: &mut fastrand::Rng,
 ) -> Result<Option<ServerAddress>> {
-    select_from_window(topology, criteria, settings, deprioritized, rng).map(|(chosen, _)| chosen)
-}
-
-/// [`select`], also saying how many servers the latency window held (the
-/// monitor remembers a selection that had only one).
-pub(crate) fn select_from_window(
-    topology: &TopologyDescription,
-    criteria: &SelectionCriteria,
-    settings: &SelectionSettings,
-    deprioritized: &[ServerAddress],
-    rng: &mut fastrand::Rng,
-) -> Result<(Option<ServerAddress>, usize)> {
     let window = selectable_servers(topology, criteria, settings, deprioritized)?;
-    let size = window.len();
-    Ok((rng.choice(window).map(|s| s.address.clone()), size))
+    Ok(rng.choice(window).map(|s| s.address.clone()))
 }
 
 /// The error the shell returns when selection gives up: it names the

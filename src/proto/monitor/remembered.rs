@@ -3,12 +3,13 @@
 //! Selection is a function of the description, the criteria, the
 //! deprioritized servers and, with more than one server in the latency
 //! window, a random pick. A warm operation selects again from the same
-//! description with the same criteria, so a selection that had exactly one
-//! server to choose from is remembered and handed out again until the
-//! description changes: the suitability filters, the latency window and
-//! its allocation run once per change instead of once per operation.
-//! Selections with a choice (several mongoses, secondaries in the window)
-//! are never remembered, so their random spread is the spec's.
+//! description with the same criteria, so the latency window a selection
+//! chose from is remembered until the description changes: the
+//! suitability filters, the latency window and their allocations run once
+//! per change instead of once per operation. The pick inside the window
+//! stays a fresh random one each time, from the same servers in the same
+//! order, drawn from the same generator: several mongoses or secondaries
+//! in the window are spread exactly as a full selection spreads them.
 
 use std::ops::Deref;
 
@@ -50,13 +51,14 @@ impl Deref for Tracked {
     }
 }
 
-/// A selection that had one server to choose from.
+/// The latency window of a selection.
 #[derive(Debug)]
 struct Remembered {
     /// The description's change count when it was made.
     changes: u64,
     criteria: SelectionCriteria,
-    address: ServerAddress,
+    /// The window's servers, in the order the full selection had them.
+    window: Vec<ServerAddress>,
 }
 
 /// What the monitor remembers of its selections.
@@ -68,9 +70,9 @@ pub(super) struct SelectionMemory {
 }
 
 impl SelectionMemory {
-    /// The server for `criteria` from `description`: the remembered one
-    /// while it holds, otherwise selected (and remembered when it was the
-    /// only choice). `Ok(None)`: nothing suitable.
+    /// The server for `criteria` from `description`, picked at random from
+    /// the remembered latency window while it holds, otherwise from a new
+    /// one (remembered in turn). `Ok(None)`: nothing suitable.
     pub(super) fn select(
         &mut self,
         description: &Tracked,
@@ -88,21 +90,26 @@ impl SelectionMemory {
         if rememberable {
             if let Some(last) = &self.last {
                 if last.changes == description.changes && same_criteria(&last.criteria, criteria) {
-                    return Ok(Some(last.address.clone()));
+                    return Ok(rng.choice(&last.window).cloned());
                 }
             }
         }
         self.computed += 1;
-        let (address, window) =
-            select::select_from_window(description, criteria, settings, deprioritized, rng)?;
-        if let (true, 1, Some(address)) = (rememberable, window, &address) {
+        let window: Vec<ServerAddress> =
+            select::selectable_servers(description, criteria, settings, deprioritized)?
+                .into_iter()
+                .map(|server| server.address.clone())
+                .collect();
+        // The draw `select::select` makes: an index into the window.
+        let chosen = rng.choice(&window).cloned();
+        if rememberable && !window.is_empty() {
             self.last = Some(Remembered {
                 changes: description.changes,
                 criteria: criteria.clone(),
-                address: address.clone(),
+                window,
             });
         }
-        Ok(address)
+        Ok(chosen)
     }
 }
 

@@ -513,7 +513,7 @@ fn a_warm_selection_reuses_the_last_until_the_description_changes() {
 }
 
 #[test]
-fn a_selection_with_a_choice_is_made_afresh_each_time() {
+fn a_selection_with_a_choice_picks_afresh_from_the_remembered_window() {
     let mut h = Harness::new(SET, settings(true, 30_000));
     h.select(primary_only(), 0);
     scan_all(&mut h, 0, healthy);
@@ -531,10 +531,46 @@ fn a_selection_with_a_choice_is_made_afresh_each_time() {
             other => panic!("expected a secondary, got {other:?}"),
         };
     }
-    assert_eq!(h.monitor.selections.computed, computed + 40);
+    assert_eq!(
+        h.monitor.selections.computed,
+        computed + 1,
+        "the window is computed once"
+    );
     assert_eq!(
         chosen.into_iter().collect::<Vec<_>>(),
         ["b:1", "c:1"],
         "both secondaries in the window are picked at random"
     );
+}
+
+#[test]
+fn a_remembered_window_draws_as_a_full_selection_does() {
+    // Two monitors fed alike, the same seed: one selects from memory after
+    // its first selection, the other in full each time (a new selection
+    // memory per operation); they must pick the same servers in turn.
+    let secondary = || {
+        SelectionCriteria::ReadPreference(ReadPreference::new(
+            crate::read_preference::ReadPreferenceMode::Secondary,
+        ))
+    };
+    let mut remembering = Harness::new(SET, settings(true, 30_000));
+    let mut afresh = Harness::new(SET, settings(true, 30_000));
+    for h in [&mut remembering, &mut afresh] {
+        h.select(primary_only(), 0);
+        scan_all(h, 0, healthy);
+        h.monitor.rng = fastrand::Rng::with_seed(7);
+    }
+    for ms in 1..=30 {
+        afresh.monitor.selections = Default::default();
+        let mut picks = Vec::new();
+        for h in [&mut remembering, &mut afresh] {
+            h.select(secondary(), ms);
+            picks.push(match h.poll(ms) {
+                Next::Selected(address) => address,
+                other => panic!("expected a secondary, got {other:?}"),
+            });
+        }
+        assert_eq!(picks[0], picks[1], "operation at {ms} ms");
+    }
+    assert_eq!(afresh.monitor.selections.computed, 1);
 }
