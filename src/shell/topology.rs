@@ -54,9 +54,8 @@ pub struct Topology {
     metadata: Document,
     /// The process the sockets belong to; a fork changes it.
     pid: u32,
-    /// The pin value of each server's current socket (see
+    /// The pin value given to the last socket adopted (see
     /// [`Topology::socket_generation`]): unique per socket, never 0.
-    socket_serials: AddressMap<u32>,
     last_socket_serial: u32,
     /// Load balanced: the generation of each service behind the load
     /// balancer (the spec's per-`serviceId` pool generation).
@@ -127,7 +126,6 @@ impl Topology {
             handler,
             metadata,
             pid: std::process::id(),
-            socket_serials: AddressMap::default(),
             last_socket_serial: 0,
             service_generations: HashMap::new(),
             load_balanced_service: None,

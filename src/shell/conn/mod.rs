@@ -61,6 +61,9 @@ pub struct Connection {
     /// The `serviceId` from the handshake reply (load-balanced mode).
     service_id: Option<bson::oid::ObjectId>,
     generation: u32,
+    /// The topology's pin value for this socket (0 until it is adopted;
+    /// see `Topology::socket_generation`).
+    serial: u32,
     /// The process that opened the socket: a forked child must not use it.
     pid: u32,
     last_used: Instant,
@@ -139,6 +142,17 @@ impl Connection {
     /// load balancer) the socket reached: the generation is per service.
     pub fn set_generation(&mut self, generation: u32) {
         self.generation = generation;
+    }
+
+    /// The pin value the topology gave this socket when it adopted it
+    /// (0 before).
+    pub(crate) fn serial(&self) -> u32 {
+        self.serial
+    }
+
+    /// Set by the topology as it adopts the socket.
+    pub(crate) fn set_serial(&mut self, serial: u32) {
+        self.serial = serial;
     }
 
     /// When the socket last completed an exchange.

@@ -123,6 +123,7 @@ impl Connection {
             server_id: None,
             service_id: None,
             generation,
+            serial: 0,
             pid: std::process::id(),
             last_used: Instant::now(),
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE_BYTES as usize,

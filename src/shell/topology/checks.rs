@@ -162,11 +162,17 @@ impl Topology {
         address: &ServerAddress,
         deadline: Deadline,
     ) -> Result<()> {
-        let reusable = self
-            .connections
-            .get(address)
-            .is_some_and(|c| !c.is_broken() && !c.peer_closed());
-        if !reusable {
+        let now = Instant::now();
+        let interval = self.options.socket_check_interval();
+        // One look-up on the warm path: whether the socket is usable, and
+        // whether it has been idle long enough to need a ping.
+        let idle_too_long = match self.connections.get(address) {
+            Some(c) if !c.is_broken() && !c.peer_closed() => {
+                Some(now.saturating_duration_since(c.last_used()) >= interval)
+            }
+            _ => None,
+        };
+        let Some(idle_too_long) = idle_too_long else {
             // A socket the peer closed while idle (a restarted server, a
             // load balancer's idle timeout) is replaced without fuss: the
             // handshake on the new one is as good as a check.
@@ -178,14 +184,12 @@ impl Topology {
                 return self.open_with_handshake(address, deadline).map(|_| ());
             }
             return self.connect_and_apply(address, deadline);
-        }
-        let now = Instant::now();
-        let timeout = self.check_timeout(deadline, now);
-        let interval = self.options.socket_check_interval();
-        let connection = self.connections.get_mut(address).expect("checked above");
-        if now.saturating_duration_since(connection.last_used()) < interval {
+        };
+        if !idle_too_long {
             return Ok(());
         }
+        let timeout = self.check_timeout(deadline, now);
+        let connection = self.connections.get_mut(address).expect("checked above");
         let (generation, service_id) = (connection.generation(), connection.service_id());
         let ping = connection
             .command("admin", bson::doc! { "ping": 1 }, timeout)
@@ -313,9 +317,9 @@ impl Topology {
         if self.is_load_balanced() {
             self.adopt_service(&mut connection, &reply)?;
         }
-        self.connections.insert(address.clone(), connection);
         self.last_socket_serial = self.last_socket_serial.checked_add(1).unwrap_or(1);
-        self.socket_serials.insert(address, self.last_socket_serial);
+        connection.set_serial(self.last_socket_serial);
+        self.connections.insert(address, connection);
         Ok(reply)
     }
 

@@ -24,10 +24,7 @@ impl Topology {
     /// generation is per service, so a socket to another service may share
     /// it. Either replacement would silently take over a cursor.
     pub(crate) fn socket_generation(&self, address: &ServerAddress) -> u32 {
-        if !self.connections.contains_key(address) {
-            return 0;
-        }
-        self.socket_serials.get(address).copied().unwrap_or(0)
+        self.connections.get(address).map_or(0, Connection::serial)
     }
 
     /// Checks that `address` still has the very socket
