@@ -114,7 +114,7 @@ struct Scan {
 struct Selection {
     criteria: SelectionCriteria,
     deprioritized: Vec<ServerAddress>,
-    operation: String,
+    operation: OperationName,
     start: Instant,
     /// Whether the selection has decided if it must scan first.
     began: bool,
@@ -128,6 +128,40 @@ struct Selection {
     /// `Some(remaining)` when due and not yet taken.
     waiting: Option<Option<Duration>>,
     waiting_noted: bool,
+}
+
+/// The command a selection is for, named in its errors: kept inline, as
+/// every command name the driver sends fits (a selection per operation
+/// would otherwise allocate for a name only an error reads).
+enum OperationName {
+    Inline { bytes: [u8; 30], len: u8 },
+    Long(String),
+}
+
+impl OperationName {
+    fn new(name: &str) -> Self {
+        let mut bytes = [0; 30];
+        match bytes.get_mut(..name.len()) {
+            Some(prefix) => {
+                prefix.copy_from_slice(name.as_bytes());
+                OperationName::Inline {
+                    bytes,
+                    len: name.len() as u8,
+                }
+            }
+            None => OperationName::Long(name.to_string()),
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        match self {
+            // Whole UTF-8 text copied from a `&str`: always converts.
+            OperationName::Inline { bytes, len } => {
+                std::str::from_utf8(&bytes[..usize::from(*len)]).unwrap_or("?")
+            }
+            OperationName::Long(name) => name,
+        }
+    }
 }
 
 /// The pure monitor: the topology description, what is known of each
@@ -252,7 +286,7 @@ impl Monitor {
         self.selection = Some(Selection {
             criteria,
             deprioritized: deprioritized.to_vec(),
-            operation: operation.to_string(),
+            operation: OperationName::new(operation),
             start: now,
             began: false,
             scanned: false,
@@ -660,7 +694,7 @@ impl Monitor {
             .instant()
             .map_or(selection_end, |d| d.min(selection_end));
         let expired = now >= max_time;
-        let operation = &selection.operation;
+        let operation = selection.operation.as_str();
         Next::Failed(if self.settings.try_once && !expired {
             // tryOnce gave up after its one scan, not for lack of time.
             error

@@ -574,3 +574,17 @@ fn a_remembered_window_draws_as_a_full_selection_does() {
     }
     assert_eq!(afresh.monitor.selections.computed, 1);
 }
+
+#[test]
+fn operation_names_of_any_length_read_back() {
+    let long = "a".repeat(31);
+    for name in [
+        "find",
+        "",
+        "x".repeat(30).as_str(),
+        long.as_str(),
+        "ünïcödé",
+    ] {
+        assert_eq!(OperationName::new(name).as_str(), name);
+    }
+}

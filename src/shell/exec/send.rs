@@ -33,6 +33,7 @@ struct InFlight {
     /// Made only when someone listens for command events.
     connection: Option<ConnectionInfo>,
     generation: u32,
+    /// Measured only when there is a listener (zero otherwise).
     duration: Duration,
 }
 
@@ -61,6 +62,9 @@ impl ClientState {
             service_id: connection.service_id(),
         });
         let generation = connection.generation();
+        // Only the command events report a duration: no clock reads
+        // without a listener.
+        let timed = connection_info.is_some();
         let sent_at;
         let result = match (finished.event_command.take(), connection_info.clone()) {
             (Some(command), Some(connection)) => {
@@ -71,7 +75,7 @@ impl ClientState {
                     request_id,
                     connection,
                 });
-                sent_at = self.time.now();
+                sent_at = Some(self.time.now());
                 // The listener had the topology: the socket is looked up again.
                 match self.topology.connection_mut(address) {
                     Some(connection) => exchange(connection, &finished, request_id, socket_timeout),
@@ -79,7 +83,7 @@ impl ClientState {
                 }
             }
             _ => {
-                sent_at = self.time.now();
+                sent_at = timed.then(|| self.time.now());
                 exchange(connection, &finished, request_id, socket_timeout)
             }
         };
@@ -89,7 +93,9 @@ impl ClientState {
             request_id,
             connection: connection_info,
             generation,
-            duration: self.time.now().saturating_duration_since(sent_at),
+            duration: sent_at.map_or(Duration::ZERO, |at| {
+                self.time.now().saturating_duration_since(at)
+            }),
         };
         match result.and_then(|reply| self.observe_reply(reply, address, session)) {
             Ok(reply) => Ok(self.on_success(reply, in_flight)),
