@@ -4,6 +4,10 @@
  * length). Its CPU per operation is what the kernel's loopback path and the
  * wakeup cost a single-threaded driver, whatever its user-space code does.
  *
+ * With FLOOR_TOUCH_PAGES=P it also touches one cache line in each of P
+ * pages after every reply (see the loop): a calibration of what each cold
+ * line a driver touches costs after the wakeup.
+ *
  * Speaks the warm mode of the examples/bench_find.rs protocol only:
  *   bench_find warm mongodb://HOST:PORT/ DB COLL N
  *     prints: WARM ops_per_s=<x> cpu_us_per_op=<y> user_us_per_op=<u> sys_us_per_op=<s>
@@ -108,8 +112,20 @@ int main(int argc, char **argv) {
     int fd = connect_to(argv[2]);
     static uint8_t reply[1 << 16];
     round_trip(fd, msg, len, reply, sizeof reply);
+    /* FLOOR_TOUCH_PAGES=P: after each reply, write one byte in each of P
+     * distinct pages (one cache line each), as a driver's user-space code
+     * touches its code and data after the wakeup. The CPU it adds per
+     * operation, divided by P, is what one cold line costs on this machine. */
+    const char *touch_env = getenv("FLOOR_TOUCH_PAGES");
+    long touch = touch_env ? strtol(touch_env, NULL, 10) : 0;
+    if (touch < 0) touch = 0;
+    volatile uint8_t *pages = touch ? calloc((size_t)touch, 4096) : NULL;
+    if (touch && !pages) exit(1);
     double cpu0 = cpu_ns(), user0 = rusage_us(0), sys0 = rusage_us(1), wall0 = wall_s();
-    for (long i = 0; i < n; i++) round_trip(fd, msg, len, reply, sizeof reply);
+    for (long i = 0; i < n; i++) {
+        round_trip(fd, msg, len, reply, sizeof reply);
+        for (long p = 0; p < touch; p++) pages[p * 4096 + (p % 64) * 64] += 1;
+    }
     double wall = wall_s() - wall0, cpu = cpu_ns() - cpu0;
     printf("WARM ops_per_s=%.0f cpu_us_per_op=%.2f user_us_per_op=%.2f sys_us_per_op=%.2f\n",
            n / wall, cpu / 1000.0 / n, (rusage_us(0) - user0) / n, (rusage_us(1) - sys0) / n);
