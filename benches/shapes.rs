@@ -149,13 +149,13 @@ fn print_shapes(backend: &TestServer, drivers: &[Driver], cli: &Path) {
                 )),
                 cold.map_or("-".to_owned(), |c| join(&c.connections)),
                 cold.map_or("-".to_owned(), |c| join(&c.hellos)),
-                middle(runs.iter().map(|w| w.ops).collect())
+                median(runs.iter().map(|w| w.ops).collect())
                     .map_or("-".to_owned(), |ops| format!("{ops:.0}")),
                 match (
-                    middle(runs.iter().map(|w| w.cpu).collect()),
+                    median(runs.iter().map(|w| w.cpu).collect()),
                     runs.iter().map(|w| w.cpu).reduce(f64::min),
                 ) {
-                    (Some(median), Some(best)) => format!("{median:.1} ({best:.1})"),
+                    (Some(middle), Some(best)) => format!("{middle:.1} ({best:.1})"),
                     _ => "-".to_owned(),
                 },
             );
@@ -182,12 +182,12 @@ fn print_warm_ratios(shape: &str, entries: &[WarmEntry<'_>], rounds: &[Vec<Optio
                 .iter()
                 .filter_map(|round| Some(round[mine]?.cpu / round[other]?.cpu * 100.0))
                 .collect();
-            let Some(median) = middle(ratios.clone()) else {
+            let Some(middle) = median(ratios.clone()) else {
                 continue;
             };
             let each: Vec<String> = ratios.iter().map(|r| format!("{r:.0}")).collect();
             println!(
-                "{shape:<28} warm CPU {} / {}: median {median:.0} % (rounds: {} %)",
+                "{shape:<28} warm CPU {} / {}: median {middle:.0} % (rounds: {} %)",
                 entries[mine].name,
                 entries[other].name,
                 each.join(", ")
@@ -335,7 +335,7 @@ fn print_tls_scram(drivers: &[Driver]) {
                     return None;
                 }
             }
-            Some(median(samples))
+            median(samples)
         };
         proxy.set_delay(Duration::ZERO);
         let quick = time_runs();
@@ -523,7 +523,7 @@ fn cold_round_trips(sim: &Simulator, driver: &Driver, uri: &str) -> Option<Cold>
                 return None;
             }
         }
-        Some(median(samples))
+        median(samples)
     };
     set_delay(sim, Duration::ZERO);
     let quick = time_runs(sim)?;
@@ -616,13 +616,6 @@ fn warm_run(program: &Path, mode: &str, uri: &str) -> Option<Warm> {
     })
 }
 
-/// The median of `values` (the upper one of an even count); `None` when
-/// there are none.
-fn middle(mut values: Vec<f64>) -> Option<f64> {
-    values.sort_by(f64::total_cmp);
-    values.get(values.len() / 2).copied()
-}
-
 fn cli_spawn_to_exit(cli: &Path, uri: &str) -> Duration {
     let mut samples = Vec::new();
     for _ in 0..CLI_RUNS {
@@ -635,7 +628,7 @@ fn cli_spawn_to_exit(cli: &Path, uri: &str) -> Duration {
         samples.push(start.elapsed());
         assert!(output.status.success(), "the CLI failed");
     }
-    median(samples)
+    median(samples).expect("CLI_RUNS is not 0")
 }
 
 /// The program's last line of output, or `None` (with its stderr shown) if
@@ -708,9 +701,11 @@ fn file_kib(path: &Path) -> u64 {
     std::fs::metadata(path).map_or(0, |m| m.len() / 1024)
 }
 
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
+/// The median of `values` (the upper one of an even count); `None` when
+/// there are none.
+fn median<T: PartialOrd + Copy>(mut values: Vec<T>) -> Option<T> {
+    values.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    values.get(values.len() / 2).copied()
 }
 
 fn join(values: &[usize]) -> String {

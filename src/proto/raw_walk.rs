@@ -203,6 +203,14 @@ fn read_8(value: &[u8]) -> [u8; 8] {
     out
 }
 
+/// A timestamp value (framing gave it its 8 bytes): increment, then time.
+fn read_timestamp(value: &[u8]) -> Timestamp {
+    Timestamp {
+        increment: u32::from_le_bytes([value[0], value[1], value[2], value[3]]),
+        time: u32::from_le_bytes([value[4], value[5], value[6], value[7]]),
+    }
+}
+
 fn read_12(value: &[u8]) -> [u8; 12] {
     let mut out = [0; 12];
     out.copy_from_slice(&value[..12]);
@@ -280,11 +288,7 @@ impl<'a> Element<'a> {
 
     /// A timestamp value.
     pub(crate) fn as_timestamp(&self) -> Option<Timestamp> {
-        let value = self.value;
-        (self.kind == 0x11).then(|| Timestamp {
-            increment: u32::from_le_bytes([value[0], value[1], value[2], value[3]]),
-            time: u32::from_le_bytes([value[4], value[5], value[6], value[7]]),
-        })
+        (self.kind == 0x11).then(|| read_timestamp(self.value))
     }
 
     /// A string value; `Err` when it is not UTF-8.
@@ -350,10 +354,7 @@ impl<'a> Element<'a> {
             0x0A => Bson::Null,
             0x10 => Bson::Int32(i32::from_le_bytes([value[0], value[1], value[2], value[3]])),
             0x12 => Bson::Int64(i64::from_le_bytes(read_8(value))),
-            0x11 => Bson::Timestamp(Timestamp {
-                increment: u32::from_le_bytes([value[0], value[1], value[2], value[3]]),
-                time: u32::from_le_bytes([value[4], value[5], value[6], value[7]]),
-            }),
+            0x11 => Bson::Timestamp(read_timestamp(value)),
             DOCUMENT => Bson::Document(document_at(value, depth + 1)?),
             ARRAY => {
                 check_nesting(depth + 1)?;

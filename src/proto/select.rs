@@ -496,8 +496,29 @@ pub fn select(
     deprioritized: &[ServerAddress],
     rng: &mut fastrand::Rng,
 ) -> Result<Option<ServerAddress>> {
-    let window = selectable_servers(topology, criteria, settings, deprioritized)?;
-    Ok(rng.choice(window).map(|s| s.address.clone()))
+    let window = window_addresses(topology, criteria, settings, deprioritized)?;
+    Ok(pick(&window, rng))
+}
+
+/// The addresses of [`selectable_servers`], in its order: what a selection
+/// picks from (and what the monitor remembers of one).
+pub(crate) fn window_addresses(
+    topology: &TopologyDescription,
+    criteria: &SelectionCriteria,
+    settings: &SelectionSettings,
+    deprioritized: &[ServerAddress],
+) -> Result<Vec<ServerAddress>> {
+    Ok(
+        selectable_servers(topology, criteria, settings, deprioritized)?
+            .into_iter()
+            .map(|server| server.address.clone())
+            .collect(),
+    )
+}
+
+/// A server picked at random from a latency window.
+pub(crate) fn pick(window: &[ServerAddress], rng: &mut fastrand::Rng) -> Option<ServerAddress> {
+    rng.choice(window).cloned()
 }
 
 /// The error the shell returns when selection gives up: it names the

@@ -90,18 +90,13 @@ impl SelectionMemory {
         if rememberable {
             if let Some(last) = &self.last {
                 if last.changes == description.changes && same_criteria(&last.criteria, criteria) {
-                    return Ok(rng.choice(&last.window).cloned());
+                    return Ok(select::pick(&last.window, rng));
                 }
             }
         }
         self.computed += 1;
-        let window: Vec<ServerAddress> =
-            select::selectable_servers(description, criteria, settings, deprioritized)?
-                .into_iter()
-                .map(|server| server.address.clone())
-                .collect();
-        // The draw `select::select` makes: an index into the window.
-        let chosen = rng.choice(&window).cloned();
+        let window = select::window_addresses(description, criteria, settings, deprioritized)?;
+        let chosen = select::pick(&window, rng);
         if rememberable && !window.is_empty() {
             self.last = Some(Remembered {
                 changes: description.changes,

@@ -57,11 +57,6 @@ impl ClusterTime {
 
     /// The `$clusterTime` of a reply, if it has a usable one.
     pub fn from_reply(reply: &Document) -> Option<Self> {
-        ClusterTime::from_fields(reply)
-    }
-
-    /// [`Self::from_reply`] of a reply's fields, read where they lie.
-    pub(crate) fn from_fields(reply: &impl ReplyFields) -> Option<Self> {
         SeenClusterTime::read(reply).map(|seen| seen.to_cluster_time())
     }
 
