@@ -214,10 +214,10 @@ impl Topology {
         deadline: Deadline,
     ) -> Result<ServerAddress> {
         self.log_selection(SelectionLog::started, criteria, operation);
+        let mut now = Instant::now();
         self.monitor
-            .start_selection(criteria.clone(), deprioritized, operation, Instant::now());
+            .start_selection(criteria.clone(), deprioritized, operation, now);
         let result = loop {
-            let now = Instant::now();
             let next = self.monitor.poll(now, deadline);
             for update in self.monitor.take_updates() {
                 self.publish(update);
@@ -243,6 +243,9 @@ impl Topology {
                 Next::Failed(error) => break Err(error),
                 Next::Idle => break Err(Error::client("the selection ended without a result")),
             }
+            // The checks or the wait took time: the next turn reads the clock
+            // afresh (the first used the one read to start the selection).
+            now = Instant::now();
         };
         self.abandon_checks();
         self.end_scan_lookups();

@@ -175,10 +175,17 @@ impl Connection {
     /// without a look; an idler one costs a non-blocking `peek`, no round
     /// trip.
     pub fn peer_closed(&self) -> bool {
+        self.peer_closed_at(Instant::now())
+    }
+
+    /// [`peer_closed`](Self::peer_closed) at `now`, for a caller that has
+    /// just read the clock (a clock read is not free in a virtual machine).
+    pub fn peer_closed_at(&self, now: Instant) -> bool {
         if self.out_of_step {
             return true;
         }
-        self.last_used.elapsed() >= PEEK_AFTER_IDLE && self.stream.peer_closed_or_dirty()
+        now.saturating_duration_since(self.last_used) >= PEEK_AFTER_IDLE
+            && self.stream.peer_closed_or_dirty()
     }
 
     /// [`peer_closed`](Self::peer_closed), peeking however recently the

@@ -101,7 +101,11 @@ impl ClientState {
             .get()
             .and_then(|s| s.transaction_deadline())
             .or(inherited.deadline)
-            .unwrap_or_else(|| Deadline::from_timeout(self.time.now(), inherited.timeout));
+            .unwrap_or_else(|| match inherited.timeout {
+                // No timeout: no deadline, and no clock read to make one.
+                None => Deadline::NONE,
+                timeout => Deadline::from_timeout(self.time.now(), timeout),
+            });
         let plan = match session.get() {
             Some(s) if Op::NAME != "endTransaction" => Some(plan_in_session(op, &criteria, s)?),
             _ => None,

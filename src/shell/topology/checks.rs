@@ -167,7 +167,7 @@ impl Topology {
         // One look-up on the warm path: whether the socket is usable, and
         // whether it has been idle long enough to need a ping.
         let idle_too_long = match self.connections.get(address) {
-            Some(c) if !c.is_broken() && !c.peer_closed() => {
+            Some(c) if !c.is_broken() && !c.peer_closed_at(now) => {
                 Some(now.saturating_duration_since(c.last_used()) >= interval)
             }
             _ => None,
