@@ -88,7 +88,12 @@ fn cold(uri: &str, db: &str, coll: &str, id: &str) -> Result<String, String> {
 }
 
 /// `T` is what each result becomes: a `Document` (parsed), or the bytes.
-fn warm<T: DeserializeOwned>(uri: &str, db: &str, coll: &str, n: u32) -> Result<String, String> {
+fn warm<T: DeserializeOwned + 'static>(
+    uri: &str,
+    db: &str,
+    coll: &str,
+    n: u32,
+) -> Result<String, String> {
     let client = Client::with_uri_str(uri).map_err(|e| e.to_string())?;
     let collection = client.database(db).collection::<T>(coll);
     // The first operation scans and connects: not part of the warm figure.

@@ -63,7 +63,7 @@ fn numbers(client: &Client, prefix: &str, n: i32) -> Collection<Document> {
     coll
 }
 
-fn collect<T: serde::de::DeserializeOwned>(cursor: mongo_inline::Cursor<T>) -> Vec<T> {
+fn collect<T: serde::de::DeserializeOwned + 'static>(cursor: mongo_inline::Cursor<T>) -> Vec<T> {
     cursor.collect::<Result<_, _>>().unwrap()
 }
 

@@ -4,8 +4,11 @@
 //! turns the arguments into an [`crate::operation`] value and hands it to
 //! the executor through the helpers here; nothing here talks to a socket.
 //! Documents are converted with serde through `bson`: methods that write
-//! documents need `T: Serialize`, those that read them need
-//! `T: DeserializeOwned`, and [`bson::Document`] is the untyped case.
+//! documents need `T: Serialize`, those that read them through a cursor
+//! need `T: DeserializeOwned + 'static`, and [`bson::Document`] is the
+//! untyped case. The `'static` lets a cursor tell the untyped results
+//! apart: a `Document` is built by the driver's own BSON walker and a
+//! `RawDocumentBuf` is the bytes, neither through serde.
 
 use std::borrow::Borrow;
 use std::marker::PhantomData;

@@ -66,7 +66,7 @@ impl Batches {
 
     /// The next document as `T`, fetching a batch when the one in hand is
     /// used up.
-    fn next_document<T: DeserializeOwned>(
+    fn next_document<T: DeserializeOwned + 'static>(
         &mut self,
         mut session: Option<&mut SessionState>,
     ) -> Option<Result<T>> {
@@ -194,7 +194,7 @@ impl<T> Cursor<T> {
     }
 }
 
-impl<T: DeserializeOwned> Iterator for Cursor<T> {
+impl<T: DeserializeOwned + 'static> Iterator for Cursor<T> {
     type Item = Result<T>;
 
     fn next(&mut self) -> Option<Result<T>> {
@@ -286,7 +286,7 @@ impl<T> SessionCursor<T> {
     }
 }
 
-impl<T: DeserializeOwned> SessionCursor<T> {
+impl<T: DeserializeOwned + 'static> SessionCursor<T> {
     /// The next result, fetching a batch in `session` (the session that
     /// opened the cursor) when the one in hand is used up.
     #[allow(clippy::should_implement_trait)]
@@ -319,7 +319,7 @@ pub struct SessionCursorIter<'a, T> {
     session: &'a mut ClientSession,
 }
 
-impl<T: DeserializeOwned> Iterator for SessionCursorIter<'_, T> {
+impl<T: DeserializeOwned + 'static> Iterator for SessionCursorIter<'_, T> {
     type Item = Result<T>;
 
     fn next(&mut self) -> Option<Result<T>> {

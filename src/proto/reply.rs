@@ -641,16 +641,36 @@ impl RawBatch {
     }
 
     /// Deserializes the next document as `T`, straight from its bytes.
-    pub fn pop_front<T: serde::de::DeserializeOwned>(&mut self) -> Option<Result<T>> {
+    pub fn pop_front<T: serde::de::DeserializeOwned + 'static>(&mut self) -> Option<Result<T>> {
         let span = self.spans.pop_front()?;
         let bytes = &self.bytes[span];
-        let result = bson::from_slice(bytes).map_err(|e| deserialize_error(bytes, &e));
+        let result = decode_document(bytes);
         if self.spans.is_empty() {
             // The batch is used up: give its memory back before the next one.
             self.bytes = Vec::new();
         }
         Some(result)
     }
+}
+
+/// One batch document as `T`. The two untyped cases skip serde: a
+/// [`Document`] is built by the driver's own walker (the same document
+/// serde makes, for about half the work: no visitor call per value), and a
+/// [`RawDocumentBuf`](bson::RawDocumentBuf) is the bytes, which the reply's
+/// check has already walked. Any other type goes through serde.
+fn decode_document<T: serde::de::DeserializeOwned + 'static>(bytes: &[u8]) -> Result<T> {
+    let mut decoded: Option<T> = None;
+    let slot = &mut decoded as &mut dyn std::any::Any;
+    if let Some(document) = slot.downcast_mut::<Option<Document>>() {
+        *document = Some(to_document(bytes)?);
+    } else if let Some(raw) = slot.downcast_mut::<Option<bson::RawDocumentBuf>>() {
+        let buf =
+            bson::RawDocumentBuf::from_bytes(bytes.to_vec()).map_err(|e| malformed_document(&e))?;
+        *raw = Some(buf);
+    } else {
+        return bson::from_slice(bytes).map_err(|e| deserialize_error(bytes, &e));
+    }
+    decoded.ok_or_else(|| Error::client("a batch document was decoded into nothing"))
 }
 
 /// A document that does not deserialize: a protocol error when its bytes
@@ -882,6 +902,34 @@ mod tests {
             "{error}"
         );
         assert!(spec.pop_front::<Person>().is_none());
+    }
+
+    #[test]
+    fn untyped_documents_come_back_as_they_were_stored() {
+        // Field names may start with `$` (MongoDB 5.0+). bson's serde path
+        // reads a sub-document shaped like Extended JSON as the value it
+        // names; the driver's walker, which builds `Document` results,
+        // keeps what the server holds.
+        let id = ObjectId::new();
+        let stored = doc! {
+            "_id": id,
+            "looks_like_an_id": { "$oid": id.to_hex() },
+            "looks_like_a_date": { "$date": 5_i64 },
+            "nested": [{ "a": 1.5, "b": bson::Binary { subtype: bson::spec::BinarySubtype::Generic, bytes: vec![1, 2] } }],
+            "ts": bson::Timestamp { time: 3, increment: 4 },
+        };
+        let bytes = bson::to_vec(&stored).unwrap();
+        let through_serde: Document = bson::from_slice(&bytes).unwrap();
+        assert_eq!(
+            through_serde.get("looks_like_an_id"),
+            Some(&Bson::ObjectId(id))
+        );
+
+        let reply = parsed(&first_batch(vec![stored.clone()]));
+        let mut spec = CursorSpec::from_raw_reply(reply, CursorOptions::default()).unwrap();
+        let document: Document = spec.pop_front().unwrap().unwrap();
+        assert_eq!(document, stored);
+        assert_eq!(bson::to_vec(&document).unwrap(), bytes);
     }
 
     #[test]

@@ -151,7 +151,7 @@ impl<'a, T> FindOne<'a, T> {
     /// Runs the query.
     pub fn run(mut self) -> Result<Option<T>>
     where
-        T: DeserializeOwned,
+        T: DeserializeOwned + 'static,
     {
         self.options.selection_criteria = Some(
             self.coll

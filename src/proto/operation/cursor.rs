@@ -116,7 +116,7 @@ impl CursorSpec {
     /// The next document of the current batch, deserialized as `T` from its
     /// bytes: a protocol error when they are not valid BSON, an
     /// invalid-argument error when they do not fit `T`.
-    pub fn pop_front<T: DeserializeOwned>(&mut self) -> Option<Result<T>> {
+    pub fn pop_front<T: DeserializeOwned + 'static>(&mut self) -> Option<Result<T>> {
         self.batch.pop_front()
     }
 
