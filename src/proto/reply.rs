@@ -158,7 +158,9 @@ struct CursorPlace {
 #[derive(Clone, Debug, PartialEq, Default)]
 struct CursorHead {
     id: Option<std::result::Result<i64, ElementType>>,
-    ns: Option<std::result::Result<String, ElementType>>,
+    /// The span of the text of `cursor.ns` (checked UTF-8), like the
+    /// token's: kept in the message rather than copied out.
+    ns: Option<std::result::Result<Range<usize>, ElementType>>,
     token: Option<Range<usize>>,
 }
 
@@ -352,11 +354,13 @@ impl Reply {
         };
         Some(CursorHeadView {
             id: place.head.id,
-            ns: place
-                .head
-                .ns
-                .as_ref()
-                .map(|ns| ns.as_deref().map_err(|t| *t)),
+            ns: match &place.head.ns {
+                Some(Ok(span)) => {
+                    Some(Ok(std::str::from_utf8(batch.bytes.get(span.clone())?).ok()?))
+                }
+                Some(Err(wrong_type)) => Some(Err(*wrong_type)),
+                None => None,
+            },
             post_batch_resume_token: token,
             batch_key: batch.key,
         })
@@ -536,7 +540,11 @@ fn note_head_field(
         b"id" => head.id = Some(element.as_i64().ok_or_else(wrong_type)),
         b"ns" => {
             head.ns = Some(match element.as_str() {
-                Some(ns) => Ok(ns?.to_string()),
+                Some(ns) => {
+                    let ns = ns?;
+                    let start = ns.as_ptr() as usize - message.as_ptr() as usize;
+                    Ok(start..start + ns.len())
+                }
                 None => Err(wrong_type()),
             })
         }
