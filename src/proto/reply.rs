@@ -662,10 +662,11 @@ impl RawBatch {
 }
 
 /// One batch document as `T`. The two untyped cases skip serde: a
-/// [`Document`] is built by the driver's own walker (the same document
-/// serde makes, for about half the work: no visitor call per value), and a
-/// [`RawDocumentBuf`](bson::RawDocumentBuf) is the bytes, which the reply's
-/// check has already walked. Any other type goes through serde.
+/// [`Document`] is built by the driver's own walker (the document serde
+/// makes, for about half the work: no visitor call per value), and a
+/// [`RawDocumentBuf`](bson::RawDocumentBuf) is the bytes as the reply's
+/// parse framed them (serde's path checks no more: the values inside are
+/// checked as they are read). Any other type goes through serde.
 fn decode_document<T: serde::de::DeserializeOwned + 'static>(bytes: &[u8]) -> Result<T> {
     let mut decoded: Option<T> = None;
     let slot = &mut decoded as &mut dyn std::any::Any;
