@@ -14,6 +14,10 @@
 //!   drivers' runs interleaved round by round; ours twice, results parsed
 //!   into a `Document` and kept as bytes (`warm-raw`, the like for like of
 //!   libmongoc's `bson_copy`); and ours / each other driver per round;
+//!   with the involuntary context switches per operation (`preempted/op`,
+//!   from each program that reports them): on one machine the server's
+//!   threads, woken by a request, often take the driver's CPU on the return
+//!   from `send`, and each such switch costs a switch back in;
 //! - spawn → exit of the release CLI doing one `find` (median of `CLI_RUNS`).
 //!
 //! Then a cold `find_one` on a standalone with TLS 1.3 and SCRAM-SHA-256,
@@ -125,8 +129,15 @@ fn print_shapes(backend: &TestServer, drivers: &[Driver], cli: &Path) {
          the drivers' runs interleaved round by round"
     );
     println!(
-        "{:<28} {:<18} {:>10} {:>13} {:>13} {:>10} {:>22}",
-        "shape", "driver", "RT", "conns/member", "hellos/member", "warm op/s", "warm cpu us/op"
+        "{:<28} {:<18} {:>10} {:>13} {:>13} {:>10} {:>22} {:>14}",
+        "shape",
+        "driver",
+        "RT",
+        "conns/member",
+        "hellos/member",
+        "warm op/s",
+        "warm cpu us/op",
+        "preempted/op"
     );
     for shape in shapes(backend) {
         let uri = shape.sim.seed_uri(&shape.seeds);
@@ -140,7 +151,7 @@ fn print_shapes(backend: &TestServer, drivers: &[Driver], cli: &Path) {
             let cold = entry.driver.and_then(|d| colds[d].as_ref());
             let runs: Vec<Warm> = rounds.iter().filter_map(|round| round[i]).collect();
             println!(
-                "{:<28} {:<18} {:>10} {:>13} {:>13} {:>10} {:>22}",
+                "{:<28} {:<18} {:>10} {:>13} {:>13} {:>10} {:>22} {:>14}",
                 shape.name,
                 entry.name,
                 cold.map_or("-".to_owned(), |c| format!(
@@ -158,6 +169,8 @@ fn print_shapes(backend: &TestServer, drivers: &[Driver], cli: &Path) {
                     (Some(middle), Some(best)) => format!("{middle:.1} ({best:.1})"),
                     _ => "-".to_owned(),
                 },
+                median(runs.iter().filter_map(|w| w.preempted).collect())
+                    .map_or("-".to_owned(), |p| format!("{p:.2}")),
             );
         }
         print_warm_ratios(shape.name, &entries, &rounds);
@@ -549,11 +562,14 @@ fn set_delay(sim: &Simulator, delay: Duration) {
     }
 }
 
-/// One warm run's figures: ops/s and CPU µs per operation.
+/// One warm run's figures: ops/s, CPU µs per operation, and how often per
+/// operation the scheduler took the CPU from the driver (involuntary
+/// context switches; each costs a switch back in), when it says.
 #[derive(Clone, Copy)]
 struct Warm {
     ops: f64,
     cpu: f64,
+    preempted: Option<f64>,
 }
 
 /// One warm figure to take: a driver's `warm` mode, or ours in another.
@@ -613,6 +629,7 @@ fn warm_run(program: &Path, mode: &str, uri: &str) -> Option<Warm> {
     Some(Warm {
         ops: field(&line, "ops_per_s")?,
         cpu: field(&line, "cpu_us_per_op")?,
+        preempted: field(&line, "preempted_per_op"),
     })
 }
 

@@ -6,6 +6,8 @@
 //! bench_find warm URI DB COLL N      N find_one by _id in a loop on one client
 //!                                    prints: WARM ops_per_s=<x> cpu_us_per_op=<y>
 //!                                    user_us_per_op=<u> sys_us_per_op=<s>
+//!                                    preempted_per_op=<p> (involuntary
+//!                                    context switches)
 //! bench_find warm-raw URI DB COLL N  as warm, each result kept as the reply's
 //!                                    bytes (`RawDocumentBuf`, like libmongoc's
 //!                                    `bson_copy`) instead of a `Document`
@@ -103,6 +105,7 @@ fn warm<T: DeserializeOwned + 'static>(
         .map_err(|e| e.to_string())?;
     let cpu_start = cpu_time_ns()?;
     let ticks_start = user_and_system_ticks()?;
+    let preempted_start = involuntary_switches()?;
     let wall_start = Instant::now();
     for _ in 0..n {
         let found = collection
@@ -114,6 +117,7 @@ fn warm<T: DeserializeOwned + 'static>(
     let wall = wall_start.elapsed().as_secs_f64();
     let cpu_ns = cpu_time_ns()? - cpu_start;
     let ticks_end = user_and_system_ticks()?;
+    let preempted = involuntary_switches()? - preempted_start;
     let cpu_us_per_op = cpu_ns as f64 / 1000.0 / f64::from(n);
     // The kernel samples the user/system split per tick; scale the sampled
     // shares to the exact total.
@@ -124,10 +128,12 @@ fn warm<T: DeserializeOwned + 'static>(
         user_ticks as f64 / (user_ticks + system_ticks) as f64
     };
     Ok(format!(
-        "WARM ops_per_s={:.0} cpu_us_per_op={cpu_us_per_op:.2} user_us_per_op={:.2} sys_us_per_op={:.2}",
+        "WARM ops_per_s={:.0} cpu_us_per_op={cpu_us_per_op:.2} user_us_per_op={:.2} \
+         sys_us_per_op={:.2} preempted_per_op={:.2}",
         f64::from(n) / wall,
         cpu_us_per_op * user_share,
-        cpu_us_per_op * (1.0 - user_share)
+        cpu_us_per_op * (1.0 - user_share),
+        preempted as f64 / f64::from(n)
     ))
 }
 
@@ -258,6 +264,17 @@ fn cpu_time_ns() -> Result<u64, String> {
         .next()
         .and_then(|field| field.parse().ok())
         .ok_or_else(|| format!("unexpected /proc/self/schedstat: {text:?}"))
+}
+
+/// How many times the scheduler has taken the CPU from this process while
+/// it could run (`nonvoluntary_ctxt_switches` of `/proc/self/status`).
+fn involuntary_switches() -> Result<u64, String> {
+    let text = std::fs::read_to_string("/proc/self/status")
+        .map_err(|e| format!("cannot read /proc/self/status (Linux only): {e}"))?;
+    text.lines()
+        .find_map(|line| line.strip_prefix("nonvoluntary_ctxt_switches:"))
+        .and_then(|count| count.trim().parse().ok())
+        .ok_or_else(|| "no nonvoluntary_ctxt_switches in /proc/self/status".to_owned())
 }
 
 /// (user, system) clock ticks this process has run, fields 14 and 15 of

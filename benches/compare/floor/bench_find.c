@@ -11,6 +11,7 @@
  * Speaks the warm mode of the examples/bench_find.rs protocol only:
  *   bench_find warm mongodb://HOST:PORT/ DB COLL N
  *     prints: WARM ops_per_s=<x> cpu_us_per_op=<y> user_us_per_op=<u> sys_us_per_op=<s>
+ *     preempted_per_op=<p> (involuntary context switches)
  * (no handshake: the server accepts OP_MSG without one; standalone only).
  *
  *   gcc -O2 -Wall -o target/bench_find_floor benches/compare/floor/bench_find.c \
@@ -41,6 +42,13 @@ static double rusage_us(int which_sys) {
     getrusage(RUSAGE_SELF, &u);
     struct timeval t = which_sys ? u.ru_stime : u.ru_utime;
     return t.tv_sec * 1e6 + t.tv_usec;
+}
+
+/* Times the scheduler took the CPU while this process could run. */
+static long involuntary_switches(void) {
+    struct rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    return usage.ru_nivcsw;
 }
 
 static double wall_s(void) {
@@ -121,14 +129,17 @@ int main(int argc, char **argv) {
     if (touch < 0) touch = 0;
     volatile uint8_t *pages = touch ? calloc((size_t)touch, 4096) : NULL;
     if (touch && !pages) exit(1);
+    long preempted0 = involuntary_switches();
     double cpu0 = cpu_ns(), user0 = rusage_us(0), sys0 = rusage_us(1), wall0 = wall_s();
     for (long i = 0; i < n; i++) {
         round_trip(fd, msg, len, reply, sizeof reply);
         for (long p = 0; p < touch; p++) pages[p * 4096 + (p % 64) * 64] += 1;
     }
     double wall = wall_s() - wall0, cpu = cpu_ns() - cpu0;
-    printf("WARM ops_per_s=%.0f cpu_us_per_op=%.2f user_us_per_op=%.2f sys_us_per_op=%.2f\n",
-           n / wall, cpu / 1000.0 / n, (rusage_us(0) - user0) / n, (rusage_us(1) - sys0) / n);
+    printf("WARM ops_per_s=%.0f cpu_us_per_op=%.2f user_us_per_op=%.2f sys_us_per_op=%.2f "
+           "preempted_per_op=%.2f\n",
+           n / wall, cpu / 1000.0 / n, (rusage_us(0) - user0) / n, (rusage_us(1) - sys0) / n,
+           (double)(involuntary_switches() - preempted0) / n);
     close(fd);
     return 0;
 }
