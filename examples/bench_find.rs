@@ -202,13 +202,21 @@ fn big_batch(uri: &str, db: &str, coll: &str, n: u32) -> Result<String, String> 
 
 /// A `/proc/self/status` memory figure (`VmHWM`, `VmRSS`) in MB.
 fn memory_mb(name: &str) -> Result<f64, String> {
+    status_field(name, |value| {
+        let kib = value.strip_suffix("kB")?.trim().parse::<f64>().ok()?;
+        Some(kib * 1024.0 / 1e6)
+    })
+}
+
+/// The field `name` of `/proc/self/status`, its text trimmed and read by
+/// `parse`.
+fn status_field<T>(name: &str, parse: impl FnOnce(&str) -> Option<T>) -> Result<T, String> {
     let status = std::fs::read_to_string("/proc/self/status")
         .map_err(|e| format!("cannot read /proc/self/status (Linux only): {e}"))?;
     status
         .lines()
         .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
-        .and_then(|value| value.trim().strip_suffix("kB")?.trim().parse::<f64>().ok())
-        .map(|kib| kib * 1024.0 / 1e6)
+        .and_then(|value| parse(value.trim()))
         .ok_or_else(|| format!("no {name} in /proc/self/status"))
 }
 
@@ -269,12 +277,7 @@ fn cpu_time_ns() -> Result<u64, String> {
 /// How many times the scheduler has taken the CPU from this process while
 /// it could run (`nonvoluntary_ctxt_switches` of `/proc/self/status`).
 fn involuntary_switches() -> Result<u64, String> {
-    let text = std::fs::read_to_string("/proc/self/status")
-        .map_err(|e| format!("cannot read /proc/self/status (Linux only): {e}"))?;
-    text.lines()
-        .find_map(|line| line.strip_prefix("nonvoluntary_ctxt_switches:"))
-        .and_then(|count| count.trim().parse().ok())
-        .ok_or_else(|| "no nonvoluntary_ctxt_switches in /proc/self/status".to_owned())
+    status_field("nonvoluntary_ctxt_switches", |count| count.parse().ok())
 }
 
 /// (user, system) clock ticks this process has run, fields 14 and 15 of

@@ -676,10 +676,11 @@ fn decode_document<T: serde::de::DeserializeOwned + 'static>(bytes: &[u8]) -> Re
         let buf =
             bson::RawDocumentBuf::from_bytes(bytes.to_vec()).map_err(|e| malformed_document(&e))?;
         *raw = Some(buf);
-    } else {
-        return bson::from_slice(bytes).map_err(|e| deserialize_error(bytes, &e));
     }
-    decoded.ok_or_else(|| Error::client("a batch document was decoded into nothing"))
+    match decoded {
+        Some(untyped) => Ok(untyped),
+        None => bson::from_slice(bytes).map_err(|e| deserialize_error(bytes, &e)),
+    }
 }
 
 /// A document that does not deserialize: a protocol error when its bytes
