@@ -35,7 +35,10 @@
 //!
 //! Every driver is measured as a separate process speaking the
 //! `examples/bench_find.rs` protocol (`cold|warm|cursor|insert URI DB COLL
-//! ID|N`). Ours is built here (`cargo build --release`); others are named in
+//! ID|N`). Ours is built here twice: `cargo build --release`
+//! (`mongo-inline`), and profile-guided by `.ci/pgo-build`
+//! (`mongo-inline-pgo`: trained by `examples/pgo_training.rs`, a mixed
+//! workload; `SHAPES_PGO=0` skips it). Others are named in
 //! `SHAPES_COMPARE`, e.g.
 //! `SHAPES_COMPARE=libmongoc=/path/bench_find,rust-official=/path/bench_find_official`.
 //! `benches/compare/libmongoc/bench_find.c` is libmongoc's (its build line
@@ -75,6 +78,9 @@ const COLL: &str = "c";
 struct Driver {
     name: String,
     bench_find: PathBuf,
+    /// This crate's build (plain or profile-guided), measured in both
+    /// result types and compared with each other driver.
+    ours: bool,
 }
 
 struct Shape {
@@ -88,7 +94,15 @@ fn main() {
     let mut drivers = vec![Driver {
         name: "mongo-inline".to_owned(),
         bench_find: release.join("examples/bench_find"),
+        ours: true,
     }];
+    if std::env::var("SHAPES_PGO").map_or(true, |v| v != "0") {
+        drivers.push(Driver {
+            name: "mongo-inline-pgo".to_owned(),
+            bench_find: build_profile_guided(),
+            ours: true,
+        });
+    }
     drivers.extend(compared_drivers());
     let cli = release.join("mongo-inline");
 
@@ -435,6 +449,31 @@ fn build_release() -> PathBuf {
     target.join("release")
 }
 
+/// Runs `.ci/pgo-build` (the instrumented build, its training run, the
+/// optimised build); returns the profile-guided `bench_find`, the last line
+/// the script prints.
+fn build_profile_guided() -> PathBuf {
+    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let output = Command::new("bash")
+        .current_dir(manifest_dir)
+        .arg(".ci/pgo-build")
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("bash runs .ci/pgo-build");
+    assert!(
+        output.status.success(),
+        "the profile-guided build failed (SHAPES_PGO=0 skips it)"
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let bench_find = PathBuf::from(stdout.lines().last().expect("pgo-build names its binaries"));
+    assert!(
+        bench_find.exists(),
+        "{} does not exist",
+        bench_find.display()
+    );
+    bench_find
+}
+
 fn compared_drivers() -> Vec<Driver> {
     let Ok(list) = std::env::var("SHAPES_COMPARE") else {
         return Vec::new();
@@ -454,6 +493,7 @@ fn compared_drivers() -> Vec<Driver> {
             Driver {
                 name: name.trim().to_owned(),
                 bench_find,
+                ours: false,
             }
         })
         .collect()
@@ -589,7 +629,7 @@ struct WarmEntry<'a> {
 fn warm_entries(drivers: &[Driver]) -> Vec<WarmEntry<'_>> {
     let mut entries = Vec::new();
     for (i, driver) in drivers.iter().enumerate() {
-        let ours = i == 0;
+        let ours = driver.ours;
         entries.push(WarmEntry {
             name: driver.name.clone(),
             program: &driver.bench_find,
