@@ -10,10 +10,12 @@
 //! replica set and with TLS and SCRAM-SHA-256) and the topology simulator of
 //! the tests in front of them (a replica set seeded with a secondary, one
 //! with three seeds, two mongos, a load balancer), and in each runs ROUNDS
-//! (default 150) rounds of the same mix: every CRUD operation once, reads
-//! as `Document`, as raw bytes and as a typed struct, a cursor that needs
-//! `getMore`, an aggregation, a count and a distinct, a command, and on the
-//! deployments that have them a secondary read and a transaction.
+//! (default 150) rounds of the same mix of common operations: `insert_one`,
+//! `find_one` as a `Document`, as raw bytes and as a typed struct, a `find`
+//! whose cursor needs `getMore`, `update_one`, `find_one_and_update`,
+//! `replace_one`, `delete_one`, `count_documents`, `aggregate`, `distinct`
+//! and a command, and on the deployments that have them a secondary read
+//! and a transaction.
 //!
 //! No operation is weighted towards any benchmark: `find_one` by `_id` is
 //! one operation of the mix like the others. What a profile cannot teach is
