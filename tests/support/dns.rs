@@ -150,7 +150,7 @@ impl DnsServer {
     }
 
     fn start_with(records: Vec<ZoneRecord>, mode: Mode) -> DnsServer {
-        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let (socket, tcp) = bind(matches!(mode, Mode::Truncating));
         socket
             .set_read_timeout(Some(Duration::from_millis(50)))
             .unwrap();
@@ -215,8 +215,8 @@ impl DnsServer {
                 }
             })
         };
-        if matches!(mode, Mode::Truncating) {
-            serve_tcp(address, records.clone(), stop.clone());
+        if let Some(listener) = tcp {
+            serve_tcp(listener, records.clone(), stop.clone());
         }
         DnsServer {
             address,
@@ -273,10 +273,33 @@ enum Mode {
     Truncating,
 }
 
-/// Answers DNS over TCP (RFC 7766 framing) on `address`'s port.
-fn serve_tcp(address: SocketAddr, records: Arc<Mutex<Vec<ZoneRecord>>>, stop: Arc<AtomicBool>) {
+/// A UDP socket on a free port and, when `with_tcp`, a TCP listener on the
+/// same port number. The UDP port is free for UDP only: another process may
+/// hold the TCP port of that number, so a taken one means another try with
+/// a new UDP port (taking it on faith failed CI once with `AddrInUse`).
+fn bind(with_tcp: bool) -> (UdpSocket, Option<std::net::TcpListener>) {
+    const TRIES: usize = 50;
+    for _ in 0..TRIES {
+        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+        if !with_tcp {
+            return (socket, None);
+        }
+        match std::net::TcpListener::bind(socket.local_addr().unwrap()) {
+            Ok(listener) => return (socket, Some(listener)),
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => continue,
+            Err(e) => panic!("binding the name server's TCP port: {e}"),
+        }
+    }
+    panic!("no port free for both UDP and TCP in {TRIES} tries");
+}
+
+/// Answers DNS over TCP (RFC 7766 framing) on `listener`.
+fn serve_tcp(
+    listener: std::net::TcpListener,
+    records: Arc<Mutex<Vec<ZoneRecord>>>,
+    stop: Arc<AtomicBool>,
+) {
     use std::io::{Read, Write};
-    let listener = std::net::TcpListener::bind(address).unwrap();
     listener.set_nonblocking(true).unwrap();
     thread::spawn(move || {
         while !stop.load(Ordering::Relaxed) {
