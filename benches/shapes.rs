@@ -63,7 +63,7 @@ use bson::{doc, Document};
 use mongo_inline::Client;
 use support::delay_proxy::DelayProxy;
 use support::server::TestServer;
-use support::sim::{Role, Simulator};
+use support::sim::{Shape, Simulator};
 
 /// Every simulated reply waits this long: long enough to stand out of
 /// process start-up noise, short enough to keep the run quick.
@@ -81,12 +81,6 @@ struct Driver {
     /// This crate's build (plain or profile-guided), measured in both
     /// result types and compared with each other driver.
     ours: bool,
-}
-
-struct Shape {
-    name: &'static str,
-    sim: Simulator,
-    seeds: Vec<usize>,
 }
 
 fn main() {
@@ -153,8 +147,8 @@ fn print_shapes(backend: &TestServer, drivers: &[Driver], cli: &Path) {
         "warm cpu us/op",
         "preempted/op"
     );
-    for shape in shapes(backend) {
-        let uri = shape.sim.seed_uri(&shape.seeds);
+    for shape in Shape::all(backend) {
+        let uri = shape.seed_uri();
         let colds: Vec<Option<Cold>> = drivers
             .iter()
             .map(|driver| cold_round_trips(&shape.sim, driver, &uri))
@@ -332,18 +326,9 @@ fn print_footprint(standalone: &TestServer, drivers: &[Driver]) {
 /// authentication can start in the hello), through a `DelayProxy`.
 fn print_tls_scram(drivers: &[Driver]) {
     let server = support::tls::tls_auth_server();
-    let ca = support::tls::certs().path("ca.pem");
-    let credentials = format!("alice:{}", support::tls::encoded(support::tls::PASSWORD));
-    let query = format!("tls=true&tlsCAFile={ca}&authSource=admin&authMechanism=SCRAM-SHA-256");
-    seed_document(&format!(
-        "mongodb://{credentials}@localhost:{}/?{query}",
-        server.port()
-    ));
+    seed_document(&support::tls::scram_sha_256_uri(server.port()));
     let proxy = DelayProxy::start(server.port());
-    let uri = format!(
-        "mongodb://{credentials}@localhost:{}/?{query}",
-        proxy.port()
-    );
+    let uri = support::tls::scram_sha_256_uri(proxy.port());
     println!();
     println!(
         "TLS 1.3 + SCRAM-SHA-256 on a standalone: each server -> client chunk delayed {DELAY:?} \
@@ -497,40 +482,6 @@ fn compared_drivers() -> Vec<Driver> {
             }
         })
         .collect()
-}
-
-fn shapes(backend: &TestServer) -> Vec<Shape> {
-    vec![
-        Shape {
-            name: "standalone",
-            sim: Simulator::standalone(backend),
-            seeds: vec![0],
-        },
-        Shape {
-            name: "replica set, secondary seed",
-            sim: Simulator::replica_set("rs", backend, &[Role::Primary, Role::Secondary]),
-            seeds: vec![1],
-        },
-        Shape {
-            name: "replica set, three seeds",
-            sim: Simulator::replica_set(
-                "rs",
-                backend,
-                &[Role::Primary, Role::Secondary, Role::Secondary],
-            ),
-            seeds: vec![0, 1, 2],
-        },
-        Shape {
-            name: "two mongos",
-            sim: Simulator::mongos(backend, 2),
-            seeds: vec![0, 1],
-        },
-        Shape {
-            name: "load balancer",
-            sim: Simulator::load_balancer(&[backend]),
-            seeds: vec![0],
-        },
-    ]
 }
 
 fn seed_document(uri: &str) {

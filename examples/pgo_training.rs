@@ -35,7 +35,7 @@ use mongo_inline::options::{ReadPreference, ReadPreferenceMode};
 use mongo_inline::{Client, ClientSession};
 use serde::{Deserialize, Serialize};
 use support::server::TestServer;
-use support::sim::{Role, Simulator};
+use support::sim::Shape;
 
 const DEFAULT_ROUNDS: u32 = 150;
 const SEEDED: i32 = 100;
@@ -66,29 +66,6 @@ fn main() -> ExitCode {
     };
     let replica_set = TestServer::start();
     let standalone = TestServer::start_standalone();
-    let shapes = [
-        ("standalone", Simulator::standalone(&replica_set), vec![0]),
-        (
-            "replica set, secondary seed",
-            Simulator::replica_set("rs", &replica_set, &[Role::Primary, Role::Secondary]),
-            vec![1],
-        ),
-        (
-            "replica set, three seeds",
-            Simulator::replica_set(
-                "rs",
-                &replica_set,
-                &[Role::Primary, Role::Secondary, Role::Secondary],
-            ),
-            vec![0, 1, 2],
-        ),
-        ("two mongos", Simulator::mongos(&replica_set, 2), vec![0, 1]),
-        (
-            "load balancer",
-            Simulator::load_balancer(&[&replica_set]),
-            vec![0],
-        ),
-    ];
     let no_extras = Abilities {
         secondaries: false,
         transactions: false,
@@ -107,16 +84,21 @@ fn main() -> ExitCode {
                 transactions: true,
             },
         ),
-        ("TLS + SCRAM-SHA-256".to_owned(), tls_scram_uri(), no_extras),
+        (
+            "TLS + SCRAM-SHA-256".to_owned(),
+            support::tls::scram_sha_256_uri(support::tls::tls_auth_server().port()),
+            no_extras,
+        ),
     ];
-    for (name, sim, seeds) in &shapes {
-        let secondaries = name.starts_with("replica set");
+    let shapes = Shape::all(&replica_set);
+    for shape in &shapes {
+        let secondaries = shape.name.starts_with("replica set");
         targets.push((
-            format!("simulated {name}"),
-            sim.seed_uri(seeds),
+            format!("simulated {}", shape.name),
+            shape.seed_uri(),
             Abilities {
                 secondaries,
-                transactions: secondaries || *name == "two mongos",
+                transactions: secondaries || shape.name == "two mongos",
             },
         ));
     }
@@ -132,17 +114,6 @@ fn main() -> ExitCode {
         );
     }
     ExitCode::SUCCESS
-}
-
-fn tls_scram_uri() -> String {
-    let server = support::tls::tls_auth_server();
-    let ca = support::tls::certs().path("ca.pem");
-    format!(
-        "mongodb://alice:{}@localhost:{}/?tls=true&tlsCAFile={ca}&authSource=admin\
-         &authMechanism=SCRAM-SHA-256",
-        support::tls::encoded(support::tls::PASSWORD),
-        server.port()
-    )
 }
 
 type Outcome = Result<(), Box<dyn std::error::Error>>;

@@ -1194,6 +1194,58 @@ fn with_recovery_token(reply: Frame) -> io::Result<Frame> {
     })
 }
 
+/// A deployment shape in front of one backend: the simulator and the
+/// members the seed list names.
+pub struct Shape {
+    pub name: &'static str,
+    pub sim: Simulator,
+    pub seeds: Vec<usize>,
+}
+
+impl Shape {
+    /// The connection string a client of this shape starts from.
+    pub fn seed_uri(&self) -> String {
+        self.sim.seed_uri(&self.seeds)
+    }
+
+    /// The five shapes the shapes bench measures and the profile-guided
+    /// build trains on: a standalone, a replica set seeded with a
+    /// secondary, one with three seeds, two mongos, a load balancer.
+    pub fn all<B: Backend + ?Sized>(backend: &B) -> Vec<Shape> {
+        vec![
+            Shape {
+                name: "standalone",
+                sim: Simulator::standalone(backend),
+                seeds: vec![0],
+            },
+            Shape {
+                name: "replica set, secondary seed",
+                sim: Simulator::replica_set("rs", backend, &[Role::Primary, Role::Secondary]),
+                seeds: vec![1],
+            },
+            Shape {
+                name: "replica set, three seeds",
+                sim: Simulator::replica_set(
+                    "rs",
+                    backend,
+                    &[Role::Primary, Role::Secondary, Role::Secondary],
+                ),
+                seeds: vec![0, 1, 2],
+            },
+            Shape {
+                name: "two mongos",
+                sim: Simulator::mongos(backend, 2),
+                seeds: vec![0, 1],
+            },
+            Shape {
+                name: "load balancer",
+                sim: Simulator::load_balancer(&[backend]),
+                seeds: vec![0],
+            },
+        ]
+    }
+}
+
 /// Polls `condition` every 10 ms until it holds or `timeout` passes;
 /// returns whether it held. For effects that happen on simulator threads
 /// just after the client sees them (e.g. a closed socket being deregistered).

@@ -203,6 +203,19 @@ pub fn tls_auth_server() -> &'static TestServer {
     SERVER.get_or_init(|| auth_server(true))
 }
 
+/// A connection string for alice on a TLS + SCRAM-SHA-256 server (such as
+/// `tls_auth_server`) reached at `port` (the server's, or a proxy's in
+/// front of it); naming the mechanism lets speculative authentication
+/// start in the hello.
+pub fn scram_sha_256_uri(port: u16) -> String {
+    format!(
+        "mongodb://alice:{}@localhost:{port}/?tls=true&tlsCAFile={}&authSource=admin\
+         &authMechanism=SCRAM-SHA-256",
+        encoded(PASSWORD),
+        certs().path("ca.pem")
+    )
+}
+
 /// `text` percent-encoded for a connection string's user or password.
 pub fn encoded(text: &str) -> String {
     text.bytes()
