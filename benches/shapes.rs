@@ -13,7 +13,9 @@
 //!   per operation, median and best of `WARM_RUNS` runs of `WARM_OPS`, the
 //!   drivers' runs interleaved round by round; ours twice, results parsed
 //!   into a `Document` and kept as bytes (`warm-raw`, the like for like of
-//!   libmongoc's `bson_copy`); and ours / each other driver per round;
+//!   libmongoc's `bson_copy`); and ours / each other driver per round,
+//!   and (with a compared driver named `floor`) the same of the CPU each
+//!   spends above the floor's;
 //!   with the involuntary context switches per operation (`preempted/op`,
 //!   from each program that reports them): on one machine the server's
 //!   threads, woken by a request, often take the driver's CPU on the return
@@ -44,7 +46,9 @@
 //! `benches/compare/libmongoc/bench_find.c` is libmongoc's (its build line
 //! is in its header); `benches/compare/floor/bench_find.c` (warm mode only)
 //! does nothing but one `sendto` and one `recvfrom` per operation, the CPU
-//! floor under any driver.
+//! floor under any driver (through two mongoses it draws one at random per
+//! operation, as a driver must; it has no figure where no listed host serves
+//! the read, as with the secondary seed).
 //!
 //! Run with `cargo bench --bench shapes` (set `SECANTUSD` as for the tests).
 //! `SHAPES_PARTS` picks parts (comma-separated, default all): `shapes`,
@@ -69,7 +73,7 @@ use support::sim::{Shape, Simulator};
 /// process start-up noise, short enough to keep the run quick.
 const DELAY: Duration = Duration::from_millis(50);
 const WARM_OPS: u32 = 3000;
-const WARM_RUNS: usize = 5;
+const WARM_RUNS: usize = 9;
 const CLI_RUNS: usize = 10;
 const COLD_RUNS: usize = 3;
 const DB: &str = "bench";
@@ -193,28 +197,57 @@ fn print_shapes(backend: &TestServer, drivers: &[Driver], cli: &Path) {
 }
 
 /// Ours (both result types) beside each other driver: the CPU ratio of
-/// each round (runs taken moments apart), and the median of those.
+/// each round (runs taken moments apart), and the median of those. When a
+/// compared driver is named `floor`, also the ratio of what each driver
+/// spends above the floor's CPU in that round: the share of the kernel's
+/// and the machine's cost that no driver code can remove taken out of both.
 fn print_warm_ratios(shape: &str, entries: &[WarmEntry<'_>], rounds: &[Vec<Option<Warm>>]) {
     let ours: Vec<usize> = (0..entries.len()).filter(|&i| entries[i].ours).collect();
     let others: Vec<usize> = (0..entries.len()).filter(|&i| !entries[i].ours).collect();
+    let floor = others.iter().copied().find(|&i| entries[i].name == "floor");
     for &mine in &ours {
         for &other in &others {
-            let ratios: Vec<f64> = rounds
-                .iter()
-                .filter_map(|round| Some(round[mine]?.cpu / round[other]?.cpu * 100.0))
-                .collect();
-            let Some(middle) = median(ratios.clone()) else {
+            print_ratio(shape, "warm CPU", entries, (mine, other), rounds, |round| {
+                Some(round[mine]?.cpu / round[other]?.cpu * 100.0)
+            });
+            let Some(floor) = floor.filter(|&floor| floor != other) else {
                 continue;
             };
-            let each: Vec<String> = ratios.iter().map(|r| format!("{r:.0}")).collect();
-            println!(
-                "{shape:<28} warm CPU {} / {}: median {middle:.0} % (rounds: {} %)",
-                entries[mine].name,
-                entries[other].name,
-                each.join(", ")
+            print_ratio(
+                shape,
+                "above floor",
+                entries,
+                (mine, other),
+                rounds,
+                |round| {
+                    let floor = round[floor]?.cpu;
+                    Some((round[mine]?.cpu - floor) / (round[other]?.cpu - floor) * 100.0)
+                },
             );
         }
     }
+}
+
+/// One line of [`print_warm_ratios`]: `ratio` of each round and their median.
+fn print_ratio(
+    shape: &str,
+    what: &str,
+    entries: &[WarmEntry<'_>],
+    (mine, other): (usize, usize),
+    rounds: &[Vec<Option<Warm>>],
+    ratio: impl Fn(&Vec<Option<Warm>>) -> Option<f64>,
+) {
+    let ratios: Vec<f64> = rounds.iter().filter_map(ratio).collect();
+    let Some(middle) = median(ratios.clone()) else {
+        return;
+    };
+    let each: Vec<String> = ratios.iter().map(|r| format!("{r:.0}")).collect();
+    println!(
+        "{shape:<28} {what} {} / {}: median {middle:.0} % (rounds: {} %)",
+        entries[mine].name,
+        entries[other].name,
+        each.join(", ")
+    );
 }
 
 fn print_throughput(standalone: &TestServer, drivers: &[Driver]) {

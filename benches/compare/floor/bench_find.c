@@ -4,15 +4,24 @@
  * length). Its CPU per operation is what the kernel's loopback path and the
  * wakeup cost a single-threaded driver, whatever its user-space code does.
  *
+ * The URI may list several hosts: the floor connects to each, keeps those
+ * whose reply to the find says ok: 1 (a mongos or a primary; a secondary
+ * refuses a read without secondaryOk) and sends each operation to one of
+ * them drawn at random, as a driver selecting among two mongoses in the
+ * latency window must. Alternating sockets has a cost of its own on a
+ * virtual machine (the peer that was idle longer is woken by an
+ * inter-processor interrupt), which a floor on one socket would hide.
+ *
  * With FLOOR_TOUCH_PAGES=P it also touches one cache line in each of P
  * pages after every reply (see the loop): a calibration of what each cold
  * line a driver touches costs after the wakeup.
  *
  * Speaks the warm mode of the examples/bench_find.rs protocol only:
- *   bench_find warm mongodb://HOST:PORT/ DB COLL N
+ *   bench_find warm mongodb://HOST:PORT[,HOST:PORT...]/ DB COLL N
  *     prints: WARM ops_per_s=<x> cpu_us_per_op=<y> user_us_per_op=<u> sys_us_per_op=<s>
  *     preempted_per_op=<p> (involuntary context switches)
- * (no handshake: the server accepts OP_MSG without one; standalone only).
+ * (no handshake: the servers accept OP_MSG without one). Exits 1, printing
+ * nothing on stdout, when no listed host serves the read.
  *
  *   gcc -O2 -Wall -o target/bench_find_floor benches/compare/floor/bench_find.c \
  *       $(pkg-config --cflags --libs libbson-1.0)
@@ -57,11 +66,14 @@ static double wall_s(void) {
     return t.tv_sec + t.tv_nsec / 1e9;
 }
 
-static int connect_to(const char *uri) {
+#define MAX_HOSTS 8
+
+/* Connects to HOST[:PORT] at the start of `host_port` (up to ',' or '/'). */
+static int connect_to(const char *host_port) {
     char host[256];
     int port = 27017;
-    if (sscanf(uri, "mongodb://%255[^:/]:%d", host, &port) < 1) {
-        fprintf(stderr, "bench_find: expected mongodb://HOST:PORT/\n");
+    if (sscanf(host_port, "%255[^:,/]:%d", host, &port) < 1) {
+        fprintf(stderr, "bench_find: expected mongodb://HOST:PORT[,HOST:PORT...]/\n");
         exit(2);
     }
     char port_text[16];
@@ -80,7 +92,7 @@ static int connect_to(const char *uri) {
     return fd;
 }
 
-static void round_trip(int fd, const uint8_t *msg, size_t len, uint8_t *reply, size_t cap) {
+static size_t round_trip(int fd, const uint8_t *msg, size_t len, uint8_t *reply, size_t cap) {
     if (send(fd, msg, len, 0) != (ssize_t)len) exit(1);
     size_t got = 0;
     int32_t want = 4;
@@ -91,6 +103,15 @@ static void round_trip(int fd, const uint8_t *msg, size_t len, uint8_t *reply, s
         if (got >= 4) memcpy(&want, reply, 4);
         if (want < 16 || (size_t)want > cap) exit(1);
     }
+    return got;
+}
+
+/* Whether an OP_MSG reply's body (flags, kind 0, document) says ok: 1. */
+static int reply_ok(const uint8_t *reply, size_t len) {
+    bson_t body;
+    bson_iter_t ok;
+    if (len < 21 || reply[20] != 0 || !bson_init_static(&body, reply + 21, len - 21)) return 0;
+    return bson_iter_init_find(&ok, &body, "ok") && bson_iter_as_double(&ok) == 1.0;
 }
 
 int main(int argc, char **argv) {
@@ -117,9 +138,27 @@ int main(int argc, char **argv) {
     msg[20] = 0;
     memcpy(msg + 21, bson_get_data(&body), body.len);
 
-    int fd = connect_to(argv[2]);
+    if (strncmp(argv[2], "mongodb://", 10) != 0) {
+        fprintf(stderr, "bench_find: expected mongodb://HOST:PORT[,HOST:PORT...]/\n");
+        return 2;
+    }
     static uint8_t reply[1 << 16];
-    round_trip(fd, msg, len, reply, sizeof reply);
+    int fds[MAX_HOSTS], serving = 0;
+    for (const char *host = argv[2] + 10; host && *host && *host != '/' && serving < MAX_HOSTS;) {
+        int fd = connect_to(host);
+        size_t got = round_trip(fd, msg, len, reply, sizeof reply);
+        if (reply_ok(reply, got))
+            fds[serving++] = fd;
+        else
+            close(fd);
+        host = strchr(host, ',');
+        if (host) host++;
+    }
+    if (serving == 0) {
+        fprintf(stderr, "bench_find: no host in %s serves the find\n", argv[2]);
+        return 1;
+    }
+    unsigned pick = 2463534242u; /* xorshift32 state: the draw costs no system call */
     /* FLOOR_TOUCH_PAGES=P: after each reply, write one byte in each of P
      * distinct pages (one cache line each), as a driver's user-space code
      * touches its code and data after the wakeup. The CPU it adds per
@@ -132,7 +171,10 @@ int main(int argc, char **argv) {
     long preempted0 = involuntary_switches();
     double cpu0 = cpu_ns(), user0 = rusage_us(0), sys0 = rusage_us(1), wall0 = wall_s();
     for (long i = 0; i < n; i++) {
-        round_trip(fd, msg, len, reply, sizeof reply);
+        pick ^= pick << 13;
+        pick ^= pick >> 17;
+        pick ^= pick << 5;
+        round_trip(fds[pick % (unsigned)serving], msg, len, reply, sizeof reply);
         for (long p = 0; p < touch; p++) pages[p * 4096 + (p % 64) * 64] += 1;
     }
     double wall = wall_s() - wall0, cpu = cpu_ns() - cpu0;
@@ -140,6 +182,6 @@ int main(int argc, char **argv) {
            "preempted_per_op=%.2f\n",
            n / wall, cpu / 1000.0 / n, (rusage_us(0) - user0) / n, (rusage_us(1) - sys0) / n,
            (double)(involuntary_switches() - preempted0) / n);
-    close(fd);
+    for (int i = 0; i < serving; i++) close(fds[i]);
     return 0;
 }
