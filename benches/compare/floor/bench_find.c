@@ -8,9 +8,9 @@
  * whose reply to the find says ok: 1 (a mongos or a primary; a secondary
  * refuses a read without secondaryOk) and sends each operation to one of
  * them drawn at random, as a driver selecting among two mongoses in the
- * latency window must. Alternating sockets has a cost of its own on a
- * virtual machine (the peer that was idle longer is woken by an
- * inter-processor interrupt), which a floor on one socket would hide.
+ * latency window must. Alternating has a cost of its own on a virtual
+ * machine (perf puts it in waking the peer's thread, which was idle
+ * longer), which a floor on one socket would hide.
  *
  * With FLOOR_TOUCH_PAGES=P it also touches one cache line in each of P
  * pages after every reply (see the loop): a calibration of what each cold
