@@ -24,7 +24,7 @@ use std::collections::{HashMap, VecDeque};
 use std::io::{self, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -157,7 +157,6 @@ pub const MAX_WIRE_VERSION: i32 = 27;
 
 /// The longest an awaitable hello (`maxAwaitTimeMS`) is held.
 const MAX_AWAIT: Duration = Duration::from_secs(10);
-const ACCEPT_POLL: Duration = Duration::from_millis(5);
 
 #[derive(Debug, Clone)]
 struct MemberScript {
@@ -208,7 +207,9 @@ struct OpenConnection {
 #[derive(Debug)]
 struct MemberIo {
     port: u16,
-    listener: Mutex<Option<TcpListener>>,
+    listening: Mutex<Listening>,
+    /// Signalled when `listening` changes.
+    listening_changed: Condvar,
     backends: Vec<String>,
     next_backend: AtomicUsize,
     service_ids: Vec<ObjectId>,
@@ -217,9 +218,107 @@ struct MemberIo {
     next_connection_id: AtomicU64,
 }
 
+/// A member's listening socket, and whether its accept thread holds a copy.
+///
+/// The accept thread blocks in `accept` on its own copy. (Polling a
+/// non-blocking listener every 5 ms delayed each new connection by up to
+/// that, which the benchmark's spawn -> exit times showed, and woke every
+/// idle member 200 times a second beside the CPU figures being taken.) A
+/// socket only stops listening once every copy is closed, so taking the
+/// listener away wakes the thread with a connection of its own and waits
+/// for it to let go.
+#[derive(Debug, Default)]
+struct Listening {
+    listener: Option<TcpListener>,
+    /// Bumped each time the listener is taken away.
+    generation: u64,
+    /// Whether the accept thread holds a copy of the listener.
+    held: bool,
+}
+
 impl MemberIo {
+    fn new(port: u16, listener: TcpListener, backends: Vec<String>) -> MemberIo {
+        MemberIo {
+            port,
+            listening: Mutex::new(Listening {
+                listener: Some(listener),
+                ..Listening::default()
+            }),
+            listening_changed: Condvar::new(),
+            service_ids: backends.iter().map(|_| ObjectId::new()).collect(),
+            backends,
+            next_backend: AtomicUsize::new(0),
+            observed: Mutex::new(Observed::default()),
+            open: Mutex::new(HashMap::new()),
+            next_connection_id: AtomicU64::new(1),
+        }
+    }
+
     fn address(&self) -> String {
         format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Closes the listening socket; connecting is refused once this returns.
+    fn stop_listening(&self) {
+        let mut listening = lock(&self.listening);
+        listening.listener = None;
+        listening.generation += 1;
+        self.listening_changed.notify_all();
+        if !listening.held {
+            return;
+        }
+        drop(listening);
+        // Wakes the accept thread, blocked on its copy; it sees the new
+        // generation and closes the copy instead of serving the connection.
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        let mut listening = lock(&self.listening);
+        while listening.held {
+            listening = self
+                .listening_changed
+                .wait(listening)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Listens again (on the same port) if it was not listening.
+    fn listen(&self) {
+        let mut listening = lock(&self.listening);
+        if listening.listener.is_none() {
+            listening.listener = Some(rebind(self.port));
+            self.listening_changed.notify_all();
+        }
+    }
+
+    /// A copy of the listener to block on, and its generation; waits while
+    /// there is none. `None` once the simulator stops.
+    fn listener_copy(&self, shared: &Shared) -> Option<(TcpListener, u64)> {
+        let mut listening = lock(&self.listening);
+        loop {
+            if shared.stop.load(Ordering::SeqCst) {
+                return None;
+            }
+            if let Some(copy) = listening.listener.as_ref().and_then(|l| l.try_clone().ok()) {
+                listening.held = true;
+                return Some((copy, listening.generation));
+            }
+            listening = self
+                .listening_changed
+                .wait(listening)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Whether the copy of `generation` is still the listener; if not, the
+    /// copy is closed and the member told so.
+    fn keep_copy(&self, shared: &Shared, copy: &mut Option<TcpListener>, generation: u64) -> bool {
+        let mut listening = lock(&self.listening);
+        if listening.generation == generation && !shared.stop.load(Ordering::SeqCst) {
+            return true;
+        }
+        *copy = None;
+        listening.held = false;
+        self.listening_changed.notify_all();
+        false
     }
 
     fn shut_down_open(&self) {
@@ -316,20 +415,8 @@ impl Simulator {
 
     fn add_member_with_backends(&mut self, role: Role, backends: Vec<String>) -> usize {
         let listener = TcpListener::bind("127.0.0.1:0").expect("cannot bind a loopback port");
-        listener
-            .set_nonblocking(true)
-            .expect("cannot make a listener non-blocking");
         let port = listener.local_addr().expect("listener address").port();
-        let io = Arc::new(MemberIo {
-            port,
-            listener: Mutex::new(Some(listener)),
-            service_ids: backends.iter().map(|_| ObjectId::new()).collect(),
-            backends,
-            next_backend: AtomicUsize::new(0),
-            observed: Mutex::new(Observed::default()),
-            open: Mutex::new(HashMap::new()),
-            next_connection_id: AtomicU64::new(1),
-        });
+        let io = Arc::new(MemberIo::new(port, listener, backends));
         let index = {
             let mut script = lock(&self.shared.script);
             script.members.push(MemberScript {
@@ -547,12 +634,10 @@ impl Simulator {
     /// Takes effect before this returns. Open connections are untouched.
     pub fn refuse_connections(&self, i: usize, refuse: bool) {
         let io = self.member(i);
-        let mut listener = lock(&io.listener);
         if refuse {
-            *listener = None;
-        } else if listener.is_none() {
-            let reopened = rebind(io.port);
-            *listener = Some(reopened);
+            io.stop_listening();
+        } else {
+            io.listen();
         }
     }
 
@@ -617,7 +702,7 @@ impl Drop for Simulator {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::SeqCst);
         for io in &self.members {
-            *lock(&io.listener) = None;
+            io.stop_listening();
             io.shut_down_open();
         }
         for handle in self.accept_threads.drain(..) {
@@ -636,12 +721,7 @@ fn rebind(port: u16) -> TcpListener {
     let deadline = Instant::now() + Duration::from_secs(2);
     loop {
         match TcpListener::bind(("127.0.0.1", port)) {
-            Ok(listener) => {
-                listener
-                    .set_nonblocking(true)
-                    .expect("cannot make a listener non-blocking");
-                return listener;
-            }
+            Ok(listener) => return listener,
             Err(e) if Instant::now() > deadline => {
                 panic!("simulator cannot listen on port {port} again: {e}")
             }
@@ -658,18 +738,30 @@ fn election_id(term: i64) -> ObjectId {
 }
 
 fn accept_loop(shared: Arc<Shared>, index: usize, io: Arc<MemberIo>) {
-    while !shared.stop.load(Ordering::SeqCst) {
-        let accepted = match lock(&io.listener).as_ref() {
-            Some(listener) => listener.accept(),
-            None => Err(io::ErrorKind::WouldBlock.into()),
+    let mut copy: Option<TcpListener> = None;
+    let mut generation = 0;
+    loop {
+        let listener = match &copy {
+            Some(listener) => listener,
+            None => {
+                let Some((listener, current)) = io.listener_copy(&shared) else {
+                    return;
+                };
+                generation = current;
+                copy.insert(listener)
+            }
         };
-        let Ok((stream, _)) = accepted else {
-            thread::sleep(ACCEPT_POLL);
-            continue;
-        };
-        if stream.set_nonblocking(false).is_err() {
+        let accepted = listener.accept();
+        if !io.keep_copy(&shared, &mut copy, generation) {
+            // The listener was taken away (or the simulator stops): this
+            // connection, the wake-up's or one that raced it, is refused.
             continue;
         }
+        let Ok((stream, _)) = accepted else {
+            // Out of descriptors, say: try again shortly rather than spin.
+            thread::sleep(Duration::from_millis(1));
+            continue;
+        };
         let _ = stream.set_nodelay(true);
         let Ok(registered) = stream.try_clone() else {
             continue;
