@@ -161,6 +161,7 @@ impl fmt::Display for CommandError {
 
 impl Error {
     /// An error of the given kind without labels.
+    #[cold]
     pub fn new(kind: ErrorKind) -> Self {
         Error {
             kind: Box::new(kind),
@@ -169,6 +170,7 @@ impl Error {
     }
 
     /// An [`ErrorKind::InvalidArgument`] with this message.
+    #[cold]
     pub fn invalid_argument(message: impl Into<String>) -> Self {
         Error::new(ErrorKind::InvalidArgument {
             message: message.into(),
@@ -176,6 +178,7 @@ impl Error {
     }
 
     /// An [`ErrorKind::Protocol`] with this message.
+    #[cold]
     pub fn protocol(address: Option<ServerAddress>, message: impl Into<String>) -> Self {
         Error::new(ErrorKind::Protocol {
             address,
@@ -184,6 +187,7 @@ impl Error {
     }
 
     /// An [`ErrorKind::Network`] from an I/O error; timeouts are recognised.
+    #[cold]
     pub fn network(address: Option<ServerAddress>, context: &str, io: std::io::Error) -> Self {
         let timeout = matches!(
             io.kind(),
@@ -203,6 +207,7 @@ impl Error {
     }
 
     /// An [`ErrorKind::Network`] without an I/O error behind it.
+    #[cold]
     pub fn network_message(address: Option<ServerAddress>, message: impl Into<String>) -> Self {
         Error::new(ErrorKind::Network {
             address,
@@ -213,6 +218,7 @@ impl Error {
     }
 
     /// An [`ErrorKind::ServerSelection`] with this message.
+    #[cold]
     pub fn server_selection(message: impl Into<String>) -> Self {
         Error::new(ErrorKind::ServerSelection {
             message: message.into(),
@@ -220,6 +226,7 @@ impl Error {
     }
 
     /// An [`ErrorKind::Client`] with this message.
+    #[cold]
     pub fn client(message: impl Into<String>) -> Self {
         Error::new(ErrorKind::Client {
             message: message.into(),

@@ -95,6 +95,7 @@ impl Deadline {
     }
 
     /// The error for an operation whose deadline passed while doing `what`.
+    #[cold]
     pub fn timeout_error(what: &str) -> Error {
         Error::new(ErrorKind::Timeout {
             message: format!("timeoutMS expired while {what}"),

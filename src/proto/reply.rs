@@ -599,6 +599,7 @@ fn to_document(bytes: &[u8]) -> Result<Document> {
     crate::raw_walk::to_document(bytes).map_err(|e| malformed_document(&e))
 }
 
+#[cold]
 fn malformed_document(reason: &dyn std::fmt::Display) -> Error {
     Error::protocol(
         None,
@@ -688,6 +689,7 @@ fn decode_document<T: serde::de::DeserializeOwned + 'static>(bytes: &[u8]) -> Re
 
 /// A document that does not deserialize: a protocol error when its bytes
 /// are not valid BSON, otherwise a mismatch with the caller's type.
+#[cold]
 fn deserialize_error(bytes: &[u8], error: &bson::de::Error) -> Error {
     if let Err(invalid) = to_document(bytes) {
         return invalid;

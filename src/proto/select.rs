@@ -524,6 +524,7 @@ pub(crate) fn pick(window: &[ServerAddress], rng: &mut fastrand::Rng) -> Option<
 /// The error the shell returns when selection gives up: it names the
 /// criteria, the topology type and every server with its type and the
 /// error of its last check.
+#[cold]
 pub fn selection_error(topology: &TopologyDescription, criteria: &SelectionCriteria) -> Error {
     Error::server_selection(no_suitable_server_message(topology, criteria))
 }

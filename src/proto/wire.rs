@@ -437,6 +437,7 @@ fn write_document(document: &Document, out: &mut Vec<u8>, what: &str) -> Result<
     crate::bson_write::write_document(document, out).map_err(|error| write_error(error, what))
 }
 
+#[cold]
 pub(crate) fn write_error(error: WriteError, what: &str) -> Error {
     match error {
         WriteError::TooDeep => Error::invalid_argument(format!(

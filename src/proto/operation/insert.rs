@@ -30,6 +30,7 @@ pub(crate) fn ensure_id(document: &mut Document, new_id: &mut dyn FnMut() -> Obj
 }
 
 /// The error for a document the server would refuse for its size.
+#[cold]
 pub(crate) fn too_large(index: usize, size: usize, max: usize) -> Error {
     Error::invalid_argument(format!(
         "document at index {index} is {size} bytes, more than the server's maxBsonObjectSize of {max} bytes"

@@ -406,6 +406,7 @@ pub(crate) fn sequence_budget(server: &ServerInfo, body: &Document) -> Result<us
 }
 
 /// Why a reply could not be understood.
+#[cold]
 pub(crate) fn malformed(what: impl fmt::Display) -> Error {
     Error::protocol(None, format!("malformed reply: {what}"))
 }
@@ -507,6 +508,7 @@ pub(crate) fn parse_write_concern_error(reply: &Document) -> Result<Option<Write
 }
 
 /// An error carrying `failure` and the labels of the reply it came from.
+#[cold]
 pub(crate) fn write_failure_error(failure: WriteFailure, reply: &Document) -> Error {
     let mut labels = reply_labels(reply);
     if let WriteFailure::WriteConcernError(wce) = &failure {

@@ -210,10 +210,12 @@ impl Connection {
         }
     }
 
+    #[cold]
     fn network_error(&self, context: &str, e: std::io::Error) -> Error {
         Error::network(Some(self.address.clone()), context, e)
     }
 
+    #[cold]
     fn with_address(&self, e: Error) -> Error {
         match e.kind() {
             ErrorKind::Protocol {

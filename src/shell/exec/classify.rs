@@ -104,6 +104,7 @@ fn is_read_only(name: &str) -> bool {
 /// `MaxTimeMSExpired` (code 50, the `maxTimeMS` derived from the time left)
 /// both mean the operation ran out of time. The timeout error keeps the
 /// cause in its text and the labels.
+#[cold]
 pub(crate) fn as_timeout(error: Error, command_name: &str) -> Error {
     const MAX_TIME_MS_EXPIRED: i32 = 50;
     let socket_timeout = matches!(error.kind(), ErrorKind::Network { timeout: true, .. });

@@ -223,6 +223,7 @@ fn exchange(
 
 /// The error for a server whose socket was closed between selection and
 /// sending (a listener or an SDAM error in between).
+#[cold]
 fn socket_gone(address: &ServerAddress) -> Error {
     Error::network_message(Some(address.clone()), "the server's socket is gone")
 }
