@@ -129,7 +129,10 @@ unsafe fn bytes_arg<'a>(ptr: *const u8, len: usize, name: &str) -> Result<&'a [u
 }
 
 /// One whole BSON document from `len` bytes: the declared length must be
-/// `len` and nothing may follow it.
+/// `len` and nothing may follow it. Read by our own walker, not bson's serde
+/// path: it is about twice as fast on a filter, and it keeps a sub-document
+/// such as `{"$oid": "..."}` the document it is, where serde would turn it
+/// into the value its Extended JSON form names.
 fn parse_document(bytes: &[u8], name: &str) -> Result<Document, Failure> {
     if bytes.len() < 5 {
         return Err(Failure::argument(name, "is not BSON: shorter than 5 bytes"));
@@ -144,7 +147,8 @@ fn parse_document(bytes: &[u8], name: &str) -> Result<Document, Failure> {
             ),
         ));
     }
-    Document::from_reader(bytes).map_err(|e| Failure::argument(name, &format!("is not BSON: {e}")))
+    crate::raw_walk::to_document(bytes)
+        .map_err(|e| Failure::argument(name, &format!("is not BSON: {e}")))
 }
 
 /// # Safety

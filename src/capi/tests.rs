@@ -101,6 +101,18 @@ fn bson_must_be_exactly_one_document() {
 }
 
 #[test]
+fn a_dollar_shaped_sub_document_arrives_as_given() {
+    // A filter on a stored `{"$oid": ...}` sub-document (MongoDB 5.0+ allows
+    // `$` field names) must query that document, not an ObjectId.
+    let given = bson::doc! { "ref": { "$oid": "0123456789abcdef01234567" } };
+    let mut bytes = Vec::new();
+    given.to_writer(&mut bytes).unwrap();
+    let parsed = parse_document(&bytes, "filter").unwrap();
+    assert_eq!(parsed, given);
+    assert!(parsed.get_document("ref").is_ok());
+}
+
+#[test]
 fn json_round_trips_through_bson_buffers() {
     let json = CString::new(r#"{"n": {"$numberLong": "7"}, "s": "é"}"#).unwrap();
     let mut buffer = MiBuffer {
