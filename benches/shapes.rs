@@ -40,7 +40,10 @@
 //! ID|N`). Ours is built here twice: `cargo build --release`
 //! (`mongo-inline`), and profile-guided by `.ci/pgo-build`
 //! (`mongo-inline-pgo`: trained by `examples/pgo_training.rs`, a mixed
-//! workload; `SHAPES_PGO=0` skips it). Others are named in
+//! workload; `SHAPES_PGO=0` skips it). Its C ABI is measured too, as a
+//! binding embeds it (`mongo-inline-capi`: `benches/capi/bench_find.c`, warm
+//! mode only, linked with the release static library; `SHAPES_CAPI=0` skips
+//! it). Others are named in
 //! `SHAPES_COMPARE`, e.g.
 //! `SHAPES_COMPARE=libmongoc=/path/bench_find,rust-official=/path/bench_find_official`.
 //! `benches/compare/libmongoc/bench_find.c` is libmongoc's (its build line
@@ -82,9 +85,12 @@ const COLL: &str = "c";
 struct Driver {
     name: String,
     bench_find: PathBuf,
-    /// This crate's build (plain or profile-guided), measured in both
-    /// result types and compared with each other driver.
+    /// This crate (a build of it, or its C ABI), compared with each other
+    /// driver.
     ours: bool,
+    /// Speaks `warm-raw` as well: ours through the Rust API, measured in
+    /// both result types.
+    both_result_types: bool,
 }
 
 fn main() {
@@ -93,13 +99,18 @@ fn main() {
         name: "mongo-inline".to_owned(),
         bench_find: release.join("examples/bench_find"),
         ours: true,
+        both_result_types: true,
     }];
     if std::env::var("SHAPES_PGO").map_or(true, |v| v != "0") {
         drivers.push(Driver {
             name: "mongo-inline-pgo".to_owned(),
             bench_find: build_profile_guided(),
             ours: true,
+            both_result_types: true,
         });
+    }
+    if std::env::var("SHAPES_CAPI").map_or(true, |v| v != "0") {
+        drivers.extend(build_c_abi_bench());
     }
     drivers.extend(compared_drivers());
     let cli = release.join("mongo-inline");
@@ -461,10 +472,56 @@ fn build_release() -> PathBuf {
         .status()
         .expect("cargo runs");
     assert!(status.success(), "the release build failed");
-    let target = std::env::var_os("CARGO_TARGET_DIR")
+    target_dir().join("release")
+}
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| manifest_dir.join("target"));
-    target.join("release")
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"))
+}
+
+/// The C ABI's `benches/capi/bench_find.c` (warm mode only), linked with
+/// the release static library as a binding embeds it; `None`, said, when
+/// there is no C compiler.
+fn build_c_abi_bench() -> Option<Driver> {
+    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let status = Command::new(cargo)
+        .current_dir(manifest_dir)
+        .args(["rustc", "--release", "--lib", "--features", "capi"])
+        .args(["--crate-type", "cdylib", "--crate-type", "staticlib"])
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "the C ABI's release build failed");
+    let release = target_dir().join("release");
+    let program = release.join("bench_find_capi");
+    let compiled = Command::new("gcc")
+        .current_dir(manifest_dir)
+        .args(["-O2", "-Wall", "-Werror", "-Iinclude", "-o"])
+        .arg(&program)
+        .arg("benches/capi/bench_find.c")
+        .arg(release.join("libmongo_inline.a"))
+        .args(["-lpthread", "-ldl", "-lm"])
+        .status();
+    match compiled {
+        Ok(status) => {
+            assert!(
+                status.success(),
+                "benches/capi/bench_find.c does not compile"
+            );
+            Some(Driver {
+                name: "mongo-inline-capi".to_owned(),
+                bench_find: program,
+                ours: true,
+                both_result_types: false,
+            })
+        }
+        Err(error) => {
+            println!("(no C ABI figures: gcc did not run: {error}; SHAPES_CAPI=0 skips them)");
+            None
+        }
+    }
 }
 
 /// Runs `.ci/pgo-build` (the instrumented build, its training run, the
@@ -512,6 +569,7 @@ fn compared_drivers() -> Vec<Driver> {
                 name: name.trim().to_owned(),
                 bench_find,
                 ours: false,
+                both_result_types: false,
             }
         })
         .collect()
@@ -621,7 +679,7 @@ fn warm_entries(drivers: &[Driver]) -> Vec<WarmEntry<'_>> {
             driver: Some(i),
             ours,
         });
-        if ours {
+        if driver.both_result_types {
             entries.push(WarmEntry {
                 name: format!("{} raw", driver.name),
                 program: &driver.bench_find,
@@ -732,6 +790,11 @@ fn peak_rss_kib(program: &Path, args: &[&str]) -> Option<u64> {
         .args(args)
         .output()
         .ok()?;
+    // A program that does not speak the mode (the floor's has no `cold`)
+    // exits at once with a usage error: its RSS is no query's.
+    if !output.status.success() {
+        return None;
+    }
     String::from_utf8_lossy(&output.stderr)
         .lines()
         .find_map(|l| l.strip_prefix("PEAK_RSS_KIB="))
