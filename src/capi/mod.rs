@@ -134,6 +134,22 @@ unsafe fn bytes_arg<'a>(ptr: *const u8, len: usize, name: &str) -> Result<&'a [u
 /// such as `{"$oid": "..."}` the document it is, where serde would turn it
 /// into the value its Extended JSON form names.
 fn parse_document(bytes: &[u8], name: &str) -> Result<Document, Failure> {
+    check_length(bytes, name)?;
+    crate::raw_walk::to_document(bytes)
+        .map_err(|e| Failure::argument(name, &format!("is not BSON: {e}")))
+}
+
+/// An options document's elements, in order, read and checked as
+/// [`parse_document`] reads a document but not gathered into a map: each
+/// option is looked at once.
+fn parse_options(bytes: &[u8], name: &str) -> Result<ops::OptionList, Failure> {
+    check_length(bytes, name)?;
+    crate::raw_walk::to_pairs(bytes)
+        .map_err(|e| Failure::argument(name, &format!("is not BSON: {e}")))
+}
+
+/// The document's declared length must be exactly the bytes given.
+fn check_length(bytes: &[u8], name: &str) -> Result<(), Failure> {
     if bytes.len() < 5 {
         return Err(Failure::argument(name, "is not BSON: shorter than 5 bytes"));
     }
@@ -147,8 +163,7 @@ fn parse_document(bytes: &[u8], name: &str) -> Result<Document, Failure> {
             ),
         ));
     }
-    crate::raw_walk::to_document(bytes)
-        .map_err(|e| Failure::argument(name, &format!("is not BSON: {e}")))
+    Ok(())
 }
 
 /// # Safety
@@ -158,20 +173,20 @@ unsafe fn document_arg(ptr: *const u8, len: usize, name: &str) -> Result<Documen
     parse_document(unsafe { bytes_arg(ptr, len, name) }?, name)
 }
 
-/// `None` for a NULL pointer.
+/// An options document (see [`parse_options`]); `None` for a NULL pointer.
 ///
 /// # Safety
 /// As for [`bytes_arg`].
-unsafe fn optional_document_arg(
+unsafe fn options_arg(
     ptr: *const u8,
     len: usize,
     name: &str,
-) -> Result<Option<Document>, Failure> {
+) -> Result<Option<ops::OptionList>, Failure> {
     if ptr.is_null() {
         return Ok(None);
     }
     // SAFETY: forwarded contract.
-    unsafe { document_arg(ptr, len, name) }.map(Some)
+    parse_options(unsafe { bytes_arg(ptr, len, name) }?, name).map(Some)
 }
 
 /// `count` documents from parallel arrays of pointers and lengths.
@@ -569,7 +584,7 @@ pub unsafe extern "C" fn mi_session_start(
         let (client, options, out) = unsafe {
             (
                 handle(client, "client")?,
-                optional_document_arg(options, options_len, "options")?,
+                options_arg(options, options_len, "options")?,
                 handle(out, "out")?,
             )
         };
@@ -632,7 +647,7 @@ pub unsafe extern "C" fn mi_session_start_transaction(
         let (session, options) = unsafe {
             (
                 handle(session, "session")?,
-                optional_document_arg(options, options_len, "options")?,
+                options_arg(options, options_len, "options")?,
             )
         };
         ops::start_transaction(&mut lock(&session.session), options)
@@ -791,7 +806,7 @@ unsafe fn update_entry(
                 target(client, session, db, coll)?,
                 document_arg(filter.0, filter.1, "filter")?,
                 document_arg(update.0, update.1, "update")?,
-                optional_document_arg(options.0, options.1, "options")?,
+                options_arg(options.0, options.1, "options")?,
                 handle(result, "result")?,
             )
         };
@@ -986,7 +1001,7 @@ pub unsafe extern "C" fn mi_count_documents(
             (
                 target(client, session, db, coll)?,
                 document_arg(filter, filter_len, "filter")?,
-                optional_document_arg(options, options_len, "options")?,
+                options_arg(options, options_len, "options")?,
                 handle(count, "count")?,
             )
         };
@@ -1032,7 +1047,7 @@ pub unsafe extern "C" fn mi_find(
             (
                 target(client, session, db, coll)?,
                 document_arg(filter, filter_len, "filter")?,
-                optional_document_arg(options, options_len, "options")?,
+                options_arg(options, options_len, "options")?,
                 handle(out, "out")?,
             )
         };
@@ -1072,7 +1087,7 @@ pub unsafe extern "C" fn mi_aggregate(
             (
                 target(client, session, db, coll)?,
                 document_list(stages, lengths, count, "stages")?,
-                optional_document_arg(options, options_len, "options")?,
+                options_arg(options, options_len, "options")?,
                 handle(out, "out")?,
             )
         };

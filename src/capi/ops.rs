@@ -16,6 +16,10 @@ use crate::{Client, ClientSession, Collection, Cursor};
 
 use super::error::{Domain, Failure};
 
+/// A C caller's options document, element by element in its order; a key
+/// given twice is applied twice, so the last one wins, as in a `Document`.
+pub(crate) type OptionList = Vec<(String, Bson)>;
+
 /// A client for the deployment `uri` names; parses and validates, no I/O.
 pub(crate) fn new_client(uri: &str) -> Result<Client, Failure> {
     Client::with_uri_str(uri).map_err(|e| failure(&e))
@@ -62,7 +66,7 @@ pub(crate) fn run_command(
 /// An explicit session; options `{causalConsistency, snapshot}`.
 pub(crate) fn start_session(
     client: &Client,
-    options: Option<Document>,
+    options: Option<OptionList>,
 ) -> Result<ClientSession, Failure> {
     let mut action = client.start_session();
     for (key, value) in options.unwrap_or_default() {
@@ -84,7 +88,7 @@ pub(crate) fn session_id(session: &ClientSession) -> Option<Document> {
 /// j, wtimeout}, maxCommitTimeMS}` override the session's defaults.
 pub(crate) fn start_transaction(
     session: &mut ClientSession,
-    options: Option<Document>,
+    options: Option<OptionList>,
 ) -> Result<(), Failure> {
     let mut opts = TransactionOptions::default();
     for (key, value) in options.unwrap_or_default() {
@@ -155,8 +159,8 @@ pub(crate) fn abort_transaction(session: &mut ClientSession) -> Result<(), Failu
     session.abort_transaction().map_err(|e| failure(&e))
 }
 
-fn collection(client: &Client, db: &str, coll: &str) -> Collection<Document> {
-    client.database(db).collection::<Document>(coll)
+fn collection<T>(client: &Client, db: &str, coll: &str) -> Collection<T> {
+    client.database(db).collection::<T>(coll)
 }
 
 /// Inserts `document`; the result is `{insertedId}`.
@@ -167,7 +171,7 @@ pub(crate) fn insert_one(
     coll: &str,
     document: Document,
 ) -> Result<Document, Failure> {
-    let coll = collection(client, db, coll);
+    let coll = collection::<Document>(client, db, coll);
     let action = coll.insert_one(document);
     let result = match session {
         Some(s) => action.session(s).run(),
@@ -185,7 +189,7 @@ pub(crate) fn insert_many(
     coll: &str,
     documents: Vec<Document>,
 ) -> Result<Document, Failure> {
-    let coll = collection(client, db, coll);
+    let coll = collection::<Document>(client, db, coll);
     let action = coll.insert_many(documents);
     let result = match session {
         Some(s) => action.session(s).run(),
@@ -218,9 +222,9 @@ pub(crate) fn update(
     many: Many,
     filter: Document,
     update: Document,
-    options: Option<Document>,
+    options: Option<OptionList>,
 ) -> Result<Document, Failure> {
-    let coll = collection(client, target.0, target.1);
+    let coll = collection::<Document>(client, target.0, target.1);
     let mut opts = UpdateOptions::default();
     for (key, value) in options.unwrap_or_default() {
         match key.as_str() {
@@ -256,7 +260,7 @@ pub(crate) fn delete(
     many: Many,
     filter: Document,
 ) -> Result<Document, Failure> {
-    let coll = collection(client, target.0, target.1);
+    let coll = collection::<Document>(client, target.0, target.1);
     let action = match many {
         Many::One => coll.delete_one(filter),
         Many::All => coll.delete_many(filter),
@@ -275,9 +279,9 @@ pub(crate) fn count_documents(
     session: Option<&mut ClientSession>,
     target: (&str, &str),
     filter: Document,
-    options: Option<Document>,
+    options: Option<OptionList>,
 ) -> Result<u64, Failure> {
-    let coll = collection(client, target.0, target.1);
+    let coll = collection::<Document>(client, target.0, target.1);
     let mut opts = CountOptions::default();
     for (key, value) in options.unwrap_or_default() {
         match key.as_str() {
@@ -330,9 +334,10 @@ pub(crate) fn find(
     session: Option<&mut ClientSession>,
     target: (&str, &str),
     filter: Document,
-    options: Option<Document>,
+    options: Option<OptionList>,
 ) -> Result<DocumentStream, Failure> {
-    let coll = collection(client, target.0, target.1);
+    // Results cross the boundary as bytes: no `Document` is built for them.
+    let coll = collection::<RawDocumentBuf>(client, target.0, target.1);
     let mut opts = FindOptions::default();
     for (key, value) in options.unwrap_or_default() {
         match key.as_str() {
@@ -344,7 +349,6 @@ pub(crate) fn find(
             _ => return Err(unknown_option("find", &key)),
         }
     }
-    let coll = coll.clone_with_type::<RawDocumentBuf>();
     let action = coll.find(filter).with_options(opts);
     match session {
         Some(s) => action
@@ -364,7 +368,7 @@ pub(crate) fn aggregate(
     session: Option<&mut ClientSession>,
     target: (&str, &str),
     pipeline: Vec<Document>,
-    options: Option<Document>,
+    options: Option<OptionList>,
 ) -> Result<DocumentStream, Failure> {
     let mut opts = AggregateOptions::default();
     for (key, value) in options.unwrap_or_default() {
@@ -374,7 +378,7 @@ pub(crate) fn aggregate(
             _ => return Err(unknown_option("aggregate", &key)),
         }
     }
-    let coll = collection(client, target.0, target.1);
+    let coll = collection::<Document>(client, target.0, target.1);
     let action = coll
         .aggregate(pipeline)
         .with_options(opts)

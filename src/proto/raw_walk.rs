@@ -226,6 +226,18 @@ pub(crate) fn to_document(bytes: &[u8]) -> Result<Document, String> {
     document_at(bytes, 1)
 }
 
+/// The elements of the document `bytes`, in order, checked as
+/// [`to_document`] checks them, without building its map: for a document
+/// that is read once, key by key (the options a C caller passes).
+pub(crate) fn to_pairs(bytes: &[u8]) -> Result<Vec<(String, Bson)>, String> {
+    elements(bytes)?
+        .map(|element| {
+            let element = element?;
+            Ok((element.key()?.to_owned(), element.bson_at(1)?))
+        })
+        .collect()
+}
+
 fn document_at(bytes: &[u8], depth: usize) -> Result<Document, String> {
     check_nesting(depth)?;
     let mut document = Document::new();
@@ -483,6 +495,19 @@ mod tests {
             refused > 1_000 && accepted > 1_000,
             "{refused} refused, {accepted} accepted"
         );
+    }
+
+    #[test]
+    fn to_pairs_lists_what_to_document_maps() {
+        let given = doc! { "limit": -1, "sort": { "n": 1 }, "s": "é", "a": [1, { "b": null }] };
+        let mut bytes = Vec::new();
+        given.to_writer(&mut bytes).unwrap();
+        let pairs = to_pairs(&bytes).unwrap();
+        assert_eq!(pairs.into_iter().collect::<Document>(), given);
+        let mut damaged = bytes.clone();
+        damaged[4] = 0x7f; // an element type that does not exist
+        assert!(to_pairs(&damaged).is_err());
+        assert!(to_pairs(&bytes[..bytes.len() - 1]).is_err());
     }
 
     #[test]
