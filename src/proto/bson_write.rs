@@ -75,9 +75,7 @@ impl DocumentWriter {
 
     /// Appends `key: value` for a string, without a `Bson` of it.
     pub(crate) fn string(&mut self, key: &str, value: &str) -> Result<(), WriteError> {
-        self.out.push(bson::spec::ElementType::String as u8);
-        cstring(key, &mut self.out, "key")?;
-        string(value, &mut self.out)
+        write_string_element(key, value, &mut self.out)
     }
 
     /// Appends `key: value` for a document, without a `Bson` of it.
@@ -93,6 +91,17 @@ impl DocumentWriter {
         end(&mut self.out, 0)?;
         Ok(self.out)
     }
+}
+
+/// Appends `key: value` for a string, without a `Bson` of it.
+pub(crate) fn write_string_element(
+    key: &str,
+    value: &str,
+    out: &mut Vec<u8>,
+) -> Result<(), WriteError> {
+    out.push(bson::spec::ElementType::String as u8);
+    cstring(key, out, "key")?;
+    string(value, out)
 }
 
 /// Appends `key: <the document encoded as bytes>` (bytes the driver wrote

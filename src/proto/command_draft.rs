@@ -37,13 +37,15 @@ pub(crate) struct CommandDraft {
     added: Vec<(&'static str, Added)>,
 }
 
-/// An added field's value: a `Bson`, or a document encoded beforehand (a
+/// An added field's value: a `Bson`, a document encoded beforehand (a
 /// session's `lsid`, encoded once for the session's life rather than
-/// cloned as a `Document` for every command).
+/// cloned as a `Document` for every command), or a shared string (`$db`,
+/// the operation's database name, not copied for each command).
 #[derive(Clone, Debug, PartialEq)]
 enum Added {
     Value(Bson),
     Encoded(Arc<[u8]>),
+    Text(Arc<str>),
 }
 
 impl Added {
@@ -51,6 +53,7 @@ impl Added {
         match self {
             Added::Value(value) => value.clone(),
             Added::Encoded(bytes) => Bson::Document(crate::encode::raw_to_document(bytes)),
+            Added::Text(text) => Bson::String(text.to_string()),
         }
     }
 
@@ -65,6 +68,7 @@ impl Added {
         match self {
             Added::Value(value) => bson_write::write_element(key, value, out, 1),
             Added::Encoded(bytes) => bson_write::write_encoded_document(key, bytes, out),
+            Added::Text(text) => bson_write::write_string_element(key, text, out),
         }
     }
 }
@@ -147,6 +151,11 @@ impl CommandDraft {
     /// `Document::insert` would.
     pub(crate) fn insert_encoded(&mut self, key: &'static str, bytes: Arc<[u8]>) {
         self.set(key, Added::Encoded(bytes));
+    }
+
+    /// Sets `key` to the string `text`, as `Document::insert` would.
+    pub(crate) fn insert_text(&mut self, key: &'static str, text: Arc<str>) {
+        self.set(key, Added::Text(text));
     }
 
     fn set(&mut self, key: &'static str, value: Added) {

@@ -81,7 +81,7 @@ impl Operation for Aggregate {
 
     fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
         let target = match &self.target {
-            AggregateTarget::Collection(ns) => Bson::String(ns.coll.clone()),
+            AggregateTarget::Collection(ns) => Bson::String(ns.coll.to_string()),
             AggregateTarget::Database(_) => Bson::Int32(1),
         };
         let options = &self.options;
@@ -125,7 +125,10 @@ impl Operation for Aggregate {
             max_await_time: self.options.max_await_time,
             ..CursorOptions::default()
         };
-        CursorSpec::from_raw_reply(reply, options)
+        match &self.target {
+            AggregateTarget::Collection(ns) => CursorSpec::from_raw_reply_on(reply, options, ns),
+            AggregateTarget::Database(_) => CursorSpec::from_raw_reply(reply, options),
+        }
     }
 
     fn selection_criteria(&self) -> Option<&SelectionCriteria> {
@@ -175,7 +178,7 @@ mod tests {
             options,
         );
         let command = aggregate.build(&server()).unwrap();
-        assert_eq!(command.target_db, "db");
+        assert_eq!(&*command.target_db, "db");
         assert_eq!(
             command.body,
             doc! {
@@ -200,7 +203,7 @@ mod tests {
             AggregateOptions::default(),
         );
         let command = aggregate.build(&server()).unwrap();
-        assert_eq!(command.target_db, "admin");
+        assert_eq!(&*command.target_db, "admin");
         assert_eq!(
             command.body,
             doc! { "aggregate": 1, "pipeline": [ { "$currentOp": {} } ], "cursor": {} }

@@ -321,7 +321,7 @@ impl Operation for WriteBatch {
 
     fn build(&mut self, server: &ServerInfo) -> Result<Command> {
         let name = self.kind.command_name();
-        let mut body = doc! { name: self.ns.coll.clone(), "ordered": self.options.ordered };
+        let mut body = doc! { name: self.ns.coll.to_string(), "ordered": self.options.ordered };
         if self.kind != WriteKind::Delete {
             append_option(
                 &mut body,

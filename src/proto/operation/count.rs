@@ -46,7 +46,7 @@ impl Operation for CountDocuments {
         }
         pipeline.push(doc! { "$group": { "_id": 1, "n": { "$sum": 1 } } });
         let mut body =
-            doc! { "aggregate": self.ns.coll.clone(), "pipeline": pipeline, "cursor": {} };
+            doc! { "aggregate": self.ns.coll.to_string(), "pipeline": pipeline, "cursor": {} };
         append_option(&mut body, "collation", options.collation.clone());
         append_option(&mut body, "comment", options.comment.clone());
         append_option(
@@ -102,7 +102,7 @@ impl Operation for EstimatedDocumentCount {
     const NAME: &'static str = "count";
 
     fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
-        let mut body = doc! { "count": self.ns.coll.clone() };
+        let mut body = doc! { "count": self.ns.coll.to_string() };
         append_option(
             &mut body,
             "maxTimeMS",

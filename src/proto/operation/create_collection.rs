@@ -86,7 +86,7 @@ mod tests {
             .max(10);
         let mut create = CreateCollection::new("db", "c", options);
         let command = create.build(&server()).unwrap();
-        assert_eq!(command.target_db, "db");
+        assert_eq!(&*command.target_db, "db");
         assert_eq!(
             command.body,
             doc! { "create": "c", "capped": true, "size": 4096_i64, "max": 10_i64 }

@@ -75,7 +75,7 @@ impl Operation for CreateIndexes {
                 Bson::Document(spec)
             })
             .collect();
-        let mut body = doc! { "createIndexes": self.ns.coll.clone(), "indexes": indexes };
+        let mut body = doc! { "createIndexes": self.ns.coll.to_string(), "indexes": indexes };
         append_option(
             &mut body,
             "commitQuorum",

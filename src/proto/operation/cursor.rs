@@ -75,7 +75,26 @@ impl CursorSpec {
 
     /// [`Self::from_reply`] for a reply whose batch may still be bytes.
     pub fn from_raw_reply(reply: Reply, options: CursorOptions) -> Result<Box<Self>> {
-        let parsed = parse_cursor(reply, "firstBatch")?;
+        Self::opened(reply, options, None)
+    }
+
+    /// [`Self::from_raw_reply`] for a command on `requested`: when the
+    /// reply names that namespace, as it does unless a view or a rename
+    /// intervened, the cursor shares it instead of parsing its own copy.
+    pub fn from_raw_reply_on(
+        reply: Reply,
+        options: CursorOptions,
+        requested: &Namespace,
+    ) -> Result<Box<Self>> {
+        Self::opened(reply, options, Some(requested))
+    }
+
+    fn opened(
+        reply: Reply,
+        options: CursorOptions,
+        requested: Option<&Namespace>,
+    ) -> Result<Box<Self>> {
+        let parsed = parse_cursor(reply, "firstBatch", requested)?;
         let mut spec = Box::new(CursorSpec {
             ns: parsed.ns,
             id: parsed.id,
@@ -92,7 +111,7 @@ impl CursorSpec {
     /// Records the reply to a `getMore` (`cursor: { id, ns, nextBatch }`):
     /// the new id and namespace, and the documents appended to the batch.
     pub fn next_batch(&mut self, reply: Reply) -> Result<()> {
-        let parsed = parse_cursor(reply, "nextBatch")?;
+        let parsed = parse_cursor(reply, "nextBatch", Some(&self.ns))?;
         if self.id != 0 && parsed.id != 0 && parsed.id != self.id {
             return Err(malformed(format!(
                 "getMore on cursor {} answered for cursor {}",
@@ -175,10 +194,16 @@ struct ParsedCursor {
     post_batch_resume_token: Option<Document>,
 }
 
-fn parse_cursor(mut reply: Reply, batch_key: &str) -> Result<ParsedCursor> {
+/// `known`: a namespace the reply's `cursor.ns` is likely to name, shared
+/// when it does.
+fn parse_cursor(
+    mut reply: Reply,
+    batch_key: &str,
+    known: Option<&Namespace>,
+) -> Result<ParsedCursor> {
     let raw = reply
         .cursor_head()
-        .map(|head| read_raw_cursor(head, batch_key));
+        .map(|head| read_raw_cursor(head, batch_key, known));
     match raw {
         Some(Some(fields)) => {
             let (id, ns, post_batch_resume_token) = fields?;
@@ -212,8 +237,7 @@ fn parse_cursor(mut reply: Reply, batch_key: &str) -> Result<ParsedCursor> {
         None => return Err(malformed("no `cursor.id`")),
     };
     let ns = match cursor.get("ns") {
-        Some(Bson::String(ns)) => Namespace::parse(ns)
-            .ok_or_else(|| malformed(format!("`cursor.ns` {ns:?} is not `db.collection`")))?,
+        Some(Bson::String(ns)) => read_namespace(ns, known)?,
         Some(other) => {
             return Err(malformed(format!(
                 "`cursor.ns` is {}, not a string",
@@ -265,18 +289,20 @@ fn parse_cursor(mut reply: Reply, batch_key: &str) -> Result<ParsedCursor> {
 fn read_raw_cursor(
     head: CursorHeadView<'_>,
     batch_key: &str,
+    known: Option<&Namespace>,
 ) -> Option<Result<(i64, Namespace, Option<Document>)>> {
     if head.batch_key != batch_key {
         return None;
     }
-    Some(raw_cursor_fields(head))
+    Some(raw_cursor_fields(head, known))
 }
 
-fn raw_cursor_fields(head: CursorHeadView<'_>) -> Result<(i64, Namespace, Option<Document>)> {
+fn raw_cursor_fields(
+    head: CursorHeadView<'_>,
+    known: Option<&Namespace>,
+) -> Result<(i64, Namespace, Option<Document>)> {
     let id = required(head.id, "cursor.id", "an integer")?;
-    let ns = required(head.ns, "cursor.ns", "a string")?;
-    let ns = Namespace::parse(ns)
-        .ok_or_else(|| malformed(format!("`cursor.ns` {ns:?} is not `db.collection`")))?;
+    let ns = read_namespace(required(head.ns, "cursor.ns", "a string")?, known)?;
     let token = match head.post_batch_resume_token {
         Some(token) => Some(
             crate::raw_walk::to_document(token.as_bytes())
@@ -285,6 +311,15 @@ fn raw_cursor_fields(head: CursorHeadView<'_>) -> Result<(i64, Namespace, Option
         None => None,
     };
     Ok((id, ns, token))
+}
+
+/// `cursor.ns`: `known` again when it names that, else parsed.
+fn read_namespace(full_name: &str, known: Option<&Namespace>) -> Result<Namespace> {
+    match known {
+        Some(known) if known.is(full_name) => Ok(known.clone()),
+        _ => Namespace::parse(full_name)
+            .ok_or_else(|| malformed(format!("`cursor.ns` {full_name:?} is not `db.collection`"))),
+    }
 }
 
 /// A field the cursor must have, of the type `expected` names.
@@ -323,6 +358,8 @@ fn type_name(value: &Bson) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use bson::doc;
 
     use super::*;
@@ -332,6 +369,34 @@ mod tests {
 
     fn reply(id: i64, batch: Vec<Document>) -> Document {
         doc! { "cursor": { "id": id, "ns": "db.coll", "firstBatch": batch }, "ok": 1 }
+    }
+
+    #[test]
+    fn the_requested_namespace_is_shared_when_the_reply_names_it() {
+        let requested = Namespace::new("db", "coll");
+        let spec = CursorSpec::from_raw_reply_on(
+            Reply::from_document(reply(0, vec![])),
+            CursorOptions::default(),
+            &requested,
+        )
+        .unwrap();
+        assert!(Arc::ptr_eq(&spec.ns.coll, &requested.coll));
+        // A view answers for the collection it reads: the reply's wins.
+        let view = Namespace::new("db", "view");
+        let spec = CursorSpec::from_raw_reply_on(
+            Reply::from_document(reply(0, vec![])),
+            CursorOptions::default(),
+            &view,
+        )
+        .unwrap();
+        assert_eq!(spec.ns, requested);
+        let bad = doc! { "cursor": { "id": 0_i64, "ns": "nodot", "firstBatch": [] }, "ok": 1 };
+        let message = protocol_message(CursorSpec::from_raw_reply_on(
+            Reply::from_document(bad),
+            CursorOptions::default(),
+            &view,
+        ));
+        assert!(message.contains("is not `db.collection`"), "{message}");
     }
 
     fn protocol_message(result: Result<Box<CursorSpec>>) -> String {

@@ -65,7 +65,7 @@ impl Operation for Delete {
     const NAME: &'static str = "delete";
 
     fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
-        let mut body = doc! { "delete": self.ns.coll.clone(), "ordered": true };
+        let mut body = doc! { "delete": self.ns.coll.to_string(), "ordered": true };
         append_option(&mut body, "let", self.let_vars.clone());
         append_option(&mut body, "comment", self.comment.clone());
         let mut command = Command::new(Self::NAME, self.ns.db.clone(), body);

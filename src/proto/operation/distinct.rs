@@ -43,7 +43,7 @@ impl Operation for Distinct {
     fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
         let options = &self.options;
         let mut body = doc! {
-            "distinct": self.ns.coll.clone(),
+            "distinct": self.ns.coll.to_string(),
             "key": self.field_name.clone(),
             "query": self.filter.clone(),
         };

@@ -30,7 +30,7 @@ impl Operation for DropCollection {
     const NAME: &'static str = "drop";
 
     fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
-        let mut body = doc! { "drop": self.ns.coll.clone() };
+        let mut body = doc! { "drop": self.ns.coll.to_string() };
         append_option(&mut body, "comment", self.options.comment.clone());
         Ok(Command::new(Self::NAME, self.ns.db.clone(), body))
     }

@@ -62,7 +62,8 @@ impl Operation for DropIndexes {
     const NAME: &'static str = "dropIndexes";
 
     fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
-        let mut body = doc! { "dropIndexes": self.ns.coll.clone(), "index": self.index.clone() };
+        let mut body =
+            doc! { "dropIndexes": self.ns.coll.to_string(), "index": self.index.clone() };
         append_option(
             &mut body,
             "maxTimeMS",

@@ -173,7 +173,7 @@ impl Operation for Find {
                 .filter(|_| cursor_type == CursorType::TailableAwait),
             tailable: cursor_type != CursorType::NonTailable,
         };
-        CursorSpec::from_raw_reply(reply, options)
+        CursorSpec::from_raw_reply_on(reply, options, &self.ns)
     }
 
     fn selection_criteria(&self) -> Option<&SelectionCriteria> {

@@ -137,7 +137,8 @@ impl Operation for FindAndModify {
 
     fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
         let options = &self.options;
-        let mut body = doc! { "findAndModify": self.ns.coll.clone(), "query": self.filter.clone() };
+        let mut body =
+            doc! { "findAndModify": self.ns.coll.to_string(), "query": self.filter.clone() };
         match &self.modification {
             Modification::Delete => {
                 body.insert("remove", true);

@@ -47,7 +47,7 @@ impl Operation for GetMore {
     const NAME: &'static str = "getMore";
 
     fn build(&mut self, server: &ServerInfo) -> Result<Command> {
-        let mut body = doc! { "getMore": self.id, "collection": self.ns.coll.clone() };
+        let mut body = doc! { "getMore": self.id, "collection": self.ns.coll.to_string() };
         if let Some(size) = self.batch_size.filter(|size| *size > 0) {
             body.insert("batchSize", i64::from(size).min(i64::from(i32::MAX)) as i32);
         }
@@ -91,7 +91,7 @@ mod tests {
             command.body,
             doc! { "getMore": 3_i64, "collection": "coll" }
         );
-        assert_eq!(command.target_db, "db");
+        assert_eq!(&*command.target_db, "db");
         let command = get_more.build(&server()).unwrap();
         assert_eq!(
             command.body,

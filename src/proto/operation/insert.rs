@@ -79,7 +79,7 @@ impl Operation for Insert {
         if size > server.max_document_bytes() {
             return Err(too_large(0, size, server.max_document_bytes()));
         }
-        let mut body = doc! { "insert": self.ns.coll.clone(), "ordered": true };
+        let mut body = doc! { "insert": self.ns.coll.to_string(), "ordered": true };
         append_option(
             &mut body,
             "bypassDocumentValidation",

@@ -28,7 +28,7 @@ impl Operation for KillCursors {
     const NAME: &'static str = "killCursors";
 
     fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
-        let body = doc! { "killCursors": self.ns.coll.clone(), "cursors": self.ids.clone() };
+        let body = doc! { "killCursors": self.ns.coll.to_string(), "cursors": self.ids.clone() };
         Ok(Command::new(Self::NAME, self.ns.db.clone(), body))
     }
 

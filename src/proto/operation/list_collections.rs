@@ -75,7 +75,7 @@ mod tests {
             .batch_size(10);
         let mut list = ListCollections::new("db", options);
         let command = list.build(&server()).unwrap();
-        assert_eq!(command.target_db, "db");
+        assert_eq!(&*command.target_db, "db");
         assert_eq!(
             command.body,
             doc! { "listCollections": 1, "filter": { "name": { "$regex": "^a" } }, "nameOnly": true, "cursor": { "batchSize": 10_i64 } }

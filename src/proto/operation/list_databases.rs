@@ -95,7 +95,7 @@ mod tests {
                 .filter(doc! { "name": "a" }),
         );
         let command = list.build(&server()).unwrap();
-        assert_eq!(command.target_db, "admin");
+        assert_eq!(&*command.target_db, "admin");
         assert_eq!(
             command.body,
             doc! { "listDatabases": 1, "filter": { "name": "a" }, "nameOnly": true }

@@ -27,7 +27,7 @@ impl Operation for ListIndexes {
     const NAME: &'static str = "listIndexes";
 
     fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
-        let mut body = doc! { "listIndexes": self.ns.coll.clone() };
+        let mut body = doc! { "listIndexes": self.ns.coll.to_string() };
         let mut cursor = Document::new();
         append_option(
             &mut cursor,
@@ -49,7 +49,7 @@ impl Operation for ListIndexes {
             comment: self.options.comment.clone(),
             ..CursorOptions::default()
         };
-        CursorSpec::from_raw_reply(reply, options)
+        CursorSpec::from_raw_reply_on(reply, options, &self.ns)
     }
 
     fn retryability(&self) -> Retryability {

@@ -19,6 +19,7 @@
 //! operation per command.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bson::{Bson, Document, RawDocumentBuf};
@@ -99,8 +100,9 @@ pub(crate) const NAMESPACE_NOT_FOUND: i32 = 26;
 pub struct Command {
     /// The command name (the body's first key).
     pub name: &'static str,
-    /// The database the command runs against (`$db`).
-    pub target_db: String,
+    /// The database the command runs against (`$db`); shared with the
+    /// operation's namespace rather than copied for every command.
+    pub target_db: Arc<str>,
     /// The command document.
     pub body: CommandBody,
     /// OP_MSG document sequences (`documents`, `updates`, `deletes`).
@@ -111,7 +113,7 @@ impl Command {
     /// A command without document sequences.
     pub fn new(
         name: &'static str,
-        target_db: impl Into<String>,
+        target_db: impl Into<Arc<str>>,
         body: impl Into<CommandBody>,
     ) -> Self {
         Command {
@@ -338,22 +340,31 @@ pub trait Operation {
     }
 }
 
-/// A collection's full name: database and collection.
+/// A collection's full name: database and collection. Its clones share
+/// the names: every operation and cursor on a collection carries one.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Namespace {
     /// The database.
-    pub db: String,
+    pub db: Arc<str>,
     /// The collection (may itself contain dots).
-    pub coll: String,
+    pub coll: Arc<str>,
 }
 
 impl Namespace {
     /// The namespace `db.coll`.
-    pub fn new(db: impl Into<String>, coll: impl Into<String>) -> Self {
+    pub fn new(db: impl Into<Arc<str>>, coll: impl Into<Arc<str>>) -> Self {
         Namespace {
             db: db.into(),
             coll: coll.into(),
         }
+    }
+
+    /// Whether `full_name` is this namespace's `db.coll`.
+    pub fn is(&self, full_name: &str) -> bool {
+        full_name.len() == self.db.len() + 1 + self.coll.len()
+            && full_name.starts_with(&*self.db)
+            && full_name[self.db.len()..].starts_with('.')
+            && full_name.ends_with(&*self.coll)
     }
 
     /// Parses `db.coll` as a server sends it (`cursor.ns`): the database is
@@ -595,6 +606,13 @@ mod tests {
             Some(Namespace::new("db", "a.b"))
         );
         assert_eq!(Namespace::parse("nodot"), None);
+        let ns = Namespace::new("db", "a.b");
+        assert!(ns.is("db.a.b"));
+        for other in [
+            "db.a.c", "dbx.a.b", "db.a.bc", "db.a", "db_a.b", "da.a.b", "",
+        ] {
+            assert!(!ns.is(other), "{other}");
+        }
         assert_eq!(Namespace::parse(".coll"), None);
     }
 

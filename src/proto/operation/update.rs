@@ -282,7 +282,7 @@ impl Operation for Update {
     const NAME: &'static str = "update";
 
     fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
-        let mut body = doc! { "update": self.ns.coll.clone(), "ordered": true };
+        let mut body = doc! { "update": self.ns.coll.to_string(), "ordered": true };
         append_option(
             &mut body,
             "bypassDocumentValidation",

@@ -140,7 +140,7 @@ pub(crate) fn finish(
     }
     attach_routing(&mut draft, ctx);
     attach_max_time(&mut draft, name, ctx)?;
-    draft.insert("$db", target_db);
+    draft.insert_text("$db", target_db);
 
     Ok(seal(name, draft, sequences, takes, ctx.events_wanted))
 }
