@@ -229,6 +229,7 @@ pub(crate) fn to_document(bytes: &[u8]) -> Result<Document, String> {
 /// The elements of the document `bytes`, in order, checked as
 /// [`to_document`] checks them, without building its map: for a document
 /// that is read once, key by key (the options a C caller passes).
+#[cfg(any(feature = "capi", test))]
 pub(crate) fn to_pairs(bytes: &[u8]) -> Result<Vec<(String, Bson)>, String> {
     elements(bytes)?
         .map(|element| {
