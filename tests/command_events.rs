@@ -91,6 +91,9 @@ fn each_command_has_a_started_and_a_succeeded_event_that_match() {
         "hellos are not command events"
     );
     for pair in events.chunks(2) {
+        if let CommandEvent::Started { database_name, .. } = &pair[0] {
+            assert_eq!(database_name, "command_events", "{}", name_of(&pair[0]));
+        }
         assert_eq!(request_id_of(&pair[0]), request_id_of(&pair[1]));
         assert_eq!(connection_of(&pair[0]), connection_of(&pair[1]));
     }

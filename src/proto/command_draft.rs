@@ -112,6 +112,21 @@ impl CommandDraft {
         }
     }
 
+    /// The string at `key` in the command as it stands, without a copy;
+    /// `None` when absent or not a string.
+    pub(crate) fn get_str(&self, key: &str) -> Option<&str> {
+        match self.added.iter().find(|(added, _)| *added == key) {
+            Some((_, Added::Text(text))) => return Some(text),
+            Some((_, Added::Value(Bson::String(text)))) => return Some(text),
+            Some(_) => return None,
+            None => {}
+        }
+        match &self.body {
+            CommandBody::Document(document) => document.get_str(key).ok(),
+            CommandBody::Raw(raw) => crate::raw_walk::find(raw.as_bytes(), key)?.as_str()?.ok(),
+        }
+    }
+
     /// Whether the command as it stands has `key`.
     pub(crate) fn contains_key(&self, key: &str) -> bool {
         self.added.iter().any(|(added, _)| *added == key) || self.body.contains_key(key)
@@ -255,6 +270,23 @@ mod tests {
         let mut out = Vec::new();
         draft.write(&mut out).expect("writes");
         out
+    }
+
+    #[test]
+    fn a_shared_string_is_written_and_read_as_a_string() {
+        let raw =
+            bson::RawDocumentBuf::from_document(&doc! { "find": "c", "comment": "x" }).unwrap();
+        let mut draft = CommandDraft::new(CommandBody::Raw(raw));
+        draft.insert_text("$db", Arc::from("db"));
+        assert_eq!(draft.get_str("$db"), Some("db"));
+        assert_eq!(draft.get("$db").as_deref(), Some(&Bson::from("db")));
+        assert_eq!(draft.get_str("comment"), Some("x"));
+        assert_eq!(draft.get_str("find"), Some("c"));
+        assert_eq!(draft.get_str("absent"), None);
+        let expected = doc! { "find": "c", "comment": "x", "$db": "db" };
+        assert_eq!(written(&draft), bytes(&expected));
+        draft.insert("lsid", doc! { "id": 1 });
+        assert_eq!(draft.get_str("lsid"), None);
     }
 
     #[test]

@@ -95,10 +95,7 @@ impl Finished {
 
     /// The database the command runs on (its `$db`).
     pub(crate) fn target_db(&self) -> &str {
-        match self.command.get("$db") {
-            Some(std::borrow::Cow::Borrowed(bson::Bson::String(db))) => db,
-            _ => "",
-        }
+        self.command.get_str("$db").unwrap_or_default()
     }
 }
 
