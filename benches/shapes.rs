@@ -41,9 +41,9 @@
 //! (`mongo-inline`), and profile-guided by `.ci/pgo-build`
 //! (`mongo-inline-pgo`: trained by `examples/pgo_training.rs`, a mixed
 //! workload; `SHAPES_PGO=0` skips it). Its C ABI is measured too, as a
-//! binding embeds it (`mongo-inline-capi`: `benches/capi/bench_find.c`, warm
-//! mode only, linked with the release static library; `SHAPES_CAPI=0` skips
-//! it). Others are named in
+//! binding embeds it (`mongo-inline-capi`: `benches/capi/bench_find.c`, cold
+//! and warm modes, linked with the release static library; `SHAPES_CAPI=0`
+//! skips it). Others are named in
 //! `SHAPES_COMPARE`, e.g.
 //! `SHAPES_COMPARE=libmongoc=/path/bench_find,rust-official=/path/bench_find_official`.
 //! `benches/compare/libmongoc/bench_find.c` is libmongoc's (its build line
@@ -481,9 +481,9 @@ fn target_dir() -> PathBuf {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"))
 }
 
-/// The C ABI's `benches/capi/bench_find.c` (warm mode only), linked with
-/// the release static library as a binding embeds it; `None`, said, when
-/// there is no C compiler.
+/// The C ABI's `benches/capi/bench_find.c` (cold and warm modes), linked
+/// with the release static library as a binding embeds it; `None`, said,
+/// when there is no C compiler.
 fn build_c_abi_bench() -> Option<Driver> {
     let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
