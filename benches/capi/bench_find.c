@@ -13,8 +13,8 @@
  * Each find_one is mi_find with {limit: -1} (one document in a single batch,
  * as the find spec maps a negative limit), one
  * mi_cursor_next, a malloc'd copy of the document (as libmongoc's program
- * keeps a bson_copy) and mi_cursor_free. CPU time is the process's own, from
- * /proc/self/schedstat, as in bench_find.rs.
+ * keeps a bson_copy) and mi_cursor_free. The clocks are benches/bench_clock.h,
+ * shared with the other C programs.
  *
  *   cargo rustc --release --lib --features capi --crate-type cdylib --crate-type staticlib
  *   gcc -O2 -Wall -Iinclude -o target/bench_find_capi benches/capi/bench_find.c \
@@ -25,42 +25,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <time.h>
 
+#include "../bench_clock.h"
 #include "mongo_inline.h"
-
-static double cpu_ns(void) {
-    FILE *f = fopen("/proc/self/schedstat", "r");
-    unsigned long long ns = 0;
-    if (!f || fscanf(f, "%llu", &ns) != 1) {
-        fprintf(stderr, "bench_find: cannot read /proc/self/schedstat\n");
-        exit(1);
-    }
-    fclose(f);
-    return (double)ns;
-}
-
-/* getrusage's user or system time, µs (sampled split, exact total). */
-static double rusage_us(int system) {
-    struct rusage usage;
-    getrusage(RUSAGE_SELF, &usage);
-    struct timeval t = system ? usage.ru_stime : usage.ru_utime;
-    return t.tv_sec * 1e6 + t.tv_usec;
-}
-
-/* Times the scheduler took the CPU while this process could run. */
-static long involuntary_switches(void) {
-    struct rusage usage;
-    getrusage(RUSAGE_SELF, &usage);
-    return usage.ru_nivcsw;
-}
-
-static double wall_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec / 1e9;
-}
 
 static void check(const char *what, mi_error *error) {
     if (!error) return;
@@ -149,14 +116,9 @@ int main(int argc, char **argv) {
         return 1;
     }
     free(first);
-    long preempted0 = involuntary_switches();
-    double cpu0 = cpu_ns(), user0 = rusage_us(0), sys0 = rusage_us(1), wall0 = wall_s();
+    warm_mark start = warm_mark_now();
     for (long i = 0; i < n; i++) free(find_one(client, db, coll, &filter, &options));
-    double wall = wall_s() - wall0, cpu = cpu_ns() - cpu0;
-    printf("WARM ops_per_s=%.0f cpu_us_per_op=%.2f user_us_per_op=%.2f sys_us_per_op=%.2f "
-           "preempted_per_op=%.2f\n",
-           n / wall, cpu / 1000.0 / n, (rusage_us(0) - user0) / n, (rusage_us(1) - sys0) / n,
-           (double)(involuntary_switches() - preempted0) / n);
+    print_warm(n, start);
     mi_buffer_free(&filter);
     mi_buffer_free(&options);
     mi_client_free(client);

@@ -33,38 +33,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
-static double cpu_ns(void) {
-    FILE *f = fopen("/proc/self/schedstat", "r");
-    unsigned long long ns = 0;
-    if (!f || fscanf(f, "%llu", &ns) != 1) exit(1);
-    fclose(f);
-    return (double)ns;
-}
-
-static double rusage_us(int which_sys) {
-    struct rusage u;
-    getrusage(RUSAGE_SELF, &u);
-    struct timeval t = which_sys ? u.ru_stime : u.ru_utime;
-    return t.tv_sec * 1e6 + t.tv_usec;
-}
-
-/* Times the scheduler took the CPU while this process could run. */
-static long involuntary_switches(void) {
-    struct rusage usage;
-    getrusage(RUSAGE_SELF, &usage);
-    return usage.ru_nivcsw;
-}
-
-static double wall_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec / 1e9;
-}
+#include "../../bench_clock.h"
 
 #define MAX_HOSTS 8
 
@@ -168,8 +140,7 @@ int main(int argc, char **argv) {
     if (touch < 0) touch = 0;
     volatile uint8_t *pages = touch ? calloc((size_t)touch, 4096) : NULL;
     if (touch && !pages) exit(1);
-    long preempted0 = involuntary_switches();
-    double cpu0 = cpu_ns(), user0 = rusage_us(0), sys0 = rusage_us(1), wall0 = wall_s();
+    warm_mark start = warm_mark_now();
     for (long i = 0; i < n; i++) {
         pick ^= pick << 13;
         pick ^= pick >> 17;
@@ -177,11 +148,7 @@ int main(int argc, char **argv) {
         round_trip(fds[pick % (unsigned)serving], msg, len, reply, sizeof reply);
         for (long p = 0; p < touch; p++) pages[p * 4096 + (p % 64) * 64] += 1;
     }
-    double wall = wall_s() - wall0, cpu = cpu_ns() - cpu0;
-    printf("WARM ops_per_s=%.0f cpu_us_per_op=%.2f user_us_per_op=%.2f sys_us_per_op=%.2f "
-           "preempted_per_op=%.2f\n",
-           n / wall, cpu / 1000.0 / n, (rusage_us(0) - user0) / n, (rusage_us(1) - sys0) / n,
-           (double)(involuntary_switches() - preempted0) / n);
+    print_warm(n, start);
     for (int i = 0; i < serving; i++) close(fds[i]);
     return 0;
 }

@@ -13,8 +13,8 @@
  *                                      prints: INSERT docs=<n> docs_per_s=<x> mb_per_s=<y> cpu_us_per_doc=<z>
  *
  * A single-threaded mongoc_client_t (no pool, no background thread), as a
- * short-lived process would use it. CPU time is the process's own, from
- * /proc/self/schedstat, as in bench_find.rs. Not built by CI; build with
+ * short-lived process would use it. The clocks are benches/bench_clock.h,
+ * shared with the other C programs. Not built by CI; build with
  * (Debian: apt-get install libmongoc-dev):
  *
  *   gcc -O2 -Wall -o target/bench_find_libmongoc benches/compare/libmongoc/bench_find.c \
@@ -22,36 +22,11 @@
  *   SHAPES_COMPARE=libmongoc=target/bench_find_libmongoc cargo bench --bench shapes
  */
 #include <mongoc/mongoc.h>
+
+#include "../../bench_clock.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <time.h>
-
-static double cpu_ns(void) {
-    FILE *f = fopen("/proc/self/schedstat", "r");
-    unsigned long long ns = 0;
-    if (!f || fscanf(f, "%llu", &ns) != 1) {
-        fprintf(stderr, "bench_find: cannot read /proc/self/schedstat\n");
-        exit(1);
-    }
-    fclose(f);
-    return (double)ns;
-}
-
-/* getrusage's user or system time, µs (sampled split, exact total). */
-static double rusage_us(int system) {
-    struct rusage usage;
-    getrusage(RUSAGE_SELF, &usage);
-    struct timeval t = system ? usage.ru_stime : usage.ru_utime;
-    return t.tv_sec * 1e6 + t.tv_usec;
-}
-
-static double wall_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec / 1e9;
-}
 
 static void fail(const char *what, const bson_error_t *error) {
     fprintf(stderr, "bench_find: %s: %s\n", what, error ? error->message : "failed");
@@ -104,28 +79,16 @@ static int cold(mongoc_collection_t *coll, const char *id) {
     return 0;
 }
 
-/* Times the scheduler took the CPU while this process could run. */
-static long involuntary_switches(void) {
-    struct rusage usage;
-    getrusage(RUSAGE_SELF, &usage);
-    return usage.ru_nivcsw;
-}
-
 static int warm(mongoc_collection_t *coll, long n) {
     bson_t *filter = BCON_NEW("_id", BCON_INT32(1));
     bson_t *first = find_one(coll, filter); /* scans and connects: not counted */
     if (first) bson_destroy(first);
-    long preempted0 = involuntary_switches();
-    double cpu0 = cpu_ns(), user0 = rusage_us(0), sys0 = rusage_us(1), wall0 = wall_s();
+    warm_mark start = warm_mark_now();
     for (long i = 0; i < n; i++) {
         bson_t *found = find_one(coll, filter);
         if (found) bson_destroy(found);
     }
-    double wall = wall_s() - wall0, cpu = cpu_ns() - cpu0;
-    printf("WARM ops_per_s=%.0f cpu_us_per_op=%.2f user_us_per_op=%.2f sys_us_per_op=%.2f "
-           "preempted_per_op=%.2f\n",
-           n / wall, cpu / 1000.0 / n, (rusage_us(0) - user0) / n, (rusage_us(1) - sys0) / n,
-           (double)(involuntary_switches() - preempted0) / n);
+    print_warm(n, start);
     bson_destroy(filter);
     return 0;
 }

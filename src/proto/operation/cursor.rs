@@ -373,29 +373,22 @@ mod tests {
 
     #[test]
     fn the_requested_namespace_is_shared_when_the_reply_names_it() {
+        let open = |reply: Document, requested: &Namespace| {
+            CursorSpec::from_raw_reply_on(
+                Reply::from_document(reply),
+                CursorOptions::default(),
+                requested,
+            )
+        };
         let requested = Namespace::new("db", "coll");
-        let spec = CursorSpec::from_raw_reply_on(
-            Reply::from_document(reply(0, vec![])),
-            CursorOptions::default(),
-            &requested,
-        )
-        .unwrap();
+        let spec = open(reply(0, vec![]), &requested).unwrap();
         assert!(Arc::ptr_eq(&spec.ns.coll, &requested.coll));
         // A view answers for the collection it reads: the reply's wins.
         let view = Namespace::new("db", "view");
-        let spec = CursorSpec::from_raw_reply_on(
-            Reply::from_document(reply(0, vec![])),
-            CursorOptions::default(),
-            &view,
-        )
-        .unwrap();
+        let spec = open(reply(0, vec![]), &view).unwrap();
         assert_eq!(spec.ns, requested);
         let bad = doc! { "cursor": { "id": 0_i64, "ns": "nodot", "firstBatch": [] }, "ok": 1 };
-        let message = protocol_message(CursorSpec::from_raw_reply_on(
-            Reply::from_document(bad),
-            CursorOptions::default(),
-            &view,
-        ));
+        let message = protocol_message(open(bad, &view));
         assert!(message.contains("is not `db.collection`"), "{message}");
     }
 
