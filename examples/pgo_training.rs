@@ -3,7 +3,7 @@
 //! compiler learns which paths an application's operations take.
 //!
 //! ```text
-//! SECANTUSD=.venv/bin/secantusd-py pgo_training [ROUNDS]
+//! SECANTUSD=.venv/bin/secantusd-py pgo_training [ROUNDS] [--capi PROGRAM]
 //! ```
 //!
 //! It starts its own servers (SecantusDB as a standalone, as a one-member
@@ -16,6 +16,12 @@
 //! `replace_one`, `delete_one`, `count_documents`, `aggregate`, `distinct`
 //! and a command, and on the deployments that have them a secondary read
 //! and a transaction.
+//!
+//! With `--capi PROGRAM` it also runs `PROGRAM URI ROUNDS SECONDARIES
+//! TRANSACTIONS` in every deployment: `examples/c/pgo_training.c`, the same
+//! mix through the C ABI, linked with the instrumented C library, which is
+//! compiled apart from this program's copy of the library and so learns only
+//! from what the C program does.
 //!
 //! No operation is weighted towards any benchmark: `find_one` by `_id` is
 //! one operation of the mix like the others. What a profile cannot teach is
@@ -55,15 +61,29 @@ struct Abilities {
     transactions: bool,
 }
 
+const USAGE: &str = "usage: pgo_training [ROUNDS > 0] [--capi PROGRAM]";
+
 fn main() -> ExitCode {
-    let rounds = match std::env::args().nth(1).map(|a| a.parse::<u32>()) {
-        None => DEFAULT_ROUNDS,
-        Some(Ok(n)) if n > 0 => n,
-        Some(_) => {
-            eprintln!("usage: pgo_training [ROUNDS > 0]");
-            return ExitCode::from(2);
+    let mut rounds = DEFAULT_ROUNDS;
+    let mut c_program: Option<String> = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        if arg == "--capi" {
+            let Some(program) = args.next() else {
+                eprintln!("{USAGE}");
+                return ExitCode::from(2);
+            };
+            c_program = Some(program);
+        } else {
+            match arg.parse::<u32>() {
+                Ok(n) if n > 0 => rounds = n,
+                _ => {
+                    eprintln!("{USAGE}");
+                    return ExitCode::from(2);
+                }
+            }
         }
-    };
+    }
     let replica_set = TestServer::start();
     let standalone = TestServer::start_standalone();
     let no_extras = Abilities {
@@ -112,8 +132,33 @@ fn main() -> ExitCode {
             "pgo_training: {name}: {rounds} rounds in {:.1} s",
             started.elapsed().as_secs_f64()
         );
+        if let Some(program) = &c_program {
+            let started = std::time::Instant::now();
+            if let Err(error) = train_c_abi(program, uri, rounds, *abilities) {
+                eprintln!("pgo_training: {name}, through the C ABI: {error}");
+                return ExitCode::FAILURE;
+            }
+            println!(
+                "pgo_training: {name}: {rounds} rounds through the C ABI in {:.1} s",
+                started.elapsed().as_secs_f64()
+            );
+        }
     }
     ExitCode::SUCCESS
+}
+
+/// Runs the C ABI's training program against `uri`; its own checks decide
+/// whether it succeeded.
+fn train_c_abi(program: &str, uri: &str, rounds: u32, abilities: Abilities) -> Outcome {
+    let flag = |on: bool| if on { "1" } else { "0" };
+    let status = std::process::Command::new(program)
+        .arg(uri)
+        .arg(rounds.to_string())
+        .arg(flag(abilities.secondaries))
+        .arg(flag(abilities.transactions))
+        .status()
+        .map_err(|error| format!("{program} did not start: {error}"))?;
+    check(status.success(), &format!("{program} exited with {status}"))
 }
 
 type Outcome = Result<(), Box<dyn std::error::Error>>;
