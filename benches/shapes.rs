@@ -42,8 +42,10 @@
 //! (`mongo-inline-pgo`: trained by `examples/pgo_training.rs`, a mixed
 //! workload; `SHAPES_PGO=0` skips it). Its C ABI is measured too, as a
 //! binding embeds it (`mongo-inline-capi`: `benches/capi/bench_find.c`, cold
-//! and warm modes, linked with the release static library; `SHAPES_CAPI=0`
-//! skips it). Others are named in
+//! and warm modes, linked with the release static library, and
+//! `mongo-inline-capi-pgo`, linked with the profile-guided one that
+//! `.ci/pgo-build` trains with `examples/c/pgo_training.c`; `SHAPES_CAPI=0`
+//! skips both). Others are named in
 //! `SHAPES_COMPARE`, e.g.
 //! `SHAPES_COMPARE=libmongoc=/path/bench_find,rust-official=/path/bench_find_official`.
 //! `benches/compare/libmongoc/bench_find.c` is libmongoc's (its build line
@@ -101,17 +103,24 @@ fn main() {
         ours: true,
         both_result_types: true,
     }];
+    let with_c_abi = std::env::var("SHAPES_CAPI").map_or(true, |v| v != "0");
+    let mut c_abi = Vec::new();
+    if with_c_abi {
+        c_abi.extend(build_c_abi_bench(None));
+    }
     if std::env::var("SHAPES_PGO").map_or(true, |v| v != "0") {
+        let profile_guided = build_profile_guided();
         drivers.push(Driver {
             name: "mongo-inline-pgo".to_owned(),
-            bench_find: build_profile_guided(),
+            bench_find: profile_guided.bench_find,
             ours: true,
             both_result_types: true,
         });
+        if with_c_abi {
+            c_abi.extend(build_c_abi_bench(Some(&profile_guided.c_library)));
+        }
     }
-    if std::env::var("SHAPES_CAPI").map_or(true, |v| v != "0") {
-        drivers.extend(build_c_abi_bench());
-    }
+    drivers.extend(c_abi);
     drivers.extend(compared_drivers());
     let cli = release.join("mongo-inline");
 
@@ -482,26 +491,40 @@ fn target_dir() -> PathBuf {
 }
 
 /// The C ABI's `benches/capi/bench_find.c` (cold and warm modes), linked
-/// with the release static library as a binding embeds it; `None`, said,
-/// when there is no C compiler.
-fn build_c_abi_bench() -> Option<Driver> {
+/// with a static library as a binding embeds it: the plain release build's
+/// (`mongo-inline-capi`), or the profile-guided one given
+/// (`mongo-inline-capi-pgo`). `None`, said, when there is no C compiler.
+fn build_c_abi_bench(profile_guided: Option<&Path>) -> Option<Driver> {
     let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let status = Command::new(cargo)
-        .current_dir(manifest_dir)
-        .args(["rustc", "--release", "--lib", "--features", "capi"])
-        .args(["--crate-type", "cdylib", "--crate-type", "staticlib"])
-        .status()
-        .expect("cargo runs");
-    assert!(status.success(), "the C ABI's release build failed");
-    let release = target_dir().join("release");
-    let program = release.join("bench_find_capi");
+    let (library, program, name) = match profile_guided {
+        Some(library) => (
+            library.to_owned(),
+            target_dir().join("pgo/bench_find_capi_pgo"),
+            "mongo-inline-capi-pgo",
+        ),
+        None => {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+            let status = Command::new(cargo)
+                .current_dir(manifest_dir)
+                .args(["rustc", "--release", "--lib", "--features", "capi"])
+                .args(["--crate-type", "cdylib", "--crate-type", "staticlib"])
+                .status()
+                .expect("cargo runs");
+            assert!(status.success(), "the C ABI's release build failed");
+            let release = target_dir().join("release");
+            (
+                release.join("libmongo_inline.a"),
+                release.join("bench_find_capi"),
+                "mongo-inline-capi",
+            )
+        }
+    };
     let compiled = Command::new("gcc")
         .current_dir(manifest_dir)
         .args(["-O2", "-Wall", "-Werror", "-Iinclude", "-o"])
         .arg(&program)
         .arg("benches/capi/bench_find.c")
-        .arg(release.join("libmongo_inline.a"))
+        .arg(library)
         .args(["-lpthread", "-ldl", "-lm"])
         .status();
     match compiled {
@@ -511,7 +534,7 @@ fn build_c_abi_bench() -> Option<Driver> {
                 "benches/capi/bench_find.c does not compile"
             );
             Some(Driver {
-                name: "mongo-inline-capi".to_owned(),
+                name: name.to_owned(),
                 bench_find: program,
                 ours: true,
                 both_result_types: false,
@@ -524,10 +547,17 @@ fn build_c_abi_bench() -> Option<Driver> {
     }
 }
 
-/// Runs `.ci/pgo-build` (the instrumented build, its training run, the
-/// optimised build); returns the profile-guided `bench_find`, the last line
-/// the script prints.
-fn build_profile_guided() -> PathBuf {
+/// What `.ci/pgo-build` built.
+struct ProfileGuided {
+    bench_find: PathBuf,
+    /// The C ABI's static library.
+    c_library: PathBuf,
+}
+
+/// Runs `.ci/pgo-build` (the instrumented builds, their training runs, the
+/// optimised builds); it names what it built on stdout, one per line,
+/// `bench_find` last.
+fn build_profile_guided() -> ProfileGuided {
     let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     let output = Command::new("bash")
         .current_dir(manifest_dir)
@@ -540,13 +570,23 @@ fn build_profile_guided() -> PathBuf {
         "the profile-guided build failed (SHAPES_PGO=0 skips it)"
     );
     let stdout = String::from_utf8_lossy(&output.stdout);
-    let bench_find = PathBuf::from(stdout.lines().last().expect("pgo-build names its binaries"));
-    assert!(
-        bench_find.exists(),
-        "{} does not exist",
-        bench_find.display()
-    );
-    bench_find
+    let built: Vec<PathBuf> = stdout.lines().map(PathBuf::from).collect();
+    let bench_find = built.last().expect("pgo-build names its binaries").clone();
+    let c_library = built
+        .iter()
+        .find(|path| {
+            path.file_name()
+                .is_some_and(|name| name == "libmongo_inline.a")
+        })
+        .expect("pgo-build names the C ABI's static library")
+        .clone();
+    for path in [&bench_find, &c_library] {
+        assert!(path.exists(), "{} does not exist", path.display());
+    }
+    ProfileGuided {
+        bench_find,
+        c_library,
+    }
 }
 
 fn compared_drivers() -> Vec<Driver> {
