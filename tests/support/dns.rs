@@ -124,6 +124,8 @@ pub struct DnsServer {
     delay_ms: Arc<AtomicUsize>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
+    /// The TCP server's thread, blocked in `accept` until `Drop` wakes it.
+    tcp_thread: Option<JoinHandle<()>>,
 }
 
 impl DnsServer {
@@ -215,9 +217,7 @@ impl DnsServer {
                 }
             })
         };
-        if let Some(listener) = tcp {
-            serve_tcp(listener, records.clone(), stop.clone());
-        }
+        let tcp_thread = tcp.map(|listener| serve_tcp(listener, records.clone(), stop.clone()));
         DnsServer {
             address,
             records,
@@ -226,6 +226,7 @@ impl DnsServer {
             delay_ms,
             stop,
             thread: Some(thread),
+            tcp_thread,
         }
     }
 
@@ -262,6 +263,12 @@ impl Drop for DnsServer {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+        if let Some(thread) = self.tcp_thread.take() {
+            // A connection of our own wakes the thread from `accept`; it
+            // then sees `stop` and ends.
+            let _ = std::net::TcpStream::connect(self.address);
+            let _ = thread.join();
+        }
     }
 }
 
@@ -293,38 +300,42 @@ fn bind(with_tcp: bool) -> (UdpSocket, Option<std::net::TcpListener>) {
     panic!("no port free for both UDP and TCP in {TRIES} tries");
 }
 
-/// Answers DNS over TCP (RFC 7766 framing) on `listener`.
+/// Answers DNS over TCP (RFC 7766 framing) on `listener`, blocking in
+/// `accept` (a poll would delay every connection) until `stop` is set and a
+/// connection wakes it.
 fn serve_tcp(
     listener: std::net::TcpListener,
     records: Arc<Mutex<Vec<ZoneRecord>>>,
     stop: Arc<AtomicBool>,
-) {
+) -> JoinHandle<()> {
     use std::io::{Read, Write};
-    listener.set_nonblocking(true).unwrap();
-    thread::spawn(move || {
-        while !stop.load(Ordering::Relaxed) {
-            let Ok((mut stream, _)) = listener.accept() else {
-                thread::sleep(Duration::from_millis(10));
-                continue;
-            };
-            let _ = stream.set_nonblocking(false);
-            let mut length = [0u8; 2];
-            if stream.read_exact(&mut length).is_err() {
-                continue;
-            }
-            let mut query = vec![0u8; usize::from(u16::from_be_bytes(length))];
-            if stream.read_exact(&mut query).is_err() {
-                continue;
-            }
-            let Ok(query) = Message::from_vec(&query) else {
-                continue;
-            };
-            let reply = respond(&query, &records.lock().unwrap()).to_vec().unwrap();
-            let mut framed = (reply.len() as u16).to_be_bytes().to_vec();
-            framed.extend_from_slice(&reply);
-            let _ = stream.write_all(&framed);
+    thread::spawn(move || loop {
+        let accepted = listener.accept();
+        if stop.load(Ordering::Relaxed) {
+            return;
         }
-    });
+        let Ok((mut stream, _)) = accepted else {
+            continue;
+        };
+        // A client that connects and stays silent must not hold up `Drop`,
+        // which joins this thread.
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+        let mut length = [0u8; 2];
+        if stream.read_exact(&mut length).is_err() {
+            continue;
+        }
+        let mut query = vec![0u8; usize::from(u16::from_be_bytes(length))];
+        if stream.read_exact(&mut query).is_err() {
+            continue;
+        }
+        let Ok(query) = Message::from_vec(&query) else {
+            continue;
+        };
+        let reply = respond(&query, &records.lock().unwrap()).to_vec().unwrap();
+        let mut framed = (reply.len() as u16).to_be_bytes().to_vec();
+        framed.extend_from_slice(&reply);
+        let _ = stream.write_all(&framed);
+    })
 }
 
 fn respond(query: &Message, records: &[ZoneRecord]) -> Message {
