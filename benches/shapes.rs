@@ -106,7 +106,10 @@ fn main() {
     let with_c_abi = std::env::var("SHAPES_CAPI").map_or(true, |v| v != "0");
     let mut c_abi = Vec::new();
     if with_c_abi {
-        c_abi.extend(build_c_abi_bench(None));
+        c_abi.extend(build_c_abi_bench(
+            &build_plain_c_library(),
+            "mongo-inline-capi",
+        ));
     }
     if std::env::var("SHAPES_PGO").map_or(true, |v| v != "0") {
         let profile_guided = build_profile_guided();
@@ -117,7 +120,10 @@ fn main() {
             both_result_types: true,
         });
         if with_c_abi {
-            c_abi.extend(build_c_abi_bench(Some(&profile_guided.c_library)));
+            c_abi.extend(build_c_abi_bench(
+                &profile_guided.c_library,
+                "mongo-inline-capi-pgo",
+            ));
         }
     }
     drivers.extend(c_abi);
@@ -490,37 +496,26 @@ fn target_dir() -> PathBuf {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"))
 }
 
+/// The plain release build of the C ABI's static library.
+fn build_plain_c_library() -> PathBuf {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let status = Command::new(cargo)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["rustc", "--release", "--lib", "--features", "capi"])
+        .args(["--crate-type", "cdylib", "--crate-type", "staticlib"])
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "the C ABI's release build failed");
+    target_dir().join("release/libmongo_inline.a")
+}
+
 /// The C ABI's `benches/capi/bench_find.c` (cold and warm modes), linked
-/// with a static library as a binding embeds it: the plain release build's
-/// (`mongo-inline-capi`), or the profile-guided one given
-/// (`mongo-inline-capi-pgo`). `None`, said, when there is no C compiler.
-fn build_c_abi_bench(profile_guided: Option<&Path>) -> Option<Driver> {
-    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let (library, program, name) = match profile_guided {
-        Some(library) => (
-            library.to_owned(),
-            target_dir().join("pgo/bench_find_capi_pgo"),
-            "mongo-inline-capi-pgo",
-        ),
-        None => {
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-            let status = Command::new(cargo)
-                .current_dir(manifest_dir)
-                .args(["rustc", "--release", "--lib", "--features", "capi"])
-                .args(["--crate-type", "cdylib", "--crate-type", "staticlib"])
-                .status()
-                .expect("cargo runs");
-            assert!(status.success(), "the C ABI's release build failed");
-            let release = target_dir().join("release");
-            (
-                release.join("libmongo_inline.a"),
-                release.join("bench_find_capi"),
-                "mongo-inline-capi",
-            )
-        }
-    };
+/// with the static `library` as a binding embeds it and built beside it;
+/// `None`, said, when there is no C compiler.
+fn build_c_abi_bench(library: &Path, name: &str) -> Option<Driver> {
+    let program = library.with_file_name("bench_find_capi");
     let compiled = Command::new("gcc")
-        .current_dir(manifest_dir)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
         .args(["-O2", "-Wall", "-Werror", "-Iinclude", "-o"])
         .arg(&program)
         .arg("benches/capi/bench_find.c")
