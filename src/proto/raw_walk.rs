@@ -72,6 +72,26 @@ pub(crate) fn find<'a>(document: &'a [u8], key: &str) -> Option<Element<'a>> {
     found
 }
 
+/// Checks every element of `document` as [`Element::check`] does and
+/// returns the last one named `key` (as [`find`] would): one walk where a
+/// check and a look-up took two (a reply's `$clusterTime` is checked, and
+/// its `clusterTime` read, on every reply of a replica set or cluster).
+pub(crate) fn check_finding<'a>(
+    document: &'a [u8],
+    key: Option<&str>,
+) -> Result<Option<Element<'a>>, String> {
+    let mut found = None;
+    for element in elements(document)? {
+        let element = element?;
+        element.key()?;
+        element.check()?;
+        if key.is_some_and(|key| element.is(key)) {
+            found = Some(element);
+        }
+    }
+    Ok(found)
+}
+
 /// The first key of `document`, read without walking further.
 pub(crate) fn first_key(document: &[u8]) -> Option<&str> {
     let inside = &document[..document.len().checked_sub(1)?];
@@ -336,14 +356,7 @@ impl<'a> Element<'a> {
             // `$clusterTime.signature.hash` is one of these on every reply
             // of a replica set or a sharded cluster.
             0x05 if self.value[4] != 0x02 => Ok(()),
-            DOCUMENT | ARRAY => {
-                for element in elements(self.value)? {
-                    let element = element?;
-                    element.key()?;
-                    element.check()?;
-                }
-                Ok(())
-            }
+            DOCUMENT | ARRAY => check_finding(self.value, None).map(|_| ()),
             _ => self.to_bson().map(|_| ()),
         }
     }

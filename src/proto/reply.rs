@@ -30,7 +30,7 @@ use std::collections::VecDeque;
 use std::ops::Range;
 
 use bson::spec::ElementType;
-use bson::{Bson, Document, RawDocument};
+use bson::{Bson, Document, RawDocument, Timestamp};
 
 use crate::raw_walk::{self, Element};
 
@@ -78,6 +78,9 @@ struct ReplyParts {
 #[derive(Clone, Debug, Default)]
 struct KnownFields {
     values: [Option<(u8, Range<usize>)>; 3],
+    /// The `clusterTime` Timestamp of that `$clusterTime`, found while it
+    /// was checked.
+    cluster_time: Option<Timestamp>,
 }
 
 const KNOWN_KEYS: [&str; 3] = ["ok", "$clusterTime", "operationTime"];
@@ -103,6 +106,19 @@ pub(crate) trait ReplyFields {
     fn document_bytes(&self, key: &str) -> Option<Cow<'_, [u8]>> {
         encoded_document(self.field(key)?.as_ref(), key)
     }
+
+    /// The `$clusterTime` document's bytes and its Timestamp `clusterTime`,
+    /// when it is a document that has one.
+    fn cluster_time(&self) -> Option<(Cow<'_, [u8]>, Timestamp)> {
+        find_cluster_time(self)
+    }
+}
+
+/// [`ReplyFields::cluster_time`] looked up in the field's bytes.
+fn find_cluster_time<R: ReplyFields + ?Sized>(reply: &R) -> Option<(Cow<'_, [u8]>, Timestamp)> {
+    let encoded = reply.document_bytes("$clusterTime")?;
+    let timestamp = raw_walk::find(&encoded, "clusterTime")?.as_timestamp()?;
+    Some((encoded, timestamp))
 }
 
 /// `value` encoded, when it is a document.
@@ -127,7 +143,7 @@ impl ReplyFields for Reply {
     }
 
     fn document_bytes(&self, key: &str) -> Option<Cow<'_, [u8]>> {
-        let still_bytes = self.parts.document.get().is_none() && self.parts.fields_span.is_some();
+        let still_bytes = self.fields_still_bytes();
         match KNOWN_KEYS.iter().position(|known| *known == key) {
             // Checked when the reply was parsed: the bytes are a valid document.
             Some(i) if still_bytes => match self.parts.known.values[i].clone()? {
@@ -136,6 +152,14 @@ impl ReplyFields for Reply {
             },
             _ => encoded_document(Reply::field(self, key)?.as_ref(), key),
         }
+    }
+
+    fn cluster_time(&self) -> Option<(Cow<'_, [u8]>, Timestamp)> {
+        if !self.fields_still_bytes() {
+            return find_cluster_time(self);
+        }
+        let timestamp = self.parts.known.cluster_time?;
+        Some((self.document_bytes("$clusterTime")?, timestamp))
     }
 }
 
@@ -244,7 +268,15 @@ impl Reply {
                 }
             }
             element.key()?;
-            element.check()?;
+            if element.is("$clusterTime") {
+                known.cluster_time = match element.as_document() {
+                    Some(fields) => raw_walk::check_finding(fields, Some("clusterTime"))?
+                        .and_then(|found| found.as_timestamp()),
+                    None => element.check().map(|()| None)?,
+                };
+            } else {
+                element.check()?;
+            }
             if let Some(i) = KNOWN_KEYS.iter().position(|key| element.is(key)) {
                 let start = element.value.as_ptr() as usize - bytes.as_ptr() as usize;
                 known.values[i] = Some((element.kind, start..start + element.value.len()));
@@ -285,6 +317,11 @@ impl Reply {
         let whole = self.message_bytes().get(unconverted.clone())?;
         let element = raw_walk::find(whole, key)?;
         element.to_bson().ok().map(Cow::Owned)
+    }
+
+    /// Whether the fields are still only bytes (no `Document` made yet).
+    fn fields_still_bytes(&self) -> bool {
+        self.parts.document.get().is_none() && self.parts.fields_span.is_some()
     }
 
     /// The bytes the fields, the cursor and the batch point into.
@@ -805,6 +842,106 @@ mod tests {
         rest.remove("cursor");
         assert_eq!(reply.document(), &rest);
         assert_eq!(reply.to_document().unwrap(), original);
+    }
+
+    #[test]
+    fn the_cluster_time_noted_while_parsing_is_the_one_a_document_has() {
+        use bson::{rawdoc, RawDocumentBuf};
+        let (a, b) = (
+            Timestamp {
+                time: 5,
+                increment: 1,
+            },
+            Timestamp {
+                time: 6,
+                increment: 0,
+            },
+        );
+        let reply_of = |parts: Vec<(&str, bson::RawBson)>| {
+            // Appended, not a `Document`: a repeated key stays repeated.
+            let mut raw = RawDocumentBuf::new();
+            raw.append("ok", 1.0);
+            for (key, value) in parts {
+                raw.append(key, value);
+            }
+            raw
+        };
+        let time = |fields: RawDocumentBuf| bson::RawBson::Document(fields);
+        let cases = [
+            (
+                reply_of(vec![(
+                    "$clusterTime",
+                    time(rawdoc! { "clusterTime": a, "signature": { "keyId": 1_i64 } }),
+                )]),
+                Some(a),
+            ),
+            (
+                reply_of(vec![
+                    ("$clusterTime", time(rawdoc! { "clusterTime": a })),
+                    ("$clusterTime", time(rawdoc! { "clusterTime": b })),
+                ]),
+                Some(b),
+            ),
+            (
+                reply_of(vec![
+                    ("$clusterTime", time(rawdoc! { "clusterTime": a })),
+                    ("$clusterTime", bson::RawBson::Int32(1)),
+                ]),
+                None,
+            ),
+            (
+                reply_of(vec![(
+                    "$clusterTime",
+                    time(rawdoc! { "clusterTime": a, "clusterTime": "later" }),
+                )]),
+                None,
+            ),
+            (
+                reply_of(vec![("$clusterTime", time(rawdoc! { "signature": {} }))]),
+                None,
+            ),
+            (
+                reply_of(vec![(
+                    "$clusterTime",
+                    time(rawdoc! { "clusterTime": 1_i64 }),
+                )]),
+                None,
+            ),
+            (reply_of(vec![]), None),
+        ];
+        for (raw, expected) in cases {
+            let bytes = raw.as_bytes().to_vec();
+            let len = bytes.len();
+            let reply = Reply::parse(bytes, 0..len).unwrap();
+            let from_bytes = reply
+                .cluster_time()
+                .map(|(encoded, at)| (encoded.into_owned(), at));
+            assert_eq!(from_bytes.as_ref().map(|(_, at)| *at), expected, "{raw:?}");
+            assert!(
+                reply.parts.document.get().is_none(),
+                "read without a Document"
+            );
+            // The same bytes and time as the Document of the same reply gives.
+            let document = reply.document().clone();
+            let from_document = document
+                .cluster_time()
+                .map(|(encoded, at)| (encoded.into_owned(), at));
+            assert_eq!(from_bytes, from_document, "{raw:?}");
+            let converted = reply
+                .cluster_time()
+                .map(|(encoded, at)| (encoded.into_owned(), at));
+            assert_eq!(converted, from_document, "{raw:?}");
+        }
+        // A key inside `$clusterTime` that is not UTF-8 refuses the reply.
+        let mut bytes = reply_of(vec![(
+            "$clusterTime",
+            time(rawdoc! { "clusterTime": a, "kx": 1 }),
+        )])
+        .into_bytes();
+        let at = bytes.windows(3).position(|w| w == b"kx\0").unwrap();
+        bytes[at] = 0xff;
+        let len = bytes.len();
+        assert!(Reply::parse(bytes, 0..len).is_err());
     }
 
     #[test]

@@ -115,8 +115,7 @@ impl<'a> SeenClusterTime<'a> {
     /// The reply's `$clusterTime`, when it is a document with a Timestamp
     /// `clusterTime`.
     pub(crate) fn read(reply: &'a impl ReplyFields) -> Option<Self> {
-        let encoded = reply.document_bytes("$clusterTime")?;
-        let timestamp = crate::raw_walk::find(&encoded, "clusterTime")?.as_timestamp()?;
+        let (encoded, timestamp) = reply.cluster_time()?;
         Some(SeenClusterTime { encoded, timestamp })
     }
 
