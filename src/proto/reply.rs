@@ -267,7 +267,7 @@ impl Reply {
                     continue;
                 }
             }
-            element.key()?;
+            element.check_key()?;
             if element.is("$clusterTime") {
                 known.cluster_time = match element.as_document() {
                     Some(fields) => raw_walk::check_finding(fields, Some("clusterTime"))?
@@ -559,7 +559,7 @@ fn raw_cursor_batch(
             // Read (and so checked) already.
             _ if element.is("id") || element.is("ns") => {}
             _ => {
-                element.key()?;
+                element.check_key()?;
                 element.to_bson()?;
             }
         }
