@@ -96,6 +96,16 @@ impl CommandDraft {
         }
     }
 
+    /// The bytes of [`Self::first_key`]: a command's name is compared with
+    /// known names on every operation, and bytes compare without the UTF-8
+    /// check that text needs.
+    pub(crate) fn first_key_bytes(&self) -> Option<&[u8]> {
+        match self.body.first_key_bytes() {
+            Some(key) => Some(key),
+            None => self.added.first().map(|(key, _)| key.as_bytes()),
+        }
+    }
+
     /// The value of `key` in the command as it stands (a value of a body
     /// kept as bytes is converted).
     pub(crate) fn get(&self, key: &str) -> Option<Cow<'_, Bson>> {
@@ -304,6 +314,16 @@ mod tests {
         assert_eq!(written(&draft), bytes(&expected));
         assert_eq!(draft.get("$db").as_deref(), Some(&Bson::from("db")));
         assert_eq!(draft.first_key(), Some("find"));
+        assert_eq!(draft.first_key_bytes(), Some(&b"find"[..]));
+    }
+
+    #[test]
+    fn the_name_of_an_empty_body_is_the_first_added_field() {
+        let mut draft = CommandDraft::new(Document::new());
+        assert_eq!((draft.first_key(), draft.first_key_bytes()), (None, None));
+        draft.insert("ping", 1);
+        assert_eq!(draft.first_key(), Some("ping"));
+        assert_eq!(draft.first_key_bytes(), Some(&b"ping"[..]));
     }
 
     #[test]
@@ -352,6 +372,7 @@ mod tests {
         let raw = bson::RawDocumentBuf::from_document(&body).expect("encodes");
         let mut draft = CommandDraft::new(raw);
         assert_eq!(draft.first_key(), Some("find"));
+        assert_eq!(draft.first_key_bytes(), Some(&b"find"[..]));
         assert!(draft.contains_key("$db") && !draft.contains_key("lsid"));
         draft.insert("lsid", doc! { "id": 1 });
         draft.insert("$db", "db");

@@ -94,12 +94,18 @@ pub(crate) fn check_finding<'a>(
 
 /// The first key of `document`, read without walking further.
 pub(crate) fn first_key(document: &[u8]) -> Option<&str> {
+    std::str::from_utf8(first_key_bytes(document)?).ok()
+}
+
+/// The bytes of [`first_key`], for comparing with a known name without
+/// checking them as text.
+pub(crate) fn first_key_bytes(document: &[u8]) -> Option<&[u8]> {
     let inside = &document[..document.len().checked_sub(1)?];
     if inside.len() <= 5 {
         return None;
     }
     let key_length = inside[5..].iter().position(|byte| *byte == 0)?;
-    std::str::from_utf8(&inside[5..5 + key_length]).ok()
+    Some(&inside[5..5 + key_length])
 }
 
 impl<'a> Iterator for Elements<'a> {

@@ -165,6 +165,14 @@ impl CommandBody {
             CommandBody::Raw(raw) => crate::raw_walk::first_key(raw.as_bytes()),
         }
     }
+
+    /// The bytes of [`Self::first_key`], for comparing with a known name.
+    pub(crate) fn first_key_bytes(&self) -> Option<&[u8]> {
+        match self {
+            CommandBody::Document(document) => document.keys().next().map(String::as_bytes),
+            CommandBody::Raw(raw) => crate::raw_walk::first_key_bytes(raw.as_bytes()),
+        }
+    }
 }
 
 impl From<Document> for CommandBody {

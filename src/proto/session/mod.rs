@@ -526,9 +526,9 @@ impl SessionState {
         if self.is_ended() {
             return Err(Error::client(ENDED));
         }
-        let name = command.first_key().unwrap_or_default();
-        let finishing = name == "commitTransaction" || name == "abortTransaction";
-        let follow_up = matches!(name, "getMore" | "killCursors");
+        let name = command.first_key_bytes().unwrap_or_default();
+        let finishing = name == b"commitTransaction" || name == b"abortTransaction";
+        let follow_up = matches!(name, b"getMore" | b"killCursors");
         let in_transaction = finishing || self.transaction.state().is_active();
         // The snapshot read concern goes on every command of a snapshot
         // session, writes included, so that the server rejects what a

@@ -155,9 +155,13 @@ fn seal(
     // sensitivity must be judged on the real name.
     // Borrowed when it is the operation's own name (the usual case): no
     // allocation per operation for a name only events read.
-    let event_name = match command.first_key() {
-        Some(first) if first != name => std::borrow::Cow::Owned(first.to_string()),
-        _ => std::borrow::Cow::Borrowed(name),
+    let event_name = if command.first_key_bytes() == Some(name.as_bytes()) {
+        std::borrow::Cow::Borrowed(name)
+    } else {
+        match command.first_key() {
+            Some(first) => std::borrow::Cow::Owned(first.to_string()),
+            None => std::borrow::Cow::Borrowed(name),
+        }
     };
     let sensitive = is_sensitive_body(&event_name, command.body());
     let flags = if write_concern_unacknowledged(&command, takes) {
