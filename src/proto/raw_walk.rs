@@ -559,43 +559,38 @@ mod tests {
 
     #[test]
     fn check_agrees_with_conversion() {
-        let good =
-            bson::to_vec(&doc! { "d": { "s": "x", "a": [true, 1.5, { "n": null }] } }).unwrap();
+        // Keys beyond ASCII in a nested document and in an array's document
+        // (an array's own keys are digits, but its bytes are as untrusted).
+        let good = bson::to_vec(&doc! {
+            "d": { "s": "x", "a": [true, 1.5, { "n": null }], "clé": 1, "b": [ { "ключ": "v" } ] }
+        })
+        .unwrap();
         let element = elements(&good).unwrap().next().unwrap().unwrap();
         assert!(element.check().is_ok() && element.to_bson().is_ok());
-        // The inner string "x" made invalid UTF-8, the inner boolean made 2.
+        assert!(check_finding(&good, None).is_ok());
         for (from, to) in [
+            // The inner string "x" made invalid UTF-8, the inner boolean made 2.
             (&b"x\0"[..], &b"\xff\0"[..]),
             (&b"\x08\x30\0\x01"[..], &b"\x08\x30\0\x02"[..]),
-        ] {
-            let mut bad = good.clone();
-            let at = bad.windows(from.len()).position(|w| w == from).unwrap();
-            bad[at..at + from.len()].copy_from_slice(to);
-            let element = elements(&bad).unwrap().next().unwrap().unwrap();
-            assert!(element.check().is_err() && element.to_bson().is_err());
-        }
-    }
-
-    #[test]
-    fn keys_beyond_ascii_are_checked_as_utf8() {
-        // Keys in a nested document and in an array (an array's keys are
-        // digits, but its bytes are as untrusted as any).
-        let good = bson::to_vec(&doc! { "d": { "clé": 1, "a": [ { "ключ": "v" } ] } }).unwrap();
-        let element = elements(&good).unwrap().next().unwrap().unwrap();
-        assert!(element.check().is_ok() && element.to_bson().is_ok());
-        for (from, to) in [
-            // "é" (C3 A9) made a lone continuation byte; "0" of the array made 0xFF.
+            // "é" (C3 A9) made a lone continuation byte; the key "0" of the
+            // array of documents made 0xFF.
             (&b"cl\xc3\xa9\0"[..], &b"cl\xa9\xa9\0"[..]),
             (&b"\x030\0"[..], &b"\x03\xff\0"[..]),
         ] {
-            let mut bad = good.clone();
-            let at = bad.windows(from.len()).position(|w| w == from).unwrap();
-            bad[at..at + from.len()].copy_from_slice(to);
+            let bad = patched(&good, from, to);
             let element = elements(&bad).unwrap().next().unwrap().unwrap();
             assert!(element.check().is_err(), "{to:?}");
             assert!(element.to_bson().is_err(), "{to:?}");
             assert!(check_finding(&bad, None).is_err(), "{to:?}");
         }
+    }
+
+    /// `bytes` with the first run of `from` replaced by `to`, as long.
+    fn patched(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+        let mut patched = bytes.to_vec();
+        let at = patched.windows(from.len()).position(|w| w == from).unwrap();
+        patched[at..at + from.len()].copy_from_slice(to);
+        patched
     }
 
     #[test]
