@@ -78,12 +78,16 @@ struct ReplyParts {
 #[derive(Clone, Debug, Default)]
 struct KnownFields {
     values: [Option<(u8, Range<usize>)>; 3],
-    /// The `clusterTime` Timestamp of that `$clusterTime`, found while it
-    /// was checked.
+    /// The `clusterTime` Timestamp of the last `$clusterTime` that was a
+    /// document, found while it was checked (read only when the last
+    /// `$clusterTime` is that document).
     cluster_time: Option<Timestamp>,
 }
 
 const KNOWN_KEYS: [&str; 3] = ["ok", "$clusterTime", "operationTime"];
+
+/// The index of `$clusterTime` in [`KNOWN_KEYS`].
+const CLUSTER_TIME: usize = 1;
 
 impl PartialEq for Reply {
     fn eq(&self, other: &Self) -> bool {
@@ -268,16 +272,15 @@ impl Reply {
                 }
             }
             element.check_key()?;
-            if element.is("$clusterTime") {
-                known.cluster_time = match element.as_document() {
-                    Some(fields) => raw_walk::check_finding(fields, Some("clusterTime"))?
-                        .and_then(|found| found.as_timestamp()),
-                    None => element.check().map(|()| None)?,
-                };
-            } else {
-                element.check()?;
+            let known_at = KNOWN_KEYS.iter().position(|key| element.is(key));
+            match element.as_document() {
+                Some(fields) if known_at == Some(CLUSTER_TIME) => {
+                    known.cluster_time = raw_walk::check_finding(fields, Some("clusterTime"))?
+                        .and_then(|found| found.as_timestamp());
+                }
+                _ => element.check()?,
             }
-            if let Some(i) = KNOWN_KEYS.iter().position(|key| element.is(key)) {
+            if let Some(i) = known_at {
                 let start = element.value.as_ptr() as usize - bytes.as_ptr() as usize;
                 known.values[i] = Some((element.kind, start..start + element.value.len()));
             }
@@ -933,13 +936,11 @@ mod tests {
             assert_eq!(converted, from_document, "{raw:?}");
         }
         // A key inside `$clusterTime` that is not UTF-8 refuses the reply.
-        let mut bytes = reply_of(vec![(
-            "$clusterTime",
-            time(rawdoc! { "clusterTime": a, "kx": 1 }),
-        )])
-        .into_bytes();
-        let at = bytes.windows(3).position(|w| w == b"kx\0").unwrap();
-        bytes[at] = 0xff;
+        let bytes = patched(
+            &doc! { "ok": 1.0, "$clusterTime": { "clusterTime": a, "kx": 1 } },
+            b"kx\0",
+            b"\xffx\0",
+        );
         let len = bytes.len();
         assert!(Reply::parse(bytes, 0..len).is_err());
     }
