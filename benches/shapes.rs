@@ -364,14 +364,26 @@ fn print_syscalls(standalone: &TestServer, drivers: &[Driver]) {
 fn print_footprint(standalone: &TestServer, drivers: &[Driver]) {
     println!();
     println!(
-        "per warm find_one (callgrind): instructions, hot code in 64-byte lines and 4 KiB pages"
+        "per warm find_one (callgrind, lackey): instructions, hot code in 64-byte lines and \
+         4 KiB pages, data touched by every operation"
     );
     for driver in drivers {
         match footprint::measure(driver, &standalone.uri()) {
-            Some(f) => println!(
-                "{:<14} {:>8} instructions {:>6} lines {:>5} pages",
-                driver.name, f.instructions_per_op, f.code_lines, f.code_pages
-            ),
+            Some(f) => {
+                let data = footprint::measure_data(driver, &standalone.uri()).map_or(
+                    "data: -".to_owned(),
+                    |d| {
+                        format!(
+                            "data: {:>4} lines ({} stack) {:>3} pages",
+                            d.lines, d.stack_lines, d.pages
+                        )
+                    },
+                );
+                println!(
+                    "{:<14} {:>8} instructions {:>6} lines {:>5} pages   {data}",
+                    driver.name, f.instructions_per_op, f.code_lines, f.code_pages
+                )
+            }
             None => println!(
                 "{:<14} - (valgrind not available or the run failed)",
                 driver.name

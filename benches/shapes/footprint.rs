@@ -14,6 +14,15 @@
 //! the hot code is every instruction address the longer run executed at
 //! least `OPS` times, counted as distinct 64-byte lines (and 4 KiB pages)
 //! per loaded object.
+//!
+//! The data an operation touches comes from `valgrind --tool=lackey
+//! --trace-mem=yes`, which lists every load and store: two runs, with
+//! `1 + DATA_OPS` and `1 + 2 × DATA_OPS` operations, and a 64-byte line
+//! counts when the longer run accessed it at least `DATA_OPS` times more
+//! than the shorter one, so what only the connect and the first scan touch
+//! cancels out. The stack's share is the lines within `STACK_SPAN` of the
+//! highest address touched (the main thread's stack sits above every other
+//! mapping the process writes).
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -22,12 +31,23 @@ use std::process::{Command, Stdio};
 use crate::{Driver, COLL, DB};
 
 const OPS: u64 = 2000;
+/// Fewer than `OPS`: lackey writes a line of text per memory access.
+const DATA_OPS: u64 = 300;
+const STACK_SPAN: u64 = 1 << 20;
 
 /// What one driver's warm `find_one` runs.
 pub struct Footprint {
     pub instructions_per_op: u64,
     pub code_lines: usize,
     pub code_pages: usize,
+}
+
+/// The data one warm `find_one` touches.
+pub struct DataFootprint {
+    pub lines: usize,
+    pub pages: usize,
+    /// Of `lines`, those on the stack.
+    pub stack_lines: usize,
 }
 
 /// The footprint of `driver`'s warm `find_one` against `uri`; `None` when
@@ -151,4 +171,72 @@ fn parse(text: &str) -> Profile {
         }
     }
     Profile { total, executions }
+}
+
+/// The data lines `driver`'s warm `find_one` touches against `uri`; `None`
+/// when valgrind is not installed or a run fails.
+pub fn measure_data(driver: &Driver, uri: &str) -> Option<DataFootprint> {
+    let shorter = data_accesses(&driver.bench_find, uri, 1 + DATA_OPS)?;
+    let longer = data_accesses(&driver.bench_find, uri, 1 + 2 * DATA_OPS)?;
+    let touched: Vec<u64> = longer
+        .iter()
+        .filter(|(line, count)| {
+            count.saturating_sub(shorter.get(line).copied().unwrap_or(0)) >= DATA_OPS
+        })
+        .map(|(line, _)| *line)
+        .collect();
+    let highest = touched.iter().copied().max()?;
+    let stack_floor = highest.saturating_sub(STACK_SPAN >> 6);
+    Some(DataFootprint {
+        lines: touched.len(),
+        pages: touched
+            .iter()
+            .map(|line| line >> 6)
+            .collect::<HashSet<_>>()
+            .len(),
+        stack_lines: touched.iter().filter(|line| **line >= stack_floor).count(),
+    })
+}
+
+/// How often `ops` warm operations (and the run around them) accessed each
+/// 64-byte line of data, from lackey's trace. The trace goes to a pipe
+/// through descriptor 3, so the program's own output cannot split its
+/// lines; it is read as it comes (hundreds of megabytes of text).
+fn data_accesses(bench_find: &Path, uri: &str, ops: u64) -> Option<HashMap<u64, u64>> {
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(r#"exec valgrind --tool=lackey --trace-mem=yes --log-fd=3 "$@" 3>&1 1>/dev/null 2>/dev/null"#)
+        .arg("sh")
+        .arg(bench_find)
+        .args(["warm", uri, DB, COLL, &ops.to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let mut counts: HashMap<u64, u64> = HashMap::new();
+    let trace = std::io::BufReader::new(child.stdout.take()?);
+    for line in std::io::BufRead::split(trace, b'\n') {
+        let Ok(line) = line else { break };
+        if let Some((first, last)) = data_access(&line) {
+            for at in first..=last {
+                *counts.entry(at).or_default() += 1;
+            }
+        }
+    }
+    child.wait().ok()?.success().then_some(counts)
+}
+
+/// The first and last 64-byte line of a lackey load, store or modify
+/// (` L 1ffefff8a0,8`); `None` for an instruction (`I  ...`) or any other
+/// line.
+fn data_access(line: &[u8]) -> Option<(u64, u64)> {
+    let rest = match line {
+        [b' ', b'L' | b'S' | b'M', b' ', rest @ ..] => rest,
+        _ => return None,
+    };
+    let text = std::str::from_utf8(rest).ok()?;
+    let (address, size) = text.trim().split_once(',')?;
+    let address = u64::from_str_radix(address, 16).ok()?;
+    let size: u64 = size.parse().ok()?;
+    Some((address >> 6, (address + size.max(1) - 1) >> 6))
 }
