@@ -12,9 +12,9 @@
  * machine (perf puts it in waking the peer's thread, which was idle
  * longer), which a floor on one socket would hide.
  *
- * With FLOOR_TOUCH_PAGES=P it also touches one cache line in each of P
- * pages after every reply (see the loop): a calibration of what each cold
- * line a driver touches costs after the wakeup.
+ * With FLOOR_TOUCH_LINES=L[:P] it also writes to L cache lines spread over P
+ * pages (default L) after every reply (see the loop): a calibration of what
+ * the distinct lines a driver touches after the wakeup cost.
  *
  * Speaks the warm mode of the examples/bench_find.rs protocol only:
  *   bench_find warm mongodb://HOST:PORT[,HOST:PORT...]/ DB COLL N
@@ -131,14 +131,20 @@ int main(int argc, char **argv) {
         return 1;
     }
     unsigned pick = 2463534242u; /* xorshift32 state: the draw costs no system call */
-    /* FLOOR_TOUCH_PAGES=P: after each reply, write one byte in each of P
-     * distinct pages (one cache line each), as a driver's user-space code
-     * touches its code and data after the wakeup. The CPU it adds per
-     * operation, divided by P, is what one cold line costs on this machine. */
-    const char *touch_env = getenv("FLOOR_TOUCH_PAGES");
-    long touch = touch_env ? strtol(touch_env, NULL, 10) : 0;
-    if (touch < 0) touch = 0;
-    volatile uint8_t *pages = touch ? calloc((size_t)touch, 4096) : NULL;
+    /* FLOOR_TOUCH_LINES=L[:P]: after each reply, write one byte in each of
+     * L distinct cache lines spread over P pages, as a driver's user-space
+     * code touches its code and data after the wakeup (ours: some 1,300
+     * lines in some 115 pages, README). The lines are visited in a
+     * scattered order (a multiplicative permutation), as a program's are:
+     * in address order the hardware prefetcher would fetch ahead and hide
+     * most of the cost. The CPU it adds per operation is what that
+     * footprint costs on this machine. */
+    const char *touch_env = getenv("FLOOR_TOUCH_LINES");
+    char *spread_at = NULL;
+    long touch = touch_env ? strtol(touch_env, &spread_at, 10) : 0;
+    long spread = spread_at && *spread_at == ':' ? strtol(spread_at + 1, NULL, 10) : touch;
+    if (touch < 0 || spread < 1 || touch > 64 * spread) touch = 0;
+    volatile uint8_t *pages = touch ? calloc((size_t)spread, 4096) : NULL;
     if (touch && !pages) exit(1);
     warm_mark start = warm_mark_now();
     for (long i = 0; i < n; i++) {
@@ -146,7 +152,10 @@ int main(int argc, char **argv) {
         pick ^= pick >> 17;
         pick ^= pick << 5;
         round_trip(fds[pick % (unsigned)serving], msg, len, reply, sizeof reply);
-        for (long p = 0; p < touch; p++) pages[p * 4096 + (p % 64) * 64] += 1;
+        for (long k = 0; k < touch; k++) {
+            unsigned long line = (unsigned long)k * 2654435761ul % (unsigned long)touch;
+            pages[line % spread * 4096 + line / spread * 64] += 1;
+        }
     }
     print_warm(n, start);
     for (int i = 0; i < serving; i++) close(fds[i]);
