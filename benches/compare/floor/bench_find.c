@@ -92,6 +92,26 @@ int main(int argc, char **argv) {
         return 2;
     }
     long n = strtol(argv[5], NULL, 10);
+    /* FLOOR_TOUCH_LINES=L[:P]: after each reply, write one byte in each of
+     * L distinct cache lines spread over P pages, as a driver's user-space
+     * code touches its code and data after the wakeup (ours: some 1,300
+     * lines in some 115 pages, README). The lines are visited in a
+     * scattered order (a multiplicative permutation), as a program's are:
+     * in address order the hardware prefetcher would fetch ahead and hide
+     * most of the cost. The CPU it adds per operation is what that
+     * footprint costs on this machine. */
+    const char *touch_env = getenv("FLOOR_TOUCH_LINES");
+    char *end = NULL;
+    long touch = touch_env ? strtol(touch_env, &end, 10) : 0;
+    long spread = touch;
+    if (end && *end == ':') spread = strtol(end + 1, &end, 10);
+    if (touch_env && (*end != '\0' || touch < 1 || spread < 1 || touch > 64 * spread)) {
+        fprintf(stderr, "bench_find: FLOOR_TOUCH_LINES=%s: expected L or L:P, 1 <= L <= 64 x P\n",
+                touch_env);
+        return 2;
+    }
+    volatile uint8_t *pages = touch ? calloc((size_t)spread, 4096) : NULL;
+    if (touch && !pages) exit(1);
     bson_t body = BSON_INITIALIZER, filter;
     BSON_APPEND_UTF8(&body, "find", argv[4]);
     BSON_APPEND_DOCUMENT_BEGIN(&body, "filter", &filter);
@@ -131,21 +151,6 @@ int main(int argc, char **argv) {
         return 1;
     }
     unsigned pick = 2463534242u; /* xorshift32 state: the draw costs no system call */
-    /* FLOOR_TOUCH_LINES=L[:P]: after each reply, write one byte in each of
-     * L distinct cache lines spread over P pages, as a driver's user-space
-     * code touches its code and data after the wakeup (ours: some 1,300
-     * lines in some 115 pages, README). The lines are visited in a
-     * scattered order (a multiplicative permutation), as a program's are:
-     * in address order the hardware prefetcher would fetch ahead and hide
-     * most of the cost. The CPU it adds per operation is what that
-     * footprint costs on this machine. */
-    const char *touch_env = getenv("FLOOR_TOUCH_LINES");
-    char *spread_at = NULL;
-    long touch = touch_env ? strtol(touch_env, &spread_at, 10) : 0;
-    long spread = spread_at && *spread_at == ':' ? strtol(spread_at + 1, NULL, 10) : touch;
-    if (touch < 0 || spread < 1 || touch > 64 * spread) touch = 0;
-    volatile uint8_t *pages = touch ? calloc((size_t)spread, 4096) : NULL;
-    if (touch && !pages) exit(1);
     warm_mark start = warm_mark_now();
     for (long i = 0; i < n; i++) {
         pick ^= pick << 13;
