@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use bson::Document;
 
-use crate::address::ServerAddress;
+use crate::proto::address::ServerAddress;
 
 /// `Result` with this crate's [`Error`].
 pub type Result<T> = std::result::Result<T, Error>;
@@ -106,12 +106,12 @@ pub enum ErrorKind {
     /// failed (`writeErrors`) or its write concern was not satisfied
     /// (`writeConcernError`).
     #[error("{0}")]
-    Write(crate::results::WriteFailure),
+    Write(crate::proto::results::WriteFailure),
 
     /// A batched write (`insert_many`, `bulk_write`) had failed statements or
     /// an unsatisfied write concern; carries what did succeed.
     #[error("{0}")]
-    BulkWrite(crate::results::BulkWriteFailure),
+    BulkWrite(crate::proto::results::BulkWriteFailure),
 
     /// The client was closed, or used in a way its state does not allow.
     #[error("client error: {message}")]
@@ -282,7 +282,7 @@ impl Error {
     /// # }
     /// ```
     pub fn code(&self) -> Option<i32> {
-        use crate::results::{BulkWriteFailure, WriteFailure};
+        use crate::proto::results::{BulkWriteFailure, WriteFailure};
         match &*self.kind {
             ErrorKind::Write(WriteFailure::WriteError(we)) => Some(we.code),
             ErrorKind::BulkWrite(BulkWriteFailure {
@@ -301,7 +301,7 @@ impl Error {
     /// write concern error's, never a failed write statement's (the specs
     /// judge `writeErrors` by labels only).
     pub(crate) fn server_code(&self) -> Option<i32> {
-        use crate::results::{BulkWriteFailure, WriteFailure};
+        use crate::proto::results::{BulkWriteFailure, WriteFailure};
         match &*self.kind {
             ErrorKind::Command(c) => Some(c.code),
             ErrorKind::Write(WriteFailure::WriteConcernError(wce)) => Some(wce.code),

@@ -86,12 +86,6 @@ pub use proto::{
     results, retry, sdam, select, session, srv, uri,
 };
 
-use proto::{
-    bson_write, command_draft, concern, deadline, encode, handshake, log_json, monitor, nesting,
-    raw_walk, scan, unsupported, wire,
-};
-use shell::{conn, dns, exec, fork, tls, topology};
-
 /// A new ObjectId, unique to this process even after a fork (`bson`'s
 /// `ObjectId::new()` repeats its parent's ids in a forked child).
 pub use shell::ids::new_object_id;

@@ -12,14 +12,14 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use bson::Document;
 
 use crate::error::Result;
-use crate::event::EventHandler;
-use crate::exec::ClientState;
-use crate::options::ClientOptions;
-use crate::read_preference::ReadPreference;
-use crate::retry::{RetryPolicy, RetrySettings, Tokens};
-use crate::sdam::ServerDescription;
-use crate::select::ServerSelector;
-use crate::topology::Topology;
+use crate::proto::event::EventHandler;
+use crate::proto::options::ClientOptions;
+use crate::proto::read_preference::ReadPreference;
+use crate::proto::retry::{RetryPolicy, RetrySettings, Tokens};
+use crate::proto::sdam::ServerDescription;
+use crate::proto::select::ServerSelector;
+use crate::shell::exec::ClientState;
+use crate::shell::topology::Topology;
 
 /// A handle to a MongoDB deployment. Cheap to clone; clones share the
 /// topology and its sockets.
@@ -77,7 +77,7 @@ impl Client {
         server_selector: Option<ServerSelector>,
         retry_settings: Option<RetrySettings>,
     ) -> Result<Client> {
-        for warning in crate::unsupported::check(&options)? {
+        for warning in crate::proto::unsupported::check(&options)? {
             log::warn!("{warning}");
         }
         let topology = Topology::new(options, handler, server_selector)?;
@@ -105,7 +105,7 @@ impl Client {
         Database {
             client: self.clone(),
             name: name.to_string(),
-            overrides: crate::coll::Defaults::default(),
+            overrides: crate::api::coll::Defaults::default(),
         }
     }
 
@@ -135,8 +135,8 @@ impl Client {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn start_session(&self) -> crate::action::StartSession<'_> {
-        crate::action::StartSession::new(self)
+    pub fn start_session(&self) -> crate::api::action::StartSession<'_> {
+        crate::api::action::StartSession::new(self)
     }
 
     /// Ends the client's server sessions (`endSessions`, sent on an open
@@ -157,10 +157,10 @@ impl Client {
     }
 
     /// The read/write defaults the client's options give its operations.
-    pub(crate) fn defaults(&self) -> crate::coll::Defaults {
+    pub(crate) fn defaults(&self) -> crate::api::coll::Defaults {
         let state = self.state();
         let options = state.topology.options();
-        crate::coll::Defaults {
+        crate::api::coll::Defaults {
             read_preference: options.read_preference().cloned(),
             read_concern: options.read_concern().cloned(),
             write_concern: options.write_concern().cloned(),
@@ -182,8 +182,8 @@ impl Client {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn list_databases(&self) -> crate::action::ListDatabases<'_> {
-        crate::action::ListDatabases::new(self)
+    pub fn list_databases(&self) -> crate::api::action::ListDatabases<'_> {
+        crate::api::action::ListDatabases::new(self)
     }
 
     /// The names of the deployment's databases (`listDatabases` with
@@ -199,8 +199,8 @@ impl Client {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn list_database_names(&self) -> crate::action::ListDatabaseNames<'_> {
-        crate::action::ListDatabaseNames::new(self)
+    pub fn list_database_names(&self) -> crate::api::action::ListDatabaseNames<'_> {
+        crate::api::action::ListDatabaseNames::new(self)
     }
 
     pub(crate) fn state(&self) -> MutexGuard<'_, ClientState> {
@@ -279,7 +279,7 @@ pub struct Database {
     client: Client,
     name: String,
     /// What this handle overrides of the client's defaults.
-    overrides: crate::coll::Defaults,
+    overrides: crate::api::coll::Defaults,
 }
 
 impl Database {
@@ -290,13 +290,13 @@ impl Database {
 
     /// A handle to the collection `name`, whose documents are read and
     /// written as `T` (use [`bson::Document`] for untyped access).
-    pub fn collection<T>(&self, name: &str) -> crate::coll::Collection<T> {
-        crate::coll::Collection::new(self.client.clone(), &self.name, name, self.defaults())
+    pub fn collection<T>(&self, name: &str) -> crate::api::coll::Collection<T> {
+        crate::api::coll::Collection::new(self.client.clone(), &self.name, name, self.defaults())
     }
 
     /// The client's defaults with this database's overrides on top: what
     /// every operation through this handle inherits.
-    pub(crate) fn defaults(&self) -> crate::coll::Defaults {
+    pub(crate) fn defaults(&self) -> crate::api::coll::Defaults {
         self.client.defaults().overridden_by(&self.overrides)
     }
 
@@ -307,13 +307,16 @@ impl Database {
     }
 
     /// This handle with a default read concern for its collections.
-    pub fn with_read_concern(mut self, read_concern: crate::options::ReadConcern) -> Self {
+    pub fn with_read_concern(mut self, read_concern: crate::proto::options::ReadConcern) -> Self {
         self.overrides.read_concern = Some(read_concern);
         self
     }
 
     /// This handle with a default write concern for its collections.
-    pub fn with_write_concern(mut self, write_concern: crate::options::WriteConcern) -> Self {
+    pub fn with_write_concern(
+        mut self,
+        write_concern: crate::proto::options::WriteConcern,
+    ) -> Self {
         self.overrides.write_concern = Some(write_concern);
         self
     }
@@ -343,8 +346,11 @@ impl Database {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn create_collection(&self, name: impl AsRef<str>) -> crate::action::CreateCollection<'_> {
-        crate::action::CreateCollection::new(self, name.as_ref())
+    pub fn create_collection(
+        &self,
+        name: impl AsRef<str>,
+    ) -> crate::api::action::CreateCollection<'_> {
+        crate::api::action::CreateCollection::new(self, name.as_ref())
     }
 
     /// Drops the database and all its collections (`dropDatabase`).
@@ -361,8 +367,8 @@ impl Database {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn drop(&self) -> crate::action::DropDatabase<'_> {
-        crate::action::DropDatabase::new(self)
+    pub fn drop(&self) -> crate::api::action::DropDatabase<'_> {
+        crate::api::action::DropDatabase::new(self)
     }
 
     /// The database's collections and views, as specifications
@@ -385,8 +391,8 @@ impl Database {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn list_collections(&self) -> crate::action::ListCollections<'_> {
-        crate::action::ListCollections::new(self)
+    pub fn list_collections(&self) -> crate::api::action::ListCollections<'_> {
+        crate::api::action::ListCollections::new(self)
     }
 
     /// The names of the database's collections and views
@@ -403,8 +409,8 @@ impl Database {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn list_collection_names(&self) -> crate::action::ListCollectionNames<'_> {
-        crate::action::ListCollectionNames::new(self)
+    pub fn list_collection_names(&self) -> crate::api::action::ListCollectionNames<'_> {
+        crate::api::action::ListCollectionNames::new(self)
     }
 
     /// Runs a command and returns the reply; on the primary unless
@@ -422,8 +428,8 @@ impl Database {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn run_command(&self, command: Document) -> crate::action::RunCommand<'_> {
-        crate::action::RunCommand::new(self, command)
+    pub fn run_command(&self, command: Document) -> crate::api::action::RunCommand<'_> {
+        crate::api::action::RunCommand::new(self, command)
     }
 
     /// Runs an aggregation pipeline on the database (`aggregate: 1`), for
@@ -446,8 +452,8 @@ impl Database {
     pub fn aggregate(
         &self,
         pipeline: impl IntoIterator<Item = Document>,
-    ) -> crate::action::Aggregate<'_> {
-        crate::action::Aggregate::on_database(
+    ) -> crate::api::action::Aggregate<'_> {
+        crate::api::action::Aggregate::on_database(
             &self.client,
             &self.name,
             self.defaults(),

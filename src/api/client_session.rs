@@ -7,14 +7,14 @@
 
 use bson::Document;
 
-use crate::client::Client;
-use crate::deadline::Deadline;
+use crate::api::client::Client;
 use crate::error::Result;
-use crate::exec::{Clock, Target};
-use crate::operation::EndTransaction;
-use crate::session::transaction::{TransactionOptions, TransactionState};
-use crate::session::with_transaction::{Decision, WithTransaction};
-use crate::session::{SessionOptions, SessionState};
+use crate::proto::deadline::Deadline;
+use crate::proto::operation::EndTransaction;
+use crate::proto::session::transaction::{TransactionOptions, TransactionState};
+use crate::proto::session::with_transaction::{Decision, WithTransaction};
+use crate::proto::session::{SessionOptions, SessionState};
+use crate::shell::exec::{Clock, Target};
 
 /// An explicit session: causally consistent reads by default, and the
 /// context of a transaction. Pass it to an operation with
@@ -38,7 +38,7 @@ impl std::fmt::Debug for ClientSession {
 impl ClientSession {
     pub(crate) fn start(client: &Client, options: SessionOptions) -> Result<ClientSession> {
         options.validate()?;
-        let process = crate::fork::current_process();
+        let process = crate::shell::fork::current_process();
         let server_session = {
             let mut state = client.state();
             let timeout = state.logical_session_timeout();
@@ -287,7 +287,7 @@ impl ClientSession {
 impl Drop for ClientSession {
     fn drop(&mut self) {
         // A transaction inherited across fork() is the parent's to end.
-        let process = crate::fork::current_process();
+        let process = crate::shell::fork::current_process();
         let inherited = self.state.inherited_by(process.id);
         if self.state.transaction().state().is_active() && !inherited {
             let _ = self.abort_transaction();

@@ -18,18 +18,18 @@ use bson::Document;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::action;
-use crate::client::Client;
-use crate::client_session::ClientSession;
-use crate::coll_options::IndexModel;
-use crate::cursor::{Cursor, SessionCursor};
+use crate::api::action;
+use crate::api::client::Client;
+use crate::api::client_session::ClientSession;
+use crate::api::cursor::{Cursor, SessionCursor};
 use crate::error::{Error, Result};
-use crate::exec::{Inherited, Target};
-use crate::operation::{CursorSpec, Namespace, Operation, UpdateModification, WriteModel};
-use crate::options::{ReadConcern, WriteConcern};
-use crate::read_preference::ReadPreference;
-use crate::results::BulkWriteResult;
-use crate::select::SelectionCriteria;
+use crate::proto::coll_options::IndexModel;
+use crate::proto::operation::{CursorSpec, Namespace, Operation, UpdateModification, WriteModel};
+use crate::proto::options::{ReadConcern, WriteConcern};
+use crate::proto::read_preference::ReadPreference;
+use crate::proto::results::BulkWriteResult;
+use crate::proto::select::SelectionCriteria;
+use crate::shell::exec::{Inherited, Target};
 
 /// Read and write settings a handle passes to its operations; each level
 /// (client, database, collection, operation) may override the one above.
@@ -188,15 +188,15 @@ impl<T> Collection<T> {
     /// Runs one batch of an `insert_many` or `bulk_write`.
     /// The deadline every batch of one insert_many/bulk_write shares:
     /// timeoutMS bounds the whole call, not each batch.
-    pub(crate) fn batches_deadline(&self) -> crate::deadline::Deadline {
+    pub(crate) fn batches_deadline(&self) -> crate::proto::deadline::Deadline {
         self.client.state().deadline_from_now(self.defaults.timeout)
     }
 
     pub(crate) fn execute_batch(
         &self,
-        batch: &mut crate::operation::WriteBatch,
+        batch: &mut crate::proto::operation::WriteBatch,
         session: Option<&mut ClientSession>,
-        deadline: crate::deadline::Deadline,
+        deadline: crate::proto::deadline::Deadline,
     ) -> Result<BulkWriteResult> {
         let mut state = self.client.state();
         let explicit = session.map(|s| s.state_mut());
@@ -254,7 +254,7 @@ impl<T> Collection<T> {
 /// `document` as BSON, refused with an error naming the problem when it
 /// nests too deeply or does not convert.
 pub(crate) fn to_document<T: Serialize>(document: &T) -> Result<Document> {
-    crate::nesting::check_depth(document, "the document")?;
+    crate::proto::nesting::check_depth(document, "the document")?;
     bson::to_document(document).map_err(|e| {
         Error::invalid_argument(format!("the document cannot be converted to BSON: {e}"))
     })
@@ -263,7 +263,7 @@ pub(crate) fn to_document<T: Serialize>(document: &T) -> Result<Document> {
 /// `document` as BSON bytes, serialized straight from the caller's type
 /// (no intermediate `Document`), refused like [`to_document`] refuses.
 pub(crate) fn to_raw_document<T: Serialize>(document: &T) -> Result<bson::RawDocumentBuf> {
-    crate::nesting::check_depth(document, "the document")?;
+    crate::proto::nesting::check_depth(document, "the document")?;
     let bytes = bson::to_vec(document).map_err(|e| {
         Error::invalid_argument(format!("the document cannot be converted to BSON: {e}"))
     })?;

@@ -15,14 +15,14 @@ use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 
-use crate::address::ServerAddress;
-use crate::client::Client;
-use crate::client_session::ClientSession;
+use crate::api::client::Client;
+use crate::api::client_session::ClientSession;
 use crate::error::Result;
-use crate::exec::Executed;
-use crate::exec::{Inherited, Target};
-use crate::operation::CursorSpec;
-use crate::session::SessionState;
+use crate::proto::address::ServerAddress;
+use crate::proto::operation::CursorSpec;
+use crate::proto::session::SessionState;
+use crate::shell::exec::Executed;
+use crate::shell::exec::{Inherited, Target};
 
 /// The server-side cursor and the batch in hand: what both cursor kinds
 /// share. Each session-taking method takes the session the cursor belongs

@@ -7,7 +7,7 @@ use std::ffi::{c_char, c_void, CString};
 use std::ptr;
 use std::sync::{Arc, Mutex};
 
-use crate::event::{sdam_log_message, CommandEvent, EventHandler, SdamEvent};
+use crate::proto::event::{sdam_log_message, CommandEvent, EventHandler, SdamEvent};
 
 /// `mi_event_callback`.
 pub type MiEventCallback =

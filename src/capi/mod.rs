@@ -135,7 +135,7 @@ unsafe fn bytes_arg<'a>(ptr: *const u8, len: usize, name: &str) -> Result<&'a [u
 /// into the value its Extended JSON form names.
 fn parse_document(bytes: &[u8], name: &str) -> Result<Document, Failure> {
     check_length(bytes, name)?;
-    crate::raw_walk::to_document(bytes)
+    crate::proto::raw_walk::to_document(bytes)
         .map_err(|e| Failure::argument(name, &format!("is not BSON: {e}")))
 }
 
@@ -144,7 +144,7 @@ fn parse_document(bytes: &[u8], name: &str) -> Result<Document, Failure> {
 /// option is looked at once.
 fn parse_options(bytes: &[u8], name: &str) -> Result<ops::OptionList, Failure> {
     check_length(bytes, name)?;
-    crate::raw_walk::to_pairs(bytes)
+    crate::proto::raw_walk::to_pairs(bytes)
         .map_err(|e| Failure::argument(name, &format!("is not BSON: {e}")))
 }
 

@@ -6,12 +6,12 @@ use std::sync::Arc;
 
 use bson::{Bson, Document, RawDocumentBuf};
 
-use crate::coll_options::{AggregateOptions, CountOptions, FindOptions, UpdateOptions};
-use crate::cursor::SessionCursor;
+use crate::api::cursor::SessionCursor;
 use crate::error::{Error, ErrorKind};
-use crate::event::EventHandler;
-use crate::options::{Acknowledgment, ReadConcern, WriteConcern};
-use crate::session::transaction::TransactionOptions;
+use crate::proto::coll_options::{AggregateOptions, CountOptions, FindOptions, UpdateOptions};
+use crate::proto::event::EventHandler;
+use crate::proto::options::{Acknowledgment, ReadConcern, WriteConcern};
+use crate::proto::session::transaction::TransactionOptions;
 use crate::{Client, ClientSession, Collection, Cursor};
 
 use super::error::{Domain, Failure};
@@ -468,10 +468,10 @@ pub(crate) fn failure(error: &Error) -> Failure {
         ErrorKind::Authentication { .. } => (Domain::Authentication, None),
         ErrorKind::Tls { .. } => (Domain::Tls, None),
         ErrorKind::Timeout { .. } => (Domain::Timeout, None),
-        ErrorKind::Write(crate::results::WriteFailure::WriteError(e)) => {
+        ErrorKind::Write(crate::proto::results::WriteFailure::WriteError(e)) => {
             (Domain::Write, Some(e.code))
         }
-        ErrorKind::Write(crate::results::WriteFailure::WriteConcernError(e)) => {
+        ErrorKind::Write(crate::proto::results::WriteFailure::WriteConcernError(e)) => {
             (Domain::Write, Some(e.code))
         }
         ErrorKind::BulkWrite(f) => (

@@ -11,7 +11,7 @@
 use bson::spec::BinarySubtype;
 use bson::{Bson, Document};
 
-use crate::wire::MAX_BSON_DEPTH;
+use crate::proto::wire::MAX_BSON_DEPTH;
 
 /// Why a document could not be written.
 #[derive(Debug, PartialEq)]
@@ -356,7 +356,7 @@ mod tests {
             write_document(&arrays, &mut Vec::new()),
             Err(WriteError::TooDeep)
         );
-        crate::nesting::drop_without_recursion(over);
-        crate::nesting::drop_without_recursion(arrays);
+        crate::proto::nesting::drop_without_recursion(over);
+        crate::proto::nesting::drop_without_recursion(arrays);
     }
 }

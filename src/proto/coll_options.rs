@@ -18,8 +18,8 @@ use std::time::Duration;
 
 use bson::{Bson, Document};
 
-use crate::options::{ReadConcern, WriteConcern};
-use crate::select::SelectionCriteria;
+use crate::proto::options::{ReadConcern, WriteConcern};
+use crate::proto::select::SelectionCriteria;
 
 /// Declares an options struct with public `Option` fields and a setter per field.
 macro_rules! options_struct {

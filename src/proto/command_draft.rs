@@ -26,8 +26,8 @@ use std::sync::Arc;
 
 use bson::{Bson, Document};
 
-use crate::bson_write::{self, WriteError};
-use crate::operation::CommandBody;
+use crate::proto::bson_write::{self, WriteError};
+use crate::proto::operation::CommandBody;
 
 /// The body an operation built and the fields added to it since.
 #[derive(Clone, Debug, PartialEq)]
@@ -52,7 +52,7 @@ impl Added {
     fn to_bson(&self) -> Bson {
         match self {
             Added::Value(value) => value.clone(),
-            Added::Encoded(bytes) => Bson::Document(crate::encode::raw_to_document(bytes)),
+            Added::Encoded(bytes) => Bson::Document(crate::proto::encode::raw_to_document(bytes)),
             Added::Text(text) => Bson::String(text.to_string()),
         }
     }
@@ -116,7 +116,7 @@ impl CommandDraft {
         }
         match &self.body {
             CommandBody::Document(document) => document.get(key).map(Cow::Borrowed),
-            CommandBody::Raw(raw) => crate::raw_walk::find(raw.as_bytes(), key)
+            CommandBody::Raw(raw) => crate::proto::raw_walk::find(raw.as_bytes(), key)
                 .and_then(|element| element.to_bson().ok())
                 .map(Cow::Owned),
         }
@@ -133,7 +133,9 @@ impl CommandDraft {
         }
         match &self.body {
             CommandBody::Document(document) => document.get_str(key).ok(),
-            CommandBody::Raw(raw) => crate::raw_walk::find(raw.as_bytes(), key)?.as_str()?.ok(),
+            CommandBody::Raw(raw) => crate::proto::raw_walk::find(raw.as_bytes(), key)?
+                .as_str()?
+                .ok(),
         }
     }
 
@@ -216,8 +218,8 @@ impl CommandDraft {
                 }
             }
             CommandBody::Raw(raw) => {
-                let elements =
-                    crate::raw_walk::elements(raw.as_bytes()).map_err(WriteError::Invalid)?;
+                let elements = crate::proto::raw_walk::elements(raw.as_bytes())
+                    .map_err(WriteError::Invalid)?;
                 for element in elements {
                     let element = element.map_err(WriteError::Invalid)?;
                     match replacement(element.key_bytes) {
@@ -402,7 +404,7 @@ mod tests {
     #[test]
     fn the_bodys_documents_are_still_checked() {
         let mut deep = doc! { "leaf": 1 };
-        for _ in 0..crate::wire::MAX_BSON_DEPTH {
+        for _ in 0..crate::proto::wire::MAX_BSON_DEPTH {
             deep = doc! { "d": deep };
         }
         let draft = CommandDraft::new(doc! { "find": "c", "filter": deep });
@@ -411,7 +413,7 @@ mod tests {
             Err(WriteError::TooDeep),
             "a filter past the depth limit"
         );
-        crate::nesting::drop_without_recursion(draft.into_document());
+        crate::proto::nesting::drop_without_recursion(draft.into_document());
         let nul = CommandDraft::new(doc! { "find": "c", "filter": { "a\0": 1 } });
         assert!(matches!(
             nul.write(&mut Vec::new()),

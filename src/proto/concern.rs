@@ -12,10 +12,10 @@
 
 use bson::Bson;
 
-use crate::command_draft::CommandDraft;
-use crate::operation::CommandBody;
-use crate::options::WriteConcern;
-use crate::session::transaction::{read_concern_document, write_concern_document};
+use crate::proto::command_draft::CommandDraft;
+use crate::proto::operation::CommandBody;
+use crate::proto::options::WriteConcern;
+use crate::proto::session::transaction::{read_concern_document, write_concern_document};
 
 /// Which concerns a command outside a transaction takes, by the one rule
 /// ([`takes_read_concern`], [`takes_write_concern`]); a snapshot session

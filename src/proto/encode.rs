@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 /// limit (checked before serializing, which recurses once per level).
 /// `what` names the value in errors.
 pub(crate) fn to_raw<T: Serialize>(value: &T, what: &str) -> Result<RawDocumentBuf> {
-    crate::nesting::check_depth(value, what)?;
+    crate::proto::nesting::check_depth(value, what)?;
     let bytes = bson::to_vec(value)
         .map_err(|e| Error::invalid_argument(format!("cannot serialise {what} as BSON: {e}")))?;
     RawDocumentBuf::from_bytes(bytes)
@@ -27,7 +27,7 @@ pub(crate) fn document_to_raw(document: &Document, what: &str) -> Result<RawDocu
 /// Bytes we encoded ourselves, back as a `Document` (tests, command events).
 pub(crate) fn raw_to_document(bytes: &[u8]) -> Document {
     // Our own encoding of a Document or a serde value always decodes.
-    crate::raw_walk::to_document(bytes).unwrap_or_default()
+    crate::proto::raw_walk::to_document(bytes).unwrap_or_default()
 }
 
 /// The document's `_id`, putting a new ObjectId first when it has none, as
@@ -108,12 +108,12 @@ mod tests {
     #[test]
     fn too_deep_is_refused_before_serializing() {
         let mut deep = doc! {};
-        for _ in 0..crate::wire::MAX_BSON_DEPTH + 5 {
+        for _ in 0..crate::proto::wire::MAX_BSON_DEPTH + 5 {
             deep = doc! { "a": deep };
         }
         let error = document_to_raw(&deep, "document").unwrap_err();
         assert!(error.to_string().contains("nested deeper"), "{error}");
-        crate::nesting::drop_without_recursion(deep);
+        crate::proto::nesting::drop_without_recursion(deep);
     }
 
     #[test]

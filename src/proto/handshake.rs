@@ -11,7 +11,7 @@
 use bson::{doc, Bson, Document};
 
 use crate::error::{Error, Result};
-use crate::options::ServerApi;
+use crate::proto::options::ServerApi;
 
 /// `client.driver.name`.
 pub const DRIVER_NAME: &str = "mongo-inline";

@@ -30,13 +30,13 @@ use std::time::{Duration, Instant};
 
 use bson::Document;
 
-use crate::address::{AddressMap, AddressSet, ServerAddress};
-use crate::deadline::Deadline;
 use crate::error::{Error, ErrorKind};
-use crate::scan::{self, ScanCandidate};
-use crate::sdam::error_handling::{ApplicationError, ErrorDecision};
-use crate::sdam::{ServerType, TopologyDescription, TopologyType, TopologyUpdate};
-use crate::select::{self, SelectionCriteria, SelectionSettings};
+use crate::proto::address::{AddressMap, AddressSet, ServerAddress};
+use crate::proto::deadline::Deadline;
+use crate::proto::scan::{self, ScanCandidate};
+use crate::proto::sdam::error_handling::{ApplicationError, ErrorDecision};
+use crate::proto::sdam::{ServerType, TopologyDescription, TopologyType, TopologyUpdate};
+use crate::proto::select::{self, SelectionCriteria, SelectionSettings};
 use remembered::{SelectionMemory, Tracked};
 
 /// What the shell must do next.
@@ -734,7 +734,7 @@ fn cooling_reason(cooldown_end: Option<Instant>, now: Instant) -> String {
     format!(
         "every server failed its last check with a network error and is in its \
          {} ms cooldown (the next check is possible in {} ms)",
-        crate::options::COOLDOWN.as_millis(),
+        crate::proto::options::COOLDOWN.as_millis(),
         wait.as_millis()
     )
 }

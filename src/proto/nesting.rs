@@ -12,7 +12,7 @@ use bson::{Bson, Document};
 use serde::ser::{self, Serialize};
 
 use crate::error::{Error, Result};
-use crate::wire::MAX_BSON_DEPTH;
+use crate::proto::wire::MAX_BSON_DEPTH;
 
 /// Refuses `value` when its serialised form nests documents and arrays
 /// deeper than [`MAX_BSON_DEPTH`] levels (the outermost document is level

@@ -8,14 +8,14 @@ use std::time::Duration;
 
 use bson::Document;
 
-use crate::address::ServerAddress;
-pub use crate::coll_options::*;
 use crate::error::{Error, Result};
-pub use crate::operation::{UpdateModification, WriteModel};
-pub use crate::read_preference::{ReadPreference, ReadPreferenceMode};
-pub use crate::select::SelectionCriteria;
-pub use crate::session::transaction::TransactionOptions;
-pub use crate::session::SessionOptions;
+use crate::proto::address::ServerAddress;
+pub use crate::proto::coll_options::*;
+pub use crate::proto::operation::{UpdateModification, WriteModel};
+pub use crate::proto::read_preference::{ReadPreference, ReadPreferenceMode};
+pub use crate::proto::select::SelectionCriteria;
+pub use crate::proto::session::transaction::TransactionOptions;
+pub use crate::proto::session::SessionOptions;
 
 /// The single-threaded default of `heartbeatFrequencyMS` (server-monitoring spec).
 pub const DEFAULT_HEARTBEAT_FREQUENCY: Duration = Duration::from_secs(60);

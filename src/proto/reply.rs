@@ -32,7 +32,7 @@ use std::ops::Range;
 use bson::spec::ElementType;
 use bson::{Bson, Document, RawDocument, Timestamp};
 
-use crate::raw_walk::{self, Element};
+use crate::proto::raw_walk::{self, Element};
 
 use crate::error::{Error, Result};
 
@@ -128,7 +128,7 @@ fn find_cluster_time<R: ReplyFields + ?Sized>(reply: &R) -> Option<(Cow<'_, [u8]
 /// `value` encoded, when it is a document.
 fn encoded_document(value: &Bson, key: &str) -> Option<Cow<'static, [u8]>> {
     match value {
-        Bson::Document(document) => crate::encode::document_to_raw(document, key)
+        Bson::Document(document) => crate::proto::encode::document_to_raw(document, key)
             .ok()
             .map(|raw| Cow::Owned(raw.into_bytes())),
         _ => None,
@@ -251,7 +251,7 @@ impl Reply {
             .get(range.clone())
             .ok_or("reply document out of bounds")?;
         let raw = RawDocument::from_bytes(whole).map_err(|e| e.to_string())?;
-        crate::wire::check_reply_depth(raw)?;
+        crate::proto::wire::check_reply_depth(raw)?;
         let mut batch = None;
         let mut cursor_place = None;
         let mut known = KnownFields::default();
@@ -636,7 +636,7 @@ fn restore_batch(document: &mut Document, batch: &RawBatch) -> Result<()> {
 
 /// Converts one batch document to a `Document`.
 fn to_document(bytes: &[u8]) -> Result<Document> {
-    crate::raw_walk::to_document(bytes).map_err(|e| malformed_document(&e))
+    crate::proto::raw_walk::to_document(bytes).map_err(|e| malformed_document(&e))
 }
 
 #[cold]
@@ -746,7 +746,7 @@ mod tests {
 
     use super::*;
     use crate::error::ErrorKind;
-    use crate::operation::cursor::{CursorOptions, CursorSpec};
+    use crate::proto::operation::cursor::{CursorOptions, CursorSpec};
 
     fn parsed(reply: &Document) -> Reply {
         let bytes = bson::to_vec(reply).unwrap();

@@ -70,11 +70,11 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use crate::address::ServerAddress;
-use crate::deadline::Deadline;
 use crate::error::{CommandError, Error, ErrorKind};
-use crate::options::ClientOptions;
-use crate::sdam::description::TopologyType;
+use crate::proto::address::ServerAddress;
+use crate::proto::deadline::Deadline;
+use crate::proto::options::ClientOptions;
+use crate::proto::sdam::description::TopologyType;
 
 /// The `log` target of retry messages ([`RetryPlan::log_message`]).
 pub const LOG_TARGET: &str = "mongo_inline::retry";

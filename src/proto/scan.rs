@@ -26,9 +26,9 @@
 
 use std::time::{Duration, Instant};
 
-use crate::address::ServerAddress;
-use crate::options::{COOLDOWN, MIN_HEARTBEAT_FREQUENCY};
-use crate::sdam::{ServerDescription, ServerType};
+use crate::proto::address::ServerAddress;
+use crate::proto::options::{COOLDOWN, MIN_HEARTBEAT_FREQUENCY};
+use crate::proto::sdam::{ServerDescription, ServerType};
 
 /// What the scanner knows of one server between checks (besides its
 /// description).

@@ -21,10 +21,10 @@ use std::time::{Duration, Instant};
 
 use bson::{doc, Bson, Document};
 
-use crate::address::ServerAddress;
 use crate::error::{Error, ErrorKind, Result};
-use crate::read_preference::{ReadPreference, ReadPreferenceMode, TagSet};
-use crate::sdam::{ServerDescription, ServerType, TopologyDescription, TopologyType};
+use crate::proto::address::ServerAddress;
+use crate::proto::read_preference::{ReadPreference, ReadPreferenceMode, TagSet};
+use crate::proto::sdam::{ServerDescription, ServerType, TopologyDescription, TopologyType};
 
 /// `idleWritePeriodMS` of the max-staleness spec: how often an idle primary
 /// writes a no-op, fixed at 10 seconds.

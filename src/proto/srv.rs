@@ -12,9 +12,9 @@
 
 use std::time::Duration;
 
-use crate::address::ServerAddress;
 use crate::error::{Error, Result};
-use crate::options::ClientOptions;
+use crate::proto::address::ServerAddress;
+use crate::proto::options::ClientOptions;
 
 /// The spec's floor for the SRV rescan interval, whatever the records' TTLs.
 pub const MIN_RESCAN_SRV_INTERVAL: Duration = Duration::from_secs(60);
@@ -135,7 +135,7 @@ pub fn parse_txt_options(srv_host: &str, records: &[Vec<Vec<u8>>]) -> Result<Txt
         let Some((key, raw_value)) = pair.split_once('=') else {
             return Err(place(format!("has {pair:?}, which is not key=value")));
         };
-        let value = crate::uri::percent_decode(raw_value)
+        let value = crate::proto::uri::percent_decode(raw_value)
             .map_err(|e| place(format!("has a value for {key:?} that {}", e.0)))?;
         if value.is_empty() {
             return Err(place(format!("gives {key:?} an empty value")));

@@ -15,7 +15,7 @@
 //! prune, and always polls): they give a visible warning instead.
 
 use crate::error::{Error, Result};
-use crate::options::ClientOptions;
+use crate::proto::options::ClientOptions;
 
 /// One feature that is parsed but not implemented: the option as the user
 /// would write it, and whether `options` ask for it.
@@ -36,7 +36,10 @@ fn mechanism_is(options: &ClientOptions, mechanism: Option<&str>) -> bool {
     })
 }
 
-fn tls_option(options: &ClientOptions, set: fn(&crate::options::TlsOptions) -> bool) -> bool {
+fn tls_option(
+    options: &ClientOptions,
+    set: fn(&crate::proto::options::TlsOptions) -> bool,
+) -> bool {
     options.tls_options().is_some_and(set)
 }
 
@@ -82,7 +85,9 @@ const IGNORED: &[Unsupported] = &[
     },
     Unsupported {
         option: "serverMonitoringMode=stream (this driver always polls, on demand)",
-        requested: |o| o.server_monitoring_mode() == crate::options::ServerMonitoringMode::Stream,
+        requested: |o| {
+            o.server_monitoring_mode() == crate::proto::options::ServerMonitoringMode::Stream
+        },
     },
 ];
 

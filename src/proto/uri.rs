@@ -22,14 +22,14 @@ use std::time::Duration;
 
 use bson::Document;
 
-use crate::address::{ServerAddress, DEFAULT_PORT};
 use crate::error::{Error, Result};
-use crate::options::{
+use crate::proto::address::{ServerAddress, DEFAULT_PORT};
+use crate::proto::options::{
     Acknowledgment, ClientOptions, Credential, ProxyOptions, ReadConcern, ServerMonitoringMode,
     TlsOptions, WriteConcern, AUTH_MECHANISMS, KNOWN_COMPRESSORS, MAX_APP_NAME_BYTES,
     MIN_HEARTBEAT_FREQUENCY,
 };
-use crate::read_preference::{ReadPreference, ReadPreferenceMode, TagSet};
+use crate::proto::read_preference::{ReadPreference, ReadPreferenceMode, TagSet};
 
 const SCHEME: &str = "mongodb://";
 const SRV_SCHEME: &str = "mongodb+srv://";
@@ -123,7 +123,7 @@ impl ClientOptions {
         for warning in &warnings {
             log::warn!("{warning}");
         }
-        let merged = crate::options::merge(from_uri, code)?;
+        let merged = crate::proto::options::merge(from_uri, code)?;
         merged.validate()?;
         Ok(merged)
     }
@@ -1101,7 +1101,7 @@ mod tests {
         assert!(w[0].contains("heartbeatFrequencyMS") && w[0].contains("at least 500"));
         assert_eq!(
             o.heartbeat_frequency(),
-            crate::options::DEFAULT_HEARTBEAT_FREQUENCY
+            crate::proto::options::DEFAULT_HEARTBEAT_FREQUENCY
         );
         assert_eq!(o.write_concern().unwrap().w, Some(Acknowledgment::Nodes(2)));
         // Tokens in authMechanismProperties stay out of warnings.

@@ -17,10 +17,10 @@ use std::collections::HashSet;
 
 use bson::{Document, RawBsonRef, RawDocument, RawDocumentBuf};
 
-use crate::bson_write::WriteError;
-use crate::command_draft::CommandDraft;
 use crate::error::{Error, Result};
-use crate::reply::Reply;
+use crate::proto::bson_write::WriteError;
+use crate::proto::command_draft::CommandDraft;
+use crate::proto::reply::Reply;
 
 /// Length of the standard message header.
 pub const HEADER_LEN: usize = 16;
@@ -434,7 +434,8 @@ pub fn encode_query(
 }
 
 fn write_document(document: &Document, out: &mut Vec<u8>, what: &str) -> Result<()> {
-    crate::bson_write::write_document(document, out).map_err(|error| write_error(error, what))
+    crate::proto::bson_write::write_document(document, out)
+        .map_err(|error| write_error(error, what))
 }
 
 #[cold]
@@ -797,7 +798,7 @@ impl<'a> Reader<'a> {
 /// Converts exactly `bytes` (one whole document) to a [`Document`].
 fn parse_document(bytes: &[u8]) -> std::result::Result<Document, String> {
     // Nesting past the limit is refused by the conversion itself.
-    crate::raw_walk::to_document(bytes)
+    crate::proto::raw_walk::to_document(bytes)
 }
 
 /// Refuses a document nested deeper than [`MAX_BSON_DEPTH`].

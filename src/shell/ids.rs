@@ -14,7 +14,7 @@ pub fn new_object_id() -> ObjectId {
     let seconds = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as u32);
-    let process = crate::fork::current_process();
+    let process = crate::shell::fork::current_process();
     let mut guard = GENERATOR
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());

@@ -28,9 +28,9 @@ use rustls::{
     CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
 };
 
-use crate::address::ServerAddress;
 use crate::error::{Error, ErrorKind, Result};
-use crate::options::TlsOptions;
+use crate::proto::address::ServerAddress;
+use crate::proto::options::TlsOptions;
 
 fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
@@ -440,8 +440,12 @@ mod tests {
         let config = client_config(Some(&options)).unwrap();
         std::fs::remove_dir_all(dir).unwrap();
         let timeout = Some(std::time::Duration::from_secs(5));
-        let mut connection =
-            crate::conn::Connection::open(&ServerAddress::tcp(host, port), 0, timeout, timeout)?;
+        let mut connection = crate::shell::conn::Connection::open(
+            &ServerAddress::tcp(host, port),
+            0,
+            timeout,
+            timeout,
+        )?;
         connection.start_tls(&config, timeout)
     }
 

@@ -21,19 +21,19 @@ use std::time::{Duration, Instant};
 use bson::oid::ObjectId;
 use bson::Document;
 
-use crate::address::{AddressMap, ServerAddress};
-use crate::conn::Connection;
-use crate::deadline::Deadline;
 use crate::error::{Error, Result};
-use crate::event::EventHandler;
-use crate::handshake;
-use crate::monitor::{is_setup_failure, Monitor, MonitorSettings, Next};
-use crate::options::ClientOptions;
-use crate::sdam::{ServerDescription, TopologyDescription, TopologySettings, TopologyType};
-use crate::select::ServerSelector;
-use crate::select::{
+use crate::proto::address::{AddressMap, ServerAddress};
+use crate::proto::deadline::Deadline;
+use crate::proto::event::EventHandler;
+use crate::proto::handshake;
+use crate::proto::monitor::{is_setup_failure, Monitor, MonitorSettings, Next};
+use crate::proto::options::ClientOptions;
+use crate::proto::sdam::{ServerDescription, TopologyDescription, TopologySettings, TopologyType};
+use crate::proto::select::ServerSelector;
+use crate::proto::select::{
     self, SelectionCriteria, SelectionLog, SelectionLogContext, SelectionSettings,
 };
+use crate::shell::conn::Connection;
 
 mod checks;
 mod errors;
@@ -70,7 +70,7 @@ pub struct Topology {
     srv_resolved: bool,
     next_srv_rescan: Option<Instant>,
     /// How host names are resolved, read from the system on first use.
-    resolver: Option<crate::dns::ResolverConfig>,
+    resolver: Option<crate::shell::dns::ResolverConfig>,
     /// During a selection: the member addresses looked up together, and
     /// the names that look-up failed for (with why).
     scan_known_hosts: Vec<(String, Vec<std::net::IpAddr>)>,
@@ -82,7 +82,7 @@ pub struct Topology {
     /// sockets so that TLS sessions resume.
     tls: Option<Arc<rustls::ClientConfig>>,
     /// The client's credential and cached SCRAM keys.
-    authenticator: Option<crate::auth::Authenticator>,
+    authenticator: Option<crate::proto::auth::Authenticator>,
     /// The checks whose handshakes run in one wait (made on first use),
     /// and those waiting for a free slot.
     overlap: Option<overlap::Overlap>,
@@ -272,7 +272,7 @@ impl Topology {
                 // Removed by an earlier result of this scan: nothing to check.
                 let update = self.monitor.on_check(
                     &address,
-                    crate::monitor::CheckOutcome::Failed(Error::client("removed")),
+                    crate::proto::monitor::CheckOutcome::Failed(Error::client("removed")),
                     Duration::ZERO,
                     Instant::now(),
                 );
@@ -359,16 +359,16 @@ fn security(
     options: &ClientOptions,
 ) -> Result<(
     Option<Arc<rustls::ClientConfig>>,
-    Option<crate::auth::Authenticator>,
+    Option<crate::proto::auth::Authenticator>,
 )> {
     let tls = if options.tls() {
-        Some(crate::tls::client_config(options.tls_options())?)
+        Some(crate::shell::tls::client_config(options.tls_options())?)
     } else {
         None
     };
     let authenticator = options
         .credential()
-        .map(|c| crate::auth::Authenticator::new(c, options.default_database()))
+        .map(|c| crate::proto::auth::Authenticator::new(c, options.default_database()))
         .transpose()?;
     if let Some(authenticator) = &authenticator {
         let client_certificate = options

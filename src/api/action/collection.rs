@@ -6,25 +6,25 @@ use bson::{Bson, Document, RawDocumentBuf};
 use serde::de::DeserializeOwned;
 
 use super::{option_setters, session_setter, ExplicitSession, ImplicitSession};
-use crate::client_session::ClientSession;
-use crate::coll::Collection;
-use crate::coll_options::{
+use crate::api::client_session::ClientSession;
+use crate::api::coll::Collection;
+use crate::api::cursor::{Cursor, SessionCursor};
+use crate::error::Result;
+use crate::proto::coll_options::{
     AggregateOptions, BulkWriteOptions, CountOptions, CreateIndexOptions, CursorType,
     DeleteOptions, DistinctOptions, DropCollectionOptions, DropIndexOptions,
     EstimatedDocumentCountOptions, FindOneAndDeleteOptions, FindOneAndReplaceOptions,
     FindOneAndUpdateOptions, FindOptions, Hint, IndexModel, InsertManyOptions, InsertOneOptions,
     ListIndexesOptions, ReplaceOptions, ReturnDocument, UpdateOptions,
 };
-use crate::cursor::{Cursor, SessionCursor};
-use crate::error::Result;
-use crate::operation::aggregate::AggregateTarget;
-use crate::operation::{self, Insert, UpdateModification, WriteModel};
-use crate::options::{ReadConcern, WriteConcern};
-use crate::results::{
+use crate::proto::operation::aggregate::AggregateTarget;
+use crate::proto::operation::{self, Insert, UpdateModification, WriteModel};
+use crate::proto::options::{ReadConcern, WriteConcern};
+use crate::proto::results::{
     BulkWriteResult, CreateIndexResult, CreateIndexesResult, DeleteResult, InsertManyResult,
     InsertOneResult, UpdateResult,
 };
-use crate::select::SelectionCriteria;
+use crate::proto::select::SelectionCriteria;
 use std::time::Duration;
 
 /// `find`: returns a [`Cursor`], or with `.session(..)` a [`SessionCursor`].
@@ -751,7 +751,7 @@ impl<'a, T> Distinct<'a, T> {
 pub struct Aggregate<'a, S = ImplicitSession, T = Document> {
     client: &'a crate::Client,
     target: AggregateTarget,
-    defaults: crate::coll::Defaults,
+    defaults: crate::api::coll::Defaults,
     pipeline: Vec<Document>,
     options: AggregateOptions,
     session: S,
@@ -774,7 +774,7 @@ impl<'a> Aggregate<'a> {
     pub(crate) fn on_database(
         client: &'a crate::Client,
         db: &str,
-        defaults: crate::coll::Defaults,
+        defaults: crate::api::coll::Defaults,
         pipeline: Vec<Document>,
     ) -> Self {
         Aggregate {
@@ -824,7 +824,7 @@ impl<'a, S, T> Aggregate<'a, S, T> {
         operation::Aggregate,
         S,
         &'a crate::Client,
-        crate::coll::Defaults,
+        crate::api::coll::Defaults,
     ) {
         self.options.selection_criteria = Some(
             self.defaults
@@ -856,7 +856,7 @@ impl<'a, T> Aggregate<'a, ImplicitSession, T> {
     /// Runs the pipeline.
     pub fn run(self) -> Result<Cursor<T>> {
         let (mut op, _, client, defaults) = self.operation();
-        crate::coll::open_cursor(client, &mut op, defaults.inherited())
+        crate::api::coll::open_cursor(client, &mut op, defaults.inherited())
     }
 }
 
@@ -864,7 +864,7 @@ impl<T> Aggregate<'_, ExplicitSession<'_>, T> {
     /// Runs the pipeline in the session.
     pub fn run(self) -> Result<SessionCursor<T>> {
         let (mut op, ExplicitSession(session), client, defaults) = self.operation();
-        crate::coll::open_session_cursor(client, &mut op, defaults.inherited(), session)
+        crate::api::coll::open_session_cursor(client, &mut op, defaults.inherited(), session)
     }
 }
 

@@ -3,21 +3,21 @@
 use bson::{Bson, Document};
 
 use super::{option_setters, session_setter, ExplicitSession, ImplicitSession};
-use crate::client::{Client, Database};
-use crate::client_session::ClientSession;
-use crate::coll_options::{
+use crate::api::client::{Client, Database};
+use crate::api::client_session::ClientSession;
+use crate::api::cursor::{Cursor, SessionCursor};
+use crate::error::{Error, Result};
+use crate::proto::coll_options::{
     CreateCollectionOptions, DropDatabaseOptions, ListCollectionsOptions, ListDatabasesOptions,
 };
-use crate::cursor::{Cursor, SessionCursor};
-use crate::error::{Error, Result};
-use crate::exec::{Inherited, Target};
-use crate::operation::{self, DatabaseSpecification, Operation};
-use crate::options::WriteConcern;
-use crate::read_preference::ReadPreference;
-use crate::results::CollectionSpecification;
-use crate::select::SelectionCriteria;
-use crate::session::transaction::TransactionOptions;
-use crate::session::SessionOptions;
+use crate::proto::operation::{self, DatabaseSpecification, Operation};
+use crate::proto::options::WriteConcern;
+use crate::proto::read_preference::ReadPreference;
+use crate::proto::results::CollectionSpecification;
+use crate::proto::select::SelectionCriteria;
+use crate::proto::session::transaction::TransactionOptions;
+use crate::proto::session::SessionOptions;
+use crate::shell::exec::{Inherited, Target};
 
 /// Runs `op` in `session`, or in an implicit session that goes back to the
 /// pool afterwards.
@@ -164,7 +164,7 @@ impl<'a> DropDatabase<'a> {
             .options
             .write_concern
             .as_ref()
-            .and_then(crate::session::transaction::write_concern_document)
+            .and_then(crate::proto::session::transaction::write_concern_document)
         {
             command.insert("writeConcern", write_concern);
         }
@@ -211,7 +211,7 @@ impl<'a> ListCollections<'a> {
     /// Lists the collections.
     pub fn run(self) -> Result<Cursor<CollectionSpecification>> {
         let mut op = operation::ListCollections::new(self.db.name(), self.options);
-        crate::coll::open_cursor(self.db.client(), &mut op, self.db.defaults().timeout_only())
+        crate::api::coll::open_cursor(self.db.client(), &mut op, self.db.defaults().timeout_only())
     }
 }
 
@@ -229,7 +229,7 @@ impl ListCollections<'_, ExplicitSession<'_>> {
     pub fn run(self) -> Result<SessionCursor<CollectionSpecification>> {
         let ExplicitSession(session) = self.session;
         let mut op = operation::ListCollections::new(self.db.name(), self.options);
-        crate::coll::open_session_cursor(
+        crate::api::coll::open_session_cursor(
             self.db.client(),
             &mut op,
             self.db.defaults().timeout_only(),
@@ -271,10 +271,12 @@ impl<'a> ListCollectionNames<'a> {
         let client = self.db.client();
         let inherited = self.db.defaults().timeout_only();
         let specs: Vec<Document> = match self.session {
-            None => crate::coll::open_cursor(client, &mut op, inherited)?.collect::<Result<_>>()?,
+            None => {
+                crate::api::coll::open_cursor(client, &mut op, inherited)?.collect::<Result<_>>()?
+            }
             Some(session) => {
                 let mut cursor: SessionCursor<Document> =
-                    crate::coll::open_session_cursor(client, &mut op, inherited, session)?;
+                    crate::api::coll::open_session_cursor(client, &mut op, inherited, session)?;
                 cursor.iter(session).collect::<Result<_>>()?
             }
         };

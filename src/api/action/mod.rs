@@ -43,7 +43,7 @@ pub use database::{
     ListDatabases, RunCommand, StartSession,
 };
 
-use crate::client_session::ClientSession;
+use crate::api::client_session::ClientSession;
 
 /// The session state of a cursor-returning builder before
 /// `.session(..)`: the operation uses an implicit session and returns a
@@ -85,7 +85,10 @@ macro_rules! session_setter {
     () => {
         /// Runs the operation in `session` (for causal consistency or a
         /// transaction) instead of an implicit session.
-        pub fn session(mut self, session: &'a mut crate::client_session::ClientSession) -> Self {
+        pub fn session(
+            mut self,
+            session: &'a mut crate::api::client_session::ClientSession,
+        ) -> Self {
             self.session = Some(session);
             self
         }

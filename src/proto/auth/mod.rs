@@ -22,7 +22,7 @@ use bson::spec::BinarySubtype;
 use bson::{doc, Binary, Bson, Document};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::options::Credential;
+use crate::proto::options::Credential;
 
 use scram::{ClientFinal, ClientFirst, SaltParams, ScramKeys, ScramMechanism};
 

@@ -12,8 +12,8 @@ use std::time::Duration;
 use bson::oid::ObjectId;
 use bson::Document;
 
-use crate::address::ServerAddress;
 use crate::error::Error;
+use crate::proto::address::ServerAddress;
 
 /// The `log` target of command messages (the logging spec's `command`
 /// component).
@@ -101,7 +101,10 @@ pub fn is_sensitive(command_name: &str, command: &Document) -> bool {
 }
 
 /// [`is_sensitive`] of a command body as an operation built it.
-pub(crate) fn is_sensitive_body(command_name: &str, body: &crate::operation::CommandBody) -> bool {
+pub(crate) fn is_sensitive_body(
+    command_name: &str,
+    body: &crate::proto::operation::CommandBody,
+) -> bool {
     sensitive(command_name, || {
         body.contains_key("speculativeAuthenticate")
     })
@@ -138,7 +141,7 @@ pub fn log_command_event(event: &CommandEvent) {
 const MAX_DOCUMENT_LENGTH: usize = 1000;
 
 fn truncated_json(document: &Document) -> String {
-    let text = crate::log_json::relaxed(document);
+    let text = crate::proto::log_json::relaxed(document);
     if text.chars().count() <= MAX_DOCUMENT_LENGTH {
         return text;
     }

@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use bson::Document;
 
-use crate::address::ServerAddress;
 use crate::error::Error;
-use crate::sdam::{ServerDescription, TopologyDescription, TopologyId};
+use crate::proto::address::ServerAddress;
+use crate::proto::sdam::{ServerDescription, TopologyDescription, TopologyId};
 
 /// The `log` target of SDAM messages (the logging spec's `topology`
 /// component).
@@ -198,7 +198,7 @@ fn host_port(address: &ServerAddress) -> String {
 }
 
 fn relaxed_json(doc: &Document) -> String {
-    crate::log_json::relaxed(doc)
+    crate::proto::log_json::relaxed(doc)
 }
 
 fn server_summary(server: &ServerDescription) -> String {

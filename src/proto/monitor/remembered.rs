@@ -13,10 +13,10 @@
 
 use std::ops::Deref;
 
-use crate::address::ServerAddress;
 use crate::error::Result;
-use crate::sdam::TopologyDescription;
-use crate::select::{self, SelectionCriteria, SelectionSettings};
+use crate::proto::address::ServerAddress;
+use crate::proto::sdam::TopologyDescription;
+use crate::proto::select::{self, SelectionCriteria, SelectionSettings};
 
 /// The description with a count of its changes. It has no `DerefMut`:
 /// every change goes through [`Tracked::get_mut`], which counts it, so a

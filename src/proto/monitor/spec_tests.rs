@@ -38,15 +38,15 @@ use std::time::{Duration, Instant};
 use bson::Document;
 
 use super::{CheckOutcome, Monitor, MonitorSettings, Next};
-use crate::address::ServerAddress;
-use crate::conn::check_reply;
-use crate::deadline::Deadline;
 use crate::error::{Error, ErrorKind};
-use crate::operation::check_single_write;
-use crate::options::{DEFAULT_HEARTBEAT_FREQUENCY, DEFAULT_SERVER_SELECTION_TIMEOUT};
-use crate::read_preference::{ReadPreference, ReadPreferenceMode};
-use crate::sdam::{ApplicationError, TopologyDescription, TopologyType, TopologyUpdate};
-use crate::select::{SelectionCriteria, SelectionSettings};
+use crate::proto::address::ServerAddress;
+use crate::proto::deadline::Deadline;
+use crate::proto::operation::check_single_write;
+use crate::proto::options::{DEFAULT_HEARTBEAT_FREQUENCY, DEFAULT_SERVER_SELECTION_TIMEOUT};
+use crate::proto::read_preference::{ReadPreference, ReadPreferenceMode};
+use crate::proto::sdam::{ApplicationError, TopologyDescription, TopologyType, TopologyUpdate};
+use crate::proto::select::{SelectionCriteria, SelectionSettings};
+use crate::shell::conn::check_reply;
 
 #[allow(dead_code)]
 #[path = "../../../tests/support/spec.rs"]

@@ -4,8 +4,8 @@
 use bson::doc;
 
 use super::*;
-use crate::read_preference::ReadPreference;
-use crate::sdam::TopologySettings;
+use crate::proto::read_preference::ReadPreference;
+use crate::proto::sdam::TopologySettings;
 
 const SET: &[&str] = &["a:1", "b:1", "c:1"];
 
@@ -415,7 +415,7 @@ fn a_failed_idle_socket_ping_selects_again_without_a_rescan() {
     assert!(!h.monitor.description().stale);
     h.select(
         SelectionCriteria::ReadPreference(ReadPreference::new(
-            crate::read_preference::ReadPreferenceMode::Secondary,
+            crate::proto::read_preference::ReadPreferenceMode::Secondary,
         )),
         2_000,
     );
@@ -492,7 +492,7 @@ fn a_warm_selection_reuses_the_last_until_the_description_changes() {
     );
     // A secondary read is other criteria: selected afresh.
     let secondary = SelectionCriteria::ReadPreference(ReadPreference::new(
-        crate::read_preference::ReadPreferenceMode::Secondary,
+        crate::proto::read_preference::ReadPreferenceMode::Secondary,
     ));
     h.select(secondary, 40);
     assert!(matches!(h.poll(40), Next::Selected(_)));
@@ -519,7 +519,7 @@ fn a_selection_with_a_choice_picks_afresh_from_the_remembered_window() {
     scan_all(&mut h, 0, healthy);
     let secondary = || {
         SelectionCriteria::ReadPreference(ReadPreference::new(
-            crate::read_preference::ReadPreferenceMode::Secondary,
+            crate::proto::read_preference::ReadPreferenceMode::Secondary,
         ))
     };
     let computed = h.monitor.selections.computed;
@@ -550,7 +550,7 @@ fn a_remembered_window_draws_as_a_full_selection_does() {
     // memory per operation); they must pick the same servers in turn.
     let secondary = || {
         SelectionCriteria::ReadPreference(ReadPreference::new(
-            crate::read_preference::ReadPreferenceMode::Secondary,
+            crate::proto::read_preference::ReadPreferenceMode::Secondary,
         ))
     };
     let mut remembering = Harness::new(SET, settings(true, 30_000));

@@ -6,11 +6,11 @@ use super::cursor::CursorOptions;
 use super::{
     append_option, duration_ms, Command, CursorSpec, Namespace, Operation, Retryability, ServerInfo,
 };
-use crate::coll_options::AggregateOptions;
 use crate::error::Result;
-use crate::options::{ReadConcern, WriteConcern};
-use crate::reply::Reply;
-use crate::select::SelectionCriteria;
+use crate::proto::coll_options::AggregateOptions;
+use crate::proto::options::{ReadConcern, WriteConcern};
+use crate::proto::reply::Reply;
+use crate::proto::select::SelectionCriteria;
 
 /// What an aggregation runs on.
 #[derive(Clone, Debug, PartialEq)]
@@ -160,9 +160,9 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::operation::find::cursor_reply;
-    use crate::operation::test_support::{ns, server};
-    use crate::read_preference::{ReadPreference, ReadPreferenceMode};
+    use crate::proto::operation::find::cursor_reply;
+    use crate::proto::operation::test_support::{ns, server};
+    use crate::proto::read_preference::{ReadPreference, ReadPreferenceMode};
 
     #[test]
     fn collection_pipeline_with_options() {

@@ -33,16 +33,16 @@ use super::{
     reply_labels, sequence_budget, Command, Namespace, Operation, Retryability, ServerInfo,
     COMMAND_OVERHEAD_BYTES,
 };
-use crate::coll_options::{
+use crate::error::{Error, ErrorKind, Result};
+use crate::proto::coll_options::{
     BulkWriteOptions, DeleteModelOptions, InsertManyOptions, ReplaceModelOptions,
     UpdateModelOptions,
 };
-use crate::error::{Error, ErrorKind, Result};
-use crate::options::WriteConcern;
-use crate::results::{
+use crate::proto::options::WriteConcern;
+use crate::proto::results::{
     BulkWriteFailure, BulkWriteResult, InsertManyResult, WriteConcernError, WriteError,
 };
-use crate::wire::DocumentSequence;
+use crate::proto::wire::DocumentSequence;
 
 /// One write of a bulk write.
 #[derive(Clone, Debug, PartialEq)]
@@ -437,7 +437,7 @@ impl BulkWrite {
         let mut statements = Vec::with_capacity(models.len());
         for (index, model) in models.into_iter().enumerate() {
             let (kind, document, multi) = statement_of(index, model, new_id)?;
-            let document = crate::encode::document_to_raw(&document, kind.sequence_name())?;
+            let document = crate::proto::encode::document_to_raw(&document, kind.sequence_name())?;
             statements.push((kind, Statement::new(index, document, multi)));
         }
         Ok(BulkWrite::from_statements(ns, statements, shared))
@@ -685,7 +685,7 @@ impl InsertMany {
     ) -> Result<Self> {
         let documents = documents
             .iter()
-            .map(|document| crate::encode::document_to_raw(document, "documents"))
+            .map(|document| crate::proto::encode::document_to_raw(document, "documents"))
             .collect::<Result<Vec<_>>>()?;
         Self::from_raw(ns, documents, options, new_id)
     }
@@ -713,7 +713,7 @@ impl InsertMany {
         };
         let mut statements = Vec::with_capacity(documents.len());
         for (index, mut document) in documents.into_iter().enumerate() {
-            crate::encode::ensure_raw_id(&mut document, new_id)?;
+            crate::proto::encode::ensure_raw_id(&mut document, new_id)?;
             statements.push((WriteKind::Insert, Statement::new(index, document, false)));
         }
         Ok(InsertMany(BulkWrite::from_statements(
@@ -757,9 +757,9 @@ impl InsertMany {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::operation::document_size;
-    use crate::operation::test_support::{ns, sent as sent_documents, server, small_server};
     use crate::proto::object_id::tests::sequential_ids;
+    use crate::proto::operation::document_size;
+    use crate::proto::operation::test_support::{ns, sent as sent_documents, server, small_server};
 
     /// Runs `bulk` against a fake server: `answer` gets each command and
     /// returns the reply. Returns the commands sent.

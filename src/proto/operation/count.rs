@@ -6,10 +6,10 @@ use super::{
     append_option, count_bson, duration_ms, malformed, reply_count, Command, CursorSpec, Namespace,
     Operation, Retryability, ServerInfo,
 };
-use crate::coll_options::{CountOptions, EstimatedDocumentCountOptions};
 use crate::error::Result;
-use crate::options::ReadConcern;
-use crate::select::SelectionCriteria;
+use crate::proto::coll_options::{CountOptions, EstimatedDocumentCountOptions};
+use crate::proto::options::ReadConcern;
+use crate::proto::select::SelectionCriteria;
 
 /// `count_documents`: an exact count, as the aggregation
 /// `$match` → `$skip` → `$limit` → `$group: { _id: 1, n: { $sum: 1 } }`.
@@ -136,9 +136,9 @@ mod tests {
     use bson::Bson;
 
     use super::*;
-    use crate::coll_options::Hint;
-    use crate::operation::find::cursor_reply;
-    use crate::operation::test_support::{ns, server};
+    use crate::proto::coll_options::Hint;
+    use crate::proto::operation::find::cursor_reply;
+    use crate::proto::operation::test_support::{ns, server};
 
     #[test]
     fn count_documents_pipeline() {

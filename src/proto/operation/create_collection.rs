@@ -3,9 +3,9 @@
 use bson::{doc, Document};
 
 use super::{append_option, check_write_concern, count_bson, Command, Operation, ServerInfo};
-use crate::coll_options::CreateCollectionOptions;
 use crate::error::Result;
-use crate::options::WriteConcern;
+use crate::proto::coll_options::CreateCollectionOptions;
+use crate::proto::options::WriteConcern;
 
 /// `create_collection`.
 #[derive(Clone, Debug)]
@@ -76,7 +76,7 @@ impl Operation for CreateCollection {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::operation::test_support::server;
+    use crate::proto::operation::test_support::server;
 
     #[test]
     fn capped_collection_and_view() {

@@ -5,9 +5,9 @@ use bson::{doc, Bson, Document};
 use super::{
     append_option, check_write_concern, duration_ms, Command, Namespace, Operation, ServerInfo,
 };
-use crate::coll_options::{CreateIndexOptions, IndexModel};
 use crate::error::{Error, Result};
-use crate::options::WriteConcern;
+use crate::proto::coll_options::{CreateIndexOptions, IndexModel};
+use crate::proto::options::WriteConcern;
 
 /// The wire version of MongoDB 4.4, the first to accept `commitQuorum`.
 const WIRE_VERSION_4_4: i32 = 9;
@@ -103,7 +103,7 @@ impl Operation for CreateIndexes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::operation::test_support::{ns, server};
+    use crate::proto::operation::test_support::{ns, server};
 
     #[test]
     fn names_are_generated_and_options_merged() {

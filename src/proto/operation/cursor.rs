@@ -20,9 +20,9 @@ use bson::{Bson, Document};
 use serde::de::DeserializeOwned;
 
 use super::{malformed, GetMore, KillCursors, Namespace};
-use crate::address::ServerAddress;
 use crate::error::Result;
-use crate::reply::{CursorHeadView, RawBatch, Reply};
+use crate::proto::address::ServerAddress;
+use crate::proto::reply::{CursorHeadView, RawBatch, Reply};
 
 /// What the operation that opened a cursor decided about its `getMore`s.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -305,7 +305,7 @@ fn raw_cursor_fields(
     let ns = read_namespace(required(head.ns, "cursor.ns", "a string")?, known)?;
     let token = match head.post_batch_resume_token {
         Some(token) => Some(
-            crate::raw_walk::to_document(token.as_bytes())
+            crate::proto::raw_walk::to_document(token.as_bytes())
                 .map_err(|e| malformed(format!("invalid `cursor.postBatchResumeToken`: {e}")))?,
         ),
         None => None,
@@ -364,8 +364,8 @@ mod tests {
 
     use super::*;
     use crate::error::ErrorKind;
-    use crate::operation::test_support::server;
-    use crate::operation::Operation;
+    use crate::proto::operation::test_support::server;
+    use crate::proto::operation::Operation;
 
     fn reply(id: i64, batch: Vec<Document>) -> Document {
         doc! { "cursor": { "id": id, "ns": "db.coll", "firstBatch": batch }, "ok": 1 }

@@ -6,11 +6,11 @@ use super::{
     append_option, check_single_write, reply_count, Command, Namespace, Operation, Retryability,
     ServerInfo,
 };
-use crate::coll_options::{DeleteOptions, Hint};
 use crate::error::Result;
-use crate::options::WriteConcern;
-use crate::results::DeleteResult;
-use crate::wire::DocumentSequence;
+use crate::proto::coll_options::{DeleteOptions, Hint};
+use crate::proto::options::WriteConcern;
+use crate::proto::results::DeleteResult;
+use crate::proto::wire::DocumentSequence;
 
 /// One element of a delete command's `deletes`: `limit` 1 deletes one
 /// document, 0 all matching ones.
@@ -71,7 +71,10 @@ impl Operation for Delete {
         let mut command = Command::new(Self::NAME, self.ns.db.clone(), body);
         command.sequences.push(DocumentSequence {
             identifier: "deletes".into(),
-            documents: vec![crate::encode::document_to_raw(&self.statement, "deletes")?],
+            documents: vec![crate::proto::encode::document_to_raw(
+                &self.statement,
+                "deletes",
+            )?],
         });
         Ok(command)
     }
@@ -99,7 +102,7 @@ impl Operation for Delete {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::operation::test_support::{ns, server};
+    use crate::proto::operation::test_support::{ns, server};
 
     #[test]
     fn delete_one_and_many() {
@@ -116,7 +119,7 @@ mod tests {
         );
         assert_eq!(command.sequences[0].identifier, "deletes");
         assert_eq!(
-            crate::operation::test_support::sent(&command),
+            crate::proto::operation::test_support::sent(&command),
             vec![
                 doc! { "q": { "x": 1 }, "limit": 1, "collation": { "locale": "en" }, "hint": { "x": 1 } }
             ]
@@ -125,7 +128,7 @@ mod tests {
         let mut many = Delete::delete_many(ns(), doc! {}, DeleteOptions::default());
         let command = many.build(&server()).unwrap();
         assert_eq!(
-            crate::operation::test_support::sent(&command),
+            crate::proto::operation::test_support::sent(&command),
             vec![doc! { "q": {}, "limit": 0 }]
         );
         assert_eq!(many.retryability(), Retryability::None);

@@ -5,10 +5,10 @@ use bson::{doc, Bson, Document};
 use super::{
     append_option, duration_ms, malformed, Command, Namespace, Operation, Retryability, ServerInfo,
 };
-use crate::coll_options::DistinctOptions;
 use crate::error::Result;
-use crate::options::ReadConcern;
-use crate::select::SelectionCriteria;
+use crate::proto::coll_options::DistinctOptions;
+use crate::proto::options::ReadConcern;
+use crate::proto::select::SelectionCriteria;
 
 /// `distinct`: the values `field_name` takes in the documents matching `filter`.
 #[derive(Clone, Debug)]
@@ -82,7 +82,7 @@ impl Operation for Distinct {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::operation::test_support::{ns, server};
+    use crate::proto::operation::test_support::{ns, server};
 
     #[test]
     fn command_and_reply() {

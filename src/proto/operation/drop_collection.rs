@@ -6,9 +6,9 @@ use super::{
     append_option, check_write_concern, Command, Namespace, Operation, ServerInfo,
     NAMESPACE_NOT_FOUND,
 };
-use crate::coll_options::DropCollectionOptions;
 use crate::error::{Error, ErrorKind, Result};
-use crate::options::WriteConcern;
+use crate::proto::coll_options::DropCollectionOptions;
+use crate::proto::options::WriteConcern;
 
 /// `drop` of a collection. `NamespaceNotFound` (the collection did not exist)
 /// counts as success, as the CRUD spec asks.
@@ -55,7 +55,7 @@ impl Operation for DropCollection {
 mod tests {
     use super::*;
     use crate::error::CommandError;
-    use crate::operation::test_support::{ns, server};
+    use crate::proto::operation::test_support::{ns, server};
 
     fn command_error(code: i32) -> Error {
         Error::from(CommandError {

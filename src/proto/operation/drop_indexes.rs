@@ -5,9 +5,9 @@ use bson::{doc, Bson, Document};
 use super::{
     append_option, check_write_concern, duration_ms, Command, Namespace, Operation, ServerInfo,
 };
-use crate::coll_options::DropIndexOptions;
 use crate::error::{Error, Result};
-use crate::options::WriteConcern;
+use crate::proto::coll_options::DropIndexOptions;
+use crate::proto::options::WriteConcern;
 
 /// `drop_index` (one, by name or key pattern) or `drop_indexes` (all but `_id`).
 #[derive(Clone, Debug)]
@@ -85,7 +85,7 @@ impl Operation for DropIndexes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::operation::test_support::{ns, server};
+    use crate::proto::operation::test_support::{ns, server};
 
     #[test]
     fn one_or_all() {

@@ -86,7 +86,7 @@ impl Operation for EndTransaction {
 mod tests {
     use super::*;
     use crate::error::ErrorKind;
-    use crate::results::WriteFailure;
+    use crate::proto::results::WriteFailure;
     use bson::doc;
 
     #[test]

@@ -6,12 +6,12 @@ use super::cursor::CursorOptions;
 use super::{
     count_bson, duration_ms, Command, CursorSpec, Namespace, Operation, Retryability, ServerInfo,
 };
-use crate::bson_write::{DocumentWriter, WriteError};
-use crate::coll_options::{CursorType, FindOptions};
 use crate::error::{Error, Result};
-use crate::options::ReadConcern;
-use crate::reply::Reply;
-use crate::select::SelectionCriteria;
+use crate::proto::bson_write::{DocumentWriter, WriteError};
+use crate::proto::coll_options::{CursorType, FindOptions};
+use crate::proto::options::ReadConcern;
+use crate::proto::reply::Reply;
+use crate::proto::select::SelectionCriteria;
 
 /// `find` (and `find_one`): returns the cursor with its first batch.
 #[derive(Clone, Debug)]
@@ -150,7 +150,7 @@ impl Operation for Find {
     fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
         let bytes = self
             .write_body()
-            .map_err(|error| crate::wire::write_error(error, "command body"))?;
+            .map_err(|error| crate::proto::wire::write_error(error, "command body"))?;
         let body = RawDocumentBuf::from_bytes(bytes)
             .map_err(|e| Error::invalid_argument(format!("the find command is not BSON: {e}")))?;
         Ok(Command::new(Self::NAME, self.ns.db.clone(), body))
@@ -203,8 +203,8 @@ mod tests {
     use bson::doc;
 
     use super::*;
-    use crate::coll_options::Hint;
-    use crate::operation::test_support::{ns, server};
+    use crate::proto::coll_options::Hint;
+    use crate::proto::operation::test_support::{ns, server};
 
     fn body(find: &mut Find) -> Document {
         find.build(&server()).unwrap().body.to_document().unwrap()

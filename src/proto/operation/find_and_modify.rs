@@ -8,12 +8,12 @@ use super::{
     append_option, check_write_concern, duration_ms, malformed, Command, Namespace, Operation,
     Retryability, ServerInfo,
 };
-use crate::coll_options::{
+use crate::error::Result;
+use crate::proto::coll_options::{
     FindOneAndDeleteOptions, FindOneAndReplaceOptions, FindOneAndUpdateOptions, Hint,
     ReturnDocument,
 };
-use crate::error::Result;
-use crate::options::WriteConcern;
+use crate::proto::options::WriteConcern;
 
 /// What the command does to the document it finds.
 #[derive(Clone, Debug)]
@@ -195,7 +195,7 @@ mod tests {
 
     use super::*;
     use crate::error::ErrorKind;
-    use crate::operation::test_support::{ns, server};
+    use crate::proto::operation::test_support::{ns, server};
 
     #[test]
     fn delete_command() {

@@ -6,7 +6,7 @@ use bson::{doc, Bson, Document};
 
 use super::{duration_ms, Command, Namespace, Operation, ServerInfo};
 use crate::error::Result;
-use crate::reply::Reply;
+use crate::proto::reply::Reply;
 
 /// Asks the server for the next batch of cursor `id`. Usually made by
 /// [`super::CursorSpec::get_more`]; its output is the reply, which
@@ -76,7 +76,7 @@ impl Operation for GetMore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::operation::test_support::{ns, server};
+    use crate::proto::operation::test_support::{ns, server};
 
     #[test]
     fn comment_is_left_out_before_4_4() {

@@ -7,11 +7,11 @@ use bson::{doc, Bson, Document, RawDocumentBuf};
 use super::{
     append_option, check_single_write, Command, Namespace, Operation, Retryability, ServerInfo,
 };
-use crate::coll_options::InsertOneOptions;
 use crate::error::{Error, Result};
-use crate::options::WriteConcern;
-use crate::results::InsertOneResult;
-use crate::wire::DocumentSequence;
+use crate::proto::coll_options::InsertOneOptions;
+use crate::proto::options::WriteConcern;
+use crate::proto::results::InsertOneResult;
+use crate::proto::wire::DocumentSequence;
 
 /// Gives `document` an `_id` (a new ObjectId, first) when it has none, and
 /// returns the `_id`. An explicit `_id`, even `null`, is kept. The ObjectId
@@ -55,7 +55,7 @@ impl Insert {
         options: InsertOneOptions,
         new_id: &mut dyn FnMut() -> ObjectId,
     ) -> Result<Self> {
-        let inserted_id = crate::encode::ensure_raw_id(&mut document, new_id)?;
+        let inserted_id = crate::proto::encode::ensure_raw_id(&mut document, new_id)?;
         Ok(Insert {
             ns,
             document,
@@ -114,9 +114,9 @@ impl Operation for Insert {
 mod tests {
     use super::*;
     use crate::error::ErrorKind;
-    use crate::operation::test_support::{ns, server, small_server};
     use crate::proto::object_id::tests::sequential_ids;
-    use crate::results::{WriteError, WriteFailure};
+    use crate::proto::operation::test_support::{ns, server, small_server};
+    use crate::proto::results::{WriteError, WriteFailure};
 
     fn raw(document: Document) -> RawDocumentBuf {
         RawDocumentBuf::from_document(&document).unwrap()

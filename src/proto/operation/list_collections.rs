@@ -4,9 +4,9 @@ use bson::{doc, Document};
 
 use super::cursor::CursorOptions;
 use super::{append_option, Command, CursorSpec, Operation, Retryability, ServerInfo};
-use crate::coll_options::ListCollectionsOptions;
 use crate::error::Result;
-use crate::reply::Reply;
+use crate::proto::coll_options::ListCollectionsOptions;
+use crate::proto::reply::Reply;
 
 /// `list_collections` (and `list_collection_names`, with `name_only`):
 /// returns a cursor over the collection specifications.
@@ -64,8 +64,8 @@ impl Operation for ListCollections {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::operation::find::cursor_reply;
-    use crate::operation::test_support::server;
+    use crate::proto::operation::find::cursor_reply;
+    use crate::proto::operation::test_support::server;
 
     #[test]
     fn names_only_with_filter() {

@@ -3,8 +3,8 @@
 use bson::{doc, Bson, Document};
 
 use super::{append_option, bson_to_u64, malformed, Command, Operation, Retryability, ServerInfo};
-use crate::coll_options::ListDatabasesOptions;
 use crate::error::Result;
+use crate::proto::coll_options::ListDatabasesOptions;
 
 /// One database as `listDatabases` describes it.
 #[derive(Clone, Debug, PartialEq)]
@@ -85,7 +85,7 @@ impl Operation for ListDatabases {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::operation::test_support::server;
+    use crate::proto::operation::test_support::server;
 
     #[test]
     fn command_and_reply() {

@@ -4,9 +4,9 @@ use bson::{doc, Document};
 
 use super::cursor::CursorOptions;
 use super::{append_option, Command, CursorSpec, Namespace, Operation, Retryability, ServerInfo};
-use crate::coll_options::ListIndexesOptions;
 use crate::error::Result;
-use crate::reply::Reply;
+use crate::proto::coll_options::ListIndexesOptions;
+use crate::proto::reply::Reply;
 
 /// `list_indexes`: a cursor over the index specifications of a collection.
 #[derive(Clone, Debug)]
@@ -60,7 +60,7 @@ impl Operation for ListIndexes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::operation::test_support::{ns, server};
+    use crate::proto::operation::test_support::{ns, server};
 
     #[test]
     fn command_shape() {

@@ -25,12 +25,12 @@ use std::time::Duration;
 use bson::{Bson, Document, RawDocumentBuf};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::options::{ReadConcern, WriteConcern};
-use crate::reply::Reply;
-use crate::results::{WriteConcernError, WriteError, WriteFailure};
-use crate::sdam::description::ServerDescription;
-use crate::select::SelectionCriteria;
-use crate::wire::DocumentSequence;
+use crate::proto::options::{ReadConcern, WriteConcern};
+use crate::proto::reply::Reply;
+use crate::proto::results::{WriteConcernError, WriteError, WriteFailure};
+use crate::proto::sdam::description::ServerDescription;
+use crate::proto::select::SelectionCriteria;
+use crate::proto::wire::DocumentSequence;
 
 pub mod aggregate;
 pub mod bulk_write;
@@ -144,9 +144,11 @@ impl CommandBody {
     pub fn to_document(&self) -> Result<Document> {
         match self {
             CommandBody::Document(document) => Ok(document.clone()),
-            CommandBody::Raw(raw) => crate::raw_walk::to_document(raw.as_bytes()).map_err(|e| {
-                Error::invalid_argument(format!("a command body is not valid BSON: {e}"))
-            }),
+            CommandBody::Raw(raw) => {
+                crate::proto::raw_walk::to_document(raw.as_bytes()).map_err(|e| {
+                    Error::invalid_argument(format!("a command body is not valid BSON: {e}"))
+                })
+            }
         }
     }
 
@@ -154,7 +156,7 @@ impl CommandBody {
     pub fn contains_key(&self, key: &str) -> bool {
         match self {
             CommandBody::Document(document) => document.contains_key(key),
-            CommandBody::Raw(raw) => crate::raw_walk::find(raw.as_bytes(), key).is_some(),
+            CommandBody::Raw(raw) => crate::proto::raw_walk::find(raw.as_bytes(), key).is_some(),
         }
     }
 
@@ -162,7 +164,7 @@ impl CommandBody {
     pub fn first_key(&self) -> Option<&str> {
         match self {
             CommandBody::Document(document) => document.keys().next().map(String::as_str),
-            CommandBody::Raw(raw) => crate::raw_walk::first_key(raw.as_bytes()),
+            CommandBody::Raw(raw) => crate::proto::raw_walk::first_key(raw.as_bytes()),
         }
     }
 
@@ -170,7 +172,7 @@ impl CommandBody {
     pub(crate) fn first_key_bytes(&self) -> Option<&[u8]> {
         match self {
             CommandBody::Document(document) => document.keys().next().map(String::as_bytes),
-            CommandBody::Raw(raw) => crate::raw_walk::first_key_bytes(raw.as_bytes()),
+            CommandBody::Raw(raw) => crate::proto::raw_walk::first_key_bytes(raw.as_bytes()),
         }
     }
 }
@@ -226,9 +228,9 @@ impl Default for ServerInfo {
     fn default() -> Self {
         ServerInfo {
             max_wire_version: 8,
-            max_bson_object_size: crate::sdam::description::DEFAULT_MAX_BSON_OBJECT_SIZE,
-            max_message_size_bytes: crate::sdam::description::DEFAULT_MAX_MESSAGE_SIZE_BYTES,
-            max_write_batch_size: crate::sdam::description::DEFAULT_MAX_WRITE_BATCH_SIZE,
+            max_bson_object_size: crate::proto::sdam::description::DEFAULT_MAX_BSON_OBJECT_SIZE,
+            max_message_size_bytes: crate::proto::sdam::description::DEFAULT_MAX_MESSAGE_SIZE_BYTES,
+            max_write_batch_size: crate::proto::sdam::description::DEFAULT_MAX_WRITE_BATCH_SIZE,
         }
     }
 }
@@ -249,7 +251,7 @@ impl ServerInfo {
     pub(crate) fn max_document_bytes(&self) -> usize {
         positive_or(
             self.max_bson_object_size,
-            crate::sdam::description::DEFAULT_MAX_BSON_OBJECT_SIZE,
+            crate::proto::sdam::description::DEFAULT_MAX_BSON_OBJECT_SIZE,
         )
     }
 
@@ -257,7 +259,7 @@ impl ServerInfo {
     pub(crate) fn max_message_bytes(&self) -> usize {
         positive_or(
             self.max_message_size_bytes,
-            crate::sdam::description::DEFAULT_MAX_MESSAGE_SIZE_BYTES,
+            crate::proto::sdam::description::DEFAULT_MAX_MESSAGE_SIZE_BYTES,
         )
     }
 
@@ -265,7 +267,7 @@ impl ServerInfo {
     pub(crate) fn max_batch_count(&self) -> usize {
         positive_or(
             self.max_write_batch_size,
-            crate::sdam::description::DEFAULT_MAX_WRITE_BATCH_SIZE,
+            crate::proto::sdam::description::DEFAULT_MAX_WRITE_BATCH_SIZE,
         )
     }
 }
@@ -336,7 +338,7 @@ pub trait Operation {
     fn is_acknowledged(&self) -> bool {
         self.write_concern()
             .and_then(|wc| wc.w.as_ref())
-            .is_none_or(|w| !matches!(w, crate::options::Acknowledgment::Nodes(0)))
+            .is_none_or(|w| !matches!(w, crate::proto::options::Acknowledgment::Nodes(0)))
     }
 
     /// Called before the executor retries a failed attempt; `overload`
@@ -570,7 +572,7 @@ pub(crate) mod test_support {
         command.sequences[0]
             .documents
             .iter()
-            .map(|raw| crate::encode::raw_to_document(raw.as_bytes()))
+            .map(|raw| crate::proto::encode::raw_to_document(raw.as_bytes()))
             .collect()
     }
 

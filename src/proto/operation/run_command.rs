@@ -4,7 +4,7 @@ use bson::Document;
 
 use super::{Command, Operation, ServerInfo};
 use crate::error::{Error, Result};
-use crate::select::SelectionCriteria;
+use crate::proto::select::SelectionCriteria;
 
 /// A command the caller wrote. The executor still adds the session,
 /// `$clusterTime`, `$readPreference` and `$db`; nothing else is changed,
@@ -28,8 +28,8 @@ impl RunCommand {
         }
         // Refused before anything clones or serialises it (both recurse
         // once per level), and taken apart without recursing either.
-        if let Err(error) = crate::nesting::check_depth(&command, "the command") {
-            crate::nesting::drop_without_recursion(command);
+        if let Err(error) = crate::proto::nesting::check_depth(&command, "the command") {
+            crate::proto::nesting::drop_without_recursion(command);
             return Err(error);
         }
         Ok(RunCommand {

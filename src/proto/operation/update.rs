@@ -6,11 +6,11 @@ use super::{
     append_option, check_single_write, first_key_is_operator, malformed, reply_count, Command,
     Namespace, Operation, Retryability, ServerInfo,
 };
-use crate::coll_options::{Hint, ReplaceOptions, UpdateOptions};
 use crate::error::{Error, Result};
-use crate::options::WriteConcern;
-use crate::results::UpdateResult;
-use crate::wire::DocumentSequence;
+use crate::proto::coll_options::{Hint, ReplaceOptions, UpdateOptions};
+use crate::proto::options::WriteConcern;
+use crate::proto::results::UpdateResult;
+use crate::proto::wire::DocumentSequence;
 
 /// What an update applies: update operators or an aggregation pipeline.
 #[derive(Clone, Debug, PartialEq)]
@@ -293,7 +293,10 @@ impl Operation for Update {
         let mut command = Command::new(Self::NAME, self.ns.db.clone(), body);
         command.sequences.push(DocumentSequence {
             identifier: "updates".into(),
-            documents: vec![crate::encode::document_to_raw(&self.statement, "updates")?],
+            documents: vec![crate::proto::encode::document_to_raw(
+                &self.statement,
+                "updates",
+            )?],
         });
         Ok(command)
     }
@@ -335,13 +338,13 @@ impl Operation for Update {
 mod tests {
     use super::*;
     use crate::error::ErrorKind;
-    use crate::operation::test_support::{ns, server};
+    use crate::proto::operation::test_support::{ns, server};
 
     fn statement(update: &mut Update) -> (Document, Document) {
         let command = update.build(&server()).unwrap();
         assert_eq!(command.sequences.len(), 1);
         assert_eq!(command.sequences[0].identifier, "updates");
-        let statement = crate::operation::test_support::sent(&command).remove(0);
+        let statement = crate::proto::operation::test_support::sent(&command).remove(0);
         (command.body.to_document().unwrap(), statement)
     }
 

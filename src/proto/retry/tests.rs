@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use bson::doc;
 
 use super::*;
-use crate::options::DEFAULT_MAX_ADAPTIVE_RETRIES;
+use crate::proto::options::DEFAULT_MAX_ADAPTIVE_RETRIES;
 
 const READ: OperationKind = OperationKind::RetryableRead;
 const WRITE: OperationKind = OperationKind::RetryableWrite;

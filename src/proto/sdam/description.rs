@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use bson::oid::ObjectId;
 use bson::Document;
 
-use crate::address::ServerAddress;
-use crate::read_preference::TagSet;
+use crate::proto::address::ServerAddress;
+use crate::proto::read_preference::TagSet;
 
 use super::rtt::RoundTripTime;
 use super::settings::{TopologyId, TopologySettings};

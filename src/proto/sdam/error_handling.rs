@@ -22,9 +22,9 @@
 
 use std::time::Instant;
 
-use crate::address::ServerAddress;
 use crate::error::{Error, ErrorKind};
-use crate::results::{BulkWriteFailure, WriteFailure};
+use crate::proto::address::ServerAddress;
+use crate::proto::results::{BulkWriteFailure, WriteFailure};
 
 use super::description::{ServerDescription, TopologyDescription, TopologyType};
 use super::update::TopologyUpdate;
@@ -484,7 +484,7 @@ mod tests {
 #[cfg(test)]
 mod decision_tests {
     use super::*;
-    use crate::sdam::TopologySettings;
+    use crate::proto::sdam::TopologySettings;
     use bson::doc;
     use bson::oid::ObjectId;
     use std::time::Duration;
@@ -651,7 +651,7 @@ mod decision_tests {
         assert!(topology.stale);
         assert_eq!(topology.pool_generation(&addr()), Some(1));
         let server = &topology.servers[&addr()];
-        assert_eq!(server.server_type, crate::sdam::ServerType::Unknown);
+        assert_eq!(server.server_type, crate::proto::sdam::ServerType::Unknown);
         assert_eq!(server.topology_version.map(|tv| tv.counter), Some(6));
         assert_eq!(topology.topology_type, TopologyType::ReplicaSetNoPrimary);
         assert!(!update.events.is_empty());

@@ -11,8 +11,8 @@ use std::time::Instant;
 
 use bson::{Bson, Document};
 
-use crate::address::ServerAddress;
-use crate::read_preference::TagSet;
+use crate::proto::address::ServerAddress;
+use crate::proto::read_preference::TagSet;
 
 use super::description::{ServerDescription, ServerType, TopologyVersion};
 use super::rtt::RoundTripTime;

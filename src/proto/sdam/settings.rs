@@ -4,8 +4,8 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::address::ServerAddress;
-use crate::options::ClientOptions;
+use crate::proto::address::ServerAddress;
+use crate::proto::options::ClientOptions;
 
 /// The options SDAM needs, taken from [`ClientOptions`] (or built directly
 /// in tests).

@@ -23,8 +23,8 @@ use std::time::{Duration, Instant};
 use bson::oid::ObjectId;
 use bson::Document;
 
-use crate::address::ServerAddress;
-use crate::event::SdamEvent;
+use crate::proto::address::ServerAddress;
+use crate::proto::event::SdamEvent;
 
 use super::description::{
     ServerDescription, ServerState, ServerType, TopologyDescription, TopologyType,

@@ -11,8 +11,8 @@ use std::sync::{Arc, OnceLock};
 
 use bson::{Bson, Document, Timestamp};
 
-use crate::command_draft::CommandDraft;
-use crate::reply::ReplyFields;
+use crate::proto::command_draft::CommandDraft;
+use crate::proto::reply::ReplyFields;
 
 /// The lowest wire version that understands `$clusterTime` (MongoDB 3.6).
 pub const MIN_CLUSTER_TIME_WIRE_VERSION: i32 = 6;
@@ -47,7 +47,7 @@ impl ClusterTime {
         let Some(Bson::Timestamp(timestamp)) = document.get("clusterTime") else {
             return None;
         };
-        let encoded = crate::encode::document_to_raw(document, "$clusterTime").ok()?;
+        let encoded = crate::proto::encode::document_to_raw(document, "$clusterTime").ok()?;
         Some(ClusterTime {
             encoded: Arc::from(encoded.into_bytes()),
             timestamp: *timestamp,
@@ -68,7 +68,7 @@ impl ClusterTime {
     /// The document to send as `$clusterTime`.
     pub fn as_document(&self) -> &Document {
         self.document
-            .get_or_init(|| crate::encode::raw_to_document(&self.encoded))
+            .get_or_init(|| crate::proto::encode::raw_to_document(&self.encoded))
     }
 
     /// Whether this time is later than `other` (seconds, then increment).
@@ -295,17 +295,17 @@ mod tests {
     }
 
     /// A reply as the executor has it: parsed from bytes, fields unconverted.
-    fn parsed_reply(document: &Document) -> crate::reply::Reply {
+    fn parsed_reply(document: &Document) -> crate::proto::reply::Reply {
         let bytes = bson::to_vec(document).unwrap();
         let len = bytes.len();
-        crate::reply::Reply::parse(bytes, 0..len).unwrap()
+        crate::proto::reply::Reply::parse(bytes, 0..len).unwrap()
     }
 
     /// The `$clusterTime` element's value bytes in an encoded command.
     fn sent_cluster_time(draft: &CommandDraft) -> Vec<u8> {
         let mut out = Vec::new();
         draft.write(&mut out).unwrap();
-        crate::raw_walk::find(&out, "$clusterTime")
+        crate::proto::raw_walk::find(&out, "$clusterTime")
             .and_then(|element| element.as_document())
             .unwrap()
             .to_vec()

@@ -47,11 +47,11 @@ pub use transaction::{
     AbortCommand, FailedCommand, Pin, Transaction, TransactionOptions, TransactionState,
 };
 
-use crate::command_draft::CommandDraft;
 use crate::error::{Error, Result};
-use crate::options::{ReadConcern, WriteConcern};
-use crate::read_preference::ReadPreference;
-use crate::reply::ReplyFields;
+use crate::proto::command_draft::CommandDraft;
+use crate::proto::options::{ReadConcern, WriteConcern};
+use crate::proto::read_preference::ReadPreference;
+use crate::proto::reply::ReplyFields;
 use cluster_time::{attach_cluster_time, timestamp_after, SeenClusterTime};
 use transaction::{is_unacknowledged, read_concern_document};
 
@@ -195,7 +195,7 @@ pub struct SessionState {
     process: u32,
     /// While `with_transaction` runs under a timeout: the deadline its
     /// callback's operations and the commit share.
-    transaction_deadline: Option<crate::deadline::Deadline>,
+    transaction_deadline: Option<crate::proto::deadline::Deadline>,
 }
 
 const ENDED: &str = "Cannot use a session that has ended";
@@ -250,12 +250,12 @@ impl SessionState {
     }
 
     /// The deadline of the `with_transaction` call under way, if any.
-    pub fn transaction_deadline(&self) -> Option<crate::deadline::Deadline> {
+    pub fn transaction_deadline(&self) -> Option<crate::proto::deadline::Deadline> {
         self.transaction_deadline
     }
 
     /// Sets (or clears) the deadline operations in this session share.
-    pub fn set_transaction_deadline(&mut self, deadline: Option<crate::deadline::Deadline>) {
+    pub fn set_transaction_deadline(&mut self, deadline: Option<crate::proto::deadline::Deadline>) {
         self.transaction_deadline = deadline;
     }
 
@@ -589,12 +589,12 @@ impl SessionState {
             } else {
                 ctx.read_concern.map(|rc| rc.level.as_str())
             };
-            let takes = crate::concern::Takes {
+            let takes = crate::proto::concern::Takes {
                 read_concern: ctx.accepts_read_concern || snapshot_read,
                 write_concern: ctx.accepts_write_concern,
                 after_cluster_time: ctx.accepts_read_concern || ctx.accepts_after_cluster_time,
             };
-            crate::concern::attach_concerns(
+            crate::proto::concern::attach_concerns(
                 command,
                 takes,
                 read_level,

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use bson::spec::BinarySubtype;
 use bson::{doc, Binary, Document};
 
-use crate::command_draft::CommandDraft;
+use crate::proto::command_draft::CommandDraft;
 use crate::proto::process::{CurrentProcess, ProcessWatch};
 
 /// How long before the server's expiry a session counts as "about to
@@ -72,7 +72,7 @@ impl ServerSession {
     /// A session with this id, last used `now`, transaction number 0.
     pub fn new(id: Document, now: Instant) -> Self {
         let mut encoded = Vec::new();
-        let encoded_id = crate::bson_write::write_document(&id, &mut encoded)
+        let encoded_id = crate::proto::bson_write::write_document(&id, &mut encoded)
             .ok()
             .map(|()| Arc::from(encoded));
         ServerSession {

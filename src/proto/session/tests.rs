@@ -8,9 +8,9 @@ use bson::{doc, Bson, Document, Timestamp};
 use super::cluster_time::cluster_time_doc;
 use super::transaction::{TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT};
 use super::*;
-use crate::address::ServerAddress;
-use crate::options::Acknowledgment;
-use crate::read_preference::ReadPreferenceMode;
+use crate::proto::address::ServerAddress;
+use crate::proto::options::Acknowledgment;
+use crate::proto::read_preference::ReadPreferenceMode;
 
 const WIRE: i32 = 21;
 
@@ -743,7 +743,7 @@ fn a_snapshot_read_takes_its_time_from_a_cursor_kept_as_bytes() {
     };
     let bytes = bson::to_vec(&reply).unwrap();
     let len = bytes.len();
-    let reply = crate::reply::Reply::parse(bytes, 0..len).unwrap();
+    let reply = crate::proto::reply::Reply::parse(bytes, 0..len).unwrap();
     assert!(
         reply.document().get("cursor").is_none(),
         "the cursor is kept as bytes"

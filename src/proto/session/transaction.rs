@@ -22,10 +22,10 @@ use std::time::Duration;
 
 use bson::{doc, Bson, Document};
 
-use crate::address::ServerAddress;
 use crate::error::{Error, ErrorKind, Result};
-use crate::options::{Acknowledgment, ReadConcern, WriteConcern};
-use crate::read_preference::{ReadPreference, ReadPreferenceMode};
+use crate::proto::address::ServerAddress;
+use crate::proto::options::{Acknowledgment, ReadConcern, WriteConcern};
+use crate::proto::read_preference::{ReadPreference, ReadPreferenceMode};
 
 /// Error label: the whole transaction may be retried.
 pub const TRANSIENT_TRANSACTION_ERROR: &str = "TransientTransactionError";
@@ -516,7 +516,7 @@ impl Transaction {
     }
 
     /// [`Self::observe_reply`] of a reply's fields, read where they lie.
-    pub(crate) fn observe_fields(&mut self, reply: &impl crate::reply::ReplyFields) {
+    pub(crate) fn observe_fields(&mut self, reply: &impl crate::proto::reply::ReplyFields) {
         let in_transaction = !matches!(self.state, TransactionState::None);
         if in_transaction {
             if let Some(Bson::Document(token)) = reply.field("recoveryToken").as_deref() {

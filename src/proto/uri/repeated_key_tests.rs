@@ -4,7 +4,7 @@
 //! load-balancer rules).
 
 use super::OPTION_NAMES;
-use crate::options::ClientOptions;
+use crate::proto::options::ClientOptions;
 
 /// What repeating a key with two different valid values does.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -2,13 +2,13 @@
 
 use bson::Document;
 
-use crate::address::ServerAddress;
 use crate::error::{CommandError, Error, Result};
+use crate::proto::address::ServerAddress;
 
 /// Turns a reply with `ok: 0` into an [`Error`] carrying the server's code,
 /// message, labels and topologyVersion; passes `ok: 1` replies through.
 pub fn check_reply(reply: Document, address: &ServerAddress) -> Result<Document> {
-    if crate::reply::is_ok(&reply) {
+    if crate::proto::reply::is_ok(&reply) {
         return Ok(reply);
     }
     let code = match reply.get("code") {

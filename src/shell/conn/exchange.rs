@@ -10,8 +10,8 @@ use super::next_request_id;
 use super::stream::DeadlineIo;
 use super::Connection;
 use crate::error::{Error, Result};
-use crate::reply::Reply;
-use crate::wire::{self, Header, Message, MsgBody, MsgFlags, MsgParts, OpMsg, HEADER_LEN};
+use crate::proto::reply::Reply;
+use crate::proto::wire::{self, Header, Message, MsgBody, MsgFlags, MsgParts, OpMsg, HEADER_LEN};
 
 /// How many bytes one read of a reply asks for: a small reply (the usual
 /// `find_one`) arrives header and body in one `recvfrom`.

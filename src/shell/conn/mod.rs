@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 
 use bson::Document;
 
-use crate::address::ServerAddress;
 use crate::error::{Error, ErrorKind};
+use crate::proto::address::ServerAddress;
 use stream::Stream;
 
 pub use check::check_reply;

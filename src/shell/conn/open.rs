@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 
 use super::stream::Stream;
 use super::{Connection, NEXT_CONNECTION_ID};
-use crate::address::ServerAddress;
-use crate::dns::ResolverConfig;
 use crate::error::{Error, Result};
-use crate::sdam::description::DEFAULT_MAX_MESSAGE_SIZE_BYTES;
+use crate::proto::address::ServerAddress;
+use crate::proto::sdam::description::DEFAULT_MAX_MESSAGE_SIZE_BYTES;
+use crate::shell::dns::ResolverConfig;
 
 impl Connection {
     /// Opens a socket to `address` within `connect_timeout` (none: the OS
@@ -146,7 +146,7 @@ impl Connection {
         config: &std::sync::Arc<rustls::ClientConfig>,
         timeout: Option<Duration>,
     ) -> Result<()> {
-        let server_name = crate::tls::server_name(&self.address)?;
+        let server_name = crate::shell::tls::server_name(&self.address)?;
         let placeholder = Stream::Tcp(match &self.stream {
             Stream::Tcp(s) => s
                 .try_clone()
@@ -160,14 +160,14 @@ impl Connection {
             .and_then(|_| tcp.set_write_timeout(timeout))
             .map_err(|e| self.network_error("setting the socket timeout", e))?;
         let mut session = rustls::ClientConnection::new(config.clone(), server_name)
-            .map_err(|e| crate::tls::handshake_error(&self.address, &e))?;
+            .map_err(|e| crate::shell::tls::handshake_error(&self.address, &e))?;
         while session.is_handshaking() {
             if let Err(e) = session.complete_io(&mut tcp) {
                 let tls_failure = e
                     .get_ref()
                     .and_then(|inner| inner.downcast_ref::<rustls::Error>());
                 return Err(match tls_failure {
-                    Some(failure) => crate::tls::handshake_error(&self.address, failure),
+                    Some(failure) => crate::shell::tls::handshake_error(&self.address, failure),
                     None => self.network_error("during the TLS handshake", e),
                 });
             }
@@ -189,7 +189,7 @@ pub(crate) fn resolve(
     deadline: Option<Instant>,
     resolver: &ResolverConfig,
 ) -> Result<Vec<SocketAddr>> {
-    crate::dns::resolve_host(resolver, host, port, deadline).map_err(|e| {
+    crate::shell::dns::resolve_host(resolver, host, port, deadline).map_err(|e| {
         let context = format!("resolving the host name ({e})");
         if e.is_network_timeout() {
             let io = std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer in time");

@@ -4,9 +4,9 @@ use std::time::Duration;
 use bson::doc;
 
 use super::*;
-use crate::address::ServerAddress;
 use crate::error::ErrorKind;
-use crate::wire::{self, MsgFlags, OpMsg};
+use crate::proto::address::ServerAddress;
+use crate::proto::wire::{self, MsgFlags, OpMsg};
 
 #[test]
 fn ok_zero_becomes_a_command_error_with_labels() {

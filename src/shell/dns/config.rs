@@ -5,7 +5,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::str::FromStr;
 use std::time::Duration;
 
-use crate::options::ClientOptions;
+use crate::proto::options::ClientOptions;
 
 /// Where the system's resolver configuration lives.
 const RESOLV_CONF: &str = "/etc/resolv.conf";

@@ -36,7 +36,7 @@ use std::time::Instant;
 use hickory_proto::rr::{Name, RData, RecordType};
 
 use crate::error::{Error, Result};
-use crate::srv::SrvTarget;
+use crate::proto::srv::SrvTarget;
 pub use config::ResolverConfig;
 use exchange::exchange;
 

@@ -5,23 +5,25 @@
 use std::time::Duration;
 
 use super::classify::ServerFacts;
-use crate::address::ServerAddress;
-use crate::deadline::Deadline;
 use crate::error::{Error, ErrorKind, Result};
-use crate::operation::{Command, Operation, Retryability, ServerInfo};
-use crate::options::{ReadConcern, WriteConcern};
-use crate::retry::{
+use crate::proto::address::ServerAddress;
+use crate::proto::deadline::Deadline;
+use crate::proto::operation::{Command, Operation, Retryability, ServerInfo};
+use crate::proto::options::{ReadConcern, WriteConcern};
+use crate::proto::retry::{
     FailedAttempt, OperationKind, OperationRetry, RetryDecision, RetryPlan, RetryPolicy,
 };
-use crate::sdam::TopologyType;
-use crate::select::{self, SelectionCriteria};
-use crate::session::{session_supported, OperationInfo, OperationPlan, SessionKind, SessionState};
+use crate::proto::sdam::TopologyType;
+use crate::proto::select::{self, SelectionCriteria};
+use crate::proto::session::{
+    session_supported, OperationInfo, OperationPlan, SessionKind, SessionState,
+};
 
 use super::classify::OperationShape;
 use super::clock::Clock;
 use super::finish::{finish, AttemptContext, Finished};
 use super::{ClientState, Inherited, SessionSlot, Target};
-use crate::fork::this_process;
+use crate::shell::fork::this_process;
 
 /// One operation's state across its attempts.
 pub(super) struct Run<'s> {
@@ -387,7 +389,7 @@ pub(super) fn decide(
 
 /// Sleeps a retry's backoff on the clock.
 pub(super) fn wait(plan: &RetryPlan, clock: &dyn Clock, operation_name: &str) {
-    log::debug!(target: crate::retry::LOG_TARGET, "{}", plan.log_message(operation_name));
+    log::debug!(target: crate::proto::retry::LOG_TARGET, "{}", plan.log_message(operation_name));
     if plan.backoff > Duration::ZERO {
         clock.sleep(plan.backoff);
     }

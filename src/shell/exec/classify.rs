@@ -1,11 +1,11 @@
 //! What a failure means to the executor: which retry rules an operation
 //! runs under, and CSOT's mapping of errors to a timeout. Pure.
 
-use crate::deadline::Deadline;
 use crate::error::{Error, ErrorKind};
-use crate::operation::{Operation, Retryability};
-use crate::retry::OperationKind;
-use crate::sdam::{ServerDescription, ServerType, TopologyType};
+use crate::proto::deadline::Deadline;
+use crate::proto::operation::{Operation, Retryability};
+use crate::proto::retry::OperationKind;
+use crate::proto::sdam::{ServerDescription, ServerType, TopologyType};
 
 /// What an operation is, for the retry rules, before a server is known.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,7 +119,7 @@ pub(crate) fn as_timeout(error: Error, command_name: &str) -> Error {
 
 /// Whether `error` comes from an `ok: 1` reply with a writeConcernError.
 pub(crate) fn carries_write_concern_error(error: &Error) -> bool {
-    use crate::results::{BulkWriteFailure, WriteFailure};
+    use crate::proto::results::{BulkWriteFailure, WriteFailure};
     matches!(
         error.kind(),
         ErrorKind::Write(WriteFailure::WriteConcernError(_))
@@ -161,7 +161,7 @@ impl ServerFacts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::address::ServerAddress;
+    use crate::proto::address::ServerAddress;
 
     fn shape(retryability: Retryability, writes: bool) -> OperationShape {
         OperationShape {

@@ -18,16 +18,16 @@ use std::time::{Duration, Instant};
 
 use bson::Document;
 
-use crate::command_draft::CommandDraft;
-use crate::concern::{attach_concerns, Takes};
-use crate::deadline::Deadline;
 use crate::error::Result;
-use crate::event::command::is_sensitive_body;
-use crate::operation::{Command, CommandBody};
-use crate::options::{ReadConcern, ServerApi, WriteConcern};
-use crate::session::cluster_time::{attach_cluster_time, ClusterTime};
-use crate::session::{CommandContext, SessionState};
-use crate::wire::{DocumentSequence, MsgBody, MsgFlags, MsgParts};
+use crate::proto::command_draft::CommandDraft;
+use crate::proto::concern::{attach_concerns, Takes};
+use crate::proto::deadline::Deadline;
+use crate::proto::event::command::is_sensitive_body;
+use crate::proto::operation::{Command, CommandBody};
+use crate::proto::options::{ReadConcern, ServerApi, WriteConcern};
+use crate::proto::session::cluster_time::{attach_cluster_time, ClusterTime};
+use crate::proto::session::{CommandContext, SessionState};
+use crate::proto::wire::{DocumentSequence, MsgBody, MsgFlags, MsgParts};
 
 /// Everything one attempt's command is finished with, resolved by the
 /// executor before the call.
@@ -260,7 +260,9 @@ pub(crate) fn event_copy(
             sequence
                 .documents
                 .iter()
-                .map(|raw| bson::Bson::Document(crate::encode::raw_to_document(raw.as_bytes())))
+                .map(|raw| {
+                    bson::Bson::Document(crate::proto::encode::raw_to_document(raw.as_bytes()))
+                })
                 .collect::<Vec<_>>(),
         );
     }

@@ -5,12 +5,12 @@ use std::time::{Duration, Instant};
 use bson::{doc, Bson, Document};
 
 use super::*;
-use crate::options::{ReadConcern, ServerApi, WriteConcern};
-use crate::session::cluster_time::{cluster_time_doc, ClusterTime};
-use crate::session::pool::ServerSession;
-use crate::session::transaction::TransactionOptions;
-use crate::session::{OperationInfo, SessionOptions, SessionState};
-use crate::wire::DocumentSequence;
+use crate::proto::options::{ReadConcern, ServerApi, WriteConcern};
+use crate::proto::session::cluster_time::{cluster_time_doc, ClusterTime};
+use crate::proto::session::pool::ServerSession;
+use crate::proto::session::transaction::TransactionOptions;
+use crate::proto::session::{OperationInfo, SessionOptions, SessionState};
+use crate::proto::wire::DocumentSequence;
 
 const WIRE: i32 = 21;
 
@@ -232,7 +232,9 @@ fn the_events_copy_folds_sequences_in_and_is_made_only_when_wanted() {
     let insert = || Command {
         sequences: vec![DocumentSequence {
             identifier: "documents".into(),
-            documents: vec![crate::operation::test_support::raw(&doc! { "_id": 1 })],
+            documents: vec![crate::proto::operation::test_support::raw(
+                &doc! { "_id": 1 },
+            )],
         }],
         ..Command::new("insert", "db", doc! { "insert": "c" })
     };
@@ -275,7 +277,7 @@ fn a_causally_consistent_write_carries_after_cluster_time_but_no_level() {
     let mut s = session(f.now);
     s.on_reply(
         &doc! { "ok": 1, "operationTime": bson::Timestamp { time: 9, increment: 1 } },
-        &mut crate::session::cluster_time::ClusterClock::default(),
+        &mut crate::proto::session::cluster_time::ClusterClock::default(),
     );
     let insert = Command::new("insert", "db", doc! { "insert": "c" });
     let body = finish(insert, &f.ctx(), Some(&mut s))

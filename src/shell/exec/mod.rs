@@ -34,19 +34,19 @@ use std::time::Duration;
 
 use bson::Document;
 
-use crate::address::ServerAddress;
-use crate::deadline::Deadline;
 use crate::error::Result;
-use crate::fork::this_process;
-use crate::operation::{Operation, ServerInfo};
-use crate::options::{ReadConcern, WriteConcern};
-use crate::retry::{RetryPolicy, RetrySettings};
-use crate::sdam::TopologyType;
-use crate::session::cluster_time::ClusterClock;
-use crate::session::pool::SessionPool;
-use crate::session::transaction::FailedCommand;
-use crate::session::SessionState;
-use crate::topology::Topology;
+use crate::proto::address::ServerAddress;
+use crate::proto::deadline::Deadline;
+use crate::proto::operation::{Operation, ServerInfo};
+use crate::proto::options::{ReadConcern, WriteConcern};
+use crate::proto::retry::{RetryPolicy, RetrySettings};
+use crate::proto::sdam::TopologyType;
+use crate::proto::session::cluster_time::ClusterClock;
+use crate::proto::session::pool::SessionPool;
+use crate::proto::session::transaction::FailedCommand;
+use crate::proto::session::SessionState;
+use crate::shell::fork::this_process;
+use crate::shell::topology::Topology;
 
 use attempt::Run;
 use classify::{carries_write_concern_error, has_write_errors};
@@ -163,7 +163,7 @@ impl ClientState {
     pub(crate) fn end_sessions(&mut self) {
         let commands = self
             .sessions
-            .drain_end_sessions_commands(crate::fork::current_process());
+            .drain_end_sessions_commands(crate::shell::fork::current_process());
         self.topology.send_and_forget("admin", commands);
     }
 
@@ -261,7 +261,7 @@ impl ClientState {
     fn check<Op: Operation>(
         &mut self,
         op: &Op,
-        outcome: std::result::Result<crate::reply::Reply, send::SendError>,
+        outcome: std::result::Result<crate::proto::reply::Reply, send::SendError>,
         address: &ServerAddress,
         generation: u32,
         info: &ServerInfo,

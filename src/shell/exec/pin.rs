@@ -3,15 +3,15 @@
 //! pinned socket means to the transaction, and a session inherited across
 //! fork(). The rules are the session layer's; this is the shell's part.
 
-use crate::address::ServerAddress;
 use crate::error::{Error, Result};
-use crate::sdam::TopologyType;
-use crate::session::transaction::{FailedCommand, Pin, TransactionState};
-use crate::session::SessionState;
+use crate::proto::address::ServerAddress;
+use crate::proto::sdam::TopologyType;
+use crate::proto::session::transaction::{FailedCommand, Pin, TransactionState};
+use crate::proto::session::SessionState;
 
 use super::attempt::Run;
 use super::{ClientState, SessionSlot, SocketOwner, Target};
-use crate::fork::this_process;
+use crate::shell::fork::this_process;
 
 impl ClientState {
     /// A session created before fork() and used in the child gets a server

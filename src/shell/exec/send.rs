@@ -12,14 +12,14 @@ use bson::Document;
 use super::classify::as_timeout;
 use super::finish::Finished;
 use super::{ClientState, SessionSlot};
-use crate::address::ServerAddress;
-use crate::conn::{check_reply, Connection};
-use crate::deadline::Deadline;
 use crate::error::Error;
-use crate::event::command::ConnectionInfo;
-use crate::event::CommandEvent;
-use crate::reply::Reply;
-use crate::session::transaction::FailedCommand;
+use crate::proto::address::ServerAddress;
+use crate::proto::deadline::Deadline;
+use crate::proto::event::command::ConnectionInfo;
+use crate::proto::event::CommandEvent;
+use crate::proto::reply::Reply;
+use crate::proto::session::transaction::FailedCommand;
+use crate::shell::conn::{check_reply, Connection};
 
 /// A failed attempt: the error, and whether the command reached the socket
 /// (an error before that tells nothing about writes).
@@ -48,7 +48,7 @@ impl ClientState {
         deadline: Deadline,
     ) -> std::result::Result<Reply, SendError> {
         let socket_timeout = self.socket_timeout(deadline);
-        let request_id = crate::conn::next_request_id();
+        let request_id = crate::shell::conn::next_request_id();
         let events_wanted = self.topology.command_events_wanted();
         let Some(connection) = self.topology.connection_mut(address) else {
             return Err((socket_gone(address), false));

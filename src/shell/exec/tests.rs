@@ -8,13 +8,13 @@ use std::time::Duration;
 
 use super::attempt::{decide, wait};
 use super::clock::{Clock, VirtualClock};
-use crate::address::ServerAddress;
-use crate::deadline::Deadline;
 use crate::error::{CommandError, Error, ErrorKind};
-use crate::retry::{
+use crate::proto::address::ServerAddress;
+use crate::proto::deadline::Deadline;
+use crate::proto::retry::{
     FailedAttempt, OperationKind, OperationRetry, RetryPolicy, RetrySettings, BASE_BACKOFF,
 };
-use crate::sdam::TopologyType;
+use crate::proto::sdam::TopologyType;
 
 const OVERLOADED: &str = "SystemOverloadedError";
 const RETRYABLE: &str = "RetryableError";
@@ -143,16 +143,16 @@ mod steps {
 
     use super::super::clock::{Clock, VirtualClock};
     use super::super::{ClientState, Inherited, SessionSlot, Target};
-    use crate::address::ServerAddress;
-    use crate::coll_options::InsertOneOptions;
-    use crate::deadline::Deadline;
-    use crate::operation::{Insert, Namespace};
-    use crate::options::ClientOptions;
-    use crate::sdam::TopologyType;
-    use crate::session::pool::ServerSession;
-    use crate::session::transaction::TransactionOptions;
-    use crate::session::{SessionOptions, SessionState};
-    use crate::topology::Topology;
+    use crate::proto::address::ServerAddress;
+    use crate::proto::coll_options::InsertOneOptions;
+    use crate::proto::deadline::Deadline;
+    use crate::proto::operation::{Insert, Namespace};
+    use crate::proto::options::ClientOptions;
+    use crate::proto::sdam::TopologyType;
+    use crate::proto::session::pool::ServerSession;
+    use crate::proto::session::transaction::TransactionOptions;
+    use crate::proto::session::{SessionOptions, SessionState};
+    use crate::shell::topology::Topology;
 
     /// A client state on virtual time; building it does no I/O.
     fn state(uri: &str) -> (ClientState, Arc<VirtualClock>) {
@@ -165,7 +165,7 @@ mod steps {
     fn insert() -> Insert {
         Insert::one(
             Namespace::new("db", "c"),
-            crate::operation::test_support::raw(&doc! { "_id": 1 }),
+            crate::proto::operation::test_support::raw(&doc! { "_id": 1 }),
             InsertOneOptions::default(),
             &mut crate::new_object_id,
         )

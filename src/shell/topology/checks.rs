@@ -7,15 +7,15 @@ use std::time::{Duration, Instant};
 use bson::Document;
 
 use super::Topology;
-use crate::address::ServerAddress;
-use crate::auth::Speculation;
-use crate::conn::{check_reply, Connection};
-use crate::deadline::Deadline;
 use crate::error::{Error, ErrorKind, Result};
-use crate::event::SdamEvent;
-use crate::handshake::{self, HandshakeSettings};
-use crate::monitor::CheckOutcome;
-use crate::sdam::{RoundTripTime, ServerDescription, ServerType};
+use crate::proto::address::ServerAddress;
+use crate::proto::auth::Speculation;
+use crate::proto::deadline::Deadline;
+use crate::proto::event::SdamEvent;
+use crate::proto::handshake::{self, HandshakeSettings};
+use crate::proto::monitor::CheckOutcome;
+use crate::proto::sdam::{RoundTripTime, ServerDescription, ServerType};
+use crate::shell::conn::{check_reply, Connection};
 
 /// The load-balancer spec's error when a handshake reply has no `serviceId`.
 const NO_SERVICE_ID: &str = "Driver attempted to initialize in load balancing mode, \
@@ -370,7 +370,7 @@ impl Topology {
         }
         let dns_deadline = self.dns_deadline(deadline);
         let resolver = self.resolver().clone();
-        match crate::dns::resolve_hosts(&resolver, &hosts, dns_deadline) {
+        match crate::shell::dns::resolve_hosts(&resolver, &hosts, dns_deadline) {
             Ok(found) => self.scan_known_hosts.extend(found),
             Err(error) => self.scan_dns_failure = Some((hosts, error)),
         }

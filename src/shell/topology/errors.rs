@@ -6,9 +6,9 @@ use std::time::Instant;
 use bson::oid::ObjectId;
 
 use super::Topology;
-use crate::address::ServerAddress;
 use crate::error::Error;
-use crate::sdam::error_handling::{ApplicationError, HandshakePhase};
+use crate::proto::address::ServerAddress;
+use crate::proto::sdam::error_handling::{ApplicationError, HandshakePhase};
 
 impl Topology {
     /// An operation failed on `address`: let SDAM decide what it means and
@@ -111,8 +111,10 @@ impl Topology {
         ) else {
             return;
         };
-        let decision =
-            crate::sdam::error_handling::decide(self.monitor.description(), &application_error);
+        let decision = crate::proto::sdam::error_handling::decide(
+            self.monitor.description(),
+            &application_error,
+        );
         if decision.clear_socket {
             self.service_generations.insert(service_id, current + 1);
             let same_service = self

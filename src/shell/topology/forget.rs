@@ -6,10 +6,10 @@ use std::time::Duration;
 use bson::Document;
 
 use super::Topology;
-use crate::address::ServerAddress;
-use crate::handshake;
-use crate::sdam::ServerType;
-use crate::wire::{MsgFlags, OpMsg};
+use crate::proto::address::ServerAddress;
+use crate::proto::handshake;
+use crate::proto::sdam::ServerType;
+use crate::proto::wire::{MsgFlags, OpMsg};
 
 /// How long a fire-and-forget write at close may block on a full send
 /// buffer before it is abandoned.
@@ -68,7 +68,7 @@ impl Topology {
             // A small message fits the socket's send buffer, so this write
             // does not wait on the peer; the timeout only bounds a full one.
             let sent = connection.send_msg(
-                crate::conn::next_request_id(),
+                crate::shell::conn::next_request_id(),
                 &msg,
                 Some(FORGET_WRITE_TIMEOUT),
             );

@@ -47,10 +47,10 @@ mod tls_step;
 #[cfg(test)]
 mod tls_tests;
 
-use crate::address::ServerAddress;
-use crate::auth::Speculation;
-use crate::conn::Connection;
 use crate::error::{Error, Result};
+use crate::proto::address::ServerAddress;
+use crate::proto::auth::Speculation;
+use crate::shell::conn::Connection;
 use open_socket::hello_replied;
 
 /// At most this many checks are under way at once; more wait for a slot.

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use super::Topology;
-use crate::event::{log_sdam_event, EventHandler, SdamEvent, TOPOLOGY_LOG_TARGET};
-use crate::sdam::TopologyUpdate;
+use crate::proto::event::{log_sdam_event, EventHandler, SdamEvent, TOPOLOGY_LOG_TARGET};
+use crate::proto::sdam::TopologyUpdate;
 
 /// Whether description change events would reach anyone: an event handler,
 /// or the topology log at debug. Without either they are not built (each
@@ -46,9 +46,9 @@ mod tests {
     use bson::doc;
 
     use super::*;
-    use crate::address::ServerAddress;
-    use crate::monitor::CheckOutcome;
-    use crate::options::ClientOptions;
+    use crate::proto::address::ServerAddress;
+    use crate::proto::monitor::CheckOutcome;
+    use crate::proto::options::ClientOptions;
 
     struct Ignoring;
 

@@ -3,11 +3,11 @@
 //! builds for, and command events.
 
 use super::Topology;
-use crate::address::ServerAddress;
-use crate::conn::Connection;
 use crate::error::{Error, Result};
-use crate::event::{log_command_event, CommandEvent};
-use crate::sdam::ServerDescription;
+use crate::proto::address::ServerAddress;
+use crate::proto::event::{log_command_event, CommandEvent};
+use crate::proto::sdam::ServerDescription;
+use crate::shell::conn::Connection;
 
 impl Topology {
     /// The socket of `address`, if it has one.
@@ -55,7 +55,7 @@ impl Topology {
     /// large batch doubles the memory an operation needs.
     pub(crate) fn command_events_wanted(&self) -> bool {
         self.handler.is_some()
-            || log::log_enabled!(target: crate::event::command::COMMAND_LOG_TARGET, log::Level::Debug)
+            || log::log_enabled!(target: crate::proto::event::command::COMMAND_LOG_TARGET, log::Level::Debug)
     }
 
     /// Hands a command event to the log and the application's handler.

@@ -5,10 +5,10 @@
 use std::time::Instant;
 
 use super::Topology;
-use crate::address::ServerAddress;
-use crate::deadline::Deadline;
 use crate::error::Result;
-use crate::sdam::{TopologyDescription, TopologySettings};
+use crate::proto::address::ServerAddress;
+use crate::proto::deadline::Deadline;
+use crate::proto::sdam::{TopologyDescription, TopologySettings};
 
 impl Topology {
     /// `mongodb+srv`: looks the seed list up before the first operation,
@@ -31,10 +31,10 @@ impl Topology {
     }
 
     /// The resolver configuration, read from the system once.
-    pub(super) fn resolver(&mut self) -> &crate::dns::ResolverConfig {
+    pub(super) fn resolver(&mut self) -> &crate::shell::dns::ResolverConfig {
         let options = &self.options;
         self.resolver
-            .get_or_insert_with(|| crate::dns::ResolverConfig::for_client(options))
+            .get_or_insert_with(|| crate::shell::dns::ResolverConfig::for_client(options))
     }
 
     /// When a DNS look-up must end: connectTimeoutMS, cut to the
@@ -44,11 +44,15 @@ impl Topology {
         self.check_timeout(deadline, now).map(|t| now + t)
     }
 
-    fn srv_lookup(&mut self, host: &str, deadline: Deadline) -> Result<crate::dns::SrvLookup> {
-        let name = crate::srv::srv_query_name(self.options.srv_service_name(), host);
+    fn srv_lookup(
+        &mut self,
+        host: &str,
+        deadline: Deadline,
+    ) -> Result<crate::shell::dns::SrvLookup> {
+        let name = crate::proto::srv::srv_query_name(self.options.srv_service_name(), host);
         let deadline = self.dns_deadline(deadline);
         let resolver = self.resolver().clone();
-        crate::dns::lookup_srv_and_txt(&resolver, &name, host, deadline)
+        crate::shell::dns::lookup_srv_and_txt(&resolver, &name, host, deadline)
     }
 
     /// The initial seed-list discovery: SRV and TXT together, the targets
@@ -57,12 +61,12 @@ impl Topology {
     /// loadBalanced). Only then does the topology open.
     fn resolve_srv_seeds(&mut self, host: &str, deadline: Deadline) -> Result<()> {
         let lookup = self.srv_lookup(host, deadline)?;
-        let seeds = crate::srv::seeds_from_targets(host, &lookup.targets)?;
-        let txt = crate::srv::parse_txt_options(host, &lookup.txt_records)?;
+        let seeds = crate::proto::srv::seeds_from_targets(host, &lookup.targets)?;
+        let txt = crate::proto::srv::parse_txt_options(host, &lookup.txt_records)?;
         let mut options = self.options.clone();
-        crate::srv::apply_txt_options(&mut options, txt);
+        crate::proto::srv::apply_txt_options(&mut options, txt);
         options.hosts =
-            crate::srv::choose_seeds(seeds, options.srv_max_hosts(), self.monitor.rng());
+            crate::proto::srv::choose_seeds(seeds, options.srv_max_hosts(), self.monitor.rng());
         options.validate()?;
         let wanted = super::publish::change_events_wanted(self.handler.as_ref());
         let settings = TopologySettings::from_options(&options).with_change_events(wanted);
@@ -72,7 +76,7 @@ impl Topology {
         self.srv_resolved = true;
         self.next_srv_rescan = Some(
             Instant::now()
-                + crate::srv::rescan_interval(
+                + crate::proto::srv::rescan_interval(
                     Some(&lookup.targets),
                     self.options.heartbeat_frequency(),
                 ),
@@ -98,7 +102,7 @@ impl Topology {
         let current: Vec<ServerAddress> =
             self.monitor.description().servers.keys().cloned().collect();
         let max_hosts = self.options.srv_max_hosts();
-        let next = crate::srv::poll_update(
+        let next = crate::proto::srv::poll_update(
             host,
             &current,
             &lookup.targets,
@@ -108,9 +112,9 @@ impl Topology {
         let verified = lookup
             .targets
             .iter()
-            .any(|t| crate::srv::check_target(host, &t.host).is_ok());
+            .any(|t| crate::proto::srv::check_target(host, &t.host).is_ok());
         let interval =
-            crate::srv::rescan_interval(verified.then_some(&lookup.targets[..]), heartbeat);
+            crate::proto::srv::rescan_interval(verified.then_some(&lookup.targets[..]), heartbeat);
         self.next_srv_rescan = Some(Instant::now() + interval);
         if let Some(hosts) = next {
             let update = self.monitor.set_srv_hosts(&hosts);

@@ -6,10 +6,10 @@ use std::time::Instant;
 
 use super::overlap::{self, Checked, Finished, Overlap, Start, MAX_IN_FLIGHT};
 use super::Topology;
-use crate::address::ServerAddress;
-use crate::conn::{check_reply, Connection};
-use crate::deadline::Deadline;
 use crate::error::{Error, Result};
+use crate::proto::address::ServerAddress;
+use crate::proto::deadline::Deadline;
+use crate::shell::conn::{check_reply, Connection};
 
 /// How long results may still be applied once the scan's time is up.
 const APPLY_BUDGET: std::time::Duration = std::time::Duration::from_millis(100);
@@ -108,7 +108,7 @@ impl Topology {
         };
         let mut resolver = self.resolver().clone();
         resolver.known_hosts = self.scan_known_hosts.clone();
-        let addresses = crate::conn::resolve(address, host, *port, limit, &resolver)?;
+        let addresses = crate::shell::conn::resolve(address, host, *port, limit, &resolver)?;
         let (command, use_op_msg, speculation) = self.handshake_command()?;
         let generation = self
             .monitor
@@ -145,10 +145,9 @@ impl Topology {
         let mut finished = overlap.wait(now, until);
         let description = self.monitor.description();
         finished.sort_by_key(|f| {
-            description
-                .servers
-                .get(&f.address)
-                .map_or(u8::MAX, |s| crate::scan::priority_class(s.server_type))
+            description.servers.get(&f.address).map_or(u8::MAX, |s| {
+                crate::proto::scan::priority_class(s.server_type)
+            })
         });
         let past_end = |now: Instant| until.is_some_and(|until| now >= until);
         let woke = Instant::now();
@@ -216,7 +215,7 @@ impl Topology {
             let duration = started.elapsed();
             let result = Err(error.clone());
             self.publish_heartbeat(&address, duration, &result);
-            let outcome = crate::monitor::CheckOutcome::CutShort(error);
+            let outcome = crate::proto::monitor::CheckOutcome::CutShort(error);
             let update = self
                 .monitor
                 .on_check(&address, outcome, duration, Instant::now());

@@ -8,10 +8,10 @@ use std::io::{Read, Write};
 use bson::Document;
 use mio::net::TcpStream;
 
-use crate::address::ServerAddress;
 use crate::error::{Error, Result};
-use crate::sdam::description::DEFAULT_MAX_MESSAGE_SIZE_BYTES;
-use crate::wire::{self, Header, MsgFlags, OpMsg, HEADER_LEN};
+use crate::proto::address::ServerAddress;
+use crate::proto::sdam::description::DEFAULT_MAX_MESSAGE_SIZE_BYTES;
+use crate::proto::wire::{self, Header, MsgFlags, OpMsg, HEADER_LEN};
 
 /// Why a hello could not go on: the socket failed, or the reply (or, over
 /// TLS, the handshake) was refused.
@@ -32,7 +32,7 @@ pub(super) struct HelloExchange {
 impl HelloExchange {
     /// The hello `command` as bytes: OP_MSG, or the legacy OP_QUERY.
     pub(super) fn new(command: Document, use_op_msg: bool) -> Result<HelloExchange> {
-        let request_id = crate::conn::next_request_id();
+        let request_id = crate::shell::conn::next_request_id();
         let mut request = Vec::new();
         if use_op_msg {
             let mut body = command;

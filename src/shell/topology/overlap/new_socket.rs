@@ -10,8 +10,8 @@ use mio::Interest;
 
 use super::exchange::{connect_progress, HelloExchange, ProgressError};
 use super::{finished, tls_step, Checked, Finished, Handshake, Job, Overlap, Pending, Start};
-use crate::conn::Connection;
 use crate::error::Error;
+use crate::shell::conn::Connection;
 
 impl Overlap {
     /// Starts a new socket's handshake: the hello is encoded and the first

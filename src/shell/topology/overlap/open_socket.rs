@@ -11,8 +11,8 @@ use mio::net::TcpStream;
 use mio::Interest;
 
 use super::{remaining, Checked, Finished, Job, Overlap, Pending};
-use crate::conn::Connection;
 use crate::error::Error;
+use crate::shell::conn::Connection;
 
 impl Overlap {
     /// Starts a check on a socket that is already open: the hello is sent

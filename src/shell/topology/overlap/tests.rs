@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 use bson::doc;
 
 use super::{Checked, Finished, Overlap};
-use crate::address::ServerAddress;
-use crate::conn::Connection;
-use crate::wire::{self, MsgFlags, OpMsg};
+use crate::proto::address::ServerAddress;
+use crate::proto::wire::{self, MsgFlags, OpMsg};
+use crate::shell::conn::Connection;
 
 /// A peer that reads one request and answers with `answer(reply bytes)`.
 fn peer(answer: impl FnOnce(&mut std::net::TcpStream, Vec<u8>) + Send + 'static) -> u16 {
@@ -117,8 +117,8 @@ fn garbage_instead_of_a_tls_handshake_is_a_tls_error() {
         addresses: vec![([127, 0, 0, 1], port).into()],
         command: doc! { "hello": 1 },
         use_op_msg: true,
-        speculation: crate::auth::Speculation::None,
-        tls: Some(crate::tls::client_config(None).unwrap()),
+        speculation: crate::proto::auth::Speculation::None,
+        tls: Some(crate::shell::tls::client_config(None).unwrap()),
         generation: 0,
         socket_timeout: None,
         started,

@@ -14,8 +14,8 @@ use mio::net::TcpStream;
 use rustls::{ClientConfig, ClientConnection};
 
 use super::exchange::{closed, would_block, HelloExchange, ProgressError};
-use crate::address::ServerAddress;
 use crate::error::Result;
+use crate::proto::address::ServerAddress;
 
 /// A new TLS session to `address` with the hello already handed to it:
 /// rustls keeps the hello until the handshake is done, then sends it.
@@ -24,9 +24,9 @@ pub(super) fn start_session(
     address: &ServerAddress,
     exchange: &mut HelloExchange,
 ) -> Result<Box<ClientConnection>> {
-    let server_name = crate::tls::server_name(address)?;
+    let server_name = crate::shell::tls::server_name(address)?;
     let mut session = ClientConnection::new(config.clone(), server_name)
-        .map_err(|e| crate::tls::handshake_error(address, &e))?;
+        .map_err(|e| crate::shell::tls::handshake_error(address, &e))?;
     let mut writer = session.writer();
     let unsent = exchange.take_unsent();
     std::io::Write::write_all(&mut writer, unsent)
@@ -72,7 +72,7 @@ pub(super) fn advance(
                     // Tell the server why (rustls queued an alert); the
                     // socket is dropped either way.
                     let _ = session.write_tls(stream);
-                    let failure = crate::tls::handshake_error(address, &error);
+                    let failure = crate::shell::tls::handshake_error(address, &error);
                     return Err(ProgressError::Reply(failure));
                 }
             }

@@ -15,7 +15,7 @@ use rustls::{HandshakeKind, ServerConfig, ServerConnection};
 
 use super::tests::primary_reply_to_one_request;
 use super::{Checked, Overlap, Start};
-use crate::address::ServerAddress;
+use crate::proto::address::ServerAddress;
 
 /// A CA and a server certificate for `localhost`: the server's config and
 /// a client config that trusts the CA.
@@ -78,7 +78,7 @@ fn tls_check(port: u16, config: &Arc<rustls::ClientConfig>) -> bson::Document {
         addresses: vec![([127, 0, 0, 1], port).into()],
         command: doc! { "hello": 1 },
         use_op_msg: true,
-        speculation: crate::auth::Speculation::None,
+        speculation: crate::proto::auth::Speculation::None,
         tls: Some(config.clone()),
         generation: 0,
         socket_timeout: None,
