@@ -218,7 +218,10 @@ impl ClientSession {
     {
         // The clock is taken out of the client's state so that no lock is
         // held while the callback runs or a backoff sleeps.
-        let clock = self.client.state().time.clone();
+        let (clock, jitter) = {
+            let mut state = self.client.state();
+            (state.time.clone(), state.fork_rng())
+        };
         // The client's timeoutMS, when set, bounds the retries instead of
         // the default 120 seconds, and the callback's operations and the
         // commit share its deadline.
@@ -228,7 +231,8 @@ impl ClientSession {
         self.state
             .set_transaction_deadline(deadline.is_set().then_some(deadline));
         let loop_state = WithTransaction::new(started, timeout);
-        let result = self.transaction_attempts(options.into(), callback, &*clock, loop_state);
+        let timing = (&*clock, jitter);
+        let result = self.transaction_attempts(options.into(), callback, timing, loop_state);
         self.state.set_transaction_deadline(None);
         result
     }
@@ -237,13 +241,12 @@ impl ClientSession {
         &mut self,
         options: Option<TransactionOptions>,
         mut callback: F,
-        clock: &dyn Clock,
+        (clock, mut jitter): (&dyn Clock, fastrand::Rng),
         mut loop_state: WithTransaction,
     ) -> Result<R>
     where
         F: FnMut(&mut ClientSession) -> Result<R>,
     {
-        let mut jitter = fastrand::Rng::new();
         'transaction: loop {
             let backoff = loop_state.before_attempt(clock.now(), jitter.f64())?;
             if !backoff.is_zero() {

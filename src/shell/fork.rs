@@ -1,5 +1,5 @@
-//! Noticing that the process forked, and random seeds a forked child does
-//! not share with its parent or its siblings.
+//! Noticing that the process forked (the seeds a forked child draws come
+//! from [`crate::shell::rng::fresh_seed`]).
 //!
 //! A fork copies the whole address space: sockets, the session pool, every
 //! random generator's state. Without care a child talks on its parent's
@@ -19,37 +19,6 @@ pub(crate) fn current_process() -> CurrentProcess {
 pub(crate) fn this_process(pid: u32) -> CurrentProcess {
     CurrentProcess {
         id: pid,
-        fresh_seed,
-    }
-}
-
-/// A seed for a random generator that differs between a parent and each of
-/// its forked children, even though their generators' states are copies:
-/// the process id and the wall clock are mixed into a draw from `fastrand`'s
-/// (copied) thread-local generator.
-pub(crate) fn fresh_seed() -> u64 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    let pid = u64::from(std::process::id());
-    mix(fastrand::u64(..) ^ mix(pid) ^ mix(nanos.rotate_left(32)))
-}
-
-/// SplitMix64's finaliser: spreads every input bit over the whole output.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn mixing_separates_neighbouring_inputs() {
-        assert_ne!(mix(1), mix(2));
-        assert_ne!(mix(1) >> 32, mix(2) >> 32);
+        fresh_seed: crate::shell::rng::fresh_seed,
     }
 }

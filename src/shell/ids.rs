@@ -1,17 +1,25 @@
 //! The process-wide ObjectId source: the pure generator
-//! ([`crate::proto::object_id`]) fed with the wall clock and this process.
+//! ([`crate::proto::object_id`]) fed with a clock's calendar time and this
+//! process.
 
 use std::sync::Mutex;
 
 use bson::oid::ObjectId;
 
 use crate::proto::object_id::ObjectIdGenerator;
+use crate::shell::clock::{Clock, SystemClock};
 
 static GENERATOR: Mutex<Option<ObjectIdGenerator>> = Mutex::new(None);
 
 /// A new ObjectId, unique to this process even after a fork.
 pub fn new_object_id() -> ObjectId {
-    let seconds = std::time::SystemTime::now()
+    object_id_at(&SystemClock)
+}
+
+/// A new ObjectId stamped with `clock`'s calendar time.
+pub(crate) fn object_id_at(clock: &dyn Clock) -> ObjectId {
+    let seconds = clock
+        .wall_time()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as u32);
     let process = crate::shell::fork::current_process();
@@ -31,5 +39,14 @@ mod tests {
     fn ids_in_one_process_are_distinct() {
         let ids: std::collections::HashSet<_> = (0..1000).map(|_| new_object_id()).collect();
         assert_eq!(ids.len(), 1000);
+    }
+
+    #[test]
+    fn ids_carry_the_clocks_calendar_seconds() {
+        let clock = crate::shell::clock::VirtualClock::new();
+        let at = |clock: &dyn Clock| object_id_at(clock).timestamp().timestamp_millis() / 1000;
+        assert_eq!(at(&clock), 1_700_000_000);
+        clock.sleep(std::time::Duration::from_secs(3));
+        assert_eq!(at(&clock), 1_700_000_003);
     }
 }

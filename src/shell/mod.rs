@@ -2,10 +2,12 @@
 //! It feeds network events to the pure state machines in `proto` and carries
 //! out what they decide; no protocol rule lives here.
 
+pub(crate) mod clock;
 pub(crate) mod conn;
 pub(crate) mod dns;
 pub(crate) mod exec;
 pub(crate) mod fork;
 pub(crate) mod ids;
+pub(crate) mod rng;
 pub(crate) mod tls;
 pub(crate) mod topology;

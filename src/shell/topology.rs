@@ -33,6 +33,7 @@ use crate::proto::select::ServerSelector;
 use crate::proto::select::{
     self, SelectionCriteria, SelectionLog, SelectionLogContext, SelectionSettings,
 };
+use crate::shell::clock::{Clock, SystemClock};
 use crate::shell::conn::Connection;
 
 mod checks;
@@ -87,14 +88,34 @@ pub struct Topology {
     /// and those waiting for a free slot.
     overlap: Option<overlap::Overlap>,
     queued: std::collections::VecDeque<ServerAddress>,
+    /// Where the scan reads the time and sleeps: nowhere else, so a whole
+    /// scan runs on virtual time in tests.
+    clock: Arc<dyn Clock>,
 }
 
 impl Topology {
-    /// A topology for `options`. Publishes the opening events; does no I/O.
+    /// A topology for `options` on the system's clock, its random choices
+    /// seeded from the operating system. Publishes the opening events; does
+    /// no I/O.
     pub(crate) fn new(
         options: ClientOptions,
         handler: Option<Arc<dyn EventHandler>>,
         server_selector: Option<ServerSelector>,
+    ) -> Result<Topology> {
+        let time = Time {
+            clock: Arc::new(SystemClock),
+            rng: crate::shell::rng::from_os(),
+        };
+        Self::with_time(options, handler, server_selector, time)
+    }
+
+    /// A topology for `options` reading `time.clock` and drawing from
+    /// `time.rng`, and nothing else.
+    pub(crate) fn with_time(
+        options: ClientOptions,
+        handler: Option<Arc<dyn EventHandler>>,
+        server_selector: Option<ServerSelector>,
+        time: Time,
     ) -> Result<Topology> {
         let srv_pending = options.hosts().is_empty() && options.srv_host().is_some();
         if options.hosts().is_empty() && !srv_pending {
@@ -116,7 +137,7 @@ impl Topology {
                 try_once: options.server_selection_try_once(),
                 selection: selection_settings(&options, server_selector),
             },
-            fastrand::Rng::new(),
+            time.rng,
         );
         let topology = Topology {
             tls,
@@ -137,6 +158,7 @@ impl Topology {
             waiting_logged: false,
             overlap: None,
             queued: std::collections::VecDeque::new(),
+            clock: time.clock,
             options,
         };
         // A mongodb+srv topology opens once its seeds are known.
@@ -156,6 +178,17 @@ impl Topology {
     /// The current description of the deployment.
     pub fn description(&self) -> &TopologyDescription {
         self.monitor.description()
+    }
+
+    /// The clock the topology reads, for the operations run on it.
+    pub(crate) fn clock(&self) -> Arc<dyn Clock> {
+        Arc::clone(&self.clock)
+    }
+
+    /// A generator forked from the topology's, for the client's other
+    /// random draws (session ids, retry jitter).
+    pub(crate) fn fork_rng(&mut self) -> fastrand::Rng {
+        self.monitor.rng().fork()
     }
 
     /// Closes every socket at once. The description stays; the next
@@ -214,7 +247,7 @@ impl Topology {
         deadline: Deadline,
     ) -> Result<ServerAddress> {
         self.log_selection(SelectionLog::started, criteria, operation);
-        let mut now = Instant::now();
+        let mut now = self.clock.now();
         self.monitor
             .start_selection(criteria.clone(), deprioritized, operation, now);
         let result = loop {
@@ -237,7 +270,10 @@ impl Topology {
                 Next::Wait(until) => self.wait_for_checks(now, until, deadline),
                 Next::SleepUntil(at) => {
                     self.abandon_checks();
-                    std::thread::sleep(at.saturating_duration_since(now));
+                    let wait = at.saturating_duration_since(now);
+                    if !wait.is_zero() {
+                        self.clock.sleep(wait);
+                    }
                 }
                 Next::Selected(address) => break Ok(address),
                 Next::Failed(error) => break Err(error),
@@ -245,7 +281,7 @@ impl Topology {
             }
             // The checks or the wait took time: the next turn reads the clock
             // afresh (the first used the one read to start the selection).
-            now = Instant::now();
+            now = self.clock.now();
         };
         self.abandon_checks();
         self.end_scan_lookups();
@@ -274,7 +310,7 @@ impl Topology {
                     &address,
                     crate::proto::monitor::CheckOutcome::Failed(Error::client("removed")),
                     Duration::ZERO,
-                    Instant::now(),
+                    self.clock.now(),
                 );
                 self.publish(update);
             } else if self.overlappable(&address) {
@@ -339,6 +375,14 @@ impl Topology {
             self.monitor.mark_stale();
         }
     }
+}
+
+/// Where a topology reads the time and draws its random choices.
+pub(crate) struct Time {
+    /// The clock of the scan, its checks and their look-ups.
+    pub(crate) clock: Arc<dyn Clock>,
+    /// The generator the monitor draws from, and the client's others fork.
+    pub(crate) rng: fastrand::Rng,
 }
 
 /// The latency window and the application's selector.

@@ -3,15 +3,19 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::proto::options::ClientOptions;
+use crate::shell::clock::{Clock, SystemClock};
+use crate::shell::rng::SharedRng;
 
 /// Where the system's resolver configuration lives.
 const RESOLV_CONF: &str = "/etc/resolv.conf";
 
-/// Which name servers to ask and how, as `/etc/resolv.conf` would say.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Which name servers to ask and how, as `/etc/resolv.conf` would say,
+/// and the clock and generator the look-ups use.
+#[derive(Clone, Debug)]
 pub struct ResolverConfig {
     /// The name servers, asked in order.
     pub name_servers: Vec<SocketAddr>,
@@ -28,6 +32,12 @@ pub struct ResolverConfig {
     /// Addresses already known for some names (from a batched look-up),
     /// consulted before anything else.
     pub known_hosts: Vec<(String, Vec<IpAddr>)>,
+    /// Where the look-ups read the time (the system's unless the client
+    /// gives its own).
+    pub(crate) clock: Arc<dyn Clock>,
+    /// Where the questions' ids are drawn, shared by the copies of this
+    /// configuration.
+    pub(crate) query_ids: SharedRng,
 }
 
 impl ResolverConfig {
@@ -40,11 +50,21 @@ impl ResolverConfig {
     }
 
     /// The configuration a client's look-ups use: the name servers its
-    /// options set ([`ClientOptions::with_name_servers`]), else the system's.
-    pub(crate) fn for_client(options: &ClientOptions) -> ResolverConfig {
-        match options.name_servers() {
+    /// options set ([`ClientOptions::with_name_servers`]), else the system's,
+    /// on the client's clock, the ids drawn from `rng`.
+    pub(crate) fn for_client(
+        options: &ClientOptions,
+        clock: Arc<dyn Clock>,
+        rng: fastrand::Rng,
+    ) -> ResolverConfig {
+        let config = match options.name_servers() {
             Some(servers) => ResolverConfig::with_name_servers(servers.to_vec()),
             None => ResolverConfig::system(),
+        };
+        ResolverConfig {
+            clock,
+            query_ids: SharedRng::new(rng),
+            ..config
         }
     }
 
@@ -58,6 +78,8 @@ impl ResolverConfig {
             attempts: 2,
             use_hosts_file: false,
             known_hosts: Vec::new(),
+            clock: Arc::new(SystemClock),
+            query_ids: SharedRng::new(crate::shell::rng::from_os()),
         }
     }
 

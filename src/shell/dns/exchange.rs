@@ -10,6 +10,7 @@ use hickory_proto::rr::{Name, RecordType};
 
 use super::ResolverConfig;
 use crate::error::Error;
+use crate::shell::clock::Clock;
 
 /// The largest DNS message (the TCP length prefix is 16 bits).
 const MAX_MESSAGE: usize = 65_535;
@@ -94,11 +95,11 @@ fn ask_server(
         SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
     };
     let socket = UdpSocket::bind(bind).map_err(io_error)?;
-    let mut pending = send_questions(&socket, server, questions, results)?;
-    let attempt_end = Instant::now() + config.attempt_timeout;
+    let mut pending = send_questions(config, &socket, server, questions, results)?;
+    let attempt_end = config.clock.now() + config.attempt_timeout;
     let mut buffer = vec![0u8; MAX_MESSAGE];
     while !pending.is_empty() {
-        let now = Instant::now();
+        let now = config.clock.now();
         let end = deadline.map_or(attempt_end, |d| d.min(attempt_end));
         if now >= end {
             if deadline.is_some_and(|d| now >= d) {
@@ -133,7 +134,7 @@ fn ask_server(
         let (index, _, bytes) = pending.swap_remove(position);
         let reply = if message.truncated() {
             let tcp_deadline = deadline.unwrap_or(attempt_end);
-            tcp_exchange(server, &bytes, message.id(), tcp_deadline)
+            tcp_exchange(&*config.clock, server, &bytes, message.id(), tcp_deadline)
         } else {
             Ok(message)
         };
@@ -144,6 +145,7 @@ fn ask_server(
 
 /// Sends `server` each question that has no result yet.
 fn send_questions(
+    config: &ResolverConfig,
     socket: &UdpSocket,
     server: &SocketAddr,
     questions: &[(Name, RecordType)],
@@ -154,7 +156,7 @@ fn send_questions(
         if results[index].is_some() {
             continue;
         }
-        let id = fastrand::u16(..);
+        let id = config.query_ids.u16();
         let bytes = query_bytes(id, name, *record_type)?;
         socket.send_to(&bytes, server).map_err(io_error)?;
         pending.push((index, id, bytes));
@@ -220,6 +222,7 @@ fn query_bytes(
 
 /// Asks again over TCP, as RFC 7766 says to when a UDP reply is truncated.
 fn tcp_exchange(
+    clock: &dyn Clock,
     server: &SocketAddr,
     query: &[u8],
     id: u16,
@@ -228,7 +231,7 @@ fn tcp_exchange(
     use std::io::{Read, Write};
     let left = |what: &str| {
         deadline
-            .checked_duration_since(Instant::now())
+            .checked_duration_since(clock.now())
             .filter(|d| !d.is_zero())
             .ok_or_else(|| DnsError::from((true, format!("no time left to {what} over TCP"))))
     };

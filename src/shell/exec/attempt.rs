@@ -20,9 +20,9 @@ use crate::proto::session::{
 };
 
 use super::classify::OperationShape;
-use super::clock::Clock;
 use super::finish::{finish, AttemptContext, Finished};
 use super::{ClientState, Inherited, SessionSlot, Target};
+use crate::shell::clock::Clock;
 use crate::shell::fork::this_process;
 
 /// One operation's state across its attempts.

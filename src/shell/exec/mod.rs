@@ -24,7 +24,6 @@
 
 mod attempt;
 mod classify;
-mod clock;
 mod finish;
 mod pin;
 mod send;
@@ -48,9 +47,9 @@ use crate::proto::session::SessionState;
 use crate::shell::fork::this_process;
 use crate::shell::topology::Topology;
 
+pub(crate) use crate::shell::clock::Clock;
 use attempt::Run;
 use classify::{carries_write_concern_error, has_write_errors};
-pub(crate) use clock::{Clock, SystemClock};
 
 /// Everything a client shares between its operations: the topology with its
 /// sockets, the server-session pool, the cluster clock, the retry token
@@ -140,21 +139,26 @@ impl SessionSlot<'_> {
 }
 
 impl ClientState {
-    pub(crate) fn new(topology: Topology) -> Self {
-        Self::with_clock(topology, Arc::new(SystemClock))
-    }
-
-    pub(crate) fn with_clock(topology: Topology, time: Arc<dyn Clock>) -> Self {
+    /// The state of a client on `topology`: its clock is the operations'
+    /// clock, and its generator seeds theirs.
+    pub(crate) fn new(mut topology: Topology) -> Self {
         let retry = RetryPolicy::new(RetrySettings::from_options(topology.options()));
+        let sessions = SessionPool::new(topology.fork_rng(), topology.process_id());
         ClientState {
+            time: topology.clock(),
+            jitter: topology.fork_rng(),
             topology,
-            sessions: SessionPool::new(fastrand::Rng::new(), std::process::id()),
+            sessions,
             clock: ClusterClock::default(),
             retry,
-            time,
-            jitter: fastrand::Rng::new(),
             socket_transaction: None,
         }
+    }
+
+    /// A generator forked from the client's, for a loop of its own (a
+    /// transaction's retries).
+    pub(crate) fn fork_rng(&mut self) -> fastrand::Rng {
+        self.jitter.fork()
     }
 
     /// Ends the pooled server sessions on the server (`endSessions`, sent

@@ -7,7 +7,6 @@
 use std::time::Duration;
 
 use super::attempt::{decide, wait};
-use super::clock::{Clock, VirtualClock};
 use crate::error::{CommandError, Error, ErrorKind};
 use crate::proto::address::ServerAddress;
 use crate::proto::deadline::Deadline;
@@ -15,6 +14,7 @@ use crate::proto::retry::{
     FailedAttempt, OperationKind, OperationRetry, RetryPolicy, RetrySettings, BASE_BACKOFF,
 };
 use crate::proto::sdam::TopologyType;
+use crate::shell::clock::{Clock, VirtualClock};
 
 const OVERLOADED: &str = "SystemOverloadedError";
 const RETRYABLE: &str = "RetryableError";
@@ -141,7 +141,6 @@ mod steps {
 
     use bson::doc;
 
-    use super::super::clock::{Clock, VirtualClock};
     use super::super::{ClientState, Inherited, SessionSlot, Target};
     use crate::proto::address::ServerAddress;
     use crate::proto::coll_options::InsertOneOptions;
@@ -152,14 +151,19 @@ mod steps {
     use crate::proto::session::pool::ServerSession;
     use crate::proto::session::transaction::TransactionOptions;
     use crate::proto::session::{SessionOptions, SessionState};
-    use crate::shell::topology::Topology;
+    use crate::shell::clock::{Clock, VirtualClock};
+    use crate::shell::topology::{Time, Topology};
 
     /// A client state on virtual time; building it does no I/O.
     fn state(uri: &str) -> (ClientState, Arc<VirtualClock>) {
         let options = ClientOptions::parse(uri).expect("a URI");
-        let topology = Topology::new(options, None, None).expect("a topology");
         let clock = Arc::new(VirtualClock::new());
-        (ClientState::with_clock(topology, clock.clone()), clock)
+        let time = Time {
+            clock: clock.clone(),
+            rng: fastrand::Rng::with_seed(1),
+        };
+        let topology = Topology::with_time(options, None, None, time).expect("a topology");
+        (ClientState::new(topology), clock)
     }
 
     fn insert() -> Insert {

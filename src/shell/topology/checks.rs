@@ -2,6 +2,7 @@
 //! with its handshake, and the heartbeat events around it. What a result
 //! means is the monitor's business ([`crate::monitor`]).
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bson::Document;
@@ -15,6 +16,7 @@ use crate::proto::event::SdamEvent;
 use crate::proto::handshake::{self, HandshakeSettings};
 use crate::proto::monitor::CheckOutcome;
 use crate::proto::sdam::{RoundTripTime, ServerDescription, ServerType};
+use crate::shell::clock::Clock;
 use crate::shell::conn::{check_reply, Connection};
 
 /// The load-balancer spec's error when a handshake reply has no `serviceId`.
@@ -35,6 +37,11 @@ impl Topology {
             ),
             None => connect,
         }
+    }
+
+    /// The time since `started`, by the topology's clock.
+    pub(super) fn since(&self, started: Instant) -> Duration {
+        self.clock.now().saturating_duration_since(started)
     }
 
     /// The heartbeat events of a check that started at `started`.
@@ -86,7 +93,7 @@ impl Topology {
         rtt: Duration,
         deadline: Deadline,
     ) {
-        let now = Instant::now();
+        let now = self.clock.now();
         let outcome = match result {
             Ok(reply) => {
                 if let Some(connection) = self.connections.get_mut(address) {
@@ -116,7 +123,7 @@ impl Topology {
     /// restarted).
     pub(super) fn check_blocking(&mut self, address: &ServerAddress, deadline: Deadline) {
         self.publish_heartbeat_started(address);
-        let started = Instant::now();
+        let started = self.clock.now();
         let reusable = self
             .connections
             .get(address)
@@ -129,7 +136,7 @@ impl Topology {
                 .and_then(|reply| check_reply(reply, address)),
             _ => self.open_with_handshake(address, deadline),
         };
-        let duration = started.elapsed();
+        let duration = self.since(started);
         self.publish_heartbeat(address, duration, &result);
         self.apply_check(address, result, duration, deadline);
     }
@@ -162,7 +169,7 @@ impl Topology {
         address: &ServerAddress,
         deadline: Deadline,
     ) -> Result<()> {
-        let now = Instant::now();
+        let now = self.clock.now();
         let interval = self.options.socket_check_interval();
         // One look-up on the warm path: whether the socket is usable, and
         // whether it has been idle long enough to need a ping.
@@ -205,7 +212,7 @@ impl Topology {
         } else {
             let update = self
                 .monitor
-                .on_idle_check_failed(address, &error, Instant::now());
+                .on_idle_check_failed(address, &error, self.clock.now());
             self.publish(update);
         }
         Err(error)
@@ -216,10 +223,10 @@ impl Topology {
     /// "clients update the topology from each handshake"), and a failed
     /// one is a failed check, cooldown included.
     fn connect_and_apply(&mut self, address: &ServerAddress, deadline: Deadline) -> Result<()> {
-        let started = Instant::now();
+        let started = self.clock.now();
         let result = self.open_with_handshake(address, deadline);
         let failure = result.as_ref().err().cloned();
-        self.apply_check(address, result, started.elapsed(), deadline);
+        self.apply_check(address, result, self.since(started), deadline);
         match failure {
             Some(error) => Err(error),
             None => Ok(()),
@@ -255,7 +262,7 @@ impl Topology {
         if let Some(error) = self.known_dns_failure(address) {
             return Err(error);
         }
-        let started = Instant::now();
+        let started = self.clock.now();
         let limit = self.check_timeout(deadline, started);
         let generation = self
             .monitor
@@ -271,7 +278,7 @@ impl Topology {
             self.options.socket_timeout(),
             &resolver,
         )?;
-        let time_left = time_left(started, limit);
+        let time_left = time_left(self.clock(), started, limit);
         if let Some(tls) = &self.tls {
             connection.start_tls(tls, time_left())?;
         }
@@ -340,7 +347,7 @@ impl Topology {
             connection.address().clone(),
             reply,
             &RoundTripTime::new(),
-            Instant::now(),
+            self.clock.now(),
         );
         service.server_type = ServerType::LoadBalancer;
         self.load_balanced_service = Some(service);
@@ -377,17 +384,17 @@ impl Topology {
     }
 }
 
-/// The time left of `limit` since `started`, at least 1 ms (a zero
-/// timeout means "none" to the socket).
+/// The time left of `limit` since `started` by `clock`, at least 1 ms (a
+/// zero timeout means "none" to the socket).
 pub(super) fn time_left(
+    clock: Arc<dyn Clock>,
     started: Instant,
     limit: Option<Duration>,
 ) -> impl Fn() -> Option<Duration> {
     move || {
         limit.map(|limit| {
-            limit
-                .saturating_sub(started.elapsed())
-                .max(Duration::from_millis(1))
+            let elapsed = clock.now().saturating_duration_since(started);
+            limit.saturating_sub(elapsed).max(Duration::from_millis(1))
         })
     }
 }

@@ -1,8 +1,6 @@
 //! What an operation's error on a server means (SDAM error handling, and
 //! its per-service form behind a load balancer), carried out on the sockets.
 
-use std::time::Instant;
-
 use bson::oid::ObjectId;
 
 use super::Topology;
@@ -61,7 +59,7 @@ impl Topology {
         };
         let (decision, update) = self
             .monitor
-            .on_application_error(&application_error, Instant::now());
+            .on_application_error(&application_error, self.clock.now());
         if decision.clear_socket {
             self.connections.remove(address);
         }

@@ -19,7 +19,7 @@ impl Topology {
         let Some(host) = self.options.srv_host().map(str::to_string) else {
             return Ok(());
         };
-        let now = Instant::now();
+        let now = self.clock.now();
         if !self.srv_resolved {
             return self.resolve_srv_seeds(&host, deadline);
         }
@@ -32,15 +32,17 @@ impl Topology {
 
     /// The resolver configuration, read from the system once.
     pub(super) fn resolver(&mut self) -> &crate::shell::dns::ResolverConfig {
-        let options = &self.options;
-        self.resolver
-            .get_or_insert_with(|| crate::shell::dns::ResolverConfig::for_client(options))
+        let (options, clock, monitor) = (&self.options, &self.clock, &mut self.monitor);
+        self.resolver.get_or_insert_with(|| {
+            let rng = monitor.rng().fork();
+            crate::shell::dns::ResolverConfig::for_client(options, clock.clone(), rng)
+        })
     }
 
     /// When a DNS look-up must end: connectTimeoutMS, cut to the
     /// operation's deadline.
     pub(super) fn dns_deadline(&self, deadline: Deadline) -> Option<Instant> {
-        let now = Instant::now();
+        let now = self.clock.now();
         self.check_timeout(deadline, now).map(|t| now + t)
     }
 
@@ -75,7 +77,7 @@ impl Topology {
         self.options = options;
         self.srv_resolved = true;
         self.next_srv_rescan = Some(
-            Instant::now()
+            self.clock.now()
                 + crate::proto::srv::rescan_interval(
                     Some(&lookup.targets),
                     self.options.heartbeat_frequency(),
@@ -95,7 +97,7 @@ impl Topology {
             Ok(lookup) => lookup,
             Err(error) => {
                 log::warn!(target: "mongo_inline::srv", "SRV polling of {host}: {error}");
-                self.next_srv_rescan = Some(Instant::now() + heartbeat);
+                self.next_srv_rescan = Some(self.clock.now() + heartbeat);
                 return;
             }
         };
@@ -115,7 +117,7 @@ impl Topology {
             .any(|t| crate::proto::srv::check_target(host, &t.host).is_ok());
         let interval =
             crate::proto::srv::rescan_interval(verified.then_some(&lookup.targets[..]), heartbeat);
-        self.next_srv_rescan = Some(Instant::now() + interval);
+        self.next_srv_rescan = Some(self.clock.now() + interval);
         if let Some(hosts) = next {
             let update = self.monitor.set_srv_hosts(&hosts);
             self.publish(update);

@@ -50,7 +50,7 @@ impl Topology {
 
     fn start_one(&mut self, address: ServerAddress, deadline: Deadline) {
         self.publish_heartbeat_started(&address);
-        let started = Instant::now();
+        let started = self.clock.now();
         let limit = self
             .check_timeout(deadline, started)
             .and_then(|t| started.checked_add(t));
@@ -150,20 +150,20 @@ impl Topology {
             })
         });
         let past_end = |now: Instant| until.is_some_and(|until| now >= until);
-        let woke = Instant::now();
+        let woke = self.clock.now();
         for done in finished {
             // Past the scan's end the monitor drops the scan: applying
             // results for long (each costs an update of the whole
             // description) would hold the selection past
             // serverSelectionTimeoutMS. Those that ended the wait are
             // applied within a small budget, so their errors are reported.
-            let now = Instant::now();
+            let now = self.clock.now();
             if past_end(now) && now.saturating_duration_since(woke) > APPLY_BUDGET {
                 break;
             }
             self.apply_finished(done, deadline);
         }
-        if past_end(Instant::now()) {
+        if past_end(self.clock.now()) {
             self.cut_short_checks();
             return;
         }
@@ -188,7 +188,7 @@ impl Topology {
                 Ok(reply)
             }
         });
-        let duration = done.started.elapsed();
+        let duration = self.since(done.started);
         self.publish_heartbeat(&address, duration, &result);
         self.apply_check(&address, result, duration, deadline);
         if !self.monitor.description().servers.contains_key(&address) {
@@ -212,13 +212,13 @@ impl Topology {
                 "timed out: no answer before the selection's time ran out",
             );
             let error = Error::network(Some(address.clone()), "checking the server", io);
-            let duration = started.elapsed();
+            let duration = self.since(started);
             let result = Err(error.clone());
             self.publish_heartbeat(&address, duration, &result);
             let outcome = crate::proto::monitor::CheckOutcome::CutShort(error);
             let update = self
                 .monitor
-                .on_check(&address, outcome, duration, Instant::now());
+                .on_check(&address, outcome, duration, self.clock.now());
             self.publish(update);
         }
     }

@@ -1,15 +1,23 @@
-//! The executor's clock: the time now and a way to wait, passed in so the
-//! shell runs on virtual time in tests (as the pure core already does).
+//! The shell's one clock: the time now, the wall-clock time and a way to
+//! wait. Everything else (the executor, the topology's scan loop, its
+//! checks, DNS, ObjectIds) takes it as an argument, so the shell runs on
+//! virtual time in tests as the pure core already does. Only this module
+//! reads the system's time or sleeps (clippy's `disallowed-methods`, see
+//! `clippy.toml`, keeps it so).
+// The one place allowed to read the system's clocks and sleep.
+#![allow(clippy::disallowed_methods)]
 
+use std::fmt::Debug;
 #[cfg(test)]
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
-/// Reads the time and sleeps. The executor, the session's transaction loop
-/// and the retry backoff use nothing else.
-pub(crate) trait Clock: Send + Sync {
-    /// The time now.
+/// Reads the time and sleeps. The shell uses nothing else.
+pub(crate) trait Clock: Send + Sync + Debug {
+    /// The time now, for durations and deadlines.
     fn now(&self) -> Instant;
+    /// The calendar time now (an ObjectId's seconds).
+    fn wall_time(&self) -> SystemTime;
     /// Waits `duration` (never called with zero).
     fn sleep(&self, duration: Duration);
 }
@@ -21,6 +29,10 @@ pub(crate) struct SystemClock;
 impl Clock for SystemClock {
     fn now(&self) -> Instant {
         Instant::now()
+    }
+
+    fn wall_time(&self) -> SystemTime {
+        SystemTime::now()
     }
 
     fn sleep(&self, duration: Duration) {
@@ -74,6 +86,12 @@ impl Clock for VirtualClock {
         self.start + self.lock().elapsed
     }
 
+    fn wall_time(&self) -> SystemTime {
+        // A fixed calendar start (2023-11-14) keeps what tests derive from
+        // it (ObjectId seconds) reproducible.
+        SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000) + self.lock().elapsed
+    }
+
     fn sleep(&self, duration: Duration) {
         let mut state = self.lock();
         state.elapsed += duration;
@@ -94,5 +112,7 @@ mod tests {
         clock.advance(Duration::from_millis(5));
         assert_eq!(clock.now() - t0, Duration::from_millis(35));
         assert_eq!(clock.sleeps(), vec![Duration::from_millis(30)]);
+        let wall = clock.wall_time().duration_since(SystemTime::UNIX_EPOCH);
+        assert_eq!(wall.unwrap(), Duration::from_millis(1_700_000_000_035));
     }
 }

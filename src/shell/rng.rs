@@ -1,0 +1,75 @@
+//! The shell's one source of randomness: generators seeded from the
+//! operating system here and nowhere else, then passed to whoever draws
+//! (the monitor's choice among servers, session ids, retry jitter, DNS
+//! query ids), and seeds a forked child does not share with its parent or
+//! its siblings. Clippy's `disallowed-methods` (see `clippy.toml`) keeps
+//! other modules from seeding their own.
+// The one place allowed to seed from the system.
+#![allow(clippy::disallowed_methods)]
+
+use std::sync::{Arc, Mutex};
+
+/// A generator seeded from the operating system's randomness (through
+/// fastrand's thread-local generator, which std's hasher keys seed).
+/// Called once per client; its parts fork their generators from it.
+pub(crate) fn from_os() -> fastrand::Rng {
+    fastrand::Rng::new()
+}
+
+/// A seed for a random generator that differs between a parent and each of
+/// its forked children, even though their generators' states are copies:
+/// the process id and the wall clock are mixed into a draw from `fastrand`'s
+/// (copied) thread-local generator.
+pub(crate) fn fresh_seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let pid = u64::from(std::process::id());
+    mix(fastrand::u64(..) ^ mix(pid) ^ mix(nanos.rotate_left(32)))
+}
+
+/// SplitMix64's finaliser: spreads every input bit over the whole output.
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// One generator shared by the copies of a configuration that is cloned
+/// per use (the resolver's), so that the copies do not repeat each other's
+/// draws.
+#[derive(Clone, Debug)]
+pub(crate) struct SharedRng(Arc<Mutex<fastrand::Rng>>);
+
+impl SharedRng {
+    /// Shares `rng`.
+    pub(crate) fn new(rng: fastrand::Rng) -> Self {
+        SharedRng(Arc::new(Mutex::new(rng)))
+    }
+
+    /// A number drawn from the shared generator.
+    pub(crate) fn u16(&self) -> u16 {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).u16(..)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mixing_separates_neighbouring_inputs() {
+        assert_ne!(mix(1), mix(2));
+        assert_ne!(mix(1) >> 32, mix(2) >> 32);
+    }
+
+    #[test]
+    fn copies_of_a_shared_generator_do_not_repeat_each_other() {
+        let shared = SharedRng::new(fastrand::Rng::with_seed(5));
+        let copy = shared.clone();
+        let mut alone = fastrand::Rng::with_seed(5);
+        assert_eq!(shared.u16(), alone.u16(..));
+        assert_eq!(copy.u16(), alone.u16(..));
+    }
+}
