@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use bson::{doc, Document};
 use mongo_inline::event::{CommandEvent, EventHandler};
-use mongo_inline::retry::RetrySettings;
+use mongo_inline::options::RetrySettings;
 use mongo_inline::{Client, ClientOptions, Collection};
 use support::server::TestServer;
 

@@ -13,7 +13,7 @@
 use std::time::{Duration, Instant};
 
 use bson::{doc, Bson};
-use mongo_inline::sdam::{TopologyDescription, TopologySettings};
+use mongo_inline::unversioned::TopologyRules;
 use mongo_inline::{ClientOptions, ServerAddress};
 
 fn main() {
@@ -37,8 +37,7 @@ fn scan(members: usize, change_events: bool) {
     let host_list: Vec<Bson> = hosts.iter().map(|h| Bson::String(h.clone())).collect();
     let uri = format!("mongodb://{}/?replicaSet=rs", hosts[0]);
     let options = ClientOptions::parse(&uri).expect("a valid URI");
-    let settings = TopologySettings::from_options(&options).with_change_events(change_events);
-    let mut topology = TopologyDescription::new(settings);
+    let mut topology = TopologyRules::new(&options, change_events);
     let started = Instant::now();
     let mut events = 0;
     for (i, host) in hosts.iter().enumerate() {
@@ -47,9 +46,8 @@ fn scan(members: usize, change_events: bool) {
             "hosts": host_list.clone(), "setVersion": 1, "minWireVersion": 0, "maxWireVersion": 21,
         };
         let address = ServerAddress::parse(host).expect("address");
-        let update =
+        events +=
             topology.check_succeeded(&address, &reply, Duration::from_millis(1), Instant::now());
-        events += update.events.len();
     }
     let total = started.elapsed();
     let per_check = total / hosts.len() as u32;

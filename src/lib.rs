@@ -49,53 +49,54 @@
 //! operation on that server's one socket, which also carries the scan's
 //! hellos.
 //!
-//! The specs' rules are pure and public, so they can be inspected and
-//! tested without a network: [`sdam`] (descriptions and their update rules),
-//! [`select`] (suitability, latency window), [`uri`] (connection strings),
-//! [`retry`] (retry and backpressure policy), [`session`] (sessions and
-//! transactions) and [`auth::scram`] (the SCRAM conversation). The blocking
-//! shell that drives them (the monitor loop, sockets, message framing, the
-//! handshake) is private: the public surface is what a user needs.
+//! The public modules are the ones a program needs: [`action`] (the
+//! operation builders), [`options`] (every option type, including
+//! [`ReadPreference`] and the concerns),
+//! [`results`], [`error`], [`event`] (the SDAM and command events, the
+//! descriptions they carry, the [`EventHandler`](event::EventHandler) that
+//! receives them and the `log` targets) and [`bson`]. The specs' rules
+//! (discovery, selection, connection strings, retries, sessions,
+//! authentication) and the blocking shell that drives them are private;
+//! their spec tests run inside the crate.
 
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
+// A type the API mentions must be nameable at a public path.
+#![warn(unnameable_types)]
 
 // Three folders, three jobs (see the README's architecture section):
 // `proto` holds the pure rules (values in, decisions out, no sockets, the
 // clock and randomness passed in), `shell` the blocking I/O that feeds them,
-// `api` the public surface built on both. The re-exports below keep every
-// module at its documented path (`mongo_inline::sdam`, `mongo_inline::options`,
-// ...) so the folders are an internal layout, not a change of public paths.
+// `api` the public surface built on both. The re-exports below give the
+// public items their paths (`mongo_inline::options`, `mongo_inline::Client`,
+// ...) so the folders are an internal layout.
 mod api;
 mod proto;
 mod shell;
 
-// The spec fixtures in tests/ name the crate `mongo_inline`: the monitor's
-// spec runner (src/proto/monitor/spec_tests.rs) includes them by path.
 #[cfg(test)]
-extern crate self as mongo_inline;
+mod spec_tests;
 
 #[cfg(feature = "capi")]
 #[allow(unsafe_code)]
 pub mod capi;
 pub mod error;
 
-pub use api::{action, client, client_session, coll, cursor};
-pub use proto::{
-    address, auth, coll_options, event, operation, options, process, read_preference, reply,
-    results, retry, sdam, select, session, srv, uri,
-};
+pub use api::action;
+pub use proto::{event, options, results};
 
 /// A new ObjectId, unique to this process even after a fork (`bson`'s
 /// `ObjectId::new()` repeats its parent's ids in a forked child).
 pub use shell::ids::new_object_id;
 
-pub use address::ServerAddress;
+pub use api::client::{Client, ClientBuilder, Database};
+pub use api::client_session::ClientSession;
+pub use api::coll::Collection;
+pub use api::cursor::{Cursor, SessionCursor, SessionCursorIter};
 pub use bson;
-pub use client::{Client, ClientBuilder, Database};
-pub use client_session::ClientSession;
-pub use coll::Collection;
-pub use cursor::{Cursor, SessionCursor};
 pub use error::{Error, ErrorKind, Result};
-pub use options::ClientOptions;
-pub use read_preference::{ReadPreference, ReadPreferenceMode};
+pub use options::{ClientOptions, ReadPreference, ReadPreferenceMode, ServerAddress};
+pub use proto::session::TransactionState;
+
+#[doc(hidden)]
+pub mod unversioned;

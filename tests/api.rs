@@ -6,10 +6,10 @@
 mod support;
 
 use bson::{doc, Bson, Document};
-use mongo_inline::cursor::SessionCursor;
 use mongo_inline::error::ErrorKind;
 use mongo_inline::options::{IndexModel, IndexOptions, ReturnDocument, WriteModel};
 use mongo_inline::results::CollectionType;
+use mongo_inline::SessionCursor;
 use mongo_inline::{Client, ClientSession, Collection};
 use serde::{Deserialize, Serialize};
 use support::events::{command_name, recorded_client, Recorder};

@@ -14,9 +14,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use bson::{doc, Document};
-use mongo_inline::coll_options::FindOptions;
 use mongo_inline::event::CommandEvent;
-use mongo_inline::retry::RetrySettings;
+use mongo_inline::options::FindOptions;
+use mongo_inline::options::RetrySettings;
 use mongo_inline::{ClientOptions, Collection, Database, ServerAddress};
 use support::events::{recorded_builder, recorded_client, Recorder};
 use support::server::TestServer;
@@ -463,7 +463,9 @@ fn each_retry_is_logged_at_debug_level() {
         .lock()
         .unwrap()
         .iter()
-        .filter(|(thread, target, _)| *thread == me && target == mongo_inline::retry::LOG_TARGET)
+        .filter(|(thread, target, _)| {
+            *thread == me && target == mongo_inline::event::RETRY_LOG_TARGET
+        })
         .map(|(_, _, line)| line.clone())
         .collect();
     assert_eq!(lines.len(), 2, "{lines:#?}");

@@ -9,9 +9,9 @@ use std::sync::Mutex;
 
 use bson::oid::ObjectId;
 use bson::{doc, Document};
-use mongo_inline::coll_options::FindOptions;
-use mongo_inline::event::command::COMMAND_LOG_TARGET;
 use mongo_inline::event::CommandEvent;
+use mongo_inline::event::COMMAND_LOG_TARGET;
+use mongo_inline::options::FindOptions;
 use support::events::recorded_client;
 use support::server::TestServer;
 
@@ -33,7 +33,7 @@ fn request_id_of(event: &CommandEvent) -> i32 {
     }
 }
 
-fn connection_of(event: &CommandEvent) -> &mongo_inline::event::command::ConnectionInfo {
+fn connection_of(event: &CommandEvent) -> &mongo_inline::event::ConnectionInfo {
     match event {
         CommandEvent::Started { connection, .. }
         | CommandEvent::Succeeded { connection, .. }

@@ -8,16 +8,16 @@ use std::time::Duration;
 
 use bson::oid::ObjectId;
 use bson::{doc, Bson, Document};
-use mongo_inline::coll_options::{
+use mongo_inline::options::SelectionCriteria;
+use mongo_inline::options::WriteModel;
+use mongo_inline::options::{Acknowledgment, ReadConcern, WriteConcern};
+use mongo_inline::options::{
     AggregateOptions, BulkWriteOptions, CountOptions, DeleteModelOptions, DeleteOptions,
     FindOneAndDeleteOptions, FindOneAndReplaceOptions, FindOneAndUpdateOptions, FindOptions, Hint,
     IndexModel, InsertManyOptions, ReplaceOptions, ReturnDocument, UpdateModelOptions,
     UpdateOptions,
 };
-use mongo_inline::operation::WriteModel;
-use mongo_inline::options::{Acknowledgment, ReadConcern, WriteConcern};
 use mongo_inline::results::WriteFailure;
-use mongo_inline::select::SelectionCriteria;
 use mongo_inline::{Client, Collection, ErrorKind, ReadPreference, ReadPreferenceMode};
 use serde::{Deserialize, Serialize};
 use support::server::TestServer;
@@ -732,7 +732,7 @@ fn read_and_write_concerns_most_specific_wins() {
     from_collection
         .insert_one(doc! { "_id": 3 })
         .with_options(
-            mongo_inline::coll_options::InsertOneOptions::default()
+            mongo_inline::options::InsertOneOptions::default()
                 .write_concern(write_concern(Acknowledgment::Nodes(1))),
         )
         .run()

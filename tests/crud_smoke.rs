@@ -3,7 +3,7 @@
 mod support;
 
 use bson::{doc, Document};
-use mongo_inline::coll_options::FindOptions;
+use mongo_inline::options::FindOptions;
 use mongo_inline::Client;
 use serde::{Deserialize, Serialize};
 use support::server::TestServer;

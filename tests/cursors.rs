@@ -6,8 +6,8 @@ mod support;
 
 use bson::oid::ObjectId;
 use bson::{doc, Bson, Document};
-use mongo_inline::coll_options::FindOptions;
-use mongo_inline::select::SelectionCriteria;
+use mongo_inline::options::FindOptions;
+use mongo_inline::options::SelectionCriteria;
 use mongo_inline::{Client, Collection, ReadPreference, ReadPreferenceMode};
 use support::server::TestServer;
 use support::sim::{Role, Simulator};

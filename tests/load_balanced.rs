@@ -17,11 +17,11 @@ use std::time::{Duration, Instant};
 
 use bson::oid::ObjectId;
 use bson::{doc, Bson, Document};
-use mongo_inline::coll::Collection;
-use mongo_inline::coll_options::FindOptions;
+use mongo_inline::event::TopologyDescription;
 use mongo_inline::event::{CommandEvent, SdamEvent};
-use mongo_inline::read_preference::{ReadPreference, ReadPreferenceMode};
-use mongo_inline::sdam::TopologyDescription;
+use mongo_inline::options::FindOptions;
+use mongo_inline::options::{ReadPreference, ReadPreferenceMode};
+use mongo_inline::Collection;
 use mongo_inline::{Client, ErrorKind};
 use support::events::{recorded_client, Recorder};
 use support::server::TestServer;

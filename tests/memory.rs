@@ -11,7 +11,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bson::{doc, Document};
-use mongo_inline::coll_options::FindOptions;
+use mongo_inline::options::FindOptions;
 use mongo_inline::Client;
 use support::server::TestServer;
 

@@ -5,7 +5,7 @@
 mod support;
 
 use bson::{doc, Bson, Document};
-use mongo_inline::coll_options::FindOptions;
+use mongo_inline::options::FindOptions;
 use mongo_inline::{Client, Collection, Error};
 use support::events::recorded_client;
 use support::server::TestServer;
@@ -120,7 +120,7 @@ fn a_write_concern_error_marks_the_server_unknown_and_is_retried() {
         matches!(
             event,
             mongo_inline::event::SdamEvent::ServerDescriptionChanged { new, .. }
-                if new.server_type == mongo_inline::sdam::ServerType::Unknown
+                if new.server_type == mongo_inline::event::ServerType::Unknown
         )
     });
     assert!(marked_unknown, "{:#?}", &recorder.sdam()[sdam_before..]);

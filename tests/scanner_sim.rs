@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use bson::{doc, Document};
 use mongo_inline::event::SdamEvent;
-use mongo_inline::select::SelectionCriteria;
+use mongo_inline::options::SelectionCriteria;
 use mongo_inline::{Client, ErrorKind};
 use support::events::recorded_client;
 use support::server::TestServer;

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use bson::{doc, Document};
-use mongo_inline::select::SelectionCriteria;
+use mongo_inline::options::SelectionCriteria;
 use mongo_inline::{Client, ErrorKind};
 use support::server::TestServer;
 use support::sim::{Role, Simulator};
@@ -23,7 +23,7 @@ impl log::Log for Lines {
     }
 
     fn log(&self, record: &log::Record<'_>) {
-        if record.target() != mongo_inline::select::LOG_TARGET {
+        if record.target() != mongo_inline::event::SERVER_SELECTION_LOG_TARGET {
             return;
         }
         self.0.lock().unwrap().push((

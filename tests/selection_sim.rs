@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 
 use bson::{doc, Document};
 use mongo_inline::event::SdamEvent;
-use mongo_inline::read_preference::ReadPreference;
-use mongo_inline::sdam::ServerType;
-use mongo_inline::select::SelectionCriteria;
+use mongo_inline::event::ServerType;
+use mongo_inline::options::ReadPreference;
+use mongo_inline::options::SelectionCriteria;
 use mongo_inline::{Client, ClientOptions, ErrorKind, ReadPreferenceMode};
 use support::events::{recorded_client, Recorder};
 use support::server::TestServer;

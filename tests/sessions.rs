@@ -5,7 +5,7 @@
 mod support;
 
 use bson::{doc, Bson, Document};
-use mongo_inline::coll_options::FindOptions;
+use mongo_inline::options::FindOptions;
 use mongo_inline::{Client, ErrorKind};
 use support::events::{command_name, recorded_client};
 use support::server::TestServer;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bson::{doc, Document};
-use mongo_inline::retry::RetrySettings;
+use mongo_inline::options::RetrySettings;
 use mongo_inline::{Client, ClientOptions, Error, ErrorKind};
 use support::events::{recorded_builder, Recorder};
 use support::server::TestServer;

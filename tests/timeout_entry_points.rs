@@ -8,7 +8,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use bson::{doc, Document};
-use mongo_inline::coll_options::FindOptions;
+use mongo_inline::options::FindOptions;
 use mongo_inline::{Client, ErrorKind, Result};
 use support::server::TestServer;
 use support::sim::{Role, Simulator};

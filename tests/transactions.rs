@@ -6,8 +6,8 @@
 mod support;
 
 use bson::{doc, Bson, Document};
+use mongo_inline::options::TransactionOptions;
 use mongo_inline::options::{Acknowledgment, ClientOptions, ReadConcern, WriteConcern};
-use mongo_inline::session::TransactionOptions;
 use mongo_inline::{Client, Collection};
 use support::events::{command_name, recorded_client, Recorder};
 use support::server::TestServer;

@@ -94,7 +94,7 @@ impl Client {
 
     /// The retry tokens left in the client's bucket (client backpressure),
     /// or `None` when its retry settings use no bucket. A balance well
-    /// below [`crate::retry::TOKEN_BUCKET_CAPACITY`] means recent overload
+    /// below [`crate::options::TOKEN_BUCKET_CAPACITY`] means recent overload
     /// retries outnumbered successes.
     pub fn retry_tokens(&self) -> Option<Tokens> {
         self.state().retry.bucket().map(|bucket| bucket.balance())

@@ -3,7 +3,7 @@
 //! preference) are resolved here once and handed to the executor.
 
 pub mod action;
-pub mod client;
-pub mod client_session;
-pub mod coll;
-pub mod cursor;
+pub(crate) mod client;
+pub(crate) mod client_session;
+pub(crate) mod coll;
+pub(crate) mod cursor;

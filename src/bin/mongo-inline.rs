@@ -22,8 +22,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use bson::{Bson, Document};
-use mongo_inline::coll_options::{FindOptions, UpdateOptions};
-use mongo_inline::operation::UpdateModification;
+use mongo_inline::options::UpdateModification;
+use mongo_inline::options::{FindOptions, UpdateOptions};
 use mongo_inline::{Client, ClientOptions, Collection};
 
 /// The time limit of each operation when neither `--timeout-ms` nor the

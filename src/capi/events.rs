@@ -7,7 +7,8 @@ use std::ffi::{c_char, c_void, CString};
 use std::ptr;
 use std::sync::{Arc, Mutex};
 
-use crate::proto::event::{sdam_log_message, CommandEvent, EventHandler, SdamEvent};
+use crate::proto::event::sdam::sdam_log_message;
+use crate::proto::event::{CommandEvent, EventHandler, SdamEvent};
 
 /// `mi_event_callback`.
 pub type MiEventCallback =

@@ -57,6 +57,7 @@ impl Added {
         }
     }
 
+    #[cfg(test)]
     fn into_bson(self) -> Bson {
         match self {
             Added::Value(value) => value,
@@ -255,6 +256,7 @@ impl CommandDraft {
     }
 
     /// The whole command as a `Document`, consuming the draft.
+    #[cfg(test)]
     pub(crate) fn into_document(self) -> Document {
         let mut document = match self.body {
             CommandBody::Document(document) => document,

@@ -27,6 +27,7 @@ impl Deadline {
     pub const NONE: Deadline = Deadline { at: None };
 
     /// A deadline at `at`.
+    #[cfg(test)]
     pub fn at(at: Instant) -> Self {
         Deadline { at: Some(at) }
     }
@@ -76,6 +77,7 @@ impl Deadline {
 
     /// The shorter of `timeout` and the time left: the bound for one blocking
     /// step (server selection, a socket read). `None` means unbounded.
+    #[cfg(test)]
     pub fn min_with(&self, now: Instant, timeout: Option<Duration>) -> Option<Duration> {
         match (self.remaining(now), timeout) {
             (Some(left), Some(t)) => Some(left.min(t)),

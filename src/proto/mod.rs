@@ -4,10 +4,10 @@
 //! randomness, the process ([`process::CurrentProcess`]) and ObjectIds in,
 //! and the spec runners drive these modules directly.
 
-pub mod address;
-pub mod auth;
+pub(crate) mod address;
+pub(crate) mod auth;
 pub(crate) mod bson_write;
-pub mod coll_options;
+pub(crate) mod coll_options;
 pub(crate) mod command_draft;
 pub(crate) mod concern;
 pub(crate) mod deadline;
@@ -18,19 +18,19 @@ pub(crate) mod log_json;
 pub(crate) mod monitor;
 pub(crate) mod nesting;
 pub(crate) mod object_id;
-pub mod operation;
+pub(crate) mod operation;
 pub mod options;
-pub mod process;
+pub(crate) mod process;
 pub(crate) mod raw_walk;
-pub mod read_preference;
-pub mod reply;
+pub(crate) mod read_preference;
+pub(crate) mod reply;
 pub mod results;
-pub mod retry;
+pub(crate) mod retry;
 pub(crate) mod scan;
-pub mod sdam;
-pub mod select;
-pub mod session;
-pub mod srv;
+pub(crate) mod sdam;
+pub(crate) mod select;
+pub(crate) mod session;
+pub(crate) mod srv;
 pub(crate) mod unsupported;
-pub mod uri;
+pub(crate) mod uri;
 pub(crate) mod wire;

@@ -1,7 +1,8 @@
 //! Client options: everything a connection string or code can configure.
 //!
-//! [`ClientOptions`] is built from a URI by [`ClientOptions::parse`] (see
-//! [`crate::uri`]) or in code through [`ClientOptions::builder`]. Fields are
+//! [`ClientOptions`] is built from a URI by [`ClientOptions::parse`] (the
+//! connection-string and URI-options specs' rules) or in code through
+//! [`ClientOptions::builder`]. Fields are
 //! private; getters expose the effective value (the spec default when unset).
 
 use std::time::Duration;
@@ -9,10 +10,11 @@ use std::time::Duration;
 use bson::Document;
 
 use crate::error::{Error, Result};
-use crate::proto::address::ServerAddress;
+pub use crate::proto::address::ServerAddress;
 pub use crate::proto::coll_options::*;
 pub use crate::proto::operation::{UpdateModification, WriteModel};
-pub use crate::proto::read_preference::{ReadPreference, ReadPreferenceMode};
+pub use crate::proto::read_preference::{ReadPreference, ReadPreferenceMode, TagSet};
+pub use crate::proto::retry::{RetryMode, RetrySettings, Tokens, TOKEN_BUCKET_CAPACITY};
 pub use crate::proto::select::SelectionCriteria;
 pub use crate::proto::session::transaction::TransactionOptions;
 pub use crate::proto::session::SessionOptions;

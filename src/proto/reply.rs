@@ -408,6 +408,7 @@ impl Reply {
 
     /// Takes the batch kept as bytes, if there is one; a `cursor` kept as
     /// bytes is first put back into [`Self::document`] (batch included).
+    #[cfg(test)]
     pub fn take_batch(&mut self) -> Result<Option<RawBatch>> {
         self.restore_cursor()?;
         self.document();

@@ -12,6 +12,8 @@ use std::fmt;
 
 use bson::{Bson, Document};
 
+pub use crate::proto::operation::list_databases::DatabaseSpecification;
+
 /// The result of `insert_one`.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]

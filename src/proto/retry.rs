@@ -76,7 +76,8 @@ use crate::proto::deadline::Deadline;
 use crate::proto::options::ClientOptions;
 use crate::proto::sdam::description::TopologyType;
 
-/// The `log` target of retry messages ([`RetryPlan::log_message`]).
+/// The `log` target of retry messages: why an operation is retried, after
+/// what backoff, or why it gives up.
 pub const LOG_TARGET: &str = "mongo_inline::retry";
 
 /// Label: the command may be retried whatever it is (client backpressure).
@@ -149,6 +150,7 @@ const MMAPV1_MESSAGE: &str =
 /// `aggregate` only without a `$out`/`$merge` stage: see
 /// [`is_retryable_read_command`]. Not included: `getMore`, `mapReduce` and
 /// anything sent through a generic `runCommand`.
+#[cfg(test)]
 pub const RETRYABLE_READ_COMMANDS: [&str; 7] = [
     "find",
     "aggregate",
@@ -159,22 +161,9 @@ pub const RETRYABLE_READ_COMMANDS: [&str; 7] = [
     "listIndexes",
 ];
 
-/// Commands that are retryable writes (retryable writes and transactions
-/// specs), by command name. `update`, `delete` and client `bulkWrite` only
-/// when no statement touches many documents: see
-/// [`is_retryable_write_command`].
-pub const RETRYABLE_WRITE_COMMANDS: [&str; 7] = [
-    "insert",
-    "update",
-    "delete",
-    "findAndModify",
-    "bulkWrite",
-    "commitTransaction",
-    "abortTransaction",
-];
-
 /// Whether a read command (the whole document, name first) is a retryable
 /// read: a listed name, and for `aggregate` no `$out`/`$merge` stage.
+#[cfg(test)]
 pub fn is_retryable_read_command(command: &bson::Document) -> bool {
     let Some(name) = command.keys().next() else {
         return false;
@@ -201,6 +190,7 @@ pub fn is_retryable_read_command(command: &bson::Document) -> bool {
 /// `multi: true`, no `delete` statement with `limit: 0`, no client
 /// `bulkWrite` op with `multi: true`. Writes with an unacknowledged write
 /// concern are not retryable either; the caller knows the write concern.
+#[cfg(test)]
 pub fn is_retryable_write_command<'a, I>(name: &str, statements: I) -> bool
 where
     I: IntoIterator<Item = &'a bson::Document>,
@@ -336,6 +326,7 @@ impl TokenBucket {
 
     /// A bucket of the usual capacity holding `balance` (capped at the
     /// capacity): for tests, or to carry a balance over.
+    #[cfg(test)]
     pub fn with_balance(balance: Tokens) -> Self {
         TokenBucket {
             capacity: TOKEN_BUCKET_CAPACITY,
@@ -349,6 +340,7 @@ impl TokenBucket {
     }
 
     /// The most the bucket holds.
+    #[cfg(test)]
     pub fn capacity(&self) -> Tokens {
         self.capacity
     }
@@ -537,6 +529,7 @@ impl RetryPolicy {
     }
 
     /// A policy with the given bucket (tests, or a carried-over balance).
+    #[cfg(test)]
     pub fn with_bucket(settings: RetrySettings, bucket: TokenBucket) -> Self {
         RetryPolicy { settings, bucket }
     }
@@ -773,19 +766,10 @@ impl OperationRetry {
         self.kind
     }
 
-    /// The operation's deadline.
-    pub fn deadline(&self) -> Deadline {
-        self.deadline
-    }
-
     /// Retries started so far.
+    #[cfg(test)]
     pub fn retries(&self) -> u32 {
         self.retries
-    }
-
-    /// Attempts made so far, counting the one under way.
-    pub fn attempt(&self) -> u32 {
-        self.retries + 1
     }
 
     /// Servers server selection should avoid when others are suitable.
@@ -795,6 +779,7 @@ impl OperationRetry {
 
     /// Whether some failed attempt reached the server without a
     /// `NoWritesPerformed` label, so a write may have happened.
+    #[cfg(test)]
     pub fn might_have_written(&self) -> bool {
         self.might_have_written
     }

@@ -41,9 +41,6 @@ pub const WIRE_VERSION_5_0: i32 = 13;
 /// The `log` target of the server-selection messages.
 pub const LOG_TARGET: &str = "mongo_inline::server_selection";
 
-/// The log component the spec names for these messages.
-pub const LOG_COMPONENT: &str = "serverSelection";
-
 /// A predicate over one server: true keeps it.
 pub type ServerPredicate = Arc<dyn Fn(&ServerDescription) -> bool + Send + Sync>;
 
@@ -489,6 +486,7 @@ pub fn selectable_servers<'a>(
 /// preference (the shell fails at once), `Ok(None)` when nothing is
 /// suitable now (the shell marks the topology stale and may scan again),
 /// else a server picked at random inside the latency window.
+#[cfg(test)]
 pub fn select(
     topology: &TopologyDescription,
     criteria: &SelectionCriteria,
@@ -525,6 +523,7 @@ pub(crate) fn pick(window: &[ServerAddress], rng: &mut fastrand::Rng) -> Option<
 /// criteria, the topology type and every server with its type and the
 /// error of its last check.
 #[cold]
+#[cfg(test)]
 pub fn selection_error(topology: &TopologyDescription, criteria: &SelectionCriteria) -> Error {
     Error::server_selection(no_suitable_server_message(topology, criteria))
 }
@@ -774,11 +773,13 @@ impl SelectionLog {
     }
 
     /// The message in the spec's unstructured form.
+    #[cfg(test)]
     pub fn unstructured(&self) -> &str {
         &self.unstructured
     }
 
     /// The value of the `message` field.
+    #[cfg(test)]
     pub fn message(&self) -> &str {
         self.fields.get_str("message").unwrap_or_default()
     }

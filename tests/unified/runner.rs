@@ -10,14 +10,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bson::{doc, Bson, Document};
-use mongo_inline::coll_options::{
+use mongo_inline::event::CommandEvent;
+use mongo_inline::options::ReadConcern;
+use mongo_inline::options::{
     AggregateOptions, CountOptions, CreateCollectionOptions, DeleteOptions, DistinctOptions,
     EstimatedDocumentCountOptions, FindOneAndDeleteOptions, FindOneAndReplaceOptions,
     FindOneAndUpdateOptions, FindOptions, Hint, IndexModel, InsertManyOptions, InsertOneOptions,
     ReplaceOptions, ReturnDocument, UpdateOptions,
 };
-use mongo_inline::event::CommandEvent;
-use mongo_inline::options::ReadConcern;
 use mongo_inline::results::WriteFailure;
 use mongo_inline::{Client, ClientOptions, ClientSession, Collection, Database, ErrorKind};
 
@@ -357,7 +357,7 @@ impl<'a> TestRun<'a> {
                 }
                 "session" => {
                     let client = self.client(spec.get_str("client").unwrap_or_default())?;
-                    let mut options = mongo_inline::session::SessionOptions::default();
+                    let mut options = mongo_inline::options::SessionOptions::default();
                     if let Ok(session_options) = spec.get_document("sessionOptions") {
                         for (key, value) in session_options {
                             match key.as_str() {
@@ -773,7 +773,7 @@ impl<'a> TestRun<'a> {
                     "assertSessionDirty" => dirty,
                     "assertSessionNotDirty" => !dirty,
                     _ => {
-                        use mongo_inline::session::TransactionState as S;
+                        use mongo_inline::TransactionState as S;
                         let actual = match state {
                             S::None => "none",
                             S::Starting => "starting",
@@ -1418,13 +1418,13 @@ fn collection_operation(
         "updateOne" | "updateMany" => {
             let filter = args.required_doc("filter")?;
             let update = match args.take("update") {
-                Some(Bson::Document(d)) => mongo_inline::operation::UpdateModification::from(d),
+                Some(Bson::Document(d)) => mongo_inline::options::UpdateModification::from(d),
                 Some(Bson::Array(a)) => {
                     let pipeline: Vec<Document> = a
                         .into_iter()
                         .filter_map(|b| b.as_document().cloned())
                         .collect();
-                    mongo_inline::operation::UpdateModification::from(pipeline)
+                    mongo_inline::options::UpdateModification::from(pipeline)
                 }
                 other => return fail(format!("{name}: update {other:?}")),
             };
@@ -1721,8 +1721,8 @@ fn collection_operation(
             let let_vars = args.doc("let")?;
             let r = if name == "findOneAndUpdate" {
                 let update = match args.take("update") {
-                    Some(Bson::Document(d)) => mongo_inline::operation::UpdateModification::from(d),
-                    Some(Bson::Array(a)) => mongo_inline::operation::UpdateModification::from(
+                    Some(Bson::Document(d)) => mongo_inline::options::UpdateModification::from(d),
+                    Some(Bson::Array(a)) => mongo_inline::options::UpdateModification::from(
                         a.into_iter()
                             .filter_map(|b| b.as_document().cloned())
                             .collect::<Vec<_>>(),
@@ -1921,7 +1921,7 @@ fn database_operation(
                 let mode = mongo_inline::ReadPreferenceMode::parse(mode)
                     .map_err(|e| format!("readPreference {mode}: {e}"))?;
                 action = action.selection_criteria(
-                    mongo_inline::select::SelectionCriteria::ReadPreference(
+                    mongo_inline::options::SelectionCriteria::ReadPreference(
                         mongo_inline::ReadPreference::new(mode),
                     ),
                 );
@@ -2125,9 +2125,9 @@ fn server_api(spec: &Document) -> Outcome<mongo_inline::options::ServerApi> {
 }
 
 /// One `bulkWrite` request (`{insertOne: {document}}`, `{updateOne: {...}}`, ...).
-fn write_model(request: Document) -> Outcome<mongo_inline::operation::WriteModel> {
-    use mongo_inline::coll_options::{DeleteModelOptions, ReplaceModelOptions, UpdateModelOptions};
-    use mongo_inline::operation::WriteModel;
+fn write_model(request: Document) -> Outcome<mongo_inline::options::WriteModel> {
+    use mongo_inline::options::WriteModel;
+    use mongo_inline::options::{DeleteModelOptions, ReplaceModelOptions, UpdateModelOptions};
     let (kind, body) = request
         .into_iter()
         .next()
@@ -2146,8 +2146,8 @@ fn write_model(request: Document) -> Outcome<mongo_inline::operation::WriteModel
         "updateOne" | "updateMany" => {
             let filter = args.required_doc("filter")?;
             let update = match args.take("update") {
-                Some(Bson::Document(d)) => mongo_inline::operation::UpdateModification::from(d),
-                Some(Bson::Array(a)) => mongo_inline::operation::UpdateModification::from(
+                Some(Bson::Document(d)) => mongo_inline::options::UpdateModification::from(d),
+                Some(Bson::Array(a)) => mongo_inline::options::UpdateModification::from(
                     a.into_iter()
                         .filter_map(|b| b.as_document().cloned())
                         .collect::<Vec<_>>(),
@@ -2261,8 +2261,8 @@ fn collection_document(spec: &mongo_inline::results::CollectionSpecification) ->
 }
 
 /// The transaction options among `args` (startTransaction, withTransaction).
-fn transaction_options(args: &mut Args) -> Outcome<mongo_inline::session::TransactionOptions> {
-    let mut o = mongo_inline::session::TransactionOptions::default();
+fn transaction_options(args: &mut Args) -> Outcome<mongo_inline::options::TransactionOptions> {
+    let mut o = mongo_inline::options::TransactionOptions::default();
     if let Some(rc) = args.doc("readConcern")? {
         let level = rc.get_str("level").map_err(|e| e.to_string())?;
         o = o.with_read_concern(ReadConcern::new(level));

@@ -53,7 +53,7 @@ pub struct ImplicitSession;
 
 /// The session state of a cursor-returning builder after `.session(..)`:
 /// the operation runs in that session and returns a
-/// [`SessionCursor`](crate::cursor::SessionCursor), iterated with it.
+/// [`SessionCursor`](crate::SessionCursor), iterated with it.
 #[derive(Debug)]
 pub struct ExplicitSession<'a>(pub(crate) &'a mut ClientSession);
 

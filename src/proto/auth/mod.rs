@@ -289,17 +289,14 @@ impl Authenticator {
     }
 
     /// Replaces the nonce source (tests replay recorded conversations).
+    #[cfg(test)]
     pub fn with_nonce_source(mut self, source: fn() -> Result<String>) -> Self {
         self.nonce_source = source;
         self
     }
 
-    /// The database the conversation runs against.
-    pub fn source(&self) -> &str {
-        &self.source
-    }
-
     /// How many times a password was run through PBKDF2 so far.
+    #[cfg(test)]
     pub fn derivations(&self) -> usize {
         self.derivations
     }

@@ -94,6 +94,7 @@ pub enum CommandEvent {
 /// Whether the documents of `command_name` (with this body) must be
 /// redacted: the spec's sensitive commands, and hellos that carry
 /// `speculativeAuthenticate`.
+#[cfg(test)]
 pub fn is_sensitive(command_name: &str, command: &Document) -> bool {
     sensitive(command_name, || {
         command.contains_key("speculativeAuthenticate")
@@ -121,6 +122,7 @@ fn sensitive(command_name: &str, speculative: impl FnOnce() -> bool) -> bool {
 }
 
 /// `document`, or an empty document when the command is sensitive.
+#[cfg(test)]
 pub fn redact(sensitive: bool, document: &Document) -> Document {
     if sensitive {
         Document::new()

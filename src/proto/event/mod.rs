@@ -6,11 +6,21 @@
 //! one succeeded or failed event per attempt). Both are also written to the
 //! `log` facade in the form the logging specs give.
 
-pub mod command;
-pub mod sdam;
+pub(crate) mod command;
+pub(crate) mod sdam;
 
-pub use command::{log_command_event, CommandEvent};
-pub use sdam::{log_sdam_event, sdam_log_message, SdamEvent, TOPOLOGY_LOG_TARGET};
+pub(crate) use command::log_command_event;
+pub use command::{CommandEvent, ConnectionInfo, COMMAND_LOG_TARGET};
+pub(crate) use sdam::log_sdam_event;
+pub use sdam::{SdamEvent, TOPOLOGY_LOG_TARGET};
+
+// What the events carry.
+pub use crate::proto::sdam::{
+    ServerDescription, ServerType, TopologyDescription, TopologyId, TopologyType, TopologyVersion,
+};
+
+pub use crate::proto::retry::LOG_TARGET as RETRY_LOG_TARGET;
+pub use crate::proto::select::LOG_TARGET as SERVER_SELECTION_LOG_TARGET;
 
 /// Receives the driver's events. Every method has a default that ignores
 /// the event, so a handler implements only what it wants, and later kinds

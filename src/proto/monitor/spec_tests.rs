@@ -26,10 +26,10 @@
 //!   timeout by the operation's deadline. A case with `error: true` fails
 //!   at once, before any check.
 //!
-//! The pure rules keep their own runners in `tests/` (sdam_spec,
-//! server_selection_spec, max_staleness_spec). The file readers and the
-//! outcome comparisons are theirs, included here by path so that both
-//! runners read the files the same way.
+//! The pure rules keep their own runners (`crate::spec_tests`: sdam,
+//! server_selection, max_staleness). The file readers and the outcome
+//! comparisons are theirs, shared so that both runners read the files the
+//! same way.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -47,19 +47,9 @@ use crate::proto::read_preference::{ReadPreference, ReadPreferenceMode};
 use crate::proto::sdam::{ApplicationError, TopologyDescription, TopologyType, TopologyUpdate};
 use crate::proto::select::{SelectionCriteria, SelectionSettings};
 use crate::shell::conn::check_reply;
-
-#[allow(dead_code)]
-#[path = "../../../tests/support/spec.rs"]
-mod spec;
-
-#[path = "../../../tests/sdam_fixture/mod.rs"]
-mod sdam_fixture;
-
-#[path = "../../../tests/selection_fixture/mod.rs"]
-mod selection_fixture;
-
-use sdam_fixture::{FixtureError, SdamDriver};
-use spec::Report;
+use crate::spec_tests::files::{self as spec, Report};
+use crate::spec_tests::sdam_fixture::{self, FixtureError, SdamDriver};
+use crate::spec_tests::selection_fixture;
 
 /// The round trip every simulated check takes.
 const CHECK_RTT: Duration = Duration::from_millis(1);

@@ -17,7 +17,9 @@
 //! an [`ErrorKind::BulkWrite`] error so that the executor can retry a
 //! retryable write concern error; [`BulkWrite::record`] then folds it in.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+#[cfg(test)]
+use std::collections::BTreeMap;
+use std::collections::{BTreeSet, VecDeque};
 
 use bson::oid::ObjectId;
 use bson::{doc, Bson, Document, RawDocumentBuf};
@@ -233,12 +235,8 @@ pub struct WriteBatch {
 }
 
 impl WriteBatch {
-    /// The command kind.
-    pub fn kind(&self) -> WriteKind {
-        self.kind
-    }
-
     /// The caller's indexes of the statements the last `build` included.
+    #[cfg(test)]
     pub fn built_indexes(&self) -> Vec<usize> {
         self.statements[self.start..self.end]
             .iter()
@@ -546,6 +544,7 @@ impl BulkWrite {
     }
 
     /// What the bulk write did so far.
+    #[cfg(test)]
     pub fn partial_result(&self) -> &BulkWriteResult {
         &self.result
     }
@@ -677,6 +676,7 @@ pub struct InsertMany(BulkWrite);
 impl InsertMany {
     /// Plans inserting `documents` into `ns`, taking missing `_id`s from
     /// `new_id`.
+    #[cfg(test)]
     pub fn new(
         ns: Namespace,
         documents: Vec<Document>,
@@ -744,6 +744,7 @@ impl InsertMany {
 /// before the writes complete, e.g. unacknowledged writes).
 impl InsertMany {
     /// Every document's `_id`, by index in the caller's list.
+    #[cfg(test)]
     pub fn ids(&self) -> BTreeMap<usize, Bson> {
         self.0
             .groups

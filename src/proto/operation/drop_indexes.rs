@@ -39,6 +39,7 @@ impl DropIndexes {
     }
 
     /// Drops the index with key pattern `keys`.
+    #[cfg(test)]
     pub fn by_keys(ns: Namespace, keys: Document, options: DropIndexOptions) -> Self {
         DropIndexes {
             ns,

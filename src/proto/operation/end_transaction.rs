@@ -37,11 +37,6 @@ impl EndTransaction {
             upgraded: false,
         }
     }
-
-    /// Whether this ends the transaction by committing.
-    pub fn is_commit(&self) -> bool {
-        self.name == "commitTransaction"
-    }
 }
 
 impl Operation for EndTransaction {

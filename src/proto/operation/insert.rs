@@ -65,6 +65,7 @@ impl Insert {
     }
 
     /// The `_id` the document is inserted with.
+    #[cfg(test)]
     pub fn inserted_id(&self) -> &Bson {
         &self.inserted_id
     }

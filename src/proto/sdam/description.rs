@@ -192,7 +192,7 @@ pub const DEFAULT_MAX_WRITE_BATCH_SIZE: i64 = 100_000;
 impl ServerDescription {
     /// The description of a server nobody has checked: type Unknown,
     /// lastUpdateTime "infinity ago".
-    pub fn unknown(address: ServerAddress) -> Self {
+    pub(crate) fn unknown(address: ServerAddress) -> Self {
         ServerDescription {
             address,
             server_type: ServerType::Unknown,
@@ -251,16 +251,16 @@ pub struct TopologyDescription {
     pub id: TopologyId,
     /// The configuration the topology started from (seeds, replica set
     /// name, mode); the update rules consult it.
-    pub settings: TopologySettings,
+    pub(crate) settings: TopologySettings,
     /// What the driver keeps about each server besides its description:
     /// the socket generation and the round-trip-time samples. Same keys as
     /// [`TopologyDescription::servers`].
-    pub server_states: BTreeMap<ServerAddress, ServerState>,
+    pub(crate) server_states: BTreeMap<ServerAddress, ServerState>,
     /// Why the update rules removed a server that answered (another
     /// replica set's member, a standalone in a replica set): kept for
     /// the selection error, which otherwise could only say that no
     /// servers are known.
-    pub removed: BTreeMap<ServerAddress, String>,
+    pub(crate) removed: BTreeMap<ServerAddress, String>,
 }
 
 /// What the driver keeps about a server besides its description.

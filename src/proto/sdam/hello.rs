@@ -23,7 +23,7 @@ impl ServerDescription {
     /// `rtt` is the server's round-trip-time tracker with this check's
     /// duration already added; `now` becomes `last_update_time`. A reply
     /// without `ok: 1` gives an Unknown server (with the reply's `errmsg`).
-    pub fn from_hello(
+    pub(crate) fn from_hello(
         address: ServerAddress,
         reply: &Document,
         rtt: &RoundTripTime,
@@ -51,7 +51,7 @@ impl ServerDescription {
     /// The Unknown description a failed check or an application error
     /// produces: `error` says what failed; `topology_version` is the one a
     /// state-change error carried, if any.
-    pub fn from_error(
+    pub(crate) fn from_error(
         address: ServerAddress,
         error: impl Into<String>,
         topology_version: Option<TopologyVersion>,
@@ -66,7 +66,7 @@ impl ServerDescription {
     /// it marks `(=)` are equal. Round-trip time and `last_update_time` are
     /// not compared, so a routine check of an unchanged server publishes no
     /// event. Member lists compare as sets.
-    pub fn semantically_equal(&self, other: &ServerDescription) -> bool {
+    pub(crate) fn semantically_equal(&self, other: &ServerDescription) -> bool {
         self.address == other.address
             && self.error == other.error
             && self.server_type == other.server_type
@@ -97,7 +97,7 @@ impl ServerDescription {
 
 impl TopologyVersion {
     /// Reads a `topologyVersion` document; `None` when it is malformed.
-    pub fn from_document(doc: &Document) -> Option<TopologyVersion> {
+    pub(crate) fn from_document(doc: &Document) -> Option<TopologyVersion> {
         let process_id = doc.get_object_id("processId").ok()?;
         let counter = doc.get("counter").and_then(as_i64)?;
         Some(TopologyVersion {
@@ -110,7 +110,10 @@ impl TopologyVersion {
     /// must be treated as more recent — either is missing, or the process
     /// changed, or the counter grew — `Equal` or `Greater` by the counter
     /// otherwise.
-    pub fn compare(current: Option<&TopologyVersion>, new: Option<&TopologyVersion>) -> Ordering {
+    pub(crate) fn compare(
+        current: Option<&TopologyVersion>,
+        new: Option<&TopologyVersion>,
+    ) -> Ordering {
         match (current, new) {
             (Some(current), Some(new)) if current.process_id == new.process_id => {
                 current.counter.cmp(&new.counter)

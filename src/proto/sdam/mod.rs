@@ -18,11 +18,10 @@ pub mod settings;
 pub mod update;
 
 pub use description::{
-    ServerDescription, ServerState, ServerType, TopologyDescription, TopologyType, TopologyVersion,
+    ServerDescription, ServerType, TopologyDescription, TopologyType, TopologyVersion,
 };
-pub use error_handling::{
-    ApplicationError, ApplicationErrorKind, ErrorDecision, HandshakePhase, IgnoreReason,
-};
+#[cfg(test)]
+pub(crate) use error_handling::{ApplicationError, ApplicationErrorKind, HandshakePhase};
 pub use rtt::RoundTripTime;
 pub use settings::{TopologyId, TopologySettings};
-pub use update::{TopologyUpdate, MAX_SUPPORTED_WIRE_VERSION, MIN_SUPPORTED_WIRE_VERSION};
+pub use update::TopologyUpdate;

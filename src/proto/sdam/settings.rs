@@ -33,6 +33,7 @@ pub struct TopologySettings {
 
 impl TopologySettings {
     /// Settings with these seeds and every option unset.
+    #[cfg(test)]
     pub fn new(seeds: Vec<ServerAddress>) -> Self {
         TopologySettings {
             seeds,
@@ -54,18 +55,21 @@ impl TopologySettings {
     }
 
     /// This value with `directConnection` set.
+    #[cfg(test)]
     pub fn with_direct_connection(mut self, direct: bool) -> Self {
         self.direct_connection = Some(direct);
         self
     }
 
     /// This value with `replicaSet` set.
+    #[cfg(test)]
     pub fn with_replica_set(mut self, name: impl Into<String>) -> Self {
         self.replica_set = Some(name.into());
         self
     }
 
     /// This value with `loadBalanced` set.
+    #[cfg(test)]
     pub fn with_load_balanced(mut self, load_balanced: bool) -> Self {
         self.load_balanced = load_balanced;
         self
@@ -78,6 +82,7 @@ impl TopologySettings {
     }
 
     /// This value marked as coming from an SRV look-up.
+    #[cfg(test)]
     pub fn with_seeds_from_srv(mut self, from_srv: bool) -> Self {
         self.seeds_from_srv = from_srv;
         self
@@ -85,7 +90,7 @@ impl TopologySettings {
 }
 
 /// Identifies one topology in events and log messages; unique within the
-/// process ([`TopologyId::next`]). The default, 0, is never handed out and
+/// process (`TopologyId::next`). The default, 0, is never handed out and
 /// marks descriptions built by hand in tests.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TopologyId(pub u64);
@@ -94,7 +99,7 @@ static NEXT_TOPOLOGY_ID: AtomicU64 = AtomicU64::new(1);
 
 impl TopologyId {
     /// A new id, different from every other id this process handed out.
-    pub fn next() -> Self {
+    pub(crate) fn next() -> Self {
         TopologyId(NEXT_TOPOLOGY_ID.fetch_add(1, Ordering::Relaxed))
     }
 }

@@ -67,6 +67,9 @@ pub struct TopologyUpdate {
     /// Whether the new information was used; `false` when it was ignored
     /// (its server is no longer in the topology, its topologyVersion is
     /// older than the current one, or the topology is load balanced).
+    // The shell acts on the events and the added and removed servers; the
+    // rules' tests check that ignored information changed nothing.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub applied: bool,
 }
 
@@ -77,7 +80,7 @@ impl TopologyDescription {
     /// starts Unknown, except in load-balanced mode, where the one server
     /// is a LoadBalancer from the start and stays one. The description
     /// starts `stale`: nothing has been checked yet.
-    pub fn new(settings: TopologySettings) -> Self {
+    pub(crate) fn new(settings: TopologySettings) -> Self {
         let topology_type = if settings.load_balanced {
             TopologyType::LoadBalanced
         } else if settings.direct_connection == Some(true) {
@@ -120,7 +123,7 @@ impl TopologyDescription {
     /// server becoming a LoadBalancer and the topology changing again).
     /// Without change events ([`TopologySettings::without_change_events`]):
     /// TopologyOpening and the ServerOpenings only.
-    pub fn opening_events(&self) -> Vec<SdamEvent> {
+    pub(crate) fn opening_events(&self) -> Vec<SdamEvent> {
         let topology_id = self.id;
         let mut events = vec![SdamEvent::TopologyOpening { topology_id }];
         if self.settings.without_change_events {
@@ -180,14 +183,14 @@ impl TopologyDescription {
 
     /// The socket generation of `address`, `None` if it is not in the
     /// topology.
-    pub fn pool_generation(&self, address: &ServerAddress) -> Option<u32> {
+    pub(crate) fn pool_generation(&self, address: &ServerAddress) -> Option<u32> {
         self.server_states.get(address).map(|s| s.pool_generation)
     }
 
     /// Whether the shell should keep polling the SRV record for new hosts
     /// (the SRV polling spec: only for `mongodb+srv` seeds while the
     /// topology is Unknown or Sharded, never load balanced).
-    pub fn polls_srv(&self) -> bool {
+    pub(crate) fn polls_srv(&self) -> bool {
         self.settings.seeds_from_srv
             && matches!(
                 self.topology_type,
@@ -204,7 +207,7 @@ impl TopologyDescription {
     /// a TopologyDescriptionChanged event is due: type, set name,
     /// (electionId, setVersion), compatibility, session timeout and each
     /// server by [`ServerDescription::semantically_equal`].
-    pub fn semantically_equal(&self, other: &TopologyDescription) -> bool {
+    pub(crate) fn semantically_equal(&self, other: &TopologyDescription) -> bool {
         self.topology_type == other.topology_type
             && self.set_name == other.set_name
             && self.max_set_version == other.max_set_version
@@ -226,7 +229,7 @@ impl TopologyDescription {
     /// A successful check of `address`: adds `rtt` to the server's
     /// round-trip-time samples, describes the server from `reply` and
     /// applies the description.
-    pub fn check_succeeded(
+    pub(crate) fn check_succeeded(
         &mut self,
         address: &ServerAddress,
         reply: &Document,
@@ -245,7 +248,7 @@ impl TopologyDescription {
     /// A failed check of `address`: the socket is gone (its generation
     /// grows), the round-trip time starts over, and the server becomes
     /// Unknown with `error`.
-    pub fn check_failed(
+    pub(crate) fn check_failed(
         &mut self,
         address: &ServerAddress,
         error: impl Into<String>,
@@ -267,7 +270,7 @@ impl TopologyDescription {
     /// current description's, or in load-balanced mode. Otherwise the
     /// description replaces the old one — even if equal, to keep the RTT and
     /// update time fresh — and the topology type's rules run.
-    pub fn apply(&mut self, new: ServerDescription) -> TopologyUpdate {
+    pub(crate) fn apply(&mut self, new: ServerDescription) -> TopologyUpdate {
         let address = new.address.clone();
         let Some(current) = self.servers.get(&address) else {
             return TopologyUpdate::default();
@@ -295,7 +298,7 @@ impl TopologyDescription {
     /// The SRV polling spec's new mongos list: servers missing from
     /// `hosts` leave, new ones join as Unknown, and the others stay as
     /// they are (never removed and re-added).
-    pub fn set_srv_hosts(&mut self, hosts: &[ServerAddress]) -> TopologyUpdate {
+    pub(crate) fn set_srv_hosts(&mut self, hosts: &[ServerAddress]) -> TopologyUpdate {
         let before = self.before_change();
         let gone: Vec<ServerAddress> = self
             .servers
@@ -322,7 +325,7 @@ impl TopologyDescription {
     /// Removes every server and makes the topology Unknown (the spec's
     /// client closing), returning ServerClosed for each server, the
     /// topology change, and TopologyClosed last.
-    pub fn close(&mut self) -> TopologyUpdate {
+    pub(crate) fn close(&mut self) -> TopologyUpdate {
         let before = self.before_change();
         self.servers.clear();
         self.server_states.clear();

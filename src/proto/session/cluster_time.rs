@@ -9,7 +9,9 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
-use bson::{Bson, Document, Timestamp};
+#[cfg(test)]
+use bson::Bson;
+use bson::{Document, Timestamp};
 
 use crate::proto::command_draft::CommandDraft;
 use crate::proto::reply::ReplyFields;
@@ -43,6 +45,7 @@ impl ClusterTime {
     /// Reads a `$clusterTime` document; `None` when it has no Timestamp
     /// `clusterTime` field (such a value cannot be compared, so it is not
     /// gossiped).
+    #[cfg(test)]
     pub fn from_document(document: &Document) -> Option<Self> {
         let Some(Bson::Timestamp(timestamp)) = document.get("clusterTime") else {
             return None;
@@ -55,12 +58,8 @@ impl ClusterTime {
         })
     }
 
-    /// The `$clusterTime` of a reply, if it has a usable one.
-    pub fn from_reply(reply: &Document) -> Option<Self> {
-        SeenClusterTime::read(reply).map(|seen| seen.to_cluster_time())
-    }
-
     /// The `clusterTime` timestamp, the only part that is compared.
+    #[cfg(test)]
     pub fn timestamp(&self) -> Timestamp {
         self.timestamp
     }
@@ -156,6 +155,7 @@ pub struct ClusterClock {
 
 impl ClusterClock {
     /// A clock that has seen nothing.
+    #[cfg(test)]
     pub fn new() -> Self {
         ClusterClock::default()
     }
@@ -168,6 +168,7 @@ impl ClusterClock {
     /// Takes `cluster_time` (a `$clusterTime` document) if it is later than
     /// the current one; returns whether it was. Documents without a
     /// Timestamp `clusterTime` are ignored.
+    #[cfg(test)]
     pub fn advance(&mut self, cluster_time: &Document) -> bool {
         match ClusterTime::from_document(cluster_time) {
             Some(time) => self.advance_to(time),
@@ -176,6 +177,7 @@ impl ClusterClock {
     }
 
     /// Takes `time` if it is later than the current one; returns whether it was.
+    #[cfg(test)]
     pub fn advance_to(&mut self, time: ClusterTime) -> bool {
         let later = match &self.highest {
             Some(current) => time.is_after(current),
@@ -189,6 +191,7 @@ impl ClusterClock {
 
     /// Advances from the `$clusterTime` of a reply (any reply, `ok: 0` too,
     /// but never a monitoring reply).
+    #[cfg(test)]
     pub fn observe_reply(&mut self, reply: &Document) -> bool {
         self.observe_fields(reply)
     }
@@ -213,6 +216,7 @@ impl ClusterClock {
 
     /// Adds `$clusterTime` to an outgoing command when there is one to send
     /// and the server (`max_wire_version`) understands it.
+    #[cfg(test)]
     pub fn attach(&self, command: &mut Document, max_wire_version: i32) {
         let mut draft = CommandDraft::new(std::mem::take(command));
         attach_cluster_time(&mut draft, self.current(), max_wire_version);

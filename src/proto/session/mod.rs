@@ -42,7 +42,7 @@ use std::time::Instant;
 use bson::{Bson, Document, Timestamp};
 
 pub use cluster_time::{ClusterClock, ClusterTime};
-pub use pool::{ServerSession, SessionPool};
+pub use pool::ServerSession;
 pub use transaction::{
     AbortCommand, FailedCommand, Pin, Transaction, TransactionOptions, TransactionState,
 };
@@ -283,16 +283,6 @@ impl SessionState {
         Ok(())
     }
 
-    /// Explicit or implicit.
-    pub fn kind(&self) -> SessionKind {
-        self.kind
-    }
-
-    /// The options the session was started with.
-    pub fn options(&self) -> &SessionOptions {
-        &self.options
-    }
-
     /// The session id (`lsid`), until the session ends.
     pub fn id(&self) -> Option<&Document> {
         self.server_session.as_ref().map(ServerSession::id)
@@ -326,12 +316,14 @@ impl SessionState {
     }
 
     /// The session's cluster time.
+    #[cfg(test)]
     pub fn cluster_time(&self) -> Option<&ClusterTime> {
         self.cluster_time.as_ref()
     }
 
     /// `advanceClusterTime`: takes `cluster_time` if it is later. Does not
     /// touch the client's clock, which trusts only servers.
+    #[cfg(test)]
     pub fn advance_cluster_time(&mut self, cluster_time: &Document) -> bool {
         match ClusterTime::from_document(cluster_time) {
             Some(t) => self.advance_cluster_time_to(t),
@@ -339,6 +331,7 @@ impl SessionState {
         }
     }
 
+    #[cfg(test)]
     fn advance_cluster_time_to(&mut self, time: ClusterTime) -> bool {
         let later = self
             .cluster_time
@@ -351,6 +344,7 @@ impl SessionState {
     }
 
     /// The `operationTime` of the latest operation.
+    #[cfg(test)]
     pub fn operation_time(&self) -> Option<Timestamp> {
         self.operation_time
     }
@@ -367,6 +361,7 @@ impl SessionState {
     }
 
     /// The snapshot time of a snapshot session, once its first read answered.
+    #[cfg(test)]
     pub fn snapshot_time(&self) -> Option<Timestamp> {
         self.snapshot_time
     }
@@ -503,6 +498,7 @@ impl SessionState {
     ///
     /// Errors (ended session, snapshot session on a server before 5.0)
     /// change nothing.
+    #[cfg(test)]
     pub fn decorate(
         &mut self,
         command: &mut Document,
@@ -614,6 +610,7 @@ impl SessionState {
     /// `operationTime` the session, `recoveryToken` the transaction, and the
     /// first read of a snapshot session fixes the snapshot time
     /// (`cursor.atClusterTime` or `atClusterTime`).
+    #[cfg(test)]
     pub fn on_reply(&mut self, reply: &Document, client_clock: &mut ClusterClock) {
         self.on_reply_fields(reply, client_clock);
     }

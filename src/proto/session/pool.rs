@@ -90,11 +90,6 @@ impl ServerSession {
         &self.id
     }
 
-    /// The session id, consuming the record (for `endSessions`).
-    pub fn into_id(self) -> Document {
-        self.id
-    }
-
     /// Adds this session's id to `command` as `lsid`.
     pub(crate) fn add_lsid(&self, command: &mut CommandDraft) {
         match &self.encoded_id {
@@ -176,11 +171,13 @@ impl SessionPool {
     }
 
     /// How many idle sessions the pool holds.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.idle.len()
     }
 
     /// Whether the pool holds no idle session.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.idle.is_empty()
     }

@@ -323,6 +323,7 @@ impl Transaction {
     }
 
     /// The most recent `recoveryToken` a server sent in this transaction.
+    #[cfg(test)]
     pub fn recovery_token(&self) -> Option<&Document> {
         self.recovery_token.as_ref()
     }
@@ -511,6 +512,7 @@ impl Transaction {
     }
 
     /// Keeps the `recoveryToken` of a reply received in the transaction.
+    #[cfg(test)]
     pub fn observe_reply(&mut self, reply: &Document) {
         self.observe_fields(reply);
     }

@@ -79,6 +79,7 @@ impl WithTransaction {
     }
 
     /// How many transaction attempts have started.
+    #[cfg(test)]
     pub fn attempts(&self) -> u32 {
         self.attempts
     }

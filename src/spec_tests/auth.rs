@@ -1,15 +1,14 @@
 //! Runs the auth spec's connection-string tests
 //! (`auth/tests/legacy/*.json`): each URI is parsed and its credential
-//! resolved by the auth spec's rules ([`mongo_inline::auth::resolve_credential`]);
+//! resolved by the auth spec's rules ([`resolve_credential`]);
 //! a valid case must match the expected credential field by field, an
 //! invalid one must fail in one of the two steps.
 
-mod support;
-
 use bson::{Bson, Document};
-use mongo_inline::auth::resolve_credential;
-use mongo_inline::ClientOptions;
-use support::spec::{self, Report};
+
+use super::files::{self as spec, Report};
+use crate::proto::auth::resolve_credential;
+use crate::proto::options::ClientOptions;
 
 /// Cases that need a feature the project does not have yet: (file, description, reason).
 const SKIPS: &[(&str, &str, &str)] = &[(

@@ -1,9 +1,6 @@
 //! The SDAM spec's legacy JSON test files read into our types, and one
 //! file run phase by phase against an [`SdamDriver`]: the pure description
-//! (`tests/sdam_spec.rs`) or the monitor (the crate's
-//! `proto::monitor::spec_tests`, which includes this file by path, hence
-//! the `mongo_inline::` paths that work in both places).
-#![allow(dead_code)]
+//! ([`super::sdam`]) or the monitor (`proto::monitor::spec_tests`).
 
 use std::time::Instant;
 
@@ -11,12 +8,13 @@ use bson::oid::ObjectId;
 use bson::{Bson, Document};
 use serde::Deserialize;
 
-use mongo_inline::event::SdamEvent;
-use mongo_inline::sdam::{
+use crate::proto::address::ServerAddress;
+use crate::proto::event::SdamEvent;
+use crate::proto::options::ClientOptions;
+use crate::proto::sdam::{
     ApplicationError, ApplicationErrorKind, HandshakePhase, ServerDescription, TopologyDescription,
     TopologySettings, TopologyUpdate, TopologyVersion,
 };
-use mongo_inline::{ClientOptions, ServerAddress};
 
 /// What a spec file's phases act on: each response as a check's result,
 /// each applicationError as an operation's error, then the description is

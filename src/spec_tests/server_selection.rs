@@ -2,17 +2,14 @@
 //! `server-selection/tests/server_selection/<TopologyType>/{read,write}` and
 //! of `server-selection/tests/in_window`.
 
-mod selection_fixture;
-mod support;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
-use mongo_inline::options::DEFAULT_HEARTBEAT_FREQUENCY;
-use mongo_inline::select::{self, SelectionCriteria, SelectionSettings};
-use mongo_inline::{ReadPreference, ReadPreferenceMode};
-use selection_fixture::LOCAL_THRESHOLD;
-use support::spec;
+use super::files as spec;
+use super::selection_fixture::{self, LOCAL_THRESHOLD};
+use crate::proto::options::DEFAULT_HEARTBEAT_FREQUENCY;
+use crate::proto::read_preference::{ReadPreference, ReadPreferenceMode};
+use crate::proto::select::{self, SelectionCriteria, SelectionSettings};
 
 const TOPOLOGY_TYPES: [&str; 6] = [
     "LoadBalanced",

@@ -2,16 +2,13 @@
 //! (`server-selection/tests/rtt`): one sample added to a tracker whose
 //! average is `avg_rtt_ms` ("NULL": no sample yet) must give `new_avg_rtt`.
 
-mod support;
-
 use std::time::Duration;
 
 use bson::Bson;
 use serde::Deserialize;
 
-use mongo_inline::sdam::RoundTripTime;
-
-use support::spec::{self, Report};
+use super::files::{self as spec, Report};
+use crate::proto::sdam::RoundTripTime;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -5,26 +5,22 @@
 //! `handle_application_error` for each application error, and the outcome
 //! compared with the resulting description (or, for `monitoring/`, with
 //! the events the calls returned). The files and comparisons are in
-//! `sdam_fixture/`, shared with the monitor's runner
-//! (`src/proto/monitor/spec_tests.rs`), which drives the same files through
+//! [`super::sdam_fixture`], shared with the monitor's runner
+//! (`proto::monitor::spec_tests`), which drives the same files through
 //! the monitor.
 //!
 //! `tests/unified/` is not run here: it is written in the unified test
 //! format, which needs a runner of its own (a later issue) and a server.
-
-mod sdam_fixture;
-mod support;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use bson::Document;
 
-use mongo_inline::sdam::{TopologyDescription, TopologyUpdate};
-use mongo_inline::ServerAddress;
-
-use sdam_fixture::{FixtureError, SdamDriver, TestFile};
-use support::spec::{self, Report};
+use super::files::{self as spec, Report};
+use super::sdam_fixture::{self, FixtureError, SdamDriver, TestFile};
+use crate::proto::address::ServerAddress;
+use crate::proto::sdam::{TopologyDescription, TopologyUpdate};
 
 /// The pure rules, called directly.
 struct PureSdam(TopologyDescription);

@@ -1,18 +1,16 @@
 //! Reading the server-selection and max-staleness spec files into our
-//! types, and checking one case against `mongo_inline::select`. The
-//! monitor's runner (`src/proto/monitor/spec_tests.rs`) includes this file
-//! by path for the readers, hence the `mongo_inline::` paths.
-#![allow(dead_code)]
+//! types, and checking one case against `proto::select`. The monitor's
+//! runner (`proto::monitor::spec_tests`) uses the readers too.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
+use crate::proto::address::ServerAddress;
+use crate::proto::options::DEFAULT_HEARTBEAT_FREQUENCY;
+use crate::proto::read_preference::{ReadPreference, ReadPreferenceMode, TagSet};
+use crate::proto::sdam::{ServerDescription, ServerType, TopologyDescription, TopologyType};
+use crate::proto::select::{self, SelectionCriteria, SelectionSettings};
 use bson::{Bson, Document};
-use mongo_inline::options::DEFAULT_HEARTBEAT_FREQUENCY;
-use mongo_inline::read_preference::TagSet;
-use mongo_inline::sdam::{ServerDescription, ServerType, TopologyDescription, TopologyType};
-use mongo_inline::select::{self, SelectionCriteria, SelectionSettings};
-use mongo_inline::{ReadPreference, ReadPreferenceMode, ServerAddress};
 
 /// The localThresholdMS every spec file assumes.
 pub const LOCAL_THRESHOLD: Duration = Duration::from_millis(15);

@@ -1,10 +1,8 @@
 //! Runs the max-staleness spec tests: every file under
 //! `max-staleness/tests/<TopologyType>/`.
 
-mod selection_fixture;
-mod support;
-
-use support::spec;
+use super::files as spec;
+use super::selection_fixture;
 
 #[test]
 fn max_staleness() {
