@@ -1,7 +1,7 @@
 /* The clocks of the C bench_find programs (benches/capi, benches/compare/
  * libmongoc, benches/compare/floor), shared so that every driver's warm
  * figures are taken and printed the same way. CPU time is the process's own,
- * from /proc/self/schedstat (nanoseconds), as examples/bench_find.rs reads
+ * from /proc/self/schedstat (nanoseconds), as benches/tools/bench_find.rs reads
  * it; getrusage gives the user/system split (sampled) and the involuntary
  * context switches. Included by relative path: no -I needed. */
 #ifndef BENCH_CLOCK_H

@@ -36,15 +36,15 @@
 //! instructions and hot code (`shapes/footprint.rs`).
 //!
 //! Every driver is measured as a separate process speaking the
-//! `examples/bench_find.rs` protocol (`cold|warm|cursor|insert URI DB COLL
+//! `benches/tools/bench_find.rs` protocol (`cold|warm|cursor|insert URI DB COLL
 //! ID|N`). Ours is built here twice: `cargo build --release`
 //! (`mongo-inline`), and profile-guided by `.ci/pgo-build`
-//! (`mongo-inline-pgo`: trained by `examples/pgo_training.rs`, a mixed
+//! (`mongo-inline-pgo`: trained by `benches/tools/pgo_training.rs`, a mixed
 //! workload; `SHAPES_PGO=0` skips it). Its C ABI is measured too, as a
 //! binding embeds it (`mongo-inline-capi`: `benches/capi/bench_find.c`, cold
 //! and warm modes, linked with the release static library, and
 //! `mongo-inline-capi-pgo`, linked with the profile-guided one that
-//! `.ci/pgo-build` trains with `examples/c/pgo_training.c`; `SHAPES_CAPI=0`
+//! `.ci/pgo-build` trains with `benches/capi/pgo_training.c`; `SHAPES_CAPI=0`
 //! skips both). Others are named in
 //! `SHAPES_COMPARE`, e.g.
 //! `SHAPES_COMPARE=libmongoc=/path/bench_find,rust-official=/path/bench_find_official`.

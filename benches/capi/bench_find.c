@@ -1,5 +1,5 @@
 /* mongo-inline through its C ABI: the cold and warm modes of the
- * examples/bench_find.rs protocol, as a binding in another language would run
+ * benches/tools/bench_find.rs protocol, as a binding in another language would run
  * a find_one (the filter and options as BSON bytes, a cursor, the document
  * copied out), so benches/shapes.rs can measure it beside libmongoc's
  * single-threaded client, which is called from C the same way.

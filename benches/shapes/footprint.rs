@@ -4,12 +4,10 @@
 //! CPU time per operation is not proportional to instructions: a process
 //! that sleeps in `recvfrom` between operations finds much of its code and
 //! data evicted from the caches when it wakes, so every distinct cache line
-//! it touches costs a miss. On the 2026-11-24 machine the warm CPU of ours
-//! and libmongoc fit `time ≈ 8 ns × cache lines touched + 0.2 ns ×
-//! instructions`; on 2026-11-25 the floor client writing lines in a
-//! scattered order (`FLOOR_TOUCH_LINES`) paid about 3.4 ns a line through
-//! one socket (README, Performance). That makes the footprint as much a
-//! figure to watch as the instruction count.
+//! it touches costs a miss, and lines touched weigh on the CPU beside the
+//! instructions run (the measured cost per line and per instruction is in
+//! benches/README.md's log). That makes the footprint as much a figure to
+//! watch as the instruction count.
 //!
 //! Each driver's warm mode runs under `valgrind --tool=callgrind
 //! --dump-instr=yes` twice, with 1 and with `1 + OPS` operations.

@@ -16,7 +16,7 @@
  * pages (default L) after every reply (see the loop): a calibration of what
  * the distinct lines a driver touches after the wakeup cost.
  *
- * Speaks the warm mode of the examples/bench_find.rs protocol only:
+ * Speaks the warm mode of the benches/tools/bench_find.rs protocol only:
  *   bench_find warm mongodb://HOST:PORT[,HOST:PORT...]/ DB COLL N
  *     prints: WARM ops_per_s=<x> cpu_us_per_op=<y> user_us_per_op=<u> sys_us_per_op=<s>
  *     preempted_per_op=<p> (involuntary context switches)
@@ -95,7 +95,7 @@ int main(int argc, char **argv) {
     /* FLOOR_TOUCH_LINES=L[:P]: after each reply, write one byte in each of
      * L distinct cache lines spread over P pages, as a driver's user-space
      * code touches its code and data after the wakeup (ours: some 1,300
-     * lines in some 115 pages, README). The lines are visited in a
+     * lines in some 115 pages, benches/README.md). The lines are visited in a
      * scattered order (a multiplicative permutation), as a program's are:
      * in address order the hardware prefetcher would fetch ahead and hide
      * most of the cost. The CPU it adds per operation is what that

@@ -1,4 +1,4 @@
-/* libmongoc beside mongo-inline: the examples/bench_find.rs protocol in C, so
+/* libmongoc beside mongo-inline: the benches/tools/bench_find.rs protocol in C, so
  * benches/shapes.rs can measure both drivers the same way.
  *
  *   bench_find cold URI DB COLL ID     one find_one by _id, then exit

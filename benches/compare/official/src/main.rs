@@ -1,5 +1,5 @@
 //! The official MongoDB Rust driver beside mongo-inline: the
-//! `examples/bench_find.rs` protocol with `mongodb::sync`, so
+//! `benches/tools/bench_find.rs` protocol with `mongodb::sync`, so
 //! `benches/shapes.rs` measures both drivers the same way.
 //!
 //! ```text

@@ -18,7 +18,7 @@
 //! and a transaction.
 //!
 //! With `--capi PROGRAM` it also runs `PROGRAM URI ROUNDS SECONDARIES
-//! TRANSACTIONS` in every deployment: `examples/c/pgo_training.c`, the same
+//! TRANSACTIONS` in every deployment: `benches/capi/pgo_training.c`, the same
 //! mix through the C ABI, linked with the instrumented C library, which is
 //! compiled apart from this program's copy of the library and so learns only
 //! from what the C program does.
@@ -31,7 +31,7 @@
 //! checked, so a training run that silently fails (and would train the error
 //! paths instead) stops with an error.
 
-#[path = "../tests/support/mod.rs"]
+#[path = "../../tests/support/mod.rs"]
 mod support;
 
 use std::process::ExitCode;

@@ -1,7 +1,7 @@
 /*
  * The C ABI's training run for its profile-guided build (.ci/pgo-build): the
- * mix of examples/pgo_training.rs through include/mongo_inline.h, as a
- * binding calls it. examples/pgo_training.rs starts the servers and the
+ * mix of benches/tools/pgo_training.rs through include/mongo_inline.h, as a
+ * binding calls it. benches/tools/pgo_training.rs starts the servers and the
  * topology simulator and runs this program once per deployment:
  *
  *   pgo_training URI ROUNDS SECONDARIES TRANSACTIONS
