@@ -177,6 +177,7 @@ impl<T> Collection<T> {
         mut op: Op,
         session: Option<&mut ClientSession>,
     ) -> Result<Op::Output> {
+        self.ns.check()?;
         let mut state = self.client.state();
         let explicit = session.map(|s| s.state_mut());
         let executed =
@@ -198,6 +199,7 @@ impl<T> Collection<T> {
         session: Option<&mut ClientSession>,
         deadline: crate::proto::deadline::Deadline,
     ) -> Result<BulkWriteResult> {
+        self.ns.check()?;
         let mut state = self.client.state();
         let explicit = session.map(|s| s.state_mut());
         let inherited = Inherited {
@@ -215,6 +217,7 @@ impl<T> Collection<T> {
         &self,
         mut op: Op,
     ) -> Result<Cursor<U>> {
+        self.ns.check()?;
         open_cursor(&self.client, &mut op, self.defaults.inherited())
     }
 
@@ -224,6 +227,7 @@ impl<T> Collection<T> {
         mut op: Op,
         session: &mut ClientSession,
     ) -> Result<SessionCursor<U>> {
+        self.ns.check()?;
         open_session_cursor(&self.client, &mut op, self.defaults.inherited(), session)
     }
 

@@ -70,6 +70,8 @@ struct ReplyParts {
     batch: Option<RawBatch>,
     /// Set only while `batch` holds the bytes it points into.
     cursor: Option<CursorPlace>,
+    /// No reply came: the command was sent with `w: 0` (moreToCome).
+    unacknowledged: bool,
 }
 
 /// The fields the executor reads of every reply (`ok`, `$clusterTime`,
@@ -233,7 +235,22 @@ impl Reply {
             known: KnownFields::default(),
             batch: None,
             cursor: None,
+            unacknowledged: false,
         })
+    }
+
+    /// What stands for the reply a `w: 0` write never gets: `{ok: 1}` (as
+    /// the monitoring spec's events show it), marked so that a write
+    /// operation reports that nothing is known rather than zero counts.
+    pub fn unacknowledged() -> Self {
+        let mut reply = Reply::from_document(bson::doc! { "ok": 1 });
+        reply.parts.unacknowledged = true;
+        reply
+    }
+
+    /// Whether this stands for the reply a `w: 0` write never got.
+    pub fn is_unacknowledged(&self) -> bool {
+        self.parts.unacknowledged
     }
 
     fn from_parts(parts: ReplyParts) -> Self {
@@ -296,6 +313,7 @@ impl Reply {
             known,
             batch,
             cursor: cursor_place,
+            unacknowledged: false,
         }))
     }
 

@@ -818,6 +818,14 @@ impl<'a, S, T> Aggregate<'a, S, T> {
         }
     }
 
+    /// The names the pipeline runs on, checked before anything is sent.
+    fn check_target(&self) -> Result<()> {
+        match &self.target {
+            AggregateTarget::Collection(ns) => ns.check(),
+            AggregateTarget::Database(db) => operation::check_database_name(db),
+        }
+    }
+
     fn operation(
         mut self,
     ) -> (
@@ -855,6 +863,7 @@ impl<'a, T> Aggregate<'a, ImplicitSession, T> {
 
     /// Runs the pipeline.
     pub fn run(self) -> Result<Cursor<T>> {
+        self.check_target()?;
         let (mut op, _, client, defaults) = self.operation();
         crate::api::coll::open_cursor(client, &mut op, defaults.inherited())
     }
@@ -863,6 +872,7 @@ impl<'a, T> Aggregate<'a, ImplicitSession, T> {
 impl<T> Aggregate<'_, ExplicitSession<'_>, T> {
     /// Runs the pipeline in the session.
     pub fn run(self) -> Result<SessionCursor<T>> {
+        self.check_target()?;
         let (mut op, ExplicitSession(session), client, defaults) = self.operation();
         crate::api::coll::open_session_cursor(client, &mut op, defaults.inherited(), session)
     }

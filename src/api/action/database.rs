@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::proto::coll_options::{
     CreateCollectionOptions, DropDatabaseOptions, ListCollectionsOptions, ListDatabasesOptions,
 };
-use crate::proto::operation::{self, DatabaseSpecification, Operation};
+use crate::proto::operation::{self, check_database_name, DatabaseSpecification, Operation};
 use crate::proto::options::WriteConcern;
 use crate::proto::read_preference::ReadPreference;
 use crate::proto::results::CollectionSpecification;
@@ -75,6 +75,7 @@ impl<'a> RunCommand<'a> {
         let criteria = self
             .selection_criteria
             .unwrap_or_else(|| SelectionCriteria::ReadPreference(ReadPreference::primary()));
+        check_database_name(self.db.name())?;
         let mut op = operation::RunCommand::new(self.db.name(), self.command, criteria)?;
         let inherited = self.db.defaults().timeout_only();
         execute(self.db.client(), &mut op, inherited, self.session)
@@ -124,6 +125,7 @@ impl<'a> CreateCollection<'a> {
     /// Creates the collection; an existing one is an error from the server
     /// (`NamespaceExists`, 48).
     pub fn run(self) -> Result<()> {
+        operation::Namespace::new(self.db.name(), self.name.as_str()).check()?;
         let mut op = operation::CreateCollection::new(self.db.name(), &self.name, self.options);
         let defaults = self.db.defaults();
         execute(
@@ -159,6 +161,7 @@ impl<'a> DropDatabase<'a> {
 
     /// Drops the database and all its collections (`dropDatabase`).
     pub fn run(self) -> Result<()> {
+        check_database_name(self.db.name())?;
         let mut command = bson::doc! { "dropDatabase": 1 };
         if let Some(write_concern) = self
             .options
@@ -210,6 +213,7 @@ impl<'a> ListCollections<'a> {
 
     /// Lists the collections.
     pub fn run(self) -> Result<Cursor<CollectionSpecification>> {
+        check_database_name(self.db.name())?;
         let mut op = operation::ListCollections::new(self.db.name(), self.options);
         crate::api::coll::open_cursor(self.db.client(), &mut op, self.db.defaults().timeout_only())
     }
@@ -228,6 +232,7 @@ impl ListCollections<'_, ExplicitSession<'_>> {
     /// Lists the collections in the session.
     pub fn run(self) -> Result<SessionCursor<CollectionSpecification>> {
         let ExplicitSession(session) = self.session;
+        check_database_name(self.db.name())?;
         let mut op = operation::ListCollections::new(self.db.name(), self.options);
         crate::api::coll::open_session_cursor(
             self.db.client(),
@@ -266,6 +271,7 @@ impl<'a> ListCollectionNames<'a> {
     /// The names of the database's collections and views
     /// (`listCollections` with `nameOnly`, read on the primary).
     pub fn run(self) -> Result<Vec<String>> {
+        check_database_name(self.db.name())?;
         let options = self.options.name_only(true);
         let mut op = operation::ListCollections::new(self.db.name(), options);
         let client = self.db.client();

@@ -41,6 +41,7 @@ use crate::proto::coll_options::{
     UpdateModelOptions,
 };
 use crate::proto::options::WriteConcern;
+use crate::proto::reply::Reply;
 use crate::proto::results::{
     BulkWriteFailure, BulkWriteResult, InsertManyResult, WriteConcernError, WriteError,
 };
@@ -259,6 +260,21 @@ impl WriteBatch {
         Ok(self.statements[self.start + batch_index].index)
     }
 
+    /// What is known of the last built batch when it was sent with `w: 0`:
+    /// the ids of the documents it sent, and no counts.
+    fn unacknowledged_result(&self) -> BulkWriteResult {
+        let mut result = BulkWriteResult {
+            acknowledged: false,
+            ..BulkWriteResult::default()
+        };
+        if self.kind == WriteKind::Insert {
+            for statement in &self.statements[self.start..self.end] {
+                result.inserted_ids.insert(statement.index, statement.id());
+            }
+        }
+        result
+    }
+
     /// What the statements of the last built batch did, according to `reply`.
     fn parse_batch(
         &self,
@@ -364,6 +380,13 @@ impl Operation for WriteBatch {
             documents,
         });
         Ok(command)
+    }
+
+    fn handle_reply_raw(&self, reply: Reply, server: &ServerInfo) -> Result<BulkWriteResult> {
+        if reply.is_unacknowledged() {
+            return Ok(self.unacknowledged_result());
+        }
+        self.handle_reply(reply.into_document()?, server)
     }
 
     fn handle_reply(&self, reply: Document, _server: &ServerInfo) -> Result<BulkWriteResult> {
@@ -572,6 +595,7 @@ fn merge(total: &mut BulkWriteResult, batch: BulkWriteResult) {
     total.upserted_count += batch.upserted_count;
     total.inserted_ids.extend(batch.inserted_ids);
     total.upserted_ids.extend(batch.upserted_ids);
+    total.acknowledged &= batch.acknowledged;
 }
 
 /// The statement a model sends, after validating it.

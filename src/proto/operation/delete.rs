@@ -9,6 +9,7 @@ use super::{
 use crate::error::Result;
 use crate::proto::coll_options::{DeleteOptions, Hint};
 use crate::proto::options::WriteConcern;
+use crate::proto::reply::Reply;
 use crate::proto::results::DeleteResult;
 use crate::proto::wire::DocumentSequence;
 
@@ -83,7 +84,15 @@ impl Operation for Delete {
         check_single_write(&reply)?;
         Ok(DeleteResult {
             deleted_count: reply_count(&reply, "n")?.unwrap_or(0),
+            acknowledged: true,
         })
+    }
+
+    fn handle_reply_raw(&self, reply: Reply, server: &ServerInfo) -> Result<DeleteResult> {
+        if reply.is_unacknowledged() {
+            return Ok(DeleteResult::unacknowledged());
+        }
+        self.handle_reply(reply.into_document()?, server)
     }
 
     fn retryability(&self) -> Retryability {

@@ -10,6 +10,7 @@ use super::{
 use crate::error::{Error, Result};
 use crate::proto::coll_options::InsertOneOptions;
 use crate::proto::options::WriteConcern;
+use crate::proto::reply::Reply;
 use crate::proto::results::InsertOneResult;
 use crate::proto::wire::DocumentSequence;
 
@@ -99,7 +100,18 @@ impl Operation for Insert {
         check_single_write(&reply)?;
         Ok(InsertOneResult {
             inserted_id: self.inserted_id.clone(),
+            acknowledged: true,
         })
+    }
+
+    fn handle_reply_raw(&self, reply: Reply, server: &ServerInfo) -> Result<InsertOneResult> {
+        if reply.is_unacknowledged() {
+            return Ok(InsertOneResult {
+                inserted_id: self.inserted_id.clone(),
+                acknowledged: false,
+            });
+        }
+        self.handle_reply(reply.into_document()?, server)
     }
 
     fn retryability(&self) -> Retryability {

@@ -51,6 +51,7 @@ pub mod kill_cursors;
 pub mod list_collections;
 pub mod list_databases;
 pub mod list_indexes;
+mod names;
 pub mod run_command;
 pub mod update;
 
@@ -73,6 +74,7 @@ pub use kill_cursors::KillCursors;
 pub use list_collections::ListCollections;
 pub use list_databases::{DatabaseSpecification, ListDatabases};
 pub use list_indexes::ListIndexes;
+pub(crate) use names::check_database_name;
 pub use run_command::RunCommand;
 pub use update::{Update, UpdateModification};
 

@@ -9,6 +9,7 @@ use super::{
 use crate::error::{Error, Result};
 use crate::proto::coll_options::{Hint, ReplaceOptions, UpdateOptions};
 use crate::proto::options::WriteConcern;
+use crate::proto::reply::Reply;
 use crate::proto::results::UpdateResult;
 use crate::proto::wire::DocumentSequence;
 
@@ -318,7 +319,15 @@ impl Operation for Update {
             matched_count: matched,
             modified_count: modified,
             upserted_id,
+            acknowledged: true,
         })
+    }
+
+    fn handle_reply_raw(&self, reply: Reply, server: &ServerInfo) -> Result<UpdateResult> {
+        if reply.is_unacknowledged() {
+            return Ok(UpdateResult::unacknowledged());
+        }
+        self.handle_reply(reply.into_document()?, server)
     }
 
     fn retryability(&self) -> Retryability {
@@ -472,7 +481,8 @@ mod tests {
             UpdateResult {
                 matched_count: 1,
                 modified_count: 1,
-                upserted_id: None
+                upserted_id: None,
+                acknowledged: true,
             }
         );
         let result = update
@@ -486,7 +496,8 @@ mod tests {
             UpdateResult {
                 matched_count: 0,
                 modified_count: 0,
-                upserted_id: Some(Bson::Int32(7))
+                upserted_id: Some(Bson::Int32(7)),
+                acknowledged: true,
             }
         );
         assert!(update

@@ -215,7 +215,7 @@ fn exchange(
 ) -> crate::error::Result<Reply> {
     let reply = connection.send_msg_reply(request_id, &finished.parts(), socket_timeout)?;
     Ok(if finished.unacknowledged() {
-        Reply::from_document(bson::doc! { "ok": 1 })
+        Reply::unacknowledged()
     } else {
         reply
     })
