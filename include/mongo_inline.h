@@ -176,7 +176,10 @@ mi_error *mi_session_abort_transaction(mi_session *session);
  * one; a session of another client is an MI_ERROR_ARGUMENT error), the
  * database and collection names. options are BSON documents or NULL; an
  * unknown option is an MI_ERROR_ARGUMENT error. A cursor opened in a session
- * fetches its further batches in that session. */
+ * fetches its further batches in that session. An empty or invalid database
+ * or collection name (MongoDB's naming rules) is an MI_ERROR_ARGUMENT error
+ * before anything is sent. A write sent with w: 0 (e.g. w=0 in the URI) gets
+ * no reply: its *result is {acknowledged: false}, without ids or counts. */
 
 /* Inserts one document (an _id is generated if it has none);
  * *result = {insertedId}. */

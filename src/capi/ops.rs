@@ -163,7 +163,14 @@ fn collection<T>(client: &Client, db: &str, coll: &str) -> Collection<T> {
     client.database(db).collection::<T>(coll)
 }
 
-/// Inserts `document`; the result is `{insertedId}`.
+/// The result document of a `w: 0` write: the server reported nothing, so
+/// it holds no ids and no counts.
+fn unacknowledged() -> Document {
+    bson::doc! { "acknowledged": false }
+}
+
+/// Inserts `document`; the result is `{insertedId}` (`{acknowledged:
+/// false}` with `w: 0`).
 pub(crate) fn insert_one(
     client: &Client,
     session: Option<&mut ClientSession>,
@@ -178,10 +185,14 @@ pub(crate) fn insert_one(
         None => action.run(),
     }
     .map_err(|e| failure(&e))?;
+    if !result.acknowledged {
+        return Ok(unacknowledged());
+    }
     Ok(bson::doc! { "insertedId": result.inserted_id })
 }
 
-/// Inserts `documents`; the result is `{insertedIds: {index: id}}`.
+/// Inserts `documents`; the result is `{insertedIds: {index: id}}`
+/// (`{acknowledged: false}` with `w: 0`).
 pub(crate) fn insert_many(
     client: &Client,
     session: Option<&mut ClientSession>,
@@ -196,6 +207,9 @@ pub(crate) fn insert_many(
         None => action.run(),
     }
     .map_err(|e| failure(&e))?;
+    if !result.acknowledged {
+        return Ok(unacknowledged());
+    }
     let ids = result
         .inserted_ids
         .into_iter()
@@ -214,7 +228,8 @@ pub(crate) enum Many {
 }
 
 /// Updates the documents matching `filter`; the result is
-/// `{matchedCount, modifiedCount, upsertedId?}`.
+/// `{matchedCount, modifiedCount, upsertedId?}` (`{acknowledged: false}`
+/// with `w: 0`).
 pub(crate) fn update(
     client: &Client,
     session: Option<&mut ClientSession>,
@@ -242,6 +257,9 @@ pub(crate) fn update(
         None => action.run(),
     }
     .map_err(|e| failure(&e))?;
+    if !result.acknowledged {
+        return Ok(unacknowledged());
+    }
     let mut reply = bson::doc! {
         "matchedCount": count_bson(result.matched_count),
         "modifiedCount": count_bson(result.modified_count),
@@ -252,7 +270,8 @@ pub(crate) fn update(
     Ok(reply)
 }
 
-/// Deletes the documents matching `filter`; the result is `{deletedCount}`.
+/// Deletes the documents matching `filter`; the result is `{deletedCount}`
+/// (`{acknowledged: false}` with `w: 0`).
 pub(crate) fn delete(
     client: &Client,
     session: Option<&mut ClientSession>,
@@ -270,6 +289,9 @@ pub(crate) fn delete(
         None => action.run(),
     }
     .map_err(|e| failure(&e))?;
+    if !result.acknowledged {
+        return Ok(unacknowledged());
+    }
     Ok(bson::doc! { "deletedCount": count_bson(result.deleted_count) })
 }
 

@@ -1,0 +1,397 @@
+//! The C ABI's operations against SecantusDB, from Rust: what its error
+//! messages never show (a connection string's password), the result
+//! documents of `w: 0` writes, and names the server would refuse, refused
+//! before anything is sent. Needs the `capi` feature (`.ci/capi` runs it:
+//! `cargo test --features capi --test capi_ops`).
+#![cfg(feature = "capi")]
+
+mod support;
+
+use std::ffi::{CStr, CString};
+use std::ptr;
+
+use bson::{doc, Document};
+use mongo_inline::capi::*;
+use support::secrets::{failing_uris, SECRET};
+use support::server::{free_port, TestServer};
+
+/// An error's domain and message; the error is freed.
+fn take_error(error: *mut MiError) -> Option<(i32, String)> {
+    if error.is_null() {
+        return None;
+    }
+    // SAFETY: a live error just returned by the library, freed once.
+    unsafe {
+        let fields = (
+            (*error).domain,
+            CStr::from_ptr((*error).message)
+                .to_string_lossy()
+                .into_owned(),
+        );
+        mi_error_free(error);
+        Some(fields)
+    }
+}
+
+fn bson(document: &Document) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    document.to_writer(&mut bytes).unwrap();
+    bytes
+}
+
+/// The document in `buffer`; the buffer is freed.
+fn take_buffer(buffer: &mut MiBuffer) -> Document {
+    // SAFETY: a buffer the library filled.
+    let document = unsafe {
+        let bytes = std::slice::from_raw_parts(buffer.data, buffer.len);
+        Document::from_reader(bytes).unwrap()
+    };
+    // SAFETY: freed once.
+    unsafe { mi_buffer_free(buffer) };
+    document
+}
+
+fn empty_buffer() -> MiBuffer {
+    MiBuffer {
+        data: ptr::null_mut(),
+        len: 0,
+    }
+}
+
+/// A client for `uri`, or the error's message.
+fn new_client(uri: &str) -> Result<*mut MiClient, String> {
+    let uri = CString::new(uri).unwrap();
+    let mut client = ptr::null_mut();
+    // SAFETY: valid string and out-parameter.
+    match take_error(unsafe { mi_client_new(uri.as_ptr(), &mut client) }) {
+        None => Ok(client),
+        Some((_, message)) => Err(message),
+    }
+}
+
+fn cstr(text: &str) -> CString {
+    CString::new(text).unwrap()
+}
+
+/// `mi_client_run_command` of `{ping: 1}` on `db`: the reply or the error.
+fn ping(client: *mut MiClient, db: &str) -> Result<Document, (i32, String)> {
+    let command = bson(&doc! { "ping": 1 });
+    let mut reply = empty_buffer();
+    let db = cstr(db);
+    // SAFETY: a live client, valid arguments.
+    let error = unsafe {
+        mi_client_run_command(
+            client,
+            ptr::null_mut(),
+            db.as_ptr(),
+            command.as_ptr(),
+            command.len(),
+            &mut reply,
+        )
+    };
+    match take_error(error) {
+        None => Ok(take_buffer(&mut reply)),
+        Some(e) => Err(e),
+    }
+}
+
+fn insert_one(
+    client: *mut MiClient,
+    db: &str,
+    coll: &str,
+    document: &Document,
+) -> Result<Document, (i32, String)> {
+    let bytes = bson(document);
+    let (db, coll) = (cstr(db), cstr(coll));
+    let mut result = empty_buffer();
+    // SAFETY: a live client, valid arguments.
+    let error = unsafe {
+        mi_insert_one(
+            client,
+            ptr::null_mut(),
+            db.as_ptr(),
+            coll.as_ptr(),
+            bytes.as_ptr(),
+            bytes.len(),
+            &mut result,
+        )
+    };
+    match take_error(error) {
+        None => Ok(take_buffer(&mut result)),
+        Some(e) => Err(e),
+    }
+}
+
+fn insert_many(
+    client: *mut MiClient,
+    db: &str,
+    coll: &str,
+    documents: &[Document],
+) -> Result<Document, (i32, String)> {
+    let bytes: Vec<Vec<u8>> = documents.iter().map(bson).collect();
+    let pointers: Vec<*const u8> = bytes.iter().map(|b| b.as_ptr()).collect();
+    let lengths: Vec<usize> = bytes.iter().map(Vec::len).collect();
+    let (db, coll) = (cstr(db), cstr(coll));
+    let mut result = empty_buffer();
+    // SAFETY: a live client, `count` documents and lengths.
+    let error = unsafe {
+        mi_insert_many(
+            client,
+            ptr::null_mut(),
+            db.as_ptr(),
+            coll.as_ptr(),
+            pointers.as_ptr(),
+            lengths.as_ptr(),
+            documents.len(),
+            &mut result,
+        )
+    };
+    match take_error(error) {
+        None => Ok(take_buffer(&mut result)),
+        Some(e) => Err(e),
+    }
+}
+
+/// `mi_update_many` (`many`) or `mi_update_one`.
+fn update(
+    client: *mut MiClient,
+    db: &str,
+    coll: &str,
+    filter: &Document,
+    change: &Document,
+    many: bool,
+) -> Result<Document, (i32, String)> {
+    let (filter, change) = (bson(filter), bson(change));
+    let (db, coll) = (cstr(db), cstr(coll));
+    let mut result = empty_buffer();
+    let entry = if many { mi_update_many } else { mi_update_one };
+    // SAFETY: a live client, valid arguments, no options.
+    let error = unsafe {
+        entry(
+            client,
+            ptr::null_mut(),
+            db.as_ptr(),
+            coll.as_ptr(),
+            filter.as_ptr(),
+            filter.len(),
+            change.as_ptr(),
+            change.len(),
+            ptr::null(),
+            0,
+            &mut result,
+        )
+    };
+    match take_error(error) {
+        None => Ok(take_buffer(&mut result)),
+        Some(e) => Err(e),
+    }
+}
+
+/// `mi_delete_many` (`many`) or `mi_delete_one`.
+fn delete(
+    client: *mut MiClient,
+    db: &str,
+    coll: &str,
+    filter: &Document,
+    many: bool,
+) -> Result<Document, (i32, String)> {
+    let filter = bson(filter);
+    let (db, coll) = (cstr(db), cstr(coll));
+    let mut result = empty_buffer();
+    let entry = if many { mi_delete_many } else { mi_delete_one };
+    // SAFETY: a live client, valid arguments.
+    let error = unsafe {
+        entry(
+            client,
+            ptr::null_mut(),
+            db.as_ptr(),
+            coll.as_ptr(),
+            filter.as_ptr(),
+            filter.len(),
+            &mut result,
+        )
+    };
+    match take_error(error) {
+        None => Ok(take_buffer(&mut result)),
+        Some(e) => Err(e),
+    }
+}
+
+fn count(client: *mut MiClient, db: &str, coll: &str) -> Result<u64, (i32, String)> {
+    let filter = bson(&doc! {});
+    let (db, coll) = (cstr(db), cstr(coll));
+    let mut n = 0u64;
+    // SAFETY: a live client, valid arguments.
+    let error = unsafe {
+        mi_count_documents(
+            client,
+            ptr::null_mut(),
+            db.as_ptr(),
+            coll.as_ptr(),
+            filter.as_ptr(),
+            filter.len(),
+            ptr::null(),
+            0,
+            &mut n,
+        )
+    };
+    match take_error(error) {
+        None => Ok(n),
+        Some(e) => Err(e),
+    }
+}
+
+fn free(client: *mut MiClient) {
+    // SAFETY: a live client, freed once.
+    unsafe { mi_client_free(client) };
+}
+
+#[test]
+fn no_c_error_shows_a_password() {
+    let refused = format!("127.0.0.1:{}", free_port());
+    let mut uris = failing_uris(&refused);
+    let live = TestServer::shared().address();
+    uris.push(format!(
+        "mongodb://u:{SECRET}@{live}/?directConnection=true&serverSelectionTimeoutMS=2000"
+    ));
+    let mut operation_errors = 0;
+    for uri in &uris {
+        let client = match new_client(uri) {
+            Err(message) => {
+                assert!(
+                    !message.contains(SECRET),
+                    "mi_client_new({uri:?}): {message}"
+                );
+                continue;
+            }
+            Ok(client) => client,
+        };
+        if let Err((_, message)) = ping(client, "secrets") {
+            operation_errors += 1;
+            assert!(!message.contains(SECRET), "ping with {uri:?}: {message}");
+        }
+        if let Err((_, message)) = insert_one(client, "secrets", "c", &doc! { "x": 1 }) {
+            assert!(!message.contains(SECRET), "insert with {uri:?}: {message}");
+        }
+        free(client);
+    }
+    assert!(
+        operation_errors > 0,
+        "no operation failed: the sweep checked no operation error"
+    );
+}
+
+fn fresh_collection() -> String {
+    format!("c_{}", bson::oid::ObjectId::new())
+}
+
+#[test]
+fn w0_writes_say_acknowledged_false_without_counts() {
+    let uri = format!("{}&w=0", TestServer::shared().uri());
+    let client = new_client(&uri).unwrap();
+    let coll = fresh_collection();
+    let unacknowledged = doc! { "acknowledged": false };
+    assert_eq!(
+        insert_one(client, "capi_ops", &coll, &doc! { "_id": 1 }),
+        Ok(unacknowledged.clone())
+    );
+    assert_eq!(
+        insert_many(
+            client,
+            "capi_ops",
+            &coll,
+            &[doc! { "_id": 1 }, doc! { "_id": 2 }]
+        ),
+        Ok(unacknowledged.clone())
+    );
+    for many in [false, true] {
+        assert_eq!(
+            update(
+                client,
+                "capi_ops",
+                &coll,
+                &doc! { "_id": 1 },
+                &doc! { "$set": { "y": 1 } },
+                many
+            ),
+            Ok(unacknowledged.clone())
+        );
+        assert_eq!(
+            delete(client, "capi_ops", &coll, &doc! { "_id": 9 }, many),
+            Ok(unacknowledged.clone())
+        );
+    }
+    free(client);
+
+    // Acknowledged writes still report their counts.
+    let client = new_client(&TestServer::shared().uri()).unwrap();
+    let coll = fresh_collection();
+    assert_eq!(
+        insert_one(client, "capi_ops", &coll, &doc! { "_id": 1 }),
+        Ok(doc! { "insertedId": 1 })
+    );
+    let updated = update(
+        client,
+        "capi_ops",
+        &coll,
+        &doc! { "_id": 1 },
+        &doc! { "$set": { "y": 1 } },
+        false,
+    )
+    .unwrap();
+    assert_eq!(updated.get_i64("matchedCount"), Ok(1), "{updated}");
+    assert!(!updated.contains_key("acknowledged"), "{updated}");
+    free(client);
+}
+
+#[test]
+fn bad_names_are_refused_before_anything_is_sent() {
+    // Nothing listens: a name that got as far as the network would fail
+    // with a server selection error instead.
+    let uri = format!(
+        "mongodb://127.0.0.1:{}/?serverSelectionTimeoutMS=200",
+        free_port()
+    );
+    let client = new_client(&uri).unwrap();
+    let document = doc! { "x": 1 };
+    for (db, coll, problem) in [
+        ("", "c", "database name is empty"),
+        ("db", "", "collection name is empty"),
+        ("a.b", "c", "'.'"),
+        ("a/b", "c", "'/'"),
+        ("a\\b", "c", "'\\\\'"),
+        ("a b", "c", "a space"),
+        ("a\"b", "c", "'\"'"),
+        ("a$b", "c", "'$'"),
+        ("db", "a$b", "'$'"),
+    ] {
+        let outcomes = [
+            insert_one(client, db, coll, &document).map(drop),
+            insert_many(client, db, coll, std::slice::from_ref(&document)).map(drop),
+            update(
+                client,
+                db,
+                coll,
+                &doc! {},
+                &doc! { "$set": { "y": 1 } },
+                true,
+            )
+            .map(drop),
+            delete(client, db, coll, &doc! {}, false).map(drop),
+            count(client, db, coll).map(drop),
+        ];
+        for outcome in outcomes {
+            let (domain, message) = outcome.unwrap_err();
+            assert_eq!(
+                domain,
+                Domain::Argument as i32,
+                "{db:?}.{coll:?}: {message}"
+            );
+            assert!(message.contains(problem), "{db:?}.{coll:?}: {message}");
+        }
+    }
+    let (domain, message) = ping(client, "a.b").unwrap_err();
+    assert_eq!(domain, Domain::Argument as i32, "{message}");
+    assert!(message.contains("database name"), "{message}");
+    free(client);
+}
