@@ -411,3 +411,188 @@ fn the_cli_gives_up_on_a_server_that_stops_answering() {
         "{help}"
     );
 }
+
+/// The CLI run with `args` and `MONGODB_URI` set to `env_uri` (or unset).
+fn cli_env(args: &[&str], env_uri: Option<&str>) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mongo-inline"));
+    command.args(args).env_remove("MONGODB_URI");
+    if let Some(uri) = env_uri {
+        command.env("MONGODB_URI", uri);
+    }
+    command.output().unwrap()
+}
+
+#[test]
+fn no_cli_message_shows_a_password() {
+    use support::secrets::{failing_uris, SECRET};
+    let refused = format!("127.0.0.1:{}", support::server::free_port());
+    for uri in failing_uris(&refused) {
+        let uri = uri.as_str();
+        let option = format!("--uri={uri}");
+        let runs: [(&str, Vec<&str>, Option<&str>); 8] = [
+            ("first", vec![uri, "count", "a.b"], None),
+            ("MONGODB_URI", vec!["count", "a.b"], Some(uri)),
+            ("twice", vec![uri, uri, "count", "a.b"], None),
+            ("an unknown option", vec!["count", "a.b", &option], None),
+            ("a second positional", vec!["count", "a.b", "{}", uri], None),
+            ("a namespace", vec!["count", uri], None),
+            ("--limit's value", vec!["find", "a.b", "--limit", uri], None),
+            (
+                "--timeout-ms's value",
+                vec!["count", "a.b", "--timeout-ms", uri],
+                None,
+            ),
+        ];
+        for (how, args, env_uri) in runs {
+            let output = cli_env(&args, env_uri);
+            let all = format!(
+                "{}{}",
+                stderr(&output),
+                String::from_utf8_lossy(&output.stdout)
+            );
+            assert_ne!(output.status.code(), Some(0), "{uri:?} as {how}: {all}");
+            assert!(!all.contains(SECRET), "{uri:?} as {how}: {all}");
+            assert!(!all.contains("panicked"), "{uri:?} as {how}: {all}");
+        }
+    }
+    // A misspelt connection string is named by its position and kind.
+    let output = cli_env(&[&format!("MONGODB://u:{SECRET}@h/"), "count", "a.b"], None);
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{message}");
+    assert!(
+        message.contains("argument 1") && message.contains("connection string"),
+        "{message}"
+    );
+    let output = cli_env(
+        &["count", "a.b", &format!("--uri=mongodb://u:{SECRET}@h/")],
+        None,
+    );
+    let message = stderr(&output);
+    assert!(message.contains("argument 3"), "{message}");
+    // Arguments that cannot hold a password are still quoted.
+    let message = stderr(&cli_env(&["nosuch", "a.b"], None));
+    assert!(message.contains("\"nosuch\""), "{message}");
+}
+
+#[test]
+fn w0_writes_print_acknowledged_false_instead_of_counts() {
+    let uri = format!("{}&w=0", TestServer::shared().uri());
+    let ns = fresh_namespace();
+    let unacknowledged = [json!({ "acknowledged": false })];
+    let inserted = lines(&cli_at(
+        &uri,
+        &[
+            "insert",
+            &ns,
+            r#"{"_id": 1}"#,
+            r#"{"_id": 1}"#,
+            r#"{"_id": 2}"#,
+        ],
+    ));
+    assert_eq!(inserted, unacknowledged);
+    let stdin_insert = Command::new(env!("CARGO_BIN_EXE_mongo-inline"))
+        .args([&uri, "insert", &ns])
+        .env_remove("MONGODB_URI")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            child.stdin.take().unwrap().write_all(b"{\"_id\": 3}\n")?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    assert_eq!(lines(&stdin_insert), unacknowledged);
+    let update = [
+        &uri,
+        "update",
+        &ns,
+        r#"{"_id": 1}"#,
+        r#"{"$set": {"y": 1}}"#,
+    ];
+    assert_eq!(lines(&cli_at(update[0], &update[1..])), unacknowledged);
+    let update_many = [&uri, "update", &ns, "{}", r#"{"$set": {"z": 1}}"#, "--many"];
+    assert_eq!(
+        lines(&cli_at(update_many[0], &update_many[1..])),
+        unacknowledged
+    );
+    assert_eq!(
+        lines(&cli_at(&uri, &["delete", &ns, r#"{"_id": 9}"#])),
+        unacknowledged
+    );
+    // Acknowledged, the same writes report what they did.
+    let ns = fresh_namespace();
+    let output = cli(&[
+        "insert",
+        &ns,
+        r#"{"_id": 1}"#,
+        r#"{"_id": 1}"#,
+        r#"{"_id": 2}"#,
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(stderr(&output).contains("11000"), "{}", stderr(&output));
+}
+
+#[test]
+fn bad_names_fail_before_anything_is_sent() {
+    // Nothing listens: a name that reached the network would fail with a
+    // server selection error naming the address instead.
+    let port = support::server::free_port();
+    let uri = format!("mongodb://127.0.0.1:{port}/?serverSelectionTimeoutMS=200");
+    for (args, problem) in [
+        (vec!["insert", "a b.c", "{}"], "a space"),
+        (vec!["insert", "db.a$b", "{}"], "'$'"),
+        (vec!["count", "c", "--db", ""], "database name is empty"),
+        (vec!["count", "c", "--db", "a.b"], "'.'"),
+        (vec!["find", "c", "--db", "a/b"], "'/'"),
+        (
+            vec!["update", "a\"b.c", "{}", r#"{"$set": {"y": 1}}"#],
+            "'\"'",
+        ),
+        (vec!["delete", "a$b.c", "{}"], "'$'"),
+        (vec!["aggregate", "a\\b.c", "[]"], "'\\\\'"),
+        (vec!["run", "--db", "a.b", r#"{"ping": 1}"#], "'.'"),
+    ] {
+        let output = cli_at(&uri, &args);
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {message}");
+        assert!(message.contains(problem), "{args:?}: {message}");
+        assert!(message.contains("name"), "{args:?}: {message}");
+        assert!(!message.contains(&port.to_string()), "{args:?}: {message}");
+    }
+}
+
+#[test]
+fn a_bad_line_anywhere_on_stdin_inserts_nothing() {
+    let good = "{\"n\": 1}\n{\"n\": 2}\n";
+    for (stdin, bad_line) in [
+        (format!("{{bad\n{good}"), 1),
+        (format!("{good}[1]\n{good}"), 3),
+        (format!("{good}{good}{{\"n\": "), 5),
+        (
+            format!("{good}\n{{\"n\": {{\"$numberLong\": \"x\"}}}}\n"),
+            4,
+        ),
+    ] {
+        let ns = fresh_namespace();
+        let output = cli_with_stdin(&["insert", &ns], &stdin);
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{stdin:?}: {message}");
+        assert!(
+            message.contains(&format!("stdin line {bad_line}")),
+            "{stdin:?}: {message}"
+        );
+        assert_eq!(lines(&cli(&["count", &ns])), [json!(0)], "{stdin:?}");
+    }
+    // Many lines, more than one chunk's worth, all inserted with their ids.
+    let ns = fresh_namespace();
+    let stdin: String = (0..3000)
+        .map(|i| format!("{{\"_id\": {i}, \"pad\": \"{}\"}}\n", "x".repeat(3000)))
+        .collect();
+    let inserted = lines(&cli_with_stdin(&["insert", &ns], &stdin));
+    assert_eq!(inserted[0]["insertedCount"], 3000);
+    let ids = inserted[0]["insertedIds"].as_array().unwrap();
+    assert_eq!(ids.len(), 3000);
+    assert_eq!((ids[0].clone(), ids[2999].clone()), (json!(0), json!(2999)));
+    assert_eq!(lines(&cli(&["count", &ns])), [json!(3000)]);
+}

@@ -10,9 +10,12 @@
 //! mongo-inline [URI] aggregate NS PIPELINE
 //! ```
 //! Documents go in and come out as Extended JSON: one relaxed document per
-//! line for results, one result document for writes. Errors and connection
-//! string warnings go to stderr; the exit status is 1 when the operation or
-//! connection fails, 2 on bad usage. A closed stdout (`... | head`) is not a
+//! line for results, one result document for writes (`{"acknowledged":
+//! false}` for a `w=0` write, of which nothing is known). Errors and
+//! connection string warnings go to stderr; the exit status is 1 when the
+//! operation or connection fails, 2 on bad usage. No message quotes an
+//! argument that may hold a password (one with `://` or `@`): it is named
+//! by its position instead, as stderr often lands in shared logs. A closed stdout (`... | head`) is not a
 //! failure: the operation has already succeeded. Every operation has a time
 //! limit ([`DEFAULT_TIMEOUT`] unless `--timeout-ms` or the URI's `timeoutMS`
 //! says otherwise), enforced by the driver's `timeoutMS`.
@@ -21,7 +24,7 @@ use std::io::{BufRead, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use bson::{Bson, Document};
+use bson::{Bson, Document, RawDocument, RawDocumentBuf};
 use mongo_inline::options::UpdateModification;
 use mongo_inline::options::{FindOptions, UpdateOptions};
 use mongo_inline::{Client, ClientOptions, Collection};
@@ -38,7 +41,8 @@ usage: mongo-inline [URI] SUBCOMMAND ARGS...
   find NS [FILTER] [--sort DOC] [--projection DOC] [--limit N] [--skip N]
                                prints the matching documents, one per line
   insert NS [DOC...]           inserts the documents (none given: one per line
-                               from stdin), prints {insertedCount, insertedIds}
+                               from stdin; one bad line and nothing is
+                               inserted), prints {insertedCount, insertedIds}
   update NS FILTER UPDATE [--many] [--upsert]
                                UPDATE is an operator document or a pipeline
                                array; prints {matchedCount, modifiedCount[, upsertedId]}
@@ -56,6 +60,8 @@ usage: mongo-inline [URI] SUBCOMMAND ARGS...
              different values is an error.
   COMMAND, FILTER, DOC, UPDATE, PIPELINE: Extended JSON (canonical or relaxed)
   update and delete change one document unless --many is given.
+  With w=0 in the URI a write prints {acknowledged: false}: the server
+  reports nothing, so there are no counts.
 
 output: relaxed Extended JSON, one value per line
 errors and connection string warnings: on stderr
@@ -99,6 +105,36 @@ impl From<mongo_inline::Error> for Failure {
     }
 }
 
+/// Whether `arg` may hold credentials: a connection string, even a
+/// misspelt one (`MONGODB://`, `mongo://`, a leading space), or anything
+/// with a user-information `@`.
+fn may_hold_credentials(arg: &str) -> bool {
+    arg.contains("://") || arg.contains('@')
+}
+
+/// `arg` as a message shows it: quoted, or, when it may hold credentials,
+/// only its position (1 is the first argument after the program's name).
+fn quoted(arg: &str, position: usize) -> String {
+    if may_hold_credentials(arg) {
+        format!("argument {position} (not shown: it may hold a password)")
+    } else {
+        format!("{arg:?}")
+    }
+}
+
+/// The error for a first argument that is not a subcommand.
+fn unknown_subcommand(arg: &str, position: usize) -> Failure {
+    if may_hold_credentials(arg) {
+        Failure::usage(format!(
+            "argument {position} is not a subcommand but looks like a connection string; \
+             give at most one, first, starting with exactly \"mongodb://\" or \
+             \"mongodb+srv://\" (the argument is not shown: it may hold a password)"
+        ))
+    } else {
+        Failure::usage(format!("unknown subcommand {arg:?}"))
+    }
+}
+
 fn main() -> ExitCode {
     match arguments().and_then(|args| run(&args)) {
         Ok(()) => ExitCode::SUCCESS,
@@ -126,21 +162,21 @@ fn arguments() -> Result<Vec<String>, Failure> {
 /// The client for `uri`, with the time limit `--timeout-ms` gives, else
 /// the URI's `timeoutMS`, else [`DEFAULT_TIMEOUT`]; the URI's warnings go to
 /// stderr.
-fn connect(uri: &str, timeout_flag: Option<&str>) -> Result<Client, Failure> {
+/// `timeout_flag` is `--timeout-ms`'s position and value.
+fn connect(uri: &str, timeout_flag: Option<(usize, &str)>) -> Result<Client, Failure> {
     let (parsed, warnings) = ClientOptions::parse_with_warnings(uri)?;
     for warning in warnings {
         eprintln!("mongo-inline: warning: {warning}");
     }
     let timeout = match timeout_flag {
-        Some(text) => Some(
-            text.parse::<u64>()
-                .map(Duration::from_millis)
-                .map_err(|_| {
-                    Failure::usage(format!(
-                        "--timeout-ms {text:?} is not a number of milliseconds"
-                    ))
-                })?,
-        ),
+        Some((position, text)) => Some(text.parse::<u64>().map(Duration::from_millis).map_err(
+            |_| {
+                Failure::usage(format!(
+                    "--timeout-ms {} is not a number of milliseconds",
+                    quoted(text, position)
+                ))
+            },
+        )?),
         None if parsed.timeout_setting().is_some() => None,
         None => Some(DEFAULT_TIMEOUT),
     };
@@ -167,6 +203,8 @@ fn run(args: &[String]) -> Result<(), Failure> {
         }
         _ => std::env::var("MONGODB_URI").unwrap_or_else(|_| "mongodb://127.0.0.1:27017".into()),
     };
+    // Positions count from 1, the first argument after the program's name.
+    let subcommand_position = args.len() - rest.len() + 1;
     let (subcommand, rest) = rest
         .split_first()
         .ok_or_else(|| Failure::usage("missing subcommand"))?;
@@ -190,10 +228,10 @@ fn run(args: &[String]) -> Result<(), Failure> {
         "delete" => ArgSpec::new(2, 2, &["--db", "--timeout-ms"], &["--many"]),
         "count" => ArgSpec::new(1, 2, &["--db", "--timeout-ms"], &[]),
         "aggregate" => ArgSpec::new(2, 2, &["--db", "--timeout-ms"], &[]),
-        other => return Err(Failure::usage(format!("unknown subcommand {other:?}"))),
+        other => return Err(unknown_subcommand(other, subcommand_position)),
     };
-    let args = spec.parse(subcommand, rest)?;
-    let client = connect(&uri, args.value("--timeout-ms"))?;
+    let args = spec.parse(subcommand, rest, subcommand_position + 1)?;
+    let client = connect(&uri, args.valued_at("--timeout-ms"))?;
     let mut out = std::io::stdout().lock();
     match subcommand.as_str() {
         "run" => run_command(&client, &args, &mut out),
@@ -216,10 +254,11 @@ struct ArgSpec {
     flags: &'static [&'static str],
 }
 
-/// A subcommand's parsed arguments.
+/// A subcommand's parsed arguments, each with its position on the command
+/// line (for messages that must not quote it).
 struct Args {
-    positional: Vec<String>,
-    valued: Vec<(&'static str, String)>,
+    positional: Vec<(usize, String)>,
+    valued: Vec<(&'static str, usize, String)>,
     flags: Vec<&'static str>,
 }
 
@@ -238,7 +277,13 @@ impl ArgSpec {
         }
     }
 
-    fn parse(&self, subcommand: &str, args: &[String]) -> Result<Args, Failure> {
+    /// Parses `args`, the first of which is at `first_position`.
+    fn parse(
+        &self,
+        subcommand: &str,
+        args: &[String],
+        first_position: usize,
+    ) -> Result<Args, Failure> {
         let mut parsed = Args {
             positional: Vec::new(),
             valued: Vec::new(),
@@ -247,21 +292,23 @@ impl ArgSpec {
         let mut i = 0;
         while i < args.len() {
             let arg = args[i].as_str();
+            let position = first_position + i;
             if let Some(&name) = self.valued.iter().find(|n| **n == arg) {
                 let value = args
                     .get(i + 1)
                     .ok_or_else(|| Failure::usage(format!("{name} needs a value")))?;
-                parsed.valued.push((name, value.clone()));
+                parsed.valued.push((name, position + 1, value.clone()));
                 i += 2;
             } else if let Some(&name) = self.flags.iter().find(|n| **n == arg) {
                 parsed.flags.push(name);
                 i += 1;
             } else if arg.starts_with("--") {
                 return Err(Failure::usage(format!(
-                    "{subcommand} does not take the option {arg:?}"
+                    "{subcommand} does not take the option {}",
+                    quoted(arg, position)
                 )));
             } else {
-                parsed.positional.push(arg.to_string());
+                parsed.positional.push((position, arg.to_string()));
                 i += 1;
             }
         }
@@ -278,9 +325,10 @@ impl ArgSpec {
             )));
         }
         if n > self.max_positional {
+            let (position, arg) = &parsed.positional[self.max_positional];
             return Err(Failure::usage(format!(
-                "unexpected argument {:?}",
-                parsed.positional[self.max_positional]
+                "unexpected argument {}",
+                quoted(arg, *position)
             )));
         }
         Ok(parsed)
@@ -289,11 +337,21 @@ impl ArgSpec {
 
 impl Args {
     fn value(&self, name: &str) -> Option<&str> {
+        self.valued_at(name).map(|(_, v)| v)
+    }
+
+    /// The value of the option `name` and its position.
+    fn valued_at(&self, name: &str) -> Option<(usize, &str)> {
         self.valued
             .iter()
             .rev()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| v.as_str())
+            .find(|(n, _, _)| *n == name)
+            .map(|(_, position, v)| (*position, v.as_str()))
+    }
+
+    /// The positional argument at `index` (which the spec guarantees).
+    fn positional(&self, index: usize) -> &str {
+        &self.positional[index].1
     }
 
     fn flag(&self, name: &str) -> bool {
@@ -303,20 +361,21 @@ impl Args {
     fn document(&self, index: usize, what: &str) -> Result<Option<Document>, Failure> {
         self.positional
             .get(index)
-            .map(|text| parse_document(text, what))
+            .map(|(_, text)| parse_document(text, what))
             .transpose()
     }
 
     /// The collection the first positional argument names.
     fn collection(&self, client: &Client) -> Result<Collection<Document>, Failure> {
-        let ns = &self.positional[0];
+        let (position, ns) = &self.positional[0];
+        let shown = quoted(ns, *position);
         let collection_part = match (ns.split_once('.'), self.value("--db")) {
             (Some((_, coll)), None) => coll,
             _ => ns.as_str(),
         };
         if collection_part.is_empty() {
             return Err(Failure::usage(format!(
-                "{ns:?} names no collection: write DB.COLLECTION, or COLLECTION with --db"
+                "{shown} names no collection: write DB.COLLECTION, or COLLECTION with --db"
             )));
         }
         let (db, coll) = match (ns.split_once('.'), self.value("--db")) {
@@ -328,7 +387,7 @@ impl Args {
                 Some(db) => (db.name().to_string(), ns.as_str()),
                 None => {
                     return Err(Failure::usage(format!(
-                        "{ns:?} names no database: write DB.COLLECTION, or give --db or a database in the URI"
+                        "{shown} names no database: write DB.COLLECTION, or give --db or a database in the URI"
                     )))
                 }
             },
@@ -338,7 +397,7 @@ impl Args {
 }
 
 fn run_command(client: &Client, args: &Args, out: &mut impl Write) -> Result<(), Failure> {
-    let command = parse_document(&args.positional[0], "the command")?;
+    let command = parse_document(args.positional(0), "the command")?;
     let db = match args.value("--db") {
         Some(name) => client.database(name),
         None => client
@@ -359,18 +418,23 @@ fn find(client: &Client, args: &Args, out: &mut impl Write) -> Result<(), Failur
     if let Some(projection) = args.value("--projection") {
         options = options.projection(parse_document(projection, "--projection")?);
     }
-    if let Some(limit) = args.value("--limit") {
+    if let Some((position, limit)) = args.valued_at("--limit") {
         let limit: i64 = limit
             .parse()
             .ok()
             .filter(|l: &i64| *l >= 0)
-            .ok_or_else(|| Failure::usage(format!("--limit {limit:?} is not a count")))?;
+            .ok_or_else(|| {
+                Failure::usage(format!(
+                    "--limit {} is not a count",
+                    quoted(limit, position)
+                ))
+            })?;
         options = options.limit(limit);
     }
-    if let Some(skip) = args.value("--skip") {
-        let skip: u64 = skip
-            .parse()
-            .map_err(|_| Failure::usage(format!("--skip {skip:?} is not a count")))?;
+    if let Some((position, skip)) = args.valued_at("--skip") {
+        let skip: u64 = skip.parse().map_err(|_| {
+            Failure::usage(format!("--skip {} is not a count", quoted(skip, position)))
+        })?;
         options = options.skip(skip);
     }
     for document in coll
@@ -383,37 +447,146 @@ fn find(client: &Client, args: &Args, out: &mut impl Write) -> Result<(), Failur
     Ok(())
 }
 
+/// How much BSON one `insert_many` call takes from the documents held. A
+/// call's documents exist about four more times while it runs (taken out,
+/// encoded, batched, framed), so a chunk is kept small beside the input;
+/// 2 MiB is still hundreds of documents a round trip.
+const INSERT_CHUNK_BYTES: usize = 2 * 1024 * 1024;
+
 fn insert(client: &Client, args: &Args, out: &mut impl Write) -> Result<(), Failure> {
-    let coll = args.collection(client)?;
-    let mut documents = Vec::new();
-    if args.positional.len() > 1 {
-        for (i, text) in args.positional[1..].iter().enumerate() {
-            documents.push(parse_document(text, &format!("document {}", i + 1))?);
+    let coll = args.collection(client)?.clone_with_type::<RawDocumentBuf>();
+    let documents = if args.positional.len() > 1 {
+        let mut documents = Documents::default();
+        for (i, (_, text)) in args.positional[1..].iter().enumerate() {
+            documents.push(parse_document(text, &format!("document {}", i + 1))?)?;
         }
+        documents
     } else {
-        for (i, line) in std::io::stdin().lock().lines().enumerate() {
-            let line = line.map_err(|e| Failure::failed(format!("reading stdin: {e}")))?;
-            if line.trim().is_empty() {
-                continue;
-            }
-            documents.push(parse_document(&line, &format!("stdin line {}", i + 1))?);
-        }
-    }
-    if documents.is_empty() {
+        Documents::read_lines(std::io::stdin().lock())?
+    };
+    if documents.count == 0 {
         return Err(Failure::usage("no documents to insert"));
     }
-    let result = coll.insert_many(documents).run()?;
-    let ids: Vec<Bson> = result.inserted_ids.into_values().collect();
-    let mut reply = Document::new();
-    reply.insert("insertedCount", ids.len() as i64);
-    reply.insert("insertedIds", ids);
-    print_line(out, Bson::Document(reply))
+    // Every document parsed before the first is sent: a bad line anywhere
+    // inserts nothing.
+    let mut acknowledged = true;
+    for chunk in documents.chunks(INSERT_CHUNK_BYTES) {
+        acknowledged &= coll.insert_many(&chunk?).run()?.acknowledged;
+    }
+    if !acknowledged {
+        return print_unacknowledged(out);
+    }
+    let mut line = format!("{{\"insertedCount\":{},\"insertedIds\":[", documents.count);
+    for (i, document) in documents.iter().enumerate() {
+        let id = document
+            .and_then(|d| d.get("_id").ok().flatten().map(|id| id.to_raw_bson()))
+            .and_then(|id| Bson::try_from(id).ok())
+            .ok_or_else(|| Failure::failed("a held document lost its _id"))?;
+        if i > 0 {
+            line.push(',');
+        }
+        line.push_str(&id.into_relaxed_extjson().to_string());
+    }
+    line.push_str("]}");
+    print_text(out, &line)
+}
+
+/// Documents to insert, held as their BSON one after another in one buffer
+/// (about the size of the JSON they came from, where `Document`s took
+/// three times as much), each with an `_id`, first when it was generated.
+#[derive(Default)]
+struct Documents {
+    bson: Vec<u8>,
+    count: usize,
+}
+
+impl Documents {
+    /// One document per non-blank line; the first bad line is an error.
+    fn read_lines(mut input: impl BufRead) -> Result<Documents, Failure> {
+        let mut documents = Documents::default();
+        let mut line = Vec::new();
+        for number in 1.. {
+            line.clear();
+            let read = input
+                .read_until(b'\n', &mut line)
+                .map_err(|e| Failure::failed(format!("reading stdin: {e}")))?;
+            if read == 0 {
+                break;
+            }
+            let what = format!("stdin line {number}");
+            let text = std::str::from_utf8(&line)
+                .map_err(|_| Failure::usage(format!("{what} is not valid UTF-8")))?;
+            if text.trim().is_empty() {
+                continue;
+            }
+            documents.push(parse_document(text, &what)?)?;
+        }
+        Ok(documents)
+    }
+
+    fn push(&mut self, mut document: Document) -> Result<(), Failure> {
+        if !document.contains_key("_id") {
+            let mut with_id = bson::doc! { "_id": mongo_inline::new_object_id() };
+            with_id.extend(document);
+            document = with_id;
+        }
+        document.to_writer(&mut self.bson).map_err(|e| {
+            Failure::usage(format!(
+                "document {} cannot be encoded as BSON: {e}",
+                self.count + 1
+            ))
+        })?;
+        self.count += 1;
+        Ok(())
+    }
+
+    /// The documents in order, each borrowed from the buffer.
+    fn iter(&self) -> impl Iterator<Item = Option<&RawDocument>> {
+        let mut rest = self.bson.as_slice();
+        std::iter::from_fn(move || {
+            let length = rest.get(..4)?;
+            let length = u32::from_le_bytes(length.try_into().ok()?) as usize;
+            if length < 5 {
+                // Not a document's length: stop rather than loop on it.
+                rest = &[];
+                return Some(None);
+            }
+            let (document, after) = rest.split_at(length.min(rest.len()));
+            rest = after;
+            Some(RawDocument::from_bytes(document).ok())
+        })
+    }
+
+    /// The documents in runs of about `bytes` BSON bytes each (at least one
+    /// document per run), as the driver takes them.
+    fn chunks(
+        &self,
+        bytes: usize,
+    ) -> impl Iterator<Item = Result<Vec<RawDocumentBuf>, Failure>> + '_ {
+        let mut documents = self.iter().peekable();
+        std::iter::from_fn(move || {
+            documents.peek()?;
+            let mut chunk = Vec::new();
+            let mut size = 0;
+            while size < bytes {
+                let Some(document) = documents.next() else {
+                    break;
+                };
+                let Some(document) = document else {
+                    return Some(Err(Failure::failed("a held document is not valid BSON")));
+                };
+                size += document.as_bytes().len();
+                chunk.push(document.to_raw_document_buf());
+            }
+            Some(Ok(chunk))
+        })
+    }
 }
 
 fn update(client: &Client, args: &Args, out: &mut impl Write) -> Result<(), Failure> {
     let coll = args.collection(client)?;
-    let filter = parse_document(&args.positional[1], "the filter")?;
-    let update = match parse_json(&args.positional[2], "the update")? {
+    let filter = parse_document(args.positional(1), "the filter")?;
+    let update = match parse_json(args.positional(2), "the update")? {
         Bson::Document(d) => UpdateModification::from(d),
         Bson::Array(stages) => UpdateModification::from(
             stages
@@ -440,6 +613,9 @@ fn update(client: &Client, args: &Args, out: &mut impl Write) -> Result<(), Fail
             .with_options(options)
             .run()?
     };
+    if !result.acknowledged {
+        return print_unacknowledged(out);
+    }
     let mut reply = Document::new();
     reply.insert("matchedCount", result.matched_count as i64);
     reply.insert("modifiedCount", result.modified_count as i64);
@@ -451,12 +627,15 @@ fn update(client: &Client, args: &Args, out: &mut impl Write) -> Result<(), Fail
 
 fn delete(client: &Client, args: &Args, out: &mut impl Write) -> Result<(), Failure> {
     let coll = args.collection(client)?;
-    let filter = parse_document(&args.positional[1], "the filter")?;
+    let filter = parse_document(args.positional(1), "the filter")?;
     let result = if args.flag("--many") {
         coll.delete_many(filter).run()?
     } else {
         coll.delete_one(filter).run()?
     };
+    if !result.acknowledged {
+        return print_unacknowledged(out);
+    }
     let mut reply = Document::new();
     reply.insert("deletedCount", result.deleted_count as i64);
     print_line(out, Bson::Document(reply))
@@ -471,7 +650,7 @@ fn count(client: &Client, args: &Args, out: &mut impl Write) -> Result<(), Failu
 
 fn aggregate(client: &Client, args: &Args, out: &mut impl Write) -> Result<(), Failure> {
     let coll = args.collection(client)?;
-    let Bson::Array(stages) = parse_json(&args.positional[1], "the pipeline")? else {
+    let Bson::Array(stages) = parse_json(args.positional(1), "the pipeline")? else {
         return Err(Failure::usage(
             "the pipeline must be a JSON array of stages",
         ));
@@ -489,8 +668,18 @@ fn aggregate(client: &Client, args: &Args, out: &mut impl Write) -> Result<(), F
     Ok(())
 }
 
+/// The result of a `w=0` write: the server said nothing, so there is
+/// nothing to count.
+fn print_unacknowledged(out: &mut impl Write) -> Result<(), Failure> {
+    print_line(out, Bson::Document(bson::doc! { "acknowledged": false }))
+}
+
 fn print_line(out: &mut impl Write, value: Bson) -> Result<(), Failure> {
-    writeln!(out, "{}", value.into_relaxed_extjson()).map_err(|e| {
+    print_text(out, &value.into_relaxed_extjson().to_string())
+}
+
+fn print_text(out: &mut impl Write, text: &str) -> Result<(), Failure> {
+    writeln!(out, "{text}").map_err(|e| {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             Failure::output_closed()
         } else {

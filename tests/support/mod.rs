@@ -7,6 +7,7 @@ pub mod delay_proxy;
 pub mod dns;
 pub mod events;
 pub mod raw;
+pub mod secrets;
 pub mod server;
 pub mod sim;
 pub mod spec;
