@@ -21,6 +21,8 @@ enum Behaviour {
     DripAfterHandshake,
     /// Accept, read, never answer.
     Silent,
+    /// Answer the first request (the handshake) at once, never the rest.
+    SilentAfterHandshake,
 }
 
 /// The pause between two dripped bytes.
@@ -75,7 +77,8 @@ fn serve(mut stream: TcpStream, behaviour: Behaviour) {
         let drip = match behaviour {
             Behaviour::DripAll => true,
             Behaviour::DripAfterHandshake => !first,
-            Behaviour::Silent => {
+            Behaviour::SilentAfterHandshake if first => false,
+            Behaviour::Silent | Behaviour::SilentAfterHandshake => {
                 // Hold the socket open until the client closes it.
                 let mut sink = [0u8; 1024];
                 while matches!(stream.read(&mut sink), Ok(n) if n > 0) {}
@@ -213,4 +216,37 @@ fn a_server_that_never_answers_is_bounded_by_connect_timeout() {
         elapsed < Duration::from_millis(500) + SLACK,
         "took {elapsed:?}"
     );
+}
+
+/// How late a limit's error may arrive: a readiness wait bounded by the
+/// time left ends within a millisecond of it, so this is the scheduler's
+/// share. (A socket timeout is rounded up by the kernel's timer wheel:
+/// issue 34 saw 15 s limits end at 15.2 s and 60 s ones at 61.4 s.)
+const PUNCTUAL: Duration = Duration::from_millis(50);
+
+fn assert_ends_on_time(elapsed: Duration, limit: Duration) {
+    assert!(
+        elapsed >= limit && elapsed <= limit + PUNCTUAL,
+        "a {limit:?} limit ended after {elapsed:?}"
+    );
+}
+
+#[test]
+fn a_silent_reply_fails_within_50_ms_of_timeout_ms() {
+    let port = hostile_server(Behaviour::SilentAfterHandshake);
+    let (outcome, elapsed) = ping(port, "timeoutMS=2000");
+    let error = outcome.expect_err("no reply comes");
+    println!("silent reply, timeoutMS=2000: failed after {elapsed:?}: {error}");
+    assert!(is_timeout(&error), "{error}");
+    assert_ends_on_time(elapsed, Duration::from_millis(2000));
+}
+
+#[test]
+fn a_silent_handshake_fails_within_50_ms_of_connect_timeout_ms() {
+    let port = hostile_server(Behaviour::Silent);
+    let (outcome, elapsed) = ping(port, "connectTimeoutMS=2000&serverSelectionTimeoutMS=2000");
+    let error = outcome.expect_err("no handshake reply comes");
+    println!("silent handshake, connectTimeoutMS=2000: failed after {elapsed:?}: {error}");
+    assert!(error.to_string().contains("timed out"), "{error}");
+    assert_ends_on_time(elapsed, Duration::from_millis(2000));
 }

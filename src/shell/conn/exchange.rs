@@ -1,21 +1,17 @@
 //! One request/reply exchange: encoding the request, writing it and
 //! reading the reply message, all within one deadline.
 
-use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 use bson::Document;
 
+use super::frame::{Frame, FrameWriter};
 use super::next_request_id;
-use super::stream::DeadlineIo;
+use super::pump::Transfer;
 use super::Connection;
 use crate::error::{Error, Result};
 use crate::proto::reply::Reply;
-use crate::proto::wire::{self, Header, Message, MsgBody, MsgFlags, MsgParts, OpMsg, HEADER_LEN};
-
-/// How many bytes one read of a reply asks for: a small reply (the usual
-/// `find_one`) arrives header and body in one `recvfrom`.
-const READ_AHEAD: usize = 16 * 1024;
+use crate::proto::wire::{self, Message, MsgBody, MsgFlags, MsgParts, OpMsg};
 
 impl Connection {
     /// Sends `msg` as OP_MSG and reads the reply document. `timeout`
@@ -129,18 +125,18 @@ impl Connection {
         request_id: i32,
         timeout: Option<Duration>,
     ) -> Result<Document> {
-        let deadline = timeout.or(self.socket_timeout).map(|t| Instant::now() + t);
+        let deadline = timeout
+            .or(self.socket_timeout)
+            .map(|t| self.clock.now() + t);
         let message = self.read_message(request_id, deadline)?;
-        self.broken = false;
-        self.last_used = Instant::now();
+        self.exchange_done();
         message.into_reply_document()
     }
 
     fn send_without_reply(&mut self, bytes: &[u8], timeout: Option<Duration>) -> Result<()> {
         let deadline = self.begin_exchange(timeout)?;
         self.write_request(bytes, deadline)?;
-        self.broken = false;
-        self.last_used = Instant::now();
+        self.exchange_done();
         Ok(())
     }
 
@@ -151,10 +147,9 @@ impl Connection {
         timeout: Option<Duration>,
     ) -> Result<Message> {
         let deadline = self.begin_exchange(timeout)?;
-        self.write_request(bytes, deadline)?;
-        let message = self.read_message(request_id, deadline)?;
-        self.broken = false;
-        self.last_used = Instant::now();
+        let frame = self.transfer(bytes, Some(request_id), deadline)?;
+        let message = self.decode_message(frame)?;
+        self.exchange_done();
         Ok(message)
     }
 
@@ -167,13 +162,12 @@ impl Connection {
         timeout: Option<Duration>,
     ) -> Result<Reply> {
         let deadline = self.begin_exchange(timeout)?;
-        self.write_request(bytes, deadline)?;
-        let (header, body) = self.read_frame(request_id, deadline)?;
-        let (reply, more_to_come) =
-            wire::decode_command_reply(&header, body).map_err(|e| self.with_address(e))?;
+        let frame = self.transfer(bytes, Some(request_id), deadline)?;
+        let frame = frame.ok_or_else(|| Error::client("a reply was awaited"))?;
+        let (reply, more_to_come) = wire::decode_command_reply(&frame.header, frame.body)
+            .map_err(|e| self.with_address(e))?;
         self.refuse_more_to_come(more_to_come)?;
-        self.broken = false;
-        self.last_used = Instant::now();
+        self.exchange_done();
         Ok(reply)
     }
 
@@ -189,134 +183,69 @@ impl Connection {
             ));
         }
         self.broken = true;
-        Ok(timeout.or(self.socket_timeout).map(|t| Instant::now() + t))
+        Ok(timeout
+            .or(self.socket_timeout)
+            .map(|t| self.clock.now() + t))
+    }
+
+    fn exchange_done(&mut self) {
+        self.broken = false;
+        self.last_used = self.clock.now();
     }
 
     fn write_request(&mut self, bytes: &[u8], deadline: Option<Instant>) -> Result<()> {
-        DeadlineIo {
-            stream: &mut self.stream,
-            applied: &mut self.applied_timeout,
-            deadline,
-        }
-        .write_all(bytes)
-        .map_err(|e| Error::network(Some(self.address.clone()), "sending a command", e))
+        self.transfer(bytes, None, deadline).map(drop)
     }
 
     fn read_message(&mut self, request_id: i32, deadline: Option<Instant>) -> Result<Message> {
-        let (header, body) = self.read_frame(request_id, deadline)?;
-        let message = wire::decode(&header, &body).map_err(|e| self.with_address(e))?;
+        let frame = self.transfer(&[], Some(request_id), deadline)?;
+        self.decode_message(frame)
+    }
+
+    fn decode_message(&self, frame: Option<Frame>) -> Result<Message> {
+        let frame = frame.ok_or_else(|| Error::client("a reply was awaited"))?;
+        let message = wire::decode(&frame.header, &frame.body).map_err(|e| self.with_address(e))?;
         self.refuse_more_to_come(message.more_to_come())?;
         Ok(message)
     }
 
-    /// Reads one reply message: its header and its body's bytes.
-    fn read_frame(
+    /// Sends `request` (may be empty) and, given the id it answers, reads
+    /// one reply message, all by `deadline`. Bytes that came after the
+    /// reply leave the socket out of step: this reply is whole, but the
+    /// socket must not carry another exchange.
+    fn transfer(
         &mut self,
-        request_id: i32,
+        request: &[u8],
+        reply_to: Option<i32>,
         deadline: Option<Instant>,
-    ) -> Result<(Header, Vec<u8>)> {
-        // One read for the header and, when it is small, the whole body.
-        let mut read_ahead = std::mem::take(&mut self.read_ahead);
-        read_ahead.resize(READ_AHEAD, 0);
-        let filled = self.read_header(&mut read_ahead, deadline)?;
-        let header = self.parse_header(&read_ahead, request_id)?;
-        let body_len = header.body_len();
-        let body = self.body_read_ahead(&read_ahead[HEADER_LEN..filled], body_len);
-        self.read_ahead = read_ahead;
-        let body = self.read_rest_of_body(body, body_len, deadline)?;
-        Ok((header, body))
-    }
-
-    /// Reads until `read_ahead` holds at least a header; returns how many
-    /// bytes it holds (a small reply's body may have come with it).
-    fn read_header(&mut self, read_ahead: &mut [u8], deadline: Option<Instant>) -> Result<usize> {
-        let mut filled = 0;
-        let mut io = DeadlineIo {
-            stream: &mut self.stream,
-            applied: &mut self.applied_timeout,
-            deadline,
-        };
-        let header_read = loop {
-            if filled >= HEADER_LEN {
-                break Ok(());
-            }
-            match io.read(&mut read_ahead[filled..]) {
-                Ok(0) => {
-                    break Err(std::io::Error::new(
-                        std::io::ErrorKind::UnexpectedEof,
-                        "connection closed before a reply header",
-                    ))
-                }
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => break Err(e),
-            }
-        };
-        header_read
-            .map(|()| filled)
-            .map_err(|e| self.network_error("reading a reply header", e))
-    }
-
-    /// The header at the start of `read_ahead`, checked against the size
-    /// limit and against the request it must answer.
-    fn parse_header(&self, read_ahead: &[u8], request_id: i32) -> Result<Header> {
-        let mut header_bytes = [0u8; HEADER_LEN];
-        header_bytes.copy_from_slice(&read_ahead[..HEADER_LEN]);
-        let header = Header::parse(&header_bytes, self.max_message_size)
-            .map_err(|e| self.with_address(e))?;
-        if header.response_to != request_id {
-            return Err(Error::protocol(
-                Some(self.address.clone()),
-                format!(
-                    "reply answers request {} but request {request_id} was sent",
-                    header.response_to
-                ),
-            ));
+    ) -> Result<Option<Frame>> {
+        let mut writer = FrameWriter::default();
+        if let Some(request_id) = reply_to {
+            self.reader.expect(request_id, self.max_message_size);
         }
-        Ok(header)
-    }
-
-    /// The start of the body from the bytes read with the header.
-    fn body_read_ahead(&mut self, early: &[u8], body_len: usize) -> Vec<u8> {
-        if early.len() > body_len {
-            // Bytes after the reply that no request asked for: this reply is
-            // whole, but the socket must not carry another exchange.
+        let mut transfer = Transfer {
+            request,
+            writer: &mut writer,
+            reader: reply_to.map(|_| &mut self.reader),
+        };
+        if let Err(stall) = self
+            .stream
+            .run(&mut transfer, deadline, self.clock.as_ref())
+        {
+            let context = if !writer.is_done(request) {
+                "sending a command"
+            } else if self.reader.has_started() {
+                "reading a reply"
+            } else {
+                "reading a reply header"
+            };
+            return Err(self.stall_error(stall, context));
+        }
+        let frame = reply_to.and_then(|_| self.reader.take_frame());
+        if frame.as_ref().is_some_and(|f| f.trailing) {
             self.out_of_step = true;
         }
-        let mut body = Vec::with_capacity(body_len.min(64 * 1024).max(early.len().min(body_len)));
-        body.extend_from_slice(&early[..early.len().min(body_len)]);
-        body
-    }
-
-    /// Reads the rest of the body through `take`, so memory grows with
-    /// bytes actually received, not with what the length field claims.
-    fn read_rest_of_body(
-        &mut self,
-        mut body: Vec<u8>,
-        body_len: usize,
-        deadline: Option<Instant>,
-    ) -> Result<Vec<u8>> {
-        if body.len() < body_len {
-            let mut io = DeadlineIo {
-                stream: &mut self.stream,
-                applied: &mut self.applied_timeout,
-                deadline,
-            };
-            let rest = (&mut io)
-                .take((body_len - body.len()) as u64)
-                .read_to_end(&mut body);
-            rest.map_err(|e| self.network_error("reading a reply", e))?;
-        }
-        if body.len() != body_len {
-            return Err(self.network_error(
-                "reading a reply",
-                std::io::Error::new(
-                    std::io::ErrorKind::UnexpectedEof,
-                    format!("connection closed after {} of {body_len} bytes", body.len()),
-                ),
-            ));
-        }
-        Ok(body)
+        Ok(frame)
     }
 
     fn refuse_more_to_come(&self, more_to_come: bool) -> Result<()> {

@@ -11,23 +11,28 @@
 
 mod check;
 mod exchange;
+pub(crate) mod frame;
 mod open;
+pub(crate) mod pump;
 mod stream;
 #[cfg(test)]
 mod tests;
 
-use std::net::Shutdown;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bson::Document;
 
 use crate::error::{Error, ErrorKind};
 use crate::proto::address::ServerAddress;
+use crate::shell::clock::Clock;
+use frame::FrameReader;
+use pump::Stall;
 use stream::Stream;
 
 pub use check::check_reply;
-pub(crate) use open::resolve;
+pub(crate) use open::{connect_progress, resolve};
 
 /// Request ids are unique per process, so a reply can be matched to its request.
 static NEXT_REQUEST_ID: AtomicI32 = AtomicI32::new(1);
@@ -41,8 +46,7 @@ pub fn next_request_id() -> i32 {
 }
 
 /// How long a socket may sit idle before reuse checks it with a
-/// non-blocking peek. The peek costs three system calls (`ioctl`,
-/// `recvfrom`, `ioctl`), a third of a warm `find_one`'s; a socket that
+/// non-blocking peek. The peek costs a system call (`recvfrom`); a socket that
 /// finished an exchange moments ago is almost never closed by then. A peer
 /// that closed it within this window shows up as a network error on the
 /// next exchange instead (handled like any other: retryable operations
@@ -69,9 +73,6 @@ pub struct Connection {
     last_used: Instant,
     max_message_size: usize,
     socket_timeout: Option<Duration>,
-    /// The read/write timeout last set on the socket (`None` before the
-    /// first), so it is set again only when it must change.
-    applied_timeout: Option<Option<Duration>>,
     /// Set when an exchange failed half-way: the stream may hold a partial
     /// reply, so it must never be used again.
     broken: bool,
@@ -80,9 +81,10 @@ pub struct Connection {
     /// data would say).
     out_of_step: bool,
     write_buffer: Vec<u8>,
-    /// Reused across replies (allocated on first read): the first read of
-    /// each reply lands here.
-    read_ahead: Vec<u8>,
+    /// Frames each reply; its read-ahead buffer is reused across replies.
+    reader: FrameReader,
+    /// Where deadlines and idle times read the time.
+    clock: Arc<dyn Clock>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -175,7 +177,7 @@ impl Connection {
     /// without a look; an idler one costs a non-blocking `peek`, no round
     /// trip.
     pub fn peer_closed(&self) -> bool {
-        self.peer_closed_at(Instant::now())
+        self.peer_closed_at(self.clock.now())
     }
 
     /// [`peer_closed`](Self::peer_closed) at `now`, for a caller that has
@@ -199,8 +201,12 @@ impl Connection {
     /// A second handle to the TCP socket under this connection (TLS or
     /// not), for a poller to watch for readiness while the connection does
     /// the I/O; `None` for a Unix socket.
-    pub fn readiness_handle(&self) -> Option<std::io::Result<std::net::TcpStream>> {
-        self.stream.tcp_socket().map(std::net::TcpStream::try_clone)
+    #[cfg(unix)]
+    pub(crate) fn readiness_handle(&self) -> Option<std::io::Result<mio::net::TcpStream>> {
+        use std::os::fd::AsFd;
+        let socket = self.stream.tcp_socket()?;
+        let handle = socket.as_fd().try_clone_to_owned();
+        Some(handle.map(|fd| mio::net::TcpStream::from_std(std::net::TcpStream::from(fd))))
     }
 
     /// Applies the server's `maxMessageSizeBytes` from its handshake reply.
@@ -213,6 +219,16 @@ impl Connection {
     #[cold]
     fn network_error(&self, context: &str, e: std::io::Error) -> Error {
         Error::network(Some(self.address.clone()), context, e)
+    }
+
+    /// The error of an exchange that stalled, naming the server.
+    #[cold]
+    fn stall_error(&self, stall: Stall, context: &str) -> Error {
+        match stall {
+            Stall::Io(e) => self.network_error(context, e),
+            Stall::Refused(e) => self.with_address(e),
+            Stall::Tls(failure) => crate::shell::tls::handshake_error(&self.address, &failure),
+        }
     }
 
     #[cold]
@@ -232,16 +248,7 @@ impl Drop for Connection {
         // A forked child closes only its copy of the descriptor; shutting the
         // socket down would cut the parent's connection too.
         if !self.is_inherited() {
-            match &self.stream {
-                Stream::Tcp(s) => {
-                    let _ = s.shutdown(Shutdown::Both);
-                }
-                Stream::Tls(s) => {
-                    let _ = s.sock.shutdown(Shutdown::Both);
-                }
-                #[cfg(unix)]
-                Stream::Unix(_) => {}
-            }
+            self.stream.shutdown();
         }
     }
 }

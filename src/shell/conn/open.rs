@@ -1,15 +1,20 @@
 //! Opening a connection: resolving the host within the connect timeout,
-//! connecting (TCP or Unix), and starting TLS on a fresh TCP socket.
+//! connecting (TCP or Unix) without blocking, each wait bounded by the time
+//! left, and starting TLS on a fresh TCP socket the same way.
 
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::stream::Stream;
+use super::frame::{FrameReader, FrameWriter};
+use super::pump::Transfer;
+use super::stream::{Socket, Stream};
 use super::{Connection, NEXT_CONNECTION_ID};
 use crate::error::{Error, Result};
 use crate::proto::address::ServerAddress;
 use crate::proto::sdam::description::DEFAULT_MAX_MESSAGE_SIZE_BYTES;
+use crate::shell::clock::Clock;
 use crate::shell::dns::ResolverConfig;
 
 impl Connection {
@@ -24,38 +29,36 @@ impl Connection {
         socket_timeout: Option<Duration>,
     ) -> Result<Connection> {
         let resolver = ResolverConfig::system();
-        Self::open_with_resolver(
-            address,
-            generation,
-            connect_timeout,
-            socket_timeout,
-            &resolver,
-        )
+        let clock: Arc<dyn Clock> = Arc::new(crate::shell::clock::SystemClock);
+        let timeouts = (connect_timeout, socket_timeout);
+        Self::open_with_resolver(address, generation, timeouts, &resolver, clock)
     }
 
     /// [`Connection::open`] with host names resolved through `resolver`,
-    /// the look-up bounded by `connect_timeout` too.
+    /// the look-up bounded by the connect timeout too (`timeouts` is the
+    /// connect timeout, then the socket timeout); the connection reads the
+    /// time from `clock`.
     pub fn open_with_resolver(
         address: &ServerAddress,
         generation: u32,
-        connect_timeout: Option<Duration>,
-        socket_timeout: Option<Duration>,
+        timeouts: (Option<Duration>, Option<Duration>),
         resolver: &ResolverConfig,
+        clock: Arc<dyn Clock>,
     ) -> Result<Connection> {
+        let (connect_timeout, socket_timeout) = timeouts;
+        let deadline = connect_timeout.map(|t| clock.now() + t);
         let stream = match address {
-            ServerAddress::Tcp { host, port } => Stream::Tcp(connect_tcp(
-                address,
-                host,
-                *port,
-                connect_timeout,
-                resolver,
-            )?),
-            #[cfg(unix)]
-            ServerAddress::Unix { path } => {
-                let s = std::os::unix::net::UnixStream::connect(path)
-                    .map_err(|e| Error::network(Some(address.clone()), "connecting", e))?;
-                Stream::Unix(s)
+            ServerAddress::Tcp { host, port } => {
+                let resolved = resolve(address, host, *port, deadline, resolver)?;
+                connect_tcp(address, resolved, deadline, clock.as_ref())?
             }
+            #[cfg(unix)]
+            ServerAddress::Unix { path } => std::os::unix::net::UnixStream::connect(path)
+                .and_then(|s| {
+                    s.set_nonblocking(true)?;
+                    Stream::new(Socket::Unix(mio::net::UnixStream::from_std(s)), None)
+                })
+                .map_err(|e| Error::network(Some(address.clone()), "connecting", e))?,
             #[cfg(not(unix))]
             ServerAddress::Unix { .. } => {
                 return Err(Error::invalid_argument(
@@ -68,45 +71,32 @@ impl Connection {
             address,
             generation,
             socket_timeout,
+            clock,
         ))
     }
 
-    /// A connection over a TCP socket already connected to `address` (by
-    /// a scan that connects to many servers in one wait). The socket is made
-    /// blocking again, with TCP_NODELAY on.
-    pub fn from_tcp(
-        stream: TcpStream,
+    /// A connection over a non-blocking TCP socket a scan's shared wait
+    /// connected (and ran the TLS handshake on, when `session` is given),
+    /// already out of that wait's poller. The session carries on as if
+    /// [`Connection::start_tls`] had made it.
+    pub(crate) fn from_socket(
+        socket: mio::net::TcpStream,
+        session: Option<Box<rustls::ClientConnection>>,
         address: &ServerAddress,
         generation: u32,
         socket_timeout: Option<Duration>,
+        clock: Arc<dyn Clock>,
     ) -> Result<Connection> {
-        blocking_again(&stream, address)?;
+        let stream = socket
+            .set_nodelay(true)
+            .and_then(|()| Stream::new(Socket::Tcp(socket), session))
+            .map_err(|e| Error::network(Some(address.clone()), "setting up the socket", e))?;
         Ok(Connection::from_stream(
-            Stream::Tcp(stream),
+            stream,
             address,
             generation,
             socket_timeout,
-        ))
-    }
-
-    /// A connection over a TLS session whose handshake (and first hello)
-    /// ran on a non-blocking socket, in a scan's shared wait. The socket is
-    /// made blocking again, with TCP_NODELAY on; the session carries on as
-    /// if [`Connection::start_tls`] had made it.
-    pub fn from_tls(
-        stream: TcpStream,
-        session: Box<rustls::ClientConnection>,
-        address: &ServerAddress,
-        generation: u32,
-        socket_timeout: Option<Duration>,
-    ) -> Result<Connection> {
-        blocking_again(&stream, address)?;
-        let tls = rustls::StreamOwned::new(*session, stream);
-        Ok(Connection::from_stream(
-            Stream::Tls(Box::new(tls)),
-            address,
-            generation,
-            socket_timeout,
+            clock,
         ))
     }
 
@@ -115,6 +105,7 @@ impl Connection {
         address: &ServerAddress,
         generation: u32,
         socket_timeout: Option<Duration>,
+        clock: Arc<dyn Clock>,
     ) -> Connection {
         Connection {
             stream,
@@ -125,14 +116,14 @@ impl Connection {
             generation,
             serial: 0,
             pid: std::process::id(),
-            last_used: Instant::now(),
+            last_used: clock.now(),
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE_BYTES as usize,
             socket_timeout,
-            applied_timeout: None,
             broken: false,
             out_of_step: false,
             write_buffer: Vec::new(),
-            read_ahead: Vec::new(),
+            reader: FrameReader::default(),
+            clock,
         }
     }
 
@@ -140,43 +131,31 @@ impl Connection {
     /// the TLS handshake within `timeout`. `config` is the client's one
     /// configuration ([`crate::tls::client_config`]), so sessions resume
     /// across its sockets. A certificate or host name failure is a
-    /// [`ErrorKind::Tls`] error saying which and why.
+    /// [`ErrorKind::Tls`](crate::error::ErrorKind::Tls) error saying which
+    /// and why.
     pub fn start_tls(
         &mut self,
         config: &std::sync::Arc<rustls::ClientConfig>,
         timeout: Option<Duration>,
     ) -> Result<()> {
         let server_name = crate::shell::tls::server_name(&self.address)?;
-        let placeholder = Stream::Tcp(match &self.stream {
-            Stream::Tcp(s) => s
-                .try_clone()
-                .map_err(|e| self.network_error("starting TLS", e))?,
-            _ => return Err(Error::client("TLS can only start on a new TCP socket")),
-        });
-        let Stream::Tcp(mut tcp) = std::mem::replace(&mut self.stream, placeholder) else {
-            unreachable!("checked above");
-        };
-        tcp.set_read_timeout(timeout)
-            .and_then(|_| tcp.set_write_timeout(timeout))
-            .map_err(|e| self.network_error("setting the socket timeout", e))?;
-        let mut session = rustls::ClientConnection::new(config.clone(), server_name)
-            .map_err(|e| crate::shell::tls::handshake_error(&self.address, &e))?;
-        while session.is_handshaking() {
-            if let Err(e) = session.complete_io(&mut tcp) {
-                let tls_failure = e
-                    .get_ref()
-                    .and_then(|inner| inner.downcast_ref::<rustls::Error>());
-                return Err(match tls_failure {
-                    Some(failure) => crate::shell::tls::handshake_error(&self.address, failure),
-                    None => self.network_error("during the TLS handshake", e),
-                });
-            }
+        if self.stream.tls.is_some() || self.stream.tcp_socket().is_none() {
+            return Err(Error::client("TLS can only start on a new TCP socket"));
         }
-        self.stream = Stream::Tls(Box::new(rustls::StreamOwned::new(session, tcp)));
-        // The timeouts were set on the socket directly: the next exchange
-        // must not trust what it last applied.
-        self.applied_timeout = None;
-        Ok(())
+        let session = rustls::ClientConnection::new(config.clone(), server_name)
+            .map_err(|e| crate::shell::tls::handshake_error(&self.address, &e))?;
+        self.stream.tls = Some(Box::new(session));
+        let deadline = timeout.map(|t| self.clock.now() + t);
+        let mut writer = FrameWriter::default();
+        let mut handshake = Transfer {
+            request: &[],
+            writer: &mut writer,
+            reader: None,
+        };
+        let outcome = self
+            .stream
+            .run(&mut handshake, deadline, self.clock.as_ref());
+        outcome.map_err(|stall| self.stall_error(stall, "during the TLS handshake"))
     }
 }
 
@@ -200,31 +179,25 @@ pub(crate) fn resolve(
     })
 }
 
+/// Connects to each of `resolved` in turn until one answers, all within
+/// `deadline`: a non-blocking connect, then readiness waits.
 fn connect_tcp(
     address: &ServerAddress,
-    host: &str,
-    port: u16,
-    connect_timeout: Option<Duration>,
-    resolver: &ResolverConfig,
-) -> Result<TcpStream> {
-    // The look-up ends with the connect timeout (which the caller has
-    // already cut to the operation's deadline).
-    let deadline = connect_timeout.map(|t| Instant::now() + t);
-    let resolved = resolve(address, host, port, deadline, resolver)?;
+    resolved: Vec<SocketAddr>,
+    deadline: Option<Instant>,
+    clock: &dyn Clock,
+) -> Result<Stream> {
     let mut last_error = None;
     for socket_address in resolved {
-        let attempt = match connect_timeout {
-            Some(t) => TcpStream::connect_timeout(&socket_address, t),
-            None => TcpStream::connect(socket_address),
-        };
-        match attempt {
-            Ok(stream) => {
-                stream
-                    .set_nodelay(true)
-                    .map_err(|e| Error::network(Some(address.clone()), "setting TCP_NODELAY", e))?;
-                return Ok(stream);
+        match connect_one(socket_address, deadline, clock) {
+            Ok(stream) => return Ok(stream),
+            Err(e) => {
+                let timed_out = e.kind() == std::io::ErrorKind::TimedOut;
+                last_error = Some(e);
+                if timed_out {
+                    break;
+                }
             }
-            Err(e) => last_error = Some(e),
         }
     }
     let e = last_error.unwrap_or_else(|| {
@@ -236,11 +209,35 @@ fn connect_tcp(
     Err(Error::network(Some(address.clone()), "connecting", e))
 }
 
-/// A socket a scan's shared wait connected, made blocking again (with
-/// TCP_NODELAY on) for the connection's own exchanges.
-fn blocking_again(stream: &TcpStream, address: &ServerAddress) -> Result<()> {
-    stream
-        .set_nonblocking(false)
-        .and_then(|()| stream.set_nodelay(true))
-        .map_err(|e| Error::network(Some(address.clone()), "setting up the socket", e))
+fn connect_one(
+    socket_address: SocketAddr,
+    deadline: Option<Instant>,
+    clock: &dyn Clock,
+) -> std::io::Result<Stream> {
+    let socket = mio::net::TcpStream::connect(socket_address)?;
+    let mut stream = Stream::new(Socket::Tcp(socket), None)?;
+    loop {
+        if let Some(socket) = stream.tcp_socket() {
+            if connect_progress(socket)? {
+                return Ok(stream);
+            }
+        }
+        stream.wait(deadline, clock)?;
+    }
+}
+
+/// Whether a non-blocking connect has completed (`Ok(false)`: not yet);
+/// TCP_NODELAY is set once it has.
+pub(crate) fn connect_progress(socket: &mio::net::TcpStream) -> std::io::Result<bool> {
+    if let Some(e) = socket.take_error()? {
+        return Err(e);
+    }
+    match socket.peer_addr() {
+        Ok(_) => {
+            socket.set_nodelay(true)?;
+            Ok(true)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotConnected => Ok(false),
+        Err(e) => Err(e),
+    }
 }

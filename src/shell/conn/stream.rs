@@ -1,162 +1,179 @@
-//! The socket under a connection (TCP, TLS over TCP, or Unix) and the
-//! deadline-bounded reader/writer one exchange goes through.
+//! The socket under a connection (TCP, TLS over TCP, or Unix), always
+//! non-blocking, and its own poller: an exchange moves bytes with the
+//! shared step ([`super::pump`]) and, when the socket would block, waits
+//! for readiness no longer than the time left of its deadline, recomputed
+//! before each wait. A readiness wait ends within a millisecond of the
+//! time asked; a socket timeout (`SO_RCVTIMEO`) would be rounded up by the
+//! kernel's timer wheel, by seconds for long limits.
 
 use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::time::{Duration, Instant};
+use std::net::Shutdown;
+use std::time::Instant;
 
-pub(super) enum Stream {
-    Tcp(TcpStream),
-    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+use mio::event::Source;
+use mio::{Events, Interest, Poll, Registry, Token};
+use rustls::ClientConnection;
+
+use super::pump::{self, Stall, Transfer};
+use crate::shell::clock::Clock;
+
+/// A non-blocking socket.
+#[derive(Debug)]
+pub(crate) enum Socket {
+    Tcp(mio::net::TcpStream),
     #[cfg(unix)]
-    Unix(std::os::unix::net::UnixStream),
+    Unix(mio::net::UnixStream),
 }
 
-impl Stream {
-    pub(super) fn set_timeouts(&self, timeout: Option<Duration>) -> std::io::Result<()> {
-        match self {
-            Stream::Tcp(s) => {
-                s.set_read_timeout(timeout)?;
-                s.set_write_timeout(timeout)
-            }
-            Stream::Tls(s) => {
-                s.sock.set_read_timeout(timeout)?;
-                s.sock.set_write_timeout(timeout)
-            }
-            #[cfg(unix)]
-            Stream::Unix(s) => {
-                s.set_read_timeout(timeout)?;
-                s.set_write_timeout(timeout)
-            }
-        }
-    }
-
-    /// The TCP socket under the stream (a Unix socket has none).
-    pub(super) fn tcp_socket(&self) -> Option<&TcpStream> {
-        match self {
-            Stream::Tcp(s) => Some(s),
-            Stream::Tls(s) => Some(&s.sock),
-            #[cfg(unix)]
-            Stream::Unix(_) => None,
-        }
-    }
-
-    /// Whether the peer has closed the socket or sent unexpected bytes,
-    /// checked without blocking: used before reusing an idle socket.
-    /// Unix sockets cannot be peeked on stable Rust; for them the ping
-    /// after socketCheckIntervalMS is the only check.
-    pub(super) fn peer_closed_or_dirty(&self) -> bool {
-        let s = match self {
-            Stream::Tcp(s) => s,
-            // Unread TLS records (a close_notify, an alert) mean the same.
-            Stream::Tls(s) => &s.sock,
-            #[cfg(unix)]
-            Stream::Unix(_) => return false,
-        };
-        let mut byte = [0u8; 1];
-        if s.set_nonblocking(true).is_err() {
-            return true;
-        }
-        let outcome = s.peek(&mut byte);
-        let restored = s.set_nonblocking(false);
-        match outcome {
-            // Readable with zero bytes: the peer closed. Readable with data:
-            // bytes nobody asked for, so the stream is out of step.
-            Ok(_) => true,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => restored.is_err(),
-            Err(_) => true,
-        }
-    }
-}
-
-impl Read for Stream {
+impl Read for Socket {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         match self {
-            Stream::Tcp(s) => s.read(buf),
-            Stream::Tls(s) => s.read(buf),
+            Socket::Tcp(s) => s.read(buf),
             #[cfg(unix)]
-            Stream::Unix(s) => s.read(buf),
+            Socket::Unix(s) => s.read(buf),
         }
     }
 }
 
-impl Write for Stream {
+impl Write for Socket {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         match self {
-            Stream::Tcp(s) => s.write(buf),
-            Stream::Tls(s) => s.write(buf),
+            Socket::Tcp(s) => s.write(buf),
             #[cfg(unix)]
-            Stream::Unix(s) => s.write(buf),
+            Socket::Unix(s) => s.write(buf),
         }
     }
     fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Source for Socket {
+    fn register(&mut self, r: &Registry, t: Token, i: Interest) -> std::io::Result<()> {
         match self {
-            Stream::Tcp(s) => s.flush(),
-            Stream::Tls(s) => s.flush(),
+            Socket::Tcp(s) => s.register(r, t, i),
             #[cfg(unix)]
-            Stream::Unix(s) => s.flush(),
+            Socket::Unix(s) => s.register(r, t, i),
+        }
+    }
+    fn reregister(&mut self, r: &Registry, t: Token, i: Interest) -> std::io::Result<()> {
+        match self {
+            Socket::Tcp(s) => s.reregister(r, t, i),
+            #[cfg(unix)]
+            Socket::Unix(s) => s.reregister(r, t, i),
+        }
+    }
+    fn deregister(&mut self, r: &Registry) -> std::io::Result<()> {
+        match self {
+            Socket::Tcp(s) => s.deregister(r),
+            #[cfg(unix)]
+            Socket::Unix(s) => s.deregister(r),
         }
     }
 }
 
-/// The stream of one exchange, bounded by its deadline: before each read
-/// or write the socket timeout becomes the time left (set only when it
-/// must change), and once the deadline has passed every call fails with
-/// `TimedOut`. Works on the socket under any wrapping stream, so a TLS
-/// stream over the same socket gets the same bound.
-pub(super) struct DeadlineIo<'a> {
-    pub(super) stream: &'a mut Stream,
-    pub(super) applied: &'a mut Option<Option<Duration>>,
-    pub(super) deadline: Option<Instant>,
+/// A connection's socket, its TLS session once started, and the poller
+/// its waits go through.
+pub(super) struct Stream {
+    pub(super) socket: Socket,
+    pub(super) tls: Option<Box<ClientConnection>>,
+    poll: Poll,
+    events: Events,
 }
 
-/// How much longer than the time left a socket timeout may stay set: a
-/// read may overrun the deadline by at most this much, and a fast exchange
-/// costs no setsockopt call per read.
-const TIMEOUT_SLACK: Duration = Duration::from_millis(20);
+impl Stream {
+    /// Watches `socket` (non-blocking) with a poller of its own.
+    pub(super) fn new(
+        mut socket: Socket,
+        tls: Option<Box<ClientConnection>>,
+    ) -> std::io::Result<Stream> {
+        let poll = Poll::new()?;
+        let interest = Interest::READABLE | Interest::WRITABLE;
+        poll.registry().register(&mut socket, Token(0), interest)?;
+        Ok(Stream {
+            socket,
+            tls,
+            poll,
+            events: Events::with_capacity(2),
+        })
+    }
 
-impl DeadlineIo<'_> {
-    fn arm(&mut self) -> std::io::Result<()> {
-        let wanted = match self.deadline {
+    /// Moves `transfer` to its end, waiting for the socket between steps,
+    /// and fails with `TimedOut` once `deadline` has passed.
+    pub(super) fn run(
+        &mut self,
+        transfer: &mut Transfer<'_>,
+        deadline: Option<Instant>,
+        clock: &dyn Clock,
+    ) -> Result<(), Stall> {
+        loop {
+            if pump::step(&mut self.socket, self.tls.as_deref_mut(), transfer)? {
+                return Ok(());
+            }
+            self.wait(deadline, clock).map_err(Stall::Io)?;
+        }
+    }
+
+    /// Waits until the socket may have changed or `deadline` passes.
+    pub(super) fn wait(
+        &mut self,
+        deadline: Option<Instant>,
+        clock: &dyn Clock,
+    ) -> std::io::Result<()> {
+        let timeout = match deadline {
             None => None,
             Some(deadline) => {
-                let left = deadline.saturating_duration_since(Instant::now());
+                let left = deadline.saturating_duration_since(clock.now());
                 if left.is_zero() {
                     return Err(std::io::Error::new(
                         std::io::ErrorKind::TimedOut,
                         "the exchange's time limit ran out",
                     ));
                 }
-                // A zero timeout means "none" to the socket: at least 1 ms.
-                let left = left.max(Duration::from_millis(1));
-                match *self.applied {
-                    Some(Some(set)) if set >= left && set <= left + TIMEOUT_SLACK => return Ok(()),
-                    _ => Some(left),
-                }
+                Some(left)
             }
         };
-        if *self.applied != Some(wanted) {
-            self.stream.set_timeouts(wanted)?;
-            *self.applied = Some(wanted);
+        match self.poll.poll(&mut self.events, timeout) {
+            Err(e) if e.kind() != std::io::ErrorKind::Interrupted => Err(e),
+            _ => Ok(()),
         }
-        Ok(())
     }
-}
 
-impl Read for DeadlineIo<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        self.arm()?;
-        self.stream.read(buf)
+    /// The TCP socket under the stream (a Unix socket has none).
+    pub(super) fn tcp_socket(&self) -> Option<&mio::net::TcpStream> {
+        match &self.socket {
+            Socket::Tcp(s) => Some(s),
+            #[cfg(unix)]
+            Socket::Unix(_) => None,
+        }
     }
-}
 
-impl Write for DeadlineIo<'_> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.arm()?;
-        self.stream.write(buf)
+    /// Closes the socket at once, without a network wait.
+    pub(super) fn shutdown(&self) {
+        match &self.socket {
+            Socket::Tcp(s) => {
+                let _ = s.shutdown(Shutdown::Both);
+            }
+            #[cfg(unix)]
+            Socket::Unix(_) => {}
+        }
     }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.arm()?;
-        self.stream.flush()
+
+    /// Whether the peer has closed the socket or sent unexpected bytes,
+    /// checked without blocking (one `recvfrom`): used before reusing an
+    /// idle socket. Unread TLS records (a close_notify, an alert) count as
+    /// unexpected bytes. Unix sockets cannot be peeked on stable Rust; for
+    /// them the ping after socketCheckIntervalMS is the only check.
+    pub(super) fn peer_closed_or_dirty(&self) -> bool {
+        let Some(socket) = self.tcp_socket() else {
+            return false;
+        };
+        let mut byte = [0u8; 1];
+        match socket.peek(&mut byte) {
+            // Readable with zero bytes: the peer closed. Readable with data:
+            // bytes nobody asked for, so the stream is out of step.
+            Ok(_) => true,
+            Err(e) => !pump::would_block(&e),
+        }
     }
 }

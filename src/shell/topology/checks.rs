@@ -274,9 +274,9 @@ impl Topology {
         let mut connection = Connection::open_with_resolver(
             address,
             generation,
-            limit,
-            self.options.socket_timeout(),
+            (limit, self.options.socket_timeout()),
             &resolver,
+            self.clock(),
         )?;
         let time_left = time_left(self.clock(), started, limit);
         if let Some(tls) = &self.tls {

@@ -12,12 +12,15 @@
 //!  open socket: hello sent (blocking write) ─> poller: readable ─> reply read (bounded by the check)
 //! ```
 //!
-//! On an open socket the reply is read by the socket's own blocking
-//! exchange once the poller says it is readable, bounded by the check's
-//! limit: a hello reply is a few hundred bytes that arrive together, so the
-//! read does not wait in practice, and a peer that sends part of one and
-//! stalls holds the wait no longer than its own connectTimeoutMS (the same
-//! bound as before).
+//! On an open socket the reply is read by the socket's own exchange once
+//! the poller says it is readable, bounded by the check's limit: a hello
+//! reply is a few hundred bytes that arrive together, so the read does not
+//! wait in practice, and a peer that sends part of one and stalls holds the
+//! wait no longer than its own connectTimeoutMS (the same bound as before).
+//!
+//! A new socket's bytes move through the same framer and step as a
+//! connection's own exchanges ([`crate::shell::conn::pump`]); only the
+//! waiting differs (one poller for many sockets here).
 //!
 //! Unix sockets stay blocking, checked one by one by the caller: they
 //! reach a server on this machine, which answers or refuses without a
@@ -50,6 +53,7 @@ mod tls_tests;
 use crate::error::{Error, Result};
 use crate::proto::address::ServerAddress;
 use crate::proto::auth::Speculation;
+use crate::shell::clock::Clock;
 use crate::shell::conn::Connection;
 use open_socket::hello_replied;
 
@@ -108,6 +112,9 @@ pub(super) struct Overlap {
     poll: Poll,
     events: Events,
     pending: Vec<Option<Pending>>,
+    /// Where limits are compared with the time, and the connections made
+    /// read it.
+    clock: Arc<dyn Clock>,
 }
 
 /// What a new socket's handshake needs to start.
@@ -126,11 +133,12 @@ pub(super) struct Start {
 }
 
 impl Overlap {
-    pub(super) fn new() -> std::io::Result<Overlap> {
+    pub(super) fn new(clock: Arc<dyn Clock>) -> std::io::Result<Overlap> {
         Ok(Overlap {
             poll: Poll::new()?,
             events: Events::with_capacity(256),
             pending: Vec::new(),
+            clock,
         })
     }
 
@@ -215,7 +223,7 @@ impl Overlap {
         for slot in ready {
             finished.extend(self.drive(slot));
         }
-        let now = Instant::now();
+        let now = self.clock.now();
         for slot in 0..self.pending.len() {
             let expired = self.pending[slot]
                 .as_ref()
@@ -257,7 +265,7 @@ impl Overlap {
         let pending = self.pending.get_mut(slot)?.as_ref()?;
         if matches!(pending.job, Job::Hello { .. }) {
             let pending = self.take(slot)?;
-            return Some(hello_replied(pending));
+            return Some(hello_replied(pending, self.clock.as_ref()));
         }
         self.drive_handshake(slot)
     }
@@ -272,13 +280,20 @@ fn finished(pending: Pending, result: Result<Checked>) -> Finished {
     }
 }
 
-/// Time left of a check with `limit`, at least 1 ms (a zero timeout means
-/// "none" to a socket).
-pub(super) fn remaining(limit: Option<Instant>) -> impl Fn() -> Option<Duration> {
-    move || {
-        limit.map(|l| {
-            l.saturating_duration_since(Instant::now())
-                .max(Duration::from_millis(1))
-        })
-    }
+/// Time left at `now` of a check with `limit`, at least 1 ms (a zero
+/// timeout means "no limit" to an exchange).
+pub(super) fn time_left(limit: Option<Instant>, now: Instant) -> Option<Duration> {
+    limit.map(|l| {
+        l.saturating_duration_since(now)
+            .max(Duration::from_millis(1))
+    })
+}
+
+/// [`time_left`] of a check with `limit` whenever asked, by `clock` (for
+/// the authentication that follows a handshake).
+pub(super) fn remaining(
+    limit: Option<Instant>,
+    clock: Arc<dyn Clock>,
+) -> impl Fn() -> Option<Duration> {
+    move || time_left(limit, clock.now())
 }

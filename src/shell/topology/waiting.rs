@@ -25,7 +25,7 @@ impl Topology {
     /// Starts queued checks while slots are free.
     pub(super) fn start_queued(&mut self, deadline: Deadline) {
         if self.overlap.is_none() {
-            match Overlap::new() {
+            match Overlap::new(self.clock()) {
                 Ok(overlap) => self.overlap = Some(overlap),
                 Err(error) => {
                     log::warn!(target: "mongo_inline::topology", "no poller ({error}); checking one by one");
@@ -180,7 +180,7 @@ impl Topology {
                 connection,
                 reply,
                 speculation,
-                &overlap::remaining(done.limit),
+                &overlap::remaining(done.limit, self.clock()),
             ),
             Checked::Hello(connection, reply) => {
                 let reply = check_reply(reply, &address)?;

@@ -4,14 +4,18 @@
 //! ([`super::exchange`]); then the socket becomes an ordinary blocking
 //! [`Connection`].
 
+use std::sync::Arc;
+
 use bson::Document;
 use mio::net::TcpStream;
 use mio::Interest;
 
-use super::exchange::{connect_progress, HelloExchange, ProgressError};
+use super::exchange::HelloExchange;
 use super::{finished, tls_step, Checked, Finished, Handshake, Job, Overlap, Pending, Start};
 use crate::error::Error;
-use crate::shell::conn::Connection;
+use crate::shell::clock::Clock;
+use crate::shell::conn::pump::{self, Stall};
+use crate::shell::conn::{connect_progress, Connection};
 
 impl Overlap {
     /// Starts a new socket's handshake: the hello is encoded and the first
@@ -28,11 +32,9 @@ impl Overlap {
                 limit: start.limit,
             })
         };
-        let mut exchange = HelloExchange::new(start.command, start.use_op_msg).map_err(&failed)?;
+        let exchange = HelloExchange::new(start.command, start.use_op_msg).map_err(&failed)?;
         let tls = match &start.tls {
-            Some(config) => Some(
-                tls_step::start_session(config, &start.address, &mut exchange).map_err(&failed)?,
-            ),
+            Some(config) => Some(tls_step::start_session(config, &start.address).map_err(&failed)?),
             None => None,
         };
         let mut addresses = start.addresses;
@@ -84,29 +86,32 @@ impl Overlap {
                 Err(e) => return self.next_address(slot, e),
             }
         }
-        let address = &pending.address;
-        let progress = match &mut handshake.tls {
-            Some(session) => tls_step::advance(
-                session,
-                &mut pending.stream,
-                &mut handshake.exchange,
-                address,
-            ),
-            None => handshake
-                .exchange
-                .advance_plain(&mut pending.stream, address),
-        };
+        let progress = pump::step(
+            &mut pending.stream,
+            handshake.tls.as_deref_mut(),
+            &mut handshake.exchange.transfer(),
+        );
         match progress {
-            Ok(None) => None,
-            Ok(Some(reply)) => {
+            Ok(false) => None,
+            Ok(true) => {
+                let reply = handshake.exchange.reply(&pending.address);
                 let pending = self.take(slot)?;
-                Some(handshake_done(pending, reply))
+                Some(match reply {
+                    Ok(reply) => handshake_done(pending, reply, self.clock.clone()),
+                    Err(error) => finished(pending, Err(error)),
+                })
             }
-            Err(ProgressError::Io(e)) => {
+            Err(Stall::Io(e)) => {
                 let context = self.phase(slot);
                 self.fail(slot, context, e)
             }
-            Err(ProgressError::Reply(error)) => {
+            Err(Stall::Refused(error)) => {
+                let error = Error::protocol(Some(pending.address.clone()), error.to_string());
+                let pending = self.take(slot)?;
+                Some(finished(pending, Err(error)))
+            }
+            Err(Stall::Tls(failure)) => {
+                let error = crate::shell::tls::handshake_error(&pending.address, &failure);
                 let pending = self.take(slot)?;
                 Some(finished(pending, Err(error)))
             }
@@ -137,9 +142,10 @@ impl Overlap {
     }
 }
 
-/// A new socket's hello reply arrived: the socket becomes an ordinary
-/// blocking connection (plain, or TLS over the finished session).
-fn handshake_done(pending: Pending, reply: Document) -> Finished {
+/// A new socket's hello reply arrived: the socket (out of the shared
+/// poller) becomes an ordinary connection (plain, or TLS over the finished
+/// session) that waits in a poller of its own.
+fn handshake_done(pending: Pending, reply: Document, clock: Arc<dyn Clock>) -> Finished {
     let Pending {
         address,
         stream,
@@ -156,14 +162,8 @@ fn handshake_done(pending: Pending, reply: Document) -> Finished {
                 socket_timeout,
                 ..
             } = *handshake;
-            let stream = std::net::TcpStream::from(stream);
-            let connection = match tls {
-                Some(session) => {
-                    Connection::from_tls(stream, session, &address, generation, socket_timeout)
-                }
-                None => Connection::from_tcp(stream, &address, generation, socket_timeout),
-            };
-            connection.map(|c| Checked::Handshake(c, reply, speculation))
+            Connection::from_socket(stream, tls, &address, generation, socket_timeout, clock)
+                .map(|c| Checked::Handshake(c, reply, speculation))
         }
         Job::Hello { connection, .. } => Ok(Checked::Hello(*connection, reply)),
     };

@@ -7,11 +7,11 @@
 use std::time::Instant;
 
 use bson::Document;
-use mio::net::TcpStream;
 use mio::Interest;
 
-use super::{remaining, Checked, Finished, Job, Overlap, Pending};
+use super::{time_left, Checked, Finished, Job, Overlap, Pending};
 use crate::error::Error;
+use crate::shell::clock::Clock;
 use crate::shell::conn::Connection;
 
 impl Overlap {
@@ -34,13 +34,13 @@ impl Overlap {
             })
         };
         let request_id = connection
-            .send_command("admin", command, remaining(limit)())
+            .send_command("admin", command, time_left(limit, self.clock.now()))
             .map_err(&failed)?;
         let slot = self.free_slot();
         let stream = match connection.readiness_handle() {
-            Some(handle) => handle
-                .map(TcpStream::from_std)
-                .and_then(|stream| self.register(stream, slot, Interest::READABLE)),
+            Some(handle) => {
+                handle.and_then(|stream| self.register(stream, slot, Interest::READABLE))
+            }
             None => Err(std::io::Error::other("not a TCP socket")),
         }
         .map_err(|e| {
@@ -66,7 +66,7 @@ impl Overlap {
 
 /// An open socket's hello reply is ready to read: it is read by the
 /// socket's blocking exchange, bounded by the check's limit.
-pub(super) fn hello_replied(pending: Pending) -> Finished {
+pub(super) fn hello_replied(pending: Pending, clock: &dyn Clock) -> Finished {
     let Pending {
         address,
         stream,
@@ -81,7 +81,7 @@ pub(super) fn hello_replied(pending: Pending) -> Finished {
             mut connection,
             request_id,
         } => connection
-            .read_command_reply(request_id, remaining(limit)())
+            .read_command_reply(request_id, time_left(limit, clock.now()))
             .map(|reply| Checked::Hello(*connection, reply)),
         Job::Handshake(_) => Err(Error::client("a new socket's check has no hello to read")),
     };

@@ -47,7 +47,7 @@ pub(super) fn primary_reply_to_one_request(peer: &mut impl Read) -> Vec<u8> {
 fn check_open_socket(port: u16, limit: Duration) -> (Finished, Duration) {
     let address = ServerAddress::tcp("127.0.0.1", port);
     let connection = Connection::open(&address, 0, Some(Duration::from_secs(1)), None).unwrap();
-    let mut overlap = Overlap::new().unwrap();
+    let mut overlap = Overlap::new(std::sync::Arc::new(crate::shell::clock::SystemClock)).unwrap();
     let started = Instant::now();
     let command = doc! { "hello": 1 };
     if let Err(failed) = overlap.start_hello(connection, command, started, Some(started + limit)) {
@@ -109,7 +109,7 @@ fn garbage_instead_of_a_tls_handshake_is_a_tls_error() {
         thread::sleep(Duration::from_millis(500));
     });
     let address = ServerAddress::tcp("localhost", port);
-    let mut overlap = Overlap::new().unwrap();
+    let mut overlap = Overlap::new(std::sync::Arc::new(crate::shell::clock::SystemClock)).unwrap();
     let started = Instant::now();
     let limit = Some(started + Duration::from_secs(2));
     let start = super::Start {

@@ -70,7 +70,7 @@ fn serve(config: Arc<ServerConfig>, sockets: usize) -> (u16, mpsc::Receiver<Hand
 }
 
 fn tls_check(port: u16, config: &Arc<rustls::ClientConfig>) -> bson::Document {
-    let mut overlap = Overlap::new().unwrap();
+    let mut overlap = Overlap::new(std::sync::Arc::new(crate::shell::clock::SystemClock)).unwrap();
     let started = Instant::now();
     let limit = Some(started + Duration::from_secs(3));
     let start = Start {
