@@ -33,6 +33,7 @@ use stream::Stream;
 
 pub use check::check_reply;
 pub(crate) use open::{connect_progress, resolve};
+pub(crate) use stream::LONGEST_WAIT;
 
 /// Request ids are unique per process, so a reply can be matched to its request.
 static NEXT_REQUEST_ID: AtomicI32 = AtomicI32::new(1);

@@ -17,6 +17,12 @@ use rustls::ClientConnection;
 use super::pump::{self, Stall, Transfer};
 use crate::shell::clock::Clock;
 
+/// The longest one readiness wait may be asked for: the kernel lets a
+/// wait of `t` end up to `t`/1000 late (its timer slack, 60 ms for 60 s),
+/// so a long limit is waited out in slices, each ending within a
+/// millisecond, the time left recomputed before each.
+pub(crate) const LONGEST_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// A non-blocking socket.
 #[derive(Debug)]
 pub(crate) enum Socket {
@@ -130,7 +136,7 @@ impl Stream {
                         "the exchange's time limit ran out",
                     ));
                 }
-                Some(left)
+                Some(left.min(LONGEST_WAIT))
             }
         };
         match self.poll.poll(&mut self.events, timeout) {

@@ -206,8 +206,12 @@ impl Overlap {
         };
         // The poller counts whole milliseconds: rounding up wakes it at or
         // after the instant, never just before (which would look like time
-        // left to a caller comparing with it).
-        let timeout = wake.map(|w| w.saturating_duration_since(now) + Duration::from_millis(1));
+        // left to a caller comparing with it). A long wait is cut to slices
+        // (see `LONGEST_WAIT`): the caller waits again with the time left.
+        let timeout = wake.map(|w| {
+            let left = w.saturating_duration_since(now) + Duration::from_millis(1);
+            left.min(crate::shell::conn::LONGEST_WAIT)
+        });
         let mut finished = Vec::new();
         if let Err(e) = self.poll.poll(&mut self.events, timeout) {
             if e.kind() != std::io::ErrorKind::Interrupted {
