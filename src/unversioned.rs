@@ -11,7 +11,7 @@ use crate::proto::sdam::{TopologyDescription, TopologySettings};
 use crate::{ClientOptions, ServerAddress};
 
 /// The pure topology description, fed checks by hand: what applying a
-/// check's hello costs without a network (`examples/scan_cost.rs`).
+/// check's hello costs without a network (`benches/tools/scan_cost.rs`).
 pub struct TopologyRules(TopologyDescription);
 
 impl TopologyRules {
