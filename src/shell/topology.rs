@@ -43,6 +43,8 @@ mod overlap;
 mod publish;
 mod sockets;
 mod srv;
+#[cfg(test)]
+mod tests;
 mod waiting;
 
 /// The deployment as this client sees it, and its sockets.
