@@ -1,15 +1,26 @@
-//! The process-wide ObjectId source: the pure generator
-//! ([`crate::proto::object_id`]) fed with a clock's calendar time and this
-//! process.
+//! The process-wide id sources: ObjectIds (the pure generator,
+//! [`crate::proto::object_id`], fed with a clock's calendar time and this
+//! process) and topology ids.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use bson::oid::ObjectId;
 
 use crate::proto::object_id::ObjectIdGenerator;
+use crate::proto::sdam::TopologyId;
 use crate::shell::clock::{Clock, SystemClock};
 
 static GENERATOR: Mutex<Option<ObjectIdGenerator>> = Mutex::new(None);
+
+/// The next topology id; 0 is never handed out (it marks descriptions
+/// built by hand in tests).
+static NEXT_TOPOLOGY_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A topology id different from every other this process handed out.
+pub(crate) fn next_topology_id() -> TopologyId {
+    TopologyId(NEXT_TOPOLOGY_ID.fetch_add(1, Ordering::Relaxed))
+}
 
 /// A new ObjectId, unique to this process even after a fork.
 pub fn new_object_id() -> ObjectId {
@@ -39,6 +50,13 @@ mod tests {
     fn ids_in_one_process_are_distinct() {
         let ids: std::collections::HashSet<_> = (0..1000).map(|_| new_object_id()).collect();
         assert_eq!(ids.len(), 1000);
+    }
+
+    #[test]
+    fn topology_ids_are_distinct_and_never_zero() {
+        let (a, b) = (next_topology_id(), next_topology_id());
+        assert_ne!(a, b);
+        assert_ne!(a, TopologyId::default());
     }
 
     #[test]

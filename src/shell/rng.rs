@@ -28,6 +28,19 @@ pub(crate) fn fresh_seed() -> u64 {
     mix(fastrand::u64(..) ^ mix(pid) ^ mix(nanos.rotate_left(32)))
 }
 
+/// A fresh SCRAM client nonce: 24 bytes from the operating system's
+/// cryptographic source (not fastrand: a nonce must not be predictable),
+/// base64 encoded.
+pub(crate) fn scram_nonce() -> crate::error::Result<String> {
+    use base64::Engine as _;
+    use ring::rand::SecureRandom as _;
+    let mut bytes = [0u8; 24];
+    ring::rand::SystemRandom::new()
+        .fill(&mut bytes)
+        .map_err(|_| crate::error::Error::client("the operating system's random source failed"))?;
+    Ok(base64::engine::general_purpose::STANDARD.encode(bytes))
+}
+
 /// SplitMix64's finaliser: spreads every input bit over the whole output.
 fn mix(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -62,6 +75,13 @@ mod tests {
     fn mixing_separates_neighbouring_inputs() {
         assert_ne!(mix(1), mix(2));
         assert_ne!(mix(1) >> 32, mix(2) >> 32);
+    }
+
+    #[test]
+    fn nonces_are_fresh() {
+        let a = scram_nonce().unwrap();
+        assert_eq!(a.len(), 32);
+        assert_ne!(a, scram_nonce().unwrap());
     }
 
     #[test]

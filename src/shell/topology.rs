@@ -39,6 +39,9 @@ use crate::shell::conn::Connection;
 mod checks;
 mod errors;
 mod forget;
+// The overlapped checks still read the system's time (s-conn moves them
+// onto the Clock); remove this allow once they take it.
+#[allow(clippy::disallowed_methods)]
 mod overlap;
 mod publish;
 mod sockets;
@@ -132,7 +135,8 @@ impl Topology {
             TopologyDescription::new(
                 TopologySettings::from_options(&options)
                     .with_change_events(publish::change_events_wanted(handler.as_ref())),
-            ),
+            )
+            .with_id(crate::shell::ids::next_topology_id()),
             MonitorSettings {
                 heartbeat_frequency: options.heartbeat_frequency(),
                 server_selection_timeout: options.server_selection_timeout(),
@@ -414,13 +418,18 @@ fn security(
     };
     let authenticator = options
         .credential()
-        .map(|c| crate::proto::auth::Authenticator::new(c, options.default_database()))
+        .map(|c| {
+            let nonces = crate::shell::rng::scram_nonce;
+            crate::proto::auth::Authenticator::new(c, options.default_database(), nonces)
+        })
         .transpose()?;
     if let Some(authenticator) = &authenticator {
         let client_certificate = options
             .tls_options()
             .is_some_and(|t| t.certificate_key_file.is_some());
-        authenticator.check_transport(tls.is_some(), client_certificate)?;
+        if let Some(warning) = authenticator.check_transport(tls.is_some(), client_certificate)? {
+            log::warn!("{warning}");
+        }
     }
     Ok((tls, authenticator))
 }

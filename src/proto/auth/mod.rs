@@ -202,6 +202,24 @@ pub enum Speculation {
     X509,
 }
 
+/// A credential that works over the transport but deserves a warning.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TransportWarning {
+    /// PLAIN over plain TCP: the password crosses the network unencrypted.
+    PlainWithoutTls,
+}
+
+impl std::fmt::Display for TransportWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TransportWarning::PlainWithoutTls => f.write_str(
+                "authMechanism=PLAIN without tls=true sends the password unencrypted over the \
+                 network",
+            ),
+        }
+    }
+}
+
 /// One client's authentication state: its resolved credential and the
 /// SCRAM keys derived so far.
 pub struct Authenticator {
@@ -213,8 +231,13 @@ pub struct Authenticator {
     keys: HashMap<(ScramMechanism, SaltParams), ScramKeys>,
     /// How many times PBKDF2 ran (the cache's effect, observable in tests).
     derivations: usize,
-    nonce_source: fn() -> Result<String>,
+    /// Where each conversation's client nonce comes from: the shell's
+    /// source of OS randomness (the pure core never reads it itself).
+    nonce_source: NonceSource,
 }
+
+/// Draws a fresh SCRAM client nonce (printable, no commas).
+pub type NonceSource = fn() -> Result<String>;
 
 impl std::fmt::Debug for Authenticator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -227,9 +250,14 @@ impl std::fmt::Debug for Authenticator {
 }
 
 impl Authenticator {
-    /// The authenticator for `credential` (as given in the options), or an
-    /// error naming a mechanism this driver does not run.
-    pub fn new(credential: &Credential, default_database: Option<&str>) -> Result<Authenticator> {
+    /// The authenticator for `credential` (as given in the options), its
+    /// SCRAM nonces drawn from `nonce_source`, or an error naming a
+    /// mechanism this driver does not run.
+    pub fn new(
+        credential: &Credential,
+        default_database: Option<&str>,
+        nonce_source: NonceSource,
+    ) -> Result<Authenticator> {
         let resolved = resolve_credential(credential, default_database)?;
         let mechanism = match resolved.mechanism.as_deref() {
             None => None,
@@ -264,35 +292,27 @@ impl Authenticator {
             mechanism,
             keys: HashMap::new(),
             derivations: 0,
-            nonce_source: scram::new_nonce,
+            nonce_source,
         })
     }
 
     /// Checks the mechanism against the transport before any socket opens:
     /// MONGODB-X509 cannot work without TLS and a client certificate, and
-    /// PLAIN over plain TCP sends the password in the clear (a warning).
-    pub fn check_transport(&self, tls: bool, client_certificate: bool) -> Result<()> {
+    /// PLAIN over plain TCP sends the password in the clear (a warning, for
+    /// the caller to log).
+    pub fn check_transport(
+        &self,
+        tls: bool,
+        client_certificate: bool,
+    ) -> Result<Option<TransportWarning>> {
         match self.mechanism {
             Some(Mechanism::X509) if !tls || !client_certificate => Err(Error::invalid_argument(
                 "MONGODB-X509 authenticates with the TLS client certificate: it needs tls=true \
                      and tlsCertificateKeyFile",
             )),
-            Some(Mechanism::Plain) if !tls => {
-                log::warn!(
-                    "authMechanism=PLAIN without tls=true sends the password unencrypted over the \
-                     network"
-                );
-                Ok(())
-            }
-            _ => Ok(()),
+            Some(Mechanism::Plain) if !tls => Ok(Some(TransportWarning::PlainWithoutTls)),
+            _ => Ok(None),
         }
-    }
-
-    /// Replaces the nonce source (tests replay recorded conversations).
-    #[cfg(test)]
-    pub fn with_nonce_source(mut self, source: fn() -> Result<String>) -> Self {
-        self.nonce_source = source;
-        self
     }
 
     /// How many times a password was run through PBKDF2 so far.

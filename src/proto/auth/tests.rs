@@ -25,9 +25,12 @@ fn credential(uri: &str) -> Credential {
 
 fn authenticator(uri: &str) -> Authenticator {
     let options = crate::ClientOptions::parse(uri).unwrap();
-    Authenticator::new(options.credential().unwrap(), options.default_database())
-        .unwrap()
-        .with_nonce_source(fixed_nonce)
+    Authenticator::new(
+        options.credential().unwrap(),
+        options.default_database(),
+        fixed_nonce,
+    )
+    .unwrap()
 }
 
 fn payload_text(command: &Document) -> String {
@@ -216,18 +219,25 @@ fn x509_speculates_with_authenticate_and_falls_back() {
 
 #[test]
 fn mechanisms_this_driver_cannot_run_are_refused_by_name() {
-    let e =
-        Authenticator::new(&credential("mongodb://u@h/?authMechanism=GSSAPI"), None).unwrap_err();
+    let e = Authenticator::new(
+        &credential("mongodb://u@h/?authMechanism=GSSAPI"),
+        None,
+        fixed_nonce,
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("GSSAPI is not supported"), "{e}");
 }
 
 #[test]
 fn a_user_without_a_password_is_refused_before_any_io() {
-    let e = Authenticator::new(&credential("mongodb://alice@h/"), None).unwrap_err();
+    let e = Authenticator::new(&credential("mongodb://alice@h/"), None, fixed_nonce).unwrap_err();
     assert!(e.to_string().contains("\"alice\" has no password"), "{e}");
-    assert!(
-        Authenticator::new(&credential("mongodb://h/?authMechanism=MONGODB-X509"), None).is_ok()
-    );
+    assert!(Authenticator::new(
+        &credential("mongodb://h/?authMechanism=MONGODB-X509"),
+        None,
+        fixed_nonce
+    )
+    .is_ok());
 }
 
 #[test]
@@ -237,12 +247,14 @@ fn x509_needs_tls_and_a_client_certificate() {
         let e = auth.check_transport(tls, certificate).unwrap_err();
         assert!(e.to_string().contains("tlsCertificateKeyFile"), "{e}");
     }
-    assert!(auth.check_transport(true, true).is_ok());
+    assert_eq!(auth.check_transport(true, true).unwrap(), None);
     let plain = authenticator("mongodb://u:p@h/?authMechanism=PLAIN");
-    assert!(
-        plain.check_transport(false, false).is_ok(),
+    assert_eq!(
+        plain.check_transport(false, false).unwrap(),
+        Some(TransportWarning::PlainWithoutTls),
         "a warning, not an error"
     );
+    assert_eq!(plain.check_transport(true, false).unwrap(), None);
 }
 
 #[test]

@@ -131,13 +131,6 @@ pub fn redact(sensitive: bool, document: &Document) -> Document {
     }
 }
 
-/// Writes the command logging spec's message for `event` at debug level.
-pub fn log_command_event(event: &CommandEvent) {
-    if log::log_enabled!(target: COMMAND_LOG_TARGET, log::Level::Debug) {
-        log::debug!(target: COMMAND_LOG_TARGET, "{}", command_log_message(event));
-    }
-}
-
 /// Log documents are cut to this many characters (the spec's default
 /// `maxDocumentLength`), ending in "...".
 const MAX_DOCUMENT_LENGTH: usize = 1000;

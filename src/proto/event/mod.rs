@@ -9,9 +9,9 @@
 pub(crate) mod command;
 pub(crate) mod sdam;
 
-pub(crate) use command::log_command_event;
+pub(crate) use command::command_log_message;
 pub use command::{CommandEvent, ConnectionInfo, COMMAND_LOG_TARGET};
-pub(crate) use sdam::log_sdam_event;
+pub(crate) use sdam::sdam_log_message;
 pub use sdam::{SdamEvent, TOPOLOGY_LOG_TARGET};
 
 // What the events carry.

@@ -2,7 +2,7 @@
 //!
 //! The pure topology code ([`crate::sdam::TopologyDescription::apply`] and
 //! friends) returns them in the spec's order; the shell hands each one to
-//! the application's [`super::EventHandler`] and to [`log_sdam_event`],
+//! the application's [`super::EventHandler`] and to the log ([`sdam_log_message`], written by the shell),
 //! which writes the SDAM logging spec's messages at debug level under the
 //! target [`TOPOLOGY_LOG_TARGET`].
 
@@ -105,15 +105,6 @@ pub enum SdamEvent {
         /// What went wrong.
         failure: Error,
     },
-}
-
-/// Writes the SDAM logging spec's message for `event` at debug level.
-pub fn log_sdam_event(event: &SdamEvent) {
-    if log::log_enabled!(target: TOPOLOGY_LOG_TARGET, log::Level::Debug) {
-        if let Some(message) = sdam_log_message(event) {
-            log::debug!(target: TOPOLOGY_LOG_TARGET, "{message}");
-        }
-    }
 }
 
 /// The unstructured form of the SDAM logging spec's message for `event`;

@@ -2,7 +2,6 @@
 //! its initial type.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::proto::address::ServerAddress;
 use crate::proto::options::ClientOptions;
@@ -90,19 +89,11 @@ impl TopologySettings {
 }
 
 /// Identifies one topology in events and log messages; unique within the
-/// process (`TopologyId::next`). The default, 0, is never handed out and
-/// marks descriptions built by hand in tests.
+/// process (the shell hands them out, see `TopologyDescription::with_id`).
+/// The default, 0, is never handed out and marks descriptions built by hand
+/// in tests.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TopologyId(pub u64);
-
-static NEXT_TOPOLOGY_ID: AtomicU64 = AtomicU64::new(1);
-
-impl TopologyId {
-    /// A new id, different from every other id this process handed out.
-    pub(crate) fn next() -> Self {
-        TopologyId(NEXT_TOPOLOGY_ID.fetch_add(1, Ordering::Relaxed))
-    }
-}
 
 impl fmt::Display for TopologyId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -79,7 +79,8 @@ impl TopologyDescription {
     /// replica set name gives ReplicaSetNoPrimary, else Unknown. Every seed
     /// starts Unknown, except in load-balanced mode, where the one server
     /// is a LoadBalancer from the start and stays one. The description
-    /// starts `stale`: nothing has been checked yet.
+    /// starts `stale`: nothing has been checked yet. Its id is the default
+    /// until [`TopologyDescription::with_id`] gives one.
     pub(crate) fn new(settings: TopologySettings) -> Self {
         let topology_type = if settings.load_balanced {
             TopologyType::LoadBalanced
@@ -99,7 +100,7 @@ impl TopologyDescription {
             compatibility_error: None,
             logical_session_timeout_minutes: None,
             stale: true,
-            id: TopologyId::next(),
+            id: TopologyId::default(),
             settings,
             server_states: Default::default(),
             removed: Default::default(),
@@ -115,6 +116,13 @@ impl TopologyDescription {
                 .insert(seed, ServerState::default());
         }
         description
+    }
+
+    /// This description under the id `id` (handed out by the shell, one
+    /// per topology; [`TopologyDescription::new`] leaves the default, 0).
+    pub(crate) fn with_id(mut self, id: TopologyId) -> Self {
+        self.id = id;
+        self
     }
 
     /// The events of the topology's creation, in the order the spec's

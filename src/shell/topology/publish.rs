@@ -4,8 +4,18 @@
 use std::sync::Arc;
 
 use super::Topology;
-use crate::proto::event::{log_sdam_event, EventHandler, SdamEvent, TOPOLOGY_LOG_TARGET};
+use crate::proto::event::{sdam_log_message, EventHandler, SdamEvent, TOPOLOGY_LOG_TARGET};
 use crate::proto::sdam::TopologyUpdate;
+
+/// Writes the SDAM logging spec's message for `event` at debug level (the
+/// pure core builds the message; only the shell logs).
+fn log_sdam_event(event: &SdamEvent) {
+    if log::log_enabled!(target: TOPOLOGY_LOG_TARGET, log::Level::Debug) {
+        if let Some(message) = sdam_log_message(event) {
+            log::debug!(target: TOPOLOGY_LOG_TARGET, "{message}");
+        }
+    }
+}
 
 /// Whether description change events would reach anyone: an event handler,
 /// or the topology log at debug. Without either they are not built (each

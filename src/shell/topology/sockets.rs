@@ -5,7 +5,8 @@
 use super::Topology;
 use crate::error::{Error, Result};
 use crate::proto::address::ServerAddress;
-use crate::proto::event::{log_command_event, CommandEvent};
+use crate::proto::event::command::COMMAND_LOG_TARGET;
+use crate::proto::event::{command_log_message, CommandEvent};
 use crate::proto::sdam::ServerDescription;
 use crate::shell::conn::Connection;
 
@@ -54,13 +55,15 @@ impl Topology {
     /// command log at debug): building one copies the reply, which for a
     /// large batch doubles the memory an operation needs.
     pub(crate) fn command_events_wanted(&self) -> bool {
-        self.handler.is_some()
-            || log::log_enabled!(target: crate::proto::event::command::COMMAND_LOG_TARGET, log::Level::Debug)
+        self.handler.is_some() || log::log_enabled!(target: COMMAND_LOG_TARGET, log::Level::Debug)
     }
 
-    /// Hands a command event to the log and the application's handler.
+    /// Hands a command event to the log (the command logging spec's
+    /// message, at debug level) and the application's handler.
     pub(crate) fn publish_command_event(&self, event: &CommandEvent) {
-        log_command_event(event);
+        if log::log_enabled!(target: COMMAND_LOG_TARGET, log::Level::Debug) {
+            log::debug!(target: COMMAND_LOG_TARGET, "{}", command_log_message(event));
+        }
         if let Some(handler) = &self.handler {
             handler.handle_command_event(event);
         }

@@ -72,8 +72,10 @@ impl Topology {
         options.validate()?;
         let wanted = super::publish::change_events_wanted(self.handler.as_ref());
         let settings = TopologySettings::from_options(&options).with_change_events(wanted);
+        // The same topology, now with its seeds: it keeps its id.
+        let id = self.monitor.description().id;
         self.monitor
-            .replace_description(TopologyDescription::new(settings));
+            .replace_description(TopologyDescription::new(settings).with_id(id));
         self.options = options;
         self.srv_resolved = true;
         self.next_srv_rescan = Some(
