@@ -18,6 +18,10 @@
 //!
 //! Run with `cargo bench --bench backpressure`.
 
+// Timing real servers and processes is this crate's job; the one-clock rule
+// (clippy.toml) is the library's.
+#![allow(clippy::disallowed_methods)]
+
 #[path = "../tests/support/mod.rs"]
 mod support;
 

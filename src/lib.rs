@@ -63,6 +63,10 @@
 #![deny(missing_docs)]
 // A type the API mentions must be nameable at a public path.
 #![warn(unnameable_types)]
+// Unit tests time real peers and seed their own generators; the library
+// itself reads time and randomness only in `shell::clock` and `shell::rng`
+// (clippy.toml).
+#![cfg_attr(test, allow(clippy::disallowed_methods))]
 
 // Three folders, three jobs (see the README's architecture section):
 // `proto` holds the pure rules (values in, decisions out, no sockets, the
