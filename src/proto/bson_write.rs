@@ -11,7 +11,7 @@
 use bson::spec::BinarySubtype;
 use bson::{Bson, Document};
 
-use crate::proto::wire::MAX_BSON_DEPTH;
+use crate::proto::nesting::MAX_BSON_DEPTH;
 
 /// Why a document could not be written.
 #[derive(Debug, PartialEq)]

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use bson::{Bson, Document};
 
-use crate::proto::options::{ReadConcern, WriteConcern};
+use crate::proto::concern::{ReadConcern, WriteConcern};
 use crate::proto::select::SelectionCriteria;
 
 /// Declares an options struct with public `Option` fields and a setter per field.

@@ -24,10 +24,83 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use bson::{Bson, Document};
+use bson::{Bson, Document, RawDocumentBuf};
 
+use crate::error::Error;
 use crate::proto::bson_write::{self, WriteError};
-use crate::proto::operation::CommandBody;
+
+/// A command's body as the operation built it: a `Document`, or the BSON
+/// bytes of one, which a hot operation (`find`) writes straight away rather
+/// than build a `Document` tree only to write and drop it.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum CommandBody {
+    /// A document.
+    Document(Document),
+    /// A document's BSON bytes (checked for depth and validity as written).
+    /// Only the operation's own fields: the executor's (concerns, `lsid`,
+    /// `$db`, ...) are added beside it, never written into it.
+    Raw(RawDocumentBuf),
+}
+
+impl CommandBody {
+    /// The body as a `Document` (bytes converted).
+    pub fn to_document(&self) -> crate::error::Result<Document> {
+        match self {
+            CommandBody::Document(document) => Ok(document.clone()),
+            CommandBody::Raw(raw) => {
+                crate::proto::raw_walk::to_document(raw.as_bytes()).map_err(|e| {
+                    Error::invalid_argument(format!("a command body is not valid BSON: {e}"))
+                })
+            }
+        }
+    }
+
+    /// Whether the body has a field `key`.
+    pub fn contains_key(&self, key: &str) -> bool {
+        match self {
+            CommandBody::Document(document) => document.contains_key(key),
+            CommandBody::Raw(raw) => crate::proto::raw_walk::find(raw.as_bytes(), key).is_some(),
+        }
+    }
+
+    /// The body's first key (the command's name).
+    pub fn first_key(&self) -> Option<&str> {
+        match self {
+            CommandBody::Document(document) => document.keys().next().map(String::as_str),
+            CommandBody::Raw(raw) => crate::proto::raw_walk::first_key(raw.as_bytes()),
+        }
+    }
+
+    /// The bytes of [`Self::first_key`], for comparing with a known name.
+    pub(crate) fn first_key_bytes(&self) -> Option<&[u8]> {
+        match self {
+            CommandBody::Document(document) => document.keys().next().map(String::as_bytes),
+            CommandBody::Raw(raw) => crate::proto::raw_walk::first_key_bytes(raw.as_bytes()),
+        }
+    }
+}
+
+impl From<Document> for CommandBody {
+    fn from(document: Document) -> Self {
+        CommandBody::Document(document)
+    }
+}
+
+impl From<RawDocumentBuf> for CommandBody {
+    fn from(raw: RawDocumentBuf) -> Self {
+        CommandBody::Raw(raw)
+    }
+}
+
+impl PartialEq<Document> for CommandBody {
+    fn eq(&self, other: &Document) -> bool {
+        match self {
+            CommandBody::Document(document) => document == other,
+            CommandBody::Raw(_) => self.to_document().is_ok_and(|d| &d == other),
+        }
+    }
+}
 
 /// The body an operation built and the fields added to it since.
 #[derive(Clone, Debug, PartialEq)]
@@ -406,7 +479,7 @@ mod tests {
     #[test]
     fn the_bodys_documents_are_still_checked() {
         let mut deep = doc! { "leaf": 1 };
-        for _ in 0..crate::proto::wire::MAX_BSON_DEPTH {
+        for _ in 0..crate::proto::nesting::MAX_BSON_DEPTH {
             deep = doc! { "d": deep };
         }
         let draft = CommandDraft::new(doc! { "find": "c", "filter": deep });

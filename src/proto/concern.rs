@@ -1,4 +1,5 @@
-//! Which commands take a `readConcern` and which take a `writeConcern`: one
+//! Read and write concerns: their types, their command fields, and which
+//! commands take a `readConcern` and which take a `writeConcern`: one
 //! rule, used when a command is decorated with and without a session, so a
 //! concern inherited from the client, database or collection (e.g.
 //! `w=majority` in a hosted cluster's connection string) never lands on a
@@ -10,12 +11,133 @@
 //! `readConcern` and only `commitTransaction`/`abortTransaction` carry a
 //! `writeConcern`.
 
-use bson::Bson;
+use std::time::Duration;
 
-use crate::proto::command_draft::CommandDraft;
-use crate::proto::operation::CommandBody;
-use crate::proto::options::WriteConcern;
-use crate::proto::session::transaction::{read_concern_document, write_concern_document};
+use bson::{Bson, Document};
+
+use crate::proto::command_draft::{CommandBody, CommandDraft};
+
+/// Write concern: `w`, `wtimeoutMS`, `journal`.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct WriteConcern {
+    /// `w`: a number of members or a tag/"majority".
+    pub w: Option<Acknowledgment>,
+    /// `wtimeoutMS`.
+    pub w_timeout: Option<Duration>,
+    /// `journal` (`j`).
+    pub journal: Option<bool>,
+}
+
+impl WriteConcern {
+    /// `w: "majority"`.
+    pub fn majority() -> Self {
+        WriteConcern {
+            w: Some(Acknowledgment::Majority),
+            ..Default::default()
+        }
+    }
+
+    /// `w: n` (`0` for unacknowledged writes).
+    pub fn nodes(n: u32) -> Self {
+        WriteConcern {
+            w: Some(Acknowledgment::Nodes(n)),
+            ..Default::default()
+        }
+    }
+
+    /// This write concern with `wtimeoutMS`.
+    pub fn with_w_timeout(mut self, timeout: Duration) -> Self {
+        self.w_timeout = Some(timeout);
+        self
+    }
+
+    /// This write concern with `j`.
+    pub fn with_journal(mut self, journal: bool) -> Self {
+        self.journal = Some(journal);
+        self
+    }
+}
+
+/// The `w` of a write concern.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Acknowledgment {
+    /// A number of members.
+    Nodes(u32),
+    /// `"majority"`.
+    Majority,
+    /// A custom tag name.
+    Custom(String),
+}
+
+/// Read concern level (`local`, `majority`, ... or another string the server knows).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct ReadConcern {
+    /// The level as the server spells it.
+    pub level: String,
+}
+
+impl ReadConcern {
+    /// A read concern of this level (`"local"`, `"majority"`, `"snapshot"`, ...).
+    pub fn new(level: impl Into<String>) -> Self {
+        ReadConcern {
+            level: level.into(),
+        }
+    }
+
+    /// `{level: "majority"}`.
+    pub fn majority() -> Self {
+        ReadConcern::new("majority")
+    }
+
+    /// `{level: "local"}`.
+    pub fn local() -> Self {
+        ReadConcern::new("local")
+    }
+}
+
+/// A write concern as the `writeConcern` field of a command; `None` when
+/// every field is unset (the server's default is sent by omission).
+pub fn write_concern_document(write_concern: &WriteConcern) -> Option<Document> {
+    let mut d = Document::new();
+    match &write_concern.w {
+        Some(Acknowledgment::Nodes(n)) => {
+            d.insert("w", Bson::Int64(i64::from(*n)));
+        }
+        Some(Acknowledgment::Majority) => {
+            d.insert("w", "majority");
+        }
+        Some(Acknowledgment::Custom(tag)) => {
+            d.insert("w", tag.as_str());
+        }
+        None => {}
+    }
+    if let Some(j) = write_concern.journal {
+        d.insert("j", j);
+    }
+    if let Some(t) = write_concern.w_timeout {
+        d.insert("wtimeout", i64::try_from(t.as_millis()).unwrap_or(i64::MAX));
+    }
+    (!d.is_empty()).then_some(d)
+}
+
+/// The read concern of a command: the level (if any) plus the extra fields
+/// (`afterClusterTime`, `atClusterTime`); `None` when there is nothing to send.
+pub(crate) fn read_concern_document(
+    level: Option<&str>,
+    extra: impl IntoIterator<Item = (&'static str, Bson)>,
+) -> Option<Document> {
+    let mut d = Document::new();
+    if let Some(level) = level {
+        d.insert("level", level);
+    }
+    for (k, v) in extra {
+        d.insert(k, v);
+    }
+    (!d.is_empty()).then_some(d)
+}
 
 /// Which concerns a command outside a transaction takes, by the one rule
 /// ([`takes_read_concern`], [`takes_write_concern`]); a snapshot session

@@ -108,7 +108,7 @@ mod tests {
     #[test]
     fn too_deep_is_refused_before_serializing() {
         let mut deep = doc! {};
-        for _ in 0..crate::proto::wire::MAX_BSON_DEPTH + 5 {
+        for _ in 0..crate::proto::nesting::MAX_BSON_DEPTH + 5 {
             deep = doc! { "a": deep };
         }
         let error = document_to_raw(&deep, "document").unwrap_err();

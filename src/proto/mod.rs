@@ -34,3 +34,4 @@ pub(crate) mod srv;
 pub(crate) mod unsupported;
 pub(crate) mod uri;
 pub(crate) mod wire;
+pub(crate) mod write_model;

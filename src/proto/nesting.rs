@@ -1,4 +1,7 @@
-//! Refusing outgoing documents nested too deep, before serialising them.
+//! The nesting limit of BSON documents, both ways: refusing outgoing
+//! documents nested too deep before serialising them, and replies nested too
+//! deep before converting them. The limit lives here, below the wire codec
+//! and the BSON walkers that all enforce it.
 //!
 //! BSON serialisation (`bson::to_document`, `Document::to_writer`) recurses
 //! once per nesting level, so a document nested ten thousand levels deep
@@ -8,11 +11,16 @@
 //! gives up as soon as the limit is passed, so the check itself never
 //! recurses deeper than the limit.
 
-use bson::{Bson, Document};
+use bson::{Bson, Document, RawBsonRef, RawDocument};
 use serde::ser::{self, Serialize};
 
 use crate::error::{Error, Result};
-use crate::proto::wire::MAX_BSON_DEPTH;
+
+/// Deepest nesting of documents and arrays accepted in a reply. The server
+/// itself refuses documents nested deeper than 200 levels; the limit exists
+/// so that a hostile peer cannot exhaust the stack of the recursive BSON
+/// conversion.
+pub(crate) const MAX_BSON_DEPTH: usize = 400;
 
 /// Refuses `value` when its serialised form nests documents and arrays
 /// deeper than [`MAX_BSON_DEPTH`] levels (the outermost document is level
@@ -293,6 +301,37 @@ impl ser::SerializeStructVariant for DepthProbe {
     fn end(self) -> Probed {
         Ok(())
     }
+}
+
+/// Refuses a document nested deeper than [`MAX_BSON_DEPTH`].
+pub(crate) fn check_reply_depth(raw: &RawDocument) -> std::result::Result<(), String> {
+    // Each nesting level costs at least 7 bytes, so only a large document can
+    // be nested deeper than the limit; small ones skip the extra walk.
+    if raw.as_bytes().len() > 7 * MAX_BSON_DEPTH {
+        check_raw_depth(raw, 1)?;
+    }
+    Ok(())
+}
+
+fn check_raw_depth(document: &RawDocument, depth: usize) -> std::result::Result<(), String> {
+    if depth > MAX_BSON_DEPTH {
+        return Err(format!(
+            "documents nested deeper than {MAX_BSON_DEPTH} levels"
+        ));
+    }
+    for element in document {
+        let (_, value) = element.map_err(|e| e.to_string())?;
+        let nested = match value {
+            RawBsonRef::Document(nested) => nested,
+            RawBsonRef::Array(array) => {
+                RawDocument::from_bytes(array.as_bytes()).map_err(|e| e.to_string())?
+            }
+            RawBsonRef::JavaScriptCodeWithScope(code) => code.scope,
+            _ => continue,
+        };
+        check_raw_depth(nested, depth + 1)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

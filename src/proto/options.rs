@@ -12,12 +12,13 @@ use bson::Document;
 use crate::error::{Error, Result};
 pub use crate::proto::address::ServerAddress;
 pub use crate::proto::coll_options::*;
-pub use crate::proto::operation::{UpdateModification, WriteModel};
+pub use crate::proto::concern::{Acknowledgment, ReadConcern, WriteConcern};
 pub use crate::proto::read_preference::{ReadPreference, ReadPreferenceMode, TagSet};
 pub use crate::proto::retry::{RetryMode, RetrySettings, Tokens, TOKEN_BUCKET_CAPACITY};
 pub use crate::proto::select::SelectionCriteria;
 pub use crate::proto::session::transaction::TransactionOptions;
 pub use crate::proto::session::SessionOptions;
+pub use crate::proto::write_model::{UpdateModification, WriteModel};
 
 /// The single-threaded default of `heartbeatFrequencyMS` (server-monitoring spec).
 pub const DEFAULT_HEARTBEAT_FREQUENCY: Duration = Duration::from_secs(60);
@@ -81,87 +82,6 @@ fn property_names(properties: &Document) -> String {
         .map(|k| format!("{k:?}: <redacted>"))
         .collect();
     format!("{{{}}}", names.join(", "))
-}
-
-/// Write concern: `w`, `wtimeoutMS`, `journal`.
-#[derive(Clone, Debug, Default, PartialEq)]
-#[non_exhaustive]
-pub struct WriteConcern {
-    /// `w`: a number of members or a tag/"majority".
-    pub w: Option<Acknowledgment>,
-    /// `wtimeoutMS`.
-    pub w_timeout: Option<Duration>,
-    /// `journal` (`j`).
-    pub journal: Option<bool>,
-}
-
-impl WriteConcern {
-    /// `w: "majority"`.
-    pub fn majority() -> Self {
-        WriteConcern {
-            w: Some(Acknowledgment::Majority),
-            ..Default::default()
-        }
-    }
-
-    /// `w: n` (`0` for unacknowledged writes).
-    pub fn nodes(n: u32) -> Self {
-        WriteConcern {
-            w: Some(Acknowledgment::Nodes(n)),
-            ..Default::default()
-        }
-    }
-
-    /// This write concern with `wtimeoutMS`.
-    pub fn with_w_timeout(mut self, timeout: Duration) -> Self {
-        self.w_timeout = Some(timeout);
-        self
-    }
-
-    /// This write concern with `j`.
-    pub fn with_journal(mut self, journal: bool) -> Self {
-        self.journal = Some(journal);
-        self
-    }
-}
-
-/// The `w` of a write concern.
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub enum Acknowledgment {
-    /// A number of members.
-    Nodes(u32),
-    /// `"majority"`.
-    Majority,
-    /// A custom tag name.
-    Custom(String),
-}
-
-/// Read concern level (`local`, `majority`, ... or another string the server knows).
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub struct ReadConcern {
-    /// The level as the server spells it.
-    pub level: String,
-}
-
-impl ReadConcern {
-    /// A read concern of this level (`"local"`, `"majority"`, `"snapshot"`, ...).
-    pub fn new(level: impl Into<String>) -> Self {
-        ReadConcern {
-            level: level.into(),
-        }
-    }
-
-    /// `{level: "majority"}`.
-    pub fn majority() -> Self {
-        ReadConcern::new("majority")
-    }
-
-    /// `{level: "local"}`.
-    pub fn local() -> Self {
-        ReadConcern::new("local")
-    }
 }
 
 /// The Stable API (`serverApi`) settings.

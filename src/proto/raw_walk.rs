@@ -14,7 +14,7 @@ use bson::oid::ObjectId;
 use bson::spec::ElementType;
 use bson::{Bson, DateTime, Document, RawDocument, Timestamp};
 
-use crate::proto::wire::MAX_BSON_DEPTH;
+use crate::proto::nesting::MAX_BSON_DEPTH;
 
 /// One element of a document: its type byte, key and value bytes.
 #[derive(Clone, Copy, Debug)]

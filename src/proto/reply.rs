@@ -268,7 +268,7 @@ impl Reply {
             .get(range.clone())
             .ok_or("reply document out of bounds")?;
         let raw = RawDocument::from_bytes(whole).map_err(|e| e.to_string())?;
-        crate::proto::wire::check_reply_depth(raw)?;
+        crate::proto::nesting::check_reply_depth(raw)?;
         let mut batch = None;
         let mut cursor_place = None;
         let mut known = KnownFields::default();

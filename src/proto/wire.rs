@@ -20,6 +20,7 @@ use bson::{Document, RawBsonRef, RawDocument, RawDocumentBuf};
 use crate::error::{Error, Result};
 use crate::proto::bson_write::WriteError;
 use crate::proto::command_draft::CommandDraft;
+use crate::proto::nesting::MAX_BSON_DEPTH;
 use crate::proto::reply::Reply;
 
 /// Length of the standard message header.
@@ -29,12 +30,6 @@ pub const HEADER_LEN: usize = 16;
 /// server's value (the server's default).
 #[cfg(test)]
 pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 48_000_000;
-
-/// Deepest nesting of documents and arrays accepted in a reply. The server
-/// itself refuses documents nested deeper than 200 levels; the limit exists
-/// so that a hostile peer cannot exhaust the stack of the recursive BSON
-/// conversion.
-pub const MAX_BSON_DEPTH: usize = 400;
 
 /// Operation codes of the message header.
 pub mod op_code {
@@ -799,37 +794,6 @@ impl<'a> Reader<'a> {
 fn parse_document(bytes: &[u8]) -> std::result::Result<Document, String> {
     // Nesting past the limit is refused by the conversion itself.
     crate::proto::raw_walk::to_document(bytes)
-}
-
-/// Refuses a document nested deeper than [`MAX_BSON_DEPTH`].
-pub(crate) fn check_reply_depth(raw: &RawDocument) -> std::result::Result<(), String> {
-    // Each nesting level costs at least 7 bytes, so only a large document can
-    // be nested deeper than the limit; small ones skip the extra walk.
-    if raw.as_bytes().len() > 7 * MAX_BSON_DEPTH {
-        check_depth(raw, 1)?;
-    }
-    Ok(())
-}
-
-fn check_depth(document: &RawDocument, depth: usize) -> std::result::Result<(), String> {
-    if depth > MAX_BSON_DEPTH {
-        return Err(format!(
-            "documents nested deeper than {MAX_BSON_DEPTH} levels"
-        ));
-    }
-    for element in document {
-        let (_, value) = element.map_err(|e| e.to_string())?;
-        let nested = match value {
-            RawBsonRef::Document(nested) => nested,
-            RawBsonRef::Array(array) => {
-                RawDocument::from_bytes(array.as_bytes()).map_err(|e| e.to_string())?
-            }
-            RawBsonRef::JavaScriptCodeWithScope(code) => code.scope,
-            _ => continue,
-        };
-        check_depth(nested, depth + 1)?;
-    }
-    Ok(())
 }
 
 /// CRC-32C (Castagnoli), the OP_MSG checksum.

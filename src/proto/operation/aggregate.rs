@@ -8,7 +8,7 @@ use super::{
 };
 use crate::error::Result;
 use crate::proto::coll_options::AggregateOptions;
-use crate::proto::options::{ReadConcern, WriteConcern};
+use crate::proto::concern::{ReadConcern, WriteConcern};
 use crate::proto::reply::Reply;
 use crate::proto::select::SelectionCriteria;
 

@@ -40,114 +40,13 @@ use crate::proto::coll_options::{
     BulkWriteOptions, DeleteModelOptions, InsertManyOptions, ReplaceModelOptions,
     UpdateModelOptions,
 };
-use crate::proto::options::WriteConcern;
+use crate::proto::concern::WriteConcern;
 use crate::proto::reply::Reply;
 use crate::proto::results::{
     BulkWriteFailure, BulkWriteResult, InsertManyResult, WriteConcernError, WriteError,
 };
 use crate::proto::wire::DocumentSequence;
-
-/// One write of a bulk write.
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub enum WriteModel {
-    /// Inserts `document` (an `_id` is generated when it has none).
-    InsertOne {
-        /// The document.
-        document: Document,
-    },
-    /// Updates the first document matching `filter`.
-    UpdateOne {
-        /// Which documents.
-        filter: Document,
-        /// Update operators or a pipeline.
-        update: UpdateModification,
-        /// Statement options.
-        options: UpdateModelOptions,
-    },
-    /// Updates every document matching `filter`.
-    UpdateMany {
-        /// Which documents.
-        filter: Document,
-        /// Update operators or a pipeline.
-        update: UpdateModification,
-        /// Statement options (`sort` is not allowed).
-        options: UpdateModelOptions,
-    },
-    /// Replaces the first document matching `filter`.
-    ReplaceOne {
-        /// Which document.
-        filter: Document,
-        /// The new document (no update operators).
-        replacement: Document,
-        /// Statement options.
-        options: ReplaceModelOptions,
-    },
-    /// Deletes the first document matching `filter`.
-    DeleteOne {
-        /// Which document.
-        filter: Document,
-        /// Statement options.
-        options: DeleteModelOptions,
-    },
-    /// Deletes every document matching `filter`.
-    DeleteMany {
-        /// Which documents.
-        filter: Document,
-        /// Statement options.
-        options: DeleteModelOptions,
-    },
-}
-
-impl WriteModel {
-    /// An `InsertOne`.
-    pub fn insert_one(document: Document) -> Self {
-        WriteModel::InsertOne { document }
-    }
-
-    /// An `UpdateOne` without options.
-    pub fn update_one(filter: Document, update: impl Into<UpdateModification>) -> Self {
-        WriteModel::UpdateOne {
-            filter,
-            update: update.into(),
-            options: UpdateModelOptions::default(),
-        }
-    }
-
-    /// An `UpdateMany` without options.
-    pub fn update_many(filter: Document, update: impl Into<UpdateModification>) -> Self {
-        WriteModel::UpdateMany {
-            filter,
-            update: update.into(),
-            options: UpdateModelOptions::default(),
-        }
-    }
-
-    /// A `ReplaceOne` without options.
-    pub fn replace_one(filter: Document, replacement: Document) -> Self {
-        WriteModel::ReplaceOne {
-            filter,
-            replacement,
-            options: ReplaceModelOptions::default(),
-        }
-    }
-
-    /// A `DeleteOne` without options.
-    pub fn delete_one(filter: Document) -> Self {
-        WriteModel::DeleteOne {
-            filter,
-            options: DeleteModelOptions::default(),
-        }
-    }
-
-    /// A `DeleteMany` without options.
-    pub fn delete_many(filter: Document) -> Self {
-        WriteModel::DeleteMany {
-            filter,
-            options: DeleteModelOptions::default(),
-        }
-    }
-}
+pub use crate::proto::write_model::WriteModel;
 
 /// Which write command a batch is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

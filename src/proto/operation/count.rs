@@ -8,7 +8,7 @@ use super::{
 };
 use crate::error::Result;
 use crate::proto::coll_options::{CountOptions, EstimatedDocumentCountOptions};
-use crate::proto::options::ReadConcern;
+use crate::proto::concern::ReadConcern;
 use crate::proto::select::SelectionCriteria;
 
 /// `count_documents`: an exact count, as the aggregation

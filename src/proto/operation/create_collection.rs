@@ -5,7 +5,7 @@ use bson::{doc, Document};
 use super::{append_option, check_write_concern, count_bson, Command, Operation, ServerInfo};
 use crate::error::Result;
 use crate::proto::coll_options::CreateCollectionOptions;
-use crate::proto::options::WriteConcern;
+use crate::proto::concern::WriteConcern;
 
 /// `create_collection`.
 #[derive(Clone, Debug)]

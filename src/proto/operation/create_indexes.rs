@@ -7,7 +7,7 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::proto::coll_options::{CreateIndexOptions, IndexModel};
-use crate::proto::options::WriteConcern;
+use crate::proto::concern::WriteConcern;
 
 /// The wire version of MongoDB 4.4, the first to accept `commitQuorum`.
 const WIRE_VERSION_4_4: i32 = 9;

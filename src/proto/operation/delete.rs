@@ -8,7 +8,7 @@ use super::{
 };
 use crate::error::Result;
 use crate::proto::coll_options::{DeleteOptions, Hint};
-use crate::proto::options::WriteConcern;
+use crate::proto::concern::WriteConcern;
 use crate::proto::reply::Reply;
 use crate::proto::results::DeleteResult;
 use crate::proto::wire::DocumentSequence;

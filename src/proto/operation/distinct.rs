@@ -7,7 +7,7 @@ use super::{
 };
 use crate::error::Result;
 use crate::proto::coll_options::DistinctOptions;
-use crate::proto::options::ReadConcern;
+use crate::proto::concern::ReadConcern;
 use crate::proto::select::SelectionCriteria;
 
 /// `distinct`: the values `field_name` takes in the documents matching `filter`.

@@ -8,7 +8,7 @@ use super::{
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::proto::coll_options::DropCollectionOptions;
-use crate::proto::options::WriteConcern;
+use crate::proto::concern::WriteConcern;
 
 /// `drop` of a collection. `NamespaceNotFound` (the collection did not exist)
 /// counts as success, as the CRUD spec asks.

@@ -7,7 +7,7 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::proto::coll_options::DropIndexOptions;
-use crate::proto::options::WriteConcern;
+use crate::proto::concern::WriteConcern;
 
 /// `drop_index` (one, by name or key pattern) or `drop_indexes` (all but `_id`).
 #[derive(Clone, Debug)]

@@ -9,7 +9,7 @@ use super::{
 use crate::error::{Error, Result};
 use crate::proto::bson_write::{DocumentWriter, WriteError};
 use crate::proto::coll_options::{CursorType, FindOptions};
-use crate::proto::options::ReadConcern;
+use crate::proto::concern::ReadConcern;
 use crate::proto::reply::Reply;
 use crate::proto::select::SelectionCriteria;
 

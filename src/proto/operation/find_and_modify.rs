@@ -13,7 +13,7 @@ use crate::proto::coll_options::{
     FindOneAndDeleteOptions, FindOneAndReplaceOptions, FindOneAndUpdateOptions, Hint,
     ReturnDocument,
 };
-use crate::proto::options::WriteConcern;
+use crate::proto::concern::WriteConcern;
 
 /// What the command does to the document it finds.
 #[derive(Clone, Debug)]

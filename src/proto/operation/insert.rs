@@ -9,7 +9,7 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::proto::coll_options::InsertOneOptions;
-use crate::proto::options::WriteConcern;
+use crate::proto::concern::WriteConcern;
 use crate::proto::reply::Reply;
 use crate::proto::results::InsertOneResult;
 use crate::proto::wire::DocumentSequence;

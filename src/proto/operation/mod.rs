@@ -25,7 +25,7 @@ use std::time::Duration;
 use bson::{Bson, Document, RawDocumentBuf};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::proto::options::{ReadConcern, WriteConcern};
+use crate::proto::concern::{ReadConcern, WriteConcern};
 use crate::proto::reply::Reply;
 use crate::proto::results::{WriteConcernError, WriteError, WriteFailure};
 use crate::proto::sdam::description::ServerDescription;
@@ -55,6 +55,8 @@ mod names;
 pub mod run_command;
 pub mod update;
 
+pub use crate::proto::command_draft::CommandBody;
+pub(crate) use crate::proto::write_model::first_key_is_operator;
 pub use aggregate::Aggregate;
 pub use bulk_write::{BulkWrite, InsertMany, WriteBatch, WriteModel};
 pub use count::{CountDocuments, EstimatedDocumentCount};
@@ -123,79 +125,6 @@ impl Command {
             target_db: target_db.into(),
             body: body.into(),
             sequences: Vec::new(),
-        }
-    }
-}
-
-/// A command's body as the operation built it: a `Document`, or the BSON
-/// bytes of one, which a hot operation (`find`) writes straight away rather
-/// than build a `Document` tree only to write and drop it.
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub enum CommandBody {
-    /// A document.
-    Document(Document),
-    /// A document's BSON bytes (checked for depth and validity as written).
-    /// Only the operation's own fields: the executor's (concerns, `lsid`,
-    /// `$db`, ...) are added beside it, never written into it.
-    Raw(RawDocumentBuf),
-}
-
-impl CommandBody {
-    /// The body as a `Document` (bytes converted).
-    pub fn to_document(&self) -> Result<Document> {
-        match self {
-            CommandBody::Document(document) => Ok(document.clone()),
-            CommandBody::Raw(raw) => {
-                crate::proto::raw_walk::to_document(raw.as_bytes()).map_err(|e| {
-                    Error::invalid_argument(format!("a command body is not valid BSON: {e}"))
-                })
-            }
-        }
-    }
-
-    /// Whether the body has a field `key`.
-    pub fn contains_key(&self, key: &str) -> bool {
-        match self {
-            CommandBody::Document(document) => document.contains_key(key),
-            CommandBody::Raw(raw) => crate::proto::raw_walk::find(raw.as_bytes(), key).is_some(),
-        }
-    }
-
-    /// The body's first key (the command's name).
-    pub fn first_key(&self) -> Option<&str> {
-        match self {
-            CommandBody::Document(document) => document.keys().next().map(String::as_str),
-            CommandBody::Raw(raw) => crate::proto::raw_walk::first_key(raw.as_bytes()),
-        }
-    }
-
-    /// The bytes of [`Self::first_key`], for comparing with a known name.
-    pub(crate) fn first_key_bytes(&self) -> Option<&[u8]> {
-        match self {
-            CommandBody::Document(document) => document.keys().next().map(String::as_bytes),
-            CommandBody::Raw(raw) => crate::proto::raw_walk::first_key_bytes(raw.as_bytes()),
-        }
-    }
-}
-
-impl From<Document> for CommandBody {
-    fn from(document: Document) -> Self {
-        CommandBody::Document(document)
-    }
-}
-
-impl From<RawDocumentBuf> for CommandBody {
-    fn from(raw: RawDocumentBuf) -> Self {
-        CommandBody::Raw(raw)
-    }
-}
-
-impl PartialEq<Document> for CommandBody {
-    fn eq(&self, other: &Document) -> bool {
-        match self {
-            CommandBody::Document(document) => document == other,
-            CommandBody::Raw(_) => self.to_document().is_ok_and(|d| &d == other),
         }
     }
 }
@@ -340,7 +269,7 @@ pub trait Operation {
     fn is_acknowledged(&self) -> bool {
         self.write_concern()
             .and_then(|wc| wc.w.as_ref())
-            .is_none_or(|w| !matches!(w, crate::proto::options::Acknowledgment::Nodes(0)))
+            .is_none_or(|w| !matches!(w, crate::proto::concern::Acknowledgment::Nodes(0)))
     }
 
     /// Called before the executor retries a failed attempt; `overload`
@@ -558,11 +487,6 @@ pub(crate) fn check_write_concern(reply: &Document) -> Result<()> {
         )),
         None => Ok(()),
     }
-}
-
-/// Whether an update document is a pipeline or starts with an operator.
-pub(crate) fn first_key_is_operator(document: &Document) -> bool {
-    document.keys().next().is_some_and(|k| k.starts_with('$'))
 }
 
 #[cfg(test)]

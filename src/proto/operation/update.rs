@@ -8,61 +8,11 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::proto::coll_options::{Hint, ReplaceOptions, UpdateOptions};
-use crate::proto::options::WriteConcern;
+use crate::proto::concern::WriteConcern;
 use crate::proto::reply::Reply;
 use crate::proto::results::UpdateResult;
 use crate::proto::wire::DocumentSequence;
-
-/// What an update applies: update operators or an aggregation pipeline.
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub enum UpdateModification {
-    /// An update document: every key is an operator (`$set`, `$inc`, ...).
-    Document(Document),
-    /// An aggregation pipeline (4.2+).
-    Pipeline(Vec<Document>),
-}
-
-impl From<Document> for UpdateModification {
-    fn from(document: Document) -> Self {
-        UpdateModification::Document(document)
-    }
-}
-
-impl From<Vec<Document>> for UpdateModification {
-    fn from(pipeline: Vec<Document>) -> Self {
-        UpdateModification::Pipeline(pipeline)
-    }
-}
-
-impl UpdateModification {
-    /// Refuses an update document that is empty or whose first key is not an
-    /// operator (it would replace the document, which is `replace_one`'s job).
-    pub(crate) fn validate(&self) -> Result<()> {
-        match self {
-            UpdateModification::Document(update) if !first_key_is_operator(update) => {
-                Err(Error::invalid_argument(if update.is_empty() {
-                    "update document must not be empty: it needs update operators such as $set"
-                        .to_string()
-                } else {
-                    format!(
-                        "update document must contain only update operators (keys starting with '$'), got {update}; use a replace operation to replace a document"
-                    )
-                }))
-            }
-            _ => Ok(()),
-        }
-    }
-
-    pub(crate) fn to_bson(&self) -> Bson {
-        match self {
-            UpdateModification::Document(update) => Bson::Document(update.clone()),
-            UpdateModification::Pipeline(pipeline) => {
-                Bson::Array(pipeline.iter().cloned().map(Bson::Document).collect())
-            }
-        }
-    }
-}
+pub use crate::proto::write_model::UpdateModification;
 
 /// Refuses a replacement whose first key is an operator (it would be an update).
 pub(crate) fn validate_replacement(replacement: &Document) -> Result<()> {

@@ -49,11 +49,12 @@ pub use transaction::{
 
 use crate::error::{Error, Result};
 use crate::proto::command_draft::CommandDraft;
-use crate::proto::options::{ReadConcern, WriteConcern};
+use crate::proto::concern::read_concern_document;
+use crate::proto::concern::{ReadConcern, WriteConcern};
 use crate::proto::read_preference::ReadPreference;
 use crate::proto::reply::ReplyFields;
 use cluster_time::{attach_cluster_time, timestamp_after, SeenClusterTime};
-use transaction::{is_unacknowledged, read_concern_document};
+use transaction::is_unacknowledged;
 
 /// The lowest wire version that supports snapshot reads (MongoDB 5.0).
 pub const MIN_SNAPSHOT_WIRE_VERSION: i32 = 13;

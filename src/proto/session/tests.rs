@@ -9,7 +9,7 @@ use super::cluster_time::cluster_time_doc;
 use super::transaction::{TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT};
 use super::*;
 use crate::proto::address::ServerAddress;
-use crate::proto::options::Acknowledgment;
+use crate::proto::concern::Acknowledgment;
 use crate::proto::read_preference::ReadPreferenceMode;
 
 const WIRE: i32 = 21;

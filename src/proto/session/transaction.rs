@@ -24,7 +24,8 @@ use bson::{doc, Bson, Document};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::proto::address::ServerAddress;
-use crate::proto::options::{Acknowledgment, ReadConcern, WriteConcern};
+pub use crate::proto::concern::write_concern_document;
+use crate::proto::concern::{Acknowledgment, ReadConcern, WriteConcern};
 use crate::proto::read_preference::{ReadPreference, ReadPreferenceMode};
 
 /// Error label: the whole transaction may be retried.
@@ -201,47 +202,6 @@ impl<'a> FailedCommand<'a> {
 /// Whether `w` makes a write concern unacknowledged.
 pub fn is_unacknowledged(write_concern: &WriteConcern) -> bool {
     matches!(write_concern.w, Some(Acknowledgment::Nodes(0)))
-}
-
-/// A write concern as the `writeConcern` field of a command; `None` when
-/// every field is unset (the server's default is sent by omission).
-pub fn write_concern_document(write_concern: &WriteConcern) -> Option<Document> {
-    let mut d = Document::new();
-    match &write_concern.w {
-        Some(Acknowledgment::Nodes(n)) => {
-            d.insert("w", Bson::Int64(i64::from(*n)));
-        }
-        Some(Acknowledgment::Majority) => {
-            d.insert("w", "majority");
-        }
-        Some(Acknowledgment::Custom(tag)) => {
-            d.insert("w", tag.as_str());
-        }
-        None => {}
-    }
-    if let Some(j) = write_concern.journal {
-        d.insert("j", j);
-    }
-    if let Some(t) = write_concern.w_timeout {
-        d.insert("wtimeout", duration_millis(t));
-    }
-    (!d.is_empty()).then_some(d)
-}
-
-/// The read concern of a command: the level (if any) plus the extra fields
-/// (`afterClusterTime`, `atClusterTime`); `None` when there is nothing to send.
-pub(crate) fn read_concern_document(
-    level: Option<&str>,
-    extra: impl IntoIterator<Item = (&'static str, Bson)>,
-) -> Option<Document> {
-    let mut d = Document::new();
-    if let Some(level) = level {
-        d.insert("level", level);
-    }
-    for (k, v) in extra {
-        d.insert(k, v);
-    }
-    (!d.is_empty()).then_some(d)
 }
 
 fn duration_millis(d: Duration) -> i64 {

@@ -1,0 +1,104 @@
+//! Parsing a server address from text (seed lists, hello replies).
+
+use super::{ServerAddress, DEFAULT_PORT};
+use crate::error::{Error, Result};
+
+impl ServerAddress {
+    /// Parses `host`, `host:port`, `[v6]`, `[v6]:port` or a path ending in
+    /// `.sock`, as servers report members in hello replies and as seed lists
+    /// name them once percent-decoding is done.
+    pub fn parse(text: &str) -> Result<Self> {
+        if text.is_empty() {
+            return Err(Error::invalid_argument("empty server address"));
+        }
+        if text.starts_with('/') || text.ends_with(".sock") {
+            return Ok(ServerAddress::Unix {
+                path: text.to_string(),
+            });
+        }
+        let (host, port_text) = if let Some(rest) = text.strip_prefix('[') {
+            let close = rest.find(']').ok_or_else(|| {
+                Error::invalid_argument(format!("unterminated IPv6 literal in address {text:?}"))
+            })?;
+            let host = &rest[..close];
+            let after = &rest[close + 1..];
+            let port_text = match after {
+                "" => None,
+                _ => Some(after.strip_prefix(':').ok_or_else(|| {
+                    Error::invalid_argument(format!(
+                        "unexpected characters after IPv6 literal in address {text:?}"
+                    ))
+                })?),
+            };
+            (host, port_text)
+        } else {
+            match text.rfind(':') {
+                Some(i) if text[..i].contains(':') => {
+                    return Err(Error::invalid_argument(format!(
+                        "IPv6 address {text:?} must be enclosed in brackets"
+                    )))
+                }
+                Some(i) => (&text[..i], Some(&text[i + 1..])),
+                None => (text, None),
+            }
+        };
+        if host.is_empty() {
+            return Err(Error::invalid_argument(format!(
+                "empty host in address {text:?}"
+            )));
+        }
+        let port = match port_text {
+            None => DEFAULT_PORT,
+            Some(p) => match p.parse::<u16>() {
+                Ok(0) | Err(_) => {
+                    return Err(Error::invalid_argument(format!(
+                        "invalid port {p:?} in address {text:?}: expected 1-65535"
+                    )))
+                }
+                Ok(port) => port,
+            },
+        };
+        Ok(ServerAddress::tcp(host, port))
+    }
+}
+
+impl std::str::FromStr for ServerAddress {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        ServerAddress::parse(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_normalises() {
+        assert_eq!(
+            ServerAddress::parse("A.Example.COM:27018").unwrap(),
+            ServerAddress::tcp("a.example.com", 27018)
+        );
+        assert_eq!(
+            ServerAddress::parse("localhost").unwrap().port(),
+            Some(DEFAULT_PORT)
+        );
+        let v6 = ServerAddress::parse("[::1]:5").unwrap();
+        assert_eq!(v6.host(), "::1");
+        assert_eq!(v6.to_string(), "[::1]:5");
+        assert!(matches!(
+            ServerAddress::parse("/tmp/mongodb-27017.sock").unwrap(),
+            ServerAddress::Unix { .. }
+        ));
+    }
+
+    #[test]
+    fn rejects_bad_ports_and_bare_ipv6() {
+        assert!(ServerAddress::parse("h:0").is_err());
+        assert!(ServerAddress::parse("h:65536").is_err());
+        assert!(ServerAddress::parse("h:x").is_err());
+        assert!(ServerAddress::parse("::1").is_err());
+        assert!(ServerAddress::parse("[::1").is_err());
+        assert!(ServerAddress::parse("").is_err());
+    }
+}
