@@ -715,6 +715,38 @@ pub struct OperationRetry {
     retry_writes_anyway: bool,
 }
 
+/// What a failed attempt's error means to the retry rules, decided in one
+/// match ([`OperationRetry::judge`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Verdict {
+    /// Never retried: the deadline passed (CSOT).
+    Final,
+    /// Never retried, and replaced by the spec's message: a storage engine
+    /// (MMAPv1) that cannot do retryable writes.
+    NoRetryableWrites,
+    /// The server is overloaded (`SystemOverloadedError`).
+    Overload {
+        /// Labelled `RetryableError` too, and overload retries are on for
+        /// this kind of operation.
+        by_labels: bool,
+        /// Retryable by the read or write rules of the operation's kind.
+        by_kind: bool,
+    },
+    /// Any other error.
+    Other {
+        /// Retryable by the read or write rules of the operation's kind.
+        by_kind: bool,
+    },
+}
+
+/// Why an overload retry cannot start.
+enum Exhausted {
+    /// Its backoff would end after the deadline (what was waited for).
+    Deadline(String),
+    /// The token bucket is empty.
+    Tokens,
+}
+
 impl OperationRetry {
     /// The state before the first attempt of an operation of `kind` with
     /// `deadline`, under `settings`.
@@ -794,7 +826,10 @@ impl OperationRetry {
         policy.deposit(Tokens::from_tenths(amount));
     }
 
-    /// Decides what follows the failure of the latest attempt.
+    /// Decides what follows the failure of the latest attempt: what the
+    /// error means ([`Self::judge`]), whether the retry budget allows
+    /// another attempt ([`Self::within_budget`]), then the backoff and token
+    /// an overload retry needs ([`Self::overload_backoff`]).
     ///
     /// For a retryable write, adds `RetryableWriteError` to `error` where the
     /// driver must. When giving up after several attempts, returns the error
@@ -812,114 +847,163 @@ impl OperationRetry {
         } else {
             policy.settings.clone()
         };
-        let overload = error.contains_label(SYSTEM_OVERLOADED_ERROR);
-        let reached_server = attempt.server.is_some();
         self.reached_server |= attempt.command_sent;
-
         // A failed retry that was not turned away for overload shows the
         // server can take requests: that earns the retry's token back.
-        if self.retries > 0 && !overload && reached_server {
+        if self.retries > 0
+            && !error.contains_label(SYSTEM_OVERLOADED_ERROR)
+            && attempt.server.is_some()
+        {
             policy.deposit(RETRY_COST);
         }
-
-        if self.kind == OperationKind::RetryableWrite && settings.retry_writes {
-            add_retryable_write_label(&mut error, attempt.max_wire_version);
+        let verdict = self.judge(&settings, &mut error, attempt.max_wire_version);
+        let overload = matches!(verdict, Verdict::Overload { .. });
+        match verdict {
+            Verdict::Final => return RetryDecision::GiveUp(error),
+            Verdict::NoRetryableWrites => return RetryDecision::GiveUp(mmapv1_error(&error)),
+            Verdict::Overload { .. } | Verdict::Other { .. } => {}
         }
-
-        // The deadline passing is final and reported as such (CSOT).
-        if matches!(error.kind(), ErrorKind::Timeout { .. }) {
-            return RetryDecision::GiveUp(error);
-        }
-
-        // Only a command carrying a transaction number meets this refusal.
-        if self.kind == OperationKind::RetryableWrite && is_mmapv1_retry_error(&error) {
-            return RetryDecision::GiveUp(mmapv1_error(&error));
-        }
-
-        let retryable_read = self.kind == OperationKind::RetryableRead
-            && settings.retry_reads
-            && is_retryable_read_error(&error, attempt.max_wire_version);
-        let retryable_write = self.kind == OperationKind::RetryableWrite
-            && settings.retry_writes
-            && is_retryable_write_error(&error, attempt.max_wire_version);
-        let overload_retryable =
-            is_retryable_overload_error(&error) && self.overload_retries_enabled(&settings);
         let reason = error.to_string();
         // A timeout while waiting to retry keeps the labels of the error
         // that caused the retry: users check them (overload, retryable).
         let cause_labels: Vec<String> = error.labels().map(String::from).collect();
         self.record(error, attempt);
-
-        let allowed = match settings.mode {
-            RetryMode::Seed => {
-                if overload {
-                    self.overload_retries += 1;
-                    overload_retryable && self.overload_retries <= settings.max_overload_retries
-                } else {
-                    self.other_retries += 1;
-                    (retryable_read || retryable_write)
-                        && self.other_retries <= self.allowed_retries
-                }
-            }
-            RetryMode::Published => {
-                if !(retryable_read || retryable_write || overload_retryable) {
-                    false
-                } else {
-                    if overload {
-                        self.allowed_retries = settings.max_overload_retries;
-                    }
-                    self.retries < self.allowed_retries
-                }
-            }
-        };
-        if !allowed {
+        if !self.within_budget(&settings, verdict) {
             return self.give_up();
         }
-
         if self.deadline.expired(now) {
             return self.give_up_on_deadline("about to retry", cause_labels);
         }
-
-        let mut backoff = Duration::ZERO;
-        if overload {
-            let i = match settings.mode {
-                RetryMode::Seed => self.overload_retries - 1,
-                RetryMode::Published => self.retries,
-            };
-            backoff = settings.backoff(i, rng.f64());
-            if self.deadline.would_pass(now, backoff) {
-                return self.give_up_on_deadline(
-                    &format!(
-                        "waiting {} ms before retrying an overloaded command",
-                        backoff.as_millis()
-                    ),
-                    cause_labels,
-                );
+        let backoff = if overload {
+            match self.overload_backoff(policy, &settings, now, rng) {
+                Ok(backoff) => backoff,
+                Err(Exhausted::Deadline(what)) => {
+                    return self.give_up_on_deadline(&what, cause_labels)
+                }
+                Err(Exhausted::Tokens) => return self.give_up(),
             }
-            if !policy.try_take() {
-                return self.give_up();
-            }
-        }
-
-        let deprioritized = attempt.server.filter(|_| {
-            attempt.topology_type == TopologyType::Sharded
-                || (overload && settings.overload_retargeting)
-        });
-        if let Some(server) = deprioritized {
-            if !self.deprioritized.contains(server) {
-                self.deprioritized.push(server.clone());
-            }
-        }
-
+        } else {
+            Duration::ZERO
+        };
+        let deprioritized = self.deprioritize(attempt, overload && settings.overload_retargeting);
         self.retries += 1;
         RetryDecision::Retry(RetryPlan {
             backoff,
             retry: self.retries,
             overload,
-            deprioritized: deprioritized.cloned(),
+            deprioritized,
             tokens_left: policy.bucket().map(TokenBucket::balance),
             reason,
         })
+    }
+
+    /// What `error` means to this operation: the one place that maps an
+    /// error to its retry rule. Adds `RetryableWriteError` where the driver
+    /// must, before the rules read the labels.
+    fn judge(
+        &self,
+        settings: &RetrySettings,
+        error: &mut Error,
+        max_wire_version: Option<i32>,
+    ) -> Verdict {
+        let retryable_write = self.kind == OperationKind::RetryableWrite && settings.retry_writes;
+        if retryable_write {
+            add_retryable_write_label(error, max_wire_version);
+        }
+        let by_kind = match self.kind {
+            OperationKind::RetryableRead => {
+                settings.retry_reads && is_retryable_read_error(error, max_wire_version)
+            }
+            OperationKind::RetryableWrite => {
+                retryable_write && is_retryable_write_error(error, max_wire_version)
+            }
+            OperationKind::OtherRead | OperationKind::OtherWrite | OperationKind::RunCommand => {
+                false
+            }
+        };
+        match error.kind() {
+            // The deadline passing is final and reported as such (CSOT).
+            ErrorKind::Timeout { .. } => Verdict::Final,
+            // Only a command carrying a transaction number meets this refusal.
+            _ if self.kind == OperationKind::RetryableWrite && is_mmapv1_retry_error(error) => {
+                Verdict::NoRetryableWrites
+            }
+            _ if error.contains_label(SYSTEM_OVERLOADED_ERROR) => Verdict::Overload {
+                by_labels: is_retryable_overload_error(error)
+                    && self.overload_retries_enabled(settings),
+                by_kind,
+            },
+            _ => Verdict::Other { by_kind },
+        }
+    }
+
+    /// Counts this failure against the operation's retries and says whether
+    /// another attempt is within them, by the rules of `settings.mode`.
+    fn within_budget(&mut self, settings: &RetrySettings, verdict: Verdict) -> bool {
+        match (settings.mode, verdict) {
+            (_, Verdict::Final | Verdict::NoRetryableWrites) => false,
+            (RetryMode::Seed, Verdict::Overload { by_labels, .. }) => {
+                self.overload_retries += 1;
+                by_labels && self.overload_retries <= settings.max_overload_retries
+            }
+            (RetryMode::Seed, Verdict::Other { by_kind }) => {
+                self.other_retries += 1;
+                by_kind && self.other_retries <= self.allowed_retries
+            }
+            (RetryMode::Published, Verdict::Overload { by_labels, by_kind }) => {
+                if !(by_labels || by_kind) {
+                    return false;
+                }
+                self.allowed_retries = settings.max_overload_retries;
+                self.retries < self.allowed_retries
+            }
+            (RetryMode::Published, Verdict::Other { by_kind }) => {
+                by_kind && self.retries < self.allowed_retries
+            }
+        }
+    }
+
+    /// The backoff before an overload retry, and its token from the bucket;
+    /// refused when the backoff would end past the deadline or the bucket is
+    /// empty.
+    fn overload_backoff(
+        &self,
+        policy: &mut RetryPolicy,
+        settings: &RetrySettings,
+        now: Instant,
+        rng: &mut fastrand::Rng,
+    ) -> std::result::Result<Duration, Exhausted> {
+        let i = match settings.mode {
+            RetryMode::Seed => self.overload_retries - 1,
+            RetryMode::Published => self.retries,
+        };
+        let backoff = settings.backoff(i, rng.f64());
+        if self.deadline.would_pass(now, backoff) {
+            return Err(Exhausted::Deadline(format!(
+                "waiting {} ms before retrying an overloaded command",
+                backoff.as_millis()
+            )));
+        }
+        if !policy.try_take() {
+            return Err(Exhausted::Tokens);
+        }
+        Ok(backoff)
+    }
+
+    /// Adds the attempt's server to the servers to avoid, in a sharded
+    /// cluster or when `retarget` (an overload error with retargeting on).
+    fn deprioritize(
+        &mut self,
+        attempt: &FailedAttempt<'_>,
+        retarget: bool,
+    ) -> Option<ServerAddress> {
+        let server = attempt
+            .server
+            .filter(|_| attempt.topology_type == TopologyType::Sharded || retarget)?;
+        if !self.deprioritized.contains(server) {
+            self.deprioritized.push(server.clone());
+        }
+        Some(server.clone())
     }
 
     /// Retries without an overload error: one for retryable reads and
@@ -996,5 +1080,6 @@ fn mmapv1_error(error: &Error) -> Error {
     }
 }
 
+pub(crate) mod classify;
 #[cfg(test)]
 mod tests;

@@ -2,7 +2,7 @@
 
 use bson::Document;
 
-use super::{check_write_concern, Command, Operation, Retryability, ServerInfo};
+use super::{check_write_concern, Command, Operation, RetryRules, Retryability, ServerInfo};
 use crate::error::Result;
 
 /// Ends a transaction: the session layer wrote the body; a retry (they are
@@ -42,6 +42,7 @@ impl EndTransaction {
 impl Operation for EndTransaction {
     type Output = Document;
     const NAME: &'static str = "endTransaction";
+    const RETRY_RULES: RetryRules = RetryRules::EndTransaction;
 
     fn command_name(&self) -> &str {
         self.name

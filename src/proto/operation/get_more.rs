@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use bson::{doc, Bson, Document};
 
-use super::{duration_ms, Command, Namespace, Operation, ServerInfo};
+use super::{duration_ms, Command, Namespace, Operation, RetryRules, ServerInfo};
 use crate::error::Result;
 use crate::proto::reply::Reply;
 
@@ -45,6 +45,7 @@ const WIRE_VERSION_4_4: i32 = 9;
 impl Operation for GetMore {
     type Output = Reply;
     const NAME: &'static str = "getMore";
+    const RETRY_RULES: RetryRules = RetryRules::ReadOnly;
 
     fn build(&mut self, server: &ServerInfo) -> Result<Command> {
         let mut body = doc! { "getMore": self.id, "collection": self.ns.coll.to_string() };

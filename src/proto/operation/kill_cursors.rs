@@ -2,7 +2,7 @@
 
 use bson::{doc, Document};
 
-use super::{Command, Namespace, Operation, ServerInfo};
+use super::{Command, Namespace, Operation, RetryRules, ServerInfo};
 use crate::error::Result;
 
 /// Closes the cursors `ids` of namespace `ns`. The reply (which cursors were
@@ -26,6 +26,7 @@ impl KillCursors {
 impl Operation for KillCursors {
     type Output = ();
     const NAME: &'static str = "killCursors";
+    const RETRY_RULES: RetryRules = RetryRules::ReadOnly;
 
     fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
         let body = doc! { "killCursors": self.ns.coll.to_string(), "cursors": self.ids.clone() };

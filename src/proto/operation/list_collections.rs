@@ -3,7 +3,7 @@
 use bson::{doc, Document};
 
 use super::cursor::CursorOptions;
-use super::{append_option, Command, CursorSpec, Operation, Retryability, ServerInfo};
+use super::{append_option, Command, CursorSpec, Operation, RetryRules, Retryability, ServerInfo};
 use crate::error::Result;
 use crate::proto::coll_options::ListCollectionsOptions;
 use crate::proto::reply::Reply;
@@ -29,6 +29,7 @@ impl ListCollections {
 impl Operation for ListCollections {
     type Output = Box<CursorSpec>;
     const NAME: &'static str = "listCollections";
+    const RETRY_RULES: RetryRules = RetryRules::ReadOnly;
 
     fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
         let o = &self.options;

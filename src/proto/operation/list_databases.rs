@@ -2,7 +2,9 @@
 
 use bson::{doc, Bson, Document};
 
-use super::{append_option, bson_to_u64, malformed, Command, Operation, Retryability, ServerInfo};
+use super::{
+    append_option, bson_to_u64, malformed, Command, Operation, RetryRules, Retryability, ServerInfo,
+};
 use crate::error::Result;
 use crate::proto::coll_options::ListDatabasesOptions;
 
@@ -36,6 +38,7 @@ impl ListDatabases {
 impl Operation for ListDatabases {
     type Output = Vec<DatabaseSpecification>;
     const NAME: &'static str = "listDatabases";
+    const RETRY_RULES: RetryRules = RetryRules::ReadOnly;
 
     fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
         let o = &self.options;

@@ -3,7 +3,9 @@
 use bson::{doc, Document};
 
 use super::cursor::CursorOptions;
-use super::{append_option, Command, CursorSpec, Namespace, Operation, Retryability, ServerInfo};
+use super::{
+    append_option, Command, CursorSpec, Namespace, Operation, RetryRules, Retryability, ServerInfo,
+};
 use crate::error::Result;
 use crate::proto::coll_options::ListIndexesOptions;
 use crate::proto::reply::Reply;
@@ -25,6 +27,7 @@ impl ListIndexes {
 impl Operation for ListIndexes {
     type Output = Box<CursorSpec>;
     const NAME: &'static str = "listIndexes";
+    const RETRY_RULES: RetryRules = RetryRules::ReadOnly;
 
     fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
         let mut body = doc! { "listIndexes": self.ns.coll.to_string() };

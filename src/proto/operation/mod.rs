@@ -22,7 +22,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bson::{Bson, Document, RawDocumentBuf};
+use bson::{Bson, Document};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::proto::concern::{ReadConcern, WriteConcern};
@@ -141,6 +141,25 @@ pub enum Retryability {
     Write,
 }
 
+/// The retry rules an operation type follows besides its
+/// [`Operation::retryability`] (retryable reads, retryable writes,
+/// transactions and client backpressure specs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RetryRules {
+    /// By its retryability alone; an operation that is not a retryable read
+    /// counts as a write.
+    ByRetryability,
+    /// By its retryability, and a read even when not a retryable read
+    /// (`getMore`, `killCursors`, the list commands).
+    ReadOnly,
+    /// A generic `runCommand`: overload retries only.
+    RunCommand,
+    /// `commitTransaction`/`abortTransaction`: retried once as a retryable
+    /// write, whatever `retryWrites` and the server say.
+    EndTransaction,
+}
+
 /// What an operation needs to know about the server the executor selected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ServerInfo {
@@ -215,6 +234,9 @@ pub trait Operation {
 
     /// The command name, for logs and events.
     const NAME: &'static str;
+
+    /// Which retry rules the operation type follows.
+    const RETRY_RULES: RetryRules = RetryRules::ByRetryability;
 
     /// The name of the command this operation sends, for the server
     /// selection logs' `operation` (the spec: the command name, e.g.

@@ -2,7 +2,7 @@
 
 use bson::Document;
 
-use super::{Command, Operation, ServerInfo};
+use super::{Command, Operation, RetryRules, ServerInfo};
 use crate::error::{Error, Result};
 use crate::proto::select::SelectionCriteria;
 
@@ -43,6 +43,7 @@ impl RunCommand {
 impl Operation for RunCommand {
     type Output = Document;
     const NAME: &'static str = "runCommand";
+    const RETRY_RULES: RetryRules = RetryRules::RunCommand;
 
     fn command_name(&self) -> &str {
         self.command

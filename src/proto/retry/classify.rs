@@ -1,9 +1,12 @@
-//! What a failure means to the executor: which retry rules an operation
-//! runs under, and CSOT's mapping of errors to a timeout. Pure.
+//! Which retry rules an operation runs under ([`OperationKind`], from the
+//! operation's [`RetryRules`] and the server's support), and what an error
+//! means before the retry policy sees it: CSOT's mapping to a timeout, and
+//! whether a reply's write concern error makes a batch's result final.
+//! Pure: the executor asks, then acts.
 
 use crate::error::{Error, ErrorKind};
 use crate::proto::deadline::Deadline;
-use crate::proto::operation::{Operation, Retryability};
+use crate::proto::operation::{Operation, RetryRules, Retryability};
 use crate::proto::retry::OperationKind;
 use crate::proto::sdam::{ServerDescription, ServerType, TopologyType};
 
@@ -11,10 +14,7 @@ use crate::proto::sdam::{ServerDescription, ServerType, TopologyType};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct OperationShape {
     pub(crate) name: &'static str,
-    pub(crate) run_command: bool,
-    /// commitTransaction/abortTransaction: retried once as a retryable
-    /// write, whatever `retryWrites` and the server say.
-    pub(crate) ends_transaction: bool,
+    pub(crate) rules: RetryRules,
     pub(crate) retryability: Retryability,
     pub(crate) writes: bool,
     pub(crate) acknowledged: bool,
@@ -26,14 +26,20 @@ impl OperationShape {
         let retryability = op.retryability();
         OperationShape {
             name: Op::NAME,
-            run_command: Op::NAME == "runCommand",
-            ends_transaction: Op::NAME == "endTransaction",
+            rules: Op::RETRY_RULES,
             retryability,
             writes: matches!(retryability, Retryability::Write)
-                || (!matches!(retryability, Retryability::Read) && !is_read_only(Op::NAME)),
+                || (!matches!(retryability, Retryability::Read)
+                    && Op::RETRY_RULES != RetryRules::ReadOnly),
             acknowledged: op.is_acknowledged(),
             in_transaction,
         }
+    }
+
+    /// commitTransaction/abortTransaction: retried once as a retryable
+    /// write, whatever `retryWrites` and the server say.
+    pub(crate) fn ends_transaction(&self) -> bool {
+        self.rules == RetryRules::EndTransaction
     }
 
     /// The retry rules for a failure to connect before any server was
@@ -68,35 +74,26 @@ impl OperationShape {
     }
 
     fn kind(&self, retryable_writes: bool) -> OperationKind {
-        if self.ends_transaction {
-            return OperationKind::RetryableWrite;
-        }
-        if self.run_command {
-            return OperationKind::RunCommand;
-        }
-        if self.in_transaction {
-            return if self.writes {
-                OperationKind::OtherWrite
-            } else {
-                OperationKind::OtherRead
-            };
-        }
-        match self.retryability {
-            Retryability::Read => OperationKind::RetryableRead,
-            Retryability::Write if retryable_writes && self.acknowledged => {
-                OperationKind::RetryableWrite
+        match self.rules {
+            RetryRules::EndTransaction => OperationKind::RetryableWrite,
+            RetryRules::RunCommand => OperationKind::RunCommand,
+            RetryRules::ByRetryability | RetryRules::ReadOnly if self.in_transaction => {
+                if self.writes {
+                    OperationKind::OtherWrite
+                } else {
+                    OperationKind::OtherRead
+                }
             }
-            _ if self.writes => OperationKind::OtherWrite,
-            _ => OperationKind::OtherRead,
+            RetryRules::ByRetryability | RetryRules::ReadOnly => match self.retryability {
+                Retryability::Read => OperationKind::RetryableRead,
+                Retryability::Write if retryable_writes && self.acknowledged => {
+                    OperationKind::RetryableWrite
+                }
+                _ if self.writes => OperationKind::OtherWrite,
+                _ => OperationKind::OtherRead,
+            },
         }
     }
-}
-
-fn is_read_only(name: &str) -> bool {
-    matches!(
-        name,
-        "getMore" | "killCursors" | "listCollections" | "listIndexes" | "listDatabases"
-    )
 }
 
 /// CSOT's error transformations, for an operation with a deadline: a socket
@@ -166,8 +163,7 @@ mod tests {
     fn shape(retryability: Retryability, writes: bool) -> OperationShape {
         OperationShape {
             name: "test",
-            run_command: false,
-            ends_transaction: false,
+            rules: RetryRules::ByRetryability,
             retryability,
             writes,
             acknowledged: true,
@@ -233,7 +229,7 @@ mod tests {
     #[test]
     fn run_command_has_its_own_rules_and_reads_are_retryable_reads() {
         let run = OperationShape {
-            run_command: true,
+            rules: RetryRules::RunCommand,
             ..shape(Retryability::None, true)
         };
         assert_eq!(run.classify_unreached(), OperationKind::RunCommand);

@@ -4,12 +4,12 @@
 
 use std::time::Duration;
 
-use super::classify::ServerFacts;
 use crate::error::{Error, ErrorKind, Result};
 use crate::proto::address::ServerAddress;
 use crate::proto::deadline::Deadline;
 use crate::proto::operation::{Command, Operation, Retryability, ServerInfo};
 use crate::proto::options::{ReadConcern, WriteConcern};
+use crate::proto::retry::classify::ServerFacts;
 use crate::proto::retry::{
     FailedAttempt, OperationKind, OperationRetry, RetryDecision, RetryPlan, RetryPolicy,
 };
@@ -19,9 +19,9 @@ use crate::proto::session::{
     session_supported, OperationInfo, OperationPlan, SessionKind, SessionState,
 };
 
-use super::classify::OperationShape;
 use super::finish::{finish, AttemptContext, Finished};
 use super::{ClientState, Inherited, SessionSlot, Target};
+use crate::proto::retry::classify::OperationShape;
 use crate::shell::clock::Clock;
 use crate::shell::fork::this_process;
 
@@ -237,7 +237,7 @@ impl ClientState {
         if retry.kind() == OperationKind::RetryableWrite
             && self.retry.settings().retry_writes()
             && run.txn_number.is_none()
-            && !run.shape.ends_transaction
+            && !run.shape.ends_transaction()
         {
             if let Some(s) = run.session.get() {
                 run.txn_number = Some(s.next_retryable_write_txn_number()?);
@@ -252,7 +252,7 @@ impl ClientState {
 
     /// The retry state of the operation, of `kind`.
     fn new_retry(&self, run: &Run<'_>, kind: OperationKind) -> OperationRetry {
-        if run.shape.ends_transaction {
+        if run.shape.ends_transaction() {
             OperationRetry::end_transaction(self.retry.settings(), run.deadline)
         } else {
             OperationRetry::new(self.retry.settings(), kind, run.deadline)
@@ -360,7 +360,7 @@ impl ClientState {
                 prepared.topology_type,
                 TopologyType::Sharded | TopologyType::LoadBalanced
             );
-            if (run.shape.in_transaction || run.shape.ends_transaction)
+            if (run.shape.in_transaction || run.shape.ends_transaction())
                 && routed
                 && s.transaction().pinned().is_none()
             {

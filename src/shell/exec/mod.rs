@@ -23,7 +23,6 @@
 //! [`Clock`] so the loop's timing rules are tested on virtual time.
 
 mod attempt;
-mod classify;
 mod finish;
 mod pin;
 mod send;
@@ -47,9 +46,9 @@ use crate::proto::session::SessionState;
 use crate::shell::fork::this_process;
 use crate::shell::topology::Topology;
 
+use crate::proto::retry::classify::{carries_write_concern_error, has_write_errors};
 pub(crate) use crate::shell::clock::Clock;
 use attempt::Run;
-use classify::{carries_write_concern_error, has_write_errors};
 
 /// Everything a client shares between its operations: the topology with its
 /// sockets, the server-session pool, the cluster clock, the retry token

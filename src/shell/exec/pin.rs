@@ -55,7 +55,7 @@ impl ClientState {
         error: &mut Error,
         command_name: &str,
     ) {
-        let in_transaction = run.shape.in_transaction || run.shape.ends_transaction;
+        let in_transaction = run.shape.in_transaction || run.shape.ends_transaction();
         let Some(s) = run.session.get() else {
             return;
         };

@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use bson::Document;
 
-use super::classify::as_timeout;
 use super::finish::Finished;
 use super::{ClientState, SessionSlot};
 use crate::error::Error;
@@ -18,6 +17,7 @@ use crate::proto::deadline::Deadline;
 use crate::proto::event::command::ConnectionInfo;
 use crate::proto::event::CommandEvent;
 use crate::proto::reply::Reply;
+use crate::proto::retry::classify::as_timeout;
 use crate::proto::session::transaction::FailedCommand;
 use crate::shell::conn::{check_reply, Connection};
 
