@@ -67,6 +67,8 @@
 // itself reads time and randomness only in `shell::clock` and `shell::rng`
 // (clippy.toml).
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
+// Long functions hide their steps (issue 33); tests may be long.
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
 // Three folders, three jobs (see the README's architecture section):
 // `proto` holds the pure rules (values in, decisions out, no sockets, the

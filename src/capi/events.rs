@@ -100,6 +100,7 @@ fn ptr_or_null(s: &Option<CString>) -> *const c_char {
 }
 
 impl EventHandler for EventSlot {
+    #[allow(clippy::too_many_lines)] // TODO(issue 33): split by the event kinds.
     fn handle_command_event(&self, event: &CommandEvent) {
         let (kind, name, database, request_id, duration, connection, document, message) =
             match event {

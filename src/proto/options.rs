@@ -732,6 +732,7 @@ impl ClientOptions {
     }
 }
 
+#[allow(clippy::too_many_lines)] // TODO(issue 33): split by the spec's steps.
 fn validate_credential(credential: &Credential) -> Result<()> {
     let mechanism = credential.mechanism.as_deref();
     let username = credential.username.as_deref();
@@ -904,54 +905,76 @@ fn debug<T: std::fmt::Debug>(v: &T) -> String {
     format!("{v:?}")
 }
 
+/// Builds a `ClientOptions` from `uri` and `code`, each listed field
+/// [`pick`]ed under its option's name; the rest are given after the list.
+/// The struct literal names every field, so a new one cannot be forgotten.
+macro_rules! picked_options {
+    ($uri:ident, $code:ident { $($field:ident: $name:literal, $show:expr;)* } $($rest:tt)*) => {
+        ClientOptions {
+            $($field: pick($name, $uri.$field, $code.$field, $show)?,)*
+            $($rest)*
+        }
+    };
+}
+
 /// Lays the options set in `code` over those parsed from a URI: an option
 /// set in both must have the same value in both.
 pub(crate) fn merge(uri: ClientOptions, code: ClientOptions) -> Result<ClientOptions> {
-    // Destructured so that a new field cannot be forgotten here.
-    let ClientOptions {
+    let hosts = merge_hosts(uri.hosts, uri.srv_host.as_deref(), code.hosts)?;
+    Ok(picked_options!(uri, code {
+        srv_host: "srv host", quoted;
+        default_database: "database", quoted;
+        app_name: "appname", quoted;
+        compressors: "compressors", |c| c.join(",");
+        zlib_compression_level: "zlibCompressionLevel", plain;
+        connect_timeout: "connectTimeoutMS", millis;
+        socket_timeout: "socketTimeoutMS", millis;
+        server_selection_timeout: "serverSelectionTimeoutMS", millis;
+        server_selection_try_once: "serverSelectionTryOnce", plain;
+        socket_check_interval: "socketCheckIntervalMS", millis;
+        heartbeat_frequency: "heartbeatFrequencyMS", millis;
+        local_threshold: "localThresholdMS", millis;
+        timeout: "timeoutMS", millis;
+        direct_connection: "directConnection", plain;
+        replica_set: "replicaSet", quoted;
+        load_balanced: "loadBalanced", plain;
+        read_preference: "readPreference", |r| r.to_document().to_string();
+        read_concern: "readConcernLevel", |r| format!("{:?}", r.level);
+        retry_reads: "retryReads", plain;
+        retry_writes: "retryWrites", plain;
+        tls: "tls", plain;
+        server_api: "serverApi", debug;
+        srv_max_hosts: "srvMaxHosts", plain;
+        srv_service_name: "srvServiceName", quoted;
+        max_pool_size: "maxPoolSize", plain;
+        min_pool_size: "minPoolSize", plain;
+        max_idle_time: "maxIdleTimeMS", millis;
+        max_connecting: "maxConnecting", plain;
+        wait_queue_timeout: "waitQueueTimeoutMS", millis;
+        server_monitoring_mode: "serverMonitoringMode", |m| m.as_str().to_string();
+        max_adaptive_retries: "maxAdaptiveRetries", plain;
+        enable_overload_retargeting: "enableOverloadRetargeting", plain;
+        name_servers: "name servers", debug;
+    }
         hosts,
-        srv_host,
-        default_database,
-        credential,
-        app_name,
-        compressors,
-        zlib_compression_level,
-        connect_timeout,
-        socket_timeout,
-        server_selection_timeout,
-        server_selection_try_once,
-        socket_check_interval,
-        heartbeat_frequency,
-        local_threshold,
-        timeout,
-        direct_connection,
-        replica_set,
-        load_balanced,
-        read_preference,
-        read_concern,
-        write_concern,
-        retry_reads,
-        retry_writes,
-        tls,
-        tls_options,
-        server_api,
-        srv_max_hosts,
-        srv_service_name,
-        max_pool_size,
-        min_pool_size,
-        max_idle_time,
-        max_connecting,
-        wait_queue_timeout,
-        server_monitoring_mode,
-        max_adaptive_retries,
-        enable_overload_retargeting,
-        proxy,
-        name_servers,
-    } = uri;
-    let hosts = if code.hosts.is_empty() || code.hosts == hosts {
-        hosts
-    } else if hosts.is_empty() && srv_host.is_none() {
-        code.hosts
+        credential: merge_credential(uri.credential, code.credential)?,
+        write_concern: merge_write_concern(uri.write_concern, code.write_concern)?,
+        tls_options: merge_tls(uri.tls_options, code.tls_options)?,
+        proxy: merge_proxy(uri.proxy, code.proxy)?,
+    ))
+}
+
+/// The seed list: code's hosts when the URI names none (and no SRV host),
+/// the URI's when code names none or the same ones; otherwise an error.
+fn merge_hosts(
+    uri: Vec<ServerAddress>,
+    srv_host: Option<&str>,
+    code: Vec<ServerAddress>,
+) -> Result<Vec<ServerAddress>> {
+    if code.is_empty() || code == uri {
+        Ok(uri)
+    } else if uri.is_empty() && srv_host.is_none() {
+        Ok(code)
     } else {
         let list = |h: &[ServerAddress]| {
             h.iter()
@@ -959,131 +982,12 @@ pub(crate) fn merge(uri: ClientOptions, code: ClientOptions) -> Result<ClientOpt
                 .collect::<Vec<_>>()
                 .join(",")
         };
-        return Err(Error::invalid_argument(format!(
+        Err(Error::invalid_argument(format!(
             "hosts are {} in the URI but {} in code",
-            srv_host.clone().unwrap_or_else(|| list(&hosts)),
-            list(&code.hosts)
-        )));
-    };
-    Ok(ClientOptions {
-        hosts,
-        srv_host: pick("srv host", srv_host, code.srv_host, quoted)?,
-        default_database: pick("database", default_database, code.default_database, quoted)?,
-        credential: merge_credential(credential, code.credential)?,
-        app_name: pick("appname", app_name, code.app_name, quoted)?,
-        compressors: pick("compressors", compressors, code.compressors, |c| {
-            c.join(",")
-        })?,
-        zlib_compression_level: pick(
-            "zlibCompressionLevel",
-            zlib_compression_level,
-            code.zlib_compression_level,
-            plain,
-        )?,
-        connect_timeout: pick(
-            "connectTimeoutMS",
-            connect_timeout,
-            code.connect_timeout,
-            millis,
-        )?,
-        socket_timeout: pick(
-            "socketTimeoutMS",
-            socket_timeout,
-            code.socket_timeout,
-            millis,
-        )?,
-        server_selection_timeout: pick(
-            "serverSelectionTimeoutMS",
-            server_selection_timeout,
-            code.server_selection_timeout,
-            millis,
-        )?,
-        server_selection_try_once: pick(
-            "serverSelectionTryOnce",
-            server_selection_try_once,
-            code.server_selection_try_once,
-            plain,
-        )?,
-        socket_check_interval: pick(
-            "socketCheckIntervalMS",
-            socket_check_interval,
-            code.socket_check_interval,
-            millis,
-        )?,
-        heartbeat_frequency: pick(
-            "heartbeatFrequencyMS",
-            heartbeat_frequency,
-            code.heartbeat_frequency,
-            millis,
-        )?,
-        local_threshold: pick(
-            "localThresholdMS",
-            local_threshold,
-            code.local_threshold,
-            millis,
-        )?,
-        timeout: pick("timeoutMS", timeout, code.timeout, millis)?,
-        direct_connection: pick(
-            "directConnection",
-            direct_connection,
-            code.direct_connection,
-            plain,
-        )?,
-        replica_set: pick("replicaSet", replica_set, code.replica_set, quoted)?,
-        load_balanced: pick("loadBalanced", load_balanced, code.load_balanced, plain)?,
-        read_preference: pick(
-            "readPreference",
-            read_preference,
-            code.read_preference,
-            |r| r.to_document().to_string(),
-        )?,
-        read_concern: pick("readConcernLevel", read_concern, code.read_concern, |r| {
-            format!("{:?}", r.level)
-        })?,
-        write_concern: merge_write_concern(write_concern, code.write_concern)?,
-        retry_reads: pick("retryReads", retry_reads, code.retry_reads, plain)?,
-        retry_writes: pick("retryWrites", retry_writes, code.retry_writes, plain)?,
-        tls: pick("tls", tls, code.tls, plain)?,
-        tls_options: merge_tls(tls_options, code.tls_options)?,
-        server_api: pick("serverApi", server_api, code.server_api, debug)?,
-        srv_max_hosts: pick("srvMaxHosts", srv_max_hosts, code.srv_max_hosts, plain)?,
-        srv_service_name: pick(
-            "srvServiceName",
-            srv_service_name,
-            code.srv_service_name,
-            quoted,
-        )?,
-        max_pool_size: pick("maxPoolSize", max_pool_size, code.max_pool_size, plain)?,
-        min_pool_size: pick("minPoolSize", min_pool_size, code.min_pool_size, plain)?,
-        max_idle_time: pick("maxIdleTimeMS", max_idle_time, code.max_idle_time, millis)?,
-        max_connecting: pick("maxConnecting", max_connecting, code.max_connecting, plain)?,
-        wait_queue_timeout: pick(
-            "waitQueueTimeoutMS",
-            wait_queue_timeout,
-            code.wait_queue_timeout,
-            millis,
-        )?,
-        server_monitoring_mode: pick(
-            "serverMonitoringMode",
-            server_monitoring_mode,
-            code.server_monitoring_mode,
-            |m| m.as_str().to_string(),
-        )?,
-        max_adaptive_retries: pick(
-            "maxAdaptiveRetries",
-            max_adaptive_retries,
-            code.max_adaptive_retries,
-            plain,
-        )?,
-        enable_overload_retargeting: pick(
-            "enableOverloadRetargeting",
-            enable_overload_retargeting,
-            code.enable_overload_retargeting,
-            plain,
-        )?,
-        proxy: merge_proxy(proxy, code.proxy)?,
-        name_servers: pick("name servers", name_servers, code.name_servers, debug)?,
-    })
+            srv_host.map_or_else(|| list(&uri), str::to_string),
+            list(&code)
+        )))
+    }
 }
 
 fn merge_credential(

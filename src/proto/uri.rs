@@ -340,6 +340,7 @@ fn parse_hosts(hosts_text: &str) -> Result<Vec<ServerAddress>> {
 
 /// One host identifier: `host`, `host:port`, `[v6]`, `[v6]:port`, or a
 /// percent-encoded Unix domain socket path ending in `.sock`.
+#[allow(clippy::too_many_lines)] // TODO(issue 33): split by the spec's steps.
 fn parse_host(raw: &str) -> Result<ServerAddress> {
     if raw.is_empty() {
         return Err(Error::invalid_argument(
@@ -547,6 +548,53 @@ impl OptionParser {
         if value.eq_ignore_ascii_case("true") {
             self.ever_true.insert(name);
         }
+        self.apply_value(options, name, value)
+    }
+
+    /// Sets the option `name` (as `OPTION_NAMES` spells it) from its
+    /// decoded, non-empty `value`: each group of options in turn takes the
+    /// names it knows.
+    fn apply_value(
+        &mut self,
+        options: &mut ClientOptions,
+        name: &'static str,
+        value: String,
+    ) -> Result<()> {
+        type Group = fn(
+            &mut OptionParser,
+            &mut ClientOptions,
+            &'static str,
+            String,
+        ) -> Result<Option<String>>;
+        const GROUPS: [Group; 8] = [
+            OptionParser::apply_deployment,
+            OptionParser::apply_auth,
+            OptionParser::apply_timing,
+            OptionParser::apply_pool_and_retry,
+            OptionParser::apply_read,
+            OptionParser::apply_write_concern,
+            OptionParser::apply_tls,
+            OptionParser::apply_proxy,
+        ];
+        let mut value = value;
+        for group in GROUPS {
+            match group(self, options, name, value)? {
+                Some(unclaimed) => value = unclaimed,
+                None => return Ok(()),
+            }
+        }
+        unreachable!("option {name} is listed in OPTION_NAMES but not handled")
+    }
+
+    /// The deployment and the handshake: how servers are found and greeted.
+    ///
+    /// Hands `value` back when `name` is not one of them.
+    fn apply_deployment(
+        &mut self,
+        options: &mut ClientOptions,
+        name: &'static str,
+        value: String,
+    ) -> Result<Option<String>> {
         match name {
             "appname" => {
                 if value.len() > MAX_APP_NAME_BYTES {
@@ -555,6 +603,59 @@ impl OptionParser {
                     options.app_name = Some(value);
                 }
             }
+            "compressors" => {
+                let mut kept = Vec::new();
+                for compressor in value.split(',') {
+                    if KNOWN_COMPRESSORS.contains(&compressor) {
+                        if !kept.iter().any(|k| k == compressor) {
+                            kept.push(compressor.to_string());
+                        }
+                    } else {
+                        self.warn(format!(
+                            "ignoring unknown compressor {compressor:?} in compressors; \
+                             expected {}",
+                            KNOWN_COMPRESSORS.join(", ")
+                        ));
+                    }
+                }
+                if !kept.is_empty() {
+                    options.compressors = Some(kept);
+                }
+            }
+            "zlibCompressionLevel" => {
+                if let Some(level) = self.integer(name, &value, -1, 9) {
+                    options.zlib_compression_level = Some(level as i32);
+                }
+            }
+            "directConnection" => set(&mut options.direct_connection, self.boolean(name, &value)),
+            "loadBalanced" => set(&mut options.load_balanced, self.boolean(name, &value)),
+            "replicaSet" => options.replica_set = Some(value),
+            "srvMaxHosts" => set(&mut options.srv_max_hosts, self.unsigned(name, &value, 0)),
+            "srvServiceName" => {
+                if is_srv_service_name(&value) {
+                    options.srv_service_name = Some(value);
+                } else {
+                    self.invalid::<()>(
+                        name,
+                        &value,
+                        "an SRV service name (1-15 letters, digits or inner hyphens)",
+                    );
+                }
+            }
+            _ => return Ok(Some(value)),
+        }
+        Ok(None)
+    }
+
+    /// Authentication (the auth spec checks them together later).
+    /// Hands `value` back when `name` is not one of them.
+    fn apply_auth(
+        &mut self,
+        _options: &mut ClientOptions,
+        name: &'static str,
+        value: String,
+    ) -> Result<Option<String>> {
+        match name {
             "authMechanism" => {
                 let Some(mechanism) = AUTH_MECHANISMS
                     .iter()
@@ -577,31 +678,21 @@ impl OptionParser {
                 }
             }
             "authSource" => self.auth_source = Some(value),
-            "compressors" => {
-                let mut kept = Vec::new();
-                for compressor in value.split(',') {
-                    if KNOWN_COMPRESSORS.contains(&compressor) {
-                        if !kept.iter().any(|k| k == compressor) {
-                            kept.push(compressor.to_string());
-                        }
-                    } else {
-                        self.warn(format!(
-                            "ignoring unknown compressor {compressor:?} in compressors; \
-                             expected {}",
-                            KNOWN_COMPRESSORS.join(", ")
-                        ));
-                    }
-                }
-                if !kept.is_empty() {
-                    options.compressors = Some(kept);
-                }
-            }
+            _ => return Ok(Some(value)),
+        }
+        Ok(None)
+    }
+
+    /// Timeouts, server selection and monitoring.
+    /// Hands `value` back when `name` is not one of them.
+    fn apply_timing(
+        &mut self,
+        options: &mut ClientOptions,
+        name: &'static str,
+        value: String,
+    ) -> Result<Option<String>> {
+        match name {
             "connectTimeoutMS" => set(&mut options.connect_timeout, self.millis(name, &value, 0)),
-            "directConnection" => set(&mut options.direct_connection, self.boolean(name, &value)),
-            "enableOverloadRetargeting" => set(
-                &mut options.enable_overload_retargeting,
-                self.boolean(name, &value),
-            ),
             "heartbeatFrequencyMS" => {
                 let min = MIN_HEARTBEAT_FREQUENCY.as_millis() as u64;
                 set(
@@ -609,58 +700,7 @@ impl OptionParser {
                     self.millis(name, &value, min),
                 )
             }
-            "journal" => {
-                if let Some(journal) = self.boolean(name, &value) {
-                    write_concern(options).journal = Some(journal);
-                }
-            }
-            "loadBalanced" => set(&mut options.load_balanced, self.boolean(name, &value)),
             "localThresholdMS" => set(&mut options.local_threshold, self.millis(name, &value, 0)),
-            "maxAdaptiveRetries" => set(
-                &mut options.max_adaptive_retries,
-                self.unsigned(name, &value, 0),
-            ),
-            "maxConnecting" => set(&mut options.max_connecting, self.unsigned(name, &value, 1)),
-            "maxIdleTimeMS" => set(&mut options.max_idle_time, self.millis(name, &value, 0)),
-            "maxPoolSize" => set(&mut options.max_pool_size, self.unsigned(name, &value, 0)),
-            "maxStalenessSeconds" => {
-                // -1 says "no maximum" explicitly; the 90-second floor and
-                // the heartbeat rule are checked at selection time, where
-                // the max-staleness spec puts them.
-                if let Some(seconds) = self.integer(name, &value, -1, i32::MAX.into()) {
-                    self.max_staleness =
-                        Some((seconds >= 0).then(|| Duration::from_secs(seconds as u64)));
-                }
-            }
-            "minPoolSize" => set(&mut options.min_pool_size, self.unsigned(name, &value, 0)),
-            "proxyHost" => proxy(options).host = Some(value),
-            "proxyPassword" => proxy(options).password = Some(value),
-            "proxyPort" => {
-                if let Some(port) = self.integer(name, &value, 0, u16::MAX.into()) {
-                    proxy(options).port = Some(port as u16);
-                }
-            }
-            "proxyUsername" => proxy(options).username = Some(value),
-            "readConcernLevel" => options.read_concern = Some(ReadConcern { level: value }),
-            "readPreference" => match ReadPreferenceMode::parse(&value) {
-                Ok(mode) => self.read_preference_mode = Some(mode),
-                Err(_) => {
-                    self.invalid::<()>(
-                        name,
-                        &value,
-                        "primary, primaryPreferred, secondary, secondaryPreferred or nearest",
-                    );
-                }
-            },
-            "readPreferenceTags" => {
-                if let Some(pairs) = self.key_value_pairs(name, &value) {
-                    let tag_set: TagSet = pairs.into_iter().collect();
-                    self.tag_sets.get_or_insert_with(Vec::new).push(tag_set);
-                }
-            }
-            "replicaSet" => options.replica_set = Some(value),
-            "retryReads" => set(&mut options.retry_reads, self.boolean(name, &value)),
-            "retryWrites" => set(&mut options.retry_writes, self.boolean(name, &value)),
             "serverMonitoringMode" => match ServerMonitoringMode::parse(&value) {
                 Some(mode) => options.server_monitoring_mode = Some(mode),
                 None => {
@@ -680,24 +720,135 @@ impl OptionParser {
                 self.millis(name, &value, 0),
             ),
             "socketTimeoutMS" => set(&mut options.socket_timeout, self.millis(name, &value, 0)),
-            "srvMaxHosts" => set(&mut options.srv_max_hosts, self.unsigned(name, &value, 0)),
-            "srvServiceName" => {
-                if is_srv_service_name(&value) {
-                    options.srv_service_name = Some(value);
-                } else {
+            "timeoutMS" => set(&mut options.timeout, self.millis(name, &value, 0)),
+            _ => return Ok(Some(value)),
+        }
+        Ok(None)
+    }
+
+    /// The connection pool's settings and the retry rules.
+    /// Hands `value` back when `name` is not one of them.
+    fn apply_pool_and_retry(
+        &mut self,
+        options: &mut ClientOptions,
+        name: &'static str,
+        value: String,
+    ) -> Result<Option<String>> {
+        match name {
+            "maxConnecting" => set(&mut options.max_connecting, self.unsigned(name, &value, 1)),
+            "maxIdleTimeMS" => set(&mut options.max_idle_time, self.millis(name, &value, 0)),
+            "maxPoolSize" => set(&mut options.max_pool_size, self.unsigned(name, &value, 0)),
+            "minPoolSize" => set(&mut options.min_pool_size, self.unsigned(name, &value, 0)),
+            "waitQueueTimeoutMS" => set(
+                &mut options.wait_queue_timeout,
+                self.millis(name, &value, 0),
+            ),
+            "retryReads" => set(&mut options.retry_reads, self.boolean(name, &value)),
+            "retryWrites" => set(&mut options.retry_writes, self.boolean(name, &value)),
+            "maxAdaptiveRetries" => set(
+                &mut options.max_adaptive_retries,
+                self.unsigned(name, &value, 0),
+            ),
+            "enableOverloadRetargeting" => set(
+                &mut options.enable_overload_retargeting,
+                self.boolean(name, &value),
+            ),
+            _ => return Ok(Some(value)),
+        }
+        Ok(None)
+    }
+
+    /// Read preference and read concern.
+    /// Hands `value` back when `name` is not one of them.
+    fn apply_read(
+        &mut self,
+        options: &mut ClientOptions,
+        name: &'static str,
+        value: String,
+    ) -> Result<Option<String>> {
+        match name {
+            "readConcernLevel" => options.read_concern = Some(ReadConcern { level: value }),
+            "readPreference" => match ReadPreferenceMode::parse(&value) {
+                Ok(mode) => self.read_preference_mode = Some(mode),
+                Err(_) => {
                     self.invalid::<()>(
                         name,
                         &value,
-                        "an SRV service name (1-15 letters, digits or inner hyphens)",
+                        "primary, primaryPreferred, secondary, secondaryPreferred or nearest",
                     );
                 }
+            },
+            "readPreferenceTags" => {
+                if let Some(pairs) = self.key_value_pairs(name, &value) {
+                    let tag_set: TagSet = pairs.into_iter().collect();
+                    self.tag_sets.get_or_insert_with(Vec::new).push(tag_set);
+                }
             }
+            "maxStalenessSeconds" => {
+                // -1 says "no maximum" explicitly; the 90-second floor and
+                // the heartbeat rule are checked at selection time, where
+                // the max-staleness spec puts them.
+                if let Some(seconds) = self.integer(name, &value, -1, i32::MAX.into()) {
+                    self.max_staleness =
+                        Some((seconds >= 0).then(|| Duration::from_secs(seconds as u64)));
+                }
+            }
+            _ => return Ok(Some(value)),
+        }
+        Ok(None)
+    }
+
+    /// The write concern.
+    /// Hands `value` back when `name` is not one of them.
+    fn apply_write_concern(
+        &mut self,
+        options: &mut ClientOptions,
+        name: &'static str,
+        value: String,
+    ) -> Result<Option<String>> {
+        match name {
+            "journal" => {
+                if let Some(journal) = self.boolean(name, &value) {
+                    write_concern(options).journal = Some(journal);
+                }
+            }
+            "w" => {
+                let w = match value.parse::<i64>() {
+                    Ok(n) => match u32::try_from(n) {
+                        Ok(n) if n <= i32::MAX as u32 => Some(Acknowledgment::Nodes(n)),
+                        _ => self.invalid(name, &value, "a non-negative integer or a tag name"),
+                    },
+                    Err(_) if value == "majority" => Some(Acknowledgment::Majority),
+                    Err(_) => Some(Acknowledgment::Custom(value)),
+                };
+                if let Some(w) = w {
+                    write_concern(options).w = Some(w);
+                }
+            }
+            "wTimeoutMS" => {
+                if let Some(timeout) = self.millis_up_to(name, &value, 0, i64::MAX) {
+                    write_concern(options).w_timeout = Some(timeout);
+                }
+            }
+            _ => return Ok(Some(value)),
+        }
+        Ok(None)
+    }
+
+    /// TLS.
+    /// Hands `value` back when `name` is not one of them.
+    fn apply_tls(
+        &mut self,
+        options: &mut ClientOptions,
+        name: &'static str,
+        value: String,
+    ) -> Result<Option<String>> {
+        match name {
             "ssl" | "tls" => {
                 if let Some(on) = self.boolean(name, &value) {
                     self.tls_values.push((name, on));
                 }
             }
-            "timeoutMS" => set(&mut options.timeout, self.millis(name, &value, 0)),
             "tlsAllowInvalidCertificates" => {
                 if let Some(v) = self.boolean(name, &value) {
                     tls(options).allow_invalid_certificates = Some(v);
@@ -728,36 +879,31 @@ impl OptionParser {
                     tls(options).insecure = Some(v);
                 }
             }
-            "w" => {
-                let w = match value.parse::<i64>() {
-                    Ok(n) => match u32::try_from(n) {
-                        Ok(n) if n <= i32::MAX as u32 => Some(Acknowledgment::Nodes(n)),
-                        _ => self.invalid(name, &value, "a non-negative integer or a tag name"),
-                    },
-                    Err(_) if value == "majority" => Some(Acknowledgment::Majority),
-                    Err(_) => Some(Acknowledgment::Custom(value)),
-                };
-                if let Some(w) = w {
-                    write_concern(options).w = Some(w);
-                }
-            }
-            "waitQueueTimeoutMS" => set(
-                &mut options.wait_queue_timeout,
-                self.millis(name, &value, 0),
-            ),
-            "wTimeoutMS" => {
-                if let Some(timeout) = self.millis_up_to(name, &value, 0, i64::MAX) {
-                    write_concern(options).w_timeout = Some(timeout);
-                }
-            }
-            "zlibCompressionLevel" => {
-                if let Some(level) = self.integer(name, &value, -1, 9) {
-                    options.zlib_compression_level = Some(level as i32);
-                }
-            }
-            other => unreachable!("option {other} is listed in OPTION_NAMES but not handled"),
+            _ => return Ok(Some(value)),
         }
-        Ok(())
+        Ok(None)
+    }
+
+    /// The SOCKS5 proxy.
+    /// Hands `value` back when `name` is not one of them.
+    fn apply_proxy(
+        &mut self,
+        options: &mut ClientOptions,
+        name: &'static str,
+        value: String,
+    ) -> Result<Option<String>> {
+        match name {
+            "proxyHost" => proxy(options).host = Some(value),
+            "proxyPassword" => proxy(options).password = Some(value),
+            "proxyPort" => {
+                if let Some(port) = self.integer(name, &value, 0, u16::MAX.into()) {
+                    proxy(options).port = Some(port as u16);
+                }
+            }
+            "proxyUsername" => proxy(options).username = Some(value),
+            _ => return Ok(Some(value)),
+        }
+        Ok(None)
     }
 
     /// Assembles multi-key values and checks the rules only a URI can break.

@@ -34,6 +34,7 @@ pub const EXTERNAL: &str = "$external";
 /// the external mechanisms), GSSAPI's default `SERVICE_NAME`, and the
 /// mechanism-specific rules checked (property names and values, what each
 /// mechanism allows). Pure: no I/O, nothing about what this driver can run.
+#[allow(clippy::too_many_lines)] // TODO(issue 33): split by the spec's steps.
 pub fn resolve_credential(
     credential: &Credential,
     default_database: Option<&str>,

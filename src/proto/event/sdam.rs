@@ -110,6 +110,7 @@ pub enum SdamEvent {
 /// The unstructured form of the SDAM logging spec's message for `event`;
 /// `None` for a server description change, which the spec deliberately
 /// leaves to the topology change that always follows it.
+#[allow(clippy::too_many_lines)] // TODO(issue 33): split by the spec's steps.
 pub fn sdam_log_message(event: &SdamEvent) -> Option<String> {
     let message = match event {
         SdamEvent::TopologyOpening { topology_id } => {

@@ -74,6 +74,7 @@ impl Find {
     /// cost of a warm `find_one` (a map insert and a key allocation per
     /// field, the filter cloned). The filter and every option are checked
     /// for depth and validity as they are written.
+    #[allow(clippy::too_many_lines)] // TODO(issue 33): split by the spec's steps.
     fn write_body(&self) -> std::result::Result<Vec<u8>, WriteError> {
         let options = &self.options;
         let mut body = DocumentWriter::with_capacity(128);

@@ -301,6 +301,7 @@ impl ErrorDecision {
 
 /// The spec's `handleError`, without its effects: what `error` means for
 /// `topology`.
+#[allow(clippy::too_many_lines)] // TODO(issue 33): split by the spec's steps.
 pub fn decide(topology: &TopologyDescription, error: &ApplicationError) -> ErrorDecision {
     let (Some(server), Some(generation)) = (
         topology.servers.get(&error.address),

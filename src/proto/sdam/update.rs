@@ -381,6 +381,7 @@ impl TopologyDescription {
     }
 
     /// The TopologyType table.
+    #[allow(clippy::too_many_lines)] // TODO(issue 33): split by the spec's steps.
     fn update_with(&mut self, new: ServerDescription) {
         let address = new.address.clone();
         let server_type = new.server_type;

@@ -514,6 +514,7 @@ impl SessionState {
 
     /// [`Self::decorate`] on a command on its way to the wire (the one
     /// path the executor takes).
+    #[allow(clippy::too_many_lines)] // TODO(issue 33): split by the spec's steps.
     pub(crate) fn decorate_draft(
         &mut self,
         command: &mut CommandDraft,
