@@ -15,7 +15,7 @@ use crate::error::Result;
 use crate::proto::event::EventHandler;
 use crate::proto::options::ClientOptions;
 use crate::proto::read_preference::ReadPreference;
-use crate::proto::retry::{RetryPolicy, RetrySettings, Tokens};
+use crate::proto::retry::{RetrySettings, Tokens};
 use crate::proto::sdam::ServerDescription;
 use crate::proto::select::ServerSelector;
 use crate::shell::exec::ClientState;
@@ -83,7 +83,7 @@ impl Client {
         let topology = Topology::new(options, handler, server_selector)?;
         let mut state = ClientState::new(topology);
         if let Some(settings) = retry_settings {
-            state.retry = RetryPolicy::new(settings);
+            state.set_retry_settings(settings);
         }
         Ok(Client {
             inner: Arc::new(ClientInner {
@@ -97,7 +97,7 @@ impl Client {
     /// below [`crate::options::TOKEN_BUCKET_CAPACITY`] means recent overload
     /// retries outnumbered successes.
     pub fn retry_tokens(&self) -> Option<Tokens> {
-        self.state().retry.bucket().map(|bucket| bucket.balance())
+        self.state().retry_tokens()
     }
 
     /// A handle to the database `name`. Does no I/O.
@@ -144,22 +144,20 @@ impl Client {
     /// waiting on the network. The client can still be used afterwards: the
     /// next operation reconnects. Dropping the last clone does the same.
     pub fn close(&self) {
-        let mut state = self.state();
-        state.end_sessions();
-        state.topology.close();
+        self.state().close();
     }
 
     /// The options in force. With a `mongodb+srv` connection string they
     /// include, once the first operation has looked them up, the seed list
     /// of the SRV record and the options of the TXT record.
     pub fn options(&self) -> ClientOptions {
-        self.state().topology.options().clone()
+        self.state().options().clone()
     }
 
     /// The read/write defaults the client's options give its operations.
     pub(crate) fn defaults(&self) -> crate::api::coll::Defaults {
         let state = self.state();
-        let options = state.topology.options();
+        let options = state.options();
         crate::api::coll::Defaults {
             read_preference: options.read_preference().cloned(),
             read_concern: options.read_concern().cloned(),

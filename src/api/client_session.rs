@@ -39,12 +39,7 @@ impl ClientSession {
     pub(crate) fn start(client: &Client, options: SessionOptions) -> Result<ClientSession> {
         options.validate()?;
         let process = crate::shell::fork::current_process();
-        let server_session = {
-            let mut state = client.state();
-            let timeout = state.logical_session_timeout();
-            let now = state.time.now();
-            state.sessions.checkout(process, now, timeout)
-        };
+        let server_session = { client.state().check_out_session(process) };
         Ok(ClientSession {
             client: client.clone(),
             state: SessionState::explicit(options, server_session, process.id)?,
@@ -168,7 +163,7 @@ impl ClientSession {
                 address,
                 generation: 0,
             }) => Target::Pinned {
-                generation: state.topology.socket_generation(&address),
+                generation: state.socket_generation(&address),
                 address,
             },
             Some(t) => t,
@@ -220,7 +215,7 @@ impl ClientSession {
         // held while the callback runs or a backoff sleeps.
         let (clock, jitter) = {
             let mut state = self.client.state();
-            (state.time.clone(), state.fork_rng())
+            (state.time(), state.fork_rng())
         };
         // The client's timeoutMS, when set, bounds the retries instead of
         // the default 120 seconds, and the callback's operations and the
@@ -297,12 +292,9 @@ impl Drop for ClientSession {
         }
         let server_session = self.state.end(process.id);
         if let Some(server_session) = server_session {
-            let mut state = self.client.state();
-            let timeout = state.logical_session_timeout();
-            let now = state.time.now();
-            state
-                .sessions
-                .checkin(process, server_session, now, timeout);
+            self.client
+                .state()
+                .check_in_session(process, server_session);
         }
     }
 }

@@ -36,17 +36,18 @@ use crate::error::Result;
 use crate::proto::address::ServerAddress;
 use crate::proto::deadline::Deadline;
 use crate::proto::operation::{Operation, ServerInfo};
-use crate::proto::options::{ReadConcern, WriteConcern};
-use crate::proto::retry::{RetryPolicy, RetrySettings};
+use crate::proto::options::{ClientOptions, ReadConcern, WriteConcern};
+use crate::proto::process::CurrentProcess;
+use crate::proto::retry::classify::{carries_write_concern_error, has_write_errors};
+use crate::proto::retry::{RetryPolicy, RetrySettings, TokenBucket, Tokens};
 use crate::proto::sdam::TopologyType;
 use crate::proto::session::cluster_time::ClusterClock;
-use crate::proto::session::pool::SessionPool;
+use crate::proto::session::pool::{ServerSession, SessionPool};
 use crate::proto::session::transaction::FailedCommand;
 use crate::proto::session::SessionState;
 use crate::shell::fork::this_process;
 use crate::shell::topology::Topology;
 
-use crate::proto::retry::classify::{carries_write_concern_error, has_write_errors};
 pub(crate) use crate::shell::clock::Clock;
 use attempt::Run;
 
@@ -152,6 +153,52 @@ impl ClientState {
             retry,
             socket_transaction: None,
         }
+    }
+
+    /// A server session for an explicit session of `process`, from the pool.
+    pub(crate) fn check_out_session(&mut self, process: CurrentProcess) -> ServerSession {
+        let timeout = self.logical_session_timeout();
+        let now = self.time.now();
+        self.sessions.checkout(process, now, timeout)
+    }
+
+    /// Returns an explicit session's server session to the pool.
+    pub(crate) fn check_in_session(&mut self, process: CurrentProcess, session: ServerSession) {
+        let timeout = self.logical_session_timeout();
+        let now = self.time.now();
+        self.sessions.checkin(process, session, now, timeout);
+    }
+
+    /// The generation of `address`'s socket (0 when it has none).
+    pub(crate) fn socket_generation(&self, address: &ServerAddress) -> u32 {
+        self.topology.socket_generation(address)
+    }
+
+    /// Where operations read the time and sleep, for a loop that runs
+    /// without the client's lock (a transaction's retries).
+    pub(crate) fn time(&self) -> Arc<dyn Clock> {
+        self.time.clone()
+    }
+
+    /// Replaces the retry settings (the bucket starts full).
+    pub(crate) fn set_retry_settings(&mut self, settings: RetrySettings) {
+        self.retry = RetryPolicy::new(settings);
+    }
+
+    /// The retry tokens left, when the retry settings use a bucket.
+    pub(crate) fn retry_tokens(&self) -> Option<Tokens> {
+        self.retry.bucket().map(TokenBucket::balance)
+    }
+
+    /// The options in force (with an SRV URI, once looked up).
+    pub(crate) fn options(&self) -> &ClientOptions {
+        self.topology.options()
+    }
+
+    /// Ends the pooled sessions on the server and closes every socket.
+    pub(crate) fn close(&mut self) {
+        self.end_sessions();
+        self.topology.close();
     }
 
     /// A generator forked from the client's, for a loop of its own (a
