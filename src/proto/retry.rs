@@ -827,9 +827,8 @@ impl OperationRetry {
     }
 
     /// Decides what follows the failure of the latest attempt: what the
-    /// error means ([`Self::judge`]), whether the retry budget allows
-    /// another attempt ([`Self::within_budget`]), then the backoff and token
-    /// an overload retry needs ([`Self::overload_backoff`]).
+    /// error means (one match), whether the retry budget allows another
+    /// attempt, then the backoff and token an overload retry needs.
     ///
     /// For a retryable write, adds `RetryableWriteError` to `error` where the
     /// driver must. When giving up after several attempts, returns the error
