@@ -13,6 +13,9 @@ use crate::error::{Error, Result};
 /// on (the server's own list).
 const FORBIDDEN_IN_DATABASE: &[char] = &['/', '\\', '.', ' ', '"', '$', '\0'];
 
+/// The database whose name is allowed its `$`.
+const EXTERNAL_DATABASE: &str = "$external";
+
 /// The server's limit: database names have fewer than 64 bytes.
 const MAX_DATABASE_NAME_BYTES: usize = 63;
 
@@ -28,6 +31,12 @@ impl Namespace {
 /// Checks a database name: not empty, under 64 bytes, and none of
 /// `/ \ . " $`, space or NUL.
 pub fn check_database_name(name: &str) -> Result<()> {
+    // The server's one exception to its own list: the database of users
+    // that authenticate elsewhere (X.509, LDAP, AWS, OIDC), where such
+    // users are created and listed.
+    if name == EXTERNAL_DATABASE {
+        return Ok(());
+    }
     if name.is_empty() {
         return Err(Error::invalid_argument("the database name is empty"));
     }
@@ -97,6 +106,7 @@ mod tests {
             ("a-b_c", "a.b.c"),
             ("é", "system.profile"),
             (&"d".repeat(63)[..], "x y"),
+            ("$external", "users"),
         ] {
             assert!(Namespace::new(db, coll).check().is_ok(), "{db}.{coll}");
         }
@@ -115,6 +125,7 @@ mod tests {
             ("a b", "a space"),
             ("a\"b", "'\"'"),
             ("$a", "'$'"),
+            ("$externals", "'$'"),
             ("a\0b", "a NUL character"),
         ] {
             let text = message(check_database_name(name));
