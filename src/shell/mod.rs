@@ -3,9 +3,6 @@
 //! out what they decide; no protocol rule lives here.
 
 pub(crate) mod clock;
-// The sockets still read the system's time (s-conn moves them onto the
-// Clock); remove this allow once they take it.
-#[allow(clippy::disallowed_methods)]
 pub(crate) mod conn;
 pub(crate) mod dns;
 pub(crate) mod exec;

@@ -39,9 +39,6 @@ use crate::shell::conn::Connection;
 mod checks;
 mod errors;
 mod forget;
-// The overlapped checks still read the system's time (s-conn moves them
-// onto the Clock); remove this allow once they take it.
-#[allow(clippy::disallowed_methods)]
 mod overlap;
 mod publish;
 mod sockets;
