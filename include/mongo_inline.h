@@ -28,7 +28,9 @@
  *   Sessions and cursors opened before the fork must not be used in the
  *   child (free them only in the parent).
  * - Callbacks run inline, on the calling thread, while the client is busy:
- *   a callback must not call into the same client.
+ *   a call into the same client from inside a callback fails at once with
+ *   MI_ERROR_CLIENT (it would otherwise wait for itself); record what the
+ *   callback needs and act after the call that raised it returns.
  */
 #ifndef MONGO_INLINE_H
 #define MONGO_INLINE_H

@@ -7,6 +7,8 @@
 //! single-threaded by design, and `Client` is `Send + Sync` only so that it
 //! can live in a `static` or move between threads.
 
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bson::Document;
@@ -30,6 +32,67 @@ pub struct Client {
 
 struct ClientInner {
     state: Mutex<ClientState>,
+    /// The [`this_thread`] number of the thread holding `state`, 0 when none
+    /// does: an event or log callback that calls back into its own client
+    /// runs on the thread that holds the lock, and would wait for itself.
+    holder: AtomicU64,
+    /// A `close` asked for from inside a callback, done when the operation
+    /// under way lets go of the state.
+    close_pending: AtomicBool,
+    /// What the options give every operation, fixed when the client is
+    /// built (SRV's TXT record cannot change them), so that handles can be
+    /// made without the state's lock.
+    defaults: crate::api::coll::Defaults,
+    /// The connection string's database, fixed likewise.
+    default_database: Option<String>,
+}
+
+/// The message of the error an operation started from inside one of its
+/// own client's callbacks gets.
+const REENTERED: &str = "an operation was started from inside an event or log callback of the \
+same client; the client is busy with the operation that raised the event, and would wait for \
+itself forever. Record what the callback needs and act on it after the operation returns, or \
+use another client";
+
+/// A number for the calling thread, distinct from every other thread's
+/// (ThreadId has no stable integer form); never 0.
+fn this_thread() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local! {
+        static THIS: u64 = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+    THIS.with(|id| *id)
+}
+
+/// The client's state, locked by this thread; marks the thread as the
+/// holder for as long as it lives.
+pub(crate) struct StateGuard<'a> {
+    inner: &'a ClientInner,
+    guard: MutexGuard<'a, ClientState>,
+}
+
+impl Deref for StateGuard<'_> {
+    type Target = ClientState;
+    fn deref(&self) -> &ClientState {
+        &self.guard
+    }
+}
+
+impl DerefMut for StateGuard<'_> {
+    fn deref_mut(&mut self) -> &mut ClientState {
+        &mut self.guard
+    }
+}
+
+impl Drop for StateGuard<'_> {
+    fn drop(&mut self) {
+        if self.inner.close_pending.swap(false, Ordering::Relaxed) {
+            self.guard.close();
+        }
+        // Before the lock is let go (the fields drop after this body): a
+        // thread that takes it next sets its own number.
+        self.inner.holder.store(0, Ordering::Relaxed);
+    }
 }
 
 impl std::fmt::Debug for Client {
@@ -52,7 +115,8 @@ impl Client {
 
     /// A client that reports SDAM and command events to `handler`.
     /// The handler runs inline, inside the operation that caused the
-    /// event; it must not call back into this client.
+    /// event; an operation it starts on this client fails with an
+    /// [`ErrorKind::Client`](crate::error::ErrorKind::Client) error.
     pub fn with_options_and_handler(
         options: ClientOptions,
         handler: Arc<dyn EventHandler>,
@@ -80,6 +144,13 @@ impl Client {
         for warning in crate::proto::unsupported::check(&options)? {
             log::warn!("{warning}");
         }
+        let defaults = crate::api::coll::Defaults {
+            read_preference: options.read_preference().cloned(),
+            read_concern: options.read_concern().cloned(),
+            write_concern: options.write_concern().cloned(),
+            timeout: options.timeout(),
+        };
+        let default_database = options.default_database().map(str::to_string);
         let topology = Topology::new(options, handler, server_selector)?;
         let mut state = ClientState::new(topology);
         if let Some(settings) = retry_settings {
@@ -88,6 +159,10 @@ impl Client {
         Ok(Client {
             inner: Arc::new(ClientInner {
                 state: Mutex::new(state),
+                holder: AtomicU64::new(0),
+                close_pending: AtomicBool::new(false),
+                defaults,
+                default_database,
             }),
         })
     }
@@ -96,8 +171,19 @@ impl Client {
     /// or `None` when its retry settings use no bucket. A balance well
     /// below [`crate::options::TOKEN_BUCKET_CAPACITY`] means recent overload
     /// retries outnumbered successes.
+    ///
+    /// # Panics
+    ///
+    /// When called from inside an event or log callback of this client
+    /// (the client is busy with the operation that raised the event).
     pub fn retry_tokens(&self) -> Option<Tokens> {
-        self.state().retry_tokens()
+        self.checked_retry_tokens()
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Client::retry_tokens`], with the re-entry as an error (for the C ABI).
+    pub(crate) fn checked_retry_tokens(&self) -> Result<Option<Tokens>> {
+        Ok(self.state()?.retry_tokens())
     }
 
     /// A handle to the database `name`. Does no I/O.
@@ -111,13 +197,8 @@ impl Client {
 
     /// The database named in the connection string's path, if any.
     pub fn default_database(&self) -> Option<Database> {
-        let name = self
-            .state()
-            .topology
-            .options()
-            .default_database()?
-            .to_string();
-        Some(self.database(&name))
+        let name = self.inner.default_database.as_deref()?;
+        Some(self.database(name))
     }
 
     /// Starts an explicit session (for causal consistency or transactions).
@@ -143,27 +224,37 @@ impl Client {
     /// socket without waiting for a reply) and closes every socket, without
     /// waiting on the network. The client can still be used afterwards: the
     /// next operation reconnects. Dropping the last clone does the same.
+    ///
+    /// Called from inside one of this client's event or log callbacks, it
+    /// closes the client as soon as the operation that raised the event
+    /// returns.
     pub fn close(&self) {
-        self.state().close();
+        match self.state() {
+            Ok(mut state) => state.close(),
+            Err(_) => self.inner.close_pending.store(true, Ordering::Relaxed),
+        }
     }
 
     /// The options in force. With a `mongodb+srv` connection string they
     /// include, once the first operation has looked them up, the seed list
     /// of the SRV record and the options of the TXT record.
+    ///
+    /// # Panics
+    ///
+    /// When called from inside an event or log callback of this client
+    /// (the client is busy with the operation that raised the event).
     pub fn options(&self) -> ClientOptions {
-        self.state().options().clone()
+        self.checked_options().unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Client::options`], with the re-entry as an error (for the C ABI).
+    pub(crate) fn checked_options(&self) -> Result<ClientOptions> {
+        Ok(self.state()?.options().clone())
     }
 
     /// The read/write defaults the client's options give its operations.
     pub(crate) fn defaults(&self) -> crate::api::coll::Defaults {
-        let state = self.state();
-        let options = state.options();
-        crate::api::coll::Defaults {
-            read_preference: options.read_preference().cloned(),
-            read_concern: options.read_concern().cloned(),
-            write_concern: options.write_concern().cloned(),
-            timeout: options.timeout(),
-        }
+        self.inner.defaults.clone()
     }
 
     /// The deployment's databases, with their sizes (`listDatabases`, on
@@ -201,13 +292,28 @@ impl Client {
         crate::api::action::ListDatabaseNames::new(self)
     }
 
-    pub(crate) fn state(&self) -> MutexGuard<'_, ClientState> {
+    /// The client's state, once other threads' operations are done with
+    /// it. An error, not a wait, when this thread already holds it: then
+    /// the caller is a callback of the operation in progress.
+    pub(crate) fn state(&self) -> Result<StateGuard<'_>> {
+        let me = this_thread();
+        // Only this thread ever stores its own number, so reading it here
+        // means this thread holds the lock; any other value means waiting.
+        if self.inner.holder.load(Ordering::Relaxed) == me {
+            return Err(crate::error::Error::client(REENTERED));
+        }
         // A panic in an event handler poisons the lock; the state itself is
         // left consistent between steps, so carry on with it.
-        self.inner
+        let guard = self
+            .inner
             .state
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        self.inner.holder.store(me, Ordering::Relaxed);
+        Ok(StateGuard {
+            inner: &self.inner,
+            guard,
+        })
     }
 }
 
@@ -230,8 +336,9 @@ pub struct ClientBuilder {
 }
 
 impl ClientBuilder {
-    /// Reports SDAM and command events to `handler`, inline; the handler
-    /// must not call back into the client.
+    /// Reports SDAM and command events to `handler`, inline; an operation
+    /// the handler starts on this client fails with an
+    /// [`ErrorKind::Client`](crate::error::ErrorKind::Client) error.
     pub fn event_handler(mut self, handler: Arc<dyn EventHandler>) -> Self {
         self.handler = Some(handler);
         self

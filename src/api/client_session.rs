@@ -39,7 +39,7 @@ impl ClientSession {
     pub(crate) fn start(client: &Client, options: SessionOptions) -> Result<ClientSession> {
         options.validate()?;
         let process = crate::shell::fork::current_process();
-        let server_session = { client.state().check_out_session(process) };
+        let server_session = client.state()?.check_out_session(process);
         Ok(ClientSession {
             client: client.clone(),
             state: SessionState::explicit(options, server_session, process.id)?,
@@ -157,7 +157,7 @@ impl ClientSession {
     fn run_end(&mut self, op: &mut EndTransaction, target: Option<Target>) -> Result<Document> {
         // Before taking the state: `defaults` takes it too.
         let inherited = self.client.defaults().timeout_only();
-        let mut state = self.client.state();
+        let mut state = self.client.state()?;
         let target = match target {
             Some(Target::Pinned {
                 address,
@@ -214,7 +214,7 @@ impl ClientSession {
         // The clock is taken out of the client's state so that no lock is
         // held while the callback runs or a backoff sleeps.
         let (clock, jitter) = {
-            let mut state = self.client.state();
+            let mut state = self.client.state()?;
             (state.time(), state.fork_rng())
         };
         // The client's timeoutMS, when set, bounds the retries instead of
@@ -291,10 +291,10 @@ impl Drop for ClientSession {
             let _ = self.abort_transaction();
         }
         let server_session = self.state.end(process.id);
-        if let Some(server_session) = server_session {
-            self.client
-                .state()
-                .check_in_session(process, server_session);
+        // Dropped inside one of the client's callbacks, the server session
+        // cannot go back to the pool; the server ends it when it times out.
+        if let (Some(server_session), Ok(mut state)) = (server_session, self.client.state()) {
+            state.check_in_session(process, server_session);
         }
     }
 }

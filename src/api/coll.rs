@@ -178,7 +178,7 @@ impl<T> Collection<T> {
         session: Option<&mut ClientSession>,
     ) -> Result<Op::Output> {
         self.ns.check()?;
-        let mut state = self.client.state();
+        let mut state = self.client.state()?;
         let explicit = session.map(|s| s.state_mut());
         let executed =
             state.execute(&mut op, explicit, self.defaults.inherited(), Target::Select)?;
@@ -189,8 +189,11 @@ impl<T> Collection<T> {
     /// Runs one batch of an `insert_many` or `bulk_write`.
     /// The deadline every batch of one insert_many/bulk_write shares:
     /// timeoutMS bounds the whole call, not each batch.
-    pub(crate) fn batches_deadline(&self) -> crate::proto::deadline::Deadline {
-        self.client.state().deadline_from_now(self.defaults.timeout)
+    pub(crate) fn batches_deadline(&self) -> Result<crate::proto::deadline::Deadline> {
+        Ok(self
+            .client
+            .state()?
+            .deadline_from_now(self.defaults.timeout))
     }
 
     pub(crate) fn execute_batch(
@@ -200,7 +203,7 @@ impl<T> Collection<T> {
         deadline: crate::proto::deadline::Deadline,
     ) -> Result<BulkWriteResult> {
         self.ns.check()?;
-        let mut state = self.client.state();
+        let mut state = self.client.state()?;
         let explicit = session.map(|s| s.state_mut());
         let inherited = Inherited {
             deadline: Some(deadline),
@@ -284,7 +287,7 @@ pub(crate) fn open_cursor<U, Op: Operation<Output = Box<CursorSpec>>>(
 ) -> Result<Cursor<U>> {
     let timeout = inherited.timeout;
     let executed = client
-        .state()
+        .state()?
         .execute(op, None, inherited, Target::Select)?;
     Ok(Cursor::from_executed(client.clone(), executed).with_timeout(timeout))
 }
@@ -299,7 +302,7 @@ pub(crate) fn open_session_cursor<U, Op: Operation<Output = Box<CursorSpec>>>(
     let timeout = inherited.timeout;
     let executed =
         client
-            .state()
+            .state()?
             .execute(op, Some(session.state_mut()), inherited, Target::Select)?;
     Ok(SessionCursor::from_executed(
         client.clone(),

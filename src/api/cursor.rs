@@ -94,7 +94,7 @@ impl Batches {
             return Ok(());
         };
         let (inherited, target) = (self.inherited(), self.target());
-        let mut state = self.client.state();
+        let mut state = self.client.state()?;
         let executed = state.execute(&mut get_more, session, inherited, target)?;
         state.check_in(executed.implicit_session);
         drop(state);
@@ -111,9 +111,12 @@ impl Batches {
         }
         if let Some(mut kill) = self.spec.kill_cursors() {
             let (inherited, target) = (self.inherited(), self.target());
-            let mut state = self.client.state();
-            if let Ok(executed) = state.execute(&mut kill, session, inherited, target) {
-                state.check_in(executed.implicit_session);
+            // Inside one of the client's callbacks the state is out of
+            // reach: the server times the cursor out.
+            if let Ok(mut state) = self.client.state() {
+                if let Ok(executed) = state.execute(&mut kill, session, inherited, target) {
+                    state.check_in(executed.implicit_session);
+                }
             }
         }
     }
@@ -187,8 +190,8 @@ impl<T> Cursor<T> {
     fn release_session_if_done(&mut self) {
         if !self.batches.spec.has_more() {
             let session = self.session.take();
-            if session.is_some() {
-                self.batches.client.state().check_in(session);
+            if let (Some(_), Ok(mut state)) = (&session, self.batches.client.state()) {
+                state.check_in(session);
             }
         }
     }
@@ -207,8 +210,8 @@ impl<T: DeserializeOwned + 'static> Iterator for Cursor<T> {
 impl<T> Drop for Cursor<T> {
     fn drop(&mut self) {
         self.batches.kill(self.session.as_deref_mut());
-        if let Some(session) = self.session.take() {
-            self.batches.client.state().check_in(Some(session));
+        if let (Some(session), Ok(mut state)) = (self.session.take(), self.batches.client.state()) {
+            state.check_in(Some(session));
         }
     }
 }

@@ -1,7 +1,8 @@
 //! Command and SDAM events, and log records, handed to C callbacks.
 //!
 //! Both run inline, on the thread of the call that caused them, while the
-//! client is busy: a callback must not call back into the same client.
+//! client is busy: a call back into the same client fails with
+//! MI_ERROR_CLIENT (the client notices the re-entry on its thread).
 
 use std::ffi::{c_char, c_void, CString};
 use std::ptr;

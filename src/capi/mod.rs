@@ -524,7 +524,7 @@ pub unsafe extern "C" fn mi_client_retry_tokens(
                 handle(has_bucket, "has_bucket")?,
             )
         };
-        let balance = ops::retry_tokens(&client.client);
+        let balance = ops::retry_tokens(&client.client)?;
         *has_bucket = balance.is_some();
         *tokens = balance.unwrap_or(0.0);
         Ok(())

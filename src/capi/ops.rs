@@ -31,7 +31,8 @@ pub(crate) fn with_event_handler(
     client: &Client,
     handler: Arc<dyn EventHandler>,
 ) -> Result<Client, Failure> {
-    Client::builder(client.options())
+    let options = client.checked_options().map_err(|e| failure(&e))?;
+    Client::builder(options)
         .event_handler(handler)
         .build()
         .map_err(|e| failure(&e))
@@ -43,8 +44,9 @@ pub(crate) fn close(client: &Client) {
 }
 
 /// The retry tokens left, or `None` without a bucket.
-pub(crate) fn retry_tokens(client: &Client) -> Option<f64> {
-    client.retry_tokens().map(|tokens| tokens.as_f64())
+pub(crate) fn retry_tokens(client: &Client) -> Result<Option<f64>, Failure> {
+    let tokens = client.checked_retry_tokens().map_err(|e| failure(&e))?;
+    Ok(tokens.map(|tokens| tokens.as_f64()))
 }
 
 /// `command` on database `db`, on the primary.

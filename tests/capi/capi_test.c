@@ -109,6 +109,74 @@ static void on_log(void *user_data, int32_t level, const char *target, const cha
         log_records++;
 }
 
+/* Callbacks that call into their own client: each such call must fail at
+ * once with MI_ERROR_CLIENT saying why (not wait for itself forever), and
+ * the operation that raised the event must still complete. */
+static mi_client *reentry_client = NULL;
+static int reentry_depth = 0, reentry_refused = 0, reentry_failed = 0;
+
+static void call_into_own_client(void) {
+    if (!reentry_client || reentry_depth > 0)
+        return;
+    reentry_depth++;
+    mi_buffer ping = bson("{\"ping\": 1}");
+    mi_buffer reply = {NULL, 0};
+    mi_error *err =
+        mi_client_run_command(reentry_client, NULL, "admin", ping.data, ping.len, &reply);
+    if (err && err->domain == MI_ERROR_CLIENT && err->message &&
+        strstr(err->message, "from inside an event or log callback of the same client")) {
+        reentry_refused++;
+    } else if (err) {
+        /* A log record from outside the operation may run a command: only
+         * another error is wrong. */
+        reentry_failed++;
+        fprintf(stderr, "callback's call: [%d/%d] %s\n", err->domain, err->code, err->message);
+    }
+    mi_error_free(err);
+    mi_buffer_free(&reply);
+    mi_buffer_free(&ping);
+    reentry_depth--;
+}
+
+static void reenter_on_event(void *user_data, const mi_event *event) {
+    (void)user_data;
+    (void)event;
+    call_into_own_client();
+}
+
+static void reenter_on_log(void *user_data, int32_t level, const char *target,
+                           const char *message) {
+    (void)user_data;
+    (void)level;
+    (void)target;
+    (void)message;
+    call_into_own_client();
+}
+
+static void test_callbacks_calling_their_own_client(const char *uri) {
+    mi_buffer ping = bson("{\"ping\": 1}");
+    mi_buffer reply = {NULL, 0};
+    OK(mi_client_new(uri, &reentry_client));
+    OK(mi_client_set_event_callback(reentry_client, reenter_on_event, NULL));
+    OK(mi_client_run_command(reentry_client, NULL, "admin", ping.data, ping.len, &reply));
+    mi_buffer_free(&reply);
+    CHECK(reentry_refused > 0);
+    OK(mi_client_set_event_callback(reentry_client, NULL, NULL));
+
+    int refused = reentry_refused;
+    OK(mi_set_log_callback(reenter_on_log, NULL, 5));
+    OK(mi_client_run_command(reentry_client, NULL, "admin", ping.data, ping.len, &reply));
+    OK(mi_set_log_callback(NULL, NULL, 0));
+    mi_buffer_free(&reply);
+    CHECK(reentry_refused > refused);
+    CHECK(reentry_failed == 0);
+
+    mi_client *client = reentry_client;
+    reentry_client = NULL;
+    mi_client_free(client);
+    mi_buffer_free(&ping);
+}
+
 static void test_bson_helpers(void) {
     mi_buffer doc = bson("{\"a\": 1, \"b\": {\"$numberLong\": \"5\"}, \"s\": \"x\"}");
     CHECK(doc.data != NULL && doc.len > 5);
@@ -628,6 +696,7 @@ int main(int argc, char **argv) {
     test_client_errors(uri);
     test_null_handles();
     test_events_and_logs(uri);
+    test_callbacks_calling_their_own_client(uri);
 
     mi_client *client = NULL;
     OK(mi_client_new(uri, &client));

@@ -244,7 +244,7 @@ impl<'a, T> InsertMany<'a, T> {
             self.options,
             &mut crate::new_object_id,
         )?;
-        let deadline = self.coll.batches_deadline();
+        let deadline = self.coll.batches_deadline()?;
         while let Some(batch) = insert.next_batch() {
             let outcome = self
                 .coll
@@ -291,7 +291,7 @@ impl<'a, T> BulkWrite<'a, T> {
             self.options,
             &mut crate::new_object_id,
         )?;
-        let deadline = self.coll.batches_deadline();
+        let deadline = self.coll.batches_deadline()?;
         while let Some(batch) = bulk.next_batch() {
             let outcome = self
                 .coll

@@ -27,7 +27,7 @@ fn execute<Op: Operation>(
     inherited: Inherited<'_>,
     session: Option<&mut ClientSession>,
 ) -> Result<Op::Output> {
-    let mut state = client.state();
+    let mut state = client.state()?;
     let executed = state.execute(
         op,
         session.map(|s| s.state_mut()),
