@@ -221,9 +221,27 @@ fn certificate_reason(error: &CertificateError) -> String {
         CertificateError::BadSignature => {
             "the server's certificate is not correctly signed by its issuer".into()
         }
+        CertificateError::Other(other) => match other.0.downcast_ref::<webpki::Error>() {
+            Some(webpki::Error::CaUsedAsEndEntity) => CA_AS_SERVER_CERTIFICATE.into(),
+            Some(webpki::Error::EndEntityUsedAsCa) => SERVER_CERTIFICATE_AS_CA.into(),
+            _ => format!("the server's certificate was refused: {other:?}"),
+        },
         other => format!("the server's certificate was refused: {other:?}"),
     }
 }
+
+/// What `openssl req -x509` makes by default: a self-signed certificate
+/// marked as a CA, which webpki will not accept as the server's own.
+const CA_AS_SERVER_CERTIFICATE: &str = "the server's certificate is a CA certificate \
+(basicConstraints CA:TRUE) used as the server's own certificate, as a self-signed certificate \
+made with `openssl req -x509` is; issue the server a certificate (CA:FALSE) signed by that CA, \
+and give the CA to the client in tlsCAFile (tlsAllowInvalidCertificates=true accepts it, but \
+only for testing: it turns off every certificate check)";
+
+/// The mirror image: a chain whose issuer is not a CA.
+const SERVER_CERTIFICATE_AS_CA: &str = "a certificate in the server's chain is not a CA \
+certificate (basicConstraints CA:FALSE or absent) but issued the next one; the chain must be \
+signed by a CA certificate";
 
 /// A name as rustls presents it (`DnsName("db.example.com")`,
 /// `IpAddress(10.0.0.1)`), without the wrapper.
@@ -545,5 +563,23 @@ mod tests {
             "{mismatch}"
         );
         assert!(!mismatch.is_network_error());
+    }
+
+    #[test]
+    fn a_ca_certificate_as_the_server_certificate_says_so_and_what_to_do() {
+        let address = ServerAddress::tcp("localhost", 27017);
+        let ca_as_server = handshake_error(
+            &address,
+            &rustls::Error::InvalidCertificate(CertificateError::Other(rustls::OtherError(
+                Arc::new(webpki::Error::CaUsedAsEndEntity),
+            ))),
+        );
+        let text = ca_as_server.to_string();
+        assert!(
+            text.contains("is a CA certificate (basicConstraints CA:TRUE)"),
+            "{text}"
+        );
+        assert!(text.contains("tlsCAFile"), "{text}");
+        assert!(!text.contains("CaUsedAsEndEntity"), "{text}");
     }
 }
