@@ -34,6 +34,11 @@ pub const DEFAULT_SERVER_SELECTION_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_LOCAL_THRESHOLD: Duration = Duration::from_millis(15);
 /// The default of `connectTimeoutMS`.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The default of `socketTimeoutMS`, as libmongoc's: without `timeoutMS`,
+/// a server that stops answering fails the operation after this long
+/// instead of holding a short-lived process forever. `socketTimeoutMS=0`
+/// asks for no limit.
+pub const DEFAULT_SOCKET_TIMEOUT: Duration = Duration::from_secs(300);
 /// The default of `maxAdaptiveRetries`: how many times an operation is retried
 /// after overload errors (client-backpressure spec, `MAX_RETRIES`).
 pub const DEFAULT_MAX_ADAPTIVE_RETRIES: u32 = 2;
@@ -321,9 +326,15 @@ impl ClientOptions {
         }
     }
 
-    /// `socketTimeoutMS` (default none).
+    /// `socketTimeoutMS`: how long one request/reply exchange may take when
+    /// no `timeoutMS` applies; [`DEFAULT_SOCKET_TIMEOUT`] (300 s) when not
+    /// set, `None` (no limit) when set to 0.
     pub fn socket_timeout(&self) -> Option<Duration> {
-        self.socket_timeout.filter(|d| !d.is_zero())
+        match self.socket_timeout {
+            Some(d) if d.is_zero() => None,
+            Some(d) => Some(d),
+            None => Some(DEFAULT_SOCKET_TIMEOUT),
+        }
     }
 
     /// `serverSelectionTimeoutMS` (default 30 s).
@@ -1139,7 +1150,7 @@ impl ClientOptionsBuilder {
         zlib_compression_level: i32;
         /// `connectTimeoutMS` (zero: no timeout).
         connect_timeout: Duration;
-        /// `socketTimeoutMS` (zero: no timeout).
+        /// `socketTimeoutMS` (default 300 s; zero: no timeout).
         socket_timeout: Duration;
         /// `serverSelectionTimeoutMS` (positive).
         server_selection_timeout: Duration;

@@ -1211,6 +1211,16 @@ mod tests {
     }
 
     #[test]
+    fn socket_timeout_defaults_to_300_s_and_zero_means_no_limit() {
+        let (unset, _) = parse("mongodb://h/").unwrap();
+        assert_eq!(unset.socket_timeout(), Some(Duration::from_secs(300)));
+        let (zero, _) = parse("mongodb://h/?socketTimeoutMS=0").unwrap();
+        assert_eq!(zero.socket_timeout(), None);
+        let (set, _) = parse("mongodb://h/?socketTimeoutMS=1500").unwrap();
+        assert_eq!(set.socket_timeout(), Some(Duration::from_millis(1500)));
+    }
+
+    #[test]
     fn invalid_values_warn_and_unknown_keys_warn() {
         let (o, w) =
             parse("mongodb://h/?connectTimeoutMS=-2&fooBar=1&w=&zlibCompressionLevel=10").unwrap();
