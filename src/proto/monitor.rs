@@ -679,37 +679,54 @@ impl Monitor {
         let Some(selection) = self.selection.take() else {
             return Next::Idle;
         };
-        let mut message =
-            select::no_suitable_server_message(&self.description, &selection.criteria);
+        // The servers' last failures lead: "timed out" or "no suitable
+        // server" is what happened, a refused or reset connection is why.
+        let cause = select::unreachable_servers(&self.description);
+        let mut detail = select::describe_selection_failure(
+            &self.description,
+            &selection.criteria,
+            cause.is_none(),
+        );
         if let Some(reason) = reason {
-            message = format!("{message}; {reason}");
+            detail = format!("{detail}; {reason}");
         }
-        let error = Error::server_selection(message);
+        let waited = now.saturating_duration_since(selection.start).as_millis();
         let selection_end = selection.start + self.settings.server_selection_timeout;
         let deadline_binds = deadline.instant().is_some_and(|d| d <= selection_end);
-        if !deadline_binds {
-            return Next::Failed(error);
-        }
         let max_time = deadline
             .instant()
             .map_or(selection_end, |d| d.min(selection_end));
         let expired = now >= max_time;
         let operation = selection.operation.as_str();
-        Next::Failed(if self.settings.try_once && !expired {
-            // tryOnce gave up after its one scan, not for lack of time.
-            error
+        let (timeout, ended) = if !deadline_binds || (self.settings.try_once && !expired) {
+            // serverSelectionTimeoutMS ended it, or tryOnce gave up after
+            // its one scan: not timeoutMS.
+            (
+                false,
+                format!("server selection for {operation} gave up after {waited} ms"),
+            )
         } else if !expired {
             // The next scan may not start before the deadline
             // (minHeartbeatFrequencyMS), so waiting on could not help.
-            Error::new(ErrorKind::Timeout {
-                message: format!(
-                    "timeoutMS would expire before the next scan could start while \
-                     selecting a server for {operation}: {error}"
-                ),
-            })
+            let ended = format!(
+                "timeoutMS would expire before the next scan could start while selecting a \
+                 server for {operation}"
+            );
+            (true, ended)
         } else {
-            Deadline::timeout_error(&format!("selecting a server for {operation}: {error}"))
-        })
+            let ended = format!("timeoutMS expired while selecting a server for {operation}");
+            (true, ended)
+        };
+        let message = match (cause, timeout) {
+            (Some(cause), _) => format!("{cause} ({ended}; {detail})"),
+            (None, false) => detail,
+            (None, true) => format!("{ended}: server selection failed: {detail}"),
+        };
+        Next::Failed(Error::new(if timeout {
+            ErrorKind::Timeout { message }
+        } else {
+            ErrorKind::ServerSelection { message }
+        }))
     }
 
     /// Whether a scan would now check nothing because every server cools

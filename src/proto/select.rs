@@ -528,10 +528,40 @@ pub fn selection_error(topology: &TopologyDescription, criteria: &SelectionCrite
     Error::server_selection(no_suitable_server_message(topology, criteria))
 }
 
+/// The servers whose last check failed, with the failure, as the cause to
+/// name first in a selection's error: `could not reach a:27017: <error>`
+/// (several joined by `; `). `None` when every server answered its check
+/// and none was suitable.
+pub fn unreachable_servers(topology: &TopologyDescription) -> Option<String> {
+    let failures: Vec<String> = topology
+        .servers
+        .values()
+        .filter_map(|server| {
+            let error = server.error.as_deref()?;
+            // The address leads already: "network error (a:1): ..." would
+            // name it twice.
+            let prefix = format!("network error ({}): ", server.address);
+            let error = error.strip_prefix(&prefix).unwrap_or(error);
+            Some(format!("{}: {error}", server.address))
+        })
+        .collect();
+    (!failures.is_empty()).then(|| format!("could not reach {}", failures.join("; ")))
+}
+
 /// The text of [`selection_error`].
 pub fn no_suitable_server_message(
     topology: &TopologyDescription,
     criteria: &SelectionCriteria,
+) -> String {
+    describe_selection_failure(topology, criteria, true)
+}
+
+/// [`no_suitable_server_message`], each server's last error left out when
+/// `with_errors` is false (when [`unreachable_servers`] names them first).
+pub(crate) fn describe_selection_failure(
+    topology: &TopologyDescription,
+    criteria: &SelectionCriteria,
+    with_errors: bool,
 ) -> String {
     let mut message = format!(
         "no server is suitable for {criteria} in a {} topology",
@@ -541,7 +571,11 @@ pub fn no_suitable_server_message(
         message.push_str("; no servers are known");
     } else {
         message.push_str("; servers: ");
-        let servers: Vec<String> = topology.servers.values().map(describe_server).collect();
+        let servers: Vec<String> = topology
+            .servers
+            .values()
+            .map(|server| describe_server(server, with_errors))
+            .collect();
         message.push_str(&servers.join(", "));
     }
     // A server the update rules removed is gone from `servers`, but why it
@@ -560,8 +594,8 @@ pub fn no_suitable_server_message(
     message
 }
 
-fn describe_server(server: &ServerDescription) -> String {
-    match &server.error {
+fn describe_server(server: &ServerDescription, with_error: bool) -> String {
+    match server.error.as_ref().filter(|_| with_error) {
         Some(error) => format!(
             "{} ({}, last error: {error})",
             server.address,

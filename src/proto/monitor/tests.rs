@@ -317,6 +317,53 @@ fn a_cooldown_past_the_timeout_fails_early_saying_why() {
 }
 
 #[test]
+fn a_failed_selection_names_the_servers_failures_first() {
+    let mut h = Harness::new(&["a:1"], settings(false, 1_000));
+    h.select(primary_only(), 0);
+    let next = scan_all(&mut h, 0, refused);
+    let Next::Failed(e) = next else {
+        panic!("{next:?}")
+    };
+    assert!(
+        matches!(e.kind(), ErrorKind::ServerSelection { .. }),
+        "{e:?}"
+    );
+    let ErrorKind::ServerSelection { message } = e.kind() else {
+        unreachable!()
+    };
+    assert!(
+        message.starts_with("could not reach a:1: connecting: refused ("),
+        "{message}"
+    );
+    assert!(
+        message.contains("(server selection for find gave up after 0 ms; no server is suitable"),
+        "{message}"
+    );
+    assert_eq!(
+        message.matches("refused").count(),
+        1,
+        "said once: {message}"
+    );
+
+    // Under timeoutMS the timeout is the kind, the cause still comes first.
+    let mut h = Harness::new(&["a:1"], settings(false, 30_000));
+    h.select(primary_only(), 0);
+    assert_eq!(checks(h.poll_with(0, 2_000)), ["a:1"]);
+    h.report("a:1", refused("a:1"), 0);
+    let Next::Failed(e) = h.poll_with(2_000, 2_000) else {
+        panic!("the deadline passed")
+    };
+    let ErrorKind::Timeout { message } = e.kind() else {
+        panic!("{e:?}")
+    };
+    assert!(message.starts_with("could not reach a:1: "), "{message}");
+    assert!(
+        message.contains("(timeoutMS expired while selecting a server for find; "),
+        "{message}"
+    );
+}
+
+#[test]
 fn a_known_server_failing_with_a_network_error_is_checked_again_at_once() {
     let mut h = Harness::new(SET, settings(true, 30_000));
     h.select(primary_only(), 0);
