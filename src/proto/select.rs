@@ -525,7 +525,7 @@ pub(crate) fn pick(window: &[ServerAddress], rng: &mut fastrand::Rng) -> Option<
 #[cold]
 #[cfg(test)]
 pub fn selection_error(topology: &TopologyDescription, criteria: &SelectionCriteria) -> Error {
-    Error::server_selection(no_suitable_server_message(topology, criteria))
+    Error::server_selection(describe_selection_failure(topology, criteria, true))
 }
 
 /// The servers whose last check failed, with the failure, as the cause to
@@ -548,16 +548,8 @@ pub fn unreachable_servers(topology: &TopologyDescription) -> Option<String> {
     (!failures.is_empty()).then(|| format!("could not reach {}", failures.join("; ")))
 }
 
-/// The text of [`selection_error`].
-pub fn no_suitable_server_message(
-    topology: &TopologyDescription,
-    criteria: &SelectionCriteria,
-) -> String {
-    describe_selection_failure(topology, criteria, true)
-}
-
-/// [`no_suitable_server_message`], each server's last error left out when
-/// `with_errors` is false (when [`unreachable_servers`] names them first).
+/// The text of [`selection_error`] (`with_errors`), or without each
+/// server's last error (when [`unreachable_servers`] names them first).
 pub(crate) fn describe_selection_failure(
     topology: &TopologyDescription,
     criteria: &SelectionCriteria,

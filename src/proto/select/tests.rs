@@ -549,7 +549,7 @@ fn selection_error_names_every_server() {
     }
     let empty = topology(TopologyType::Unknown, Vec::new());
     assert!(
-        no_suitable_server_message(&empty, &read(ReadPreferenceMode::Nearest))
+        describe_selection_failure(&empty, &read(ReadPreferenceMode::Nearest), true)
             .contains("no servers are known")
     );
 }
