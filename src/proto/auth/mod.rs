@@ -34,14 +34,40 @@ pub const EXTERNAL: &str = "$external";
 /// the external mechanisms), GSSAPI's default `SERVICE_NAME`, and the
 /// mechanism-specific rules checked (property names and values, what each
 /// mechanism allows). Pure: no I/O, nothing about what this driver can run.
-#[allow(clippy::too_many_lines)] // TODO(issue 33): split by the spec's steps.
 pub fn resolve_credential(
     credential: &Credential,
     default_database: Option<&str>,
 ) -> Result<Credential> {
     let mut resolved = credential.clone();
     let mechanism = credential.mechanism.as_deref();
-    let source = match mechanism {
+    resolved.source = Some(auth_source(credential, default_database)?);
+    let properties = credential.mechanism_properties.clone();
+    match mechanism {
+        Some("GSSAPI") => {
+            resolved.mechanism_properties = Some(gssapi_properties(properties)?);
+        }
+        Some("MONGODB-AWS") => {
+            let has_token = properties
+                .as_ref()
+                .is_some_and(|p| property(p, "AWS_SESSION_TOKEN").is_some());
+            if has_token && credential.username.is_none() {
+                return Err(Error::invalid_argument(
+                    "AWS_SESSION_TOKEN needs a user name (access key id) and password (secret \
+                     access key) too",
+                ));
+            }
+        }
+        Some("MONGODB-OIDC") => validate_oidc(credential, properties.as_ref())?,
+        _ => {}
+    }
+    Ok(resolved)
+}
+
+/// The auth spec's source rule: `authSource`, else the URI's database, else
+/// `admin` — or `$external` for the external mechanisms (PLAIN takes the
+/// URI's database first).
+fn auth_source(credential: &Credential, default_database: Option<&str>) -> Result<String> {
+    let source = match credential.mechanism.as_deref() {
         Some("MONGODB-X509" | "GSSAPI" | "MONGODB-AWS" | "MONGODB-OIDC") => {
             credential.source.clone().unwrap_or_else(|| EXTERNAL.into())
         }
@@ -59,47 +85,32 @@ pub fn resolve_credential(
     if source.is_empty() {
         return Err(Error::invalid_argument("authSource is empty"));
     }
-    resolved.source = Some(source);
-    let properties = credential.mechanism_properties.clone();
-    match mechanism {
-        Some("GSSAPI") => {
-            let mut properties = properties.unwrap_or_default();
-            if let Some(value) = property(&properties, "CANONICALIZE_HOST_NAME") {
-                let valid = matches!(value, Bson::Boolean(_) | Bson::String(_))
-                    && match value {
-                        Bson::String(s) => {
-                            ["none", "forward", "forwardAndReverse", "true", "false"]
-                                .contains(&s.as_str())
-                        }
-                        _ => true,
-                    };
-                if !valid {
-                    return Err(Error::invalid_argument(
-                        "CANONICALIZE_HOST_NAME must be none, forward, forwardAndReverse, true or \
-                         false",
-                    ));
+    Ok(source)
+}
+
+/// GSSAPI's properties checked (`CANONICALIZE_HOST_NAME`'s values) and its
+/// default `SERVICE_NAME` filled in.
+fn gssapi_properties(properties: Option<Document>) -> Result<Document> {
+    let mut properties = properties.unwrap_or_default();
+    if let Some(value) = property(&properties, "CANONICALIZE_HOST_NAME") {
+        let valid = matches!(value, Bson::Boolean(_) | Bson::String(_))
+            && match value {
+                Bson::String(s) => {
+                    ["none", "forward", "forwardAndReverse", "true", "false"].contains(&s.as_str())
                 }
-            }
-            if property(&properties, "SERVICE_NAME").is_none() {
-                properties.insert("SERVICE_NAME", "mongodb");
-            }
-            resolved.mechanism_properties = Some(properties);
+                _ => true,
+            };
+        if !valid {
+            return Err(Error::invalid_argument(
+                "CANONICALIZE_HOST_NAME must be none, forward, forwardAndReverse, true or \
+                 false",
+            ));
         }
-        Some("MONGODB-AWS") => {
-            let has_token = properties
-                .as_ref()
-                .is_some_and(|p| property(p, "AWS_SESSION_TOKEN").is_some());
-            if has_token && credential.username.is_none() {
-                return Err(Error::invalid_argument(
-                    "AWS_SESSION_TOKEN needs a user name (access key id) and password (secret \
-                     access key) too",
-                ));
-            }
-        }
-        Some("MONGODB-OIDC") => validate_oidc(credential, properties.as_ref())?,
-        _ => {}
     }
-    Ok(resolved)
+    if property(&properties, "SERVICE_NAME").is_none() {
+        properties.insert("SERVICE_NAME", "mongodb");
+    }
+    Ok(properties)
 }
 
 /// A mechanism property, by case-insensitive name (the auth spec's rule).
