@@ -74,12 +74,20 @@ impl Find {
     /// cost of a warm `find_one` (a map insert and a key allocation per
     /// field, the filter cloned). The filter and every option are checked
     /// for depth and validity as they are written.
-    #[allow(clippy::too_many_lines)] // TODO(issue 33): split by the spec's steps.
     fn write_body(&self) -> std::result::Result<Vec<u8>, WriteError> {
-        let options = &self.options;
         let mut body = DocumentWriter::with_capacity(128);
         body.string("find", &self.ns.coll)?;
         body.document("filter", &self.filter)?;
+        self.write_query_shape(&mut body)?;
+        self.write_cursor_flags(&mut body)?;
+        self.write_trailing_options(&mut body)?;
+        body.finish()
+    }
+
+    /// What selects and orders the documents: sort, projection, hint, skip,
+    /// limit and batch size, comment, time limit, index bounds.
+    fn write_query_shape(&self, body: &mut DocumentWriter) -> std::result::Result<(), WriteError> {
+        let options = &self.options;
         let documents = [("sort", &options.sort), ("projection", &options.projection)];
         for (key, value) in documents {
             if let Some(value) = value {
@@ -113,6 +121,12 @@ impl Find {
                 body.document(key, value)?;
             }
         }
+        Ok(())
+    }
+
+    /// The boolean flags, the cursor type's among them.
+    fn write_cursor_flags(&self, body: &mut DocumentWriter) -> std::result::Result<(), WriteError> {
+        let options = &self.options;
         let (tailable, await_data) = match options.cursor_type.unwrap_or_default() {
             CursorType::NonTailable => (None, None),
             CursorType::Tailable => (Some(true), None),
@@ -131,6 +145,15 @@ impl Find {
                 body.value(key, &Bson::Boolean(value))?;
             }
         }
+        Ok(())
+    }
+
+    /// Collation, disk use and `let`, written last as before.
+    fn write_trailing_options(
+        &self,
+        body: &mut DocumentWriter,
+    ) -> std::result::Result<(), WriteError> {
+        let options = &self.options;
         if let Some(collation) = &options.collation {
             body.document("collation", collation)?;
         }
@@ -140,7 +163,7 @@ impl Find {
         if let Some(let_vars) = &options.let_vars {
             body.document("let", let_vars)?;
         }
-        body.finish()
+        Ok(())
     }
 }
 
