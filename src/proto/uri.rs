@@ -340,7 +340,6 @@ fn parse_hosts(hosts_text: &str) -> Result<Vec<ServerAddress>> {
 
 /// One host identifier: `host`, `host:port`, `[v6]`, `[v6]:port`, or a
 /// percent-encoded Unix domain socket path ending in `.sock`.
-#[allow(clippy::too_many_lines)] // TODO(issue 33): split by the spec's steps.
 fn parse_host(raw: &str) -> Result<ServerAddress> {
     if raw.is_empty() {
         return Err(Error::invalid_argument(
@@ -358,56 +357,64 @@ fn parse_host(raw: &str) -> Result<ServerAddress> {
         }
         return Ok(ServerAddress::Unix { path: text });
     }
-    let (host, port_text) = if let Some(inside) = text.strip_prefix('[') {
-        let (literal, after) = inside.split_once(']').ok_or_else(|| {
-            Error::invalid_argument(format!("host {text:?} has an unterminated IPv6 literal"))
-        })?;
-        // A zone index ("fe80::1%eth0") is not part of the address proper.
-        let address = literal.split('%').next().unwrap_or(literal);
-        if address.parse::<Ipv6Addr>().is_err() {
-            return Err(Error::invalid_argument(format!(
-                "host {text:?}: {literal:?} is not an IPv6 address"
-            )));
-        }
-        let port_text = match after {
-            "" => None,
-            _ => Some(after.strip_prefix(':').ok_or_else(|| {
-                Error::invalid_argument(format!(
-                    "host {text:?} has unexpected characters after its IPv6 literal"
-                ))
-            })?),
-        };
-        (literal, port_text)
-    } else {
-        match text.split_once(':') {
-            Some((host, port)) => {
-                if port.contains(':') {
-                    return Err(Error::invalid_argument(format!(
-                        "host {text:?} has more than one ':'; enclose an IPv6 address in brackets"
-                    )));
-                }
-                (host, Some(port))
-            }
-            None => (text.as_str(), None),
-        }
+    let (host, port_text) = match text.strip_prefix('[') {
+        Some(inside) => split_ipv6_host(&text, inside)?,
+        None => split_named_host(&text)?,
     };
     if host.is_empty() {
         return Err(Error::invalid_argument(format!(
             "host {text:?} has an empty host name"
         )));
     }
-    let port = match port_text {
-        None => DEFAULT_PORT,
-        Some(p) => match p.parse::<u16>() {
-            Ok(port) if port > 0 => port,
-            _ => {
-                return Err(Error::invalid_argument(format!(
-                    "host {text:?} has port {p:?}; expected an integer from 1 to 65535"
-                )))
-            }
-        },
+    Ok(ServerAddress::tcp(host, parse_port(&text, port_text)?))
+}
+
+/// `[v6]` or `[v6]:port`, given what follows the `[`: the literal checked
+/// as an IPv6 address, and the port's text if any.
+fn split_ipv6_host<'a>(text: &str, inside: &'a str) -> Result<(&'a str, Option<&'a str>)> {
+    let (literal, after) = inside.split_once(']').ok_or_else(|| {
+        Error::invalid_argument(format!("host {text:?} has an unterminated IPv6 literal"))
+    })?;
+    // A zone index ("fe80::1%eth0") is not part of the address proper.
+    let address = literal.split('%').next().unwrap_or(literal);
+    if address.parse::<Ipv6Addr>().is_err() {
+        return Err(Error::invalid_argument(format!(
+            "host {text:?}: {literal:?} is not an IPv6 address"
+        )));
+    }
+    let port_text = match after {
+        "" => None,
+        _ => Some(after.strip_prefix(':').ok_or_else(|| {
+            Error::invalid_argument(format!(
+                "host {text:?} has unexpected characters after its IPv6 literal"
+            ))
+        })?),
     };
-    Ok(ServerAddress::tcp(host, port))
+    Ok((literal, port_text))
+}
+
+/// `host` or `host:port`: a second ':' means an unbracketed IPv6 address.
+fn split_named_host(text: &str) -> Result<(&str, Option<&str>)> {
+    match text.split_once(':') {
+        Some((_, port)) if port.contains(':') => Err(Error::invalid_argument(format!(
+            "host {text:?} has more than one ':'; enclose an IPv6 address in brackets"
+        ))),
+        Some((host, port)) => Ok((host, Some(port))),
+        None => Ok((text, None)),
+    }
+}
+
+/// The port, 1 to 65535, or the default when the host names none.
+fn parse_port(text: &str, port_text: Option<&str>) -> Result<u16> {
+    match port_text {
+        None => Ok(DEFAULT_PORT),
+        Some(p) => match p.parse::<u16>() {
+            Ok(port) if port > 0 => Ok(port),
+            _ => Err(Error::invalid_argument(format!(
+                "host {text:?} has port {p:?}; expected an integer from 1 to 65535"
+            ))),
+        },
+    }
 }
 
 fn parse_database(raw: &str) -> Result<Option<String>> {
