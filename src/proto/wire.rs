@@ -308,7 +308,6 @@ pub(crate) fn encode_parts(
     result
 }
 
-#[allow(clippy::too_many_lines)] // TODO(issue 33): split by the spec's steps.
 fn write_msg(
     request_id: i32,
     response_to: i32,
@@ -340,8 +339,35 @@ fn write_msg(
     }
     check_size(out)?;
 
+    write_sequences(msg.sequences, out, &check_size)?;
+    check_size(out)?;
+
+    let length = i32::try_from(out.len() - start + trailer)
+        .map_err(|_| Error::invalid_argument("message exceeds 2 GiB"))?;
+    let header = Header {
+        length,
+        request_id,
+        response_to,
+        op_code: op_code::MSG,
+    };
+    out[start..start + HEADER_LEN].copy_from_slice(&header.to_bytes());
+    if checksum {
+        let crc = crc32c(&out[start..]);
+        out.extend_from_slice(&crc.to_le_bytes());
+    }
+    Ok(())
+}
+
+/// The kind-1 sections, each length-prefixed; identifiers must be NUL-free
+/// and distinct, and `check_size` runs after every document so an
+/// oversized message fails before it is fully written.
+fn write_sequences(
+    sequences: &[DocumentSequence],
+    out: &mut Vec<u8>,
+    check_size: &impl Fn(&Vec<u8>) -> Result<()>,
+) -> Result<()> {
     let mut identifiers = HashSet::new();
-    for sequence in msg.sequences {
+    for sequence in sequences {
         let identifier = &sequence.identifier;
         if identifier.as_bytes().contains(&0) {
             return Err(Error::invalid_argument(format!(
@@ -365,21 +391,6 @@ fn write_msg(
         let size = i32::try_from(out.len() - size_at)
             .map_err(|_| Error::invalid_argument("document sequence exceeds 2 GiB"))?;
         out[size_at..size_at + 4].copy_from_slice(&size.to_le_bytes());
-    }
-    check_size(out)?;
-
-    let length = i32::try_from(out.len() - start + trailer)
-        .map_err(|_| Error::invalid_argument("message exceeds 2 GiB"))?;
-    let header = Header {
-        length,
-        request_id,
-        response_to,
-        op_code: op_code::MSG,
-    };
-    out[start..start + HEADER_LEN].copy_from_slice(&header.to_bytes());
-    if checksum {
-        let crc = crc32c(&out[start..]);
-        out.extend_from_slice(&crc.to_le_bytes());
     }
     Ok(())
 }
@@ -506,22 +517,9 @@ pub fn decode_command_reply(header: &Header, body: Vec<u8>) -> Result<(Reply, bo
     Ok((reply, flags.has(MsgFlags::MORE_TO_COME)))
 }
 
-/// Checks an OP_MSG's flags, checksum and sections; returns the flags, the
-/// span of the body document (unparsed) and the document sequences.
-#[allow(clippy::too_many_lines)] // TODO(issue 33): split by the spec's steps.
-fn split_msg(
-    header: &Header,
-    body: &[u8],
-) -> Result<(MsgFlags, std::ops::Range<usize>, Vec<DocumentSequence>)> {
-    let flags = MsgFlags(Reader::new(body, "OP_MSG").u32("flagBits")?);
-    let unknown_required = flags.0 & MsgFlags::REQUIRED_MASK & !MsgFlags::KNOWN_REQUIRED;
-    if unknown_required != 0 {
-        return Err(Error::protocol(
-            None,
-            format!("OP_MSG has unknown required flag bits set: {unknown_required:#06x}"),
-        ));
-    }
-
+/// Checks the CRC-32C trailer when `checksumPresent` is set; returns where
+/// the sections end (before the trailer).
+fn verify_checksum(header: &Header, body: &[u8], flags: MsgFlags) -> Result<usize> {
     let mut sections_end = body.len();
     if flags.has(MsgFlags::CHECKSUM_PRESENT) {
         if body.len() < 8 {
@@ -548,6 +546,25 @@ fn split_msg(
             ));
         }
     }
+    Ok(sections_end)
+}
+
+/// Checks an OP_MSG's flags, checksum and sections; returns the flags, the
+/// span of the body document (unparsed) and the document sequences.
+fn split_msg(
+    header: &Header,
+    body: &[u8],
+) -> Result<(MsgFlags, std::ops::Range<usize>, Vec<DocumentSequence>)> {
+    let flags = MsgFlags(Reader::new(body, "OP_MSG").u32("flagBits")?);
+    let unknown_required = flags.0 & MsgFlags::REQUIRED_MASK & !MsgFlags::KNOWN_REQUIRED;
+    if unknown_required != 0 {
+        return Err(Error::protocol(
+            None,
+            format!("OP_MSG has unknown required flag bits set: {unknown_required:#06x}"),
+        ));
+    }
+
+    let sections_end = verify_checksum(header, body, flags)?;
 
     let mut reader = Reader::new(&body[..sections_end], "OP_MSG");
     reader.skip(4)?;
