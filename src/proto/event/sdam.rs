@@ -110,7 +110,6 @@ pub enum SdamEvent {
 /// The unstructured form of the SDAM logging spec's message for `event`;
 /// `None` for a server description change, which the spec deliberately
 /// leaves to the topology change that always follows it.
-#[allow(clippy::too_many_lines)] // TODO(issue 33): split by the spec's steps.
 pub fn sdam_log_message(event: &SdamEvent) -> Option<String> {
     let message = match event {
         SdamEvent::TopologyOpening { topology_id } => {
@@ -144,6 +143,17 @@ pub fn sdam_log_message(event: &SdamEvent) -> Option<String> {
             topology_summary(new)
         ),
         SdamEvent::ServerDescriptionChanged { .. } => return None,
+        SdamEvent::ServerHeartbeatStarted { .. }
+        | SdamEvent::ServerHeartbeatSucceeded { .. }
+        | SdamEvent::ServerHeartbeatFailed { .. } => return heartbeat_log_message(event),
+    };
+    Some(message)
+}
+
+/// The heartbeat events' messages, the spec's monitor log lines; `None` for
+/// any other event.
+fn heartbeat_log_message(event: &SdamEvent) -> Option<String> {
+    let message = match event {
         SdamEvent::ServerHeartbeatStarted {
             topology_id,
             address,
@@ -177,6 +187,7 @@ pub fn sdam_log_message(event: &SdamEvent) -> Option<String> {
             duration.as_millis(),
             host_port(address)
         ),
+        _ => return None,
     };
     Some(message)
 }
