@@ -495,7 +495,6 @@ fn merge(total: &mut BulkWriteResult, batch: BulkWriteResult) {
 }
 
 /// The statement a model sends, after validating it.
-#[allow(clippy::too_many_lines)] // TODO(issue 33): split by the spec's steps.
 fn statement_of(
     index: usize,
     model: WriteModel,
@@ -517,29 +516,16 @@ fn statement_of(
             update,
             options,
         } => {
-            update.validate().map_err(at)?;
-            (
-                WriteKind::Update,
-                update_model(filter, &update, options, false),
-                false,
-            )
+            let statement = checked_update(filter, &update, options, false).map_err(at)?;
+            (WriteKind::Update, statement, false)
         }
         WriteModel::UpdateMany {
             filter,
             update,
             options,
         } => {
-            update.validate().map_err(at)?;
-            if options.sort.is_some() {
-                return Err(at(Error::invalid_argument(
-                    "UpdateMany does not take a sort",
-                )));
-            }
-            (
-                WriteKind::Update,
-                update_model(filter, &update, options, true),
-                true,
-            )
+            let statement = checked_update(filter, &update, options, true).map_err(at)?;
+            (WriteKind::Update, statement, true)
         }
         WriteModel::ReplaceOne {
             filter,
@@ -568,6 +554,21 @@ fn statement_of(
             true,
         ),
     })
+}
+
+/// An update model's statement once its update document (or pipeline) is
+/// valid; a multi-document update cannot take a sort.
+fn checked_update(
+    filter: Document,
+    update: &UpdateModification,
+    options: UpdateModelOptions,
+    multi: bool,
+) -> Result<Document> {
+    update.validate()?;
+    if multi && options.sort.is_some() {
+        return Err(Error::invalid_argument("UpdateMany does not take a sort"));
+    }
+    Ok(update_model(filter, update, options, multi))
 }
 
 fn update_model(
