@@ -196,7 +196,6 @@ struct ParsedCursor {
 
 /// `known`: a namespace the reply's `cursor.ns` is likely to name, shared
 /// when it does.
-#[allow(clippy::too_many_lines)] // TODO(issue 33): split by the spec's steps.
 fn parse_cursor(
     mut reply: Reply,
     batch_key: &str,
@@ -247,7 +246,24 @@ fn parse_cursor(
         }
         None => return Err(malformed("no `cursor.ns`")),
     };
-    let documents = match cursor.remove(batch_key) {
+    let documents = cursor_batch(&mut cursor, batch_key, raw_batch)?;
+    let post_batch_resume_token = cursor.get_document("postBatchResumeToken").ok().cloned();
+    Ok(ParsedCursor {
+        id,
+        ns,
+        documents,
+        post_batch_resume_token,
+    })
+}
+
+/// The batch under `cursor.<batch_key>`, every item a document; the bytes
+/// the reply kept aside when it left an empty array in its place.
+fn cursor_batch(
+    cursor: &mut Document,
+    batch_key: &str,
+    raw_batch: Option<RawBatch>,
+) -> Result<RawBatch> {
+    Ok(match cursor.remove(batch_key) {
         // The reply kept this batch as bytes (it left an empty array here).
         Some(Bson::Array(items)) if items.is_empty() && raw_batch.is_some() => {
             raw_batch.unwrap_or_default()
@@ -273,13 +289,6 @@ fn parse_cursor(
             )))
         }
         None => return Err(malformed(format!("no `cursor.{batch_key}`"))),
-    };
-    let post_batch_resume_token = cursor.get_document("postBatchResumeToken").ok().cloned();
-    Ok(ParsedCursor {
-        id,
-        ns,
-        documents,
-        post_batch_resume_token,
     })
 }
 
