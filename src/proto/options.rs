@@ -743,11 +743,8 @@ impl ClientOptions {
     }
 }
 
-#[allow(clippy::too_many_lines)] // TODO(issue 33): split by the spec's steps.
 fn validate_credential(credential: &Credential) -> Result<()> {
     let mechanism = credential.mechanism.as_deref();
-    let username = credential.username.as_deref();
-    let has_password = credential.password.is_some();
     let name = mechanism.unwrap_or("the default mechanism (SCRAM)");
     if let Some(m) = mechanism {
         if !AUTH_MECHANISMS.contains(&m) {
@@ -773,6 +770,26 @@ fn validate_credential(credential: &Credential) -> Result<()> {
             }
         }
     }
+    validate_user_and_password(credential, name)?;
+    if credential.mechanism_properties.is_some()
+        && matches!(
+            mechanism,
+            None | Some("SCRAM-SHA-1" | "SCRAM-SHA-256" | "PLAIN" | "MONGODB-X509")
+        )
+    {
+        return Err(Error::invalid_argument(format!(
+            "authMechanismProperties cannot be used with {name}"
+        )));
+    }
+    Ok(())
+}
+
+/// Which of a user name and a password each mechanism needs or refuses;
+/// `name` is the mechanism as errors call it.
+fn validate_user_and_password(credential: &Credential, name: &str) -> Result<()> {
+    let mechanism = credential.mechanism.as_deref();
+    let username = credential.username.as_deref();
+    let has_password = credential.password.is_some();
     match mechanism {
         None | Some("SCRAM-SHA-1" | "SCRAM-SHA-256" | "PLAIN" | "GSSAPI") => {
             match username {
@@ -814,16 +831,6 @@ fn validate_credential(credential: &Credential) -> Result<()> {
             }
         }
         Some(_) => {}
-    }
-    if credential.mechanism_properties.is_some()
-        && matches!(
-            mechanism,
-            None | Some("SCRAM-SHA-1" | "SCRAM-SHA-256" | "PLAIN" | "MONGODB-X509")
-        )
-    {
-        return Err(Error::invalid_argument(format!(
-            "authMechanismProperties cannot be used with {name}"
-        )));
     }
     Ok(())
 }
