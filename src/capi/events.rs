@@ -7,9 +7,12 @@
 use std::ffi::{c_char, c_void, CString};
 use std::ptr;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bson::Document;
 
 use crate::proto::event::sdam::sdam_log_message;
-use crate::proto::event::{CommandEvent, EventHandler, SdamEvent};
+use crate::proto::event::{CommandEvent, ConnectionInfo, EventHandler, SdamEvent};
 
 /// `mi_event_callback`.
 pub type MiEventCallback =
@@ -100,62 +103,90 @@ fn ptr_or_null(s: &Option<CString>) -> *const c_char {
     s.as_ref().map_or(ptr::null(), |s| s.as_ptr())
 }
 
+/// What one command event carries into an [`MiEvent`], borrowed from it.
+struct CommandFields<'a> {
+    kind: i32,
+    name: &'a str,
+    database: Option<&'a str>,
+    request_id: i32,
+    duration: Option<Duration>,
+    connection: &'a ConnectionInfo,
+    document: Option<&'a Document>,
+    message: Option<String>,
+}
+
+/// The fields of each command event kind (1 started, 2 succeeded, 3
+/// failed); `None` for a kind this ABI does not know.
+fn command_fields(event: &CommandEvent) -> Option<CommandFields<'_>> {
+    Some(match event {
+        CommandEvent::Started {
+            command,
+            database_name,
+            command_name,
+            request_id,
+            connection,
+        } => CommandFields {
+            kind: 1,
+            name: command_name,
+            database: Some(database_name.as_str()),
+            request_id: *request_id,
+            duration: None,
+            connection,
+            document: Some(command),
+            message: None,
+        },
+        CommandEvent::Succeeded {
+            reply,
+            command_name,
+            request_id,
+            duration,
+            connection,
+        } => CommandFields {
+            kind: 2,
+            name: command_name,
+            database: None,
+            request_id: *request_id,
+            duration: Some(*duration),
+            connection,
+            document: Some(reply),
+            message: None,
+        },
+        CommandEvent::Failed {
+            failure,
+            command_name,
+            request_id,
+            duration,
+            connection,
+        } => CommandFields {
+            kind: 3,
+            name: command_name,
+            database: None,
+            request_id: *request_id,
+            duration: Some(*duration),
+            connection,
+            document: None,
+            message: Some(failure.to_string()),
+        },
+        #[allow(unreachable_patterns)]
+        _ => return None,
+    })
+}
+
 impl EventHandler for EventSlot {
-    #[allow(clippy::too_many_lines)] // TODO(issue 33): split by the event kinds.
     fn handle_command_event(&self, event: &CommandEvent) {
-        let (kind, name, database, request_id, duration, connection, document, message) =
-            match event {
-                CommandEvent::Started {
-                    command,
-                    database_name,
-                    command_name,
-                    request_id,
-                    connection,
-                } => (
-                    1,
-                    command_name,
-                    Some(database_name.as_str()),
-                    *request_id,
-                    None,
-                    connection,
-                    Some(command),
-                    None,
-                ),
-                CommandEvent::Succeeded {
-                    reply,
-                    command_name,
-                    request_id,
-                    duration,
-                    connection,
-                } => (
-                    2,
-                    command_name,
-                    None,
-                    *request_id,
-                    Some(*duration),
-                    connection,
-                    Some(reply),
-                    None,
-                ),
-                CommandEvent::Failed {
-                    failure,
-                    command_name,
-                    request_id,
-                    duration,
-                    connection,
-                } => (
-                    3,
-                    command_name,
-                    None,
-                    *request_id,
-                    Some(*duration),
-                    connection,
-                    None,
-                    Some(failure.to_string()),
-                ),
-                #[allow(unreachable_patterns)]
-                _ => return,
-            };
+        let Some(CommandFields {
+            kind,
+            name,
+            database,
+            request_id,
+            duration,
+            connection,
+            document,
+            message,
+        }) = command_fields(event)
+        else {
+            return;
+        };
         let name = Some(c_text(name));
         let database = database.map(c_text);
         let address = Some(c_text(&connection.address.to_string()));
