@@ -301,7 +301,6 @@ impl ErrorDecision {
 
 /// The spec's `handleError`, without its effects: what `error` means for
 /// `topology`.
-#[allow(clippy::too_many_lines)] // TODO(issue 33): split by the spec's steps.
 pub fn decide(topology: &TopologyDescription, error: &ApplicationError) -> ErrorDecision {
     let (Some(server), Some(generation)) = (
         topology.servers.get(&error.address),
@@ -356,30 +355,36 @@ pub fn decide(topology: &TopologyDescription, error: &ApplicationError) -> Error
         ApplicationErrorKind::Network { .. }
         | ApplicationErrorKind::NetworkTimeout { .. }
         | ApplicationErrorKind::Authentication { .. } => {
-            let timeout = matches!(error.kind, ApplicationErrorKind::NetworkTimeout { .. });
-            let network = matches!(
-                error.kind,
-                ApplicationErrorKind::Network { .. } | ApplicationErrorKind::NetworkTimeout { .. }
-            );
-            if error.phase == HandshakePhase::AfterHandshakeCompletes && timeout {
-                return ErrorDecision::ignore(IgnoreReason::TimeoutAfterHandshake);
-            }
-            if error.system_overloaded {
-                return ErrorDecision::ignore(IgnoreReason::SystemOverloaded);
-            }
-            if error.phase == HandshakePhase::BeforeHandshakeCompletes && network {
-                return ErrorDecision::ignore(IgnoreReason::ConnectionEstablishment);
-            }
-            ErrorDecision {
-                ignored: None,
-                mark_unknown: !load_balanced,
-                // Load balanced, only an established socket knows its
-                // service; a failed handshake has nothing to clear.
-                clear_socket: !load_balanced
-                    || error.phase == HandshakePhase::AfterHandshakeCompletes,
-                mark_stale: false,
-            }
+            decide_connection_error(error, load_balanced)
         }
+    }
+}
+
+/// The spec's rules for a network error, a network timeout or a failed
+/// authentication: which of them, in which handshake phase, leave the
+/// server's description alone.
+fn decide_connection_error(error: &ApplicationError, load_balanced: bool) -> ErrorDecision {
+    let timeout = matches!(error.kind, ApplicationErrorKind::NetworkTimeout { .. });
+    let network = matches!(
+        error.kind,
+        ApplicationErrorKind::Network { .. } | ApplicationErrorKind::NetworkTimeout { .. }
+    );
+    if error.phase == HandshakePhase::AfterHandshakeCompletes && timeout {
+        return ErrorDecision::ignore(IgnoreReason::TimeoutAfterHandshake);
+    }
+    if error.system_overloaded {
+        return ErrorDecision::ignore(IgnoreReason::SystemOverloaded);
+    }
+    if error.phase == HandshakePhase::BeforeHandshakeCompletes && network {
+        return ErrorDecision::ignore(IgnoreReason::ConnectionEstablishment);
+    }
+    ErrorDecision {
+        ignored: None,
+        mark_unknown: !load_balanced,
+        // Load balanced, only an established socket knows its
+        // service; a failed handshake has nothing to clear.
+        clear_socket: !load_balanced || error.phase == HandshakePhase::AfterHandshakeCompletes,
+        mark_stale: false,
     }
 }
 
