@@ -364,7 +364,7 @@ impl<T> Collection<T> {
     ///
     /// ```
     /// # use mongo_inline::bson::{doc, Document};
-    /// # use mongo_inline::operation::WriteModel;
+    /// # use mongo_inline::options::WriteModel;
     /// # fn main() -> mongo_inline::Result<()> {
     /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
     /// # let client = mongo_inline::Client::with_uri_str(&uri)?;

@@ -8,7 +8,7 @@
 //!
 //! ```
 //! use bson::doc;
-//! use mongo_inline::coll_options::FindOptions;
+//! use mongo_inline::options::FindOptions;
 //!
 //! let options = FindOptions::default().sort(doc! { "x": -1 }).limit(10);
 //! assert_eq!(options.limit, Some(10));
