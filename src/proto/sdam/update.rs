@@ -381,7 +381,6 @@ impl TopologyDescription {
     }
 
     /// The TopologyType table.
-    #[allow(clippy::too_many_lines)] // TODO(issue 33): split by the spec's steps.
     fn update_with(&mut self, new: ServerDescription) {
         let address = new.address.clone();
         let server_type = new.server_type;
@@ -400,29 +399,7 @@ impl TopologyDescription {
             }
         }
         match self.topology_type {
-            TopologyType::Unknown => match server_type {
-                ServerType::Standalone => {
-                    self.servers.insert(address.clone(), new);
-                    self.update_unknown_with_standalone(&address);
-                }
-                ServerType::Mongos => {
-                    self.servers.insert(address, new);
-                    self.topology_type = TopologyType::Sharded;
-                }
-                ServerType::RsPrimary => {
-                    self.servers.insert(address, new.clone());
-                    self.topology_type = TopologyType::ReplicaSetWithPrimary;
-                    self.update_rs_from_primary(&new);
-                }
-                ServerType::RsSecondary | ServerType::RsArbiter | ServerType::RsOther => {
-                    self.servers.insert(address, new.clone());
-                    self.topology_type = TopologyType::ReplicaSetNoPrimary;
-                    self.update_rs_without_primary(&new);
-                }
-                _ => {
-                    self.servers.insert(address, new);
-                }
-            },
+            TopologyType::Unknown => self.update_unknown_topology(new),
             TopologyType::Sharded => match server_type {
                 ServerType::Unknown | ServerType::PossiblePrimary | ServerType::Mongos => {
                     self.servers.insert(address, new);
@@ -446,26 +423,64 @@ impl TopologyDescription {
                     self.servers.insert(address, new);
                 }
             },
-            TopologyType::ReplicaSetWithPrimary => match server_type {
-                ServerType::Standalone | ServerType::Mongos => {
-                    self.remove_because(&address, not_a_member(server_type, &self.set_name));
-                    self.check_if_has_primary();
-                }
-                ServerType::RsPrimary => {
-                    self.servers.insert(address, new.clone());
-                    self.update_rs_from_primary(&new);
-                }
-                ServerType::RsSecondary | ServerType::RsArbiter | ServerType::RsOther => {
-                    self.servers.insert(address, new.clone());
-                    self.update_rs_with_primary_from_member(&new);
-                }
-                _ => {
-                    self.servers.insert(address, new);
-                    self.check_if_has_primary();
-                }
-            },
+            TopologyType::ReplicaSetWithPrimary => self.update_rs_with_primary(new),
             // Single is handled above; LoadBalanced never reaches here.
             TopologyType::Single | TopologyType::LoadBalanced => {}
+        }
+    }
+
+    /// The spec's row for an Unknown topology: the first server to answer
+    /// decides what kind of topology this is.
+    fn update_unknown_topology(&mut self, new: ServerDescription) {
+        let address = new.address.clone();
+        let server_type = new.server_type;
+        match server_type {
+            ServerType::Standalone => {
+                self.servers.insert(address.clone(), new);
+                self.update_unknown_with_standalone(&address);
+            }
+            ServerType::Mongos => {
+                self.servers.insert(address, new);
+                self.topology_type = TopologyType::Sharded;
+            }
+            ServerType::RsPrimary => {
+                self.servers.insert(address, new.clone());
+                self.topology_type = TopologyType::ReplicaSetWithPrimary;
+                self.update_rs_from_primary(&new);
+            }
+            ServerType::RsSecondary | ServerType::RsArbiter | ServerType::RsOther => {
+                self.servers.insert(address, new.clone());
+                self.topology_type = TopologyType::ReplicaSetNoPrimary;
+                self.update_rs_without_primary(&new);
+            }
+            _ => {
+                self.servers.insert(address, new);
+            }
+        }
+    }
+
+    /// The spec's row for a replica set with a primary: a non-member is
+    /// removed, and any change may cost the set its primary.
+    fn update_rs_with_primary(&mut self, new: ServerDescription) {
+        let address = new.address.clone();
+        let server_type = new.server_type;
+        match server_type {
+            ServerType::Standalone | ServerType::Mongos => {
+                self.remove_because(&address, not_a_member(server_type, &self.set_name));
+                self.check_if_has_primary();
+            }
+            ServerType::RsPrimary => {
+                self.servers.insert(address, new.clone());
+                self.update_rs_from_primary(&new);
+            }
+            ServerType::RsSecondary | ServerType::RsArbiter | ServerType::RsOther => {
+                self.servers.insert(address, new.clone());
+                self.update_rs_with_primary_from_member(&new);
+            }
+            _ => {
+                self.servers.insert(address, new);
+                self.check_if_has_primary();
+            }
         }
     }
 
