@@ -61,6 +61,10 @@ impl FrameReader {
             let body_len = self.header.as_ref().map_or(0, Header::body_len);
             let wanted = body_len.min(self.body_filled + BODY_CHUNK);
             if self.body.len() < wanted {
+                // Double as bytes arrive, but never past the declared
+                // length: `resize` alone may double to twice the reply.
+                let capacity = (self.body.capacity() * 2).clamp(wanted, body_len);
+                self.body.reserve_exact(capacity - self.body.len());
                 self.body.resize(wanted, 0);
             }
             return &mut self.body[self.body_filled..];
@@ -247,6 +251,28 @@ mod tests {
         let error = feed(&mut reader, &bytes, 1 << 20).unwrap_err();
         assert!(error.to_string().contains("length"), "{error}");
         assert!(reader.ahead.len() <= READ_AHEAD && reader.body.is_empty());
+    }
+
+    #[test]
+    fn a_long_body_never_holds_more_room_than_its_declared_length() {
+        let body_len = 3 * BODY_CHUNK + 17;
+        let mut reader = FrameReader::default();
+        reader.expect(5, 48_000_000);
+        let bytes = reply(5, body_len);
+        let mut sent = 0;
+        while !reader.is_complete() {
+            let room = reader.room();
+            let n = room.len().min(bytes.len() - sent);
+            room[..n].copy_from_slice(&bytes[sent..sent + n]);
+            reader.filled(n).unwrap();
+            sent += n;
+            assert!(
+                reader.body.capacity() <= body_len,
+                "{}",
+                reader.body.capacity()
+            );
+        }
+        assert_eq!(reader.take_frame().unwrap().body.len(), body_len);
     }
 
     #[test]
