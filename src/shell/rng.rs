@@ -28,17 +28,17 @@ pub(crate) fn fresh_seed() -> u64 {
     mix(fastrand::u64(..) ^ mix(pid) ^ mix(nanos.rotate_left(32)))
 }
 
-/// A fresh SCRAM client nonce: 24 bytes from the operating system's
-/// cryptographic source (not fastrand: a nonce must not be predictable),
-/// base64 encoded.
-pub(crate) fn scram_nonce() -> crate::error::Result<String> {
-    use base64::Engine as _;
+/// Fresh randomness for one authentication conversation: 32 bytes from
+/// the operating system's cryptographic source (not fastrand: a nonce must
+/// not be predictable). SCRAM sends 24 of them base64 encoded, MONGODB-AWS
+/// all 32.
+pub(crate) fn client_nonce() -> crate::error::Result<crate::proto::auth::ClientNonce> {
     use ring::rand::SecureRandom as _;
-    let mut bytes = [0u8; 24];
+    let mut bytes = [0u8; 32];
     ring::rand::SystemRandom::new()
         .fill(&mut bytes)
         .map_err(|_| crate::error::Error::client("the operating system's random source failed"))?;
-    Ok(base64::engine::general_purpose::STANDARD.encode(bytes))
+    Ok(crate::proto::auth::ClientNonce::new(bytes))
 }
 
 /// SplitMix64's finaliser: spreads every input bit over the whole output.
@@ -79,9 +79,8 @@ mod tests {
 
     #[test]
     fn nonces_are_fresh() {
-        let a = scram_nonce().unwrap();
-        assert_eq!(a.len(), 32);
-        assert_ne!(a, scram_nonce().unwrap());
+        let a = client_nonce().unwrap();
+        assert_ne!(a.bytes(), client_nonce().unwrap().bytes());
     }
 
     #[test]

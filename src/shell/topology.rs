@@ -415,10 +415,7 @@ fn security(
     };
     let authenticator = options
         .credential()
-        .map(|c| {
-            let nonces = crate::shell::rng::scram_nonce;
-            crate::proto::auth::Authenticator::new(c, options.default_database(), nonces)
-        })
+        .map(|c| crate::proto::auth::Authenticator::new(c, options.default_database()))
         .transpose()?;
     if let Some(authenticator) = &authenticator {
         let client_certificate = options

@@ -3,14 +3,17 @@
 //!
 //! ```text
 //! handshake command ──Authenticator::prepare_handshake──> + saslSupportedMechs, speculativeAuthenticate
-//! handshake reply ──Authenticator::authenticate(reply, speculation, run)──>
+//! handshake reply ──Authenticator::begin(reply, speculation, nonce)──> (Conversation, Next)
 //!      speculativeAuthenticate in the reply? ──yes──> saslContinue (one round trip saved)
 //!                                            └─no───> saslStart ──> saslContinue
+//! each reply ──Authenticator::step(conversation, reply)──> Next::Send(command) | Next::Done
 //! ```
 //!
-//! The conversation itself is pure ([`scram`]); what goes over the socket is
-//! a command-running closure handed in by the connection code, so a scripted
-//! server in the tests can stand in for a real one. The client keeps one
+//! Sans-I/O, like rustls' handshake: every mechanism is a [`Conversation`]
+//! value that takes server replies and yields the next command; the shell
+//! sends them on the socket, and a scripted server in the tests can stand in
+//! for a real one. Randomness (the nonces) is drawn by the shell and passed
+//! in. The client keeps one
 //! [`Authenticator`] for its whole life: SCRAM keys are derived once per
 //! salt and iteration count and reused on every socket.
 
@@ -232,6 +235,95 @@ impl std::fmt::Display for TransportWarning {
     }
 }
 
+/// Fresh randomness for one conversation, drawn by the shell
+/// (`src/shell/rng.rs`): the pure core never reads a random source itself.
+#[derive(Clone)]
+pub struct ClientNonce {
+    bytes: [u8; 32],
+    /// A SCRAM nonce given as text (the spec's recorded conversations).
+    scram_text: Option<String>,
+}
+
+impl ClientNonce {
+    /// A nonce of 32 random bytes.
+    pub fn new(bytes: [u8; 32]) -> ClientNonce {
+        ClientNonce {
+            bytes,
+            scram_text: None,
+        }
+    }
+
+    /// A nonce whose SCRAM form is `text` (to replay a recorded exchange).
+    #[cfg(test)]
+    pub fn scram(text: &str) -> ClientNonce {
+        ClientNonce {
+            bytes: [7; 32],
+            scram_text: Some(text.to_owned()),
+        }
+    }
+
+    /// SCRAM's printable nonce: 24 of the bytes, base64 encoded.
+    fn scram_text(&self) -> String {
+        use base64::Engine as _;
+        match &self.scram_text {
+            Some(text) => text.clone(),
+            None => base64::engine::general_purpose::STANDARD.encode(&self.bytes[..24]),
+        }
+    }
+
+    /// The raw bytes.
+    #[cfg(test)]
+    pub fn bytes(&self) -> &[u8; 32] {
+        &self.bytes
+    }
+}
+
+impl std::fmt::Debug for ClientNonce {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ClientNonce")
+    }
+}
+
+/// What a conversation wants next: a command sent on the socket being
+/// authenticated (its reply goes to [`Authenticator::step`]), or nothing.
+#[derive(Debug)]
+pub enum Next {
+    /// Send `command` to database `db`.
+    Send {
+        /// The database the command runs on (the credential's source).
+        db: String,
+        /// The command.
+        command: Document,
+    },
+    /// The socket is authenticated.
+    Done,
+}
+
+/// One socket's authentication conversation, as a value named by the
+/// server reply it expects next (sans-I/O: the shell sends each
+/// [`Next::Send`] and hands the reply to [`Authenticator::step`]).
+#[derive(Debug)]
+pub struct Conversation {
+    mechanism: Mechanism,
+    state: State,
+}
+
+#[derive(Debug)]
+enum State {
+    /// The SCRAM server-first message (reply to saslStart).
+    ScramFirst(ClientFirst),
+    /// The SCRAM server-final message (the server's signature).
+    ScramFinal { fin: ClientFinal, id: Bson },
+    /// `done` from a server that ignored skipEmptyExchange.
+    ScramEmpty { id: Bson, rounds_left: u8 },
+    /// PLAIN's one reply, which must say `done`.
+    Plain,
+    /// X.509's `authenticate` reply: `ok` is all.
+    X509,
+    /// Finished: nothing more is expected.
+    Finished,
+}
+
 /// One client's authentication state: its resolved credential and the
 /// SCRAM keys derived so far.
 pub struct Authenticator {
@@ -243,13 +335,7 @@ pub struct Authenticator {
     keys: HashMap<(ScramMechanism, SaltParams), ScramKeys>,
     /// How many times PBKDF2 ran (the cache's effect, observable in tests).
     derivations: usize,
-    /// Where each conversation's client nonce comes from: the shell's
-    /// source of OS randomness (the pure core never reads it itself).
-    nonce_source: NonceSource,
 }
-
-/// Draws a fresh SCRAM client nonce (printable, no commas).
-pub type NonceSource = fn() -> Result<String>;
 
 impl std::fmt::Debug for Authenticator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -262,14 +348,9 @@ impl std::fmt::Debug for Authenticator {
 }
 
 impl Authenticator {
-    /// The authenticator for `credential` (as given in the options), its
-    /// SCRAM nonces drawn from `nonce_source`, or an error naming a
-    /// mechanism this driver does not run.
-    pub fn new(
-        credential: &Credential,
-        default_database: Option<&str>,
-        nonce_source: NonceSource,
-    ) -> Result<Authenticator> {
+    /// The authenticator for `credential` (as given in the options), or an
+    /// error naming a mechanism this driver does not run.
+    pub fn new(credential: &Credential, default_database: Option<&str>) -> Result<Authenticator> {
         let resolved = resolve_credential(credential, default_database)?;
         let mechanism = match resolved.mechanism.as_deref() {
             None => None,
@@ -304,7 +385,6 @@ impl Authenticator {
             mechanism,
             keys: HashMap::new(),
             derivations: 0,
-            nonce_source,
         })
     }
 
@@ -335,7 +415,11 @@ impl Authenticator {
 
     /// Adds mechanism negotiation (`saslSupportedMechs`, when no mechanism
     /// was named) and `speculativeAuthenticate` to a handshake command.
-    pub fn prepare_handshake(&self, command: &mut Document) -> Result<Speculation> {
+    pub fn prepare_handshake(
+        &self,
+        command: &mut Document,
+        nonce: &ClientNonce,
+    ) -> Result<Speculation> {
         let username = self.username.as_deref().unwrap_or_default();
         if self.mechanism.is_none() {
             command.insert("saslSupportedMechs", format!("{}.{username}", self.source));
@@ -348,7 +432,7 @@ impl Authenticator {
                     Some(Mechanism::Scram(m)) => m,
                     _ => ScramMechanism::Sha256,
                 };
-                let first = ClientFirst::new(mechanism, username, &(self.nonce_source)()?);
+                let first = ClientFirst::new(mechanism, username, &nonce.scram_text());
                 let mut start = sasl_start(mechanism.name(), first.message());
                 start.insert("db", self.source.clone());
                 command.insert("speculativeAuthenticate", start);
@@ -382,45 +466,55 @@ impl Authenticator {
         })
     }
 
-    /// Authenticates the socket whose handshake `reply` answered the
-    /// command [`Self::prepare_handshake`] extended. `run(db, command)`
-    /// sends one command on that socket and returns the raw reply.
-    pub fn authenticate(
+    fn send(&self, command: Document) -> Next {
+        Next::Send {
+            db: self.source.clone(),
+            command,
+        }
+    }
+
+    /// Starts authenticating the socket whose handshake `reply` answered
+    /// the command [`Self::prepare_handshake`] extended: the conversation
+    /// and its first command (or [`Next::Done`] when the speculative
+    /// answer settled it). `nonce` is fresh randomness for a conversation
+    /// that starts over.
+    pub fn begin(
         &mut self,
         reply: &Document,
         speculation: Speculation,
-        run: &mut dyn FnMut(&str, Document) -> Result<Document>,
-    ) -> Result<()> {
-        // The auth spec: no authentication is possible on an arbiter.
-        if reply.get_bool("arbiterOnly") == Ok(true) {
-            return Ok(());
-        }
+        nonce: &ClientNonce,
+    ) -> Result<(Conversation, Next)> {
         let mechanism = match self.mechanism {
             Some(m) => m,
             None => Mechanism::Scram(negotiated(reply)),
         };
+        let mut conversation = Conversation {
+            mechanism,
+            state: State::Finished,
+        };
+        // The auth spec: no authentication is possible on an arbiter.
+        if reply.get_bool("arbiterOnly") == Ok(true) {
+            return Ok((conversation, Next::Done));
+        }
         let speculative_reply = reply.get_document("speculativeAuthenticate").ok();
-        match (mechanism, speculation, speculative_reply) {
+        let next = match (mechanism, speculation, speculative_reply) {
             (Mechanism::Scram(m), Speculation::Scram(first), Some(server))
                 if first.mechanism() == m =>
             {
-                self.finish_scram(first, server, run)
+                conversation.state = State::ScramFirst(first);
+                self.advance(&mut conversation, server)?
             }
-            (Mechanism::X509, Speculation::X509, Some(_)) => Ok(()),
+            (Mechanism::X509, Speculation::X509, Some(_)) => Next::Done,
             (Mechanism::Scram(m), _, _) => {
-                let first = ClientFirst::new(
-                    m,
-                    self.username.as_deref().unwrap_or_default(),
-                    &(self.nonce_source)()?,
-                );
-                let mut start = sasl_start(m.name(), first.message());
-                // The server's answer to a failed start is an auth error.
-                let server = self.run_checked(mechanism, run, &mut start)?;
-                self.finish_scram(first, &server, run)
+                let username = self.username.as_deref().unwrap_or_default();
+                let first = ClientFirst::new(m, username, &nonce.scram_text());
+                let start = sasl_start(m.name(), first.message());
+                conversation.state = State::ScramFirst(first);
+                self.send(start)
             }
             (Mechanism::X509, _, _) => {
-                let mut command = self.x509_command();
-                self.run_checked(mechanism, run, &mut command).map(|_| ())
+                conversation.state = State::X509;
+                self.send(self.x509_command())
             }
             (Mechanism::Plain, _, _) => {
                 let payload = format!(
@@ -430,73 +524,90 @@ impl Authenticator {
                 );
                 let mut start = sasl_start("PLAIN", payload.into_bytes());
                 start.remove("options");
-                let server = self.run_checked(mechanism, run, &mut start)?;
-                if server.get_bool("done") != Ok(true) {
+                conversation.state = State::Plain;
+                self.send(start)
+            }
+        };
+        Ok((conversation, next))
+    }
+
+    /// Handles the server's `reply` to the conversation's last command:
+    /// the next command, [`Next::Done`], or an authentication error (a
+    /// refusal carries the server's message and code).
+    pub fn step(&mut self, conversation: &mut Conversation, reply: &Document) -> Result<Next> {
+        if !is_ok(reply) {
+            let message = reply
+                .get_str("errmsg")
+                .unwrap_or("the server refused without a message");
+            let code = match reply.get("code") {
+                Some(Bson::Int32(c)) => format!(" (code {c})"),
+                Some(Bson::Int64(c)) => format!(" (code {c})"),
+                _ => String::new(),
+            };
+            conversation.state = State::Finished;
+            return Err(self.error(conversation.mechanism, format!("{message}{code}")));
+        }
+        self.advance(conversation, reply)
+    }
+
+    /// The conversation's move on a reply the server accepted (or on the
+    /// speculative answer inside the handshake reply, which has no `ok`).
+    fn advance(&mut self, conversation: &mut Conversation, reply: &Document) -> Result<Next> {
+        let mechanism = conversation.mechanism;
+        match std::mem::replace(&mut conversation.state, State::Finished) {
+            State::ScramFirst(first) => {
+                let id = reply.get("conversationId").cloned().ok_or_else(|| {
+                    self.error(mechanism, "the server's reply has no conversationId")
+                })?;
+                let payload = self.payload(mechanism, reply)?;
+                let params = first.salt_params(&payload)?;
+                let keys = self.keys_for(first.mechanism(), params)?;
+                let fin = first.handle_server_first(&payload, &keys)?;
+                let command = sasl_continue(&id, fin.message());
+                conversation.state = State::ScramFinal { fin, id };
+                Ok(self.send(command))
+            }
+            State::ScramFinal { fin, id } => {
+                fin.handle_server_final(&self.payload(mechanism, reply)?)?;
+                // Servers that ignore skipEmptyExchange want one empty round
+                // more; a server that never finishes is refused rather than
+                // followed.
+                self.empty_round(conversation, reply, id, 2)
+            }
+            State::ScramEmpty { id, rounds_left } => {
+                self.empty_round(conversation, reply, id, rounds_left)
+            }
+            State::Plain => {
+                if reply.get_bool("done") != Ok(true) {
                     return Err(self.error(mechanism, "the server did not finish the conversation"));
                 }
-                Ok(())
+                Ok(Next::Done)
             }
+            State::X509 => Ok(Next::Done),
+            State::Finished => Err(self.error(mechanism, "the conversation is already over")),
         }
     }
 
-    fn run_checked(
+    fn empty_round(
         &self,
-        mechanism: Mechanism,
-        run: &mut dyn FnMut(&str, Document) -> Result<Document>,
-        command: &mut Document,
-    ) -> Result<Document> {
-        let reply = run(&self.source, std::mem::take(command))?;
-        if is_ok(&reply) {
-            return Ok(reply);
+        conversation: &mut Conversation,
+        reply: &Document,
+        id: Bson,
+        rounds_left: u8,
+    ) -> Result<Next> {
+        if reply.get_bool("done").unwrap_or(false) {
+            return Ok(Next::Done);
         }
-        let message = reply
-            .get_str("errmsg")
-            .unwrap_or("the server refused without a message");
-        let code = match reply.get("code") {
-            Some(Bson::Int32(c)) => format!(" (code {c})"),
-            Some(Bson::Int64(c)) => format!(" (code {c})"),
-            _ => String::new(),
+        if rounds_left == 0 {
+            let what = "the server did not finish the conversation";
+            return Err(self.error(conversation.mechanism, what));
+        }
+        let command = sasl_continue(&id, Vec::new());
+        conversation.state = State::ScramEmpty {
+            id,
+            rounds_left: rounds_left - 1,
         };
-        Err(self.error(mechanism, format!("{message}{code}")))
-    }
-
-    fn finish_scram(
-        &mut self,
-        first: ClientFirst,
-        server_first: &Document,
-        run: &mut dyn FnMut(&str, Document) -> Result<Document>,
-    ) -> Result<()> {
-        let mechanism = Mechanism::Scram(first.mechanism());
-        let payload = self.payload(mechanism, server_first)?;
-        let conversation_id = server_first
-            .get("conversationId")
-            .cloned()
-            .ok_or_else(|| self.error(mechanism, "the server's reply has no conversationId"))?;
-        let params = first.salt_params(&payload)?;
-        let keys = self.keys_for(first.mechanism(), params)?;
-        let fin: ClientFinal = first.handle_server_first(&payload, &keys)?;
-        let mut command = sasl_continue(&conversation_id, fin.message());
-        let reply = self.run_checked(mechanism, run, &mut command)?;
-        let server_final = self.payload(mechanism, &reply)?;
-        fin.handle_server_final(&server_final)?;
-        // Servers that ignore skipEmptyExchange want one empty round more;
-        // a server that never finishes is refused rather than followed.
-        let mut done = reply.get_bool("done").unwrap_or(false);
-        for _ in 0..2 {
-            if done {
-                return Ok(());
-            }
-            let mut command = sasl_continue(&conversation_id, Vec::new());
-            done = self
-                .run_checked(mechanism, run, &mut command)?
-                .get_bool("done")
-                .unwrap_or(false);
-        }
-        if done {
-            Ok(())
-        } else {
-            Err(self.error(mechanism, "the server did not finish the conversation"))
-        }
+        Ok(self.send(command))
     }
 
     fn payload(&self, mechanism: Mechanism, reply: &Document) -> Result<Vec<u8>> {

@@ -11,8 +11,24 @@ const CLIENT_FINAL: &str = "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)
                             p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=";
 const SERVER_FINAL: &str = "v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=";
 
-fn fixed_nonce() -> Result<String> {
-    Ok(NONCE.to_owned())
+fn nonce() -> ClientNonce {
+    ClientNonce::scram(NONCE)
+}
+
+/// Drives a conversation the way the shell does, with `run` standing in
+/// for the socket.
+fn authenticate(
+    auth: &mut Authenticator,
+    reply: &Document,
+    speculation: Speculation,
+    run: &mut dyn FnMut(&str, Document) -> Result<Document>,
+) -> Result<()> {
+    let (mut conversation, mut next) = auth.begin(reply, speculation, &nonce())?;
+    while let Next::Send { db, command } = next {
+        let answer = run(&db, command)?;
+        next = auth.step(&mut conversation, &answer)?;
+    }
+    Ok(())
 }
 
 fn credential(uri: &str) -> Credential {
@@ -25,12 +41,7 @@ fn credential(uri: &str) -> Credential {
 
 fn authenticator(uri: &str) -> Authenticator {
     let options = crate::ClientOptions::parse(uri).unwrap();
-    Authenticator::new(
-        options.credential().unwrap(),
-        options.default_database(),
-        fixed_nonce,
-    )
-    .unwrap()
+    Authenticator::new(options.credential().unwrap(), options.default_database()).unwrap()
 }
 
 fn payload_text(command: &Document) -> String {
@@ -66,7 +77,7 @@ fn speculative_scram_finishes_in_one_round_trip_and_reuses_the_keys() {
     let mut auth = authenticator("mongodb://user:pencil@h/?authMechanism=SCRAM-SHA-256");
     for socket in 0..3 {
         let mut hello = doc! { "hello": 1 };
-        let speculation = auth.prepare_handshake(&mut hello).unwrap();
+        let speculation = auth.prepare_handshake(&mut hello, &nonce()).unwrap();
         let spec = hello.get_document("speculativeAuthenticate").unwrap();
         assert_eq!(spec.get_str("mechanism"), Ok("SCRAM-SHA-256"));
         assert_eq!(spec.get_str("db"), Ok("admin"));
@@ -76,8 +87,7 @@ fn speculative_scram_finishes_in_one_round_trip_and_reuses_the_keys() {
         );
         let reply = doc! { "ok": 1, "speculativeAuthenticate": server_reply(SERVER_FIRST, false) };
         let mut sent = Vec::new();
-        auth.authenticate(&reply, speculation, &mut scripted(&mut sent))
-            .unwrap();
+        authenticate(&mut auth, &reply, speculation, &mut scripted(&mut sent)).unwrap();
         assert_eq!(sent.len(), 1, "socket {socket}: only saslContinue is sent");
         assert!(sent[0].1.contains_key("saslContinue"));
     }
@@ -89,10 +99,15 @@ fn without_speculation_the_conversation_starts_with_sasl_start() {
     let mut auth =
         authenticator("mongodb://user:pencil@h/?authMechanism=SCRAM-SHA-256&authSource=db1");
     let mut hello = doc! { "hello": 1 };
-    let speculation = auth.prepare_handshake(&mut hello).unwrap();
+    let speculation = auth.prepare_handshake(&mut hello, &nonce()).unwrap();
     let mut sent = Vec::new();
-    auth.authenticate(&doc! { "ok": 1 }, speculation, &mut scripted(&mut sent))
-        .unwrap();
+    authenticate(
+        &mut auth,
+        &doc! { "ok": 1 },
+        speculation,
+        &mut scripted(&mut sent),
+    )
+    .unwrap();
     assert_eq!(sent.len(), 2);
     assert_eq!(
         sent[0].0, "db1",
@@ -108,17 +123,21 @@ fn without_speculation_the_conversation_starts_with_sasl_start() {
 fn negotiation_asks_for_the_users_mechanisms_and_falls_back_to_sha1() {
     let mut auth = authenticator("mongodb://user:pencil@h/app");
     let mut hello = doc! { "hello": 1 };
-    let speculation = auth.prepare_handshake(&mut hello).unwrap();
+    let speculation = auth.prepare_handshake(&mut hello, &nonce()).unwrap();
     assert_eq!(hello.get_str("saslSupportedMechs"), Ok("app.user"));
     // The server lists only SCRAM-SHA-1 and ignored the SHA-256 speculation.
     let reply = doc! { "ok": 1, "saslSupportedMechs": ["SCRAM-SHA-1"] };
     let mut sent = Vec::new();
-    let e = auth
-        .authenticate(&reply, speculation, &mut |db: &str, command: Document| {
+    let e = authenticate(
+        &mut auth,
+        &reply,
+        speculation,
+        &mut |db: &str, command: Document| {
             sent.push((db.to_owned(), command.clone()));
             Ok(doc! { "ok": 0, "errmsg": "Authentication failed.", "code": 18 })
-        })
-        .unwrap_err();
+        },
+    )
+    .unwrap_err();
     assert_eq!(sent[0].1.get_str("mechanism"), Ok("SCRAM-SHA-1"));
     assert!(matches!(e.kind(), ErrorKind::Authentication { .. }));
     let text = e.to_string();
@@ -136,31 +155,29 @@ fn negotiation_asks_for_the_users_mechanisms_and_falls_back_to_sha1() {
 fn a_server_that_does_not_know_the_password_is_refused() {
     let mut auth = authenticator("mongodb://user:pencil@h/?authMechanism=SCRAM-SHA-256");
     let mut hello = doc! { "hello": 1 };
-    let speculation = auth.prepare_handshake(&mut hello).unwrap();
+    let speculation = auth.prepare_handshake(&mut hello, &nonce()).unwrap();
     let reply = doc! { "ok": 1, "speculativeAuthenticate": server_reply(SERVER_FIRST, false) };
-    let e = auth
-        .authenticate(&reply, speculation, &mut |_: &str, _| {
-            Ok(server_reply(
-                "v=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
-                true,
-            ))
-        })
-        .unwrap_err();
+    let e = authenticate(&mut auth, &reply, speculation, &mut |_: &str, _| {
+        Ok(server_reply(
+            "v=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+            true,
+        ))
+    })
+    .unwrap_err();
     assert!(e.to_string().contains("signature is wrong"), "{e}");
 }
 
 #[test]
 fn a_server_that_never_finishes_is_refused() {
     let mut auth = authenticator("mongodb://user:pencil@h/?authMechanism=SCRAM-SHA-256");
-    let speculation = auth.prepare_handshake(&mut doc! {}).unwrap();
+    let speculation = auth.prepare_handshake(&mut doc! {}, &nonce()).unwrap();
     let reply = doc! { "ok": 1, "speculativeAuthenticate": server_reply(SERVER_FIRST, false) };
     let mut rounds = 0;
-    let e = auth
-        .authenticate(&reply, speculation, &mut |_: &str, _| {
-            rounds += 1;
-            Ok(server_reply(SERVER_FINAL, false))
-        })
-        .unwrap_err();
+    let e = authenticate(&mut auth, &reply, speculation, &mut |_: &str, _| {
+        rounds += 1;
+        Ok(server_reply(SERVER_FINAL, false))
+    })
+    .unwrap_err();
     assert!(e.to_string().contains("did not finish"), "{e}");
     assert_eq!(rounds, 3);
 }
@@ -169,10 +186,11 @@ fn a_server_that_never_finishes_is_refused() {
 fn plain_sends_the_rfc4616_message_to_external() {
     let mut auth = authenticator("mongodb://user:pencil@h/?authMechanism=PLAIN");
     let mut hello = doc! {};
-    let speculation = auth.prepare_handshake(&mut hello).unwrap();
+    let speculation = auth.prepare_handshake(&mut hello, &nonce()).unwrap();
     assert!(hello.is_empty(), "PLAIN neither negotiates nor speculates");
     let mut sent = Vec::new();
-    auth.authenticate(
+    authenticate(
+        &mut auth,
         &doc! { "ok": 1 },
         speculation,
         &mut |db: &str, command: Document| {
@@ -190,7 +208,7 @@ fn plain_sends_the_rfc4616_message_to_external() {
 fn x509_speculates_with_authenticate_and_falls_back() {
     let mut auth = authenticator("mongodb://h/?authMechanism=MONGODB-X509");
     let mut hello = doc! {};
-    let speculation = auth.prepare_handshake(&mut hello).unwrap();
+    let speculation = auth.prepare_handshake(&mut hello, &nonce()).unwrap();
     assert_eq!(
         hello.get_document("speculativeAuthenticate").unwrap(),
         &doc! { "authenticate": 1, "mechanism": "MONGODB-X509", "db": "$external" }
@@ -207,10 +225,9 @@ fn x509_speculates_with_authenticate_and_falls_back() {
     };
     let accepted =
         doc! { "ok": 1, "speculativeAuthenticate": { "dbname": "$external", "user": "CN=x" } };
-    auth.authenticate(&accepted, speculation, &mut run).unwrap();
-    let speculation = auth.prepare_handshake(&mut doc! {}).unwrap();
-    auth.authenticate(&doc! { "ok": 1 }, speculation, &mut run)
-        .unwrap();
+    authenticate(&mut auth, &accepted, speculation, &mut run).unwrap();
+    let speculation = auth.prepare_handshake(&mut doc! {}, &nonce()).unwrap();
+    authenticate(&mut auth, &doc! { "ok": 1 }, speculation, &mut run).unwrap();
     assert_eq!(
         sent, 1,
         "only the hello without a speculative answer costs a command"
@@ -219,25 +236,18 @@ fn x509_speculates_with_authenticate_and_falls_back() {
 
 #[test]
 fn mechanisms_this_driver_cannot_run_are_refused_by_name() {
-    let e = Authenticator::new(
-        &credential("mongodb://u@h/?authMechanism=GSSAPI"),
-        None,
-        fixed_nonce,
-    )
-    .unwrap_err();
+    let e =
+        Authenticator::new(&credential("mongodb://u@h/?authMechanism=GSSAPI"), None).unwrap_err();
     assert!(e.to_string().contains("GSSAPI is not supported"), "{e}");
 }
 
 #[test]
 fn a_user_without_a_password_is_refused_before_any_io() {
-    let e = Authenticator::new(&credential("mongodb://alice@h/"), None, fixed_nonce).unwrap_err();
+    let e = Authenticator::new(&credential("mongodb://alice@h/"), None).unwrap_err();
     assert!(e.to_string().contains("\"alice\" has no password"), "{e}");
-    assert!(Authenticator::new(
-        &credential("mongodb://h/?authMechanism=MONGODB-X509"),
-        None,
-        fixed_nonce
-    )
-    .is_ok());
+    assert!(
+        Authenticator::new(&credential("mongodb://h/?authMechanism=MONGODB-X509"), None).is_ok()
+    );
 }
 
 #[test]

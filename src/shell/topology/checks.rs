@@ -10,7 +10,7 @@ use bson::Document;
 use super::Topology;
 use crate::error::{Error, ErrorKind, Result};
 use crate::proto::address::ServerAddress;
-use crate::proto::auth::Speculation;
+use crate::proto::auth::{Next, Speculation};
 use crate::proto::deadline::Deadline;
 use crate::proto::event::SdamEvent;
 use crate::proto::handshake::{self, HandshakeSettings};
@@ -295,7 +295,8 @@ impl Topology {
     pub(super) fn handshake_command(&self) -> Result<(Document, bool, Speculation)> {
         let (mut command, use_op_msg) = handshake::handshake_command(&self.handshake_settings());
         let speculation = match &self.authenticator {
-            Some(authenticator) => authenticator.prepare_handshake(&mut command)?,
+            Some(authenticator) => authenticator
+                .prepare_handshake(&mut command, &crate::shell::rng::client_nonce()?)?,
             None => Speculation::None,
         };
         Ok((command, use_op_msg, speculation))
@@ -317,9 +318,12 @@ impl Topology {
         // The auth spec: authenticate right after the handshake, before the
         // socket carries anything else.
         if let Some(authenticator) = &mut self.authenticator {
-            authenticator.authenticate(&reply, speculation, &mut |db, command| {
-                connection.command(db, command, time_left())
-            })?;
+            let nonce = crate::shell::rng::client_nonce()?;
+            let (mut conversation, mut next) = authenticator.begin(&reply, speculation, &nonce)?;
+            while let Next::Send { db, command } = next {
+                let answer = connection.command(&db, command, time_left())?;
+                next = authenticator.step(&mut conversation, &answer)?;
+            }
         }
         if self.is_load_balanced() {
             self.adopt_service(&mut connection, &reply)?;
