@@ -28,13 +28,15 @@ fn identifier(text: &str) -> &str {
     &text[..end]
 }
 
-/// Names of the `#[no_mangle]` functions: the next `fn` after each attribute.
+/// Names of the `#[unsafe(no_mangle)]` functions: the next `fn` after each attribute.
 fn exported_functions(source: &str) -> BTreeSet<String> {
     source
-        .split("#[no_mangle]")
+        .split("#[unsafe(no_mangle)]")
         .skip(1)
         .map(|after| {
-            let at = after.find("fn ").expect("a function after #[no_mangle]");
+            let at = after
+                .find("fn ")
+                .expect("a function after #[unsafe(no_mangle)]");
             identifier(&after[at + 3..]).to_string()
         })
         .collect()

@@ -266,7 +266,7 @@ fn write_buffer(out: &mut MiBuffer, document: &Document) -> Result<(), Failure> 
 }
 
 /// The library's version, a static NUL-terminated string.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn mi_version() -> *const c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
 }
@@ -275,7 +275,7 @@ pub extern "C" fn mi_version() -> *const c_char {
 ///
 /// # Safety
 /// `error` is NULL or was returned by this library and not freed yet.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn mi_error_free(error: *mut MiError) {
     quiet_boundary(|| {
         if error.is_null() {
@@ -308,7 +308,7 @@ pub unsafe extern "C" fn mi_error_free(error: *mut MiError) {
 /// # Safety
 /// `error` is NULL or a live error from this library; `label` is NULL or a
 /// NUL-terminated string.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn mi_error_has_label(error: *const MiError, label: *const c_char) -> bool {
     catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: NULL or a live error by contract.
@@ -338,7 +338,7 @@ pub unsafe extern "C" fn mi_error_has_label(error: *const MiError, label: *const
 /// # Safety
 /// `buffer` is NULL or points to an `mi_buffer` that is empty or was filled
 /// by this library and not freed yet.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn mi_buffer_free(buffer: *mut MiBuffer) {
     quiet_boundary(|| {
         // SAFETY: NULL or a valid buffer by contract.
@@ -358,7 +358,7 @@ pub unsafe extern "C" fn mi_buffer_free(buffer: *mut MiBuffer) {
 ///
 /// # Safety
 /// `string` is NULL or came from this library and was not freed yet.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn mi_string_free(string: *mut c_char) {
     quiet_boundary(|| {
         if !string.is_null() {
@@ -372,7 +372,7 @@ pub unsafe extern "C" fn mi_string_free(string: *mut c_char) {
 ///
 /// # Safety
 /// `json` is NULL or NUL-terminated; `out` is NULL or a writable `mi_buffer`.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn mi_bson_from_json(
     json: *const c_char,
     out: *mut MiBuffer,
@@ -401,7 +401,7 @@ pub unsafe extern "C" fn mi_bson_from_json(
 ///
 /// # Safety
 /// `bson` is NULL or points to `len` bytes; `out` is NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn mi_bson_to_json(
     bson: *const u8,
     len: usize,
@@ -422,7 +422,7 @@ pub unsafe extern "C" fn mi_bson_to_json(
 ///
 /// # Safety
 /// `uri` is NULL or NUL-terminated; `out` is NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn mi_client_new(
     uri: *const c_char,
     out: *mut *mut MiClient,
@@ -446,7 +446,7 @@ pub unsafe extern "C" fn mi_client_new(
 ///
 /// # Safety
 /// `client` is NULL or a live client handle, not used afterwards.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn mi_client_free(client: *mut MiClient) {
     quiet_boundary(|| {
         if client.is_null() {
@@ -463,7 +463,7 @@ pub unsafe extern "C" fn mi_client_free(client: *mut MiClient) {
 /// # Safety
 /// `client` is NULL or a live client handle; `callback` and `user_data`
 /// stay usable while the client lives.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn mi_client_set_event_callback(
     client: *mut MiClient,
     callback: MiEventCallback,
@@ -495,7 +495,7 @@ pub unsafe extern "C" fn mi_client_set_event_callback(
 ///
 /// # Safety
 /// `callback` and `user_data` stay usable until replaced.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn mi_set_log_callback(
     callback: MiLogCallback,
     user_data: *mut c_void,
@@ -509,7 +509,7 @@ pub unsafe extern "C" fn mi_set_log_callback(
 ///
 /// # Safety
 /// `client` is NULL or live; `tokens` and `has_bucket` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn mi_client_retry_tokens(
     client: *mut MiClient,
     tokens: *mut f64,
@@ -536,7 +536,7 @@ pub unsafe extern "C" fn mi_client_retry_tokens(
 ///
 /// # Safety
 /// Pointers NULL or valid: `command` for `command_len` bytes, `reply` writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn mi_client_run_command(
     client: *mut MiClient,
     session: *mut MiSession,
@@ -572,7 +572,7 @@ pub unsafe extern "C" fn mi_client_run_command(
 ///
 /// # Safety
 /// `client` NULL or live; `options` NULL or `options_len` bytes; `out` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn mi_session_start(
     client: *mut MiClient,
     options: *const u8,
@@ -603,7 +603,7 @@ pub unsafe extern "C" fn mi_session_start(
 ///
 /// # Safety
 /// `session` NULL or live, not used afterwards.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn mi_session_free(session: *mut MiSession) {
     quiet_boundary(|| {
         if !session.is_null() {
@@ -617,7 +617,7 @@ pub unsafe extern "C" fn mi_session_free(session: *mut MiSession) {
 ///
 /// # Safety
 /// `session` NULL or live; `out` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn mi_session_id(
     session: *mut MiSession,
     out: *mut MiBuffer,
@@ -636,7 +636,7 @@ pub unsafe extern "C" fn mi_session_id(
 ///
 /// # Safety
 /// `session` NULL or live; `options` NULL or `options_len` bytes.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn mi_session_start_transaction(
     session: *mut MiSession,
     options: *const u8,
@@ -658,7 +658,7 @@ pub unsafe extern "C" fn mi_session_start_transaction(
 ///
 /// # Safety
 /// `session` NULL or live.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn mi_session_commit_transaction(session: *mut MiSession) -> *mut MiError {
     boundary(|| {
         // SAFETY: by contract.
@@ -671,7 +671,7 @@ pub unsafe extern "C" fn mi_session_commit_transaction(session: *mut MiSession) 
 ///
 /// # Safety
 /// `session` NULL or live.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn mi_session_abort_transaction(session: *mut MiSession) -> *mut MiError {
     boundary(|| {
         // SAFETY: by contract.
@@ -720,7 +720,7 @@ unsafe fn target<'a>(
 ///
 /// # Safety
 /// Pointers NULL or valid; `document` for `document_len` bytes.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn mi_insert_one(
     client: *mut MiClient,
     session: *mut MiSession,
@@ -754,7 +754,7 @@ pub unsafe extern "C" fn mi_insert_one(
 ///
 /// # Safety
 /// Pointers NULL or valid; `documents` and `lengths` hold `count` elements.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn mi_insert_many(
     client: *mut MiClient,
     session: *mut MiSession,
@@ -828,7 +828,7 @@ unsafe fn update_entry(
 ///
 /// # Safety
 /// Pointers NULL or valid for their lengths; `options` may be NULL.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn mi_update_one(
     client: *mut MiClient,
     session: *mut MiSession,
@@ -862,7 +862,7 @@ pub unsafe extern "C" fn mi_update_one(
 ///
 /// # Safety
 /// As for `mi_update_one`.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn mi_update_many(
     client: *mut MiClient,
     session: *mut MiSession,
@@ -927,7 +927,7 @@ unsafe fn delete_entry(
 ///
 /// # Safety
 /// Pointers NULL or valid for their lengths.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn mi_delete_one(
     client: *mut MiClient,
     session: *mut MiSession,
@@ -955,7 +955,7 @@ pub unsafe extern "C" fn mi_delete_one(
 ///
 /// # Safety
 /// Pointers NULL or valid for their lengths.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn mi_delete_many(
     client: *mut MiClient,
     session: *mut MiSession,
@@ -983,7 +983,7 @@ pub unsafe extern "C" fn mi_delete_many(
 ///
 /// # Safety
 /// Pointers NULL or valid for their lengths; `options` may be NULL.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn mi_count_documents(
     client: *mut MiClient,
     session: *mut MiSession,
@@ -1029,7 +1029,7 @@ fn new_cursor(stream: DocumentStream, session: Option<SharedSession>) -> *mut Mi
 ///
 /// # Safety
 /// Pointers NULL or valid for their lengths; `options` may be NULL.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn mi_find(
     client: *mut MiClient,
     session: *mut MiSession,
@@ -1068,7 +1068,7 @@ pub unsafe extern "C" fn mi_find(
 ///
 /// # Safety
 /// Pointers NULL or valid; `stages` and `lengths` hold `count` elements.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn mi_aggregate(
     client: *mut MiClient,
     session: *mut MiSession,
@@ -1108,7 +1108,7 @@ pub unsafe extern "C" fn mi_aggregate(
 ///
 /// # Safety
 /// `cursor` NULL or live; `document` and `len` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn mi_cursor_next(
     cursor: *mut MiCursor,
     document: *mut *const u8,
@@ -1143,7 +1143,7 @@ pub unsafe extern "C" fn mi_cursor_next(
 ///
 /// # Safety
 /// `cursor` NULL or live, not used afterwards.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn mi_cursor_free(cursor: *mut MiCursor) {
     quiet_boundary(|| {
         if !cursor.is_null() {

@@ -389,7 +389,7 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
-    fn lookup_from(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    fn lookup_from(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
         let vars: HashMap<String, String> = vars
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
