@@ -59,6 +59,21 @@ use transaction::is_unacknowledged;
 /// The lowest wire version that supports snapshot reads (MongoDB 5.0).
 pub const MIN_SNAPSHOT_WIRE_VERSION: i32 = 13;
 
+/// What one command is to its session: which of the session's fields it
+/// takes ([`SessionState::decorate_draft`]).
+struct CommandRole {
+    /// `commitTransaction` or `abortTransaction`.
+    finishing: bool,
+    /// Part of a transaction (its commit and abort included).
+    in_transaction: bool,
+    /// Takes the snapshot read concern.
+    snapshot_read: bool,
+    /// An unacknowledged write outside a transaction.
+    unacknowledged: bool,
+    /// Takes `lsid`.
+    send_lsid: bool,
+}
+
 /// Whether an application started the session or the driver did for one
 /// operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -513,8 +528,8 @@ impl SessionState {
     }
 
     /// [`Self::decorate`] on a command on its way to the wire (the one
-    /// path the executor takes).
-    #[allow(clippy::too_many_lines)] // TODO(issue 33): split by the spec's steps.
+    /// path the executor takes), in the order the sessions and transactions
+    /// specifications describe the fields.
     pub(crate) fn decorate_draft(
         &mut self,
         command: &mut CommandDraft,
@@ -524,6 +539,30 @@ impl SessionState {
         if self.is_ended() {
             return Err(Error::client(ENDED));
         }
+        let role = self.command_role(command, ctx)?;
+        let txn_number = self.attach_lsid(command, &role, now)?;
+        if role.in_transaction {
+            self.attach_transaction_fields(command, txn_number, role.finishing);
+        } else {
+            if ctx.retryable_write && role.send_lsid {
+                command.insert("txnNumber", txn_number);
+            }
+            self.attach_operation_concerns(command, ctx, &role);
+        }
+        let cluster_time =
+            ClusterTime::greater(self.cluster_time.as_ref(), ctx.client_cluster_time);
+        attach_cluster_time(command, cluster_time, ctx.max_wire_version);
+        Ok(())
+    }
+
+    /// What `command` is to this session, decided before anything is added
+    /// (so that its one error, a snapshot read on a server before 5.0,
+    /// changes nothing).
+    fn command_role(
+        &self,
+        command: &CommandDraft,
+        ctx: &CommandContext<'_>,
+    ) -> Result<CommandRole> {
         let name = command.first_key_bytes().unwrap_or_default();
         let finishing = name == b"commitTransaction" || name == b"abortTransaction";
         let follow_up = matches!(name, b"getMore" | b"killCursors");
@@ -536,75 +575,103 @@ impl SessionState {
             return Err(Error::client("Snapshot reads require MongoDB 5.0 or later"));
         }
         let unacknowledged = !in_transaction && ctx.write_concern.is_some_and(is_unacknowledged);
-        let causal = self.is_causally_consistent();
-        let operation_time = self.operation_time;
-        let snapshot_time = self.snapshot_time;
+        Ok(CommandRole {
+            finishing,
+            in_transaction,
+            snapshot_read,
+            unacknowledged,
+            // An implicit session is never sent with an unacknowledged
+            // write: the driver could not know when the server is done
+            // with it.
+            send_lsid: !(unacknowledged && self.kind == SessionKind::Implicit),
+        })
+    }
 
-        // An implicit session is never sent with an unacknowledged write: the
-        // driver could not know when the server is done with it.
-        let send_lsid = !(unacknowledged && self.kind == SessionKind::Implicit);
+    /// `lsid`, marking the server session used at `now`; returns its
+    /// transaction number for the steps after.
+    fn attach_lsid(
+        &mut self,
+        command: &mut CommandDraft,
+        role: &CommandRole,
+        now: Instant,
+    ) -> Result<i64> {
         let session = self.server_session_mut()?;
-        let txn_number = session.txn_number;
-        if send_lsid {
+        if role.send_lsid {
             session.add_lsid(command);
             session.mark_used(now);
         }
+        Ok(session.txn_number)
+    }
 
-        if in_transaction {
-            command.insert("txnNumber", txn_number);
-            let first = !finishing && self.transaction.note_command_sent();
-            if first {
-                command.insert("startTransaction", true);
-            }
-            command.insert("autocommit", false);
-            if first {
-                let level = self
-                    .transaction
-                    .options()
-                    .read_concern
-                    .as_ref()
-                    .map(|rc| rc.level.as_str());
-                let after = operation_time
-                    .filter(|_| causal)
-                    .map(|t| ("afterClusterTime", Bson::Timestamp(t)));
-                if let Some(rc) = read_concern_document(level, after) {
-                    command.insert("readConcern", rc);
-                }
-            }
-        } else {
-            if ctx.retryable_write && send_lsid {
-                command.insert("txnNumber", txn_number);
-            }
-            let read_extra = if snapshot_read {
-                snapshot_time.map(|t| ("atClusterTime", Bson::Timestamp(t)))
-            } else {
-                operation_time
-                    .filter(|_| causal && !unacknowledged)
-                    .map(|t| ("afterClusterTime", Bson::Timestamp(t)))
-            };
-            let read_level = if snapshot_read {
-                Some("snapshot")
-            } else {
-                ctx.read_concern.map(|rc| rc.level.as_str())
-            };
-            let takes = crate::proto::concern::Takes {
-                read_concern: ctx.accepts_read_concern || snapshot_read,
-                write_concern: ctx.accepts_write_concern,
-                after_cluster_time: ctx.accepts_read_concern || ctx.accepts_after_cluster_time,
-            };
-            crate::proto::concern::attach_concerns(
-                command,
-                takes,
-                read_level,
-                ctx.write_concern,
-                read_extra,
-            );
+    /// In a transaction: `txnNumber`, `autocommit: false`, and on its first
+    /// command `startTransaction: true` with the transaction's read concern
+    /// (and `afterClusterTime` in a causally consistent session).
+    fn attach_transaction_fields(
+        &mut self,
+        command: &mut CommandDraft,
+        txn_number: i64,
+        finishing: bool,
+    ) {
+        command.insert("txnNumber", txn_number);
+        let first = !finishing && self.transaction.note_command_sent();
+        if first {
+            command.insert("startTransaction", true);
         }
+        command.insert("autocommit", false);
+        if first {
+            let level = self
+                .transaction
+                .options()
+                .read_concern
+                .as_ref()
+                .map(|rc| rc.level.as_str());
+            if let Some(rc) = read_concern_document(level, self.after_cluster_time(false)) {
+                command.insert("readConcern", rc);
+            }
+        }
+    }
 
-        let cluster_time =
-            ClusterTime::greater(self.cluster_time.as_ref(), ctx.client_cluster_time);
-        attach_cluster_time(command, cluster_time, ctx.max_wire_version);
-        Ok(())
+    /// Outside a transaction: the operation's write concern and its read
+    /// concern, merged with `afterClusterTime`, or in a snapshot session
+    /// `{level: "snapshot", atClusterTime?}`.
+    fn attach_operation_concerns(
+        &self,
+        command: &mut CommandDraft,
+        ctx: &CommandContext<'_>,
+        role: &CommandRole,
+    ) {
+        let (read_level, read_extra) = if role.snapshot_read {
+            let at = self
+                .snapshot_time
+                .map(|t| ("atClusterTime", Bson::Timestamp(t)));
+            (Some("snapshot"), at)
+        } else {
+            (
+                ctx.read_concern.map(|rc| rc.level.as_str()),
+                self.after_cluster_time(role.unacknowledged),
+            )
+        };
+        let takes = crate::proto::concern::Takes {
+            read_concern: ctx.accepts_read_concern || role.snapshot_read,
+            write_concern: ctx.accepts_write_concern,
+            after_cluster_time: ctx.accepts_read_concern || ctx.accepts_after_cluster_time,
+        };
+        crate::proto::concern::attach_concerns(
+            command,
+            takes,
+            read_level,
+            ctx.write_concern,
+            read_extra,
+        );
+    }
+
+    /// `afterClusterTime` for a causally consistent session that has seen
+    /// an operation time (never with an unacknowledged write, whose
+    /// operation time the session will not learn).
+    fn after_cluster_time(&self, unacknowledged: bool) -> Option<(&'static str, Bson)> {
+        self.operation_time
+            .filter(|_| self.is_causally_consistent() && !unacknowledged)
+            .map(|t| ("afterClusterTime", Bson::Timestamp(t)))
     }
 
     /// Learns from a reply (any reply to a decorated command, `ok: 0` too):
