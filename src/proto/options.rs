@@ -217,6 +217,39 @@ impl ServerMonitoringMode {
     }
 }
 
+impl TlsOptions {
+    /// The URI name of the first option set, if any.
+    fn first_given(&self) -> Option<&'static str> {
+        [
+            (
+                "tlsAllowInvalidCertificates",
+                self.allow_invalid_certificates.is_some(),
+            ),
+            (
+                "tlsAllowInvalidHostnames",
+                self.allow_invalid_hostnames.is_some(),
+            ),
+            ("tlsCAFile", self.ca_file.is_some()),
+            ("tlsCertificateKeyFile", self.certificate_key_file.is_some()),
+            (
+                "tlsCertificateKeyFilePassword",
+                self.certificate_key_file_password.is_some(),
+            ),
+            ("tlsInsecure", self.insecure.is_some()),
+            (
+                "tlsDisableOCSPEndpointCheck",
+                self.disable_ocsp_endpoint_check.is_some(),
+            ),
+            (
+                "tlsDisableCertificateRevocationCheck",
+                self.disable_certificate_revocation_check.is_some(),
+            ),
+        ]
+        .into_iter()
+        .find_map(|(name, given)| given.then_some(name))
+    }
+}
+
 impl std::fmt::Debug for TlsOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never print the key file's password, even in debug output.
@@ -410,13 +443,19 @@ impl ClientOptions {
         self.retry_writes.unwrap_or(true)
     }
 
-    /// Whether TLS is on (`tls`/`ssl`; default false, true for `mongodb+srv`).
-    ///
-    /// The other `tls*` options (a CA file, `tlsInsecure`, ...) never turn TLS
-    /// on by themselves: only `tls=true`, `ssl=true` or the `mongodb+srv`
-    /// scheme do.
+    /// Whether TLS is on: `tls`/`ssl` when given; otherwise on for
+    /// `mongodb+srv` and whenever another `tls*` option is given (a CA file,
+    /// a client certificate, `tlsInsecure`, ...), as libmongoc does: asking
+    /// how to verify TLS and then talking in plain text would ignore the
+    /// request. `tls=false` with another `tls*` option is an error.
     pub fn tls(&self) -> bool {
-        self.tls.unwrap_or(self.srv_host.is_some())
+        self.tls.unwrap_or_else(|| {
+            self.srv_host.is_some()
+                || self
+                    .tls_options
+                    .as_ref()
+                    .is_some_and(|t| t.first_given().is_some())
+        })
     }
 
     /// The Stable API settings.
@@ -707,6 +746,12 @@ impl ClientOptions {
         let Some(tls) = &self.tls_options else {
             return Ok(());
         };
+        if let (Some(false), Some(name)) = (self.tls, tls.first_given()) {
+            return Err(Error::invalid_argument(format!(
+                "tls=false (or ssl=false) but {name} is given: {name} configures TLS; remove \
+                 tls=false to connect with TLS, or remove {name} to connect without it"
+            )));
+        }
         // The uri-options spec forbids these pairs whatever their values:
         // one relaxes what the other configures, so no order of application
         // is safe to guess.

@@ -645,7 +645,7 @@ impl OptionParser {
                     self.invalid::<()>(
                         name,
                         &value,
-                        "an SRV service name (1-15 letters, digits or inner hyphens)",
+                        "an SRV service name (1-62 letters, digits or inner hyphens)",
                     );
                 }
             }
@@ -1078,14 +1078,20 @@ fn tls(options: &mut ClientOptions) -> &mut TlsOptions {
     options.tls_options.get_or_insert_with(TlsOptions::default)
 }
 
+/// The longest `srvServiceName`: a DNS label is at most 63 bytes, one of
+/// them the leading underscore.
+const MAX_SRV_SERVICE_NAME: usize = 62;
+
 fn proxy(options: &mut ClientOptions) -> &mut ProxyOptions {
     options.proxy.get_or_insert_with(ProxyOptions::default)
 }
 
-/// RFC 6335 section 5.1: 1-15 characters, letters, digits and hyphens, at
-/// least one letter, no hyphen at either end or next to another.
+/// RFC 6335 section 5.1 (letters, digits and hyphens, at least one letter,
+/// no hyphen at either end or next to another), but up to 62 characters
+/// rather than 15: the seed-list spec allows any name that fits a DNS label
+/// once the underscore is prepended.
 fn is_srv_service_name(name: &str) -> bool {
-    (1..=15).contains(&name.len())
+    (1..=MAX_SRV_SERVICE_NAME).contains(&name.len())
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
         && name.bytes().any(|b| b.is_ascii_alphabetic())
         && !name.starts_with('-')
@@ -1285,6 +1291,37 @@ mod tests {
         assert!(error("mongodb+srv://a.example.com/?directConnection=true")
             .contains("directConnection"));
         assert!(error("mongodb://a/?srvServiceName=x").contains("mongodb+srv"));
+    }
+
+    #[test]
+    fn srv_service_names_may_be_62_characters_long() {
+        let long = format!("a{}", "-b".repeat(30));
+        assert_eq!(long.len(), 61);
+        let (o, w) = parse(&format!("mongodb+srv://a.b.c/?srvServiceName={long}x")).unwrap();
+        assert_eq!(o.srv_service_name(), format!("{long}x"), "{w:?}");
+        let (o, w) = parse(&format!("mongodb+srv://a.b.c/?srvServiceName={long}xy")).unwrap();
+        assert_eq!(o.srv_service_name(), "mongodb");
+        assert!(w[0].contains("1-62"), "{w:?}");
+    }
+
+    #[test]
+    fn any_tls_option_turns_tls_on_and_tls_false_with_one_is_an_error() {
+        for option in [
+            "tlsCAFile=ca.pem",
+            "tlsInsecure=false",
+            "tlsCertificateKeyFile=c.pem",
+        ] {
+            let (o, _) = parse(&format!("mongodb://h/?{option}")).unwrap();
+            assert!(o.tls(), "{option}");
+            let e = error(&format!("mongodb://h/?tls=false&{option}"));
+            let name = option.split('=').next().unwrap();
+            assert!(e.contains(&format!("but {name} is given")), "{e}");
+        }
+        assert!(!parse("mongodb://h/").unwrap().0.tls());
+        assert!(parse("mongodb://h/?tls=true&tlsCAFile=ca.pem")
+            .unwrap()
+            .0
+            .tls());
     }
 
     #[test]
