@@ -401,6 +401,99 @@ fn a_client_certificate_is_accepted_and_authenticates_as_x509() {
     assert!(e.to_string().contains("MONGODB-X509"), "{e}");
 }
 
+#[test]
+fn x509_over_srv_authenticates_against_external_whatever_the_txt_record_says() {
+    use support::dns::{a, srv, txt, DnsServer};
+    // Atlas's TXT record carries authSource=admin for every client.
+    let host = "cluster0.test.build.10gen.cc";
+    let member = "localhost.test.build.10gen.cc";
+    let port = tls_auth_server().port();
+    let dns = DnsServer::start(vec![
+        srv(&format!("_mongodb._tcp.{host}"), port, member, 300),
+        a(member, std::net::Ipv4Addr::LOCALHOST),
+        txt(host, "authSource=admin"),
+    ]);
+    let uri = format!(
+        "mongodb+srv://{host}/?tlsCAFile={}&tlsCertificateKeyFile={}&tlsAllowInvalidHostnames=true\
+         &authMechanism=MONGODB-X509&serverSelectionTimeoutMS=5000",
+        certs().path("ca.pem"),
+        certs().path("client.pem")
+    );
+    let in_code = mongo_inline::ClientOptions::builder()
+        .name_servers(vec![dns.address()])
+        .build()
+        .unwrap();
+    let options = mongo_inline::ClientOptions::parse_with(&uri, in_code).unwrap();
+    let client = Client::with_options(options).unwrap();
+    client
+        .database("x509db")
+        .collection::<Document>("c")
+        .insert_one(doc! { "over_srv": true })
+        .run()
+        .unwrap();
+}
+
+/// A TCP server without TLS that answers whatever comes first with
+/// `reply` (closing the socket when `reply` is empty), then holds the
+/// socket open for a while.
+fn plain_peer(reply: &'static [u8]) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            thread::spawn(move || {
+                let mut buffer = [0u8; 512];
+                let _ = stream.read(&mut buffer);
+                if reply.is_empty() {
+                    return;
+                }
+                let _ = stream.write_all(reply);
+                thread::sleep(Duration::from_secs(15));
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn a_tls_client_meeting_a_plain_server_fails_at_once_saying_so() {
+    // An OP_MSG header: what a MongoDB server without TLS might send back.
+    let plain_reply: &[u8] = &[45, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0xdd, 7, 0, 0];
+    for (reply, expected) in [
+        (plain_reply, "does not speak TLS"),
+        (&[][..], "may not speak TLS"),
+    ] {
+        let port = plain_peer(reply);
+        let started = Instant::now();
+        let e = ping(&format!(
+            "mongodb://127.0.0.1:{port}/?tls=true&connectTimeoutMS=10000\
+             &serverSelectionTimeoutMS=1000"
+        ))
+        .unwrap_err();
+        assert!(e.to_string().contains(expected), "{e}");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "took {:?}",
+            started.elapsed()
+        );
+    }
+}
+
+#[test]
+fn a_plain_client_reset_by_a_tls_server_is_told_it_may_require_tls() {
+    let port = tls_auth_server().port();
+    let e = ping(&format!(
+        "mongodb://127.0.0.1:{port}/?serverSelectionTimeoutMS=1000"
+    ))
+    .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("the server may require TLS (add tls=true"),
+        "{e}"
+    );
+}
+
 /// Every log line of every target, at every level.
 struct AllLogs {
     lines: std::sync::Mutex<Vec<String>>,

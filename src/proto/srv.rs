@@ -171,7 +171,10 @@ pub fn parse_txt_options(srv_host: &str, records: &[Vec<Vec<u8>>]) -> Result<Txt
 /// `authSource` is where credentials are checked, so it applies only when
 /// credentials were given: hosted clusters publish `authSource=admin` for
 /// every client, and the auth spec makes an `authSource` without a user an
-/// error, which would lock out clients that do not authenticate.
+/// error, which would lock out clients that do not authenticate. Nor does
+/// it apply to mechanisms that authenticate only against `$external`
+/// (MONGODB-X509, GSSAPI, MONGODB-AWS, MONGODB-OIDC): Atlas publishes
+/// `authSource=admin`, which such a client must ignore, as other drivers do.
 pub fn apply_txt_options(options: &mut ClientOptions, txt: TxtOptions) {
     if options.replica_set.is_none() {
         options.replica_set = txt.replica_set;
@@ -181,14 +184,29 @@ pub fn apply_txt_options(options: &mut ClientOptions, txt: TxtOptions) {
     }
     if let Some(source) = txt.auth_source {
         match &mut options.credential {
-            Some(credential) if credential.source.is_none() => credential.source = Some(source),
-            Some(_) => {}
+            Some(credential) if credential.source.is_none() && !external_only(credential) => {
+                credential.source = Some(source);
+            }
+            Some(_) => log::debug!(
+                target: "mongo_inline::srv",
+                "the TXT record's authSource={source} is unused: the credential sets its own"
+            ),
             None => log::debug!(
                 target: "mongo_inline::srv",
                 "the TXT record's authSource={source} is unused: no credentials were given"
             ),
         }
     }
+}
+
+/// Whether the credential's mechanism authenticates only against
+/// `$external`, whatever `authSource` says.
+fn external_only(credential: &crate::proto::options::Credential) -> bool {
+    credential.mechanism.as_deref().is_some_and(|m| {
+        ["MONGODB-X509", "GSSAPI", "MONGODB-AWS", "MONGODB-OIDC"]
+            .iter()
+            .any(|e| e.eq_ignore_ascii_case(m))
+    })
 }
 
 /// How long to wait before the next SRV rescan: the lowest TTL of the
@@ -406,6 +424,21 @@ mod tests {
             },
         );
         assert_eq!(options.credential(), None);
+    }
+
+    #[test]
+    fn x509_keeps_external_whatever_the_txt_record_says() {
+        let mut options =
+            ClientOptions::parse("mongodb+srv://a.b.c/?authMechanism=MONGODB-X509").unwrap();
+        apply_txt_options(
+            &mut options,
+            TxtOptions {
+                auth_source: Some("admin".into()),
+                ..TxtOptions::default()
+            },
+        );
+        assert_eq!(options.auth_source(), Some("$external"));
+        options.validate().unwrap();
     }
 
     #[test]

@@ -25,7 +25,8 @@ use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{
-    CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
+    CertificateError, ClientConfig, DigitallySignedStruct, InvalidMessage, RootCertStore,
+    SignatureScheme,
 };
 
 use crate::error::{Error, ErrorKind, Result};
@@ -166,6 +167,43 @@ pub fn server_name(address: &ServerAddress) -> Result<ServerName<'static>> {
         .map_err(|_| invalid(format!("{host:?} is not a valid TLS server name")))
 }
 
+/// What a reply that is no TLS record means: bytes in plain text, from a
+/// server that read the TLS hello as a message of its own protocol.
+const NOT_TLS: &str = "the server does not speak TLS: it answered the TLS hello with bytes \
+                       that are not TLS (remove tls=true, or the tls* options that turn it on, \
+                       if this server has no TLS)";
+
+/// A plain socket's first exchange failed with a reset or a close before
+/// any reply: that is how a server that requires TLS refuses plain text,
+/// so the error says so (the cause stays as it was).
+pub(crate) fn hint_tls_required(error: Error) -> Error {
+    let ErrorKind::Network {
+        address,
+        message,
+        timeout: false,
+        io: Some(io),
+    } = error.kind()
+    else {
+        return error;
+    };
+    let refused = matches!(
+        io.kind(),
+        std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted
+    ) || (io.kind() == std::io::ErrorKind::UnexpectedEof
+        && io.to_string().contains("before a reply"));
+    if !refused {
+        return error;
+    }
+    Error::new(ErrorKind::Network {
+        address: address.clone(),
+        message: format!(
+            "{message}; the server may require TLS (add tls=true to the connection string)"
+        ),
+        timeout: false,
+        io: Some(io.clone()),
+    })
+}
+
 /// A TLS failure on the socket to `address`, in words: which check failed
 /// and why. `error` is what rustls reported.
 pub fn handshake_error(address: &ServerAddress, error: &rustls::Error) -> Error {
@@ -175,6 +213,11 @@ pub fn handshake_error(address: &ServerAddress, error: &rustls::Error) -> Error 
             "the server sent the alert {alert:?} (a server that wants a client certificate \
              refuses a missing or untrusted one this way)"
         ),
+        rustls::Error::InvalidMessage(
+            InvalidMessage::InvalidContentType
+            | InvalidMessage::UnknownProtocolVersion
+            | InvalidMessage::MessageTooLarge,
+        ) => NOT_TLS.into(),
         other => other.to_string(),
     };
     Error::new(ErrorKind::Tls {

@@ -105,6 +105,15 @@ pub fn a(name: &str, ip: std::net::Ipv4Addr) -> ZoneRecord {
     }
 }
 
+/// A TXT record of one string.
+pub fn txt(name: &str, text: &str) -> ZoneRecord {
+    ZoneRecord {
+        name: name.to_ascii_lowercase(),
+        data: RData::TXT(TXT::new(vec![text.to_owned()])),
+        ttl: 300,
+    }
+}
+
 /// Reads `fixtures/dns/<name>` from the crate root.
 pub fn zone_fixture(name: &str, ports: &HashMap<u16, u16>) -> Vec<ZoneRecord> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -153,7 +153,7 @@ fn read_records(
 ) -> Result<bool, Stall> {
     loop {
         match session.read_tls(socket) {
-            Ok(0) => return Err(Stall::Io(closed_during_tls())),
+            Ok(0) => return Err(Stall::Io(closed_during_tls(session.is_handshaking()))),
             Ok(_) => break,
             Err(e) if would_block(&e) => return Ok(false),
             Err(e) if interrupted(&e) => {}
@@ -186,9 +186,12 @@ fn closed(reader: &FrameReader) -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::UnexpectedEof, message)
 }
 
-fn closed_during_tls() -> std::io::Error {
-    std::io::Error::new(
-        std::io::ErrorKind::UnexpectedEof,
-        "the server closed the connection",
-    )
+fn closed_during_tls(handshaking: bool) -> std::io::Error {
+    // A server without TLS that recognises a TLS hello closes the socket.
+    let message = if handshaking {
+        "the server closed the connection without a TLS answer: it may not speak TLS"
+    } else {
+        "the server closed the connection"
+    };
+    std::io::Error::new(std::io::ErrorKind::UnexpectedEof, message)
 }

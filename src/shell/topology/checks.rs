@@ -288,6 +288,10 @@ impl Topology {
         } else {
             connection.legacy_command("admin", &command, time_left())
         };
+        let reply = match reply {
+            Err(e) if self.tls.is_none() => Err(crate::shell::tls::hint_tls_required(e)),
+            reply => reply,
+        };
         self.finish_handshake(connection, reply?, speculation, &time_left)
     }
 

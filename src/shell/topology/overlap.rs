@@ -260,7 +260,10 @@ impl Overlap {
 
     fn fail(&mut self, slot: usize, context: &str, io: std::io::Error) -> Option<Finished> {
         let pending = self.take(slot)?;
-        let error = Error::network(Some(pending.address.clone()), context, io);
+        let mut error = Error::network(Some(pending.address.clone()), context, io);
+        if matches!(&pending.job, Job::Handshake(h) if h.connected && h.tls.is_none()) {
+            error = crate::shell::tls::hint_tls_required(error);
+        }
         Some(finished(pending, Err(error)))
     }
 
