@@ -15,6 +15,7 @@ pub use crate::proto::coll_options::*;
 pub use crate::proto::concern::{Acknowledgment, ReadConcern, WriteConcern};
 pub use crate::proto::read_preference::{ReadPreference, ReadPreferenceMode, TagSet};
 pub use crate::proto::retry::{RetryMode, RetrySettings, Tokens, TOKEN_BUCKET_CAPACITY};
+use crate::proto::sdam::settings::TopologySettings;
 pub use crate::proto::select::SelectionCriteria;
 pub use crate::proto::session::transaction::TransactionOptions;
 pub use crate::proto::session::SessionOptions;
@@ -583,6 +584,41 @@ impl ClientOptions {
     ) -> Self {
         self.name_servers = Some(name_servers.into_iter().collect());
         self
+    }
+}
+
+// These two are here rather than in `retry` and `sdam`, so that the rules
+// need not know the options: the options know which settings they ask for.
+impl RetrySettings {
+    /// The settings `options` ask for. The published behaviour is opted into
+    /// by setting `maxAdaptiveRetries`; otherwise the seed defaults apply,
+    /// with `enableOverloadRetargeting` honoured in both.
+    pub fn from_options(options: &ClientOptions) -> Self {
+        let base = if options.max_adaptive_retries.is_some() {
+            RetrySettings::published(
+                options.max_adaptive_retries(),
+                options.enable_overload_retargeting(),
+            )
+        } else {
+            RetrySettings::seed().with_overload_retargeting(options.enable_overload_retargeting())
+        };
+        base.with_retry_reads(options.retry_reads())
+            .with_retry_writes(options.retry_writes())
+    }
+}
+
+impl TopologySettings {
+    /// The settings of a client built from `options` (whose hosts are the
+    /// resolved seeds when the URI was `mongodb+srv`).
+    pub fn from_options(options: &ClientOptions) -> Self {
+        TopologySettings {
+            seeds: options.hosts().to_vec(),
+            direct_connection: options.direct_connection(),
+            replica_set: options.replica_set().map(str::to_string),
+            load_balanced: options.load_balanced(),
+            seeds_from_srv: options.srv_host.is_some(),
+            without_change_events: false,
+        }
     }
 }
 
@@ -1296,5 +1332,37 @@ mod server_api_tests {
     fn an_unknown_server_api_version_is_named_in_the_error() {
         let error = ServerApi::new("2").unwrap_err();
         assert!(error.to_string().contains("\"2\""), "{error}");
+    }
+}
+
+#[cfg(test)]
+mod settings_tests {
+    use super::*;
+
+    #[test]
+    fn settings_from_client_options() {
+        let o = ClientOptions::parse("mongodb://a/").unwrap();
+        let s = RetrySettings::from_options(&o);
+        assert_eq!(s.mode(), RetryMode::Seed);
+        assert_eq!(s.max_overload_retries(), 5);
+        assert!(
+            s.token_bucket() && !s.overload_retargeting() && s.retry_reads() && s.retry_writes()
+        );
+
+        let o = ClientOptions::parse(
+            "mongodb://a/?maxAdaptiveRetries=3&enableOverloadRetargeting=true&retryReads=false",
+        )
+        .unwrap();
+        let s = RetrySettings::from_options(&o);
+        assert_eq!(s.mode(), RetryMode::Published);
+        assert_eq!(s.max_overload_retries(), 3);
+        assert!(
+            !s.token_bucket() && s.overload_retargeting() && !s.retry_reads() && s.retry_writes()
+        );
+
+        let o = ClientOptions::parse("mongodb://a/?enableOverloadRetargeting=true").unwrap();
+        let s = RetrySettings::from_options(&o);
+        assert_eq!(s.mode(), RetryMode::Seed);
+        assert!(s.overload_retargeting());
     }
 }

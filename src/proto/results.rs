@@ -17,7 +17,19 @@ use std::fmt;
 
 use bson::{Bson, Document};
 
-pub use crate::proto::operation::list_databases::DatabaseSpecification;
+/// One database as `listDatabases` describes it.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct DatabaseSpecification {
+    /// The name.
+    pub name: String,
+    /// `sizeOnDisk` in bytes (absent with `name_only`).
+    pub size_on_disk: Option<u64>,
+    /// `empty` (absent with `name_only`).
+    pub empty: Option<bool>,
+    /// `shards`: the size on each shard (sharded clusters only).
+    pub shards: Option<Document>,
+}
 
 /// The result of `insert_one`.
 #[derive(Clone, Debug, PartialEq)]

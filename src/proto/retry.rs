@@ -73,7 +73,6 @@ use std::time::{Duration, Instant};
 use crate::error::{CommandError, Error, ErrorKind};
 use crate::proto::address::ServerAddress;
 use crate::proto::deadline::Deadline;
-use crate::proto::options::ClientOptions;
 use crate::proto::sdam::description::TopologyType;
 
 /// The `log` target of retry messages: why an operation is retried, after
@@ -402,7 +401,7 @@ impl RetrySettings {
     }
 
     /// The published behaviour: `max_adaptive_retries` overload retries
-    /// (default [`crate::options::DEFAULT_MAX_ADAPTIVE_RETRIES`]; 0 turns them off), no
+    /// (the options' default is 2; 0 turns them off), no
     /// token bucket, retargeting as given.
     pub fn published(max_adaptive_retries: u32, overload_retargeting: bool) -> Self {
         RetrySettings {
@@ -412,22 +411,6 @@ impl RetrySettings {
             overload_retargeting,
             ..RetrySettings::seed()
         }
-    }
-
-    /// The settings `options` ask for. The published behaviour is opted into
-    /// by setting `maxAdaptiveRetries`; otherwise the seed defaults apply,
-    /// with `enableOverloadRetargeting` honoured in both.
-    pub fn from_options(options: &ClientOptions) -> Self {
-        let base = if options.max_adaptive_retries.is_some() {
-            RetrySettings::published(
-                options.max_adaptive_retries(),
-                options.enable_overload_retargeting(),
-            )
-        } else {
-            RetrySettings::seed().with_overload_retargeting(options.enable_overload_retargeting())
-        };
-        base.with_retry_reads(options.retry_reads())
-            .with_retry_writes(options.retry_writes())
     }
 
     /// With `retryReads` set to `on`.

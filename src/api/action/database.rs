@@ -10,10 +10,11 @@ use crate::error::{Error, Result};
 use crate::proto::coll_options::{
     CreateCollectionOptions, DropDatabaseOptions, ListCollectionsOptions, ListDatabasesOptions,
 };
-use crate::proto::operation::{self, check_database_name, DatabaseSpecification, Operation};
+use crate::proto::operation::{self, check_database_name, Operation};
 use crate::proto::options::WriteConcern;
 use crate::proto::read_preference::ReadPreference;
 use crate::proto::results::CollectionSpecification;
+use crate::proto::results::DatabaseSpecification;
 use crate::proto::select::SelectionCriteria;
 use crate::proto::session::transaction::TransactionOptions;
 use crate::proto::session::SessionOptions;

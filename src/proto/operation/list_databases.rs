@@ -7,20 +7,7 @@ use super::{
 };
 use crate::error::Result;
 use crate::proto::coll_options::ListDatabasesOptions;
-
-/// One database as `listDatabases` describes it.
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub struct DatabaseSpecification {
-    /// The name.
-    pub name: String,
-    /// `sizeOnDisk` in bytes (absent with `name_only`).
-    pub size_on_disk: Option<u64>,
-    /// `empty` (absent with `name_only`).
-    pub empty: Option<bool>,
-    /// `shards`: the size on each shard (sharded clusters only).
-    pub shards: Option<Document>,
-}
+use crate::proto::results::DatabaseSpecification;
 
 /// `list_databases` (and `list_database_names`, with `name_only`). Runs on `admin`.
 #[derive(Clone, Debug)]

@@ -74,7 +74,7 @@ pub use get_more::GetMore;
 pub use insert::Insert;
 pub use kill_cursors::KillCursors;
 pub use list_collections::ListCollections;
-pub use list_databases::{DatabaseSpecification, ListDatabases};
+pub use list_databases::ListDatabases;
 pub use list_indexes::ListIndexes;
 pub(crate) use names::check_database_name;
 pub use run_command::RunCommand;

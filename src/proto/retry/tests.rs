@@ -845,30 +845,7 @@ fn published_mode_can_use_the_bucket() {
     assert_eq!(run.balances, vec![tokens(999, 0), tokens(1000, 0)]);
 }
 
-// ---------------------------------------------------------------- settings, commands, log
-
-#[test]
-fn settings_from_client_options() {
-    let o = ClientOptions::parse("mongodb://a/").unwrap();
-    let s = RetrySettings::from_options(&o);
-    assert_eq!(s.mode(), RetryMode::Seed);
-    assert_eq!(s.max_overload_retries(), 5);
-    assert!(s.token_bucket() && !s.overload_retargeting() && s.retry_reads() && s.retry_writes());
-
-    let o = ClientOptions::parse(
-        "mongodb://a/?maxAdaptiveRetries=3&enableOverloadRetargeting=true&retryReads=false",
-    )
-    .unwrap();
-    let s = RetrySettings::from_options(&o);
-    assert_eq!(s.mode(), RetryMode::Published);
-    assert_eq!(s.max_overload_retries(), 3);
-    assert!(!s.token_bucket() && s.overload_retargeting() && !s.retry_reads() && s.retry_writes());
-
-    let o = ClientOptions::parse("mongodb://a/?enableOverloadRetargeting=true").unwrap();
-    let s = RetrySettings::from_options(&o);
-    assert_eq!(s.mode(), RetryMode::Seed);
-    assert!(s.overload_retargeting());
-}
+// ---------------------------------------------------------------- commands, log
 
 #[test]
 fn retryable_read_commands() {

@@ -4,10 +4,10 @@
 use std::fmt;
 
 use crate::proto::address::ServerAddress;
-use crate::proto::options::ClientOptions;
 
-/// The options SDAM needs, taken from [`ClientOptions`] (or built directly
-/// in tests).
+/// The options SDAM needs, taken from the client's options
+/// (`TopologySettings::from_options`, kept in `options`) or built directly
+/// in tests.
 #[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]
 pub struct TopologySettings {
@@ -37,19 +37,6 @@ impl TopologySettings {
         TopologySettings {
             seeds,
             ..Self::default()
-        }
-    }
-
-    /// The settings of a client built from `options` (whose hosts are the
-    /// resolved seeds when the URI was `mongodb+srv`).
-    pub fn from_options(options: &ClientOptions) -> Self {
-        TopologySettings {
-            seeds: options.hosts().to_vec(),
-            direct_connection: options.direct_connection(),
-            replica_set: options.replica_set().map(str::to_string),
-            load_balanced: options.load_balanced(),
-            seeds_from_srv: options.srv_host.is_some(),
-            without_change_events: false,
         }
     }
 
