@@ -37,3 +37,40 @@ impl TopologyRules {
             .len()
     }
 }
+
+/// Where the cloud authentication mechanisms (MONGODB-AWS, MONGODB-OIDC)
+/// look for their secrets, for tests that stand in loopback servers for
+/// the AWS and cloud metadata endpoints: each field left `None` keeps the
+/// real one. Set only through [`set_cloud_environment`]; a program never
+/// needs it.
+#[derive(Clone, Default, PartialEq)]
+pub struct CloudEnvironment {
+    /// The environment variables to read instead of the process's.
+    pub variables: Option<std::collections::HashMap<String, String>>,
+    /// The ECS container endpoint (`http://169.254.170.2`).
+    pub ecs: Option<String>,
+    /// The EC2 instance metadata service (`http://169.254.169.254`).
+    pub ec2: Option<String>,
+    /// The STS endpoint for AssumeRoleWithWebIdentity
+    /// (`https://sts.amazonaws.com/`).
+    pub sts: Option<String>,
+}
+
+impl std::fmt::Debug for CloudEnvironment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Variable values are secrets (AWS_SECRET_ACCESS_KEY): names only.
+        let names: Option<Vec<&String>> = self.variables.as_ref().map(|v| v.keys().collect());
+        f.debug_struct("CloudEnvironment")
+            .field("variables", &names)
+            .field("ecs", &self.ecs)
+            .field("ec2", &self.ec2)
+            .field("sts", &self.sts)
+            .finish()
+    }
+}
+
+/// Makes a client built from `options` read `environment` instead of the
+/// real environment variables and cloud endpoints.
+pub fn set_cloud_environment(options: &mut ClientOptions, environment: CloudEnvironment) {
+    options.cloud = Some(std::sync::Arc::new(environment));
+}

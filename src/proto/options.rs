@@ -287,6 +287,9 @@ impl std::fmt::Debug for TlsOptions {
 #[non_exhaustive]
 pub struct ClientOptions {
     pub(crate) hosts: Vec<ServerAddress>,
+    /// Tests only: where cloud authentication looks for its secrets
+    /// ([`crate::unversioned::set_cloud_environment`]).
+    pub(crate) cloud: Option<std::sync::Arc<crate::unversioned::CloudEnvironment>>,
     /// The host of a `mongodb+srv` URI, before the SRV look-up.
     pub(crate) srv_host: Option<String>,
     pub(crate) default_database: Option<String>,
@@ -1060,6 +1063,7 @@ pub(crate) fn merge(uri: ClientOptions, code: ClientOptions) -> Result<ClientOpt
         write_concern: merge_write_concern(uri.write_concern, code.write_concern)?,
         tls_options: merge_tls(uri.tls_options, code.tls_options)?,
         proxy: merge_proxy(uri.proxy, code.proxy)?,
+        cloud: code.cloud.or(uri.cloud),
     ))
 }
 

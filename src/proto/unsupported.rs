@@ -56,10 +56,6 @@ const UNSUPPORTED: &[Unsupported] = &[
         requested: |o| mechanism_is(o, Some("GSSAPI")),
     },
     Unsupported {
-        option: "authMechanism=MONGODB-AWS",
-        requested: |o| mechanism_is(o, Some("MONGODB-AWS")),
-    },
-    Unsupported {
         option: "authMechanism=MONGODB-OIDC",
         requested: |o| mechanism_is(o, Some("MONGODB-OIDC")),
     },
@@ -157,10 +153,6 @@ mod tests {
             (
                 "mongodb://alice@h/?authMechanism=GSSAPI&authMechanismProperties=SERVICE_NAME:s3cr/t",
                 "GSSAPI",
-            ),
-            (
-                "mongodb://h/?authMechanism=MONGODB-AWS&authMechanismProperties=AWS_SESSION_TOKEN:s3cr/t",
-                "MONGODB-AWS",
             ),
             (
                 "mongodb://h/?authMechanism=MONGODB-OIDC&authMechanismProperties=ENVIRONMENT:test",

@@ -3,10 +3,12 @@
 //! out what they decide; no protocol rule lives here.
 
 pub(crate) mod clock;
+pub(crate) mod cloud;
 pub(crate) mod conn;
 pub(crate) mod dns;
 pub(crate) mod exec;
 pub(crate) mod fork;
+pub(crate) mod http;
 pub(crate) mod ids;
 pub(crate) mod rng;
 pub(crate) mod tls;

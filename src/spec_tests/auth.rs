@@ -15,7 +15,8 @@ const SKIPS: &[(&str, &str, &str)] = &[(
     "connection-string.json",
     "should throw an exception if username and password provided (MONGODB-AWS)",
     "contradicts \"should use username and password if specified (MONGODB-AWS)\" in the same \
-     file (both give a user name and password); this driver does not run MONGODB-AWS",
+     file (both give a user name and password); this driver follows the issue and the official \
+     drivers: URI credentials are the first source",
 )];
 
 fn run_case(case: &Document) -> Result<(), String> {

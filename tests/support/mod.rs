@@ -3,6 +3,7 @@
 //! Each test crate includes it with `mod support;` and uses what it needs.
 #![allow(dead_code)]
 
+pub mod cloud;
 pub mod delay_proxy;
 pub mod dns;
 pub mod events;

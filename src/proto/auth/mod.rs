@@ -17,7 +17,9 @@
 //! [`Authenticator`] for its whole life: SCRAM keys are derived once per
 //! salt and iteration count and reused on every socket.
 
+pub mod aws;
 pub mod scram;
+pub mod sigv4;
 
 use std::collections::HashMap;
 
@@ -192,6 +194,9 @@ pub enum Mechanism {
     X509,
     /// PLAIN (LDAP): the password is sent as is, so only over TLS in practice.
     Plain,
+    /// MONGODB-AWS: a signed STS `GetCallerIdentity` request, which the
+    /// server runs to learn the IAM identity.
+    Aws,
 }
 
 impl Mechanism {
@@ -201,6 +206,7 @@ impl Mechanism {
             Mechanism::Scram(m) => m.name(),
             Mechanism::X509 => "MONGODB-X509",
             Mechanism::Plain => "PLAIN",
+            Mechanism::Aws => "MONGODB-AWS",
         }
     }
 }
@@ -271,8 +277,7 @@ impl ClientNonce {
         }
     }
 
-    /// The raw bytes.
-    #[cfg(test)]
+    /// The raw bytes (MONGODB-AWS's client nonce).
     pub fn bytes(&self) -> &[u8; 32] {
         &self.bytes
     }
@@ -295,8 +300,32 @@ pub enum Next {
         /// The command.
         command: Document,
     },
+    /// The conversation needs a secret the shell fetches (from the
+    /// environment, a file or an HTTP endpoint): give it to
+    /// [`Authenticator::provide`].
+    Fetch(Need),
     /// The socket is authenticated.
     Done,
+}
+
+/// A secret a conversation waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// AWS credentials (MONGODB-AWS).
+    AwsCredentials,
+}
+
+/// A secret the shell fetched for [`Need`].
+#[derive(Debug)]
+pub enum Secret {
+    /// AWS credentials, and the time (seconds since the Unix epoch) to
+    /// sign the request with.
+    Aws {
+        /// The credentials.
+        credentials: aws::AwsCredentials,
+        /// Now, for `X-Amz-Date`.
+        unix_time: u64,
+    },
 }
 
 /// One socket's authentication conversation, as a value named by the
@@ -320,6 +349,16 @@ enum State {
     Plain,
     /// X.509's `authenticate` reply: `ok` is all.
     X509,
+    /// MONGODB-AWS: waiting for the credentials.
+    AwsCredentials { nonce: [u8; 32] },
+    /// MONGODB-AWS: the server's nonce and STS host.
+    AwsFirst {
+        nonce: [u8; 32],
+        credentials: aws::AwsCredentials,
+        unix_time: u64,
+    },
+    /// MONGODB-AWS: the server ran GetCallerIdentity; `done` is expected.
+    AwsFinal,
     /// Finished: nothing more is expected.
     Finished,
 }
@@ -332,6 +371,11 @@ pub struct Authenticator {
     source: String,
     /// `None`: negotiate through `saslSupportedMechs`.
     mechanism: Option<Mechanism>,
+    /// `authMechanismProperties`, resolved.
+    properties: Document,
+    /// MONGODB-AWS: temporary credentials fetched from an AWS endpoint,
+    /// reused until five minutes before they expire.
+    aws_cache: Option<aws::AwsCredentials>,
     keys: HashMap<(ScramMechanism, SaltParams), ScramKeys>,
     /// How many times PBKDF2 ran (the cache's effect, observable in tests).
     derivations: usize,
@@ -358,10 +402,11 @@ impl Authenticator {
             Some("SCRAM-SHA-256") => Some(Mechanism::Scram(ScramMechanism::Sha256)),
             Some("MONGODB-X509") => Some(Mechanism::X509),
             Some("PLAIN") => Some(Mechanism::Plain),
+            Some("MONGODB-AWS") => Some(Mechanism::Aws),
             Some(other) => {
                 return Err(Error::invalid_argument(format!(
                     "authMechanism {other} is not supported by this driver yet; it runs \
-                     SCRAM-SHA-256, SCRAM-SHA-1, MONGODB-X509 and PLAIN"
+                     SCRAM-SHA-256, SCRAM-SHA-1, MONGODB-X509, PLAIN and MONGODB-AWS"
                 )))
             }
         };
@@ -383,6 +428,8 @@ impl Authenticator {
             password: resolved.password,
             source: resolved.source.unwrap_or_else(|| "admin".into()),
             mechanism,
+            properties: resolved.mechanism_properties.unwrap_or_default(),
+            aws_cache: None,
             keys: HashMap::new(),
             derivations: 0,
         })
@@ -444,7 +491,7 @@ impl Authenticator {
                 command.insert("speculativeAuthenticate", authenticate);
                 Ok(Speculation::X509)
             }
-            Some(Mechanism::Plain) => Ok(Speculation::None),
+            Some(Mechanism::Plain | Mechanism::Aws) => Ok(Speculation::None),
         }
     }
 
@@ -527,8 +574,78 @@ impl Authenticator {
                 conversation.state = State::Plain;
                 self.send(start)
             }
+            (Mechanism::Aws, _, _) => {
+                conversation.state = State::AwsCredentials {
+                    nonce: *nonce.bytes(),
+                };
+                Next::Fetch(Need::AwsCredentials)
+            }
         };
         Ok((conversation, next))
+    }
+
+    /// Hands a conversation the secret its [`Next::Fetch`] asked for.
+    pub fn provide(&mut self, conversation: &mut Conversation, secret: Secret) -> Result<Next> {
+        match (
+            std::mem::replace(&mut conversation.state, State::Finished),
+            secret,
+        ) {
+            (
+                State::AwsCredentials { nonce },
+                Secret::Aws {
+                    credentials,
+                    unix_time,
+                },
+            ) => {
+                let mut start = sasl_start("MONGODB-AWS", aws::client_first(&nonce));
+                start.remove("options");
+                conversation.state = State::AwsFirst {
+                    nonce,
+                    credentials,
+                    unix_time,
+                };
+                Ok(self.send(start))
+            }
+            (_, secret) => Err(self.error(
+                conversation.mechanism,
+                format!("the conversation did not ask for {secret:?}"),
+            )),
+        }
+    }
+
+    /// MONGODB-AWS: the access key, secret and session token given in the
+    /// connection string, if any.
+    pub fn aws_uri_credentials(&self) -> Option<aws::AwsCredentials> {
+        let access_key_id = self.username.clone()?;
+        Some(aws::AwsCredentials {
+            access_key_id,
+            secret_access_key: self.password.clone().unwrap_or_default(),
+            session_token: property(&self.properties, "AWS_SESSION_TOKEN")
+                .and_then(Bson::as_str)
+                .map(str::to_owned),
+            expiration: None,
+        })
+    }
+
+    /// MONGODB-AWS: the credentials fetched before, if they are still
+    /// fresh at `unix_time`.
+    pub fn cached_aws_credentials(&self, unix_time: u64) -> Option<aws::AwsCredentials> {
+        self.aws_cache
+            .clone()
+            .filter(|credentials| credentials.fresh_at(unix_time))
+    }
+
+    /// MONGODB-AWS: keeps credentials fetched from an AWS endpoint.
+    pub fn cache_aws_credentials(&mut self, credentials: aws::AwsCredentials) {
+        self.aws_cache = Some(credentials);
+    }
+
+    /// Forgets what a failed conversation may have got wrong: the auth
+    /// spec clears the AWS credential cache whatever the failure.
+    pub fn conversation_failed(&mut self, conversation: &Conversation) {
+        if conversation.mechanism == Mechanism::Aws {
+            self.aws_cache = None;
+        }
     }
 
     /// Handles the server's `reply` to the conversation's last command:
@@ -584,7 +701,28 @@ impl Authenticator {
                 Ok(Next::Done)
             }
             State::X509 => Ok(Next::Done),
-            State::Finished => Err(self.error(mechanism, "the conversation is already over")),
+            State::AwsFirst {
+                nonce,
+                credentials,
+                unix_time,
+            } => {
+                let id = reply.get("conversationId").cloned().ok_or_else(|| {
+                    self.error(mechanism, "the server's reply has no conversationId")
+                })?;
+                let server = aws::server_first(&self.payload(mechanism, reply)?, &nonce)?;
+                let payload = aws::client_final(&server, &credentials, unix_time);
+                conversation.state = State::AwsFinal;
+                Ok(self.send(sasl_continue(&id, payload)))
+            }
+            State::AwsFinal => {
+                if reply.get_bool("done") != Ok(true) {
+                    return Err(self.error(mechanism, "the server did not finish the conversation"));
+                }
+                Ok(Next::Done)
+            }
+            State::AwsCredentials { .. } | State::Finished => {
+                Err(self.error(mechanism, "the conversation is already over"))
+            }
         }
     }
 

@@ -10,7 +10,7 @@ use bson::Document;
 use super::Topology;
 use crate::error::{Error, ErrorKind, Result};
 use crate::proto::address::ServerAddress;
-use crate::proto::auth::{Next, Speculation};
+use crate::proto::auth::{Authenticator, Need, Next, Secret, Speculation};
 use crate::proto::deadline::Deadline;
 use crate::proto::event::SdamEvent;
 use crate::proto::handshake::{self, HandshakeSettings};
@@ -321,14 +321,7 @@ impl Topology {
         connection.apply_handshake_reply(&reply);
         // The auth spec: authenticate right after the handshake, before the
         // socket carries anything else.
-        if let Some(authenticator) = &mut self.authenticator {
-            let nonce = crate::shell::rng::client_nonce()?;
-            let (mut conversation, mut next) = authenticator.begin(&reply, speculation, &nonce)?;
-            while let Next::Send { db, command } = next {
-                let answer = connection.command(&db, command, time_left())?;
-                next = authenticator.step(&mut conversation, &answer)?;
-            }
-        }
+        self.authenticate(&mut connection, &reply, speculation, time_left)?;
         if self.is_load_balanced() {
             self.adopt_service(&mut connection, &reply)?;
         }
@@ -336,6 +329,89 @@ impl Topology {
         connection.set_serial(self.last_socket_serial);
         self.connections.insert(address, connection);
         Ok(reply)
+    }
+
+    /// Runs the client's authentication conversation on a new socket.
+    fn authenticate(
+        &mut self,
+        connection: &mut Connection,
+        reply: &Document,
+        speculation: Speculation,
+        time_left: &dyn Fn() -> Option<Duration>,
+    ) -> Result<()> {
+        let Some(mut authenticator) = self.authenticator.take() else {
+            return Ok(());
+        };
+        let outcome = self.converse(
+            &mut authenticator,
+            connection,
+            reply,
+            speculation,
+            time_left,
+        );
+        self.authenticator = Some(authenticator);
+        outcome
+    }
+
+    /// The conversation's loop: send what it asks, fetch the secrets it
+    /// waits for, until it is done (or fails, which clears what the auth
+    /// spec says a failure invalidates).
+    fn converse(
+        &mut self,
+        authenticator: &mut Authenticator,
+        connection: &mut Connection,
+        reply: &Document,
+        speculation: Speculation,
+        time_left: &dyn Fn() -> Option<Duration>,
+    ) -> Result<()> {
+        let nonce = crate::shell::rng::client_nonce()?;
+        let (mut conversation, mut next) = authenticator.begin(reply, speculation, &nonce)?;
+        loop {
+            let outcome = match next {
+                Next::Send { db, command } => connection
+                    .command(&db, command, time_left())
+                    .and_then(|answer| authenticator.step(&mut conversation, &answer)),
+                Next::Fetch(need) => self
+                    .fetch_secret(authenticator, need, time_left())
+                    .and_then(|secret| authenticator.provide(&mut conversation, secret)),
+                Next::Done => return Ok(()),
+            };
+            next = outcome.inspect_err(|_| authenticator.conversation_failed(&conversation))?;
+        }
+    }
+
+    /// Fetches a secret a conversation waits for, inline, within the time
+    /// the operation has left (the auth spec's 10 s without a deadline).
+    fn fetch_secret(
+        &mut self,
+        authenticator: &mut Authenticator,
+        need: Need,
+        time_left: Option<Duration>,
+    ) -> Result<Secret> {
+        let deadline = self.clock.now() + time_left.unwrap_or(Duration::from_secs(10));
+        let unix_time = self
+            .clock
+            .wall_time()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let resolver = self.resolver().clone();
+        let https = crate::shell::tls::client_config(None)?;
+        let fetch = crate::shell::cloud::Fetch {
+            cloud: self.options.cloud.as_ref(),
+            http: crate::shell::http::Context {
+                clock: self.clock.as_ref(),
+                resolver: &resolver,
+                tls: Some(&https),
+            },
+            deadline,
+            unix_time,
+        };
+        match need {
+            Need::AwsCredentials => Ok(Secret::Aws {
+                credentials: crate::shell::cloud::aws_credentials(authenticator, &fetch)?,
+                unix_time,
+            }),
+        }
     }
 
     /// Load balanced: the socket's generation is its service's (the
