@@ -798,8 +798,8 @@ impl SelectionLog {
         }
     }
 
-    /// The message in the spec's unstructured form.
-    #[cfg(test)]
+    /// The message in the spec's unstructured form, which the shell logs
+    /// at [`Self::level`] under [`LOG_TARGET`].
     pub fn unstructured(&self) -> &str {
         &self.unstructured
     }
@@ -808,15 +808,6 @@ impl SelectionLog {
     #[cfg(test)]
     pub fn message(&self) -> &str {
         self.fields.get_str("message").unwrap_or_default()
-    }
-
-    /// Sends the message to the `log` facade under [`LOG_TARGET`].
-    pub fn emit(&self) {
-        let level = match self.level {
-            SelectionLogLevel::Debug => log::Level::Debug,
-            SelectionLogLevel::Info => log::Level::Info,
-        };
-        log::log!(target: LOG_TARGET, level, "{}", self.unstructured);
     }
 }
 

@@ -175,27 +175,29 @@ pub fn parse_txt_options(srv_host: &str, records: &[Vec<Vec<u8>>]) -> Result<Txt
 /// it apply to mechanisms that authenticate only against `$external`
 /// (MONGODB-X509, GSSAPI, MONGODB-AWS, MONGODB-OIDC): Atlas publishes
 /// `authSource=admin`, which such a client must ignore, as other drivers do.
-pub fn apply_txt_options(options: &mut ClientOptions, txt: TxtOptions) {
+///
+/// Returns why the TXT record's `authSource` went unused, when it did, for
+/// the shell's debug log.
+#[must_use]
+pub fn apply_txt_options(options: &mut ClientOptions, txt: TxtOptions) -> Option<String> {
     if options.replica_set.is_none() {
         options.replica_set = txt.replica_set;
     }
     if options.load_balanced.is_none() {
         options.load_balanced = txt.load_balanced;
     }
-    if let Some(source) = txt.auth_source {
-        match &mut options.credential {
-            Some(credential) if credential.source.is_none() && !external_only(credential) => {
-                credential.source = Some(source);
-            }
-            Some(_) => log::debug!(
-                target: "mongo_inline::srv",
-                "the TXT record's authSource={source} is unused: the credential sets its own"
-            ),
-            None => log::debug!(
-                target: "mongo_inline::srv",
-                "the TXT record's authSource={source} is unused: no credentials were given"
-            ),
+    let source = txt.auth_source?;
+    match &mut options.credential {
+        Some(credential) if credential.source.is_none() && !external_only(credential) => {
+            credential.source = Some(source);
+            None
         }
+        Some(_) => Some(format!(
+            "the TXT record's authSource={source} is unused: the credential sets its own"
+        )),
+        None => Some(format!(
+            "the TXT record's authSource={source} is unused: no credentials were given"
+        )),
     }
 }
 
@@ -221,17 +223,18 @@ pub fn rescan_interval(targets: Option<&[SrvTarget]>, heartbeat_frequency: Durat
 
 /// The polling spec's update of the mongos list: hosts no longer
 /// returned leave, hosts kept stay untouched, and new hosts join (chosen at
-/// random once `srvMaxHosts` would be exceeded). Returns the new host list,
-/// or `None` when nothing changes. A target outside the parent domain is
-/// dropped with a log line rather than failing.
+/// random once `srvMaxHosts` would be exceeded). A target outside the
+/// parent domain is dropped, and why is handed back for the shell's log,
+/// rather than failing the rescan.
 pub fn poll_update(
     srv_host: &str,
     current: &[ServerAddress],
     targets: &[SrvTarget],
     srv_max_hosts: u32,
     rng: &mut fastrand::Rng,
-) -> Option<Vec<ServerAddress>> {
+) -> PollUpdate {
     let mut valid: Vec<ServerAddress> = Vec::new();
+    let mut rejected = Vec::new();
     for target in targets {
         match check_target(srv_host, &target.host) {
             Ok(()) => {
@@ -240,11 +243,14 @@ pub fn poll_update(
                     valid.push(address);
                 }
             }
-            Err(error) => log::warn!(target: "mongo_inline::srv", "SRV polling: {error}"),
+            Err(error) => rejected.push(error),
         }
     }
     if valid.is_empty() {
-        return None;
+        return PollUpdate {
+            hosts: None,
+            rejected,
+        };
     }
     let mut next: Vec<ServerAddress> = current
         .iter()
@@ -260,7 +266,27 @@ pub fn poll_update(
     }
     next.extend(new_hosts);
     let unchanged = next.len() == current.len() && next.iter().all(|a| current.contains(a));
-    (!unchanged).then_some(next)
+    PollUpdate {
+        hosts: (!unchanged).then_some(next),
+        rejected,
+    }
+}
+
+/// What one SRV rescan decides ([`poll_update`]).
+#[derive(Debug)]
+pub struct PollUpdate {
+    /// The new host list, or `None` when nothing changes.
+    pub hosts: Option<Vec<ServerAddress>>,
+    /// Why each target outside the parent domain was dropped.
+    pub rejected: Vec<Error>,
+}
+
+impl PollUpdate {
+    /// Whether any target passed the checks (a rescan with none waits
+    /// heartbeatFrequencyMS, not the records' TTL).
+    pub fn verified(&self, targets: &[SrvTarget]) -> bool {
+        self.rejected.len() < targets.len()
+    }
 }
 
 #[cfg(test)]
@@ -391,7 +417,7 @@ mod tests {
             "mongodb+srv://u:p@test5.test.build.10gen.cc/?authSource=otherDB&loadBalanced=false",
         )
         .unwrap();
-        apply_txt_options(
+        let unused = apply_txt_options(
             &mut options,
             TxtOptions {
                 auth_source: Some("thisDB".into()),
@@ -399,30 +425,33 @@ mod tests {
                 load_balanced: Some(true),
             },
         );
+        assert!(unused.is_some_and(|why| why.contains("the credential sets its own")));
         assert_eq!(options.auth_source(), Some("otherDB"));
         assert_eq!(options.replica_set(), Some("repl0"));
         assert!(!options.load_balanced());
 
         let mut options = ClientOptions::parse("mongodb+srv://u:p@a.b.c/").unwrap();
-        apply_txt_options(
+        let unused = apply_txt_options(
             &mut options,
             TxtOptions {
                 auth_source: Some("thisDB".into()),
                 ..TxtOptions::default()
             },
         );
+        assert_eq!(unused, None);
         assert_eq!(options.auth_source(), Some("thisDB"));
         assert_eq!(options.credential().unwrap().username.as_deref(), Some("u"));
 
         // No credentials: the TXT authSource has nothing to apply to.
         let mut options = ClientOptions::parse("mongodb+srv://a.b.c/").unwrap();
-        apply_txt_options(
+        let unused = apply_txt_options(
             &mut options,
             TxtOptions {
                 auth_source: Some("thisDB".into()),
                 ..TxtOptions::default()
             },
         );
+        assert!(unused.is_some_and(|why| why.contains("no credentials were given")));
         assert_eq!(options.credential(), None);
     }
 
@@ -430,13 +459,14 @@ mod tests {
     fn x509_keeps_external_whatever_the_txt_record_says() {
         let mut options =
             ClientOptions::parse("mongodb+srv://a.b.c/?authMechanism=MONGODB-X509").unwrap();
-        apply_txt_options(
+        let unused = apply_txt_options(
             &mut options,
             TxtOptions {
                 auth_source: Some("admin".into()),
                 ..TxtOptions::default()
             },
         );
+        assert!(unused.is_some_and(|why| why.contains("the credential sets its own")));
         assert_eq!(options.auth_source(), Some("$external"));
         options.validate().unwrap();
     }
@@ -472,8 +502,14 @@ mod tests {
             ],
             0,
             &mut rng,
-        )
-        .unwrap();
+        );
+        assert_eq!(next.rejected.len(), 1, "{:?}", next.rejected);
+        assert!(
+            next.rejected[0].to_string().contains("evil.com"),
+            "{:?}",
+            next.rejected
+        );
+        let next = next.hosts.unwrap();
         assert_eq!(next, vec![b.clone(), ServerAddress::tcp("c.b.c", 1)]);
         // Same set: no change. No valid records: no change.
         assert_eq!(
@@ -483,13 +519,14 @@ mod tests {
                 &[target("b.b.c", 1), target("a.b.c", 1)],
                 0,
                 &mut rng
-            ),
+            )
+            .hosts,
             None
         );
-        assert_eq!(
-            poll_update("x.b.c", &current, &[target("evil.com", 1)], 0, &mut rng),
-            None
-        );
+        let none_valid = [target("evil.com", 1)];
+        let update = poll_update("x.b.c", &current, &none_valid, 0, &mut rng);
+        assert_eq!(update.hosts, None);
+        assert!(!update.verified(&none_valid));
         // srvMaxHosts: survivors stay, new ones fill up to the limit.
         let next = poll_update(
             "x.b.c",
@@ -498,6 +535,7 @@ mod tests {
             2,
             &mut rng,
         )
+        .hosts
         .unwrap();
         assert_eq!(next.len(), 2);
         assert_eq!(next[0], a);

@@ -92,40 +92,15 @@ const OPTION_NAMES: &[&str] = &[
 mod secrets;
 
 /// The entry points from a connection string. They live here, not in
-/// `options`, so that the options know nothing of the URI grammar.
+/// `options`, so that the options know nothing of the URI grammar; those
+/// that log the warnings ([`ClientOptions::parse`], [`ClientOptions::parse_with`])
+/// are the shell's, since nothing here logs.
 impl ClientOptions {
-    /// Parses a connection string (`mongodb://` or `mongodb+srv://`), logging
-    /// each warning (an ignored unknown option or invalid value) through
-    /// `log::warn!`. No DNS look-up happens here: a `mongodb+srv` host is kept
-    /// in [`Self::srv_host`] for the SRV resolver.
-    pub fn parse(uri: &str) -> Result<Self> {
-        let (options, warnings) = Self::parse_with_warnings(uri)?;
-        for warning in &warnings {
-            log::warn!("{warning}");
-        }
-        Ok(options)
-    }
-
     /// Like [`Self::parse`], but hands the warnings back instead of logging them.
     pub fn parse_with_warnings(uri: &str) -> Result<(Self, Vec<String>)> {
         let (options, warnings) = parse_unvalidated(uri)?;
         options.validate()?;
         Ok((options, warnings))
-    }
-
-    /// Parses `uri` and lays the options set in `code` over it.
-    ///
-    /// An option set in both places must have the same value in both, else
-    /// the error names the option and both values. Cross-option rules (e.g.
-    /// `loadBalanced` with `replicaSet`) are checked on the merged result.
-    pub fn parse_with(uri: &str, code: ClientOptions) -> Result<Self> {
-        let (from_uri, warnings) = parse_unvalidated(uri)?;
-        for warning in &warnings {
-            log::warn!("{warning}");
-        }
-        let merged = crate::proto::options::merge(from_uri, code)?;
-        merged.validate()?;
-        Ok(merged)
     }
 }
 

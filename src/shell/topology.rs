@@ -31,7 +31,8 @@ use crate::proto::options::ClientOptions;
 use crate::proto::sdam::{ServerDescription, TopologyDescription, TopologySettings, TopologyType};
 use crate::proto::select::ServerSelector;
 use crate::proto::select::{
-    self, SelectionCriteria, SelectionLog, SelectionLogContext, SelectionSettings,
+    self, SelectionCriteria, SelectionLog, SelectionLogContext, SelectionLogLevel,
+    SelectionSettings,
 };
 use crate::shell::clock::{Clock, SystemClock};
 use crate::shell::conn::Connection;
@@ -337,7 +338,7 @@ impl Topology {
         operation: &str,
     ) {
         // "Waiting for suitable server" is at info; the others at debug
-        // (emit filters by each message's own level).
+        // (each message is logged at its own level).
         if !log::log_enabled!(target: select::LOG_TARGET, log::Level::Info) {
             return;
         }
@@ -347,7 +348,12 @@ impl Topology {
             criteria,
             topology: self.monitor.description(),
         };
-        build(&context).emit();
+        let record = build(&context);
+        let level = match record.level {
+            SelectionLogLevel::Debug => log::Level::Debug,
+            SelectionLogLevel::Info => log::Level::Info,
+        };
+        log::log!(target: select::LOG_TARGET, level, "{}", record.unstructured());
     }
 
     fn is_load_balanced(&self) -> bool {

@@ -10,6 +10,9 @@ use crate::proto::address::ServerAddress;
 use crate::proto::deadline::Deadline;
 use crate::proto::sdam::{TopologyDescription, TopologySettings};
 
+/// The `log` target of what the SRV look-ups and rescans leave aside.
+const SRV_LOG_TARGET: &str = "mongo_inline::srv";
+
 impl Topology {
     /// `mongodb+srv`: looks the seed list up before the first operation,
     /// and polls the SRV record for mongos changes when the rescan
@@ -66,7 +69,9 @@ impl Topology {
         let seeds = crate::proto::srv::seeds_from_targets(host, &lookup.targets)?;
         let txt = crate::proto::srv::parse_txt_options(host, &lookup.txt_records)?;
         let mut options = self.options.clone();
-        crate::proto::srv::apply_txt_options(&mut options, txt);
+        if let Some(unused) = crate::proto::srv::apply_txt_options(&mut options, txt) {
+            log::debug!(target: SRV_LOG_TARGET, "{unused}");
+        }
         options.hosts =
             crate::proto::srv::choose_seeds(seeds, options.srv_max_hosts(), self.monitor.rng());
         options.validate()?;
@@ -98,7 +103,7 @@ impl Topology {
         let lookup = match self.srv_lookup(host, deadline) {
             Ok(lookup) => lookup,
             Err(error) => {
-                log::warn!(target: "mongo_inline::srv", "SRV polling of {host}: {error}");
+                log::warn!(target: SRV_LOG_TARGET, "SRV polling of {host}: {error}");
                 self.next_srv_rescan = Some(self.clock.now() + heartbeat);
                 return;
             }
@@ -106,21 +111,21 @@ impl Topology {
         let current: Vec<ServerAddress> =
             self.monitor.description().servers.keys().cloned().collect();
         let max_hosts = self.options.srv_max_hosts();
-        let next = crate::proto::srv::poll_update(
+        let update = crate::proto::srv::poll_update(
             host,
             &current,
             &lookup.targets,
             max_hosts,
             self.monitor.rng(),
         );
-        let verified = lookup
-            .targets
-            .iter()
-            .any(|t| crate::proto::srv::check_target(host, &t.host).is_ok());
+        for rejected in &update.rejected {
+            log::warn!(target: SRV_LOG_TARGET, "SRV polling: {rejected}");
+        }
+        let verified = update.verified(&lookup.targets);
         let interval =
             crate::proto::srv::rescan_interval(verified.then_some(&lookup.targets[..]), heartbeat);
         self.next_srv_rescan = Some(self.clock.now() + interval);
-        if let Some(hosts) = next {
+        if let Some(hosts) = update.hosts {
             let update = self.monitor.set_srv_hosts(&hosts);
             self.publish(update);
         }
