@@ -433,6 +433,95 @@ fn x509_over_srv_authenticates_against_external_whatever_the_txt_record_says() {
         .unwrap();
 }
 
+#[test]
+fn an_encrypted_pkcs8_client_key_is_decrypted_with_its_password() {
+    use support::tls::KEY_PASSWORD;
+    let port = tls_auth_server().port();
+    let base = format!(
+        "mongodb://localhost:{port}/?tlsCAFile={}&tlsCertificateKeyFile={}\
+         &authMechanism=MONGODB-X509&serverSelectionTimeoutMS=5000",
+        certs().path("ca.pem"),
+        certs().path("client-encrypted.pem")
+    );
+    let with_password =
+        |password: &str| format!("{base}&tlsCertificateKeyFilePassword={}", encoded(password));
+    let client = Client::with_uri_str(&with_password(KEY_PASSWORD)).unwrap();
+    client
+        .database("x509db")
+        .collection::<Document>("c")
+        .insert_one(doc! { "encrypted_key": true })
+        .run()
+        .unwrap();
+    for (uri, expected) in [
+        (with_password("wrong horse"), "cannot be decrypted"),
+        (
+            base.clone(),
+            "give its password in tlsCertificateKeyFilePassword",
+        ),
+    ] {
+        let e = Client::with_uri_str(&uri).unwrap_err();
+        assert!(
+            matches!(e.kind(), ErrorKind::InvalidArgument { .. }),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains(expected), "{e}");
+        assert!(!e.to_string().contains("wrong horse"), "{e}");
+    }
+    // A password for a key that has none is a mistake, not a no-op.
+    let e = Client::with_uri_str(&format!(
+        "mongodb://localhost:{port}/?tlsCertificateKeyFile={}&tlsCertificateKeyFilePassword=x",
+        certs().path("client.pem")
+    ))
+    .unwrap_err();
+    assert!(e.to_string().contains("is not encrypted"), "{e}");
+}
+
+/// `system_roots` trusts the system's store, here `SSL_CERT_FILE`: the test
+/// runs itself again in a child process with the variable set (setting it
+/// in this process would race the other tests' threads).
+#[test]
+fn system_roots_are_trusted_only_on_request() {
+    const NAME: &str = "system_roots_are_trusted_only_on_request";
+    // The child talks to this process's server, whose CA this process made.
+    const PORT: &str = "MONGO_INLINE_TEST_SYSTEM_ROOTS_PORT";
+    let Some(port) = std::env::var_os(PORT) else {
+        let status = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", NAME, "--test-threads=1"])
+            .env("SSL_CERT_FILE", certs().path("ca.pem"))
+            .env_remove("SSL_CERT_DIR")
+            .env(PORT, tls_auth_server().port().to_string())
+            .status()
+            .unwrap();
+        assert!(status.success(), "the child run failed: {status}");
+        return;
+    };
+    let port: u16 = port.to_str().unwrap().parse().unwrap();
+    let uri = tls_uri("localhost", port, "&serverSelectionTimeoutMS=3000");
+    let client_with = |system_roots: Option<bool>| {
+        let mut tls = mongo_inline::options::TlsOptions::default();
+        tls.system_roots = system_roots;
+        let in_code = mongo_inline::ClientOptions::builder()
+            .tls_options(tls)
+            .build()
+            .unwrap();
+        Client::with_options(mongo_inline::ClientOptions::parse_with(&uri, in_code).unwrap())
+            .unwrap()
+    };
+    let ping = |client: &Client| {
+        client
+            .database("admin")
+            .run_command(doc! { "ping": 1 })
+            .run()
+    };
+    // The default trusts the webpki roots only, whatever SSL_CERT_FILE says.
+    let e = ping(&client_with(None)).unwrap_err();
+    assert!(
+        e.to_string().contains("unknown certificate authority"),
+        "{e}"
+    );
+    ping(&client_with(Some(true))).unwrap();
+}
+
 /// A TCP server without TLS that answers whatever comes first with
 /// `reply` (closing the socket when `reply` is empty), then holds the
 /// socket open for a while.

@@ -152,6 +152,12 @@ pub struct TlsOptions {
     pub disable_ocsp_endpoint_check: Option<bool>,
     /// `tlsDisableCertificateRevocationCheck`.
     pub disable_certificate_revocation_check: Option<bool>,
+    /// Trust the system's certificate authorities (no URI option; off by
+    /// default, when the webpki roots are trusted): the platform's store,
+    /// or the files `SSL_CERT_FILE` and `SSL_CERT_DIR` name when set.
+    /// Together with `tlsCAFile`, both are trusted. Like any other TLS
+    /// setting, it turns TLS on.
+    pub system_roots: Option<bool>,
 }
 
 /// SOCKS5 proxy settings (`proxyHost`, `proxyPort`, `proxyUsername`, `proxyPassword`).
@@ -245,6 +251,7 @@ impl TlsOptions {
                 "tlsDisableCertificateRevocationCheck",
                 self.disable_certificate_revocation_check.is_some(),
             ),
+            ("system_roots", self.system_roots.is_some()),
         ]
         .into_iter()
         .find_map(|(name, given)| given.then_some(name))
@@ -276,6 +283,7 @@ impl std::fmt::Debug for TlsOptions {
                 "disable_certificate_revocation_check",
                 &self.disable_certificate_revocation_check,
             )
+            .field("system_roots", &self.system_roots)
             .finish()
     }
 }
@@ -1177,6 +1185,7 @@ fn merge_tls(uri: Option<TlsOptions>, code: Option<TlsOptions>) -> Result<Option
             code.disable_certificate_revocation_check,
             plain,
         )?,
+        system_roots: code.system_roots.or(uri.system_roots),
     }))
 }
 

@@ -36,21 +36,8 @@ fn mechanism_is(options: &ClientOptions, mechanism: Option<&str>) -> bool {
     })
 }
 
-fn tls_option(
-    options: &ClientOptions,
-    set: fn(&crate::proto::options::TlsOptions) -> bool,
-) -> bool {
-    options.tls_options().is_some_and(set)
-}
-
 /// Every feature a client cannot honour yet.
 const UNSUPPORTED: &[Unsupported] = &[
-    Unsupported {
-        // rustls reads no encrypted PEM keys; the message says how to cope.
-        option: "tlsCertificateKeyFilePassword (decrypt the key file first, e.g. \
-                 `openssl pkey -in key.pem -out plain.pem`)",
-        requested: |o| tls_option(o, |t| t.certificate_key_file_password.is_some()),
-    },
     Unsupported {
         option: "authMechanism=GSSAPI",
         requested: |o| mechanism_is(o, Some("GSSAPI")),
@@ -116,15 +103,6 @@ mod tests {
         let error = check(&options).expect_err(uri).to_string();
         assert!(error.contains("not supported yet"), "{uri}: {error}");
         error
-    }
-
-    #[test]
-    fn the_key_file_password_is_refused_without_quoting_it() {
-        let error = refused(
-            "mongodb://h/?tls=true&tlsCertificateKeyFile=/k.pem&tlsCertificateKeyFilePassword=hunter2",
-        );
-        assert!(error.contains("tlsCertificateKeyFilePassword"), "{error}");
-        assert!(!error.contains("hunter2"), "{error}");
     }
 
     #[test]

@@ -48,7 +48,7 @@ pub fn client_config(options: Option<&TlsOptions>) -> Result<Arc<ClientConfig>> 
     let default = TlsOptions::default();
     let options = options.unwrap_or(&default);
     let provider = provider();
-    let roots = root_store(options.ca_file.as_deref())?;
+    let roots = root_store(options)?;
     let roots = Arc::new(roots);
     let insecure = options.insecure == Some(true);
     let any_certificate = insecure || options.allow_invalid_certificates == Some(true);
@@ -75,7 +75,7 @@ pub fn client_config(options: Option<&TlsOptions>) -> Result<Arc<ClientConfig>> 
     let config = match &options.certificate_key_file {
         Some(path) => {
             let (certs, key) =
-                certificate_and_key(path, options.certificate_key_file_password.is_some())?;
+                certificate_and_key(path, options.certificate_key_file_password.as_deref())?;
             builder.with_client_auth_cert(certs, key).map_err(|e| {
                 invalid(format!(
                     "tlsCertificateKeyFile {path:?}: the certificate and key do not go together: {e}"
@@ -87,17 +87,27 @@ pub fn client_config(options: Option<&TlsOptions>) -> Result<Arc<ClientConfig>> 
     Ok(Arc::new(config))
 }
 
-/// The trusted roots: a CA file replaces the default (webpki) roots, as in
-/// the other drivers.
-fn root_store(ca_file: Option<&str>) -> Result<RootCertStore> {
-    let Some(path) = ca_file else {
-        let mut roots = RootCertStore::empty();
-        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-        return Ok(roots);
-    };
+/// The trusted roots: the webpki roots by default; a CA file replaces
+/// them, as in the other drivers; the system's store on request (with a CA
+/// file, both are trusted).
+fn root_store(options: &TlsOptions) -> Result<RootCertStore> {
     let mut roots = RootCertStore::empty();
+    let system = options.system_roots == Some(true);
+    if system {
+        add_system_roots(&mut roots)?;
+    }
+    if let Some(path) = options.ca_file.as_deref() {
+        add_ca_file(&mut roots, path)?;
+    } else if !system {
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    }
+    Ok(roots)
+}
+
+fn add_ca_file(roots: &mut RootCertStore, path: &str) -> Result<()> {
     let certs = CertificateDer::pem_file_iter(path)
         .map_err(|e| invalid(format!("tlsCAFile {path:?} cannot be read: {e}")))?;
+    let mut added = 0;
     for cert in certs {
         let cert =
             cert.map_err(|e| invalid(format!("tlsCAFile {path:?} is not valid PEM: {e}")))?;
@@ -106,34 +116,45 @@ fn root_store(ca_file: Option<&str>) -> Result<RootCertStore> {
                 "tlsCAFile {path:?} holds an unusable certificate: {e}"
             ))
         })?;
+        added += 1;
     }
-    if roots.is_empty() {
+    if added == 0 {
         return Err(invalid(format!(
             "tlsCAFile {path:?} holds no PEM certificate"
         )));
     }
-    Ok(roots)
+    Ok(())
+}
+
+/// The platform's trusted certificates (`SSL_CERT_FILE`/`SSL_CERT_DIR`
+/// when set); a store that yields none is an error naming what failed,
+/// since trusting nothing was not what was asked.
+fn add_system_roots(roots: &mut RootCertStore) -> Result<()> {
+    let found = rustls_native_certs::load_native_certs();
+    let (added, _unusable) = roots.add_parsable_certificates(found.certs);
+    if added == 0 {
+        let errors: Vec<String> = found.errors.iter().map(ToString::to_string).collect();
+        return Err(invalid(format!(
+            "system_roots: the system's trust store holds no usable certificate ({})",
+            if errors.is_empty() {
+                "nothing found; SSL_CERT_FILE or SSL_CERT_DIR can point at one".to_owned()
+            } else {
+                errors.join("; ")
+            }
+        )));
+    }
+    Ok(())
 }
 
 fn certificate_and_key(
     path: &str,
-    password_given: bool,
+    password: Option<&str>,
 ) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)> {
     let text = std::fs::read(path).map_err(|e| {
         invalid(format!(
             "tlsCertificateKeyFile {path:?} cannot be read: {e}"
         ))
     })?;
-    let encrypted = text.windows(b"ENCRYPTED".len()).any(|w| w == b"ENCRYPTED");
-    if encrypted || password_given {
-        // rustls' ecosystem reads unencrypted PKCS#1, PKCS#8 and SEC1 keys
-        // only; decrypting would take another crate and its PBES2 stack.
-        return Err(invalid(format!(
-            "tlsCertificateKeyFile {path:?}: encrypted private keys \
-             (tlsCertificateKeyFilePassword) are not supported; decrypt the key first, e.g. \
-             `openssl pkey -in key.pem -out key-plain.pem`"
-        )));
-    }
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&text)
         .collect::<std::result::Result<_, _>>()
         .map_err(|e| {
@@ -146,12 +167,79 @@ fn certificate_and_key(
             "tlsCertificateKeyFile {path:?} holds no certificate"
         )));
     }
-    let key = PrivateKeyDer::from_pem_slice(&text).map_err(|e| {
+    let key = match encrypted_pkcs8_block(&text) {
+        Some(block) => decrypt_key(path, block, password)?,
+        None => plain_key(path, &text, password)?,
+    };
+    Ok((certs, key))
+}
+
+const ENCRYPTED_PKCS8_BEGIN: &str = "-----BEGIN ENCRYPTED PRIVATE KEY-----";
+const ENCRYPTED_PKCS8_END: &str = "-----END ENCRYPTED PRIVATE KEY-----";
+
+/// The `ENCRYPTED PRIVATE KEY` PEM block of `text`, if it has one.
+fn encrypted_pkcs8_block(text: &[u8]) -> Option<&str> {
+    let text = std::str::from_utf8(text).ok()?;
+    let start = text.find(ENCRYPTED_PKCS8_BEGIN)?;
+    let end = start + text[start..].find(ENCRYPTED_PKCS8_END)? + ENCRYPTED_PKCS8_END.len();
+    Some(&text[start..end])
+}
+
+/// An encrypted PKCS#8 key (PBES2: PBKDF2 or scrypt with AES, as
+/// `openssl pkcs8 -topk8` writes), decrypted in memory with the password.
+/// The password never reaches a message.
+fn decrypt_key(path: &str, block: &str, password: Option<&str>) -> Result<PrivateKeyDer<'static>> {
+    use pkcs8::der::{pem::PemLabel, Decode, Document};
+    let Some(password) = password else {
+        return Err(invalid(format!(
+            "tlsCertificateKeyFile {path:?} holds an encrypted private key: give its password \
+             in tlsCertificateKeyFilePassword"
+        )));
+    };
+    let (label, document) = Document::from_pem(block).map_err(|e| {
+        invalid(format!(
+            "tlsCertificateKeyFile {path:?}: the encrypted private key is not valid PEM: {e}"
+        ))
+    })?;
+    debug_assert_eq!(label, pkcs8::EncryptedPrivateKeyInfo::PEM_LABEL);
+    let encrypted = pkcs8::EncryptedPrivateKeyInfo::from_der(document.as_bytes()).map_err(|e| {
+        invalid(format!(
+            "tlsCertificateKeyFile {path:?}: the encrypted private key cannot be read: {e}"
+        ))
+    })?;
+    let decrypted = encrypted.decrypt(password).map_err(|e| {
+        invalid(format!(
+            "tlsCertificateKeyFile {path:?}: the private key cannot be decrypted with \
+             tlsCertificateKeyFilePassword (a wrong password, or a cipher other than PBES2 \
+             with AES): {e}"
+        ))
+    })?;
+    let key = rustls::pki_types::PrivatePkcs8KeyDer::from(decrypted.as_bytes().to_vec());
+    Ok(PrivateKeyDer::Pkcs8(key))
+}
+
+/// An unencrypted PKCS#1, PKCS#8 or SEC1 key; a password for it, or a key
+/// in OpenSSL's legacy encrypted PEM, is an error saying what to do.
+fn plain_key(path: &str, text: &[u8], password: Option<&str>) -> Result<PrivateKeyDer<'static>> {
+    let legacy = text.windows(b"ENCRYPTED".len()).any(|w| w == b"ENCRYPTED");
+    if legacy {
+        return Err(invalid(format!(
+            "tlsCertificateKeyFile {path:?} holds a private key in OpenSSL's legacy encrypted \
+             format; convert it to encrypted PKCS#8, e.g. `openssl pkcs8 -topk8 -v2 aes-256-cbc \
+             -in key.pem -out key-pkcs8.pem`"
+        )));
+    }
+    if password.is_some() {
+        return Err(invalid(format!(
+            "tlsCertificateKeyFilePassword is given but the private key in \
+             tlsCertificateKeyFile {path:?} is not encrypted"
+        )));
+    }
+    PrivateKeyDer::from_pem_slice(text).map_err(|e| {
         invalid(format!(
             "tlsCertificateKeyFile {path:?} holds no usable private key: {e}"
         ))
-    })?;
-    Ok((certs, key))
+    })
 }
 
 /// The name rustls checks the certificate against and sends as SNI (an IP
@@ -554,25 +642,6 @@ mod tests {
             e.to_string().contains("tlsCAFile \"/nonexistent/ca.pem\""),
             "{e}"
         );
-    }
-
-    #[test]
-    fn an_encrypted_key_is_a_clear_error() {
-        let dir = std::env::temp_dir().join(format!("mongo-inline-tls-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("encrypted.pem");
-        std::fs::write(
-            &path,
-            "-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n",
-        )
-        .unwrap();
-        let options = TlsOptions {
-            certificate_key_file: Some(path.to_string_lossy().into_owned()),
-            ..Default::default()
-        };
-        let e = client_config(Some(&options)).unwrap_err();
-        assert!(e.to_string().contains("encrypted private keys"), "{e}");
-        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]

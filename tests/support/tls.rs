@@ -102,8 +102,32 @@ pub fn certs() -> &'static Certs {
             "client.pem",
             format!("{}{}", client_cert.pem(), client_key.serialize_pem()),
         );
+        write(
+            "client-encrypted.pem",
+            format!(
+                "{}{}",
+                client_cert.pem(),
+                encrypted_pkcs8(&client_key.serialize_der())
+            ),
+        );
         Certs { dir }
     })
+}
+
+/// The password of `client-encrypted.pem`'s key.
+pub const KEY_PASSWORD: &str = "key pässword";
+
+/// `der` (a PKCS#8 key) encrypted with [`KEY_PASSWORD`] as
+/// `openssl pkcs8 -topk8 -v2 aes-256-cbc` does: PBES2, PBKDF2-SHA256, AES-256-CBC.
+fn encrypted_pkcs8(der: &[u8]) -> String {
+    use pkcs8::der::EncodePem;
+    let parameters =
+        pkcs8::pkcs5::pbes2::Parameters::pbkdf2_sha256_aes256cbc(2048, b"saltsalt", &[7; 16])
+            .unwrap();
+    let info = pkcs8::PrivateKeyInfo::try_from(der).unwrap();
+    let encrypted = info.encrypt_with_params(parameters, KEY_PASSWORD).unwrap();
+    let info = pkcs8::EncryptedPrivateKeyInfo::try_from(encrypted.as_bytes()).unwrap();
+    info.to_pem(pkcs8::LineEnding::LF).unwrap()
 }
 
 pub fn tls_args(require_client_cert: bool) -> Vec<String> {
