@@ -19,8 +19,8 @@ use crate::proto::session::{
     session_supported, OperationInfo, OperationPlan, SessionKind, SessionState,
 };
 
-use super::finish::{finish, AttemptContext, Finished};
 use super::{ClientState, Inherited, SessionSlot, Target};
+use crate::proto::finish::{finish, AttemptContext, Finished};
 use crate::proto::retry::classify::OperationShape;
 use crate::shell::clock::Clock;
 use crate::shell::fork::this_process;

@@ -9,7 +9,7 @@
 //!     reach:   select a server (avoiding deprioritized ones) or the pinned socket
 //!     prepare: the session, the pin, the retry rules, the txnNumber
 //!     finish:  op.build + session fields, concerns, $clusterTime,
-//!              $readPreference, API version, maxTimeMS, $db       (pure: finish.rs)
+//!              $readPreference, API version, maxTimeMS, $db       (pure: proto::finish)
 //!     send:    events, the socket, the reply's times, ok: 0, SDAM  (send.rs)
 //!     check:   op.handle_reply_raw (a cursor batch still bytes, see crate::reply);
 //!              a writeConcernError goes to SDAM and the retry rules
@@ -17,13 +17,12 @@
 //!  }
 //! ```
 //!
-//! Everything decided here is decided by [`crate::retry`],
-//! [`crate::session`], [`crate::select`], [`crate::sdam`] and the pure
-//! [`finish`]; this module only carries it out. The time comes from a
+//! Everything decided here is decided by [`crate::proto::retry`],
+//! [`crate::proto::session`], [`crate::proto::select`], [`crate::proto::sdam`]
+//! and [`crate::proto::finish`]; this module only carries it out. The time comes from a
 //! [`Clock`] so the loop's timing rules are tested on virtual time.
 
 mod attempt;
-mod finish;
 mod pin;
 mod send;
 

@@ -3,19 +3,19 @@
 //! the session's bookkeeping of a failure.
 //!
 //! The command event's copies are made only when someone listens: the
-//! command's in [`finish`](super::finish::finish), the reply's here.
+//! command's in [`finish`](crate::proto::finish::finish), the reply's here.
 
 use std::time::Duration;
 
 use bson::Document;
 
-use super::finish::Finished;
 use super::{ClientState, SessionSlot};
 use crate::error::Error;
 use crate::proto::address::ServerAddress;
 use crate::proto::deadline::Deadline;
 use crate::proto::event::command::ConnectionInfo;
 use crate::proto::event::CommandEvent;
+use crate::proto::finish::Finished;
 use crate::proto::reply::Reply;
 use crate::proto::retry::classify::as_timeout;
 use crate::proto::session::transaction::FailedCommand;

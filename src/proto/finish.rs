@@ -12,7 +12,8 @@
 //!
 //! Pure: no socket and no clock read (the time is in the context), so the
 //! same command comes out with and without a session, save the session's
-//! own fields, and the unit tests below check it byte for byte.
+//! own fields, and the unit tests check it byte for byte. The executor
+//! (`shell::exec`) calls [`finish`] once per attempt and sends the result.
 
 use std::time::{Duration, Instant};
 
@@ -270,5 +271,4 @@ pub(crate) fn event_copy(
 }
 
 #[cfg(test)]
-#[path = "finish_tests.rs"]
 mod tests;

@@ -296,3 +296,85 @@ fn a_causally_consistent_write_carries_after_cluster_time_but_no_level() {
         .to_document();
     assert!(!plain.contains_key("readConcern"));
 }
+
+#[test]
+fn a_commands_own_read_preference_and_the_whole_stable_api_are_kept() {
+    let f = Fixture::new();
+    let api = ServerApi {
+        deprecation_errors: Some(false),
+        ..f.api.clone()
+    };
+    let ctx = AttemptContext {
+        server_api: Some(&api),
+        ..f.ctx()
+    };
+    let own = Command::new(
+        "runCommand",
+        "db",
+        doc! { "ping": 1, "$readPreference": { "mode": "nearest" } },
+    );
+    let body = finish(own, &ctx, None)
+        .expect("finished")
+        .command
+        .to_document();
+    assert_eq!(
+        body.get_document("$readPreference"),
+        Ok(&doc! { "mode": "nearest" })
+    );
+    assert_eq!(body.get_str("apiVersion"), Ok("1"));
+    assert_eq!(body.get_bool("apiStrict"), Ok(true));
+    assert_eq!(body.get_bool("apiDeprecationErrors"), Ok(false));
+}
+
+#[test]
+fn no_cursor_follow_up_or_end_sessions_gets_max_time_ms() {
+    let f = Fixture::new();
+    let ctx = AttemptContext {
+        deadline: Deadline::at(f.now + Duration::from_millis(500)),
+        ..f.ctx()
+    };
+    for (name, body) in [
+        ("getMore", doc! { "getMore": 1_i64, "collection": "c" }),
+        (
+            "killCursors",
+            doc! { "killCursors": "c", "cursors": [1_i64] },
+        ),
+        ("endSessions", doc! { "endSessions": [] }),
+    ] {
+        let sent = finish(Command::new(name, "db", body), &ctx, None)
+            .expect("finished")
+            .command
+            .to_document();
+        assert!(!sent.contains_key("maxTimeMS"), "{name}: {sent}");
+    }
+    // A caller's own maxTimeMS is left as it is.
+    let own = Command::new("find", "db", doc! { "find": "c", "maxTimeMS": 7 });
+    let sent = finish(own, &ctx, None)
+        .expect("finished")
+        .command
+        .to_document();
+    assert_eq!(sent.get_i32("maxTimeMS"), Ok(7));
+}
+
+#[test]
+fn only_a_w0_write_concern_goes_with_more_to_come() {
+    let f = Fixture::new();
+    let unacknowledged = |command: Command| {
+        finish(command, &f.ctx(), None)
+            .expect("finished")
+            .unacknowledged()
+    };
+    let w0_long = doc! { "insert": "c", "writeConcern": { "w": 0_i64 } };
+    assert!(unacknowledged(Command::new("insert", "db", w0_long)));
+    let w1 = doc! { "insert": "c", "writeConcern": { "w": 1 } };
+    assert!(!unacknowledged(Command::new("insert", "db", w1)));
+    // A caller's command is looked at whatever its name.
+    let caller = doc! { "anything": 1, "writeConcern": { "w": 0 } };
+    assert!(unacknowledged(Command::new("runCommand", "db", caller)));
+    // An operation's own bytes for a command that takes no write concern
+    // hold none, whatever a field of that name says.
+    let raw = crate::proto::operation::test_support::raw(
+        &doc! { "find": "c", "writeConcern": { "w": 0 } },
+    );
+    assert!(!unacknowledged(Command::new("find", "db", raw)));
+}
