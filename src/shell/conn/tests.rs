@@ -133,3 +133,46 @@ fn a_whole_reply_in_one_read_leaves_the_socket_usable() {
     drop(conn);
     server.join().unwrap();
 }
+
+/// A virtual clock on which an hour passes at every reading.
+#[derive(Debug)]
+struct HourPerReading(crate::shell::clock::VirtualClock);
+
+impl crate::shell::clock::Clock for HourPerReading {
+    fn now(&self) -> std::time::Instant {
+        self.0.advance(Duration::from_secs(3600));
+        self.0.now()
+    }
+
+    fn wall_time(&self) -> std::time::SystemTime {
+        self.0.wall_time()
+    }
+
+    fn sleep(&self, duration: Duration) {
+        self.0.sleep(duration);
+    }
+}
+
+#[test]
+fn a_sockets_time_limit_runs_on_the_clock_it_was_opened_with() {
+    // A peer that accepts (the kernel does, from the backlog) and never
+    // answers; a socket timeout of 20 s that, on the connection's own
+    // clock, has passed by the first wait: the exchange gives up at once
+    // rather than after 20 s of real time.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = ServerAddress::tcp("127.0.0.1", silent.local_addr().unwrap().port());
+    let clock: Arc<dyn crate::shell::clock::Clock> =
+        Arc::new(HourPerReading(crate::shell::clock::VirtualClock::new()));
+    let resolver = crate::shell::dns::ResolverConfig::system();
+    let limits = (None, Some(Duration::from_secs(20)));
+    let mut conn = Connection::open_with_resolver(&address, 0, limits, &resolver, clock).unwrap();
+    let started = std::time::Instant::now();
+    let e = conn.command("admin", doc! { "ping": 1 }, None).unwrap_err();
+    assert!(e.is_network_timeout(), "{e}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "waited {:?}: the limit was read on the real clock",
+        started.elapsed()
+    );
+    drop(silent);
+}
