@@ -17,6 +17,9 @@
 //! same readers and comparisons ([`sdam_fixture`], [`selection_fixture`]).
 
 mod auth;
+// One loader for every spec runner: these and the integration tests'
+// (unified format, DNS seedlist) share the test support's.
+#[path = "../../tests/support/spec.rs"]
 pub(crate) mod files;
 mod max_staleness;
 mod rtt;

@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
+use super::files::{self as spec, Report};
 use crate::proto::address::ServerAddress;
 use crate::proto::options::DEFAULT_HEARTBEAT_FREQUENCY;
 use crate::proto::read_preference::{ReadPreference, ReadPreferenceMode, TagSet};
@@ -201,6 +202,33 @@ pub fn in_window_draws(test: &Document) -> Result<(usize, f64), String> {
         .ok_or_else(|| format!("tolerance is not a number: {:?}", outcome.get("tolerance")))?;
     let iterations = int(test, "iterations")?.ok_or("iterations missing")?;
     Ok(((iterations as usize).max(2000), tolerance.max(0.05)))
+}
+
+/// Runs `check` (named `check_name` in the report) on every in_window file
+/// and skips the file's `expected_frequencies`: they describe the
+/// multi-threaded drivers' "power of two choices" by operationCount, where
+/// single-threaded selection picks uniformly inside the window.
+pub fn run_in_window(
+    report_name: &str,
+    check_name: &str,
+    check: impl Fn(&Document) -> Result<(), String>,
+) {
+    let Some(dir) = spec::dir("server-selection/tests/in_window") else {
+        return;
+    };
+    let mut report = Report::new(report_name);
+    for path in spec::json_files(&dir) {
+        let file = spec::name(&path);
+        let test = spec::load(&path);
+        report.run(&file, check_name, || check(&test));
+        report.skip(
+            &file,
+            "expected_frequencies",
+            "frequencies assume operationCount-based selection (multi-threaded drivers); \
+             single-threaded selection picks uniformly at random inside the window, checked instead",
+        );
+    }
+    report.finish();
 }
 
 /// Each server of `all` was picked (`counts`) with a share within

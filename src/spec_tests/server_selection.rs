@@ -57,30 +57,16 @@ fn server_selection() {
     report.finish();
 }
 
-/// The in_window files describe the multi-threaded "power of two choices"
-/// by operationCount. What applies to single-threaded selection: every
-/// server listed is in the latency window, and the pick is uniformly random
-/// inside it (each server's share within the file's tolerance of 1/n).
+/// The in_window files: every server listed is in the latency window, and
+/// the pick is uniformly random inside it (each server's share within the
+/// file's tolerance of 1/n).
 #[test]
 fn in_window() {
-    let Some(dir) = spec::dir("server-selection/tests/in_window") else {
-        return;
-    };
-    let mut report = spec::Report::new("server-selection in_window");
-    for path in spec::json_files(&dir) {
-        let file = spec::name(&path);
-        let test = spec::load(&path);
-        report.run(&file, "window and uniform random pick", || {
-            check_in_window(&test)
-        });
-        report.skip(
-            &file,
-            "expected_frequencies",
-            "frequencies assume operationCount-based selection (multi-threaded drivers); \
-             single-threaded selection picks uniformly at random inside the window, checked instead",
-        );
-    }
-    report.finish();
+    selection_fixture::run_in_window(
+        "server-selection in_window",
+        "window and uniform random pick",
+        check_in_window,
+    );
 }
 
 fn check_in_window(test: &bson::Document) -> Result<(), String> {

@@ -1,4 +1,6 @@
-//! Loading the specifications' JSON tests.
+//! Loading the specifications' JSON tests: for the integration tests'
+//! runners (unified format, DNS seedlist) and, as `spec_tests::files`, for
+//! the crate's own runners of the pure rules.
 //!
 //! The files live outside the project, in `../shared/spec-tests/<spec>/tests/...`
 //! (or under `$MONGO_SPEC_TESTS`, laid out the same way). A runner asks for a

@@ -624,24 +624,11 @@ fn max_staleness() {
 /// monitor's randomness spreads the picks uniformly.
 #[test]
 fn in_window() {
-    let Some(dir) = spec::dir("server-selection/tests/in_window") else {
-        return;
-    };
-    let mut report = Report::new("monitor: server-selection/in_window");
-    for path in spec::json_files(&dir) {
-        let file = spec::name(&path);
-        let test = spec::load(&path);
-        report.run(&file, "uniform pick from the window", || {
-            picks_uniformly(&test)
-        });
-        report.skip(
-            &file,
-            "expected_frequencies",
-            "frequencies assume operationCount-based selection (multi-threaded drivers); \
-             single-threaded selection picks uniformly at random inside the window, checked instead",
-        );
-    }
-    report.finish();
+    selection_fixture::run_in_window(
+        "monitor: server-selection/in_window",
+        "uniform pick from the window",
+        picks_uniformly,
+    );
 }
 
 fn picks_uniformly(test: &Document) -> Result<(), String> {
