@@ -54,6 +54,10 @@ pub struct CloudEnvironment {
     /// The STS endpoint for AssumeRoleWithWebIdentity
     /// (`https://sts.amazonaws.com/`).
     pub sts: Option<String>,
+    /// The Azure instance metadata service (`http://169.254.169.254`).
+    pub azure: Option<String>,
+    /// The GCP metadata server (`http://metadata`).
+    pub gcp: Option<String>,
 }
 
 impl std::fmt::Debug for CloudEnvironment {
@@ -65,6 +69,8 @@ impl std::fmt::Debug for CloudEnvironment {
             .field("ecs", &self.ecs)
             .field("ec2", &self.ec2)
             .field("sts", &self.sts)
+            .field("azure", &self.azure)
+            .field("gcp", &self.gcp)
             .finish()
     }
 }

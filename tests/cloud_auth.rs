@@ -364,3 +364,272 @@ fn a_server_nonce_that_does_not_extend_ours_is_refused() {
     assert_clean(&e);
     assert_eq!(proxy.successes(), 0);
 }
+
+// MONGODB-OIDC: the fake server checks each JWT's signature.
+
+fn oidc_uri(proxy: &AuthProxy, properties: &str, app: &str) -> String {
+    proxy.uri(&format!(
+        "?authMechanism=MONGODB-OIDC&authMechanismProperties={properties}&\
+         serverSelectionTimeoutMS=5000&timeoutMS=3000&appName={app}"
+    ))
+}
+
+fn token_file(name: &str, contents: &str) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("h36-{name}-{}", std::process::id()));
+    std::fs::write(&path, contents).unwrap();
+    path
+}
+
+/// Makes the server close the client's socket on its next `ping`, so that
+/// the operation after it authenticates a new one.
+fn drop_socket(client: &Client, app: &str) {
+    client
+        .database("admin")
+        .run_command(doc! {
+            "configureFailPoint": "failCommand", "mode": { "times": 1 },
+            "data": { "failCommands": ["ping"], "closeConnection": true, "appName": app },
+        })
+        .run()
+        .unwrap();
+    assert!(ping(client).is_err());
+}
+
+#[test]
+fn oidc_environment_test_reads_the_token_file() {
+    let proxy = proxy();
+    let path = token_file(
+        "oidc-test",
+        &format!("{}\n", support::cloud::jwt("test-user")),
+    );
+    let environment = CloudEnvironment {
+        variables: Some(variables(&[("OIDC_TOKEN_FILE", path.to_str().unwrap())])),
+        ..CloudEnvironment::default()
+    };
+    let client = client(
+        &oidc_uri(&proxy, "ENVIRONMENT:test", "oidc_test"),
+        environment,
+    );
+    let coll = client
+        .database("cloud_auth")
+        .collection::<bson::Document>("oidc");
+    coll.insert_one(doc! { "x": 1 }).run().unwrap();
+    std::fs::remove_file(path).unwrap();
+    assert_eq!(proxy.starts(), ["MONGODB-OIDC"]);
+    assert_eq!(proxy.successes(), 1, "{:?}", proxy.failures());
+}
+
+fn counting_callback(
+    subject: &'static str,
+) -> (
+    mongo_inline::options::oidc::Callback,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
+    use mongo_inline::options::oidc;
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = calls.clone();
+    let callback = oidc::Callback::machine(move |context| {
+        assert_eq!(context.version, 1);
+        assert!(context.timeout.is_some());
+        counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(oidc::IdpServerResponse::new(support::cloud::jwt(subject)))
+    });
+    (callback, calls)
+}
+
+fn callback_client(
+    proxy: &AuthProxy,
+    app: &str,
+    callback: mongo_inline::options::oidc::Callback,
+) -> Client {
+    let uri = proxy.uri(&format!(
+        "?authMechanism=MONGODB-OIDC&serverSelectionTimeoutMS=5000&timeoutMS=3000&appName={app}"
+    ));
+    let mut options = ClientOptions::parse(&uri).unwrap();
+    let mut credential = options.credential().cloned().unwrap_or_default();
+    credential.oidc_callback = callback;
+    let code = ClientOptions::builder()
+        .credential(credential)
+        .build()
+        .unwrap();
+    options = ClientOptions::parse_with(&uri, code).unwrap();
+    set_cloud_environment(&mut options, CloudEnvironment::default());
+    Client::with_options(options).unwrap()
+}
+
+#[test]
+fn oidc_callback_token_is_cached_and_speculated_on_a_new_socket() {
+    let proxy = proxy();
+    let (callback, calls) = counting_callback("machine");
+    let client = callback_client(&proxy, "oidc_cache", callback);
+    ping(&client).unwrap();
+    drop_socket(&client, "oidc_cache");
+    ping(&client).unwrap();
+    assert_eq!(
+        calls.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "the cached token is reused"
+    );
+    assert_eq!(
+        proxy.starts(),
+        ["MONGODB-OIDC"],
+        "the second socket needs no saslStart"
+    );
+    assert_eq!(
+        proxy.speculative(),
+        1,
+        "the second socket speculated with the cached token"
+    );
+}
+
+#[test]
+fn oidc_reauthenticates_once_on_reauthentication_required() {
+    let proxy = proxy();
+    let (callback, calls) = counting_callback("machine");
+    let client = callback_client(&proxy, "oidc_reauth", callback);
+    let coll = client
+        .database("cloud_auth")
+        .collection::<bson::Document>("reauth");
+    coll.find(doc! {}).run().unwrap().for_each(drop);
+    *proxy.reauthenticate_next_find.lock().unwrap() = true;
+    let started = Instant::now();
+    coll.find(doc! {}).run().unwrap().for_each(drop);
+    assert!(
+        !*proxy.reauthenticate_next_find.lock().unwrap(),
+        "the 391 was sent"
+    );
+    assert_eq!(
+        calls.load(std::sync::atomic::Ordering::SeqCst),
+        2,
+        "a fresh token for reauthentication"
+    );
+    assert_eq!(proxy.starts(), ["MONGODB-OIDC", "MONGODB-OIDC"]);
+    assert!(
+        started.elapsed() >= Duration::from_millis(90),
+        "callbacks 100 ms apart"
+    );
+}
+
+#[test]
+fn oidc_human_flow_is_refused_clearly() {
+    use mongo_inline::options::oidc;
+    let proxy = proxy();
+    let callback = oidc::Callback::human(|_| Ok(oidc::IdpServerResponse::new("x")));
+    let uri = proxy.uri("?authMechanism=MONGODB-OIDC");
+    let mut credential = ClientOptions::parse(&uri)
+        .unwrap()
+        .credential()
+        .cloned()
+        .unwrap();
+    credential.oidc_callback = callback;
+    let code = ClientOptions::builder()
+        .credential(credential)
+        .build()
+        .unwrap();
+    let e = ClientOptions::parse_with(&uri, code)
+        .and_then(Client::with_options)
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("human (browser) flow is not supported"),
+        "{e}"
+    );
+}
+
+#[test]
+fn oidc_azure_and_gcp_metadata_tokens() {
+    let proxy = proxy();
+    let azure_reply = format!(
+        r#"{{"access_token":"{}","expires_in":"3599"}}"#,
+        support::cloud::jwt("azure")
+    );
+    let stub = HttpStub::start(&[
+        (
+            "GET /metadata/identity/oauth2/token",
+            Canned::Reply(200, azure_reply),
+        ),
+        (
+            "GET /computeMetadata/v1/instance/service-accounts/default/identity",
+            Canned::Reply(200, support::cloud::jwt("gcp")),
+        ),
+    ]);
+    let environment = CloudEnvironment {
+        variables: Some(HashMap::new()),
+        azure: Some(stub.base()),
+        gcp: Some(stub.base()),
+        ..CloudEnvironment::default()
+    };
+    let uri = oidc_uri(
+        &proxy,
+        "ENVIRONMENT:azure,TOKEN_RESOURCE:api%3A%2F%2Fapp",
+        "oidc_azure",
+    );
+    let uri = uri.replacen("mongodb://", "mongodb://client-7@", 1);
+    ping(&client(&uri, environment.clone())).unwrap();
+    let uri = oidc_uri(
+        &proxy,
+        "ENVIRONMENT:gcp,TOKEN_RESOURCE:audience-1",
+        "oidc_gcp",
+    );
+    ping(&client(&uri, environment)).unwrap();
+    assert_eq!(proxy.successes(), 2, "{:?}", proxy.failures());
+    let received = stub.received();
+    assert_eq!(
+        received[0].target,
+        "/metadata/identity/oauth2/token?api-version=2018-02-01&resource=api%3A%2F%2Fapp&client_id=client-7"
+    );
+    assert_eq!(
+        received[0].headers.get("metadata").map(String::as_str),
+        Some("true")
+    );
+    assert_eq!(
+        received[1].target,
+        "/computeMetadata/v1/instance/service-accounts/default/identity?audience=audience-1"
+    );
+    assert_eq!(
+        received[1]
+            .headers
+            .get("metadata-flavor")
+            .map(String::as_str),
+        Some("Google")
+    );
+}
+
+#[test]
+fn oidc_k8s_reads_the_federated_token_file_and_failures_are_clear() {
+    let proxy = proxy();
+    let path = token_file("k8s", &support::cloud::jwt("k8s"));
+    let environment = CloudEnvironment {
+        variables: Some(variables(&[(
+            "AZURE_FEDERATED_TOKEN_FILE",
+            path.to_str().unwrap(),
+        )])),
+        ..CloudEnvironment::default()
+    };
+    ping(&client(
+        &oidc_uri(&proxy, "ENVIRONMENT:k8s", "oidc_k8s"),
+        environment,
+    ))
+    .unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(proxy.successes(), 1, "{:?}", proxy.failures());
+    // A token the provider did not sign: the server refuses, the token is not shown.
+    let path = token_file("k8s-bad", "forged.jwt.value");
+    let environment = CloudEnvironment {
+        variables: Some(variables(&[(
+            "AZURE_FEDERATED_TOKEN_FILE",
+            path.to_str().unwrap(),
+        )])),
+        ..CloudEnvironment::default()
+    };
+    let e = ping(&client(
+        &oidc_uri(&proxy, "ENVIRONMENT:k8s", "oidc_k8s_bad"),
+        environment,
+    ))
+    .unwrap_err();
+    std::fs::remove_file(&path).unwrap();
+    assert!(e.to_string().contains("MONGODB-OIDC"), "{e}");
+    assert!(e.to_string().contains("(code 18)"), "{e}");
+    assert!(
+        !e.to_string().contains("forged.jwt.value") && !format!("{e:?}").contains("forged.jwt")
+    );
+}

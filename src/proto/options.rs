@@ -10,6 +10,8 @@ use std::time::Duration;
 use bson::Document;
 
 use crate::error::{Error, Result};
+
+pub mod oidc;
 pub use crate::proto::address::ServerAddress;
 pub use crate::proto::coll_options::*;
 pub use crate::proto::concern::{Acknowledgment, ReadConcern, WriteConcern};
@@ -62,6 +64,9 @@ pub struct Credential {
     pub mechanism: Option<String>,
     /// `authMechanismProperties`.
     pub mechanism_properties: Option<Document>,
+    /// MONGODB-OIDC: the callback that returns an access token, for
+    /// identity providers the `ENVIRONMENT` property does not cover.
+    pub oidc_callback: oidc::Callback,
 }
 
 impl std::fmt::Debug for Credential {
@@ -76,6 +81,7 @@ impl std::fmt::Debug for Credential {
                 "mechanism_properties",
                 &self.mechanism_properties.as_ref().map(property_names),
             )
+            .field("oidc_callback", &self.oidc_callback)
             .finish()
     }
 }
@@ -1120,6 +1126,8 @@ fn merge_credential(
             code.mechanism_properties,
             property_names,
         )?,
+        // A callback exists only in code.
+        oidc_callback: code.oidc_callback,
     }))
 }
 

@@ -945,6 +945,7 @@ impl OptionParser {
                 source: self.auth_source,
                 mechanism: self.auth_mechanism,
                 mechanism_properties: self.auth_mechanism_properties,
+                oidc_callback: Default::default(),
             });
         }
 

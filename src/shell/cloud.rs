@@ -1,6 +1,7 @@
 //! Fetching the secrets of the cloud mechanisms, inline, inside the
 //! operation's deadline (nothing runs in the background): MONGODB-AWS
-//! credentials from the auth spec's sources in its order.
+//! credentials from the auth spec's sources in its order, and MONGODB-OIDC
+//! access tokens (the machine callback, or `ENVIRONMENT:test|k8s|azure|gcp`).
 //!
 //! ```text
 //! URI user/password ─> cached (fresh until 5 min before expiry) ─> AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY
@@ -19,6 +20,8 @@ use std::time::Instant;
 use crate::error::Result;
 use crate::proto::auth::aws::{credential_error, AwsCredentials};
 use crate::proto::auth::Authenticator;
+use crate::proto::options::oidc::{CallbackContext, CallbackKind};
+use crate::proto::options::Credential;
 use crate::shell::http::{self, Context, Request};
 use crate::unversioned::CloudEnvironment;
 
@@ -236,6 +239,133 @@ fn ec2_credentials(fetch: &Fetch<'_>) -> Result<AwsCredentials> {
         "EC2 metadata service",
     )?;
     AwsCredentials::from_reply(&reply, "Token", "EC2 metadata service")
+}
+
+const AZURE_BASE: &str = "http://169.254.169.254";
+const GCP_BASE: &str = "http://metadata";
+const K8S_TOKEN_FILE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/token";
+
+fn oidc_error(what: impl std::fmt::Display) -> crate::error::Error {
+    crate::error::Error::new(crate::error::ErrorKind::Authentication {
+        message: format!("MONGODB-OIDC: {what}"),
+    })
+}
+
+/// A fresh MONGODB-OIDC access token: from the machine callback, or the
+/// built-in environment the `ENVIRONMENT` property names.
+pub(crate) fn oidc_token(credential: &Credential, fetch: &Fetch<'_>) -> Result<String> {
+    let property = |name: &str| {
+        credential
+            .mechanism_properties
+            .as_ref()
+            .and_then(|p| p.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)))
+            .and_then(|(_, v)| v.as_str())
+            .map(str::to_owned)
+    };
+    let token = if let Some(CallbackKind::Machine(callback)) = &credential.oidc_callback.kind {
+        let context = CallbackContext::new(Some(fetch.deadline), credential.username.clone());
+        callback(context)
+            .map_err(|e| oidc_error(format!("the callback failed: {e}")))?
+            .access_token
+    } else {
+        match property("ENVIRONMENT").as_deref() {
+            Some("test") => {
+                let path = fetch.var("OIDC_TOKEN_FILE").ok_or_else(|| {
+                    oidc_error("ENVIRONMENT:test reads OIDC_TOKEN_FILE, which is not set")
+                })?;
+                read_token_file(&path, "OIDC_TOKEN_FILE")?
+            }
+            Some("k8s") => {
+                let (path, name) = match (
+                    fetch.var("AZURE_FEDERATED_TOKEN_FILE"),
+                    fetch.var("AWS_WEB_IDENTITY_TOKEN_FILE"),
+                ) {
+                    (Some(azure), _) => (azure, "AZURE_FEDERATED_TOKEN_FILE"),
+                    (None, Some(aws)) => (aws, "AWS_WEB_IDENTITY_TOKEN_FILE"),
+                    (None, None) => (K8S_TOKEN_FILE.to_owned(), "the service account token"),
+                };
+                read_token_file(&path, name)?
+            }
+            Some("azure") => azure_token(
+                fetch,
+                &property("TOKEN_RESOURCE").unwrap_or_default(),
+                credential,
+            )?,
+            Some("gcp") => gcp_token(fetch, &property("TOKEN_RESOURCE").unwrap_or_default())?,
+            _ => return Err(oidc_error("no callback and no known ENVIRONMENT")),
+        }
+    };
+    if token.trim().is_empty() {
+        return Err(oidc_error("the access token is empty"));
+    }
+    Ok(token.trim().to_owned())
+}
+
+fn read_token_file(path: &str, name: &str) -> Result<String> {
+    std::fs::read_to_string(path)
+        .map_err(|e| oidc_error(format!("reading {name} ({path:?}): {}", e.kind())))
+}
+
+/// Azure's instance metadata service: a managed identity's token for the
+/// resource (`client_id` is the user name, when given).
+fn azure_token(fetch: &Fetch<'_>, resource: &str, credential: &Credential) -> Result<String> {
+    let mut url = format!(
+        "{}/metadata/identity/oauth2/token?api-version=2018-02-01&resource={}",
+        fetch.endpoint(|c| c.azure.as_ref(), AZURE_BASE),
+        percent_encode(resource)
+    );
+    if let Some(client_id) = &credential.username {
+        url.push_str(&format!("&client_id={}", percent_encode(client_id)));
+    }
+    let request = Request {
+        method: "GET",
+        url: &url,
+        headers: &[("Accept", "application/json"), ("Metadata", "true")],
+        body: b"",
+    };
+    let body = metadata_body(fetch, &request, "Azure instance metadata service")?;
+    let reply: serde_json::Value = serde_json::from_slice(&body)
+        .map_err(|_| oidc_error("the Azure instance metadata service's reply is not valid JSON"))?;
+    reply
+        .get("access_token")
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| {
+            oidc_error("the Azure instance metadata service's reply has no access_token")
+        })
+}
+
+/// GCP's metadata server: an identity token for the audience.
+fn gcp_token(fetch: &Fetch<'_>, audience: &str) -> Result<String> {
+    let url = format!(
+        "{}/computeMetadata/v1/instance/service-accounts/default/identity?audience={}",
+        fetch.endpoint(|c| c.gcp.as_ref(), GCP_BASE),
+        percent_encode(audience)
+    );
+    let request = Request {
+        method: "GET",
+        url: &url,
+        headers: &[("Metadata-Flavor", "Google")],
+        body: b"",
+    };
+    let body = metadata_body(fetch, &request, "GCP metadata server")?;
+    String::from_utf8(body).map_err(|_| oidc_error("the GCP metadata server's token is not text"))
+}
+
+/// A metadata reply's body; another status than 200 is an error that
+/// includes the body (the auth spec asks for it: it says what is wrong).
+fn metadata_body(fetch: &Fetch<'_>, request: &Request<'_>, what: &str) -> Result<Vec<u8>> {
+    let response = http::send(request, fetch.deadline, &fetch.http)
+        .map_err(|e| oidc_error(format!("asking the {what}: {e}")))?;
+    if response.status != 200 {
+        let body = String::from_utf8_lossy(&response.body);
+        let body: String = body.chars().take(500).collect();
+        return Err(oidc_error(format!(
+            "the {what} answered HTTP status {}: {body}",
+            response.status
+        )));
+    }
+    Ok(response.body)
 }
 
 /// RFC 3986 percent-encoding of everything but the unreserved characters.

@@ -20,7 +20,44 @@ use bson::spec::BinarySubtype;
 use bson::{doc, Binary, Bson, Document};
 use ring::{digest, hmac};
 
-use super::raw::{parse_op_msg, read_frame, OpMsg, OP_MSG};
+use super::raw::{
+    encode_op_reply, parse_op_msg, parse_op_query, parse_op_reply, read_frame, Frame, OpMsg,
+    OP_MSG, OP_QUERY,
+};
+
+/// The key the fake identity provider signs its JWTs with (HS256).
+pub const JWT_KEY: &[u8] = b"the fake identity provider's key";
+
+/// A JWT signed with [`JWT_KEY`] for `subject`.
+pub fn jwt(subject: &str) -> String {
+    let b64 = |bytes: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
+    let unsigned = format!(
+        "{}.{}",
+        b64(br#"{"alg":"HS256","typ":"JWT"}"#),
+        b64(format!(r#"{{"sub":"{subject}"}}"#).as_bytes())
+    );
+    let signature = hmac::sign(
+        &hmac::Key::new(hmac::HMAC_SHA256, JWT_KEY),
+        unsigned.as_bytes(),
+    );
+    format!("{unsigned}.{}", b64(signature.as_ref()))
+}
+
+/// Whether `token` is a JWT the fake identity provider signed.
+fn jwt_valid(token: &str) -> bool {
+    let Some((unsigned, signature)) = token.rsplit_once('.') else {
+        return false;
+    };
+    let Ok(signature) = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(signature) else {
+        return false;
+    };
+    hmac::verify(
+        &hmac::Key::new(hmac::HMAC_SHA256, JWT_KEY),
+        unsigned.as_bytes(),
+        &signature,
+    )
+    .is_ok()
+}
 
 /// An AWS identity the fake server accepts.
 #[derive(Clone, Debug)]
@@ -37,6 +74,8 @@ pub struct AuthLog {
     pub starts: Vec<String>,
     /// Conversations that succeeded.
     pub successes: usize,
+    /// OIDC speculative authentications accepted inside a hello.
+    pub speculative: usize,
     /// Why conversations failed.
     pub failures: Vec<String>,
 }
@@ -47,12 +86,15 @@ pub struct AuthProxy {
     log: Arc<Mutex<AuthLog>>,
     /// Answer saslStart with a server nonce that does not extend the client's.
     pub forge_nonce: Arc<Mutex<bool>>,
+    /// Answer the next `find` with ReauthenticationRequired (391).
+    pub reauthenticate_next_find: Arc<Mutex<bool>>,
 }
 
 struct Shared {
     identities: Vec<AwsIdentity>,
     log: Arc<Mutex<AuthLog>>,
     forge_nonce: Arc<Mutex<bool>>,
+    reauthenticate_next_find: Arc<Mutex<bool>>,
 }
 
 impl AuthProxy {
@@ -63,10 +105,12 @@ impl AuthProxy {
         let port = listener.local_addr().unwrap().port();
         let log = Arc::new(Mutex::new(AuthLog::default()));
         let forge_nonce = Arc::new(Mutex::new(false));
+        let reauthenticate_next_find = Arc::new(Mutex::new(false));
         let shared = Arc::new(Shared {
             identities,
             log: log.clone(),
             forge_nonce: forge_nonce.clone(),
+            reauthenticate_next_find: reauthenticate_next_find.clone(),
         });
         thread::spawn(move || {
             for client in listener.incoming() {
@@ -79,6 +123,7 @@ impl AuthProxy {
             port,
             log,
             forge_nonce,
+            reauthenticate_next_find,
         }
     }
 
@@ -102,6 +147,10 @@ impl AuthProxy {
     pub fn starts(&self) -> Vec<String> {
         self.log.lock().unwrap().starts.clone()
     }
+
+    pub fn speculative(&self) -> usize {
+        self.log.lock().unwrap().speculative
+    }
 }
 
 /// Per socket: the AWS conversation's nonces and host.
@@ -118,6 +167,12 @@ fn serve(mut client: TcpStream, upstream: u16, shared: &Shared) {
     };
     let mut conversation = Conversation::default();
     while let Ok(Some(frame)) = read_frame(&mut client) {
+        if let Some(bytes) = hello_with_speculation(&frame, &mut server, shared) {
+            if client.write_all(&bytes).is_err() {
+                return;
+            }
+            continue;
+        }
         let parsed = (frame.op_code == OP_MSG)
             .then(|| parse_op_msg(&frame.body).ok())
             .flatten();
@@ -167,11 +222,99 @@ fn refuse(shared: &Shared, why: String) -> Document {
     doc! { "ok": 0, "code": 18, "codeName": "AuthenticationFailed", "errmsg": "Authentication failed." }
 }
 
+/// A hello carrying a MONGODB-OIDC speculative saslStart: forwarded
+/// without it, the reply given a speculative answer when the JWT is valid.
+fn hello_with_speculation(
+    frame: &Frame,
+    server: &mut TcpStream,
+    shared: &Shared,
+) -> Option<Vec<u8>> {
+    let (mut command, legacy) = match frame.op_code {
+        OP_QUERY => (parse_op_query(&frame.body).ok()?.command(), true),
+        OP_MSG => (parse_op_msg(&frame.body).ok()?.merged(), false),
+        _ => return None,
+    };
+    let speculation = command
+        .get_document("speculativeAuthenticate")
+        .ok()?
+        .clone();
+    if speculation.get_str("mechanism") != Ok("MONGODB-OIDC") {
+        return None;
+    }
+    command.remove("speculativeAuthenticate");
+    let accepted = payload(&speculation)
+        .and_then(|p| p.get_str("jwt").ok().map(jwt_valid))
+        .unwrap_or(false);
+    let mut reply = if legacy {
+        let query = super::raw::OpQuery {
+            flags: 0,
+            full_collection_name: "admin.$cmd".into(),
+            query: command,
+        };
+        server.write_all(&query.encode(frame.request_id)).ok()?;
+        parse_op_reply(&read_frame(server).ok()??.body).ok()?
+    } else {
+        let message = OpMsg {
+            flags: 0,
+            body: command,
+            sequences: Vec::new(),
+        };
+        server
+            .write_all(&message.encode(frame.request_id, 0))
+            .ok()?;
+        parse_op_msg(&read_frame(server).ok()??.body).ok()?.body
+    };
+    if accepted {
+        shared.log.lock().unwrap().speculative += 1;
+        reply.insert(
+            "speculativeAuthenticate",
+            doc! { "conversationId": 1, "done": true, "payload": binary(Vec::new()) },
+        );
+    }
+    Some(if legacy {
+        encode_op_reply(frame.request_id + 1_000_000, frame.request_id, &reply)
+    } else {
+        OpMsg {
+            flags: 0,
+            body: reply,
+            sequences: Vec::new(),
+        }
+        .encode(frame.request_id + 1_000_000, frame.request_id)
+    })
+}
+
 fn answer_sasl(
     command: &Document,
     conversation: &mut Conversation,
     shared: &Shared,
 ) -> Option<Document> {
+    if command.contains_key("find") {
+        let mut once = shared.reauthenticate_next_find.lock().unwrap();
+        if *once {
+            *once = false;
+            return Some(doc! {
+                "ok": 0, "code": 391, "codeName": "ReauthenticationRequired",
+                "errmsg": "Reauthentication required",
+            });
+        }
+        return None;
+    }
+    if command.get_str("mechanism") == Ok("MONGODB-OIDC") && command.contains_key("saslStart") {
+        shared
+            .log
+            .lock()
+            .unwrap()
+            .starts
+            .push("MONGODB-OIDC".into());
+        let token = payload(command).and_then(|p| p.get_str("jwt").ok().map(str::to_owned));
+        return Some(match token {
+            Some(token) if jwt_valid(&token) => {
+                shared.log.lock().unwrap().successes += 1;
+                doc! { "ok": 1, "conversationId": 1, "done": true, "payload": binary(Vec::new()) }
+            }
+            _ => refuse(shared, "invalid JWT".into()),
+        });
+    }
     if command.contains_key("saslStart") {
         let mechanism = command.get_str("mechanism").unwrap_or_default().to_owned();
         shared.log.lock().unwrap().starts.push(mechanism.clone());

@@ -27,6 +27,7 @@ use bson::spec::BinarySubtype;
 use bson::{doc, Binary, Bson, Document};
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::proto::options::oidc::CallbackKind;
 use crate::proto::options::Credential;
 
 use scram::{ClientFinal, ClientFirst, SaltParams, ScramKeys, ScramMechanism};
@@ -144,15 +145,8 @@ fn validate_oidc(credential: &Credential, properties: Option<&Document>) -> Resu
             "MONGODB-OIDC does not take a password",
         ));
     }
-    let environment = match property(properties, "ENVIRONMENT") {
-        Some(Bson::String(e)) => e.as_str(),
-        Some(_) => return Err(Error::invalid_argument("ENVIRONMENT must be a string")),
-        None => {
-            return Err(Error::invalid_argument(
-                "MONGODB-OIDC needs an ENVIRONMENT property (test, azure, gcp or k8s) or a \
-                 callback",
-            ))
-        }
+    let Some(environment) = oidc_environment(credential, properties)? else {
+        return Ok(());
     };
     let has_resource = property(properties, "TOKEN_RESOURCE").is_some();
     match environment {
@@ -185,6 +179,45 @@ fn validate_oidc(credential: &Credential, properties: Option<&Document>) -> Resu
     Ok(())
 }
 
+/// The `ENVIRONMENT` property, checked against the callback (one or the
+/// other); `None` with a machine callback.
+fn oidc_environment<'a>(
+    credential: &Credential,
+    properties: &'a Document,
+) -> Result<Option<&'a str>> {
+    let callback = &credential.oidc_callback;
+    if matches!(callback.kind, Some(CallbackKind::Human)) {
+        return Err(Error::invalid_argument(
+            "MONGODB-OIDC's human (browser) flow is not supported by this driver; give a machine \
+             callback (oidc::Callback::machine) or an ENVIRONMENT property",
+        ));
+    }
+    let environment = match property(properties, "ENVIRONMENT") {
+        Some(_) if callback.is_set() => {
+            return Err(Error::invalid_argument(
+                "MONGODB-OIDC takes an ENVIRONMENT property or a callback, not both",
+            ))
+        }
+        Some(Bson::String(e)) => Some(e.as_str()),
+        Some(_) => return Err(Error::invalid_argument("ENVIRONMENT must be a string")),
+        None if callback.is_set() => {
+            if property(properties, "TOKEN_RESOURCE").is_some() {
+                return Err(Error::invalid_argument(
+                    "MONGODB-OIDC's TOKEN_RESOURCE goes with ENVIRONMENT:azure or gcp only",
+                ));
+            }
+            None
+        }
+        None => {
+            return Err(Error::invalid_argument(
+                "MONGODB-OIDC needs an ENVIRONMENT property (test, azure, gcp or k8s) or a \
+                 callback",
+            ))
+        }
+    };
+    Ok(environment)
+}
+
 /// The mechanisms this driver runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mechanism {
@@ -197,6 +230,8 @@ pub enum Mechanism {
     /// MONGODB-AWS: a signed STS `GetCallerIdentity` request, which the
     /// server runs to learn the IAM identity.
     Aws,
+    /// MONGODB-OIDC: an access token (JWT) from an identity provider.
+    Oidc,
 }
 
 impl Mechanism {
@@ -207,6 +242,7 @@ impl Mechanism {
             Mechanism::X509 => "MONGODB-X509",
             Mechanism::Plain => "PLAIN",
             Mechanism::Aws => "MONGODB-AWS",
+            Mechanism::Oidc => "MONGODB-OIDC",
         }
     }
 }
@@ -221,6 +257,9 @@ pub enum Speculation {
     Scram(ClientFirst),
     /// An X.509 `authenticate` went out inside the hello.
     X509,
+    /// A MONGODB-OIDC saslStart with the cached token went out inside the
+    /// hello.
+    Oidc,
 }
 
 /// A credential that works over the transport but deserves a warning.
@@ -313,6 +352,9 @@ pub enum Next {
 pub enum Need {
     /// AWS credentials (MONGODB-AWS).
     AwsCredentials,
+    /// A fresh OIDC access token (MONGODB-OIDC), from the callback or the
+    /// built-in environment.
+    OidcToken,
 }
 
 /// A secret the shell fetched for [`Need`].
@@ -326,6 +368,8 @@ pub enum Secret {
         /// Now, for `X-Amz-Date`.
         unix_time: u64,
     },
+    /// An OIDC access token.
+    OidcToken(String),
 }
 
 /// One socket's authentication conversation, as a value named by the
@@ -359,6 +403,11 @@ enum State {
     },
     /// MONGODB-AWS: the server ran GetCallerIdentity; `done` is expected.
     AwsFinal,
+    /// MONGODB-OIDC: waiting for a fresh token.
+    OidcToken,
+    /// MONGODB-OIDC: the server's answer to the token (`cached`: the
+    /// client cache's, which a refusal invalidates once).
+    OidcJwt { token: String, cached: bool },
     /// Finished: nothing more is expected.
     Finished,
 }
@@ -376,6 +425,12 @@ pub struct Authenticator {
     /// MONGODB-AWS: temporary credentials fetched from an AWS endpoint,
     /// reused until five minutes before they expire.
     aws_cache: Option<aws::AwsCredentials>,
+    /// MONGODB-OIDC: the last access token obtained (the spec's Client
+    /// Cache), kept until the server refuses it.
+    oidc_token: Option<String>,
+    /// MONGODB-OIDC: when the callback last ran (the spec spaces calls
+    /// 100 ms apart).
+    last_oidc_call: Option<std::time::Instant>,
     keys: HashMap<(ScramMechanism, SaltParams), ScramKeys>,
     /// How many times PBKDF2 ran (the cache's effect, observable in tests).
     derivations: usize,
@@ -403,10 +458,11 @@ impl Authenticator {
             Some("MONGODB-X509") => Some(Mechanism::X509),
             Some("PLAIN") => Some(Mechanism::Plain),
             Some("MONGODB-AWS") => Some(Mechanism::Aws),
+            Some("MONGODB-OIDC") => Some(Mechanism::Oidc),
             Some(other) => {
                 return Err(Error::invalid_argument(format!(
                     "authMechanism {other} is not supported by this driver yet; it runs \
-                     SCRAM-SHA-256, SCRAM-SHA-1, MONGODB-X509, PLAIN and MONGODB-AWS"
+                     SCRAM-SHA-256, SCRAM-SHA-1, MONGODB-X509, PLAIN, MONGODB-AWS and MONGODB-OIDC"
                 )))
             }
         };
@@ -430,6 +486,8 @@ impl Authenticator {
             mechanism,
             properties: resolved.mechanism_properties.unwrap_or_default(),
             aws_cache: None,
+            oidc_token: None,
+            last_oidc_call: None,
             keys: HashMap::new(),
             derivations: 0,
         })
@@ -491,6 +549,16 @@ impl Authenticator {
                 command.insert("speculativeAuthenticate", authenticate);
                 Ok(Speculation::X509)
             }
+            // The auth spec: speculate only with a cached token.
+            Some(Mechanism::Oidc) => match &self.oidc_token {
+                Some(token) => {
+                    let mut start = oidc_start(token);
+                    start.insert("db", EXTERNAL);
+                    command.insert("speculativeAuthenticate", start);
+                    Ok(Speculation::Oidc)
+                }
+                None => Ok(Speculation::None),
+            },
             Some(Mechanism::Plain | Mechanism::Aws) => Ok(Speculation::None),
         }
     }
@@ -552,6 +620,12 @@ impl Authenticator {
                 self.advance(&mut conversation, server)?
             }
             (Mechanism::X509, Speculation::X509, Some(_)) => Next::Done,
+            (Mechanism::Oidc, Speculation::Oidc, Some(server))
+                if server.get_bool("done") == Ok(true) =>
+            {
+                Next::Done
+            }
+            (Mechanism::Oidc, _, _) => self.oidc_first(&mut conversation),
             (Mechanism::Scram(m), _, _) => {
                 let username = self.username.as_deref().unwrap_or_default();
                 let first = ClientFirst::new(m, username, &nonce.scram_text());
@@ -584,6 +658,62 @@ impl Authenticator {
         Ok((conversation, next))
     }
 
+    /// MONGODB-OIDC's start: the cached token if there is one, else a
+    /// fresh one.
+    fn oidc_first(&self, conversation: &mut Conversation) -> Next {
+        match &self.oidc_token {
+            Some(token) => {
+                conversation.state = State::OidcJwt {
+                    token: token.clone(),
+                    cached: true,
+                };
+                self.send(oidc_start(token))
+            }
+            None => {
+                conversation.state = State::OidcToken;
+                Next::Fetch(Need::OidcToken)
+            }
+        }
+    }
+
+    /// MONGODB-OIDC: notes a call of the token source at `now`, and says
+    /// how long to wait first (the spec: 100 ms since the last call).
+    pub fn oidc_call_wait(&mut self, now: std::time::Instant) -> std::time::Duration {
+        const SPACING: std::time::Duration = std::time::Duration::from_millis(100);
+        let wait = self
+            .last_oidc_call
+            .map_or(std::time::Duration::ZERO, |last| {
+                SPACING.saturating_sub(now.saturating_duration_since(last))
+            });
+        self.last_oidc_call = Some(now + wait);
+        wait
+    }
+
+    /// Whether the server's `ReauthenticationRequired` (391) can be
+    /// answered: MONGODB-OIDC only (the auth spec).
+    pub fn reauthenticates(&self) -> bool {
+        self.mechanism == Some(Mechanism::Oidc)
+    }
+
+    /// Reauthenticates a socket after `ReauthenticationRequired`: the
+    /// token it used is invalidated and a fresh one fetched (no hello, no
+    /// speculation, as the spec says).
+    pub fn reauthenticate(&mut self) -> Result<(Conversation, Next)> {
+        if !self.reauthenticates() {
+            let what = "the server asked for reauthentication, which only MONGODB-OIDC offers";
+            return Err(Error::new(ErrorKind::Authentication {
+                message: what.into(),
+            }));
+        }
+        self.oidc_token = None;
+        let mut conversation = Conversation {
+            mechanism: Mechanism::Oidc,
+            state: State::Finished,
+        };
+        let next = self.oidc_first(&mut conversation);
+        Ok((conversation, next))
+    }
+
     /// Hands a conversation the secret its [`Next::Fetch`] asked for.
     pub fn provide(&mut self, conversation: &mut Conversation, secret: Secret) -> Result<Next> {
         match (
@@ -603,6 +733,15 @@ impl Authenticator {
                     nonce,
                     credentials,
                     unix_time,
+                };
+                Ok(self.send(start))
+            }
+            (State::OidcToken, Secret::OidcToken(token)) => {
+                self.oidc_token = Some(token.clone());
+                let start = oidc_start(&token);
+                conversation.state = State::OidcJwt {
+                    token,
+                    cached: false,
                 };
                 Ok(self.send(start))
             }
@@ -652,6 +791,21 @@ impl Authenticator {
     /// the next command, [`Next::Done`], or an authentication error (a
     /// refusal carries the server's message and code).
     pub fn step(&mut self, conversation: &mut Conversation, reply: &Document) -> Result<Next> {
+        if let State::OidcJwt {
+            token,
+            cached: true,
+        } = &conversation.state
+        {
+            // The cached token was refused: invalidate it (unless a newer
+            // one replaced it) and fetch a fresh one, once.
+            if !is_ok(reply) && reply.get_i32("code") == Ok(18) {
+                if self.oidc_token.as_ref() == Some(token) {
+                    self.oidc_token = None;
+                }
+                conversation.state = State::OidcToken;
+                return Ok(Next::Fetch(Need::OidcToken));
+            }
+        }
         if !is_ok(reply) {
             let message = reply
                 .get_str("errmsg")
@@ -714,13 +868,13 @@ impl Authenticator {
                 conversation.state = State::AwsFinal;
                 Ok(self.send(sasl_continue(&id, payload)))
             }
-            State::AwsFinal => {
+            State::AwsFinal | State::OidcJwt { .. } => {
                 if reply.get_bool("done") != Ok(true) {
                     return Err(self.error(mechanism, "the server did not finish the conversation"));
                 }
                 Ok(Next::Done)
             }
-            State::AwsCredentials { .. } | State::Finished => {
+            State::AwsCredentials { .. } | State::OidcToken | State::Finished => {
                 Err(self.error(mechanism, "the conversation is already over"))
             }
         }
@@ -820,6 +974,19 @@ fn sasl_start(mechanism: &str, payload: Vec<u8>) -> Document {
         "payload": binary(payload),
         "autoAuthorize": 1,
         "options": { "skipEmptyExchange": true },
+    }
+}
+
+/// MONGODB-OIDC's one-step saslStart: `{jwt: token}`.
+fn oidc_start(token: &str) -> Document {
+    let mut payload = Vec::new();
+    doc! { "jwt": token }
+        .to_writer(&mut payload)
+        .expect("a document of one string serializes");
+    doc! {
+        "saslStart": 1,
+        "mechanism": "MONGODB-OIDC",
+        "payload": binary(payload),
     }
 }
 

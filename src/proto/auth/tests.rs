@@ -272,3 +272,68 @@ fn debug_output_never_shows_the_password() {
     let auth = authenticator("mongodb://user:s3cret@h/");
     assert!(!format!("{auth:?}").contains("s3cret"));
 }
+
+fn jwt_of(next: &Next) -> String {
+    match next {
+        Next::Send { db, command } => {
+            assert_eq!(db, "$external");
+            assert_eq!(command.get_str("mechanism"), Ok("MONGODB-OIDC"));
+            let Some(Bson::Binary(b)) = command.get("payload") else {
+                panic!("no payload: {command}")
+            };
+            let payload = Document::from_reader(b.bytes.as_slice()).unwrap();
+            payload.get_str("jwt").unwrap().to_owned()
+        }
+        other => panic!("expected a saslStart, got {other:?}"),
+    }
+}
+
+#[test]
+fn oidc_speculates_with_the_cached_token_and_replaces_a_refused_one_once() {
+    let mut auth = authenticator(
+        "mongodb://h/?authMechanism=MONGODB-OIDC&authMechanismProperties=ENVIRONMENT:test",
+    );
+    let done = doc! { "ok": 1, "conversationId": 1, "done": true, "payload": binary(Vec::new()) };
+    // First socket: no token yet, so no speculation; the shell fetches one.
+    let mut hello = doc! {};
+    let speculation = auth.prepare_handshake(&mut hello, &nonce()).unwrap();
+    assert!(hello.is_empty(), "no speculation without a cached token");
+    let (mut conversation, next) = auth
+        .begin(&doc! { "ok": 1 }, speculation, &nonce())
+        .unwrap();
+    assert!(matches!(next, Next::Fetch(Need::OidcToken)), "{next:?}");
+    let next = auth
+        .provide(&mut conversation, Secret::OidcToken("t1".into()))
+        .unwrap();
+    assert_eq!(jwt_of(&next), "t1");
+    assert!(matches!(
+        auth.step(&mut conversation, &done).unwrap(),
+        Next::Done
+    ));
+    // Second socket: speculation with the cached token, which the server
+    // accepts inside the hello.
+    let mut hello = doc! {};
+    let speculation = auth.prepare_handshake(&mut hello, &nonce()).unwrap();
+    let speculative = hello.get_document("speculativeAuthenticate").unwrap();
+    assert_eq!(speculative.get_str("db"), Ok("$external"));
+    let reply = doc! { "ok": 1, "speculativeAuthenticate": done.clone() };
+    let (_, next) = auth.begin(&reply, speculation, &nonce()).unwrap();
+    assert!(matches!(next, Next::Done));
+    // Third socket: the server ignores the speculation and refuses the
+    // cached token (18): a fresh one is fetched, once.
+    let speculation = auth.prepare_handshake(&mut doc! {}, &nonce()).unwrap();
+    let (mut conversation, next) = auth
+        .begin(&doc! { "ok": 1 }, speculation, &nonce())
+        .unwrap();
+    assert_eq!(jwt_of(&next), "t1");
+    let refused = doc! { "ok": 0, "code": 18, "errmsg": "Authentication failed." };
+    let next = auth.step(&mut conversation, &refused).unwrap();
+    assert!(matches!(next, Next::Fetch(Need::OidcToken)), "{next:?}");
+    let next = auth
+        .provide(&mut conversation, Secret::OidcToken("t2".into()))
+        .unwrap();
+    assert_eq!(jwt_of(&next), "t2");
+    let e = auth.step(&mut conversation, &refused).unwrap_err();
+    assert!(e.to_string().contains("(code 18)"), "{e}");
+    assert!(!e.to_string().contains("t2"));
+}

@@ -248,7 +248,8 @@ impl ClientState {
             .and_then(|m| u32::try_from(m).ok())
     }
 
-    /// Runs `op` to completion: selection, retries, sessions, events.
+    /// Runs `op` to completion: selection, retries, sessions, events, and
+    /// one reauthentication when the server asks for it.
     pub(crate) fn execute<Op: Operation>(
         &mut self,
         op: &mut Op,
@@ -257,6 +258,7 @@ impl ClientState {
         target: Target,
     ) -> Result<Executed<Op::Output>> {
         let mut run = self.begin(op, explicit_session, inherited, target)?;
+        let mut reauthenticated = false;
         loop {
             let address = match self.reach(&mut run, op.command_name()) {
                 Ok(address) => address,
@@ -289,6 +291,18 @@ impl ClientState {
                 Ok(Err(error)) => {
                     run.on_reply(&mut self.retry);
                     return self.finish_error(op, error, run.session);
+                }
+                // The auth spec: reauthenticate the socket and run the
+                // operation again, once, retryable or not.
+                Err((error, _))
+                    if error.code() == Some(REAUTHENTICATION_REQUIRED)
+                        && !reauthenticated
+                        && self.topology.reauthenticates() =>
+                {
+                    reauthenticated = true;
+                    if let Err(error) = self.topology.reauthenticate(&address, run.deadline) {
+                        return self.finish_error(op, error, run.session);
+                    }
                 }
                 Err((error, sent)) => {
                     match self.after_failure(&mut run, error, sent, &prepared, &address, Op::NAME) {
@@ -382,6 +396,9 @@ impl ClientState {
         }
     }
 }
+
+/// The server's `ReauthenticationRequired` error code.
+const REAUTHENTICATION_REQUIRED: i32 = 391;
 
 #[cfg(test)]
 mod tests;

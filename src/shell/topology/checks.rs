@@ -365,7 +365,62 @@ impl Topology {
         time_left: &dyn Fn() -> Option<Duration>,
     ) -> Result<()> {
         let nonce = crate::shell::rng::client_nonce()?;
-        let (mut conversation, mut next) = authenticator.begin(reply, speculation, &nonce)?;
+        let (conversation, next) = authenticator.begin(reply, speculation, &nonce)?;
+        self.drive(authenticator, connection, conversation, next, time_left)
+    }
+
+    /// Whether a `ReauthenticationRequired` (391) error can be answered
+    /// (MONGODB-OIDC).
+    pub(crate) fn reauthenticates(&self) -> bool {
+        self.authenticator
+            .as_ref()
+            .is_some_and(Authenticator::reauthenticates)
+    }
+
+    /// Reauthenticates the socket to `address` after the server answered
+    /// `ReauthenticationRequired` (391): SASL directly, no hello, within
+    /// `deadline`.
+    pub(crate) fn reauthenticate(
+        &mut self,
+        address: &ServerAddress,
+        deadline: Deadline,
+    ) -> Result<()> {
+        let (Some(mut authenticator), Some(mut connection)) =
+            (self.authenticator.take(), self.connections.remove(address))
+        else {
+            return Err(Error::client(
+                "reauthentication needs the socket and a credential",
+            ));
+        };
+        let clock = self.clock.clone();
+        let socket_timeout = self.options.socket_timeout();
+        let time_left = move || deadline.remaining(clock.now()).or(socket_timeout);
+        let outcome = authenticator
+            .reauthenticate()
+            .and_then(|(conversation, next)| {
+                self.drive(
+                    &mut authenticator,
+                    &mut connection,
+                    conversation,
+                    next,
+                    &time_left,
+                )
+            });
+        self.authenticator = Some(authenticator);
+        if outcome.is_ok() {
+            self.connections.insert(address.clone(), connection);
+        }
+        outcome
+    }
+
+    fn drive(
+        &mut self,
+        authenticator: &mut Authenticator,
+        connection: &mut Connection,
+        mut conversation: crate::proto::auth::Conversation,
+        mut next: Next,
+        time_left: &dyn Fn() -> Option<Duration>,
+    ) -> Result<()> {
         loop {
             let outcome = match next {
                 Next::Send { db, command } => connection
@@ -411,6 +466,14 @@ impl Topology {
                 credentials: crate::shell::cloud::aws_credentials(authenticator, &fetch)?,
                 unix_time,
             }),
+            Need::OidcToken => {
+                let wait = authenticator.oidc_call_wait(self.clock.now());
+                if !wait.is_zero() {
+                    self.clock.sleep(wait);
+                }
+                let credential = self.options.credential().cloned().unwrap_or_default();
+                crate::shell::cloud::oidc_token(&credential, &fetch).map(Secret::OidcToken)
+            }
         }
     }
 
