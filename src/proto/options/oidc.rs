@@ -8,7 +8,9 @@
 //! let mut credential = Credential::default();
 //! credential.mechanism = Some("MONGODB-OIDC".into());
 //! credential.oidc_callback = oidc::Callback::machine(|_context| {
-//!     Ok(oidc::IdpServerResponse::new(std::fs::read_to_string("/var/run/token")?))
+//!     // Ask the identity provider; here, a token an agent keeps fresh.
+//!     let token = std::env::var("MY_IDP_TOKEN").unwrap_or_default();
+//!     Ok(oidc::IdpServerResponse::new(token))
 //! });
 //! ```
 
