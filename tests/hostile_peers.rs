@@ -9,53 +9,25 @@
 // (clippy.toml) is the library's.
 #![allow(clippy::disallowed_methods)]
 
-mod support;
+// Only the fake-server files of the support code (the rest would be
+// compiled for nothing).
+#[path = "support/peers.rs"]
+#[allow(dead_code)]
+mod peers;
+#[path = "support/raw.rs"]
+#[allow(dead_code)]
+mod raw;
 
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use bson::doc;
 use bson::Document;
 use mongo_inline::{Client, ErrorKind};
-use support::raw::{encode_op_reply, read_frame, OP_QUERY};
+use peers::{fake_server, silent_after_handshake};
 
 /// What a bound may be overrun by on a loaded machine.
 const SLACK: Duration = Duration::from_millis(1500);
-
-/// Starts a fake server that runs `serve` on every connection; returns its
-/// port. Its threads end when the client closes its sockets.
-fn fake_server(serve: fn(TcpStream)) -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("local address").port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else { return };
-            std::thread::spawn(move || serve(stream));
-        }
-    });
-    port
-}
-
-/// Answers the handshake as a standalone, then reads and never answers.
-fn silent_after_handshake(mut stream: TcpStream) {
-    use std::io::Write;
-    let Ok(Some(hello)) = read_frame(&mut stream) else {
-        return;
-    };
-    assert_eq!(hello.op_code, OP_QUERY, "the handshake is a legacy hello");
-    let reply = doc! {
-        "ismaster": true, "isWritablePrimary": true, "helloOk": true,
-        "maxWireVersion": 21, "minWireVersion": 0, "maxBsonObjectSize": 16_777_216,
-        "maxMessageSizeBytes": 48_000_000, "maxWriteBatchSize": 100_000, "ok": 1.0,
-    };
-    if stream
-        .write_all(&encode_op_reply(1, hello.request_id, &reply))
-        .is_err()
-    {
-        return;
-    }
-    while let Ok(Some(_)) = read_frame(&mut stream) {}
-}
 
 /// Accepts and closes at once, before any handshake.
 fn drops_every_connection(stream: TcpStream) {

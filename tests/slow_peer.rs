@@ -9,8 +9,17 @@
 // (clippy.toml) is the library's.
 #![allow(clippy::disallowed_methods)]
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+// Only the fake-server files of the support code (the rest would be
+// compiled for nothing).
+#[path = "support/peers.rs"]
+#[allow(dead_code)]
+mod peers;
+#[path = "support/raw.rs"]
+#[allow(dead_code)]
+mod raw;
+
+use std::io::Write;
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use bson::{doc, Document};
@@ -37,37 +46,14 @@ const SLACK: Duration = Duration::from_millis(1500);
 /// Starts the fixture; returns the port it listens on. Its threads end when
 /// the client closes its sockets.
 fn hostile_server(behaviour: Behaviour) -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("local address").port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else { return };
-            std::thread::spawn(move || serve(stream, behaviour));
-        }
-    });
-    port
+    peers::fake_server(move |stream| serve(stream, behaviour))
 }
 
 fn serve(mut stream: TcpStream, behaviour: Behaviour) {
     let mut first = true;
-    loop {
-        let mut header = [0u8; 16];
-        if stream.read_exact(&mut header).is_err() {
-            return;
-        }
-        let length = i32::from_le_bytes(header[0..4].try_into().unwrap()) as usize;
-        let request_id = i32::from_le_bytes(header[4..8].try_into().unwrap());
-        let op_code = i32::from_le_bytes(header[12..16].try_into().unwrap());
-        let mut body = vec![0u8; length.saturating_sub(16)];
-        if stream.read_exact(&mut body).is_err() {
-            return;
-        }
+    while let Ok(Some(request)) = raw::read_frame(&mut stream) {
         let reply_doc = if first {
-            doc! {
-                "ismaster": true, "isWritablePrimary": true, "helloOk": true,
-                "maxWireVersion": 21, "minWireVersion": 0, "maxBsonObjectSize": 16_777_216,
-                "maxMessageSizeBytes": 48_000_000, "maxWriteBatchSize": 100_000, "ok": 1.0,
-            }
+            peers::standalone_hello()
         } else {
             // Long enough that dripping it takes far longer than any bound.
             // A cursor too, so it also answers a find.
@@ -77,16 +63,13 @@ fn serve(mut stream: TcpStream, behaviour: Behaviour) {
                 "padding": "x".repeat(200),
             }
         };
-        let reply = encode_reply(request_id, op_code, &reply_doc);
+        let reply = peers::reply_to(&request, &reply_doc);
         let drip = match behaviour {
             Behaviour::DripAll => true,
             Behaviour::DripAfterHandshake => !first,
             Behaviour::SilentAfterHandshake if first => false,
             Behaviour::Silent | Behaviour::SilentAfterHandshake => {
-                // Hold the socket open until the client closes it.
-                let mut sink = [0u8; 1024];
-                while matches!(stream.read(&mut sink), Ok(n) if n > 0) {}
-                return;
+                return peers::hold_until_closed(stream);
             }
         };
         first = false;
@@ -101,32 +84,6 @@ fn serve(mut stream: TcpStream, behaviour: Behaviour) {
             return;
         }
     }
-}
-
-/// A valid reply to a request with `op_code`: OP_REPLY to a legacy
-/// OP_QUERY (the handshake), OP_MSG otherwise.
-fn encode_reply(request_id: i32, op_code: i32, document: &Document) -> Vec<u8> {
-    let doc_bytes = bson::to_vec(document).expect("encode");
-    let mut body = Vec::new();
-    let reply_op_code: i32 = if op_code == 2004 {
-        body.extend_from_slice(&0i32.to_le_bytes()); // responseFlags
-        body.extend_from_slice(&0i64.to_le_bytes()); // cursorID
-        body.extend_from_slice(&0i32.to_le_bytes()); // startingFrom
-        body.extend_from_slice(&1i32.to_le_bytes()); // numberReturned
-        1
-    } else {
-        body.extend_from_slice(&0u32.to_le_bytes()); // flagBits
-        body.push(0); // section kind 0
-        2013
-    };
-    body.extend_from_slice(&doc_bytes);
-    let mut message = Vec::new();
-    message.extend_from_slice(&((16 + body.len()) as i32).to_le_bytes());
-    message.extend_from_slice(&1i32.to_le_bytes());
-    message.extend_from_slice(&request_id.to_le_bytes());
-    message.extend_from_slice(&reply_op_code.to_le_bytes());
-    message.extend_from_slice(&body);
-    message
 }
 
 fn ping(port: u16, options: &str) -> (mongo_inline::Result<Document>, Duration) {
