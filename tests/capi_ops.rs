@@ -77,26 +77,35 @@ fn cstr(text: &str) -> CString {
     CString::new(text).unwrap()
 }
 
+/// What a C operation gave: its result document, or its error's domain
+/// and message.
+type Outcome<T> = Result<T, (i32, String)>;
+
+/// Runs `call`, a C entry point given a result buffer to fill: the
+/// document it filled, or its error (both freed).
+fn filled(call: impl FnOnce(*mut MiBuffer) -> *mut MiError) -> Outcome<Document> {
+    let mut result = empty_buffer();
+    match take_error(call(&mut result)) {
+        None => Ok(take_buffer(&mut result)),
+        Some(e) => Err(e),
+    }
+}
+
 /// `mi_client_run_command` of `{ping: 1}` on `db`: the reply or the error.
-fn ping(client: *mut MiClient, db: &str) -> Result<Document, (i32, String)> {
+fn ping(client: *mut MiClient, db: &str) -> Outcome<Document> {
     let command = bson(&doc! { "ping": 1 });
-    let mut reply = empty_buffer();
     let db = cstr(db);
     // SAFETY: a live client, valid arguments.
-    let error = unsafe {
+    filled(|reply| unsafe {
         mi_client_run_command(
             client,
             ptr::null_mut(),
             db.as_ptr(),
             command.as_ptr(),
             command.len(),
-            &mut reply,
+            reply,
         )
-    };
-    match take_error(error) {
-        None => Ok(take_buffer(&mut reply)),
-        Some(e) => Err(e),
-    }
+    })
 }
 
 fn insert_one(
@@ -104,12 +113,11 @@ fn insert_one(
     db: &str,
     coll: &str,
     document: &Document,
-) -> Result<Document, (i32, String)> {
+) -> Outcome<Document> {
     let bytes = bson(document);
     let (db, coll) = (cstr(db), cstr(coll));
-    let mut result = empty_buffer();
     // SAFETY: a live client, valid arguments.
-    let error = unsafe {
+    filled(|result| unsafe {
         mi_insert_one(
             client,
             ptr::null_mut(),
@@ -117,13 +125,9 @@ fn insert_one(
             coll.as_ptr(),
             bytes.as_ptr(),
             bytes.len(),
-            &mut result,
+            result,
         )
-    };
-    match take_error(error) {
-        None => Ok(take_buffer(&mut result)),
-        Some(e) => Err(e),
-    }
+    })
 }
 
 fn insert_many(
@@ -131,14 +135,13 @@ fn insert_many(
     db: &str,
     coll: &str,
     documents: &[Document],
-) -> Result<Document, (i32, String)> {
+) -> Outcome<Document> {
     let bytes: Vec<Vec<u8>> = documents.iter().map(bson).collect();
     let pointers: Vec<*const u8> = bytes.iter().map(|b| b.as_ptr()).collect();
     let lengths: Vec<usize> = bytes.iter().map(Vec::len).collect();
     let (db, coll) = (cstr(db), cstr(coll));
-    let mut result = empty_buffer();
     // SAFETY: a live client, `count` documents and lengths.
-    let error = unsafe {
+    filled(|result| unsafe {
         mi_insert_many(
             client,
             ptr::null_mut(),
@@ -147,13 +150,9 @@ fn insert_many(
             pointers.as_ptr(),
             lengths.as_ptr(),
             documents.len(),
-            &mut result,
+            result,
         )
-    };
-    match take_error(error) {
-        None => Ok(take_buffer(&mut result)),
-        Some(e) => Err(e),
-    }
+    })
 }
 
 /// `mi_update_many` (`many`) or `mi_update_one`.
@@ -164,13 +163,12 @@ fn update(
     filter: &Document,
     change: &Document,
     many: bool,
-) -> Result<Document, (i32, String)> {
+) -> Outcome<Document> {
     let (filter, change) = (bson(filter), bson(change));
     let (db, coll) = (cstr(db), cstr(coll));
-    let mut result = empty_buffer();
     let entry = if many { mi_update_many } else { mi_update_one };
     // SAFETY: a live client, valid arguments, no options.
-    let error = unsafe {
+    filled(|result| unsafe {
         entry(
             client,
             ptr::null_mut(),
@@ -182,13 +180,9 @@ fn update(
             change.len(),
             ptr::null(),
             0,
-            &mut result,
+            result,
         )
-    };
-    match take_error(error) {
-        None => Ok(take_buffer(&mut result)),
-        Some(e) => Err(e),
-    }
+    })
 }
 
 /// `mi_delete_many` (`many`) or `mi_delete_one`.
@@ -198,13 +192,12 @@ fn delete(
     coll: &str,
     filter: &Document,
     many: bool,
-) -> Result<Document, (i32, String)> {
+) -> Outcome<Document> {
     let filter = bson(filter);
     let (db, coll) = (cstr(db), cstr(coll));
-    let mut result = empty_buffer();
     let entry = if many { mi_delete_many } else { mi_delete_one };
     // SAFETY: a live client, valid arguments.
-    let error = unsafe {
+    filled(|result| unsafe {
         entry(
             client,
             ptr::null_mut(),
@@ -212,16 +205,12 @@ fn delete(
             coll.as_ptr(),
             filter.as_ptr(),
             filter.len(),
-            &mut result,
+            result,
         )
-    };
-    match take_error(error) {
-        None => Ok(take_buffer(&mut result)),
-        Some(e) => Err(e),
-    }
+    })
 }
 
-fn count(client: *mut MiClient, db: &str, coll: &str) -> Result<u64, (i32, String)> {
+fn count(client: *mut MiClient, db: &str, coll: &str) -> Outcome<u64> {
     let filter = bson(&doc! {});
     let (db, coll) = (cstr(db), cstr(coll));
     let mut n = 0u64;
