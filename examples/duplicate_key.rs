@@ -7,9 +7,8 @@
 //! ```
 
 use mongo_inline::bson::{doc, Document};
-use mongo_inline::error::ErrorKind;
+use mongo_inline::error::{ErrorKind, InsertManyError, WriteFailure};
 use mongo_inline::options::{IndexModel, IndexOptions};
-use mongo_inline::results::WriteFailure;
 use mongo_inline::Client;
 
 const DUPLICATE_KEY: i32 = 11000;
@@ -63,14 +62,20 @@ fn main() -> mongo_inline::Result<()> {
         .run()
         .unwrap_err();
     assert_eq!(batch.code(), Some(DUPLICATE_KEY));
-    if let ErrorKind::BulkWrite(failure) = batch.kind() {
+    if let ErrorKind::InsertMany(InsertManyError {
+        write_errors: Some(errors),
+        inserted_ids,
+        ..
+    }) = batch.kind()
+    {
         println!(
             "batch: {} inserted before statement {} failed",
-            failure.partial_result.inserted_count, failure.write_errors[0].index
+            inserted_ids.len(),
+            errors[0].index
         );
-        assert_eq!(failure.partial_result.inserted_count, 1);
+        assert_eq!(inserted_ids.len(), 1);
     } else {
-        panic!("expected a bulk write failure, got {batch:?}");
+        panic!("expected an insert_many failure, got {batch:?}");
     }
     Ok(())
 }

@@ -5,7 +5,8 @@
 //! decisions are made from the kind and labels, never from message text,
 //! except where a spec says to look at the message.
 
-use std::collections::BTreeSet;
+use std::any::Any;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
@@ -13,14 +14,36 @@ use bson::Document;
 
 use crate::proto::address::ServerAddress;
 
+pub use crate::proto::results::{WriteConcernError, WriteError, WriteFailure};
+
+/// A failed statement of a batched write, with its index in the caller's
+/// list: the official driver's name for [`WriteError`], which here always
+/// carries the index.
+pub type IndexedWriteError = WriteError;
+
+/// The label of errors after which a write may be retried.
+pub const RETRYABLE_WRITE_ERROR: &str = "RetryableWriteError";
+/// The label of errors after which a whole transaction may be retried.
+pub const TRANSIENT_TRANSACTION_ERROR: &str = "TransientTransactionError";
+/// The label of a commit whose outcome is unknown (retry the commit).
+pub const UNKNOWN_TRANSACTION_COMMIT_RESULT: &str = "UnknownTransactionCommitResult";
+/// The label of errors a server returns when it sheds load.
+pub const SYSTEM_OVERLOADED_ERROR: &str = "SystemOverloadedError";
+/// The label of overload errors that may be retried.
+pub const RETRYABLE_ERROR: &str = "RetryableError";
+/// The label of errors after which no write was performed.
+pub const NO_WRITES_PERFORMED: &str = "NoWritesPerformed";
+
 /// `Result` with this crate's [`Error`].
 pub type Result<T> = std::result::Result<T, Error>;
 
 /// A failure of the driver or of the server.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Error {
-    kind: Box<ErrorKind>,
-    labels: BTreeSet<String>,
+    /// What went wrong; match on `*error.kind`.
+    pub kind: Box<ErrorKind>,
+    labels: HashSet<String>,
 }
 
 /// What went wrong.
@@ -108,10 +131,19 @@ pub enum ErrorKind {
     #[error("{0}")]
     Write(crate::proto::results::WriteFailure),
 
-    /// A batched write (`insert_many`, `bulk_write`) had failed statements or
-    /// an unsatisfied write concern; carries what did succeed.
+    /// A batched write (`bulk_write`) had failed statements or an
+    /// unsatisfied write concern; carries what did succeed.
     #[error("{0}")]
     BulkWrite(crate::proto::results::BulkWriteFailure),
+
+    /// `insert_many` had failed statements or an unsatisfied write concern.
+    #[error("{0}")]
+    InsertMany(InsertManyError),
+
+    /// The application's own error, carried through the driver (out of a
+    /// transaction callback): see [`Error::custom`] and [`Error::get_custom`].
+    #[error("custom user error{}", display_custom(.0))]
+    Custom(Arc<dyn Any + Send + Sync>),
 
     /// The client was closed, or used in a way its state does not allow.
     #[error("client error: {message}")]
@@ -119,6 +151,55 @@ pub enum ErrorKind {
         /// What was wrong.
         message: String,
     },
+}
+
+fn display_custom(custom: &Arc<dyn Any + Send + Sync>) -> String {
+    match custom.downcast_ref::<String>() {
+        Some(text) => format!(": {text}"),
+        None => String::new(),
+    }
+}
+
+/// `insert_many`'s failure: the failed statements (with their indexes in
+/// the caller's list) and the write concern error, as the official driver
+/// reports them.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct InsertManyError {
+    /// The failed statements, `None` when only the write concern failed.
+    pub write_errors: Option<Vec<IndexedWriteError>>,
+    /// The write concern error, when a batch reported one.
+    pub write_concern_error: Option<WriteConcernError>,
+    /// The ids of the documents that were inserted, by index.
+    pub inserted_ids: BTreeMap<usize, bson::Bson>,
+}
+
+impl fmt::Display for InsertManyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "insert_many failed")?;
+        if let Some(errors) = self.write_errors.as_ref().filter(|e| !e.is_empty()) {
+            write!(
+                f,
+                ": {} write error(s), the first {}",
+                errors.len(),
+                errors[0]
+            )?;
+        }
+        if let Some(wce) = &self.write_concern_error {
+            write!(f, "; {wce}")?;
+        }
+        Ok(())
+    }
+}
+
+impl From<crate::proto::results::BulkWriteFailure> for InsertManyError {
+    fn from(failure: crate::proto::results::BulkWriteFailure) -> Self {
+        InsertManyError {
+            write_errors: Some(failure.write_errors).filter(|e| !e.is_empty()),
+            write_concern_error: failure.write_concern_error,
+            inserted_ids: failure.partial_result.inserted_ids,
+        }
+    }
 }
 
 fn fmt_address(address: &Option<ServerAddress>) -> String {
@@ -165,7 +246,23 @@ impl Error {
     pub fn new(kind: ErrorKind) -> Self {
         Error {
             kind: Box::new(kind),
-            labels: BTreeSet::new(),
+            labels: HashSet::new(),
+        }
+    }
+
+    /// The application's own error `e`, carried through the driver (return
+    /// it from a transaction callback; read it back with
+    /// [`get_custom`](Error::get_custom)).
+    pub fn custom(e: impl Any + Send + Sync) -> Self {
+        Error::new(ErrorKind::Custom(Arc::new(e)))
+    }
+
+    /// The value given to [`Error::custom`], if this error is one and the
+    /// value is an `E`.
+    pub fn get_custom<E: Any>(&self) -> Option<&E> {
+        match &*self.kind {
+            ErrorKind::Custom(custom) => custom.downcast_ref::<E>(),
+            _ => None,
         }
     }
 
@@ -239,14 +336,21 @@ impl Error {
     }
 
     /// The error labels (`RetryableWriteError`, `TransientTransactionError`,
-    /// `SystemOverloadedError`, ...), sorted.
-    pub fn labels(&self) -> impl Iterator<Item = &str> {
-        self.labels.iter().map(String::as_str)
+    /// `SystemOverloadedError`, ...).
+    pub fn labels(&self) -> &HashSet<String> {
+        &self.labels
+    }
+
+    /// The labels in order, for messages that must not vary between runs.
+    pub(crate) fn sorted_labels(&self) -> Vec<&str> {
+        let mut labels: Vec<&str> = self.labels.iter().map(String::as_str).collect();
+        labels.sort_unstable();
+        labels
     }
 
     /// Whether the error carries `label`.
-    pub fn contains_label(&self, label: &str) -> bool {
-        self.labels.contains(label)
+    pub fn contains_label<T: AsRef<str>>(&self, label: T) -> bool {
+        self.labels.contains(label.as_ref())
     }
 
     /// Adds a label (drivers add some, e.g. `RetryableWriteError` on network errors).
@@ -293,6 +397,16 @@ impl Error {
                 .first()
                 .map(|we| we.code)
                 .or(write_concern_error.as_ref().map(|wce| wce.code)),
+            ErrorKind::InsertMany(InsertManyError {
+                write_errors,
+                write_concern_error,
+                ..
+            }) => write_errors
+                .iter()
+                .flatten()
+                .next()
+                .map(|we| we.code)
+                .or(write_concern_error.as_ref().map(|wce| wce.code)),
             _ => self.server_code(),
         }
     }
@@ -306,6 +420,10 @@ impl Error {
             ErrorKind::Command(c) => Some(c.code),
             ErrorKind::Write(WriteFailure::WriteConcernError(wce)) => Some(wce.code),
             ErrorKind::BulkWrite(BulkWriteFailure {
+                write_concern_error: Some(wce),
+                ..
+            })
+            | ErrorKind::InsertMany(InsertManyError {
                 write_concern_error: Some(wce),
                 ..
             }) => Some(wce.code),
@@ -328,7 +446,7 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Display::fmt(&self.kind, f)?;
         if !self.labels.is_empty() {
-            let labels: Vec<&str> = self.labels().collect();
+            let labels = self.sorted_labels();
             write!(f, " (labels: {})", labels.join(", "))?;
         }
         Ok(())

@@ -101,8 +101,34 @@ pub use api::coll::Collection;
 pub use api::cursor::{Cursor, SessionCursor, SessionCursorIter};
 pub use bson;
 pub use error::{Error, ErrorKind, Result};
-pub use options::{ClientOptions, ReadPreference, ReadPreferenceMode, ServerAddress};
+pub use options::{ClientOptions, IndexModel, ReadPreference, ReadPreferenceMode, ServerAddress};
+
+/// A collection's full name, as [`Collection::namespace`] gives it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct Namespace {
+    /// The database's name.
+    pub db: String,
+    /// The collection's name (may itself contain dots).
+    pub coll: String,
+}
+
+impl std::fmt::Display for Namespace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.db, self.coll)
+    }
+}
 pub use proto::session::TransactionState;
+
+/// The official driver's path for the blocking types (`mongodb::sync`):
+/// here they are the crate root's, re-exported so that a program written for
+/// `mongodb::sync::Client` compiles with only the crate's name changed (for
+/// example `mongodb = { package = "mongo-inline", .. }` in Cargo.toml).
+pub mod sync {
+    pub use crate::{
+        Client, ClientSession, Collection, Cursor, Database, SessionCursor, SessionCursorIter,
+    };
+}
 
 #[doc(hidden)]
 pub mod unversioned;

@@ -63,7 +63,7 @@ fn run_without_explicit_session(client: &Client, collection: &str) {
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    let _: Vec<Document> = coll
+    let _: Vec<mongo_inline::IndexModel> = coll
         .list_indexes()
         .run()
         .unwrap()

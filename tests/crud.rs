@@ -12,14 +12,15 @@ use std::time::Duration;
 
 use bson::oid::ObjectId;
 use bson::{doc, Bson, Document};
+use mongo_inline::options::Collation;
 use mongo_inline::options::SelectionCriteria;
 use mongo_inline::options::WriteModel;
 use mongo_inline::options::{Acknowledgment, ReadConcern, WriteConcern};
 use mongo_inline::options::{
     AggregateOptions, BulkWriteOptions, CountOptions, DeleteModelOptions, DeleteOptions,
-    FindOneAndDeleteOptions, FindOneAndReplaceOptions, FindOneAndUpdateOptions, FindOptions, Hint,
-    IndexModel, InsertManyOptions, ReplaceOptions, ReturnDocument, UpdateModelOptions,
-    UpdateOptions,
+    FindOneAndDeleteOptions, FindOneAndReplaceOptions, FindOneAndUpdateOptions, FindOneOptions,
+    FindOptions, Hint, IndexModel, InsertManyOptions, ReplaceOptions, ReturnDocument,
+    UpdateModelOptions, UpdateOptions,
 };
 use mongo_inline::results::WriteFailure;
 use mongo_inline::{Client, Collection, ErrorKind, ReadPreference, ReadPreferenceMode};
@@ -162,7 +163,7 @@ fn find_with_filter_projection_sort_skip_and_limit() {
     );
     let first = coll
         .find_one(doc! { "i": { "$gte": 5 } })
-        .with_options(FindOptions::default().sort(doc! { "i": 1 }))
+        .with_options(FindOneOptions::default().sort(doc! { "i": 1 }))
         .run()
         .unwrap();
     assert_eq!(first.and_then(|d| d.get_i32("i").ok()), Some(5));
@@ -182,7 +183,7 @@ fn find_options_reach_the_server() {
                 FindOptions::default()
                     .batch_size(4)
                     .hint(Hint::from("i_1"))
-                    .collation(doc! { "locale": "simple" })
+                    .collation(Collation::builder().locale("simple").build())
                     .comment(Bson::from("find-options"))
                     .max_time(Duration::from_millis(5000))
                     .sort(doc! { "i": 1 }),
@@ -530,12 +531,13 @@ fn an_unordered_insert_many_reports_indexes_into_the_callers_list() {
         .with_options(InsertManyOptions::default().ordered(false))
         .run()
         .expect_err("duplicates");
-    let ErrorKind::BulkWrite(failure) = e.kind() else {
+    let ErrorKind::InsertMany(failure) = e.kind() else {
         panic!("{e:?}");
     };
-    let indexes: Vec<usize> = failure.write_errors.iter().map(|w| w.index).collect();
+    let write_errors = failure.write_errors.as_deref().unwrap_or_default();
+    let indexes: Vec<usize> = write_errors.iter().map(|w| w.index).collect();
     assert_eq!(indexes, [1, 3]);
-    assert!(failure.write_errors.iter().all(|w| w.code == 11000));
+    assert!(write_errors.iter().all(|w| w.code == 11000));
     assert_eq!(coll.count_documents(doc! {}).run().unwrap(), 2);
 }
 
@@ -640,7 +642,7 @@ fn collections_databases_and_indexes() {
     let index_names = |c: &Collection<Document>| {
         let mut names: Vec<String> = collect(c.list_indexes().run().unwrap())
             .iter()
-            .map(|i| i.get_str("name").unwrap().to_string())
+            .map(|i| i.name())
             .collect();
         names.sort();
         names
@@ -747,7 +749,7 @@ fn read_and_write_concerns_most_specific_wins() {
     );
     from_collection
         .find_one(doc! {})
-        .with_options(FindOptions::default().read_concern(ReadConcern::new("local")))
+        .with_options(FindOneOptions::default().read_concern(ReadConcern::new("local")))
         .run()
         .unwrap();
     assert_eq!(level(&last_received(&sim, 0, "find")), Some("local"));
@@ -803,11 +805,11 @@ fn read_preference_most_specific_wins() {
     // The operation's secondaryPreferred beats the collection's primary.
     on_primary
         .find_one(doc! {})
-        .with_options(
-            FindOptions::default().selection_criteria(SelectionCriteria::ReadPreference(
-                ReadPreference::new(ReadPreferenceMode::SecondaryPreferred),
+        .with_options(FindOneOptions::default().selection_criteria(
+            SelectionCriteria::ReadPreference(ReadPreference::new(
+                ReadPreferenceMode::SecondaryPreferred,
             )),
-        )
+        ))
         .run()
         .unwrap();
     assert_eq!((count_finds(0), count_finds(1)), (1, 2));
@@ -841,15 +843,15 @@ fn a_write_concern_error_in_a_batched_write_keeps_the_partial_result() {
         .insert_many([doc! { "_id": 1 }, doc! { "_id": 2 }])
         .run()
         .expect_err("a write concern error");
-    let ErrorKind::BulkWrite(failure) = e.kind() else {
-        panic!("not a bulk write failure: {e:?}");
+    let ErrorKind::InsertMany(failure) = e.kind() else {
+        panic!("not an insert_many failure: {e:?}");
     };
-    assert!(failure.write_errors.is_empty(), "{failure:?}");
+    assert!(failure.write_errors.is_none(), "{failure:?}");
     assert_eq!(
         failure.write_concern_error.as_ref().map(|w| w.code),
         Some(64)
     );
-    assert_eq!(failure.partial_result.inserted_count, 2);
+    assert_eq!(failure.inserted_ids.len(), 2);
     assert_eq!(e.code(), Some(64));
     assert_eq!(coll.count_documents(doc! {}).run().unwrap(), 2);
 }

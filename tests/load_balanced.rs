@@ -783,7 +783,7 @@ fn with_transaction_retries_a_transaction_whose_pinned_socket_died() {
     assert!(
         error.contains_label("TransientTransactionError"),
         "labels of {error}: {:?}",
-        error.labels().collect::<Vec<_>>()
+        error.labels()
     );
     assert_eq!(attempts, 2);
     let found: Vec<Document> = coll

@@ -24,7 +24,7 @@ use crate::api::client_session::ClientSession;
 use crate::api::cursor::{Cursor, SessionCursor};
 use crate::error::{Error, Result};
 use crate::proto::coll_options::IndexModel;
-use crate::proto::operation::{CursorSpec, Namespace, Operation, UpdateModification, WriteModel};
+use crate::proto::operation::{CursorSpec, Namespace, Operation, UpdateModifications, WriteModel};
 use crate::proto::options::{ReadConcern, WriteConcern};
 use crate::proto::read_preference::ReadPreference;
 use crate::proto::results::BulkWriteResult;
@@ -234,8 +234,16 @@ impl<T> Collection<T> {
         open_session_cursor(&self.client, &mut op, self.defaults.inherited(), session)
     }
 
-    pub(crate) fn namespace(&self) -> &Namespace {
+    pub(crate) fn ns(&self) -> &Namespace {
         &self.ns
+    }
+
+    /// The collection's full name: its database and its own name.
+    pub fn namespace(&self) -> crate::Namespace {
+        crate::Namespace {
+            db: self.ns.db.to_string(),
+            coll: self.ns.coll.to_string(),
+        }
     }
 
     pub(crate) fn defaults(&self) -> &Defaults {
@@ -449,7 +457,7 @@ impl<T> Collection<T> {
     pub fn update_one(
         &self,
         filter: Document,
-        update: impl Into<UpdateModification>,
+        update: impl Into<UpdateModifications>,
     ) -> action::Update<'_, T> {
         action::Update::new(self, filter, update.into(), false)
     }
@@ -472,7 +480,7 @@ impl<T> Collection<T> {
     pub fn update_many(
         &self,
         filter: Document,
-        update: impl Into<UpdateModification>,
+        update: impl Into<UpdateModifications>,
     ) -> action::Update<'_, T> {
         action::Update::new(self, filter, update.into(), true)
     }
@@ -561,7 +569,7 @@ impl<T> Collection<T> {
     pub fn find_one_and_update(
         &self,
         filter: Document,
-        update: impl Into<UpdateModification>,
+        update: impl Into<UpdateModifications>,
     ) -> action::FindOneAndUpdate<'_, T> {
         action::FindOneAndUpdate::new(self, filter, update.into())
     }
@@ -748,17 +756,19 @@ impl<T> Collection<T> {
         action::CreateIndexes::new(self, indexes.into_iter().collect())
     }
 
-    /// The collection's indexes, as documents.
+    /// The collection's indexes, as [`IndexModel`]s (keys and options).
     ///
     /// ```
     /// # use mongo_inline::bson::{doc, Document};
+    /// # use mongo_inline::IndexModel;
     /// # fn main() -> mongo_inline::Result<()> {
     /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
     /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
     /// let coll = client.database("docs").collection::<Document>("list_indexes");
     /// coll.insert_one(doc! {}).run()?;
-    /// let indexes: Vec<Document> = coll.list_indexes().run()?.collect::<mongo_inline::Result<_>>()?;
-    /// assert!(indexes.iter().any(|index| index.get_str("name") == Ok("_id_")));
+    /// let indexes: Vec<IndexModel> = coll.list_indexes().run()?.collect::<mongo_inline::Result<_>>()?;
+    /// assert!(indexes.iter().any(|index| index.keys == doc! { "_id": 1 }));
+    /// assert!(indexes.iter().any(|index| index.name() == "_id_"));
     /// # Ok(())
     /// # }
     /// ```

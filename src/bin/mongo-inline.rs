@@ -25,7 +25,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use bson::{Bson, Document, RawDocument, RawDocumentBuf};
-use mongo_inline::options::UpdateModification;
+use mongo_inline::options::UpdateModifications;
 use mongo_inline::options::{FindOptions, UpdateOptions};
 use mongo_inline::{Client, ClientOptions, Collection};
 
@@ -587,8 +587,8 @@ fn update(client: &Client, args: &Args, out: &mut impl Write) -> Result<(), Fail
     let coll = args.collection(client)?;
     let filter = parse_document(args.positional(1), "the filter")?;
     let update = match parse_json(args.positional(2), "the update")? {
-        Bson::Document(d) => UpdateModification::from(d),
-        Bson::Array(stages) => UpdateModification::from(
+        Bson::Document(d) => UpdateModifications::from(d),
+        Bson::Array(stages) => UpdateModifications::from(
             stages
                 .into_iter()
                 .map(|stage| match stage {

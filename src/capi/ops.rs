@@ -505,10 +505,12 @@ pub(crate) fn failure(error: &Error) -> Failure {
                 .map(|e| e.code)
                 .or(f.write_concern_error.as_ref().map(|e| e.code)),
         ),
-        ErrorKind::Client { .. } => (Domain::Client, None),
+        // `error.code()` gives the first failed statement's code.
+        ErrorKind::InsertMany(_) => (Domain::Write, None),
+        ErrorKind::Client { .. } | ErrorKind::Custom(_) => (Domain::Client, None),
     };
     let mut result = Failure::new(domain, error.to_string());
     result.code = code.or_else(|| error.code()).unwrap_or(0);
-    result.labels = error.labels().map(str::to_string).collect();
+    result.labels = error.labels().iter().cloned().collect();
     result
 }

@@ -1,23 +1,29 @@
 //! Options of each collection, database and index operation, one struct per
 //! verb (the CRUD, index-management and enumeration specs' option sets).
 //!
-//! Every struct follows the same pattern: `#[non_exhaustive]`, `Default`
-//! (nothing set: the server's defaults apply), public `Option` fields that
-//! can be read directly, and one chainable setter per field, named like the
-//! field, that sets it:
+//! Every struct follows the official driver's pattern: `#[non_exhaustive]`,
+//! `Default` (nothing set: the server's defaults apply), public `Option`
+//! fields, and a `builder()` with one method per field (typed-builder, as
+//! the official crate uses); besides, a chainable setter per field on the
+//! struct itself:
 //!
 //! ```
 //! use bson::doc;
 //! use mongo_inline::options::FindOptions;
 //!
-//! let options = FindOptions::default().sort(doc! { "x": -1 }).limit(10);
+//! let options = FindOptions::builder().sort(doc! { "x": -1 }).limit(10).build();
 //! assert_eq!(options.limit, Some(10));
+//! let same = FindOptions::default().sort(doc! { "x": -1 }).limit(10);
+//! assert_eq!(same.sort, options.sort);
 //! ```
 
 use std::time::Duration;
 
 use bson::{Bson, Document};
 
+use serde::{Deserialize, Serialize};
+
+use crate::proto::collation::Collation;
 use crate::proto::concern::{ReadConcern, WriteConcern};
 use crate::proto::select::SelectionCriteria;
 
@@ -30,7 +36,8 @@ macro_rules! options_struct {
         }
     ) => {
         $(#[$meta])*
-        #[derive(Clone, Debug, Default)]
+        #[derive(Clone, Debug, Default, typed_builder::TypedBuilder)]
+        #[builder(field_defaults(default, setter(into)))]
         #[non_exhaustive]
         pub struct $name {
             $( $(#[$field_meta])* pub $field: Option<$ty>, )*
@@ -122,7 +129,7 @@ options_struct! {
         /// Documents per batch (`batchSize`), for `find` and the cursor's `getMore`s.
         batch_size: u32,
         /// Language rules for string comparison (`collation`).
-        collation: Document,
+        collation: Collation,
         /// A value to find the operation by in logs and profiler output (`comment`).
         comment: Bson,
         /// Tailable or not.
@@ -162,6 +169,117 @@ options_struct! {
 }
 
 options_struct! {
+    /// Options of `find_one`: [`FindOptions`] without the cursor's
+    /// (a single batch of one document).
+    pub struct FindOneOptions {
+        /// Returns partial results when some shards are down (`allowPartialResults`).
+        allow_partial_results: bool,
+        /// Language rules for string comparison (`collation`).
+        collation: Collation,
+        /// Attached to the command for logs and profiling (`comment`).
+        comment: Bson,
+        /// The index to use (`hint`).
+        hint: Hint,
+        /// Exclusive upper bound of the index keys (`max`).
+        max: Document,
+        /// The server's time limit (`maxTimeMS`).
+        max_time: Duration,
+        /// Inclusive lower bound of the index keys (`min`).
+        min: Document,
+        /// The fields to return (`projection`).
+        projection: Document,
+        /// The read concern.
+        read_concern: ReadConcern,
+        /// Returns only the index keys (`returnKey`).
+        return_key: bool,
+        /// Where the read goes.
+        selection_criteria: SelectionCriteria,
+        /// Adds `$recordId` (`showRecordId`).
+        show_record_id: bool,
+        /// Documents to skip (`skip`).
+        skip: u64,
+        /// Which document comes first (`sort`).
+        sort: Document,
+        /// Variables for the filter's `$$` expressions (`let`).
+        let_vars: Document,
+    }
+}
+
+impl From<FindOneOptions> for FindOptions {
+    fn from(one: FindOneOptions) -> Self {
+        FindOptions {
+            allow_partial_results: one.allow_partial_results,
+            collation: one.collation,
+            comment: one.comment,
+            hint: one.hint,
+            max: one.max,
+            max_time: one.max_time,
+            min: one.min,
+            projection: one.projection,
+            read_concern: one.read_concern,
+            return_key: one.return_key,
+            selection_criteria: one.selection_criteria,
+            show_record_id: one.show_record_id,
+            skip: one.skip,
+            sort: one.sort,
+            let_vars: one.let_vars,
+            ..FindOptions::default()
+        }
+    }
+}
+
+impl From<FindOneOptions> for Box<FindOptions> {
+    fn from(one: FindOneOptions) -> Self {
+        Box::new(one.into())
+    }
+}
+
+/// How strictly a collection's validator applies (`validationLevel`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum ValidationLevel {
+    /// No validation.
+    Off,
+    /// Every insert and update is validated (the default).
+    Strict,
+    /// Only documents that were valid before an update are validated.
+    Moderate,
+}
+
+/// What happens to a document that fails validation (`validationAction`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum ValidationAction {
+    /// The write is rejected (the default).
+    Error,
+    /// The write goes through and the server logs a warning.
+    Warn,
+}
+
+impl ValidationLevel {
+    /// The server's name for the level.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ValidationLevel::Off => "off",
+            ValidationLevel::Strict => "strict",
+            ValidationLevel::Moderate => "moderate",
+        }
+    }
+}
+
+impl ValidationAction {
+    /// The server's name for the action.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ValidationAction::Error => "error",
+            ValidationAction::Warn => "warn",
+        }
+    }
+}
+
+options_struct! {
     /// Options of `insert_one`.
     pub struct InsertOneOptions {
         /// Skips document validation (`bypassDocumentValidation`).
@@ -197,7 +315,7 @@ options_struct! {
         /// Inserts a document when none matches (`upsert`).
         upsert: bool,
         /// `collation`.
-        collation: Document,
+        collation: Collation,
         /// `hint`.
         hint: Hint,
         /// The write concern of this operation.
@@ -220,7 +338,7 @@ options_struct! {
         /// Inserts the replacement when no document matches (`upsert`).
         upsert: bool,
         /// `collation`.
-        collation: Document,
+        collation: Collation,
         /// `hint`.
         hint: Hint,
         /// The write concern of this operation.
@@ -238,7 +356,7 @@ options_struct! {
     /// Options of `delete_one` and `delete_many`.
     pub struct DeleteOptions {
         /// `collation`.
-        collation: Document,
+        collation: Collation,
         /// `hint`.
         hint: Hint,
         /// The write concern of this operation.
@@ -262,7 +380,7 @@ options_struct! {
         /// The write concern of this operation.
         write_concern: WriteConcern,
         /// `collation`.
-        collation: Document,
+        collation: Collation,
         /// `hint`.
         hint: Hint,
         /// Variables usable as `$$name` (`let`).
@@ -292,7 +410,7 @@ options_struct! {
         /// The write concern of this operation.
         write_concern: WriteConcern,
         /// `collation`.
-        collation: Document,
+        collation: Collation,
         /// `hint`.
         hint: Hint,
         /// Variables usable as `$$name` (`let`).
@@ -320,7 +438,7 @@ options_struct! {
         /// The write concern of this operation.
         write_concern: WriteConcern,
         /// `collation`.
-        collation: Document,
+        collation: Collation,
         /// `hint`.
         hint: Hint,
         /// Variables usable as `$$name` (`let`).
@@ -342,7 +460,7 @@ options_struct! {
         /// Documents to skip before counting (a `$skip` stage).
         skip: u64,
         /// `collation`.
-        collation: Document,
+        collation: Collation,
         /// `comment`.
         comment: Bson,
         /// Where to read.
@@ -372,7 +490,7 @@ options_struct! {
         /// Server-side time limit (`maxTimeMS`).
         max_time: Duration,
         /// `collation`.
-        collation: Document,
+        collation: Collation,
         /// `comment`.
         comment: Bson,
         /// `hint` (MongoDB 7.1+).
@@ -395,7 +513,7 @@ options_struct! {
         /// `bypassDocumentValidation` (for `$out`/`$merge`).
         bypass_document_validation: bool,
         /// `collation`.
-        collation: Document,
+        collation: Collation,
         /// `comment`.
         comment: Bson,
         /// `hint`.
@@ -417,6 +535,7 @@ options_struct! {
 
 options_struct! {
     /// Options of `create_collection` (the `create` command).
+    #[derive(PartialEq)]
     pub struct CreateCollectionOptions {
         /// A capped collection (`capped`); needs `size`.
         capped: bool,
@@ -429,15 +548,15 @@ options_struct! {
         /// `validator`.
         validator: Document,
         /// `validationLevel` (`off`, `strict`, `moderate`).
-        validation_level: String,
+        validation_level: ValidationLevel,
         /// `validationAction` (`error`, `warn`).
-        validation_action: String,
+        validation_action: ValidationAction,
         /// Makes a view on this collection (`viewOn`).
         view_on: String,
         /// The view's pipeline (`pipeline`).
         pipeline: Vec<Document>,
         /// `collation`.
-        collation: Document,
+        collation: Collation,
         /// The write concern of this operation.
         write_concern: WriteConcern,
         /// `indexOptionDefaults`.
@@ -569,7 +688,8 @@ options_struct! {
 ///     .options(IndexOptions::default().expire_after(Duration::from_secs(3600)));
 /// assert_eq!(sessions.name(), "at_1");
 /// ```
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, typed_builder::TypedBuilder)]
+#[builder(field_defaults(default, setter(into)))]
 #[non_exhaustive]
 pub struct IndexModel {
     /// The key pattern, e.g. `{ email: 1 }` or `{ loc: "2dsphere" }`.
@@ -580,6 +700,19 @@ pub struct IndexModel {
 }
 
 impl IndexModel {
+    /// An index as `listIndexes` describes it: `key`, and the rest as its
+    /// options (the server's `v` and `ns` included).
+    pub(crate) fn from_listed(mut spec: Document) -> Self {
+        let keys = match spec.remove("key") {
+            Some(Bson::Document(keys)) => keys,
+            _ => Document::new(),
+        };
+        IndexModel {
+            keys,
+            options: Some(IndexOptions::from(spec)),
+        }
+    }
+
     /// An index on `keys` with no options.
     pub fn new(keys: Document) -> Self {
         IndexModel {
@@ -621,6 +754,13 @@ impl IndexModel {
     }
 }
 
+impl<'de> Deserialize<'de> for IndexModel {
+    /// An index as `listIndexes` reports it.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Document::deserialize(deserializer).map(IndexModel::from_listed)
+    }
+}
+
 options_struct! {
     /// Options of one index: the fields of its `createIndexes`
     /// specification besides `key` (the index-management spec's options).
@@ -640,7 +780,7 @@ options_struct! {
         /// Hidden from the query planner (`hidden`).
         hidden: bool,
         /// Language rules for string keys (`collation`).
-        collation: Document,
+        collation: Collation,
         /// Text index: the weight of each field (`weights`).
         weights: Document,
         /// Text index: the default language (`default_language`).
@@ -690,7 +830,7 @@ impl IndexOptions {
             self.partial_filter_expression.clone().map(Bson::Document),
         );
         put("hidden", self.hidden.map(Bson::Boolean));
-        put("collation", self.collation.clone().map(Bson::Document));
+        put("collation", self.collation.clone().map(Bson::from));
         put("weights", self.weights.clone().map(Bson::Document));
         put(
             "default_language",
@@ -746,7 +886,10 @@ impl From<Document> for IndexOptions {
                     .partial_filter_expression
                     .replace(d.clone())
                     .is_none(),
-                ("collation", Bson::Document(d)) => options.collation.replace(d.clone()).is_none(),
+                ("collation", Bson::Document(d)) => match bson::from_document(d.clone()) {
+                    Ok(collation) => options.collation.replace(collation).is_none(),
+                    Err(_) => false,
+                },
                 ("weights", Bson::Document(d)) => options.weights.replace(d.clone()).is_none(),
                 ("default_language", Bson::String(s)) => {
                     options.default_language.replace(s.clone()).is_none()
@@ -801,7 +944,7 @@ options_struct! {
         /// `arrayFilters`.
         array_filters: Vec<Document>,
         /// `collation`.
-        collation: Document,
+        collation: Collation,
         /// `hint`.
         hint: Hint,
         /// `upsert`.
@@ -816,7 +959,7 @@ options_struct! {
     #[derive(PartialEq)]
     pub struct ReplaceModelOptions {
         /// `collation`.
-        collation: Document,
+        collation: Collation,
         /// `hint`.
         hint: Hint,
         /// `upsert`.
@@ -831,9 +974,119 @@ options_struct! {
     #[derive(PartialEq)]
     pub struct DeleteModelOptions {
         /// `collation`.
-        collation: Document,
+        collation: Collation,
         /// `hint`.
         hint: Hint,
+    }
+}
+
+impl From<ValidationLevel> for Bson {
+    fn from(level: ValidationLevel) -> Self {
+        Bson::String(level.as_str().to_string())
+    }
+}
+
+impl From<ValidationAction> for Bson {
+    fn from(action: ValidationAction) -> Self {
+        Bson::String(action.as_str().to_string())
+    }
+}
+
+impl CreateCollectionOptions {
+    /// The options `listCollections` reports a collection was created with
+    /// (its `options` document); fields of an unexpected type are left unset.
+    pub(crate) fn from_listed(listed: &Document) -> Self {
+        use crate::proto::operation::bson_to_u64;
+        let doc = |key: &str| listed.get_document(key).ok().cloned();
+        let text = |key: &str| listed.get_str(key).ok();
+        CreateCollectionOptions {
+            capped: listed.get_bool("capped").ok(),
+            size: listed.get("size").and_then(bson_to_u64),
+            max: listed.get("max").and_then(bson_to_u64),
+            storage_engine: doc("storageEngine"),
+            validator: doc("validator"),
+            validation_level: text("validationLevel").and_then(|l| match l {
+                "off" => Some(ValidationLevel::Off),
+                "strict" => Some(ValidationLevel::Strict),
+                "moderate" => Some(ValidationLevel::Moderate),
+                _ => None,
+            }),
+            validation_action: text("validationAction").and_then(|a| match a {
+                "error" => Some(ValidationAction::Error),
+                "warn" => Some(ValidationAction::Warn),
+                _ => None,
+            }),
+            view_on: text("viewOn").map(str::to_string),
+            pipeline: listed.get_array("pipeline").ok().map(|stages| {
+                stages
+                    .iter()
+                    .filter_map(|s| s.as_document().cloned())
+                    .collect()
+            }),
+            collation: doc("collation").and_then(|c| bson::from_document(c).ok()),
+            write_concern: None,
+            index_option_defaults: doc("indexOptionDefaults"),
+            timeseries: doc("timeseries"),
+            expire_after_seconds: listed
+                .get("expireAfterSeconds")
+                .and_then(bson_to_u64)
+                .and_then(|s| i64::try_from(s).ok()),
+            change_stream_pre_and_post_images: doc("changeStreamPreAndPostImages"),
+            clustered_index: doc("clusteredIndex"),
+            comment: None,
+        }
+    }
+}
+
+impl CreateCollectionOptions {
+    /// Appends the creation fields these options set to `body` (the
+    /// `create` command, or the serialized options).
+    pub(crate) fn append_to(&self, body: &mut Document) {
+        use crate::proto::operation::{append_option, count_bson};
+        append_option(body, "capped", self.capped);
+        append_option(body, "size", self.size.map(count_bson));
+        append_option(body, "max", self.max.map(count_bson));
+        append_option(body, "storageEngine", self.storage_engine.clone());
+        append_option(body, "validator", self.validator.clone());
+        append_option(body, "validationLevel", self.validation_level.clone());
+        append_option(body, "validationAction", self.validation_action.clone());
+        append_option(body, "viewOn", self.view_on.clone());
+        append_option(body, "pipeline", self.pipeline.clone());
+        append_option(body, "collation", self.collation.clone());
+        append_option(
+            body,
+            "indexOptionDefaults",
+            self.index_option_defaults.clone(),
+        );
+        append_option(body, "timeseries", self.timeseries.clone());
+        append_option(body, "expireAfterSeconds", self.expire_after_seconds);
+        append_option(
+            body,
+            "changeStreamPreAndPostImages",
+            self.change_stream_pre_and_post_images.clone(),
+        );
+        append_option(body, "clusteredIndex", self.clustered_index.clone());
+    }
+}
+
+impl Serialize for CreateCollectionOptions {
+    /// The options as the `create` command's fields, camelCase.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut fields = Document::new();
+        self.append_to(&mut fields);
+        crate::proto::operation::append_option(&mut fields, "comment", self.comment.clone());
+        fields.serialize(serializer)
+    }
+}
+
+impl Serialize for IndexModel {
+    /// The index's specification: `key` and its options' fields.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut spec = bson::doc! { "key": self.keys.clone() };
+        if let Some(options) = &self.options {
+            spec.extend(options.to_document());
+        }
+        spec.serialize(serializer)
     }
 }
 

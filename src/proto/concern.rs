@@ -17,8 +17,10 @@ use bson::{Bson, Document};
 
 use crate::proto::command_draft::{CommandBody, CommandDraft};
 
-/// Write concern: `w`, `wtimeoutMS`, `journal`.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// Write concern: `w`, `wtimeoutMS`, `journal`
+/// (`WriteConcern::builder().w(Acknowledgment::Majority).build()`).
+#[derive(Clone, Debug, Default, PartialEq, typed_builder::TypedBuilder)]
+#[builder(field_defaults(default, setter(into)))]
 #[non_exhaustive]
 pub struct WriteConcern {
     /// `w`: a number of members or a tag/"majority".
@@ -71,30 +73,122 @@ pub enum Acknowledgment {
     Custom(String),
 }
 
-/// Read concern level (`local`, `majority`, ... or another string the server knows).
+impl From<u32> for Acknowledgment {
+    fn from(nodes: u32) -> Self {
+        Acknowledgment::Nodes(nodes)
+    }
+}
+
+impl From<&str> for Acknowledgment {
+    /// `"majority"`, else a custom tag.
+    fn from(name: &str) -> Self {
+        if name == "majority" {
+            Acknowledgment::Majority
+        } else {
+            Acknowledgment::Custom(name.to_string())
+        }
+    }
+}
+
+impl From<String> for Acknowledgment {
+    fn from(name: String) -> Self {
+        Acknowledgment::from(name.as_str())
+    }
+}
+
+/// A read concern: its level.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct ReadConcern {
+    /// The level.
+    pub level: ReadConcernLevel,
+}
+
+/// A read concern's level.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ReadConcernLevel {
+    /// `local`.
+    Local,
+    /// `majority`.
+    Majority,
+    /// `linearizable`.
+    Linearizable,
+    /// `available`.
+    Available,
+    /// `snapshot`.
+    Snapshot,
+    /// A level this type does not name, sent as spelled.
+    Custom(String),
+}
+
+impl ReadConcernLevel {
+    /// The level named `level`: one of the known ones, else `Custom`.
+    pub(crate) fn named(level: &str) -> Self {
+        match level {
+            "local" => ReadConcernLevel::Local,
+            "majority" => ReadConcernLevel::Majority,
+            "linearizable" => ReadConcernLevel::Linearizable,
+            "available" => ReadConcernLevel::Available,
+            "snapshot" => ReadConcernLevel::Snapshot,
+            other => ReadConcernLevel::Custom(other.to_string()),
+        }
+    }
+
     /// The level as the server spells it.
-    pub level: String,
+    pub fn as_str(&self) -> &str {
+        match self {
+            ReadConcernLevel::Local => "local",
+            ReadConcernLevel::Majority => "majority",
+            ReadConcernLevel::Linearizable => "linearizable",
+            ReadConcernLevel::Available => "available",
+            ReadConcernLevel::Snapshot => "snapshot",
+            ReadConcernLevel::Custom(level) => level,
+        }
+    }
+}
+
+impl From<ReadConcernLevel> for ReadConcern {
+    fn from(level: ReadConcernLevel) -> Self {
+        ReadConcern { level }
+    }
 }
 
 impl ReadConcern {
     /// A read concern of this level (`"local"`, `"majority"`, `"snapshot"`, ...).
-    pub fn new(level: impl Into<String>) -> Self {
-        ReadConcern {
-            level: level.into(),
-        }
+    pub fn new(level: impl AsRef<str>) -> Self {
+        ReadConcern::custom(level)
     }
 
     /// `{level: "majority"}`.
     pub fn majority() -> Self {
-        ReadConcern::new("majority")
+        ReadConcernLevel::Majority.into()
     }
 
     /// `{level: "local"}`.
     pub fn local() -> Self {
-        ReadConcern::new("local")
+        ReadConcernLevel::Local.into()
+    }
+
+    /// `{level: "linearizable"}`.
+    pub fn linearizable() -> Self {
+        ReadConcernLevel::Linearizable.into()
+    }
+
+    /// `{level: "available"}`.
+    pub fn available() -> Self {
+        ReadConcernLevel::Available.into()
+    }
+
+    /// `{level: "snapshot"}`.
+    pub fn snapshot() -> Self {
+        ReadConcernLevel::Snapshot.into()
+    }
+
+    /// A read concern of the level named `level` (a known name gives its
+    /// variant).
+    pub fn custom(level: impl AsRef<str>) -> Self {
+        ReadConcernLevel::named(level.as_ref()).into()
     }
 }
 

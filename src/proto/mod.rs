@@ -8,6 +8,7 @@ pub(crate) mod address;
 pub(crate) mod auth;
 pub(crate) mod bson_write;
 pub(crate) mod coll_options;
+pub(crate) mod collation;
 pub(crate) mod command_draft;
 pub(crate) mod concern;
 pub(crate) mod deadline;

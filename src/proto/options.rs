@@ -14,14 +14,17 @@ use crate::error::{Error, Result};
 pub mod oidc;
 pub use crate::proto::address::ServerAddress;
 pub use crate::proto::coll_options::*;
-pub use crate::proto::concern::{Acknowledgment, ReadConcern, WriteConcern};
+pub use crate::proto::collation::{
+    Collation, CollationAlternate, CollationCaseFirst, CollationMaxVariable, CollationStrength,
+};
+pub use crate::proto::concern::{Acknowledgment, ReadConcern, ReadConcernLevel, WriteConcern};
 pub use crate::proto::read_preference::{ReadPreference, ReadPreferenceMode, TagSet};
 pub use crate::proto::retry::{RetryMode, RetrySettings, Tokens, TOKEN_BUCKET_CAPACITY};
 use crate::proto::sdam::settings::TopologySettings;
 pub use crate::proto::select::SelectionCriteria;
 pub use crate::proto::session::transaction::TransactionOptions;
 pub use crate::proto::session::SessionOptions;
-pub use crate::proto::write_model::{UpdateModification, WriteModel};
+pub use crate::proto::write_model::{UpdateModifications, WriteModel};
 
 /// The single-threaded default of `heartbeatFrequencyMS` (server-monitoring spec).
 pub const DEFAULT_HEARTBEAT_FREQUENCY: Duration = Duration::from_secs(60);
@@ -1055,7 +1058,7 @@ pub(crate) fn merge(uri: ClientOptions, code: ClientOptions) -> Result<ClientOpt
         replica_set: "replicaSet", quoted;
         load_balanced: "loadBalanced", plain;
         read_preference: "readPreference", |r| r.to_document().to_string();
-        read_concern: "readConcernLevel", |r| format!("{:?}", r.level);
+        read_concern: "readConcernLevel", |r| format!("{:?}", r.level.as_str());
         retry_reads: "retryReads", plain;
         retry_writes: "retryWrites", plain;
         tls: "tls", plain;

@@ -23,10 +23,10 @@ use bson::{Bson, Document};
 pub struct DatabaseSpecification {
     /// The name.
     pub name: String,
-    /// `sizeOnDisk` in bytes (absent with `name_only`).
-    pub size_on_disk: Option<u64>,
-    /// `empty` (absent with `name_only`).
-    pub empty: Option<bool>,
+    /// `sizeOnDisk` in bytes.
+    pub size_on_disk: u64,
+    /// `empty`.
+    pub empty: bool,
     /// `shards`: the size on each shard (sharded clusters only).
     pub shards: Option<Document>,
 }
@@ -176,13 +176,28 @@ pub struct CollectionSpecification {
     #[serde(rename = "type")]
     pub collection_type: CollectionType,
     /// The options it was created with, as the server reports them.
-    #[serde(default)]
-    pub options: Document,
+    #[serde(default, deserialize_with = "listed_options")]
+    pub options: crate::proto::coll_options::CreateCollectionOptions,
     /// Read-only flag and UUID.
     #[serde(default)]
     pub info: CollectionSpecificationInfo,
-    /// The `_id` index's specification, when the collection has one.
-    pub id_index: Option<Document>,
+    /// The `_id` index, when the collection has one.
+    #[serde(default, deserialize_with = "listed_index")]
+    pub id_index: Option<crate::proto::coll_options::IndexModel>,
+}
+
+fn listed_options<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<crate::proto::coll_options::CreateCollectionOptions, D::Error> {
+    let listed = <Document as serde::Deserialize>::deserialize(deserializer)?;
+    Ok(crate::proto::coll_options::CreateCollectionOptions::from_listed(&listed))
+}
+
+fn listed_index<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<crate::proto::coll_options::IndexModel>, D::Error> {
+    let listed = <Option<Document> as serde::Deserialize>::deserialize(deserializer)?;
+    Ok(listed.map(crate::proto::coll_options::IndexModel::from_listed))
 }
 
 /// The `info` part of a [`CollectionSpecification`].

@@ -848,7 +848,7 @@ impl OperationRetry {
         let reason = error.to_string();
         // A timeout while waiting to retry keeps the labels of the error
         // that caused the retry: users check them (overload, retryable).
-        let cause_labels: Vec<String> = error.labels().map(String::from).collect();
+        let cause_labels: Vec<String> = error.labels().iter().cloned().collect();
         self.record(error, attempt);
         if !self.within_budget(&settings, verdict) {
             return self.give_up();

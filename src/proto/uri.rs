@@ -749,7 +749,7 @@ impl OptionParser {
         value: String,
     ) -> Result<Option<String>> {
         match name {
-            "readConcernLevel" => options.read_concern = Some(ReadConcern { level: value }),
+            "readConcernLevel" => options.read_concern = Some(ReadConcern::custom(&value)),
             "readPreference" => match ReadPreferenceMode::parse(&value) {
                 Ok(mode) => self.read_preference_mode = Some(mode),
                 Err(_) => {

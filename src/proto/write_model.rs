@@ -22,7 +22,7 @@ pub enum WriteModel {
         /// Which documents.
         filter: Document,
         /// Update operators or a pipeline.
-        update: UpdateModification,
+        update: UpdateModifications,
         /// Statement options.
         options: UpdateModelOptions,
     },
@@ -31,7 +31,7 @@ pub enum WriteModel {
         /// Which documents.
         filter: Document,
         /// Update operators or a pipeline.
-        update: UpdateModification,
+        update: UpdateModifications,
         /// Statement options (`sort` is not allowed).
         options: UpdateModelOptions,
     },
@@ -67,7 +67,7 @@ impl WriteModel {
     }
 
     /// An `UpdateOne` without options.
-    pub fn update_one(filter: Document, update: impl Into<UpdateModification>) -> Self {
+    pub fn update_one(filter: Document, update: impl Into<UpdateModifications>) -> Self {
         WriteModel::UpdateOne {
             filter,
             update: update.into(),
@@ -76,7 +76,7 @@ impl WriteModel {
     }
 
     /// An `UpdateMany` without options.
-    pub fn update_many(filter: Document, update: impl Into<UpdateModification>) -> Self {
+    pub fn update_many(filter: Document, update: impl Into<UpdateModifications>) -> Self {
         WriteModel::UpdateMany {
             filter,
             update: update.into(),
@@ -113,31 +113,31 @@ impl WriteModel {
 /// What an update applies: update operators or an aggregation pipeline.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
-pub enum UpdateModification {
+pub enum UpdateModifications {
     /// An update document: every key is an operator (`$set`, `$inc`, ...).
     Document(Document),
     /// An aggregation pipeline (4.2+).
     Pipeline(Vec<Document>),
 }
 
-impl From<Document> for UpdateModification {
+impl From<Document> for UpdateModifications {
     fn from(document: Document) -> Self {
-        UpdateModification::Document(document)
+        UpdateModifications::Document(document)
     }
 }
 
-impl From<Vec<Document>> for UpdateModification {
+impl From<Vec<Document>> for UpdateModifications {
     fn from(pipeline: Vec<Document>) -> Self {
-        UpdateModification::Pipeline(pipeline)
+        UpdateModifications::Pipeline(pipeline)
     }
 }
 
-impl UpdateModification {
+impl UpdateModifications {
     /// Refuses an update document that is empty or whose first key is not an
     /// operator (it would replace the document, which is `replace_one`'s job).
     pub(crate) fn validate(&self) -> Result<()> {
         match self {
-            UpdateModification::Document(update) if !first_key_is_operator(update) => {
+            UpdateModifications::Document(update) if !first_key_is_operator(update) => {
                 Err(Error::invalid_argument(if update.is_empty() {
                     "update document must not be empty: it needs update operators such as $set"
                         .to_string()
@@ -153,8 +153,8 @@ impl UpdateModification {
 
     pub(crate) fn to_bson(&self) -> Bson {
         match self {
-            UpdateModification::Document(update) => Bson::Document(update.clone()),
-            UpdateModification::Pipeline(pipeline) => {
+            UpdateModifications::Document(update) => Bson::Document(update.clone()),
+            UpdateModifications::Pipeline(pipeline) => {
                 Bson::Array(pipeline.iter().cloned().map(Bson::Document).collect())
             }
         }

@@ -138,6 +138,16 @@ impl Args {
         }
     }
 
+    fn collation(&mut self) -> Outcome<Option<mongo_inline::options::Collation>> {
+        match self.doc("collation")? {
+            None => Ok(None),
+            Some(d) => match bson::from_document(d) {
+                Ok(collation) => Ok(Some(collation)),
+                Err(e) => fail(format!("{}: collation: {e}", self.operation)),
+            },
+        }
+    }
+
     fn required_doc(&mut self, key: &str) -> Outcome<Document> {
         self.doc(key)?
             .ok_or_else(|| Failure::Fail(format!("{}: missing {key}", self.operation)))
@@ -1306,21 +1316,28 @@ fn write_concern(value: &Bson) -> Outcome<mongo_inline::options::WriteConcern> {
 
 type DriverResult = Result<Bson, mongo_inline::Error>;
 
-fn documents_result<I>(cursor: mongo_inline::Result<I>) -> DriverResult
+fn documents_result<I, T>(cursor: mongo_inline::Result<I>) -> DriverResult
 where
-    I: Iterator<Item = mongo_inline::Result<Document>>,
+    I: Iterator<Item = mongo_inline::Result<T>>,
+    T: serde::Serialize,
 {
     let docs = cursor?.collect::<Result<Vec<_>, _>>()?;
-    Ok(Bson::Array(docs.into_iter().map(Bson::Document).collect()))
+    Ok(Bson::Array(docs.iter().map(as_document).collect()))
+}
+
+/// A result value (a document, an `IndexModel`) as the document the spec
+/// tests compare.
+fn as_document<T: serde::Serialize>(value: &T) -> Bson {
+    Bson::Document(bson::to_document(value).expect("results serialize as documents"))
 }
 
 /// The documents of a cursor run in `session`, drained with it.
-fn session_documents_result(
-    cursor: mongo_inline::Result<mongo_inline::SessionCursor<Document>>,
+fn session_documents_result<T: serde::de::DeserializeOwned + serde::Serialize + 'static>(
+    cursor: mongo_inline::Result<mongo_inline::SessionCursor<T>>,
     session: &mut ClientSession,
 ) -> DriverResult {
     let docs = cursor?.iter(session).collect::<Result<Vec<_>, _>>()?;
-    Ok(Bson::Array(docs.into_iter().map(Bson::Document).collect()))
+    Ok(Bson::Array(docs.iter().map(as_document).collect()))
 }
 
 fn update_result(r: mongo_inline::results::UpdateResult) -> Bson {
@@ -1397,7 +1414,7 @@ fn collection_operation(
             if let Some(h) = args.hint() {
                 o = o.hint(h);
             }
-            if let Some(c) = args.doc("collation")? {
+            if let Some(c) = args.collation()? {
                 o = o.collation(c);
             }
             if let Some(l) = args.doc("let")? {
@@ -1418,13 +1435,13 @@ fn collection_operation(
         "updateOne" | "updateMany" => {
             let filter = args.required_doc("filter")?;
             let update = match args.take("update") {
-                Some(Bson::Document(d)) => mongo_inline::options::UpdateModification::from(d),
+                Some(Bson::Document(d)) => mongo_inline::options::UpdateModifications::from(d),
                 Some(Bson::Array(a)) => {
                     let pipeline: Vec<Document> = a
                         .into_iter()
                         .filter_map(|b| b.as_document().cloned())
                         .collect();
-                    mongo_inline::options::UpdateModification::from(pipeline)
+                    mongo_inline::options::UpdateModifications::from(pipeline)
                 }
                 other => return fail(format!("{name}: update {other:?}")),
             };
@@ -1441,7 +1458,7 @@ fn collection_operation(
             if let Some(h) = args.hint() {
                 o = o.hint(h);
             }
-            if let Some(c) = args.doc("collation")? {
+            if let Some(c) = args.collation()? {
                 o = o.collation(c);
             }
             if let Some(l) = args.doc("let")? {
@@ -1483,7 +1500,7 @@ fn collection_operation(
             if let Some(h) = args.hint() {
                 o = o.hint(h);
             }
-            if let Some(c) = args.doc("collation")? {
+            if let Some(c) = args.collation()? {
                 o = o.collation(c);
             }
             if let Some(l) = args.doc("let")? {
@@ -1527,7 +1544,7 @@ fn collection_operation(
             if let Some(h) = args.hint() {
                 o = o.hint(h);
             }
-            if let Some(c) = args.doc("collation")? {
+            if let Some(c) = args.collation()? {
                 o = o.collation(c);
             }
             if let Some(l) = args.doc("let")? {
@@ -1562,8 +1579,11 @@ fn collection_operation(
             }
             args.done()?;
             if name == "findOne" {
-                in_session!(coll.find_one(filter).with_options(o), session)
-                    .map(|d| d.map(Bson::Document).unwrap_or(Bson::Null))
+                in_session!(
+                    coll.find_one(filter).with_options(find_one_options(o)),
+                    session
+                )
+                .map(|d| d.map(Bson::Document).unwrap_or(Bson::Null))
             } else {
                 match session {
                     Some(s) => session_documents_result(
@@ -1589,7 +1609,7 @@ fn collection_operation(
             if let Some(h) = args.hint() {
                 o = o.hint(h);
             }
-            if let Some(c) = args.doc("collation")? {
+            if let Some(c) = args.collation()? {
                 o = o.collation(c);
             }
             if let Some(l) = args.doc("let")? {
@@ -1625,7 +1645,7 @@ fn collection_operation(
             if let Some(h) = args.hint() {
                 o = o.hint(h);
             }
-            if let Some(c) = args.doc("collation")? {
+            if let Some(c) = args.collation()? {
                 o = o.collation(c);
             }
             if let Some(m) = args.millis("maxTimeMS") {
@@ -1664,7 +1684,7 @@ fn collection_operation(
             };
             let filter = args.doc("filter")?.unwrap_or_default();
             let mut o = DistinctOptions::default();
-            if let Some(c) = args.doc("collation")? {
+            if let Some(c) = args.collation()? {
                 o = o.collation(c);
             }
             if let Some(h) = args.hint() {
@@ -1691,7 +1711,7 @@ fn collection_operation(
             if let Some(h) = args.hint() {
                 o = o.hint(h);
             }
-            if let Some(c) = args.doc("collation")? {
+            if let Some(c) = args.collation()? {
                 o = o.collation(c);
             }
             if let Some(l) = args.doc("let")? {
@@ -1717,12 +1737,12 @@ fn collection_operation(
             let upsert = args.bool("upsert");
             let bypass = args.bool("bypassDocumentValidation");
             let hint = args.hint();
-            let collation = args.doc("collation")?;
+            let collation = args.collation()?;
             let let_vars = args.doc("let")?;
             let r = if name == "findOneAndUpdate" {
                 let update = match args.take("update") {
-                    Some(Bson::Document(d)) => mongo_inline::options::UpdateModification::from(d),
-                    Some(Bson::Array(a)) => mongo_inline::options::UpdateModification::from(
+                    Some(Bson::Document(d)) => mongo_inline::options::UpdateModifications::from(d),
+                    Some(Bson::Array(a)) => mongo_inline::options::UpdateModifications::from(
                         a.into_iter()
                             .filter_map(|b| b.as_document().cloned())
                             .collect::<Vec<_>>(),
@@ -2054,12 +2074,8 @@ fn client_operation(
                         .into_iter()
                         .map(|d| {
                             let mut out = doc! { "name": d.name };
-                            if let Some(size) = d.size_on_disk {
-                                out.insert("sizeOnDisk", size as i64);
-                            }
-                            if let Some(empty) = d.empty {
-                                out.insert("empty", empty);
-                            }
+                            out.insert("sizeOnDisk", d.size_on_disk as i64);
+                            out.insert("empty", d.empty);
                             Bson::Document(out)
                         })
                         .collect(),
@@ -2146,8 +2162,8 @@ fn write_model(request: Document) -> Outcome<mongo_inline::options::WriteModel> 
         "updateOne" | "updateMany" => {
             let filter = args.required_doc("filter")?;
             let update = match args.take("update") {
-                Some(Bson::Document(d)) => mongo_inline::options::UpdateModification::from(d),
-                Some(Bson::Array(a)) => mongo_inline::options::UpdateModification::from(
+                Some(Bson::Document(d)) => mongo_inline::options::UpdateModifications::from(d),
+                Some(Bson::Array(a)) => mongo_inline::options::UpdateModifications::from(
                     a.into_iter()
                         .filter_map(|b| b.as_document().cloned())
                         .collect::<Vec<_>>(),
@@ -2156,7 +2172,7 @@ fn write_model(request: Document) -> Outcome<mongo_inline::options::WriteModel> 
             };
             let mut options = UpdateModelOptions::default();
             options.array_filters = args.docs("arrayFilters")?;
-            options.collation = args.doc("collation")?;
+            options.collation = args.collation()?;
             options.hint = args.hint();
             options.upsert = args.bool("upsert");
             options.sort = args.doc("sort")?;
@@ -2178,7 +2194,7 @@ fn write_model(request: Document) -> Outcome<mongo_inline::options::WriteModel> 
             let filter = args.required_doc("filter")?;
             let replacement = args.required_doc("replacement")?;
             let mut options = ReplaceModelOptions::default();
-            options.collation = args.doc("collation")?;
+            options.collation = args.collation()?;
             options.hint = args.hint();
             options.upsert = args.bool("upsert");
             options.sort = args.doc("sort")?;
@@ -2191,7 +2207,7 @@ fn write_model(request: Document) -> Outcome<mongo_inline::options::WriteModel> 
         "deleteOne" | "deleteMany" => {
             let filter = args.required_doc("filter")?;
             let mut options = DeleteModelOptions::default();
-            options.collation = args.doc("collation")?;
+            options.collation = args.collation()?;
             options.hint = args.hint();
             if kind == "deleteOne" {
                 WriteModel::DeleteOne { filter, options }
@@ -2251,11 +2267,11 @@ fn collection_document(spec: &mongo_inline::results::CollectionSpecification) ->
     let mut out = doc! {
         "name": spec.name.clone(),
         "type": kind,
-        "options": spec.options.clone(),
+        "options": as_document(&spec.options),
         "info": info,
     };
     if let Some(id_index) = &spec.id_index {
-        out.insert("idIndex", id_index.clone());
+        out.insert("idIndex", as_document(id_index));
     }
     Bson::Document(out)
 }
@@ -2294,6 +2310,14 @@ fn error_facts(error: &mongo_inline::Error) -> (Option<i32>, Option<String>, boo
         ErrorKind::Write(WriteFailure::WriteError(w)) => (Some(w.code), w.code_name.clone(), true),
         ErrorKind::Write(WriteFailure::WriteConcernError(w)) => {
             (Some(w.code), Some(w.code_name.clone()), true)
+        }
+        ErrorKind::InsertMany(i) => {
+            let first = i.write_errors.iter().flatten().next();
+            match (first, &i.write_concern_error) {
+                (Some(w), _) => (Some(w.code), w.code_name.clone(), true),
+                (None, Some(w)) => (Some(w.code), Some(w.code_name.clone()), true),
+                (None, None) => (None, None, true),
+            }
         }
         ErrorKind::BulkWrite(b) => {
             let first = b.write_errors.first();
@@ -2372,4 +2396,28 @@ fn check_error(expected: &Document, error: &mongo_inline::Error) -> Outcome {
         }
     }
     Ok(())
+}
+
+/// `findOne`'s options out of the `find` options the runner parsed (the
+/// cursor's own, such as `batchSize`, do not apply to one document).
+fn find_one_options(
+    o: mongo_inline::options::FindOptions,
+) -> mongo_inline::options::FindOneOptions {
+    let mut one = mongo_inline::options::FindOneOptions::default();
+    one.allow_partial_results = o.allow_partial_results;
+    one.collation = o.collation;
+    one.comment = o.comment;
+    one.hint = o.hint;
+    one.max = o.max;
+    one.max_time = o.max_time;
+    one.min = o.min;
+    one.projection = o.projection;
+    one.read_concern = o.read_concern;
+    one.return_key = o.return_key;
+    one.selection_criteria = o.selection_criteria;
+    one.show_record_id = o.show_record_id;
+    one.skip = o.skip;
+    one.sort = o.sort;
+    one.let_vars = o.let_vars;
+    one
 }

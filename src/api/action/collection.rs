@@ -17,8 +17,9 @@ use crate::proto::coll_options::{
     FindOneAndUpdateOptions, FindOptions, Hint, IndexModel, InsertManyOptions, InsertOneOptions,
     ListIndexesOptions, ReplaceOptions, ReturnDocument, UpdateOptions,
 };
+use crate::proto::collation::Collation;
 use crate::proto::operation::aggregate::AggregateTarget;
-use crate::proto::operation::{self, Insert, UpdateModification, WriteModel};
+use crate::proto::operation::{self, Insert, UpdateModifications, WriteModel};
 use crate::proto::options::{ReadConcern, WriteConcern};
 use crate::proto::results::{
     BulkWriteResult, CreateIndexResult, CreateIndexesResult, DeleteResult, InsertManyResult,
@@ -41,7 +42,7 @@ impl<'a, T, S> Find<'a, T, S> {
         allow_disk_use: bool,
         allow_partial_results: bool,
         batch_size: u32,
-        collation: Document,
+        collation: Collation,
         comment: Bson,
         cursor_type: CursorType,
         hint: Hint,
@@ -67,7 +68,7 @@ impl<'a, T, S> Find<'a, T, S> {
                 .defaults()
                 .read_criteria(self.options.selection_criteria.take()),
         );
-        let op = operation::Find::new(self.coll.namespace().clone(), self.filter, self.options);
+        let op = operation::Find::new(self.coll.ns().clone(), self.filter, self.options);
         (op, self.session, self.coll)
     }
 }
@@ -129,9 +130,9 @@ impl<'a, T> FindOne<'a, T> {
         }
     }
 
-    option_setters!(FindOptions {
+    option_setters!(crate::proto::coll_options::FindOneOptions {
         allow_partial_results: bool,
-        collation: Document,
+        collation: Collation,
         comment: Bson,
         hint: Hint,
         max: Document,
@@ -158,8 +159,7 @@ impl<'a, T> FindOne<'a, T> {
                 .defaults()
                 .read_criteria(self.options.selection_criteria.take()),
         );
-        let op =
-            operation::Find::find_one(self.coll.namespace().clone(), self.filter, self.options);
+        let op = operation::Find::find_one(self.coll.ns().clone(), self.filter, self.options);
         match self.session {
             None => self.coll.open_cursor::<T, _>(op)?.next().transpose(),
             Some(session) => self
@@ -200,7 +200,7 @@ impl<'a, T> InsertOne<'a, T> {
     /// Inserts the document.
     pub fn run(self) -> Result<InsertOneResult> {
         let op = Insert::one(
-            self.coll.namespace().clone(),
+            self.coll.ns().clone(),
             self.document?,
             self.options,
             &mut crate::new_object_id,
@@ -239,7 +239,7 @@ impl<'a, T> InsertMany<'a, T> {
     /// Inserts the documents, in as many batches as the server's limits need.
     pub fn run(mut self) -> Result<InsertManyResult> {
         let mut insert = operation::InsertMany::from_raw(
-            self.coll.namespace().clone(),
+            self.coll.ns().clone(),
             self.documents?,
             self.options,
             &mut crate::new_object_id,
@@ -249,10 +249,23 @@ impl<'a, T> InsertMany<'a, T> {
             let outcome = self
                 .coll
                 .execute_batch(batch, self.session.as_deref_mut(), deadline);
-            insert.record(outcome)?;
+            insert.record(outcome).map_err(insert_many_error)?;
         }
-        insert.finish()
+        insert.finish().map_err(insert_many_error)
     }
+}
+
+/// `insert_many` reports a failed batch as the official driver does, as an
+/// [`ErrorKind::InsertMany`](crate::ErrorKind::InsertMany); the batches
+/// themselves (retries, SDAM) see the `BulkWrite` failure they share with
+/// `bulk_write`.
+fn insert_many_error(mut error: crate::Error) -> crate::Error {
+    use crate::error::ErrorKind;
+    if let ErrorKind::BulkWrite(failure) = &mut *error.kind {
+        let failure = std::mem::take(failure);
+        *error.kind = ErrorKind::InsertMany(failure.into());
+    }
+    error
 }
 
 /// `bulk_write`: mixed inserts, updates and deletes on one collection.
@@ -286,7 +299,7 @@ impl<'a, T> BulkWrite<'a, T> {
     /// Runs the writes, in as many batches as the server's limits need.
     pub fn run(mut self) -> Result<BulkWriteResult> {
         let mut bulk = operation::BulkWrite::new(
-            self.coll.namespace().clone(),
+            self.coll.ns().clone(),
             self.models,
             self.options,
             &mut crate::new_object_id,
@@ -307,7 +320,7 @@ impl<'a, T> BulkWrite<'a, T> {
 pub struct Update<'a, T> {
     coll: &'a Collection<T>,
     filter: Document,
-    update: UpdateModification,
+    update: UpdateModifications,
     many: bool,
     options: UpdateOptions,
     session: Option<&'a mut ClientSession>,
@@ -317,7 +330,7 @@ impl<'a, T> Update<'a, T> {
     pub(crate) fn new(
         coll: &'a Collection<T>,
         filter: Document,
-        update: UpdateModification,
+        update: UpdateModifications,
         many: bool,
     ) -> Self {
         Update {
@@ -334,7 +347,7 @@ impl<'a, T> Update<'a, T> {
         array_filters: Vec<Document>,
         bypass_document_validation: bool,
         upsert: bool,
-        collation: Document,
+        collation: Collation,
         hint: Hint,
         write_concern: WriteConcern,
         let_vars: Document,
@@ -345,7 +358,7 @@ impl<'a, T> Update<'a, T> {
 
     /// Runs the update.
     pub fn run(self) -> Result<UpdateResult> {
-        let ns = self.coll.namespace().clone();
+        let ns = self.coll.ns().clone();
         let op = if self.many {
             operation::Update::update_many(ns, self.filter, self.update, self.options)?
         } else {
@@ -383,7 +396,7 @@ impl<'a, T> Replace<'a, T> {
     option_setters!(ReplaceOptions {
         bypass_document_validation: bool,
         upsert: bool,
-        collation: Document,
+        collation: Collation,
         hint: Hint,
         write_concern: WriteConcern,
         let_vars: Document,
@@ -395,7 +408,7 @@ impl<'a, T> Replace<'a, T> {
     /// Runs the replacement.
     pub fn run(self) -> Result<UpdateResult> {
         let op = operation::Update::replace_one(
-            self.coll.namespace().clone(),
+            self.coll.ns().clone(),
             self.filter,
             self.replacement?,
             self.options,
@@ -426,7 +439,7 @@ impl<'a, T> Delete<'a, T> {
     }
 
     option_setters!(DeleteOptions {
-        collation: Document,
+        collation: Collation,
         hint: Hint,
         write_concern: WriteConcern,
         let_vars: Document,
@@ -436,7 +449,7 @@ impl<'a, T> Delete<'a, T> {
 
     /// Runs the delete.
     pub fn run(self) -> Result<DeleteResult> {
-        let ns = self.coll.namespace().clone();
+        let ns = self.coll.ns().clone();
         let op = if self.many {
             operation::Delete::delete_many(ns, self.filter, self.options)
         } else {
@@ -451,7 +464,7 @@ impl<'a, T> Delete<'a, T> {
 pub struct FindOneAndUpdate<'a, T> {
     coll: &'a Collection<T>,
     filter: Document,
-    update: UpdateModification,
+    update: UpdateModifications,
     options: FindOneAndUpdateOptions,
     session: Option<&'a mut ClientSession>,
 }
@@ -460,7 +473,7 @@ impl<'a, T> FindOneAndUpdate<'a, T> {
     pub(crate) fn new(
         coll: &'a Collection<T>,
         filter: Document,
-        update: UpdateModification,
+        update: UpdateModifications,
     ) -> Self {
         FindOneAndUpdate {
             coll,
@@ -480,7 +493,7 @@ impl<'a, T> FindOneAndUpdate<'a, T> {
         sort: Document,
         upsert: bool,
         write_concern: WriteConcern,
-        collation: Document,
+        collation: Collation,
         hint: Hint,
         let_vars: Document,
         comment: Bson,
@@ -493,7 +506,7 @@ impl<'a, T> FindOneAndUpdate<'a, T> {
         T: DeserializeOwned,
     {
         let op = operation::FindAndModify::update(
-            self.coll.namespace().clone(),
+            self.coll.ns().clone(),
             self.filter,
             self.update,
             self.options,
@@ -538,7 +551,7 @@ impl<'a, T> FindOneAndReplace<'a, T> {
         sort: Document,
         upsert: bool,
         write_concern: WriteConcern,
-        collation: Document,
+        collation: Collation,
         hint: Hint,
         let_vars: Document,
         comment: Bson,
@@ -551,7 +564,7 @@ impl<'a, T> FindOneAndReplace<'a, T> {
         T: DeserializeOwned,
     {
         let op = operation::FindAndModify::replace(
-            self.coll.namespace().clone(),
+            self.coll.ns().clone(),
             self.filter,
             self.replacement?,
             self.options,
@@ -587,7 +600,7 @@ impl<'a, T> FindOneAndDelete<'a, T> {
         projection: Document,
         sort: Document,
         write_concern: WriteConcern,
-        collation: Document,
+        collation: Collation,
         hint: Hint,
         let_vars: Document,
         comment: Bson,
@@ -599,11 +612,8 @@ impl<'a, T> FindOneAndDelete<'a, T> {
     where
         T: DeserializeOwned,
     {
-        let op = operation::FindAndModify::delete(
-            self.coll.namespace().clone(),
-            self.filter,
-            self.options,
-        );
+        let op =
+            operation::FindAndModify::delete(self.coll.ns().clone(), self.filter, self.options);
         self.coll
             .execute(op, self.session)?
             .map(Collection::<T>::from_document)
@@ -635,7 +645,7 @@ impl<'a, T> CountDocuments<'a, T> {
         limit: u64,
         max_time: Duration,
         skip: u64,
-        collation: Document,
+        collation: Collation,
         comment: Bson,
         selection_criteria: SelectionCriteria,
         read_concern: ReadConcern,
@@ -649,11 +659,7 @@ impl<'a, T> CountDocuments<'a, T> {
                 .defaults()
                 .read_criteria(self.options.selection_criteria.take()),
         );
-        let op = operation::CountDocuments::new(
-            self.coll.namespace().clone(),
-            self.filter,
-            self.options,
-        );
+        let op = operation::CountDocuments::new(self.coll.ns().clone(), self.filter, self.options);
         self.coll.execute(op, self.session)
     }
 }
@@ -690,8 +696,7 @@ impl<'a, T> EstimatedDocumentCount<'a, T> {
                 .defaults()
                 .read_criteria(self.options.selection_criteria.take()),
         );
-        let op =
-            operation::EstimatedDocumentCount::new(self.coll.namespace().clone(), self.options);
+        let op = operation::EstimatedDocumentCount::new(self.coll.ns().clone(), self.options);
         self.coll.execute(op, self.session)
     }
 }
@@ -719,7 +724,7 @@ impl<'a, T> Distinct<'a, T> {
 
     option_setters!(DistinctOptions {
         max_time: Duration,
-        collation: Document,
+        collation: Collation,
         comment: Bson,
         hint: Hint,
         selection_criteria: SelectionCriteria,
@@ -735,7 +740,7 @@ impl<'a, T> Distinct<'a, T> {
                 .read_criteria(self.options.selection_criteria.take()),
         );
         let op = operation::Distinct::new(
-            self.coll.namespace().clone(),
+            self.coll.ns().clone(),
             &self.field,
             self.filter,
             self.options,
@@ -762,7 +767,7 @@ impl<'a> Aggregate<'a> {
     pub(crate) fn on_collection<C>(coll: &'a Collection<C>, pipeline: Vec<Document>) -> Self {
         Aggregate {
             client: coll.client(),
-            target: AggregateTarget::Collection(coll.namespace().clone()),
+            target: AggregateTarget::Collection(coll.ns().clone()),
             defaults: coll.defaults().clone(),
             pipeline,
             options: AggregateOptions::default(),
@@ -794,7 +799,7 @@ impl<'a, S, T> Aggregate<'a, S, T> {
         allow_disk_use: bool,
         batch_size: u32,
         bypass_document_validation: bool,
-        collation: Document,
+        collation: Collation,
         comment: Bson,
         hint: Hint,
         max_time: Duration,
@@ -903,7 +908,7 @@ impl<'a, T> DropCollection<'a, T> {
 
     /// Drops the collection.
     pub fn run(self) -> Result<()> {
-        let op = operation::DropCollection::new(self.coll.namespace().clone(), self.options);
+        let op = operation::DropCollection::new(self.coll.ns().clone(), self.options);
         self.coll.execute(op, self.session)
     }
 }
@@ -937,11 +942,8 @@ impl<'a, T> CreateIndex<'a, T> {
 
     /// Creates the index.
     pub fn run(self) -> Result<CreateIndexResult> {
-        let op = operation::CreateIndexes::new(
-            self.coll.namespace().clone(),
-            vec![self.index],
-            self.options,
-        )?;
+        let op =
+            operation::CreateIndexes::new(self.coll.ns().clone(), vec![self.index], self.options)?;
         let mut names = self.coll.execute(op, self.session)?;
         Ok(CreateIndexResult {
             index_name: names.pop().unwrap_or_default(),
@@ -978,11 +980,7 @@ impl<'a, T> CreateIndexes<'a, T> {
 
     /// Creates the indexes.
     pub fn run(self) -> Result<CreateIndexesResult> {
-        let op = operation::CreateIndexes::new(
-            self.coll.namespace().clone(),
-            self.indexes,
-            self.options,
-        )?;
+        let op = operation::CreateIndexes::new(self.coll.ns().clone(), self.indexes, self.options)?;
         Ok(CreateIndexesResult {
             index_names: self.coll.execute(op, self.session)?,
         })
@@ -1020,8 +1018,8 @@ impl<'a, T> ListIndexes<'a, T> {
     }
 
     /// Lists the indexes.
-    pub fn run(self) -> Result<Cursor<Document>> {
-        let op = operation::ListIndexes::new(self.coll.namespace().clone(), self.options);
+    pub fn run(self) -> Result<Cursor<IndexModel>> {
+        let op = operation::ListIndexes::new(self.coll.ns().clone(), self.options);
         self.coll.open_cursor(op)
     }
 }
@@ -1035,9 +1033,9 @@ impl<T, S> ListIndexes<'_, T, S> {
 
 impl<T> ListIndexes<'_, T, ExplicitSession<'_>> {
     /// Lists the indexes in the session.
-    pub fn run(self) -> Result<SessionCursor<Document>> {
+    pub fn run(self) -> Result<SessionCursor<IndexModel>> {
         let ExplicitSession(session) = self.session;
-        let op = operation::ListIndexes::new(self.coll.namespace().clone(), self.options);
+        let op = operation::ListIndexes::new(self.coll.ns().clone(), self.options);
         self.coll.open_session_cursor(op, session)
     }
 }
@@ -1061,7 +1059,7 @@ impl<'a, T> ListIndexNames<'a, T> {
 
     /// The names of the collection's indexes.
     pub fn run(self) -> Result<Vec<String>> {
-        let indexes: Vec<Document> = match self.session {
+        let indexes: Vec<IndexModel> = match self.session {
             None => self.coll.list_indexes().run()?.collect::<Result<_>>()?,
             Some(session) => {
                 let mut cursor = self.coll.list_indexes().session(session).run()?;
@@ -1071,12 +1069,16 @@ impl<'a, T> ListIndexNames<'a, T> {
         indexes
             .iter()
             .map(|index| {
-                index.get_str("name").map(str::to_string).map_err(|_| {
-                    crate::error::Error::protocol(
-                        None,
-                        format!("a listIndexes entry has no string `name`: {index}"),
-                    )
-                })
+                index
+                    .options
+                    .as_ref()
+                    .and_then(|o| o.name.clone())
+                    .ok_or_else(|| {
+                        crate::error::Error::protocol(
+                            None,
+                            format!("a listIndexes entry has no string `name`: {index:?}"),
+                        )
+                    })
             })
             .collect()
     }
@@ -1110,11 +1112,7 @@ impl<'a, T> DropIndex<'a, T> {
 
     /// Drops the index.
     pub fn run(self) -> Result<()> {
-        let op = operation::DropIndexes::by_name(
-            self.coll.namespace().clone(),
-            &self.name,
-            self.options,
-        )?;
+        let op = operation::DropIndexes::by_name(self.coll.ns().clone(), &self.name, self.options)?;
         self.coll.execute(op, self.session)
     }
 }
@@ -1145,7 +1143,7 @@ impl<'a, T> DropIndexes<'a, T> {
 
     /// Drops the indexes.
     pub fn run(self) -> Result<()> {
-        let op = operation::DropIndexes::all(self.coll.namespace().clone(), self.options);
+        let op = operation::DropIndexes::all(self.coll.ns().clone(), self.options);
         self.coll.execute(op, self.session)
     }
 }

@@ -10,6 +10,8 @@ use crate::error::{Error, Result};
 use crate::proto::coll_options::{
     CreateCollectionOptions, DropDatabaseOptions, ListCollectionsOptions, ListDatabasesOptions,
 };
+use crate::proto::coll_options::{ValidationAction, ValidationLevel};
+use crate::proto::collation::Collation;
 use crate::proto::operation::{self, check_database_name, Operation};
 use crate::proto::options::WriteConcern;
 use crate::proto::read_preference::ReadPreference;
@@ -108,11 +110,11 @@ impl<'a> CreateCollection<'a> {
         max: u64,
         storage_engine: Document,
         validator: Document,
-        validation_level: String,
-        validation_action: String,
+        validation_level: ValidationLevel,
+        validation_action: ValidationAction,
         view_on: String,
         pipeline: Vec<Document>,
-        collation: Document,
+        collation: Collation,
         write_concern: WriteConcern,
         index_option_defaults: Document,
         timeseries: Document,

@@ -58,26 +58,65 @@ pub struct ImplicitSession;
 pub struct ExplicitSession<'a>(pub(crate) &'a mut ClientSession);
 
 /// Declares `with_options` and one setter per option field of a builder
-/// whose options live in `self.options`.
+/// whose options live in `self.options`. As the official driver's setters:
+/// a `Bson` or `String` option takes anything `Into` it, a `Vec<T>` one any
+/// `IntoIterator<Item = T>`, the rest their own type.
 macro_rules! option_setters {
-    ($options:ty { $( $field:ident : $ty:ty ),* $(,)? }) => {
+    ($options:ty { $( $field:ident : $head:ident $(< $inner:ident >)? ),* $(,)? }) => {
         /// Sets every option at once, replacing any set on this builder before.
         pub fn with_options(mut self, options: impl Into<Option<$options>>) -> Self {
             self.options = options.into().unwrap_or_default().into();
             self
         }
 
-        $(
-            #[doc = concat!("Sets the `", stringify!($field), "` option (see [`",
-                stringify!($options), "::", stringify!($field), "`]).")]
-            pub fn $field(mut self, value: $ty) -> Self {
-                self.options.$field = Some(value);
-                self
-            }
-        )*
+        $( $crate::api::action::option_setter!($options, $field, $head $(< $inner >)?); )*
     };
 }
 pub(crate) use option_setters;
+
+/// One setter of [`option_setters`].
+macro_rules! option_setter {
+    (@doc $options:ty, $field:ident) => {
+        concat!(
+            "Sets the `",
+            stringify!($field),
+            "` option (see [`",
+            stringify!($options),
+            "::",
+            stringify!($field),
+            "`])."
+        )
+    };
+    ($options:ty, $field:ident, Bson) => {
+        #[doc = $crate::api::action::option_setter!(@doc $options, $field)]
+        pub fn $field(mut self, value: impl Into<Bson>) -> Self {
+            self.options.$field = Some(value.into());
+            self
+        }
+    };
+    ($options:ty, $field:ident, String) => {
+        #[doc = $crate::api::action::option_setter!(@doc $options, $field)]
+        pub fn $field(mut self, value: impl Into<String>) -> Self {
+            self.options.$field = Some(value.into());
+            self
+        }
+    };
+    ($options:ty, $field:ident, Vec<$inner:ident>) => {
+        #[doc = $crate::api::action::option_setter!(@doc $options, $field)]
+        pub fn $field(mut self, value: impl IntoIterator<Item = $inner>) -> Self {
+            self.options.$field = Some(value.into_iter().collect());
+            self
+        }
+    };
+    ($options:ty, $field:ident, $head:ident) => {
+        #[doc = $crate::api::action::option_setter!(@doc $options, $field)]
+        pub fn $field(mut self, value: $head) -> Self {
+            self.options.$field = Some(value);
+            self
+        }
+    };
+}
+pub(crate) use option_setter;
 
 /// Declares `.session(..)` for a builder with a
 /// `session: Option<&'a mut ClientSession>` field.

@@ -27,7 +27,7 @@ use bson::{doc, Bson, Document, RawDocumentBuf};
 use super::delete::delete_statement;
 use super::insert::{ensure_id, too_large};
 use super::update::{
-    parse_update_reply, replacement_statement, update_statement, UpdateCounts, UpdateModification,
+    parse_update_reply, replacement_statement, update_statement, UpdateCounts, UpdateModifications,
     UpdateStatementOptions,
 };
 use super::{
@@ -435,7 +435,7 @@ impl BulkWrite {
                     return Err(error);
                 };
                 let failure = failure.clone();
-                self.labels.extend(error.labels().map(str::to_string));
+                self.labels.extend(error.labels().iter().cloned());
                 let stop = self.ordered && !failure.write_errors.is_empty();
                 self.write_errors.extend(failure.write_errors);
                 if failure.write_concern_error.is_some() {
@@ -560,7 +560,7 @@ fn statement_of(
 /// valid; a multi-document update cannot take a sort.
 fn checked_update(
     filter: Document,
-    update: &UpdateModification,
+    update: &UpdateModifications,
     options: UpdateModelOptions,
     multi: bool,
 ) -> Result<Document> {
@@ -573,7 +573,7 @@ fn checked_update(
 
 fn update_model(
     filter: Document,
-    update: &UpdateModification,
+    update: &UpdateModifications,
     options: UpdateModelOptions,
     multi: bool,
 ) -> Document {

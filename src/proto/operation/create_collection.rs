@@ -2,7 +2,7 @@
 
 use bson::{doc, Document};
 
-use super::{append_option, check_write_concern, count_bson, Command, Operation, ServerInfo};
+use super::{append_option, check_write_concern, Command, Operation, ServerInfo};
 use crate::error::Result;
 use crate::proto::coll_options::CreateCollectionOptions;
 use crate::proto::concern::WriteConcern;
@@ -37,29 +37,7 @@ impl Operation for CreateCollection {
     fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
         let o = &self.options;
         let mut body = doc! { "create": self.name.clone() };
-        append_option(&mut body, "capped", o.capped);
-        append_option(&mut body, "size", o.size.map(count_bson));
-        append_option(&mut body, "max", o.max.map(count_bson));
-        append_option(&mut body, "storageEngine", o.storage_engine.clone());
-        append_option(&mut body, "validator", o.validator.clone());
-        append_option(&mut body, "validationLevel", o.validation_level.clone());
-        append_option(&mut body, "validationAction", o.validation_action.clone());
-        append_option(&mut body, "viewOn", o.view_on.clone());
-        append_option(&mut body, "pipeline", o.pipeline.clone());
-        append_option(&mut body, "collation", o.collation.clone());
-        append_option(
-            &mut body,
-            "indexOptionDefaults",
-            o.index_option_defaults.clone(),
-        );
-        append_option(&mut body, "timeseries", o.timeseries.clone());
-        append_option(&mut body, "expireAfterSeconds", o.expire_after_seconds);
-        append_option(
-            &mut body,
-            "changeStreamPreAndPostImages",
-            o.change_stream_pre_and_post_images.clone(),
-        );
-        append_option(&mut body, "clusteredIndex", o.clustered_index.clone());
+        o.append_to(&mut body);
         append_option(&mut body, "comment", o.comment.clone());
         Ok(Command::new(Self::NAME, self.db.clone(), body))
     }

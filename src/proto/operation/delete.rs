@@ -18,7 +18,7 @@ use crate::proto::wire::DocumentSequence;
 pub(crate) fn delete_statement(
     filter: Document,
     many: bool,
-    collation: Option<Document>,
+    collation: Option<crate::proto::collation::Collation>,
     hint: Option<Hint>,
 ) -> Document {
     let mut statement = doc! { "q": filter, "limit": if many { 0 } else { 1 } };
@@ -116,7 +116,7 @@ mod tests {
     #[test]
     fn delete_one_and_many() {
         let options = DeleteOptions::default()
-            .collation(doc! { "locale": "en" })
+            .collation(crate::options::Collation::builder().locale("en").build())
             .hint(Hint::Keys(doc! { "x": 1 }))
             .let_vars(doc! { "v": 1 })
             .comment(Bson::from("c"));

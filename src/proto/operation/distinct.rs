@@ -87,7 +87,7 @@ mod tests {
     #[test]
     fn command_and_reply() {
         let options = DistinctOptions::default()
-            .collation(doc! { "locale": "en" })
+            .collation(crate::options::Collation::builder().locale("en").build())
             .comment(Bson::from("c"));
         let mut distinct = Distinct::new(ns(), "x", doc! { "_id": { "$gt": 1 } }, options);
         assert_eq!(

@@ -155,7 +155,7 @@ impl Find {
     ) -> std::result::Result<(), WriteError> {
         let options = &self.options;
         if let Some(collation) = &options.collation {
-            body.document("collation", collation)?;
+            body.document("collation", &collation.to_document())?;
         }
         if let Some(allow) = options.allow_disk_use {
             body.value("allowDiskUse", &Bson::Boolean(allow))?;
@@ -260,7 +260,7 @@ mod tests {
             .max_await_time(Duration::from_millis(100))
             .no_cursor_timeout(true)
             .allow_partial_results(true)
-            .collation(doc! { "locale": "fr" })
+            .collation(crate::options::Collation::builder().locale("fr").build())
             .allow_disk_use(true)
             .let_vars(doc! { "v": 1 });
         let mut find = Find::new(ns(), doc! { "x": { "$gt": 1 } }, options);

@@ -3,7 +3,7 @@
 
 use bson::{doc, Bson, Document};
 
-use super::update::{validate_replacement, UpdateModification};
+use super::update::{validate_replacement, UpdateModifications};
 use super::{
     append_option, check_write_concern, duration_ms, malformed, Command, Namespace, Operation,
     Retryability, ServerInfo,
@@ -33,7 +33,7 @@ struct Options {
     sort: Option<Document>,
     upsert: Option<bool>,
     write_concern: Option<WriteConcern>,
-    collation: Option<Document>,
+    collation: Option<crate::proto::collation::Collation>,
     hint: Option<Hint>,
     let_vars: Option<Document>,
     comment: Option<Bson>,
@@ -75,7 +75,7 @@ impl FindAndModify {
     pub fn update(
         ns: Namespace,
         filter: Document,
-        update: impl Into<UpdateModification>,
+        update: impl Into<UpdateModifications>,
         options: FindOneAndUpdateOptions,
     ) -> Result<Self> {
         let update = update.into();

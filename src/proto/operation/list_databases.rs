@@ -59,8 +59,11 @@ impl Operation for ListDatabases {
                     .to_string();
                 Ok(DatabaseSpecification {
                     name,
-                    size_on_disk: entry.get("sizeOnDisk").and_then(bson_to_u64),
-                    empty: entry.get_bool("empty").ok(),
+                    size_on_disk: entry
+                        .get("sizeOnDisk")
+                        .and_then(bson_to_u64)
+                        .unwrap_or_default(),
+                    empty: entry.get_bool("empty").unwrap_or_default(),
                     shards: entry.get_document("shards").ok().cloned(),
                 })
             })
@@ -97,14 +100,14 @@ mod tests {
             vec![
                 DatabaseSpecification {
                     name: "a".into(),
-                    size_on_disk: Some(8192),
-                    empty: Some(false),
+                    size_on_disk: 8192,
+                    empty: false,
                     shards: None
                 },
                 DatabaseSpecification {
                     name: "b".into(),
-                    size_on_disk: None,
-                    empty: None,
+                    size_on_disk: 0,
+                    empty: false,
                     shards: None
                 },
             ]

@@ -78,7 +78,7 @@ pub use list_databases::ListDatabases;
 pub use list_indexes::ListIndexes;
 pub(crate) use names::check_database_name;
 pub use run_command::RunCommand;
-pub use update::{Update, UpdateModification};
+pub use update::{Update, UpdateModifications};
 
 /// Space kept free in every message for what the executor adds to a command
 /// after `build` (`$db`, `lsid`, `txnNumber`, `$clusterTime`,

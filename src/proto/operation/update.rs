@@ -12,7 +12,7 @@ use crate::proto::concern::WriteConcern;
 use crate::proto::reply::Reply;
 use crate::proto::results::UpdateResult;
 use crate::proto::wire::DocumentSequence;
-pub use crate::proto::write_model::UpdateModification;
+pub use crate::proto::write_model::UpdateModifications;
 
 /// Refuses a replacement whose first key is an operator (it would be an update).
 pub(crate) fn validate_replacement(replacement: &Document) -> Result<()> {
@@ -30,7 +30,7 @@ pub(crate) struct UpdateStatementOptions {
     pub multi: bool,
     pub upsert: Option<bool>,
     pub array_filters: Option<Vec<Document>>,
-    pub collation: Option<Document>,
+    pub collation: Option<crate::proto::collation::Collation>,
     pub hint: Option<Hint>,
     pub sort: Option<Document>,
 }
@@ -41,7 +41,7 @@ pub(crate) fn replacement_statement(
     filter: Document,
     replacement: Document,
     upsert: Option<bool>,
-    collation: Option<Document>,
+    collation: Option<crate::proto::collation::Collation>,
     hint: Option<Hint>,
     sort: Option<Document>,
 ) -> Result<Document> {
@@ -146,7 +146,7 @@ impl Update {
     pub fn update_one(
         ns: Namespace,
         filter: Document,
-        update: impl Into<UpdateModification>,
+        update: impl Into<UpdateModifications>,
         options: UpdateOptions,
     ) -> Result<Self> {
         Update::new(ns, filter, update.into(), false, options)
@@ -156,7 +156,7 @@ impl Update {
     pub fn update_many(
         ns: Namespace,
         filter: Document,
-        update: impl Into<UpdateModification>,
+        update: impl Into<UpdateModifications>,
         options: UpdateOptions,
     ) -> Result<Self> {
         if options.sort.is_some() {
@@ -168,7 +168,7 @@ impl Update {
     fn new(
         ns: Namespace,
         filter: Document,
-        update: UpdateModification,
+        update: UpdateModifications,
         multi: bool,
         options: UpdateOptions,
     ) -> Result<Self> {
@@ -312,7 +312,7 @@ mod tests {
         let options = UpdateOptions::default()
             .upsert(true)
             .array_filters(vec![doc! { "i.x": 1 }])
-            .collation(doc! { "locale": "en" })
+            .collation(crate::options::Collation::builder().locale("en").build())
             .hint(Hint::Name("x_1".into()))
             .sort(doc! { "x": -1 })
             .bypass_document_validation(false)

@@ -52,7 +52,7 @@ fn majority() -> WriteConcern {
 }
 
 fn level(l: &str) -> ReadConcern {
-    ReadConcern { level: l.into() }
+    ReadConcern::custom(l)
 }
 
 fn start(s: &mut SessionState, options: TransactionOptions) {
@@ -299,7 +299,7 @@ fn network_errors_make_the_session_dirty_for_good() {
     let mut e = Error::network_message(None, "reset");
     s.on_error(&mut e, FailedCommand::named("find"));
     assert!(s.server_session().unwrap().dirty);
-    assert_eq!(e.labels().count(), 0, "no transaction, no label");
+    assert_eq!(e.labels().len(), 0, "no transaction, no label");
     s.on_reply(&doc! {"ok": 1}, &mut ClusterClock::new());
     assert!(s.server_session().unwrap().dirty);
 

@@ -822,9 +822,7 @@ mod tests {
             ..Default::default()
         };
         let client = TransactionOptions {
-            read_concern: Some(ReadConcern {
-                level: "local".into(),
-            }),
+            read_concern: Some(ReadConcern::local()),
             write_concern: Some(WriteConcern {
                 w: Some(Acknowledgment::Nodes(1)),
                 ..Default::default()
@@ -838,7 +836,7 @@ mod tests {
         let r = own.resolve(Some(&session), &client);
         assert_eq!(r.max_commit_time, Some(Duration::from_secs(2)));
         assert_eq!(r.write_concern, Some(majority()));
-        assert_eq!(r.read_concern.unwrap().level, "local");
+        assert_eq!(r.read_concern.unwrap().level.as_str(), "local");
         assert_eq!(r.read_preference, None);
         let r = own.resolve(None, &client);
         assert_eq!(r.write_concern.unwrap().w, Some(Acknowledgment::Nodes(1)));
@@ -873,7 +871,7 @@ mod tests {
         t.pin(pin());
         let mut e = command_error(11000);
         t.label_error(&mut e, FailedCommand::named("insert"));
-        assert_eq!(e.labels().count(), 0);
+        assert_eq!(e.labels().len(), 0);
         assert!(t.pinned().is_some());
 
         let mut e = command_error(251).with_labels([TRANSIENT_TRANSACTION_ERROR]);
@@ -886,11 +884,11 @@ mod tests {
         let mut t = Transaction::new();
         let mut e = Error::network_message(None, "reset");
         t.label_error(&mut e, FailedCommand::named("insert"));
-        assert_eq!(e.labels().count(), 0);
+        assert_eq!(e.labels().len(), 0);
         t.start(TransactionOptions::default()).unwrap();
         t.commit().unwrap();
         t.label_error(&mut e, FailedCommand::named("insert"));
-        assert_eq!(e.labels().count(), 0);
+        assert_eq!(e.labels().len(), 0);
     }
 
     #[test]

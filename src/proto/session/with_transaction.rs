@@ -177,7 +177,7 @@ impl WithTransaction {
         };
         let labels: Vec<String> = cause
             .iter()
-            .flat_map(|e| e.labels().map(str::to_string))
+            .flat_map(|e| e.labels().iter().cloned())
             .collect();
         Error::new(ErrorKind::Timeout { message }).with_labels(labels)
     }
