@@ -130,6 +130,17 @@ mi_error *mi_bson_to_json(const uint8_t *bson, size_t len, char **out);
 /* Creates a client from a connection string. Parses and validates only: no
  * I/O until the first operation. *out is freed with mi_client_free. */
 mi_error *mi_client_new(const char *uri, mi_client **out);
+/* MONGODB-OIDC's machine callback: writes an access token of at most
+ * capacity bytes into token (no NUL needed) and returns its length, or a
+ * negative number when it has none. timeout_ms is the time left (-1: none);
+ * username is the connection string's user or NULL. */
+typedef int64_t (*mi_oidc_callback)(void *user_data, int64_t timeout_ms, const char *username,
+                                    char *token, size_t capacity);
+/* Like mi_client_new, for a connection string with authMechanism=MONGODB-OIDC
+ * and no ENVIRONMENT: access tokens come from callback, called inline when one
+ * is needed. callback and user_data must stay usable while the client lives. */
+mi_error *mi_client_new_with_oidc_callback(const char *uri, mi_oidc_callback callback,
+                                           void *user_data, mi_client **out);
 /* Ends the client's server sessions (endSessions, not awaited), closes its
  * sockets and frees the handle. NULL is a no-op. */
 void mi_client_free(mi_client *client);

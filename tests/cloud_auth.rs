@@ -633,3 +633,126 @@ fn oidc_k8s_reads_the_federated_token_file_and_failures_are_clear() {
         !e.to_string().contains("forged.jwt.value") && !format!("{e:?}").contains("forged.jwt")
     );
 }
+
+/// The CLI run as a Lambda handler or a test harness would: credentials
+/// only in its environment.
+fn cli(uri: &str, environment: &[(&str, &str)]) -> std::process::Output {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_mongo-inline"));
+    command
+        .arg(uri)
+        .args(["run", "--db", "admin", r#"{"ping": 1}"#]);
+    for name in [
+        "MONGODB_URI",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "OIDC_TOKEN_FILE",
+    ] {
+        command.env_remove(name);
+    }
+    command.envs(environment.iter().copied());
+    command.output().unwrap()
+}
+
+#[test]
+fn the_cli_authenticates_with_both_mechanisms_from_the_environment() {
+    let proxy = proxy();
+    let output = cli(
+        &proxy.uri("?authMechanism=MONGODB-AWS"),
+        &[
+            ("AWS_ACCESS_KEY_ID", "AKIDLAMBDA"),
+            ("AWS_SECRET_ACCESS_KEY", SECRET),
+            ("AWS_SESSION_TOKEN", TOKEN),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("\"ok\""));
+    let path = token_file("cli-oidc", &support::cloud::jwt("cli"));
+    let output = cli(
+        &proxy.uri("?authMechanism=MONGODB-OIDC&authMechanismProperties=ENVIRONMENT:test"),
+        &[("OIDC_TOKEN_FILE", path.to_str().unwrap())],
+    );
+    std::fs::remove_file(&path).unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(proxy.starts(), ["MONGODB-AWS", "MONGODB-OIDC"]);
+    assert_eq!(proxy.successes(), 2, "{:?}", proxy.failures());
+    // Without credentials anywhere, a clear error that shows nothing secret
+    // (the EC2 endpoint does not answer here).
+    let output = cli(&proxy.uri("?authMechanism=MONGODB-AWS&timeoutMS=300"), &[]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("MONGODB-AWS"), "{stderr}");
+}
+
+/// The C ABI's OIDC callback: the token comes from C, through
+/// `mi_client_new_with_oidc_callback`.
+#[cfg(feature = "capi")]
+#[test]
+fn the_c_abi_passes_an_oidc_callback() {
+    use mongo_inline::capi::*;
+    use std::ffi::{c_char, c_void, CString};
+
+    unsafe extern "C" fn token(
+        user_data: *mut c_void,
+        timeout_ms: i64,
+        username: *const c_char,
+        out: *mut c_char,
+        capacity: usize,
+    ) -> i64 {
+        assert!(timeout_ms > 0 && username.is_null());
+        // SAFETY: the test passes a live String as user data.
+        let jwt = unsafe { &*(user_data as *const String) };
+        assert!(jwt.len() <= capacity);
+        // SAFETY: the driver's buffer holds `capacity` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(jwt.as_ptr(), out.cast(), jwt.len()) };
+        jwt.len() as i64
+    }
+
+    let proxy = proxy();
+    let jwt = support::cloud::jwt("c-caller");
+    let uri = CString::new(proxy.uri("?authMechanism=MONGODB-OIDC&timeoutMS=3000")).unwrap();
+    let mut client = std::ptr::null_mut();
+    // SAFETY: valid arguments; `jwt` outlives the client.
+    let error = unsafe {
+        mi_client_new_with_oidc_callback(
+            uri.as_ptr(),
+            Some(token),
+            &jwt as *const String as *mut c_void,
+            &mut client,
+        )
+    };
+    assert!(error.is_null());
+    let command = {
+        let mut bytes = Vec::new();
+        doc! { "ping": 1 }.to_writer(&mut bytes).unwrap();
+        bytes
+    };
+    let db = CString::new("admin").unwrap();
+    let mut reply = MiBuffer {
+        data: std::ptr::null_mut(),
+        len: 0,
+    };
+    // SAFETY: a live client, valid arguments; the reply is freed once.
+    unsafe {
+        let error = mi_client_run_command(
+            client,
+            std::ptr::null_mut(),
+            db.as_ptr(),
+            command.as_ptr(),
+            command.len(),
+            &mut reply,
+        );
+        assert!(error.is_null());
+        mi_buffer_free(&mut reply);
+        mi_client_free(client);
+    }
+    assert_eq!(proxy.starts(), ["MONGODB-OIDC"]);
+    assert_eq!(proxy.successes(), 1, "{:?}", proxy.failures());
+}

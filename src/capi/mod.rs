@@ -441,6 +441,56 @@ pub unsafe extern "C" fn mi_client_new(
     })
 }
 
+/// MONGODB-OIDC's machine callback, as C gives it: writes an access token
+/// of at most `capacity` bytes into `token` and returns its length, or a
+/// negative number when it has none. `timeout_ms` is the time left (-1:
+/// none); `username` is the connection string's user or NULL.
+pub type MiOidcCallback = Option<
+    unsafe extern "C" fn(
+        user_data: *mut c_void,
+        timeout_ms: i64,
+        username: *const c_char,
+        token: *mut c_char,
+        capacity: usize,
+    ) -> i64,
+>;
+
+/// Creates a client whose MONGODB-OIDC credential gets its access tokens
+/// from `callback` (the connection string names
+/// `authMechanism=MONGODB-OIDC` and no `ENVIRONMENT`). No I/O.
+///
+/// # Safety
+/// `uri` is NULL or NUL-terminated; `out` is NULL or writable; `callback`
+/// and `user_data` stay usable, from the threads that use the client,
+/// while the client lives.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mi_client_new_with_oidc_callback(
+    uri: *const c_char,
+    callback: MiOidcCallback,
+    user_data: *mut c_void,
+    out: *mut *mut MiClient,
+) -> *mut MiError {
+    boundary(|| {
+        // SAFETY: by contract.
+        let (uri, out) = unsafe { (str_arg(uri, "uri")?, handle(out, "out")?) };
+        let callback = callback.ok_or_else(|| Failure::new(Domain::Client, "callback is NULL"))?;
+        let client = ops::new_client_with_oidc(
+            uri,
+            ops::OidcCallback {
+                callback,
+                user_data,
+            },
+        )?;
+        *out = Box::into_raw(Box::new(MiClient {
+            id: NEXT_CLIENT_ID.fetch_add(1, Ordering::Relaxed),
+            client,
+            events: None,
+            used: false,
+        }));
+        Ok(())
+    })
+}
+
 /// Closes the client (ends its server sessions, closes its sockets) and
 /// frees the handle; NULL is a no-op.
 ///

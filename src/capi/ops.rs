@@ -2,6 +2,7 @@
 //! change of that API is a change of this file only. Everything here is safe
 //! Rust over plain values: the pointer handling lives in the parent module.
 
+use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
 use bson::{Bson, Document, RawDocumentBuf};
@@ -23,6 +24,73 @@ pub(crate) type OptionList = Vec<(String, Bson)>;
 /// A client for the deployment `uri` names; parses and validates, no I/O.
 pub(crate) fn new_client(uri: &str) -> Result<Client, Failure> {
     Client::with_uri_str(uri).map_err(|e| failure(&e))
+}
+
+/// A C OIDC callback and its user data.
+pub(crate) struct OidcCallback {
+    pub callback: unsafe extern "C" fn(*mut c_void, i64, *const c_char, *mut c_char, usize) -> i64,
+    pub user_data: *mut c_void,
+}
+
+// SAFETY: `mi_client_new_with_oidc_callback`'s contract: the callback and
+// its user data are usable from the threads that use the client.
+unsafe impl Send for OidcCallback {}
+// SAFETY: as above; the driver calls it from one thread at a time.
+unsafe impl Sync for OidcCallback {}
+
+/// The longest token a C callback may write.
+const OIDC_TOKEN_CAPACITY: usize = 64 * 1024;
+
+impl OidcCallback {
+    fn call(&self, context: &crate::options::oidc::CallbackContext) -> crate::Result<String> {
+        use crate::shell::clock::Clock as _;
+        let timeout_ms = context.timeout.map_or(-1, |deadline| {
+            let left = deadline.saturating_duration_since(crate::shell::clock::SystemClock.now());
+            i64::try_from(left.as_millis()).unwrap_or(i64::MAX)
+        });
+        let username = context
+            .username
+            .as_deref()
+            .and_then(|u| std::ffi::CString::new(u).ok());
+        let username_ptr = username.as_ref().map_or(std::ptr::null(), |u| u.as_ptr());
+        let mut token = vec![0u8; OIDC_TOKEN_CAPACITY];
+        // SAFETY: the caller's contract covers the callback and user data;
+        // the buffer is writable for its length and outlives the call.
+        let written = unsafe {
+            (self.callback)(
+                self.user_data,
+                timeout_ms,
+                username_ptr,
+                token.as_mut_ptr().cast(),
+                token.len(),
+            )
+        };
+        let length = usize::try_from(written)
+            .ok()
+            .filter(|&n| n <= token.len())
+            .ok_or_else(|| crate::Error::client("the OIDC callback returned no token"))?;
+        token.truncate(length);
+        String::from_utf8(token)
+            .map_err(|_| crate::Error::client("the OIDC callback's token is not UTF-8"))
+    }
+}
+
+/// A client for `uri` whose MONGODB-OIDC credential calls `callback`.
+pub(crate) fn new_client_with_oidc(uri: &str, callback: OidcCallback) -> Result<Client, Failure> {
+    let parsed = crate::ClientOptions::parse(uri).map_err(|e| failure(&e))?;
+    let mut credential = parsed.credential().cloned().unwrap_or_default();
+    let callback = std::sync::Arc::new(callback);
+    credential.oidc_callback = crate::options::oidc::Callback::machine(move |context| {
+        callback
+            .call(&context)
+            .map(crate::options::oidc::IdpServerResponse::new)
+    });
+    let code = crate::ClientOptions::builder()
+        .credential(credential)
+        .build()
+        .map_err(|e| failure(&e))?;
+    let options = crate::ClientOptions::parse_with(uri, code).map_err(|e| failure(&e))?;
+    Client::with_options(options).map_err(|e| failure(&e))
 }
 
 /// The same deployment and options as `client`, reporting events to

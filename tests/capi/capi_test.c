@@ -211,6 +211,18 @@ static void test_bson_helpers(void) {
     CHECK(!mi_error_has_label(NULL, "x"));
 }
 
+/* A MONGODB-OIDC token source in C: writes a fixed token. */
+static int64_t oidc_token(void *user_data, int64_t timeout_ms, const char *username, char *token,
+                          size_t capacity) {
+    (void)user_data;
+    (void)timeout_ms;
+    (void)username;
+    const char jwt[] = "header.payload.signature";
+    if (capacity < sizeof jwt - 1) return -1;
+    memcpy(token, jwt, sizeof jwt - 1);
+    return (int64_t)(sizeof jwt - 1);
+}
+
 static void test_client_errors(const char *uri) {
     mi_client *client = NULL;
     EXPECT_ERROR(mi_client_new("mongodb://", &client), MI_ERROR_ARGUMENT, NULL);
@@ -223,6 +235,15 @@ static void test_client_errors(const char *uri) {
     EXPECT_ERROR(mi_client_new(bad_utf8, &client), MI_ERROR_ARGUMENT, "UTF-8");
     CHECK(client == NULL);
     mi_client_free(NULL);
+
+    /* MONGODB-OIDC with a C callback: built without I/O (tests/cloud_auth.rs
+     * authenticates with one); a NULL callback is refused. */
+    const char *oidc_uri = "mongodb://h/?authMechanism=MONGODB-OIDC";
+    EXPECT_ERROR(mi_client_new_with_oidc_callback(oidc_uri, NULL, NULL, &client), MI_ERROR_CLIENT,
+                 "callback is NULL");
+    OK(mi_client_new_with_oidc_callback(oidc_uri, oidc_token, NULL, &client));
+    mi_client_free(client);
+    client = NULL;
 
     /* Unreachable: nothing listens on port 1; selection gives up quickly. */
     OK(mi_client_new("mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=300&connectTimeoutMS=300",
