@@ -3,7 +3,9 @@
 //! whose authentication fails, neither errors (Display and Debug), nor
 //! warnings, nor `ClientOptions`' or `Client`'s Debug, nor log records, nor
 //! command and SDAM events (as Debug prints them) contain the secret. The
-//! CLI's sweep is in tests/cli.rs, the C ABI's in tests/capi_ops.rs.
+//! CLI's sweep is in tests/cli.rs, the C ABI's in tests/capi_ops.rs, the
+//! cloud mechanisms' failures (expired credentials, bad JSON, a forged
+//! nonce, a refused OIDC token) in tests/cloud_auth.rs.
 
 // Timing real servers and processes is this crate's job; the one-clock rule
 // (clippy.toml) is the library's.
@@ -126,6 +128,11 @@ fn no_library_channel_shows_a_password() {
             "mongodb://u:{SECRET}@{live}/?directConnection=true&authMechanism={mechanism}&serverSelectionTimeoutMS=2000"
         ));
     }
+    // MONGODB-AWS's secrets: the secret key and the session token.
+    uris.push(format!(
+        "mongodb://AKID:{SECRET}@{live}/?directConnection=true&authMechanism=MONGODB-AWS&\
+         authMechanismProperties=AWS_SESSION_TOKEN:{SECRET}&serverSelectionTimeoutMS=2000"
+    ));
     let mut events = 0;
     for uri in &uris {
         events += sweep_one(uri);
