@@ -10,6 +10,7 @@ pub(crate) mod bson_write;
 pub(crate) mod coll_options;
 pub(crate) mod collation;
 pub(crate) mod command_draft;
+pub(crate) mod compression;
 pub(crate) mod concern;
 pub(crate) mod deadline;
 pub(crate) mod encode;

@@ -3,7 +3,7 @@
 //! Parsing accepts them (the URI-options spec tests parse such URIs, and a
 //! parsed URI can be inspected), but a client built from them would quietly
 //! do something weaker than asked: talk in plain text where TLS was asked
-//! for, never authenticate, offer compression it cannot decode. So client
+//! for, never authenticate, connect around a proxy. So client
 //! construction refuses them, here and only here. (TLS, SCRAM, X.509 and
 //! PLAIN were listed until they were built.)
 //!
@@ -41,10 +41,6 @@ const UNSUPPORTED: &[Unsupported] = &[
     Unsupported {
         option: "authMechanism=GSSAPI",
         requested: |o| mechanism_is(o, Some("GSSAPI")),
-    },
-    Unsupported {
-        option: "compressors",
-        requested: |o| o.compressors().is_some_and(|c| !c.is_empty()),
     },
     Unsupported {
         option: "proxyHost (SOCKS5 proxy)",
@@ -132,8 +128,7 @@ mod tests {
     }
 
     #[test]
-    fn compressors_and_proxies_are_refused() {
-        assert!(refused("mongodb://h/?compressors=zlib").contains("compressors"));
+    fn proxies_are_refused() {
         assert!(refused("mongodb://h/?proxyHost=p.example").contains("proxyHost"));
     }
 

@@ -37,7 +37,7 @@ pub mod op_code {
     pub const REPLY: i32 = 1;
     /// OP_QUERY: used only for the first (legacy) hello on a socket.
     pub const QUERY: i32 = 2004;
-    /// OP_COMPRESSED: never negotiated by this driver.
+    /// OP_COMPRESSED: a message of another op code, compressed.
     pub const COMPRESSED: i32 = 2012;
     /// OP_MSG: every command.
     pub const MSG: i32 = 2013;
@@ -65,8 +65,8 @@ pub struct Header {
 impl Header {
     /// Parses and validates the header of a reply: `length` must be at least
     /// [`HEADER_LEN`] and at most `max_message_size`, and the op code must be
-    /// one a reply can carry (OP_REPLY or OP_MSG). OP_COMPRESSED is refused
-    /// because this driver never negotiates compression.
+    /// one a reply can carry (OP_REPLY, OP_MSG, or OP_COMPRESSED wrapping
+    /// one of them: [`crate::proto::compression::decompress`] unwraps it).
     pub fn parse(bytes: &[u8; HEADER_LEN], max_message_size: usize) -> Result<Header> {
         let field =
             |i: usize| i32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
@@ -95,11 +95,7 @@ impl Header {
             ));
         }
         match header.op_code {
-            op_code::REPLY | op_code::MSG => Ok(header),
-            op_code::COMPRESSED => Err(Error::protocol(
-                None,
-                "received OP_COMPRESSED but compression was not negotiated",
-            )),
+            op_code::REPLY | op_code::MSG | op_code::COMPRESSED => Ok(header),
             other => Err(Error::protocol(
                 None,
                 format!("unexpected op code {other} in a reply (expected OP_MSG or OP_REPLY)"),
@@ -1142,11 +1138,7 @@ mod tests {
             MAX,
         ));
         assert!(message.contains("maxMessageSizeBytes"), "{message}");
-        let message = error_message(Header::parse(&header_with(100, op_code::COMPRESSED), MAX));
-        assert!(
-            message.contains("compression was not negotiated"),
-            "{message}"
-        );
+        assert!(Header::parse(&header_with(100, op_code::COMPRESSED), MAX).is_ok());
         for op in [op_code::QUERY, 0, 2010, -5] {
             let message = error_message(Header::parse(&header_with(100, op), MAX));
             assert!(message.contains("unexpected op code"), "{message}");

@@ -427,3 +427,73 @@ pub fn is_ok(reply: &Document) -> bool {
         _ => false,
     }
 }
+
+/// The compressors the harness speaks, by OP_COMPRESSED id.
+pub const COMPRESSOR_NAMES: [(u8, &str); 3] = [(1, "snappy"), (2, "zlib"), (3, "zstd")];
+
+/// `frame` wrapped in OP_COMPRESSED with compressor `id` (1 snappy, 2 zlib,
+/// 3 zstd), as a server compresses its replies.
+pub fn compress_frame(frame: &Frame, id: u8) -> Frame {
+    let compressed = match id {
+        1 => snap::raw::Encoder::new()
+            .compress_vec(&frame.body)
+            .expect("snappy"),
+        2 => {
+            let mut encoder =
+                flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+            encoder.write_all(&frame.body).expect("zlib");
+            encoder.finish().expect("zlib")
+        }
+        3 => zstd::bulk::compress(&frame.body, 0).expect("zstd"),
+        other => panic!("no compressor {other}"),
+    };
+    let mut body = Vec::with_capacity(9 + compressed.len());
+    body.extend_from_slice(&frame.op_code.to_le_bytes());
+    body.extend_from_slice(&(frame.body.len() as i32).to_le_bytes());
+    body.push(id);
+    body.extend_from_slice(&compressed);
+    Frame {
+        request_id: frame.request_id,
+        response_to: frame.response_to,
+        op_code: OP_COMPRESSED,
+        body,
+    }
+}
+
+/// The message an OP_COMPRESSED `frame` wraps, and the compressor id.
+pub fn decompress_frame(frame: &Frame) -> io::Result<(Frame, u8)> {
+    if frame.body.len() < 9 {
+        return Err(invalid("OP_COMPRESSED shorter than its prefix"));
+    }
+    let op_code = i32::from_le_bytes(frame.body[0..4].try_into().expect("4 bytes"));
+    let size = i32::from_le_bytes(frame.body[4..8].try_into().expect("4 bytes")) as usize;
+    let id = frame.body[8];
+    let data = &frame.body[9..];
+    let body = match id {
+        1 => snap::raw::Decoder::new()
+            .decompress_vec(data)
+            .map_err(|e| invalid(e.to_string()))?,
+        2 => {
+            let mut out = Vec::new();
+            flate2::read::ZlibDecoder::new(data).read_to_end(&mut out)?;
+            out
+        }
+        3 => zstd::bulk::decompress(data, size)?,
+        other => return Err(invalid(format!("unknown compressor {other}"))),
+    };
+    if body.len() != size {
+        return Err(invalid(format!(
+            "declared {size} bytes, got {}",
+            body.len()
+        )));
+    }
+    Ok((
+        Frame {
+            request_id: frame.request_id,
+            response_to: frame.response_to,
+            op_code,
+            body,
+        },
+        id,
+    ))
+}

@@ -38,8 +38,9 @@ use bson::oid::ObjectId;
 use bson::{doc, Bson, DateTime, Document, Timestamp};
 
 use super::raw::{
-    encode_op_reply, parse_op_msg, parse_op_query, read_frame, Frame, OpMsg, FLAG_MORE_TO_COME,
-    OP_MSG, OP_QUERY, QUERY_FLAG_SECONDARY_OK,
+    compress_frame, decompress_frame, encode_op_reply, parse_op_msg, parse_op_query, read_frame,
+    Frame, OpMsg, COMPRESSOR_NAMES, FLAG_MORE_TO_COME, OP_COMPRESSED, OP_MSG, OP_QUERY,
+    QUERY_FLAG_SECONDARY_OK,
 };
 use super::server::TestServer;
 
@@ -195,6 +196,10 @@ struct Observed {
     handshakes: Vec<Document>,
     commands: Vec<String>,
     received: Vec<Document>,
+    /// The commands that came compressed, with the compressor's id.
+    compressed: Vec<(String, u8)>,
+    /// Bytes written to clients (replies, as they went on the wire).
+    bytes_to_clients: u64,
 }
 
 #[derive(Debug)]
@@ -690,6 +695,16 @@ impl Simulator {
         lock(&self.member(i).observed).received.clone()
     }
 
+    /// The commands member `i` received compressed, with the compressor id.
+    pub fn compressed(&self, i: usize) -> Vec<(String, u8)> {
+        lock(&self.member(i).observed).compressed.clone()
+    }
+
+    /// The bytes member `i` wrote to its clients.
+    pub fn bytes_to_clients(&self, i: usize) -> u64 {
+        lock(&self.member(i).observed).bytes_to_clients
+    }
+
     /// Forgets what every member observed (counters and recorded commands).
     pub fn reset_observations(&self) {
         for io in &self.members {
@@ -794,6 +809,7 @@ fn accept_loop(shared: Arc<Shared>, index: usize, io: Arc<MemberIo>) {
             greeted: false,
             client_metadata: None,
             adds_recovery_token: false,
+            reply_compressor: None,
         };
         let spawned = thread::Builder::new()
             .name(format!("sim-conn-{}-{connection_id}", io.port))
@@ -820,6 +836,9 @@ struct Handler {
     /// Whether the reply being forwarded gets a `recoveryToken`, as a
     /// mongos adds to every reply within a transaction.
     adds_recovery_token: bool,
+    /// The compressor id of the request being answered: its reply goes
+    /// back compressed the same way, as mongod does.
+    reply_compressor: Option<u8>,
 }
 
 enum Answer {
@@ -848,6 +867,7 @@ impl Handler {
             if self.shared.stop.load(Ordering::SeqCst) {
                 return Ok(());
             }
+            let frame = self.unwrap_compressed(frame)?;
             match frame.op_code {
                 OP_MSG => {
                     let message = parse_op_msg(&frame.body)?;
@@ -885,8 +905,8 @@ impl Handler {
                         Answer::Close => return Ok(()),
                     }
                 }
-                // Nothing we advertise makes a client send anything else
-                // (no compression is offered), so let the backend judge it.
+                // Nothing we advertise makes a client send anything else,
+                // so let the backend judge it.
                 _ => self.forward(client, &frame, true)?,
             }
         }
@@ -907,7 +927,45 @@ impl Handler {
         if !delay.is_zero() {
             thread::sleep(delay);
         }
+        self.write_to_client(client, bytes)
+    }
+
+    /// Writes a reply, compressed when its request was, and counts its bytes.
+    fn write_to_client(&self, client: &mut TcpStream, bytes: &[u8]) -> io::Result<()> {
+        let compressed;
+        let bytes = match self.reply_compressor {
+            Some(id) => {
+                let frame = read_frame(&mut &bytes[..])?.expect("a whole reply");
+                compressed = compress_frame(&frame, id).to_bytes();
+                &compressed[..]
+            }
+            None => bytes,
+        };
+        lock(&self.io.observed).bytes_to_clients += bytes.len() as u64;
         client.write_all(bytes)
+    }
+
+    /// An OP_COMPRESSED request unwrapped (recording its command and
+    /// compressor); any other request as it came.
+    fn unwrap_compressed(&mut self, frame: Frame) -> io::Result<Frame> {
+        if frame.op_code != OP_COMPRESSED {
+            self.reply_compressor = None;
+            return Ok(frame);
+        }
+        let (inner, id) = decompress_frame(&frame)?;
+        let name = if inner.op_code == OP_MSG {
+            parse_op_msg(&inner.body)?
+                .body
+                .keys()
+                .next()
+                .cloned()
+                .unwrap_or_default()
+        } else {
+            String::new()
+        };
+        lock(&self.io.observed).compressed.push((name, id));
+        self.reply_compressor = Some(id);
+        Ok(inner)
     }
 
     fn answer(&mut self, command: &Document, secondary_ok: bool) -> Answer {
@@ -1040,6 +1098,18 @@ impl Handler {
             Role::Primary | Role::Mongos | Role::Standalone | Role::LoadBalancer
         );
         reply.insert(writable_field, writable);
+        // The compressors offered that the simulator speaks (all three), in
+        // the client's order, as mongod answers.
+        if let Ok(offered) = command.get_array("compression") {
+            let common: Vec<Bson> = offered
+                .iter()
+                .filter(|o| COMPRESSOR_NAMES.iter().any(|(_, n)| o.as_str() == Some(*n)))
+                .cloned()
+                .collect();
+            if !common.is_empty() {
+                reply.insert("compression", common);
+            }
+        }
         if command.get_bool("helloOk").unwrap_or(false) {
             reply.insert("helloOk", true);
         }
@@ -1171,12 +1241,12 @@ impl Handler {
     ) -> io::Result<()> {
         let delay = self.delay();
         let adds_recovery_token = self.adds_recovery_token;
-        let backend = self.backend()?;
-        backend.write_all(&frame.to_bytes())?;
+        self.backend()?.write_all(&frame.to_bytes())?;
         if !expects_reply {
             return Ok(());
         }
         loop {
+            let backend = self.backend()?;
             let reply = read_frame(backend)?.ok_or_else(|| {
                 io::Error::new(
                     io::ErrorKind::UnexpectedEof,
@@ -1196,7 +1266,7 @@ impl Handler {
             } else {
                 reply
             };
-            client.write_all(&reply.to_bytes())?;
+            self.write_to_client(client, &reply.to_bytes())?;
             if !more {
                 return Ok(());
             }

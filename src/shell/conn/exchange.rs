@@ -10,6 +10,7 @@ use super::next_request_id;
 use super::pump::Transfer;
 use super::Connection;
 use crate::error::{Error, Result};
+use crate::proto::compression;
 use crate::proto::reply::Reply;
 use crate::proto::wire::{self, Message, MsgBody, MsgFlags, MsgParts, OpMsg};
 
@@ -43,7 +44,8 @@ impl Connection {
     ) -> Result<Reply> {
         let mut buffer = std::mem::take(&mut self.write_buffer);
         buffer.clear();
-        let encoded = wire::encode_parts(request_id, 0, msg, self.max_message_size, &mut buffer);
+        let encoded = wire::encode_parts(request_id, 0, msg, self.max_message_size, &mut buffer)
+            .and_then(|_| self.compress(&mut buffer));
         if msg.flags.has(MsgFlags::MORE_TO_COME) {
             // The server sends nothing back for moreToCome (a w:0 write):
             // waiting for a reply would block until the socket timeout, or
@@ -55,6 +57,19 @@ impl Connection {
         let outcome = encoded.and_then(|_| self.exchange_reply(request_id, &buffer, timeout));
         self.write_buffer = buffer;
         outcome
+    }
+
+    /// Replaces the encoded request in `buffer` with its OP_COMPRESSED form
+    /// when a compressor was negotiated and the command may be compressed.
+    fn compress(&mut self, buffer: &mut Vec<u8>) -> Result<()> {
+        let Some(compressor) = self.compressor else {
+            return Ok(());
+        };
+        self.compress_buffer.clear();
+        if compression::compress_request(compressor, buffer, &mut self.compress_buffer)? {
+            std::mem::swap(buffer, &mut self.compress_buffer);
+        }
+        Ok(())
     }
 
     /// Runs `command` against database `db` as OP_MSG and returns the raw
@@ -241,7 +256,13 @@ impl Connection {
             };
             return Err(self.stall_error(stall, context));
         }
-        let frame = reply_to.and_then(|_| self.reader.take_frame());
+        let frame = match reply_to {
+            Some(_) => self
+                .reader
+                .take_message()
+                .map_err(|e| self.with_address(e))?,
+            None => None,
+        };
         if frame.as_ref().is_some_and(|f| f.trailing) {
             self.out_of_step = true;
         }

@@ -130,6 +130,28 @@ impl FrameReader {
         })
     }
 
+    /// The whole reply as [`take_frame`](Self::take_frame) gives it, an
+    /// OP_COMPRESSED one unwrapped (its declared size checked against the
+    /// size limit first): what both paths decode.
+    pub(crate) fn take_message(&mut self) -> Result<Option<Frame>> {
+        let Some(frame) = self.take_frame() else {
+            return Ok(None);
+        };
+        if frame.header.op_code != crate::proto::wire::op_code::COMPRESSED {
+            return Ok(Some(frame));
+        }
+        let (header, body) = crate::proto::compression::decompress(
+            &frame.header,
+            &frame.body,
+            self.max_message_size,
+        )?;
+        Ok(Some(Frame {
+            header,
+            body,
+            trailing: frame.trailing,
+        }))
+    }
+
     /// Whether the reply is longer than the read-ahead: its body gets its
     /// own buffer, read to its end and no further.
     fn is_long(&self) -> bool {

@@ -26,6 +26,7 @@ use bson::Document;
 
 use crate::error::{Error, ErrorKind};
 use crate::proto::address::ServerAddress;
+use crate::proto::compression::Compressor;
 use crate::shell::clock::Clock;
 use frame::FrameReader;
 use pump::Stall;
@@ -82,6 +83,10 @@ pub struct Connection {
     /// data would say).
     out_of_step: bool,
     write_buffer: Vec<u8>,
+    /// What the handshake negotiated to compress requests with.
+    compressor: Option<Compressor>,
+    /// The compressed form of a request, reused across requests.
+    compress_buffer: Vec<u8>,
     /// Frames each reply; its read-ahead buffer is reused across replies.
     reader: FrameReader,
     /// Where deadlines and idle times read the time.
@@ -98,6 +103,12 @@ impl std::fmt::Debug for Connection {
     }
 }
 impl Connection {
+    /// Compresses this socket's requests from now on with what the
+    /// handshake negotiated (`None`: no compression).
+    pub(crate) fn set_compressor(&mut self, compressor: Option<Compressor>) {
+        self.compressor = compressor;
+    }
+
     /// The server this socket leads to.
     pub fn address(&self) -> &ServerAddress {
         &self.address

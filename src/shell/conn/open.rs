@@ -122,6 +122,8 @@ impl Connection {
             broken: false,
             out_of_step: false,
             write_buffer: Vec::new(),
+            compressor: None,
+            compress_buffer: Vec::new(),
             reader: FrameReader::default(),
             clock,
         }

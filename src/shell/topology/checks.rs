@@ -158,7 +158,7 @@ impl Topology {
             metadata: &self.metadata,
             load_balanced: self.options.load_balanced(),
             server_api: self.options.server_api(),
-            compressors: &[],
+            compressors: self.options.compressors().unwrap_or_default(),
         }
     }
 
@@ -319,6 +319,11 @@ impl Topology {
         let address = connection.address().clone();
         let reply = check_reply(reply, &address)?;
         connection.apply_handshake_reply(&reply);
+        connection.set_compressor(crate::proto::compression::negotiate(
+            self.options.compressors().unwrap_or_default(),
+            self.options.zlib_compression_level(),
+            &reply,
+        ));
         // The auth spec: authenticate right after the handshake, before the
         // socket carries anything else.
         self.authenticate(&mut connection, &reply, speculation, time_left)?;

@@ -64,7 +64,10 @@ impl HelloExchange {
             header,
             body,
             trailing,
-        }) = self.reader.take_frame()
+        }) = self
+            .reader
+            .take_message()
+            .map_err(|e| protocol(e.to_string()))?
         else {
             return Err(protocol("the hello reply is not whole".into()));
         };
