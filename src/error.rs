@@ -151,6 +151,97 @@ pub enum ErrorKind {
         /// What was wrong.
         message: String,
     },
+
+    /// A GridFS file is missing, or its stored chunks disagree with its
+    /// files collection document, or an upload stream was misused.
+    #[error("GridFS: {0}")]
+    GridFs(GridFsErrorKind),
+}
+
+/// What went wrong with a GridFS file or stream (the GridFS spec's errors).
+#[derive(Clone, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GridFsErrorKind {
+    /// No files collection document has this id or filename.
+    #[error("no file {identifier}")]
+    FileNotFound {
+        /// The id or filename asked for.
+        identifier: GridFsFileIdentifier,
+    },
+
+    /// Files with the name exist, but not this revision.
+    #[error("the file has no revision {revision}")]
+    RevisionNotFound {
+        /// The revision asked for.
+        revision: i32,
+    },
+
+    /// The chunk the file's length calls for next is not stored.
+    #[error("chunk {n} is missing")]
+    MissingChunk {
+        /// Its index.
+        n: u32,
+    },
+
+    /// A chunk's data is not as long as the file's length and chunk size say.
+    #[error("chunk {n} holds {actual_size} bytes where {expected_size} were expected")]
+    WrongSizeChunk {
+        /// What the chunk holds.
+        actual_size: usize,
+        /// What the file document implies.
+        expected_size: u32,
+        /// The chunk's index.
+        n: u32,
+    },
+
+    /// More chunks are stored than the file's length calls for.
+    #[error("{actual_number} chunks are stored where {expected_number} were expected")]
+    WrongNumberOfChunks {
+        /// At least this many are stored.
+        actual_number: u32,
+        /// What the file document implies.
+        expected_number: u32,
+    },
+
+    /// The files collection document itself is unusable (a length or
+    /// chunk size that is missing, negative or not a number).
+    #[error("the files collection document is malformed: {message}")]
+    MalformedFile {
+        /// What is wrong with it.
+        message: String,
+    },
+
+    /// The upload stream was already closed or aborted.
+    #[error("the upload stream is already closed or aborted")]
+    UploadStreamClosed,
+
+    /// Deleting an aborted upload's chunks failed.
+    #[error("aborting the upload failed: {delete_error}{}", original_error.as_ref().map(|e| format!(" (aborted because: {e})")).unwrap_or_default())]
+    AbortError {
+        /// The error that made the upload abort, if one did.
+        original_error: Option<Box<Error>>,
+        /// The error deleting the chunks already written.
+        delete_error: Box<Error>,
+    },
+}
+
+/// How a GridFS file was asked for.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum GridFsFileIdentifier {
+    /// By its files collection `_id`.
+    Id(bson::Bson),
+    /// By its filename.
+    Filename(String),
+}
+
+impl fmt::Display for GridFsFileIdentifier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GridFsFileIdentifier::Id(id) => write!(f, "with id {id}"),
+            GridFsFileIdentifier::Filename(name) => write!(f, "named {name:?}"),
+        }
+    }
 }
 
 fn display_custom(custom: &Arc<dyn Any + Send + Sync>) -> String {
@@ -328,6 +419,12 @@ impl Error {
         Error::new(ErrorKind::Client {
             message: message.into(),
         })
+    }
+
+    /// An [`ErrorKind::GridFs`] of this kind.
+    #[cold]
+    pub fn gridfs(kind: GridFsErrorKind) -> Self {
+        Error::new(ErrorKind::GridFs(kind))
     }
 
     /// What went wrong.

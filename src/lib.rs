@@ -52,7 +52,7 @@
 //! The public modules are the ones a program needs: [`action`] (the
 //! operation builders), [`options`] (every option type, including
 //! [`ReadPreference`] and the concerns),
-//! [`results`], [`error`], [`event`] (the SDAM and command events, the
+//! [`results`], [`gridfs`] (files larger than a document, streamed), [`error`], [`event`] (the SDAM and command events, the
 //! descriptions they carry, the [`EventHandler`](event::EventHandler) that
 //! receives them and the `log` targets) and [`bson`]. The specs' rules
 //! (discovery, selection, connection strings, retries, sessions,
@@ -89,6 +89,7 @@ pub mod capi;
 pub mod error;
 
 pub use api::action;
+pub use api::gridfs;
 pub use proto::{event, options, results};
 
 /// A new ObjectId, unique to this process even after a fork (`bson`'s
@@ -128,6 +129,13 @@ pub mod sync {
     pub use crate::{
         Client, ClientSession, Collection, Cursor, Database, SessionCursor, SessionCursorIter,
     };
+
+    /// GridFS under the official path (`mongodb::sync::gridfs`).
+    pub mod gridfs {
+        pub use crate::gridfs::{
+            FilesCollectionDocument, GridFsBucket, GridFsDownloadStream, GridFsUploadStream,
+        };
+    }
 }
 
 #[doc(hidden)]

@@ -149,6 +149,7 @@ impl Client {
             read_concern: options.read_concern().cloned(),
             write_concern: options.write_concern().cloned(),
             timeout: options.timeout(),
+            deadline: None,
         };
         let default_database = options.default_database().map(str::to_string);
         let topology = Topology::new(options, handler, server_selector)?;

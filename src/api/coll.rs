@@ -39,6 +39,10 @@ pub(crate) struct Defaults {
     pub(crate) read_concern: Option<ReadConcern>,
     pub(crate) write_concern: Option<WriteConcern>,
     pub(crate) timeout: Option<Duration>,
+    /// A deadline already running that every operation through the handle
+    /// shares instead of starting its own (a GridFS upload or download:
+    /// `timeoutMS` bounds the whole stream).
+    pub(crate) deadline: Option<crate::proto::deadline::Deadline>,
 }
 
 impl Defaults {
@@ -58,6 +62,7 @@ impl Defaults {
                 .clone()
                 .or_else(|| self.write_concern.clone()),
             timeout: more_specific.timeout.or(self.timeout),
+            deadline: more_specific.deadline.or(self.deadline),
         }
     }
 
@@ -66,7 +71,7 @@ impl Defaults {
             read_concern: self.read_concern.as_ref(),
             write_concern: self.write_concern.as_ref(),
             timeout: self.timeout,
-            deadline: None,
+            deadline: self.deadline,
         }
     }
 
@@ -76,6 +81,7 @@ impl Defaults {
     pub(crate) fn timeout_only(&self) -> Inherited<'static> {
         Inherited {
             timeout: self.timeout,
+            deadline: self.deadline,
             ..Inherited::default()
         }
     }
@@ -167,6 +173,13 @@ impl<T> Collection<T> {
     /// This handle with `timeoutMS` for each of its operations.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.defaults.timeout = Some(timeout);
+        self
+    }
+
+    /// This handle with every operation sharing `deadline` (a GridFS
+    /// stream's, fixed when the stream opened).
+    pub(crate) fn with_deadline(mut self, deadline: crate::proto::deadline::Deadline) -> Self {
+        self.defaults.deadline = Some(deadline);
         self
     }
 
@@ -293,11 +306,13 @@ pub(crate) fn open_cursor<U, Op: Operation<Output = Box<CursorSpec>>>(
     op: &mut Op,
     inherited: Inherited<'_>,
 ) -> Result<Cursor<U>> {
-    let timeout = inherited.timeout;
+    let (timeout, deadline) = (inherited.timeout, inherited.deadline);
     let executed = client
         .state()?
         .execute(op, None, inherited, Target::Select)?;
-    Ok(Cursor::from_executed(client.clone(), executed).with_timeout(timeout))
+    Ok(Cursor::from_executed(client.clone(), executed)
+        .with_timeout(timeout)
+        .with_deadline(deadline))
 }
 
 /// Runs a cursor-opening `op` in `session`; the cursor is iterated with it.

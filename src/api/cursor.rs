@@ -35,6 +35,9 @@ struct Batches {
     /// The `timeoutMS` its handle resolved (client, database, collection):
     /// each `getMore` and the closing `killCursors` get it afresh.
     timeout: Option<Duration>,
+    /// A deadline the operation that opened the cursor shares with its
+    /// `getMore`s (a GridFS download), instead of the timeout afresh.
+    deadline: Option<crate::proto::deadline::Deadline>,
     failed: bool,
 }
 
@@ -46,6 +49,7 @@ impl Batches {
             address,
             generation,
             timeout: None,
+            deadline: None,
             failed: false,
         }
     }
@@ -53,6 +57,7 @@ impl Batches {
     fn inherited(&self) -> Inherited<'static> {
         Inherited {
             timeout: self.timeout,
+            deadline: self.deadline,
             ..Inherited::default()
         }
     }
@@ -168,6 +173,15 @@ impl<T> Cursor<T> {
             executed.generation,
             executed.implicit_session,
         )
+    }
+
+    /// This cursor with the deadline its opening operation shares with it.
+    pub(crate) fn with_deadline(
+        mut self,
+        deadline: Option<crate::proto::deadline::Deadline>,
+    ) -> Self {
+        self.batches.deadline = deadline;
+        self
     }
 
     /// This cursor with the `timeoutMS` of the handle that opened it.

@@ -7,3 +7,4 @@ pub(crate) mod client;
 pub(crate) mod client_session;
 pub(crate) mod coll;
 pub(crate) mod cursor;
+pub mod gridfs;

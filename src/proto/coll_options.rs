@@ -55,6 +55,7 @@ macro_rules! options_struct {
         }
     };
 }
+pub(crate) use options_struct;
 
 /// An index to use (`hint`): its key pattern or its name.
 #[derive(Clone, Debug, PartialEq)]

@@ -16,6 +16,7 @@ pub(crate) mod deadline;
 pub(crate) mod encode;
 pub mod event;
 pub(crate) mod finish;
+pub(crate) mod gridfs;
 pub(crate) mod handshake;
 pub(crate) mod log_json;
 pub(crate) mod monitor;

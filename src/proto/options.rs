@@ -18,6 +18,11 @@ pub use crate::proto::collation::{
     Collation, CollationAlternate, CollationCaseFirst, CollationMaxVariable, CollationStrength,
 };
 pub use crate::proto::concern::{Acknowledgment, ReadConcern, ReadConcernLevel, WriteConcern};
+pub use crate::proto::gridfs::{
+    GridFsBucketOptions, GridFsBucketOptionsBuilder, GridFsDownloadByNameOptions,
+    GridFsDownloadByNameOptionsBuilder, GridFsFindOneOptions, GridFsFindOneOptionsBuilder,
+    GridFsFindOptions, GridFsFindOptionsBuilder, GridFsUploadOptions, GridFsUploadOptionsBuilder,
+};
 pub use crate::proto::read_preference::{ReadPreference, ReadPreferenceMode, TagSet};
 pub use crate::proto::retry::{RetryMode, RetrySettings, Tokens, TOKEN_BUCKET_CAPACITY};
 use crate::proto::sdam::settings::TopologySettings;

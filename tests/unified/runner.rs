@@ -22,6 +22,10 @@ use mongo_inline::results::WriteFailure;
 use mongo_inline::{Client, ClientOptions, ClientSession, Collection, Database, ErrorKind};
 
 use super::events;
+// GridFS lives apart (another helper edits this file); a child module so
+// it shares `Args` and `Outcome`.
+#[path = "gridfs.rs"]
+mod gridfs;
 use super::matching::{matches, Entities};
 use crate::support::events::Recorder;
 
@@ -91,6 +95,7 @@ enum Entity {
     Client(Box<ClientEntity>),
     Database(Database),
     Collection(Collection<Document>),
+    Bucket(mongo_inline::gridfs::GridFsBucket),
     /// The session (taken out while an operation uses it) and its lsid.
     Session(Option<Box<ClientSession>>, Document),
     Value(Bson),
@@ -213,6 +218,10 @@ pub struct TestRun<'a> {
     entities: EntityMap,
     /// Fail points to turn off at the end: (command, client used).
     fail_points: Vec<(String, Client)>,
+    /// The longest `blockTimeMS` of this test's fail points: a command the
+    /// server still holds when the test ends (its client timed out) would
+    /// otherwise land in the next test's fresh initial data.
+    blocked_for: Duration,
     /// URI options every client entity gets unless its `uriOptions` set
     /// them (the published client-backpressure policy for that suite).
     default_uri_options: Vec<(String, String)>,
@@ -225,6 +234,7 @@ impl<'a> TestRun<'a> {
             deployment,
             entities: EntityMap(HashMap::new()),
             fail_points: Vec::new(),
+            blocked_for: Duration::ZERO,
             default_uri_options: Vec::new(),
         }
     }
@@ -247,6 +257,7 @@ impl<'a> TestRun<'a> {
                 .run_command(doc! { "configureFailPoint": name, "mode": "off" })
                 .run();
         }
+        std::thread::sleep(std::mem::take(&mut self.blocked_for));
         // Sessions end before their clients close.
         self.entities
             .0
@@ -405,7 +416,10 @@ impl<'a> TestRun<'a> {
                         .ok_or("a started session has no lsid")?;
                     Entity::Session(Some(Box::new(session)), lsid)
                 }
-                "bucket" => return skip("entity type bucket: the driver has no GridFS"),
+                "bucket" => {
+                    let db = self.database(spec.get_str("database").unwrap_or_default())?;
+                    Entity::Bucket(gridfs::create_bucket(&db, spec)?)
+                }
                 other => return skip(format!("entity type {other:?} not supported by the runner")),
             };
             self.entities.0.insert(id, created);
@@ -891,6 +905,15 @@ impl<'a> TestRun<'a> {
             .get_str("configureFailPoint")
             .map_err(|e| e.to_string())?
             .to_string();
+        if let Ok(data) = fail_point.get_document("data") {
+            if data.get_bool("blockConnection").unwrap_or(false) {
+                let ms = data.get_i32("blockTimeMS").map(i64::from);
+                let ms = ms.or_else(|_| data.get_i64("blockTimeMS")).unwrap_or(0);
+                self.blocked_for = self
+                    .blocked_for
+                    .max(Duration::from_millis(ms.max(0) as u64));
+            }
+        }
         client
             .database("admin")
             .run_command(fail_point)
@@ -922,6 +945,7 @@ impl<'a> TestRun<'a> {
         }
         let entity = match self.entities.0.get(object) {
             Some(Entity::Collection(c)) => Target::Collection(c.clone()),
+            Some(Entity::Bucket(b)) => Target::Bucket(b.clone()),
             Some(Entity::Database(d)) => Target::Database(d.clone()),
             Some(Entity::Client(c)) => Target::Client(c.live()?.clone()),
             Some(Entity::Session(..)) => Target::Session(object.to_string()),
@@ -944,6 +968,12 @@ impl<'a> TestRun<'a> {
         };
         let result = match entity {
             Target::Collection(c) => collection_operation(&c, name, args, session_ref),
+            Target::Bucket(b) => match session_ref {
+                None => gridfs::bucket_operation(&b, name, args),
+                Some(_) => {
+                    return skip("a GridFS operation in a session: the GridFS API takes none")
+                }
+            },
             Target::Database(d) => database_operation(&d, name, args, session_ref),
             Target::Client(c) => client_operation(&c, name, args, session_ref),
             Target::Session(s) if lent_name == Some(s.as_str()) => {
@@ -1142,6 +1172,7 @@ fn check_sdam_events(client: &ClientEntity, block: &Document) -> Outcome {
 
 enum Target {
     Collection(Collection<Document>),
+    Bucket(mongo_inline::gridfs::GridFsBucket),
     Database(Database),
     Client(Client),
     Session(String),

@@ -1,0 +1,415 @@
+//! The bucket's operations as builders, in the official driver's shape:
+//! `bucket.open_upload_stream("name").chunk_size_bytes(n).run()`.
+
+use std::time::Duration;
+
+use bson::{doc, Bson, Document};
+
+use super::{GridFsBucket, GridFsDownloadStream, GridFsUploadStream};
+use crate::api::action::option_setters;
+use crate::api::cursor::Cursor;
+use crate::error::{Error, GridFsErrorKind, GridFsFileIdentifier, Result};
+use crate::proto::coll_options::{FindOneOptions, FindOptions};
+use crate::proto::gridfs::{
+    check_chunk_size, FilesCollectionDocument, GridFsDownloadByNameOptions, GridFsFindOneOptions,
+    GridFsFindOptions, GridFsUploadOptions,
+};
+
+impl GridFsBucket {
+    /// Opens a stream to write a new file `filename` to; its id is a new
+    /// ObjectId unless [`id`](OpenUploadStream::id) gives one.
+    pub fn open_upload_stream(&self, filename: impl AsRef<str>) -> OpenUploadStream<'_> {
+        OpenUploadStream {
+            bucket: self,
+            filename: filename.as_ref().to_string(),
+            id: None,
+            options: GridFsUploadOptions::default(),
+        }
+    }
+
+    /// Opens a stream to read the file with this id.
+    pub fn open_download_stream(&self, id: Bson) -> OpenDownloadStream<'_> {
+        OpenDownloadStream { bucket: self, id }
+    }
+
+    /// Opens a stream to read a revision (the latest by default) of the
+    /// file named `filename`.
+    pub fn open_download_stream_by_name(
+        &self,
+        filename: impl AsRef<str>,
+    ) -> OpenDownloadStreamByName<'_> {
+        OpenDownloadStreamByName {
+            bucket: self,
+            filename: filename.as_ref().to_string(),
+            options: GridFsDownloadByNameOptions::default(),
+        }
+    }
+
+    /// Deletes the file with this id: its files collection document, then
+    /// its chunks. No such file is an error (its orphaned chunks, if any,
+    /// are deleted first).
+    pub fn delete(&self, id: Bson) -> Delete<'_> {
+        Delete { bucket: self, id }
+    }
+
+    /// Deletes every revision of the file named `filename`; no such file is
+    /// an error.
+    pub fn delete_by_name(&self, filename: impl AsRef<str>) -> DeleteByName<'_> {
+        DeleteByName {
+            bucket: self,
+            filename: filename.as_ref().to_string(),
+        }
+    }
+
+    /// The files collection documents matching `filter` (query the
+    /// application's fields as `{"metadata.field": value}`).
+    pub fn find(&self, filter: Document) -> Find<'_> {
+        Find {
+            bucket: self,
+            filter,
+            options: GridFsFindOptions::default(),
+        }
+    }
+
+    /// The first files collection document matching `filter`, if any.
+    pub fn find_one(&self, filter: Document) -> FindOne<'_> {
+        FindOne {
+            bucket: self,
+            filter,
+            options: GridFsFindOneOptions::default(),
+        }
+    }
+
+    /// Renames the file with this id; no such file is an error.
+    pub fn rename(&self, id: Bson, new_filename: impl AsRef<str>) -> Rename<'_> {
+        Rename {
+            bucket: self,
+            id,
+            new_filename: new_filename.as_ref().to_string(),
+        }
+    }
+
+    /// Renames every revision of the file named `filename`; no such file is
+    /// an error.
+    pub fn rename_by_name(
+        &self,
+        filename: impl AsRef<str>,
+        new_filename: impl AsRef<str>,
+    ) -> RenameByName<'_> {
+        RenameByName {
+            bucket: self,
+            filename: filename.as_ref().to_string(),
+            new_filename: new_filename.as_ref().to_string(),
+        }
+    }
+
+    /// Drops the bucket's files collection, then its chunks collection.
+    pub fn drop(&self) -> Drop<'_> {
+        Drop { bucket: self }
+    }
+}
+
+/// Opens a [`GridFsUploadStream`]; from [`GridFsBucket::open_upload_stream`].
+#[must_use = "nothing is sent until `run`"]
+pub struct OpenUploadStream<'a> {
+    bucket: &'a GridFsBucket,
+    filename: String,
+    id: Option<Bson>,
+    options: GridFsUploadOptions,
+}
+
+impl OpenUploadStream<'_> {
+    option_setters!(GridFsUploadOptions {
+        chunk_size_bytes: u32,
+        metadata: Document,
+    });
+
+    /// The file's id (any BSON value unique in the bucket) instead of a new
+    /// ObjectId.
+    pub fn id(mut self, id: Bson) -> Self {
+        self.id = Some(id);
+        self
+    }
+
+    /// Opens the stream; nothing is written before its first full chunk
+    /// or its `close`. The stream's deadline (`timeoutMS`) starts now.
+    pub fn run(self) -> Result<GridFsUploadStream> {
+        let chunk_size = check_chunk_size(
+            self.options
+                .chunk_size_bytes
+                .unwrap_or(self.bucket.chunk_size_bytes()),
+        )?;
+        let id = self
+            .id
+            .unwrap_or_else(|| Bson::ObjectId(crate::shell::ids::new_object_id()));
+        Ok(GridFsUploadStream::new(
+            self.bucket.clone(),
+            id,
+            self.filename,
+            chunk_size,
+            self.options.metadata,
+            self.bucket.stream_deadline()?,
+        ))
+    }
+}
+
+/// Opens a [`GridFsDownloadStream`] by id; from
+/// [`GridFsBucket::open_download_stream`].
+#[must_use = "nothing is sent until `run`"]
+pub struct OpenDownloadStream<'a> {
+    bucket: &'a GridFsBucket,
+    id: Bson,
+}
+
+impl OpenDownloadStream<'_> {
+    /// Finds the file and opens the stream; the stream's deadline
+    /// (`timeoutMS`) starts now.
+    pub fn run(self) -> Result<GridFsDownloadStream> {
+        let deadline = self.bucket.stream_deadline()?;
+        let file = self.bucket.file_by_id(&self.id, deadline)?;
+        GridFsDownloadStream::open(self.bucket, file, deadline)
+    }
+}
+
+/// Opens a [`GridFsDownloadStream`] by filename; from
+/// [`GridFsBucket::open_download_stream_by_name`].
+#[must_use = "nothing is sent until `run`"]
+pub struct OpenDownloadStreamByName<'a> {
+    bucket: &'a GridFsBucket,
+    filename: String,
+    options: GridFsDownloadByNameOptions,
+}
+
+impl OpenDownloadStreamByName<'_> {
+    option_setters!(GridFsDownloadByNameOptions { revision: i32 });
+
+    /// Finds the revision and opens the stream; the stream's deadline
+    /// (`timeoutMS`) starts now.
+    pub fn run(self) -> Result<GridFsDownloadStream> {
+        let deadline = self.bucket.stream_deadline()?;
+        let revision = self.options.revision.unwrap_or(-1);
+        let file = self
+            .bucket
+            .file_by_name(&self.filename, revision, deadline)?;
+        GridFsDownloadStream::open(self.bucket, file, deadline)
+    }
+}
+
+/// Deletes a file by id; from [`GridFsBucket::delete`].
+#[must_use = "nothing is sent until `run`"]
+pub struct Delete<'a> {
+    bucket: &'a GridFsBucket,
+    id: Bson,
+}
+
+impl Delete<'_> {
+    /// Runs the deletes.
+    pub fn run(self) -> Result<()> {
+        let deadline = self.bucket.stream_deadline()?;
+        let files = self.bucket.files(Some(deadline));
+        let deleted = files
+            .delete_one(doc! { "_id": self.id.clone() })
+            .run()?
+            .deleted_count;
+        let chunks = self.bucket.chunks(Some(deadline));
+        chunks
+            .delete_many(doc! { "files_id": self.id.clone() })
+            .run()?;
+        if deleted == 0 {
+            return Err(Error::gridfs(GridFsErrorKind::FileNotFound {
+                identifier: GridFsFileIdentifier::Id(self.id),
+            }));
+        }
+        Ok(())
+    }
+}
+
+/// Deletes every revision of a file; from [`GridFsBucket::delete_by_name`].
+#[must_use = "nothing is sent until `run`"]
+pub struct DeleteByName<'a> {
+    bucket: &'a GridFsBucket,
+    filename: String,
+}
+
+impl DeleteByName<'_> {
+    /// Finds the revisions' ids, deletes their files collection documents,
+    /// then their chunks.
+    pub fn run(self) -> Result<()> {
+        let deadline = self.bucket.stream_deadline()?;
+        let files = self.bucket.files(Some(deadline));
+        let ids = files
+            .find(doc! { "filename": self.filename.as_str() })
+            .projection(doc! { "_id": 1 })
+            .run()?
+            .map(|file| file.map(|mut f| f.remove("_id").unwrap_or(Bson::Null)))
+            .collect::<Result<Vec<Bson>>>()?;
+        if ids.is_empty() {
+            return Err(Error::gridfs(GridFsErrorKind::FileNotFound {
+                identifier: GridFsFileIdentifier::Filename(self.filename),
+            }));
+        }
+        files
+            .delete_many(doc! { "_id": { "$in": ids.clone() } })
+            .run()?;
+        let chunks = self.bucket.chunks(Some(deadline));
+        chunks
+            .delete_many(doc! { "files_id": { "$in": ids } })
+            .run()?;
+        Ok(())
+    }
+}
+
+/// Finds files collection documents; from [`GridFsBucket::find`].
+#[must_use = "nothing is sent until `run`"]
+pub struct Find<'a> {
+    bucket: &'a GridFsBucket,
+    filter: Document,
+    options: GridFsFindOptions,
+}
+
+impl Find<'_> {
+    option_setters!(GridFsFindOptions {
+        allow_disk_use: bool,
+        batch_size: u32,
+        limit: i64,
+        max_time: Duration,
+        skip: u64,
+        sort: Document,
+    });
+
+    /// Runs the query.
+    pub fn run(self) -> Result<Cursor<FilesCollectionDocument>> {
+        let files = self
+            .bucket
+            .files(None)
+            .clone_with_type::<FilesCollectionDocument>();
+        let o = self.options;
+        let options = FindOptions {
+            allow_disk_use: o.allow_disk_use,
+            batch_size: o.batch_size,
+            limit: o.limit,
+            max_time: o.max_time,
+            skip: o.skip,
+            sort: o.sort,
+            ..FindOptions::default()
+        };
+        let mut find = files.find(self.filter).with_options(options);
+        if let Some(c) = self.bucket.read_criteria() {
+            find = find.selection_criteria(c);
+        }
+        find.run()
+    }
+}
+
+/// Finds one files collection document; from [`GridFsBucket::find_one`].
+#[must_use = "nothing is sent until `run`"]
+pub struct FindOne<'a> {
+    bucket: &'a GridFsBucket,
+    filter: Document,
+    options: GridFsFindOneOptions,
+}
+
+impl FindOne<'_> {
+    option_setters!(GridFsFindOneOptions {
+        max_time: Duration,
+        skip: u64,
+        sort: Document,
+    });
+
+    /// Runs the query.
+    pub fn run(self) -> Result<Option<FilesCollectionDocument>> {
+        let files = self
+            .bucket
+            .files(None)
+            .clone_with_type::<FilesCollectionDocument>();
+        let o = self.options;
+        let options = FindOneOptions {
+            max_time: o.max_time,
+            skip: o.skip,
+            sort: o.sort,
+            ..FindOneOptions::default()
+        };
+        let mut find = files.find_one(self.filter).with_options(options);
+        if let Some(c) = self.bucket.read_criteria() {
+            find = find.selection_criteria(c);
+        }
+        find.run()
+    }
+}
+
+/// Renames a file by id; from [`GridFsBucket::rename`].
+#[must_use = "nothing is sent until `run`"]
+pub struct Rename<'a> {
+    bucket: &'a GridFsBucket,
+    id: Bson,
+    new_filename: String,
+}
+
+impl Rename<'_> {
+    /// Runs the update.
+    pub fn run(self) -> Result<()> {
+        let files = self.bucket.files(None);
+        let matched = files
+            .update_one(
+                doc! { "_id": self.id.clone() },
+                doc! { "$set": { "filename": self.new_filename } },
+            )
+            .run()?
+            .matched_count;
+        if matched == 0 {
+            return Err(Error::gridfs(GridFsErrorKind::FileNotFound {
+                identifier: GridFsFileIdentifier::Id(self.id),
+            }));
+        }
+        Ok(())
+    }
+}
+
+/// Renames every revision of a file; from [`GridFsBucket::rename_by_name`].
+#[must_use = "nothing is sent until `run`"]
+pub struct RenameByName<'a> {
+    bucket: &'a GridFsBucket,
+    filename: String,
+    new_filename: String,
+}
+
+impl RenameByName<'_> {
+    /// Runs the update.
+    pub fn run(self) -> Result<()> {
+        let files = self.bucket.files(None);
+        let matched = files
+            .update_many(
+                doc! { "filename": self.filename.as_str() },
+                doc! { "$set": { "filename": self.new_filename } },
+            )
+            .run()?
+            .matched_count;
+        if matched == 0 {
+            return Err(Error::gridfs(GridFsErrorKind::FileNotFound {
+                identifier: GridFsFileIdentifier::Filename(self.filename),
+            }));
+        }
+        Ok(())
+    }
+}
+
+/// Drops the bucket's collections; from [`GridFsBucket::drop`].
+#[must_use = "nothing is sent until `run`"]
+pub struct Drop<'a> {
+    bucket: &'a GridFsBucket,
+}
+
+impl Drop<'_> {
+    /// Drops the files collection, then the chunks collection; the next
+    /// upload checks the indexes again.
+    pub fn run(self) -> Result<()> {
+        let deadline = self.bucket.stream_deadline()?;
+        self.bucket.files(Some(deadline)).drop().run()?;
+        self.bucket.chunks(Some(deadline)).drop().run()?;
+        self.bucket
+            .inner
+            .indexes_checked
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+}
