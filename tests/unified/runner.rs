@@ -218,10 +218,12 @@ pub struct TestRun<'a> {
     entities: EntityMap,
     /// Fail points to turn off at the end: (command, client used).
     fail_points: Vec<(String, Client)>,
-    /// The longest `blockTimeMS` of this test's fail points: a command the
-    /// server still holds when the test ends (its client timed out) would
-    /// otherwise land in the next test's fresh initial data.
+    /// The longest `blockTimeMS` of this test's fail points, and when an
+    /// operation last gave up waiting (a timeout): the command it left the
+    /// server holding must finish before the next test's initial data, or
+    /// its write lands there.
     blocked_for: Duration,
+    gave_up_at: Option<std::time::Instant>,
     /// URI options every client entity gets unless its `uriOptions` set
     /// them (the published client-backpressure policy for that suite).
     default_uri_options: Vec<(String, String)>,
@@ -235,6 +237,7 @@ impl<'a> TestRun<'a> {
             entities: EntityMap(HashMap::new()),
             fail_points: Vec::new(),
             blocked_for: Duration::ZERO,
+            gave_up_at: None,
             default_uri_options: Vec::new(),
         }
     }
@@ -257,7 +260,10 @@ impl<'a> TestRun<'a> {
                 .run_command(doc! { "configureFailPoint": name, "mode": "off" })
                 .run();
         }
-        std::thread::sleep(std::mem::take(&mut self.blocked_for));
+        let blocked_for = std::mem::take(&mut self.blocked_for);
+        if let Some(at) = self.gave_up_at.take() {
+            std::thread::sleep(blocked_for.saturating_sub(at.elapsed()));
+        }
         // Sessions end before their clients close.
         self.entities
             .0
@@ -610,6 +616,11 @@ impl<'a> TestRun<'a> {
         } else {
             self.execute(object, name, args, lent)?
         };
+        if let Err(e) = &result {
+            if matches!(e.kind(), ErrorKind::Timeout { .. }) || e.is_network_timeout() {
+                self.gave_up_at = Some(std::time::Instant::now());
+            }
+        }
         if operation.get_bool("ignoreResultAndError").unwrap_or(false) {
             return Ok(result.err().filter(|_| in_callback));
         }
