@@ -34,13 +34,13 @@ fn main() -> mongo_inline::Result<()> {
   for p in old { println!("{}", p?.name); }
 
   let mut s = client.start_session().run()?;
-  s.start_transaction(None)?;
+  s.start_transaction().run()?;
   people
     .update_one(doc! { "name": "Ada" },
                 doc! { "$set": { "born": 1816 } })
     .session(&mut s)
     .run()?;
-  s.commit_transaction()?;
+  s.commit_transaction().run()?;
 
   match people.insert_one(&ada).run() {
     Err(e) if e.code() == Some(11000) => println!("dup"),

@@ -29,7 +29,7 @@ fn transfer(
     to: &str,
     amount: i64,
 ) -> Result<()> {
-    session.with_transaction(None, |session| {
+    session.start_transaction().and_run(|session| {
         let debited = accounts
             .update_one(
                 doc! { "_id": from, "balance": { "$gte": amount } },

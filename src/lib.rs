@@ -39,7 +39,7 @@
 //! [`code`](Error::code) is the server's (a duplicate key is `Some(11000)`)
 //! and whose [`kind`](Error::kind) has the details. The [`bson`] crate is
 //! re-exported. Runnable programs are in `examples/`: typed CRUD, a
-//! transaction with [`ClientSession::with_transaction`], matching a
+//! transaction with [`StartTransaction::and_run`](action::StartTransaction::and_run), matching a
 //! duplicate-key error, and a FaaS handler that reuses one client.
 //!
 //! Single-threaded and scan-on-demand: no background threads, no async

@@ -42,7 +42,7 @@ fn assert_all_in(recorder: &Recorder, session: &ClientSession, what: &str) {
     for (name, lsid) in &sent {
         assert_eq!(
             lsid.as_ref(),
-            session.id(),
+            Some(session.id()),
             "{what}: {name} used another session"
         );
     }

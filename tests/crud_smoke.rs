@@ -105,7 +105,7 @@ fn a_transaction_commits_and_another_client_sees_it() {
         .run()
         .unwrap();
     let mut session = client.start_session().run().unwrap();
-    session.start_transaction(None).unwrap();
+    session.start_transaction().run().unwrap();
     accounts
         .update_one(doc! { "_id": 1 }, doc! { "$inc": { "balance": 5 } })
         .session(&mut session)
@@ -125,7 +125,7 @@ fn a_transaction_commits_and_another_client_sees_it() {
         1,
         "uncommitted"
     );
-    session.commit_transaction().unwrap();
+    session.commit_transaction().run().unwrap();
     assert_eq!(other_accounts.count_documents(doc! {}).run().unwrap(), 2);
     let one = other_accounts
         .find_one(doc! { "_id": 1 })

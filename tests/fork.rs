@@ -228,15 +228,15 @@ fn a_session_created_before_fork_never_sends_the_parents_lsid_in_the_child() {
         .session(&mut session)
         .run()
         .unwrap();
-    let parent_lsid = session.id().cloned().expect("an lsid");
+    let parent_lsid = session.id().clone();
     // A transaction open at the fork is the parent's.
     let mut in_transaction = client.start_session().run().unwrap();
-    in_transaction.start_transaction(None).unwrap();
+    in_transaction.start_transaction().run().unwrap();
     coll.insert_one(doc! { "by": "parent txn" })
         .session(&mut in_transaction)
         .run()
         .unwrap();
-    let transaction_lsid = in_transaction.id().cloned().expect("an lsid");
+    let transaction_lsid = in_transaction.id().clone();
     let (mut session, mut in_transaction) = (Some(session), Some(in_transaction));
 
     let dir = std::env::temp_dir().join(format!("mongo-inline-fork-s-{}", std::process::id()));
@@ -298,8 +298,8 @@ fn a_session_created_before_fork_never_sends_the_parents_lsid_in_the_child() {
         .session(&mut session)
         .run()
         .unwrap();
-    in_transaction.commit_transaction().unwrap();
-    assert_eq!(session.id(), Some(&parent_lsid));
+    in_transaction.commit_transaction().run().unwrap();
+    assert_eq!(session.id(), &parent_lsid);
     let count = coll.count_documents(doc! {}).run().unwrap();
     assert_eq!(count, 4, "parent, parent txn, child, parent again");
 }

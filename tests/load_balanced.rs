@@ -537,7 +537,7 @@ fn a_transaction_whose_socket_died_fails_and_does_not_continue_on_the_other_serv
     coll.insert_one(doc! { "_id": 0 }).run().expect("insert");
 
     let mut session = client.start_session().run().expect("session");
-    session.start_transaction(None).expect("start");
+    session.start_transaction().run().expect("start");
     coll.insert_one(doc! { "_id": 1 })
         .session(&mut session)
         .run()
@@ -560,7 +560,7 @@ fn a_transaction_whose_socket_died_fails_and_does_not_continue_on_the_other_serv
         "{:?}",
         command_log(&recorder)
     );
-    let _ = session.abort_transaction();
+    let _ = session.abort_transaction().run();
     drop(session);
 
     // The transaction never committed: only the document written outside it.
@@ -580,7 +580,7 @@ fn a_transaction_stays_on_its_socket_and_commits() {
     let coll = collection(&client, &fresh("txn_ok"));
     coll.insert_one(doc! { "_id": 0 }).run().expect("insert");
     let mut session = client.start_session().run().expect("session");
-    session.start_transaction(None).expect("start");
+    session.start_transaction().run().expect("start");
     for id in 1..=3 {
         coll.insert_one(doc! { "_id": id })
             .session(&mut session)
@@ -589,7 +589,7 @@ fn a_transaction_stays_on_its_socket_and_commits() {
         // Operations outside the transaction share the one socket.
         assert_eq!(coll.count_documents(doc! {}).run().expect("count"), 1);
     }
-    session.commit_transaction().expect("commit");
+    session.commit_transaction().run().expect("commit");
     assert_eq!(coll.count_documents(doc! {}).run().expect("count"), 4);
     assert_eq!(sim.connections(0), 1);
     let service = Some(sim.service_id(0, 0));
@@ -695,7 +695,7 @@ fn sessions_are_supported_without_logical_session_timeout_and_commands_are_decor
         .run()
         .expect("insert in an explicit session");
     let last = recorder.named("insert").pop().expect("insert");
-    assert_eq!(last.get_document("lsid").ok(), session.id());
+    assert_eq!(last.get_document("lsid").ok(), Some(session.id()));
 }
 
 #[test]
@@ -760,7 +760,8 @@ fn with_transaction_retries_a_transaction_whose_pinned_socket_died() {
     let mut attempts = 0;
     let mut first_error = None;
     session
-        .with_transaction(None, |s| {
+        .start_transaction()
+        .and_run(|s| {
             attempts += 1;
             coll.insert_one(doc! { "_id": attempts }).session(s).run()?;
             if attempts == 1 {
@@ -804,7 +805,7 @@ fn a_commit_whose_socket_closed_is_retried_on_a_new_socket() {
     let coll = collection(&client, &fresh("commit_retry"));
     coll.insert_one(doc! { "_id": 0 }).run().expect("insert");
     let mut session = client.start_session().run().expect("session");
-    session.start_transaction(None).expect("start");
+    session.start_transaction().run().expect("start");
     coll.insert_one(doc! { "_id": 1 })
         .session(&mut session)
         .run()
@@ -816,6 +817,7 @@ fn a_commit_whose_socket_closed_is_retried_on_a_new_socket() {
     );
     session
         .commit_transaction()
+        .run()
         .expect("the commit's automatic retry succeeds");
     let commits = recorder.named("commitTransaction");
     assert_eq!(commits.len(), 2, "{:?}", command_log(&recorder));
@@ -838,12 +840,12 @@ fn a_second_concurrent_transaction_on_the_one_socket_is_refused() {
     coll.insert_one(doc! { "_id": 0 }).run().expect("insert");
     let mut first = client.start_session().run().expect("session");
     let mut second = client.start_session().run().expect("session");
-    first.start_transaction(None).expect("start");
+    first.start_transaction().run().expect("start");
     coll.insert_one(doc! { "_id": 1 })
         .session(&mut first)
         .run()
         .expect("the first transaction");
-    second.start_transaction(None).expect("start");
+    second.start_transaction().run().expect("start");
     recorder.clear_commands();
     let error = coll
         .insert_one(doc! { "_id": 2 })
@@ -855,12 +857,15 @@ fn a_second_concurrent_transaction_on_the_one_socket_is_refused() {
         "{error}"
     );
     assert!(recorder.named("insert").is_empty(), "nothing was sent");
-    first.commit_transaction().expect("the first commits");
+    first.commit_transaction().run().expect("the first commits");
     // The socket is free again.
     coll.insert_one(doc! { "_id": 2 })
         .session(&mut second)
         .run()
         .expect("the second transaction, after the first");
-    second.commit_transaction().expect("the second commits");
+    second
+        .commit_transaction()
+        .run()
+        .expect("the second commits");
     assert_eq!(coll.count_documents(doc! {}).run().expect("count"), 3);
 }

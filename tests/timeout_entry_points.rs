@@ -129,13 +129,13 @@ fn a_cursors_get_more_and_a_commit_inherit_the_timeout() {
     drop(cursor);
 
     let mut session = client.start_session().run().unwrap();
-    session.start_transaction(None).unwrap();
+    session.start_transaction().run().unwrap();
     coll.insert_one(doc! { "a": 3 })
         .session(&mut session)
         .run()
         .unwrap();
     problems.extend(times_out(&client, "commitTransaction", || {
-        session.commit_transaction()
+        session.commit_transaction().run()
     }));
     assert!(problems.is_empty(), "{problems:#?}");
 }
@@ -158,9 +158,9 @@ fn with_transaction_stops_retrying_at_the_timeout() {
         .unwrap();
     let mut session = client.start_session().run().unwrap();
     let started = Instant::now();
-    let outcome = session.with_transaction(None, |session| {
-        coll.insert_one(doc! { "a": 2 }).session(session).run()
-    });
+    let outcome = session
+        .start_transaction()
+        .and_run(|session| coll.insert_one(doc! { "a": 2 }).session(session).run());
     let elapsed = started.elapsed();
     client
         .database("admin")
@@ -223,7 +223,7 @@ fn with_transactions_operations_and_commit_share_its_deadline() {
     sim.delay_replies(0, Duration::from_millis(150));
     let mut session = client.start_session().run().unwrap();
     let started = Instant::now();
-    let outcome = session.with_transaction(None, |s| {
+    let outcome = session.start_transaction().and_run(|s| {
         for id in 1..=4 {
             coll.insert_one(doc! { "_id": id }).session(s).run()?;
         }

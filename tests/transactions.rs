@@ -84,21 +84,21 @@ fn a_commit_is_visible_to_another_client_and_an_abort_is_not() {
     let coll = fresh(&client, "visibility");
     let mut session = client.start_session().run().unwrap();
 
-    session.start_transaction(None).unwrap();
+    session.start_transaction().run().unwrap();
     coll.insert_one(doc! { "_id": 1 })
         .session(&mut session)
         .run()
         .unwrap();
     assert_eq!(others(&server.uri(), "visibility"), 0, "seen before commit");
-    session.commit_transaction().unwrap();
+    session.commit_transaction().run().unwrap();
     assert_eq!(others(&server.uri(), "visibility"), 1);
 
-    session.start_transaction(None).unwrap();
+    session.start_transaction().run().unwrap();
     coll.insert_one(doc! { "_id": 2 })
         .session(&mut session)
         .run()
         .unwrap();
-    session.abort_transaction().unwrap();
+    session.abort_transaction().run().unwrap();
     assert_eq!(
         others(&server.uri(), "visibility"),
         1,
@@ -117,7 +117,11 @@ fn transaction_commands_carry_the_transaction_fields() {
     options.write_concern = Some(majority());
     recorder.clear_commands();
 
-    session.start_transaction(options.clone()).unwrap();
+    session
+        .start_transaction()
+        .with_options(options.clone())
+        .run()
+        .unwrap();
     coll.insert_one(doc! { "_id": 1 })
         .session(&mut session)
         .run()
@@ -127,7 +131,7 @@ fn transaction_commands_carry_the_transaction_fields() {
         .session(&mut session)
         .run()
         .unwrap();
-    session.commit_transaction().unwrap();
+    session.commit_transaction().run().unwrap();
 
     let sent = commands(&recorder);
     assert_eq!(
@@ -167,12 +171,16 @@ fn transaction_commands_carry_the_transaction_fields() {
     // The next transaction gets the next txnNumber; its abort carries the
     // write concern too.
     recorder.clear_commands();
-    session.start_transaction(options).unwrap();
+    session
+        .start_transaction()
+        .with_options(options)
+        .run()
+        .unwrap();
     coll.insert_one(doc! { "_id": 2 })
         .session(&mut session)
         .run()
         .unwrap();
-    session.abort_transaction().unwrap();
+    session.abort_transaction().run().unwrap();
     let sent = commands(&recorder);
     assert_eq!(
         sent.iter().map(command_name).collect::<Vec<_>>(),
@@ -210,7 +218,8 @@ fn with_transaction_retries_a_transient_transaction_error() {
     let mut session = client.start_session().run().unwrap();
     let mut runs = 0;
     session
-        .with_transaction(None, |session| {
+        .start_transaction()
+        .and_run(|session| {
             runs += 1;
             coll.insert_one(doc! { "_id": 1 }).session(session).run()?;
             Ok(())
@@ -245,12 +254,12 @@ fn a_commit_with_a_retryable_error_is_retried_once_with_majority() {
     );
     recorder.clear_commands();
     let mut session = client.start_session().run().unwrap();
-    session.start_transaction(None).unwrap();
+    session.start_transaction().run().unwrap();
     coll.insert_one(doc! { "_id": 1 })
         .session(&mut session)
         .run()
         .unwrap();
-    session.commit_transaction().unwrap();
+    session.commit_transaction().run().unwrap();
     assert_eq!(others(&server.uri(), "commit_retry"), 1);
     let commits = recorder.named("commitTransaction");
     assert_eq!(commits.len(), 2);
@@ -281,7 +290,8 @@ fn an_unknown_commit_result_is_retried_by_with_transaction() {
     let mut session = client.start_session().run().unwrap();
     let mut runs = 0;
     session
-        .with_transaction(None, |session| {
+        .start_transaction()
+        .and_run(|session| {
             runs += 1;
             coll.insert_one(doc! { "_id": 1 }).session(session).run()?;
             Ok(())
@@ -303,17 +313,17 @@ fn commit_transaction_reports_an_unknown_result_and_can_be_called_again() {
         doc! { "failCommands": ["commitTransaction"], "closeConnection": true },
     );
     let mut session = client.start_session().run().unwrap();
-    session.start_transaction(None).unwrap();
+    session.start_transaction().run().unwrap();
     coll.insert_one(doc! { "_id": 1 })
         .session(&mut session)
         .run()
         .unwrap();
-    let error = session.commit_transaction().unwrap_err();
+    let error = session.commit_transaction().run().unwrap_err();
     assert!(
         error.contains_label("UnknownTransactionCommitResult"),
         "{error:?}"
     );
-    session.commit_transaction().unwrap();
+    session.commit_transaction().run().unwrap();
     assert_eq!(others(&server.uri(), "unknown_again"), 1);
 }
 
@@ -326,7 +336,7 @@ fn a_transaction_on_mongos_stays_on_the_router_of_its_first_command() {
     let mut session = client.start_session().run().unwrap();
     recorder.clear_commands();
     for i in 0..8 {
-        session.start_transaction(None).unwrap();
+        session.start_transaction().run().unwrap();
         coll.insert_one(doc! { "_id": i })
             .session(&mut session)
             .run()
@@ -339,7 +349,7 @@ fn a_transaction_on_mongos_stays_on_the_router_of_its_first_command() {
             .session(&mut session)
             .run()
             .unwrap();
-        session.commit_transaction().unwrap();
+        session.commit_transaction().run().unwrap();
     }
     let sent = sent(&recorder);
     let mut routers_used = std::collections::HashSet::new();
@@ -372,7 +382,7 @@ fn dropping_a_session_mid_transaction_aborts_it() {
     let (client, recorder) = recorded_client(&server.uri());
     let coll = fresh(&client, "dropped");
     let mut session = client.start_session().run().unwrap();
-    session.start_transaction(None).unwrap();
+    session.start_transaction().run().unwrap();
     coll.insert_one(doc! { "_id": 1 })
         .session(&mut session)
         .run()
@@ -404,12 +414,12 @@ fn a_sharded_commit_retry_after_a_network_error_selects_a_router_again() {
     );
     recorder.clear_commands();
     let mut session = client.start_session().run().unwrap();
-    session.start_transaction(None).unwrap();
+    session.start_transaction().run().unwrap();
     coll.insert_one(doc! { "_id": 1 })
         .session(&mut session)
         .run()
         .unwrap();
-    session.commit_transaction().unwrap();
+    session.commit_transaction().run().unwrap();
     let sent = sent(&recorder);
     let insert_router = &sent[0].0;
     let commits: Vec<&String> = sent
@@ -441,7 +451,7 @@ fn an_overload_retry_of_a_sharded_transactions_first_command_re_pins_to_the_retr
     );
     recorder.clear_commands();
     let mut session = client.start_session().run().unwrap();
-    session.start_transaction(None).unwrap();
+    session.start_transaction().run().unwrap();
     coll.insert_one(doc! { "_id": 1 })
         .session(&mut session)
         .run()
@@ -454,7 +464,7 @@ fn an_overload_retry_of_a_sharded_transactions_first_command_re_pins_to_the_retr
         .session(&mut session)
         .run()
         .expect("a second write in the transaction (no NoSuchTransaction)");
-    session.commit_transaction().expect("commit");
+    session.commit_transaction().run().expect("commit");
     let sent: Vec<(String, Document)> = sent(&recorder)
         .into_iter()
         .filter(|(_, c)| c.contains_key("txnNumber"))

@@ -281,7 +281,7 @@ fn transfer(
     from: i32,
     to: i32,
 ) -> Outcome {
-    session.with_transaction(None, |session| {
+    session.start_transaction().and_run(|session| {
         docs.update_one(doc! { "_id": from }, doc! { "$inc": { "n": -1 } })
             .session(&mut *session)
             .run()?;

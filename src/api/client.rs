@@ -236,6 +236,24 @@ impl Client {
         }
     }
 
+    /// Shuts the client down (with `.run()`): ends its server sessions and
+    /// closes its sockets, as [`close`](Self::close) does. Unlike the
+    /// official driver's, it does not wait for cursors and sessions still
+    /// held elsewhere (nothing here runs in the background); with or
+    /// without [`immediate`](crate::action::Shutdown::immediate) it returns
+    /// at once.
+    pub fn shutdown(self) -> crate::action::Shutdown {
+        crate::action::Shutdown::new(self)
+    }
+
+    /// Opens the client's sockets ahead of the first operation (discovery,
+    /// handshake and authentication, with a `ping`), with `.run()`. Errors
+    /// are not reported, as the official driver's: the first operation
+    /// meets them again.
+    pub fn warm_connection_pool(&self) -> crate::action::WarmConnectionPool<'_> {
+        crate::action::WarmConnectionPool::new(self)
+    }
+
     /// The options in force. With a `mongodb+srv` connection string they
     /// include, once the first operation has looked them up, the seed list
     /// of the SRV record and the options of the TXT record.

@@ -51,8 +51,17 @@ impl ClientSession {
     }
 
     /// The session id (`lsid`) the server knows it by.
-    pub fn id(&self) -> Option<&Document> {
-        self.state.id()
+    pub fn id(&self) -> &Document {
+        // An explicit session holds its server session until it is dropped.
+        self.state
+            .id()
+            .expect("an explicit session has a server session until dropped")
+    }
+
+    /// The latest `$clusterTime` this session has seen, once it has run an
+    /// operation on a deployment that reports one.
+    pub fn cluster_time(&self) -> Option<&Document> {
+        self.state.cluster_time().map(|t| t.as_document())
     }
 
     /// The client this session belongs to.
@@ -78,8 +87,9 @@ impl ClientSession {
         self.state.server_session().is_some_and(|s| s.dirty)
     }
 
-    /// Starts a transaction; the next operation in this session begins it
-    /// on the server.
+    /// Starts a transaction (with `.run()`, or `.and_run(callback)` for
+    /// the retried callback form); the next operation in this session begins
+    /// it on the server.
     ///
     /// ```
     /// # use mongo_inline::bson::{doc, Document};
@@ -89,19 +99,37 @@ impl ClientSession {
     /// let coll = client.database("docs").collection::<Document>("transactions");
     /// coll.insert_one(doc! {}).run()?; // creates the collection outside the transaction
     /// let mut session = client.start_session().run()?;
-    /// session.start_transaction(None)?;
+    /// session.start_transaction().run()?;
     /// coll.insert_one(doc! { "in": "transaction" }).session(&mut session).run()?;
-    /// session.commit_transaction()?;
+    /// session.commit_transaction().run()?;
     /// assert_eq!(coll.count_documents(doc! { "in": "transaction" }).run()?, 1);
     /// # coll.drop().run()?;
     /// # Ok(())
     /// # }
     /// ```
-    pub fn start_transaction(
-        &mut self,
-        options: impl Into<Option<TransactionOptions>>,
-    ) -> Result<()> {
-        let options = options.into();
+    pub fn start_transaction(&mut self) -> StartTransaction<'_> {
+        StartTransaction {
+            session: self,
+            options: TransactionOptions::default(),
+        }
+    }
+
+    /// Commits the transaction (with `.run()`). A commit that fails with a
+    /// retryable error is retried once with a majority write concern; an
+    /// error with the `UnknownTransactionCommitResult` label may be retried
+    /// by committing again.
+    pub fn commit_transaction(&mut self) -> CommitTransaction<'_> {
+        CommitTransaction { session: self }
+    }
+
+    /// Aborts the transaction (with `.run()`). Errors from the server are
+    /// ignored, as the transactions spec asks: the transaction is over
+    /// either way.
+    pub fn abort_transaction(&mut self) -> AbortTransaction<'_> {
+        AbortTransaction { session: self }
+    }
+
+    fn begin_transaction(&mut self, options: Option<TransactionOptions>) -> Result<()> {
         // What the transaction inherits when neither its options nor the
         // session's defaults say: the client's concerns and read preference.
         let defaults = self.client.defaults();
@@ -114,11 +142,7 @@ impl ClientSession {
         self.state.start_transaction(options.as_ref(), &client)
     }
 
-    /// Commits the transaction. A commit that fails with a retryable error
-    /// is retried once with a majority write concern; an error with the
-    /// `UnknownTransactionCommitResult` label may be retried by calling
-    /// this again.
-    pub fn commit_transaction(&mut self) -> Result<()> {
+    fn commit_now(&mut self) -> Result<()> {
         let Some(body) = self.state.commit_transaction()? else {
             return Ok(());
         };
@@ -134,9 +158,7 @@ impl ClientSession {
         self.run_end(&mut op, target).map(|_| ())
     }
 
-    /// Aborts the transaction. Errors from the server are ignored, as the
-    /// transactions spec asks: the transaction is over either way.
-    pub fn abort_transaction(&mut self) -> Result<()> {
+    pub(crate) fn abort_now(&mut self) -> Result<()> {
         let Some(abort) = self.state.abort_transaction()? else {
             return Ok(());
         };
@@ -174,38 +196,9 @@ impl ClientSession {
             .map(|e| e.output)
     }
 
-    /// Runs `callback` in a transaction and commits it, retrying the whole
-    /// transaction on `TransientTransactionError` and the commit on
-    /// `UnknownTransactionCommitResult`, for up to the client's `timeoutMS`
-    /// or else 120 seconds (the convenient transactions API).
-    ///
-    /// ```
-    /// # use mongo_inline::bson::{doc, Document};
-    /// # fn main() -> mongo_inline::Result<()> {
-    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
-    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
-    /// let orders = client.database("docs").collection::<Document>("orders");
-    /// let stock = client.database("docs").collection::<Document>("stock");
-    /// stock.update_one(doc! { "_id": "pen" }, doc! { "$set": { "n": 10 } }).upsert(true).run()?;
-    /// orders.insert_one(doc! {}).run()?; // creates the collection outside the transaction
-    ///
-    /// let mut session = client.start_session().run()?;
-    /// session.with_transaction(None, |session| {
-    ///     orders.insert_one(doc! { "item": "pen" }).session(&mut *session).run()?;
-    ///     stock
-    ///         .update_one(doc! { "_id": "pen" }, doc! { "$inc": { "n": -1 } })
-    ///         .session(&mut *session)
-    ///         .run()?;
-    ///     Ok(())
-    /// })?;
-    /// let pens = stock.find_one(doc! { "_id": "pen" }).run()?.unwrap();
-    /// assert_eq!(pens.get_i32("n").unwrap(), 9);
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn with_transaction<R, F>(
+    fn with_transaction<R, F>(
         &mut self,
-        options: impl Into<Option<TransactionOptions>>,
+        options: Option<TransactionOptions>,
         callback: F,
     ) -> Result<R>
     where
@@ -227,7 +220,7 @@ impl ClientSession {
             .set_transaction_deadline(deadline.is_set().then_some(deadline));
         let loop_state = WithTransaction::new(started, timeout);
         let timing = (&*clock, jitter);
-        let result = self.transaction_attempts(options.into(), callback, timing, loop_state);
+        let result = self.transaction_attempts(options, callback, timing, loop_state);
         self.state.set_transaction_deadline(None);
         result
     }
@@ -247,14 +240,14 @@ impl ClientSession {
             if !backoff.is_zero() {
                 clock.sleep(backoff);
             }
-            self.start_transaction(options.clone())?;
+            self.begin_transaction(options.clone())?;
             let result = match callback(self) {
                 Ok(result) => result,
                 Err(error) => {
                     let state = self.state.transaction().state();
                     let failure = loop_state.after_callback_error(error, state, clock.now());
                     if failure.abort {
-                        self.abort_transaction()?;
+                        self.abort_now()?;
                     }
                     match failure.then {
                         Decision::RetryTransaction => continue 'transaction,
@@ -268,7 +261,7 @@ impl ClientSession {
                 return Ok(result);
             }
             loop {
-                match self.commit_transaction() {
+                match self.commit_now() {
                     Ok(()) => return Ok(result),
                     Err(error) => match loop_state.after_commit_error(error, clock.now()) {
                         Decision::RetryCommit => continue,
@@ -288,7 +281,7 @@ impl Drop for ClientSession {
         let process = crate::shell::fork::current_process();
         let inherited = self.state.inherited_by(process.id);
         if self.state.transaction().state().is_active() && !inherited {
-            let _ = self.abort_transaction();
+            let _ = self.abort_now();
         }
         let server_session = self.state.end(process.id);
         // Dropped inside one of the client's callbacks, the server session
@@ -296,5 +289,115 @@ impl Drop for ClientSession {
         if let (Some(server_session), Ok(mut state)) = (server_session, self.client.state()) {
             state.check_in_session(process, server_session);
         }
+    }
+}
+
+/// `session.start_transaction()`: the transaction's options, set by name or
+/// with `with_options`, then `run` (or `and_run` for the retried callback
+/// form).
+#[must_use = "nothing happens until `run` or `and_run`"]
+pub struct StartTransaction<'a> {
+    session: &'a mut ClientSession,
+    options: TransactionOptions,
+}
+
+impl StartTransaction<'_> {
+    /// Sets every option at once, replacing any set on this builder before.
+    pub fn with_options(mut self, options: impl Into<Option<TransactionOptions>>) -> Self {
+        self.options = options.into().unwrap_or_default();
+        self
+    }
+
+    /// The read concern of the transaction's first command.
+    pub fn read_concern(mut self, value: crate::options::ReadConcern) -> Self {
+        self.options.read_concern = Some(value);
+        self
+    }
+
+    /// The write concern of the commit and the abort.
+    pub fn write_concern(mut self, value: crate::options::WriteConcern) -> Self {
+        self.options.write_concern = Some(value);
+        self
+    }
+
+    /// The commit's `maxTimeMS`.
+    pub fn max_commit_time(mut self, value: std::time::Duration) -> Self {
+        self.options.max_commit_time = Some(value);
+        self
+    }
+
+    fn options(&self) -> Option<TransactionOptions> {
+        (self.options != TransactionOptions::default()).then(|| self.options.clone())
+    }
+
+    /// Starts the transaction.
+    pub fn run(self) -> Result<()> {
+        let options = self.options();
+        self.session.begin_transaction(options)
+    }
+
+    /// Starts the transaction, runs `callback` in it and commits it,
+    /// retrying the whole transaction on `TransientTransactionError` and the
+    /// commit on `UnknownTransactionCommitResult`, for up to the client's
+    /// `timeoutMS` or else 120 seconds (the convenient transactions API).
+    /// A callback's own error can be carried out with
+    /// [`Error::custom`](crate::Error::custom).
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let orders = client.database("docs").collection::<Document>("orders");
+    /// let stock = client.database("docs").collection::<Document>("stock");
+    /// stock.update_one(doc! { "_id": "pen" }, doc! { "$set": { "n": 10 } }).upsert(true).run()?;
+    /// orders.insert_one(doc! {}).run()?; // creates the collection outside the transaction
+    ///
+    /// let mut session = client.start_session().run()?;
+    /// session.start_transaction().and_run(|session| {
+    ///     orders.insert_one(doc! { "item": "pen" }).session(&mut *session).run()?;
+    ///     stock
+    ///         .update_one(doc! { "_id": "pen" }, doc! { "$inc": { "n": -1 } })
+    ///         .session(&mut *session)
+    ///         .run()?;
+    ///     Ok(())
+    /// })?;
+    /// let pens = stock.find_one(doc! { "_id": "pen" }).run()?.unwrap();
+    /// assert_eq!(pens.get_i32("n").unwrap(), 9);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn and_run<R, F>(self, callback: F) -> Result<R>
+    where
+        F: FnMut(&mut ClientSession) -> Result<R>,
+    {
+        let options = self.options();
+        self.session.with_transaction(options, callback)
+    }
+}
+
+/// `session.commit_transaction()`; sent by `run`.
+#[must_use = "nothing is sent until `run`"]
+pub struct CommitTransaction<'a> {
+    session: &'a mut ClientSession,
+}
+
+impl CommitTransaction<'_> {
+    /// Commits the transaction.
+    pub fn run(self) -> Result<()> {
+        self.session.commit_now()
+    }
+}
+
+/// `session.abort_transaction()`; sent by `run`.
+#[must_use = "nothing is sent until `run`"]
+pub struct AbortTransaction<'a> {
+    session: &'a mut ClientSession,
+}
+
+impl AbortTransaction<'_> {
+    /// Aborts the transaction.
+    pub fn run(self) -> Result<()> {
+        self.session.abort_now()
     }
 }

@@ -39,6 +39,8 @@ struct Batches {
     /// `getMore`s (a GridFS download), instead of the timeout afresh.
     deadline: Option<crate::proto::deadline::Deadline>,
     failed: bool,
+    /// The document `advance` moved to, for `current`.
+    current: Option<bson::RawDocumentBuf>,
 }
 
 impl Batches {
@@ -51,7 +53,46 @@ impl Batches {
             timeout: None,
             deadline: None,
             failed: false,
+            current: None,
         }
+    }
+
+    /// Moves to the next document, kept as bytes for [`Self::current`];
+    /// false when there are no more.
+    fn advance(&mut self, session: Option<&mut SessionState>) -> Result<bool> {
+        self.current = None;
+        match self.next_document::<bson::RawDocumentBuf>(session) {
+            Some(Ok(document)) => {
+                self.current = Some(document);
+                Ok(true)
+            }
+            Some(Err(error)) => Err(error),
+            None => Ok(false),
+        }
+    }
+
+    /// The document the last successful `advance` moved to.
+    fn current(&self) -> &bson::RawDocument {
+        // The official driver's contract: `current` follows an `advance`
+        // that returned true; anything else is a bug in the caller.
+        self.current
+            .as_deref()
+            .expect("current() called without a preceding advance() that returned true")
+    }
+
+    /// The current document as `T`, borrowing from its bytes where `T` does.
+    fn deserialize_current<'a, T: serde::Deserialize<'a>>(&'a self) -> Result<T> {
+        bson::from_slice(self.current().as_bytes()).map_err(|e| {
+            crate::error::Error::invalid_argument(format!(
+                "a document from the server does not match the cursor's type: {e}"
+            ))
+        })
+    }
+
+    /// Whether a document may still follow: one in hand, or a server
+    /// cursor that can send more.
+    fn has_next(&self) -> bool {
+        !self.failed && (!self.spec.batch.is_empty() || self.spec.has_more())
     }
 
     fn inherited(&self) -> Inherited<'static> {
@@ -200,6 +241,60 @@ impl<T> Cursor<T> {
         &self.batches.address
     }
 
+    /// Moves to the next result, fetching a batch when the one in hand is
+    /// used up; false when there are no more. Read it with
+    /// [`current`](Self::current) or
+    /// [`deserialize_current`](Self::deserialize_current).
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let coll = client.database("docs").collection::<Document>("advance");
+    /// coll.drop().run()?;
+    /// coll.insert_many([doc! { "n": 1 }, doc! { "n": 2 }]).run()?;
+    /// let mut cursor = coll.find(doc! {}).sort(doc! { "n": 1 }).run()?;
+    /// let mut total = 0;
+    /// while cursor.advance()? {
+    ///     total += cursor.current().get_i32("n").unwrap();
+    /// }
+    /// assert_eq!(total, 3);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn advance(&mut self) -> Result<bool> {
+        let advanced = self.batches.advance(self.session.as_deref_mut());
+        self.release_session_if_done();
+        advanced
+    }
+
+    /// The result [`advance`](Self::advance) moved to, as raw BSON.
+    ///
+    /// # Panics
+    /// When the last `advance` did not return `Ok(true)`, as the official
+    /// driver's.
+    pub fn current(&self) -> &bson::RawDocument {
+        self.batches.current()
+    }
+
+    /// The result [`advance`](Self::advance) moved to, as `T`; `T` may
+    /// borrow from the cursor (`&str` fields).
+    ///
+    /// # Panics
+    /// When the last `advance` did not return `Ok(true)`.
+    pub fn deserialize_current<'a>(&'a self) -> Result<T>
+    where
+        T: serde::Deserialize<'a>,
+    {
+        self.batches.deserialize_current()
+    }
+
+    /// Whether more results may follow.
+    pub fn has_next(&self) -> bool {
+        self.batches.has_next()
+    }
+
     /// Once the server has closed the cursor, its session can serve others.
     fn release_session_if_done(&mut self) {
         if !self.batches.spec.has_more() {
@@ -300,6 +395,32 @@ impl<T> SessionCursor<T> {
     /// The server the cursor lives on.
     pub fn address(&self) -> &ServerAddress {
         &self.batches.address
+    }
+
+    /// Moves to the next result, fetching a batch in `session` (the session
+    /// that opened the cursor) when the one in hand is used up; false when
+    /// there are no more.
+    pub fn advance(&mut self, session: &mut ClientSession) -> Result<bool> {
+        self.batches.advance(Some(session.state_mut()))
+    }
+
+    /// The result [`advance`](Self::advance) moved to, as raw BSON.
+    ///
+    /// # Panics
+    /// When the last `advance` did not return `Ok(true)`.
+    pub fn current(&self) -> &bson::RawDocument {
+        self.batches.current()
+    }
+
+    /// The result [`advance`](Self::advance) moved to, as `T`.
+    ///
+    /// # Panics
+    /// When the last `advance` did not return `Ok(true)`.
+    pub fn deserialize_current<'a>(&'a self) -> Result<T>
+    where
+        T: serde::Deserialize<'a>,
+    {
+        self.batches.deserialize_current()
     }
 }
 

@@ -151,7 +151,7 @@ pub(crate) fn start_session(
 
 /// The session's `lsid`.
 pub(crate) fn session_id(session: &ClientSession) -> Option<Document> {
-    session.id().cloned()
+    Some(session.id().clone())
 }
 
 /// Starts a transaction; options `{readConcern: {level}, writeConcern: {w,
@@ -190,7 +190,11 @@ pub(crate) fn start_transaction(
             _ => return Err(unknown_option("transaction", &key)),
         }
     }
-    session.start_transaction(opts).map_err(|e| failure(&e))
+    session
+        .start_transaction()
+        .with_options(opts)
+        .run()
+        .map_err(|e| failure(&e))
 }
 
 fn write_concern(document: Document) -> Result<WriteConcern, Failure> {
@@ -221,12 +225,12 @@ fn write_concern(document: Document) -> Result<WriteConcern, Failure> {
 
 /// Commits the session's transaction.
 pub(crate) fn commit_transaction(session: &mut ClientSession) -> Result<(), Failure> {
-    session.commit_transaction().map_err(|e| failure(&e))
+    session.commit_transaction().run().map_err(|e| failure(&e))
 }
 
 /// Aborts the session's transaction.
 pub(crate) fn abort_transaction(session: &mut ClientSession) -> Result<(), Failure> {
-    session.abort_transaction().map_err(|e| failure(&e))
+    session.abort_transaction().run().map_err(|e| failure(&e))
 }
 
 fn collection<T>(client: &Client, db: &str, coll: &str) -> Collection<T> {

@@ -60,13 +60,21 @@ programs! {
     indexes,
     collections,
     admin_listings,
+    transactions,
+    and_run,
+    custom_error,
+    session_cursors,
+    cursor_advance,
     write_errors,
     command_errors,
     raw_documents,
+    shutdown,
     write_concerns,
     read_concerns,
     collection_handles,
     hints_and_comments,
+    session_options,
+    warm_pool,
 }
 
 /// Every file in `programs/` is in the suite: a program added there (and so

@@ -416,10 +416,7 @@ impl<'a> TestRun<'a> {
                         .with_options(options)
                         .run()
                         .map_err(|e| format!("startSession: {e}"))?;
-                    let lsid = session
-                        .id()
-                        .cloned()
-                        .ok_or("a started session has no lsid")?;
+                    let lsid = session.id().clone();
                     Entity::Session(Some(Box::new(session)), lsid)
                 }
                 "bucket" => {
@@ -664,21 +661,24 @@ impl<'a> TestRun<'a> {
         // An assertion that fails inside the callback ends the test; the
         // driver only sees an error that makes it abort without retrying.
         let mut failure: Option<Failure> = None;
-        let result = session.with_transaction(options, |s| {
-            for operation in &callback {
-                match self.run_operation_lent(operation, Some((object, s))) {
-                    Ok(None) => {}
-                    Ok(Some(driver_error)) => return Err(driver_error),
-                    Err(f) => {
-                        failure = Some(f);
-                        return Err(mongo_inline::Error::from(ErrorKind::Client {
-                            message: "the test runner stopped the callback".into(),
-                        }));
+        let result = session
+            .start_transaction()
+            .with_options(options)
+            .and_run(|s| {
+                for operation in &callback {
+                    match self.run_operation_lent(operation, Some((object, s))) {
+                        Ok(None) => {}
+                        Ok(Some(driver_error)) => return Err(driver_error),
+                        Err(f) => {
+                            failure = Some(f);
+                            return Err(mongo_inline::Error::from(ErrorKind::Client {
+                                message: "the test runner stopped the callback".into(),
+                            }));
+                        }
                     }
                 }
-            }
-            Ok(())
-        });
+                Ok(())
+            });
         self.put_session(object, session);
         if let Some(f) = failure {
             return Err(match f {
@@ -2137,15 +2137,19 @@ fn session_operation(
         "startTransaction" => {
             let o = transaction_options(&mut args)?;
             args.done()?;
-            Ok(session.start_transaction(o).map(|()| Bson::Null))
+            Ok(session
+                .start_transaction()
+                .with_options(o)
+                .run()
+                .map(|()| Bson::Null))
         }
         "commitTransaction" => {
             args.done()?;
-            Ok(session.commit_transaction().map(|()| Bson::Null))
+            Ok(session.commit_transaction().run().map(|()| Bson::Null))
         }
         "abortTransaction" => {
             args.done()?;
-            Ok(session.abort_transaction().map(|()| Bson::Null))
+            Ok(session.abort_transaction().run().map(|()| Bson::Null))
         }
         "endSession" => {
             args.done()?;

@@ -414,3 +414,48 @@ impl<'a> StartSession<'a> {
         ClientSession::start(self.client, self.options)
     }
 }
+
+/// `client.shutdown()`; done by `run`.
+#[must_use = "nothing happens until `run`"]
+pub struct Shutdown {
+    client: Client,
+}
+
+impl Shutdown {
+    pub(crate) fn new(client: Client) -> Self {
+        Shutdown { client }
+    }
+
+    /// Whether to skip waiting for resources still in use. Here the
+    /// shutdown never waits, so both settings behave alike.
+    pub fn immediate(self, value: bool) -> Self {
+        let _ = value;
+        self
+    }
+
+    /// Shuts the client down.
+    pub fn run(self) {
+        self.client.close();
+    }
+}
+
+/// `client.warm_connection_pool()`; done by `run`.
+#[must_use = "nothing happens until `run`"]
+pub struct WarmConnectionPool<'a> {
+    client: &'a Client,
+}
+
+impl<'a> WarmConnectionPool<'a> {
+    pub(crate) fn new(client: &'a Client) -> Self {
+        WarmConnectionPool { client }
+    }
+
+    /// Opens the sockets; an error is left for the first operation to meet.
+    pub fn run(self) {
+        let _ = self
+            .client
+            .database("admin")
+            .run_command(bson::doc! { "ping": 1 })
+            .run();
+    }
+}

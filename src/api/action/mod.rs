@@ -32,6 +32,7 @@
 mod collection;
 mod database;
 
+pub use crate::api::client_session::{AbortTransaction, CommitTransaction, StartTransaction};
 pub use collection::{
     Aggregate, BulkWrite, CountDocuments, CreateIndex, CreateIndexes, Delete, Distinct,
     DropCollection, DropIndex, DropIndexes, EstimatedDocumentCount, Find, FindOne,
@@ -40,7 +41,7 @@ pub use collection::{
 };
 pub use database::{
     CreateCollection, DropDatabase, ListCollectionNames, ListCollections, ListDatabaseNames,
-    ListDatabases, RunCommand, StartSession,
+    ListDatabases, RunCommand, Shutdown, StartSession, WarmConnectionPool,
 };
 
 use crate::api::client_session::ClientSession;

@@ -85,7 +85,8 @@ pub enum SessionKind {
 }
 
 /// Options of an explicit session; immutable once the session is started.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, typed_builder::TypedBuilder)]
+#[builder(field_defaults(default, setter(into)))]
 #[non_exhaustive]
 pub struct SessionOptions {
     /// Causally consistent reads and writes; defaults to true unless
@@ -332,7 +333,6 @@ impl SessionState {
     }
 
     /// The session's cluster time.
-    #[cfg(test)]
     pub fn cluster_time(&self) -> Option<&ClusterTime> {
         self.cluster_time.as_ref()
     }

@@ -85,7 +85,8 @@ impl TransactionState {
 
 /// Options of one transaction. Unset fields fall back to the session's
 /// default transaction options, then to the client ([`resolve`](Self::resolve)).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, typed_builder::TypedBuilder)]
+#[builder(field_defaults(default, setter(into)))]
 #[non_exhaustive]
 pub struct TransactionOptions {
     /// Read concern of the first command only.
