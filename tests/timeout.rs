@@ -332,6 +332,52 @@ fn max_time_ms_expired_under_timeout_ms_is_a_timeout_error() {
 }
 
 #[test]
+fn a_max_time_ms_expired_write_concern_error_under_timeout_ms_is_a_timeout_error() {
+    let server = TestServer::shared();
+    let (client, sent) = client_with(&format!("{}&timeoutMS=5000", server.uri()), None);
+    let coll = client.database(DB).collection::<Document>("wce_expired");
+    let wce = doc! {
+        "failCommands": ["insert"],
+        "writeConcernError": { "code": 50, "errmsg": "maxTimeMS expired" },
+    };
+    arm(&client, wce.clone());
+    let error = coll.insert_one(doc! { "a": 1 }).run().unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::Timeout { .. }),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("50"), "keeps the cause: {error}");
+    assert_eq!(sent.named("insert").len(), 1, "not retried");
+    // In an insert_many's reply too.
+    arm(&client, wce.clone());
+    let error = coll
+        .insert_many(vec![doc! { "a": 2 }, doc! { "a": 3 }])
+        .run()
+        .unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::Timeout { .. }),
+        "{error:?}"
+    );
+
+    // Without timeoutMS it stays the write concern error it is.
+    let (plain, _) = client_with(&server.uri(), None);
+    arm(&plain, wce);
+    let error = plain
+        .database(DB)
+        .collection::<Document>("wce_expired")
+        .insert_one(doc! { "a": 4 })
+        .run()
+        .unwrap_err();
+    assert!(
+        matches!(
+            error.kind(),
+            ErrorKind::Write(mongo_inline::results::WriteFailure::WriteConcernError(_))
+        ),
+        "{error:?}"
+    );
+}
+
+#[test]
 fn timeout_ms_overrides_socket_timeout_ms() {
     let server = TestServer::start();
     // A 200 ms socketTimeoutMS alone would cut this 600 ms reply off.

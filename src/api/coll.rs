@@ -28,7 +28,6 @@ use crate::proto::operation::{CursorSpec, Namespace, Operation, UpdateModificati
 use crate::proto::options::{ReadConcern, WriteConcern};
 use crate::proto::read_preference::ReadPreference;
 use crate::proto::results::BulkWriteResult;
-use crate::proto::select::SelectionCriteria;
 use crate::shell::exec::{Inherited, Target};
 
 /// Read and write settings a handle passes to its operations; each level
@@ -68,6 +67,7 @@ impl Defaults {
 
     pub(crate) fn inherited(&self) -> Inherited<'_> {
         Inherited {
+            read_preference: self.read_preference.as_ref(),
             read_concern: self.read_concern.as_ref(),
             write_concern: self.write_concern.as_ref(),
             timeout: self.timeout,
@@ -84,13 +84,6 @@ impl Defaults {
             deadline: self.deadline,
             ..Inherited::default()
         }
-    }
-
-    /// The criteria for a read whose own options gave none.
-    pub(crate) fn read_criteria(&self, own: Option<SelectionCriteria>) -> SelectionCriteria {
-        own.unwrap_or_else(|| {
-            SelectionCriteria::ReadPreference(self.read_preference.clone().unwrap_or_default())
-        })
     }
 }
 

@@ -62,12 +62,7 @@ impl<'a, T, S> Find<'a, T, S> {
         read_concern: ReadConcern,
     });
 
-    fn operation(mut self) -> (operation::Find, S, &'a Collection<T>) {
-        self.options.selection_criteria = Some(
-            self.coll
-                .defaults()
-                .read_criteria(self.options.selection_criteria.take()),
-        );
+    fn operation(self) -> (operation::Find, S, &'a Collection<T>) {
         let op = operation::Find::new(self.coll.ns().clone(), self.filter, self.options);
         (op, self.session, self.coll)
     }
@@ -150,15 +145,10 @@ impl<'a, T> FindOne<'a, T> {
     session_setter!();
 
     /// Runs the query.
-    pub fn run(mut self) -> Result<Option<T>>
+    pub fn run(self) -> Result<Option<T>>
     where
         T: DeserializeOwned + 'static,
     {
-        self.options.selection_criteria = Some(
-            self.coll
-                .defaults()
-                .read_criteria(self.options.selection_criteria.take()),
-        );
         let op = operation::Find::find_one(self.coll.ns().clone(), self.filter, self.options);
         match self.session {
             None => self.coll.open_cursor::<T, _>(op)?.next().transpose(),
@@ -653,12 +643,7 @@ impl<'a, T> CountDocuments<'a, T> {
     session_setter!();
 
     /// Counts.
-    pub fn run(mut self) -> Result<u64> {
-        self.options.selection_criteria = Some(
-            self.coll
-                .defaults()
-                .read_criteria(self.options.selection_criteria.take()),
-        );
+    pub fn run(self) -> Result<u64> {
         let op = operation::CountDocuments::new(self.coll.ns().clone(), self.filter, self.options);
         self.coll.execute(op, self.session)
     }
@@ -690,12 +675,7 @@ impl<'a, T> EstimatedDocumentCount<'a, T> {
     session_setter!();
 
     /// Reads the count.
-    pub fn run(mut self) -> Result<u64> {
-        self.options.selection_criteria = Some(
-            self.coll
-                .defaults()
-                .read_criteria(self.options.selection_criteria.take()),
-        );
+    pub fn run(self) -> Result<u64> {
         let op = operation::EstimatedDocumentCount::new(self.coll.ns().clone(), self.options);
         self.coll.execute(op, self.session)
     }
@@ -733,12 +713,7 @@ impl<'a, T> Distinct<'a, T> {
     session_setter!();
 
     /// Reads the distinct values.
-    pub fn run(mut self) -> Result<Vec<Bson>> {
-        self.options.selection_criteria = Some(
-            self.coll
-                .defaults()
-                .read_criteria(self.options.selection_criteria.take()),
-        );
+    pub fn run(self) -> Result<Vec<Bson>> {
         let op = operation::Distinct::new(
             self.coll.ns().clone(),
             &self.field,
@@ -839,10 +814,18 @@ impl<'a, S, T> Aggregate<'a, S, T> {
         &'a crate::Client,
         crate::api::coll::Defaults,
     ) {
-        self.options.selection_criteria = Some(
-            self.defaults
-                .read_criteria(self.options.selection_criteria.take()),
-        );
+        // The handle's read preference reaches a read through `Inherited`;
+        // a `$out`/`$merge` pipeline needs it here, to select with it only
+        // where the servers allow such a write on a secondary.
+        if self.options.selection_criteria.is_none()
+            && operation::Aggregate::pipeline_writes(&self.pipeline)
+        {
+            self.options.selection_criteria = self
+                .defaults
+                .read_preference
+                .clone()
+                .map(SelectionCriteria::ReadPreference);
+        }
         let op = operation::Aggregate::new(self.target, self.pipeline, self.options);
         (op, self.session, self.client, self.defaults)
     }

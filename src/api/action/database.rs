@@ -75,11 +75,9 @@ impl<'a> RunCommand<'a> {
 
     /// Sends the command and returns the reply.
     pub fn run(self) -> Result<Document> {
-        let criteria = self
-            .selection_criteria
-            .unwrap_or_else(|| SelectionCriteria::ReadPreference(ReadPreference::primary()));
         check_database_name(self.db.name())?;
-        let mut op = operation::RunCommand::new(self.db.name(), self.command, criteria)?;
+        let mut op =
+            operation::RunCommand::new(self.db.name(), self.command, self.selection_criteria)?;
         let inherited = self.db.defaults().timeout_only();
         execute(self.db.client(), &mut op, inherited, self.session)
     }
@@ -177,7 +175,7 @@ impl<'a> DropDatabase<'a> {
         let mut op = operation::RunCommand::new(
             self.db.name(),
             command,
-            SelectionCriteria::ReadPreference(ReadPreference::primary()),
+            Some(SelectionCriteria::ReadPreference(ReadPreference::primary())),
         )?;
         let inherited = self.db.defaults().timeout_only();
         execute(self.db.client(), &mut op, inherited, self.session).map(|_| ())

@@ -59,7 +59,12 @@ impl Aggregate {
 
     /// Whether the last stage is `$out` or `$merge`.
     pub fn has_write_stage(&self) -> bool {
-        self.pipeline.last().is_some_and(|stage| {
+        Self::pipeline_writes(&self.pipeline)
+    }
+
+    /// Whether `pipeline`'s last stage is `$out` or `$merge`.
+    pub fn pipeline_writes(pipeline: &[Document]) -> bool {
+        pipeline.last().is_some_and(|stage| {
             stage
                 .keys()
                 .next()

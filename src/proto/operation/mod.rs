@@ -267,9 +267,17 @@ pub trait Operation {
         Err(error)
     }
 
-    /// Where the operation may run; `None` means the primary.
+    /// Where the operation may run, as the application set it on the
+    /// operation; `None` means the handle's read preference for a read,
+    /// the transaction's inside one, else the primary.
     fn selection_criteria(&self) -> Option<&SelectionCriteria> {
         None
+    }
+
+    /// Whether the operation is a read, subject to a transaction's read
+    /// preference (which must be primary).
+    fn reads(&self) -> bool {
+        matches!(self.retryability(), Retryability::Read)
     }
 
     /// Which retry rules apply.

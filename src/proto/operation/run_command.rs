@@ -13,15 +13,19 @@ use crate::proto::select::SelectionCriteria;
 pub struct RunCommand {
     db: String,
     command: Document,
-    criteria: SelectionCriteria,
+    /// `None`: the primary, or inside a transaction the transaction's
+    /// read preference (runCommand is a read there, as the transactions
+    /// spec says).
+    criteria: Option<SelectionCriteria>,
 }
 
 impl RunCommand {
-    /// `command` on database `db`, on a server chosen by `criteria`.
+    /// `command` on database `db`, on a server chosen by `criteria` (the
+    /// primary, or the transaction's read preference, when `None`).
     pub fn new(
         db: impl Into<String>,
         command: Document,
-        criteria: SelectionCriteria,
+        criteria: Option<SelectionCriteria>,
     ) -> Result<Self> {
         if command.is_empty() {
             return Err(Error::invalid_argument("the command document is empty"));
@@ -64,7 +68,11 @@ impl Operation for RunCommand {
     }
 
     fn selection_criteria(&self) -> Option<&SelectionCriteria> {
-        Some(&self.criteria)
+        self.criteria.as_ref()
+    }
+
+    fn reads(&self) -> bool {
+        true
     }
 }
 

@@ -105,13 +105,31 @@ impl OperationShape {
 pub(crate) fn as_timeout(error: Error, command_name: &str) -> Error {
     const MAX_TIME_MS_EXPIRED: i32 = 50;
     let socket_timeout = matches!(error.kind(), ErrorKind::Network { timeout: true, .. });
-    let server_timeout =
-        matches!(error.kind(), ErrorKind::Command(c) if c.code == MAX_TIME_MS_EXPIRED);
+    let server_timeout = reports_code(&error, MAX_TIME_MS_EXPIRED);
     if !(socket_timeout || server_timeout) {
         return error;
     }
     Deadline::timeout_error(&format!("waiting for {command_name}: {error}"))
         .with_labels(error.labels())
+}
+
+/// Whether the server reported `code` for the command (`ok: 0`), in its
+/// writeConcernError, or in one of its write errors: CSOT transforms all
+/// three when the code is `MaxTimeMSExpired`.
+fn reports_code(error: &Error, code: i32) -> bool {
+    use crate::proto::results::WriteFailure;
+    match error.kind() {
+        ErrorKind::Command(c) => c.code == code,
+        ErrorKind::Write(WriteFailure::WriteConcernError(w)) => w.code == code,
+        ErrorKind::Write(WriteFailure::WriteError(w)) => w.code == code,
+        ErrorKind::BulkWrite(b) => {
+            b.write_errors.iter().any(|w| w.code == code)
+                || b.write_concern_error
+                    .as_ref()
+                    .is_some_and(|w| w.code == code)
+        }
+        _ => false,
+    }
 }
 
 /// Whether `error` comes from an `ok: 1` reply with a writeConcernError.

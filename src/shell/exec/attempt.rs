@@ -49,24 +49,31 @@ impl Run<'_> {
 
 /// The session's plan for `op`: whether it runs in the transaction, where
 /// it is pinned, the transaction's read preference.
-fn plan_in_session<Op: Operation>(
-    op: &Op,
-    criteria: &SelectionCriteria,
-    session: &mut SessionState,
-) -> Result<OperationPlan> {
-    let is_read = matches!(op.retryability(), Retryability::Read)
-        || matches!(criteria, SelectionCriteria::ReadPreference(_))
-            && !matches!(op.retryability(), Retryability::Write);
+fn plan_in_session<Op: Operation>(op: &Op, session: &mut SessionState) -> Result<OperationPlan> {
+    let own = op.selection_criteria();
     session.begin_operation(&OperationInfo {
-        is_read,
+        is_read: reads_with_preference(op),
         read_concern_set: op.read_concern().is_some(),
         write_concern_set: op.write_concern().is_some(),
-        read_preference: match criteria {
-            SelectionCriteria::ReadPreference(rp) => Some(rp),
+        // Only the operation's own: a handle's read preference gives way
+        // to the transaction's.
+        read_preference: match own {
+            Some(SelectionCriteria::ReadPreference(rp)) => Some(rp),
             _ => None,
         },
         unacknowledged: !op.is_acknowledged(),
     })
+}
+
+/// Whether `op` reads with a read preference (reads, runCommand, and
+/// whatever the application gave one that is not a write): in a
+/// transaction, those take the transaction's.
+fn reads_with_preference<Op: Operation>(op: &Op) -> bool {
+    op.reads()
+        || matches!(
+            op.selection_criteria(),
+            Some(SelectionCriteria::ReadPreference(_))
+        ) && !matches!(op.retryability(), Retryability::Write)
 }
 
 /// The server an attempt runs on, as the operation and the command see it.
@@ -86,10 +93,13 @@ impl ClientState {
         inherited: Inherited<'_>,
         target: Target,
     ) -> Result<Run<'s>> {
-        let criteria = op
-            .selection_criteria()
-            .cloned()
-            .unwrap_or_else(SelectionCriteria::primary_read);
+        let own = op.selection_criteria().cloned();
+        let criteria = own
+            .clone()
+            .unwrap_or_else(|| match inherited.read_preference {
+                Some(rp) if op.reads() => SelectionCriteria::ReadPreference(rp.clone()),
+                _ => SelectionCriteria::primary_read(),
+            });
         let mut session = match explicit_session {
             Some(s) => SessionSlot::Explicit(s),
             None => SessionSlot::None,
@@ -109,12 +119,17 @@ impl ClientState {
                 timeout => Deadline::from_timeout(self.time.now(), timeout),
             });
         let plan = match session.get() {
-            Some(s) if Op::NAME != "endTransaction" => Some(plan_in_session(op, &criteria, s)?),
+            Some(s) if Op::NAME != "endTransaction" => Some(plan_in_session(op, s)?),
             _ => None,
         };
         let in_transaction = plan.as_ref().is_some_and(|p| p.in_transaction);
+        // In a transaction the operation's own read preference, else the
+        // transaction's, else the primary: never the handle's.
         let criteria = match plan.as_ref().and_then(|p| p.read_preference.clone()) {
-            Some(rp) if in_transaction => SelectionCriteria::ReadPreference(rp),
+            Some(rp) if in_transaction && reads_with_preference(op) => {
+                SelectionCriteria::ReadPreference(rp)
+            }
+            _ if in_transaction => own.unwrap_or_else(SelectionCriteria::primary_read),
             _ => criteria,
         };
         let target = match (target, plan.and_then(|p| p.pinned)) {

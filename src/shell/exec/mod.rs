@@ -37,7 +37,8 @@ use crate::proto::deadline::Deadline;
 use crate::proto::operation::{Operation, ServerInfo};
 use crate::proto::options::{ClientOptions, ReadConcern, WriteConcern};
 use crate::proto::process::CurrentProcess;
-use crate::proto::retry::classify::{carries_write_concern_error, has_write_errors};
+use crate::proto::read_preference::ReadPreference;
+use crate::proto::retry::classify::{as_timeout, carries_write_concern_error, has_write_errors};
 use crate::proto::retry::{RetryPolicy, RetrySettings, TokenBucket, Tokens};
 use crate::proto::sdam::TopologyType;
 use crate::proto::session::cluster_time::ClusterClock;
@@ -77,6 +78,10 @@ struct SocketOwner {
 /// (the most specific one set wins; the caller resolves that).
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Inherited<'a> {
+    /// A read's read preference when the operation sets none; never
+    /// inside a transaction, whose own read preference wins (the
+    /// transactions spec).
+    pub(crate) read_preference: Option<&'a ReadPreference>,
     pub(crate) read_concern: Option<&'a ReadConcern>,
     pub(crate) write_concern: Option<&'a WriteConcern>,
     pub(crate) timeout: Option<Duration>,
@@ -290,6 +295,7 @@ impl ClientState {
                 Ok(Ok(output)) => return Ok(self.succeed(&mut run, output, address, generation)),
                 Ok(Err(error)) => {
                     run.on_reply(&mut self.retry);
+                    let error = timed_out(error, run.deadline, op.command_name());
                     return self.finish_error(op, error, run.session);
                 }
                 // The auth spec: reauthenticate the socket and run the
@@ -307,7 +313,10 @@ impl ClientState {
                 Err((error, sent)) => {
                     match self.after_failure(&mut run, error, sent, &prepared, &address, Op::NAME) {
                         Ok(overload) => op.before_retry(overload),
-                        Err(error) => return self.finish_error(op, error, run.session),
+                        Err(error) => {
+                            let error = timed_out(error, run.deadline, op.command_name());
+                            return self.finish_error(op, error, run.session);
+                        }
                     }
                 }
             }
@@ -399,6 +408,21 @@ impl ClientState {
 
 /// The server's `ReauthenticationRequired` error code.
 const REAUTHENTICATION_REQUIRED: i32 = 391;
+
+/// A reply's final error under a deadline, as CSOT reports it: a
+/// `MaxTimeMSExpired` in the writeConcernError or a write error is the
+/// operation's timeout too (`send` already maps the command's own).
+fn timed_out(
+    error: crate::error::Error,
+    deadline: Deadline,
+    command_name: &str,
+) -> crate::error::Error {
+    if deadline.is_set() {
+        as_timeout(error, command_name)
+    } else {
+        error
+    }
+}
 
 #[cfg(test)]
 mod tests;
