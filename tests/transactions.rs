@@ -376,6 +376,146 @@ fn a_transaction_on_mongos_stays_on_the_router_of_its_first_command() {
     assert_eq!(routers_used.len(), 2, "every transaction chose one router");
 }
 
+/// A read preference that is not primary inside a transaction fails with
+/// the transactions spec's error; the transaction's read preference wins
+/// over the collection's, database's and client's (only one set on the
+/// operation itself is its own).
+#[test]
+fn reads_in_a_transaction_use_the_transactions_read_preference() {
+    use mongo_inline::{ReadPreference, ReadPreferenceMode};
+    let server = TestServer::shared();
+    let client = Client::with_uri_str(&server.uri()).unwrap();
+    let coll = fresh(&client, "txn_read_preference");
+    let primary_coll = coll
+        .clone()
+        .with_read_preference(ReadPreference::new(ReadPreferenceMode::Primary));
+    let secondary_coll = coll
+        .clone()
+        .with_read_preference(ReadPreference::new(ReadPreferenceMode::Secondary));
+    let refused = "read preference in a transaction must be primary";
+    let mut session = client.start_session().run().unwrap();
+    for mode in [
+        ReadPreferenceMode::Secondary,
+        ReadPreferenceMode::PrimaryPreferred,
+        ReadPreferenceMode::Nearest,
+    ] {
+        let mut options = TransactionOptions::default();
+        options.read_preference = Some(ReadPreference::new(mode));
+        session
+            .start_transaction()
+            .with_options(options)
+            .run()
+            .unwrap();
+        // Writes are not checked, and go to the primary.
+        primary_coll
+            .insert_one(doc! { "_id": format!("{mode:?}") })
+            .session(&mut session)
+            .run()
+            .unwrap();
+        let find = primary_coll
+            .find(doc! {})
+            .session(&mut session)
+            .run()
+            .err()
+            .map(|e| e.to_string());
+        assert!(
+            find.as_deref().is_some_and(|e| e.contains(refused)),
+            "{find:?}"
+        );
+        let count = primary_coll
+            .count_documents(doc! {})
+            .session(&mut session)
+            .run()
+            .err()
+            .map(|e| e.to_string());
+        assert!(
+            count.as_deref().is_some_and(|e| e.contains(refused)),
+            "{count:?}"
+        );
+        let command = client
+            .database("txn")
+            .run_command(doc! { "find": "txn_read_preference" })
+            .session(&mut session)
+            .run()
+            .err()
+            .map(|e| e.to_string());
+        assert!(
+            command.as_deref().is_some_and(|e| e.contains(refused)),
+            "{command:?}"
+        );
+        session.abort_transaction().run().unwrap();
+    }
+    // A primary transaction reads from the primary whatever the
+    // collection's read preference says.
+    let mut options = TransactionOptions::default();
+    options.read_preference = Some(ReadPreference::new(ReadPreferenceMode::Primary));
+    session
+        .start_transaction()
+        .with_options(options)
+        .run()
+        .unwrap();
+    let found = secondary_coll
+        .find_one(doc! { "_id": "seed" })
+        .session(&mut session)
+        .run()
+        .unwrap();
+    assert!(found.is_some());
+    session.commit_transaction().run().unwrap();
+}
+
+/// A simulated mongos knows only the transactions started through it, as
+/// a real router does: a transaction's later command at the other one gets
+/// NoSuchTransaction, so a driver that lost its pin cannot go unnoticed.
+#[test]
+fn a_simulated_mongos_refuses_another_routers_transaction() {
+    use support::raw::RawConnection;
+    let server = TestServer::shared();
+    let sim = Simulator::mongos(server, 2);
+    let client = Client::with_uri_str(&sim.seed_uri(&[0])).unwrap();
+    fresh(&client, "routed");
+    let lsid = doc! { "id": bson::Binary {
+        subtype: bson::spec::BinarySubtype::Uuid,
+        bytes: (0..16).collect(),
+    } };
+    let txn = |command: Document, first: bool| {
+        let mut command = command;
+        command.insert("lsid", lsid.clone());
+        command.insert("txnNumber", 1_i64);
+        command.insert("autocommit", false);
+        if first {
+            command.insert("startTransaction", true);
+        }
+        command
+    };
+    let mut first = RawConnection::connect(&sim.address(0)).unwrap();
+    let mut second = RawConnection::connect(&sim.address(1)).unwrap();
+    let insert = doc! { "insert": "routed", "documents": [{ "_id": 1 }] };
+    let reply = first.command("txn", txn(insert.clone(), true)).unwrap();
+    assert_eq!(
+        reply
+            .get_f64("ok")
+            .ok()
+            .or(reply.get_i32("ok").ok().map(f64::from)),
+        Some(1.0),
+        "{reply}"
+    );
+    let refused = second.command("txn", txn(insert, false)).unwrap();
+    assert_eq!(refused.get_i32("code"), Ok(251), "{refused}");
+    assert_eq!(refused.get_str("codeName"), Ok("NoSuchTransaction"));
+    let labels = refused.get_array("errorLabels").unwrap();
+    assert!(labels.contains(&Bson::from("TransientTransactionError")));
+    let commit = doc! { "commitTransaction": 1 };
+    let refused = second.command("admin", txn(commit.clone(), false)).unwrap();
+    assert_eq!(refused.get_i32("code"), Ok(251), "{refused}");
+    // Its own router commits it; then a commit retry at the other one is
+    // recovered (a real router would use the recoveryToken).
+    let committed = first.command("admin", txn(commit.clone(), false)).unwrap();
+    assert!(committed.get("code").is_none(), "{committed}");
+    let retried = second.command("admin", txn(commit, false)).unwrap();
+    assert!(retried.get("code").is_none(), "{retried}");
+    assert_eq!(others(&sim.seed_uri(&[0]), "routed"), 1);
+}
+
 #[test]
 fn dropping_a_session_mid_transaction_aborts_it() {
     let server = TestServer::shared();
@@ -419,7 +559,15 @@ fn a_sharded_commit_retry_after_a_network_error_selects_a_router_again() {
         .session(&mut session)
         .run()
         .unwrap();
-    session.commit_transaction().run().unwrap();
+    // The other router never saw the transaction, and its commit never
+    // ran: NoSuchTransaction, as a real mongos answers (the spec's
+    // "commitTransaction retry fails on new mongos").
+    let error = session.commit_transaction().run().unwrap_err();
+    assert!(
+        error.contains_label("TransientTransactionError"),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("NoSuchTransaction"), "{error}");
     let sent = sent(&recorder);
     let insert_router = &sent[0].0;
     let commits: Vec<&String> = sent
@@ -431,7 +579,7 @@ fn a_sharded_commit_retry_after_a_network_error_selects_a_router_again() {
     assert_eq!(commits[0], insert_router, "the commit left its router");
     // The failed router is deprioritized: the retry goes to the other one.
     assert_ne!(commits[1], insert_router, "the retry stayed pinned");
-    assert_eq!(others(&server.uri(), "sharded_commit_retry"), 1);
+    assert_eq!(others(&server.uri(), "sharded_commit_retry"), 0);
 }
 
 #[test]

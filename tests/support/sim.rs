@@ -16,6 +16,13 @@
 //! injected (refused connections, dropped sockets, delayed replies), and
 //! everything it receives is recorded for assertions.
 //!
+//! Mongoses also track the transactions started through them, as real
+//! routers do: a later command of a transaction that arrives at another
+//! mongos gets `NoSuchTransaction` (251, `TransientTransactionError`),
+//! except a `commitTransaction` retry of a transaction whose commit the
+//! backend already acknowledged (a real router recovers it from the
+//! `recoveryToken`). So a driver that loses its pin cannot pass unnoticed.
+//!
 //! Threads are fine here: this is test support, not the driver. Each member
 //! has a polling accept thread and each client connection a thread; all stop
 //! when the [`Simulator`] is dropped.
@@ -340,6 +347,43 @@ impl MemberIo {
 struct Shared {
     script: Mutex<Script>,
     stop: AtomicBool,
+    /// The transactions started through a mongos, by `lsid/txnNumber`.
+    transactions: Mutex<HashMap<String, RoutedTransaction>>,
+}
+
+/// Where a transaction started, and whether its commit was acknowledged.
+#[derive(Debug, Clone, Copy)]
+struct RoutedTransaction {
+    router: usize,
+    committed: bool,
+}
+
+/// Notes that the backend acknowledged the `commitTransaction` of
+/// transaction `key` (an `ok: 1` reply).
+fn note_commit_reply(shared: &Shared, key: Option<String>, reply: &Frame) {
+    let Some(key) = key else {
+        return;
+    };
+    let acknowledged = reply.op_code == OP_MSG
+        && parse_op_msg(&reply.body)
+            .ok()
+            .and_then(|m| m.body.get("ok").and_then(integer))
+            == Some(1);
+    if acknowledged {
+        if let Some(routed) = lock(&shared.transactions).get_mut(&key) {
+            routed.committed = true;
+        }
+    }
+}
+
+/// A transaction's key, when `command` belongs to one (`autocommit: false`
+/// with a `txnNumber`).
+fn transaction_key(command: &Document) -> Option<String> {
+    if command.get_bool("autocommit") != Ok(false) {
+        return None;
+    }
+    let txn_number = command.get("txnNumber").and_then(integer)?;
+    Some(format!("{}/{txn_number}", command.get("lsid")?))
 }
 
 /// Locks a mutex, ignoring poisoning: a panicking test thread must not make
@@ -412,6 +456,7 @@ impl Simulator {
                     members: Vec::new(),
                 }),
                 stop: AtomicBool::new(false),
+                transactions: Mutex::new(HashMap::new()),
             }),
             members: Vec::new(),
             accept_threads: Vec::new(),
@@ -810,6 +855,7 @@ fn accept_loop(shared: Arc<Shared>, index: usize, io: Arc<MemberIo>) {
             client_metadata: None,
             adds_recovery_token: false,
             reply_compressor: None,
+            committing: None,
         };
         let spawned = thread::Builder::new()
             .name(format!("sim-conn-{}-{connection_id}", io.port))
@@ -839,6 +885,9 @@ struct Handler {
     /// The compressor id of the request being answered: its reply goes
     /// back compressed the same way, as mongod does.
     reply_compressor: Option<u8>,
+    /// The transaction whose `commitTransaction` is being forwarded: an
+    /// `ok: 1` reply marks it committed (`note_commit_reply`).
+    committing: Option<String>,
 }
 
 enum Answer {
@@ -1011,6 +1060,12 @@ impl Handler {
         self.adds_recovery_token = matches!(role, Role::Mongos | Role::LoadBalancer)
             && command.contains_key("txnNumber")
             && command.get_bool("autocommit") == Ok(false);
+        self.committing = None;
+        if role == Role::Mongos {
+            if let Some(refusal) = self.route_transaction(command, &name) {
+                return Answer::Reply(refusal);
+            }
+        }
         if !role.accepts_writes() && WRITE_COMMANDS.contains(&name.as_str()) {
             return Answer::Reply(doc! {
                 "ok": 0.0,
@@ -1050,6 +1105,37 @@ impl Handler {
             }
         }
         Answer::Forward
+    }
+
+    /// Records a transaction started here; refuses a later command of a
+    /// transaction started at another mongos with `NoSuchTransaction`, as
+    /// that router has never heard of it.
+    fn route_transaction(&mut self, command: &Document, name: &str) -> Option<Document> {
+        let key = transaction_key(command)?;
+        let mut transactions = lock(&self.shared.transactions);
+        if command.get_bool("startTransaction") == Ok(true) {
+            let routed = RoutedTransaction {
+                router: self.index,
+                committed: false,
+            };
+            transactions.insert(key, routed);
+            return None;
+        }
+        let routed = *transactions.get(&key)?;
+        let recovered = name == "commitTransaction" && routed.committed;
+        if routed.router == self.index || recovered {
+            if name == "commitTransaction" {
+                self.committing = Some(key);
+            }
+            return None;
+        }
+        Some(doc! {
+            "ok": 0.0,
+            "errmsg": format!("simulated mongos {}: no such transaction {key} (it started at mongos {})", self.index, routed.router),
+            "code": 251,
+            "codeName": "NoSuchTransaction",
+            "errorLabels": ["TransientTransactionError"],
+        })
     }
 
     /// Holds an awaitable hello (`topologyVersion` + `maxAwaitTimeMS` that
@@ -1241,7 +1327,10 @@ impl Handler {
     ) -> io::Result<()> {
         let delay = self.delay();
         let adds_recovery_token = self.adds_recovery_token;
-        self.backend()?.write_all(&frame.to_bytes())?;
+        let mut committing = self.committing.take();
+        let shared = self.shared.clone();
+        let backend = self.backend()?;
+        backend.write_all(&frame.to_bytes())?;
         if !expects_reply {
             return Ok(());
         }
@@ -1261,6 +1350,7 @@ impl Handler {
             if !delay.is_zero() {
                 thread::sleep(delay);
             }
+            note_commit_reply(&shared, committing.take(), &reply);
             let reply = if adds_recovery_token {
                 with_recovery_token(reply)?
             } else {
