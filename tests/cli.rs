@@ -600,3 +600,52 @@ fn a_bad_line_anywhere_on_stdin_inserts_nothing() {
     assert_eq!((ids[0].clone(), ids[2999].clone()), (json!(0), json!(2999)));
     assert_eq!(lines(&cli(&["count", &ns])), [json!(3000)]);
 }
+
+#[test]
+fn gridfs_put_get_ls_and_rm_stream_files() {
+    let db = format!("cli_gridfs_{}", bson::oid::ObjectId::new());
+    // Three chunks of the default 255 KiB, the last one partial.
+    let content: String = (0..600_000)
+        .map(|i| char::from(b'a' + (i % 26) as u8))
+        .collect();
+    let put = lines(&cli_with_stdin(
+        &["put", &db, "backup.txt", "--bucket", "b"],
+        &content,
+    ));
+    assert_eq!(put[0]["length"], 600_000);
+    lines(&cli_with_stdin(
+        &["put", &db, "backup.txt", "--bucket", "b"],
+        "second",
+    ));
+
+    let latest = cli(&["get", &db, "backup.txt", "--bucket", "b"]);
+    assert!(latest.status.success(), "{}", stderr(&latest));
+    assert_eq!(latest.stdout, b"second");
+    let first = cli(&["get", &db, "backup.txt", "--bucket", "b", "--revision", "0"]);
+    assert!(
+        first.stdout == content.as_bytes(),
+        "the first revision differs"
+    );
+
+    let listed = lines(&cli(&[
+        "ls",
+        &db,
+        r#"{"length": {"$gt": 10}}"#,
+        "--bucket",
+        "b",
+    ]));
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0]["filename"], "backup.txt");
+    assert_eq!(listed[0]["chunkSize"], 255 * 1024);
+
+    lines(&cli(&["rm", &db, "backup.txt", "--bucket", "b"]));
+    assert!(lines(&cli(&["ls", &db, "--bucket", "b"])).is_empty());
+    let missing = cli(&["get", &db, "backup.txt", "--bucket", "b"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(
+        stderr(&missing).contains("no file named \"backup.txt\""),
+        "{}",
+        stderr(&missing)
+    );
+    assert!(missing.stdout.is_empty());
+}

@@ -8,6 +8,10 @@
 //! mongo-inline [URI] delete NS FILTER [--many]
 //! mongo-inline [URI] count NS [FILTER]
 //! mongo-inline [URI] aggregate NS PIPELINE
+//! mongo-inline [URI] put DB FILENAME [--bucket NAME]   (GridFS: the file from stdin)
+//! mongo-inline [URI] get DB FILENAME [--revision N] [--bucket NAME]   (to stdout)
+//! mongo-inline [URI] ls DB [FILTER] [--bucket NAME]
+//! mongo-inline [URI] rm DB FILENAME [--bucket NAME]
 //! ```
 //! Documents go in and come out as Extended JSON: one relaxed document per
 //! line for results, one result document for writes (`{"acknowledged":
@@ -49,6 +53,12 @@ usage: mongo-inline [URI] SUBCOMMAND ARGS...
   delete NS FILTER [--many]    prints {deletedCount}
   count NS [FILTER]            prints the number of matching documents
   aggregate NS PIPELINE        prints the pipeline's results, one per line
+  put DB FILENAME              stores stdin as a GridFS file, prints {_id, length}
+  get DB FILENAME [--revision N]
+                               writes a GridFS file (latest revision: -1) to stdout
+  ls DB [FILTER]               prints the GridFS files documents, one per line
+  rm DB FILENAME               deletes every revision of a GridFS file
+  --bucket NAME                the GridFS bucket (default: fs)
 
   URI        a mongodb:// connection string (default: $MONGODB_URI, else
              mongodb://127.0.0.1:27017)
@@ -228,6 +238,9 @@ fn run(args: &[String]) -> Result<(), Failure> {
         "delete" => ArgSpec::new(2, 2, &["--db", "--timeout-ms"], &["--many"]),
         "count" => ArgSpec::new(1, 2, &["--db", "--timeout-ms"], &[]),
         "aggregate" => ArgSpec::new(2, 2, &["--db", "--timeout-ms"], &[]),
+        "put" | "rm" => ArgSpec::new(2, 2, &["--bucket", "--timeout-ms"], &[]),
+        "get" => ArgSpec::new(2, 2, &["--bucket", "--revision", "--timeout-ms"], &[]),
+        "ls" => ArgSpec::new(1, 2, &["--bucket", "--timeout-ms"], &[]),
         other => return Err(unknown_subcommand(other, subcommand_position)),
     };
     let args = spec.parse(subcommand, rest, subcommand_position + 1)?;
@@ -241,6 +254,10 @@ fn run(args: &[String]) -> Result<(), Failure> {
         "delete" => delete(&client, &args, &mut out),
         "count" => count(&client, &args, &mut out),
         "aggregate" => aggregate(&client, &args, &mut out),
+        "put" => gridfs_put(&client, &args, &mut out),
+        "get" => gridfs_get(&client, &args, &mut out),
+        "ls" => gridfs_ls(&client, &args, &mut out),
+        "rm" => gridfs_rm(&client, &args, &mut out),
         _ => unreachable!("the subcommand was checked above"),
     }
 }
@@ -670,6 +687,89 @@ fn aggregate(client: &Client, args: &Args, out: &mut impl Write) -> Result<(), F
 
 /// The result of a `w=0` write: the server said nothing, so there is
 /// nothing to count.
+/// The GridFS bucket `--bucket` names (`fs` by default) in the database
+/// the first positional argument names.
+fn bucket(client: &Client, args: &Args) -> mongo_inline::gridfs::GridFsBucket {
+    let mut options = mongo_inline::options::GridFsBucketOptions::default();
+    if let Some(name) = args.value("--bucket") {
+        options = options.bucket_name(name.to_string());
+    }
+    client.database(args.positional(0)).gridfs_bucket(options)
+}
+
+/// An I/O failure of a GridFS stream: the driver's error when it holds one.
+fn stream_failure(e: std::io::Error, writing_output: bool) -> Failure {
+    if writing_output && e.kind() == std::io::ErrorKind::BrokenPipe {
+        return Failure::output_closed();
+    }
+    Failure::failed(e.to_string())
+}
+
+fn gridfs_put(client: &Client, args: &Args, out: &mut impl Write) -> Result<(), Failure> {
+    let bucket = bucket(client, args);
+    let mut upload = bucket.open_upload_stream(args.positional(1)).run()?;
+    // One chunk in memory however large the input: io::copy writes through
+    // the stream's chunk buffer. Dropping the stream on an error deletes
+    // the chunks already written, so a failed put stores nothing.
+    let length = std::io::copy(&mut std::io::stdin().lock(), &mut upload)
+        .map_err(|e| Failure::failed(format!("reading stdin or storing it: {e}")))?;
+    upload.close().map_err(|e| stream_failure(e, false))?;
+    let id = upload.id().clone();
+    print_line(
+        out,
+        Bson::Document(bson::doc! { "_id": id, "length": length as i64 }),
+    )
+}
+
+fn gridfs_get(client: &Client, args: &Args, out: &mut impl Write) -> Result<(), Failure> {
+    let bucket = bucket(client, args);
+    let mut open = bucket.open_download_stream_by_name(args.positional(1));
+    if let Some((position, text)) = args.valued_at("--revision") {
+        let revision = text.parse::<i32>().map_err(|_| {
+            Failure::usage(format!(
+                "--revision {} is not a whole number",
+                quoted(text, position)
+            ))
+        })?;
+        open = open.revision(revision);
+    }
+    let mut download = open.run()?;
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        let n =
+            std::io::Read::read(&mut download, &mut chunk).map_err(|e| stream_failure(e, false))?;
+        if n == 0 {
+            break;
+        }
+        out.write_all(&chunk[..n])
+            .map_err(|e| stream_failure(e, true))?;
+    }
+    out.flush().map_err(|e| stream_failure(e, true))
+}
+
+fn gridfs_ls(client: &Client, args: &Args, out: &mut impl Write) -> Result<(), Failure> {
+    let filter = args.document(1, "the filter")?;
+    let bucket = bucket(client, args);
+    for file in bucket
+        .find(filter.unwrap_or_default())
+        .sort(bson::doc! { "filename": 1, "uploadDate": 1 })
+        .run()?
+    {
+        let file = bson::to_bson(&file?).map_err(|e| Failure::failed(e.to_string()))?;
+        print_line(out, file)?;
+    }
+    Ok(())
+}
+
+fn gridfs_rm(client: &Client, args: &Args, out: &mut impl Write) -> Result<(), Failure> {
+    let bucket = bucket(client, args);
+    bucket.delete_by_name(args.positional(1)).run()?;
+    print_line(
+        out,
+        Bson::Document(bson::doc! { "deleted": args.positional(1) }),
+    )
+}
+
 fn print_unacknowledged(out: &mut impl Write) -> Result<(), Failure> {
     print_line(out, Bson::Document(bson::doc! { "acknowledged": false }))
 }
