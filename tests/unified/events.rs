@@ -19,6 +19,17 @@ pub const SDAM_EVENTS: &[&str] = &[
     "serverHeartbeatFailedEvent",
 ];
 
+/// The SDAM events a monitor publishes between operations in a driver
+/// with background monitoring; a single-threaded driver publishes them
+/// only inline with an operation.
+pub const MONITOR_EVENTS: &[&str] = &[
+    "topologyDescriptionChangedEvent",
+    "serverDescriptionChangedEvent",
+    "serverHeartbeatStartedEvent",
+    "serverHeartbeatSucceededEvent",
+    "serverHeartbeatFailedEvent",
+];
+
 /// Why a test that expects CMAP (connection pool) events cannot run.
 pub fn cmap_reason(event: &str) -> String {
     format!(

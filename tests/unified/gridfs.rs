@@ -32,12 +32,15 @@ pub(super) fn create_bucket(db: &Database, spec: &Document) -> Outcome<GridFsBuc
                 }
             }
         }
-        let (rc, wc, timeout) = concerns(&rest, "bucketOptions")?;
-        if timeout.is_some() {
+        let handle = concerns(&rest, "bucketOptions")?;
+        if handle.timeout.is_some() {
             return skip("bucketOptions.timeoutMS not supported by the runner");
         }
-        options.read_concern = rc;
-        options.write_concern = wc;
+        if handle.read_preference.is_some() {
+            return skip("bucketOptions.readPreference not supported by the runner");
+        }
+        options.read_concern = handle.read_concern;
+        options.write_concern = handle.write_concern;
     }
     Ok(db.gridfs_bucket(options))
 }
@@ -54,13 +57,13 @@ pub(super) fn bucket_operation(
             let filename = filename.as_str().ok_or("filename")?.to_string();
             let source = hex_bytes(args.take("source"))?;
             let mut action = bucket.open_upload_stream(filename);
-            if let Some(size) = args.int("chunkSizeBytes") {
+            if let Some(size) = args.int("chunkSizeBytes")? {
                 action = action.chunk_size_bytes(size as u32);
             }
             if let Some(metadata) = args.doc("metadata")? {
                 action = action.metadata(metadata);
             }
-            match args.bool("disableMD5") {
+            match args.bool("disableMD5")? {
                 // The driver never computes MD5, which the option turns off.
                 Some(true) | None => {}
                 Some(false) => return skip("upload with MD5: the driver does not compute MD5"),
@@ -79,7 +82,7 @@ pub(super) fn bucket_operation(
                 .ok_or("downloadByName without filename")?;
             let mut action =
                 bucket.open_download_stream_by_name(filename.as_str().ok_or("filename")?);
-            if let Some(revision) = args.int("revision") {
+            if let Some(revision) = args.int("revision")? {
                 action = action.revision(revision as i32);
             }
             args.done()?;
@@ -127,22 +130,22 @@ pub(super) fn bucket_operation(
         "find" => {
             let filter = args.doc("filter")?.unwrap_or_default();
             let mut action = bucket.find(filter);
-            if let Some(n) = args.int("batchSize") {
+            if let Some(n) = args.int("batchSize")? {
                 action = action.batch_size(n as u32);
             }
-            if let Some(n) = args.int("limit") {
+            if let Some(n) = args.int("limit")? {
                 action = action.limit(n);
             }
-            if let Some(n) = args.int("skip") {
+            if let Some(n) = args.int("skip")? {
                 action = action.skip(n as u64);
             }
             if let Some(sort) = args.doc("sort")? {
                 action = action.sort(sort);
             }
-            if let Some(b) = args.bool("allowDiskUse") {
+            if let Some(b) = args.bool("allowDiskUse")? {
                 action = action.allow_disk_use(b);
             }
-            if let Some(t) = args.millis("maxTimeMS") {
+            if let Some(t) = args.millis("maxTimeMS")? {
                 action = action.max_time(t);
             }
             args.done()?;

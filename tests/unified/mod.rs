@@ -7,8 +7,10 @@
 //! standalone one; "sharded": two simulated mongoses and "load-balanced": a
 //! simulated load balancer, both in front of that replica set), and
 //! prints pass / fail / skip counts per directory and every skip with its
-//! reason. A failure fails the run unless [`skips::KNOWN_FAILURES`] names
-//! the test with a reason; an entry there that now passes is reported.
+//! reason. Every failure counts as failed; it fails the run unless
+//! [`skips::KNOWN_FAILURES`] names the test under a server limitation that
+//! the probe at start confirmed ("failed: server limitation, checked"). An
+//! entry there that now passes is reported.
 
 pub mod events;
 pub mod matching;
@@ -215,11 +217,9 @@ pub fn run_all() {
     collect_unified_files(&root, &mut files);
     files.sort();
 
+    let limits = probe_limits(&replica_set.uri());
     let mut table: BTreeMap<String, Counts> = BTreeMap::new();
-    let mut skipped = Vec::new();
-    let mut failures = Vec::new();
-    let mut known = Vec::new();
-    let mut now_passing = Vec::new();
+    let mut report = Report::default();
 
     for path in &files {
         let relative = path
@@ -244,62 +244,19 @@ pub fn run_all() {
             if !spec::selected(&relative, &description) {
                 continue;
             }
-            let outcome = run_one(&file, test, &relative, deployments, &version);
-            let known_reason = skips::known_failure(&relative, &description);
-            match (outcome, expect_failure) {
-                (Err(Failure::Skip(reason)), _) => {
-                    counts.skipped += 1;
-                    skipped.push(format!("{relative}: {description}: {reason}"));
-                }
-                (Ok(()), false) | (Err(Failure::Fail(_)), true) => {
-                    counts.passed += 1;
-                    if let Some(reason) = known_reason {
-                        now_passing.push(format!("{relative}: {description} (listed: {reason})"));
-                    }
-                }
-                (Err(Failure::Fail(message)), false) => match known_reason {
-                    Some(reason) => {
-                        counts.skipped += 1;
-                        known.push(format!("{relative}: {description}: {reason} [{message}]"));
-                    }
-                    None => {
-                        counts.failed += 1;
-                        failures.push(format!("{relative}: {description}: {message}"));
-                    }
-                },
-                (Ok(()), true) => match known_reason {
-                    Some(reason) => {
-                        counts.skipped += 1;
-                        known.push(format!("{relative}: {description}: {reason}"));
-                    }
-                    None => {
-                        counts.failed += 1;
-                        failures.push(format!(
-                            "{relative}: {description}: a valid-fail test passed"
-                        ));
-                    }
-                },
-            }
+            let outcome = match skips::single_threaded_rule(&relative, &description) {
+                Some(rule) => Err(Failure::Skip(format!("single-threaded: {rule}"))),
+                None => run_one(&file, test, &relative, deployments, &version),
+            };
+            let name = format!("{relative}: {description}");
+            report.record(counts, &name, outcome, expect_failure, &limits);
         }
         if std::env::var_os("UNIFIED_PROGRESS").is_some() {
             eprintln!("[unified] {relative}: {:?}", started.elapsed());
         }
     }
 
-    eprintln!("\n[unified] skipped by rule:");
-    for s in &skipped {
-        eprintln!("  skipped: {s}");
-    }
-    eprintln!("\n[unified] known failures (skip map):");
-    for k in &known {
-        eprintln!("  known: {k}");
-    }
-    for p in &now_passing {
-        eprintln!("  WARNING: skip-map entry now passes: {p}");
-    }
-    for f in &failures {
-        eprintln!("  FAILED: {f}");
-    }
+    report.print(&limits);
     eprintln!("\n| directory | pass | fail | skip |\n|---|---:|---:|---:|");
     let mut total = Counts::default();
     for (dir, c) in &table {
@@ -309,20 +266,109 @@ pub fn run_all() {
         total.skipped += c.skipped;
     }
     eprintln!(
-        "| total ({} files) | {} | {} | {} |",
+        "| total ({} files) | {} | {} (of which {} server limitation, checked) | {} |",
         files.len(),
         total.passed,
         total.failed,
+        report.limited.len(),
         total.skipped
     );
     assert!(
-        failures.is_empty(),
-        "{} unified test(s) failed and are not in the skip map:\n{}",
-        failures.len(),
-        failures.join("\n")
+        report.failures.is_empty(),
+        "{} unified test(s) failed without a checked server limitation:\n{}",
+        report.failures.len(),
+        report.failures.join("\n")
     );
     let filtered = std::env::var("MONGO_SPEC_FILTER").is_ok_and(|f| !f.is_empty());
     assert!(filtered || total.passed > 0, "no unified test ran");
+}
+
+/// Which of the skip map's server limitations the server still has: each
+/// is probed once, and a probe that cannot run confirms nothing.
+fn probe_limits(uri: &str) -> Vec<(skips::ServerLimit, Result<bool, String>)> {
+    skips::ServerLimit::ALL
+        .iter()
+        .map(|&limit| (limit, skips::probe(limit, uri)))
+        .collect()
+}
+
+fn confirmed(
+    limits: &[(skips::ServerLimit, Result<bool, String>)],
+    limit: skips::ServerLimit,
+) -> bool {
+    limits.iter().any(|(l, r)| *l == limit && *r == Ok(true))
+}
+
+/// What the run found, beyond the counts.
+#[derive(Default)]
+struct Report {
+    skipped: Vec<String>,
+    /// Failures the skip map excuses with a limitation the probe confirmed.
+    limited: Vec<String>,
+    /// Failures that fail the run.
+    failures: Vec<String>,
+    now_passing: Vec<String>,
+}
+
+impl Report {
+    fn record(
+        &mut self,
+        counts: &mut Counts,
+        name: &str,
+        outcome: Result<(), Failure>,
+        expect_failure: bool,
+        limits: &[(skips::ServerLimit, Result<bool, String>)],
+    ) {
+        let (file, test) = name.split_once(": ").unwrap_or((name, ""));
+        let listed = skips::known_failure(file, test);
+        let message = match (outcome, expect_failure) {
+            (Err(Failure::Skip(reason)), _) => {
+                counts.skipped += 1;
+                self.skipped.push(format!("{name}: {reason}"));
+                return;
+            }
+            (Ok(()), false) | (Err(Failure::Fail(_)), true) => {
+                counts.passed += 1;
+                if let Some(limit) = listed {
+                    self.now_passing.push(format!("{name} (listed: {limit:?})"));
+                }
+                return;
+            }
+            (Err(Failure::Fail(message)), false) => message,
+            (Err(Failure::Broken(message)), _) => message,
+            (Ok(()), true) => "a valid-fail test passed".to_string(),
+        };
+        counts.failed += 1;
+        match listed {
+            Some(limit) if confirmed(limits, limit) => self
+                .limited
+                .push(format!("{name}: {} [{message}]", limit.describe())),
+            Some(limit) => self.failures.push(format!(
+                "{name}: {message} (listed under {limit:?}, which the probe did not confirm)"
+            )),
+            None => self.failures.push(format!("{name}: {message}")),
+        }
+    }
+
+    fn print(&self, limits: &[(skips::ServerLimit, Result<bool, String>)]) {
+        eprintln!("\n[unified] skipped by rule:");
+        for s in &self.skipped {
+            eprintln!("  skipped: {s}");
+        }
+        eprintln!("\n[unified] server limitations, probed at start:");
+        for (limit, result) in limits {
+            eprintln!("  {limit:?}: {result:?}: {}", limit.describe());
+        }
+        for k in &self.limited {
+            eprintln!("  failed: server limitation, checked: {k}");
+        }
+        for p in &self.now_passing {
+            eprintln!("  WARNING: skip-map entry now passes: {p}");
+        }
+        for f in &self.failures {
+            eprintln!("  FAILED: {f}");
+        }
+    }
 }
 
 fn run_one(
@@ -404,12 +450,12 @@ fn run_with_time_limit(
                         .cloned()
                         .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
                         .unwrap_or_else(|| "panicked".to_string());
-                    Err(Failure::Fail(format!("panicked: {text}")))
+                    Err(Failure::Broken(format!("panicked: {text}")))
                 });
         let _ = tx.send(outcome);
     });
     rx.recv_timeout(TEST_TIME_LIMIT).unwrap_or_else(|_| {
-        Err(Failure::Fail(format!(
+        Err(Failure::Broken(format!(
             "hung: no outcome after {TEST_TIME_LIMIT:?}"
         )))
     })
@@ -435,5 +481,61 @@ fn collect_unified_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
                 out.push(path);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(
+        name: &str,
+        outcome: Result<(), Failure>,
+        valid_fail: bool,
+        confirmed: bool,
+    ) -> (Counts, Report) {
+        let limits = vec![(
+            skips::ServerLimit::SnapshotReadsSeeLaterWrites,
+            Ok(confirmed),
+        )];
+        let mut counts = Counts::default();
+        let mut report = Report::default();
+        report.record(&mut counts, name, outcome, valid_fail, &limits);
+        (counts, report)
+    }
+
+    #[test]
+    fn a_valid_fail_test_passes_only_with_the_expected_kind_of_failure() {
+        let fail = || Err(Failure::Fail("undefined entity".into()));
+        let (counts, _) = record("valid-fail/x.json: t", fail(), true, true);
+        assert_eq!(counts.passed, 1);
+        for broken in ["panicked: boom", "hung: no outcome"] {
+            let (counts, report) = record(
+                "valid-fail/x.json: t",
+                Err(Failure::Broken(broken.into())),
+                true,
+                true,
+            );
+            assert_eq!((counts.passed, counts.failed), (0, 1));
+            assert_eq!(report.failures.len(), 1);
+        }
+        let (counts, report) = record("valid-fail/x.json: t", Ok(()), true, true);
+        assert_eq!((counts.failed, report.failures.len()), (1, 1));
+    }
+
+    #[test]
+    fn a_known_failure_is_counted_failed_and_excused_only_while_its_limit_is_confirmed() {
+        let name = "sessions/tests/snapshot-sessions.json: Find operation with snapshot";
+        let fail = || Err(Failure::Fail("x: expected 11, found 13".into()));
+        let (counts, report) = record(name, fail(), false, true);
+        assert_eq!((counts.failed, counts.skipped), (1, 0));
+        assert_eq!((report.limited.len(), report.failures.len()), (1, 0));
+        // The probe no longer finds the limitation: a plain failure.
+        let (counts, report) = record(name, fail(), false, false);
+        assert_eq!(counts.failed, 1);
+        assert_eq!((report.limited.len(), report.failures.len()), (0, 1));
+        // An unlisted failure is never excused.
+        let (_, report) = record("crud/x.json: t", fail(), false, true);
+        assert_eq!(report.failures.len(), 1);
     }
 }

@@ -26,7 +26,7 @@ use super::events;
 // it shares `Args` and `Outcome`.
 #[path = "gridfs.rs"]
 mod gridfs;
-use super::matching::{matches, Entities};
+use super::matching::{exactly, expect_result, matches, Entities};
 use crate::support::events::Recorder;
 
 /// Why a test did not pass.
@@ -34,8 +34,12 @@ use crate::support::events::Recorder;
 pub enum Failure {
     /// The test needs something the runner or driver does not do.
     Skip(String),
-    /// The test ran and an assertion failed.
+    /// The test ran and an assertion failed (or the runner refused the
+    /// file: an undefined entity, a malformed argument).
     Fail(String),
+    /// The test panicked or hung: never the failure a valid-fail test
+    /// expects.
+    Broken(String),
 }
 
 impl From<&str> for Failure {
@@ -81,6 +85,9 @@ struct ClientEntity {
     observe: Vec<String>,
     ignore: Vec<String>,
     observe_sensitive: bool,
+    /// Indices (in the recorder's command events) of the runner's own
+    /// configureFailPoint commands, which the test does not observe.
+    runner_events: Vec<std::ops::Range<usize>>,
 }
 
 impl ClientEntity {
@@ -96,8 +103,12 @@ enum Entity {
     Database(Database),
     Collection(Collection<Document>),
     Bucket(mongo_inline::gridfs::GridFsBucket),
-    /// The session (taken out while an operation uses it) and its lsid.
-    Session(Option<Box<ClientSession>>, Document),
+    /// A find cursor (`createFindCursor`), iterated by the test, and its
+    /// client entity's name.
+    Cursor(Box<mongo_inline::Cursor<Document>>, String),
+    /// The session (taken out while an operation uses it), its lsid and
+    /// its client entity's name.
+    Session(Option<Box<ClientSession>>, Document, String),
     Value(Bson),
 }
 
@@ -107,14 +118,14 @@ impl Entities for EntityMap {
     fn value(&self, name: &str) -> Option<Bson> {
         match self.0.get(name)? {
             Entity::Value(v) => Some(v.clone()),
-            Entity::Session(_, lsid) => Some(Bson::Document(lsid.clone())),
+            Entity::Session(_, lsid, _) => Some(Bson::Document(lsid.clone())),
             _ => None,
         }
     }
 
     fn session_lsid(&self, name: &str) -> Option<Document> {
         match self.0.get(name)? {
-            Entity::Session(_, lsid) => Some(lsid.clone()),
+            Entity::Session(_, lsid, _) => Some(lsid.clone()),
             _ => None,
         }
     }
@@ -176,29 +187,49 @@ impl Args {
         }
     }
 
-    fn bool(&mut self, key: &str) -> Option<bool> {
-        self.take(key).and_then(|b| b.as_bool())
-    }
-
-    fn int(&mut self, key: &str) -> Option<i64> {
-        self.take(key).and_then(|b| match b {
-            Bson::Int32(i) => Some(i64::from(i)),
-            Bson::Int64(i) => Some(i),
-            Bson::Double(d) => Some(d as i64),
-            _ => None,
-        })
-    }
-
-    fn hint(&mut self) -> Option<Hint> {
-        match self.take("hint")? {
-            Bson::String(s) => Some(Hint::Name(s)),
-            Bson::Document(d) => Some(Hint::Keys(d)),
-            _ => None,
+    fn bool(&mut self, key: &str) -> Outcome<Option<bool>> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(Bson::Boolean(b)) => Ok(Some(b)),
+            Some(other) => self.mistyped(key, "a boolean", &other),
         }
     }
 
-    fn millis(&mut self, key: &str) -> Option<Duration> {
-        self.int(key).map(|ms| Duration::from_millis(ms as u64))
+    fn int(&mut self, key: &str) -> Outcome<Option<i64>> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(Bson::Int32(i)) => Ok(Some(i64::from(i))),
+            Some(Bson::Int64(i)) => Ok(Some(i)),
+            Some(Bson::Double(d)) if d.fract() == 0.0 && d.abs() < 2f64.powi(53) => {
+                Ok(Some(d as i64))
+            }
+            Some(other) => self.mistyped(key, "an integer", &other),
+        }
+    }
+
+    fn hint(&mut self) -> Outcome<Option<Hint>> {
+        match self.take("hint") {
+            None => Ok(None),
+            Some(Bson::String(s)) => Ok(Some(Hint::Name(s))),
+            Some(Bson::Document(d)) => Ok(Some(Hint::Keys(d))),
+            Some(other) => self.mistyped("hint", "a string or a document", &other),
+        }
+    }
+
+    fn millis(&mut self, key: &str) -> Outcome<Option<Duration>> {
+        match self.int(key)? {
+            Some(ms) if ms < 0 => fail(format!("{}: {key} {ms} is negative", self.operation)),
+            Some(ms) => Ok(Some(Duration::from_millis(ms as u64))),
+            None => Ok(None),
+        }
+    }
+
+    /// An argument of the wrong type is the test's error, never dropped.
+    fn mistyped<T>(&self, key: &str, wanted: &str, found: &Bson) -> Outcome<T> {
+        fail(format!(
+            "{}: argument {key} must be {wanted}, found {found}",
+            self.operation
+        ))
     }
 
     fn done(&self) -> Outcome {
@@ -216,6 +247,11 @@ impl Args {
 pub struct TestRun<'a> {
     deployment: &'a Deployment,
     entities: EntityMap,
+    /// The cursor the last `createFindCursor` opened (and its client
+    /// entity's name), until `saveResultAsEntity` names it.
+    opened_cursor: Option<(Box<mongo_inline::Cursor<Document>>, String)>,
+    /// The client entity of each database and collection entity.
+    owners: HashMap<String, String>,
     /// Fail points to turn off at the end: (command, client used).
     fail_points: Vec<(String, Client)>,
     /// The longest `blockTimeMS` of this test's fail points, and when an
@@ -235,6 +271,8 @@ impl<'a> TestRun<'a> {
         TestRun {
             deployment,
             entities: EntityMap(HashMap::new()),
+            opened_cursor: None,
+            owners: HashMap::new(),
             fail_points: Vec::new(),
             blocked_for: Duration::ZERO,
             gave_up_at: None,
@@ -269,6 +307,8 @@ impl<'a> TestRun<'a> {
             .0
             .retain(|_, e| !matches!(e, Entity::Session(..)));
         self.entities.0.clear();
+        self.owners.clear();
+        self.opened_cursor = None;
         result
     }
 
@@ -346,44 +386,56 @@ impl<'a> TestRun<'a> {
             let created = match kind.as_str() {
                 "client" => Entity::Client(Box::new(self.create_client(spec)?)),
                 "database" => {
+                    let owner = spec.get_str("client").unwrap_or_default().to_string();
+                    self.owners.insert(id.clone(), owner);
                     let client = self.client(spec.get_str("client").unwrap_or_default())?;
                     let mut db = client
                         .live()?
                         .database(spec.get_str("databaseName").unwrap_or(""));
                     if let Ok(options) = spec.get_document("databaseOptions") {
-                        let (rc, wc, timeout) = concerns(options, "databaseOptions")?;
-                        if let Some(timeout) = timeout {
+                        let handle = concerns(options, "databaseOptions")?;
+                        if let Some(timeout) = handle.timeout {
                             db = db.with_timeout(timeout);
                         }
-                        if let Some(rc) = rc {
+                        if let Some(rc) = handle.read_concern {
                             db = db.with_read_concern(rc);
                         }
-                        if let Some(wc) = wc {
+                        if let Some(wc) = handle.write_concern {
                             db = db.with_write_concern(wc);
+                        }
+                        if let Some(rp) = handle.read_preference {
+                            db = db.with_read_preference(rp);
                         }
                     }
                     Entity::Database(db)
                 }
                 "collection" => {
-                    let db = self.database(spec.get_str("database").unwrap_or_default())?;
+                    let database = spec.get_str("database").unwrap_or_default();
+                    let owner = self.owners.get(database).cloned().unwrap_or_default();
+                    self.owners.insert(id.clone(), owner);
+                    let db = self.database(database)?;
                     let mut coll =
                         db.collection::<Document>(spec.get_str("collectionName").unwrap_or(""));
                     if let Ok(options) = spec.get_document("collectionOptions") {
-                        let (rc, wc, timeout) = concerns(options, "collectionOptions")?;
-                        if let Some(timeout) = timeout {
+                        let handle = concerns(options, "collectionOptions")?;
+                        if let Some(timeout) = handle.timeout {
                             coll = coll.with_timeout(timeout);
                         }
-                        if let Some(rc) = rc {
+                        if let Some(rc) = handle.read_concern {
                             coll = coll.with_read_concern(rc);
                         }
-                        if let Some(wc) = wc {
+                        if let Some(wc) = handle.write_concern {
                             coll = coll.with_write_concern(wc);
+                        }
+                        if let Some(rp) = handle.read_preference {
+                            coll = coll.with_read_preference(rp);
                         }
                     }
                     Entity::Collection(coll)
                 }
                 "session" => {
-                    let client = self.client(spec.get_str("client").unwrap_or_default())?;
+                    let client_name = spec.get_str("client").unwrap_or_default().to_string();
+                    let client = self.client(&client_name)?;
                     let mut options = mongo_inline::options::SessionOptions::default();
                     if let Ok(session_options) = spec.get_document("sessionOptions") {
                         for (key, value) in session_options {
@@ -417,7 +469,7 @@ impl<'a> TestRun<'a> {
                         .run()
                         .map_err(|e| format!("startSession: {e}"))?;
                     let lsid = session.id().clone();
-                    Entity::Session(Some(Box::new(session)), lsid)
+                    Entity::Session(Some(Box::new(session)), lsid, client_name)
                 }
                 "bucket" => {
                     let db = self.database(spec.get_str("database").unwrap_or_default())?;
@@ -540,6 +592,7 @@ impl<'a> TestRun<'a> {
             observe,
             ignore,
             observe_sensitive: spec.get_bool("observeSensitiveCommands").unwrap_or(false),
+            runner_events: Vec::new(),
         })
     }
 
@@ -559,7 +612,7 @@ impl<'a> TestRun<'a> {
 
     fn take_session(&mut self, name: &str) -> Outcome<Box<ClientSession>> {
         match self.entities.0.get_mut(name) {
-            Some(Entity::Session(s, _)) => s
+            Some(Entity::Session(s, _, _)) => s
                 .take()
                 .ok_or_else(|| Failure::Fail(format!("session {name:?} has ended"))),
             _ => fail(format!("no session entity {name:?}")),
@@ -567,7 +620,7 @@ impl<'a> TestRun<'a> {
     }
 
     fn put_session(&mut self, name: &str, session: Box<ClientSession>) {
-        if let Some(Entity::Session(slot, _)) = self.entities.0.get_mut(name) {
+        if let Some(Entity::Session(slot, _, _)) = self.entities.0.get_mut(name) {
             *slot = Some(session);
         }
     }
@@ -635,14 +688,23 @@ impl<'a> TestRun<'a> {
             Err(error) => return Ok(Some(error)),
         };
         if let Some(expected) = operation.get("expectResult") {
-            matches(expected, Some(&value), true, &self.entities)
+            expect_result(name, expected, &value, &self.entities)
                 .map_err(|e| Failure::Fail(format!("result {value}: {e}")))?;
         }
         if let Ok(save) = operation.get_str("saveResultAsEntity") {
-            self.entities
-                .0
-                .insert(save.to_string(), Entity::Value(value));
+            if self.entities.0.contains_key(save) {
+                return fail(format!(
+                    "saveResultAsEntity: the entity {save:?} already exists"
+                ));
+            }
+            let entity = match self.opened_cursor.take() {
+                Some((cursor, client)) => Entity::Cursor(cursor, client),
+                None => Entity::Value(value),
+            };
+            self.entities.0.insert(save.to_string(), entity);
         }
+        // A cursor nobody saved is closed now.
+        self.opened_cursor = None;
         Ok(None)
     }
 
@@ -697,21 +759,30 @@ impl<'a> TestRun<'a> {
                     .get_document("failPoint")
                     .map_err(|e| e.to_string())?
                     .clone();
-                let client = self.client(client_name)?.live()?.clone();
-                self.set_fail_point(client, fail_point)
+                self.set_fail_point(client_name, fail_point)
             }
             "targetedFailPoint" => {
-                // One server per deployment here, so the session's pinned
-                // server is the only one; the session's client sets it.
+                // The simulated mongoses share one backend, so a fail point
+                // set through the session's client reaches the server behind
+                // the pinned one; the spec requires the session be pinned.
                 let fail_point = arguments
                     .get_document("failPoint")
                     .map_err(|e| e.to_string())?
                     .clone();
                 let session_name = arguments.get_str("session").map_err(|e| e.to_string())?;
                 let session = self.take_session(session_name)?;
-                let client = session.client().clone();
+                let pinned = session.is_pinned();
                 self.put_session(session_name, session);
-                self.set_fail_point(client, fail_point)
+                if !pinned {
+                    return fail(format!(
+                        "targetedFailPoint: session {session_name} is not pinned to a mongos"
+                    ));
+                }
+                let client_name = match self.entities.0.get(session_name) {
+                    Some(Entity::Session(_, _, c)) => c.clone(),
+                    _ => return fail(format!("no session entity {session_name:?}")),
+                };
+                self.set_fail_point(&client_name, fail_point)
             }
             "assertSameLsidOnLastTwoCommands" | "assertDifferentLsidOnLastTwoCommands" => {
                 let client_name = arguments.get_str("client").map_err(|e| e.to_string())?;
@@ -833,20 +904,20 @@ impl<'a> TestRun<'a> {
                 }
             }
             "assertNumberConnectionsCheckedOut" => {
-                let wanted = arguments
-                    .get("connections")
-                    .and_then(|c| c.as_i32().map(i64::from).or_else(|| c.as_i64()))
-                    .ok_or("connections")?;
-                // The driver has no pool: each server has one socket, used
-                // only inside an operation, so between operations none is
-                // ever checked out. Zero holds by construction; any other
-                // count asks about a pool the driver does not have.
-                if wanted == 0 {
+                let client_name = arguments.get_str("client").map_err(|e| e.to_string())?;
+                self.client(client_name)?;
+                let wanted = match arguments.get("connections") {
+                    Some(Bson::Int32(n)) => i64::from(*n),
+                    Some(Bson::Int64(n)) => *n,
+                    other => return fail(format!("connections {other:?} is not an integer")),
+                };
+                let actual = self.connections_checked_out(client_name);
+                if wanted == actual {
                     Ok(())
                 } else {
-                    skip(events::cmap_reason(&format!(
-                        "assertNumberConnectionsCheckedOut {wanted}"
-                    )))
+                    fail(format!(
+                        "{name}: {wanted} connections checked out, but {client_name} has {actual}"
+                    ))
                 }
             }
             "waitForEvent" | "assertEventCount" => {
@@ -861,13 +932,28 @@ impl<'a> TestRun<'a> {
                 if events::is_cmap_event(event_name) {
                     return skip(events::cmap_reason(event_name));
                 }
-                if !events::SDAM_EVENTS.contains(&event_name.as_str()) {
+                let is_command = event_name.starts_with("command");
+                if !is_command && !events::SDAM_EVENTS.contains(&event_name.as_str()) {
                     return skip(format!(
                         "{name} for {event_name} not supported by the runner"
                     ));
                 }
+                if let Some(other) = fields.keys().find(|k| is_command && *k != "commandName") {
+                    return skip(format!(
+                        "{name} on {event_name}.{other} not supported by the runner"
+                    ));
+                }
                 let client = self.client(client_name)?;
                 let matching = || -> Outcome<usize> {
+                    if is_command {
+                        let wanted = fields.get_str("commandName").ok();
+                        return Ok(observed_commands(client)
+                            .iter()
+                            .filter(|(kind, command, _)| {
+                                kind == event_name && wanted.is_none_or(|w| w == command)
+                            })
+                            .count());
+                    }
                     let mut n = 0;
                     for e in client.recorder.sdam() {
                         if events::sdam_matches(event_name, &fields, &e).map_err(Failure::Skip)? {
@@ -892,9 +978,14 @@ impl<'a> TestRun<'a> {
                 let n = matching()?;
                 if n >= count {
                     Ok(())
-                } else {
+                } else if events::MONITOR_EVENTS.contains(&event_name.as_str()) {
+                    // What only a background monitor would publish.
                     skip(format!(
-                        "waitForEvent {event_name} {fields} (count {count}, {n} seen): the driver is single-threaded and scans on demand, with no background monitor, so an idle client publishes no further events"
+                        "single-threaded: waitForEvent {event_name} {fields} (count {count}, {n} seen) waits for a background monitor; server-monitoring.md: \"Single-threaded clients MUST scan all servers synchronously, inline with regular application operations\", and no operation runs while the runner waits"
+                    ))
+                } else {
+                    fail(format!(
+                        "waitForEvent {event_name} {fields}: {n} of {count} events, and no more can come while no operation runs"
                     ))
                 }
             }
@@ -911,7 +1002,64 @@ impl<'a> TestRun<'a> {
         }
     }
 
-    fn set_fail_point(&mut self, client: Client, fail_point: Document) -> Outcome {
+    /// `createFindCursor`: opens the cursor, kept for `saveResultAsEntity`.
+    fn create_find_cursor(
+        &mut self,
+        object: &str,
+        session: Option<String>,
+        mut args: Args,
+    ) -> Outcome<Result<Bson, mongo_inline::Error>> {
+        if session.is_some() {
+            return skip(
+                "createFindCursor in a session: the runner keeps only session-less cursors",
+            );
+        }
+        let mut coll = match self.entities.0.get(object) {
+            Some(Entity::Collection(c)) => c.clone(),
+            _ => return fail(format!("createFindCursor: no collection entity {object:?}")),
+        };
+        let client = self.owners.get(object).cloned().unwrap_or_default();
+        if let Some(timeout) = args.millis("timeoutMS")? {
+            operation_timeout_runs("createFindCursor", timeout, false)?;
+            coll = coll.with_timeout(timeout);
+        }
+        let filter = args.required_doc("filter")?;
+        let comment = args.take("comment");
+        if args.rest.contains_key("cursorType") {
+            return skip("createFindCursor of a tailable cursor: the driver's cursor is an Iterator that fetches until a document comes, with no one-getMore step for iterateOnce");
+        }
+        let options = find_options(&mut args, comment)?;
+        args.done()?;
+        Ok(match coll.find(filter).with_options(options).run() {
+            Ok(cursor) => {
+                self.opened_cursor = Some((Box::new(cursor), client));
+                Ok(Bson::Null)
+            }
+            Err(error) => Err(error),
+        })
+    }
+
+    /// The connections `client_name` holds outside an operation. Each
+    /// server has one socket, used only during an operation, except that
+    /// behind a load balancer a transaction pins it (a pool would have it
+    /// checked out); the sessions pinned there share that one socket.
+    fn connections_checked_out(&self, client_name: &str) -> i64 {
+        if self.deployment.topology != "load-balanced" {
+            return 0;
+        }
+        // A session's transaction, or an open cursor, pins the socket.
+        let pinned = self.entities.0.values().any(|e| match e {
+            Entity::Session(Some(s), _, c) => c == client_name && s.is_pinned(),
+            Entity::Cursor(cursor, c) => c == client_name && cursor.id() != 0,
+            _ => false,
+        });
+        i64::from(pinned)
+    }
+
+    /// Sets a fail point through client entity `client_name`; its
+    /// configureFailPoint events are the runner's, not the test's, so they
+    /// are left out of the client's observed events (and only those).
+    fn set_fail_point(&mut self, client_name: &str, fail_point: Document) -> Outcome {
         let fp_name = fail_point
             .get_str("configureFailPoint")
             .map_err(|e| e.to_string())?
@@ -925,11 +1073,16 @@ impl<'a> TestRun<'a> {
                     .max(Duration::from_millis(ms.max(0) as u64));
             }
         }
-        client
-            .database("admin")
-            .run_command(fail_point)
-            .run()
-            .map_err(|e| format!("configureFailPoint: {e}"))?;
+        let entity = self.client(client_name)?;
+        let client = entity.live()?.clone();
+        let recorder = entity.recorder.clone();
+        let before = recorder.commands().len();
+        let result = client.database("admin").run_command(fail_point).run();
+        let after = recorder.commands().len();
+        if let Some(Entity::Client(entity)) = self.entities.0.get_mut(client_name) {
+            entity.runner_events.push(before..after);
+        }
+        result.map_err(|e| format!("configureFailPoint: {e}"))?;
         self.fail_points.push((fp_name, client));
         Ok(())
     }
@@ -954,14 +1107,40 @@ impl<'a> TestRun<'a> {
             }
             return Ok(Ok(Bson::Null));
         }
-        let entity = match self.entities.0.get(object) {
-            Some(Entity::Collection(c)) => Target::Collection(c.clone()),
-            Some(Entity::Bucket(b)) => Target::Bucket(b.clone()),
-            Some(Entity::Database(d)) => Target::Database(d.clone()),
-            Some(Entity::Client(c)) => Target::Client(c.live()?.clone()),
-            Some(Entity::Session(..)) => Target::Session(object.to_string()),
-            Some(Entity::Value(_)) => return skip(format!("operation {name} on a saved value")),
-            None => return fail(format!("no entity {object:?}")),
+        if let Some(Entity::Cursor(cursor, _)) = self.entities.0.get_mut(object) {
+            args.done()?;
+            return match name {
+                "iterateUntilDocumentOrError" | "iterateOnce" => Ok(match cursor.next() {
+                    Some(Ok(document)) => Ok(Bson::Document(document)),
+                    Some(Err(error)) => Err(error),
+                    None => return fail(format!("{name}: the cursor {object} is exhausted")),
+                }),
+                "close" => {
+                    // Dropping the cursor kills it on its own socket.
+                    self.entities.0.remove(object);
+                    Ok(Ok(Bson::Null))
+                }
+                other => skip(missing_operation("cursor", other)),
+            };
+        }
+        if name == "createFindCursor" {
+            return self.create_find_cursor(object, session_name, args);
+        }
+        // An operation's timeoutMS is its handle's for this operation only
+        // (zero is "no limit", overriding the client's, as on a handle).
+        let timeout = args.millis("timeoutMS")?;
+        if let Some(t) = timeout {
+            operation_timeout_runs(name, t, lent.is_some())?;
+        }
+        let entity = match (self.entities.0.get(object), timeout) {
+            (entity, None) => entity_target(entity, object, name)?,
+            (Some(Entity::Collection(c)), Some(t)) => Target::Collection(c.clone().with_timeout(t)),
+            (Some(Entity::Database(d)), Some(t)) => Target::Database(d.clone().with_timeout(t)),
+            (_, Some(_)) => {
+                return skip(format!(
+                    "timeoutMS on {name} of {object}: the driver takes a timeout on clients, databases and collections, not on a client's or a session's own operations"
+                ))
+            }
         };
         let (lent_name, lent_session) = match lent {
             Some((n, s)) => (Some(n), Some(s)),
@@ -1129,11 +1308,12 @@ impl<'a> TestRun<'a> {
                 .into_iter()
                 .map(Bson::Document)
                 .collect();
-            matches(
+            // "the rules in Evaluating Matches do not apply and the
+            // documents MUST match exactly"
+            exactly(
+                "",
                 &Bson::Array(expected.clone()),
-                Some(&Bson::Array(actual.clone())),
-                false,
-                &self.entities,
+                &Bson::Array(actual.clone()),
             )
             .map_err(|e| Failure::Fail(format!("outcome {db}.{coll}: {e}; actual {actual:?}")))?;
         }
@@ -1181,6 +1361,55 @@ fn check_sdam_events(client: &ClientEntity, block: &Document) -> Outcome {
     Ok(())
 }
 
+/// Operations that open a cursor: their timeoutMS governs the cursor's life
+/// (the spec's `timeoutMode`), where a handle's bounds each batch.
+const CURSOR_OPERATIONS: &[&str] = &[
+    "find",
+    "aggregate",
+    "listCollections",
+    "listCollectionObjects",
+    "listCollectionNames",
+    "listIndexes",
+    "listIndexNames",
+    "createFindCursor",
+];
+
+/// Whether an operation's own `timeoutMS`, emulated with a handle's for
+/// that one operation, means what the test means.
+fn operation_timeout_runs(name: &str, timeout: Duration, in_callback: bool) -> Outcome {
+    if timeout.is_zero() {
+        return skip(format!(
+            "timeoutMS 0 on {name}: the driver has no deadline-less CSOT mode (a zero timeout is no timeout, with one ordinary retry, where CSOT retries until the operation's timeout)"
+        ));
+    }
+    if CURSOR_OPERATIONS.contains(&name) {
+        return skip(format!(
+            "timeoutMS on {name}: the driver's cursors take a handle's timeoutMS for each batch, not the spec's timeoutMode (cursor lifetime, iteration)"
+        ));
+    }
+    if in_callback {
+        return skip(format!(
+            "timeoutMS on {name} in a withTransaction callback: the runner emulates an operation's timeoutMS with its handle's, which the driver cannot tell apart, so it cannot refuse it as the spec asks"
+        ));
+    }
+    Ok(())
+}
+
+/// What an operation named `name` on entity `object` runs against.
+fn entity_target(entity: Option<&Entity>, object: &str, name: &str) -> Outcome<Target> {
+    Ok(match entity {
+        Some(Entity::Collection(c)) => Target::Collection(c.clone()),
+        Some(Entity::Bucket(b)) => Target::Bucket(b.clone()),
+        Some(Entity::Database(d)) => Target::Database(d.clone()),
+        Some(Entity::Client(c)) => Target::Client(c.live()?.clone()),
+        Some(Entity::Session(..)) => Target::Session(object.to_string()),
+        Some(Entity::Value(_) | Entity::Cursor(..)) => {
+            return fail(format!("operation {name} is not one of entity {object:?}"))
+        }
+        None => return fail(format!("no entity {object:?}")),
+    })
+}
+
 enum Target {
     Collection(Collection<Document>),
     Bucket(mongo_inline::gridfs::GridFsBucket),
@@ -1215,7 +1444,10 @@ fn observed_commands(client: &ClientEntity) -> Vec<(String, String, EventBody)> 
     // Succeeded and failed events name no database; their started event does.
     let mut databases: HashMap<i32, String> = HashMap::new();
     let mut redacted_hellos = std::collections::HashSet::new();
-    for event in client.recorder.commands() {
+    for (index, event) in client.recorder.commands().into_iter().enumerate() {
+        if client.runner_events.iter().any(|r| r.contains(&index)) {
+            continue;
+        }
         let (kind, name, document, database, connection, request_id) = match event {
             CommandEvent::Started {
                 command,
@@ -1263,10 +1495,6 @@ fn observed_commands(client: &ClientEntity) -> Vec<(String, String, EventBody)> 
             ),
             _ => continue,
         };
-        // The runner's own fail-point commands are not the test's events.
-        if name == "configureFailPoint" {
-            continue;
-        }
         if !client.observe.iter().any(|o| o == kind) || client.ignore.contains(&name) {
             continue;
         }
@@ -1289,25 +1517,35 @@ fn observed_commands(client: &ClientEntity) -> Vec<(String, String, EventBody)> 
             EventBody {
                 document,
                 database,
-                has_service_id: connection.service_id.is_some(),
-                has_server_connection_id: connection.server_connection_id.is_some(),
+                has_service_id: has_service_id(connection.service_id),
+                has_server_connection_id: has_server_connection_id(connection.server_connection_id),
             },
         ));
     }
     out
 }
 
-fn concerns(
-    options: &Document,
-    what: &str,
-) -> Outcome<(
-    Option<ReadConcern>,
-    Option<mongo_inline::options::WriteConcern>,
-    Option<Duration>,
-)> {
-    let mut rc = None;
-    let mut wc = None;
-    let mut timeout = None;
+/// `hasServiceId`'s test: set and not the empty (all-zero) ObjectId.
+pub fn has_service_id(service_id: Option<bson::oid::ObjectId>) -> bool {
+    service_id.is_some_and(|id| id.bytes() != [0; 12])
+}
+
+/// `hasServerConnectionId`'s test: set and a positive int32.
+pub fn has_server_connection_id(id: Option<i64>) -> bool {
+    id.is_some_and(|id| id > 0 && id <= i64::from(i32::MAX))
+}
+
+/// A database's or collection's `databaseOptions`/`collectionOptions`.
+#[derive(Default)]
+struct HandleOptions {
+    read_concern: Option<ReadConcern>,
+    write_concern: Option<mongo_inline::options::WriteConcern>,
+    timeout: Option<Duration>,
+    read_preference: Option<mongo_inline::ReadPreference>,
+}
+
+fn concerns(options: &Document, what: &str) -> Outcome<HandleOptions> {
+    let mut handle = HandleOptions::default();
     for (key, value) in options {
         match key.as_str() {
             "readConcern" => {
@@ -1315,9 +1553,9 @@ fn concerns(
                     .as_document()
                     .and_then(|d| d.get_str("level").ok())
                     .ok_or("readConcern without level")?;
-                rc = Some(ReadConcern::new(level));
+                handle.read_concern = Some(ReadConcern::new(level));
             }
-            "writeConcern" => wc = Some(write_concern(value)?),
+            "writeConcern" => handle.write_concern = Some(write_concern(value)?),
             "timeoutMS" => {
                 let ms = match value {
                     Bson::Int32(i) => i64::from(*i),
@@ -1326,12 +1564,33 @@ fn concerns(
                 };
                 // Zero is "no limit": a handle's zero overrides the
                 // client's timeoutMS, and a zero timeout sets no deadline.
-                timeout = Some(Duration::from_millis(ms.max(0) as u64));
+                handle.timeout = Some(Duration::from_millis(ms.max(0) as u64));
+            }
+            "readPreference" => {
+                let rp = value
+                    .as_document()
+                    .ok_or_else(|| format!("{what}.readPreference {value} is not a document"))?;
+                handle.read_preference = Some(read_preference(rp, what)?);
             }
             other => return skip(format!("{what}.{other} not supported by the runner")),
         }
     }
-    Ok((rc, wc, timeout))
+    Ok(handle)
+}
+
+/// A `readPreference` document; only `mode` is expressible here.
+fn read_preference(rp: &Document, what: &str) -> Outcome<mongo_inline::ReadPreference> {
+    let mode = rp
+        .get_str("mode")
+        .map_err(|e| format!("{what}: readPreference: {e}"))?;
+    if rp.len() > 1 {
+        return skip(format!(
+            "{what}: readPreference {rp}: only the mode is supported by the runner"
+        ));
+    }
+    let mode = mongo_inline::ReadPreferenceMode::parse(mode)
+        .map_err(|e| format!("readPreference {mode}: {e}"))?;
+    Ok(mongo_inline::ReadPreference::new(mode))
 }
 
 fn write_concern(value: &Bson) -> Outcome<mongo_inline::options::WriteConcern> {
@@ -1415,7 +1674,7 @@ fn collection_operation(
         "insertOne" => {
             let document = args.required_doc("document")?;
             let mut o = InsertOneOptions::default();
-            if let Some(b) = args.bool("bypassDocumentValidation") {
+            if let Some(b) = args.bool("bypassDocumentValidation")? {
                 o = o.bypass_document_validation(b);
             }
             if let Some(c) = comment {
@@ -1431,10 +1690,10 @@ fn collection_operation(
         "insertMany" => {
             let documents = args.docs("documents")?.unwrap_or_default();
             let mut o = InsertManyOptions::default();
-            if let Some(b) = args.bool("ordered") {
+            if let Some(b) = args.bool("ordered")? {
                 o = o.ordered(b);
             }
-            if let Some(b) = args.bool("bypassDocumentValidation") {
+            if let Some(b) = args.bool("bypassDocumentValidation")? {
                 o = o.bypass_document_validation(b);
             }
             if let Some(c) = comment {
@@ -1453,7 +1712,7 @@ fn collection_operation(
         "deleteOne" | "deleteMany" => {
             let filter = args.required_doc("filter")?;
             let mut o = DeleteOptions::default();
-            if let Some(h) = args.hint() {
+            if let Some(h) = args.hint()? {
                 o = o.hint(h);
             }
             if let Some(c) = args.collation()? {
@@ -1488,16 +1747,16 @@ fn collection_operation(
                 other => return fail(format!("{name}: update {other:?}")),
             };
             let mut o = UpdateOptions::default();
-            if let Some(b) = args.bool("upsert") {
+            if let Some(b) = args.bool("upsert")? {
                 o = o.upsert(b);
             }
             if let Some(a) = args.docs("arrayFilters")? {
                 o = o.array_filters(a);
             }
-            if let Some(b) = args.bool("bypassDocumentValidation") {
+            if let Some(b) = args.bool("bypassDocumentValidation")? {
                 o = o.bypass_document_validation(b);
             }
-            if let Some(h) = args.hint() {
+            if let Some(h) = args.hint()? {
                 o = o.hint(h);
             }
             if let Some(c) = args.collation()? {
@@ -1533,13 +1792,13 @@ fn collection_operation(
             let filter = args.required_doc("filter")?;
             let replacement = args.required_doc("replacement")?;
             let mut o = ReplaceOptions::default();
-            if let Some(b) = args.bool("upsert") {
+            if let Some(b) = args.bool("upsert")? {
                 o = o.upsert(b);
             }
-            if let Some(b) = args.bool("bypassDocumentValidation") {
+            if let Some(b) = args.bool("bypassDocumentValidation")? {
                 o = o.bypass_document_validation(b);
             }
-            if let Some(h) = args.hint() {
+            if let Some(h) = args.hint()? {
                 o = o.hint(h);
             }
             if let Some(c) = args.collation()? {
@@ -1567,58 +1826,7 @@ fn collection_operation(
         }
         "find" | "findOne" => {
             let filter = args.doc("filter")?.unwrap_or_default();
-            let mut o = FindOptions::default();
-            if let Some(s) = args.doc("sort")? {
-                o = o.sort(s);
-            }
-            if let Some(p) = args.doc("projection")? {
-                o = o.projection(p);
-            }
-            if let Some(l) = args.int("limit") {
-                o = o.limit(l);
-            }
-            if let Some(s) = args.int("skip") {
-                o = o.skip(s as u64);
-            }
-            if let Some(b) = args.int("batchSize") {
-                o = o.batch_size(b as u32);
-            }
-            if let Some(h) = args.hint() {
-                o = o.hint(h);
-            }
-            if let Some(c) = args.collation()? {
-                o = o.collation(c);
-            }
-            if let Some(l) = args.doc("let")? {
-                o = o.let_vars(l);
-            }
-            if let Some(m) = args.doc("min")? {
-                o = o.min(m);
-            }
-            if let Some(m) = args.doc("max")? {
-                o = o.max(m);
-            }
-            if let Some(b) = args.bool("allowDiskUse") {
-                o = o.allow_disk_use(b);
-            }
-            if let Some(b) = args.bool("returnKey") {
-                o = o.return_key(b);
-            }
-            if let Some(b) = args.bool("showRecordId") {
-                o = o.show_record_id(b);
-            }
-            if let Some(b) = args.bool("noCursorTimeout") {
-                o = o.no_cursor_timeout(b);
-            }
-            if let Some(b) = args.bool("allowPartialResults") {
-                o = o.allow_partial_results(b);
-            }
-            if let Some(m) = args.millis("maxTimeMS") {
-                o = o.max_time(m);
-            }
-            if let Some(c) = comment {
-                o = o.comment(c);
-            }
+            let o = find_options(&mut args, comment)?;
             args.done()?;
             if name == "findOne" {
                 in_session!(
@@ -1639,16 +1847,16 @@ fn collection_operation(
         "aggregate" => {
             let pipeline = args.docs("pipeline")?.unwrap_or_default();
             let mut o = AggregateOptions::default();
-            if let Some(b) = args.int("batchSize") {
+            if let Some(b) = args.int("batchSize")? {
                 o = o.batch_size(b as u32);
             }
-            if let Some(b) = args.bool("allowDiskUse") {
+            if let Some(b) = args.bool("allowDiskUse")? {
                 o = o.allow_disk_use(b);
             }
-            if let Some(b) = args.bool("bypassDocumentValidation") {
+            if let Some(b) = args.bool("bypassDocumentValidation")? {
                 o = o.bypass_document_validation(b);
             }
-            if let Some(h) = args.hint() {
+            if let Some(h) = args.hint()? {
                 o = o.hint(h);
             }
             if let Some(c) = args.collation()? {
@@ -1657,7 +1865,7 @@ fn collection_operation(
             if let Some(l) = args.doc("let")? {
                 o = o.let_vars(l);
             }
-            if let Some(m) = args.millis("maxTimeMS") {
+            if let Some(m) = args.millis("maxTimeMS")? {
                 o = o.max_time(m);
             }
             if let Some(c) = comment {
@@ -1678,19 +1886,19 @@ fn collection_operation(
         "countDocuments" => {
             let filter = args.doc("filter")?.unwrap_or_default();
             let mut o = CountOptions::default();
-            if let Some(l) = args.int("limit") {
+            if let Some(l) = args.int("limit")? {
                 o = o.limit(l as u64);
             }
-            if let Some(s) = args.int("skip") {
+            if let Some(s) = args.int("skip")? {
                 o = o.skip(s as u64);
             }
-            if let Some(h) = args.hint() {
+            if let Some(h) = args.hint()? {
                 o = o.hint(h);
             }
             if let Some(c) = args.collation()? {
                 o = o.collation(c);
             }
-            if let Some(m) = args.millis("maxTimeMS") {
+            if let Some(m) = args.millis("maxTimeMS")? {
                 o = o.max_time(m);
             }
             if let Some(c) = comment {
@@ -1709,7 +1917,7 @@ fn collection_operation(
         }
         "estimatedDocumentCount" => {
             let mut o = EstimatedDocumentCountOptions::default();
-            if let Some(m) = args.millis("maxTimeMS") {
+            if let Some(m) = args.millis("maxTimeMS")? {
                 o = o.max_time(m);
             }
             if let Some(c) = comment {
@@ -1729,10 +1937,10 @@ fn collection_operation(
             if let Some(c) = args.collation()? {
                 o = o.collation(c);
             }
-            if let Some(h) = args.hint() {
+            if let Some(h) = args.hint()? {
                 o = o.hint(h);
             }
-            if let Some(m) = args.millis("maxTimeMS") {
+            if let Some(m) = args.millis("maxTimeMS")? {
                 o = o.max_time(m);
             }
             if let Some(c) = comment {
@@ -1750,7 +1958,7 @@ fn collection_operation(
             if let Some(p) = args.doc("projection")? {
                 o = o.projection(p);
             }
-            if let Some(h) = args.hint() {
+            if let Some(h) = args.hint()? {
                 o = o.hint(h);
             }
             if let Some(c) = args.collation()? {
@@ -1776,9 +1984,9 @@ fn collection_operation(
             };
             let sort = args.doc("sort")?;
             let projection = args.doc("projection")?;
-            let upsert = args.bool("upsert");
-            let bypass = args.bool("bypassDocumentValidation");
-            let hint = args.hint();
+            let upsert = args.bool("upsert")?;
+            let bypass = args.bool("bypassDocumentValidation")?;
+            let hint = args.hint()?;
             let collation = args.collation()?;
             let let_vars = args.doc("let")?;
             let r = if name == "findOneAndUpdate" {
@@ -1903,10 +2111,10 @@ fn collection_operation(
                 .map(write_model)
                 .collect::<Outcome<Vec<_>>>()?;
             let mut action = coll.bulk_write(models);
-            if let Some(b) = args.bool("ordered") {
+            if let Some(b) = args.bool("ordered")? {
                 action = action.ordered(b);
             }
-            if let Some(b) = args.bool("bypassDocumentValidation") {
+            if let Some(b) = args.bool("bypassDocumentValidation")? {
                 action = action.bypass_document_validation(b);
             }
             if let Some(l) = args.doc("let")? {
@@ -1962,6 +2170,78 @@ fn collection_operation(
     Ok(result)
 }
 
+/// A find's options among `args` (find, findOne, createFindCursor).
+fn find_options(args: &mut Args, comment: Option<Bson>) -> Outcome<FindOptions> {
+    let mut o = FindOptions::default();
+    if let Some(s) = args.doc("sort")? {
+        o = o.sort(s);
+    }
+    if let Some(p) = args.doc("projection")? {
+        o = o.projection(p);
+    }
+    if let Some(l) = args.int("limit")? {
+        o = o.limit(l);
+    }
+    if let Some(s) = args.int("skip")? {
+        o = o.skip(s as u64);
+    }
+    if let Some(b) = args.int("batchSize")? {
+        o = o.batch_size(b as u32);
+    }
+    if let Some(h) = args.hint()? {
+        o = o.hint(h);
+    }
+    if let Some(c) = args.collation()? {
+        o = o.collation(c);
+    }
+    if let Some(l) = args.doc("let")? {
+        o = o.let_vars(l);
+    }
+    if let Some(m) = args.doc("min")? {
+        o = o.min(m);
+    }
+    if let Some(m) = args.doc("max")? {
+        o = o.max(m);
+    }
+    if let Some(b) = args.bool("allowDiskUse")? {
+        o = o.allow_disk_use(b);
+    }
+    if let Some(b) = args.bool("returnKey")? {
+        o = o.return_key(b);
+    }
+    if let Some(b) = args.bool("showRecordId")? {
+        o = o.show_record_id(b);
+    }
+    if let Some(b) = args.bool("noCursorTimeout")? {
+        o = o.no_cursor_timeout(b);
+    }
+    if let Some(b) = args.bool("allowPartialResults")? {
+        o = o.allow_partial_results(b);
+    }
+    if let Some(m) = args.millis("maxTimeMS")? {
+        o = o.max_time(m);
+    }
+    if let Some(c) = comment {
+        o = o.comment(c);
+    }
+    match args.take("cursorType") {
+        None => {}
+        Some(Bson::String(kind)) if kind == "nonTailable" => {
+            o = o.cursor_type(mongo_inline::options::CursorType::NonTailable);
+        }
+        Some(Bson::String(kind)) if kind == "tailable" || kind == "tailableAwait" => {
+            return skip(format!(
+                "cursorType {kind}: the driver does not apply CSOT's rules for tailable cursors (maxAwaitTimeMS checked against timeoutMS, no maxTimeMS on the find)"
+            ));
+        }
+        Some(other) => return fail(format!("cursorType {other}")),
+    }
+    if let Some(m) = args.millis("maxAwaitTimeMS")? {
+        o = o.max_await_time(m);
+    }
+    Ok(o)
+}
+
 fn database_operation(
     db: &Database,
     name: &str,
@@ -1974,18 +2254,11 @@ fn database_operation(
             let _ = args.take("commandName");
             let mut action = db.run_command(command);
             if let Some(rp) = args.doc("readPreference")? {
-                let mode = rp.get_str("mode").map_err(|e| e.to_string())?;
-                if rp.len() > 1 {
-                    return skip(format!(
-                        "runCommand readPreference {rp}: only the mode is supported by the runner"
-                    ));
-                }
-                let mode = mongo_inline::ReadPreferenceMode::parse(mode)
-                    .map_err(|e| format!("readPreference {mode}: {e}"))?;
                 action = action.selection_criteria(
-                    mongo_inline::options::SelectionCriteria::ReadPreference(
-                        mongo_inline::ReadPreference::new(mode),
-                    ),
+                    mongo_inline::options::SelectionCriteria::ReadPreference(read_preference(
+                        &rp,
+                        "runCommand",
+                    )?),
                 );
             }
             args.done()?;
@@ -2000,16 +2273,16 @@ fn database_operation(
             if let Some(v) = args.doc("validator")? {
                 o = o.validator(v);
             }
-            if let Some(v) = args.bool("capped") {
+            if let Some(v) = args.bool("capped")? {
                 o = o.capped(v);
             }
-            if let Some(v) = args.int("size") {
+            if let Some(v) = args.int("size")? {
                 o = o.size(v as u64);
             }
             if let Some(v) = args.doc("timeseries")? {
                 o = o.timeseries(v);
             }
-            if let Some(v) = args.int("expireAfterSeconds") {
+            if let Some(v) = args.int("expireAfterSeconds")? {
                 o = o.expire_after_seconds(v);
             }
             if let Some(v) = args.doc("clusteredIndex")? {
@@ -2054,7 +2327,7 @@ fn database_operation(
             if let Some(f) = args.doc("filter")? {
                 action = action.filter(f);
             }
-            if let Some(b) = args.int("batchSize") {
+            if let Some(b) = args.int("batchSize")? {
                 action = action.batch_size(b as u32);
             }
             if let Some(c) = args.take("comment") {
@@ -2088,7 +2361,7 @@ fn client_operation(
             if let Some(f) = args.doc("filter")? {
                 action = action.filter(f);
             }
-            if let Some(b) = args.bool("authorizedDatabases") {
+            if let Some(b) = args.bool("authorizedDatabases")? {
                 action = action.authorized_databases(b);
             }
             if let Some(c) = args.take("comment") {
@@ -2103,7 +2376,7 @@ fn client_operation(
             if let Some(f) = args.doc("filter")? {
                 action = action.filter(f);
             }
-            if let Some(b) = args.bool("authorizedDatabases") {
+            if let Some(b) = args.bool("authorizedDatabases")? {
                 action = action.authorized_databases(b);
             }
             if let Some(c) = args.take("comment") {
@@ -2219,8 +2492,8 @@ fn write_model(request: Document) -> Outcome<mongo_inline::options::WriteModel> 
             let mut options = UpdateModelOptions::default();
             options.array_filters = args.docs("arrayFilters")?;
             options.collation = args.collation()?;
-            options.hint = args.hint();
-            options.upsert = args.bool("upsert");
+            options.hint = args.hint()?;
+            options.upsert = args.bool("upsert")?;
             options.sort = args.doc("sort")?;
             if kind == "updateOne" {
                 WriteModel::UpdateOne {
@@ -2241,8 +2514,8 @@ fn write_model(request: Document) -> Outcome<mongo_inline::options::WriteModel> 
             let replacement = args.required_doc("replacement")?;
             let mut options = ReplaceModelOptions::default();
             options.collation = args.collation()?;
-            options.hint = args.hint();
-            options.upsert = args.bool("upsert");
+            options.hint = args.hint()?;
+            options.upsert = args.bool("upsert")?;
             options.sort = args.doc("sort")?;
             WriteModel::ReplaceOne {
                 filter,
@@ -2254,7 +2527,7 @@ fn write_model(request: Document) -> Outcome<mongo_inline::options::WriteModel> 
             let filter = args.required_doc("filter")?;
             let mut options = DeleteModelOptions::default();
             options.collation = args.collation()?;
-            options.hint = args.hint();
+            options.hint = args.hint()?;
             if kind == "deleteOne" {
                 WriteModel::DeleteOne { filter, options }
             } else {
@@ -2332,19 +2605,11 @@ fn transaction_options(args: &mut Args) -> Outcome<mongo_inline::options::Transa
     if let Some(wc) = args.take("writeConcern") {
         o = o.with_write_concern(write_concern(&wc)?);
     }
-    if let Some(m) = args.millis("maxCommitTimeMS") {
+    if let Some(m) = args.millis("maxCommitTimeMS")? {
         o.max_commit_time = Some(m);
     }
     if let Some(rp) = args.doc("readPreference")? {
-        let mode = rp.get_str("mode").map_err(|e| e.to_string())?;
-        if rp.len() > 1 {
-            return skip(format!(
-                "transaction readPreference {rp}: only the mode is supported by the runner"
-            ));
-        }
-        let mode = mongo_inline::ReadPreferenceMode::parse(mode)
-            .map_err(|e| format!("readPreference {mode}: {e}"))?;
-        o.read_preference = Some(mongo_inline::ReadPreference::new(mode));
+        o.read_preference = Some(read_preference(&rp, "transaction")?);
     }
     Ok(o)
 }
@@ -2373,7 +2638,7 @@ fn error_facts(error: &mongo_inline::Error) -> (Option<i32>, Option<String>, boo
                 (None, None) => (None, None, true),
             }
         }
-        _ => (error.code(), None, false),
+        _ => (None, None, false),
     }
 }
 
@@ -2389,8 +2654,9 @@ fn check_error(expected: &Document, error: &mongo_inline::Error) -> Outcome {
                 }
             }
             "isTimeoutError" => {
-                let timeout =
-                    matches!(error.kind(), ErrorKind::Timeout { .. }) || error.is_network_timeout();
+                // Only the driver's timeoutMS error: a socket timeout
+                // outside CSOT is a network error, not this.
+                let timeout = matches!(error.kind(), ErrorKind::Timeout { .. });
                 if value.as_bool() != Some(timeout) {
                     return fail(format!("isTimeoutError {value}, but the error is {error}"));
                 }
@@ -2402,15 +2668,28 @@ fn check_error(expected: &Document, error: &mongo_inline::Error) -> Outcome {
                 }
             }
             "errorCode" => {
-                let want = value.as_i32().or_else(|| value.as_i64().map(|v| v as i32));
-                if code != want {
-                    return fail(format!("errorCode {value}, got {code:?} ({error})"));
+                let want = match value {
+                    Bson::Int32(i) => i64::from(*i),
+                    Bson::Int64(i) => *i,
+                    other => return fail(format!("errorCode {other} is not an integer")),
+                };
+                // A server-generated response's code; client errors have none.
+                if !from_server || code.map(i64::from) != Some(want) {
+                    return fail(format!(
+                        "errorCode {value}, got {code:?} from the server = {from_server} ({error})"
+                    ));
                 }
             }
             "errorCodeName" => {
-                if code_name.as_deref() != value.as_str() {
+                let want = value
+                    .as_str()
+                    .ok_or_else(|| format!("errorCodeName {value} is not a string"))?;
+                let same = code_name
+                    .as_deref()
+                    .is_some_and(|n| n.eq_ignore_ascii_case(want));
+                if !from_server || !same {
                     return fail(format!(
-                        "errorCodeName {value}, got {code_name:?} ({error})"
+                        "errorCodeName {value}, got {code_name:?} from the server = {from_server} ({error})"
                     ));
                 }
             }
@@ -2466,4 +2745,184 @@ fn find_one_options(
     one.sort = o.sort;
     one.let_vars = o.let_vars;
     one
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::support::server::TestServer;
+
+    fn deployment() -> &'static Deployment {
+        let server = TestServer::shared();
+        Box::leak(Box::new(Deployment {
+            topology: "replicaset",
+            uri: server.uri(),
+            multi_uri: None,
+            internal: Client::with_uri_str(&server.uri()).expect("internal client"),
+        }))
+    }
+
+    /// Runs one test of `operations` with a client `client0` (observing
+    /// command started events), a collection `coll0` and a session.
+    fn run(operations: Vec<Bson>, expect_events: Option<Vec<Bson>>) -> Outcome {
+        let file = doc! {
+            "createEntities": [
+                { "client": { "id": "client0", "observeEvents": ["commandStartedEvent"] } },
+                { "database": { "id": "db0", "client": "client0", "databaseName": "runner_rules" } },
+                { "collection": { "id": "coll0", "database": "db0", "collectionName": "c" } },
+                { "session": { "id": "session0", "client": "client0" } },
+            ],
+            "initialData": [{ "databaseName": "runner_rules", "collectionName": "c", "documents": [{ "_id": 1, "x": 1 }] }],
+        };
+        let mut test = doc! { "description": "t", "operations": operations };
+        if let Some(events) = expect_events {
+            test.insert(
+                "expectEvents",
+                vec![Bson::Document(
+                    doc! { "client": "client0", "events": events },
+                )],
+            );
+        }
+        TestRun::new(deployment()).run_test(&file, &test)
+    }
+
+    fn failed(outcome: Outcome) -> bool {
+        matches!(outcome, Err(Failure::Fail(_)))
+    }
+
+    #[test]
+    fn saving_a_result_over_an_existing_entity_is_an_error() {
+        let find = |save: &str| {
+            Bson::Document(doc! {
+                "name": "find", "object": "coll0", "arguments": { "filter": {} },
+                "saveResultAsEntity": save,
+            })
+        };
+        assert!(run(vec![find("r")], None).is_ok());
+        assert!(failed(run(vec![find("r"), find("r")], None)));
+        assert!(failed(run(vec![find("coll0")], None)));
+    }
+
+    #[test]
+    fn an_argument_of_the_wrong_type_is_an_error() {
+        let find = |limit: Bson| {
+            Bson::Document(doc! {
+                "name": "find", "object": "coll0",
+                "arguments": { "filter": {}, "limit": limit },
+            })
+        };
+        assert!(run(vec![find(Bson::Int32(1))], None).is_ok());
+        assert!(failed(run(vec![find(Bson::String("1".into()))], None)));
+        let mut args = Args {
+            operation: "insertMany".into(),
+            rest: doc! { "ordered": "yes" },
+        };
+        assert!(matches!(args.bool("ordered"), Err(Failure::Fail(_))));
+    }
+
+    #[test]
+    fn connections_checked_out_are_counted_not_assumed() {
+        let assert_checked_out = |n: i32| {
+            Bson::Document(doc! {
+                "name": "assertNumberConnectionsCheckedOut", "object": "testRunner",
+                "arguments": { "client": "client0", "connections": n },
+            })
+        };
+        assert!(run(vec![assert_checked_out(0)], None).is_ok());
+        // Not skipped: between operations this client holds no socket.
+        assert!(failed(run(vec![assert_checked_out(1)], None)));
+    }
+
+    #[test]
+    fn a_wait_for_a_command_event_that_never_comes_fails() {
+        let wait = |count: i32| {
+            Bson::Document(doc! {
+                "name": "waitForEvent", "object": "testRunner",
+                "arguments": { "client": "client0", "event": { "commandStartedEvent": {} }, "count": count },
+            })
+        };
+        let find = Bson::Document(
+            doc! { "name": "find", "object": "coll0", "arguments": { "filter": {} } },
+        );
+        assert!(run(vec![find.clone(), wait(1)], None).is_ok());
+        assert!(failed(run(vec![find, wait(2)], None)));
+    }
+
+    #[test]
+    fn only_the_runners_own_configure_fail_point_events_are_ignored() {
+        let fail_point = doc! {
+            "configureFailPoint": "failCommand", "mode": "off",
+        };
+        let by_runner = Bson::Document(doc! {
+            "name": "failPoint", "object": "testRunner",
+            "arguments": { "client": "client0", "failPoint": fail_point.clone() },
+        });
+        let by_test = Bson::Document(doc! {
+            "name": "runCommand", "object": "db0",
+            "arguments": { "commandName": "configureFailPoint", "command": fail_point },
+        });
+        let started =
+            |name: &str| Bson::Document(doc! { "commandStartedEvent": { "commandName": name } });
+        assert!(run(vec![by_runner.clone()], Some(vec![])).is_ok());
+        assert!(run(
+            vec![by_runner, by_test],
+            Some(vec![started("configureFailPoint")])
+        )
+        .is_ok());
+    }
+
+    #[test]
+    fn a_targeted_fail_point_needs_a_pinned_session() {
+        let targeted = Bson::Document(doc! {
+            "name": "targetedFailPoint", "object": "testRunner",
+            "arguments": { "session": "session0", "failPoint": { "configureFailPoint": "failCommand", "mode": "off" } },
+        });
+        assert!(failed(run(vec![targeted], None)));
+    }
+
+    #[test]
+    fn error_assertions_follow_the_spec() {
+        let client_error = mongo_inline::Error::client("refused by the driver");
+        assert!(check_error(&doc! { "isClientError": true }, &client_error).is_ok());
+        // A client error has no server code, whatever its kind reports.
+        assert!(check_error(&doc! { "errorCode": 1 }, &client_error).is_err());
+        let timeout = mongo_inline::Error::new(ErrorKind::Timeout {
+            message: "deadline".into(),
+        });
+        assert!(check_error(&doc! { "isTimeoutError": true }, &timeout).is_ok());
+        let socket_timeout = mongo_inline::Error::network(
+            None,
+            "reading",
+            std::io::Error::new(std::io::ErrorKind::TimedOut, "socket timeout"),
+        );
+        assert!(check_error(&doc! { "isTimeoutError": true }, &socket_timeout).is_err());
+        assert!(check_error(&doc! { "isTimeoutError": false }, &socket_timeout).is_ok());
+
+        let server_error = deployment()
+            .internal
+            .database("admin")
+            .run_command(doc! { "noSuchCommandHere": 1 })
+            .run()
+            .unwrap_err();
+        let code = server_error.code().expect("a server code");
+        assert!(check_error(&doc! { "errorCode": code }, &server_error).is_ok());
+        assert!(check_error(&doc! { "errorCode": code + 1 }, &server_error).is_err());
+        // A mistyped expected code is the test's error, not a match.
+        assert!(check_error(&doc! { "errorCode": code.to_string() }, &server_error).is_err());
+        assert!(check_error(&doc! { "errorCode": f64::from(code) }, &server_error).is_err());
+        assert!(check_error(&doc! { "errorCodeName": "commandnotfound" }, &server_error).is_ok());
+        assert!(check_error(&doc! { "errorCodeName": 59 }, &server_error).is_err());
+    }
+
+    #[test]
+    fn service_and_server_connection_ids_are_compared() {
+        use bson::oid::ObjectId;
+        assert!(has_service_id(Some(ObjectId::new())));
+        assert!(!has_service_id(Some(ObjectId::from_bytes([0; 12]))));
+        assert!(!has_service_id(None));
+        assert!(has_server_connection_id(Some(7)));
+        assert!(!has_server_connection_id(Some(0)));
+        assert!(!has_server_connection_id(Some(-1)));
+        assert!(!has_server_connection_id(None));
+    }
 }

@@ -1,82 +1,323 @@
-//! The skip map: unified tests known to fail here, each with the reason
-//! (a driver bug routed elsewhere, or a limitation of the test server with
-//! the command that shows it). A failure not listed fails the run; a listed
+//! The skip map: unified tests known to fail here because of a limitation
+//! of the test server. Every limitation is checked against the server when
+//! the run starts ([`probe`]); a listed failure is excused only while its
+//! limitation is confirmed, and the summary still counts it as failed
+//! ("failed: server limitation, checked"). A failure not listed, or listed
+//! under a limitation the probe no longer finds, fails the run; a listed
 //! test that passes is reported so the entry can go.
 
-const SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE: &str =
-    "SecantusDB: the onPrimaryTransactionalWrite fail point is accepted but has no effect (configureFailPoint {onPrimaryTransactionalWrite, mode: {times: 1}, data: {failBeforeCommitExceptionCode: 1}} then the write succeeds on its first attempt)";
-const SERVER_WCE_FAIL_POINT_ON_RETRY: &str =
-    "SecantusDB: a retried write (same lsid and txnNumber) replays the first reply without the failCommand writeConcernError (configureFailPoint {failCommand, mode: {times: 2}, data: {failCommands: [insert], writeConcernError: {code: 91}, errorLabels: [RetryableWriteError]}}: the retry's reply has no writeConcernError, so the insert succeeds)";
-const SERVER_SNAPSHOT_READS: &str =
-    "SecantusDB: snapshot reads at atClusterTime see later writes (find with readConcern {level: snapshot, atClusterTime} returns the newer value)";
+use bson::{doc, Document};
+use mongo_inline::Client;
 
-const SIM_ONE_BACKEND_FOR_ALL_MONGOSES: &str =
-    "simulator: both simulated mongoses forward to one replica set, so the transaction is known on every 'mongos' (a commit that reaches the other one succeeds instead of failing with NoSuchTransaction), and a failCommand on hello (failCommands [commitTransaction|insert, isMaster, hello], closeConnection, times: 7) is met by the simulator's backend introduction rather than the client's handshakes, which the simulator answers itself";
+use crate::support::events::recorded_client;
 
-const DRIVER_TRANSACTION_READ_PREFERENCE: &str =
-    "driver (transactions): a read in a transaction whose read preference is not primary is sent instead of failing with the spec's 'read preference in a transaction must be primary' error";
+/// A limitation of SecantusDB that some spec tests run into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ServerLimit {
+    /// The `onPrimaryTransactionalWrite` fail point is accepted but has no
+    /// effect.
+    OnPrimaryTransactionalWriteIgnored,
+    /// A retried write (same lsid and txnNumber) gets the first reply
+    /// replayed, without the `writeConcernError` a failCommand adds.
+    RetryRepliesWithoutWriteConcernError,
+    /// Snapshot reads at `atClusterTime` see later writes.
+    SnapshotReadsSeeLaterWrites,
+}
 
-const DRIVER_LB_END_TRANSACTION_RETRY: &str =
-    "driver (load-balanced transactions): after a network error closes the connection a transaction is pinned to, commitTransaction/abortTransaction is not retried once as the transactions spec asks (2 command events instead of 3)";
+impl ServerLimit {
+    /// Every limitation, in the order the runner probes them.
+    pub const ALL: [ServerLimit; 3] = [
+        ServerLimit::OnPrimaryTransactionalWriteIgnored,
+        ServerLimit::RetryRepliesWithoutWriteConcernError,
+        ServerLimit::SnapshotReadsSeeLaterWrites,
+    ];
 
-const DRIVER_TIMEOUT_MS: &str =
-    "driver (issue 10, timeoutMS): the client/session timeoutMS does not reach this operation, or its error is not reported as a timeout";
+    /// The limitation, and the probe that shows it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ServerLimit::OnPrimaryTransactionalWriteIgnored => "SecantusDB: the onPrimaryTransactionalWrite fail point has no effect (probe: {onPrimaryTransactionalWrite, mode: {times: 1}, data: {closeConnection: true}}, then a retryable insert is sent once and succeeds)",
+            ServerLimit::RetryRepliesWithoutWriteConcernError => "SecantusDB: a retried write replays the first reply without the failCommand writeConcernError (probe: failCommand {times: 2, failCommands: [insert], writeConcernError: {code: 91}, errorLabels: [RetryableWriteError]}, then a retryable insert succeeds on its retry)",
+            ServerLimit::SnapshotReadsSeeLaterWrites => "SecantusDB: snapshot reads at atClusterTime see later writes (probe: a snapshot session's second find returns a value written after its first)",
+        }
+    }
+}
 
-/// (file relative to the spec-test root, test description, reason).
-pub const KNOWN_FAILURES: &[(&str, &str, &str)] = &[
+/// (file relative to the spec-test root, test description, limitation).
+pub const KNOWN_FAILURES: &[(&str, &str, ServerLimit)] = &[
     (
-        "client-side-operations-timeout/tests/error-transformations.json",
-        "write concern error MaxTimeMSExpired is transformed",
-        DRIVER_TIMEOUT_MS,
+        "retryable-writes/tests/unified/deleteOne.json",
+        "DeleteOne is committed on first attempt",
+        ServerLimit::OnPrimaryTransactionalWriteIgnored,
     ),
-    ("retryable-writes/tests/unified/deleteOne.json", "DeleteOne is committed on first attempt", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
-    ("retryable-writes/tests/unified/deleteOne.json", "DeleteOne is never committed", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
-    ("retryable-writes/tests/unified/findOneAndDelete.json", "FindOneAndDelete is committed on first attempt", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
-    ("retryable-writes/tests/unified/findOneAndDelete.json", "FindOneAndDelete is never committed", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
-    ("retryable-writes/tests/unified/findOneAndReplace.json", "FindOneAndReplace is committed on first attempt", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
-    ("retryable-writes/tests/unified/findOneAndReplace.json", "FindOneAndReplace is never committed", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
-    ("retryable-writes/tests/unified/findOneAndUpdate.json", "FindOneAndUpdate is committed on first attempt", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
-    ("retryable-writes/tests/unified/findOneAndUpdate.json", "FindOneAndUpdate is never committed", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
-    ("retryable-writes/tests/unified/insertMany.json", "InsertMany succeeds after one network error", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
-    ("retryable-writes/tests/unified/insertMany.json", "InsertMany with unordered execution", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
-    ("retryable-writes/tests/unified/insertMany.json", "InsertMany fails after multiple network errors", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
-    ("retryable-writes/tests/unified/insertOne-errorLabels.json", "InsertOne fails after multiple retryable writeConcernErrors", SERVER_WCE_FAIL_POINT_ON_RETRY),
-    ("unified-test-format/tests/valid-pass/poc-retryable-writes.json", "InsertOne fails after multiple retryable writeConcernErrors", SERVER_WCE_FAIL_POINT_ON_RETRY),
-    ("retryable-writes/tests/unified/insertOne.json", "InsertOne is committed on first attempt", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
-    ("retryable-writes/tests/unified/insertOne.json", "InsertOne is never committed", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
-    ("retryable-writes/tests/unified/replaceOne.json", "ReplaceOne is committed on first attempt", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
-    ("retryable-writes/tests/unified/replaceOne.json", "ReplaceOne is never committed", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
-    ("retryable-writes/tests/unified/updateOne.json", "UpdateOne is committed on first attempt", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
-    ("retryable-writes/tests/unified/updateOne.json", "UpdateOne is never committed", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
-    ("retryable-writes/tests/unified/updateOne.json", "UpdateOne with upsert is never committed", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
-    ("sessions/tests/snapshot-sessions.json", "Find operation with snapshot", SERVER_SNAPSHOT_READS),
-    ("sessions/tests/snapshot-sessions.json", "Write commands with snapshot session do not affect snapshot reads", SERVER_SNAPSHOT_READS),
-    ("unified-test-format/tests/valid-pass/poc-retryable-writes.json", "FindOneAndUpdate is never committed", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
-    ("transactions/tests/unified/transaction-options.json", "readPreference inherited from defaultTransactionOptions", DRIVER_TRANSACTION_READ_PREFERENCE),
-    ("transactions/tests/unified/transaction-options.json", "startTransaction overrides readPreference", DRIVER_TRANSACTION_READ_PREFERENCE),
-    ("sessions/tests/snapshot-sessions.json", "Distinct operation with snapshot", SERVER_SNAPSHOT_READS),
-    ("sessions/tests/snapshot-sessions.json", "Aggregate operation with snapshot", SERVER_SNAPSHOT_READS),
-    ("sessions/tests/snapshot-sessions.json", "Mixed operation with snapshot", SERVER_SNAPSHOT_READS),
-    ("transactions/tests/unified/read-pref.json", "secondary readPreference", DRIVER_TRANSACTION_READ_PREFERENCE),
-    ("transactions/tests/unified/read-pref.json", "primaryPreferred readPreference", DRIVER_TRANSACTION_READ_PREFERENCE),
-    ("transactions/tests/unified/read-pref.json", "nearest readPreference", DRIVER_TRANSACTION_READ_PREFERENCE),
-    ("transactions/tests/unified/run-command.json", "run command fails with secondary read preference from transaction options", DRIVER_TRANSACTION_READ_PREFERENCE),
-    ("retryable-writes/tests/unified/bulkWrite.json", "First command is retried", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
-    ("retryable-writes/tests/unified/bulkWrite.json", "BulkWrite with unordered execution", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
-    ("retryable-writes/tests/unified/bulkWrite.json", "First insertOne is never committed", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
-    ("retryable-writes/tests/unified/bulkWrite.json", "Second updateOne is never committed", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
-    ("retryable-writes/tests/unified/bulkWrite.json", "Third updateOne is never committed", SERVER_ON_PRIMARY_TRANSACTIONAL_WRITE),
-    ("load-balancers/tests/transactions.json", "pinned connection is released after a transient network commit error", DRIVER_LB_END_TRANSACTION_RETRY),
-    ("load-balancers/tests/transactions.json", "pinned connection is released after a transient network abort error", DRIVER_LB_END_TRANSACTION_RETRY),
-    ("load-balancers/tests/wait-queue-timeouts.json", "wait queue timeout errors include transaction statistics", "driver: one socket per server and no pool, so there is no wait queue to time out (maxPoolSize=1 with the socket pinned to a transaction: the next insert shares the socket and succeeds)"),
-    ("transactions/tests/unified/mongos-recovery-token.json", "commitTransaction retry fails on new mongos", SIM_ONE_BACKEND_FOR_ALL_MONGOSES),
-    ("transactions/tests/unified/pin-mongos.json", "unpin after transient error within a transaction and commit", SIM_ONE_BACKEND_FOR_ALL_MONGOSES),
+    (
+        "retryable-writes/tests/unified/deleteOne.json",
+        "DeleteOne is never committed",
+        ServerLimit::OnPrimaryTransactionalWriteIgnored,
+    ),
+    (
+        "retryable-writes/tests/unified/findOneAndDelete.json",
+        "FindOneAndDelete is committed on first attempt",
+        ServerLimit::OnPrimaryTransactionalWriteIgnored,
+    ),
+    (
+        "retryable-writes/tests/unified/findOneAndDelete.json",
+        "FindOneAndDelete is never committed",
+        ServerLimit::OnPrimaryTransactionalWriteIgnored,
+    ),
+    (
+        "retryable-writes/tests/unified/findOneAndReplace.json",
+        "FindOneAndReplace is committed on first attempt",
+        ServerLimit::OnPrimaryTransactionalWriteIgnored,
+    ),
+    (
+        "retryable-writes/tests/unified/findOneAndReplace.json",
+        "FindOneAndReplace is never committed",
+        ServerLimit::OnPrimaryTransactionalWriteIgnored,
+    ),
+    (
+        "retryable-writes/tests/unified/findOneAndUpdate.json",
+        "FindOneAndUpdate is committed on first attempt",
+        ServerLimit::OnPrimaryTransactionalWriteIgnored,
+    ),
+    (
+        "retryable-writes/tests/unified/findOneAndUpdate.json",
+        "FindOneAndUpdate is never committed",
+        ServerLimit::OnPrimaryTransactionalWriteIgnored,
+    ),
+    (
+        "retryable-writes/tests/unified/insertMany.json",
+        "InsertMany succeeds after one network error",
+        ServerLimit::OnPrimaryTransactionalWriteIgnored,
+    ),
+    (
+        "retryable-writes/tests/unified/insertMany.json",
+        "InsertMany with unordered execution",
+        ServerLimit::OnPrimaryTransactionalWriteIgnored,
+    ),
+    (
+        "retryable-writes/tests/unified/insertMany.json",
+        "InsertMany fails after multiple network errors",
+        ServerLimit::OnPrimaryTransactionalWriteIgnored,
+    ),
+    (
+        "retryable-writes/tests/unified/insertOne-errorLabels.json",
+        "InsertOne fails after multiple retryable writeConcernErrors",
+        ServerLimit::RetryRepliesWithoutWriteConcernError,
+    ),
+    (
+        "unified-test-format/tests/valid-pass/poc-retryable-writes.json",
+        "InsertOne fails after multiple retryable writeConcernErrors",
+        ServerLimit::RetryRepliesWithoutWriteConcernError,
+    ),
+    (
+        "retryable-writes/tests/unified/insertOne.json",
+        "InsertOne is committed on first attempt",
+        ServerLimit::OnPrimaryTransactionalWriteIgnored,
+    ),
+    (
+        "retryable-writes/tests/unified/insertOne.json",
+        "InsertOne is never committed",
+        ServerLimit::OnPrimaryTransactionalWriteIgnored,
+    ),
+    (
+        "retryable-writes/tests/unified/replaceOne.json",
+        "ReplaceOne is committed on first attempt",
+        ServerLimit::OnPrimaryTransactionalWriteIgnored,
+    ),
+    (
+        "retryable-writes/tests/unified/replaceOne.json",
+        "ReplaceOne is never committed",
+        ServerLimit::OnPrimaryTransactionalWriteIgnored,
+    ),
+    (
+        "retryable-writes/tests/unified/updateOne.json",
+        "UpdateOne is committed on first attempt",
+        ServerLimit::OnPrimaryTransactionalWriteIgnored,
+    ),
+    (
+        "retryable-writes/tests/unified/updateOne.json",
+        "UpdateOne is never committed",
+        ServerLimit::OnPrimaryTransactionalWriteIgnored,
+    ),
+    (
+        "retryable-writes/tests/unified/updateOne.json",
+        "UpdateOne with upsert is never committed",
+        ServerLimit::OnPrimaryTransactionalWriteIgnored,
+    ),
+    (
+        "sessions/tests/snapshot-sessions.json",
+        "Find operation with snapshot",
+        ServerLimit::SnapshotReadsSeeLaterWrites,
+    ),
+    (
+        "sessions/tests/snapshot-sessions.json",
+        "Write commands with snapshot session do not affect snapshot reads",
+        ServerLimit::SnapshotReadsSeeLaterWrites,
+    ),
+    (
+        "unified-test-format/tests/valid-pass/poc-retryable-writes.json",
+        "FindOneAndUpdate is never committed",
+        ServerLimit::OnPrimaryTransactionalWriteIgnored,
+    ),
+    (
+        "sessions/tests/snapshot-sessions.json",
+        "Distinct operation with snapshot",
+        ServerLimit::SnapshotReadsSeeLaterWrites,
+    ),
+    (
+        "sessions/tests/snapshot-sessions.json",
+        "Aggregate operation with snapshot",
+        ServerLimit::SnapshotReadsSeeLaterWrites,
+    ),
+    (
+        "sessions/tests/snapshot-sessions.json",
+        "Mixed operation with snapshot",
+        ServerLimit::SnapshotReadsSeeLaterWrites,
+    ),
+    (
+        "retryable-writes/tests/unified/bulkWrite.json",
+        "First command is retried",
+        ServerLimit::OnPrimaryTransactionalWriteIgnored,
+    ),
+    (
+        "retryable-writes/tests/unified/bulkWrite.json",
+        "BulkWrite with unordered execution",
+        ServerLimit::OnPrimaryTransactionalWriteIgnored,
+    ),
+    (
+        "retryable-writes/tests/unified/bulkWrite.json",
+        "First insertOne is never committed",
+        ServerLimit::OnPrimaryTransactionalWriteIgnored,
+    ),
+    (
+        "retryable-writes/tests/unified/bulkWrite.json",
+        "Second updateOne is never committed",
+        ServerLimit::OnPrimaryTransactionalWriteIgnored,
+    ),
+    (
+        "retryable-writes/tests/unified/bulkWrite.json",
+        "Third updateOne is never committed",
+        ServerLimit::OnPrimaryTransactionalWriteIgnored,
+    ),
 ];
 
-/// The reason `file`/`test` is expected to fail, if it is listed.
-pub fn known_failure(file: &str, test: &str) -> Option<&'static str> {
+/// The limitation that makes `file`/`test` fail, if it is listed.
+pub fn known_failure(file: &str, test: &str) -> Option<ServerLimit> {
     KNOWN_FAILURES
         .iter()
         .find(|(f, t, _)| *f == file && *t == test)
-        .map(|(_, _, reason)| *reason)
+        .map(|(_, _, limit)| *limit)
+}
+
+/// Whether the server at `uri` (a replica set with test commands) still
+/// has `limit`; `Err` when the probe itself could not run.
+pub fn probe(limit: ServerLimit, uri: &str) -> Result<bool, String> {
+    let (client, recorder) = recorded_client(uri);
+    let admin = client.database("admin");
+    let coll = client
+        .database("unified_probes")
+        .collection::<Document>(&format!("{limit:?}"));
+    let _ = coll.drop().run();
+    let fail_point = |command: Document| {
+        admin
+            .run_command(command)
+            .run()
+            .map(|_| ())
+            .map_err(|e| format!("{limit:?}: configureFailPoint: {e}"))
+    };
+    let off = |name: &str| {
+        let _ = admin
+            .run_command(doc! { "configureFailPoint": name, "mode": "off" })
+            .run();
+    };
+    match limit {
+        ServerLimit::OnPrimaryTransactionalWriteIgnored => {
+            fail_point(doc! {
+                "configureFailPoint": "onPrimaryTransactionalWrite",
+                "mode": { "times": 1 },
+                "data": { "closeConnection": true },
+            })?;
+            recorder.clear_commands();
+            let inserted = coll.insert_one(doc! { "_id": 1 }).run();
+            off("onPrimaryTransactionalWrite");
+            inserted.map_err(|e| format!("{limit:?}: insert: {e}"))?;
+            // With the fail point working the first attempt's connection
+            // closes and the driver retries: two inserts.
+            Ok(recorder.named("insert").len() == 1)
+        }
+        ServerLimit::RetryRepliesWithoutWriteConcernError => {
+            fail_point(doc! {
+                "configureFailPoint": "failCommand",
+                "mode": { "times": 2 },
+                "data": {
+                    "failCommands": ["insert"],
+                    "writeConcernError": { "code": 91, "errmsg": "probe" },
+                    "errorLabels": ["RetryableWriteError"],
+                },
+            })?;
+            recorder.clear_commands();
+            let inserted = coll.insert_one(doc! { "_id": 1 }).run();
+            off("failCommand");
+            if recorder.named("insert").len() != 2 {
+                return Err(format!(
+                    "{limit:?}: expected the insert to be retried once, saw {} inserts",
+                    recorder.named("insert").len()
+                ));
+            }
+            Ok(inserted.is_ok())
+        }
+        ServerLimit::SnapshotReadsSeeLaterWrites => snapshot_probe(&client, &coll),
+    }
+}
+
+fn snapshot_probe(
+    client: &Client,
+    coll: &mongo_inline::Collection<Document>,
+) -> Result<bool, String> {
+    let probe = |e: mongo_inline::Error| format!("SnapshotReadsSeeLaterWrites: {e}");
+    coll.insert_one(doc! { "_id": 1, "x": 1 })
+        .run()
+        .map_err(probe)?;
+    let mut options = mongo_inline::options::SessionOptions::default();
+    options.snapshot = Some(true);
+    let mut session = client
+        .start_session()
+        .with_options(options)
+        .run()
+        .map_err(probe)?;
+    let read = |session: &mut mongo_inline::ClientSession| -> Result<Option<Document>, String> {
+        coll.find_one(doc! { "_id": 1 })
+            .session(session)
+            .run()
+            .map_err(probe)
+    };
+    read(&mut session)?;
+    coll.update_one(doc! { "_id": 1 }, doc! { "$set": { "x": 2 } })
+        .run()
+        .map_err(probe)?;
+    let second = read(&mut session)?.ok_or("SnapshotReadsSeeLaterWrites: the document is gone")?;
+    Ok(second.get_i32("x") == Ok(2))
+}
+
+/// Tests of a rule the spec states does not apply to single-threaded drivers
+/// without a pool: (file, test, the rule quoted).
+pub const SINGLE_THREADED: &[(&str, &str, &str)] = &[
+    (
+        "load-balancers/tests/wait-queue-timeouts.json",
+        "wait queue timeout errors include transaction statistics",
+        "load-balancers.md: \"For single threaded drivers that do not use a connection pool, the driver MUST have only 1 socket connection to the load balancer\": with no pool there is no wait queue to time out (the client's maxPoolSize=1 and waitQueueTimeoutMS configure a pool this driver does not have)",
+    ),
+    (
+        "load-balancers/tests/wait-queue-timeouts.json",
+        "wait queue timeout errors include cursor statistics",
+        "load-balancers.md: \"For single threaded drivers that do not use a connection pool, the driver MUST have only 1 socket connection to the load balancer\": with no pool there is no wait queue to time out (the client's maxPoolSize=1 and waitQueueTimeoutMS configure a pool this driver does not have)",
+    ),
+];
+
+/// The single-threaded rule that exempts `file`/`test`, if any.
+pub fn single_threaded_rule(file: &str, test: &str) -> Option<&'static str> {
+    SINGLE_THREADED
+        .iter()
+        .find(|(f, t, _)| *f == file && *t == test)
+        .map(|(_, _, rule)| *rule)
 }
