@@ -2765,6 +2765,10 @@ mod tests {
     /// Runs one test of `operations` with a client `client0` (observing
     /// command started events), a collection `coll0` and a session.
     fn run(operations: Vec<Bson>, expect_events: Option<Vec<Bson>>) -> Outcome {
+        // One at a time: each run kills all sessions and recreates the
+        // collection on the shared server, as a test run does.
+        static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let file = doc! {
             "createEntities": [
                 { "client": { "id": "client0", "observeEvents": ["commandStartedEvent"] } },
