@@ -242,6 +242,20 @@ impl CommandDraft {
         }
     }
 
+    /// Removes `key` from the operation's own body. A body kept as bytes
+    /// is decoded first: only an option that `timeoutMS` overrides (an
+    /// operation's `maxTimeMS`) takes this path, so the hot path keeps its
+    /// bytes.
+    pub(crate) fn remove_from_body(&mut self, key: &str) -> crate::error::Result<()> {
+        if !self.body.contains_key(key) {
+            return Ok(());
+        }
+        let mut document = self.body.to_document()?;
+        document.remove(key);
+        self.body = CommandBody::Document(document);
+        Ok(())
+    }
+
     /// Sets `key` to `value`, as `Document::insert` would.
     pub(crate) fn insert(&mut self, key: &'static str, value: impl Into<Bson>) {
         self.set(key, Added::Value(value.into()));

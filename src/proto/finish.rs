@@ -116,6 +116,17 @@ pub(crate) fn finish(
     } = command;
     let takes = Takes::of(name, &body);
     let mut draft = CommandDraft::new(body);
+    let (csot_write_concern, csot_ctx);
+    let ctx = if ctx.deadline.is_set() {
+        csot_write_concern = ignore_what_timeout_ms_replaces(&mut draft, name, ctx.write_concern)?;
+        csot_ctx = AttemptContext {
+            write_concern: csot_write_concern.as_ref(),
+            ..ctx.clone()
+        };
+        &csot_ctx
+    } else {
+        ctx
+    };
     match session {
         Some(session) => {
             let context = CommandContext {
@@ -198,6 +209,25 @@ fn attach_routing(body: &mut CommandDraft, ctx: &AttemptContext<'_>) {
             body.insert("apiDeprecationErrors", errors);
         }
     }
+}
+
+/// CSOT: under `timeoutMS` the deprecated per-operation limits are
+/// ignored: an operation's `maxTimeMS` gives way to the deadline's, and
+/// the write concern loses its `wtimeout` (client-side-operations-timeout:
+/// "drivers MUST ignore"). A caller's own `runCommand` body is sent as
+/// written, and a `getMore`'s `maxTimeMS` is its cursor's `maxAwaitTimeMS`.
+fn ignore_what_timeout_ms_replaces(
+    draft: &mut CommandDraft,
+    name: &str,
+    write_concern: Option<&WriteConcern>,
+) -> Result<Option<WriteConcern>> {
+    if !matches!(name, "runCommand" | "getMore") {
+        draft.remove_from_body("maxTimeMS")?;
+    }
+    Ok(write_concern.map(|wc| WriteConcern {
+        w_timeout: None,
+        ..wc.clone()
+    }))
 }
 
 /// CSOT: `maxTimeMS` is the time left less the server's minimum round trip

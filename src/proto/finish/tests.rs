@@ -347,8 +347,8 @@ fn no_cursor_follow_up_or_end_sessions_gets_max_time_ms() {
             .to_document();
         assert!(!sent.contains_key("maxTimeMS"), "{name}: {sent}");
     }
-    // A caller's own maxTimeMS is left as it is.
-    let own = Command::new("find", "db", doc! { "find": "c", "maxTimeMS": 7 });
+    // A caller's own runCommand keeps the maxTimeMS it wrote.
+    let own = Command::new("runCommand", "db", doc! { "find": "c", "maxTimeMS": 7 });
     let sent = finish(own, &ctx, None)
         .expect("finished")
         .command
@@ -377,4 +377,50 @@ fn only_a_w0_write_concern_goes_with_more_to_come() {
         &doc! { "find": "c", "writeConcern": { "w": 0 } },
     );
     assert!(!unacknowledged(Command::new("find", "db", raw)));
+}
+
+#[test]
+fn under_timeout_ms_an_operations_max_time_and_wtimeout_give_way() {
+    let f = Fixture::new();
+    let write_concern = WriteConcern {
+        w_timeout: Some(Duration::from_millis(1)),
+        ..WriteConcern::majority()
+    };
+    let mut ctx = f.ctx();
+    ctx.write_concern = Some(&write_concern);
+    ctx.deadline = Deadline::from_timeout(f.now, Some(Duration::from_secs(1)));
+    let count = Command::new("count", "db", doc! { "count": "c", "maxTimeMS": 5000_i64 });
+    let finished = finish(count, &ctx, None).expect("finished");
+    let sent = finished.command.to_document();
+    let max_time = sent.get_i64("maxTimeMS").expect("the deadline's maxTimeMS");
+    assert!(max_time <= 1000, "{sent}");
+    let delete = Command::new("delete", "db", doc! { "delete": "c", "deletes": [] });
+    let sent = finish(delete, &ctx, None)
+        .expect("finished")
+        .command
+        .to_document();
+    assert_eq!(
+        sent.get_document("writeConcern"),
+        Ok(&doc! { "w": "majority" }),
+        "{sent}"
+    );
+
+    // Without timeoutMS both are sent as the user set them.
+    ctx.deadline = Deadline::NONE;
+    let count = Command::new("count", "db", doc! { "count": "c", "maxTimeMS": 5000_i64 });
+    let sent = finish(count, &ctx, None)
+        .expect("finished")
+        .command
+        .to_document();
+    assert_eq!(sent.get_i64("maxTimeMS"), Ok(5000));
+    let delete = Command::new("delete", "db", doc! { "delete": "c", "deletes": [] });
+    let sent = finish(delete, &ctx, None)
+        .expect("finished")
+        .command
+        .to_document();
+    assert_eq!(
+        sent.get_document("writeConcern"),
+        Ok(&doc! { "w": "majority", "wtimeout": 1_i64 }),
+        "{sent}"
+    );
 }
