@@ -90,7 +90,29 @@ pub mod error;
 
 pub use api::action;
 pub use api::gridfs;
-pub use proto::{event, options, results};
+pub use proto::{event, options};
+
+pub mod results {
+    //! What write operations return, the write failures they can raise, and
+    //! what `list_collections` describes ([`CollectionSpecification`]).
+    //!
+    //! Writes fail in two ways that are not command errors (the command itself
+    //! succeeded with `ok: 1`): a statement can fail (`writeErrors`, e.g. a
+    //! duplicate key), or the write concern could not be satisfied
+    //! (`writeConcernError`). A single-statement write reports either as
+    //! [`WriteFailure`]; a batched write (`insert_many`, `bulk_write`) collects
+    //! them in a [`BulkWriteFailure`] together with what did succeed.
+    //!
+    //! A write sent with `w: 0` gets no reply, so nothing is known of what it
+    //! did: its result says `acknowledged: false`, and its counts are zero
+    //! because the server never reported any, not because nothing matched.
+    //! Check `acknowledged` before reading a count.
+
+    pub use crate::proto::collection_spec::{
+        CollectionSpecification, CollectionSpecificationInfo, CollectionType,
+    };
+    pub use crate::proto::results::*;
+}
 
 /// A new ObjectId, unique to this process even after a fork (`bson`'s
 /// `ObjectId::new()` repeats its parent's ids in a forked child).

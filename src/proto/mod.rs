@@ -9,6 +9,7 @@ pub(crate) mod auth;
 pub(crate) mod bson_write;
 pub(crate) mod coll_options;
 pub(crate) mod collation;
+pub mod collection_spec;
 pub(crate) mod command_draft;
 pub(crate) mod compression;
 pub(crate) mod concern;

@@ -1,16 +1,7 @@
-//! What write operations return, and the write failures they can raise.
-//!
-//! Writes fail in two ways that are not command errors (the command itself
-//! succeeded with `ok: 1`): a statement can fail (`writeErrors`, e.g. a
-//! duplicate key), or the write concern could not be satisfied
-//! (`writeConcernError`). A single-statement write reports either as
-//! [`WriteFailure`]; a batched write (`insert_many`, `bulk_write`) collects
-//! them in a [`BulkWriteFailure`] together with what did succeed.
-//!
-//! A write sent with `w: 0` gets no reply, so nothing is known of what it
-//! did: its result says `acknowledged: false`, and its counts are zero
-//! because the server never reported any, not because nothing matched.
-//! Check `acknowledged` before reading a count.
+//! What write operations return and the write failures they can raise;
+//! published as [`crate::results`] together with the listing results
+//! (`proto::collection_spec`), which sit apart so that this module, which
+//! `error` names, imports nothing that names `error`.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -147,69 +138,6 @@ pub struct CreateIndexResult {
 pub struct CreateIndexesResult {
     /// The names of the indexes, in the order they were given.
     pub index_names: Vec<String>,
-}
-
-/// What kind of collection a [`CollectionSpecification`] describes.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-#[non_exhaustive]
-pub enum CollectionType {
-    /// An ordinary collection.
-    Collection,
-    /// A view over another collection.
-    View,
-    /// A time-series collection.
-    Timeseries,
-    /// A kind this driver does not know.
-    #[serde(other)]
-    Other,
-}
-
-/// One collection or view as `listCollections` describes it.
-#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-pub struct CollectionSpecification {
-    /// The collection's name.
-    pub name: String,
-    /// Collection, view or time series (`type`).
-    #[serde(rename = "type")]
-    pub collection_type: CollectionType,
-    /// The options it was created with, as the server reports them.
-    #[serde(default, deserialize_with = "listed_options")]
-    pub options: crate::proto::coll_options::CreateCollectionOptions,
-    /// Read-only flag and UUID.
-    #[serde(default)]
-    pub info: CollectionSpecificationInfo,
-    /// The `_id` index, when the collection has one.
-    #[serde(default, deserialize_with = "listed_index")]
-    pub id_index: Option<crate::proto::coll_options::IndexModel>,
-}
-
-fn listed_options<'de, D: serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<crate::proto::coll_options::CreateCollectionOptions, D::Error> {
-    let listed = <Document as serde::Deserialize>::deserialize(deserializer)?;
-    Ok(crate::proto::coll_options::CreateCollectionOptions::from_listed(&listed))
-}
-
-fn listed_index<'de, D: serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<crate::proto::coll_options::IndexModel>, D::Error> {
-    let listed = <Option<Document> as serde::Deserialize>::deserialize(deserializer)?;
-    Ok(listed.map(crate::proto::coll_options::IndexModel::from_listed))
-}
-
-/// The `info` part of a [`CollectionSpecification`].
-#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-pub struct CollectionSpecificationInfo {
-    /// Whether the collection can be written (false for views).
-    #[serde(default)]
-    pub read_only: bool,
-    /// The collection's UUID (absent for views).
-    pub uuid: Option<bson::Binary>,
 }
 
 /// The merged result of a (classic, per-collection) bulk write: the counts of

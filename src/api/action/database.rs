@@ -12,10 +12,10 @@ use crate::proto::coll_options::{
 };
 use crate::proto::coll_options::{ValidationAction, ValidationLevel};
 use crate::proto::collation::Collation;
+use crate::proto::collection_spec::CollectionSpecification;
 use crate::proto::operation::{self, check_database_name, Operation};
 use crate::proto::options::WriteConcern;
 use crate::proto::read_preference::ReadPreference;
-use crate::proto::results::CollectionSpecification;
 use crate::proto::results::DatabaseSpecification;
 use crate::proto::select::SelectionCriteria;
 use crate::proto::session::transaction::TransactionOptions;
