@@ -1,0 +1,71 @@
+<?php
+
+declare(strict_types=1);
+
+namespace MongoInline;
+
+use FFI\CData;
+
+/**
+ * A deployment, reached through one connection string. The constructor
+ * parses and validates the URI only: no I/O until the first operation.
+ *
+ * After pcntl_fork() the child keeps using the client (the library drops
+ * the inherited sockets and session pool and draws its own session ids);
+ * sessions and cursors opened before the fork stay the parent's.
+ */
+final class Client extends Handle
+{
+    public function __construct(string $uri = 'mongodb://127.0.0.1:27017/')
+    {
+        parent::__construct();
+        $ffi = Library::ffi();
+        $out = $ffi->new('mi_client *');
+        Library::check($ffi->mi_client_new(Library::name($uri, 'the URI'), \FFI::addr($out)));
+        $this->ptr = $out;
+    }
+
+    protected function kind(): string
+    {
+        return 'client';
+    }
+
+    protected function free(CData $ptr): void
+    {
+        Library::ffi()->mi_client_free($ptr);
+    }
+
+    protected function survivesFork(): bool
+    {
+        return true;
+    }
+
+    /** @internal the live handle, for Database, Collection and Session */
+    public function handle(): CData
+    {
+        return $this->live();
+    }
+
+    public function selectDatabase(string $name): Database
+    {
+        return new Database($this, $name);
+    }
+
+    public function selectCollection(string $database, string $collection): Collection
+    {
+        return new Collection(new Database($this, $database), $collection);
+    }
+
+    public function __get(string $name): Database
+    {
+        return new Database($this, $name);
+    }
+
+    /**
+     * An explicit session; options ['causalConsistency' => bool, 'snapshot' => bool].
+     */
+    public function startSession(array $options = []): Session
+    {
+        return new Session($this, $options);
+    }
+}

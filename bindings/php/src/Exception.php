@@ -1,0 +1,54 @@
+<?php
+
+declare(strict_types=1);
+
+namespace MongoInline;
+
+/**
+ * Any failure of the driver or of this binding: the server's code (0 if
+ * none) as getCode(), and the error labels.
+ */
+class Exception extends \RuntimeException
+{
+    /** @var list<string> */
+    private array $labels;
+
+    /** @param list<string> $labels */
+    public function __construct(string $message, int $code = 0, array $labels = [], ?\Throwable $previous = null)
+    {
+        parent::__construct($message, $code, $previous);
+        $this->labels = $labels;
+    }
+
+    /** @return list<string> */
+    public function getErrorLabels(): array
+    {
+        return $this->labels;
+    }
+
+    /** Whether the error carries $label (e.g. "TransientTransactionError"). */
+    public function hasErrorLabel(string $label): bool
+    {
+        return in_array($label, $this->labels, true);
+    }
+
+    /** @param list<string> $labels */
+    public static function fromDomain(int $domain, string $message, int $code, array $labels): self
+    {
+        $class = match ($domain) {
+            1 => InvalidArgumentException::class,
+            2 => NetworkException::class,
+            3 => CommandException::class,
+            4 => WriteException::class,
+            5 => ServerSelectionException::class,
+            6 => TimeoutException::class,
+            7 => ProtocolException::class,
+            8 => AuthenticationException::class,
+            9 => TlsException::class,
+            10 => IncompatibleServerException::class,
+            11 => LogicException::class,
+            default => InternalException::class,
+        };
+        return new $class($message, $code, $labels);
+    }
+}

@@ -1,0 +1,10 @@
+<?php
+
+declare(strict_types=1);
+
+namespace MongoInline;
+
+/** An invalid argument: bad URI, unknown option, invalid name. */
+class InvalidArgumentException extends Exception
+{
+}

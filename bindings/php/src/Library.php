@@ -1,0 +1,134 @@
+<?php
+
+declare(strict_types=1);
+
+namespace MongoInline;
+
+use FFI;
+use FFI\CData;
+
+/**
+ * The C library, loaded once per process through FFI.
+ *
+ * Found through MONGO_INLINE_LIB (a path), else libmongo_inline.so beside
+ * this package's src/, else the loader's search path. BSON input parameters
+ * are declared `const char *` (ABI-identical to the header's
+ * `const uint8_t *`) so that PHP strings pass without a copy.
+ */
+final class Library
+{
+    private const DECLARATIONS = <<<'C'
+typedef struct mi_client mi_client;
+typedef struct mi_session mi_session;
+typedef struct mi_cursor mi_cursor;
+typedef struct mi_error { int32_t domain; int32_t code; char *message; char **labels; size_t label_count; } mi_error;
+typedef struct mi_buffer { uint8_t *data; size_t len; } mi_buffer;
+const char *mi_version(void);
+void mi_error_free(mi_error *error);
+void mi_buffer_free(mi_buffer *buffer);
+void mi_string_free(char *string);
+mi_error *mi_bson_from_json(const char *json, mi_buffer *out);
+mi_error *mi_bson_to_json(const char *bson, size_t len, char **out);
+mi_error *mi_client_new(const char *uri, mi_client **out);
+void mi_client_free(mi_client *client);
+mi_error *mi_client_run_command(mi_client *client, mi_session *session, const char *db, const char *command, size_t command_len, mi_buffer *reply);
+mi_error *mi_session_start(mi_client *client, const char *options, size_t options_len, mi_session **out);
+void mi_session_free(mi_session *session);
+mi_error *mi_session_id(mi_session *session, mi_buffer *out);
+mi_error *mi_session_start_transaction(mi_session *session, const char *options, size_t options_len);
+mi_error *mi_session_commit_transaction(mi_session *session);
+mi_error *mi_session_abort_transaction(mi_session *session);
+mi_error *mi_insert_one(mi_client *client, mi_session *session, const char *db, const char *coll, const char *document, size_t document_len, mi_buffer *result);
+mi_error *mi_insert_many(mi_client *client, mi_session *session, const char *db, const char *coll, const char *const *documents, const size_t *lengths, size_t count, mi_buffer *result);
+mi_error *mi_update_one(mi_client *client, mi_session *session, const char *db, const char *coll, const char *filter, size_t filter_len, const char *update, size_t update_len, const char *options, size_t options_len, mi_buffer *result);
+mi_error *mi_update_many(mi_client *client, mi_session *session, const char *db, const char *coll, const char *filter, size_t filter_len, const char *update, size_t update_len, const char *options, size_t options_len, mi_buffer *result);
+mi_error *mi_delete_one(mi_client *client, mi_session *session, const char *db, const char *coll, const char *filter, size_t filter_len, mi_buffer *result);
+mi_error *mi_delete_many(mi_client *client, mi_session *session, const char *db, const char *coll, const char *filter, size_t filter_len, mi_buffer *result);
+mi_error *mi_count_documents(mi_client *client, mi_session *session, const char *db, const char *coll, const char *filter, size_t filter_len, const char *options, size_t options_len, uint64_t *count);
+mi_error *mi_find(mi_client *client, mi_session *session, const char *db, const char *coll, const char *filter, size_t filter_len, const char *options, size_t options_len, mi_cursor **out);
+mi_error *mi_aggregate(mi_client *client, mi_session *session, const char *db, const char *coll, const char *const *stages, const size_t *lengths, size_t count, const char *options, size_t options_len, mi_cursor **out);
+mi_error *mi_cursor_next(mi_cursor *cursor, const char **document, size_t *len);
+void mi_cursor_free(mi_cursor *cursor);
+C;
+
+    private static ?FFI $ffi = null;
+
+    /** The loaded library. */
+    public static function ffi(): FFI
+    {
+        return self::$ffi ??= FFI::cdef(self::DECLARATIONS, self::path());
+    }
+
+    private static function path(): string
+    {
+        $explicit = getenv('MONGO_INLINE_LIB');
+        if (is_string($explicit) && $explicit !== '') {
+            return $explicit;
+        }
+        $beside = dirname(__DIR__) . '/libmongo_inline.so';
+        return is_file($beside) ? $beside : 'libmongo_inline.so';
+    }
+
+    /** Throws the exception for an mi_error (freeing it); null is success. */
+    public static function check(?CData $error): void
+    {
+        if ($error === null) {
+            return;
+        }
+        $message = FFI::string($error->message);
+        $labels = [];
+        for ($i = 0; $i < $error->label_count; $i++) {
+            $labels[] = FFI::string($error->labels[$i]);
+        }
+        $domain = $error->domain;
+        $code = $error->code;
+        self::ffi()->mi_error_free($error);
+        throw Exception::fromDomain($domain, $message, $code, $labels);
+    }
+
+    /** The document a filled mi_buffer holds, as a PHP array; frees the buffer. */
+    public static function takeBuffer(CData $buffer): array
+    {
+        try {
+            return Bson::decode(FFI::string($buffer->data, $buffer->len));
+        } finally {
+            self::ffi()->mi_buffer_free(FFI::addr($buffer));
+        }
+    }
+
+    /** A NUL-free UTF-8 name or URI, or an InvalidArgumentException naming it. */
+    public static function name(mixed $name, string $what): string
+    {
+        if (!is_string($name)) {
+            throw new InvalidArgumentException("$what must be a string, not " . get_debug_type($name));
+        }
+        if (str_contains($name, "\0")) {
+            throw new InvalidArgumentException("$what contains a NUL byte");
+        }
+        return $name;
+    }
+
+    /**
+     * Documents as a C array of pointers and one of lengths, for
+     * mi_insert_many and mi_aggregate. The returned CData owns the copies.
+     *
+     * @param list<string> $encoded BSON documents
+     * @return array{CData, CData, int, list<CData>}
+     */
+    public static function documentArray(array $encoded): array
+    {
+        $ffi = self::ffi();
+        $count = count($encoded);
+        $pointers = $ffi->new('const char *[' . max($count, 1) . ']');
+        $lengths = $ffi->new('size_t[' . max($count, 1) . ']');
+        $keep = [];
+        foreach (array_values($encoded) as $i => $bson) {
+            $copy = $ffi->new('char[' . strlen($bson) . ']');
+            FFI::memcpy($copy, $bson, strlen($bson));
+            $keep[] = $copy;
+            $pointers[$i] = $ffi->cast('const char *', $copy);
+            $lengths[$i] = strlen($bson);
+        }
+        return [$pointers, $lengths, $count, $keep];
+    }
+}

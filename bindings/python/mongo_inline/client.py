@@ -1,0 +1,351 @@
+"""Client, Database, Collection, Cursor and ClientSession over the C ABI.
+
+Handles are freed by close() (idempotent: a second close does nothing), by
+the `with` block that opened them, or when garbage-collected. A closed
+handle's methods raise InvalidOperation.
+
+fork(): a Client keeps working in the child (the library notices the new
+process, drops the inherited sockets and session pool, and draws its own
+session ids). Sessions and cursors opened before the fork belong to the
+parent: in the child their methods raise InvalidOperation and closing them
+drops them without touching the parent's server-side state.
+"""
+
+import ctypes as C
+import os
+
+import bson
+
+from . import _ffi
+from ._ffi import check, encode, lib, name_bytes, size, take_buffer
+from .errors import InvalidOperation
+
+
+class _Handle:
+    """An owned C handle, freed once, never in a process that inherited it."""
+
+    _free = None  # the mi_*_free function
+    _kind = "handle"
+    # Whether a forked child may use (and free) the handle it inherited.
+    _survives_fork = False
+
+    def __init__(self):
+        self._ptr = C.c_void_p()
+        self._pid = os.getpid()
+
+    def _live(self):
+        if not self._ptr:
+            raise InvalidOperation(f"the {self._kind} is closed")
+        if self._pid != os.getpid() and not self._survives_fork:
+            raise InvalidOperation(
+                f"the {self._kind} was opened in the parent process before fork(); "
+                "open a new one in this process"
+            )
+        return self._ptr
+
+    def close(self):
+        """Frees the handle; a second call does nothing."""
+        ptr, self._ptr = self._ptr, C.c_void_p()
+        if ptr and (self._pid == os.getpid() or self._survives_fork):
+            type(self)._free(ptr)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+    def __del__(self):
+        # At interpreter exit the module's globals may be gone already.
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - nothing to report to from __del__
+            pass
+
+
+class Client(_Handle):
+    """A deployment, reached through one connection string.
+
+    Parses and validates the URI only: no I/O until the first operation.
+    `event_listener`, if given, is called with a dict for every command
+    started/succeeded/failed and SDAM event (it must not call the client).
+    """
+
+    _kind = "client"
+    _survives_fork = True  # the library starts afresh in the child
+
+    def __init__(self, uri="mongodb://127.0.0.1:27017/", event_listener=None):
+        super().__init__()
+        check(lib.mi_client_new(name_bytes(uri, "uri"), C.byref(self._ptr)))
+        self._callback = None
+        if event_listener is not None:
+            self._callback = _ffi.EVENT_CALLBACK(_event_trampoline(event_listener))
+            check(lib.mi_client_set_event_callback(self._ptr, self._callback, None))
+
+    @staticmethod
+    def _free(ptr):
+        lib.mi_client_free(ptr)
+
+    def __getitem__(self, name):
+        return Database(self, name)
+
+    def get_database(self, name):
+        """The database `name` (no I/O)."""
+        return Database(self, name)
+
+    def start_session(self, causal_consistency=None, snapshot=None):
+        """An explicit session (close it, or use it in a `with` block)."""
+        options = {}
+        if causal_consistency is not None:
+            options["causalConsistency"] = bool(causal_consistency)
+        if snapshot is not None:
+            options["snapshot"] = bool(snapshot)
+        return ClientSession(self, encode(options or None, "session options"))
+
+
+def _event_trampoline(listener):
+    kinds = {1: "command_started", 2: "command_succeeded", 3: "command_failed", 4: "sdam"}
+
+    def on_event(_user_data, event_pointer):
+        e = event_pointer.contents
+        event = {"kind": kinds.get(e.kind, e.kind)}
+        for field in ("command_name", "database_name", "server_address", "message"):
+            value = getattr(e, field)
+            if value is not None:
+                event[field] = value.decode("utf-8", "replace")
+        if e.kind in (1, 2, 3):
+            event["request_id"] = e.request_id
+        if e.kind in (2, 3):
+            event["duration_micros"] = e.duration_micros
+        if e.document:
+            event["document"] = bson.decode(C.string_at(e.document, e.document_len))
+        try:
+            listener(event)
+        except Exception:  # noqa: BLE001 - an exception cannot cross into C
+            import traceback
+
+            traceback.print_exc()
+
+    return on_event
+
+
+class Database:
+    """A database of a client (no I/O of its own)."""
+
+    def __init__(self, client, name):
+        self.client = client
+        self.name = name
+        self._name = name_bytes(name, "database name")
+
+    def __getitem__(self, name):
+        return Collection(self, name)
+
+    def get_collection(self, name):
+        """The collection `name` (no I/O)."""
+        return Collection(self, name)
+
+    def command(self, command, session=None):
+        """Runs `command` (a dict; its first key names it) on the primary; the reply."""
+        body = encode(command, "command")
+        reply = _ffi.MiBuffer()
+        check(
+            lib.mi_client_run_command(
+                self.client._live(), _session_ptr(session, self.client), self._name, body,
+                len(body), C.byref(reply),
+            )
+        )
+        return take_buffer(reply)
+
+
+def _session_ptr(session, client):
+    if session is None:
+        return None
+    if not isinstance(session, ClientSession):
+        raise InvalidOperation(f"session must be a ClientSession, not {type(session).__name__}")
+    if session.client is not client:
+        raise InvalidOperation("the session belongs to another client")
+    return session._live()
+
+
+class Collection:
+    """A collection: CRUD and queries. Results are the ABI's result documents."""
+
+    def __init__(self, database, name):
+        self.database = database
+        self.name = name
+        self._name = name_bytes(name, "collection name")
+
+    def _args(self, session):
+        client = self.database.client
+        return client._live(), _session_ptr(session, client), self.database._name, self._name
+
+    def insert_one(self, document, session=None):
+        """Inserts one document; {"insertedId": ...}."""
+        data = encode(document)
+        result = _ffi.MiBuffer()
+        check(lib.mi_insert_one(*self._args(session), data, len(data), C.byref(result)))
+        return take_buffer(result)
+
+    def insert_many(self, documents, session=None):
+        """Inserts every document, in batches; {"insertedIds": {"0": id, ...}}."""
+        pointers, lengths, count, _keep = _ffi.document_array(list(documents), "document")
+        result = _ffi.MiBuffer()
+        check(lib.mi_insert_many(*self._args(session), pointers, lengths, count, C.byref(result)))
+        return take_buffer(result)
+
+    def _update(self, function, filter, update, upsert, session):
+        f, u = encode(filter, "filter"), encode(update, "update")
+        options = encode({"upsert": bool(upsert)} if upsert is not None else None, "options")
+        result = _ffi.MiBuffer()
+        check(function(*self._args(session), f, len(f), u, len(u), options, size(options),
+                       C.byref(result)))
+        return take_buffer(result)
+
+    def update_one(self, filter, update, upsert=None, session=None):
+        """Updates the first match; {"matchedCount", "modifiedCount", "upsertedId"?}."""
+        return self._update(lib.mi_update_one, filter, update, upsert, session)
+
+    def update_many(self, filter, update, upsert=None, session=None):
+        """Updates every match; {"matchedCount", "modifiedCount", "upsertedId"?}."""
+        return self._update(lib.mi_update_many, filter, update, upsert, session)
+
+    def _delete(self, function, filter, session):
+        f = encode(filter, "filter")
+        result = _ffi.MiBuffer()
+        check(function(*self._args(session), f, len(f), C.byref(result)))
+        return take_buffer(result)
+
+    def delete_one(self, filter, session=None):
+        """Deletes the first match; {"deletedCount"}."""
+        return self._delete(lib.mi_delete_one, filter, session)
+
+    def delete_many(self, filter, session=None):
+        """Deletes every match; {"deletedCount"}."""
+        return self._delete(lib.mi_delete_many, filter, session)
+
+    def count_documents(self, filter, limit=None, skip=None, session=None):
+        """How many documents match."""
+        f = encode(filter, "filter")
+        options = _options(limit=limit, skip=skip)
+        count = C.c_uint64()
+        check(lib.mi_count_documents(*self._args(session), f, len(f), options, size(options),
+                                     C.byref(count)))
+        return count.value
+
+    def find(self, filter=None, projection=None, sort=None, limit=None, skip=None,
+             batch_size=None, session=None):
+        """A Cursor over the matches (fetched a batch at a time)."""
+        f = encode(filter if filter is not None else {}, "filter")
+        options = _options(projection=projection, sort=sort, limit=limit, skip=skip,
+                           batchSize=batch_size)
+        cursor = Cursor(self.database.client)
+        check(lib.mi_find(*self._args(session), f, len(f), options, size(options),
+                          C.byref(cursor._ptr)))
+        return cursor
+
+    def find_one(self, filter=None, projection=None, sort=None, skip=None, session=None):
+        """The first match, or None."""
+        with self.find(filter, projection=projection, sort=sort, skip=skip, limit=-1,
+                       session=session) as cursor:
+            return next(cursor, None)
+
+    def aggregate(self, pipeline, batch_size=None, allow_disk_use=None, session=None):
+        """A Cursor over the pipeline's results."""
+        pointers, lengths, count, _keep = _ffi.document_array(list(pipeline), "pipeline stage")
+        options = _options(batchSize=batch_size, allowDiskUse=allow_disk_use)
+        cursor = Cursor(self.database.client)
+        check(lib.mi_aggregate(*self._args(session), pointers, lengths, count, options,
+                               size(options), C.byref(cursor._ptr)))
+        return cursor
+
+
+def _options(**options):
+    """The options given (not None) as BSON, or None for none."""
+    given = {k: v for k, v in options.items() if v is not None}
+    return encode(given, "options") if given else None
+
+
+class Cursor(_Handle):
+    """An iterator over query results; fetches the next batch when one runs out."""
+
+    _kind = "cursor"
+
+    def __init__(self, client):
+        super().__init__()
+        self.client = client  # the library keeps the client's state alive too
+        self._exhausted = False
+
+    @staticmethod
+    def _free(ptr):
+        lib.mi_cursor_free(ptr)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._exhausted:
+            raise StopIteration
+        ptr = self._live()
+        document, length = C.c_void_p(), C.c_size_t()
+        check(lib.mi_cursor_next(ptr, C.byref(document), C.byref(length)))
+        if not document.value:
+            self._exhausted = True
+            self.close()
+            raise StopIteration
+        return bson.decode(C.string_at(document.value, length.value))
+
+    def to_list(self):
+        """Every remaining document."""
+        return list(self)
+
+
+class ClientSession(_Handle):
+    """An explicit session: causal consistency and transactions."""
+
+    _kind = "session"
+
+    def __init__(self, client, options):
+        super().__init__()
+        self.client = client
+        check(lib.mi_session_start(client._live(), options, size(options), C.byref(self._ptr)))
+
+    @staticmethod
+    def _free(ptr):
+        lib.mi_session_free(ptr)
+
+    def end_session(self):
+        """Ends the session (aborting an open transaction); as close()."""
+        self.close()
+
+    @property
+    def session_id(self):
+        """The session's lsid as a dict ({"id": UUID})."""
+        out = _ffi.MiBuffer()
+        check(lib.mi_session_id(self._live(), C.byref(out)))
+        return take_buffer(out)
+
+    def start_transaction(self, read_concern=None, write_concern=None, max_commit_time_ms=None):
+        """Starts a transaction; the session's next operation begins it."""
+        options = _options(readConcern=read_concern, writeConcern=write_concern,
+                           maxCommitTimeMS=max_commit_time_ms)
+        check(lib.mi_session_start_transaction(self._live(), options, size(options)))
+
+    def commit_transaction(self):
+        """Commits the transaction (InvalidOperation if none was started)."""
+        check(lib.mi_session_commit_transaction(self._live()))
+
+    def abort_transaction(self):
+        """Aborts the transaction (InvalidOperation if none was started)."""
+        check(lib.mi_session_abort_transaction(self._live()))
+
+    def with_transaction(self, callback, read_concern=None, write_concern=None,
+                         max_commit_time_ms=None):
+        """Runs callback(session) in a transaction, with the driver's retry loop
+        (TransientTransactionError and UnknownTransactionCommitResult retried
+        within 120 s); an exception raised by callback aborts and propagates.
+        Returns what callback returned."""
+        from ._transaction import with_transaction
+
+        return with_transaction(self, callback, _options(
+            readConcern=read_concern, writeConcern=write_concern,
+            maxCommitTimeMS=max_commit_time_ms))
