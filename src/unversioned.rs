@@ -80,3 +80,40 @@ impl std::fmt::Debug for CloudEnvironment {
 pub fn set_cloud_environment(options: &mut ClientOptions, environment: CloudEnvironment) {
     options.cloud = Some(std::sync::Arc::new(environment));
 }
+
+/// How far a client's clock runs ahead of the system's, for tests that
+/// would otherwise wait out a spec's fixed interval (the SRV rescan's
+/// minute): the test moves it forward instead of sleeping. Sleeps stay
+/// real, so sockets and name servers see ordinary time.
+#[derive(Clone, Debug, Default)]
+pub struct ClockSkew(std::sync::Arc<std::sync::atomic::AtomicU64>);
+
+impl ClockSkew {
+    /// No skew yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Moves the clock of every client using this skew forward by `by`.
+    pub fn advance(&self, by: std::time::Duration) {
+        let millis = u64::try_from(by.as_millis()).unwrap_or(u64::MAX);
+        self.0
+            .fetch_add(millis, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// How far ahead the clock runs now.
+    pub fn ahead(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.0.load(std::sync::atomic::Ordering::Relaxed))
+    }
+}
+
+impl PartialEq for ClockSkew {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// Makes a client built from `options` read its time through `skew`.
+pub fn set_clock_skew(options: &mut ClientOptions, skew: &ClockSkew) {
+    options.clock_skew = Some(skew.clone());
+}

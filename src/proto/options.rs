@@ -312,6 +312,9 @@ pub struct ClientOptions {
     /// Tests only: where cloud authentication looks for its secrets
     /// ([`crate::unversioned::set_cloud_environment`]).
     pub(crate) cloud: Option<std::sync::Arc<crate::unversioned::CloudEnvironment>>,
+    /// Tests only: how far the client's clock runs ahead of the system's
+    /// ([`crate::unversioned::set_clock_skew`]).
+    pub(crate) clock_skew: Option<crate::unversioned::ClockSkew>,
     /// The host of a `mongodb+srv` URI, before the SRV look-up.
     pub(crate) srv_host: Option<String>,
     pub(crate) default_database: Option<String>,
@@ -1086,6 +1089,7 @@ pub(crate) fn merge(uri: ClientOptions, code: ClientOptions) -> Result<ClientOpt
         tls_options: merge_tls(uri.tls_options, code.tls_options)?,
         proxy: merge_proxy(uri.proxy, code.proxy)?,
         cloud: code.cloud.or(uri.cloud),
+        clock_skew: code.clock_skew.or(uri.clock_skew),
     ))
 }
 

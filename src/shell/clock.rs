@@ -40,6 +40,25 @@ impl Clock for SystemClock {
     }
 }
 
+/// The system's clock run ahead by a test's skew
+/// ([`crate::unversioned::set_clock_skew`]); sleeps are real.
+#[derive(Clone, Debug)]
+pub(crate) struct SkewedClock(pub(crate) crate::unversioned::ClockSkew);
+
+impl Clock for SkewedClock {
+    fn now(&self) -> Instant {
+        Instant::now() + self.0.ahead()
+    }
+
+    fn wall_time(&self) -> SystemTime {
+        SystemTime::now() + self.0.ahead()
+    }
+
+    fn sleep(&self, duration: Duration) {
+        std::thread::sleep(duration);
+    }
+}
+
 /// Virtual time for tests: starts at the instant it is made, moves only
 /// when something sleeps or the test advances it, and records the sleeps.
 #[cfg(test)]

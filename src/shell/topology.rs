@@ -34,7 +34,7 @@ use crate::proto::select::{
     self, SelectionCriteria, SelectionLog, SelectionLogContext, SelectionLogLevel,
     SelectionSettings,
 };
-use crate::shell::clock::{Clock, SystemClock};
+use crate::shell::clock::{Clock, SkewedClock, SystemClock};
 use crate::shell::conn::Connection;
 
 mod checks;
@@ -105,8 +105,12 @@ impl Topology {
         handler: Option<Arc<dyn EventHandler>>,
         server_selector: Option<ServerSelector>,
     ) -> Result<Topology> {
+        let clock: Arc<dyn Clock> = match &options.clock_skew {
+            Some(skew) => Arc::new(SkewedClock(skew.clone())),
+            None => Arc::new(SystemClock),
+        };
         let time = Time {
-            clock: Arc::new(SystemClock),
+            clock,
             rng: crate::shell::rng::from_os(),
         };
         Self::with_time(options, handler, server_selector, time)
