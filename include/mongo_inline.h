@@ -27,6 +27,21 @@
  *   (without ending the parent's sessions) and draws its own session ids.
  *   Sessions and cursors opened before the fork must not be used in the
  *   child (free them only in the parent).
+ * - One shape for every operation: (handle or client, session, db, coll,
+ *   the operation's own arguments, options, output), returning an mi_error*.
+ *   BSON arguments are (pointer, length); options are a BSON document in the
+ *   official option names of the operation (the CRUD, index and GridFS
+ *   specs': "sort", "maxTimeMS", "let", "hint", "collation", "writeConcern",
+ *   "readPreference", "arrayFilters", "returnDocument": "after", ...) or
+ *   NULL; an unknown option or a value of the wrong type is an
+ *   MI_ERROR_ARGUMENT error naming it. Operations that find at most one
+ *   document leave the output mi_buffer {NULL, 0} when there is none.
+ * - Double free: freeing a handle twice, or using a freed one, is undefined
+ *   (as free(3)); every *_free accepts NULL, so a binding sets its pointer
+ *   to NULL when it frees it and can never free twice.
+ * - Compression and cloud authentication are set in the connection string
+ *   (compressors=zstd,zlib; authMechanism=MONGODB-AWS, MONGODB-OIDC with
+ *   authMechanismProperties=ENVIRONMENT:azure|gcp|k8s, ...).
  * - Callbacks run inline, on the calling thread, while the client is busy:
  *   a call into the same client from inside a callback fails at once with
  *   MI_ERROR_CLIENT (it would otherwise wait for itself); record what the
@@ -165,8 +180,8 @@ mi_error *mi_client_run_command(mi_client *client, mi_session *session, const ch
 
 /* ---- sessions and transactions ---- */
 
-/* Starts an explicit session of client; options {causalConsistency: bool,
- * snapshot: bool} or NULL. *out is freed with mi_session_free. */
+/* Starts an explicit session of client; options {causalConsistency,
+ * snapshot, snapshotTime, defaultTransactionOptions} or NULL. *out is freed with mi_session_free. */
 mi_error *mi_session_start(mi_client *client, const uint8_t *options, size_t options_len,
                            mi_session **out);
 /* Frees the handle; the session ends (aborting an open transaction) then,
@@ -176,13 +191,31 @@ void mi_session_free(mi_session *session);
 mi_error *mi_session_id(mi_session *session, mi_buffer *out);
 /* Starts a transaction; the session's next operation begins it. options
  * override the session's defaults: {readConcern: {level}, writeConcern: {w,
- * j, wtimeout}, maxCommitTimeMS} or NULL. */
+ * j, wtimeout}, readPreference, maxCommitTimeMS} or NULL. */
 mi_error *mi_session_start_transaction(mi_session *session, const uint8_t *options,
                                        size_t options_len);
 /* Commits the transaction (MI_ERROR_CLIENT if none was started). */
 mi_error *mi_session_commit_transaction(mi_session *session);
 /* Aborts the transaction (MI_ERROR_CLIENT if none was started). */
 mi_error *mi_session_abort_transaction(mi_session *session);
+/* A transaction's body: runs its operations in session; returns NULL to
+ * commit, or an mi_error (the library takes it over and frees it) to abort.
+ * Return the error an operation gave as it is: its labels decide retries.
+ * It must not unwind (no C++ exception, no longjmp out of it) and must not
+ * free session: a binding catches its language's exception, keeps it, and
+ * returns mi_error_new(...). */
+typedef mi_error *(*mi_transaction_callback)(void *user_data, mi_session *session);
+/* Runs callback in a transaction and commits it, retrying the whole
+ * transaction on a TransientTransactionError label and the commit on
+ * UnknownTransactionCommitResult, for up to 120 s (or the client's
+ * timeoutMS). The callback's error aborts the transaction and is returned
+ * as the callback gave it. options as for mi_session_start_transaction. */
+mi_error *mi_session_with_transaction(mi_session *session, mi_transaction_callback callback,
+                                      void *user_data, const uint8_t *options,
+                                      size_t options_len);
+/* A new error (for a transaction callback to return); an unknown domain
+ * becomes MI_ERROR_CLIENT; message NULL gives "(no message)". */
+mi_error *mi_error_new(int32_t domain, int32_t code, const char *message);
 
 /* ---- CRUD ----
  * Every operation takes the client, an optional session (NULL: an implicit
@@ -194,17 +227,20 @@ mi_error *mi_session_abort_transaction(mi_session *session);
  * before anything is sent. A write sent with w: 0 (e.g. w=0 in the URI) gets
  * no reply: its *result is {acknowledged: false}, without ids or counts. */
 
-/* Inserts one document (an _id is generated if it has none);
- * *result = {insertedId}. */
+/* Inserts one document (an _id is generated if it has none); options
+ * {bypassDocumentValidation, writeConcern, comment}; *result = {insertedId}. */
 mi_error *mi_insert_one(mi_client *client, mi_session *session, const char *db,
                         const char *coll, const uint8_t *document, size_t document_len,
-                        mi_buffer *result);
+                        const uint8_t *options, size_t options_len, mi_buffer *result);
 /* Inserts count documents (documents[i] of lengths[i] bytes), in batches the
- * server accepts; *result = {insertedIds: {"0": id, ...}}. */
+ * server accepts; options {ordered, bypassDocumentValidation, writeConcern,
+ * comment}; *result = {insertedIds: {"0": id, ...}}. */
 mi_error *mi_insert_many(mi_client *client, mi_session *session, const char *db,
                          const char *coll, const uint8_t *const *documents,
-                         const size_t *lengths, size_t count, mi_buffer *result);
-/* Updates the first document matching filter; options {upsert: bool};
+                         const size_t *lengths, size_t count, const uint8_t *options,
+                         size_t options_len, mi_buffer *result);
+/* Updates the first document matching filter; options {upsert,
+ * arrayFilters, collation, hint, sort, let, writeConcern, comment, ...};
  * *result = {matchedCount, modifiedCount, upsertedId?}. */
 mi_error *mi_update_one(mi_client *client, mi_session *session, const char *db,
                         const char *coll, const uint8_t *filter, size_t filter_len,
@@ -215,29 +251,142 @@ mi_error *mi_update_many(mi_client *client, mi_session *session, const char *db,
                          const char *coll, const uint8_t *filter, size_t filter_len,
                          const uint8_t *update, size_t update_len, const uint8_t *options,
                          size_t options_len, mi_buffer *result);
-/* Deletes the first document matching filter; *result = {deletedCount}. */
+/* Deletes the first document matching filter; options {collation, hint,
+ * let, writeConcern, comment}; *result = {deletedCount}. */
 mi_error *mi_delete_one(mi_client *client, mi_session *session, const char *db,
                         const char *coll, const uint8_t *filter, size_t filter_len,
-                        mi_buffer *result);
-/* Deletes every document matching filter; *result = {deletedCount}. */
+                        const uint8_t *options, size_t options_len, mi_buffer *result);
+/* Deletes every document matching filter; as mi_delete_one otherwise. */
 mi_error *mi_delete_many(mi_client *client, mi_session *session, const char *db,
                          const char *coll, const uint8_t *filter, size_t filter_len,
-                         mi_buffer *result);
-/* How many documents match filter; options {limit, skip}. */
+                         const uint8_t *options, size_t options_len, mi_buffer *result);
+/* How many documents match filter; options {limit, skip, hint, collation,
+ * maxTimeMS, readConcern, readPreference, comment}. */
 mi_error *mi_count_documents(mi_client *client, mi_session *session, const char *db,
                              const char *coll, const uint8_t *filter, size_t filter_len,
                              const uint8_t *options, size_t options_len, uint64_t *count);
 /* The documents matching filter; options {sort, projection, limit, skip,
- * batchSize}. *out is freed with mi_cursor_free. */
+ * batchSize, hint, collation, maxTimeMS, let, readPreference, ...}.
+ * *out is freed with mi_cursor_free. */
 mi_error *mi_find(mi_client *client, mi_session *session, const char *db, const char *coll,
                   const uint8_t *filter, size_t filter_len, const uint8_t *options,
                   size_t options_len, mi_cursor **out);
-/* Runs the pipeline of count stages; options {batchSize, allowDiskUse}.
+/* Runs the pipeline of count stages; options {batchSize, allowDiskUse,
+ * collation, hint, let, maxTimeMS, readPreference, writeConcern, ...}.
  * *out is freed with mi_cursor_free. */
 mi_error *mi_aggregate(mi_client *client, mi_session *session, const char *db,
                        const char *coll, const uint8_t *const *stages, const size_t *lengths,
                        size_t count, const uint8_t *options, size_t options_len,
                        mi_cursor **out);
+
+/* Replaces the first document matching filter; options {upsert, collation,
+ * hint, sort, let, writeConcern, bypassDocumentValidation, comment};
+ * *result = {matchedCount, modifiedCount, upsertedId?}. */
+mi_error *mi_replace_one(mi_client *client, mi_session *session, const char *db,
+                         const char *coll, const uint8_t *filter, size_t filter_len,
+                         const uint8_t *replacement, size_t replacement_len,
+                         const uint8_t *options, size_t options_len, mi_buffer *result);
+/* The first document matching filter in *result ({NULL, 0}: none); options
+ * {sort, projection, skip, hint, collation, maxTimeMS, readPreference, ...}. */
+mi_error *mi_find_one(mi_client *client, mi_session *session, const char *db,
+                      const char *coll, const uint8_t *filter, size_t filter_len,
+                      const uint8_t *options, size_t options_len, mi_buffer *result);
+/* Updates the first match and returns it in *result ({NULL, 0}: none),
+ * as it was unless options say returnDocument: "after"; options {sort,
+ * projection, upsert, returnDocument, arrayFilters, collation, hint, ...}. */
+mi_error *mi_find_one_and_update(mi_client *client, mi_session *session, const char *db,
+                                 const char *coll, const uint8_t *filter, size_t filter_len,
+                                 const uint8_t *update, size_t update_len,
+                                 const uint8_t *options, size_t options_len,
+                                 mi_buffer *result);
+/* Replaces the first match and returns it as mi_find_one_and_update does. */
+mi_error *mi_find_one_and_replace(mi_client *client, mi_session *session, const char *db,
+                                  const char *coll, const uint8_t *filter, size_t filter_len,
+                                  const uint8_t *replacement, size_t replacement_len,
+                                  const uint8_t *options, size_t options_len,
+                                  mi_buffer *result);
+/* Deletes the first match and returns it in *result ({NULL, 0}: none);
+ * options {sort, projection, collation, hint, ...}. */
+mi_error *mi_find_one_and_delete(mi_client *client, mi_session *session, const char *db,
+                                 const char *coll, const uint8_t *filter, size_t filter_len,
+                                 const uint8_t *options, size_t options_len,
+                                 mi_buffer *result);
+/* The distinct values of field among the matches: *result = {values: [...]}. */
+mi_error *mi_distinct(mi_client *client, mi_session *session, const char *db,
+                      const char *coll, const char *field, const uint8_t *filter,
+                      size_t filter_len, const uint8_t *options, size_t options_len,
+                      mi_buffer *result);
+/* The collection's count from its metadata; options {maxTimeMS, comment, ...}. */
+mi_error *mi_estimated_document_count(mi_client *client, mi_session *session, const char *db,
+                                      const char *coll, const uint8_t *options,
+                                      size_t options_len, uint64_t *count);
+/* Runs count write models, each {insertOne: {document}}, {updateOne |
+ * updateMany: {filter, update, upsert?, arrayFilters?, collation?, hint?}},
+ * {replaceOne: {filter, replacement, ...}} or {deleteOne | deleteMany:
+ * {filter, ...}}; options {ordered, bypassDocumentValidation, let, ...};
+ * *result = {acknowledged, insertedCount, matchedCount, modifiedCount,
+ * deletedCount, upsertedCount, insertedIds: {"i": id}, upsertedIds}. */
+mi_error *mi_bulk_write(mi_client *client, mi_session *session, const char *db,
+                        const char *coll, const uint8_t *const *models, const size_t *lengths,
+                        size_t count, const uint8_t *options, size_t options_len,
+                        mi_buffer *result);
+
+/* ---- indexes, collections, databases ---- */
+
+/* Creates count indexes, each its specification {key: {...}, name?, unique?,
+ * expireAfterSeconds?, partialFilterExpression?, ...}; options {commitQuorum,
+ * maxTimeMS, writeConcern, comment}; *result = {indexNames: [...]}. */
+mi_error *mi_create_indexes(mi_client *client, mi_session *session, const char *db,
+                            const char *coll, const uint8_t *const *indexes,
+                            const size_t *lengths, size_t count, const uint8_t *options,
+                            size_t options_len, mi_buffer *result);
+/* The collection's index specifications as a cursor; options {batchSize, ...}. */
+mi_error *mi_list_indexes(mi_client *client, mi_session *session, const char *db,
+                          const char *coll, const uint8_t *options, size_t options_len,
+                          mi_cursor **out);
+/* *result = {names: [...]}, the collection's index names; no options (NULL). */
+mi_error *mi_list_index_names(mi_client *client, mi_session *session, const char *db,
+                              const char *coll, const uint8_t *options, size_t options_len,
+                              mi_buffer *result);
+/* Drops the index called name; options {maxTimeMS, writeConcern, comment}. */
+mi_error *mi_drop_index(mi_client *client, mi_session *session, const char *db,
+                        const char *coll, const char *name, const uint8_t *options,
+                        size_t options_len);
+/* Drops every index but _id's; options as mi_drop_index. */
+mi_error *mi_drop_indexes(mi_client *client, mi_session *session, const char *db,
+                          const char *coll, const uint8_t *options, size_t options_len);
+/* Drops the collection (no error if it does not exist); options {writeConcern}. */
+mi_error *mi_drop_collection(mi_client *client, mi_session *session, const char *db,
+                             const char *coll, const uint8_t *options, size_t options_len);
+/* Creates collection name; options {capped, size, max, validator,
+ * validationLevel, validationAction, viewOn, pipeline, timeseries,
+ * expireAfterSeconds, clusteredIndex, collation, writeConcern, ...}. */
+mi_error *mi_create_collection(mi_client *client, mi_session *session, const char *db,
+                               const char *name, const uint8_t *options, size_t options_len);
+/* Drops database db; options {writeConcern}. */
+mi_error *mi_drop_database(mi_client *client, mi_session *session, const char *db,
+                           const uint8_t *options, size_t options_len);
+/* The collections of db as a cursor of listCollections specifications;
+ * options {filter, nameOnly?, batchSize, authorizedCollections, comment}. */
+mi_error *mi_list_collections(mi_client *client, mi_session *session, const char *db,
+                              const uint8_t *options, size_t options_len, mi_cursor **out);
+/* *result = {names: [...]}, the collections of db; options as above. */
+mi_error *mi_list_collection_names(mi_client *client, mi_session *session, const char *db,
+                                   const uint8_t *options, size_t options_len,
+                                   mi_buffer *result);
+/* A database-level pipeline ($currentOp, $documents, ...) as a cursor. */
+mi_error *mi_database_aggregate(mi_client *client, mi_session *session, const char *db,
+                                const uint8_t *const *stages, const size_t *lengths,
+                                size_t count, const uint8_t *options, size_t options_len,
+                                mi_cursor **out);
+/* *result = {databases: [{name, sizeOnDisk, empty, shards?}]}; options
+ * {filter, authorizedDatabases, comment}. */
+mi_error *mi_list_databases(mi_client *client, mi_session *session, const uint8_t *options,
+                            size_t options_len, mi_buffer *result);
+/* *result = {names: [...]}; options as mi_list_databases. */
+mi_error *mi_list_database_names(mi_client *client, mi_session *session,
+                                 const uint8_t *options, size_t options_len,
+                                 mi_buffer *result);
 
 /* ---- cursors ---- */
 

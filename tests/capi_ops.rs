@@ -125,6 +125,8 @@ fn insert_one(
             coll.as_ptr(),
             bytes.as_ptr(),
             bytes.len(),
+            ptr::null(),
+            0,
             result,
         )
     })
@@ -150,6 +152,8 @@ fn insert_many(
             pointers.as_ptr(),
             lengths.as_ptr(),
             documents.len(),
+            ptr::null(),
+            0,
             result,
         )
     })
@@ -205,6 +209,8 @@ fn delete(
             coll.as_ptr(),
             filter.as_ptr(),
             filter.len(),
+            ptr::null(),
+            0,
             result,
         )
     })

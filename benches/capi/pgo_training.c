@@ -193,7 +193,7 @@ int main(int argc, char **argv) {
         seeded_lengths[i] = seeded[i].len;
     }
     check("mi_insert_many", mi_insert_many(client, NULL, DB, COLL, seeded_data, seeded_lengths,
-                                           SEEDED, &result));
+                                           SEEDED, NULL, 0, &result));
     mi_buffer_free(&result);
 
     mi_buffer find_one = json("{\"limit\": -1}");
@@ -210,7 +210,7 @@ int main(int argc, char **argv) {
         int32_t id = SEEDED + round, k = id % SEEDED;
         doc inserted = item(id, "new", round, 1), key = by_id(k), own = by_id(id);
         check("mi_insert_one",
-              mi_insert_one(client, NULL, DB, COLL, inserted.bytes, inserted.len, &result));
+              mi_insert_one(client, NULL, DB, COLL, inserted.bytes, inserted.len, NULL, 0, &result));
         mi_buffer_free(&result);
         expect(find_count(client, key.bytes, key.len, &find_one) == 1, "find_one by _id");
         expect(find_count(client, own.bytes, own.len, &find_one) == 1,
@@ -253,7 +253,7 @@ int main(int argc, char **argv) {
             mi_session_free(session);
         }
         check("mi_delete_one",
-              mi_delete_one(client, NULL, DB, COLL, own.bytes, own.len, &result));
+              mi_delete_one(client, NULL, DB, COLL, own.bytes, own.len, NULL, 0, &result));
         mi_buffer_free(&result);
     }
     doc everything;

@@ -70,7 +70,7 @@ int main(int argc, char **argv) {
 
     const uint8_t *docs[] = {grace.data, edsger.data};
     size_t lens[] = {grace.len, edsger.len};
-    if (failed("insert_many", mi_insert_many(client, NULL, "example", "people", docs, lens, 2,
+    if (failed("insert_many", mi_insert_many(client, NULL, "example", "people", docs, lens, 2, NULL, 0,
                                              &result)))
         goto done;
     print_bson("inserted: ", result.data, result.len);
@@ -100,13 +100,13 @@ int main(int argc, char **argv) {
     if (failed("session", mi_session_start(client, NULL, 0, &session))) goto done;
     if (failed("start_transaction", mi_session_start_transaction(session, NULL, 0))) goto done;
     if (failed("insert in transaction", mi_insert_one(client, session, "example", "people",
-                                                      ada.data, ada.len, &result)))
+                                                      ada.data, ada.len, NULL, 0, &result)))
         goto done;
     mi_buffer_free(&result);
     if (failed("commit", mi_session_commit_transaction(session))) goto done;
 
     /* Errors carry the server's code: inserting Ada again is a duplicate key. */
-    mi_error *err = mi_insert_one(client, NULL, "example", "people", ada.data, ada.len, &result);
+    mi_error *err = mi_insert_one(client, NULL, "example", "people", ada.data, ada.len, NULL, 0, &result);
     int duplicate = err && err->domain == MI_ERROR_WRITE && err->code == 11000;
     if (duplicate) printf("duplicate key, as expected: %s\n", err->message);
     mi_error_free(err);

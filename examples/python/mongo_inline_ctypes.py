@@ -76,7 +76,7 @@ class Library:
             "mi_client_run_command": (ERR, [P, P, C.c_char_p, C.c_void_p, C.c_size_t,
                                             C.POINTER(MiBuffer)]),
             "mi_insert_one": (ERR, [P, P, C.c_char_p, C.c_char_p, C.c_void_p, C.c_size_t,
-                                    C.POINTER(MiBuffer)]),
+                                    C.c_void_p, C.c_size_t, C.POINTER(MiBuffer)]),
             "mi_find": (ERR, [P, P, C.c_char_p, C.c_char_p, C.c_void_p, C.c_size_t, C.c_void_p,
                               C.c_size_t, C.POINTER(P)]),
             "mi_cursor_next": (ERR, [P, C.POINTER(C.c_void_p), C.POINTER(C.c_size_t)]),
@@ -176,7 +176,7 @@ def main():
                 doc = mi.bson({"name": name, "len": len(name)})
                 result = MiBuffer()
                 mi.check(lib.mi_insert_one(client, session, b"example", b"ctypes", doc, len(doc),
-                                           C.byref(result)))
+                                           None, 0, C.byref(result)))
                 assert "insertedId" in mi.buffer_to_python(result)
             mi.check(lib.mi_session_commit_transaction(session))
         finally:
@@ -210,11 +210,11 @@ def main():
         dup = mi.bson({"_id": 7})
         result = MiBuffer()
         mi.check(lib.mi_insert_one(client, None, b"example", b"ctypes", dup, len(dup),
-                                   C.byref(result)))
+                                   None, 0, C.byref(result)))
         lib.mi_buffer_free(C.byref(result))
         try:
             mi.check(lib.mi_insert_one(client, None, b"example", b"ctypes", dup, len(dup),
-                                       C.byref(result)))
+                                       None, 0, C.byref(result)))
             raise SystemExit("a duplicate key was accepted")
         except MongoInlineError as e:
             assert (e.domain, e.code) == (4, 11000), e

@@ -34,8 +34,33 @@ pub enum Domain {
     Internal = 12,
 }
 
+impl Domain {
+    /// The domain of an `mi_error_domain` value; `Client` for one this
+    /// library does not define.
+    pub(crate) fn from_raw(value: i32) -> Domain {
+        use Domain::*;
+        [
+            Argument,
+            Network,
+            Command,
+            Write,
+            ServerSelection,
+            Timeout,
+            Protocol,
+            Authentication,
+            Tls,
+            IncompatibleServer,
+            Client,
+            Internal,
+        ]
+        .into_iter()
+        .find(|d| *d as i32 == value)
+        .unwrap_or(Client)
+    }
+}
+
 /// A failure on its way to C.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Failure {
     pub(crate) domain: Domain,
     pub(crate) code: i32,

@@ -18,9 +18,12 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+mod collection;
+mod database;
 mod error;
 mod events;
 mod ops;
+mod transaction;
 
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -66,12 +69,48 @@ pub struct MiCursor {
     current: Vec<u8>,
 }
 
-/// The session, even if a panic poisoned its lock: every `ClientSession`
-/// method leaves it consistent between calls.
-fn lock(session: &SharedSession) -> MutexGuard<'_, crate::ClientSession> {
-    session
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+/// A session in use by one call: locked, or lent to the transaction
+/// callback running on this thread (see `transaction.rs`).
+enum SessionRef<'a> {
+    Locked(MutexGuard<'a, crate::ClientSession>),
+    Lent(&'a mut crate::ClientSession),
+}
+
+impl std::ops::Deref for SessionRef<'_> {
+    type Target = crate::ClientSession;
+    fn deref(&self) -> &crate::ClientSession {
+        match self {
+            SessionRef::Locked(guard) => guard,
+            SessionRef::Lent(session) => session,
+        }
+    }
+}
+
+impl std::ops::DerefMut for SessionRef<'_> {
+    fn deref_mut(&mut self) -> &mut crate::ClientSession {
+        match self {
+            SessionRef::Locked(guard) => guard,
+            SessionRef::Lent(session) => session,
+        }
+    }
+}
+
+/// The session, even if a panic poisoned its lock (every `ClientSession`
+/// method leaves it consistent between calls); inside a transaction
+/// callback of this session, the session the retry loop lent it.
+fn lock(session: &SharedSession) -> SessionRef<'_> {
+    if let Some(lent) = transaction::lent(Arc::as_ptr(session)) {
+        // SAFETY: the retry loop's `&mut ClientSession`, lent for exactly
+        // the callback's duration on this thread; the loop does not touch
+        // it meanwhile, and the single thread makes one call at a time, so
+        // this is the only reference in use.
+        return SessionRef::Lent(unsafe { &mut *lent });
+    }
+    SessionRef::Locked(
+        session
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()),
+    )
 }
 
 /// `mi_buffer`: bytes the library allocated; `mi_buffer_free` releases them.
@@ -739,7 +778,7 @@ struct Target<'a> {
 }
 
 /// The locked session, if there is one.
-fn lock_opt(session: &Option<SharedSession>) -> Option<MutexGuard<'_, crate::ClientSession>> {
+fn lock_opt(session: &Option<SharedSession>) -> Option<SessionRef<'_>> {
     session.as_ref().map(lock)
 }
 
@@ -778,14 +817,17 @@ pub unsafe extern "C" fn mi_insert_one(
     coll: *const c_char,
     document: *const u8,
     document_len: usize,
+    options: *const u8,
+    options_len: usize,
     result: *mut MiBuffer,
 ) -> *mut MiError {
     boundary(|| {
         // SAFETY: by contract.
-        let (t, document, result) = unsafe {
+        let (t, document, options, result) = unsafe {
             (
                 target(client, session, db, coll)?,
                 document_arg(document, document_len, "document")?,
+                options_arg(options, options_len, "options")?,
                 handle(result, "result")?,
             )
         };
@@ -795,6 +837,7 @@ pub unsafe extern "C" fn mi_insert_one(
             t.db,
             t.coll,
             document,
+            options,
         )?;
         write_buffer(result, &reply)
     })
@@ -813,14 +856,17 @@ pub unsafe extern "C" fn mi_insert_many(
     documents: *const *const u8,
     lengths: *const usize,
     count: usize,
+    options: *const u8,
+    options_len: usize,
     result: *mut MiBuffer,
 ) -> *mut MiError {
     boundary(|| {
         // SAFETY: by contract.
-        let (t, documents, result) = unsafe {
+        let (t, documents, options, result) = unsafe {
             (
                 target(client, session, db, coll)?,
                 document_list(documents, lengths, count, "documents")?,
+                options_arg(options, options_len, "options")?,
                 handle(result, "result")?,
             )
         };
@@ -830,6 +876,7 @@ pub unsafe extern "C" fn mi_insert_many(
             t.db,
             t.coll,
             documents,
+            options,
         )?;
         write_buffer(result, &reply)
     })
@@ -944,6 +991,7 @@ pub unsafe extern "C" fn mi_update_many(
 
 /// # Safety
 /// As for `mi_delete_one`.
+#[allow(clippy::too_many_arguments)]
 unsafe fn delete_entry(
     many: Many,
     client: *mut MiClient,
@@ -951,14 +999,16 @@ unsafe fn delete_entry(
     db: *const c_char,
     coll: *const c_char,
     filter: (*const u8, usize),
+    options: (*const u8, usize),
     result: *mut MiBuffer,
 ) -> *mut MiError {
     boundary(|| {
         // SAFETY: by contract.
-        let (t, filter, result) = unsafe {
+        let (t, filter, options, result) = unsafe {
             (
                 target(client, session, db, coll)?,
                 document_arg(filter.0, filter.1, "filter")?,
+                options_arg(options.0, options.1, "options")?,
                 handle(result, "result")?,
             )
         };
@@ -968,6 +1018,7 @@ unsafe fn delete_entry(
             (t.db, t.coll),
             many,
             filter,
+            options,
         )?;
         write_buffer(result, &reply)
     })
@@ -985,6 +1036,8 @@ pub unsafe extern "C" fn mi_delete_one(
     coll: *const c_char,
     filter: *const u8,
     filter_len: usize,
+    options: *const u8,
+    options_len: usize,
     result: *mut MiBuffer,
 ) -> *mut MiError {
     // SAFETY: the same contract.
@@ -996,6 +1049,7 @@ pub unsafe extern "C" fn mi_delete_one(
             db,
             coll,
             (filter, filter_len),
+            (options, options_len),
             result,
         )
     }
@@ -1013,6 +1067,8 @@ pub unsafe extern "C" fn mi_delete_many(
     coll: *const c_char,
     filter: *const u8,
     filter_len: usize,
+    options: *const u8,
+    options_len: usize,
     result: *mut MiBuffer,
 ) -> *mut MiError {
     // SAFETY: the same contract.
@@ -1024,6 +1080,7 @@ pub unsafe extern "C" fn mi_delete_many(
             db,
             coll,
             (filter, filter_len),
+            (options, options_len),
             result,
         )
     }

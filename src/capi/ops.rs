@@ -9,9 +9,12 @@ use bson::{Bson, Document, RawDocumentBuf};
 
 use crate::api::cursor::SessionCursor;
 use crate::error::{Error, ErrorKind};
-use crate::proto::coll_options::{AggregateOptions, CountOptions, FindOptions, UpdateOptions};
+use crate::proto::coll_options::{
+    AggregateOptions, CountOptions, DeleteOptions, FindOptions, InsertManyOptions,
+    InsertOneOptions, UpdateOptions,
+};
 use crate::proto::event::EventHandler;
-use crate::proto::options::{Acknowledgment, ReadConcern, WriteConcern};
+use crate::proto::options_doc::{mistyped, unknown, OptionValue};
 use crate::proto::session::transaction::TransactionOptions;
 use crate::{Client, ClientSession, Collection, Cursor};
 
@@ -20,6 +23,37 @@ use super::error::{Domain, Failure};
 /// A C caller's options document, element by element in its order; a key
 /// given twice is applied twice, so the last one wins, as in a `Document`.
 pub(crate) type OptionList = Vec<(String, Bson)>;
+
+/// An options struct from a C caller's options document (NULL: none set),
+/// by the official option names.
+macro_rules! options {
+    ($type:ty, $list:expr) => {
+        <$type>::from_named($list.unwrap_or_default())
+            .map_err(|e| $crate::capi::ops::failure(&e))?
+    };
+}
+pub(crate) use options;
+
+/// For an operation without options: the options document, if any, must
+/// be empty (the C functions all take one, for a uniform shape).
+pub(crate) fn no_options(operation: &str, options: Option<OptionList>) -> Result<(), Failure> {
+    match options.unwrap_or_default().first() {
+        Some((key, _)) => Err(failure(&unknown(operation, key))),
+        None => Ok(()),
+    }
+}
+
+/// Runs an action in `session` when there is one, else in an implicit one.
+macro_rules! run_in {
+    ($action:expr, $session:expr) => {
+        match $session {
+            Some(s) => $action.session(s).run(),
+            None => $action.run(),
+        }
+        .map_err(|e| $crate::capi::ops::failure(&e))
+    };
+}
+pub(crate) use run_in;
 
 /// A client for the deployment `uri` names; parses and validates, no I/O.
 pub(crate) fn new_client(uri: &str) -> Result<Client, Failure> {
@@ -133,20 +167,39 @@ pub(crate) fn run_command(
     .map_err(|e| failure(&e))
 }
 
-/// An explicit session; options `{causalConsistency, snapshot}`.
+/// An explicit session; options `{causalConsistency, snapshot,
+/// snapshotTime, defaultTransactionOptions}`.
 pub(crate) fn start_session(
     client: &Client,
     options: Option<OptionList>,
 ) -> Result<ClientSession, Failure> {
-    let mut action = client.start_session();
+    let mut opts = crate::options::SessionOptions::default();
     for (key, value) in options.unwrap_or_default() {
         match key.as_str() {
-            "causalConsistency" => action = action.causal_consistency(bool_option(&key, &value)?),
-            "snapshot" => action = action.snapshot(bool_option(&key, &value)?),
-            _ => return Err(unknown_option("session", &key)),
+            "causalConsistency" => opts.causal_consistency = Some(value_of(&key, value)?),
+            "snapshot" => opts.snapshot = Some(value_of(&key, value)?),
+            "snapshotTime" => match value {
+                Bson::Timestamp(t) => opts.snapshot_time = Some(t),
+                other => return Err(failure(&mistyped(&key, "a timestamp", &other))),
+            },
+            "defaultTransactionOptions" => {
+                let document: Document = value_of(&key, value)?;
+                opts.default_transaction_options =
+                    Some(transaction_options(document.into_iter().collect())?);
+            }
+            _ => return Err(failure(&unknown("session", &key))),
         }
     }
-    action.run().map_err(|e| failure(&e))
+    client
+        .start_session()
+        .with_options(opts)
+        .run()
+        .map_err(|e| failure(&e))
+}
+
+/// A value of an options document, converted by the official rules.
+pub(crate) fn value_of<T: OptionValue>(key: &str, value: Bson) -> Result<T, Failure> {
+    T::from_option(key, value).map_err(|e| failure(&e))
 }
 
 /// The session's `lsid`.
@@ -154,73 +207,33 @@ pub(crate) fn session_id(session: &ClientSession) -> Option<Document> {
     Some(session.id().clone())
 }
 
-/// Starts a transaction; options `{readConcern: {level}, writeConcern: {w,
-/// j, wtimeout}, maxCommitTimeMS}` override the session's defaults.
+/// Transaction options `{readConcern, writeConcern, readPreference,
+/// maxCommitTimeMS}`.
+pub(crate) fn transaction_options(options: OptionList) -> Result<TransactionOptions, Failure> {
+    let mut opts = TransactionOptions::default();
+    for (key, value) in options {
+        match key.as_str() {
+            "readConcern" => opts.read_concern = Some(value_of(&key, value)?),
+            "writeConcern" => opts.write_concern = Some(value_of(&key, value)?),
+            "readPreference" => opts.read_preference = Some(value_of(&key, value)?),
+            "maxCommitTimeMS" => opts.max_commit_time = Some(value_of(&key, value)?),
+            _ => return Err(failure(&unknown("transaction", &key))),
+        }
+    }
+    Ok(opts)
+}
+
+/// Starts a transaction; its options override the session's defaults.
 pub(crate) fn start_transaction(
     session: &mut ClientSession,
     options: Option<OptionList>,
 ) -> Result<(), Failure> {
-    let mut opts = TransactionOptions::default();
-    for (key, value) in options.unwrap_or_default() {
-        match key.as_str() {
-            "readConcern" => {
-                let concern = document_option(&key, value)?;
-                let mut level = None;
-                for (field, value) in concern {
-                    match (field.as_str(), value) {
-                        ("level", Bson::String(l)) => level = Some(l),
-                        (field, _) => return Err(unknown_option("readConcern", field)),
-                    }
-                }
-                let level = level.ok_or_else(|| {
-                    Failure::new(
-                        Domain::Argument,
-                        "option \"readConcern\" needs a string \"level\"",
-                    )
-                })?;
-                opts = opts.with_read_concern(ReadConcern::new(level));
-            }
-            "writeConcern" => {
-                opts = opts.with_write_concern(write_concern(document_option(&key, value)?)?)
-            }
-            "maxCommitTimeMS" => {
-                let ms = unsigned_option(&key, &value)?;
-                opts = opts.with_max_commit_time(std::time::Duration::from_millis(ms));
-            }
-            _ => return Err(unknown_option("transaction", &key)),
-        }
-    }
+    let opts = transaction_options(options.unwrap_or_default())?;
     session
         .start_transaction()
         .with_options(opts)
         .run()
         .map_err(|e| failure(&e))
-}
-
-fn write_concern(document: Document) -> Result<WriteConcern, Failure> {
-    let mut concern = WriteConcern::default();
-    for (key, value) in document {
-        match (key.as_str(), value) {
-            ("w", Bson::String(w)) if w == "majority" => concern.w = Some(Acknowledgment::Majority),
-            ("w", Bson::String(tag)) => concern.w = Some(Acknowledgment::Custom(tag)),
-            ("w", value) => {
-                let n = u32::try_from(integer_option("w", &value)?).map_err(|_| {
-                    Failure::new(
-                        Domain::Argument,
-                        format!("option \"w\" must not be negative, not {value}"),
-                    )
-                })?;
-                concern.w = Some(Acknowledgment::Nodes(n));
-            }
-            ("j", value) => concern.journal = Some(bool_option("j", &value)?),
-            ("wtimeout", value) => {
-                let ms = unsigned_option("wtimeout", &value)?;
-                concern.w_timeout = Some(std::time::Duration::from_millis(ms));
-            }
-            (key, _) => return Err(unknown_option("writeConcern", key)),
-        }
-    }
-    Ok(concern)
 }
 
 /// Commits the session's transaction.
@@ -251,9 +264,12 @@ pub(crate) fn insert_one(
     db: &str,
     coll: &str,
     document: Document,
+    options: Option<OptionList>,
 ) -> Result<Document, Failure> {
     let coll = collection::<Document>(client, db, coll);
-    let action = coll.insert_one(document);
+    let action = coll
+        .insert_one(document)
+        .with_options(options!(InsertOneOptions, options));
     let result = match session {
         Some(s) => action.session(s).run(),
         None => action.run(),
@@ -273,9 +289,12 @@ pub(crate) fn insert_many(
     db: &str,
     coll: &str,
     documents: Vec<Document>,
+    options: Option<OptionList>,
 ) -> Result<Document, Failure> {
     let coll = collection::<Document>(client, db, coll);
-    let action = coll.insert_many(documents);
+    let action = coll
+        .insert_many(documents)
+        .with_options(options!(InsertManyOptions, options));
     let result = match session {
         Some(s) => action.session(s).run(),
         None => action.run(),
@@ -314,13 +333,7 @@ pub(crate) fn update(
     options: Option<OptionList>,
 ) -> Result<Document, Failure> {
     let coll = collection::<Document>(client, target.0, target.1);
-    let mut opts = UpdateOptions::default();
-    for (key, value) in options.unwrap_or_default() {
-        match key.as_str() {
-            "upsert" => opts = opts.upsert(bool_option(&key, &value)?),
-            _ => return Err(unknown_option("update", &key)),
-        }
-    }
+    let opts = options!(UpdateOptions, options);
     let action = match many {
         Many::One => coll.update_one(filter, update),
         Many::All => coll.update_many(filter, update),
@@ -331,8 +344,14 @@ pub(crate) fn update(
         None => action.run(),
     }
     .map_err(|e| failure(&e))?;
+    Ok(update_result(result))
+}
+
+/// An update's or replacement's result document: `{matchedCount,
+/// modifiedCount, upsertedId?}` (`{acknowledged: false}` with `w: 0`).
+pub(crate) fn update_result(result: crate::results::UpdateResult) -> Document {
     if !result.acknowledged {
-        return Ok(unacknowledged());
+        return unacknowledged();
     }
     let mut reply = bson::doc! {
         "matchedCount": count_bson(result.matched_count),
@@ -341,7 +360,7 @@ pub(crate) fn update(
     if let Some(id) = result.upserted_id {
         reply.insert("upsertedId", id);
     }
-    Ok(reply)
+    reply
 }
 
 /// Deletes the documents matching `filter`; the result is `{deletedCount}`
@@ -352,12 +371,14 @@ pub(crate) fn delete(
     target: (&str, &str),
     many: Many,
     filter: Document,
+    options: Option<OptionList>,
 ) -> Result<Document, Failure> {
     let coll = collection::<Document>(client, target.0, target.1);
     let action = match many {
         Many::One => coll.delete_one(filter),
         Many::All => coll.delete_many(filter),
-    };
+    }
+    .with_options(options!(DeleteOptions, options));
     let result = match session {
         Some(s) => action.session(s).run(),
         None => action.run(),
@@ -378,14 +399,7 @@ pub(crate) fn count_documents(
     options: Option<OptionList>,
 ) -> Result<u64, Failure> {
     let coll = collection::<Document>(client, target.0, target.1);
-    let mut opts = CountOptions::default();
-    for (key, value) in options.unwrap_or_default() {
-        match key.as_str() {
-            "limit" => opts = opts.limit(unsigned_option(&key, &value)?),
-            "skip" => opts = opts.skip(unsigned_option(&key, &value)?),
-            _ => return Err(unknown_option("count_documents", &key)),
-        }
-    }
+    let opts = options!(CountOptions, options);
     let action = coll.count_documents(filter).with_options(opts);
     match session {
         Some(s) => action.session(s).run(),
@@ -395,34 +409,83 @@ pub(crate) fn count_documents(
 }
 
 /// The documents a query returns, one at a time, as the BSON bytes of the
-/// reply (the C caller gets them as they came: nothing is decoded).
-pub(crate) enum DocumentStream {
-    /// A server cursor with its own implicit session.
-    Cursor(Box<Cursor<RawDocumentBuf>>),
-    /// A server cursor of an explicit session, iterated with that session.
-    Session(Box<SessionCursor<RawDocumentBuf>>),
+/// reply (the C caller gets them as they came: nothing is decoded). Any
+/// cursor of the Rust API (find, aggregate, listings, GridFS files) is one.
+pub(crate) struct DocumentStream(Box<dyn RawSource>);
+
+/// A cursor read as raw documents.
+trait RawSource {
+    /// The next document, `None` at the end; `session` is the explicit
+    /// session that opened a session cursor.
+    fn next_raw(
+        &mut self,
+        session: Option<&mut ClientSession>,
+    ) -> Result<Option<RawDocumentBuf>, Failure>;
+}
+
+impl<T> RawSource for Cursor<T> {
+    fn next_raw(
+        &mut self,
+        _: Option<&mut ClientSession>,
+    ) -> Result<Option<RawDocumentBuf>, Failure> {
+        let more = self.advance().map_err(|e| failure(&e))?;
+        Ok(more.then(|| self.current().to_raw_document_buf()))
+    }
+}
+
+impl<T> RawSource for SessionCursor<T> {
+    fn next_raw(
+        &mut self,
+        session: Option<&mut ClientSession>,
+    ) -> Result<Option<RawDocumentBuf>, Failure> {
+        let session = session.ok_or_else(|| {
+            Failure::new(
+                Domain::Internal,
+                "a session cursor is iterated without its session",
+            )
+        })?;
+        let more = self.advance(session).map_err(|e| failure(&e))?;
+        Ok(more.then(|| self.current().to_raw_document_buf()))
+    }
 }
 
 impl DocumentStream {
+    /// A cursor with its own implicit session.
+    pub(crate) fn implicit<T: 'static>(cursor: Cursor<T>) -> Self {
+        DocumentStream(Box::new(cursor))
+    }
+
+    /// A cursor of an explicit session, iterated with that session.
+    pub(crate) fn explicit<T: 'static>(cursor: SessionCursor<T>) -> Self {
+        DocumentStream(Box::new(cursor))
+    }
+
     /// The next document, `None` at the end. `session` is the session that
     /// opened a session cursor (unused for the other kind).
     pub(crate) fn next_document(
         &mut self,
         session: Option<&mut ClientSession>,
     ) -> Result<Option<RawDocumentBuf>, Failure> {
-        match (self, session) {
-            (DocumentStream::Cursor(cursor), _) => cursor.next().transpose(),
-            (DocumentStream::Session(cursor), Some(session)) => cursor.next(session).transpose(),
-            (DocumentStream::Session(_), None) => {
-                return Err(Failure::new(
-                    Domain::Internal,
-                    "a session cursor is iterated without its session",
-                ))
-            }
-        }
-        .map_err(|e| failure(&e))
+        self.0.next_raw(session)
     }
 }
+
+/// Opens a cursor-returning action in `session` when there is one.
+macro_rules! open_in {
+    ($action:expr, $session:expr) => {
+        match $session {
+            Some(s) => $action
+                .session(s)
+                .run()
+                .map($crate::capi::ops::DocumentStream::explicit),
+            None => $action
+                .run()
+                .map($crate::capi::ops::DocumentStream::implicit),
+        }
+        .map_err(|e| $crate::capi::ops::failure(&e))
+    };
+}
+pub(crate) use open_in;
 
 /// The documents matching `filter`.
 pub(crate) fn find(
@@ -434,28 +497,9 @@ pub(crate) fn find(
 ) -> Result<DocumentStream, Failure> {
     // Results cross the boundary as bytes: no `Document` is built for them.
     let coll = collection::<RawDocumentBuf>(client, target.0, target.1);
-    let mut opts = FindOptions::default();
-    for (key, value) in options.unwrap_or_default() {
-        match key.as_str() {
-            "sort" => opts = opts.sort(document_option(&key, value)?),
-            "projection" => opts = opts.projection(document_option(&key, value)?),
-            "limit" => opts = opts.limit(integer_option(&key, &value)?),
-            "skip" => opts = opts.skip(unsigned_option(&key, &value)?),
-            "batchSize" => opts = opts.batch_size(u32_option(&key, &value)?),
-            _ => return Err(unknown_option("find", &key)),
-        }
-    }
+    let opts = options!(FindOptions, options);
     let action = coll.find(filter).with_options(opts);
-    match session {
-        Some(s) => action
-            .session(s)
-            .run()
-            .map(|cursor| DocumentStream::Session(Box::new(cursor))),
-        None => action
-            .run()
-            .map(|cursor| DocumentStream::Cursor(Box::new(cursor))),
-    }
-    .map_err(|e| failure(&e))
+    open_in!(action, session)
 }
 
 /// The results of the aggregation `pipeline`.
@@ -466,94 +510,29 @@ pub(crate) fn aggregate(
     pipeline: Vec<Document>,
     options: Option<OptionList>,
 ) -> Result<DocumentStream, Failure> {
-    let mut opts = AggregateOptions::default();
-    for (key, value) in options.unwrap_or_default() {
-        match key.as_str() {
-            "batchSize" => opts = opts.batch_size(u32_option(&key, &value)?),
-            "allowDiskUse" => opts = opts.allow_disk_use(bool_option(&key, &value)?),
-            _ => return Err(unknown_option("aggregate", &key)),
-        }
-    }
+    let opts = options!(AggregateOptions, options);
     let coll = collection::<Document>(client, target.0, target.1);
     let action = coll
         .aggregate(pipeline)
         .with_options(opts)
         .with_type::<RawDocumentBuf>();
-    match session {
-        Some(s) => action
-            .session(s)
-            .run()
-            .map(|cursor| DocumentStream::Session(Box::new(cursor))),
-        None => action
-            .run()
-            .map(|cursor| DocumentStream::Cursor(Box::new(cursor))),
-    }
-    .map_err(|e| failure(&e))
+    open_in!(action, session)
 }
 
-fn count_bson(count: u64) -> Bson {
+pub(crate) fn count_bson(count: u64) -> Bson {
     i64::try_from(count).map_or(Bson::Double(count as f64), Bson::Int64)
-}
-
-fn unknown_option(operation: &str, key: &str) -> Failure {
-    Failure::new(
-        Domain::Argument,
-        format!("unknown {operation} option \"{key}\""),
-    )
-}
-
-fn bool_option(key: &str, value: &Bson) -> Result<bool, Failure> {
-    value.as_bool().ok_or_else(|| {
-        Failure::new(
-            Domain::Argument,
-            format!("option \"{key}\" must be a boolean, not {value}"),
-        )
-    })
-}
-
-fn integer_option(key: &str, value: &Bson) -> Result<i64, Failure> {
-    match value {
-        Bson::Int32(n) => Ok(i64::from(*n)),
-        Bson::Int64(n) => Ok(*n),
-        Bson::Double(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Ok(*f as i64),
-        _ => Err(Failure::new(
-            Domain::Argument,
-            format!("option \"{key}\" must be an integer, not {value}"),
-        )),
-    }
-}
-
-fn unsigned_option(key: &str, value: &Bson) -> Result<u64, Failure> {
-    u64::try_from(integer_option(key, value)?).map_err(|_| {
-        Failure::new(
-            Domain::Argument,
-            format!("option \"{key}\" must not be negative, not {value}"),
-        )
-    })
-}
-
-fn u32_option(key: &str, value: &Bson) -> Result<u32, Failure> {
-    u32::try_from(integer_option(key, value)?).map_err(|_| {
-        Failure::new(
-            Domain::Argument,
-            format!("option \"{key}\" must fit in 32 bits unsigned, not {value}"),
-        )
-    })
-}
-
-fn document_option(key: &str, value: Bson) -> Result<Document, Failure> {
-    match value {
-        Bson::Document(d) => Ok(d),
-        other => Err(Failure::new(
-            Domain::Argument,
-            format!("option \"{key}\" must be a document, not {other}"),
-        )),
-    }
 }
 
 /// The C form of a driver error: its kind as a domain, the server's code
 /// (or a write error's), its labels and its message.
 pub(crate) fn failure(error: &Error) -> Failure {
+    // A transaction callback's own error goes back as the callback gave it.
+    if let Some(super::transaction::CallbackFailure(failure)) = error.get_custom() {
+        let mut failure = failure.clone();
+        failure.labels = error.labels().iter().cloned().collect();
+        failure.labels.sort();
+        return failure;
+    }
     let (domain, code) = match error.kind() {
         ErrorKind::InvalidArgument { .. } => (Domain::Argument, None),
         ErrorKind::Network { .. } => (Domain::Network, None),

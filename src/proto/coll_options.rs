@@ -53,6 +53,36 @@ macro_rules! options_struct {
                 }
             )*
         }
+
+        // Read by the C ABI (feature `capi`), which takes options as BSON;
+        // not every struct is (write models' options come inside models).
+        #[allow(dead_code)]
+        impl $name {
+            /// Sets the field whose official option name (see
+            /// `proto::options_doc`) is `key` to `value`; an unknown name or
+            /// a value of the wrong type is an error naming the option.
+            pub(crate) fn set_named(&mut self, key: &str, value: bson::Bson) -> $crate::error::Result<()> {
+                use $crate::proto::options_doc::{official_name, OptionValue};
+                $(
+                    if key == official_name(stringify!($field), <$ty as OptionValue>::NAME_SUFFIX) {
+                        self.$field = Some(<$ty as OptionValue>::from_option(key, value)?);
+                        return Ok(());
+                    }
+                )*
+                Err($crate::proto::options_doc::unknown_field(stringify!($name), key))
+            }
+
+            /// Options from `(name, value)` pairs in the official names.
+            pub(crate) fn from_named(
+                pairs: impl IntoIterator<Item = (String, bson::Bson)>,
+            ) -> $crate::error::Result<Self> {
+                let mut options = Self::default();
+                for (key, value) in pairs {
+                    options.set_named(&key, value)?;
+                }
+                Ok(options)
+            }
+        }
     };
 }
 pub(crate) use options_struct;

@@ -25,6 +25,8 @@ pub(crate) mod nesting;
 pub(crate) mod object_id;
 pub(crate) mod operation;
 pub mod options;
+#[cfg_attr(not(feature = "capi"), allow(dead_code))]
+pub(crate) mod options_doc;
 pub(crate) mod process;
 pub(crate) mod raw_walk;
 pub(crate) mod read_preference;

@@ -81,7 +81,7 @@ static int child(mi_client *client, int index, int out) {
     for (int i = 0; i < INSERTS_PER_KIND; i++) {
         snprintf(json, sizeof json, "{\"child\": %d, \"i\": %d, \"session\": false}", index, i);
         mi_buffer doc = document(json);
-        err = mi_insert_one(client, NULL, "capi", "forked", doc.data, doc.len, &result);
+        err = mi_insert_one(client, NULL, "capi", "forked", doc.data, doc.len, NULL, 0, &result);
         mi_buffer_free(&doc);
         if (err) return fail("implicit-session insert", err);
         mi_buffer_free(&result);
@@ -91,7 +91,7 @@ static int child(mi_client *client, int index, int out) {
     for (int i = 0; i < INSERTS_PER_KIND; i++) {
         snprintf(json, sizeof json, "{\"child\": %d, \"i\": %d, \"session\": true}", index, i);
         mi_buffer doc = document(json);
-        err = mi_insert_one(client, session, "capi", "forked", doc.data, doc.len, &result);
+        err = mi_insert_one(client, session, "capi", "forked", doc.data, doc.len, NULL, 0, &result);
         mi_buffer_free(&doc);
         if (err) return fail("explicit-session insert", err);
         mi_buffer_free(&result);
@@ -120,7 +120,7 @@ int main(int argc, char **argv) {
     mi_buffer_free(&reply);
     mi_buffer_free(&drop);
     mi_buffer parent_doc = document("{\"parent\": true}");
-    if ((err = mi_insert_one(client, NULL, "capi", "forked", parent_doc.data, parent_doc.len,
+    if ((err = mi_insert_one(client, NULL, "capi", "forked", parent_doc.data, parent_doc.len, NULL, 0,
                              &reply)))
         return fail("parent insert", err);
     mi_buffer_free(&reply);

@@ -282,9 +282,9 @@ static void test_null_handles(void) {
     EXPECT_ERROR(mi_session_start_transaction(NULL, NULL, 0), MI_ERROR_ARGUMENT, "`session` is NULL");
     EXPECT_ERROR(mi_session_commit_transaction(NULL), MI_ERROR_ARGUMENT, "`session` is NULL");
     EXPECT_ERROR(mi_session_abort_transaction(NULL), MI_ERROR_ARGUMENT, "`session` is NULL");
-    EXPECT_ERROR(mi_insert_one(NULL, NULL, "db", "c", doc.data, doc.len, &out), MI_ERROR_ARGUMENT,
+    EXPECT_ERROR(mi_insert_one(NULL, NULL, "db", "c", doc.data, doc.len, NULL, 0, &out), MI_ERROR_ARGUMENT,
                  "`client` is NULL");
-    EXPECT_ERROR(mi_insert_many(NULL, NULL, "db", "c", docs, lens, 1, &out), MI_ERROR_ARGUMENT,
+    EXPECT_ERROR(mi_insert_many(NULL, NULL, "db", "c", docs, lens, 1, NULL, 0, &out), MI_ERROR_ARGUMENT,
                  "`client` is NULL");
     EXPECT_ERROR(mi_update_one(NULL, NULL, "db", "c", doc.data, doc.len, doc.data, doc.len, NULL, 0,
                                &out),
@@ -292,9 +292,9 @@ static void test_null_handles(void) {
     EXPECT_ERROR(mi_update_many(NULL, NULL, "db", "c", doc.data, doc.len, doc.data, doc.len, NULL,
                                 0, &out),
                  MI_ERROR_ARGUMENT, "`client` is NULL");
-    EXPECT_ERROR(mi_delete_one(NULL, NULL, "db", "c", doc.data, doc.len, &out), MI_ERROR_ARGUMENT,
+    EXPECT_ERROR(mi_delete_one(NULL, NULL, "db", "c", doc.data, doc.len, NULL, 0, &out), MI_ERROR_ARGUMENT,
                  "`client` is NULL");
-    EXPECT_ERROR(mi_delete_many(NULL, NULL, "db", "c", doc.data, doc.len, &out), MI_ERROR_ARGUMENT,
+    EXPECT_ERROR(mi_delete_many(NULL, NULL, "db", "c", doc.data, doc.len, NULL, 0, &out), MI_ERROR_ARGUMENT,
                  "`client` is NULL");
     EXPECT_ERROR(mi_count_documents(NULL, NULL, "db", "c", doc.data, doc.len, NULL, 0, &count),
                  MI_ERROR_ARGUMENT, "`client` is NULL");
@@ -375,23 +375,23 @@ static void test_crud(mi_client *client) {
     mi_buffer_free(&drop);
 
     mi_buffer ada = bson("{\"_id\": 1, \"name\": \"Ada\", \"born\": 1815}");
-    OK(mi_insert_one(client, NULL, "capi", "people", ada.data, ada.len, &result));
+    OK(mi_insert_one(client, NULL, "capi", "people", ada.data, ada.len, NULL, 0, &result));
     CHECK(json_contains(result.data, result.len, "\"insertedId\":1"));
     mi_buffer_free(&result);
 
     /* Duplicate key: a write error with the server's code. */
-    err = mi_insert_one(client, NULL, "capi", "people", ada.data, ada.len, &result);
+    err = mi_insert_one(client, NULL, "capi", "people", ada.data, ada.len, NULL, 0, &result);
     CHECK(err && err->domain == MI_ERROR_WRITE && err->code == 11000);
     mi_error_free(err);
 
     /* Bad BSON in: length prefix and given length disagree. */
-    EXPECT_ERROR(mi_insert_one(client, NULL, "capi", "people", ada.data, ada.len + 3, &result),
+    EXPECT_ERROR(mi_insert_one(client, NULL, "capi", "people", ada.data, ada.len + 3, NULL, 0, &result),
                  MI_ERROR_ARGUMENT, "`document` is not BSON");
-    EXPECT_ERROR(mi_insert_one(client, NULL, "capi", "people", ada.data, 3, &result),
+    EXPECT_ERROR(mi_insert_one(client, NULL, "capi", "people", ada.data, 3, NULL, 0, &result),
                  MI_ERROR_ARGUMENT, "shorter than 5 bytes");
-    EXPECT_ERROR(mi_insert_one(client, NULL, NULL, "people", ada.data, ada.len, &result),
+    EXPECT_ERROR(mi_insert_one(client, NULL, NULL, "people", ada.data, ada.len, NULL, 0, &result),
                  MI_ERROR_ARGUMENT, "`db` is NULL");
-    EXPECT_ERROR(mi_insert_one(client, NULL, "capi", "people", ada.data, ada.len, NULL),
+    EXPECT_ERROR(mi_insert_one(client, NULL, "capi", "people", ada.data, ada.len, NULL, 0, NULL),
                  MI_ERROR_ARGUMENT, "`result` is NULL");
     mi_buffer_free(&ada);
 
@@ -400,14 +400,14 @@ static void test_crud(mi_client *client) {
     mi_buffer c = bson("{\"name\": \"Barbara\", \"born\": 1939}");
     const uint8_t *docs[] = {a.data, b.data, c.data};
     size_t lens[] = {a.len, b.len, c.len};
-    OK(mi_insert_many(client, NULL, "capi", "people", docs, lens, 3, &result));
+    OK(mi_insert_many(client, NULL, "capi", "people", docs, lens, 3, NULL, 0, &result));
     CHECK(json_contains(result.data, result.len, "\"insertedIds\"") &&
           json_contains(result.data, result.len, "\"2\":{\"$oid\""));
     mi_buffer_free(&result);
-    EXPECT_ERROR(mi_insert_many(client, NULL, "capi", "people", NULL, lens, 3, &result),
+    EXPECT_ERROR(mi_insert_many(client, NULL, "capi", "people", NULL, lens, 3, NULL, 0, &result),
                  MI_ERROR_ARGUMENT, "`documents` is NULL");
     lens[1] = 2;
-    EXPECT_ERROR(mi_insert_many(client, NULL, "capi", "people", docs, lens, 3, &result),
+    EXPECT_ERROR(mi_insert_many(client, NULL, "capi", "people", docs, lens, 3, NULL, 0, &result),
                  MI_ERROR_ARGUMENT, "`documents[1]`");
     CHECK(count_all(client, NULL) == 4);
 
@@ -502,10 +502,10 @@ static void test_crud(mi_client *client) {
                  MI_ERROR_ARGUMENT, "unknown aggregate option");
 
     /* deletes */
-    OK(mi_delete_one(client, NULL, "capi", "people", everyone.data, everyone.len, &result));
+    OK(mi_delete_one(client, NULL, "capi", "people", everyone.data, everyone.len, NULL, 0, &result));
     CHECK(json_contains(result.data, result.len, "\"deletedCount\":1"));
     mi_buffer_free(&result);
-    OK(mi_delete_many(client, NULL, "capi", "people", everyone.data, everyone.len, &result));
+    OK(mi_delete_many(client, NULL, "capi", "people", everyone.data, everyone.len, NULL, 0, &result));
     CHECK(json_contains(result.data, result.len, "\"deletedCount\":4"));
     mi_buffer_free(&result);
     CHECK(count_all(client, NULL) == 0);
@@ -549,11 +549,11 @@ static void test_sessions(mi_client *client, const char *uri) {
                                  "\"maxCommitTimeMS\": 5000}");
     OK(mi_session_start_transaction(optioned, txn_options.data, txn_options.len));
     mi_buffer probe = bson("{\"probe\": 1}");
-    OK(mi_insert_one(client, optioned, "capi", "people", probe.data, probe.len, &result));
+    OK(mi_insert_one(client, optioned, "capi", "people", probe.data, probe.len, NULL, 0, &result));
     mi_buffer_free(&result);
     OK(mi_session_commit_transaction(optioned));
     mi_buffer probe_filter = bson("{\"probe\": 1}");
-    OK(mi_delete_many(client, NULL, "capi", "people", probe_filter.data, probe_filter.len,
+    OK(mi_delete_many(client, NULL, "capi", "people", probe_filter.data, probe_filter.len, NULL, 0,
                       &result));
     CHECK(json_contains(result.data, result.len, "\"deletedCount\":1"));
     mi_buffer_free(&result);
@@ -568,14 +568,14 @@ static void test_sessions(mi_client *client, const char *uri) {
 
     mi_buffer doc = bson("{\"in\": \"transaction\"}");
     OK(mi_session_start_transaction(session, NULL, 0));
-    OK(mi_insert_one(client, session, "capi", "people", doc.data, doc.len, &result));
+    OK(mi_insert_one(client, session, "capi", "people", doc.data, doc.len, NULL, 0, &result));
     mi_buffer_free(&result);
     CHECK(count_all(client, session) == 1);
     OK(mi_session_abort_transaction(session));
     CHECK(count_all(client, NULL) == 0);
 
     OK(mi_session_start_transaction(session, NULL, 0));
-    OK(mi_insert_one(client, session, "capi", "people", doc.data, doc.len, &result));
+    OK(mi_insert_one(client, session, "capi", "people", doc.data, doc.len, NULL, 0, &result));
     mi_buffer_free(&result);
     mi_buffer everyone = bson("{}");
     mi_buffer set = bson("{\"$set\": {\"committed\": true}}");
@@ -596,9 +596,9 @@ static void test_sessions(mi_client *client, const char *uri) {
     OK(mi_update_one(client, session, "capi", "people", everyone.data, everyone.len, set.data,
                      set.len, NULL, 0, &result));
     mi_buffer_free(&result);
-    OK(mi_delete_one(client, session, "capi", "people", everyone.data, everyone.len, &result));
+    OK(mi_delete_one(client, session, "capi", "people", everyone.data, everyone.len, NULL, 0, &result));
     mi_buffer_free(&result);
-    OK(mi_delete_many(client, session, "capi", "people", everyone.data, everyone.len, &result));
+    OK(mi_delete_many(client, session, "capi", "people", everyone.data, everyone.len, NULL, 0, &result));
     mi_buffer_free(&result);
 
     /* insert_many, aggregate and a command in a transaction; a session
@@ -606,7 +606,7 @@ static void test_sessions(mi_client *client, const char *uri) {
     OK(mi_session_start_transaction(session, NULL, 0));
     const uint8_t *docs[] = {doc.data, doc.data, doc.data};
     size_t lens[] = {doc.len, doc.len, doc.len};
-    OK(mi_insert_many(client, session, "capi", "people", docs, lens, 3, &result));
+    OK(mi_insert_many(client, session, "capi", "people", docs, lens, 3, NULL, 0, &result));
     mi_buffer_free(&result);
     mi_buffer find_cmd = bson("{\"find\": \"people\", \"filter\": {}}");
     mi_buffer reply = {NULL, 0};
@@ -651,7 +651,7 @@ static void test_sessions(mi_client *client, const char *uri) {
     }
     CHECK(seen == 3);
     mi_cursor_free(cursor);
-    OK(mi_delete_many(client, session, "capi", "people", everyone.data, everyone.len, &result));
+    OK(mi_delete_many(client, session, "capi", "people", everyone.data, everyone.len, NULL, 0, &result));
     mi_buffer_free(&result);
     mi_buffer_free(&find_cmd);
     mi_buffer_free(&match_all);
@@ -660,7 +660,7 @@ static void test_sessions(mi_client *client, const char *uri) {
     /* a session of another client */
     mi_client *other = NULL;
     OK(mi_client_new(uri, &other));
-    EXPECT_ERROR(mi_insert_one(other, session, "capi", "people", doc.data, doc.len, &result),
+    EXPECT_ERROR(mi_insert_one(other, session, "capi", "people", doc.data, doc.len, NULL, 0, &result),
                  MI_ERROR_ARGUMENT, "belongs to another client");
     mi_client_free(other);
 
@@ -696,7 +696,7 @@ static void test_labels_and_tokens(mi_client *client) {
     OK(mi_client_run_command(client, NULL, "admin", fail.data, fail.len, &reply));
     mi_buffer_free(&reply);
     mi_buffer doc = bson("{\"x\": 1}");
-    mi_error *err = mi_insert_one(client, NULL, "capi", "people", doc.data, doc.len, &reply);
+    mi_error *err = mi_insert_one(client, NULL, "capi", "people", doc.data, doc.len, NULL, 0, &reply);
     CHECK(err && err->domain == MI_ERROR_COMMAND && err->code == 2 && err->label_count == 1);
     CHECK(err && mi_error_has_label(err, "CapiTestLabel"));
     CHECK(err && !mi_error_has_label(err, "RetryableWriteError"));
@@ -704,6 +704,237 @@ static void test_labels_and_tokens(mi_client *client) {
     mi_error_free(err);
     mi_buffer_free(&fail);
     mi_buffer_free(&doc);
+}
+
+/* The operations beyond basic CRUD, each once on its success path and the
+ * generic options (official names, errors naming the option). */
+static void test_more_operations(mi_client *client) {
+    mi_buffer result = {NULL, 0};
+    OK(mi_drop_collection(client, NULL, "capi", "more", NULL, 0));
+    OK(mi_create_collection(client, NULL, "capi", "more", NULL, 0));
+    mi_buffer m1 = bson("{\"insertOne\": {\"document\": {\"_id\": 1, \"k\": \"a\", \"n\": 1}}}");
+    mi_buffer m2 = bson("{\"insertOne\": {\"document\": {\"_id\": 2, \"k\": \"b\", \"n\": 2}}}");
+    mi_buffer m3 = bson("{\"updateOne\": {\"filter\": {\"_id\": 3}, \"update\": {\"$set\": "
+                        "{\"k\": \"a\", \"n\": 3}}, \"upsert\": true}}");
+    mi_buffer m4 = bson("{\"deleteOne\": {\"filter\": {\"_id\": 99}}}");
+    const uint8_t *models[] = {m1.data, m2.data, m3.data, m4.data};
+    size_t model_lens[] = {m1.len, m2.len, m3.len, m4.len};
+    mi_buffer ordered = bson("{\"ordered\": true}");
+    OK(mi_bulk_write(client, NULL, "capi", "more", models, model_lens, 4, ordered.data,
+                     ordered.len, &result));
+    CHECK(json_contains(result.data, result.len, "\"insertedCount\":2") &&
+          json_contains(result.data, result.len, "\"upsertedIds\":{\"2\":3}"));
+    mi_buffer_free(&result);
+    mi_buffer bad_model = bson("{\"insertTwo\": {}}");
+    models[0] = bad_model.data;
+    model_lens[0] = bad_model.len;
+    EXPECT_ERROR(mi_bulk_write(client, NULL, "capi", "more", models, model_lens, 1, NULL, 0,
+                               &result),
+                 MI_ERROR_ARGUMENT, "`models[0]` has an unknown kind \"insertTwo\"");
+
+    mi_buffer by_a = bson("{\"k\": \"a\"}");
+    mi_buffer newest = bson("{\"sort\": {\"n\": -1}, \"projection\": {\"_id\": 0}}");
+    OK(mi_find_one(client, NULL, "capi", "more", by_a.data, by_a.len, newest.data, newest.len,
+                   &result));
+    CHECK(result.data && json_contains(result.data, result.len, "\"n\":3"));
+    mi_buffer_free(&result);
+    mi_buffer nobody = bson("{\"k\": \"z\"}");
+    OK(mi_find_one(client, NULL, "capi", "more", nobody.data, nobody.len, NULL, 0, &result));
+    CHECK(result.data == NULL && result.len == 0);
+
+    mi_buffer replacement = bson("{\"k\": \"b\", \"n\": 20}");
+    mi_buffer id2 = bson("{\"_id\": 2}");
+    OK(mi_replace_one(client, NULL, "capi", "more", id2.data, id2.len, replacement.data,
+                      replacement.len, NULL, 0, &result));
+    CHECK(json_contains(result.data, result.len, "\"modifiedCount\":1"));
+    mi_buffer_free(&result);
+
+    mi_buffer inc = bson("{\"$inc\": {\"n\": 100}}");
+    mi_buffer after = bson("{\"returnDocument\": \"after\"}");
+    OK(mi_find_one_and_update(client, NULL, "capi", "more", id2.data, id2.len, inc.data,
+                              inc.len, after.data, after.len, &result));
+    CHECK(result.data && json_contains(result.data, result.len, "\"n\":120"));
+    mi_buffer_free(&result);
+    mi_buffer misspelt = bson("{\"returnDocument\": \"later\"}");
+    EXPECT_ERROR(mi_find_one_and_update(client, NULL, "capi", "more", id2.data, id2.len,
+                                        inc.data, inc.len, misspelt.data, misspelt.len, &result),
+                 MI_ERROR_ARGUMENT, "option \"returnDocument\" must be before or after");
+    OK(mi_find_one_and_replace(client, NULL, "capi", "more", id2.data, id2.len,
+                               replacement.data, replacement.len, NULL, 0, &result));
+    CHECK(result.data && json_contains(result.data, result.len, "\"n\":120"));
+    mi_buffer_free(&result);
+    OK(mi_find_one_and_delete(client, NULL, "capi", "more", id2.data, id2.len, NULL, 0,
+                              &result));
+    CHECK(result.data && json_contains(result.data, result.len, "\"n\":20"));
+    mi_buffer_free(&result);
+    OK(mi_find_one_and_delete(client, NULL, "capi", "more", id2.data, id2.len, NULL, 0,
+                              &result));
+    CHECK(result.data == NULL);
+
+    mi_buffer everything = bson("{}");
+    OK(mi_distinct(client, NULL, "capi", "more", "k", everything.data, everything.len, NULL, 0,
+                   &result));
+    CHECK(json_contains(result.data, result.len, "\"values\":[\"a\"]"));
+    mi_buffer_free(&result);
+    uint64_t count = 0;
+    mi_buffer max_time = bson("{\"maxTimeMS\": 5000}");
+    OK(mi_estimated_document_count(client, NULL, "capi", "more", max_time.data, max_time.len,
+                                   &count));
+    CHECK(count == 2);
+
+    /* indexes */
+    mi_buffer index = bson("{\"key\": {\"k\": 1}, \"name\": \"by_k\", \"unique\": false}");
+    const uint8_t *indexes[] = {index.data};
+    size_t index_lens[] = {index.len};
+    OK(mi_create_indexes(client, NULL, "capi", "more", indexes, index_lens, 1, NULL, 0,
+                         &result));
+    CHECK(json_contains(result.data, result.len, "\"indexNames\":[\"by_k\"]"));
+    mi_buffer_free(&result);
+    OK(mi_list_index_names(client, NULL, "capi", "more", NULL, 0, &result));
+    CHECK(json_contains(result.data, result.len, "\"by_k\""));
+    mi_buffer_free(&result);
+    EXPECT_ERROR(mi_list_index_names(client, NULL, "capi", "more", max_time.data, max_time.len,
+                                     &result),
+                 MI_ERROR_ARGUMENT, "unknown list_index_names option \"maxTimeMS\"");
+    mi_cursor *cursor = NULL;
+    const uint8_t *doc = NULL;
+    size_t doc_len = 0;
+    int seen = 0;
+    OK(mi_list_indexes(client, NULL, "capi", "more", NULL, 0, &cursor));
+    for (;;) {
+        doc = NULL;
+        OK(mi_cursor_next(cursor, &doc, &doc_len));
+        if (!doc) break;
+        seen++;
+    }
+    mi_cursor_free(cursor);
+    CHECK(seen == 2);
+    OK(mi_drop_index(client, NULL, "capi", "more", "by_k", NULL, 0));
+    OK(mi_drop_indexes(client, NULL, "capi", "more", NULL, 0));
+
+    /* listings, database aggregate, drops */
+    OK(mi_list_collection_names(client, NULL, "capi", NULL, 0, &result));
+    CHECK(json_contains(result.data, result.len, "\"more\""));
+    mi_buffer_free(&result);
+    mi_buffer only_more = bson("{\"filter\": {\"name\": \"more\"}}");
+    OK(mi_list_collections(client, NULL, "capi", only_more.data, only_more.len, &cursor));
+    doc = NULL;
+    OK(mi_cursor_next(cursor, &doc, &doc_len));
+    CHECK(doc && json_contains(doc, doc_len, "\"name\":\"more\""));
+    mi_cursor_free(cursor);
+    OK(mi_list_database_names(client, NULL, NULL, 0, &result));
+    CHECK(json_contains(result.data, result.len, "\"capi\""));
+    mi_buffer_free(&result);
+    OK(mi_list_databases(client, NULL, NULL, 0, &result));
+    CHECK(json_contains(result.data, result.len, "\"name\":\"capi\""));
+    mi_buffer_free(&result);
+    mi_buffer documents = bson("{\"$documents\": [{\"x\": 7}]}");
+    const uint8_t *stages[] = {documents.data};
+    size_t stage_lens[] = {documents.len};
+    cursor = NULL;
+    mi_error *err = mi_database_aggregate(client, NULL, "capi", stages, stage_lens, 1, NULL, 0,
+                                          &cursor);
+    if (err) {
+        /* A server without $documents must still answer with a command
+         * error, never a crash. */
+        CHECK(err->domain == MI_ERROR_COMMAND);
+        mi_error_free(err);
+    } else {
+        doc = NULL;
+        OK(mi_cursor_next(cursor, &doc, &doc_len));
+        CHECK(doc && json_contains(doc, doc_len, "\"x\":7"));
+        mi_cursor_free(cursor);
+    }
+    OK(mi_drop_collection(client, NULL, "capi", "more", NULL, 0));
+    OK(mi_drop_database(client, NULL, "capi_dropped", NULL, 0));
+
+    mi_buffer_free(&m1); mi_buffer_free(&m2); mi_buffer_free(&m3); mi_buffer_free(&m4);
+    mi_buffer_free(&ordered); mi_buffer_free(&bad_model); mi_buffer_free(&by_a);
+    mi_buffer_free(&newest); mi_buffer_free(&nobody); mi_buffer_free(&replacement);
+    mi_buffer_free(&id2); mi_buffer_free(&inc); mi_buffer_free(&after); mi_buffer_free(&misspelt);
+    mi_buffer_free(&everything); mi_buffer_free(&max_time); mi_buffer_free(&index);
+    mi_buffer_free(&only_more); mi_buffer_free(&documents);
+}
+
+/* The transaction callback: inserts through the session it is given; on
+ * its first run it fails with a TransientTransactionError (so the loop
+ * retries), on the second it succeeds. */
+struct txn_run {
+    mi_client *client;
+    int calls;
+    int fail_with; /* 0: succeed; 1: transient once; 2: own error */
+};
+
+static mi_error *txn_body(void *user_data, mi_session *session) {
+    struct txn_run *run = user_data;
+    run->calls++;
+    mi_buffer doc = bson("{\"in\": \"txn\"}");
+    mi_buffer result = {NULL, 0};
+    mi_error *err = mi_insert_one(run->client, session, "capi", "txn", doc.data, doc.len, NULL,
+                                  0, &result);
+    mi_buffer_free(&doc);
+    mi_buffer_free(&result);
+    if (err) return err;
+    if (run->fail_with == 2) return mi_error_new(MI_ERROR_CLIENT, 42, "the callback said no");
+    if (run->fail_with == 1 && run->calls == 1) {
+        /* As the server would: an error carrying the label. */
+        mi_buffer fail = bson("{\"configureFailPoint\": \"failCommand\", \"mode\": "
+                              "{\"times\": 1}, \"data\": {\"failCommands\": [\"insert\"], "
+                              "\"errorCode\": 112, \"errorLabels\": "
+                              "[\"TransientTransactionError\"]}}");
+        mi_buffer reply = {NULL, 0};
+        OK(mi_client_run_command(run->client, NULL, "admin", fail.data, fail.len, &reply));
+        mi_buffer_free(&reply);
+        mi_buffer_free(&fail);
+        doc = bson("{\"in\": \"txn\", \"second\": true}");
+        err = mi_insert_one(run->client, session, "capi", "txn", doc.data, doc.len, NULL, 0,
+                            &result);
+        mi_buffer_free(&doc);
+        mi_buffer_free(&result);
+        return err;
+    }
+    return NULL;
+}
+
+static void test_with_transaction(mi_client *client) {
+    OK(mi_drop_collection(client, NULL, "capi", "txn", NULL, 0));
+    OK(mi_create_collection(client, NULL, "capi", "txn", NULL, 0));
+    mi_session *session = NULL;
+    OK(mi_session_start(client, NULL, 0, &session));
+    struct txn_run run = {client, 0, 1};
+    mi_buffer options = bson("{\"writeConcern\": {\"w\": \"majority\"}}");
+    OK(mi_session_with_transaction(session, txn_body, &run, options.data, options.len));
+    CHECK(run.calls == 2);
+    mi_buffer everything = bson("{}");
+    uint64_t count = 0;
+    OK(mi_count_documents(client, NULL, "capi", "txn", everything.data, everything.len, NULL, 0,
+                          &count));
+    CHECK(count == 1);
+
+    /* The callback's own error aborts and comes back as it was made. */
+    run.calls = 0;
+    run.fail_with = 2;
+    mi_error *err = mi_session_with_transaction(session, txn_body, &run, NULL, 0);
+    CHECK(err && err->domain == MI_ERROR_CLIENT && err->code == 42 &&
+          strcmp(err->message, "the callback said no") == 0 && run.calls == 1);
+    mi_error_free(err);
+    OK(mi_count_documents(client, NULL, "capi", "txn", everything.data, everything.len, NULL, 0,
+                          &count));
+    CHECK(count == 1);
+    EXPECT_ERROR(mi_session_with_transaction(session, NULL, &run, NULL, 0), MI_ERROR_ARGUMENT,
+                 "`callback` is NULL");
+    EXPECT_ERROR(mi_session_with_transaction(NULL, txn_body, &run, NULL, 0), MI_ERROR_ARGUMENT,
+                 "`session` is NULL");
+    mi_error *made = mi_error_new(999, 7, NULL);
+    CHECK(made && made->domain == MI_ERROR_CLIENT && made->code == 7 &&
+          strcmp(made->message, "(no message)") == 0);
+    mi_error_free(made);
+    /* Double free is the binding's to avoid: every free takes NULL. */
+    mi_session_free(session);
+    session = NULL;
+    mi_session_free(session);
+    mi_buffer_free(&options);
+    mi_buffer_free(&everything);
 }
 
 int main(int argc, char **argv) {
@@ -724,6 +955,8 @@ int main(int argc, char **argv) {
     test_crud(client);
     test_sessions(client, uri);
     test_labels_and_tokens(client);
+    test_more_operations(client);
+    test_with_transaction(client);
     mi_client_free(client);
 
     printf("capi_test: %d checks, %d failed\n", checks, failures);

@@ -34,7 +34,7 @@ static mi_error *insert_batch(mi_client *client, int index) {
         err = mi_bson_from_json(json, &doc);
         if (!err)
             err = mi_insert_one(client, i % 2 ? session : NULL, "capi", "threads", doc.data,
-                                doc.len, &result);
+                                doc.len, NULL, 0, &result);
         mi_buffer_free(&doc);
         mi_buffer_free(&result);
     }

@@ -1,0 +1,685 @@
+//! The collection operations beyond insert, update, delete, count, find
+//! and aggregate (those are in the parent module): replace, the
+//! `find_one*` family, distinct, estimated count, bulk write, indexes and
+//! drop. Each `mi_*` function checks its pointers, then calls the safe
+//! function of the same name below, which calls the Rust API.
+//!
+//! Every function has the same shape: `(client, session, db, coll, the
+//! operation's own arguments as BSON (pointer, length) or strings, options
+//! (pointer, length; NULL for none), the output)`, returning an `mi_error*`.
+
+use std::ffi::c_char;
+
+use bson::{Bson, Document, RawDocumentBuf};
+
+use super::error::Failure;
+use super::ops::{self, open_in, options, run_in, DocumentStream, OptionList};
+use super::{
+    document_arg, document_list, handle, lock_opt, new_cursor, options_arg, str_arg, target,
+    write_buffer, MiBuffer, MiClient, MiCursor, MiError, MiSession, Target,
+};
+use crate::proto::coll_options::{
+    BulkWriteOptions, CreateIndexOptions, DeleteModelOptions, DistinctOptions,
+    DropCollectionOptions, DropIndexOptions, EstimatedDocumentCountOptions,
+    FindOneAndDeleteOptions, FindOneAndReplaceOptions, FindOneAndUpdateOptions, FindOneOptions,
+    IndexModel, IndexOptions, ListIndexesOptions, ReplaceModelOptions, ReplaceOptions,
+    UpdateModelOptions,
+};
+use crate::proto::write_model::{UpdateModifications, WriteModel};
+use crate::Collection;
+
+fn collection_of<T>(t: &Target<'_>) -> Collection<T> {
+    t.client.client.database(t.db).collection::<T>(t.coll)
+}
+
+/// Writes `document` to `out`, or leaves `out` empty (`{NULL, 0}`) for `None`.
+fn write_optional(out: &mut MiBuffer, document: Option<&Document>) -> Result<(), Failure> {
+    out.data = std::ptr::null_mut();
+    out.len = 0;
+    document.map_or(Ok(()), |d| write_buffer(out, d))
+}
+
+fn write_raw(out: &mut MiBuffer, document: Option<RawDocumentBuf>) -> Result<(), Failure> {
+    out.data = std::ptr::null_mut();
+    out.len = 0;
+    if let Some(document) = document {
+        let boxed = document.into_bytes().into_boxed_slice();
+        out.len = boxed.len();
+        out.data = Box::into_raw(boxed).cast::<u8>();
+    }
+    Ok(())
+}
+
+/// Replaces the first document matching `filter`; options are
+/// `ReplaceOptions` (`upsert`, `collation`, `hint`, ...); `result` gets
+/// `{matchedCount, modifiedCount, upsertedId?}`.
+///
+/// # Safety
+/// Pointers NULL or valid for their lengths; `options` may be NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mi_replace_one(
+    client: *mut MiClient,
+    session: *mut MiSession,
+    db: *const c_char,
+    coll: *const c_char,
+    filter: *const u8,
+    filter_len: usize,
+    replacement: *const u8,
+    replacement_len: usize,
+    options: *const u8,
+    options_len: usize,
+    result: *mut MiBuffer,
+) -> *mut MiError {
+    super::boundary(|| {
+        // SAFETY: by contract.
+        let (t, filter, replacement, options, result) = unsafe {
+            (
+                target(client, session, db, coll)?,
+                document_arg(filter, filter_len, "filter")?,
+                document_arg(replacement, replacement_len, "replacement")?,
+                options_arg(options, options_len, "options")?,
+                handle(result, "result")?,
+            )
+        };
+        write_buffer(result, &replace_one(&t, filter, replacement, options)?)
+    })
+}
+
+fn replace_one(
+    t: &Target<'_>,
+    filter: Document,
+    replacement: Document,
+    options: Option<OptionList>,
+) -> Result<Document, Failure> {
+    let coll = collection_of::<Document>(t);
+    let action = coll
+        .replace_one(filter, replacement)
+        .with_options(options!(ReplaceOptions, options));
+    let result = run_in!(action, lock_opt(&t.session).as_deref_mut())?;
+    Ok(ops::update_result(result))
+}
+
+/// The first document matching `filter` in `*result`, left `{NULL, 0}` when
+/// none does; options are `FindOneOptions` (`sort`, `projection`, `skip`, ...).
+///
+/// # Safety
+/// Pointers NULL or valid for their lengths; `options` may be NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mi_find_one(
+    client: *mut MiClient,
+    session: *mut MiSession,
+    db: *const c_char,
+    coll: *const c_char,
+    filter: *const u8,
+    filter_len: usize,
+    options: *const u8,
+    options_len: usize,
+    result: *mut MiBuffer,
+) -> *mut MiError {
+    super::boundary(|| {
+        // SAFETY: by contract.
+        let (t, filter, options, result) = unsafe {
+            (
+                target(client, session, db, coll)?,
+                document_arg(filter, filter_len, "filter")?,
+                options_arg(options, options_len, "options")?,
+                handle(result, "result")?,
+            )
+        };
+        write_raw(result, find_one(&t, filter, options)?)
+    })
+}
+
+fn find_one(
+    t: &Target<'_>,
+    filter: Document,
+    options: Option<OptionList>,
+) -> Result<Option<RawDocumentBuf>, Failure> {
+    let coll = collection_of::<RawDocumentBuf>(t);
+    let action = coll
+        .find_one(filter)
+        .with_options(options!(FindOneOptions, options));
+    run_in!(action, lock_opt(&t.session).as_deref_mut())
+}
+
+/// Updates the first document matching `filter` and returns it in
+/// `*result` (before the update unless options say `returnDocument:
+/// "after"`), `{NULL, 0}` when none matched; options are
+/// `FindOneAndUpdateOptions`.
+///
+/// # Safety
+/// Pointers NULL or valid for their lengths; `options` may be NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mi_find_one_and_update(
+    client: *mut MiClient,
+    session: *mut MiSession,
+    db: *const c_char,
+    coll: *const c_char,
+    filter: *const u8,
+    filter_len: usize,
+    update: *const u8,
+    update_len: usize,
+    options: *const u8,
+    options_len: usize,
+    result: *mut MiBuffer,
+) -> *mut MiError {
+    super::boundary(|| {
+        // SAFETY: by contract.
+        let (t, filter, update, options, result) = unsafe {
+            (
+                target(client, session, db, coll)?,
+                document_arg(filter, filter_len, "filter")?,
+                document_arg(update, update_len, "update")?,
+                options_arg(options, options_len, "options")?,
+                handle(result, "result")?,
+            )
+        };
+        let coll = collection_of::<Document>(&t);
+        let action = coll
+            .find_one_and_update(filter, update)
+            .with_options(options!(FindOneAndUpdateOptions, options));
+        let found = run_in!(action, lock_opt(&t.session).as_deref_mut())?;
+        write_optional(result, found.as_ref())
+    })
+}
+
+/// Replaces the first document matching `filter` and returns it as
+/// `mi_find_one_and_update` does; options are `FindOneAndReplaceOptions`.
+///
+/// # Safety
+/// Pointers NULL or valid for their lengths; `options` may be NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mi_find_one_and_replace(
+    client: *mut MiClient,
+    session: *mut MiSession,
+    db: *const c_char,
+    coll: *const c_char,
+    filter: *const u8,
+    filter_len: usize,
+    replacement: *const u8,
+    replacement_len: usize,
+    options: *const u8,
+    options_len: usize,
+    result: *mut MiBuffer,
+) -> *mut MiError {
+    super::boundary(|| {
+        // SAFETY: by contract.
+        let (t, filter, replacement, options, result) = unsafe {
+            (
+                target(client, session, db, coll)?,
+                document_arg(filter, filter_len, "filter")?,
+                document_arg(replacement, replacement_len, "replacement")?,
+                options_arg(options, options_len, "options")?,
+                handle(result, "result")?,
+            )
+        };
+        let coll = collection_of::<Document>(&t);
+        let action = coll
+            .find_one_and_replace(filter, replacement)
+            .with_options(options!(FindOneAndReplaceOptions, options));
+        let found = run_in!(action, lock_opt(&t.session).as_deref_mut())?;
+        write_optional(result, found.as_ref())
+    })
+}
+
+/// Deletes the first document matching `filter` and returns it in
+/// `*result` (`{NULL, 0}` when none matched); options are
+/// `FindOneAndDeleteOptions`.
+///
+/// # Safety
+/// Pointers NULL or valid for their lengths; `options` may be NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mi_find_one_and_delete(
+    client: *mut MiClient,
+    session: *mut MiSession,
+    db: *const c_char,
+    coll: *const c_char,
+    filter: *const u8,
+    filter_len: usize,
+    options: *const u8,
+    options_len: usize,
+    result: *mut MiBuffer,
+) -> *mut MiError {
+    super::boundary(|| {
+        // SAFETY: by contract.
+        let (t, filter, options, result) = unsafe {
+            (
+                target(client, session, db, coll)?,
+                document_arg(filter, filter_len, "filter")?,
+                options_arg(options, options_len, "options")?,
+                handle(result, "result")?,
+            )
+        };
+        let coll = collection_of::<Document>(&t);
+        let action = coll
+            .find_one_and_delete(filter)
+            .with_options(options!(FindOneAndDeleteOptions, options));
+        let found = run_in!(action, lock_opt(&t.session).as_deref_mut())?;
+        write_optional(result, found.as_ref())
+    })
+}
+
+/// The distinct values of `field` among the documents matching `filter`:
+/// `result` gets `{values: [...]}`; options are `DistinctOptions`.
+///
+/// # Safety
+/// Pointers NULL or valid for their lengths; `options` may be NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mi_distinct(
+    client: *mut MiClient,
+    session: *mut MiSession,
+    db: *const c_char,
+    coll: *const c_char,
+    field: *const c_char,
+    filter: *const u8,
+    filter_len: usize,
+    options: *const u8,
+    options_len: usize,
+    result: *mut MiBuffer,
+) -> *mut MiError {
+    super::boundary(|| {
+        // SAFETY: by contract.
+        let (t, field, filter, options, result) = unsafe {
+            (
+                target(client, session, db, coll)?,
+                str_arg(field, "field")?,
+                document_arg(filter, filter_len, "filter")?,
+                options_arg(options, options_len, "options")?,
+                handle(result, "result")?,
+            )
+        };
+        let coll = collection_of::<Document>(&t);
+        let action = coll
+            .distinct(field, filter)
+            .with_options(options!(DistinctOptions, options));
+        let values = run_in!(action, lock_opt(&t.session).as_deref_mut())?;
+        write_buffer(result, &bson::doc! { "values": values })
+    })
+}
+
+/// The collection's document count from its metadata (`count` without a
+/// filter); options are `EstimatedDocumentCountOptions`.
+///
+/// # Safety
+/// Pointers NULL or valid; `options` may be NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mi_estimated_document_count(
+    client: *mut MiClient,
+    session: *mut MiSession,
+    db: *const c_char,
+    coll: *const c_char,
+    options: *const u8,
+    options_len: usize,
+    count: *mut u64,
+) -> *mut MiError {
+    super::boundary(|| {
+        // SAFETY: by contract.
+        let (t, options, count) = unsafe {
+            (
+                target(client, session, db, coll)?,
+                options_arg(options, options_len, "options")?,
+                handle(count, "count")?,
+            )
+        };
+        let coll = collection_of::<Document>(&t);
+        let action = coll
+            .estimated_document_count()
+            .with_options(options!(EstimatedDocumentCountOptions, options));
+        *count = run_in!(action, lock_opt(&t.session).as_deref_mut())?;
+        Ok(())
+    })
+}
+
+/// Runs `count` write models (the CRUD spec's form: `{insertOne:
+/// {document}}`, `{updateOne: {filter, update, upsert?, arrayFilters?,
+/// collation?, hint?, sort?}}`, `updateMany`, `{replaceOne: {filter,
+/// replacement, ...}}`, `{deleteOne: {filter, collation?, hint?}}`,
+/// `deleteMany`) on the collection; options are `BulkWriteOptions`
+/// (`ordered`, ...). `result` gets `{insertedCount, matchedCount,
+/// modifiedCount, deletedCount, upsertedCount, insertedIds: {"i": id},
+/// upsertedIds: {"i": id}}`.
+///
+/// # Safety
+/// Pointers NULL or valid; `models` and `lengths` hold `count` elements.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mi_bulk_write(
+    client: *mut MiClient,
+    session: *mut MiSession,
+    db: *const c_char,
+    coll: *const c_char,
+    models: *const *const u8,
+    lengths: *const usize,
+    count: usize,
+    options: *const u8,
+    options_len: usize,
+    result: *mut MiBuffer,
+) -> *mut MiError {
+    super::boundary(|| {
+        // SAFETY: by contract.
+        let (t, models, options, result) = unsafe {
+            (
+                target(client, session, db, coll)?,
+                document_list(models, lengths, count, "models")?,
+                options_arg(options, options_len, "options")?,
+                handle(result, "result")?,
+            )
+        };
+        let models = models
+            .into_iter()
+            .enumerate()
+            .map(|(i, model)| write_model(i, model))
+            .collect::<Result<Vec<_>, _>>()?;
+        let coll = collection_of::<Document>(&t);
+        let action = coll
+            .bulk_write(models)
+            .with_options(options!(BulkWriteOptions, options));
+        let outcome = run_in!(action, lock_opt(&t.session).as_deref_mut())?;
+        let ids = |ids: std::collections::BTreeMap<usize, Bson>| {
+            ids.into_iter()
+                .map(|(i, id)| (i.to_string(), id))
+                .collect::<Document>()
+        };
+        let count = ops::count_bson;
+        write_buffer(
+            result,
+            &bson::doc! {
+                "acknowledged": outcome.acknowledged,
+                "insertedCount": count(outcome.inserted_count),
+                "matchedCount": count(outcome.matched_count),
+                "modifiedCount": count(outcome.modified_count),
+                "deletedCount": count(outcome.deleted_count),
+                "upsertedCount": count(outcome.upserted_count),
+                "insertedIds": ids(outcome.inserted_ids),
+                "upsertedIds": ids(outcome.upserted_ids),
+            },
+        )
+    })
+}
+
+/// One write model from its CRUD-spec document `{<kind>: {arguments}}`.
+pub(crate) fn write_model(index: usize, model: Document) -> Result<WriteModel, Failure> {
+    let bad = |problem: &str| Failure::argument(&format!("models[{index}]"), problem);
+    let mut entries = model.into_iter();
+    let (Some((kind, Bson::Document(mut arguments))), None) = (entries.next(), entries.next())
+    else {
+        return Err(bad("is not {<kind>: {arguments}}"));
+    };
+    let mut take = |name: &str| -> Result<Document, Failure> {
+        match arguments.remove(name) {
+            Some(Bson::Document(d)) => Ok(d),
+            _ => Err(bad(&format!("needs a document \"{name}\""))),
+        }
+    };
+    if !matches!(
+        kind.as_str(),
+        "insertOne" | "updateOne" | "updateMany" | "replaceOne" | "deleteOne" | "deleteMany"
+    ) {
+        return Err(bad(&format!("has an unknown kind \"{kind}\"")));
+    }
+    let filter = if kind == "insertOne" {
+        Document::new()
+    } else {
+        take("filter")?
+    };
+    let named = |e: crate::Error| Failure::argument(&format!("models[{index}]"), &e.to_string());
+    Ok(match kind.as_str() {
+        "insertOne" => WriteModel::InsertOne {
+            document: take("document")?,
+        },
+        "updateOne" | "updateMany" => {
+            let update = update_modifications(arguments.remove("update")).map_err(bad)?;
+            let options = UpdateModelOptions::from_named(arguments).map_err(named)?;
+            if kind == "updateOne" {
+                WriteModel::UpdateOne {
+                    filter,
+                    update,
+                    options,
+                }
+            } else {
+                WriteModel::UpdateMany {
+                    filter,
+                    update,
+                    options,
+                }
+            }
+        }
+        "replaceOne" => WriteModel::ReplaceOne {
+            filter,
+            replacement: take("replacement")?,
+            options: ReplaceModelOptions::from_named(arguments).map_err(named)?,
+        },
+        "deleteOne" => WriteModel::DeleteOne {
+            filter,
+            options: DeleteModelOptions::from_named(arguments).map_err(named)?,
+        },
+        "deleteMany" => WriteModel::DeleteMany {
+            filter,
+            options: DeleteModelOptions::from_named(arguments).map_err(named)?,
+        },
+        _ => unreachable!("the kind was checked above"),
+    })
+}
+
+/// An update model's `update`: operators or a pipeline.
+fn update_modifications(update: Option<Bson>) -> Result<UpdateModifications, &'static str> {
+    match update {
+        Some(Bson::Document(d)) => Ok(UpdateModifications::Document(d)),
+        Some(Bson::Array(stages)) => stages
+            .into_iter()
+            .map(|stage| match stage {
+                Bson::Document(d) => Ok(d),
+                _ => Err("has a pipeline stage that is not a document"),
+            })
+            .collect::<Result<_, _>>()
+            .map(UpdateModifications::Pipeline),
+        _ => Err("needs an \"update\" document or pipeline"),
+    }
+}
+
+/// Creates `count` indexes, each given as its `createIndexes` specification
+/// (`{key: {...}, name?, unique?, ...}`); options are `CreateIndexOptions`
+/// (`commitQuorum`, `maxTimeMS`, ...). `result` gets `{indexNames: [...]}`.
+///
+/// # Safety
+/// Pointers NULL or valid; `indexes` and `lengths` hold `count` elements.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mi_create_indexes(
+    client: *mut MiClient,
+    session: *mut MiSession,
+    db: *const c_char,
+    coll: *const c_char,
+    indexes: *const *const u8,
+    lengths: *const usize,
+    count: usize,
+    options: *const u8,
+    options_len: usize,
+    result: *mut MiBuffer,
+) -> *mut MiError {
+    super::boundary(|| {
+        // SAFETY: by contract.
+        let (t, indexes, options, result) = unsafe {
+            (
+                target(client, session, db, coll)?,
+                document_list(indexes, lengths, count, "indexes")?,
+                options_arg(options, options_len, "options")?,
+                handle(result, "result")?,
+            )
+        };
+        let models = indexes
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut spec)| match spec.remove("key") {
+                Some(Bson::Document(keys)) => {
+                    Ok(IndexModel::new(keys).options(IndexOptions::from(spec)))
+                }
+                _ => Err(Failure::argument(
+                    &format!("indexes[{i}]"),
+                    "needs a document \"key\"",
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let coll = collection_of::<Document>(&t);
+        let action = coll
+            .create_indexes(models)
+            .with_options(options!(CreateIndexOptions, options));
+        let created = run_in!(action, lock_opt(&t.session).as_deref_mut())?;
+        write_buffer(result, &bson::doc! { "indexNames": created.index_names })
+    })
+}
+
+/// The collection's indexes (their specifications) as a cursor; options
+/// are `ListIndexesOptions`.
+///
+/// # Safety
+/// Pointers NULL or valid; `options` may be NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mi_list_indexes(
+    client: *mut MiClient,
+    session: *mut MiSession,
+    db: *const c_char,
+    coll: *const c_char,
+    options: *const u8,
+    options_len: usize,
+    out: *mut *mut MiCursor,
+) -> *mut MiError {
+    super::boundary(|| {
+        // SAFETY: by contract.
+        let (t, options, out) = unsafe {
+            (
+                target(client, session, db, coll)?,
+                options_arg(options, options_len, "options")?,
+                handle(out, "out")?,
+            )
+        };
+        let coll = collection_of::<Document>(&t);
+        let action = coll
+            .list_indexes()
+            .with_options(options!(ListIndexesOptions, options));
+        let stream: DocumentStream = open_in!(action, lock_opt(&t.session).as_deref_mut())?;
+        *out = new_cursor(stream, t.session.clone());
+        Ok(())
+    })
+}
+
+/// The names of the collection's indexes: `result` gets `{names: [...]}`.
+/// It has no options: `options` is NULL or an empty document.
+///
+/// # Safety
+/// Pointers NULL or valid; `options` may be NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mi_list_index_names(
+    client: *mut MiClient,
+    session: *mut MiSession,
+    db: *const c_char,
+    coll: *const c_char,
+    options: *const u8,
+    options_len: usize,
+    result: *mut MiBuffer,
+) -> *mut MiError {
+    super::boundary(|| {
+        // SAFETY: by contract.
+        let (t, options, result) = unsafe {
+            (
+                target(client, session, db, coll)?,
+                options_arg(options, options_len, "options")?,
+                handle(result, "result")?,
+            )
+        };
+        let coll = collection_of::<Document>(&t);
+        ops::no_options("list_index_names", options)?;
+        let action = coll.list_index_names();
+        let names = run_in!(action, lock_opt(&t.session).as_deref_mut())?;
+        write_buffer(result, &bson::doc! { "names": names })
+    })
+}
+
+/// Drops the index named `name` (`"*"` is refused: use `mi_drop_indexes`);
+/// options are `DropIndexOptions`.
+///
+/// # Safety
+/// Pointers NULL or valid; `options` may be NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mi_drop_index(
+    client: *mut MiClient,
+    session: *mut MiSession,
+    db: *const c_char,
+    coll: *const c_char,
+    name: *const c_char,
+    options: *const u8,
+    options_len: usize,
+) -> *mut MiError {
+    super::boundary(|| {
+        // SAFETY: by contract.
+        let (t, name, options) = unsafe {
+            (
+                target(client, session, db, coll)?,
+                str_arg(name, "name")?,
+                options_arg(options, options_len, "options")?,
+            )
+        };
+        let coll = collection_of::<Document>(&t);
+        let action = coll
+            .drop_index(name)
+            .with_options(options!(DropIndexOptions, options));
+        run_in!(action, lock_opt(&t.session).as_deref_mut())
+    })
+}
+
+/// Drops every index but `_id`'s; options are `DropIndexOptions`.
+///
+/// # Safety
+/// Pointers NULL or valid; `options` may be NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mi_drop_indexes(
+    client: *mut MiClient,
+    session: *mut MiSession,
+    db: *const c_char,
+    coll: *const c_char,
+    options: *const u8,
+    options_len: usize,
+) -> *mut MiError {
+    super::boundary(|| {
+        // SAFETY: by contract.
+        let (t, options) = unsafe {
+            (
+                target(client, session, db, coll)?,
+                options_arg(options, options_len, "options")?,
+            )
+        };
+        let coll = collection_of::<Document>(&t);
+        let action = coll
+            .drop_indexes()
+            .with_options(options!(DropIndexOptions, options));
+        run_in!(action, lock_opt(&t.session).as_deref_mut())
+    })
+}
+
+/// Drops the collection (no error when it does not exist); options are
+/// `DropCollectionOptions`.
+///
+/// # Safety
+/// Pointers NULL or valid; `options` may be NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mi_drop_collection(
+    client: *mut MiClient,
+    session: *mut MiSession,
+    db: *const c_char,
+    coll: *const c_char,
+    options: *const u8,
+    options_len: usize,
+) -> *mut MiError {
+    super::boundary(|| {
+        // SAFETY: by contract.
+        let (t, options) = unsafe {
+            (
+                target(client, session, db, coll)?,
+                options_arg(options, options_len, "options")?,
+            )
+        };
+        let coll = collection_of::<Document>(&t);
+        let action = coll
+            .drop()
+            .with_options(options!(DropCollectionOptions, options));
+        run_in!(action, lock_opt(&t.session).as_deref_mut())
+    })
+}

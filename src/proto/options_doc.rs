@@ -1,0 +1,380 @@
+//! Options structs from a document of the official option names (the CRUD,
+//! index and GridFS specs' spelling: `maxTimeMS`, `let`, `readPreference`,
+//! `arrayFilters`...), for callers that hold options as BSON: the C ABI.
+//!
+//! Every struct declared with `options_struct!` gets `set_named`, which
+//! matches a name against each field's official name and converts the value
+//! with [`OptionValue`]; a field whose type has no `OptionValue` does not
+//! compile, so no option can be left out of the documents C callers send.
+
+use std::time::Duration;
+
+use bson::{Bson, Document};
+
+use crate::error::{Error, Result};
+use crate::proto::coll_options::{
+    CursorType, Hint, ReturnDocument, ValidationAction, ValidationLevel,
+};
+use crate::proto::collation::Collation;
+use crate::proto::concern::{Acknowledgment, ReadConcern, WriteConcern};
+use crate::proto::read_preference::{ReadPreference, ReadPreferenceMode, TagSet};
+use crate::proto::select::SelectionCriteria;
+
+/// A value an options document can give a field of this type.
+pub(crate) trait OptionValue: Sized {
+    /// Appended to the field's camelCase name to make the option's name
+    /// (`MS` for durations: `max_time` is `maxTimeMS`).
+    const NAME_SUFFIX: &'static str = "";
+
+    /// The value of option `key`, or an error naming it and what it needs.
+    fn from_option(key: &str, value: Bson) -> Result<Self>;
+}
+
+/// The official name of the option a struct field holds.
+pub(crate) fn official_name(field: &str, suffix: &str) -> String {
+    match field {
+        "let_vars" => "let".to_string(),
+        "selection_criteria" => "readPreference".to_string(),
+        "expire_after" => "expireAfterSeconds".to_string(),
+        "version" => "v".to_string(),
+        "sphere_2d_index_version" => "2dsphereIndexVersion".to_string(),
+        // The text index options the server spells in snake case.
+        "default_language" | "language_override" => field.to_string(),
+        _ => {
+            let mut name = String::with_capacity(field.len() + suffix.len());
+            let mut upper = false;
+            for c in field.chars() {
+                if c == '_' {
+                    upper = true;
+                } else if upper {
+                    name.push(c.to_ascii_uppercase());
+                    upper = false;
+                } else {
+                    name.push(c);
+                }
+            }
+            name.push_str(suffix);
+            name
+        }
+    }
+}
+
+/// The error for an option whose value has the wrong type or range.
+pub(crate) fn mistyped(key: &str, wanted: &str, value: &Bson) -> Error {
+    Error::invalid_argument(format!("option \"{key}\" must be {wanted}, not {value}"))
+}
+
+/// The error for a name no field of the options struct `type_name` has:
+/// `FindOneAndUpdateOptions` names the operation `find_one_and_update`.
+pub(crate) fn unknown_field(type_name: &str, key: &str) -> Error {
+    let stem = type_name.strip_suffix("Options").unwrap_or(type_name);
+    let mut operation = String::new();
+    for (i, c) in stem.char_indices() {
+        if c.is_ascii_uppercase() && i > 0 {
+            operation.push('_');
+        }
+        operation.push(c.to_ascii_lowercase());
+    }
+    unknown(&operation, key)
+}
+
+/// The error for a name no option of `what` has.
+pub(crate) fn unknown(what: &str, key: &str) -> Error {
+    Error::invalid_argument(format!("unknown {what} option \"{key}\""))
+}
+
+fn integer(key: &str, value: &Bson) -> Result<i64> {
+    match value {
+        Bson::Int32(n) => Ok(i64::from(*n)),
+        Bson::Int64(n) => Ok(*n),
+        Bson::Double(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Ok(*f as i64),
+        _ => Err(mistyped(key, "an integer", value)),
+    }
+}
+
+impl OptionValue for bool {
+    fn from_option(key: &str, value: Bson) -> Result<Self> {
+        value
+            .as_bool()
+            .ok_or_else(|| mistyped(key, "a boolean", &value))
+    }
+}
+
+impl OptionValue for i64 {
+    fn from_option(key: &str, value: Bson) -> Result<Self> {
+        integer(key, &value)
+    }
+}
+
+impl OptionValue for i32 {
+    fn from_option(key: &str, value: Bson) -> Result<Self> {
+        i32::try_from(integer(key, &value)?).map_err(|_| mistyped(key, "a 32-bit integer", &value))
+    }
+}
+
+impl OptionValue for u32 {
+    fn from_option(key: &str, value: Bson) -> Result<Self> {
+        u32::try_from(integer(key, &value)?)
+            .map_err(|_| mistyped(key, "a non-negative 32-bit integer", &value))
+    }
+}
+
+impl OptionValue for u64 {
+    fn from_option(key: &str, value: Bson) -> Result<Self> {
+        u64::try_from(integer(key, &value)?)
+            .map_err(|_| mistyped(key, "a non-negative integer", &value))
+    }
+}
+
+impl OptionValue for f64 {
+    fn from_option(key: &str, value: Bson) -> Result<Self> {
+        match value {
+            Bson::Double(f) => Ok(f),
+            Bson::Int32(n) => Ok(f64::from(n)),
+            Bson::Int64(n) => Ok(n as f64),
+            other => Err(mistyped(key, "a number", &other)),
+        }
+    }
+}
+
+impl OptionValue for Bson {
+    fn from_option(_key: &str, value: Bson) -> Result<Self> {
+        Ok(value)
+    }
+}
+
+impl OptionValue for String {
+    fn from_option(key: &str, value: Bson) -> Result<Self> {
+        match value {
+            Bson::String(s) => Ok(s),
+            other => Err(mistyped(key, "a string", &other)),
+        }
+    }
+}
+
+impl OptionValue for Document {
+    fn from_option(key: &str, value: Bson) -> Result<Self> {
+        match value {
+            Bson::Document(d) => Ok(d),
+            other => Err(mistyped(key, "a document", &other)),
+        }
+    }
+}
+
+impl OptionValue for Vec<Document> {
+    fn from_option(key: &str, value: Bson) -> Result<Self> {
+        let Bson::Array(items) = value else {
+            return Err(mistyped(key, "an array of documents", &value));
+        };
+        items
+            .into_iter()
+            .map(|item| Document::from_option(key, item))
+            .collect()
+    }
+}
+
+impl OptionValue for Duration {
+    const NAME_SUFFIX: &'static str = "MS";
+
+    /// Milliseconds, or whole seconds for an option named `...Seconds`.
+    fn from_option(key: &str, value: Bson) -> Result<Self> {
+        let n = u64::from_option(key, value)?;
+        Ok(if key.ends_with("Seconds") {
+            Duration::from_secs(n)
+        } else {
+            Duration::from_millis(n)
+        })
+    }
+}
+
+impl OptionValue for Hint {
+    fn from_option(key: &str, value: Bson) -> Result<Self> {
+        match value {
+            Bson::String(name) => Ok(Hint::Name(name)),
+            Bson::Document(keys) => Ok(Hint::Keys(keys)),
+            other => Err(mistyped(key, "an index name or key pattern", &other)),
+        }
+    }
+}
+
+impl OptionValue for Collation {
+    fn from_option(key: &str, value: Bson) -> Result<Self> {
+        let document = Document::from_option(key, value)?;
+        bson::from_document(document)
+            .map_err(|e| Error::invalid_argument(format!("option \"{key}\": {e}")))
+    }
+}
+
+impl OptionValue for ValidationLevel {
+    fn from_option(key: &str, value: Bson) -> Result<Self> {
+        bson::from_bson(value.clone()).map_err(|_| mistyped(key, "off, strict or moderate", &value))
+    }
+}
+
+impl OptionValue for ValidationAction {
+    fn from_option(key: &str, value: Bson) -> Result<Self> {
+        bson::from_bson(value.clone()).map_err(|_| mistyped(key, "error or warn", &value))
+    }
+}
+
+impl OptionValue for CursorType {
+    fn from_option(key: &str, value: Bson) -> Result<Self> {
+        match value.as_str() {
+            Some("nonTailable") => Ok(CursorType::NonTailable),
+            Some("tailable") => Ok(CursorType::Tailable),
+            Some("tailableAwait") => Ok(CursorType::TailableAwait),
+            _ => Err(mistyped(
+                key,
+                "nonTailable, tailable or tailableAwait",
+                &value,
+            )),
+        }
+    }
+}
+
+impl OptionValue for ReturnDocument {
+    fn from_option(key: &str, value: Bson) -> Result<Self> {
+        match value.as_str().map(str::to_ascii_lowercase).as_deref() {
+            Some("before") => Ok(ReturnDocument::Before),
+            Some("after") => Ok(ReturnDocument::After),
+            _ => Err(mistyped(key, "before or after", &value)),
+        }
+    }
+}
+
+impl OptionValue for ReadConcern {
+    /// `{level: "majority"}`.
+    fn from_option(key: &str, value: Bson) -> Result<Self> {
+        let mut level = None;
+        for (field, value) in Document::from_option(key, value)? {
+            match (field.as_str(), value) {
+                ("level", Bson::String(l)) => level = Some(l),
+                (field, _) => return Err(unknown(key, field)),
+            }
+        }
+        let level = level.ok_or_else(|| {
+            Error::invalid_argument(format!("option \"{key}\" needs a string \"level\""))
+        })?;
+        Ok(ReadConcern::new(level))
+    }
+}
+
+impl OptionValue for WriteConcern {
+    /// `{w, j, wtimeout}` (`wtimeoutMS` too).
+    fn from_option(key: &str, value: Bson) -> Result<Self> {
+        let mut concern = WriteConcern::default();
+        for (field, value) in Document::from_option(key, value)? {
+            match (field.as_str(), value) {
+                ("w", Bson::String(w)) => concern.w = Some(Acknowledgment::from(w.as_str())),
+                ("w", value) => {
+                    concern.w = Some(Acknowledgment::Nodes(u32::from_option("w", value)?));
+                }
+                ("j" | "journal", value) => concern.journal = Some(bool::from_option("j", value)?),
+                ("wtimeout" | "wtimeoutMS", value) => {
+                    concern.w_timeout = Some(Duration::from_option("wtimeoutMS", value)?);
+                }
+                (field, _) => return Err(unknown(key, field)),
+            }
+        }
+        Ok(concern)
+    }
+}
+
+impl OptionValue for ReadPreference {
+    /// `{mode, tagSets?, maxStalenessSeconds?, hedge?}`, or the mode alone.
+    fn from_option(key: &str, value: Bson) -> Result<Self> {
+        let document = match value {
+            Bson::String(mode) => bson::doc! { "mode": mode },
+            other => Document::from_option(key, other)?,
+        };
+        let mut preference = ReadPreference::default();
+        for (field, value) in document {
+            match field.as_str() {
+                "mode" => {
+                    preference.mode =
+                        ReadPreferenceMode::parse(&String::from_option("mode", value)?)?;
+                }
+                "tagSets" => {
+                    let sets = Vec::<Document>::from_option("tagSets", value)?;
+                    preference.tag_sets = sets.into_iter().map(tag_set).collect::<Result<_>>()?;
+                }
+                "maxStalenessSeconds" => {
+                    let seconds = i64::from_option("maxStalenessSeconds", value)?;
+                    // -1 is the spec's "no maximum".
+                    preference.max_staleness = u64::try_from(seconds).ok().map(Duration::from_secs);
+                }
+                "hedge" => preference.hedge = Some(Document::from_option("hedge", value)?),
+                other => return Err(unknown(key, other)),
+            }
+        }
+        preference.validate()?;
+        Ok(preference)
+    }
+}
+
+fn tag_set(document: Document) -> Result<TagSet> {
+    document
+        .into_iter()
+        .map(|(tag, value)| Ok((tag, String::from_option("tagSets", value)?)))
+        .collect()
+}
+
+impl OptionValue for SelectionCriteria {
+    fn from_option(key: &str, value: Bson) -> Result<Self> {
+        ReadPreference::from_option(key, value).map(SelectionCriteria::ReadPreference)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::coll_options::{FindOptions, IndexOptions};
+
+    #[test]
+    fn official_names_of_fields() {
+        assert_eq!(official_name("max_time", "MS"), "maxTimeMS");
+        assert_eq!(official_name("let_vars", ""), "let");
+        assert_eq!(official_name("array_filters", ""), "arrayFilters");
+        assert_eq!(official_name("selection_criteria", ""), "readPreference");
+        assert_eq!(official_name("expire_after", "MS"), "expireAfterSeconds");
+    }
+
+    #[test]
+    fn a_find_options_document_sets_each_named_field() {
+        let mut options = FindOptions::default();
+        let document = bson::doc! {
+            "sort": { "x": -1 }, "limit": 5_i64, "maxTimeMS": 250, "let": { "v": 1 },
+            "hint": "x_1", "readPreference": { "mode": "secondaryPreferred" },
+            "collation": { "locale": "fr" }, "cursorType": "tailable",
+        };
+        for (key, value) in document {
+            options.set_named(&key, value).unwrap();
+        }
+        assert_eq!(options.limit, Some(5));
+        assert_eq!(options.max_time, Some(Duration::from_millis(250)));
+        assert_eq!(options.hint, Some(Hint::Name("x_1".into())));
+        assert_eq!(options.cursor_type, Some(CursorType::Tailable));
+        assert!(options.let_vars.is_some() && options.selection_criteria.is_some());
+    }
+
+    #[test]
+    fn unknown_and_mistyped_options_are_named() {
+        let mut options = FindOptions::default();
+        let error = options.set_named("limt", Bson::Int32(1)).unwrap_err();
+        assert!(
+            error.to_string().contains("unknown find option \"limt\""),
+            "{error}"
+        );
+        let error = options
+            .set_named("limit", Bson::String("5".into()))
+            .unwrap_err();
+        assert!(error.to_string().contains("must be an integer"), "{error}");
+        let error = options.set_named("batchSize", Bson::Int32(-1)).unwrap_err();
+        assert!(error.to_string().contains("batchSize"), "{error}");
+        let mut index = IndexOptions::default();
+        index
+            .set_named("expireAfterSeconds", Bson::Int32(60))
+            .unwrap();
+        assert_eq!(index.expire_after, Some(Duration::from_secs(60)));
+    }
+}
