@@ -540,7 +540,7 @@ static void test_sessions(mi_client *client, const char *uri) {
                  MI_ERROR_ARGUMENT, "unknown transaction option");
     mi_buffer bad_w = bson("{\"writeConcern\": {\"w\": -1}}");
     EXPECT_ERROR(mi_session_start_transaction(optioned, bad_w.data, bad_w.len), MI_ERROR_ARGUMENT,
-                 "\"w\" must not be negative");
+                 "\"w\" must be a non-negative");
     mi_buffer no_level = bson("{\"readConcern\": {}}");
     EXPECT_ERROR(mi_session_start_transaction(optioned, no_level.data, no_level.len),
                  MI_ERROR_ARGUMENT, "needs a string \"level\"");

@@ -34,7 +34,7 @@ final class Collection
         $bson = Bson::encode($document);
         $ffi = Library::ffi();
         $result = $ffi->new('mi_buffer');
-        Library::check($ffi->mi_insert_one(...[...$this->target($options), $bson, strlen($bson), \FFI::addr($result)]));
+        Library::check($ffi->mi_insert_one(...[...$this->target($options), $bson, strlen($bson), null, 0, \FFI::addr($result)]));
         return Library::takeBuffer($result);
     }
 
@@ -46,7 +46,7 @@ final class Collection
         [$pointers, $lengths, $count, $keep] = Library::documentArray($encoded);
         $ffi = Library::ffi();
         $result = $ffi->new('mi_buffer');
-        Library::check($ffi->mi_insert_many(...[...$this->target($options), $pointers, $lengths, $count, \FFI::addr($result)]));
+        Library::check($ffi->mi_insert_many(...[...$this->target($options), $pointers, $lengths, $count, null, 0, \FFI::addr($result)]));
         unset($keep);
         return Library::takeBuffer($result);
     }
@@ -96,7 +96,7 @@ final class Collection
         $filter = Bson::encode($filter);
         $ffi = Library::ffi();
         $result = $ffi->new('mi_buffer');
-        Library::check($ffi->$function(...[...$this->target($options), $filter, strlen($filter), \FFI::addr($result)]));
+        Library::check($ffi->$function(...[...$this->target($options), $filter, strlen($filter), null, 0, \FFI::addr($result)]));
         return Library::takeBuffer($result);
     }
 

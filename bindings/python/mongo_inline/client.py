@@ -183,14 +183,15 @@ class Collection:
         """Inserts one document; {"insertedId": ...}."""
         data = encode(document)
         result = _ffi.MiBuffer()
-        check(lib.mi_insert_one(*self._args(session), data, len(data), C.byref(result)))
+        check(lib.mi_insert_one(*self._args(session), data, len(data), None, 0, C.byref(result)))
         return take_buffer(result)
 
     def insert_many(self, documents, session=None):
         """Inserts every document, in batches; {"insertedIds": {"0": id, ...}}."""
         pointers, lengths, count, _keep = _ffi.document_array(list(documents), "document")
         result = _ffi.MiBuffer()
-        check(lib.mi_insert_many(*self._args(session), pointers, lengths, count, C.byref(result)))
+        check(lib.mi_insert_many(*self._args(session), pointers, lengths, count, None, 0,
+                                 C.byref(result)))
         return take_buffer(result)
 
     def _update(self, function, filter, update, upsert, session):
@@ -212,7 +213,7 @@ class Collection:
     def _delete(self, function, filter, session):
         f = encode(filter, "filter")
         result = _ffi.MiBuffer()
-        check(function(*self._args(session), f, len(f), C.byref(result)))
+        check(function(*self._args(session), f, len(f), None, 0, C.byref(result)))
         return take_buffer(result)
 
     def delete_one(self, filter, session=None):
