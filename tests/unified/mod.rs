@@ -165,6 +165,18 @@ struct Counts {
     skipped: usize,
 }
 
+/// How many lanes run files side by side: `UNIFIED_LANES`, else 2. Each
+/// lane has deployments of its own (the files reuse database names and set
+/// server-wide fail points), and the test servers, not the runner, are most
+/// of the work, so two lanes keep both of CI's cores busy.
+fn lane_count() -> usize {
+    std::env::var("UNIFIED_LANES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n: &usize| n > 0)
+        .unwrap_or(2)
+}
+
 /// Runs every unified file and panics on a failure that the skip map does
 /// not name.
 pub fn run_all() {
@@ -173,6 +185,78 @@ pub fn run_all() {
         spec::dir("unified-test-format");
         return;
     }
+    let mut files = Vec::new();
+    collect_unified_files(&root, &mut files);
+    files.sort();
+    let lanes = lane_count().min(files.len().max(1));
+    // Dealt round-robin: neighbouring files (one spec's suite) spread
+    // across the lanes, so no lane gets all of a slow directory.
+    let shards: Vec<Vec<std::path::PathBuf>> = (0..lanes)
+        .map(|lane| files.iter().skip(lane).step_by(lanes).cloned().collect())
+        .collect();
+    let lane_results: Vec<Lane> = std::thread::scope(|scope| {
+        let handles: Vec<_> = shards
+            .iter()
+            .map(|shard| scope.spawn(|| run_lane(&root, shard)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a unified lane panicked"))
+            .collect()
+    });
+
+    let mut table: BTreeMap<String, Counts> = BTreeMap::new();
+    let mut report = Report::default();
+    let limits = lane_results
+        .first()
+        .map(|l| l.limits.clone())
+        .unwrap_or_default();
+    for lane in lane_results {
+        for (dir, c) in lane.table {
+            let total = table.entry(dir).or_default();
+            total.passed += c.passed;
+            total.failed += c.failed;
+            total.skipped += c.skipped;
+        }
+        report.merge(lane.report);
+    }
+    report.sort();
+    report.print(&limits);
+    eprintln!("\n| directory | pass | fail | skip |\n|---|---:|---:|---:|");
+    let mut total = Counts::default();
+    for (dir, c) in &table {
+        eprintln!("| {dir} | {} | {} | {} |", c.passed, c.failed, c.skipped);
+        total.passed += c.passed;
+        total.failed += c.failed;
+        total.skipped += c.skipped;
+    }
+    eprintln!(
+        "| total ({} files, {lanes} lanes) | {} | {} (of which {} server limitation, checked) | {} |",
+        files.len(),
+        total.passed,
+        total.failed,
+        report.limited.len(),
+        total.skipped
+    );
+    assert!(
+        report.failures.is_empty(),
+        "{} unified test(s) failed without a checked server limitation:\n{}",
+        report.failures.len(),
+        report.failures.join("\n")
+    );
+    let filtered = std::env::var("MONGO_SPEC_FILTER").is_ok_and(|f| !f.is_empty());
+    assert!(filtered || total.passed > 0, "no unified test ran");
+}
+
+/// What one lane found.
+struct Lane {
+    table: BTreeMap<String, Counts>,
+    report: Report,
+    limits: Vec<(skips::ServerLimit, Result<bool, String>)>,
+}
+
+/// Runs `files` against deployments of the lane's own.
+fn run_lane(root: &Path, files: &[std::path::PathBuf]) -> Lane {
     let replica_set = TestServer::start();
     let standalone = TestServer::start_standalone();
     // Sharded and load-balanced deployments are simulated: two mongoses, and
@@ -212,18 +296,13 @@ pub fn run_all() {
         },
     ]);
     let version = server_version(&deployments[0].internal);
-
-    let mut files = Vec::new();
-    collect_unified_files(&root, &mut files);
-    files.sort();
-
     let limits = probe_limits(&replica_set.uri());
     let mut table: BTreeMap<String, Counts> = BTreeMap::new();
     let mut report = Report::default();
 
-    for path in &files {
+    for path in files {
         let relative = path
-            .strip_prefix(&root)
+            .strip_prefix(root)
             .unwrap_or(path)
             .to_string_lossy()
             .into_owned();
@@ -255,32 +334,11 @@ pub fn run_all() {
             eprintln!("[unified] {relative}: {:?}", started.elapsed());
         }
     }
-
-    report.print(&limits);
-    eprintln!("\n| directory | pass | fail | skip |\n|---|---:|---:|---:|");
-    let mut total = Counts::default();
-    for (dir, c) in &table {
-        eprintln!("| {dir} | {} | {} | {} |", c.passed, c.failed, c.skipped);
-        total.passed += c.passed;
-        total.failed += c.failed;
-        total.skipped += c.skipped;
+    Lane {
+        table,
+        report,
+        limits,
     }
-    eprintln!(
-        "| total ({} files) | {} | {} (of which {} server limitation, checked) | {} |",
-        files.len(),
-        total.passed,
-        total.failed,
-        report.limited.len(),
-        total.skipped
-    );
-    assert!(
-        report.failures.is_empty(),
-        "{} unified test(s) failed without a checked server limitation:\n{}",
-        report.failures.len(),
-        report.failures.join("\n")
-    );
-    let filtered = std::env::var("MONGO_SPEC_FILTER").is_ok_and(|f| !f.is_empty());
-    assert!(filtered || total.passed > 0, "no unified test ran");
 }
 
 /// Which of the skip map's server limitations the server still has: each
@@ -311,6 +369,22 @@ struct Report {
 }
 
 impl Report {
+    /// Lanes finish in any order; sorted, the listing reads the same on
+    /// every run.
+    fn sort(&mut self) {
+        self.skipped.sort();
+        self.limited.sort();
+        self.failures.sort();
+        self.now_passing.sort();
+    }
+
+    fn merge(&mut self, other: Report) {
+        self.skipped.extend(other.skipped);
+        self.limited.extend(other.limited);
+        self.failures.extend(other.failures);
+        self.now_passing.extend(other.now_passing);
+    }
+
     fn record(
         &mut self,
         counts: &mut Counts,
