@@ -139,16 +139,16 @@ final class Bson
     {
         switch ($type) {
             case 0x01:
-                return unpack('e', self::take($bson, $offset, 8))[1];
+                return self::unpack('e', $bson, $offset, 8);
             case 0x02:
-                $length = self::readInt32($bson, $offset);
+                $length = self::unpack('l', $bson, $offset, 4);
                 return substr(self::take($bson, $offset, $length), 0, -1);
             case 0x03:
                 return self::readDocument($bson, $offset, false);
             case 0x04:
                 return self::readDocument($bson, $offset, true);
             case 0x05:
-                $length = self::readInt32($bson, $offset);
+                $length = self::unpack('l', $bson, $offset, 4);
                 $subtype = ord(self::take($bson, $offset, 1));
                 return new Binary(self::take($bson, $offset, $length), $subtype);
             case 0x07:
@@ -156,27 +156,38 @@ final class Bson
             case 0x08:
                 return self::take($bson, $offset, 1) !== "\0";
             case 0x09:
-                return new UTCDateTime(unpack('q', self::take($bson, $offset, 8))[1]);
+                return new UTCDateTime(self::unpack('q', $bson, $offset, 8));
             case 0x0A:
                 return null;
             case 0x0B:
                 return new Regex(self::readCString($bson, $offset), self::readCString($bson, $offset));
             case 0x10:
-                return unpack('l', self::take($bson, $offset, 4))[1];
+                return self::unpack('l', $bson, $offset, 4);
             case 0x11:
-                [, $increment, $timestamp] = unpack('V2', self::take($bson, $offset, 8));
-                return new Timestamp($increment, $timestamp);
+                $increment = self::unpack('V', $bson, $offset, 4);
+                return new Timestamp($increment, self::unpack('V', $bson, $offset, 4));
             case 0x12:
-                return unpack('q', self::take($bson, $offset, 8))[1];
+                return self::unpack('q', $bson, $offset, 8);
             case 0x13:
                 return new Decimal128(self::take($bson, $offset, 16));
         }
         throw new InvalidDocumentException(sprintf('BSON type 0x%02X is not supported by this binding', $type));
     }
 
+    /** One fixed-size number at $offset (unpack reads in place: no substring). */
+    private static function unpack(string $format, string $bson, int &$offset, int $size): int|float
+    {
+        if ($offset + $size > strlen($bson)) {
+            throw new ProtocolException('BSON value runs past its document');
+        }
+        $value = unpack($format, $bson, $offset)[1];
+        $offset += $size;
+        return $value;
+    }
+
     private static function readInt32(string $bson, int &$offset): int
     {
-        return unpack('l', self::take($bson, $offset, 4))[1];
+        return self::unpack('l', $bson, $offset, 4);
     }
 
     private static function readCString(string $bson, int &$offset): string

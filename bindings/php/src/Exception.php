@@ -13,6 +13,9 @@ class Exception extends \RuntimeException
     /** @var list<string> */
     private array $labels;
 
+    /** The library's mi_error this was made from, until freed or handed back. */
+    private ?\FFI\CData $raw = null;
+
     /** @param list<string> $labels */
     public function __construct(string $message, int $code = 0, array $labels = [], ?\Throwable $previous = null)
     {
@@ -32,8 +35,24 @@ class Exception extends \RuntimeException
         return in_array($label, $this->labels, true);
     }
 
+    public function __destruct()
+    {
+        $raw = $this->takeRaw();
+        if ($raw !== null) {
+            Library::ffi()->mi_error_free($raw);
+        }
+    }
+
+    /** @internal the library's error, now the caller's to free or hand over */
+    public function takeRaw(): ?\FFI\CData
+    {
+        $raw = $this->raw;
+        $this->raw = null;
+        return $raw;
+    }
+
     /** @param list<string> $labels */
-    public static function fromDomain(int $domain, string $message, int $code, array $labels): self
+    public static function fromDomain(int $domain, string $message, int $code, array $labels, ?\FFI\CData $raw = null): self
     {
         $class = match ($domain) {
             1 => InvalidArgumentException::class,
@@ -49,6 +68,8 @@ class Exception extends \RuntimeException
             11 => LogicException::class,
             default => InternalException::class,
         };
-        return new $class($message, $code, $labels);
+        $exception = new $class($message, $code, $labels);
+        $exception->raw = $raw;
+        return $exception;
     }
 }

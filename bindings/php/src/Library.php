@@ -51,12 +51,49 @@ mi_error *mi_cursor_next(mi_cursor *cursor, const char **document, size_t *len);
 void mi_cursor_free(mi_cursor *cursor);
 C;
 
+    /** The transaction callback loop, declared when the library has it. */
+    private const TRANSACTION_DECLARATIONS = <<<'C'
+typedef mi_error *(*mi_transaction_callback)(void *user_data, mi_session *session);
+mi_error *mi_session_with_transaction(mi_session *session, mi_transaction_callback callback, void *user_data, const char *options, size_t options_len);
+mi_error *mi_error_new(int32_t domain, int32_t code, const char *message);
+C;
+
     private static ?FFI $ffi = null;
+    private static bool $withTransaction = false;
 
     /** The loaded library. */
     public static function ffi(): FFI
     {
-        return self::$ffi ??= FFI::cdef(self::DECLARATIONS, self::path());
+        if (self::$ffi === null) {
+            $path = self::path();
+            // Declared only when exported: FFI::cdef fails on (and leaks
+            // through) a declaration the library lacks.
+            self::$withTransaction = self::exports($path, 'mi_session_with_transaction');
+            self::$ffi = FFI::cdef(
+                self::DECLARATIONS . (self::$withTransaction ? self::TRANSACTION_DECLARATIONS : ''),
+                $path
+            );
+        }
+        return self::$ffi;
+    }
+
+    private static function exports(string $path, string $symbol): bool
+    {
+        $libc = FFI::cdef('void *dlopen(const char *file, int mode); void *dlsym(void *handle, const char *name); int dlclose(void *handle);');
+        $handle = $libc->dlopen($path, 1 /* RTLD_LAZY */);
+        if ($handle === null) {
+            return false; // FFI::cdef will report why it cannot load the library
+        }
+        $found = $libc->dlsym($handle, $symbol) !== null;
+        $libc->dlclose($handle);
+        return $found;
+    }
+
+    /** Whether the library exports mi_session_with_transaction. */
+    public static function hasWithTransaction(): bool
+    {
+        self::ffi();
+        return self::$withTransaction;
     }
 
     private static function path(): string
@@ -80,10 +117,9 @@ C;
         for ($i = 0; $i < $error->label_count; $i++) {
             $labels[] = FFI::string($error->labels[$i]);
         }
-        $domain = $error->domain;
-        $code = $error->code;
-        self::ffi()->mi_error_free($error);
-        throw Exception::fromDomain($domain, $message, $code, $labels);
+        // The exception owns the error: a transaction callback may hand it
+        // back to the library (its labels decide retries).
+        throw Exception::fromDomain($error->domain, $message, $error->code, $labels, $error);
     }
 
     /** The document a filled mi_buffer holds, as a PHP array; frees the buffer. */

@@ -68,12 +68,7 @@ final class Session extends Handle
     /** Starts a transaction; options readConcern, writeConcern, maxCommitTimeMS. */
     public function startTransaction(array $options = []): void
     {
-        foreach (array_keys($options) as $name) {
-            if (!in_array($name, ['readConcern', 'writeConcern', 'maxCommitTimeMS'], true)) {
-                throw new InvalidArgumentException("unknown transaction option '$name'");
-            }
-        }
-        $bson = $options === [] ? null : Bson::encode($options);
+        $bson = $this->transactionOptions($options);
         Library::check(Library::ffi()->mi_session_start_transaction($this->live(), $bson, $bson === null ? 0 : strlen($bson)));
     }
 
@@ -90,14 +85,83 @@ final class Session extends Handle
     }
 
     /**
-     * Runs $callback($session) in a transaction with the driver's retry
-     * loop; an exception from $callback aborts and propagates. Needs the
-     * library's mi_session_with_transaction.
+     * Runs $callback($session) in a transaction and commits it, with the
+     * library's retry loop (the whole transaction again on a
+     * TransientTransactionError label, the commit on
+     * UnknownTransactionCommitResult, for up to 120 s). A Throwable from
+     * $callback aborts the transaction and is thrown again here. Returns
+     * what the last call of $callback returned. Options as startTransaction.
      */
     public function withTransaction(callable $callback, array $options = []): mixed
     {
-        throw new LogicException(
-            'withTransaction needs mi_session_with_transaction, which this build of libmongo_inline does not export'
-        );
+        if (!Library::hasWithTransaction()) {
+            throw new LogicException(
+                'withTransaction needs mi_session_with_transaction, which this build of libmongo_inline does not export'
+            );
+        }
+        $bson = $this->transactionOptions($options);
+        $ffi = Library::ffi();
+        $outcome = ['value' => null, 'thrown' => null];
+        // A Throwable cannot cross C: kept, and an mi_error returned instead.
+        $body = function ($userData, $session) use ($callback, &$outcome, $ffi) {
+            $outcome['thrown'] = null;
+            try {
+                $outcome['value'] = $callback($this);
+                return null;
+            } catch (\Throwable $thrown) {
+                $outcome['thrown'] = $thrown;
+                $raw = $thrown instanceof Exception ? $thrown->takeRaw() : null;
+                return $raw ?? $ffi->mi_error_new(
+                    $thrown instanceof Exception ? self::domainOf($thrown) : 11,
+                    $thrown instanceof Exception ? $thrown->getCode() : 0,
+                    'the transaction callback threw ' . get_class($thrown) . ': ' . $thrown->getMessage()
+                );
+            }
+        };
+        $this->lent = true;
+        try {
+            $error = $ffi->mi_session_with_transaction($this->live(), $body, null, $bson, $bson === null ? 0 : strlen($bson));
+        } finally {
+            $this->lent = false;
+        }
+        if ($error !== null && $outcome['thrown'] !== null) {
+            $ffi->mi_error_free($error);
+            throw $outcome['thrown'];
+        }
+        Library::check($error);
+        return $outcome['value'];
+    }
+
+    private bool $lent = false;
+
+    public function close(): void
+    {
+        if ($this->lent) {
+            throw new LogicException('a session cannot be ended inside its withTransaction callback');
+        }
+        parent::close();
+    }
+
+    private static function domainOf(Exception $exception): int
+    {
+        foreach ([1 => InvalidArgumentException::class, 2 => NetworkException::class, 3 => CommandException::class,
+            4 => WriteException::class, 5 => ServerSelectionException::class, 6 => TimeoutException::class,
+            7 => ProtocolException::class, 8 => AuthenticationException::class, 9 => TlsException::class,
+            10 => IncompatibleServerException::class] as $domain => $class) {
+            if ($exception instanceof $class) {
+                return $domain;
+            }
+        }
+        return 11;
+    }
+
+    private function transactionOptions(array $options): ?string
+    {
+        foreach (array_keys($options) as $name) {
+            if (!in_array($name, ['readConcern', 'writeConcern', 'maxCommitTimeMS'], true)) {
+                throw new InvalidArgumentException("unknown transaction option '$name'");
+            }
+        }
+        return $options === [] ? null : Bson::encode($options);
     }
 }

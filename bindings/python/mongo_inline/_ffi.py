@@ -47,6 +47,9 @@ SIZE = C.c_size_t
 STR = C.c_char_p
 BUF = C.POINTER(MiBuffer)
 EVENT_CALLBACK = C.CFUNCTYPE(None, C.c_void_p, C.POINTER(MiEvent))
+# Returns an mi_error* as a plain address (0: commit): ctypes cannot return
+# a POINTER type from a callback.
+TRANSACTION_CALLBACK = C.CFUNCTYPE(C.c_void_p, C.c_void_p, C.c_void_p)
 
 # name: (result type, argument types). Functions a library build may not
 # have yet are declared when present (see `has`).
@@ -64,6 +67,8 @@ _SIGNATURES = {
     "mi_session_start_transaction": (ERR, [HANDLE, BYTES, SIZE]),
     "mi_session_commit_transaction": (ERR, [HANDLE]),
     "mi_session_abort_transaction": (ERR, [HANDLE]),
+    "mi_session_with_transaction": (ERR, [HANDLE, TRANSACTION_CALLBACK, C.c_void_p, BYTES, SIZE]),
+    "mi_error_new": (C.c_void_p, [C.c_int32, C.c_int32, STR]),
     "mi_insert_one": (ERR, [HANDLE, HANDLE, STR, STR, BYTES, SIZE, BYTES, SIZE, BUF]),
     "mi_insert_many": (
         ERR,
@@ -123,8 +128,29 @@ def has(name):
     return hasattr(lib, name)
 
 
+class _RawError:
+    """An mi_error kept with its exception, so that a transaction callback
+    can hand the very error (labels and all) back to the library's retry
+    loop; freed with the exception unless handed over."""
+
+    __slots__ = ("address",)
+
+    def __init__(self, address):
+        self.address = address
+
+    def take(self):
+        """The error's address, now the caller's to hand over (0 if taken)."""
+        address, self.address = self.address, 0
+        return address
+
+    def __del__(self):
+        address = self.take()
+        if address:
+            lib.mi_error_free(C.cast(address, ERR))
+
+
 def check(error):
-    """Raises the exception for an mi_error (and frees it); no-op on NULL."""
+    """Raises the exception for an mi_error (which it then owns); no-op on NULL."""
     if not error:
         return
     e = error.contents
@@ -132,7 +158,7 @@ def check(error):
     labels = [e.labels[i].decode("utf-8", "replace") for i in range(e.label_count)]
     cls = BY_DOMAIN.get(e.domain, MongoInlineError)
     exc = cls(message, e.code, labels)
-    lib.mi_error_free(error)
+    exc._raw = _RawError(C.cast(error, C.c_void_p).value)
     raise exc
 
 

@@ -314,6 +314,14 @@ class ClientSession(_Handle):
     def _free(ptr):
         lib.mi_session_free(ptr)
 
+    _lent = False  # inside with_transaction's callback
+
+    def close(self):
+        """Ends the session (aborting an open transaction); a second call does nothing."""
+        if self._lent:
+            raise InvalidOperation("a session cannot be closed inside its with_transaction callback")
+        super().close()
+
     def end_session(self):
         """Ends the session (aborting an open transaction); as close()."""
         self.close()
