@@ -35,6 +35,20 @@ $session->commitTransaction();
 $session->startTransaction();
 $coll->deleteOne(['_id' => 2], ['session' => $session]);
 unset($session); // left open: ending the session aborts it
+$session = $client->startSession();
+$session->withTransaction(static fn ($s) => $coll->updateOne(['_id' => 3], ['$set' => ['y' => 1]], ['session' => $s]));
+try {
+    $session->withTransaction(static fn ($s) => $coll->insertOne(['_id' => 4], ['session' => $s]));
+} catch (WriteException) {
+    // the library's own error, handed back and thrown again
+}
+try {
+    $session->withTransaction(static function (): void {
+        throw new DomainException('callback');
+    });
+} catch (DomainException) {
+}
+$session->endSession();
 if ($coll->countDocuments() !== 5) {
     exit(1);
 }

@@ -31,6 +31,20 @@ def main(uri):
         session.start_transaction()
         coll.delete_one({"_id": 2}, session=session)
         # left open: ending the session aborts it
+    with client.start_session() as session:
+        session.with_transaction(lambda s: coll.update_one({"_id": 3}, {"$set": {"y": 1}}, session=s))
+        try:
+            session.with_transaction(lambda s: coll.insert_one({"_id": 4}, session=s))
+        except WriteError:
+            pass  # the library's own error, handed back and raised again
+
+        def fails(s):
+            raise KeyError("callback")
+
+        try:
+            session.with_transaction(fails)
+        except KeyError:
+            pass
     assert coll.count_documents({}) == 5
     client.close()
     client.close()
