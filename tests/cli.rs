@@ -649,3 +649,70 @@ fn gridfs_put_get_ls_and_rm_stream_files() {
     );
     assert!(missing.stdout.is_empty());
 }
+
+#[test]
+fn verbose_prints_the_drivers_structured_log_to_stderr_without_secrets() {
+    let user = format!("u_{}", ObjectId::new());
+    let create = format!(r#"{{"createUser": "{user}", "pwd": "hunter2-not-logged", "roles": []}}"#);
+    let output = cli(&["-v", "run", "--db", "cli", &create]);
+    assert_eq!(lines(&output)[0]["ok"], 1.0);
+    let log = stderr(&output);
+    let started = log
+        .lines()
+        .find(|l| l.contains("message=Command started") && l.contains("commandName=createUser"))
+        .unwrap_or_else(|| panic!("{log}"));
+    assert!(
+        started.starts_with("DEBUG mongo_inline::command: Command \"createUser\" started"),
+        "{started}"
+    );
+    for field in [
+        "databaseName=cli",
+        "requestId=",
+        "operationId=",
+        "serverHost=",
+        "serverPort=",
+    ] {
+        assert!(started.contains(field), "{field} in {started}");
+    }
+    // A sensitive command is logged as an empty document.
+    assert!(started.contains("command={}"), "{started}");
+    assert!(!log.contains("hunter2"), "{log}");
+    assert!(log.contains("message=Server selection succeeded"), "{log}");
+    assert!(
+        log.contains("message=Starting topology monitoring"),
+        "{log}"
+    );
+    // Without -v: nothing.
+    let quiet = cli(&["run", "--db", "cli", r#"{"ping": 1}"#]);
+    assert_eq!(stderr(&quiet), "");
+    cli(&[
+        "run",
+        "--db",
+        "cli",
+        &format!(r#"{{"dropUser": "{user}"}}"#),
+    ]);
+}
+
+#[test]
+fn the_environment_configures_logging_without_a_code_change() {
+    let output = Command::new(env!("CARGO_BIN_EXE_mongo-inline"))
+        .arg(TestServer::shared().uri())
+        .args(["run", "--db", "cli", r#"{"ping": 1}"#])
+        .env_remove("MONGODB_URI")
+        .env("MONGODB_LOG_ALL", "off")
+        .env("MONGODB_LOG_COMMAND", "debug")
+        .env("MONGODB_LOG_MAX_DOCUMENT_LENGTH", "8")
+        .output()
+        .unwrap();
+    assert_eq!(lines(&output)[0]["ok"], 1.0);
+    let log = stderr(&output);
+    let started = log
+        .lines()
+        .find(|l| l.contains("message=Command started"))
+        .unwrap_or_else(|| panic!("{log}"));
+    // Cut to 8 characters, then "...".
+    assert!(started.ends_with(r#" command={"ping":..."#), "{started}");
+    // Only the command component is on.
+    assert!(!log.contains("mongo_inline::topology"), "{log}");
+    assert!(!log.contains("mongo_inline::server_selection"), "{log}");
+}

@@ -290,7 +290,11 @@ fn commands_are_logged_with_their_request_ids() {
     let lines = COMMAND_LOG.lines.lock().unwrap().clone();
     let ours: Vec<&String> = lines
         .iter()
-        .filter(|l| l.contains(&format!("The requestID is {request_id}.")))
+        .filter(|l| {
+            l.contains(&format!(
+                "The requestID is {request_id} and the operation ID is "
+            ))
+        })
         .filter(|l| l.contains("\"find\""))
         .collect();
     assert_eq!(ours.len(), 2, "{lines:#?}");
@@ -301,7 +305,7 @@ fn commands_are_logged_with_their_request_ids() {
     );
     assert!(ours[0].contains(&name), "{}", ours[0]);
     assert!(
-        ours[1].starts_with("Command \"find\" succeeded in "),
+        ours[1].starts_with("Command \"find\" succeeded on database \"command_events\" in "),
         "{}",
         ours[1]
     );

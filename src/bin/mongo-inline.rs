@@ -64,6 +64,8 @@ usage: mongo-inline [URI] SUBCOMMAND ARGS...
              mongodb://127.0.0.1:27017)
   NS         DB.COLLECTION, or COLLECTION with --db NAME or the URI's database
   --db NAME  the database (default: the URI's database, else admin for run)
+  -v, -vv    the driver's log (command, topology, serverSelection messages
+             with their fields) on stderr, at debug (-v) or trace (-vv)
   --timeout-ms N
              the time limit of the operation, in milliseconds (0: none);
              default: the URI's timeoutMS, else 60000. Giving both with
@@ -146,7 +148,7 @@ fn unknown_subcommand(arg: &str, position: usize) -> Failure {
 }
 
 fn main() -> ExitCode {
-    match arguments().and_then(|args| run(&args)) {
+    match arguments().and_then(|args| run(&verbosity(args))) {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) if f.status == 0 => ExitCode::SUCCESS,
         Err(f) => {
@@ -154,6 +156,67 @@ fn main() -> ExitCode {
             ExitCode::from(f.status)
         }
     }
+}
+
+/// `args` without `-v` (the driver's logs at debug on stderr) and `-vv`
+/// (at trace), which may stand anywhere; installs the logger they ask for.
+fn verbosity(args: Vec<String>) -> Vec<String> {
+    let level = args
+        .iter()
+        .filter_map(|a| match a.as_str() {
+            "-v" | "--verbose" => Some(log::LevelFilter::Debug),
+            "-vv" => Some(log::LevelFilter::Trace),
+            _ => None,
+        })
+        .max();
+    if let Some(level) = level {
+        if log::set_logger(&STDERR_LOGGER).is_ok() {
+            log::set_max_level(level);
+        }
+    }
+    args.into_iter()
+        .filter(|a| !matches!(a.as_str(), "-v" | "--verbose" | "-vv"))
+        .collect()
+}
+
+/// Writes each log record to stderr on one line: level, target, the
+/// message, then the structured fields as `key=value`.
+struct StderrLogger;
+
+static STDERR_LOGGER: StderrLogger = StderrLogger;
+
+impl log::Log for StderrLogger {
+    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
+        metadata.target().starts_with("mongo_inline")
+    }
+
+    fn log(&self, record: &log::Record<'_>) {
+        struct Line(String);
+        impl<'kvs> log::kv::VisitSource<'kvs> for Line {
+            fn visit_pair(
+                &mut self,
+                key: log::kv::Key<'kvs>,
+                value: log::kv::Value<'kvs>,
+            ) -> Result<(), log::kv::Error> {
+                use std::fmt::Write as _;
+                let _ = write!(self.0, " {key}={value}");
+                Ok(())
+            }
+        }
+        if !self.enabled(record.metadata()) {
+            return;
+        }
+        let mut line = Line(format!(
+            "{} {}: {}",
+            record.level(),
+            record.target(),
+            record.args()
+        ));
+        let _ = record.key_values().visit(&mut line);
+        eprintln!("{}", line.0);
+    }
+
+    fn flush(&self) {}
 }
 
 /// The command-line arguments; one that is not UTF-8 is a usage error that

@@ -20,6 +20,7 @@ pub(crate) mod finish;
 pub(crate) mod gridfs;
 pub(crate) mod handshake;
 pub(crate) mod log_json;
+pub(crate) mod logging;
 pub(crate) mod monitor;
 pub(crate) mod nesting;
 pub(crate) mod object_id;

@@ -800,8 +800,23 @@ impl SelectionLog {
 
     /// The message in the spec's unstructured form, which the shell logs
     /// at [`Self::level`] under [`LOG_TARGET`].
+    #[cfg(test)]
     pub fn unstructured(&self) -> &str {
         &self.unstructured
+    }
+
+    /// The message as the shell logs it (component `serverSelection`).
+    pub fn into_message(self) -> crate::proto::logging::LogMessage {
+        let level = match self.level {
+            SelectionLogLevel::Debug => log::Level::Debug,
+            SelectionLogLevel::Info => log::Level::Info,
+        };
+        crate::proto::logging::LogMessage {
+            component: crate::proto::logging::Component::ServerSelection,
+            level,
+            fields: self.fields,
+            text: self.unstructured,
+        }
     }
 
     /// The value of the `message` field.
@@ -821,6 +836,8 @@ fn common_fields(message: &str, context: &SelectionLogContext<'_>) -> Document {
         fields.insert("operationId", Bson::Int64(id));
     }
     fields.insert("topologyDescription", describe_topology(context.topology));
+    // Beyond the spec's fields: tells several clients' messages apart.
+    fields.insert("topologyId", context.topology.id.to_string());
     fields
 }
 

@@ -22,6 +22,15 @@ pub(crate) fn next_topology_id() -> TopologyId {
     TopologyId(NEXT_TOPOLOGY_ID.fetch_add(1, Ordering::Relaxed))
 }
 
+/// The next operation id (the logging specs' `operationId`); process-wide
+/// so that no two operations of any client share one.
+static NEXT_OPERATION_ID: AtomicU64 = AtomicU64::new(1);
+
+/// An operation id different from every other this process handed out.
+pub(crate) fn next_operation_id() -> i64 {
+    i64::try_from(NEXT_OPERATION_ID.fetch_add(1, Ordering::Relaxed)).unwrap_or(i64::MAX)
+}
+
 /// A new ObjectId, unique to this process even after a fork.
 pub fn new_object_id() -> ObjectId {
     object_id_at(&SystemClock)

@@ -11,6 +11,7 @@ pub(crate) mod exec;
 pub(crate) mod fork;
 pub(crate) mod http;
 pub(crate) mod ids;
+pub(crate) mod logging;
 pub(crate) mod rng;
 pub(crate) mod tls;
 pub(crate) mod topology;

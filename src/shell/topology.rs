@@ -26,13 +26,13 @@ use crate::proto::address::{AddressMap, ServerAddress};
 use crate::proto::deadline::Deadline;
 use crate::proto::event::EventHandler;
 use crate::proto::handshake;
+use crate::proto::logging::Component;
 use crate::proto::monitor::{is_setup_failure, Monitor, MonitorSettings, Next};
 use crate::proto::options::ClientOptions;
 use crate::proto::sdam::{ServerDescription, TopologyDescription, TopologySettings, TopologyType};
 use crate::proto::select::ServerSelector;
 use crate::proto::select::{
-    self, SelectionCriteria, SelectionLog, SelectionLogContext, SelectionLogLevel,
-    SelectionSettings,
+    SelectionCriteria, SelectionLog, SelectionLogContext, SelectionSettings,
 };
 use crate::shell::clock::{Clock, SkewedClock, SystemClock};
 use crate::shell::conn::Connection;
@@ -82,6 +82,8 @@ pub struct Topology {
     /// Whether the current operation logged "Waiting for suitable server"
     /// (the spec: once per selection, even when it selects twice).
     waiting_logged: bool,
+    /// The operation under way, for the log messages' `operationId`.
+    operation_id: Option<i64>,
     /// The client's one TLS configuration (`tls=true`), shared by its
     /// sockets so that TLS sessions resume.
     tls: Option<Arc<rustls::ClientConfig>>,
@@ -105,6 +107,10 @@ impl Topology {
         handler: Option<Arc<dyn EventHandler>>,
         server_selector: Option<ServerSelector>,
     ) -> Result<Topology> {
+        // The spec's environment configuration needs no code change: with
+        // MONGODB_LOG_* set and no logger of the application's, one is
+        // installed here.
+        crate::shell::logging::install_env_logger();
         let clock: Arc<dyn Clock> = match &options.clock_skew {
             Some(skew) => Arc::new(SkewedClock(skew.clone())),
             None => Arc::new(SystemClock),
@@ -164,6 +170,7 @@ impl Topology {
             scan_known_hosts: Vec::new(),
             scan_dns_failure: None,
             waiting_logged: false,
+            operation_id: None,
             overlap: None,
             queued: std::collections::VecDeque::new(),
             clock: time.clock,
@@ -197,6 +204,16 @@ impl Topology {
     /// random draws (session ids, retry jitter).
     pub(crate) fn fork_rng(&mut self) -> fastrand::Rng {
         self.monitor.rng().fork()
+    }
+
+    /// Starts an operation: a new id for its log messages.
+    pub(crate) fn begin_operation(&mut self) {
+        self.operation_id = Some(crate::shell::ids::next_operation_id());
+    }
+
+    /// The id of the operation under way, if any.
+    pub(crate) fn operation_id(&self) -> Option<i64> {
+        self.operation_id
     }
 
     /// Closes every socket at once. The description stays; the next
@@ -343,21 +360,16 @@ impl Topology {
     ) {
         // "Waiting for suitable server" is at info; the others at debug
         // (each message is logged at its own level).
-        if !log::log_enabled!(target: select::LOG_TARGET, log::Level::Info) {
+        if !crate::shell::logging::enabled(Component::ServerSelection, log::Level::Info) {
             return;
         }
         let context = SelectionLogContext {
             operation,
-            operation_id: None,
+            operation_id: self.operation_id,
             criteria,
             topology: self.monitor.description(),
         };
-        let record = build(&context);
-        let level = match record.level {
-            SelectionLogLevel::Debug => log::Level::Debug,
-            SelectionLogLevel::Info => log::Level::Info,
-        };
-        log::log!(target: select::LOG_TARGET, level, "{}", record.unstructured());
+        crate::shell::logging::emit(&build(&context).into_message());
     }
 
     fn is_load_balanced(&self) -> bool {

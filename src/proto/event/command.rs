@@ -7,13 +7,16 @@
 //! that carry speculative authentication) are published with empty command
 //! and reply documents, as the spec requires.
 
+use std::fmt::Write as _;
 use std::time::Duration;
 
 use bson::oid::ObjectId;
-use bson::Document;
+use bson::{doc, Document};
 
 use crate::error::Error;
 use crate::proto::address::ServerAddress;
+use crate::proto::logging::{document_text, insert_server, truncate, Component, LogMessage};
+use crate::proto::sdam::TopologyId;
 
 /// The `log` target of command messages (the logging spec's `command`
 /// component).
@@ -131,74 +134,163 @@ pub fn redact(sensitive: bool, document: &Document) -> Document {
     }
 }
 
-/// Log documents are cut to this many characters (the spec's default
-/// `maxDocumentLength`), ending in "...".
-const MAX_DOCUMENT_LENGTH: usize = 1000;
+/// What a command log message tells beyond its kind, taken from the
+/// executor's own state (not from the published [`CommandEvent`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CommandLogFacts<'a> {
+    pub(crate) command_name: &'a str,
+    pub(crate) database_name: &'a str,
+    pub(crate) request_id: i32,
+    pub(crate) operation_id: Option<i64>,
+    pub(crate) connection: &'a ConnectionInfo,
+    /// The client's topology: a field beyond the spec's, so that messages of
+    /// several clients in one process can be told apart.
+    pub(crate) topology_id: TopologyId,
+    /// Whether the command is sensitive: its documents are already empty,
+    /// and a server error's details are redacted here.
+    pub(crate) sensitive: bool,
+}
 
-fn truncated_json(document: &Document) -> String {
-    let text = crate::proto::log_json::relaxed(document);
-    if text.chars().count() <= MAX_DOCUMENT_LENGTH {
+/// What happened to the command.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum CommandLogKind<'a> {
+    Started {
+        command: &'a Document,
+    },
+    Succeeded {
+        reply: &'a Document,
+        duration: Duration,
+    },
+    Failed {
+        failure: &'a Error,
+        duration: Duration,
+    },
+}
+
+/// The command logging spec's message (debug, component `command`);
+/// documents are cut to `max_document_length` characters.
+pub(crate) fn command_log(
+    facts: &CommandLogFacts<'_>,
+    kind: CommandLogKind<'_>,
+    max_document_length: usize,
+) -> LogMessage {
+    let (message, verb) = match kind {
+        CommandLogKind::Started { .. } => ("Command started", "started"),
+        CommandLogKind::Succeeded { .. } => ("Command succeeded", "succeeded"),
+        CommandLogKind::Failed { .. } => ("Command failed", "failed"),
+    };
+    let mut fields = common_fields(facts, message);
+    let connection = facts.connection;
+    let mut text = format!(
+        "Command \"{}\" {verb} on database \"{}\"",
+        facts.command_name, facts.database_name
+    );
+    let tail = match kind {
+        CommandLogKind::Started { command } => {
+            let command = document_text(command, max_document_length);
+            fields.insert("command", command.as_str());
+            format!("Command: {command}")
+        }
+        CommandLogKind::Succeeded { reply, duration } => {
+            let ms = duration.as_secs_f64() * 1000.0;
+            fields.insert("durationMS", ms);
+            let _ = write!(text, " in {ms:.3} ms");
+            let reply = document_text(reply, max_document_length);
+            fields.insert("reply", reply.as_str());
+            format!("Command reply: {reply}")
+        }
+        CommandLogKind::Failed { failure, duration } => {
+            let ms = duration.as_secs_f64() * 1000.0;
+            fields.insert("durationMS", ms);
+            let _ = write!(text, " in {ms:.3} ms");
+            let failure = failure_text(failure, facts.sensitive, max_document_length);
+            fields.insert("failure", failure.as_str());
+            format!("Error: {failure}")
+        }
+    };
+    let _ = write!(
+        text,
+        " using a connection {}. The requestID is {}",
+        where_sent(connection),
+        facts.request_id
+    );
+    if let Some(id) = facts.operation_id {
+        let _ = write!(text, " and the operation ID is {id}");
+    }
+    let _ = write!(text, ". {tail}");
+    LogMessage {
+        component: Component::Command,
+        level: log::Level::Debug,
+        fields,
+        text,
+    }
+}
+
+/// The fields every command message has (absent values left out).
+fn common_fields(facts: &CommandLogFacts<'_>, message: &str) -> Document {
+    let mut fields = doc! {
+        "message": message,
+        "commandName": facts.command_name,
+        "databaseName": facts.database_name,
+        "requestId": facts.request_id,
+    };
+    if let Some(id) = facts.operation_id {
+        fields.insert("operationId", id);
+    }
+    let connection = facts.connection;
+    fields.insert(
+        "driverConnectionId",
+        i64::try_from(connection.driver_connection_id).unwrap_or(i64::MAX),
+    );
+    insert_server(&mut fields, &connection.address);
+    if let Some(id) = connection.server_connection_id {
+        fields.insert("serverConnectionId", id);
+    }
+    if let Some(service) = connection.service_id {
+        fields.insert("serviceId", service.to_hex());
+    }
+    fields.insert("topologyId", facts.topology_id.to_string());
+    fields
+}
+
+/// The failure as a log shows it. A sensitive command's server error keeps
+/// only its code, code name and labels (the spec's redaction); network and
+/// client errors are the driver's own and are not redacted.
+fn failure_text(failure: &Error, sensitive: bool, max_document_length: usize) -> String {
+    if sensitive && !failure.is_network_error() {
+        let mut text = String::from("server error");
+        if let Some(code) = failure.code() {
+            let _ = write!(text, " {code}");
+        }
+        if let crate::error::ErrorKind::Command(command) = failure.kind() {
+            if !command.code_name.is_empty() {
+                let _ = write!(text, " ({})", command.code_name);
+            }
+        }
+        let mut labels: Vec<&String> = failure.labels().iter().collect();
+        labels.sort_unstable();
+        if !labels.is_empty() {
+            let _ = write!(text, ", labels {labels:?}");
+        }
+        text.push_str(", details REDACTED for a sensitive command");
         return text;
     }
-    let cut: String = text.chars().take(MAX_DOCUMENT_LENGTH).collect();
-    format!("{cut}...")
+    truncate(failure.to_string(), max_document_length)
 }
 
 fn where_sent(connection: &ConnectionInfo) -> String {
     let mut text = format!(
-        "to {} with driver-generated connection ID {}",
-        connection.address, connection.driver_connection_id
+        "with driver-generated ID {}",
+        connection.driver_connection_id
     );
     if let Some(id) = connection.server_connection_id {
-        text.push_str(&format!(" and server-generated connection ID {id}"));
+        let _ = write!(text, " and server-generated ID {id}");
     }
+    let _ = write!(text, " to {}", connection.address);
     if let Some(service) = connection.service_id {
-        text.push_str(&format!(" and service ID {service}"));
+        let _ = write!(text, " with service ID {service}");
     }
     text
-}
-
-/// The unstructured form of the command logging spec's message for `event`.
-pub fn command_log_message(event: &CommandEvent) -> String {
-    match event {
-        CommandEvent::Started {
-            command,
-            database_name,
-            command_name,
-            request_id,
-            connection,
-        } => format!(
-            "Command \"{command_name}\" started on database \"{database_name}\" using a \
-             connection {}. The requestID is {request_id}. Command: {}",
-            where_sent(connection),
-            truncated_json(command)
-        ),
-        CommandEvent::Succeeded {
-            reply,
-            command_name,
-            request_id,
-            duration,
-            connection,
-        } => format!(
-            "Command \"{command_name}\" succeeded in {} ms using a connection {}. The requestID \
-             is {request_id}. Command reply: {}",
-            duration.as_millis(),
-            where_sent(connection),
-            truncated_json(reply)
-        ),
-        CommandEvent::Failed {
-            failure,
-            command_name,
-            request_id,
-            duration,
-            connection,
-        } => format!(
-            "Command \"{command_name}\" failed in {} ms using a connection {}. The requestID is \
-             {request_id}. Error: {failure}",
-            duration.as_millis(),
-            where_sent(connection)
-        ),
-    }
 }
 
 #[cfg(test)]
@@ -220,25 +312,121 @@ mod tests {
         assert_eq!(redact(false, &doc! { "a": 1 }), doc! { "a": 1 });
     }
 
-    #[test]
-    fn log_messages_name_the_command_and_cut_long_documents() {
-        let connection = ConnectionInfo {
+    fn facts<'a>(connection: &'a ConnectionInfo, sensitive: bool) -> CommandLogFacts<'a> {
+        CommandLogFacts {
+            command_name: "insert",
+            database_name: "db",
+            request_id: 7,
+            operation_id: Some(4),
+            connection,
+            topology_id: TopologyId(2),
+            sensitive,
+        }
+    }
+
+    fn connection() -> ConnectionInfo {
+        ConnectionInfo {
             address: ServerAddress::tcp("h", 1),
             driver_connection_id: 3,
             server_connection_id: Some(9),
             service_id: None,
-        };
+        }
+    }
+
+    #[test]
+    fn log_messages_carry_the_specs_fields_and_cut_long_documents() {
+        let connection = connection();
         let long = "x".repeat(5000);
-        let message = command_log_message(&CommandEvent::Started {
-            command: doc! { "insert": "c", "documents": [{ "s": long }] },
-            database_name: "db".into(),
-            command_name: "insert".into(),
-            request_id: 7,
-            connection,
-        });
-        assert!(message.starts_with("Command \"insert\" started on database \"db\""));
-        assert!(message.contains("server-generated connection ID 9"));
-        assert!(message.ends_with("..."));
-        assert!(message.len() < 1400);
+        let command = doc! { "insert": "c", "documents": [{ "s": long }] };
+        let message = command_log(
+            &facts(&connection, false),
+            CommandLogKind::Started { command: &command },
+            1000,
+        );
+        assert_eq!(message.level, log::Level::Debug);
+        assert_eq!(message.component, Component::Command);
+        let fields = &message.fields;
+        assert_eq!(fields.get_str("message"), Ok("Command started"));
+        assert_eq!(fields.get_str("commandName"), Ok("insert"));
+        assert_eq!(fields.get_str("databaseName"), Ok("db"));
+        assert_eq!(fields.get_i32("requestId"), Ok(7));
+        assert_eq!(fields.get_i64("operationId"), Ok(4));
+        assert_eq!(fields.get_i64("driverConnectionId"), Ok(3));
+        assert_eq!(fields.get_i64("serverConnectionId"), Ok(9));
+        assert_eq!(fields.get_str("serverHost"), Ok("h"));
+        assert_eq!(fields.get_i32("serverPort"), Ok(1));
+        assert!(!fields.contains_key("serviceId"), "absent, not null");
+        let logged = fields.get_str("command").unwrap();
+        assert_eq!(logged.chars().count(), 1003);
+        assert!(logged.starts_with("{\"insert\":\"c\""), "{logged}");
+        assert!(logged.ends_with("..."));
+        assert!(
+            message.text.starts_with(
+                "Command \"insert\" started on database \"db\" using a connection with \
+             driver-generated ID 3 and server-generated ID 9 to h:1. The requestID is 7 and the \
+             operation ID is 4. Command: {"
+            ),
+            "{}",
+            message.text
+        );
+    }
+
+    #[test]
+    fn a_sensitive_commands_server_error_keeps_only_code_name_and_labels() {
+        let connection = connection();
+        let server_error = crate::error::Error::from(crate::error::CommandError {
+            code: 18,
+            code_name: "AuthenticationFailed".into(),
+            message: "secret-bearing message".into(),
+            topology_version: None,
+            address: None,
+        })
+        .with_labels(["L"]);
+        let failed = |sensitive| {
+            command_log(
+                &facts(&connection, sensitive),
+                CommandLogKind::Failed {
+                    failure: &server_error,
+                    duration: Duration::from_millis(2),
+                },
+                1000,
+            )
+        };
+        let redacted = failed(true);
+        let failure = redacted.fields.get_str("failure").unwrap();
+        assert!(!failure.contains("secret-bearing"), "{failure}");
+        assert!(
+            !redacted.text.contains("secret-bearing"),
+            "{}",
+            redacted.text
+        );
+        assert!(
+            failure.contains("18") && failure.contains("AuthenticationFailed"),
+            "{failure}"
+        );
+        assert!(failure.contains("\"L\""), "{failure}");
+        assert_eq!(redacted.fields.get_f64("durationMS"), Ok(2.0));
+        let plain = failed(false);
+        assert!(plain
+            .fields
+            .get_str("failure")
+            .unwrap()
+            .contains("secret-bearing"));
+        // A network error is the driver's own: never redacted.
+        let network =
+            crate::error::Error::network_message(Some(ServerAddress::tcp("h", 1)), "closed");
+        let message = command_log(
+            &facts(&connection, true),
+            CommandLogKind::Failed {
+                failure: &network,
+                duration: Duration::ZERO,
+            },
+            1000,
+        );
+        assert!(message
+            .fields
+            .get_str("failure")
+            .unwrap()
+            .contains("closed"));
     }
 }

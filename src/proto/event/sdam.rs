@@ -13,6 +13,7 @@ use bson::Document;
 
 use crate::error::Error;
 use crate::proto::address::ServerAddress;
+use crate::proto::logging::{document_text, insert_server, truncate, Component, LogMessage};
 use crate::proto::sdam::{ServerDescription, TopologyDescription, TopologyId};
 
 /// The `log` target of SDAM messages (the logging spec's `topology`
@@ -148,6 +149,89 @@ pub fn sdam_log_message(event: &SdamEvent) -> Option<String> {
         | SdamEvent::ServerHeartbeatFailed { .. } => return heartbeat_log_message(event),
     };
     Some(message)
+}
+
+/// The SDAM logging spec's message for `event` (debug, component
+/// `topology`), its structured fields beside the unstructured form; `None`
+/// for a server description change (see [`sdam_log_message`]). Replies are
+/// cut to `max_document_length` characters.
+pub(crate) fn sdam_log(event: &SdamEvent, max_document_length: usize) -> Option<LogMessage> {
+    let text = sdam_log_message(event)?;
+    let (message, topology_id) = sdam_message(event)?;
+    let mut fields = bson::doc! { "message": message, "topologyId": topology_id.to_string() };
+    match event {
+        SdamEvent::ServerOpening { address, .. } | SdamEvent::ServerClosed { address, .. } => {
+            insert_server(&mut fields, address);
+        }
+        SdamEvent::TopologyDescriptionChanged { previous, new, .. } => {
+            fields.insert("previousDescription", topology_summary(previous));
+            fields.insert("newDescription", topology_summary(new));
+        }
+        SdamEvent::ServerHeartbeatStarted {
+            address, awaited, ..
+        } => {
+            insert_server(&mut fields, address);
+            fields.insert("awaited", *awaited);
+        }
+        SdamEvent::ServerHeartbeatSucceeded {
+            address,
+            awaited,
+            duration,
+            reply,
+            ..
+        } => {
+            insert_server(&mut fields, address);
+            fields.insert("awaited", *awaited);
+            fields.insert("durationMS", duration.as_secs_f64() * 1000.0);
+            fields.insert("reply", document_text(reply, max_document_length));
+        }
+        SdamEvent::ServerHeartbeatFailed {
+            address,
+            awaited,
+            duration,
+            failure,
+            ..
+        } => {
+            insert_server(&mut fields, address);
+            fields.insert("awaited", *awaited);
+            fields.insert("durationMS", duration.as_secs_f64() * 1000.0);
+            fields.insert(
+                "failure",
+                truncate(failure.to_string(), max_document_length),
+            );
+        }
+        _ => {}
+    }
+    Some(LogMessage {
+        component: Component::Topology,
+        level: log::Level::Debug,
+        fields,
+        text,
+    })
+}
+
+/// The spec's `message` of `event` and its topology.
+fn sdam_message(event: &SdamEvent) -> Option<(&'static str, &TopologyId)> {
+    let named = match event {
+        SdamEvent::TopologyOpening { topology_id } => ("Starting topology monitoring", topology_id),
+        SdamEvent::TopologyClosed { topology_id } => ("Stopped topology monitoring", topology_id),
+        SdamEvent::ServerOpening { topology_id, .. } => ("Starting server monitoring", topology_id),
+        SdamEvent::ServerClosed { topology_id, .. } => ("Stopped server monitoring", topology_id),
+        SdamEvent::TopologyDescriptionChanged { topology_id, .. } => {
+            ("Topology description changed", topology_id)
+        }
+        SdamEvent::ServerHeartbeatStarted { topology_id, .. } => {
+            ("Server heartbeat started", topology_id)
+        }
+        SdamEvent::ServerHeartbeatSucceeded { topology_id, .. } => {
+            ("Server heartbeat succeeded", topology_id)
+        }
+        SdamEvent::ServerHeartbeatFailed { topology_id, .. } => {
+            ("Server heartbeat failed", topology_id)
+        }
+        SdamEvent::ServerDescriptionChanged { .. } => return None,
+    };
+    Some(named)
 }
 
 /// The heartbeat events' messages, the spec's monitor log lines; `None` for

@@ -262,6 +262,7 @@ impl ClientState {
         inherited: Inherited<'_>,
         target: Target,
     ) -> Result<Executed<Op::Output>> {
+        self.topology.begin_operation();
         let mut run = self.begin(op, explicit_session, inherited, target)?;
         let mut reauthenticated = false;
         loop {

@@ -14,12 +14,15 @@ use crate::error::Error;
 use crate::proto::address::ServerAddress;
 use crate::proto::deadline::Deadline;
 use crate::proto::event::command::ConnectionInfo;
+use crate::proto::event::command::{command_log, CommandLogFacts, CommandLogKind};
 use crate::proto::event::CommandEvent;
 use crate::proto::finish::Finished;
+use crate::proto::logging::Component;
 use crate::proto::reply::Reply;
 use crate::proto::retry::classify::as_timeout;
 use crate::proto::session::transaction::FailedCommand;
 use crate::shell::conn::{check_reply, Connection};
+use crate::shell::logging;
 
 /// A failed attempt: the error, and whether the command reached the socket
 /// (an error before that tells nothing about writes).
@@ -30,8 +33,10 @@ struct InFlight {
     event_name: std::borrow::Cow<'static, str>,
     sensitive: bool,
     request_id: i32,
-    /// Made only when someone listens for command events.
+    /// Made only when someone listens for command events or logs.
     connection: Option<ConnectionInfo>,
+    /// The database, for the log (empty when no one listens).
+    database: String,
     generation: u32,
     /// Measured only when there is a listener (zero otherwise).
     duration: Duration,
@@ -68,6 +73,7 @@ impl ClientState {
         let sent_at;
         let result = match (finished.event_command.take(), connection_info.clone()) {
             (Some(command), Some(connection)) => {
+                self.log_started(&finished, request_id, &connection, &command);
                 self.topology.publish_command_event(&CommandEvent::Started {
                     command,
                     database_name: finished.target_db().to_string(),
@@ -87,10 +93,15 @@ impl ClientState {
                 exchange(connection, &finished, request_id, socket_timeout)
             }
         };
+        let database = match &connection_info {
+            Some(_) => finished.target_db().to_string(),
+            None => String::new(),
+        };
         let in_flight = InFlight {
             event_name: finished.event_name,
             sensitive: finished.sensitive,
             request_id,
+            database,
             connection: connection_info,
             generation,
             duration: sent_at.map_or(Duration::ZERO, |at| {
@@ -104,6 +115,65 @@ impl ClientState {
                 true,
             )),
         }
+    }
+
+    /// Writes the command logging spec's message, when the command log is
+    /// on; from the executor's own facts, apart from the published event.
+    fn log_command(
+        &self,
+        command_name: &str,
+        database_name: &str,
+        request_id: i32,
+        sensitive: bool,
+        connection: &ConnectionInfo,
+        kind: CommandLogKind<'_>,
+    ) {
+        if !logging::enabled(Component::Command, log::Level::Debug) {
+            return;
+        }
+        let facts = CommandLogFacts {
+            command_name,
+            database_name,
+            request_id,
+            operation_id: self.topology.operation_id(),
+            connection,
+            topology_id: self.topology.description().id,
+            sensitive,
+        };
+        logging::emit(&command_log(&facts, kind, logging::max_document_length()));
+    }
+
+    fn log_started(
+        &self,
+        finished: &Finished,
+        request_id: i32,
+        connection: &ConnectionInfo,
+        command: &Document,
+    ) {
+        self.log_command(
+            &finished.event_name,
+            finished.target_db(),
+            request_id,
+            finished.sensitive,
+            connection,
+            CommandLogKind::Started { command },
+        );
+    }
+
+    fn log_ended(
+        &self,
+        in_flight: &InFlight,
+        connection: &ConnectionInfo,
+        kind: CommandLogKind<'_>,
+    ) {
+        self.log_command(
+            &in_flight.event_name,
+            &in_flight.database,
+            in_flight.request_id,
+            in_flight.sensitive,
+            connection,
+            kind,
+        );
     }
 
     /// How long the exchange may wait: timeoutMS replaces socketTimeoutMS
@@ -145,7 +215,7 @@ impl ClientState {
 
     fn on_success(&mut self, reply: Reply, in_flight: InFlight) -> Reply {
         if let (true, Some(connection)) =
-            (self.topology.command_events_wanted(), in_flight.connection)
+            (self.topology.command_events_wanted(), &in_flight.connection)
         {
             // A batch kept as bytes is converted only for the listener.
             let copy = if in_flight.sensitive {
@@ -155,13 +225,18 @@ impl ClientState {
                     .to_document()
                     .unwrap_or_else(|_| reply.document().clone())
             };
+            let end = CommandLogKind::Succeeded {
+                reply: &copy,
+                duration: in_flight.duration,
+            };
+            self.log_ended(&in_flight, connection, end);
             self.topology
                 .publish_command_event(&CommandEvent::Succeeded {
                     reply: copy,
                     command_name: in_flight.event_name.into_owned(),
                     request_id: in_flight.request_id,
                     duration: in_flight.duration,
-                    connection,
+                    connection: connection.clone(),
                 });
         }
         reply
@@ -179,14 +254,19 @@ impl ClientState {
         in_flight: InFlight,
     ) -> Error {
         if let (true, Some(connection)) =
-            (self.topology.command_events_wanted(), in_flight.connection)
+            (self.topology.command_events_wanted(), &in_flight.connection)
         {
+            let end = CommandLogKind::Failed {
+                failure: &error,
+                duration: in_flight.duration,
+            };
+            self.log_ended(&in_flight, connection, end);
             self.topology.publish_command_event(&CommandEvent::Failed {
                 failure: error.clone(),
                 command_name: in_flight.event_name.into_owned(),
                 request_id: in_flight.request_id,
                 duration: in_flight.duration,
-                connection,
+                connection: connection.clone(),
             });
         }
         self.topology

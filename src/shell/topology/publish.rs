@@ -4,15 +4,18 @@
 use std::sync::Arc;
 
 use super::Topology;
-use crate::proto::event::{sdam_log_message, EventHandler, SdamEvent, TOPOLOGY_LOG_TARGET};
+use crate::proto::event::sdam::sdam_log;
+use crate::proto::event::{EventHandler, SdamEvent};
+use crate::proto::logging::Component;
 use crate::proto::sdam::TopologyUpdate;
+use crate::shell::logging;
 
 /// Writes the SDAM logging spec's message for `event` at debug level (the
 /// pure core builds the message; only the shell logs).
 fn log_sdam_event(event: &SdamEvent) {
-    if log::log_enabled!(target: TOPOLOGY_LOG_TARGET, log::Level::Debug) {
-        if let Some(message) = sdam_log_message(event) {
-            log::debug!(target: TOPOLOGY_LOG_TARGET, "{message}");
+    if logging::enabled(Component::Topology, log::Level::Debug) {
+        if let Some(message) = sdam_log(event, logging::max_document_length()) {
+            logging::emit(&message);
         }
     }
 }
@@ -21,7 +24,7 @@ fn log_sdam_event(event: &SdamEvent) {
 /// or the topology log at debug. Without either they are not built (each
 /// carries copies of descriptions, the topology's on every check).
 pub(super) fn change_events_wanted(handler: Option<&Arc<dyn EventHandler>>) -> bool {
-    handler.is_some() || log::log_enabled!(target: TOPOLOGY_LOG_TARGET, log::Level::Debug)
+    handler.is_some() || logging::enabled(Component::Topology, log::Level::Debug)
 }
 
 impl Topology {
@@ -99,7 +102,7 @@ mod tests {
         let opened = |e: &SdamEvent| matches!(e, SdamEvent::ServerOpening { .. });
         assert!(quiet.iter().any(opened), "openings are still reported");
         // Another test of this binary may have turned the topology log on.
-        let logged = log::log_enabled!(target: TOPOLOGY_LOG_TARGET, log::Level::Debug);
+        let logged = logging::enabled(Component::Topology, log::Level::Debug);
         assert_eq!(quiet.iter().any(is_change), logged, "{quiet:?}");
     }
 }

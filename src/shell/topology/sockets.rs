@@ -5,8 +5,8 @@
 use super::Topology;
 use crate::error::{Error, Result};
 use crate::proto::address::ServerAddress;
-use crate::proto::event::command::COMMAND_LOG_TARGET;
-use crate::proto::event::{command_log_message, CommandEvent};
+use crate::proto::event::CommandEvent;
+use crate::proto::logging::Component;
 use crate::proto::sdam::ServerDescription;
 use crate::shell::conn::Connection;
 
@@ -55,15 +55,13 @@ impl Topology {
     /// command log at debug): building one copies the reply, which for a
     /// large batch doubles the memory an operation needs.
     pub(crate) fn command_events_wanted(&self) -> bool {
-        self.handler.is_some() || log::log_enabled!(target: COMMAND_LOG_TARGET, log::Level::Debug)
+        self.handler.is_some()
+            || crate::shell::logging::enabled(Component::Command, log::Level::Debug)
     }
 
-    /// Hands a command event to the log (the command logging spec's
-    /// message, at debug level) and the application's handler.
+    /// Hands a command event to the application's handler (the executor
+    /// writes the log message itself).
     pub(crate) fn publish_command_event(&self, event: &CommandEvent) {
-        if log::log_enabled!(target: COMMAND_LOG_TARGET, log::Level::Debug) {
-            log::debug!(target: COMMAND_LOG_TARGET, "{}", command_log_message(event));
-        }
         if let Some(handler) = &self.handler {
             handler.handle_command_event(event);
         }
