@@ -13,6 +13,7 @@
 //! entry there that now passes is reported.
 
 pub mod events;
+pub mod logs;
 pub mod matching;
 pub mod runner;
 pub mod skips;

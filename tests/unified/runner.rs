@@ -22,6 +22,7 @@ use mongo_inline::results::WriteFailure;
 use mongo_inline::{Client, ClientOptions, ClientSession, Collection, Database, ErrorKind};
 
 use super::events;
+use super::logs;
 // GridFS lives apart (another helper edits this file); a child module so
 // it shares `Args` and `Outcome`.
 #[path = "gridfs.rs"]
@@ -88,6 +89,8 @@ struct ClientEntity {
     /// Indices (in the recorder's command events) of the runner's own
     /// configureFailPoint commands, which the test does not observe.
     runner_events: Vec<std::ops::Range<usize>>,
+    /// `observeLogMessages`: the components and their least severe level.
+    observe_logs: Vec<(String, log::LevelFilter)>,
 }
 
 impl ClientEntity {
@@ -298,6 +301,7 @@ impl<'a> TestRun<'a> {
                 .run_command(doc! { "configureFailPoint": name, "mode": "off" })
                 .run();
         }
+        logs::stop_observing();
         let blocked_for = std::mem::take(&mut self.blocked_for);
         if let Some(at) = self.gave_up_at.take() {
             std::thread::sleep(blocked_for.saturating_sub(at.elapsed()));
@@ -340,6 +344,9 @@ impl<'a> TestRun<'a> {
         }
         if let Ok(expected) = test.get_array("expectEvents") {
             self.check_events(expected)?;
+        }
+        if let Ok(expected) = test.get_array("expectLogMessages") {
+            self.check_logs(expected)?;
         }
         if let Ok(outcome) = test.get_array("outcome") {
             self.check_outcome(outcome)?;
@@ -514,9 +521,8 @@ impl<'a> TestRun<'a> {
                     }
                 }
                 "observeLogMessages" => {
-                    return skip(
-                        "observeLogMessages: the driver writes each log message to the log crate as unstructured text only, while these tests assert the structured fields (commandName, requestId, serverHost, durationMS, ...)",
-                    )
+                    logs::parse_observe(value)?;
+                    logs::observe_on_this_thread();
                 }
                 "storeEventsAsEntities" => {
                     return skip("storeEventsAsEntities not supported by the runner")
@@ -593,6 +599,10 @@ impl<'a> TestRun<'a> {
             ignore,
             observe_sensitive: spec.get_bool("observeSensitiveCommands").unwrap_or(false),
             runner_events: Vec::new(),
+            observe_logs: match spec.get("observeLogMessages") {
+                Some(wanted) => logs::parse_observe(wanted)?,
+                None => Vec::new(),
+            },
         })
     }
 
@@ -1187,6 +1197,43 @@ impl<'a> TestRun<'a> {
         result
     }
 
+    /// `expectLogMessages`: each client's records, those of the components
+    /// and levels it observes, against the expected messages.
+    fn check_logs(&self, expected: &[Bson]) -> Outcome {
+        for block in expected {
+            let block = block
+                .as_document()
+                .ok_or("expectLogMessages: not a document")?;
+            let name = block
+                .get_str("client")
+                .map_err(|_| "expectLogMessages: client is required")?;
+            let client = self.client(name)?;
+            let topology_id = client
+                .recorder
+                .sdam()
+                .iter()
+                .find_map(|e| match e {
+                    mongo_inline::event::SdamEvent::TopologyOpening { topology_id } => {
+                        Some(topology_id.to_string())
+                    }
+                    _ => None,
+                })
+                .ok_or_else(|| format!("client {name}: no TopologyOpening event"))?;
+            let observed = logs::captured_for(&topology_id)
+                .into_iter()
+                .filter(|c| {
+                    client
+                        .observe_logs
+                        .iter()
+                        .any(|(component, level)| component == c.component && c.level <= *level)
+                })
+                .collect();
+            logs::check_client(block, observed, &self.entities)
+                .map_err(|e| Failure::Fail(format!("client {name}: {e}")))?;
+        }
+        Ok(())
+    }
+
     fn check_events(&self, expected: &[Bson]) -> Outcome {
         for block in expected {
             let block = block.as_document().ok_or("expectEvents entry")?;
@@ -1583,14 +1630,46 @@ fn read_preference(rp: &Document, what: &str) -> Outcome<mongo_inline::ReadPrefe
     let mode = rp
         .get_str("mode")
         .map_err(|e| format!("{what}: readPreference: {e}"))?;
-    if rp.len() > 1 {
-        return skip(format!(
-            "{what}: readPreference {rp}: only the mode is supported by the runner"
-        ));
-    }
     let mode = mongo_inline::ReadPreferenceMode::parse(mode)
         .map_err(|e| format!("readPreference {mode}: {e}"))?;
-    Ok(mongo_inline::ReadPreference::new(mode))
+    let mut preference = mongo_inline::ReadPreference::new(mode);
+    for (key, value) in rp {
+        match (key.as_str(), value) {
+            ("mode", _) => {}
+            ("tagSets", Bson::Array(sets)) => {
+                let mut tag_sets = Vec::new();
+                for set in sets {
+                    let set = set
+                        .as_document()
+                        .ok_or_else(|| format!("{what}: readPreference.tagSets: {set}"))?;
+                    let mut tags = mongo_inline::options::TagSet::new();
+                    for (tag, value) in set {
+                        let value = value
+                            .as_str()
+                            .ok_or_else(|| format!("{what}: tag {tag}: {value}"))?;
+                        tags.insert(tag.clone(), value.to_string());
+                    }
+                    tag_sets.push(tags);
+                }
+                preference = preference.with_tag_sets(tag_sets);
+            }
+            ("maxStalenessSeconds", v) => {
+                let seconds = v
+                    .as_i32()
+                    .map(i64::from)
+                    .or_else(|| v.as_i64())
+                    .and_then(|s| u64::try_from(s).ok())
+                    .ok_or_else(|| format!("{what}: maxStalenessSeconds {v}"))?;
+                preference = preference.with_max_staleness(Duration::from_secs(seconds));
+            }
+            _ => {
+                return skip(format!(
+                    "{what}: readPreference {rp}: {key} is not supported by the runner"
+                ))
+            }
+        }
+    }
+    Ok(preference)
 }
 
 fn write_concern(value: &Bson) -> Outcome<mongo_inline::options::WriteConcern> {

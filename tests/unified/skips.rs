@@ -312,7 +312,18 @@ pub const SINGLE_THREADED: &[(&str, &str, &str)] = &[
         "wait queue timeout errors include cursor statistics",
         "load-balancers.md: \"For single threaded drivers that do not use a connection pool, the driver MUST have only 1 socket connection to the load balancer\": with no pool there is no wait queue to time out (the client's maxPoolSize=1 and waitQueueTimeoutMS configure a pool this driver does not have)",
     ),
+    (
+        "connection-monitoring-and-pooling/tests/logging/connection-logging.json",
+        "Create a client, run a command, and close the client",
+        CMAP_APPLIES_TO_POOLS,
+    ),
 ];
+
+/// Why the connection (pool) log messages are not written: the driver has
+/// one socket per server and no pool, so "Connection pool created",
+/// "Connection checkout started" and the rest would describe a pool that
+/// does not exist.
+const CMAP_APPLIES_TO_POOLS: &str = "connection-monitoring-and-pooling.md: \"This specification is solely concerned with drivers that implement a connection pool. A driver SHOULD implement a connection pool, but is not required to\" and \"This specification does not apply to drivers that do not support multitasking\": its connection log messages are the pool's (created, ready, checkout started, checked out, checked in, cleared, closed), and this driver has one socket per server and no pool";
 
 /// The single-threaded rule that exempts `file`/`test`, if any.
 pub fn single_threaded_rule(file: &str, test: &str) -> Option<&'static str> {
