@@ -11,8 +11,10 @@
 //! process's CPU (user + system, every thread) and peak RSS (from wait4, by
 //! `benches/bindings/rusage.py`), and the reply round trips on the critical
 //! path to the first result: every simulated member waits `DELAY` before
-//! each reply, so round trips = (time to the result with delay − without) /
-//! `DELAY` (the TCP connect is not delayed). Then, against SecantusDB directly, a warm loop
+//! each reply, so round trips = (time from creating the client to the result
+//! with delay − without) / `DELAY` (the TCP connect is not delayed; the
+//! interpreter's start-up, whose noise would drown a round trip, is left
+//! out). Then, against SecantusDB directly, a warm loop
 //! of `WARM_OPS` finds by `_id` in one process: operations/s and CPU µs per
 //! operation (the interpreter's own count, every thread included).
 //!
@@ -58,6 +60,7 @@ struct Driver {
 #[derive(Clone, Copy)]
 struct Cold {
     first_result: f64,
+    connected_to_result: f64,
     exit: f64,
     cpu: f64,
     rss_kib: f64,
@@ -113,8 +116,9 @@ fn print_cold(shape: &Shape, driver: &Driver, uri: &str, library: &Path) {
     set_delay(&shape.sim, Duration::ZERO);
     let of = |runs: &[Cold], figure: fn(&Cold) -> f64| median(runs.iter().map(figure).collect());
     let first_result = of(&quick, |c| c.first_result);
-    let round_trips =
-        (of(&delayed, |c| c.first_result) - first_result) / (DELAY.as_secs_f64() * 1e3);
+    let round_trips = (of(&delayed, |c| c.connected_to_result)
+        - of(&quick, |c| c.connected_to_result))
+        / (DELAY.as_secs_f64() * 1e3);
     println!(
         "{:<28} {:<22} {:>11.1} {:>9.1} {:>8.1} {:>8.1} {:>4} ({:.2})",
         shape.name,
@@ -141,18 +145,21 @@ fn cold_runs(driver: &Driver, uri: &str, library: &Path) -> Vec<Cold> {
                 "{} failed: {stdout}{stderr}",
                 driver.name
             );
-            let first_result = stdout
-                .lines()
-                .find_map(|l| l.strip_prefix("FIRST_MS "))
-                .and_then(|v| v.trim().parse().ok())
-                .expect("the script's FIRST_MS line");
+            let line = |prefix: &str| -> f64 {
+                stdout
+                    .lines()
+                    .find_map(|l| l.strip_prefix(prefix))
+                    .and_then(|v| v.trim().parse().ok())
+                    .unwrap_or_else(|| panic!("the script's {prefix}line"))
+            };
             let usage = stderr
                 .lines()
                 .find_map(|l| l.strip_prefix("RUSAGE "))
                 .expect("rusage.py's line");
             let number = |name| field(usage, name).expect("a figure of rusage.py");
             Cold {
-                first_result,
+                first_result: line("FIRST_MS "),
+                connected_to_result: line("CONNECTED_MS "),
                 exit: number("wall_ms"),
                 cpu: number("cpu_ms"),
                 rss_kib: number("rss_kib"),

@@ -8,6 +8,7 @@ require __DIR__ . '/common.php';
 require dirname(__DIR__, 2) . '/bindings/php/autoload.php';
 
 [$mode, $uri, $db, $coll, $arg] = array_slice($argv, 1) + [null, null, null, null, null];
+bench_connecting();
 $collection = (new MongoInline\Client($uri))->selectCollection($db, $coll);
 $findOne = static fn (int $id) => $collection->findOne(['_id' => $id]);
 run_bench_find($mode, $arg, $findOne);

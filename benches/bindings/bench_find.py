@@ -6,7 +6,7 @@
 import os
 import sys
 
-from common import run_bench_find
+from common import connecting, run_bench_find
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "bindings", "python"))
@@ -14,5 +14,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from mongo_inline import Client  # noqa: E402
 
 mode, uri, db, coll, arg = sys.argv[1:6]
+connecting()
 collection = Client(uri)[db][coll]
 run_bench_find(mode, arg, lambda i: collection.find_one({"_id": i}))

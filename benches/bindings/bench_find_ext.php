@@ -7,6 +7,7 @@ declare(strict_types=1);
 require __DIR__ . '/common.php';
 
 [$mode, $uri, $db, $coll, $arg] = array_slice($argv, 1) + [null, null, null, null, null];
+bench_connecting();
 $manager = new MongoDB\Driver\Manager($uri);
 $namespace = "$db.$coll";
 $findOne = static function (int $id) use ($manager, $namespace): ?array {

@@ -68,4 +68,30 @@ final class Client extends Handle
     {
         return new Session($this, $options);
     }
+
+    /** The databases: [['name', 'sizeOnDisk', 'empty'], ...]. */
+    public function listDatabases(array $options = []): array
+    {
+        return $this->listing('mi_list_databases', $options)['databases'];
+    }
+
+    /** The databases' names. */
+    public function listDatabaseNames(array $options = []): array
+    {
+        return $this->listing('mi_list_database_names', $options)['names'];
+    }
+
+    /** Drops the database $name. */
+    public function dropDatabase(string $name, array $options = []): void
+    {
+        (new Database($this, $name))->drop($options);
+    }
+
+    private function listing(string $function, array $options): array
+    {
+        $ffi = Library::ffi();
+        $out = $ffi->new('mi_buffer');
+        Library::check($ffi->$function($this->live(), Session::pointer($options['session'] ?? null, $this), ...[...Library::options($options), \FFI::addr($out)]));
+        return Library::takeBuffer($out);
+    }
 }

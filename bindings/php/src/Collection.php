@@ -154,6 +154,118 @@ final class Collection
         return new Cursor($out);
     }
 
+    /** Replaces the first match; ['matchedCount', 'modifiedCount', 'upsertedId'?]. Options by their official names. */
+    public function replaceOne(array|object $filter, array|object $replacement, array $options = []): array
+    {
+        return $this->withResult('mi_replace_one', $options, ...self::bson($filter, $replacement));
+    }
+
+    /** Updates the first match; it as it was (returnDocument 'after': as it is), or null. */
+    public function findOneAndUpdate(array|object $filter, array|object $update, array $options = []): ?array
+    {
+        return $this->withResult('mi_find_one_and_update', $options, ...self::bson($filter, $update));
+    }
+
+    /** Replaces the first match; returned as findOneAndUpdate does. */
+    public function findOneAndReplace(array|object $filter, array|object $replacement, array $options = []): ?array
+    {
+        return $this->withResult('mi_find_one_and_replace', $options, ...self::bson($filter, $replacement));
+    }
+
+    /** Deletes the first match and returns it, or null. */
+    public function findOneAndDelete(array|object $filter, array $options = []): ?array
+    {
+        return $this->withResult('mi_find_one_and_delete', $options, ...self::bson($filter));
+    }
+
+    /** The distinct values of $key among the matches. */
+    public function distinct(string $key, array|object $filter = [], array $options = []): array
+    {
+        return $this->withResult('mi_distinct', $options, Library::name($key, 'the key'), ...self::bson($filter))['values'];
+    }
+
+    /** The collection's count from its metadata. */
+    public function estimatedDocumentCount(array $options = []): int
+    {
+        $ffi = Library::ffi();
+        $count = $ffi->new('uint64_t');
+        Library::check($ffi->mi_estimated_document_count(...[...$this->target($options), ...Library::options($options), \FFI::addr($count)]));
+        return $count->cdata;
+    }
+
+    /** Runs write models (['insertOne' => ['document' => ...]], ['updateOne' => [...]], ...). */
+    public function bulkWrite(array $requests, array $options = []): array
+    {
+        [$pointers, $lengths, $count, $keep] = Library::documentArray(array_map(static fn ($r) => Bson::encode($r), array_values($requests)));
+        return $this->withResult('mi_bulk_write', $options, $pointers, $lengths, $count);
+    }
+
+    /** Creates indexes (['key' => [...], 'name'? ...]); their names. */
+    public function createIndexes(array $indexes, array $options = []): array
+    {
+        [$pointers, $lengths, $count, $keep] = Library::documentArray(array_map(static fn ($i) => Bson::encode($i), array_values($indexes)));
+        return $this->withResult('mi_create_indexes', $options, $pointers, $lengths, $count)['indexNames'];
+    }
+
+    /** Creates one index on $keys; its name. $index: the index's own options (name, unique...). */
+    public function createIndex(array|object $keys, array $index = [], array $options = []): string
+    {
+        return $this->createIndexes([['key' => $keys] + $index], $options)[0];
+    }
+
+    /** A Cursor over the index specifications. */
+    public function listIndexes(array $options = []): Cursor
+    {
+        $ffi = Library::ffi();
+        $out = $ffi->new('mi_cursor *');
+        Library::check($ffi->mi_list_indexes(...[...$this->target($options), ...Library::options($options), \FFI::addr($out)]));
+        return new Cursor($out);
+    }
+
+    /** The index names. */
+    public function listIndexNames(array $options = []): array
+    {
+        return $this->withResult('mi_list_index_names', $options)['names'];
+    }
+
+    /** Drops the index called $name. */
+    public function dropIndex(string $name, array $options = []): void
+    {
+        Library::check(Library::ffi()->mi_drop_index(...[...$this->target($options), Library::name($name, 'the index name'), ...Library::options($options)]));
+    }
+
+    /** Drops every index but _id's. */
+    public function dropIndexes(array $options = []): void
+    {
+        Library::check(Library::ffi()->mi_drop_indexes(...[...$this->target($options), ...Library::options($options)]));
+    }
+
+    /** Drops the collection (no error if it does not exist). */
+    public function drop(array $options = []): void
+    {
+        Library::check(Library::ffi()->mi_drop_collection(...[...$this->target($options), ...Library::options($options)]));
+    }
+
+    /** @return list<string|int> each document as BSON and its length */
+    private static function bson(array|object ...$documents): array
+    {
+        $arguments = [];
+        foreach ($documents as $document) {
+            $bson = Bson::encode($document);
+            array_push($arguments, $bson, strlen($bson));
+        }
+        return $arguments;
+    }
+
+    /** Calls $function(target..., $arguments..., options, &result) and decodes the result. */
+    private function withResult(string $function, array $options, mixed ...$arguments): ?array
+    {
+        $ffi = Library::ffi();
+        $result = $ffi->new('mi_buffer');
+        Library::check($ffi->$function(...[...$this->target($options), ...$arguments, ...Library::options($options), \FFI::addr($result)]));
+        return Library::takeBuffer($result);
+    }
+
     /**
      * The options besides 'session', checked against $known: an unknown one
      * is an InvalidArgumentException, never silently dropped.

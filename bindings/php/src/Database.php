@@ -40,4 +40,55 @@ final class Database
         ));
         return Library::takeBuffer($reply);
     }
+
+    /** Drops the database. */
+    public function drop(array $options = []): void
+    {
+        Library::check(Library::ffi()->mi_drop_database(...[...$this->target($options), ...Library::options($options)]));
+    }
+
+    /** Creates collection $name (options by their official names: capped, validator...). */
+    public function createCollection(string $name, array $options = []): Collection
+    {
+        Library::check(Library::ffi()->mi_create_collection(...[
+            ...$this->target($options), Library::name($name, 'the collection name'), ...Library::options($options),
+        ]));
+        return new Collection($this, $name);
+    }
+
+    /** A Cursor over the collections' specifications (options: filter, nameOnly...). */
+    public function listCollections(array $options = []): Cursor
+    {
+        $ffi = Library::ffi();
+        $out = $ffi->new('mi_cursor *');
+        Library::check($ffi->mi_list_collections(...[...$this->target($options), ...Library::options($options), \FFI::addr($out)]));
+        return new Cursor($out);
+    }
+
+    /** The collections' names. */
+    public function listCollectionNames(array $options = []): array
+    {
+        $ffi = Library::ffi();
+        $out = $ffi->new('mi_buffer');
+        Library::check($ffi->mi_list_collection_names(...[...$this->target($options), ...Library::options($options), \FFI::addr($out)]));
+        return Library::takeBuffer($out)['names'];
+    }
+
+    /** A Cursor over a database-level pipeline ($documents, $currentOp...). */
+    public function aggregate(array $pipeline, array $options = []): Cursor
+    {
+        [$pointers, $lengths, $count, $keep] = Library::documentArray(array_map(static fn ($s) => Bson::encode($s), array_values($pipeline)));
+        $ffi = Library::ffi();
+        $out = $ffi->new('mi_cursor *');
+        Library::check($ffi->mi_database_aggregate(...[
+            ...$this->target($options), $pointers, $lengths, $count, ...Library::options($options), \FFI::addr($out),
+        ]));
+        return new Cursor($out);
+    }
+
+    /** @return array{\FFI\CData, ?\FFI\CData, string} */
+    private function target(array $options): array
+    {
+        return [$this->client->handle(), Session::pointer($options['session'] ?? null, $this->client), $this->name];
+    }
 }

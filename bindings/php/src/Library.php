@@ -47,6 +47,26 @@ mi_error *mi_delete_many(mi_client *client, mi_session *session, const char *db,
 mi_error *mi_count_documents(mi_client *client, mi_session *session, const char *db, const char *coll, const char *filter, size_t filter_len, const char *options, size_t options_len, uint64_t *count);
 mi_error *mi_find(mi_client *client, mi_session *session, const char *db, const char *coll, const char *filter, size_t filter_len, const char *options, size_t options_len, mi_cursor **out);
 mi_error *mi_aggregate(mi_client *client, mi_session *session, const char *db, const char *coll, const char *const *stages, const size_t *lengths, size_t count, const char *options, size_t options_len, mi_cursor **out);
+mi_error *mi_replace_one(mi_client *client, mi_session *session, const char *db, const char *coll, const char *filter, size_t filter_len, const char *replacement, size_t replacement_len, const char *options, size_t options_len, mi_buffer *result);
+mi_error *mi_find_one_and_update(mi_client *client, mi_session *session, const char *db, const char *coll, const char *filter, size_t filter_len, const char *update, size_t update_len, const char *options, size_t options_len, mi_buffer *result);
+mi_error *mi_find_one_and_replace(mi_client *client, mi_session *session, const char *db, const char *coll, const char *filter, size_t filter_len, const char *replacement, size_t replacement_len, const char *options, size_t options_len, mi_buffer *result);
+mi_error *mi_find_one_and_delete(mi_client *client, mi_session *session, const char *db, const char *coll, const char *filter, size_t filter_len, const char *options, size_t options_len, mi_buffer *result);
+mi_error *mi_distinct(mi_client *client, mi_session *session, const char *db, const char *coll, const char *field, const char *filter, size_t filter_len, const char *options, size_t options_len, mi_buffer *result);
+mi_error *mi_estimated_document_count(mi_client *client, mi_session *session, const char *db, const char *coll, const char *options, size_t options_len, uint64_t *count);
+mi_error *mi_bulk_write(mi_client *client, mi_session *session, const char *db, const char *coll, const char *const *models, const size_t *lengths, size_t count, const char *options, size_t options_len, mi_buffer *result);
+mi_error *mi_create_indexes(mi_client *client, mi_session *session, const char *db, const char *coll, const char *const *indexes, const size_t *lengths, size_t count, const char *options, size_t options_len, mi_buffer *result);
+mi_error *mi_list_indexes(mi_client *client, mi_session *session, const char *db, const char *coll, const char *options, size_t options_len, mi_cursor **out);
+mi_error *mi_list_index_names(mi_client *client, mi_session *session, const char *db, const char *coll, const char *options, size_t options_len, mi_buffer *result);
+mi_error *mi_drop_index(mi_client *client, mi_session *session, const char *db, const char *coll, const char *name, const char *options, size_t options_len);
+mi_error *mi_drop_indexes(mi_client *client, mi_session *session, const char *db, const char *coll, const char *options, size_t options_len);
+mi_error *mi_drop_collection(mi_client *client, mi_session *session, const char *db, const char *coll, const char *options, size_t options_len);
+mi_error *mi_create_collection(mi_client *client, mi_session *session, const char *db, const char *name, const char *options, size_t options_len);
+mi_error *mi_drop_database(mi_client *client, mi_session *session, const char *db, const char *options, size_t options_len);
+mi_error *mi_list_collections(mi_client *client, mi_session *session, const char *db, const char *options, size_t options_len, mi_cursor **out);
+mi_error *mi_list_collection_names(mi_client *client, mi_session *session, const char *db, const char *options, size_t options_len, mi_buffer *result);
+mi_error *mi_database_aggregate(mi_client *client, mi_session *session, const char *db, const char *const *stages, const size_t *lengths, size_t count, const char *options, size_t options_len, mi_cursor **out);
+mi_error *mi_list_databases(mi_client *client, mi_session *session, const char *options, size_t options_len, mi_buffer *result);
+mi_error *mi_list_database_names(mi_client *client, mi_session *session, const char *options, size_t options_len, mi_buffer *result);
 mi_error *mi_cursor_next(mi_cursor *cursor, const char **document, size_t *len);
 void mi_cursor_free(mi_cursor *cursor);
 C;
@@ -122,14 +142,33 @@ C;
         throw Exception::fromDomain($error->domain, $message, $error->code, $labels, $error);
     }
 
-    /** The document a filled mi_buffer holds, as a PHP array; frees the buffer. */
-    public static function takeBuffer(CData $buffer): array
+    /** The document a filled mi_buffer holds, as a PHP array (null when the library left it empty: none); frees the buffer. */
+    public static function takeBuffer(CData $buffer): ?array
     {
+        if (FFI::isNull($buffer->data)) {
+            return null;
+        }
         try {
             return Bson::decode(FFI::string($buffer->data, $buffer->len));
         } finally {
             self::ffi()->mi_buffer_free(FFI::addr($buffer));
         }
+    }
+
+    /**
+     * Options (official names) as BSON, or null for none; 'session' is the
+     * caller's, not the library's. An unknown name is the library's error.
+     *
+     * @return array{?string, int}
+     */
+    public static function options(array $options): array
+    {
+        unset($options['session']);
+        if ($options === []) {
+            return [null, 0];
+        }
+        $bson = Bson::encode($options);
+        return [$bson, strlen($bson)];
     }
 
     /** A NUL-free UTF-8 name or URI, or an InvalidArgumentException naming it. */

@@ -88,6 +88,39 @@ _SIGNATURES = {
         [HANDLE, HANDLE, STR, STR, C.POINTER(C.c_char_p), C.POINTER(SIZE), SIZE, BYTES, SIZE,
          C.POINTER(HANDLE)],
     ),
+    "mi_replace_one": (ERR, [HANDLE, HANDLE, STR, STR, BYTES, SIZE, BYTES, SIZE, BYTES, SIZE, BUF]),
+    "mi_find_one_and_update": (
+        ERR, [HANDLE, HANDLE, STR, STR, BYTES, SIZE, BYTES, SIZE, BYTES, SIZE, BUF]),
+    "mi_find_one_and_replace": (
+        ERR, [HANDLE, HANDLE, STR, STR, BYTES, SIZE, BYTES, SIZE, BYTES, SIZE, BUF]),
+    "mi_find_one_and_delete": (ERR, [HANDLE, HANDLE, STR, STR, BYTES, SIZE, BYTES, SIZE, BUF]),
+    "mi_distinct": (ERR, [HANDLE, HANDLE, STR, STR, STR, BYTES, SIZE, BYTES, SIZE, BUF]),
+    "mi_estimated_document_count": (
+        ERR, [HANDLE, HANDLE, STR, STR, BYTES, SIZE, C.POINTER(C.c_uint64)]),
+    "mi_bulk_write": (
+        ERR,
+        [HANDLE, HANDLE, STR, STR, C.POINTER(C.c_char_p), C.POINTER(SIZE), SIZE, BYTES, SIZE, BUF],
+    ),
+    "mi_create_indexes": (
+        ERR,
+        [HANDLE, HANDLE, STR, STR, C.POINTER(C.c_char_p), C.POINTER(SIZE), SIZE, BYTES, SIZE, BUF],
+    ),
+    "mi_list_indexes": (ERR, [HANDLE, HANDLE, STR, STR, BYTES, SIZE, C.POINTER(HANDLE)]),
+    "mi_list_index_names": (ERR, [HANDLE, HANDLE, STR, STR, BYTES, SIZE, BUF]),
+    "mi_drop_index": (ERR, [HANDLE, HANDLE, STR, STR, STR, BYTES, SIZE]),
+    "mi_drop_indexes": (ERR, [HANDLE, HANDLE, STR, STR, BYTES, SIZE]),
+    "mi_drop_collection": (ERR, [HANDLE, HANDLE, STR, STR, BYTES, SIZE]),
+    "mi_create_collection": (ERR, [HANDLE, HANDLE, STR, STR, BYTES, SIZE]),
+    "mi_drop_database": (ERR, [HANDLE, HANDLE, STR, BYTES, SIZE]),
+    "mi_list_collections": (ERR, [HANDLE, HANDLE, STR, BYTES, SIZE, C.POINTER(HANDLE)]),
+    "mi_list_collection_names": (ERR, [HANDLE, HANDLE, STR, BYTES, SIZE, BUF]),
+    "mi_database_aggregate": (
+        ERR,
+        [HANDLE, HANDLE, STR, C.POINTER(C.c_char_p), C.POINTER(SIZE), SIZE, BYTES, SIZE,
+         C.POINTER(HANDLE)],
+    ),
+    "mi_list_databases": (ERR, [HANDLE, HANDLE, BYTES, SIZE, BUF]),
+    "mi_list_database_names": (ERR, [HANDLE, HANDLE, BYTES, SIZE, BUF]),
     "mi_cursor_next": (ERR, [HANDLE, C.POINTER(C.c_void_p), C.POINTER(SIZE)]),
     "mi_cursor_free": (None, [HANDLE]),
 }
@@ -179,7 +212,10 @@ def size(data):
 
 
 def take_buffer(buffer):
-    """The document in an mi_buffer the library filled, as a dict; frees it."""
+    """The document in an mi_buffer the library filled, as a dict (None when
+    the library left it empty: no document); frees it."""
+    if not buffer.data:
+        return None
     try:
         return bson.decode(C.string_at(buffer.data, buffer.len))
     finally:

@@ -102,6 +102,25 @@ class Client(_Handle):
             options["snapshot"] = bool(snapshot)
         return ClientSession(self, encode(options or None, "session options"))
 
+    def list_databases(self, options=None, session=None):
+        """The databases: [{"name", "sizeOnDisk", "empty"}, ...]."""
+        return _client_listing(self, lib.mi_list_databases, options, session)["databases"]
+
+    def list_database_names(self, options=None, session=None):
+        """The databases' names."""
+        return _client_listing(self, lib.mi_list_database_names, options, session)["names"]
+
+    def drop_database(self, name, options=None, session=None):
+        """Drops the database `name` (options: writeConcern)."""
+        Database(self, name).drop(options, session)
+
+
+def _client_listing(client, function, options, session):
+    out = _ffi.MiBuffer()
+    data = encode(options, "options")
+    check(function(client._live(), _session_ptr(session, client), data, size(data), C.byref(out)))
+    return take_buffer(out)
+
 
 def _event_trampoline(listener):
     kinds = {1: "command_started", 2: "command_succeeded", 3: "command_failed", 4: "sdam"}
@@ -155,6 +174,56 @@ class Database:
             )
         )
         return take_buffer(reply)
+
+
+def _database_methods():
+    """Database's operations beyond command (kept apart to keep it short)."""
+
+    def drop(self, options=None, session=None):
+        """Drops the database (options: writeConcern)."""
+        data = encode(options, "options")
+        check(lib.mi_drop_database(self.client._live(), _session_ptr(session, self.client),
+                                   self._name, data, size(data)))
+
+    def create_collection(self, name, options=None, session=None):
+        """Creates collection `name` (options by their official names: capped, validator...)."""
+        data = encode(options, "options")
+        check(lib.mi_create_collection(self.client._live(), _session_ptr(session, self.client),
+                                       self._name, name_bytes(name, "collection name"), data,
+                                       size(data)))
+        return Collection(self, name)
+
+    def list_collections(self, options=None, session=None):
+        """A Cursor over the collections' specifications (options: filter, nameOnly...)."""
+        data = encode(options, "options")
+        cursor = Cursor(self.client)
+        check(lib.mi_list_collections(self.client._live(), _session_ptr(session, self.client),
+                                      self._name, data, size(data), C.byref(cursor._ptr)))
+        return cursor
+
+    def list_collection_names(self, options=None, session=None):
+        """The collections' names."""
+        data = encode(options, "options")
+        out = _ffi.MiBuffer()
+        check(lib.mi_list_collection_names(self.client._live(), _session_ptr(session, self.client),
+                                           self._name, data, size(data), C.byref(out)))
+        return take_buffer(out)["names"]
+
+    def aggregate(self, pipeline, options=None, session=None):
+        """A Cursor over a database-level pipeline ($documents, $currentOp...)."""
+        pointers, lengths, count, _keep = _ffi.document_array(list(pipeline), "pipeline stage")
+        data = encode(options, "options")
+        cursor = Cursor(self.client)
+        check(lib.mi_database_aggregate(self.client._live(), _session_ptr(session, self.client),
+                                        self._name, pointers, lengths, count, data, size(data),
+                                        C.byref(cursor._ptr)))
+        return cursor
+
+    return drop, create_collection, list_collections, list_collection_names, aggregate
+
+
+(Database.drop, Database.create_collection, Database.list_collections,
+ Database.list_collection_names, Database.aggregate) = _database_methods()
 
 
 def _session_ptr(session, client):
@@ -260,10 +329,107 @@ class Collection:
         return cursor
 
 
+def _collection_methods():
+    """Collection's operations beyond CRUD and find, options by their official
+    names (an unknown one is an ArgumentError from the library)."""
+
+    def with_result(function, collection, session, *arguments):
+        out = _ffi.MiBuffer()
+        check(function(*collection._args(session), *arguments, C.byref(out)))
+        return take_buffer(out)
+
+    def replace_one(self, filter, replacement, options=None, session=None):
+        """Replaces the first match; {"matchedCount", "modifiedCount", "upsertedId"?}."""
+        f, r, o = encode(filter, "filter"), encode(replacement), encode(options, "options")
+        return with_result(lib.mi_replace_one, self, session, f, len(f), r, len(r), o, size(o))
+
+    def find_one_and_update(self, filter, update, options=None, session=None):
+        """Updates the first match; it as it was (returnDocument: "after": as it is), or None."""
+        f, u, o = encode(filter, "filter"), encode(update, "update"), encode(options, "options")
+        return with_result(lib.mi_find_one_and_update, self, session, f, len(f), u, len(u), o,
+                           size(o))
+
+    def find_one_and_replace(self, filter, replacement, options=None, session=None):
+        """Replaces the first match; returned as find_one_and_update does."""
+        f, r, o = encode(filter, "filter"), encode(replacement), encode(options, "options")
+        return with_result(lib.mi_find_one_and_replace, self, session, f, len(f), r, len(r), o,
+                           size(o))
+
+    def find_one_and_delete(self, filter, options=None, session=None):
+        """Deletes the first match and returns it, or None."""
+        f, o = encode(filter, "filter"), encode(options, "options")
+        return with_result(lib.mi_find_one_and_delete, self, session, f, len(f), o, size(o))
+
+    def distinct(self, key, filter=None, options=None, session=None):
+        """The distinct values of `key` among the matches."""
+        f, o = encode(filter if filter is not None else {}, "filter"), encode(options, "options")
+        return with_result(lib.mi_distinct, self, session, name_bytes(key, "key"), f, len(f), o,
+                           size(o))["values"]
+
+    def estimated_document_count(self, options=None, session=None):
+        """The collection's count from its metadata."""
+        o = encode(options, "options")
+        count = C.c_uint64()
+        check(lib.mi_estimated_document_count(*self._args(session), o, size(o), C.byref(count)))
+        return count.value
+
+    def bulk_write(self, requests, options=None, session=None):
+        """Runs write models ({"insertOne": {"document": ...}}, {"updateOne": {...}}, ...)."""
+        pointers, lengths, count, _keep = _ffi.document_array(list(requests), "write model")
+        o = encode(options, "options")
+        return with_result(lib.mi_bulk_write, self, session, pointers, lengths, count, o, size(o))
+
+    def create_indexes(self, indexes, options=None, session=None):
+        """Creates indexes ({"key": {...}, "name"?...}); their names."""
+        pointers, lengths, count, _keep = _ffi.document_array(list(indexes), "index model")
+        o = encode(options, "options")
+        return with_result(lib.mi_create_indexes, self, session, pointers, lengths, count, o,
+                           size(o))["indexNames"]
+
+    def create_index(self, keys, options=None, session=None):
+        """Creates one index on `keys` ({"field": 1}); its name. options: the index's (name,
+        unique...)."""
+        return self.create_indexes([{"key": keys, **(options or {})}], session=session)[0]
+
+    def list_indexes(self, options=None, session=None):
+        """A Cursor over the index specifications."""
+        o = encode(options, "options")
+        cursor = Cursor(self.database.client)
+        check(lib.mi_list_indexes(*self._args(session), o, size(o), C.byref(cursor._ptr)))
+        return cursor
+
+    def index_names(self, session=None):
+        """The index names."""
+        return with_result(lib.mi_list_index_names, self, session, None, 0)["names"]
+
+    def drop_index(self, name, options=None, session=None):
+        """Drops the index called `name`."""
+        o = encode(options, "options")
+        check(lib.mi_drop_index(*self._args(session), name_bytes(name, "index name"), o, size(o)))
+
+    def drop_indexes(self, options=None, session=None):
+        """Drops every index but _id's."""
+        o = encode(options, "options")
+        check(lib.mi_drop_indexes(*self._args(session), o, size(o)))
+
+    def drop(self, options=None, session=None):
+        """Drops the collection (no error if it does not exist)."""
+        o = encode(options, "options")
+        check(lib.mi_drop_collection(*self._args(session), o, size(o)))
+
+    return (replace_one, find_one_and_update, find_one_and_replace, find_one_and_delete,
+            distinct, estimated_document_count, bulk_write, create_indexes, create_index,
+            list_indexes, index_names, drop_index, drop_indexes, drop)
+
+
 def _options(**options):
     """The options given (not None) as BSON, or None for none."""
     given = {k: v for k, v in options.items() if v is not None}
     return encode(given, "options") if given else None
+
+
+for _method in _collection_methods():
+    setattr(Collection, _method.__name__, _method)
 
 
 class Cursor(_Handle):

@@ -1,0 +1,68 @@
+"""The operations beyond CRUD: each through its C ABI function."""
+
+import pytest
+
+from mongo_inline import ArgumentError, CommandError
+
+
+def test_replace_and_find_one_and_modify(coll):
+    coll.insert_many([{"_id": 1, "n": 1}, {"_id": 2, "n": 2}])
+    assert coll.replace_one({"_id": 1}, {"n": 10})["modifiedCount"] == 1
+    before = coll.find_one_and_update({"_id": 2}, {"$inc": {"n": 1}})
+    assert before == {"_id": 2, "n": 2}
+    after = coll.find_one_and_update({"_id": 2}, {"$inc": {"n": 1}},
+                                     options={"returnDocument": "after"})
+    assert after == {"_id": 2, "n": 4}
+    assert coll.find_one_and_replace({"_id": 1}, {"n": 11}) == {"_id": 1, "n": 10}
+    assert coll.find_one_and_delete({"_id": 1}) == {"_id": 1, "n": 11}
+    assert coll.find_one_and_delete({"_id": "none"}) is None
+
+
+def test_distinct_counts_and_bulk_write(coll):
+    result = coll.bulk_write([
+        {"insertOne": {"document": {"_id": 1, "k": "a"}}},
+        {"insertOne": {"document": {"_id": 2, "k": "b"}}},
+        {"updateOne": {"filter": {"_id": 2}, "update": {"$set": {"k": "a"}}}},
+        {"deleteOne": {"filter": {"_id": 9}}},
+    ])
+    assert (result["insertedCount"], result["modifiedCount"], result["deletedCount"]) == (2, 1, 0)
+    assert coll.distinct("k") == ["a"]
+    assert coll.estimated_document_count() == 2
+
+
+def test_indexes(coll):
+    coll.insert_one({"x": 1})
+    assert coll.create_index({"x": 1}, {"name": "x_1", "unique": True}) == "x_1"
+    assert sorted(coll.index_names()) == ["_id_", "x_1"]
+    assert sorted(spec["name"] for spec in coll.list_indexes()) == ["_id_", "x_1"]
+    coll.drop_index("x_1")
+    assert coll.index_names() == ["_id_"]
+    coll.create_indexes([{"key": {"y": 1}}, {"key": {"z": -1}}])
+    coll.drop_indexes()
+    assert coll.index_names() == ["_id_"]
+
+
+def test_collections_and_databases(client):
+    db = client["pytest_listing"]
+    db.drop()
+    capped = db.create_collection("capped", {"capped": True, "size": 4096})
+    capped.insert_one({"x": 1})
+    assert db.list_collection_names() == ["capped"]
+    assert [spec["name"] for spec in db.list_collections()] == ["capped"]
+    assert "pytest_listing" in client.list_database_names()
+    assert any(d["name"] == "pytest_listing" for d in client.list_databases())
+    assert db.aggregate([{"$documents": [{"a": 1}]}]).to_list() == [{"a": 1}]
+    capped.drop()
+    assert db.list_collection_names() == []
+    client.drop_database("pytest_listing")
+
+
+def test_an_unknown_option_names_itself(coll):
+    with pytest.raises(ArgumentError, match="maxTimeMs"):
+        coll.find_one_and_delete({}, options={"maxTimeMs": 5})
+
+
+def test_dropping_a_missing_index_is_a_command_error(coll):
+    coll.insert_one({})
+    with pytest.raises(CommandError):
+        coll.drop_index("nope_1")
