@@ -38,6 +38,9 @@ mi_error *mi_session_id(mi_session *session, mi_buffer *out);
 mi_error *mi_session_start_transaction(mi_session *session, const char *options, size_t options_len);
 mi_error *mi_session_commit_transaction(mi_session *session);
 mi_error *mi_session_abort_transaction(mi_session *session);
+typedef mi_error *(*mi_transaction_callback)(void *user_data, mi_session *session);
+mi_error *mi_session_with_transaction(mi_session *session, mi_transaction_callback callback, void *user_data, const char *options, size_t options_len);
+mi_error *mi_error_new(int32_t domain, int32_t code, const char *message);
 mi_error *mi_insert_one(mi_client *client, mi_session *session, const char *db, const char *coll, const char *document, size_t document_len, const char *options, size_t options_len, mi_buffer *result);
 mi_error *mi_insert_many(mi_client *client, mi_session *session, const char *db, const char *coll, const char *const *documents, const size_t *lengths, size_t count, const char *options, size_t options_len, mi_buffer *result);
 mi_error *mi_update_one(mi_client *client, mi_session *session, const char *db, const char *coll, const char *filter, size_t filter_len, const char *update, size_t update_len, const char *options, size_t options_len, mi_buffer *result);
@@ -71,49 +74,12 @@ mi_error *mi_cursor_next(mi_cursor *cursor, const char **document, size_t *len);
 void mi_cursor_free(mi_cursor *cursor);
 C;
 
-    /** The transaction callback loop, declared when the library has it. */
-    private const TRANSACTION_DECLARATIONS = <<<'C'
-typedef mi_error *(*mi_transaction_callback)(void *user_data, mi_session *session);
-mi_error *mi_session_with_transaction(mi_session *session, mi_transaction_callback callback, void *user_data, const char *options, size_t options_len);
-mi_error *mi_error_new(int32_t domain, int32_t code, const char *message);
-C;
-
     private static ?FFI $ffi = null;
-    private static bool $withTransaction = false;
 
     /** The loaded library. */
     public static function ffi(): FFI
     {
-        if (self::$ffi === null) {
-            $path = self::path();
-            // Declared only when exported: FFI::cdef fails on (and leaks
-            // through) a declaration the library lacks.
-            self::$withTransaction = self::exports($path, 'mi_session_with_transaction');
-            self::$ffi = FFI::cdef(
-                self::DECLARATIONS . (self::$withTransaction ? self::TRANSACTION_DECLARATIONS : ''),
-                $path
-            );
-        }
-        return self::$ffi;
-    }
-
-    private static function exports(string $path, string $symbol): bool
-    {
-        $libc = FFI::cdef('void *dlopen(const char *file, int mode); void *dlsym(void *handle, const char *name); int dlclose(void *handle);');
-        $handle = $libc->dlopen($path, 1 /* RTLD_LAZY */);
-        if ($handle === null) {
-            return false; // FFI::cdef will report why it cannot load the library
-        }
-        $found = $libc->dlsym($handle, $symbol) !== null;
-        $libc->dlclose($handle);
-        return $found;
-    }
-
-    /** Whether the library exports mi_session_with_transaction. */
-    public static function hasWithTransaction(): bool
-    {
-        self::ffi();
-        return self::$withTransaction;
+        return self::$ffi ??= FFI::cdef(self::DECLARATIONS, self::path());
     }
 
     private static function path(): string

@@ -94,11 +94,6 @@ final class Session extends Handle
      */
     public function withTransaction(callable $callback, array $options = []): mixed
     {
-        if (!Library::hasWithTransaction()) {
-            throw new LogicException(
-                'withTransaction needs mi_session_with_transaction, which this build of libmongo_inline does not export'
-            );
-        }
         $bson = $this->transactionOptions($options);
         $ffi = Library::ffi();
         $outcome = ['value' => null, 'thrown' => null];
