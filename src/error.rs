@@ -152,6 +152,11 @@ pub enum ErrorKind {
         message: String,
     },
 
+    /// A change event came without its `_id` (a pipeline stage removed
+    /// it): the stream could not resume after it, so it ends here.
+    #[error("Cannot provide resume functionality when the resume token is missing: a change stream event has no `_id` (does the pipeline remove or replace it?); the change stream is closed")]
+    MissingResumeToken,
+
     /// A GridFS file is missing, or its stored chunks disagree with its
     /// files collection document, or an upload stream was misused.
     #[error("GridFS: {0}")]

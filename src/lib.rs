@@ -89,6 +89,8 @@ pub mod capi;
 pub mod error;
 
 pub use api::action;
+
+pub use api::change_stream;
 pub use api::gridfs;
 pub use proto::{event, options};
 
@@ -148,6 +150,7 @@ pub use proto::session::TransactionState;
 /// `mongodb::sync::Client` compiles with only the crate's name changed (for
 /// example `mongodb = { package = "mongo-inline", .. }` in Cargo.toml).
 pub mod sync {
+    pub use crate::change_stream::ChangeStream;
     pub use crate::{
         Client, ClientSession, Collection, Cursor, Database, SessionCursor, SessionCursorIter,
     };

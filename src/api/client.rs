@@ -276,6 +276,17 @@ impl Client {
         self.inner.defaults.clone()
     }
 
+    /// A change stream of the changes to every collection of every
+    /// database but `admin`, `local` and `config` (see
+    /// [`crate::change_stream`]).
+    pub fn watch(&self) -> crate::api::action::Watch<'_> {
+        crate::api::action::Watch::new(
+            self,
+            crate::proto::change_stream::WatchTarget::Cluster,
+            self.defaults(),
+        )
+    }
+
     /// The deployment's databases, with their sizes (`listDatabases`, on
     /// the primary).
     ///
@@ -554,6 +565,16 @@ impl Database {
     /// ```
     pub fn run_command(&self, command: Document) -> crate::api::action::RunCommand<'_> {
         crate::api::action::RunCommand::new(self, command)
+    }
+
+    /// A change stream of the changes to every collection of this database
+    /// (see [`crate::change_stream`]).
+    pub fn watch(&self) -> crate::api::action::Watch<'_> {
+        crate::api::action::Watch::new(
+            &self.client,
+            crate::proto::change_stream::WatchTarget::Database(self.name.clone()),
+            self.defaults(),
+        )
     }
 
     /// Runs an aggregation pipeline on the database (`aggregate: 1`), for

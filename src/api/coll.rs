@@ -705,6 +705,17 @@ impl<T> Collection<T> {
         action::Aggregate::on_collection(self, pipeline.into_iter().collect())
     }
 
+    /// A change stream of this collection's changes (see
+    /// [`crate::change_stream`]): events of type
+    /// [`ChangeStreamEvent<T>`](crate::change_stream::event::ChangeStreamEvent).
+    pub fn watch(&self) -> action::Watch<'_, T> {
+        action::Watch::new(
+            &self.client,
+            crate::proto::change_stream::WatchTarget::Collection(self.ns.clone()),
+            self.defaults.clone(),
+        )
+    }
+
     /// Drops the collection (a missing collection is not an error).
     ///
     /// ```

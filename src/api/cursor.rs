@@ -27,24 +27,29 @@ use crate::shell::exec::{Inherited, Target};
 /// The server-side cursor and the batch in hand: what both cursor kinds
 /// share. Each session-taking method takes the session the cursor belongs
 /// to, which every `getMore` and the `killCursors` must use.
-struct Batches {
+pub(crate) struct Batches {
     client: Client,
-    spec: Box<CursorSpec>,
+    pub(crate) spec: Box<CursorSpec>,
     address: ServerAddress,
     generation: u32,
     /// The `timeoutMS` its handle resolved (client, database, collection):
     /// each `getMore` and the closing `killCursors` get it afresh.
-    timeout: Option<Duration>,
+    pub(crate) timeout: Option<Duration>,
     /// A deadline the operation that opened the cursor shares with its
     /// `getMore`s (a GridFS download), instead of the timeout afresh.
-    deadline: Option<crate::proto::deadline::Deadline>,
+    pub(crate) deadline: Option<crate::proto::deadline::Deadline>,
     failed: bool,
     /// The document `advance` moved to, for `current`.
     current: Option<bson::RawDocumentBuf>,
 }
 
 impl Batches {
-    fn new(client: Client, spec: Box<CursorSpec>, address: ServerAddress, generation: u32) -> Self {
+    pub(crate) fn new(
+        client: Client,
+        spec: Box<CursorSpec>,
+        address: ServerAddress,
+        generation: u32,
+    ) -> Self {
         Batches {
             client,
             spec,
@@ -135,7 +140,7 @@ impl Batches {
         }
     }
 
-    fn fetch_next_batch(&mut self, session: Option<&mut SessionState>) -> Result<()> {
+    pub(crate) fn fetch_next_batch(&mut self, session: Option<&mut SessionState>) -> Result<()> {
         let Some(mut get_more) = self.spec.get_more() else {
             return Ok(());
         };
@@ -151,7 +156,7 @@ impl Batches {
     /// socket, and only if it is still open (a killCursors on another
     /// socket would be refused, and one on a dead socket cannot be sent).
     /// Errors are ignored; the server times the cursor out anyway.
-    fn kill(&mut self, session: Option<&mut SessionState>) {
+    pub(crate) fn kill(&mut self, session: Option<&mut SessionState>) {
         if self.spec.id == 0 {
             return;
         }

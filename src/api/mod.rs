@@ -3,6 +3,7 @@
 //! preference) are resolved here once and handed to the executor.
 
 pub mod action;
+pub mod change_stream;
 pub(crate) mod client;
 pub(crate) mod client_session;
 pub(crate) mod coll;

@@ -558,9 +558,10 @@ pub(crate) fn failure(error: &Error) -> Failure {
         ),
         // `error.code()` gives the first failed statement's code.
         ErrorKind::InsertMany(_) => (Domain::Write, None),
-        ErrorKind::Client { .. } | ErrorKind::Custom(_) | ErrorKind::GridFs(_) => {
-            (Domain::Client, None)
-        }
+        ErrorKind::Client { .. }
+        | ErrorKind::Custom(_)
+        | ErrorKind::GridFs(_)
+        | ErrorKind::MissingResumeToken => (Domain::Client, None),
     };
     let mut result = Failure::new(domain, error.to_string());
     result.code = code.or_else(|| error.code()).unwrap_or(0);

@@ -13,6 +13,9 @@ use crate::error::{Error, Result};
 
 pub mod oidc;
 pub use crate::proto::address::ServerAddress;
+pub use crate::proto::change_stream::{
+    ChangeStreamOptions, ChangeStreamOptionsBuilder, FullDocumentBeforeChangeType, FullDocumentType,
+};
 pub use crate::proto::coll_options::*;
 pub use crate::proto::collation::{
     Collation, CollationAlternate, CollationCaseFirst, CollationMaxVariable, CollationStrength,

@@ -31,6 +31,7 @@
 
 mod collection;
 mod database;
+mod watch;
 
 pub use crate::api::client_session::{AbortTransaction, CommitTransaction, StartTransaction};
 pub use collection::{
@@ -43,6 +44,7 @@ pub use database::{
     CreateCollection, DropDatabase, ListCollectionNames, ListCollections, ListDatabaseNames,
     ListDatabases, RunCommand, Shutdown, StartSession, WarmConnectionPool,
 };
+pub use watch::Watch;
 
 use crate::api::client_session::ClientSession;
 

@@ -1,0 +1,89 @@
+//! `watch`: the builder of a change stream, on a collection, a database or
+//! the client.
+
+use std::marker::PhantomData;
+use std::time::Duration;
+
+use bson::{Bson, Document, Timestamp};
+
+use super::option_setters;
+use crate::api::change_stream::ChangeStream;
+use crate::api::client::Client;
+use crate::api::coll::Defaults;
+use crate::error::Result;
+use crate::proto::change_stream::event::{ChangeStreamEvent, ResumeToken};
+use crate::proto::change_stream::{
+    ChangeStreamOptions, ChangeStreamState, FullDocumentBeforeChangeType, FullDocumentType,
+    WatchTarget,
+};
+use crate::proto::collation::Collation;
+use crate::proto::options::ReadConcern;
+use crate::proto::select::SelectionCriteria;
+
+/// `watch`: opens a [`ChangeStream`] of
+/// [`ChangeStreamEvent<T>`](crate::change_stream::event::ChangeStreamEvent)
+/// (`T` the collection's type; documents on a database or the client).
+/// Helpers over an `aggregate` with a `$changeStream` stage, which they
+/// prefer for it resumes. The read concern must be `majority` or none.
+#[must_use = "nothing is sent until `run`"]
+pub struct Watch<'a, T = Document> {
+    client: &'a Client,
+    target: WatchTarget,
+    defaults: Defaults,
+    pipeline: Vec<Document>,
+    options: ChangeStreamOptions,
+    _events: PhantomData<fn() -> T>,
+}
+
+impl<'a, T> Watch<'a, T> {
+    pub(crate) fn new(client: &'a Client, target: WatchTarget, defaults: Defaults) -> Self {
+        Watch {
+            client,
+            target,
+            defaults,
+            pipeline: Vec::new(),
+            options: ChangeStreamOptions::default(),
+            _events: PhantomData,
+        }
+    }
+
+    option_setters!(ChangeStreamOptions {
+        full_document: FullDocumentType,
+        full_document_before_change: FullDocumentBeforeChangeType,
+        start_at_operation_time: Timestamp,
+        start_after: ResumeToken,
+        max_await_time: Duration,
+        batch_size: u32,
+        collation: Collation,
+        read_concern: ReadConcern,
+        selection_criteria: SelectionCriteria,
+        show_expanded_events: bool,
+        comment: Bson,
+    });
+
+    /// Stages after the `$changeStream` stage (`$match`, `$project`,
+    /// `$addFields`, `$replaceRoot`, `$redact`); they must keep `_id`.
+    pub fn pipeline(mut self, value: impl IntoIterator<Item = Document>) -> Self {
+        self.pipeline = value.into_iter().collect();
+        self
+    }
+
+    /// Starts after the event of this token (`None`: from now).
+    pub fn resume_after(mut self, value: impl Into<Option<ResumeToken>>) -> Self {
+        self.options.resume_after = value.into();
+        self
+    }
+
+    /// Opens the stream: runs the `aggregate`; events come with each
+    /// `getMore` as the stream is iterated.
+    pub fn run(self) -> Result<ChangeStream<ChangeStreamEvent<T>>> {
+        if let WatchTarget::Collection(ns) = &self.target {
+            ns.check()?;
+        }
+        if let WatchTarget::Database(db) = &self.target {
+            crate::proto::operation::check_database_name(db)?;
+        }
+        let state = ChangeStreamState::new(self.target, self.pipeline, self.options);
+        ChangeStream::open(self.client, state, self.defaults)
+    }
+}

@@ -1,0 +1,289 @@
+//! [`ChangeStream<T>`]: the changes to a collection, a database or the
+//! whole deployment, as they happen (`watch`).
+//!
+//! Single-threaded like the rest of the driver: nothing polls in the
+//! background. Each `getMore` is sent when the caller asks for the next
+//! event, and the server holds it for up to `max_await_time` (its default
+//! 1 s) before answering with an empty batch:
+//!
+//! - [`Iterator::next`] sends `getMore`s until an event comes (it blocks
+//!   until then, each `getMore` at most `max_await_time`), or an error, or
+//!   the stream ends (an `invalidate` event closes it);
+//! - [`ChangeStream::next_if_any`] (alias [`ChangeStream::try_next`]) sends
+//!   at most one `getMore` and returns `None` when it brought no event: a
+//!   bounded wait, after which [`ChangeStream::resume_token`] is the token
+//!   to store, even when no event came.
+//!
+//! The stream resumes by itself, once per error, after an error the spec
+//! calls resumable (a network error, a lost cursor, a server error labelled
+//! `ResumableChangeStreamError`): it opens a new cursor with the token of
+//! the last event (or batch) it handed out, so no event is lost or
+//! repeated. Prefer `watch` to an `aggregate` with a `$changeStream` stage,
+//! which has no such resume. An event without its `_id` (a pipeline stage
+//! removed it) ends the stream with [`ErrorKind::MissingResumeToken`].
+//!
+//! ```
+//! # use mongo_inline::bson::{doc, Document};
+//! # use std::time::Duration;
+//! # fn main() -> mongo_inline::Result<()> {
+//! # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+//! # let client = mongo_inline::Client::with_uri_str(&uri)?;
+//! let coll = client.database("docs").collection::<Document>("watched");
+//! let mut stream = coll.watch().max_await_time(Duration::from_millis(200)).run()?;
+//! coll.insert_one(doc! { "x": 1 }).run()?;
+//! let event = stream.next().transpose()?.expect("an event");
+//! assert_eq!(event.full_document.unwrap().get_i32("x").unwrap(), 1);
+//! // Nothing more: one getMore, at most 200 ms.
+//! assert!(stream.next_if_any()?.is_none());
+//! let token = stream.resume_token(); // store it to resume later (`resume_after`)
+//! # assert!(token.is_some());
+//! # Ok(())
+//! # }
+//! ```
+
+use std::marker::PhantomData;
+
+pub mod event {
+    //! The events a change stream returns.
+    pub use crate::proto::change_stream::event::*;
+}
+
+pub mod options {
+    //! The options of `watch` (also in [`crate::options`]).
+    pub use crate::proto::change_stream::{
+        ChangeStreamOptions, ChangeStreamOptionsBuilder, FullDocumentBeforeChangeType,
+        FullDocumentType,
+    };
+}
+
+use bson::RawDocumentBuf;
+use serde::de::DeserializeOwned;
+
+use crate::api::client::Client;
+use crate::api::coll::Defaults;
+use crate::api::cursor::Batches;
+use crate::error::{Error, ErrorKind, Result};
+use crate::proto::change_stream::event::ResumeToken;
+use crate::proto::change_stream::{is_resumable, ChangeStreamState, Opened};
+use crate::proto::session::SessionState;
+use crate::shell::exec::Target;
+
+/// A change stream: an iterator of `Result<T>`, `T` being
+/// [`ChangeStreamEvent`](crate::change_stream::event::ChangeStreamEvent)
+/// unless [`with_type`](Self::with_type) said otherwise. See the
+/// [module documentation](crate::change_stream) for how it waits and
+/// resumes.
+pub struct ChangeStream<T> {
+    client: Client,
+    state: ChangeStreamState,
+    /// The handle's read preference, read concern and `timeoutMS`, for
+    /// the resuming `aggregate` too.
+    defaults: Defaults,
+    /// The open cursor; `None` once the stream is closed.
+    cursor: Option<Batches>,
+    /// The wire version of the cursor's server, by which its `getMore`s'
+    /// errors are judged.
+    wire_version: i32,
+    /// The implicit session of the first `aggregate`, which its `getMore`s
+    /// and every resume use.
+    session: Option<Box<SessionState>>,
+    _events: PhantomData<fn() -> T>,
+}
+
+impl<T> std::fmt::Debug for ChangeStream<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let cursor = self.cursor.as_ref();
+        f.debug_struct("ChangeStream")
+            .field("namespace", &cursor.map(|c| c.spec.ns.to_string()))
+            .field("id", &cursor.map(|c| c.spec.id))
+            .field("resume_token", &self.state.resume_token())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> ChangeStream<T> {
+    /// Opens the stream: the first `aggregate`.
+    pub(crate) fn open(
+        client: &Client,
+        state: ChangeStreamState,
+        defaults: Defaults,
+    ) -> Result<Self> {
+        let mut stream = ChangeStream {
+            client: client.clone(),
+            state,
+            defaults,
+            cursor: None,
+            wire_version: 0,
+            session: None,
+            _events: PhantomData,
+        };
+        stream.run_aggregate()?;
+        Ok(stream)
+    }
+
+    /// Sends the `aggregate` (first or resuming) and takes its cursor.
+    fn run_aggregate(&mut self) -> Result<()> {
+        let mut aggregate = self.state.aggregate();
+        let inherited = self.defaults.inherited();
+        let executed = self.client.state()?.execute(
+            &mut aggregate,
+            self.session.as_deref_mut(),
+            inherited,
+            Target::Select,
+        )?;
+        if executed.implicit_session.is_some() {
+            self.session = executed.implicit_session;
+        }
+        let opened: Opened = executed.output;
+        self.state.opened(&opened);
+        self.wire_version = opened.wire_version;
+        let mut cursor = Batches::new(
+            self.client.clone(),
+            opened.spec,
+            executed.address,
+            executed.generation,
+        );
+        cursor.timeout = self.defaults.timeout;
+        cursor.deadline = self.defaults.deadline;
+        self.cursor = Some(cursor);
+        Ok(())
+    }
+
+    /// The token to resume after the last event this stream handed out
+    /// (or after the last empty batch): pass it to
+    /// [`resume_after`](crate::action::Watch::resume_after) later. To store
+    /// every token, iterate with [`next_if_any`](Self::next_if_any) and
+    /// read this after each call.
+    pub fn resume_token(&self) -> Option<ResumeToken> {
+        self.state.resume_token().cloned()
+    }
+
+    /// Whether more events may come: false once the server closed the
+    /// stream (after an `invalidate` event) or an error ended it.
+    pub fn is_alive(&self) -> bool {
+        self.cursor
+            .as_ref()
+            .is_some_and(|c| !c.spec.batch.is_empty() || c.spec.id != 0)
+    }
+
+    /// Reads the events as `D` instead.
+    pub fn with_type<D>(mut self) -> ChangeStream<D> {
+        ChangeStream {
+            client: self.client.clone(),
+            state: self.state.clone(),
+            defaults: self.defaults.clone(),
+            cursor: self.cursor.take(),
+            wire_version: self.wire_version,
+            session: self.session.take(),
+            _events: PhantomData,
+        }
+    }
+
+    /// Closes the cursor on its server; the stream ends.
+    fn close(&mut self) {
+        if let Some(mut cursor) = self.cursor.take() {
+            cursor.kill(self.session.as_deref_mut());
+        }
+        if let (Some(session), Ok(mut state)) = (self.session.take(), self.client.state()) {
+            state.check_in(Some(session));
+        }
+    }
+
+    /// One `getMore`; after a resumable error, one resume instead.
+    fn get_more(&mut self) -> Result<()> {
+        let Some(cursor) = self.cursor.as_mut() else {
+            return Ok(());
+        };
+        match cursor.fetch_next_batch(self.session.as_deref_mut()) {
+            Ok(()) => {
+                self.state.batch_received(&cursor.spec);
+                Ok(())
+            }
+            Err(error) if is_resumable(&error, self.wire_version) => self.resume(),
+            // Out of time: the stream stays; the next call resumes if the
+            // socket went with the timeout.
+            Err(error) if matches!(*error.kind, ErrorKind::Timeout { .. }) => Err(error),
+            Err(error) => {
+                self.close();
+                Err(error)
+            }
+        }
+    }
+
+    /// The spec's resume process: the old cursor killed where it lives
+    /// (errors ignored), then a new `aggregate` from the cached token,
+    /// through server selection, in the same session. An error of that
+    /// `aggregate` ends the stream.
+    fn resume(&mut self) -> Result<()> {
+        if let Some(mut old) = self.cursor.take() {
+            old.kill(self.session.as_deref_mut());
+        }
+        self.state.begin_resume();
+        self.run_aggregate().inspect_err(|_| self.close())
+    }
+}
+
+impl<T: DeserializeOwned> ChangeStream<T> {
+    /// The next event of the batch in hand, if any.
+    fn buffered(&mut self) -> Result<Option<T>> {
+        let Some(cursor) = self.cursor.as_mut() else {
+            return Ok(None);
+        };
+        let Some(event) = cursor.spec.pop_front::<RawDocumentBuf>() else {
+            return Ok(None);
+        };
+        let event = event?;
+        if let Err(error) = self.state.document_returned(&event, &cursor.spec) {
+            self.close();
+            return Err(error);
+        }
+        bson::from_slice(event.as_bytes()).map(Some).map_err(|e| {
+            Error::invalid_argument(format!(
+                "a change event does not match the stream's type: {e}"
+            ))
+        })
+    }
+
+    /// The next event if one is in hand or comes with one `getMore`, else
+    /// `None` at once (after at most `max_await_time` on the server): the
+    /// bounded wait. [`resume_token`](Self::resume_token) is then up to
+    /// date, whether an event came or not.
+    pub fn next_if_any(&mut self) -> Result<Option<T>> {
+        if let Some(event) = self.buffered()? {
+            return Ok(Some(event));
+        }
+        if !self.is_alive() {
+            return Ok(None);
+        }
+        self.get_more()?;
+        self.buffered()
+    }
+
+    /// [`next_if_any`](Self::next_if_any) under the spec's name (`tryNext`).
+    pub fn try_next(&mut self) -> Result<Option<T>> {
+        self.next_if_any()
+    }
+}
+
+impl<T: DeserializeOwned> Iterator for ChangeStream<T> {
+    type Item = Result<T>;
+
+    /// Waits for the next event: `getMore`s until one comes, an error, or
+    /// the end of the stream (`None`).
+    fn next(&mut self) -> Option<Result<T>> {
+        loop {
+            match self.next_if_any() {
+                Ok(Some(event)) => return Some(Ok(event)),
+                Ok(None) if !self.is_alive() => return None,
+                Ok(None) => {}
+                Err(error) => return Some(Err(error)),
+            }
+        }
+    }
+}
+
+impl<T> Drop for ChangeStream<T> {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
