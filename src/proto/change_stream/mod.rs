@@ -105,6 +105,52 @@ string_option!(FullDocumentBeforeChangeType {
     Off = "off"
 });
 
+/// The option documents of the C ABI: the two types by name, a token as
+/// the server sent it, a time as a BSON timestamp.
+mod option_values {
+    use bson::{Bson, Timestamp};
+
+    use super::{FullDocumentBeforeChangeType, FullDocumentType, ResumeToken};
+    use crate::error::Result;
+    use crate::proto::options_doc::{mistyped, OptionValue};
+
+    impl OptionValue for FullDocumentType {
+        fn from_option(key: &str, value: Bson) -> Result<Self> {
+            match value {
+                Bson::String(name) => Ok(FullDocumentType::from(name.as_str())),
+                other => Err(mistyped(key, "a string", &other)),
+            }
+        }
+    }
+
+    impl OptionValue for FullDocumentBeforeChangeType {
+        fn from_option(key: &str, value: Bson) -> Result<Self> {
+            match value {
+                Bson::String(name) => Ok(FullDocumentBeforeChangeType::from(name.as_str())),
+                other => Err(mistyped(key, "a string", &other)),
+            }
+        }
+    }
+
+    impl OptionValue for ResumeToken {
+        fn from_option(key: &str, value: Bson) -> Result<Self> {
+            match value {
+                Bson::Document(_) => Ok(ResumeToken(value)),
+                other => Err(mistyped(key, "a resume token document", &other)),
+            }
+        }
+    }
+
+    impl OptionValue for Timestamp {
+        fn from_option(key: &str, value: Bson) -> Result<Self> {
+            match value {
+                Bson::Timestamp(time) => Ok(time),
+                other => Err(mistyped(key, "a timestamp", &other)),
+            }
+        }
+    }
+}
+
 options_struct! {
     /// Options of `watch` (a change stream). Those of the `$changeStream`
     /// stage go into it; the rest are the `aggregate`'s and its `getMore`s'.

@@ -240,3 +240,35 @@ fn full_document_values_round_trip_as_strings() {
         FullDocumentBeforeChangeType::Off
     );
 }
+
+#[test]
+fn options_by_their_official_names() {
+    let time = Timestamp {
+        time: 3,
+        increment: 4,
+    };
+    let options = ChangeStreamOptions::from_named(doc! {
+        "fullDocument": "updateLookup",
+        "fullDocumentBeforeChange": "required",
+        "startAfter": { "_data": "s" },
+        "startAtOperationTime": time,
+        "maxAwaitTimeMS": 250,
+        "batchSize": 2,
+        "showExpandedEvents": true,
+    })
+    .unwrap();
+    assert_eq!(options.full_document, Some(FullDocumentType::UpdateLookup));
+    assert_eq!(
+        options.full_document_before_change,
+        Some(FullDocumentBeforeChangeType::Required)
+    );
+    assert_eq!(options.start_after, Some(token("s")));
+    assert_eq!(options.start_at_operation_time, Some(time));
+    assert_eq!(
+        options.max_await_time,
+        Some(std::time::Duration::from_millis(250))
+    );
+    assert_eq!(options.batch_size, Some(2));
+    let error = ChangeStreamOptions::from_named(doc! { "resumeAfter": "x" }).unwrap_err();
+    assert!(error.to_string().contains("resumeAfter"), "{error}");
+}
