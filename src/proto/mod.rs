@@ -40,6 +40,7 @@ pub(crate) mod sdam;
 pub(crate) mod select;
 pub(crate) mod session;
 pub(crate) mod srv;
+pub(crate) mod state_file;
 pub(crate) mod unsupported;
 pub(crate) mod uri;
 pub(crate) mod wire;

@@ -359,6 +359,8 @@ pub struct ClientOptions {
     pub(crate) proxy: Option<ProxyOptions>,
     /// The DNS name servers to ask (default: the system's configuration).
     pub(crate) name_servers: Option<Vec<std::net::SocketAddr>>,
+    /// Where what a new process may reuse is kept (opt-in).
+    pub(crate) state_file: Option<std::path::PathBuf>,
 }
 
 impl ClientOptions {
@@ -417,6 +419,12 @@ impl ClientOptions {
     pub fn socket_check_interval(&self) -> Duration {
         self.socket_check_interval
             .unwrap_or(DEFAULT_SOCKET_CHECK_INTERVAL)
+    }
+
+    /// The state file a new process starts warm from (opt-in, see
+    /// [`ClientOptionsBuilder::state_file`]).
+    pub fn state_file(&self) -> Option<&std::path::Path> {
+        self.state_file.as_deref()
     }
 
     /// `heartbeatFrequencyMS` (default 60 s for single-threaded drivers).
@@ -1085,6 +1093,7 @@ pub(crate) fn merge(uri: ClientOptions, code: ClientOptions) -> Result<ClientOpt
         max_adaptive_retries: "maxAdaptiveRetries", plain;
         enable_overload_retargeting: "enableOverloadRetargeting", plain;
         name_servers: "name servers", debug;
+        state_file: "state file", debug;
     }
         hosts,
         credential: merge_credential(uri.credential, code.credential)?,
@@ -1335,6 +1344,12 @@ impl ClientOptionsBuilder {
         /// The DNS name servers to ask instead of the system's (see
         /// [`ClientOptions::with_name_servers`]).
         name_servers: Vec<std::net::SocketAddr>;
+        /// A file in which a process leaves what the next one may reuse
+        /// (today: the SCRAM keys, sealed under the password, so that it
+        /// skips PBKDF2). Created with mode 0600; a file or directory that
+        /// others can write, or that another user owns, is refused. As
+        /// sensitive as the connection string. Unix only.
+        state_file: impl Into<std::path::PathBuf>;
     }
 
     /// The options, after the same checks a connection string gets.

@@ -13,5 +13,10 @@ pub(crate) mod http;
 pub(crate) mod ids;
 pub(crate) mod logging;
 pub(crate) mod rng;
+#[cfg(unix)]
+pub(crate) mod state_file;
+#[cfg(not(unix))]
+#[path = "state_file_unsupported.rs"]
+pub(crate) mod state_file;
 pub(crate) mod tls;
 pub(crate) mod topology;

@@ -89,6 +89,8 @@ pub struct Topology {
     tls: Option<Arc<rustls::ClientConfig>>,
     /// The client's credential and cached SCRAM keys.
     authenticator: Option<crate::proto::auth::Authenticator>,
+    /// Where the SCRAM keys outlive the process (`state_file`, opt-in).
+    state_file: Option<crate::shell::state_file::StateFile>,
     /// The checks whose handshakes run in one wait (made on first use),
     /// and those waiting for a free slot.
     overlap: Option<overlap::Overlap>,
@@ -138,7 +140,8 @@ impl Topology {
         }
         let metadata =
             handshake::client_metadata(options.app_name(), &|name| std::env::var(name).ok());
-        let (tls, authenticator) = security(&options)?;
+        let (tls, mut authenticator) = security(&options)?;
+        let state_file = open_state_file(&options, authenticator.as_mut())?;
         let monitor = Monitor::new(
             TopologyDescription::new(
                 TopologySettings::from_options(&options)
@@ -156,6 +159,7 @@ impl Topology {
         let topology = Topology {
             tls,
             authenticator,
+            state_file,
             monitor,
             connections: AddressMap::default(),
             handler,
@@ -420,6 +424,23 @@ fn selection_settings(
         Some(selector) => settings.with_server_selector(selector),
         None => settings,
     }
+}
+
+/// Reads the state file, when the options name one, and hands the
+/// authenticator the keys it holds for this client.
+fn open_state_file(
+    options: &ClientOptions,
+    authenticator: Option<&mut crate::proto::auth::Authenticator>,
+) -> Result<Option<crate::shell::state_file::StateFile>> {
+    let Some(path) = options.state_file() else {
+        return Ok(None);
+    };
+    let (file, contents) = crate::shell::state_file::StateFile::open(path)?;
+    if let Some(authenticator) = authenticator {
+        let binding = crate::proto::state_file::Binding::of(options);
+        authenticator.use_state_file(binding, contents.scram_keys(binding));
+    }
+    Ok(Some(file))
 }
 
 /// The client's TLS configuration and authenticator, checked against each

@@ -15,7 +15,10 @@
 //! for a real one. Randomness (the nonces) is drawn by the shell and passed
 //! in. The client keeps one
 //! [`Authenticator`] for its whole life: SCRAM keys are derived once per
-//! salt and iteration count and reused on every socket.
+//! salt and iteration count and reused on every socket. With a state file
+//! ([`crate::proto::state_file`]) they outlive the process: sealed keys
+//! from an earlier one are tried before PBKDF2, and dropped the moment a
+//! conversation with them fails ([`Authenticator::stored_keys_refused`]).
 
 pub mod aws;
 pub mod scram;
@@ -30,6 +33,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::proto::options::oidc::CallbackKind;
 use crate::proto::options::Credential;
 
+use crate::proto::state_file::{self, Binding, SealedScramKeys};
 use scram::{ClientFinal, ClientFirst, SaltParams, ScramKeys, ScramMechanism};
 
 /// `authSource` for mechanisms whose users live outside MongoDB.
@@ -434,6 +438,29 @@ pub struct Authenticator {
     keys: HashMap<(ScramMechanism, SaltParams), ScramKeys>,
     /// How many times PBKDF2 ran (the cache's effect, observable in tests).
     derivations: usize,
+    /// The state file's part: sealed keys from an earlier process.
+    stored: Option<StoredKeys>,
+    /// The keys the latest SCRAM conversation used, and where from.
+    last_keys: Option<((ScramMechanism, SaltParams), KeySource)>,
+}
+
+/// The sealed SCRAM keys the state file holds for this client.
+struct StoredKeys {
+    binding: Binding,
+    sealed: Vec<SealedScramKeys>,
+    /// Whether `sealed` differs from the file (an entry added or dropped).
+    changed: bool,
+}
+
+/// Where a conversation's SCRAM keys came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum KeySource {
+    /// This process's cache, already accepted by a server.
+    Memory,
+    /// Unsealed from the state file: not yet accepted by any server.
+    StateFile,
+    /// PBKDF2, in this conversation.
+    Derived,
 }
 
 impl std::fmt::Debug for Authenticator {
@@ -490,7 +517,68 @@ impl Authenticator {
             last_oidc_call: None,
             keys: HashMap::new(),
             derivations: 0,
+            stored: None,
+            last_keys: None,
         })
+    }
+
+    /// Takes the SCRAM keys a state file holds for this client (bound to
+    /// `binding`), and keeps the ones servers accept from now on.
+    pub fn use_state_file(&mut self, binding: Binding, sealed: Vec<SealedScramKeys>) {
+        self.stored = Some(StoredKeys {
+            binding,
+            sealed,
+            changed: false,
+        });
+    }
+
+    /// After a failed SCRAM conversation: if its keys came from the state
+    /// file, they are dropped (from the file too) and the caller starts the
+    /// conversation over, which runs PBKDF2.
+    pub fn stored_keys_refused(&mut self) -> bool {
+        let Some((key, KeySource::StateFile)) = self.last_keys.take() else {
+            return false;
+        };
+        self.keys.remove(&key);
+        if let Some(stored) = &mut self.stored {
+            stored.sealed.retain(|s| !s.matches(key.0, &key.1));
+            stored.changed = true;
+        }
+        true
+    }
+
+    /// After a SCRAM conversation a server accepted: keys PBKDF2 derived
+    /// are sealed for the state file with `nonce` (fresh randomness).
+    pub fn keys_accepted(&mut self, nonce: [u8; state_file::NONCE_BYTES]) -> Result<()> {
+        let Some(((mechanism, params), source)) = self.last_keys.take() else {
+            return Ok(());
+        };
+        let (Some(stored), KeySource::Derived) = (&mut self.stored, source) else {
+            return Ok(());
+        };
+        let Some(keys) = self.keys.get(&(mechanism, params.clone())) else {
+            return Ok(());
+        };
+        let prepared = mechanism.prepare_password(
+            self.username.as_deref().unwrap_or_default(),
+            self.password.as_deref().unwrap_or_default(),
+        )?;
+        let sealed =
+            SealedScramKeys::seal(keys, mechanism, params, &prepared, stored.binding, nonce);
+        stored
+            .sealed
+            .retain(|s| !s.matches(mechanism, &sealed.params));
+        stored.sealed.push(sealed);
+        stored.changed = true;
+        Ok(())
+    }
+
+    /// The sealed keys the state file should hold for this client, when
+    /// they changed since it was read or last written.
+    pub fn take_state_change(&mut self) -> Option<(Binding, Vec<SealedScramKeys>)> {
+        let stored = self.stored.as_mut().filter(|s| s.changed)?;
+        stored.changed = false;
+        Some((stored.binding, stored.sealed.clone()))
     }
 
     /// Checks the mechanism against the transport before any socket opens:
@@ -918,12 +1006,31 @@ impl Authenticator {
     fn keys_for(&mut self, mechanism: ScramMechanism, params: SaltParams) -> Result<ScramKeys> {
         let cache_key = (mechanism, params);
         if let Some(keys) = self.keys.get(&cache_key) {
-            return Ok(keys.clone());
+            let keys = keys.clone();
+            let source = match &self.last_keys {
+                // Not yet accepted by a server: still where they came from.
+                Some((k, source)) if *k == cache_key => *source,
+                _ => KeySource::Memory,
+            };
+            self.last_keys = Some((cache_key, source));
+            return Ok(keys);
         }
         let prepared = mechanism.prepare_password(
             self.username.as_deref().unwrap_or_default(),
             self.password.as_deref().unwrap_or_default(),
         )?;
+        let unsealed = self.stored.as_ref().and_then(|stored| {
+            stored
+                .sealed
+                .iter()
+                .find(|s| s.matches(mechanism, &cache_key.1))
+                .map(|s| s.unseal(&prepared, stored.binding))
+        });
+        if let Some(keys) = unsealed {
+            self.keys.insert(cache_key.clone(), keys.clone());
+            self.last_keys = Some((cache_key, KeySource::StateFile));
+            return Ok(keys);
+        }
         let keys = ScramKeys::derive(
             mechanism,
             &prepared,
@@ -931,7 +1038,8 @@ impl Authenticator {
             cache_key.1.iterations,
         );
         self.derivations += 1;
-        self.keys.insert(cache_key, keys.clone());
+        self.keys.insert(cache_key.clone(), keys.clone());
+        self.last_keys = Some((cache_key, KeySource::Derived));
         Ok(keys)
     }
 }

@@ -129,6 +129,20 @@ impl std::fmt::Debug for ScramKeys {
 }
 
 impl ScramKeys {
+    /// Keys as a state file holds them, unsealed (right or not: only the
+    /// server can tell).
+    pub fn from_parts(client_key: Vec<u8>, server_key: Vec<u8>) -> ScramKeys {
+        ScramKeys {
+            client_key,
+            server_key,
+        }
+    }
+
+    /// The client key and the server key, for sealing into a state file.
+    pub fn parts(&self) -> (&[u8], &[u8]) {
+        (&self.client_key, &self.server_key)
+    }
+
     /// Runs PBKDF2 over the prepared password ([`ScramMechanism::prepare_password`]).
     pub fn derive(
         mechanism: ScramMechanism,

@@ -337,3 +337,116 @@ fn oidc_speculates_with_the_cached_token_and_replaces_a_refused_one_once() {
     assert!(e.to_string().contains("(code 18)"), "{e}");
     assert!(!e.to_string().contains("t2"));
 }
+
+/// The spec's server, but refusing a wrong proof as a real one does.
+fn checking(sent: &mut Vec<Document>) -> impl FnMut(&str, Document) -> Result<Document> + '_ {
+    move |_, command| {
+        sent.push(command.clone());
+        if command.contains_key("saslStart") {
+            Ok(server_reply(SERVER_FIRST, false))
+        } else if payload_text(&command) == CLIENT_FINAL {
+            Ok(server_reply(SERVER_FINAL, true))
+        } else {
+            Ok(doc! { "ok": 0, "code": 18, "errmsg": "Authentication failed." })
+        }
+    }
+}
+
+const SPEC_URI: &str = "mongodb://user:pencil@h/?authMechanism=SCRAM-SHA-256";
+const BINDING: Binding = Binding([7; 32]);
+
+/// One process's run: a fresh authenticator given the file's entries,
+/// authenticating once (and once more after refused stored keys, as the
+/// shell does); returns what it would write and how often PBKDF2 ran.
+fn process_run(
+    uri: &str,
+    stored: Vec<SealedScramKeys>,
+) -> (Result<()>, Option<Vec<SealedScramKeys>>, usize) {
+    let mut auth = authenticator(uri);
+    auth.use_state_file(BINDING, stored);
+    let mut sent = Vec::new();
+    let mut outcome = authenticate(
+        &mut auth,
+        &doc! { "ok": 1 },
+        Speculation::None,
+        &mut checking(&mut sent),
+    );
+    if outcome.is_err() && auth.stored_keys_refused() {
+        outcome = authenticate(
+            &mut auth,
+            &doc! { "ok": 1 },
+            Speculation::None,
+            &mut checking(&mut sent),
+        );
+    }
+    if outcome.is_ok() {
+        auth.keys_accepted([9; state_file::NONCE_BYTES]).unwrap();
+    }
+    let written = auth.take_state_change().map(|(binding, sealed)| {
+        assert_eq!(binding, BINDING);
+        sealed
+    });
+    (outcome, written, auth.derivations())
+}
+
+#[test]
+fn a_second_process_authenticates_from_the_state_file_without_pbkdf2() {
+    let (outcome, written, derivations) = process_run(SPEC_URI, Vec::new());
+    outcome.unwrap();
+    assert_eq!(derivations, 1);
+    let written = written.expect("the first process writes its keys");
+    assert_eq!(written.len(), 1);
+
+    let (outcome, rewritten, derivations) = process_run(SPEC_URI, written);
+    outcome.expect("the unsealed keys give the spec's proof");
+    assert_eq!(derivations, 0, "no PBKDF2 in the second process");
+    assert_eq!(rewritten, None, "nothing changed, nothing written");
+}
+
+#[test]
+fn stored_keys_under_another_password_fail_and_are_dropped() {
+    let (_, written, _) = process_run(SPEC_URI, Vec::new());
+    // A copy of the file used with another password: the keys unseal to
+    // garbage, the server refuses, PBKDF2 runs and is refused too.
+    let (outcome, rewritten, derivations) = process_run(
+        "mongodb://user:crayon@h/?authMechanism=SCRAM-SHA-256",
+        written.unwrap(),
+    );
+    let error = outcome.unwrap_err();
+    assert!(
+        matches!(*error.kind, ErrorKind::Authentication { .. }),
+        "{error}"
+    );
+    assert_eq!(derivations, 1, "fell back to PBKDF2");
+    assert_eq!(rewritten, Some(Vec::new()), "the refused entry is dropped");
+}
+
+#[test]
+fn tampered_stored_keys_fall_back_to_pbkdf2_and_are_replaced() {
+    let (_, written, _) = process_run(SPEC_URI, Vec::new());
+    let mut tampered = written.unwrap();
+    tampered[0].sealed_bytes_mut()[3] ^= 0x40;
+    let (outcome, rewritten, derivations) = process_run(SPEC_URI, tampered.clone());
+    outcome.expect("the fallback authenticates");
+    assert_eq!(derivations, 1);
+    let rewritten = rewritten.expect("the good keys replace the tampered ones");
+    assert_eq!(rewritten.len(), 1);
+    assert_ne!(rewritten, tampered);
+    let (outcome, _, derivations) = process_run(SPEC_URI, rewritten);
+    outcome.unwrap();
+    assert_eq!(derivations, 0);
+}
+
+#[test]
+fn a_wrong_server_key_fails_the_signature_check_and_drops_the_entry() {
+    let (_, written, _) = process_run(SPEC_URI, Vec::new());
+    let mut tampered = written.unwrap();
+    // The last byte belongs to ServerKey: the server accepts the proof,
+    // the client refuses the server's signature, then retries with PBKDF2.
+    let last = tampered[0].sealed_bytes_mut().len() - 1;
+    tampered[0].sealed_bytes_mut()[last] ^= 1;
+    let (outcome, rewritten, derivations) = process_run(SPEC_URI, tampered);
+    outcome.expect("the fallback authenticates");
+    assert_eq!(derivations, 1);
+    assert_eq!(rewritten.map(|r| r.len()), Some(1));
+}

@@ -347,15 +347,55 @@ impl Topology {
         let Some(mut authenticator) = self.authenticator.take() else {
             return Ok(());
         };
-        let outcome = self.converse(
+        let mut outcome = self.converse(
             &mut authenticator,
             connection,
             reply,
             speculation,
             time_left,
         );
+        let refused = matches!(&outcome, Err(e) if matches!(e.kind(), crate::error::ErrorKind::Authentication { .. }));
+        if refused && authenticator.stored_keys_refused() {
+            // Keys from the state file that the server refused (a changed
+            // password, a tampered or copied file): once more, with PBKDF2.
+            outcome = self.converse(
+                &mut authenticator,
+                connection,
+                reply,
+                Speculation::None,
+                time_left,
+            );
+        }
+        if self.state_file.is_some() {
+            self.update_state_file(&mut authenticator, outcome.is_ok());
+        }
         self.authenticator = Some(authenticator);
         outcome
+    }
+
+    /// Seals keys a server just accepted and writes the state file when
+    /// this client's entries changed.
+    fn update_state_file(&mut self, authenticator: &mut Authenticator, accepted: bool) {
+        if accepted {
+            let sealed = crate::shell::rng::client_nonce().and_then(|nonce| {
+                let mut seal_nonce = [0u8; crate::proto::state_file::NONCE_BYTES];
+                seal_nonce.copy_from_slice(&nonce.bytes()[..crate::proto::state_file::NONCE_BYTES]);
+                authenticator.keys_accepted(seal_nonce)
+            });
+            if let Err(error) = sealed {
+                log::warn!(target: "mongo_inline::state_file", "keys not sealed: {error}");
+            }
+        }
+        if let (Some(file), Some((binding, sealed))) =
+            (&self.state_file, authenticator.take_state_change())
+        {
+            let now = self
+                .clock
+                .wall_time()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            file.save(binding, &sealed, now);
+        }
     }
 
     /// The conversation's loop: send what it asks, fetch the secrets it

@@ -1,0 +1,275 @@
+//! The codec against well-formed, torn, garbled and hostile files, and the
+//! sealing's promises (no password, no verifier).
+
+use super::*;
+
+fn keys(mechanism: ScramMechanism, password: &str) -> (ScramKeys, SaltParams) {
+    let params = SaltParams {
+        salt: b"sixteen byte slt".to_vec(),
+        iterations: 4096,
+    };
+    let prepared = mechanism.prepare_password("user", password).unwrap();
+    let keys = ScramKeys::derive(mechanism, &prepared, &params.salt, params.iterations);
+    (keys, params)
+}
+
+fn sealed(mechanism: ScramMechanism, password: &str, nonce: u8) -> SealedScramKeys {
+    let (keys, params) = keys(mechanism, password);
+    let prepared = mechanism.prepare_password("user", password).unwrap();
+    SealedScramKeys::seal(
+        &keys,
+        mechanism,
+        params,
+        &prepared,
+        Binding([1; 32]),
+        [nonce; 16],
+    )
+}
+
+fn sample() -> StateContents {
+    let mut contents = StateContents::default();
+    contents.replace(
+        Binding([1; 32]),
+        &[sealed(ScramMechanism::Sha256, "pencil", 1)],
+        100,
+    );
+    contents.replace(
+        Binding([2; 32]),
+        &[sealed(ScramMechanism::Sha1, "pencil", 2)],
+        200,
+    );
+    contents
+}
+
+#[test]
+fn contents_survive_encoding() {
+    let contents = sample();
+    assert_eq!(StateContents::decode(&contents.encode()), Ok(contents));
+    let empty = StateContents::default();
+    assert_eq!(StateContents::decode(&empty.encode()), Ok(empty));
+}
+
+#[test]
+fn unsealing_with_the_password_gives_the_keys_and_with_another_garbage() {
+    for mechanism in [ScramMechanism::Sha1, ScramMechanism::Sha256] {
+        let entry = sealed(mechanism, "pencil", 3);
+        let right = mechanism.prepare_password("user", "pencil").unwrap();
+        let wrong = mechanism.prepare_password("user", "crayon").unwrap();
+        assert_eq!(
+            entry.unseal(&right, Binding([1; 32])),
+            keys(mechanism, "pencil").0
+        );
+        assert_ne!(
+            entry.unseal(&wrong, Binding([1; 32])),
+            keys(mechanism, "pencil").0
+        );
+        // Bound to the binding: the same bytes under another client's
+        // binding unseal to garbage.
+        assert_ne!(
+            entry.unseal(&right, Binding([2; 32])),
+            keys(mechanism, "pencil").0
+        );
+    }
+}
+
+#[test]
+fn the_file_holds_neither_the_password_nor_the_keys_in_clear() {
+    let password = "pencil-secret";
+    for mechanism in [ScramMechanism::Sha1, ScramMechanism::Sha256] {
+        let (plain, _) = keys(mechanism, password);
+        let prepared = mechanism.prepare_password("user", password).unwrap();
+        let mut contents = StateContents::default();
+        contents.replace(Binding([1; 32]), &[sealed(mechanism, password, 4)], 1);
+        let bytes = contents.encode();
+        let (client, server) = plain.parts();
+        for needle in [password.as_bytes(), &prepared, client, server] {
+            assert!(
+                !bytes.windows(needle.len()).any(|w| w == needle),
+                "{mechanism:?}: a secret is in the file"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_same_keys_seal_differently_under_each_nonce() {
+    let a = sealed(ScramMechanism::Sha256, "pencil", 1);
+    let b = sealed(ScramMechanism::Sha256, "pencil", 2);
+    assert_ne!(a.sealed, b.sealed);
+}
+
+#[test]
+fn every_truncation_and_every_flipped_bit_is_refused() {
+    let bytes = sample().encode();
+    for len in 0..bytes.len() {
+        assert!(
+            StateContents::decode(&bytes[..len]).is_err(),
+            "torn at {len}"
+        );
+    }
+    for at in 0..bytes.len() {
+        for bit in 0..8 {
+            let mut garbled = bytes.clone();
+            garbled[at] ^= 1 << bit;
+            assert!(
+                StateContents::decode(&garbled).is_err(),
+                "bit {bit} of byte {at}"
+            );
+        }
+    }
+}
+
+/// A body with a correct digest: what a hostile writer could produce.
+fn with_digest(mut body: Vec<u8>) -> Vec<u8> {
+    let digest = digest::digest(&digest::SHA256, &body);
+    body.extend_from_slice(digest.as_ref());
+    body
+}
+
+fn header(version: u16, count: u16) -> Vec<u8> {
+    let mut out = MAGIC.to_vec();
+    out.extend_from_slice(&version.to_le_bytes());
+    out.extend_from_slice(&count.to_le_bytes());
+    out
+}
+
+fn entry(kind: u8, body: &[u8], declared_len: u16) -> Vec<u8> {
+    let mut out = vec![kind];
+    out.extend_from_slice(&[1; 32]);
+    out.extend_from_slice(&0u64.to_le_bytes());
+    out.extend_from_slice(&declared_len.to_le_bytes());
+    out.extend_from_slice(body);
+    out
+}
+
+#[test]
+fn hostile_files_with_valid_digests_are_refused_by_name() {
+    let good = encode_scram(&sealed(ScramMechanism::Sha256, "pencil", 1));
+    let mut huge_salt = good.clone();
+    huge_salt[5] = 200;
+    let mut zero_salt = good.clone();
+    zero_salt[5] = 0;
+    let mut few_iterations = good.clone();
+    few_iterations[1..5].copy_from_slice(&1u32.to_le_bytes());
+    let mut bad_mechanism = good.clone();
+    bad_mechanism[0] = 9;
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (header(2, 0), "another format version"),
+        (
+            [b"NOTSTATE".to_vec(), vec![1, 0, 0, 0]].concat(),
+            "not a mongo-inline",
+        ),
+        (header(1, u16::MAX), "too many entries"),
+        (header(1, 1), "ends inside an entry"),
+        (
+            [header(1, 1), entry(1, &good, u16::MAX)].concat(),
+            "ends inside an entry",
+        ),
+        (
+            [header(1, 1), entry(7, &good, good.len() as u16)].concat(),
+            "unknown kind",
+        ),
+        (
+            [header(1, 1), entry(1, &huge_salt, good.len() as u16)].concat(),
+            "salt",
+        ),
+        (
+            [header(1, 1), entry(1, &zero_salt, good.len() as u16)].concat(),
+            "salt",
+        ),
+        (
+            [header(1, 1), entry(1, &few_iterations, good.len() as u16)].concat(),
+            "iteration",
+        ),
+        (
+            [header(1, 1), entry(1, &bad_mechanism, good.len() as u16)].concat(),
+            "mechanism",
+        ),
+        ([header(1, 0), vec![0]].concat(), "after its last entry"),
+    ];
+    for (body, expected) in cases {
+        let error = StateContents::decode(&with_digest(body)).unwrap_err();
+        assert!(
+            error.0.contains(expected),
+            "{error} (expected {expected:?})"
+        );
+    }
+    let oversized = vec![0u8; MAX_FILE_BYTES + 1];
+    assert!(StateContents::decode(&oversized)
+        .unwrap_err()
+        .0
+        .contains("larger"));
+}
+
+#[test]
+fn random_bytes_never_panic() {
+    let mut rng = fastrand::Rng::with_seed(41);
+    let good = sample().encode();
+    for round in 0..2000 {
+        let mut bytes = if round % 2 == 0 {
+            (0..rng.usize(0..600))
+                .map(|_| rng.u8(..))
+                .collect::<Vec<_>>()
+        } else {
+            good.clone()
+        };
+        // Mutate, then fix the digest half of the time so that the parser
+        // itself sees the damage.
+        for _ in 0..rng.usize(1..8) {
+            if !bytes.is_empty() {
+                let at = rng.usize(..bytes.len());
+                bytes[at] = rng.u8(..);
+            }
+        }
+        if round % 4 < 2 && bytes.len() > DIGEST_BYTES {
+            bytes.truncate(bytes.len() - DIGEST_BYTES);
+            bytes = with_digest(bytes);
+        }
+        let _ = StateContents::decode(&bytes);
+    }
+}
+
+#[test]
+fn the_fixture_files_are_refused() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/state_file");
+    let mut seen = 0;
+    for file in std::fs::read_dir(&dir).unwrap() {
+        let path = file.unwrap().path();
+        let bytes = std::fs::read(&path).unwrap();
+        assert!(StateContents::decode(&bytes).is_err(), "{}", path.display());
+        seen += 1;
+    }
+    assert!(seen >= 3, "fixtures missing in {}", dir.display());
+}
+
+#[test]
+fn beyond_the_limit_the_oldest_entries_go() {
+    let mut contents = StateContents::default();
+    let entry = sealed(ScramMechanism::Sha256, "pencil", 1);
+    for i in 0..(MAX_ENTRIES as u64 + 10) {
+        let mut binding = [0u8; 32];
+        binding[..8].copy_from_slice(&i.to_le_bytes());
+        contents.replace(Binding(binding), std::slice::from_ref(&entry), i);
+    }
+    assert_eq!(contents.entries.len(), MAX_ENTRIES);
+    assert!(contents.entries.iter().all(|e| e.written >= 10));
+    assert!(StateContents::decode(&contents.encode()).is_ok());
+}
+
+#[test]
+fn the_binding_changes_with_hosts_user_and_tls_but_not_the_password() {
+    let binding = |uri: &str| Binding::of(&crate::ClientOptions::parse(uri).unwrap());
+    let base = binding("mongodb://u:p@a:27017/?tls=true");
+    assert_eq!(base, binding("mongodb://u:other@a:27017/?tls=true"));
+    assert_ne!(base, binding("mongodb://u:p@b:27017/?tls=true"));
+    assert_ne!(base, binding("mongodb://v:p@a:27017/?tls=true"));
+    assert_ne!(base, binding("mongodb://u:p@a:27017/?tls=false"));
+    assert_ne!(
+        base,
+        binding("mongodb://u:p@a:27017/?tls=true&tlsAllowInvalidCertificates=true")
+    );
+    assert_ne!(
+        base,
+        binding("mongodb://u:p@a:27017/?tls=true&authSource=db")
+    );
+}

@@ -1,0 +1,24 @@
+//! The state file where file ownership and modes cannot be checked: the
+//! option is refused rather than ignored.
+
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::proto::state_file::{Binding, SealedScramKeys, StateContents};
+
+/// Never built: opening one is an error.
+#[derive(Debug)]
+pub(crate) struct StateFile;
+
+impl StateFile {
+    /// Refuses: the file's permissions cannot be checked on this platform.
+    pub(crate) fn open(path: &Path) -> Result<(StateFile, StateContents)> {
+        Err(Error::invalid_argument(format!(
+            "state file {}: supported on Unix only, where its owner and mode can be checked",
+            path.display()
+        )))
+    }
+
+    /// Unreachable: no value exists.
+    pub(crate) fn save(&self, _: Binding, _: &[SealedScramKeys], _: u64) {}
+}
