@@ -117,3 +117,11 @@ impl PartialEq for ClockSkew {
 pub fn set_clock_skew(options: &mut ClientOptions, skew: &ClockSkew) {
     options.clock_skew = Some(skew.clone());
 }
+
+/// How many entries a state file's bytes hold, or why they are not a state
+/// file (the tests of concurrent writers and tampered files).
+pub fn state_file_entries(bytes: &[u8]) -> Result<usize, String> {
+    crate::proto::state_file::StateContents::decode(bytes)
+        .map(|contents| contents.entries.len())
+        .map_err(|e| e.to_string())
+}

@@ -7,6 +7,8 @@
 // (clippy.toml) is the library's.
 #![allow(clippy::disallowed_methods)]
 
+#[path = "tls_auth/state_file.rs"]
+mod state_file;
 mod support;
 
 use std::io::{Read, Write};

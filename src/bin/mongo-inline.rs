@@ -70,6 +70,10 @@ usage: mongo-inline [URI] SUBCOMMAND ARGS...
              the time limit of the operation, in milliseconds (0: none);
              default: the URI's timeoutMS, else 60000. Giving both with
              different values is an error.
+  $MONGO_INLINE_STATE_FILE
+             a file in which a run leaves what the next may reuse (the
+             SCRAM keys, sealed under the password): as sensitive as the
+             URI; mode 0600 in a directory only this user can write
   COMMAND, FILTER, DOC, UPDATE, PIPELINE: Extended JSON (canonical or relaxed)
   update and delete change one document unless --many is given.
   With w=0 in the URI a write prints {acknowledged: false}: the server
@@ -232,6 +236,10 @@ fn arguments() -> Result<Vec<String>, Failure> {
         .collect()
 }
 
+/// Names the state file a run starts warm from and leaves for the next
+/// (opt-in; see `ClientOptionsBuilder::state_file`).
+const STATE_FILE_VARIABLE: &str = "MONGO_INLINE_STATE_FILE";
+
 /// The client for `uri`, with the time limit `--timeout-ms` gives, else
 /// the URI's `timeoutMS`, else [`DEFAULT_TIMEOUT`]; the URI's warnings go to
 /// stderr.
@@ -253,12 +261,18 @@ fn connect(uri: &str, timeout_flag: Option<(usize, &str)>) -> Result<Client, Fai
         None if parsed.timeout_setting().is_some() => None,
         None => Some(DEFAULT_TIMEOUT),
     };
-    let options = match timeout {
-        Some(timeout) => {
-            let code = ClientOptions::builder().timeout(timeout).build()?;
-            ClientOptions::parse_with(uri, code)?
+    let state_file = std::env::var_os(STATE_FILE_VARIABLE).filter(|v| !v.is_empty());
+    let options = if timeout.is_none() && state_file.is_none() {
+        parsed
+    } else {
+        let mut code = ClientOptions::builder();
+        if let Some(timeout) = timeout {
+            code = code.timeout(timeout);
         }
-        None => parsed,
+        if let Some(path) = state_file {
+            code = code.state_file(path);
+        }
+        ClientOptions::parse_with(uri, code.build()?)?
     };
     Ok(Client::with_options(options)?)
 }

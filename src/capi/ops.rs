@@ -57,7 +57,21 @@ pub(crate) use run_in;
 
 /// A client for the deployment `uri` names; parses and validates, no I/O.
 pub(crate) fn new_client(uri: &str) -> Result<Client, Failure> {
-    Client::with_uri_str(uri).map_err(|e| failure(&e))
+    let code = with_env_state_file(crate::ClientOptions::builder());
+    let options = crate::ClientOptions::parse_with(uri, code.build().map_err(|e| failure(&e))?)
+        .map_err(|e| failure(&e))?;
+    Client::with_options(options).map_err(|e| failure(&e))
+}
+
+/// `MONGO_INLINE_STATE_FILE`, when set and not empty, names the client's
+/// state file: the bindings' way to opt in without an options API.
+fn with_env_state_file(
+    builder: crate::options::ClientOptionsBuilder,
+) -> crate::options::ClientOptionsBuilder {
+    match std::env::var_os("MONGO_INLINE_STATE_FILE").filter(|v| !v.is_empty()) {
+        Some(path) => builder.state_file(path),
+        None => builder,
+    }
 }
 
 /// A C OIDC callback and its user data.
@@ -119,7 +133,7 @@ pub(crate) fn new_client_with_oidc(uri: &str, callback: OidcCallback) -> Result<
             .call(&context)
             .map(crate::options::oidc::IdpServerResponse::new)
     });
-    let code = crate::ClientOptions::builder()
+    let code = with_env_state_file(crate::ClientOptions::builder())
         .credential(credential)
         .build()
         .map_err(|e| failure(&e))?;
