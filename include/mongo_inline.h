@@ -143,7 +143,10 @@ mi_error *mi_bson_to_json(const uint8_t *bson, size_t len, char **out);
 /* ---- clients ---- */
 
 /* Creates a client from a connection string. Parses and validates only: no
- * I/O until the first operation. *out is freed with mi_client_free. */
+ * network I/O until the first operation. *out is freed with mi_client_free.
+ * With MONGO_INLINE_STATE_FILE set (and not empty) the client starts warm
+ * from that file and leaves its SCRAM keys there, sealed under the password;
+ * a file or directory others could read or write is an error here. */
 mi_error *mi_client_new(const char *uri, mi_client **out);
 /* MONGODB-OIDC's machine callback: writes an access token of at most
  * capacity bytes into token (no NUL needed) and returns its length, or a

@@ -108,7 +108,9 @@ impl Client {
         Client::with_options(ClientOptions::parse(uri)?)
     }
 
-    /// A client with options built in code. Does no I/O.
+    /// A client with options built in code. No network I/O; with
+    /// [`crate::options::ClientOptionsBuilder::state_file`] it reads that file
+    /// (and refuses one others could read or write).
     pub fn with_options(options: ClientOptions) -> Result<Client> {
         Client::builder(options).build()
     }

@@ -102,8 +102,8 @@ pub struct Topology {
 
 impl Topology {
     /// A topology for `options` on the system's clock, its random choices
-    /// seeded from the operating system. Publishes the opening events; does
-    /// no I/O.
+    /// seeded from the operating system. Publishes the opening events; no
+    /// network I/O (only the state file is read, when there is one).
     pub(crate) fn new(
         options: ClientOptions,
         handler: Option<Arc<dyn EventHandler>>,
