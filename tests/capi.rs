@@ -12,10 +12,18 @@ fn read(path: &str) -> String {
     std::fs::read_to_string(root.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
+/// Every source file of the C ABI, so that a function in a module added
+/// later is not missed.
 fn capi_sources() -> String {
-    ["src/capi/mod.rs", "src/capi/error.rs", "src/capi/events.rs"]
+    let mut paths: Vec<_> = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/src/capi"))
+        .expect("src/capi")
+        .map(|entry| entry.expect("a directory entry").path())
+        .filter(|path| path.extension().is_some_and(|e| e == "rs"))
+        .collect();
+    paths.sort();
+    paths
         .iter()
-        .map(|p| read(p))
+        .map(|path| std::fs::read_to_string(path).expect("a C ABI source"))
         .collect::<Vec<_>>()
         .join("\n")
 }
