@@ -320,6 +320,9 @@ pub struct CommandError {
     pub topology_version: Option<Document>,
     /// The server that answered.
     pub address: Option<ServerAddress>,
+    /// The server's whole reply (`errInfo`, `keyPattern`, ... beside the
+    /// fields above); `None` for an error the driver made itself.
+    pub raw_response: Option<Document>,
 }
 
 impl fmt::Display for CommandError {
@@ -580,6 +583,7 @@ mod tests {
     #[test]
     fn labels_and_code() {
         let e = Error::from(CommandError {
+            raw_response: None,
             code: 91,
             code_name: "ShutdownInProgress".into(),
             message: "shutting down".into(),

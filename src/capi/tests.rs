@@ -64,6 +64,7 @@ fn labels_and_codes_reach_c() {
 #[test]
 fn a_driver_error_keeps_its_kind_code_and_labels() {
     let command = crate::error::CommandError {
+        raw_response: None,
         code: 112,
         code_name: "WriteConflict".into(),
         message: "conflict".into(),

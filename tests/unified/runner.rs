@@ -2796,6 +2796,25 @@ fn check_error(expected: &Document, error: &mongo_inline::Error) -> Outcome {
                     }
                 }
             }
+            "errorResponse" => {
+                // The server's whole reply, matched as a root document.
+                let response = match error.kind() {
+                    ErrorKind::Command(command) => command.raw_response.clone(),
+                    _ => None,
+                };
+                let Some(response) = response else {
+                    return fail(format!(
+                        "errorResponse {value}, but no server reply in {error}"
+                    ));
+                };
+                matches(
+                    value,
+                    Some(&Bson::Document(response)),
+                    true,
+                    &EntityMap(HashMap::new()),
+                )
+                .map_err(|e| Failure::Fail(format!("errorResponse: {e}")))?;
+            }
             other => return skip(format!("expectError.{other} not supported by the runner")),
         }
     }
@@ -2995,6 +3014,12 @@ mod tests {
         assert!(check_error(&doc! { "errorCode": f64::from(code) }, &server_error).is_err());
         assert!(check_error(&doc! { "errorCodeName": "commandnotfound" }, &server_error).is_ok());
         assert!(check_error(&doc! { "errorCodeName": 59 }, &server_error).is_err());
+        // errorResponse: the server's whole reply, as a root document.
+        let response = |d: Document| check_error(&doc! { "errorResponse": d }, &server_error);
+        assert!(response(doc! { "code": code, "errmsg": { "$$type": "string" } }).is_ok());
+        assert!(response(doc! { "code": code + 1 }).is_err());
+        assert!(response(doc! { "noSuchField": { "$$exists": true } }).is_err());
+        assert!(check_error(&doc! { "errorResponse": { "code": 1 } }, &client_error).is_err());
     }
 
     #[test]

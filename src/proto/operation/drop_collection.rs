@@ -59,6 +59,7 @@ mod tests {
 
     fn command_error(code: i32) -> Error {
         Error::from(CommandError {
+            raw_response: None,
             code,
             code_name: String::new(),
             message: "m".into(),

@@ -190,6 +190,7 @@ mod tests {
 
     fn command_error(code: i32, labels: &[&str]) -> Error {
         Error::from(CommandError {
+            raw_response: None,
             code,
             code_name: String::new(),
             message: format!("code {code}"),

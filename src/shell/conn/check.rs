@@ -34,6 +34,8 @@ pub fn check_reply(reply: Document, address: &ServerAddress) -> Result<Document>
             .to_string(),
         topology_version: reply.get_document("topologyVersion").ok().cloned(),
         address: Some(address.clone()),
+        // Last: the fields above are read from it first.
+        raw_response: Some(reply),
     };
     Err(Error::from(error).with_labels(labels))
 }
