@@ -2203,20 +2203,7 @@ fn collection_operation(
                 action = action.comment(c);
             }
             args.done()?;
-            in_session!(action, session).map(|r| {
-                let ids = |m: std::collections::BTreeMap<usize, Bson>| -> Document {
-                    m.into_iter().map(|(i, id)| (i.to_string(), id)).collect()
-                };
-                Bson::Document(doc! {
-                    "insertedCount": r.inserted_count as i64,
-                    "matchedCount": r.matched_count as i64,
-                    "modifiedCount": r.modified_count as i64,
-                    "deletedCount": r.deleted_count as i64,
-                    "upsertedCount": r.upserted_count as i64,
-                    "insertedIds": ids(r.inserted_ids),
-                    "upsertedIds": ids(r.upserted_ids),
-                })
-            })
+            in_session!(action, session).map(bulk_write_result)
         }
         "listIndexNames" => {
             if let Some(c) = comment {
@@ -2721,6 +2708,41 @@ fn error_facts(error: &mongo_inline::Error) -> (Option<i32>, Option<String>, boo
     }
 }
 
+fn ids_by_index(m: std::collections::BTreeMap<usize, Bson>) -> Document {
+    m.into_iter().map(|(i, id)| (i.to_string(), id)).collect()
+}
+
+/// A bulk write's result as the format's `expectResult` shows it.
+fn bulk_write_result(r: mongo_inline::results::BulkWriteResult) -> Bson {
+    Bson::Document(doc! {
+        "insertedCount": r.inserted_count as i64,
+        "matchedCount": r.matched_count as i64,
+        "modifiedCount": r.modified_count as i64,
+        "deletedCount": r.deleted_count as i64,
+        "upsertedCount": r.upserted_count as i64,
+        "insertedIds": ids_by_index(r.inserted_ids),
+        "upsertedIds": ids_by_index(r.upserted_ids),
+    })
+}
+
+/// What a failed bulk write or insert_many did before it failed (the
+/// format's `expectError.expectResult`), as a bulk write result.
+fn partial_result(error: &mongo_inline::Error) -> Option<Bson> {
+    match error.kind() {
+        ErrorKind::BulkWrite(failure) => Some(bulk_write_result(failure.partial_result.clone())),
+        ErrorKind::InsertMany(failure) => Some(Bson::Document(doc! {
+            "insertedCount": failure.inserted_ids.len() as i64,
+            "matchedCount": 0_i64,
+            "modifiedCount": 0_i64,
+            "deletedCount": 0_i64,
+            "upsertedCount": 0_i64,
+            "insertedIds": ids_by_index(failure.inserted_ids.clone()),
+            "upsertedIds": {},
+        })),
+        _ => None,
+    }
+}
+
 fn check_error(expected: &Document, error: &mongo_inline::Error) -> Outcome {
     let (code, code_name, from_server) = error_facts(error);
     for (key, value) in expected {
@@ -2814,6 +2836,15 @@ fn check_error(expected: &Document, error: &mongo_inline::Error) -> Outcome {
                     &EntityMap(HashMap::new()),
                 )
                 .map_err(|e| Failure::Fail(format!("errorResponse: {e}")))?;
+            }
+            "expectResult" => {
+                let Some(partial) = partial_result(error) else {
+                    return fail(format!(
+                        "expectResult {value}, but {error} has no partial result"
+                    ));
+                };
+                expect_result("bulkWrite", value, &partial, &EntityMap(HashMap::new()))
+                    .map_err(|e| Failure::Fail(format!("expectResult {partial}: {e}")))?;
             }
             other => return skip(format!("expectError.{other} not supported by the runner")),
         }
@@ -3020,6 +3051,21 @@ mod tests {
         assert!(response(doc! { "code": code + 1 }).is_err());
         assert!(response(doc! { "noSuchField": { "$$exists": true } }).is_err());
         assert!(check_error(&doc! { "errorResponse": { "code": 1 } }, &client_error).is_err());
+
+        // expectResult: what a failed insert_many did before it failed.
+        let coll = deployment()
+            .internal
+            .database("unified_runner_tests")
+            .collection::<Document>("partial_results");
+        let _ = coll.drop().run();
+        let duplicate = coll
+            .insert_many([doc! { "_id": 1 }, doc! { "_id": 1 }])
+            .run()
+            .unwrap_err();
+        let partial = |d: Document| check_error(&doc! { "expectResult": d }, &duplicate);
+        assert!(partial(doc! { "insertedCount": 1, "insertedIds": { "0": 1 } }).is_ok());
+        assert!(partial(doc! { "insertedCount": 2 }).is_err());
+        assert!(check_error(&doc! { "expectResult": {} }, &server_error).is_err());
     }
 
     #[test]
