@@ -134,7 +134,7 @@ pub enum ErrorKind {
     /// A batched write (`bulk_write`) had failed statements or an
     /// unsatisfied write concern; carries what did succeed.
     #[error("{0}")]
-    BulkWrite(crate::proto::results::BulkWriteFailure),
+    CollectionBulkWrite(crate::proto::results::BulkWriteFailure),
 
     /// `insert_many` had failed statements or an unsatisfied write concern.
     #[error("{0}")]
@@ -494,7 +494,7 @@ impl Error {
         use crate::proto::results::{BulkWriteFailure, WriteFailure};
         match &*self.kind {
             ErrorKind::Write(WriteFailure::WriteError(we)) => Some(we.code),
-            ErrorKind::BulkWrite(BulkWriteFailure {
+            ErrorKind::CollectionBulkWrite(BulkWriteFailure {
                 write_errors,
                 write_concern_error,
                 ..
@@ -524,7 +524,7 @@ impl Error {
         match &*self.kind {
             ErrorKind::Command(c) => Some(c.code),
             ErrorKind::Write(WriteFailure::WriteConcernError(wce)) => Some(wce.code),
-            ErrorKind::BulkWrite(BulkWriteFailure {
+            ErrorKind::CollectionBulkWrite(BulkWriteFailure {
                 write_concern_error: Some(wce),
                 ..
             })

@@ -11,7 +11,7 @@ mod support;
 
 use bson::{doc, Bson, Document};
 use mongo_inline::error::ErrorKind;
-use mongo_inline::options::{IndexModel, IndexOptions, ReturnDocument, WriteModel};
+use mongo_inline::options::{CollectionWriteModel, IndexModel, IndexOptions, ReturnDocument};
 use mongo_inline::results::CollectionType;
 use mongo_inline::SessionCursor;
 use mongo_inline::{Client, ClientSession, Collection};
@@ -73,7 +73,7 @@ fn every_collection_operation_runs_in_the_session_it_is_given() {
         .run()
         .unwrap();
     assert_all_in(&recorder, &s, "insert_many");
-    coll.bulk_write([WriteModel::InsertOne {
+    coll.bulk_write([CollectionWriteModel::InsertOne {
         document: doc! { "_id": 4, "k": "c" },
     }])
     .session(&mut s)

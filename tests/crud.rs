@@ -13,8 +13,8 @@ use std::time::Duration;
 use bson::oid::ObjectId;
 use bson::{doc, Bson, Document};
 use mongo_inline::options::Collation;
+use mongo_inline::options::CollectionWriteModel;
 use mongo_inline::options::SelectionCriteria;
-use mongo_inline::options::WriteModel;
 use mongo_inline::options::{Acknowledgment, ReadConcern, WriteConcern};
 use mongo_inline::options::{
     AggregateOptions, BulkWriteOptions, CountOptions, DeleteModelOptions, DeleteOptions,
@@ -465,21 +465,21 @@ fn an_ordered_bulk_write_stops_at_a_duplicate_key_and_an_unordered_one_continues
         let coll = fresh::<Document>(&client, "bulk");
         coll.insert_one(doc! { "_id": 2 }).run().unwrap();
         let models = vec![
-            WriteModel::InsertOne {
+            CollectionWriteModel::InsertOne {
                 document: doc! { "_id": 1 },
             },
-            WriteModel::UpdateOne {
+            CollectionWriteModel::UpdateOne {
                 filter: doc! { "_id": 1 },
                 update: doc! { "$set": { "x": 1 } }.into(),
                 options: UpdateModelOptions::default(),
             },
-            WriteModel::InsertOne {
+            CollectionWriteModel::InsertOne {
                 document: doc! { "_id": 2 },
             },
-            WriteModel::InsertOne {
+            CollectionWriteModel::InsertOne {
                 document: doc! { "_id": 3 },
             },
-            WriteModel::DeleteOne {
+            CollectionWriteModel::DeleteOne {
                 filter: doc! { "_id": 3 },
                 options: DeleteModelOptions::default(),
             },
@@ -489,7 +489,7 @@ fn an_ordered_bulk_write_stops_at_a_duplicate_key_and_an_unordered_one_continues
             .with_options(BulkWriteOptions::default().ordered(ordered))
             .run()
             .expect_err("a duplicate key");
-        let ErrorKind::BulkWrite(failure) = e.kind() else {
+        let ErrorKind::CollectionBulkWrite(failure) = e.kind() else {
             panic!("not a bulk write failure: {e:?}");
         };
         assert_eq!(failure.write_errors.len(), 1, "{failure:?}");

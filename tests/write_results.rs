@@ -12,8 +12,8 @@ mod support;
 use std::time::Duration;
 
 use bson::{doc, Document};
+use mongo_inline::options::CollectionWriteModel;
 use mongo_inline::options::WriteConcern;
-use mongo_inline::options::WriteModel;
 use mongo_inline::{Client, Collection, ErrorKind};
 use support::events::recorded_client;
 use support::server::TestServer;
@@ -82,9 +82,9 @@ fn unacknowledged_writes_say_so() {
     assert!(!replace.acknowledged);
     let bulk = coll
         .bulk_write([
-            WriteModel::insert_one(doc! { "_id": 3 }),
-            WriteModel::update_one(doc! { "_id": 3 }, doc! { "$set": { "b": 1 } }),
-            WriteModel::delete_one(doc! { "_id": 2 }),
+            CollectionWriteModel::insert_one(doc! { "_id": 3 }),
+            CollectionWriteModel::update_one(doc! { "_id": 3 }, doc! { "$set": { "b": 1 } }),
+            CollectionWriteModel::delete_one(doc! { "_id": 2 }),
         ])
         .run()
         .unwrap();
@@ -118,7 +118,7 @@ fn unacknowledged_writes_say_so() {
     assert!(delete.acknowledged);
     assert_eq!(delete.deleted_count, 1);
     let bulk = acked
-        .bulk_write([WriteModel::insert_one(doc! { "_id": 6 })])
+        .bulk_write([CollectionWriteModel::insert_one(doc! { "_id": 6 })])
         .run()
         .unwrap();
     assert!(bulk.acknowledged);
@@ -176,7 +176,7 @@ fn names_mongodb_does_not_allow_fail_before_anything_is_sent() {
                 .run()
                 .map(drop),
             coll.delete_many(doc! {}).run().map(drop),
-            coll.bulk_write([WriteModel::insert_one(doc! {})])
+            coll.bulk_write([CollectionWriteModel::insert_one(doc! {})])
                 .run()
                 .map(drop),
             coll.find(doc! {}).run().map(drop),

@@ -24,7 +24,9 @@ use crate::api::client_session::ClientSession;
 use crate::api::cursor::{Cursor, SessionCursor};
 use crate::error::{Error, Result};
 use crate::proto::coll_options::IndexModel;
-use crate::proto::operation::{CursorSpec, Namespace, Operation, UpdateModifications, WriteModel};
+use crate::proto::operation::{
+    CollectionWriteModel, CursorSpec, Namespace, Operation, UpdateModifications,
+};
 use crate::proto::options::{ReadConcern, WriteConcern};
 use crate::proto::read_preference::ReadPreference;
 use crate::proto::results::BulkWriteResult;
@@ -380,15 +382,15 @@ impl<T> Collection<T> {
     ///
     /// ```
     /// # use mongo_inline::bson::{doc, Document};
-    /// # use mongo_inline::options::WriteModel;
+    /// # use mongo_inline::options::CollectionWriteModel;
     /// # fn main() -> mongo_inline::Result<()> {
     /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
     /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
     /// let coll = client.database("docs").collection::<Document>("bulk_write");
     /// let result = coll
     ///     .bulk_write(vec![
-    ///         WriteModel::InsertOne { document: doc! { "_id": 1 } },
-    ///         WriteModel::DeleteOne { filter: doc! { "_id": 1 }, options: Default::default() },
+    ///         CollectionWriteModel::InsertOne { document: doc! { "_id": 1 } },
+    ///         CollectionWriteModel::DeleteOne { filter: doc! { "_id": 1 }, options: Default::default() },
     ///     ])
     ///     .run()?;
     /// assert_eq!(result.inserted_count, 1);
@@ -397,9 +399,9 @@ impl<T> Collection<T> {
     /// ```
     pub fn bulk_write(
         &self,
-        models: impl IntoIterator<Item = WriteModel>,
-    ) -> action::BulkWrite<'_, T> {
-        action::BulkWrite::new(self, models.into_iter().collect())
+        models: impl IntoIterator<Item = CollectionWriteModel>,
+    ) -> action::CollectionBulkWrite<'_, T> {
+        action::CollectionBulkWrite::new(self, models.into_iter().collect())
     }
 
     /// The documents matching `filter` (`doc! {}` for all), as a cursor

@@ -563,7 +563,7 @@ pub(crate) fn failure(error: &Error) -> Failure {
         ErrorKind::Write(crate::proto::results::WriteFailure::WriteConcernError(e)) => {
             (Domain::Write, Some(e.code))
         }
-        ErrorKind::BulkWrite(f) => (
+        ErrorKind::CollectionBulkWrite(f) => (
             Domain::Write,
             f.write_errors
                 .first()

@@ -32,7 +32,7 @@ use crate::proto::sdam::settings::TopologySettings;
 pub use crate::proto::select::SelectionCriteria;
 pub use crate::proto::session::transaction::TransactionOptions;
 pub use crate::proto::session::SessionOptions;
-pub use crate::proto::write_model::{UpdateModifications, WriteModel};
+pub use crate::proto::write_model::{CollectionWriteModel, UpdateModifications};
 
 /// The single-threaded default of `heartbeatFrequencyMS` (server-monitoring spec).
 pub const DEFAULT_HEARTBEAT_FREQUENCY: Duration = Duration::from_secs(60);

@@ -11,7 +11,7 @@ use crate::proto::coll_options::{DeleteModelOptions, ReplaceModelOptions, Update
 /// One write of a bulk write.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
-pub enum WriteModel {
+pub enum CollectionWriteModel {
     /// Inserts `document` (an `_id` is generated when it has none).
     InsertOne {
         /// The document.
@@ -60,15 +60,15 @@ pub enum WriteModel {
     },
 }
 
-impl WriteModel {
+impl CollectionWriteModel {
     /// An `InsertOne`.
     pub fn insert_one(document: Document) -> Self {
-        WriteModel::InsertOne { document }
+        CollectionWriteModel::InsertOne { document }
     }
 
     /// An `UpdateOne` without options.
     pub fn update_one(filter: Document, update: impl Into<UpdateModifications>) -> Self {
-        WriteModel::UpdateOne {
+        CollectionWriteModel::UpdateOne {
             filter,
             update: update.into(),
             options: UpdateModelOptions::default(),
@@ -77,7 +77,7 @@ impl WriteModel {
 
     /// An `UpdateMany` without options.
     pub fn update_many(filter: Document, update: impl Into<UpdateModifications>) -> Self {
-        WriteModel::UpdateMany {
+        CollectionWriteModel::UpdateMany {
             filter,
             update: update.into(),
             options: UpdateModelOptions::default(),
@@ -86,7 +86,7 @@ impl WriteModel {
 
     /// A `ReplaceOne` without options.
     pub fn replace_one(filter: Document, replacement: Document) -> Self {
-        WriteModel::ReplaceOne {
+        CollectionWriteModel::ReplaceOne {
             filter,
             replacement,
             options: ReplaceModelOptions::default(),
@@ -95,7 +95,7 @@ impl WriteModel {
 
     /// A `DeleteOne` without options.
     pub fn delete_one(filter: Document) -> Self {
-        WriteModel::DeleteOne {
+        CollectionWriteModel::DeleteOne {
             filter,
             options: DeleteModelOptions::default(),
         }
@@ -103,7 +103,7 @@ impl WriteModel {
 
     /// A `DeleteMany` without options.
     pub fn delete_many(filter: Document) -> Self {
-        WriteModel::DeleteMany {
+        CollectionWriteModel::DeleteMany {
             filter,
             options: DeleteModelOptions::default(),
         }

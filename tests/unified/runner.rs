@@ -2526,8 +2526,8 @@ fn server_api(spec: &Document) -> Outcome<mongo_inline::options::ServerApi> {
 }
 
 /// One `bulkWrite` request (`{insertOne: {document}}`, `{updateOne: {...}}`, ...).
-fn write_model(request: Document) -> Outcome<mongo_inline::options::WriteModel> {
-    use mongo_inline::options::WriteModel;
+fn write_model(request: Document) -> Outcome<mongo_inline::options::CollectionWriteModel> {
+    use mongo_inline::options::CollectionWriteModel;
     use mongo_inline::options::{DeleteModelOptions, ReplaceModelOptions, UpdateModelOptions};
     let (kind, body) = request
         .into_iter()
@@ -2541,7 +2541,7 @@ fn write_model(request: Document) -> Outcome<mongo_inline::options::WriteModel> 
         rest: body,
     };
     let model = match kind.as_str() {
-        "insertOne" => WriteModel::InsertOne {
+        "insertOne" => CollectionWriteModel::InsertOne {
             document: args.required_doc("document")?,
         },
         "updateOne" | "updateMany" => {
@@ -2562,13 +2562,13 @@ fn write_model(request: Document) -> Outcome<mongo_inline::options::WriteModel> 
             options.upsert = args.bool("upsert")?;
             options.sort = args.doc("sort")?;
             if kind == "updateOne" {
-                WriteModel::UpdateOne {
+                CollectionWriteModel::UpdateOne {
                     filter,
                     update,
                     options,
                 }
             } else {
-                WriteModel::UpdateMany {
+                CollectionWriteModel::UpdateMany {
                     filter,
                     update,
                     options,
@@ -2583,7 +2583,7 @@ fn write_model(request: Document) -> Outcome<mongo_inline::options::WriteModel> 
             options.hint = args.hint()?;
             options.upsert = args.bool("upsert")?;
             options.sort = args.doc("sort")?;
-            WriteModel::ReplaceOne {
+            CollectionWriteModel::ReplaceOne {
                 filter,
                 replacement,
                 options,
@@ -2595,9 +2595,9 @@ fn write_model(request: Document) -> Outcome<mongo_inline::options::WriteModel> 
             options.collation = args.collation()?;
             options.hint = args.hint()?;
             if kind == "deleteOne" {
-                WriteModel::DeleteOne { filter, options }
+                CollectionWriteModel::DeleteOne { filter, options }
             } else {
-                WriteModel::DeleteMany { filter, options }
+                CollectionWriteModel::DeleteMany { filter, options }
             }
         }
         other => {
@@ -2696,7 +2696,7 @@ fn error_facts(error: &mongo_inline::Error) -> (Option<i32>, Option<String>, boo
                 (None, None) => (None, None, true),
             }
         }
-        ErrorKind::BulkWrite(b) => {
+        ErrorKind::CollectionBulkWrite(b) => {
             let first = b.write_errors.first();
             match (first, &b.write_concern_error) {
                 (Some(w), _) => (Some(w.code), w.code_name.clone(), true),

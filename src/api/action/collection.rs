@@ -19,7 +19,7 @@ use crate::proto::coll_options::{
 };
 use crate::proto::collation::Collation;
 use crate::proto::operation::aggregate::AggregateTarget;
-use crate::proto::operation::{self, Insert, UpdateModifications, WriteModel};
+use crate::proto::operation::{self, CollectionWriteModel, Insert, UpdateModifications};
 use crate::proto::options::{ReadConcern, WriteConcern};
 use crate::proto::results::{
     BulkWriteResult, CreateIndexResult, CreateIndexesResult, DeleteResult, InsertManyResult,
@@ -251,7 +251,7 @@ impl<'a, T> InsertMany<'a, T> {
 /// `bulk_write`.
 fn insert_many_error(mut error: crate::Error) -> crate::Error {
     use crate::error::ErrorKind;
-    if let ErrorKind::BulkWrite(failure) = &mut *error.kind {
+    if let ErrorKind::CollectionBulkWrite(failure) = &mut *error.kind {
         let failure = std::mem::take(failure);
         *error.kind = ErrorKind::InsertMany(failure.into());
     }
@@ -260,16 +260,16 @@ fn insert_many_error(mut error: crate::Error) -> crate::Error {
 
 /// `bulk_write`: mixed inserts, updates and deletes on one collection.
 #[must_use = "nothing is sent until `run`"]
-pub struct BulkWrite<'a, T> {
+pub struct CollectionBulkWrite<'a, T> {
     coll: &'a Collection<T>,
-    models: Vec<WriteModel>,
+    models: Vec<CollectionWriteModel>,
     options: BulkWriteOptions,
     session: Option<&'a mut ClientSession>,
 }
 
-impl<'a, T> BulkWrite<'a, T> {
-    pub(crate) fn new(coll: &'a Collection<T>, models: Vec<WriteModel>) -> Self {
-        BulkWrite {
+impl<'a, T> CollectionBulkWrite<'a, T> {
+    pub(crate) fn new(coll: &'a Collection<T>, models: Vec<CollectionWriteModel>) -> Self {
+        CollectionBulkWrite {
             coll,
             models,
             options: BulkWriteOptions::default(),

@@ -35,7 +35,7 @@ mod watch;
 
 pub use crate::api::client_session::{AbortTransaction, CommitTransaction, StartTransaction};
 pub use collection::{
-    Aggregate, BulkWrite, CountDocuments, CreateIndex, CreateIndexes, Delete, Distinct,
+    Aggregate, CollectionBulkWrite, CountDocuments, CreateIndex, CreateIndexes, Delete, Distinct,
     DropCollection, DropIndex, DropIndexes, EstimatedDocumentCount, Find, FindOne,
     FindOneAndDelete, FindOneAndReplace, FindOneAndUpdate, InsertMany, InsertOne, ListIndexNames,
     ListIndexes, Replace, Update,

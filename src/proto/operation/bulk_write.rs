@@ -9,12 +9,12 @@
 //!     outcome = executor.execute(batch) // build takes what fits the server's limits
 //!     bulk.record(outcome)?             // merges; ordered stops at a write error
 //! }
-//! bulk.finish() -> BulkWriteResult, or ErrorKind::BulkWrite with every write
+//! bulk.finish() -> BulkWriteResult, or ErrorKind::CollectionBulkWrite with every write
 //!                  error (indexes into the caller's list) and the partial result
 //! ```
 //!
 //! A batch's `handle_reply` reports write errors and write concern errors as
-//! an [`ErrorKind::BulkWrite`] error so that the executor can retry a
+//! an [`ErrorKind::CollectionBulkWrite`] error so that the executor can retry a
 //! retryable write concern error; [`BulkWrite::record`] then folds it in.
 
 #[cfg(test)]
@@ -43,7 +43,7 @@ use crate::proto::results::{
     BulkWriteFailure, BulkWriteResult, InsertManyResult, WriteConcernError, WriteError,
 };
 use crate::proto::wire::DocumentSequence;
-pub use crate::proto::write_model::WriteModel;
+pub use crate::proto::write_model::CollectionWriteModel;
 
 /// Which write command a batch is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -294,7 +294,7 @@ impl Operation for WriteBatch {
         if let Some(wce) = &write_concern_error {
             labels.extend(wce.labels.iter().cloned());
         }
-        Err(Error::new(ErrorKind::BulkWrite(BulkWriteFailure {
+        Err(Error::new(ErrorKind::CollectionBulkWrite(BulkWriteFailure {
             write_errors,
             write_concern_error,
             partial_result: result,
@@ -335,7 +335,7 @@ impl BulkWrite {
     /// without an `_id` take one from `new_id`.
     pub fn new(
         ns: Namespace,
-        models: Vec<WriteModel>,
+        models: Vec<CollectionWriteModel>,
         options: BulkWriteOptions,
         new_id: &mut dyn FnMut() -> ObjectId,
     ) -> Result<Self> {
@@ -418,7 +418,7 @@ impl BulkWrite {
     }
 
     /// Records what the executor made of the batch last handed out by
-    /// [`Self::next_batch`]: its result, a [`ErrorKind::BulkWrite`] error
+    /// [`Self::next_batch`]: its result, a [`ErrorKind::CollectionBulkWrite`] error
     /// (merged; an ordered write stops at a write error), or any other error,
     /// which ends the bulk write and is returned.
     pub fn record(&mut self, outcome: Result<BulkWriteResult>) -> Result<()> {
@@ -430,7 +430,7 @@ impl BulkWrite {
         let (result, stop) = match outcome {
             Ok(result) => (result, false),
             Err(error) => {
-                let ErrorKind::BulkWrite(failure) = error.kind() else {
+                let ErrorKind::CollectionBulkWrite(failure) = error.kind() else {
                     self.stopped = true;
                     return Err(error);
                 };
@@ -468,13 +468,13 @@ impl BulkWrite {
         &self.result
     }
 
-    /// The merged result, or an [`ErrorKind::BulkWrite`] error when a
+    /// The merged result, or an [`ErrorKind::CollectionBulkWrite`] error when a
     /// statement failed or a write concern was not satisfied.
     pub fn finish(self) -> Result<BulkWriteResult> {
         if self.write_errors.is_empty() && self.write_concern_error.is_none() {
             return Ok(self.result);
         }
-        Err(Error::new(ErrorKind::BulkWrite(BulkWriteFailure {
+        Err(Error::new(ErrorKind::CollectionBulkWrite(BulkWriteFailure {
             write_errors: self.write_errors,
             write_concern_error: self.write_concern_error,
             partial_result: self.result,
@@ -497,7 +497,7 @@ fn merge(total: &mut BulkWriteResult, batch: BulkWriteResult) {
 /// The statement a model sends, after validating it.
 fn statement_of(
     index: usize,
-    model: WriteModel,
+    model: CollectionWriteModel,
     new_id: &mut dyn FnMut() -> ObjectId,
 ) -> Result<(WriteKind, Document, bool)> {
     let at = |error: Error| match error.kind() {
@@ -507,11 +507,11 @@ fn statement_of(
         _ => error,
     };
     Ok(match model {
-        WriteModel::InsertOne { mut document } => {
+        CollectionWriteModel::InsertOne { mut document } => {
             ensure_id(&mut document, new_id);
             (WriteKind::Insert, document, false)
         }
-        WriteModel::UpdateOne {
+        CollectionWriteModel::UpdateOne {
             filter,
             update,
             options,
@@ -519,7 +519,7 @@ fn statement_of(
             let statement = checked_update(filter, &update, options, false).map_err(at)?;
             (WriteKind::Update, statement, false)
         }
-        WriteModel::UpdateMany {
+        CollectionWriteModel::UpdateMany {
             filter,
             update,
             options,
@@ -527,7 +527,7 @@ fn statement_of(
             let statement = checked_update(filter, &update, options, true).map_err(at)?;
             (WriteKind::Update, statement, true)
         }
-        WriteModel::ReplaceOne {
+        CollectionWriteModel::ReplaceOne {
             filter,
             replacement,
             options,
@@ -543,12 +543,12 @@ fn statement_of(
             .map_err(at)?;
             (WriteKind::Update, statement, false)
         }
-        WriteModel::DeleteOne { filter, options } => (
+        CollectionWriteModel::DeleteOne { filter, options } => (
             WriteKind::Delete,
             delete_statement(filter, false, options.collation, options.hint),
             false,
         ),
-        WriteModel::DeleteMany { filter, options } => (
+        CollectionWriteModel::DeleteMany { filter, options } => (
             WriteKind::Delete,
             delete_statement(filter, true, options.collation, options.hint),
             true,
@@ -653,7 +653,7 @@ impl InsertMany {
         self.0.record(outcome)
     }
 
-    /// The inserted ids, or an [`ErrorKind::BulkWrite`] error whose partial
+    /// The inserted ids, or an [`ErrorKind::CollectionBulkWrite`] error whose partial
     /// result holds the ids of the documents that were inserted.
     pub fn finish(self) -> Result<InsertManyResult> {
         self.0
@@ -709,7 +709,7 @@ mod tests {
     }
 
     /// A bulk write of `models` into `ns()` with default options.
-    fn try_bulk_of(models: Vec<WriteModel>) -> Result<BulkWrite> {
+    fn try_bulk_of(models: Vec<CollectionWriteModel>) -> Result<BulkWrite> {
         BulkWrite::new(
             ns(),
             models,
@@ -718,13 +718,13 @@ mod tests {
         )
     }
 
-    fn bulk_of(models: Vec<WriteModel>) -> BulkWrite {
+    fn bulk_of(models: Vec<CollectionWriteModel>) -> BulkWrite {
         try_bulk_of(models).unwrap()
     }
 
-    fn inserts(count: usize) -> Vec<WriteModel> {
+    fn inserts(count: usize) -> Vec<CollectionWriteModel> {
         (0..count)
-            .map(|i| WriteModel::insert_one(doc! { "_id": i as i32 }))
+            .map(|i| CollectionWriteModel::insert_one(doc! { "_id": i as i32 }))
             .collect()
     }
 
@@ -792,7 +792,7 @@ mod tests {
         let mut models = inserts(3);
         let big = doc! { "_id": 3, "big": "x".repeat(200) };
         let size = document_size(&big).unwrap();
-        models.push(WriteModel::insert_one(big));
+        models.push(CollectionWriteModel::insert_one(big));
         let mut bulk = bulk_of(models);
         let error = run(&mut bulk, &small_server(2, 48_000_000, 100), all_ok).unwrap_err();
         assert_eq!(
@@ -824,13 +824,13 @@ mod tests {
         .is_err());
     }
 
-    fn mixed() -> Vec<WriteModel> {
+    fn mixed() -> Vec<CollectionWriteModel> {
         vec![
-            WriteModel::insert_one(doc! { "_id": 1 }),
-            WriteModel::update_one(doc! { "_id": 1 }, doc! { "$inc": { "x": 1 } }),
-            WriteModel::insert_one(doc! { "_id": 2 }),
-            WriteModel::delete_many(doc! { "x": 0 }),
-            WriteModel::ReplaceOne {
+            CollectionWriteModel::insert_one(doc! { "_id": 1 }),
+            CollectionWriteModel::update_one(doc! { "_id": 1 }, doc! { "$inc": { "x": 1 } }),
+            CollectionWriteModel::insert_one(doc! { "_id": 2 }),
+            CollectionWriteModel::delete_many(doc! { "x": 0 }),
+            CollectionWriteModel::ReplaceOne {
                 filter: doc! { "_id": 5 },
                 replacement: doc! { "x": 5 },
                 options: ReplaceModelOptions::default().upsert(true),
@@ -906,7 +906,7 @@ mod tests {
 
     fn failure(error: &Error) -> &BulkWriteFailure {
         match error.kind() {
-            ErrorKind::BulkWrite(failure) => failure,
+            ErrorKind::CollectionBulkWrite(failure) => failure,
             other => panic!("expected a bulk write failure, got {other:?}"),
         }
     }
@@ -945,7 +945,7 @@ mod tests {
     fn unordered_collects_every_write_error() {
         let options = BulkWriteOptions::default().ordered(false);
         let mut models = inserts(5);
-        models.insert(1, WriteModel::delete_one(doc! { "_id": 0 }));
+        models.insert(1, CollectionWriteModel::delete_one(doc! { "_id": 0 }));
         // Inserts are models 0, 2, 3, 4, 5 (`_id` 0 to 4); batches of 2:
         // models [0, 2], [3, 4], [5].
         let mut bulk = BulkWrite::new(ns(), models, options, &mut sequential_ids()).unwrap();
@@ -1058,8 +1058,8 @@ mod tests {
     fn models_are_validated_before_anything_is_sent() {
         assert!(try_bulk_of(vec![]).is_err());
         let models = vec![
-            WriteModel::insert_one(doc! {}),
-            WriteModel::update_one(doc! {}, doc! { "x": 1 }),
+            CollectionWriteModel::insert_one(doc! {}),
+            CollectionWriteModel::update_one(doc! {}, doc! { "x": 1 }),
         ];
         let error = try_bulk_of(models).unwrap_err();
         assert!(
@@ -1068,12 +1068,12 @@ mod tests {
                 .starts_with("invalid argument: write model 1: update document"),
             "{error}"
         );
-        let models = vec![WriteModel::replace_one(
+        let models = vec![CollectionWriteModel::replace_one(
             doc! {},
             doc! { "$set": { "x": 1 } },
         )];
         assert!(try_bulk_of(models).is_err());
-        let models = vec![WriteModel::UpdateMany {
+        let models = vec![CollectionWriteModel::UpdateMany {
             filter: doc! {},
             update: doc! { "$set": { "x": 1 } }.into(),
             options: UpdateModelOptions::default().sort(doc! { "x": 1 }),
@@ -1088,9 +1088,9 @@ mod tests {
             .let_vars(doc! { "v": 1 })
             .comment(Bson::from("c"));
         let models = vec![
-            WriteModel::insert_one(doc! { "_id": 1 }),
-            WriteModel::update_many(doc! {}, doc! { "$set": { "x": 1 } }),
-            WriteModel::delete_one(doc! {}),
+            CollectionWriteModel::insert_one(doc! { "_id": 1 }),
+            CollectionWriteModel::update_many(doc! {}, doc! { "$set": { "x": 1 } }),
+            CollectionWriteModel::delete_one(doc! {}),
         ];
         let mut bulk = BulkWrite::new(ns(), models, options, &mut sequential_ids()).unwrap();
         let mut bodies = Vec::new();

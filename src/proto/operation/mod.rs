@@ -58,7 +58,7 @@ pub mod update;
 pub use crate::proto::command_draft::CommandBody;
 pub(crate) use crate::proto::write_model::first_key_is_operator;
 pub use aggregate::Aggregate;
-pub use bulk_write::{BulkWrite, InsertMany, WriteBatch, WriteModel};
+pub use bulk_write::{BulkWrite, CollectionWriteModel, InsertMany, WriteBatch};
 pub use count::{CountDocuments, EstimatedDocumentCount};
 pub use create_collection::CreateCollection;
 pub use create_indexes::CreateIndexes;

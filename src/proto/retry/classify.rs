@@ -122,7 +122,7 @@ fn reports_code(error: &Error, code: i32) -> bool {
         ErrorKind::Command(c) => c.code == code,
         ErrorKind::Write(WriteFailure::WriteConcernError(w)) => w.code == code,
         ErrorKind::Write(WriteFailure::WriteError(w)) => w.code == code,
-        ErrorKind::BulkWrite(b) => {
+        ErrorKind::CollectionBulkWrite(b) => {
             b.write_errors.iter().any(|w| w.code == code)
                 || b.write_concern_error
                     .as_ref()
@@ -138,7 +138,7 @@ pub(crate) fn carries_write_concern_error(error: &Error) -> bool {
     matches!(
         error.kind(),
         ErrorKind::Write(WriteFailure::WriteConcernError(_))
-            | ErrorKind::BulkWrite(BulkWriteFailure {
+            | ErrorKind::CollectionBulkWrite(BulkWriteFailure {
                 write_concern_error: Some(_),
                 ..
             })
@@ -148,7 +148,7 @@ pub(crate) fn carries_write_concern_error(error: &Error) -> bool {
 /// Whether a batch failed with write errors: those are final, so the batch
 /// is not retried even when its write concern error is retryable.
 pub(crate) fn has_write_errors(error: &Error) -> bool {
-    matches!(error.kind(), ErrorKind::BulkWrite(f) if !f.write_errors.is_empty())
+    matches!(error.kind(), ErrorKind::CollectionBulkWrite(f) if !f.write_errors.is_empty())
 }
 
 /// What an attempt reads of its server's description, copied out so that

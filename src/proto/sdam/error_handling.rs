@@ -214,7 +214,7 @@ impl ApplicationError {
             // (a step-down under `w: majority`) is handled like a command
             // error with its code.
             ErrorKind::Write(WriteFailure::WriteConcernError(wce))
-            | ErrorKind::BulkWrite(BulkWriteFailure {
+            | ErrorKind::CollectionBulkWrite(BulkWriteFailure {
                 write_concern_error: Some(wce),
                 ..
             }) => ApplicationErrorKind::Command {
