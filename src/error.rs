@@ -14,6 +14,7 @@ use bson::Document;
 
 use crate::proto::address::ServerAddress;
 
+pub use crate::proto::client_bulk::{BulkWriteError, PartialBulkWriteResult};
 pub use crate::proto::results::{WriteConcernError, WriteError, WriteFailure};
 
 /// A failed statement of a batched write, with its index in the caller's
@@ -44,6 +45,10 @@ pub struct Error {
     /// What went wrong; match on `*error.kind`.
     pub kind: Box<ErrorKind>,
     labels: HashSet<String>,
+    /// The error that stopped an operation which had already done part of
+    /// its work: a client bulk write's command error or network error after
+    /// some writes were reported (the [`ErrorKind::BulkWrite`] has those).
+    pub source: Option<Box<Error>>,
 }
 
 /// What went wrong.
@@ -135,6 +140,12 @@ pub enum ErrorKind {
     /// unsatisfied write concern; carries what did succeed.
     #[error("{0}")]
     CollectionBulkWrite(crate::proto::results::BulkWriteFailure),
+
+    /// A client-level bulk write (`Client::bulk_write`) had failed writes
+    /// or unsatisfied write concerns, or stopped part way: carries what did
+    /// succeed, and the stopping error as [`Error::source`].
+    #[error("{0}")]
+    BulkWrite(BulkWriteError),
 
     /// `insert_many` had failed statements or an unsatisfied write concern.
     #[error("{0}")]
@@ -346,6 +357,7 @@ impl Error {
         Error {
             kind: Box::new(kind),
             labels: HashSet::new(),
+            source: None,
         }
     }
 
@@ -502,6 +514,13 @@ impl Error {
                 .first()
                 .map(|we| we.code)
                 .or(write_concern_error.as_ref().map(|wce| wce.code)),
+            ErrorKind::BulkWrite(e) => e
+                .write_errors
+                .iter()
+                .min_by_key(|(index, _)| **index)
+                .map(|(_, we)| we.code)
+                .or(e.write_concern_errors.first().map(|wce| wce.code))
+                .or_else(|| self.source.as_ref().and_then(|s| s.code())),
             ErrorKind::InsertMany(InsertManyError {
                 write_errors,
                 write_concern_error,
@@ -532,6 +551,7 @@ impl Error {
                 write_concern_error: Some(wce),
                 ..
             }) => Some(wce.code),
+            ErrorKind::BulkWrite(e) => e.write_concern_errors.last().map(|wce| wce.code),
             _ => None,
         }
     }
@@ -560,6 +580,9 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        if let Some(source) = &self.source {
+            return Some(&**source);
+        }
         std::error::Error::source(&*self.kind)
     }
 }

@@ -110,6 +110,7 @@ pub mod results {
     //! because the server never reported any, not because nothing matched.
     //! Check `acknowledged` before reading a count.
 
+    pub use crate::proto::client_bulk::{SummaryBulkWriteResult, VerboseBulkWriteResult};
     pub use crate::proto::collection_spec::{
         CollectionSpecification, CollectionSpecificationInfo, CollectionType,
     };
@@ -136,6 +137,16 @@ pub struct Namespace {
     pub db: String,
     /// The collection's name (may itself contain dots).
     pub coll: String,
+}
+
+impl Namespace {
+    /// The namespace `db.coll`.
+    pub fn new(db: impl Into<String>, coll: impl Into<String>) -> Self {
+        Namespace {
+            db: db.into(),
+            coll: coll.into(),
+        }
+    }
 }
 
 impl std::fmt::Display for Namespace {

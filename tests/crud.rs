@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use bson::oid::ObjectId;
 use bson::{doc, Bson, Document};
+use mongo_inline::error::PartialBulkWriteResult;
 use mongo_inline::options::Collation;
 use mongo_inline::options::CollectionWriteModel;
 use mongo_inline::options::SelectionCriteria;
@@ -21,6 +22,9 @@ use mongo_inline::options::{
     FindOneAndDeleteOptions, FindOneAndReplaceOptions, FindOneAndUpdateOptions, FindOneOptions,
     FindOptions, Hint, IndexModel, InsertManyOptions, ReplaceOptions, ReturnDocument,
     UpdateModelOptions, UpdateOptions,
+};
+use mongo_inline::options::{
+    DeleteOneModel, InsertOneModel, UpdateManyModel, UpdateOneModel, WriteModel,
 };
 use mongo_inline::results::WriteFailure;
 use mongo_inline::{Client, Collection, ErrorKind, ReadPreference, ReadPreferenceMode};
@@ -854,4 +858,173 @@ fn a_write_concern_error_in_a_batched_write_keeps_the_partial_result() {
     assert_eq!(failure.inserted_ids.len(), 2);
     assert_eq!(e.code(), Some(64));
     assert_eq!(coll.count_documents(doc! {}).run().unwrap(), 2);
+}
+
+fn insert_model(ns: &mongo_inline::Namespace, document: Document) -> WriteModel {
+    InsertOneModel::builder()
+        .namespace(ns.clone())
+        .document(document)
+        .build()
+        .into()
+}
+
+#[test]
+fn client_bulk_write_spans_collections_with_verbose_results() {
+    let client = client();
+    let people = fresh::<Document>(&client, "cbw_people");
+    let log = fresh::<Document>(&client, "cbw_log");
+    people.insert_one(doc! { "_id": 1, "n": 0 }).run().unwrap();
+    let models: Vec<WriteModel> = vec![
+        insert_model(&log.namespace(), doc! { "_id": "a" }),
+        UpdateOneModel::builder()
+            .namespace(people.namespace())
+            .filter(doc! { "_id": 1 })
+            .update(doc! { "$inc": { "n": 1 } })
+            .build()
+            .into(),
+        UpdateManyModel::builder()
+            .namespace(people.namespace())
+            .filter(doc! { "_id": 2 })
+            .update(doc! { "$set": { "n": 5 } })
+            .upsert(true)
+            .build()
+            .into(),
+        insert_model(&log.namespace(), doc! { "note": "generated id" }),
+        DeleteOneModel::builder()
+            .namespace(log.namespace())
+            .filter(doc! { "_id": "a" })
+            .build()
+            .into(),
+    ];
+    let result = client.bulk_write(models).verbose_results().run().unwrap();
+    let summary = &result.summary;
+    assert_eq!(
+        (
+            summary.inserted_count,
+            summary.matched_count,
+            summary.modified_count
+        ),
+        (2, 1, 1)
+    );
+    assert_eq!((summary.upserted_count, summary.deleted_count), (1, 1));
+    assert_eq!(result.insert_results[&0].inserted_id, Bson::from("a"));
+    assert!(result.insert_results[&3]
+        .inserted_id
+        .as_object_id()
+        .is_some());
+    assert_eq!(result.update_results[&1].modified_count, 1);
+    assert_eq!(result.update_results[&2].upserted_id, Some(Bson::Int32(2)));
+    assert_eq!(result.delete_results[&4].deleted_count, 1);
+    assert_eq!(log.count_documents(doc! {}).run().unwrap(), 1);
+    assert_eq!(people.count_documents(doc! { "n": 5 }).run().unwrap(), 1);
+}
+
+#[test]
+fn client_bulk_write_errors_carry_what_succeeded() {
+    let client = client();
+    let coll = fresh::<Document>(&client, "cbw_errors");
+    let ns = coll.namespace();
+    let models = || {
+        vec![
+            insert_model(&ns, doc! { "_id": 1 }),
+            insert_model(&ns, doc! { "_id": 1 }),
+            insert_model(&ns, doc! { "_id": 2 }),
+        ]
+    };
+    // Ordered: stops at the duplicate; the first insert is the partial result.
+    let error = client.bulk_write(models()).run().unwrap_err();
+    let ErrorKind::BulkWrite(failure) = &*error.kind else {
+        panic!("not a bulk write error: {error}");
+    };
+    assert_eq!(failure.write_errors.keys().collect::<Vec<_>>(), [&1]);
+    assert_eq!(failure.write_errors[&1].code, 11000);
+    assert_eq!(error.code(), Some(11000));
+    let Some(PartialBulkWriteResult::Summary(partial)) = &failure.partial_result else {
+        panic!("no summary partial result: {failure:?}");
+    };
+    assert_eq!(partial.inserted_count, 1);
+    coll.delete_many(doc! {}).run().unwrap();
+    // Unordered: every write is tried.
+    let error = client
+        .bulk_write(models())
+        .ordered(false)
+        .verbose_results()
+        .run()
+        .unwrap_err();
+    let ErrorKind::BulkWrite(failure) = &*error.kind else {
+        panic!("not a bulk write error: {error}");
+    };
+    let Some(PartialBulkWriteResult::Verbose(partial)) = &failure.partial_result else {
+        panic!("no verbose partial result: {failure:?}");
+    };
+    assert_eq!(partial.summary.inserted_count, 2);
+    assert_eq!(
+        partial
+            .insert_results
+            .keys()
+            .copied()
+            .collect::<std::collections::BTreeSet<_>>(),
+        [0, 2].into()
+    );
+    // Client-side refusals.
+    let empty: Vec<WriteModel> = Vec::new();
+    assert!(client.bulk_write(empty).run().is_err());
+    let unacknowledged = client
+        .bulk_write(models())
+        .write_concern(WriteConcern::builder().w(Acknowledgment::Nodes(0)).build())
+        .run()
+        .unwrap_err();
+    assert!(
+        unacknowledged.to_string().contains("ordered"),
+        "{unacknowledged}"
+    );
+}
+
+#[test]
+fn client_bulk_write_splits_batches_and_refuses_old_servers() {
+    let (sim, client) = simulated();
+    sim.set_hello_extra(0, doc! { "maxWriteBatchSize": 2 });
+    let coll = fresh::<Document>(&client, "cbw_batches");
+    let ns = coll.namespace();
+    let other = mongo_inline::Namespace::new(DB, format!("{}_other", ns.coll));
+    let models: Vec<WriteModel> = vec![
+        insert_model(&ns, doc! { "_id": 1 }),
+        insert_model(&other, doc! { "_id": 2 }),
+        insert_model(&ns, doc! { "_id": 3 }),
+    ];
+    let result = client.bulk_write(models.clone()).run().unwrap();
+    assert_eq!(result.inserted_count, 3);
+    let sent: Vec<Document> = sim
+        .received(0)
+        .into_iter()
+        .filter(|d| d.contains_key("bulkWrite"))
+        .collect();
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    assert_eq!(sent[0].get_array("ops").unwrap().len(), 2);
+    assert_eq!(sent[0].get_array("nsInfo").unwrap().len(), 2);
+    assert_eq!(sent[1].get_array("ops").unwrap().len(), 1);
+    // Only the namespaces a batch uses, each once, indexed from 0.
+    assert_eq!(sent[1].get_array("nsInfo").unwrap().len(), 1);
+    assert_eq!(
+        sent[1].get_array("ops").unwrap()[0]
+            .as_document()
+            .unwrap()
+            .get_i32("insert"),
+        Ok(0)
+    );
+    assert_eq!(sent[0].get_bool("errorsOnly"), Ok(true));
+    assert_eq!(sent[0].get_bool("ordered"), Ok(true));
+    assert!(
+        sent[0].contains_key("txnNumber"),
+        "retryable: {:?}",
+        sent[0]
+    );
+
+    sim.set_hello_extra(0, doc! { "maxWireVersion": 21 });
+    let old = Client::with_uri_str(&sim.seed_uri(&[0])).unwrap();
+    let error = old.bulk_write(models).run().unwrap_err();
+    assert!(
+        matches!(*error.kind, ErrorKind::IncompatibleServer { .. }),
+        "{error}"
+    );
 }

@@ -307,6 +307,41 @@ impl Client {
         crate::api::action::ListDatabases::new(self)
     }
 
+    /// Runs inserts, updates and deletes on any collections of the
+    /// deployment in as few `bulkWrite` commands as the server's limits
+    /// allow (MongoDB 8.0+; an older server gives
+    /// [`ErrorKind::IncompatibleServer`](crate::ErrorKind::IncompatibleServer)).
+    /// Ordered unless `.ordered(false)`; a retryable write when no model
+    /// is an `UpdateMany` or `DeleteMany`. Failed writes and write concern
+    /// errors come as [`ErrorKind::BulkWrite`](crate::ErrorKind::BulkWrite)
+    /// with what did succeed.
+    ///
+    /// ```
+    /// # use mongo_inline::bson::doc;
+    /// # use mongo_inline::options::{DeleteOneModel, InsertOneModel, WriteModel};
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let people = client.database("docs").collection::<mongo_inline::bson::Document>("people");
+    /// let log = client.database("docs").collection::<mongo_inline::bson::Document>("log");
+    /// let models: Vec<WriteModel> = vec![
+    ///     InsertOneModel::builder().namespace(people.namespace()).document(doc! { "name": "Ada" }).build().into(),
+    ///     InsertOneModel::builder().namespace(log.namespace()).document(doc! { "added": "Ada" }).build().into(),
+    ///     DeleteOneModel::builder().namespace(people.namespace()).filter(doc! { "name": "Grace" }).build().into(),
+    /// ];
+    /// let result = client.bulk_write(models).verbose_results().run()?;
+    /// assert_eq!(result.summary.inserted_count, 2);
+    /// assert!(result.insert_results.contains_key(&1));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn bulk_write(
+        &self,
+        models: impl IntoIterator<Item = impl Into<crate::options::WriteModel>>,
+    ) -> crate::api::action::BulkWrite<'_, crate::results::SummaryBulkWriteResult> {
+        crate::api::action::BulkWrite::new(self, models.into_iter().map(Into::into).collect())
+    }
+
     /// The names of the deployment's databases (`listDatabases` with
     /// `nameOnly`, on the primary).
     ///

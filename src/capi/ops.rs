@@ -571,7 +571,7 @@ pub(crate) fn failure(error: &Error) -> Failure {
                 .or(f.write_concern_error.as_ref().map(|e| e.code)),
         ),
         // `error.code()` gives the first failed statement's code.
-        ErrorKind::InsertMany(_) => (Domain::Write, None),
+        ErrorKind::InsertMany(_) | ErrorKind::BulkWrite(_) => (Domain::Write, None),
         ErrorKind::Client { .. }
         | ErrorKind::Custom(_)
         | ErrorKind::GridFs(_)

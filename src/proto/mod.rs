@@ -8,6 +8,7 @@ pub(crate) mod address;
 pub(crate) mod auth;
 pub(crate) mod bson_write;
 pub(crate) mod change_stream;
+pub(crate) mod client_bulk;
 pub(crate) mod coll_options;
 pub(crate) mod collation;
 pub mod collection_spec;

@@ -16,6 +16,11 @@ pub use crate::proto::address::ServerAddress;
 pub use crate::proto::change_stream::{
     ChangeStreamOptions, ChangeStreamOptionsBuilder, FullDocumentBeforeChangeType, FullDocumentType,
 };
+pub use crate::proto::client_bulk::{
+    DeleteManyModel, DeleteManyModelBuilder, DeleteOneModel, DeleteOneModelBuilder, InsertOneModel,
+    InsertOneModelBuilder, ReplaceOneModel, ReplaceOneModelBuilder, UpdateManyModel,
+    UpdateManyModelBuilder, UpdateOneModel, UpdateOneModelBuilder, WriteModel,
+};
 pub use crate::proto::coll_options::*;
 pub use crate::proto::collation::{
     Collation, CollationAlternate, CollationCaseFirst, CollationMaxVariable, CollationStrength,

@@ -29,11 +29,13 @@
 //! # }
 //! ```
 
+mod client_bulk_write;
 mod collection;
 mod database;
 mod watch;
 
 pub use crate::api::client_session::{AbortTransaction, CommitTransaction, StartTransaction};
+pub use client_bulk_write::BulkWrite;
 pub use collection::{
     Aggregate, CollectionBulkWrite, CountDocuments, CreateIndex, CreateIndexes, Delete, Distinct,
     DropCollection, DropIndex, DropIndexes, EstimatedDocumentCount, Find, FindOne,

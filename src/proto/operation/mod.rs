@@ -34,6 +34,7 @@ use crate::proto::wire::DocumentSequence;
 
 pub mod aggregate;
 pub mod bulk_write;
+pub mod client_bulk_write;
 pub mod count;
 pub mod create_collection;
 pub mod create_indexes;

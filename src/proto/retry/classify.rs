@@ -128,6 +128,7 @@ fn reports_code(error: &Error, code: i32) -> bool {
                     .as_ref()
                     .is_some_and(|w| w.code == code)
         }
+        ErrorKind::BulkWrite(b) => b.write_concern_errors.iter().any(|w| w.code == code),
         _ => false,
     }
 }
@@ -142,13 +143,17 @@ pub(crate) fn carries_write_concern_error(error: &Error) -> bool {
                 write_concern_error: Some(_),
                 ..
             })
-    )
+    ) || matches!(error.kind(), ErrorKind::BulkWrite(b) if !b.write_concern_errors.is_empty())
 }
 
 /// Whether a batch failed with write errors: those are final, so the batch
 /// is not retried even when its write concern error is retryable.
 pub(crate) fn has_write_errors(error: &Error) -> bool {
-    matches!(error.kind(), ErrorKind::CollectionBulkWrite(f) if !f.write_errors.is_empty())
+    match error.kind() {
+        ErrorKind::CollectionBulkWrite(f) => !f.write_errors.is_empty(),
+        ErrorKind::BulkWrite(f) => !f.write_errors.is_empty(),
+        _ => false,
+    }
 }
 
 /// What an attempt reads of its server's description, copied out so that

@@ -222,6 +222,14 @@ impl ApplicationError {
                 message: wce.message.clone(),
                 topology_version: None,
             },
+            ErrorKind::BulkWrite(bulk) if !bulk.write_concern_errors.is_empty() => {
+                let wce = &bulk.write_concern_errors[bulk.write_concern_errors.len() - 1];
+                ApplicationErrorKind::Command {
+                    code: Some(wce.code),
+                    message: wce.message.clone(),
+                    topology_version: None,
+                }
+            }
             ErrorKind::Authentication { message } => ApplicationErrorKind::Authentication {
                 message: message.clone(),
             },
