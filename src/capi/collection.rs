@@ -25,7 +25,7 @@ use crate::proto::coll_options::{
     IndexModel, IndexOptions, ListIndexesOptions, ReplaceModelOptions, ReplaceOptions,
     UpdateModelOptions,
 };
-use crate::proto::write_model::{UpdateModifications, WriteModel};
+use crate::proto::write_model::{CollectionWriteModel, UpdateModifications};
 use crate::Collection;
 
 fn collection_of<T>(t: &Target<'_>) -> Collection<T> {
@@ -397,7 +397,7 @@ pub unsafe extern "C" fn mi_bulk_write(
 }
 
 /// One write model from its CRUD-spec document `{<kind>: {arguments}}`.
-pub(crate) fn write_model(index: usize, model: Document) -> Result<WriteModel, Failure> {
+pub(crate) fn write_model(index: usize, model: Document) -> Result<CollectionWriteModel, Failure> {
     let bad = |problem: &str| Failure::argument(&format!("models[{index}]"), problem);
     let mut entries = model.into_iter();
     let (Some((kind, Bson::Document(mut arguments))), None) = (entries.next(), entries.next())
@@ -423,36 +423,36 @@ pub(crate) fn write_model(index: usize, model: Document) -> Result<WriteModel, F
     };
     let named = |e: crate::Error| Failure::argument(&format!("models[{index}]"), &e.to_string());
     Ok(match kind.as_str() {
-        "insertOne" => WriteModel::InsertOne {
+        "insertOne" => CollectionWriteModel::InsertOne {
             document: take("document")?,
         },
         "updateOne" | "updateMany" => {
             let update = update_modifications(arguments.remove("update")).map_err(bad)?;
             let options = UpdateModelOptions::from_named(arguments).map_err(named)?;
             if kind == "updateOne" {
-                WriteModel::UpdateOne {
+                CollectionWriteModel::UpdateOne {
                     filter,
                     update,
                     options,
                 }
             } else {
-                WriteModel::UpdateMany {
+                CollectionWriteModel::UpdateMany {
                     filter,
                     update,
                     options,
                 }
             }
         }
-        "replaceOne" => WriteModel::ReplaceOne {
+        "replaceOne" => CollectionWriteModel::ReplaceOne {
             filter,
             replacement: take("replacement")?,
             options: ReplaceModelOptions::from_named(arguments).map_err(named)?,
         },
-        "deleteOne" => WriteModel::DeleteOne {
+        "deleteOne" => CollectionWriteModel::DeleteOne {
             filter,
             options: DeleteModelOptions::from_named(arguments).map_err(named)?,
         },
-        "deleteMany" => WriteModel::DeleteMany {
+        "deleteMany" => CollectionWriteModel::DeleteMany {
             filter,
             options: DeleteModelOptions::from_named(arguments).map_err(named)?,
         },
