@@ -2729,7 +2729,9 @@ fn bulk_write_result(r: mongo_inline::results::BulkWriteResult) -> Bson {
 /// format's `expectError.expectResult`), as a bulk write result.
 fn partial_result(error: &mongo_inline::Error) -> Option<Bson> {
     match error.kind() {
-        ErrorKind::BulkWrite(failure) => Some(bulk_write_result(failure.partial_result.clone())),
+        ErrorKind::CollectionBulkWrite(failure) => {
+            Some(bulk_write_result(failure.partial_result.clone()))
+        }
         ErrorKind::InsertMany(failure) => Some(Bson::Document(doc! {
             "insertedCount": failure.inserted_ids.len() as i64,
             "matchedCount": 0_i64,
