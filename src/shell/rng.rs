@@ -1,13 +1,10 @@
 //! The shell's one source of randomness: generators seeded from the
 //! operating system here and nowhere else, then passed to whoever draws
-//! (the monitor's choice among servers, session ids, retry jitter, DNS
-//! query ids), and seeds a forked child does not share with its parent or
-//! its siblings. Clippy's `disallowed-methods` (see `clippy.toml`) keeps
+//! (the monitor's choice among servers, session ids, retry jitter), and
+//! seeds a forked child does not share with its parent or its siblings. Clippy's `disallowed-methods` (see `clippy.toml`) keeps
 //! other modules from seeding their own.
 // The one place allowed to seed from the system.
 #![allow(clippy::disallowed_methods)]
-
-use std::sync::{Arc, Mutex};
 
 /// A generator seeded from the operating system's randomness (through
 /// fastrand's thread-local generator, which std's hasher keys seed).
@@ -49,24 +46,6 @@ fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// One generator shared by the copies of a configuration that is cloned
-/// per use (the resolver's), so that the copies do not repeat each other's
-/// draws.
-#[derive(Clone, Debug)]
-pub(crate) struct SharedRng(Arc<Mutex<fastrand::Rng>>);
-
-impl SharedRng {
-    /// Shares `rng`.
-    pub(crate) fn new(rng: fastrand::Rng) -> Self {
-        SharedRng(Arc::new(Mutex::new(rng)))
-    }
-
-    /// A number drawn from the shared generator.
-    pub(crate) fn u16(&self) -> u16 {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).u16(..)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,14 +60,5 @@ mod tests {
     fn nonces_are_fresh() {
         let a = client_nonce().unwrap();
         assert_ne!(a.bytes(), client_nonce().unwrap().bytes());
-    }
-
-    #[test]
-    fn copies_of_a_shared_generator_do_not_repeat_each_other() {
-        let shared = SharedRng::new(fastrand::Rng::with_seed(5));
-        let copy = shared.clone();
-        let mut alone = fastrand::Rng::with_seed(5);
-        assert_eq!(shared.u16(), alone.u16(..));
-        assert_eq!(copy.u16(), alone.u16(..));
     }
 }

@@ -1,11 +1,13 @@
 //! A loopback DNS server for the `mongodb+srv` tests, built on
 //! hickory-proto's message types (already a dependency of the driver;
 //! hickory-server would compile a Tokio stack for a few dozen lines of
-//! work). It answers SRV, TXT, A and AAAA questions over UDP from a record
-//! list the test can change while it runs, and counts the questions.
+//! work). It answers SRV, TXT, A, AAAA and CNAME questions over UDP from a
+//! record list the test can change while it runs (following CNAME chains
+//! as a recursive resolver does), and counts the questions.
 //!
 //! Zone fixtures (`fixtures/dns/*.zone`) hold one record a line:
-//! `name TYPE data` — `SRV port target`, `TXT "string" "string"...`, `A ip`.
+//! `name TYPE data` — `SRV port target`, `TXT "string" "string"...`, `A ip`,
+//! `CNAME target`.
 //! A `{port:N}` in an SRV port maps through the test's port table, so the
 //! spec's 27017-27019 can point at simulator members on free ports.
 //!
@@ -21,7 +23,7 @@ use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 use hickory_proto::op::{Message, MessageType, ResponseCode};
-use hickory_proto::rr::rdata::{A, AAAA, SRV, TXT};
+use hickory_proto::rr::rdata::{A, AAAA, CNAME, SRV, TXT};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
 /// One record the server serves.
@@ -76,6 +78,7 @@ pub fn parse_zone(text: &str, ports: &HashMap<u16, u16>) -> Vec<ZoneRecord> {
             }
             "A" => RData::A(A(rest.parse().expect("A address"))),
             "AAAA" => RData::AAAA(AAAA(rest.parse().expect("AAAA address"))),
+            "CNAME" => RData::CNAME(CNAME(Name::from_ascii(rest).expect("CNAME target"))),
             other => panic!("unknown record type {other} in {line:?}"),
         };
         records.push(ZoneRecord {
@@ -101,6 +104,15 @@ pub fn a(name: &str, ip: std::net::Ipv4Addr) -> ZoneRecord {
     ZoneRecord {
         name: name.to_ascii_lowercase(),
         data: RData::A(A(ip)),
+        ttl: 300,
+    }
+}
+
+/// A CNAME record: `name` is an alias of `target`.
+pub fn cname(name: &str, target: &str) -> ZoneRecord {
+    ZoneRecord {
+        name: name.to_ascii_lowercase(),
+        data: RData::CNAME(CNAME(Name::from_ascii(target).unwrap())),
         ttl: 300,
     }
 }
@@ -154,6 +166,11 @@ impl DnsServer {
         DnsServer::start_with(Vec::new(), Mode::Garbage)
     }
 
+    /// A name server that answers every question SERVFAIL.
+    pub fn failing() -> DnsServer {
+        DnsServer::start_with(Vec::new(), Mode::Failing)
+    }
+
     /// Serves `records` with every UDP reply truncated (TC set, no
     /// answers) and the full replies over TCP on the same port.
     pub fn truncating(records: Vec<ZoneRecord>) -> DnsServer {
@@ -205,6 +222,12 @@ impl DnsServer {
                             cut.set_truncated(true)
                                 .set_response_code(ResponseCode::NoError);
                             let _ = socket.send_to(&cut.to_vec().unwrap(), from);
+                            continue;
+                        }
+                        Mode::Failing => {
+                            let mut failed = respond(&query, &[]);
+                            failed.set_response_code(ResponseCode::ServFail);
+                            let _ = socket.send_to(&failed.to_vec().unwrap(), from);
                             continue;
                         }
                         Mode::Answer => {}
@@ -287,6 +310,7 @@ enum Mode {
     Silent,
     Garbage,
     Truncating,
+    Failing,
 }
 
 /// A UDP socket on a free port and, when `with_tcp`, a TCP listener on the
@@ -360,25 +384,48 @@ fn respond(query: &Message, records: &[ZoneRecord]) -> Message {
         return reply;
     };
     reply.add_query(question.clone());
-    let asked = question
+    let mut asked = question
         .name()
         .to_ascii()
         .trim_end_matches('.')
         .to_ascii_lowercase();
-    let mut known = false;
-    for record in records.iter().filter(|r| r.name == asked) {
-        known = true;
-        let record_type: RecordType = record.data.record_type();
-        if record_type == question.query_type() {
+    let mut owner = question.name().clone();
+    // Follows CNAME chains (at most 8 links, against loops) as a recursive
+    // resolver does: each alias, then the records of the name it ends at.
+    for _ in 0..8 {
+        let here: Vec<&ZoneRecord> = records.iter().filter(|r| r.name == asked).collect();
+        if here.is_empty() {
+            if owner == *question.name() {
+                reply.set_response_code(ResponseCode::NXDomain);
+            }
+            break;
+        }
+        let alias = here.iter().find_map(|r| match &r.data {
+            RData::CNAME(target) if question.query_type() != RecordType::CNAME => {
+                Some((r, target.0.clone()))
+            }
+            _ => None,
+        });
+        if let Some((record, target)) = alias {
             reply.add_answer(Record::from_rdata(
-                question.name().clone(),
+                owner.clone(),
                 record.ttl,
                 record.data.clone(),
             ));
+            asked = target.to_ascii().trim_end_matches('.').to_ascii_lowercase();
+            owner = target;
+            continue;
         }
-    }
-    if !known {
-        reply.set_response_code(ResponseCode::NXDomain);
+        for record in here {
+            if record.data.record_type() == question.query_type() {
+                reply.add_answer(Record::from_rdata(
+                    owner.clone(),
+                    record.ttl,
+                    record.data.clone(),
+                ));
+            }
+        }
+        break;
     }
     reply
 }

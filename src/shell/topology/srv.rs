@@ -35,10 +35,9 @@ impl Topology {
 
     /// The resolver configuration, read from the system once.
     pub(super) fn resolver(&mut self) -> &crate::shell::dns::ResolverConfig {
-        let (options, clock, monitor) = (&self.options, &self.clock, &mut self.monitor);
+        let (options, clock) = (&self.options, &self.clock);
         self.resolver.get_or_insert_with(|| {
-            let rng = monitor.rng().fork();
-            crate::shell::dns::ResolverConfig::for_client(options, clock.clone(), rng)
+            crate::shell::dns::ResolverConfig::for_client(options, clock.clone())
         })
     }
 
