@@ -64,6 +64,10 @@ typedef struct mi_client mi_client;
 typedef struct mi_session mi_session;
 /* Query results, fetched a batch at a time. */
 typedef struct mi_cursor mi_cursor;
+/* A GridFS bucket of one database, and its upload and download streams. */
+typedef struct mi_gridfs_bucket mi_gridfs_bucket;
+typedef struct mi_gridfs_upload mi_gridfs_upload;
+typedef struct mi_gridfs_download mi_gridfs_download;
 
 /* What kind of failure an mi_error reports. */
 typedef enum mi_error_domain {
@@ -390,6 +394,70 @@ mi_error *mi_list_databases(mi_client *client, mi_session *session, const uint8_
 mi_error *mi_list_database_names(mi_client *client, mi_session *session,
                                  const uint8_t *options, size_t options_len,
                                  mi_buffer *result);
+
+/* ---- GridFS ----
+ * A file id goes in as a document whose first value is the id, e.g.
+ * {"_id": {"$oid": "..."}}. Streams work on after their bucket is freed. */
+
+/* A bucket of db ("fs" unless options say bucketName); options {bucketName,
+ * chunkSizeBytes, writeConcern, readConcern, readPreference}. No I/O. */
+mi_error *mi_gridfs_bucket_new(mi_client *client, const char *db, const uint8_t *options,
+                               size_t options_len, mi_gridfs_bucket **out);
+/* Frees the bucket handle. NULL: no-op. */
+void mi_gridfs_bucket_free(mi_gridfs_bucket *bucket);
+/* Opens an upload of filename; options {chunkSizeBytes, metadata, id}.
+ * Nothing is stored until mi_gridfs_upload_close. */
+mi_error *mi_gridfs_open_upload_stream(mi_gridfs_bucket *bucket, const char *filename,
+                                       const uint8_t *options, size_t options_len,
+                                       mi_gridfs_upload **out);
+/* Writes len bytes (whole chunks are sent as they fill). */
+mi_error *mi_gridfs_upload_write(mi_gridfs_upload *upload, const uint8_t *data, size_t len);
+/* *result = {_id: the file's id}. */
+mi_error *mi_gridfs_upload_id(mi_gridfs_upload *upload, mi_buffer *result);
+/* Stores the last chunk and the files document: the file exists once this
+ * succeeds. Closing twice or after an abort: MI_ERROR_CLIENT. */
+mi_error *mi_gridfs_upload_close(mi_gridfs_upload *upload);
+/* Stops the upload and deletes the chunks written so far. */
+mi_error *mi_gridfs_upload_abort(mi_gridfs_upload *upload);
+/* Frees the handle; an upload neither closed nor aborted is aborted. NULL: no-op. */
+void mi_gridfs_upload_free(mi_gridfs_upload *upload);
+/* Opens the file with the id in id for reading; no options (NULL). */
+mi_error *mi_gridfs_open_download_stream(mi_gridfs_bucket *bucket, const uint8_t *id,
+                                         size_t id_len, const uint8_t *options,
+                                         size_t options_len, mi_gridfs_download **out);
+/* Opens a revision of filename; options {revision} (-1 newest, 0 oldest). */
+mi_error *mi_gridfs_open_download_stream_by_name(mi_gridfs_bucket *bucket, const char *filename,
+                                                 const uint8_t *options, size_t options_len,
+                                                 mi_gridfs_download **out);
+/* Reads up to capacity bytes into buffer; *read is 0 at the end. */
+mi_error *mi_gridfs_download_read(mi_gridfs_download *download, uint8_t *buffer,
+                                  size_t capacity, size_t *read);
+/* *result = the file's files document {_id, length, chunkSize, uploadDate,
+ * filename, metadata?}. */
+mi_error *mi_gridfs_download_file(mi_gridfs_download *download, mi_buffer *result);
+/* Frees the handle. NULL: no-op. */
+void mi_gridfs_download_free(mi_gridfs_download *download);
+/* Deletes the file with the id in id (chunks first). */
+mi_error *mi_gridfs_delete(mi_gridfs_bucket *bucket, const uint8_t *id, size_t id_len);
+/* Deletes every revision of filename. */
+mi_error *mi_gridfs_delete_by_name(mi_gridfs_bucket *bucket, const char *filename);
+/* The files documents matching filter as a cursor; options {sort, limit,
+ * skip, batchSize, maxTimeMS, allowDiskUse}. */
+mi_error *mi_gridfs_find(mi_gridfs_bucket *bucket, const uint8_t *filter, size_t filter_len,
+                         const uint8_t *options, size_t options_len, mi_cursor **out);
+/* The first matching files document in *result ({NULL, 0}: none); options
+ * {sort, skip, maxTimeMS}. */
+mi_error *mi_gridfs_find_one(mi_gridfs_bucket *bucket, const uint8_t *filter,
+                             size_t filter_len, const uint8_t *options, size_t options_len,
+                             mi_buffer *result);
+/* Renames the file with the id in id. */
+mi_error *mi_gridfs_rename(mi_gridfs_bucket *bucket, const uint8_t *id, size_t id_len,
+                           const char *new_filename);
+/* Renames every revision of filename. */
+mi_error *mi_gridfs_rename_by_name(mi_gridfs_bucket *bucket, const char *filename,
+                                   const char *new_filename);
+/* Drops the bucket's files and chunks collections. */
+mi_error *mi_gridfs_drop(mi_gridfs_bucket *bucket);
 
 /* ---- cursors ---- */
 

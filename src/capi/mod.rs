@@ -19,9 +19,12 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 mod collection;
+#[cfg(test)]
+mod coverage;
 mod database;
 mod error;
 mod events;
+mod gridfs;
 mod ops;
 mod transaction;
 

@@ -937,6 +937,81 @@ static void test_with_transaction(mi_client *client) {
     mi_buffer_free(&everything);
 }
 
+/* GridFS: a file of three chunks written in pieces, read back by id and by
+ * name, found, renamed, deleted; an aborted upload leaves nothing. */
+static void test_gridfs(mi_client *client) {
+    mi_gridfs_bucket *bucket = NULL;
+    mi_buffer bucket_options = bson("{\"bucketName\": \"capi\", \"chunkSizeBytes\": 4}");
+    OK(mi_gridfs_bucket_new(client, "capi", bucket_options.data, bucket_options.len, &bucket));
+    OK(mi_gridfs_drop(bucket));
+    mi_gridfs_upload *upload = NULL;
+    mi_buffer upload_options = bson("{\"metadata\": {\"kind\": \"text\"}, \"id\": 77}");
+    OK(mi_gridfs_open_upload_stream(bucket, "hello.txt", upload_options.data,
+                                    upload_options.len, &upload));
+    OK(mi_gridfs_upload_write(upload, (const uint8_t *)"hello ", 6));
+    OK(mi_gridfs_upload_write(upload, (const uint8_t *)"world", 5));
+    mi_buffer id = {NULL, 0};
+    OK(mi_gridfs_upload_id(upload, &id));
+    CHECK(json_contains(id.data, id.len, "\"_id\":77"));
+    OK(mi_gridfs_upload_close(upload));
+    EXPECT_ERROR(mi_gridfs_upload_close(upload), MI_ERROR_CLIENT, NULL);
+    mi_gridfs_upload_free(upload);
+
+    mi_gridfs_download *download = NULL;
+    OK(mi_gridfs_open_download_stream(bucket, id.data, id.len, NULL, 0, &download));
+    char text[32] = {0};
+    size_t total = 0, got = 0;
+    do {
+        OK(mi_gridfs_download_read(download, (uint8_t *)text + total, 3, &got));
+        total += got;
+    } while (got > 0 && total < sizeof text - 3);
+    CHECK(total == 11 && strcmp(text, "hello world") == 0);
+    mi_buffer file = {NULL, 0};
+    OK(mi_gridfs_download_file(download, &file));
+    CHECK(json_contains(file.data, file.len, "\"length\":11"));
+    mi_buffer_free(&file);
+    mi_gridfs_download_free(download);
+
+    OK(mi_gridfs_open_download_stream_by_name(bucket, "hello.txt", NULL, 0, &download));
+    /* A read returns what the chunk in hand holds (4 bytes here), at most capacity. */
+    OK(mi_gridfs_download_read(download, (uint8_t *)text, 5, &got));
+    CHECK(got == 4 && memcmp(text, "hell", 4) == 0);
+    mi_gridfs_download_free(download);
+    EXPECT_ERROR(mi_gridfs_open_download_stream_by_name(bucket, "missing", NULL, 0, &download),
+                 MI_ERROR_CLIENT, NULL);
+
+    OK(mi_gridfs_rename(bucket, id.data, id.len, "renamed.txt"));
+    OK(mi_gridfs_rename_by_name(bucket, "renamed.txt", "again.txt"));
+    mi_buffer by_name = bson("{\"filename\": \"again.txt\"}");
+    OK(mi_gridfs_find_one(bucket, by_name.data, by_name.len, NULL, 0, &file));
+    CHECK(file.data && json_contains(file.data, file.len, "\"kind\":\"text\""));
+    mi_buffer_free(&file);
+    mi_cursor *cursor = NULL;
+    const uint8_t *doc = NULL;
+    size_t doc_len = 0;
+    OK(mi_gridfs_find(bucket, by_name.data, by_name.len, NULL, 0, &cursor));
+    OK(mi_cursor_next(cursor, &doc, &doc_len));
+    CHECK(doc && json_contains(doc, doc_len, "\"_id\":77"));
+    mi_cursor_free(cursor);
+    OK(mi_gridfs_delete(bucket, id.data, id.len));
+    OK(mi_gridfs_find_one(bucket, by_name.data, by_name.len, NULL, 0, &file));
+    CHECK(file.data == NULL);
+
+    OK(mi_gridfs_open_upload_stream(bucket, "dropped.txt", NULL, 0, &upload));
+    OK(mi_gridfs_upload_write(upload, (const uint8_t *)"0123456789", 10));
+    OK(mi_gridfs_upload_abort(upload));
+    mi_gridfs_upload_free(upload);
+    OK(mi_gridfs_open_upload_stream(bucket, "twice.txt", NULL, 0, &upload));
+    OK(mi_gridfs_upload_close(upload));
+    mi_gridfs_upload_free(upload);
+    OK(mi_gridfs_delete_by_name(bucket, "twice.txt"));
+    EXPECT_ERROR(mi_gridfs_delete_by_name(bucket, "twice.txt"), MI_ERROR_CLIENT, NULL);
+    mi_gridfs_bucket_free(bucket);
+    mi_gridfs_bucket_free(NULL);
+    mi_buffer_free(&bucket_options); mi_buffer_free(&upload_options); mi_buffer_free(&id);
+    mi_buffer_free(&by_name);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: %s URI\n", argv[0]);
@@ -957,6 +1032,7 @@ int main(int argc, char **argv) {
     test_labels_and_tokens(client);
     test_more_operations(client);
     test_with_transaction(client);
+    test_gridfs(client);
     mi_client_free(client);
 
     printf("capi_test: %d checks, %d failed\n", checks, failures);

@@ -1,0 +1,379 @@
+//! The check that keeps the C ABI complete: every public method of the Rust
+//! API's handles (read from the source of `src/api/`) is either mapped to
+//! the `mi_*` function that does the same, or excluded with a reason; and
+//! every mapped function is declared in `include/mongo_inline.h`. A new
+//! public operation without a C function fails
+//! `every_public_operation_has_a_c_function`, naming it.
+//!
+//! Options need no table: every options struct reads its fields from the
+//! official names (`proto::options_doc`), and a field whose type cannot be
+//! read from BSON does not compile.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// The handle types whose public methods are the driver's operations.
+const HANDLES: &[&str] = &[
+    "Client",
+    "Database",
+    "Collection",
+    "ClientSession",
+    "StartTransaction",
+    "Cursor",
+    "SessionCursor",
+    "GridFsBucket",
+    "GridFsUploadStream",
+    "GridFsDownloadStream",
+    "ChangeStream",
+];
+
+/// (handle, method, the C function that does it).
+const MAPPED: &[(&str, &str, &str)] = &[
+    ("Client", "with_uri_str", "mi_client_new"),
+    ("Client", "with_options", "mi_client_new"),
+    ("Client", "close", "mi_client_free"),
+    ("Client", "shutdown", "mi_client_free"),
+    ("Client", "retry_tokens", "mi_client_retry_tokens"),
+    ("Client", "start_session", "mi_session_start"),
+    ("Client", "list_databases", "mi_list_databases"),
+    ("Client", "list_database_names", "mi_list_database_names"),
+    ("Database", "create_collection", "mi_create_collection"),
+    ("Database", "drop", "mi_drop_database"),
+    ("Database", "list_collections", "mi_list_collections"),
+    (
+        "Database",
+        "list_collection_names",
+        "mi_list_collection_names",
+    ),
+    ("Database", "run_command", "mi_client_run_command"),
+    ("Database", "aggregate", "mi_database_aggregate"),
+    ("Database", "gridfs_bucket", "mi_gridfs_bucket_new"),
+    ("Collection", "insert_one", "mi_insert_one"),
+    ("Collection", "insert_many", "mi_insert_many"),
+    ("Collection", "bulk_write", "mi_bulk_write"),
+    ("Collection", "find", "mi_find"),
+    ("Collection", "find_one", "mi_find_one"),
+    ("Collection", "update_one", "mi_update_one"),
+    ("Collection", "update_many", "mi_update_many"),
+    ("Collection", "replace_one", "mi_replace_one"),
+    ("Collection", "delete_one", "mi_delete_one"),
+    ("Collection", "delete_many", "mi_delete_many"),
+    (
+        "Collection",
+        "find_one_and_update",
+        "mi_find_one_and_update",
+    ),
+    (
+        "Collection",
+        "find_one_and_replace",
+        "mi_find_one_and_replace",
+    ),
+    (
+        "Collection",
+        "find_one_and_delete",
+        "mi_find_one_and_delete",
+    ),
+    ("Collection", "count_documents", "mi_count_documents"),
+    (
+        "Collection",
+        "estimated_document_count",
+        "mi_estimated_document_count",
+    ),
+    ("Collection", "distinct", "mi_distinct"),
+    ("Collection", "aggregate", "mi_aggregate"),
+    ("Collection", "drop", "mi_drop_collection"),
+    // One index is a list of one.
+    ("Collection", "create_index", "mi_create_indexes"),
+    ("Collection", "create_indexes", "mi_create_indexes"),
+    ("Collection", "list_indexes", "mi_list_indexes"),
+    ("Collection", "list_index_names", "mi_list_index_names"),
+    ("Collection", "drop_index", "mi_drop_index"),
+    ("Collection", "drop_indexes", "mi_drop_indexes"),
+    ("ClientSession", "id", "mi_session_id"),
+    (
+        "ClientSession",
+        "start_transaction",
+        "mi_session_start_transaction",
+    ),
+    (
+        "ClientSession",
+        "commit_transaction",
+        "mi_session_commit_transaction",
+    ),
+    (
+        "ClientSession",
+        "abort_transaction",
+        "mi_session_abort_transaction",
+    ),
+    ("StartTransaction", "run", "mi_session_start_transaction"),
+    ("StartTransaction", "and_run", "mi_session_with_transaction"),
+    ("Cursor", "advance", "mi_cursor_next"),
+    ("Cursor", "current", "mi_cursor_next"),
+    ("SessionCursor", "advance", "mi_cursor_next"),
+    ("SessionCursor", "current", "mi_cursor_next"),
+    ("SessionCursor", "next", "mi_cursor_next"),
+    (
+        "GridFsBucket",
+        "open_upload_stream",
+        "mi_gridfs_open_upload_stream",
+    ),
+    (
+        "GridFsBucket",
+        "open_download_stream",
+        "mi_gridfs_open_download_stream",
+    ),
+    (
+        "GridFsBucket",
+        "open_download_stream_by_name",
+        "mi_gridfs_open_download_stream_by_name",
+    ),
+    ("GridFsBucket", "delete", "mi_gridfs_delete"),
+    ("GridFsBucket", "delete_by_name", "mi_gridfs_delete_by_name"),
+    ("GridFsBucket", "find", "mi_gridfs_find"),
+    ("GridFsBucket", "find_one", "mi_gridfs_find_one"),
+    ("GridFsBucket", "rename", "mi_gridfs_rename"),
+    ("GridFsBucket", "rename_by_name", "mi_gridfs_rename_by_name"),
+    ("GridFsBucket", "drop", "mi_gridfs_drop"),
+    ("GridFsUploadStream", "id", "mi_gridfs_upload_id"),
+    ("GridFsUploadStream", "close", "mi_gridfs_upload_close"),
+    ("GridFsUploadStream", "abort", "mi_gridfs_upload_abort"),
+    (
+        "GridFsDownloadStream",
+        "files_collection_document",
+        "mi_gridfs_download_file",
+    ),
+];
+
+/// (handle, method, why C has no function of its own for it).
+const EXCLUDED: &[(&str, &str, &str)] = &[
+    (
+        "Client",
+        "with_options_and_handler",
+        "mi_client_set_event_callback",
+    ),
+    (
+        "Client",
+        "builder",
+        "Rust builder; C sets the same in the URI",
+    ),
+    ("Client", "database", "a local handle; C passes db names"),
+    (
+        "Client",
+        "default_database",
+        "C reads the URI's database itself",
+    ),
+    (
+        "Client",
+        "warm_connection_pool",
+        "a hint: the first operation connects",
+    ),
+    ("Client", "options", "C passes the URI it parsed"),
+    ("Database", "name", "accessor; C passes names"),
+    ("Database", "collection", "a local handle; C passes names"),
+    (
+        "Database",
+        "with_read_preference",
+        "per-operation readPreference option",
+    ),
+    (
+        "Database",
+        "with_read_concern",
+        "per-operation readConcern option",
+    ),
+    (
+        "Database",
+        "with_write_concern",
+        "per-operation writeConcern option",
+    ),
+    ("Database", "with_timeout", "timeoutMS in the URI"),
+    ("Database", "client", "accessor"),
+    ("Collection", "name", "accessor; C passes names"),
+    ("Collection", "database_name", "accessor; C passes names"),
+    ("Collection", "clone_with_type", "Rust typing; C gets BSON"),
+    (
+        "Collection",
+        "with_read_preference",
+        "per-operation readPreference option",
+    ),
+    (
+        "Collection",
+        "with_read_concern",
+        "per-operation readConcern option",
+    ),
+    (
+        "Collection",
+        "with_write_concern",
+        "per-operation writeConcern option",
+    ),
+    ("Collection", "with_timeout", "timeoutMS in the URI"),
+    ("Collection", "namespace", "accessor; C passes names"),
+    (
+        "ClientSession",
+        "cluster_time",
+        "not in the ABI yet: bindings have no use for it",
+    ),
+    ("ClientSession", "client", "accessor"),
+    (
+        "ClientSession",
+        "transaction_state",
+        "not in the ABI yet: errors report misuse",
+    ),
+    (
+        "ClientSession",
+        "is_pinned",
+        "sharded-transaction internals",
+    ),
+    ("ClientSession", "is_dirty", "pool internals"),
+    (
+        "StartTransaction",
+        "with_options",
+        "the options document of the C call",
+    ),
+    ("StartTransaction", "read_concern", "options document"),
+    ("StartTransaction", "write_concern", "options document"),
+    ("StartTransaction", "max_commit_time", "options document"),
+    ("Cursor", "id", "the cursor's server id is internal to it"),
+    ("Cursor", "address", "internal"),
+    ("Cursor", "deserialize_current", "Rust typing; C gets BSON"),
+    ("Cursor", "has_next", "mi_cursor_next's NULL says it"),
+    ("SessionCursor", "id", "internal"),
+    ("SessionCursor", "address", "internal"),
+    ("SessionCursor", "deserialize_current", "Rust typing"),
+    ("SessionCursor", "iter", "Rust iteration"),
+    (
+        "GridFsBucket",
+        "read_concern",
+        "accessor of the bucket options",
+    ),
+    (
+        "GridFsBucket",
+        "write_concern",
+        "accessor of the bucket options",
+    ),
+    (
+        "GridFsBucket",
+        "selection_criteria",
+        "accessor of the bucket options",
+    ),
+    (
+        "GridFsBucket",
+        "chunk_size_bytes",
+        "accessor of the bucket options",
+    ),
+];
+
+/// `(handle, method)` for each `pub fn` in an inherent `impl` of a handle
+/// type in the Rust source under `dir`.
+fn public_methods(dir: &Path, found: &mut BTreeSet<(String, String)>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .expect("src/api is readable")
+        .map(|e| e.expect("a directory entry").path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            public_methods(&path, found);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(&path).expect("a source file");
+            methods_in(&text, found);
+        }
+    }
+}
+
+fn methods_in(text: &str, found: &mut BTreeSet<(String, String)>) {
+    let mut current: Option<&str> = None;
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("impl") {
+            current = impl_target(rest);
+        } else if line.starts_with('}') {
+            current = None;
+        } else if let (Some(handle), Some(rest)) = (current, line.strip_prefix("    pub fn ")) {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            found.insert((handle.to_string(), name));
+        }
+    }
+}
+
+/// The handle an `impl` line (after `impl`) is for: inherent impls only.
+fn impl_target(rest: &str) -> Option<&'static str> {
+    let rest = rest.trim_start();
+    let rest = if rest.starts_with('<') {
+        // Skip the impl's generics, `<T>` or `<'a, T>`.
+        &rest[rest.find('>')? + 1..]
+    } else {
+        rest
+    };
+    if rest.contains(" for ") {
+        return None;
+    }
+    let name: String = rest
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect();
+    HANDLES.iter().copied().find(|h| *h == name)
+}
+
+#[test]
+fn every_public_operation_has_a_c_function() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut methods = BTreeSet::new();
+    public_methods(&root.join("src/api"), &mut methods);
+    assert!(
+        methods.len() > 80,
+        "the parser found too few methods: {methods:?}"
+    );
+    let header = std::fs::read_to_string(root.join("include/mongo_inline.h")).unwrap();
+    let known = |handle: &str, method: &str| {
+        MAPPED
+            .iter()
+            .map(|(h, m, _)| (h, m))
+            .chain(EXCLUDED.iter().map(|(h, m, _)| (h, m)))
+            .any(|(h, m)| *h == handle && *m == method)
+    };
+    let missing: Vec<String> = methods
+        .iter()
+        .filter(|(h, m)| !known(h, m))
+        .map(|(h, m)| format!("{h}::{m}"))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "public operations without a C function (add one, and map it in src/capi/coverage.rs, \
+         or exclude it there with a reason): {missing:?}"
+    );
+    let stale: Vec<String> = MAPPED
+        .iter()
+        .map(|(h, m, _)| (h, m))
+        .chain(EXCLUDED.iter().map(|(h, m, _)| (h, m)))
+        .filter(|(h, m)| !methods.contains(&(h.to_string(), m.to_string())))
+        .map(|(h, m)| format!("{h}::{m}"))
+        .collect();
+    assert!(stale.is_empty(), "table entries for no method: {stale:?}");
+    let undeclared: Vec<&str> = MAPPED
+        .iter()
+        .map(|(_, _, c)| *c)
+        .filter(|c| !header.contains(&format!(" *{c}(")) && !header.contains(&format!(" {c}(")))
+        .collect();
+    assert!(
+        undeclared.is_empty(),
+        "mapped to functions include/mongo_inline.h does not declare: {undeclared:?}"
+    );
+}
+
+#[test]
+fn the_parser_reads_inherent_impls_only() {
+    let mut found = BTreeSet::new();
+    methods_in(
+        "impl<T> Collection<T> {\n    pub fn insert_one(&self) {}\n    fn private() {}\n}\n\
+         impl Read for GridFsDownloadStream {\n    pub fn read() {}\n}\n\
+         impl<'a> Other<'a> {\n    pub fn skipped() {}\n}\n",
+        &mut found,
+    );
+    let expected: BTreeSet<_> = [("Collection".to_string(), "insert_one".to_string())]
+        .into_iter()
+        .collect();
+    assert_eq!(found, expected);
+}
