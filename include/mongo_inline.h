@@ -118,7 +118,18 @@ typedef struct mi_event {
     const uint8_t *document;     /* started: the command as sent (with lsid, txnNumber);
                                     succeeded: the reply; NULL when redacted */
     size_t document_len;
-    const char *message;         /* failed: the error; SDAM: the logging spec's description */
+    const char *message;         /* failed: the error; SDAM: the logging spec's description
+                                    (NULL for a server description change) */
+    const uint8_t *fields;       /* every field of the event, as BSON: {event:
+                                    "commandStartedEvent" | "commandSucceededEvent" | ... |
+                                    "serverHeartbeatFailedEvent", then the monitoring specs'
+                                    fields: commandName, databaseName, requestId, command,
+                                    reply, failure {message, code?, errorLabels}, connectionId
+                                    (host:port), serverHost, serverPort, driverConnectionId,
+                                    serverConnectionId?, serviceId?, duration (Int64 micro-
+                                    seconds), topologyId, address, previousDescription,
+                                    newDescription, awaited} */
+    size_t fields_len;
 } mi_event;
 
 typedef void (*mi_event_callback)(void *user_data, const mi_event *event);

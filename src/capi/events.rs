@@ -51,6 +51,10 @@ pub struct MiEvent {
     pub document_len: usize,
     /// The failure (failed events) or the SDAM logging spec's description (SDAM events).
     pub message: *const c_char,
+    /// Every field of the event as a BSON document (see `event_fields`).
+    pub fields: *const u8,
+    /// The length of `fields`.
+    pub fields_len: usize,
 }
 
 /// The C callback and its user data.
@@ -172,8 +176,26 @@ fn command_fields(event: &CommandEvent) -> Option<CommandFields<'_>> {
     })
 }
 
+/// A document's bytes; empty if it cannot be written.
+fn bytes_of(document: &Document) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    if document.to_writer(&mut bytes).is_err() {
+        bytes.clear();
+    }
+    bytes
+}
+
+fn ptr_or_null_bytes(bytes: &[u8]) -> *const u8 {
+    if bytes.is_empty() {
+        ptr::null()
+    } else {
+        bytes.as_ptr()
+    }
+}
+
 impl EventHandler for EventSlot {
     fn handle_command_event(&self, event: &CommandEvent) {
+        let fields = bytes_of(&super::event_fields::command_event(event));
         let Some(CommandFields {
             kind,
             name,
@@ -191,13 +213,8 @@ impl EventHandler for EventSlot {
         let database = database.map(c_text);
         let address = Some(c_text(&connection.address.to_string()));
         let message = message.as_deref().map(c_text);
-        let mut bytes = Vec::new();
-        if let Some(document) = document {
-            // A document that cannot be written is passed on as empty.
-            if document.to_writer(&mut bytes).is_err() {
-                bytes.clear();
-            }
-        }
+        // A document that cannot be written is passed on as empty.
+        let bytes = document.map(bytes_of).unwrap_or_default();
         self.deliver(&MiEvent {
             kind,
             command_name: ptr_or_null(&name),
@@ -206,21 +223,19 @@ impl EventHandler for EventSlot {
             duration_micros: duration
                 .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX)),
             server_address: ptr_or_null(&address),
-            document: if bytes.is_empty() {
-                ptr::null()
-            } else {
-                bytes.as_ptr()
-            },
+            document: ptr_or_null_bytes(&bytes),
             document_len: bytes.len(),
             message: ptr_or_null(&message),
+            fields: ptr_or_null_bytes(&fields),
+            fields_len: fields.len(),
         });
     }
 
     fn handle_sdam_event(&self, event: &SdamEvent) {
-        let Some(message) = sdam_log_message(event) else {
-            return;
-        };
-        let message = Some(c_text(&message));
+        // A server description change has no log message (the spec leaves
+        // it to the topology change that follows) but has its fields.
+        let message = sdam_log_message(event).map(|m| c_text(&m));
+        let fields = bytes_of(&super::event_fields::sdam_event(event));
         self.deliver(&MiEvent {
             kind: 4,
             command_name: ptr::null(),
@@ -231,6 +246,8 @@ impl EventHandler for EventSlot {
             document: ptr::null(),
             document_len: 0,
             message: ptr_or_null(&message),
+            fields: ptr_or_null_bytes(&fields),
+            fields_len: fields.len(),
         });
     }
 }

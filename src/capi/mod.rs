@@ -23,6 +23,7 @@ mod collection;
 mod coverage;
 mod database;
 mod error;
+mod event_fields;
 mod events;
 mod gridfs;
 mod ops;

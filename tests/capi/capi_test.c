@@ -81,12 +81,58 @@ static int json_contains(const uint8_t *data, size_t len, const char *needle) {
     return found;
 }
 
+/* As json_contains, silent when needle is missing (for filtering events). */
+static int json_has(const uint8_t *data, size_t len, const char *needle) {
+    char *json = NULL;
+    mi_error *err = mi_bson_to_json(data, len, &json);
+    if (err) {
+        mi_error_free(err);
+        return 0;
+    }
+    int found = strstr(json, needle) != NULL;
+    mi_string_free(json);
+    return found;
+}
+
 static int events_started = 0, events_succeeded = 0, events_failed = 0, events_sdam = 0;
 static int insert_started_with_lsid = 0;
+
+/* Structured fields seen: a started ping with its database and server, a
+ * failure with its code, a heartbeat with its duration, a topology change
+ * with both descriptions. */
+static int fields_ping = 0, fields_failure = 0, fields_heartbeat = 0, fields_topology = 0;
+static int fields_missing = 0;
+
+static void check_fields(const mi_event *event) {
+    if (!event->fields) {
+        fields_missing++;
+        return;
+    }
+    const uint8_t *f = event->fields;
+    size_t n = event->fields_len;
+    if (event->kind == MI_EVENT_COMMAND_STARTED && strcmp(event->command_name, "ping") == 0 &&
+        json_has(f, n, "\"event\":\"commandStartedEvent\"") &&
+        json_has(f, n, "\"databaseName\":\"admin\"") &&
+        json_has(f, n, "\"serverPort\"") && json_has(f, n, "\"requestId\""))
+        fields_ping++;
+    if (event->kind == MI_EVENT_COMMAND_FAILED &&
+        json_has(f, n, "\"failure\":{\"message\"") && json_has(f, n, "\"code\":59"))
+        fields_failure++;
+    if (event->kind == MI_EVENT_SDAM &&
+        json_has(f, n, "\"event\":\"serverHeartbeatSucceededEvent\"") &&
+        json_has(f, n, "\"duration\"") && json_has(f, n, "\"reply\""))
+        fields_heartbeat++;
+    if (event->kind == MI_EVENT_SDAM &&
+        json_has(f, n, "\"event\":\"topologyDescriptionChangedEvent\"") &&
+        json_has(f, n, "\"previousDescription\"") &&
+        json_has(f, n, "\"newDescription\":{\"type\""))
+        fields_topology++;
+}
 
 static void on_event(void *user_data, const mi_event *event) {
     int *calls = user_data;
     (*calls)++;
+    check_fields(event);
     switch (event->kind) {
     case MI_EVENT_COMMAND_STARTED:
         events_started++;
@@ -331,6 +377,8 @@ static void test_events_and_logs(const char *uri) {
     EXPECT_ERROR(mi_client_run_command(client, NULL, "admin", unknown.data, unknown.len, &reply),
                  MI_ERROR_COMMAND, NULL);
     CHECK(events_failed == failed_before + 1);
+    CHECK(fields_missing == 0 && fields_ping >= 1 && fields_failure == 1);
+    CHECK(fields_heartbeat >= 1 && fields_topology >= 1);
 
     /* Replacing and removing the callback works after use. */
     OK(mi_client_set_event_callback(client, NULL, NULL));
