@@ -68,6 +68,8 @@ typedef struct mi_cursor mi_cursor;
 typedef struct mi_gridfs_bucket mi_gridfs_bucket;
 typedef struct mi_gridfs_upload mi_gridfs_upload;
 typedef struct mi_gridfs_download mi_gridfs_download;
+/* A change stream: events as they happen. */
+typedef struct mi_change_stream mi_change_stream;
 
 /* What kind of failure an mi_error reports. */
 typedef enum mi_error_domain {
@@ -469,6 +471,35 @@ mi_error *mi_gridfs_rename_by_name(mi_gridfs_bucket *bucket, const char *filenam
                                    const char *new_filename);
 /* Drops the bucket's files and chunks collections. */
 mi_error *mi_gridfs_drop(mi_gridfs_bucket *bucket);
+
+/* ---- change streams ---- */
+
+/* Opens a change stream on db.coll, on all of db when coll is NULL, or on
+ * the deployment when db is NULL too; count stages ($match, $project, ...)
+ * follow $changeStream; options {fullDocument, fullDocumentBeforeChange,
+ * resumeAfter, startAfter, startAtOperationTime, maxAwaitTimeMS, batchSize,
+ * collation, comment, showExpandedEvents, readConcern, readPreference}. A
+ * resumable error is resumed once, as the spec says. *out is freed with
+ * mi_change_stream_free. */
+mi_error *mi_watch(mi_client *client, const char *db, const char *coll,
+                   const uint8_t *const *stages, const size_t *lengths, size_t count,
+                   const uint8_t *options, size_t options_len, mi_change_stream **out);
+/* Waits for the next event (getMores of up to maxAwaitTimeMS each, until one
+ * comes): *document borrowed until the next call on the stream; NULL once
+ * the stream has ended (an invalidate). */
+mi_error *mi_change_stream_next(mi_change_stream *stream, const uint8_t **document,
+                                size_t *len);
+/* The next event if one is in hand or comes with one getMore (at most
+ * maxAwaitTimeMS on the server), else *document NULL: the bounded wait. */
+mi_error *mi_change_stream_try_next(mi_change_stream *stream, const uint8_t **document,
+                                    size_t *len);
+/* *result = {resumeToken: token} after the last event handed out ({NULL, 0}
+ * before there is one); give it back as the resumeAfter option. */
+mi_error *mi_change_stream_resume_token(mi_change_stream *stream, mi_buffer *result);
+/* *alive: whether more events may come. */
+mi_error *mi_change_stream_is_alive(mi_change_stream *stream, bool *alive);
+/* Closes the stream (killCursors) and frees it. NULL: no-op. */
+void mi_change_stream_free(mi_change_stream *stream);
 
 /* ---- cursors ---- */
 

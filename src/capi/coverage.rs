@@ -142,6 +142,18 @@ const MAPPED: &[(&str, &str, &str)] = &[
         "files_collection_document",
         "mi_gridfs_download_file",
     ),
+    // One function for the three scopes: `db` and `coll` NULL or not.
+    ("Client", "watch", "mi_watch"),
+    ("Database", "watch", "mi_watch"),
+    ("Collection", "watch", "mi_watch"),
+    ("ChangeStream", "next_if_any", "mi_change_stream_try_next"),
+    ("ChangeStream", "try_next", "mi_change_stream_try_next"),
+    (
+        "ChangeStream",
+        "resume_token",
+        "mi_change_stream_resume_token",
+    ),
+    ("ChangeStream", "is_alive", "mi_change_stream_is_alive"),
 ];
 
 /// (handle, method, why C has no function of its own for it).
@@ -190,6 +202,7 @@ const EXCLUDED: &[(&str, &str, &str)] = &[
     ("Collection", "name", "accessor; C passes names"),
     ("Collection", "database_name", "accessor; C passes names"),
     ("Collection", "clone_with_type", "Rust typing; C gets BSON"),
+    ("ChangeStream", "with_type", "Rust typing; C gets BSON"),
     (
         "Collection",
         "with_read_preference",

@@ -18,6 +18,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+mod change_stream;
 mod collection;
 #[cfg(test)]
 mod coverage;

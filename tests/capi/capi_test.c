@@ -1060,6 +1060,66 @@ static void test_gridfs(mi_client *client) {
     mi_buffer_free(&by_name);
 }
 
+/* A change stream on one collection: an insert seen by try_next, a resume
+ * token that reopens the stream after it, the bounded wait. */
+static void test_change_stream(mi_client *client) {
+    OK(mi_drop_collection(client, NULL, "capi", "watched", NULL, 0));
+    OK(mi_create_collection(client, NULL, "capi", "watched", NULL, 0));
+    mi_change_stream *stream = NULL;
+    mi_buffer short_wait = bson("{\"maxAwaitTimeMS\": 50}");
+    mi_buffer only_inserts = bson("{\"$match\": {\"operationType\": \"insert\"}}");
+    const uint8_t *stages[] = {only_inserts.data};
+    size_t stage_lens[] = {only_inserts.len};
+    OK(mi_watch(client, "capi", "watched", stages, stage_lens, 1, short_wait.data,
+                short_wait.len, &stream));
+    const uint8_t *event = NULL;
+    size_t event_len = 0;
+    OK(mi_change_stream_try_next(stream, &event, &event_len));
+    CHECK(event == NULL);
+    mi_buffer doc = bson("{\"_id\": 1, \"seen\": true}");
+    mi_buffer result = {NULL, 0};
+    OK(mi_insert_one(client, NULL, "capi", "watched", doc.data, doc.len, NULL, 0, &result));
+    mi_buffer_free(&result);
+    OK(mi_change_stream_next(stream, &event, &event_len));
+    CHECK(event && json_contains(event, event_len, "\"operationType\":\"insert\"") &&
+          json_contains(event, event_len, "\"seen\":true"));
+    bool alive = false;
+    OK(mi_change_stream_is_alive(stream, &alive));
+    CHECK(alive);
+    mi_buffer token = {NULL, 0};
+    OK(mi_change_stream_resume_token(stream, &token));
+    CHECK(token.data && json_contains(token.data, token.len, "\"resumeToken\""));
+    mi_change_stream_free(stream);
+
+    /* Resuming after the insert: the next insert is the first event. */
+    mi_buffer second = bson("{\"_id\": 2}");
+    OK(mi_insert_one(client, NULL, "capi", "watched", second.data, second.len, NULL, 0,
+                     &result));
+    mi_buffer_free(&result);
+    char resume[512];
+    char *token_json = NULL;
+    OK(mi_bson_to_json(token.data, token.len, &token_json));
+    /* {"resumeToken": T} -> {"resumeAfter": T} */
+    snprintf(resume, sizeof resume, "{\"resumeAfter\"%s", token_json ? strchr(token_json, ':') : "");
+    mi_string_free(token_json);
+    mi_buffer resume_options = bson(resume);
+    OK(mi_watch(client, "capi", "watched", NULL, NULL, 0, resume_options.data,
+                resume_options.len, &stream));
+    OK(mi_change_stream_next(stream, &event, &event_len));
+    CHECK(event && json_contains(event, event_len, "\"documentKey\":{\"_id\":2}"));
+    mi_change_stream_free(stream);
+    mi_change_stream_free(NULL);
+
+    EXPECT_ERROR(mi_watch(client, NULL, "watched", NULL, NULL, 0, NULL, 0, &stream),
+                 MI_ERROR_ARGUMENT, "`db` is NULL but `coll` is not");
+    mi_buffer bad = bson("{\"fullDocument\": 1}");
+    EXPECT_ERROR(mi_watch(client, "capi", NULL, NULL, NULL, 0, bad.data, bad.len, &stream),
+                 MI_ERROR_ARGUMENT, "fullDocument");
+    mi_buffer_free(&short_wait); mi_buffer_free(&only_inserts); mi_buffer_free(&doc);
+    mi_buffer_free(&token); mi_buffer_free(&second); mi_buffer_free(&resume_options);
+    mi_buffer_free(&bad);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: %s URI\n", argv[0]);
@@ -1081,6 +1141,7 @@ int main(int argc, char **argv) {
     test_more_operations(client);
     test_with_transaction(client);
     test_gridfs(client);
+    test_change_stream(client);
     mi_client_free(client);
 
     printf("capi_test: %d checks, %d failed\n", checks, failures);

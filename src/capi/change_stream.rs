@@ -1,0 +1,227 @@
+//! Change streams through the C ABI: `mi_watch` opens one on a collection,
+//! a database or the whole deployment, and the `mi_change_stream` handle
+//! hands out the events as raw BSON, as a cursor does.
+
+use std::ffi::c_char;
+
+use bson::RawDocumentBuf;
+
+use super::error::Failure;
+use super::ops::{failure, options};
+use super::{
+    document_list, handle, options_arg, quiet_boundary, write_buffer, MiBuffer, MiClient, MiError,
+};
+use crate::change_stream::ChangeStream;
+use crate::proto::change_stream::ChangeStreamOptions;
+
+/// `mi_change_stream`: the stream and the event last returned.
+pub struct MiChangeStream {
+    stream: ChangeStream<RawDocumentBuf>,
+    current: RawDocumentBuf,
+}
+
+/// Opens a change stream on `db`.`coll`, on all of `db` when `coll` is
+/// NULL, or on the deployment when `db` is NULL too; `count` stages follow
+/// the `$changeStream` stage; options are `ChangeStreamOptions`
+/// (`fullDocument`, `fullDocumentBeforeChange`, `resumeAfter`,
+/// `startAfter`, `startAtOperationTime`, `maxAwaitTimeMS`, `batchSize`,
+/// `collation`, `comment`, `showExpandedEvents`, ...).
+///
+/// # Safety
+/// Pointers NULL or valid; `stages` and `lengths` hold `count` elements.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mi_watch(
+    client: *mut MiClient,
+    db: *const c_char,
+    coll: *const c_char,
+    stages: *const *const u8,
+    lengths: *const usize,
+    count: usize,
+    options: *const u8,
+    options_len: usize,
+    out: *mut *mut MiChangeStream,
+) -> *mut MiError {
+    super::boundary(|| {
+        // SAFETY: by contract; NULL names are allowed here.
+        let (client, db, coll, pipeline, options, out) = unsafe {
+            (
+                handle(client, "client")?,
+                optional_str(db, "db")?,
+                optional_str(coll, "coll")?,
+                document_list(stages, lengths, count, "stages")?,
+                options_arg(options, options_len, "options")?,
+                handle(out, "out")?,
+            )
+        };
+        client.used = true;
+        let options = options!(ChangeStreamOptions, options);
+        let opened = match (db, coll) {
+            (Some(db), Some(coll)) => client
+                .client
+                .database(db)
+                .collection::<bson::Document>(coll)
+                .watch()
+                .pipeline(pipeline)
+                .with_options(options)
+                .run(),
+            (Some(db), None) => client
+                .client
+                .database(db)
+                .watch()
+                .pipeline(pipeline)
+                .with_options(options)
+                .run(),
+            (None, None) => client
+                .client
+                .watch()
+                .pipeline(pipeline)
+                .with_options(options)
+                .run(),
+            (None, Some(_)) => return Err(Failure::argument("db", "is NULL but `coll` is not")),
+        };
+        let stream = opened
+            .map_err(|e| failure(&e))?
+            .with_type::<RawDocumentBuf>();
+        *out = Box::into_raw(Box::new(MiChangeStream {
+            stream,
+            current: RawDocumentBuf::new(),
+        }));
+        Ok(())
+    })
+}
+
+/// # Safety
+/// `ptr` NULL or NUL-terminated.
+unsafe fn optional_str<'a>(ptr: *const c_char, name: &str) -> Result<Option<&'a str>, Failure> {
+    if ptr.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: by the caller's contract.
+    unsafe { super::str_arg(ptr, name) }.map(Some)
+}
+
+/// Hands out `event` (borrowed until the next call on the stream), or NULL.
+fn hand_out(
+    stream: &mut MiChangeStream,
+    event: Option<RawDocumentBuf>,
+    document: &mut *const u8,
+    len: &mut usize,
+) {
+    *document = std::ptr::null();
+    *len = 0;
+    if let Some(event) = event {
+        stream.current = event;
+        *document = stream.current.as_bytes().as_ptr();
+        *len = stream.current.as_bytes().len();
+    }
+}
+
+/// Waits for the next event (`getMore`s of up to `maxAwaitTimeMS` each,
+/// until one comes); `*document` is NULL once the stream has ended (an
+/// `invalidate`). The event is borrowed until the next call on the stream.
+///
+/// # Safety
+/// `stream` NULL or live; `document` and `len` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mi_change_stream_next(
+    stream: *mut MiChangeStream,
+    document: *mut *const u8,
+    len: *mut usize,
+) -> *mut MiError {
+    super::boundary(|| {
+        // SAFETY: by contract.
+        let (stream, document, len) = unsafe {
+            (
+                handle(stream, "stream")?,
+                handle(document, "document")?,
+                handle(len, "len")?,
+            )
+        };
+        let event = stream.stream.next().transpose().map_err(|e| failure(&e))?;
+        hand_out(stream, event, document, len);
+        Ok(())
+    })
+}
+
+/// The next event if one is in hand or comes with one `getMore` (waiting
+/// at most `maxAwaitTimeMS` on the server), else `*document` NULL at once:
+/// the bounded wait (the spec's `tryNext`).
+///
+/// # Safety
+/// `stream` NULL or live; `document` and `len` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mi_change_stream_try_next(
+    stream: *mut MiChangeStream,
+    document: *mut *const u8,
+    len: *mut usize,
+) -> *mut MiError {
+    super::boundary(|| {
+        // SAFETY: by contract.
+        let (stream, document, len) = unsafe {
+            (
+                handle(stream, "stream")?,
+                handle(document, "document")?,
+                handle(len, "len")?,
+            )
+        };
+        let event = stream.stream.try_next().map_err(|e| failure(&e))?;
+        hand_out(stream, event, document, len);
+        Ok(())
+    })
+}
+
+/// The token to resume after the last event handed out: `result` gets
+/// `{resumeToken: token}`, or is left `{NULL, 0}` before there is one.
+/// Pass it later as the `resumeAfter` option of `mi_watch`.
+///
+/// # Safety
+/// `stream` NULL or live; `result` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mi_change_stream_resume_token(
+    stream: *mut MiChangeStream,
+    result: *mut MiBuffer,
+) -> *mut MiError {
+    super::boundary(|| {
+        // SAFETY: by contract.
+        let (stream, result) = unsafe { (handle(stream, "stream")?, handle(result, "result")?) };
+        result.data = std::ptr::null_mut();
+        result.len = 0;
+        match stream.stream.resume_token() {
+            Some(token) => write_buffer(result, &bson::doc! { "resumeToken": token.0 }),
+            None => Ok(()),
+        }
+    })
+}
+
+/// Whether more events may come: false once the server closed the stream
+/// or an error ended it.
+///
+/// # Safety
+/// `stream` NULL or live; `alive` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mi_change_stream_is_alive(
+    stream: *mut MiChangeStream,
+    alive: *mut bool,
+) -> *mut MiError {
+    super::boundary(|| {
+        // SAFETY: by contract.
+        let (stream, alive) = unsafe { (handle(stream, "stream")?, handle(alive, "alive")?) };
+        *alive = stream.stream.is_alive();
+        Ok(())
+    })
+}
+
+/// Closes the stream (`killCursors` if the server still holds it) and frees
+/// the handle; NULL is a no-op.
+///
+/// # Safety
+/// `stream` NULL or live, not used afterwards.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mi_change_stream_free(stream: *mut MiChangeStream) {
+    quiet_boundary(|| {
+        if !stream.is_null() {
+            // SAFETY: made by `mi_watch` with `Box`, not freed yet.
+            drop(unsafe { Box::from_raw(stream) });
+        }
+    })
+}
