@@ -27,6 +27,9 @@ use super::logs;
 // it shares `Args` and `Outcome`.
 #[path = "gridfs.rs"]
 mod gridfs;
+// Change streams too, for the same reason.
+#[path = "change_streams.rs"]
+mod change_streams;
 use super::matching::{exactly, expect_result, matches, Entities};
 use crate::support::events::Recorder;
 
@@ -109,6 +112,8 @@ enum Entity {
     /// A find cursor (`createFindCursor`), iterated by the test, and its
     /// client entity's name.
     Cursor(Box<mongo_inline::Cursor<Document>>, String),
+    /// A change stream (`createChangeStream`) and its client entity's name.
+    ChangeStream(change_streams::Stream, String),
     /// The session (taken out while an operation uses it), its lsid and
     /// its client entity's name.
     Session(Option<Box<ClientSession>>, Document, String),
@@ -253,6 +258,9 @@ pub struct TestRun<'a> {
     /// The cursor the last `createFindCursor` opened (and its client
     /// entity's name), until `saveResultAsEntity` names it.
     opened_cursor: Option<(Box<mongo_inline::Cursor<Document>>, String)>,
+    /// The change stream the last `createChangeStream` opened, until
+    /// `saveResultAsEntity` names it.
+    opened_stream: Option<(change_streams::Stream, String)>,
     /// The client entity of each database and collection entity.
     owners: HashMap<String, String>,
     /// Fail points to turn off at the end: (command, client used).
@@ -275,6 +283,7 @@ impl<'a> TestRun<'a> {
             deployment,
             entities: EntityMap(HashMap::new()),
             opened_cursor: None,
+            opened_stream: None,
             owners: HashMap::new(),
             fail_points: Vec::new(),
             blocked_for: Duration::ZERO,
@@ -707,14 +716,16 @@ impl<'a> TestRun<'a> {
                     "saveResultAsEntity: the entity {save:?} already exists"
                 ));
             }
-            let entity = match self.opened_cursor.take() {
-                Some((cursor, client)) => Entity::Cursor(cursor, client),
-                None => Entity::Value(value),
+            let entity = match (self.opened_cursor.take(), self.opened_stream.take()) {
+                (Some((cursor, client)), _) => Entity::Cursor(cursor, client),
+                (None, Some((stream, client))) => Entity::ChangeStream(stream, client),
+                (None, None) => Entity::Value(value),
             };
             self.entities.0.insert(save.to_string(), entity);
         }
         // A cursor nobody saved is closed now.
         self.opened_cursor = None;
+        self.opened_stream = None;
         Ok(None)
     }
 
@@ -1061,6 +1072,7 @@ impl<'a> TestRun<'a> {
         let pinned = self.entities.0.values().any(|e| match e {
             Entity::Session(Some(s), _, c) => c == client_name && s.is_pinned(),
             Entity::Cursor(cursor, c) => c == client_name && cursor.id() != 0,
+            Entity::ChangeStream(stream, c) => c == client_name && stream.is_alive(),
             _ => false,
         });
         i64::from(pinned)
@@ -1135,6 +1147,20 @@ impl<'a> TestRun<'a> {
         }
         if name == "createFindCursor" {
             return self.create_find_cursor(object, session_name, args);
+        }
+        if let Some(Entity::ChangeStream(stream, _)) = self.entities.0.get_mut(object) {
+            let outcome = change_streams::stream_operation(stream, object, name, args)?;
+            return Ok(outcome.unwrap_or_else(|| {
+                // `close`: dropping the stream kills its cursor.
+                self.entities.0.remove(object);
+                Ok(Bson::Null)
+            }));
+        }
+        if name == "createChangeStream" {
+            return self.create_change_stream(object, session_name, args);
+        }
+        if let ("rename", Some(Entity::Collection(_))) = (name, self.entities.0.get(object)) {
+            return self.rename_collection(object, session_name, args);
         }
         // An operation's timeoutMS is its handle's for this operation only
         // (zero is "no limit", overriding the client's, as on a handle).
@@ -1450,7 +1476,7 @@ fn entity_target(entity: Option<&Entity>, object: &str, name: &str) -> Outcome<T
         Some(Entity::Database(d)) => Target::Database(d.clone()),
         Some(Entity::Client(c)) => Target::Client(c.live()?.clone()),
         Some(Entity::Session(..)) => Target::Session(object.to_string()),
-        Some(Entity::Value(_) | Entity::Cursor(..)) => {
+        Some(Entity::Value(_) | Entity::Cursor(..) | Entity::ChangeStream(..)) => {
             return fail(format!("operation {name} is not one of entity {object:?}"))
         }
         None => return fail(format!("no entity {object:?}")),
@@ -2617,7 +2643,6 @@ fn missing_operation(object: &str, name: &str) -> String {
         "count" => {
             Some("legacy count (deprecated; it has countDocuments and estimatedDocumentCount)")
         }
-        "createChangeStream" => Some("change streams"),
         "aggregate" if object == "database" => Some("database-level aggregate"),
         "runCursorCommand" | "createCommandCursor" => Some("cursor-returning runCommand"),
         "clientBulkWrite" => Some("client-level bulkWrite command"),

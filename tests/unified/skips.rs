@@ -22,14 +22,18 @@ pub enum ServerLimit {
     RetryRepliesWithoutWriteConcernError,
     /// Snapshot reads at `atClusterTime` see later writes.
     SnapshotReadsSeeLaterWrites,
+    /// No sharding commands: the simulated mongoses forward
+    /// `shardCollection` to the replica set, which does not know it.
+    NoShardCollection,
 }
 
 impl ServerLimit {
     /// Every limitation, in the order the runner probes them.
-    pub const ALL: [ServerLimit; 3] = [
+    pub const ALL: [ServerLimit; 4] = [
         ServerLimit::OnPrimaryTransactionalWriteIgnored,
         ServerLimit::RetryRepliesWithoutWriteConcernError,
         ServerLimit::SnapshotReadsSeeLaterWrites,
+        ServerLimit::NoShardCollection,
     ];
 
     /// The limitation, and the probe that shows it.
@@ -38,6 +42,7 @@ impl ServerLimit {
             ServerLimit::OnPrimaryTransactionalWriteIgnored => "SecantusDB: the onPrimaryTransactionalWrite fail point has no effect (probe: {onPrimaryTransactionalWrite, mode: {times: 1}, data: {closeConnection: true}}, then a retryable insert is sent once and succeeds)",
             ServerLimit::RetryRepliesWithoutWriteConcernError => "SecantusDB: a retried write replays the first reply without the failCommand writeConcernError (probe: failCommand {times: 2, failCommands: [insert], writeConcernError: {code: 91}, errorLabels: [RetryableWriteError]}, then a retryable insert succeeds on its retry)",
             ServerLimit::SnapshotReadsSeeLaterWrites => "SecantusDB: snapshot reads at atClusterTime see later writes (probe: a snapshot session's second find returns a value written after its first)",
+            ServerLimit::NoShardCollection => "SecantusDB has no sharding, and the sharded deployment is simulated mongoses in front of it: shardCollection fails (probe: {shardCollection: \"unified_probes.sharded\", key: {_id: 1}} answers CommandNotFound, 59)",
         }
     }
 }
@@ -201,10 +206,18 @@ pub const KNOWN_FAILURES: &[(&str, &str, ServerLimit)] = &[
     ),
 ];
 
+/// The change-stream tests that need a real sharded cluster.
+const SHARDING_TESTS: &[(&str, &str, ServerLimit)] = &[(
+    "change-streams/tests/unified/change-streams-showExpandedEvents.json",
+    "when showExpandedEvents is true, shardCollection events are reported",
+    ServerLimit::NoShardCollection,
+)];
+
 /// The limitation that makes `file`/`test` fail, if it is listed.
 pub fn known_failure(file: &str, test: &str) -> Option<ServerLimit> {
     KNOWN_FAILURES
         .iter()
+        .chain(SHARDING_TESTS)
         .find(|(f, t, _)| *f == file && *t == test)
         .map(|(_, _, limit)| *limit)
 }
@@ -267,6 +280,14 @@ pub fn probe(limit: ServerLimit, uri: &str) -> Result<bool, String> {
             Ok(inserted.is_ok())
         }
         ServerLimit::SnapshotReadsSeeLaterWrites => snapshot_probe(&client, &coll),
+        ServerLimit::NoShardCollection => {
+            let reply = admin
+                .run_command(
+                    doc! { "shardCollection": "unified_probes.sharded", "key": { "_id": 1 } },
+                )
+                .run();
+            Ok(reply.is_err_and(|e| e.code() == Some(59)))
+        }
     }
 }
 
