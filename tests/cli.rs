@@ -716,3 +716,53 @@ fn the_environment_configures_logging_without_a_code_change() {
     assert!(!log.contains("mongo_inline::topology"), "{log}");
     assert!(!log.contains("mongo_inline::server_selection"), "{log}");
 }
+
+#[test]
+fn watch_prints_change_events_until_its_limit_or_time() {
+    let ns = fresh_namespace();
+    let uri = TestServer::shared().uri();
+    let mut watcher = Command::new(env!("CARGO_BIN_EXE_mongo-inline"))
+        .args([
+            uri.as_str(),
+            "watch",
+            ns.as_str(),
+            "--limit",
+            "2",
+            "--max-time-ms",
+            "15000",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The watch opens its stream at some point after starting: insert
+    // until it has seen two inserts and exited.
+    for n in 0..150 {
+        if watcher.try_wait().unwrap().is_some() {
+            break;
+        }
+        lines(&cli(&["insert", ns.as_str(), &format!(r#"{{"n": {n}}}"#)]));
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let events = lines(&watcher.wait_with_output().unwrap());
+    assert_eq!(events.len(), 2, "{events:?}");
+    for event in &events {
+        assert_eq!(event["operationType"], "insert");
+        assert!(event["_id"]["_data"].is_string(), "{event}");
+        assert!(event["fullDocument"]["n"].is_number(), "{event}");
+    }
+
+    // Nothing matches the pipeline: it stops after about the time given,
+    // printing nothing.
+    let quiet = cli(&[
+        "watch",
+        ns.as_str(),
+        r#"[{"$match": {"operationType": "drop"}}]"#,
+        "--max-time-ms",
+        "300",
+    ]);
+    assert!(lines(&quiet).is_empty());
+    let bad = cli(&["watch", ns.as_str(), "--max-time-ms", "soon"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("--max-time-ms \"soon\" is not a count"));
+}

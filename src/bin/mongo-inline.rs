@@ -12,6 +12,7 @@
 //! mongo-inline [URI] get DB FILENAME [--revision N] [--bucket NAME]   (to stdout)
 //! mongo-inline [URI] ls DB [FILTER] [--bucket NAME]
 //! mongo-inline [URI] rm DB FILENAME [--bucket NAME]
+//! mongo-inline [URI] watch [DB.COLLECTION|DB|*] [PIPELINE] [--max-time-ms N] [--limit N]
 //! ```
 //! Documents go in and come out as Extended JSON: one relaxed document per
 //! line for results, one result document for writes (`{"acknowledged":
@@ -59,6 +60,12 @@ usage: mongo-inline [URI] SUBCOMMAND ARGS...
   ls DB [FILTER]               prints the GridFS files documents, one per line
   rm DB FILENAME               deletes every revision of a GridFS file
   --bucket NAME                the GridFS bucket (default: fs)
+  watch [TARGET [PIPELINE]] [--max-time-ms N] [--limit N]
+                               prints the change events of a collection
+                               (DB.COLLECTION), a database (DB) or the whole
+                               deployment (* or nothing), one per line, as they
+                               come; stops after N events (--limit) or about
+                               N ms (--max-time-ms), else runs until killed
 
   URI        a mongodb:// connection string (default: $MONGODB_URI, else
              mongodb://127.0.0.1:27017)
@@ -318,6 +325,7 @@ fn run(args: &[String]) -> Result<(), Failure> {
         "put" | "rm" => ArgSpec::new(2, 2, &["--bucket", "--timeout-ms"], &[]),
         "get" => ArgSpec::new(2, 2, &["--bucket", "--revision", "--timeout-ms"], &[]),
         "ls" => ArgSpec::new(1, 2, &["--bucket", "--timeout-ms"], &[]),
+        "watch" => ArgSpec::new(0, 2, &["--max-time-ms", "--limit", "--timeout-ms"], &[]),
         other => return Err(unknown_subcommand(other, subcommand_position)),
     };
     let args = spec.parse(subcommand, rest, subcommand_position + 1)?;
@@ -335,6 +343,7 @@ fn run(args: &[String]) -> Result<(), Failure> {
         "get" => gridfs_get(&client, &args, &mut out),
         "ls" => gridfs_ls(&client, &args, &mut out),
         "rm" => gridfs_rm(&client, &args, &mut out),
+        "watch" => watch(&client, &args, &mut out),
         _ => unreachable!("the subcommand was checked above"),
     }
 }
@@ -744,22 +753,97 @@ fn count(client: &Client, args: &Args, out: &mut impl Write) -> Result<(), Failu
 
 fn aggregate(client: &Client, args: &Args, out: &mut impl Write) -> Result<(), Failure> {
     let coll = args.collection(client)?;
-    let Bson::Array(stages) = parse_json(args.positional(1), "the pipeline")? else {
+    let pipeline = parse_pipeline(args.positional(1))?;
+    for document in coll.aggregate(pipeline).run()? {
+        print_line(out, Bson::Document(document?))?;
+    }
+    Ok(())
+}
+
+fn parse_pipeline(text: &str) -> Result<Vec<Document>, Failure> {
+    let Bson::Array(stages) = parse_json(text, "the pipeline")? else {
         return Err(Failure::usage(
             "the pipeline must be a JSON array of stages",
         ));
     };
-    let pipeline = stages
+    stages
         .into_iter()
         .map(|stage| match stage {
             Bson::Document(d) => Ok(d),
             _ => Err(Failure::usage("every pipeline stage must be a JSON object")),
         })
-        .collect::<Result<Vec<_>, _>>()?;
-    for document in coll.aggregate(pipeline).run()? {
-        print_line(out, Bson::Document(document?))?;
+        .collect()
+}
+
+/// The longest a `watch` `getMore` waits on the server: `--max-time-ms` is
+/// kept to within about this, and an idle stream costs a round trip a second.
+const WATCH_AWAIT: Duration = Duration::from_secs(1);
+
+/// `watch`: change events as they come, until `--limit` events or about
+/// `--max-time-ms`. Each `next_if_any` is one bounded `getMore`, so the
+/// time limit is checked at least once a [`WATCH_AWAIT`].
+fn watch(client: &Client, args: &Args, out: &mut impl Write) -> Result<(), Failure> {
+    let limit = count_option(args, "--limit")?;
+    let max_time = count_option(args, "--max-time-ms")?.map(Duration::from_millis);
+    let pipeline = match args.positional.get(1) {
+        Some((_, text)) => parse_pipeline(text)?,
+        None => Vec::new(),
+    };
+    // The handles outlive the builder, which borrows their client.
+    let target = args.positional.first().map(|(_, t)| t.as_str());
+    let target = target.filter(|t| *t != "*");
+    let split = target.map(|t| t.split_once('.').unwrap_or((t, "")));
+    let database = split.map(|(db, _)| client.database(db));
+    let collection = match (split, &database) {
+        (Some((_, coll)), Some(db)) if !coll.is_empty() => Some(db.collection::<Document>(coll)),
+        _ => None,
+    };
+    let action = match (&collection, &database) {
+        (Some(coll), _) => coll.watch(),
+        (None, Some(db)) => db.watch(),
+        (None, None) => client.watch(),
+    };
+    // A zero maxAwaitTimeMS would be the server's default, not no wait.
+    let await_time = max_time
+        .map_or(WATCH_AWAIT, |t| t.min(WATCH_AWAIT))
+        .max(Duration::from_millis(1));
+    let mut stream = action
+        .pipeline(pipeline)
+        .max_await_time(await_time)
+        .run()?
+        .with_type::<Document>();
+    let deadline = max_time.map(|t| wall_clock() + t);
+    let mut printed = 0;
+    while limit.is_none_or(|limit| printed < limit) && deadline.is_none_or(|d| wall_clock() < d) {
+        match stream.next_if_any()? {
+            Some(event) => {
+                // stdout is line-buffered: each event is out at once.
+                print_line(out, Bson::Document(event))?;
+                printed += 1;
+            }
+            None if !stream.is_alive() => break,
+            None => {}
+        }
     }
     Ok(())
+}
+
+/// The time, for `watch --max-time-ms`: a limit the user sets on this
+/// program's run, not a rule of the driver, whose one clock is the shell's.
+#[allow(clippy::disallowed_methods)]
+fn wall_clock() -> std::time::Instant {
+    std::time::Instant::now()
+}
+
+/// A non-negative integer option such as `--limit`.
+fn count_option(args: &Args, name: &str) -> Result<Option<u64>, Failure> {
+    args.valued_at(name)
+        .map(|(position, text)| {
+            text.parse::<u64>().map_err(|_| {
+                Failure::usage(format!("{name} {} is not a count", quoted(text, position)))
+            })
+        })
+        .transpose()
 }
 
 /// The result of a `w=0` write: the server said nothing, so there is
