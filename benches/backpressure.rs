@@ -114,7 +114,7 @@ fn print(scenario: &str, config: &str, run: &Run) {
 
 fn main() {
     let server = TestServer::start();
-    let setup = Client::with_uri_str(&server.uri()).expect("client");
+    let setup = Client::with_uri_str(server.uri()).expect("client");
     let coll = setup
         .database("bench")
         .collection::<Document>("backpressure");
@@ -137,7 +137,7 @@ fn main() {
     );
     for (config, bucket) in [("on", true), ("off", false)] {
         let attempts = Arc::new(Attempts::default());
-        let options = ClientOptions::parse(&server.uri()).expect("URI");
+        let options = ClientOptions::parse(server.uri()).run().expect("URI");
         let client = Client::builder(options)
             .event_handler(attempts.clone())
             .retry_settings(

@@ -36,8 +36,7 @@ fn cold_start(uri: &str, dns: &DnsServer) -> Duration {
     let start = Instant::now();
     let in_code = ClientOptions::builder()
         .name_servers(vec![dns.address()])
-        .build()
-        .expect("options");
+        .build();
     let options = ClientOptions::parse_with(uri, in_code).expect("uri");
     let client = Client::with_options(options).expect("client");
     client

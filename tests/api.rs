@@ -228,7 +228,7 @@ fn a_session_cursor_fetches_its_later_batches_in_its_session() {
 #[test]
 fn a_duplicate_key_has_code_11000_for_single_and_batched_writes() {
     let server = TestServer::shared();
-    let client = Client::with_uri_str(&server.uri()).unwrap();
+    let client = Client::with_uri_str(server.uri()).unwrap();
     let coll = fresh(&client, "duplicate_key");
     coll.insert_one(doc! { "_id": 1 }).run().unwrap();
 
@@ -258,7 +258,7 @@ fn a_duplicate_key_has_code_11000_for_single_and_batched_writes() {
 #[test]
 fn index_operations_create_list_and_drop() {
     let server = TestServer::shared();
-    let client = Client::with_uri_str(&server.uri()).unwrap();
+    let client = Client::with_uri_str(server.uri()).unwrap();
     let coll = fresh(&client, "indexes");
     let one = coll
         .create_index(IndexModel::new(doc! { "email": 1 }))
@@ -289,7 +289,7 @@ fn index_operations_create_list_and_drop() {
 #[test]
 fn typed_index_options_reach_the_server() {
     let server = TestServer::shared();
-    let client = Client::with_uri_str(&server.uri()).unwrap();
+    let client = Client::with_uri_str(server.uri()).unwrap();
     let coll = fresh(&client, "typed_index_options");
     let created = coll
         .create_index(
@@ -341,7 +341,7 @@ fn typed_index_options_reach_the_server() {
 #[test]
 fn list_collections_returns_specifications_filtered_by_the_server() {
     let server = TestServer::shared();
-    let client = Client::with_uri_str(&server.uri()).unwrap();
+    let client = Client::with_uri_str(server.uri()).unwrap();
     let db = client.database("api_list_collections");
     db.drop().run().unwrap();
     db.create_collection("plain").run().unwrap();
@@ -362,7 +362,7 @@ fn list_collections_returns_specifications_filtered_by_the_server() {
 #[test]
 fn list_databases_names_each_database_with_its_size() {
     let server = TestServer::shared();
-    let client = Client::with_uri_str(&server.uri()).unwrap();
+    let client = Client::with_uri_str(server.uri()).unwrap();
     client
         .database("api_listed")
         .collection::<Document>("c")
@@ -386,7 +386,7 @@ fn list_databases_names_each_database_with_its_size() {
 #[test]
 fn database_aggregate_runs_a_collectionless_pipeline() {
     let server = TestServer::shared();
-    let client = Client::with_uri_str(&server.uri()).unwrap();
+    let client = Client::with_uri_str(server.uri()).unwrap();
     let results: Vec<Document> = client
         .database("api")
         .aggregate([
@@ -410,7 +410,7 @@ fn aggregate_with_type_reads_results_as_that_type() {
         total: i32,
     }
     let server = TestServer::shared();
-    let client = Client::with_uri_str(&server.uri()).unwrap();
+    let client = Client::with_uri_str(server.uri()).unwrap();
     let coll = fresh(&client, "typed_aggregate");
     coll.insert_many([doc! { "k": "a", "v": 1 }, doc! { "k": "a", "v": 2 }])
         .run()
@@ -446,7 +446,7 @@ struct EventView {
 #[test]
 fn a_collection_type_needs_only_the_traits_its_operations_use() {
     let server = TestServer::shared();
-    let client = Client::with_uri_str(&server.uri()).unwrap();
+    let client = Client::with_uri_str(server.uri()).unwrap();
     let db = client.database("api");
     fresh(&client, "bounds");
     let writes = db.collection::<Event>("bounds");

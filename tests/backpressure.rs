@@ -259,7 +259,8 @@ fn six_overloads_in_a_row_give_up_after_five_retries() {
     let server = TestServer::start();
     // A 10 ms base keeps the test short; the budget does not depend on it.
     let (client, recorder) = {
-        let (builder, recorder) = recorded_builder(ClientOptions::parse(&server.uri()).unwrap());
+        let (builder, recorder) =
+            recorded_builder(ClientOptions::parse(server.uri()).run().unwrap());
         let client = builder
             .retry_settings(
                 RetrySettings::seed()
@@ -498,7 +499,7 @@ fn a_backoff_past_the_deadline_is_a_timeout_that_keeps_the_overload_labels() {
     let huge = Duration::from_secs(1_000_000);
     let (client, recorder) = {
         let uri = format!("{}&timeoutMS=2000", server.uri());
-        let (builder, recorder) = recorded_builder(ClientOptions::parse(&uri).unwrap());
+        let (builder, recorder) = recorded_builder(ClientOptions::parse(&uri).run().unwrap());
         let client = builder
             .retry_settings(RetrySettings::seed().with_backoff(huge, huge))
             .build()

@@ -77,7 +77,7 @@ fn replica_set_member_is_discovered_by_set_name() {
 #[test]
 fn a_command_error_carries_the_servers_code_and_message() {
     let server = TestServer::shared_standalone();
-    let client = Client::with_uri_str(&server.uri()).unwrap();
+    let client = Client::with_uri_str(server.uri()).unwrap();
     let error = client
         .database("basics")
         .run_command(doc! { "noSuchCommand": 1 })
@@ -96,7 +96,7 @@ fn a_command_error_carries_the_servers_code_and_message() {
 fn creating_a_client_does_no_io() {
     let server = TestServer::shared_standalone();
     let sim = Simulator::standalone(server);
-    let client = Client::with_uri_str(&sim.seed_uri(&[0])).unwrap();
+    let client = Client::with_uri_str(sim.seed_uri(&[0])).unwrap();
     let _db = client.database("basics");
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(
@@ -270,7 +270,7 @@ fn oversized_metadata_is_truncated_in_the_specs_order() {
 #[test]
 fn a_server_killed_mid_operation_gives_a_network_error_and_a_restart_reconnects() {
     let mut server = TestServer::start();
-    let client = Client::with_uri_str(&server.uri()).unwrap();
+    let client = Client::with_uri_str(server.uri()).unwrap();
     let db = client.database("basics");
     db.run_command(doc! { "insert": "killed", "documents": [{ "a": 1 }] })
         .run()
@@ -308,7 +308,7 @@ fn a_server_killed_mid_operation_gives_a_network_error_and_a_restart_reconnects(
 fn close_releases_the_socket_and_the_next_operation_reconnects() {
     let server = TestServer::shared_standalone();
     let sim = Simulator::standalone(server);
-    let client = Client::with_uri_str(&sim.seed_uri(&[0])).unwrap();
+    let client = Client::with_uri_str(sim.seed_uri(&[0])).unwrap();
     let db = client.database("basics");
     db.run_command(doc! { "ping": 1 }).run().unwrap();
     client.close();

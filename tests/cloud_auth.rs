@@ -51,7 +51,7 @@ fn variables(pairs: &[(&str, &str)]) -> HashMap<String, String> {
 }
 
 fn client(uri: &str, environment: CloudEnvironment) -> Client {
-    let mut options = ClientOptions::parse(uri).unwrap();
+    let mut options = ClientOptions::parse(uri).run().unwrap();
     set_cloud_environment(&mut options, environment);
     Client::with_options(options).unwrap()
 }
@@ -444,13 +444,10 @@ fn callback_client(
     let uri = proxy.uri(&format!(
         "?authMechanism=MONGODB-OIDC&serverSelectionTimeoutMS=5000&timeoutMS=3000&appName={app}"
     ));
-    let mut options = ClientOptions::parse(&uri).unwrap();
+    let mut options = ClientOptions::parse(&uri).run().unwrap();
     let mut credential = options.credential().cloned().unwrap_or_default();
     credential.oidc_callback = callback;
-    let code = ClientOptions::builder()
-        .credential(credential)
-        .build()
-        .unwrap();
+    let code = ClientOptions::builder().credential(credential).build();
     options = ClientOptions::parse_with(&uri, code).unwrap();
     set_cloud_environment(&mut options, CloudEnvironment::default());
     Client::with_options(options).unwrap()
@@ -516,15 +513,13 @@ fn oidc_human_flow_is_refused_clearly() {
     let callback = oidc::Callback::human(|_| Ok(oidc::IdpServerResponse::new("x")));
     let uri = proxy.uri("?authMechanism=MONGODB-OIDC");
     let mut credential = ClientOptions::parse(&uri)
+        .run()
         .unwrap()
         .credential()
         .cloned()
         .unwrap();
     credential.oidc_callback = callback;
-    let code = ClientOptions::builder()
-        .credential(credential)
-        .build()
-        .unwrap();
+    let code = ClientOptions::builder().credential(credential).build();
     let e = ClientOptions::parse_with(&uri, code)
         .and_then(Client::with_options)
         .unwrap_err();

@@ -23,7 +23,7 @@ use support::sim::Simulator;
 fn client(sim: &Simulator, compressors: &str) -> Client {
     let seed = sim.seed_uri(&[0]);
     let separator = if seed.contains('?') { '&' } else { '?' };
-    Client::with_uri_str(&format!(
+    Client::with_uri_str(format!(
         "{seed}{separator}compressors={compressors}&serverSelectionTimeoutMS=5000"
     ))
     .unwrap()
@@ -147,7 +147,7 @@ fn hostile_compressed_replies_fail_with_errors_naming_the_lie() {
     ] {
         let body = std::fs::read(fixtures.join(file)).unwrap();
         let port = hostile_server(body);
-        let client = Client::with_uri_str(&format!(
+        let client = Client::with_uri_str(format!(
             "mongodb://127.0.0.1:{port}/?directConnection=true&compressors=zlib\
              &serverSelectionTimeoutMS=2000"
         ))

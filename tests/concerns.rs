@@ -124,7 +124,7 @@ fn without_sessions_reads_carry_no_inherited_write_concern() {
     let server = TestServer::shared();
     let sim = Simulator::replica_set("rs", server, &[Role::Primary]);
     sim.set_hello_extra(0, doc! { "logicalSessionTimeoutMinutes": Bson::Null });
-    let client = Client::with_uri_str(&format!("{}&{CONCERNS}", sim.seed_uri(&[0]))).unwrap();
+    let client = Client::with_uri_str(format!("{}&{CONCERNS}", sim.seed_uri(&[0]))).unwrap();
     run_without_explicit_session(&client, "no_session");
     let sent = operations(&sim);
     for name in [
@@ -149,7 +149,7 @@ fn without_sessions_reads_carry_no_inherited_write_concern() {
 fn with_implicit_sessions_reads_carry_no_inherited_write_concern() {
     let server = TestServer::shared();
     let sim = Simulator::replica_set("rs", server, &[Role::Primary]);
-    let client = Client::with_uri_str(&format!("{}&{CONCERNS}", sim.seed_uri(&[0]))).unwrap();
+    let client = Client::with_uri_str(format!("{}&{CONCERNS}", sim.seed_uri(&[0]))).unwrap();
     run_without_explicit_session(&client, "implicit_session");
     let sent = operations(&sim);
     for name in [
@@ -174,7 +174,7 @@ fn with_implicit_sessions_reads_carry_no_inherited_write_concern() {
 fn with_an_explicit_session_reads_carry_no_inherited_write_concern() {
     let server = TestServer::shared();
     let sim = Simulator::replica_set("rs", server, &[Role::Primary]);
-    let client = Client::with_uri_str(&format!("{}&{CONCERNS}", sim.seed_uri(&[0]))).unwrap();
+    let client = Client::with_uri_str(format!("{}&{CONCERNS}", sim.seed_uri(&[0]))).unwrap();
     let coll = client
         .database("concerns")
         .collection::<Document>("explicit_session");

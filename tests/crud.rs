@@ -51,7 +51,7 @@ fn person(name: &str, born: i32) -> Person {
 }
 
 fn client() -> Client {
-    Client::with_uri_str(&TestServer::shared().uri()).unwrap()
+    Client::with_uri_str(TestServer::shared().uri()).unwrap()
 }
 
 /// A collection of its own for each test, so tests run in parallel.
@@ -87,7 +87,7 @@ fn ids(documents: &[Document]) -> Vec<i32> {
 /// record shows the commands as the driver sent them.
 fn simulated() -> (Simulator, Client) {
     let sim = Simulator::replica_set("rs", TestServer::shared(), &[Role::Primary]);
-    let client = Client::with_uri_str(&sim.seed_uri(&[0])).unwrap();
+    let client = Client::with_uri_str(sim.seed_uri(&[0])).unwrap();
     (sim, client)
 }
 
@@ -586,7 +586,7 @@ fn a_write_concern_error_is_reported_with_the_applied_write() {
     // A server of its own: a fail point is one per server, and another test
     // arms one too.
     let server = TestServer::start();
-    let client = Client::with_uri_str(&format!("{}&appName=crud_wce", server.uri())).unwrap();
+    let client = Client::with_uri_str(format!("{}&appName=crud_wce", server.uri())).unwrap();
     let coll = fresh::<Document>(&client, "wce");
     client
         .database("admin")
@@ -828,7 +828,7 @@ fn a_write_concern_error_in_a_batched_write_keeps_the_partial_result() {
     // A server of its own: a fail point is one per server, and another test
     // arms one too.
     let server = TestServer::start();
-    let client = Client::with_uri_str(&format!("{}&appName=crud_bulk_wce", server.uri())).unwrap();
+    let client = Client::with_uri_str(format!("{}&appName=crud_bulk_wce", server.uri())).unwrap();
     let coll = fresh::<Document>(&client, "bulk_wce");
     client
         .database("admin")

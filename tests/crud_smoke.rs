@@ -21,7 +21,7 @@ struct Person {
 #[test]
 fn typed_insert_find_update_delete_round_trip() {
     let server = TestServer::shared();
-    let client = Client::with_uri_str(&server.uri()).unwrap();
+    let client = Client::with_uri_str(server.uri()).unwrap();
     let people = client.database("crud_smoke").collection::<Person>("people");
     people.drop().run().unwrap();
     people
@@ -73,7 +73,7 @@ fn typed_insert_find_update_delete_round_trip() {
 #[test]
 fn a_cursor_fetches_many_batches_from_its_socket() {
     let server = TestServer::shared();
-    let client = Client::with_uri_str(&server.uri()).unwrap();
+    let client = Client::with_uri_str(server.uri()).unwrap();
     let numbers = client
         .database("crud_smoke")
         .collection::<Document>("numbers");
@@ -95,7 +95,7 @@ fn a_cursor_fetches_many_batches_from_its_socket() {
 #[test]
 fn a_transaction_commits_and_another_client_sees_it() {
     let server = TestServer::shared();
-    let client = Client::with_uri_str(&server.uri()).unwrap();
+    let client = Client::with_uri_str(server.uri()).unwrap();
     let accounts = client
         .database("crud_smoke")
         .collection::<Document>("accounts");
@@ -116,7 +116,7 @@ fn a_transaction_commits_and_another_client_sees_it() {
         .session(&mut session)
         .run()
         .unwrap();
-    let other = Client::with_uri_str(&server.uri()).unwrap();
+    let other = Client::with_uri_str(server.uri()).unwrap();
     let other_accounts = other
         .database("crud_smoke")
         .collection::<Document>("accounts");

@@ -33,7 +33,7 @@ fn numbers(client: &Client, n: i32) -> Collection<Document> {
 
 fn primary_only() -> (Simulator, Client) {
     let sim = Simulator::replica_set("rs", TestServer::shared(), &[Role::Primary]);
-    let client = Client::with_uri_str(&sim.seed_uri(&[0])).unwrap();
+    let client = Client::with_uri_str(sim.seed_uri(&[0])).unwrap();
     (sim, client)
 }
 
@@ -135,7 +135,7 @@ fn a_secondary_cursor_whose_socket_is_lost_is_not_resumed_on_another_member() {
         TestServer::shared(),
         &[Role::Primary, Role::Secondary],
     );
-    let client = Client::with_uri_str(&sim.seed_uri(&[0, 1])).unwrap();
+    let client = Client::with_uri_str(sim.seed_uri(&[0, 1])).unwrap();
     let coll = numbers(&client, 20)
         .with_read_preference(ReadPreference::new(ReadPreferenceMode::SecondaryPreferred));
     sim.reset_observations();
@@ -211,7 +211,7 @@ fn a_cursor_on_a_secondary_keeps_its_get_mores_there() {
         TestServer::shared(),
         &[Role::Primary, Role::Secondary, Role::Secondary],
     );
-    let client = Client::with_uri_str(&sim.seed_uri(&[0, 1, 2])).unwrap();
+    let client = Client::with_uri_str(sim.seed_uri(&[0, 1, 2])).unwrap();
     let coll = numbers(&client, 40);
     sim.reset_observations();
     let secondary = coll
@@ -272,7 +272,7 @@ struct Place {
 
 #[test]
 fn typed_documents_round_trip_through_raw_inserts_and_raw_batches() {
-    let client = Client::with_uri_str(&TestServer::shared().uri()).unwrap();
+    let client = Client::with_uri_str(TestServer::shared().uri()).unwrap();
     let coll = client
         .database("cursors")
         .collection::<Reading>(&format!("typed_{}", ObjectId::new()));

@@ -163,8 +163,8 @@ fn check_parsed_option(options: &ClientOptions, name: &str, expected: &Bson) -> 
 fn case_options(uri: &str, dns: &DnsServer) -> mongo_inline::Result<ClientOptions> {
     let in_code = ClientOptions::builder()
         .name_servers(vec![dns.address()])
-        .tls(false)
-        .build()?;
+        .tls(mongo_inline::options::Tls::Disabled)
+        .build();
     ClientOptions::parse_with(uri, in_code)
 }
 
@@ -253,7 +253,7 @@ fn run_case(test: &Document, deployment: &Deployment, dns: &DnsServer) -> Result
     }
     let resolved = client.options();
     // TLS cannot come from a TXT record, so the URI alone decides it.
-    let from_uri = ClientOptions::parse(uri).map_err(|e| e.to_string())?;
+    let from_uri = ClientOptions::parse(uri).run().map_err(|e| e.to_string())?;
     if let Ok(expected) = test.get_document("options") {
         for (name, value) in expected {
             let source = if matches!(name.as_str(), "ssl" | "tls") {
@@ -299,7 +299,7 @@ fn initial_dns_seedlist_discovery() {
             let uri = test.get_str("uri").unwrap_or_default();
             if uri.contains("authSource=")
                 && !uri.contains('@')
-                && ClientOptions::parse(uri).is_err()
+                && ClientOptions::parse(uri).run().is_err()
             {
                 report.skip(&name, "case", SKIP_AUTH_SOURCE);
                 continue;

@@ -36,7 +36,7 @@ fn ended_sessions(sim: &Simulator) -> Vec<Bson> {
 
 fn primary_with_one_session(server: &TestServer) -> (Simulator, Client, Bson) {
     let sim = Simulator::replica_set("rs-end", server, &[Role::Primary]);
-    let client = Client::with_uri_str(&sim.seed_uri(&[0])).unwrap();
+    let client = Client::with_uri_str(sim.seed_uri(&[0])).unwrap();
     let coll = client.database("end_sessions").collection::<Document>("c");
     coll.find_one(doc! {}).run().unwrap();
     let lsids = lsids_of(&sim, "find");

@@ -85,7 +85,7 @@ fn peaks(client: &Client, id: i32) -> (usize, usize) {
 #[test]
 fn without_a_handler_no_event_copies_are_made() {
     let server = TestServer::start();
-    let options = ClientOptions::parse(&server.uri()).unwrap();
+    let options = ClientOptions::parse(server.uri()).run().unwrap();
     let quiet = Client::builder(options.clone()).build().unwrap();
     let listened = Client::builder(options)
         .event_handler(Arc::new(Ignoring))

@@ -79,7 +79,7 @@ fn report_path(dir: &Path, child: usize) -> PathBuf {
 fn forked_children_share_no_session_and_no_object_id_with_their_parent() {
     let server = TestServer::shared();
     let recorder = Arc::new(Recorder::default());
-    let options = ClientOptions::parse(&server.uri()).unwrap();
+    let options = ClientOptions::parse(server.uri()).run().unwrap();
     let client = Client::with_options_and_handler(options, recorder.clone()).unwrap();
     let coll = client.database("fork").collection::<Document>("docs");
     coll.drop().run().ok();
@@ -217,7 +217,7 @@ fn in_child(report: &Path, work: impl FnOnce() -> Result<String, String>) {
 fn a_session_created_before_fork_never_sends_the_parents_lsid_in_the_child() {
     let server = TestServer::shared();
     let recorder = Arc::new(Recorder::default());
-    let options = ClientOptions::parse(&server.uri()).unwrap();
+    let options = ClientOptions::parse(server.uri()).run().unwrap();
     let client = Client::with_options_and_handler(options, recorder.clone()).unwrap();
     let coll = client
         .database("fork")

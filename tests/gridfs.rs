@@ -20,7 +20,7 @@ use mongo_inline::{Client, ErrorKind};
 use support::server::TestServer;
 
 fn client() -> Client {
-    Client::with_uri_str(&format!(
+    Client::with_uri_str(format!(
         "{}/?directConnection=true",
         TestServer::shared().uri()
     ))

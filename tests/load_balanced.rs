@@ -185,7 +185,7 @@ fn ids(documents: &[Document]) -> Vec<i32> {
 /// Arms a fail point on `server` (a dedicated one: fail points are
 /// server-wide, and the simulator's backend sockets carry no appName).
 fn fail_point(server: &TestServer, times: i32, data: Document) {
-    let admin = Client::with_uri_str(&server.uri()).expect("admin client");
+    let admin = Client::with_uri_str(server.uri()).expect("admin client");
     admin
         .database("admin")
         .run_command(doc! {

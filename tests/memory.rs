@@ -65,7 +65,7 @@ fn mb(bytes: usize) -> f64 {
 #[test]
 fn reading_large_batches_peaks_under_two_and_a_half_times_the_reply() {
     let server = TestServer::start();
-    let client = Client::with_uri_str(&server.uri()).unwrap();
+    let client = Client::with_uri_str(server.uri()).unwrap();
     let db = client.database("memory");
     let coll = db.collection::<Document>("big");
     let filler = "x".repeat(DOCUMENT_BYTES);

@@ -68,7 +68,7 @@ impl CallsBack {
     /// Builds the client this handler calls into (a cycle the test breaks
     /// with `forget_client`).
     fn client_for(self: &Arc<Self>, uri: &str) -> Client {
-        let options = ClientOptions::parse(uri).unwrap();
+        let options = ClientOptions::parse(uri).run().unwrap();
         let client = Client::builder(options)
             .event_handler(self.clone())
             .build()
@@ -165,7 +165,9 @@ fn close_from_a_callback_waits_for_the_operation_under_way() {
         }
     }
     let handler = Arc::new(ClosesOnFirstStart::default());
-    let options = ClientOptions::parse(&TestServer::shared().uri()).unwrap();
+    let options = ClientOptions::parse(TestServer::shared().uri())
+        .run()
+        .unwrap();
     let client = Client::builder(options)
         .event_handler(handler.clone())
         .build()
@@ -214,7 +216,9 @@ fn another_thread_waits_for_the_client_as_before() {
         inside: Barrier::new(2),
         once: Mutex::new(false),
     });
-    let options = ClientOptions::parse(&TestServer::shared().uri()).unwrap();
+    let options = ClientOptions::parse(TestServer::shared().uri())
+        .run()
+        .unwrap();
     let client = Client::builder(options)
         .event_handler(handler.clone())
         .build()

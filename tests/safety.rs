@@ -37,7 +37,9 @@ fn a_client_refuses_unbuilt_features_instead_of_connecting_without_them() {
         assert!(!message.contains("SECRET"), "{uri}: {message}");
     }
     // The same through options built from a parsed URI and the builder.
-    let options = ClientOptions::parse("mongodb://127.0.0.1:1/?proxyHost=p.example").unwrap();
+    let options = ClientOptions::parse("mongodb://127.0.0.1:1/?proxyHost=p.example")
+        .run()
+        .unwrap();
     let error = Client::with_options(options.clone()).unwrap_err();
     assert!(error.to_string().contains("not supported yet"), "{error}");
     let error = Client::builder(options).build().unwrap_err();
@@ -58,7 +60,7 @@ fn nested(levels: usize) -> Document {
 #[test]
 fn documents_nested_ten_thousand_deep_are_refused_before_serialisation() {
     let server = TestServer::shared();
-    let client = Client::with_uri_str(&server.uri()).unwrap();
+    let client = Client::with_uri_str(server.uri()).unwrap();
     let db = client.database("safety");
     let coll = db.collection::<Document>("deep");
     let deep = nested(10_000);
@@ -172,7 +174,9 @@ fn no_uri_parse_error_or_warning_quotes_a_password_or_token() {
 
 #[test]
 fn a_password_cut_short_by_a_slash_is_not_quoted_and_the_fix_is_named() {
-    let error = ClientOptions::parse("mongodb://alice:SECRET/x@host/").unwrap_err();
+    let error = ClientOptions::parse("mongodb://alice:SECRET/x@host/")
+        .run()
+        .unwrap_err();
     let message = error.to_string();
     assert!(!message.contains("SECRET"), "{message}");
     assert!(message.contains("%2F"), "{message}");
@@ -184,6 +188,7 @@ fn debug_output_hides_auth_mechanism_property_values() {
         "mongodb://AKIDQz7k:Wv9jKEY@h/?authMechanism=MONGODB-AWS\
          &authMechanismProperties=AWS_SESSION_TOKEN:Qz7kTOKEN",
     )
+    .run()
     .unwrap();
     let shown = format!("{options:?}");
     assert_no_secret("Debug of ClientOptions", &shown.replace("AKIDQz7k", ""));
@@ -197,10 +202,7 @@ fn conflicting_auth_mechanism_properties_are_named_without_values() {
     let mut credential = mongo_inline::options::Credential::default();
     credential.mechanism = Some("MONGODB-AWS".into());
     credential.mechanism_properties = Some(doc! { "AWS_SESSION_TOKEN": "Qz7kCODE" });
-    let code = ClientOptions::builder()
-        .credential(credential)
-        .build()
-        .unwrap();
+    let code = ClientOptions::builder().credential(credential).build();
     let error = ClientOptions::parse_with(
         "mongodb://h/?authMechanism=MONGODB-AWS&authMechanismProperties=AWS_SESSION_TOKEN:Wv9jURI",
         code,

@@ -61,7 +61,7 @@ fn selection_logs_name_the_command_and_wait_once_at_info() {
     // Info only (debug off): a selection that waits logs so once.
     log::set_max_level(log::LevelFilter::Info);
     let sim = Simulator::replica_set("rs", TestServer::shared(), &[Role::Secondary]);
-    let client = Client::with_uri_str(&format!(
+    let client = Client::with_uri_str(format!(
         "{}&serverSelectionTryOnce=false&serverSelectionTimeoutMS=1500",
         sim.seed_uri(&[0])
     ))
@@ -92,7 +92,7 @@ fn selection_logs_name_the_command_and_wait_once_at_info() {
     // Debug: `operation` is the command's name.
     log::set_max_level(log::LevelFilter::Debug);
     let server = TestServer::shared();
-    let client = Client::with_uri_str(&server.uri()).unwrap();
+    let client = Client::with_uri_str(server.uri()).unwrap();
     let coll = client
         .database("selection_log")
         .collection::<Document>("named");
@@ -118,7 +118,7 @@ fn an_incompatible_server_error_makes_the_next_selection_rescan() {
     let sim = Simulator::standalone(TestServer::shared());
     // Too old for this driver.
     sim.set_hello_extra(0, doc! { "maxWireVersion": 2 });
-    let client = Client::with_uri_str(&format!(
+    let client = Client::with_uri_str(format!(
         "mongodb://{}/?directConnection=true&heartbeatFrequencyMS=60000",
         sim.address(0)
     ))

@@ -422,8 +422,9 @@ fn a_direct_connection_to_a_secondary_reads_with_primary_preferred() {
 #[test]
 fn an_application_server_selector_narrows_the_choice() {
     let sim = Simulator::mongos(TestServer::shared(), 2);
-    let options =
-        ClientOptions::parse(&format!("{}&localThresholdMS=1000", sim.seed_uri(&[0, 1]))).unwrap();
+    let options = ClientOptions::parse(format!("{}&localThresholdMS=1000", sim.seed_uri(&[0, 1])))
+        .run()
+        .unwrap();
     let chosen = sim.address(1);
     let client = Client::builder(options)
         .server_selector(move |servers| {

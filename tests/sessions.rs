@@ -62,7 +62,7 @@ fn crud_workload(client: &Client, collection: &str) {
 fn every_crud_command_carries_an_lsid_when_sessions_are_supported() {
     let server = TestServer::shared();
     let sim = Simulator::replica_set("rs", server, &[Role::Primary]);
-    let client = Client::with_uri_str(&sim.seed_uri(&[0])).unwrap();
+    let client = Client::with_uri_str(sim.seed_uri(&[0])).unwrap();
     crud_workload(&client, "implicit_lsid");
     let sent = operations(&sim, 0);
     let names: Vec<&str> = sent.iter().map(command_name).collect();
@@ -87,7 +87,7 @@ fn no_lsid_when_the_deployment_does_not_support_sessions() {
     let server = TestServer::shared();
     let sim = Simulator::replica_set("rs", server, &[Role::Primary]);
     sim.set_hello_extra(0, doc! { "logicalSessionTimeoutMinutes": Bson::Null });
-    let client = Client::with_uri_str(&sim.seed_uri(&[0])).unwrap();
+    let client = Client::with_uri_str(sim.seed_uri(&[0])).unwrap();
     crud_workload(&client, "no_lsid");
     let sent = operations(&sim, 0);
     assert!(

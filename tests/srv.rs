@@ -49,8 +49,7 @@ fn client_for(uri: &str, dns: &DnsServer) -> (Client, Arc<Recorder>) {
 fn client_on_clock(uri: &str, dns: &DnsServer, skew: &ClockSkew) -> (Client, Arc<Recorder>) {
     let mut in_code = ClientOptions::builder()
         .name_servers(vec![dns.address()])
-        .build()
-        .unwrap();
+        .build();
     set_clock_skew(&mut in_code, skew);
     let options = ClientOptions::parse_with(uri, in_code).unwrap();
     let recorder = Arc::new(Recorder::default());

@@ -22,7 +22,7 @@ use support::sim::{Role, Simulator};
 const DB: &str = "timeout";
 
 fn client_with(uri: &str, settings: Option<RetrySettings>) -> (Client, Arc<Recorder>) {
-    let (mut builder, sent) = recorded_builder(ClientOptions::parse(uri).expect("test URI"));
+    let (mut builder, sent) = recorded_builder(ClientOptions::parse(uri).run().expect("test URI"));
     if let Some(settings) = settings {
         builder = builder.retry_settings(settings);
     }
@@ -36,9 +36,13 @@ fn is_timeout(error: &Error) -> bool {
 
 #[test]
 fn the_uri_sets_the_client_timeout() {
-    let options = ClientOptions::parse("mongodb://localhost/?timeoutMS=1500").unwrap();
+    let options = ClientOptions::parse("mongodb://localhost/?timeoutMS=1500")
+        .run()
+        .unwrap();
     assert_eq!(options.timeout(), Some(Duration::from_millis(1500)));
-    let options = ClientOptions::parse("mongodb://localhost/?timeoutMS=0").unwrap();
+    let options = ClientOptions::parse("mongodb://localhost/?timeoutMS=0")
+        .run()
+        .unwrap();
     assert_eq!(options.timeout(), None, "0 means no limit");
 }
 

@@ -64,7 +64,7 @@ fn times_out<T: std::fmt::Debug>(
 #[test]
 fn database_and_client_entry_points_inherit_the_client_timeout() {
     let server = TestServer::start();
-    let client = Client::with_uri_str(&format!("{}&timeoutMS=400", server.uri())).unwrap();
+    let client = Client::with_uri_str(format!("{}&timeoutMS=400", server.uri())).unwrap();
     let db = client.database(DB);
     db.collection::<Document>("c")
         .insert_one(doc! { "a": 1 })
@@ -89,7 +89,7 @@ fn database_and_client_entry_points_inherit_the_client_timeout() {
 #[test]
 fn database_entry_points_inherit_the_database_timeout() {
     let server = TestServer::start();
-    let client = Client::with_uri_str(&server.uri()).unwrap();
+    let client = Client::with_uri_str(server.uri()).unwrap();
     let db = client.database(DB).with_timeout(Duration::from_millis(400));
     db.collection::<Document>("c")
         .insert_one(doc! { "a": 1 })
@@ -111,7 +111,7 @@ fn database_entry_points_inherit_the_database_timeout() {
 #[test]
 fn a_cursors_get_more_and_a_commit_inherit_the_timeout() {
     let server = TestServer::start();
-    let client = Client::with_uri_str(&format!("{}&timeoutMS=400", server.uri())).unwrap();
+    let client = Client::with_uri_str(format!("{}&timeoutMS=400", server.uri())).unwrap();
     let coll = client.database(DB).collection::<Document>("c");
     coll.insert_many([doc! { "a": 1 }, doc! { "a": 2 }])
         .run()
@@ -143,7 +143,7 @@ fn a_cursors_get_more_and_a_commit_inherit_the_timeout() {
 #[test]
 fn with_transaction_stops_retrying_at_the_timeout() {
     let server = TestServer::start();
-    let client = Client::with_uri_str(&format!("{}&timeoutMS=400", server.uri())).unwrap();
+    let client = Client::with_uri_str(format!("{}&timeoutMS=400", server.uri())).unwrap();
     let coll = client.database(DB).collection::<Document>("c");
     coll.insert_one(doc! { "a": 1 }).run().unwrap();
     // Every insert fails with a transient error: withTransaction retries
@@ -184,7 +184,7 @@ fn insert_many_batches_share_one_deadline() {
     let sim = Simulator::standalone(server);
     // Two documents per batch, so ten documents take five round trips.
     sim.set_hello_extra(0, doc! { "maxWriteBatchSize": 2 });
-    let client = Client::with_uri_str(&format!("{}?timeoutMS=500", sim.seed_uri(&[0]))).unwrap();
+    let client = Client::with_uri_str(format!("{}?timeoutMS=500", sim.seed_uri(&[0]))).unwrap();
     let coll = client
         .database(DB)
         .collection::<Document>(&format!("batches_{}", bson::oid::ObjectId::new()));
@@ -215,7 +215,7 @@ fn insert_many_batches_share_one_deadline() {
 #[test]
 fn with_transactions_operations_and_commit_share_its_deadline() {
     let sim = Simulator::replica_set("wt_deadline", TestServer::shared(), &[Role::Primary]);
-    let client = Client::with_uri_str(&format!("{}&timeoutMS=500", sim.seed_uri(&[0]))).unwrap();
+    let client = Client::with_uri_str(format!("{}&timeoutMS=500", sim.seed_uri(&[0]))).unwrap();
     let coll = client
         .database(DB)
         .collection::<Document>(&format!("txn_deadline_{}", bson::oid::ObjectId::new()));
@@ -248,7 +248,7 @@ fn with_transactions_operations_and_commit_share_its_deadline() {
 #[test]
 fn a_cursors_kill_cursors_is_bounded_by_the_timeout() {
     let server = TestServer::start();
-    let client = Client::with_uri_str(&format!("{}&timeoutMS=400", server.uri())).unwrap();
+    let client = Client::with_uri_str(format!("{}&timeoutMS=400", server.uri())).unwrap();
     let coll = client.database(DB).collection::<Document>("kill");
     coll.insert_many((0..4).map(|i| doc! { "_id": i }))
         .run()

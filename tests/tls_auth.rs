@@ -134,7 +134,7 @@ fn scram_sha_256_and_sha_1_authenticate() {
 #[test]
 fn without_credentials_the_server_refuses_commands() {
     let port = plain_auth_server().port();
-    let e = Client::with_uri_str(&format!("mongodb://127.0.0.1:{port}/"))
+    let e = Client::with_uri_str(format!("mongodb://127.0.0.1:{port}/"))
         .unwrap()
         .database("scram")
         .run_command(doc! { "find": "c" })
@@ -214,7 +214,7 @@ fn speculative_authentication_saves_a_round_trip() {
     // A user that only has SHA-1: the SHA-256 speculation fails, the
     // negotiated conversation takes saslStart + saslContinue.
     let before = proxy.messages();
-    let client = Client::with_uri_str(&scram_uri(proxy.port, "legacy", "")).unwrap();
+    let client = Client::with_uri_str(scram_uri(proxy.port, "legacy", "")).unwrap();
     client
         .database("admin")
         .run_command(doc! { "ping": 1 })
@@ -252,7 +252,7 @@ fn tls_uri(host: &str, port: u16, query: &str) -> String {
 fn tls_with_the_trusted_ca_uses_one_socket_for_scan_and_operations() {
     let proxy = CountingProxy::start(tls_auth_server().port());
     let ca = certs().path("ca.pem");
-    let client = Client::with_uri_str(&tls_uri(
+    let client = Client::with_uri_str(tls_uri(
         "localhost",
         proxy.port,
         &format!("&tlsCAFile={ca}"),
@@ -380,7 +380,7 @@ fn a_client_certificate_is_accepted_and_authenticates_as_x509() {
     );
     // Without a certificate there is nothing to authenticate with: an
     // error at construction, before any socket opens.
-    let e = Client::with_uri_str(&format!(
+    let e = Client::with_uri_str(format!(
         "mongodb://localhost:{port}/?tls=true&tlsCAFile={ca}&authMechanism=MONGODB-X509"
     ))
     .unwrap_err();
@@ -423,8 +423,7 @@ fn x509_over_srv_authenticates_against_external_whatever_the_txt_record_says() {
     );
     let in_code = mongo_inline::ClientOptions::builder()
         .name_servers(vec![dns.address()])
-        .build()
-        .unwrap();
+        .build();
     let options = mongo_inline::ClientOptions::parse_with(&uri, in_code).unwrap();
     let client = Client::with_options(options).unwrap();
     client
@@ -447,7 +446,7 @@ fn an_encrypted_pkcs8_client_key_is_decrypted_with_its_password() {
     );
     let with_password =
         |password: &str| format!("{base}&tlsCertificateKeyFilePassword={}", encoded(password));
-    let client = Client::with_uri_str(&with_password(KEY_PASSWORD)).unwrap();
+    let client = Client::with_uri_str(with_password(KEY_PASSWORD)).unwrap();
     client
         .database("x509db")
         .collection::<Document>("c")
@@ -470,7 +469,7 @@ fn an_encrypted_pkcs8_client_key_is_decrypted_with_its_password() {
         assert!(!e.to_string().contains("wrong horse"), "{e}");
     }
     // A password for a key that has none is a mistake, not a no-op.
-    let e = Client::with_uri_str(&format!(
+    let e = Client::with_uri_str(format!(
         "mongodb://localhost:{port}/?tlsCertificateKeyFile={}&tlsCertificateKeyFilePassword=x",
         certs().path("client.pem")
     ))
@@ -502,10 +501,7 @@ fn system_roots_are_trusted_only_on_request() {
     let client_with = |system_roots: Option<bool>| {
         let mut tls = mongo_inline::options::TlsOptions::default();
         tls.system_roots = system_roots;
-        let in_code = mongo_inline::ClientOptions::builder()
-            .tls_options(tls)
-            .build()
-            .unwrap();
+        let in_code = mongo_inline::ClientOptions::builder().tls(tls).build();
         Client::with_options(mongo_inline::ClientOptions::parse_with(&uri, in_code).unwrap())
             .unwrap()
     };
@@ -636,7 +632,7 @@ fn secrets_reach_no_event_log_or_error() {
         recorder.commands(),
         wrong_recorder.sdam(),
         wrong_recorder.commands(),
-        mongo_inline::ClientOptions::parse(&wrong).unwrap(),
+        mongo_inline::ClientOptions::parse(&wrong).run().unwrap(),
     );
     seen.push_str(&ALL_LOGS.lines.lock().unwrap().join("\n"));
     for secret in [PASSWORD, "pencil", "speculativeAuthenticate", "c=biws"] {

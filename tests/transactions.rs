@@ -34,7 +34,8 @@ fn commands(recorder: &Recorder) -> Vec<Document> {
 
 /// `ReadConcern` has no public constructor; the URI option makes one.
 fn read_concern(level: &str) -> ReadConcern {
-    ClientOptions::parse(&format!("mongodb://h/?readConcernLevel={level}"))
+    ClientOptions::parse(format!("mongodb://h/?readConcernLevel={level}"))
+        .run()
         .unwrap()
         .read_concern()
         .cloned()
@@ -80,7 +81,7 @@ fn others(server_uri: &str, name: &str) -> u64 {
 #[test]
 fn a_commit_is_visible_to_another_client_and_an_abort_is_not() {
     let server = TestServer::shared();
-    let client = Client::with_uri_str(&server.uri()).unwrap();
+    let client = Client::with_uri_str(server.uri()).unwrap();
     let coll = fresh(&client, "visibility");
     let mut session = client.start_session().run().unwrap();
 
@@ -305,7 +306,7 @@ fn an_unknown_commit_result_is_retried_by_with_transaction() {
 #[test]
 fn commit_transaction_reports_an_unknown_result_and_can_be_called_again() {
     let server = TestServer::start();
-    let client = Client::with_uri_str(&server.uri()).unwrap();
+    let client = Client::with_uri_str(server.uri()).unwrap();
     let coll = fresh(&client, "unknown_again");
     fail_point(
         &client,
@@ -384,7 +385,7 @@ fn a_transaction_on_mongos_stays_on_the_router_of_its_first_command() {
 fn reads_in_a_transaction_use_the_transactions_read_preference() {
     use mongo_inline::{ReadPreference, ReadPreferenceMode};
     let server = TestServer::shared();
-    let client = Client::with_uri_str(&server.uri()).unwrap();
+    let client = Client::with_uri_str(server.uri()).unwrap();
     let coll = fresh(&client, "txn_read_preference");
     let primary_coll = coll
         .clone()
@@ -471,7 +472,7 @@ fn a_simulated_mongos_refuses_another_routers_transaction() {
     use support::raw::RawConnection;
     let server = TestServer::shared();
     let sim = Simulator::mongos(server, 2);
-    let client = Client::with_uri_str(&sim.seed_uri(&[0])).unwrap();
+    let client = Client::with_uri_str(sim.seed_uri(&[0])).unwrap();
     fresh(&client, "routed");
     let lsid = doc! { "id": bson::Binary {
         subtype: bson::spec::BinarySubtype::Uuid,

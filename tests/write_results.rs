@@ -46,7 +46,7 @@ fn eventually(coll: &Collection<Document>, expected: &[Document]) {
 
 #[test]
 fn unacknowledged_writes_say_so() {
-    let client = Client::with_uri_str(&TestServer::shared().uri()).unwrap();
+    let client = Client::with_uri_str(TestServer::shared().uri()).unwrap();
     let acked = fresh(&client);
     let coll = acked.clone().with_write_concern(WriteConcern::nodes(0));
 

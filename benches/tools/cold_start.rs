@@ -34,7 +34,9 @@ const STATE_FILE: &str = "MONGO_INLINE_STATE_FILE";
 fn child(uri: &str) -> mongo_inline::Result<()> {
     let client = match std::env::var_os(STATE_FILE).filter(|v| !v.is_empty()) {
         Some(path) => {
-            let code = ClientOptions::builder().state_file(path).build()?;
+            let code = ClientOptions::builder()
+                .state_file(std::path::PathBuf::from(path))
+                .build();
             Client::with_options(ClientOptions::parse_with(uri, code)?)?
         }
         None => Client::with_uri_str(uri)?,

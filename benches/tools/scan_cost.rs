@@ -40,7 +40,7 @@ fn scan(members: usize, change_events: bool) {
     let hosts: Vec<String> = (0..=members).map(|i| format!("m{i}:27017")).collect();
     let host_list: Vec<Bson> = hosts.iter().map(|h| Bson::String(h.clone())).collect();
     let uri = format!("mongodb://{}/?replicaSet=rs", hosts[0]);
-    let options = ClientOptions::parse(&uri).expect("a valid URI");
+    let options = ClientOptions::parse(&uri).run().expect("a valid URI");
     let mut topology = TopologyRules::new(&options, change_events);
     let started = Instant::now();
     let mut events = 0;

@@ -15,7 +15,7 @@ use bson::Document;
 
 use crate::error::Result;
 use crate::proto::event::EventHandler;
-use crate::proto::options::ClientOptions;
+use crate::proto::options::{ClientOptions, ServerAddress};
 use crate::proto::read_preference::ReadPreference;
 use crate::proto::retry::{RetrySettings, Tokens};
 use crate::proto::sdam::ServerDescription;
@@ -104,13 +104,15 @@ impl std::fmt::Debug for Client {
 impl Client {
     /// A client for the deployment a connection string names. Parses and
     /// validates the string; does no I/O.
-    pub fn with_uri_str(uri: &str) -> Result<Client> {
-        Client::with_options(ClientOptions::parse(uri)?)
+    pub fn with_uri_str(uri: impl AsRef<str>) -> Result<Client> {
+        Client::with_options(ClientOptions::parse(uri).run()?)
     }
 
-    /// A client with options built in code. No network I/O; with
-    /// [`crate::options::ClientOptionsBuilder::state_file`] it reads that file
-    /// (and refuses one others could read or write).
+    /// A client with options parsed or built in code; validates them (an
+    /// error names the option). No network I/O; with a `state_file` it
+    /// reads that file (and refuses one others could read or write).
+    /// Options without hosts (nor a `mongodb+srv` host) connect to
+    /// `localhost:27017`, the official builder's default.
     pub fn with_options(options: ClientOptions) -> Result<Client> {
         Client::builder(options).build()
     }
@@ -143,6 +145,14 @@ impl Client {
         server_selector: Option<ServerSelector>,
         retry_settings: Option<RetrySettings>,
     ) -> Result<Client> {
+        let mut options = options;
+        if options.hosts.is_empty() && options.srv_host.is_none() {
+            options.hosts = vec![ServerAddress::Tcp {
+                host: "localhost".to_string(),
+                port: crate::proto::address::DEFAULT_PORT,
+            }];
+        }
+        options.validate()?;
         for warning in crate::proto::unsupported::check(&options)? {
             log::warn!("{warning}");
         }

@@ -244,7 +244,7 @@ fn arguments() -> Result<Vec<String>, Failure> {
 }
 
 /// Names the state file a run starts warm from and leaves for the next
-/// (opt-in; see `ClientOptionsBuilder::state_file`).
+/// (opt-in; see `ClientOptions::state_file`).
 const STATE_FILE_VARIABLE: &str = "MONGO_INLINE_STATE_FILE";
 
 /// The client for `uri`, with the time limit `--timeout-ms` gives, else
@@ -272,14 +272,11 @@ fn connect(uri: &str, timeout_flag: Option<(usize, &str)>) -> Result<Client, Fai
     let options = if timeout.is_none() && state_file.is_none() {
         parsed
     } else {
-        let mut code = ClientOptions::builder();
-        if let Some(timeout) = timeout {
-            code = code.timeout(timeout);
-        }
-        if let Some(path) = state_file {
-            code = code.state_file(path);
-        }
-        ClientOptions::parse_with(uri, code.build()?)?
+        let code = ClientOptions::builder()
+            .timeout(timeout)
+            .state_file(state_file.map(std::path::PathBuf::from))
+            .build();
+        ClientOptions::parse_with(uri, code)?
     };
     Ok(Client::with_options(options)?)
 }

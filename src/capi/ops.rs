@@ -57,21 +57,20 @@ pub(crate) use run_in;
 
 /// A client for the deployment `uri` names; parses and validates, no I/O.
 pub(crate) fn new_client(uri: &str) -> Result<Client, Failure> {
-    let code = with_env_state_file(crate::ClientOptions::builder());
-    let options = crate::ClientOptions::parse_with(uri, code.build().map_err(|e| failure(&e))?)
-        .map_err(|e| failure(&e))?;
+    let code = crate::ClientOptions {
+        state_file: env_state_file(),
+        ..Default::default()
+    };
+    let options = crate::ClientOptions::parse_with(uri, code).map_err(|e| failure(&e))?;
     Client::with_options(options).map_err(|e| failure(&e))
 }
 
 /// `MONGO_INLINE_STATE_FILE`, when set and not empty, names the client's
 /// state file: the bindings' way to opt in without an options API.
-fn with_env_state_file(
-    builder: crate::options::ClientOptionsBuilder,
-) -> crate::options::ClientOptionsBuilder {
-    match std::env::var_os("MONGO_INLINE_STATE_FILE").filter(|v| !v.is_empty()) {
-        Some(path) => builder.state_file(path),
-        None => builder,
-    }
+fn env_state_file() -> Option<std::path::PathBuf> {
+    std::env::var_os("MONGO_INLINE_STATE_FILE")
+        .filter(|v| !v.is_empty())
+        .map(Into::into)
 }
 
 /// A C OIDC callback and its user data.
@@ -125,7 +124,9 @@ impl OidcCallback {
 
 /// A client for `uri` whose MONGODB-OIDC credential calls `callback`.
 pub(crate) fn new_client_with_oidc(uri: &str, callback: OidcCallback) -> Result<Client, Failure> {
-    let parsed = crate::ClientOptions::parse(uri).map_err(|e| failure(&e))?;
+    let parsed = crate::ClientOptions::parse(uri)
+        .run()
+        .map_err(|e| failure(&e))?;
     let mut credential = parsed.credential().cloned().unwrap_or_default();
     let callback = std::sync::Arc::new(callback);
     credential.oidc_callback = crate::options::oidc::Callback::machine(move |context| {
@@ -133,10 +134,10 @@ pub(crate) fn new_client_with_oidc(uri: &str, callback: OidcCallback) -> Result<
             .call(&context)
             .map(crate::options::oidc::IdpServerResponse::new)
     });
-    let code = with_env_state_file(crate::ClientOptions::builder())
+    let code = crate::ClientOptions::builder()
         .credential(credential)
-        .build()
-        .map_err(|e| failure(&e))?;
+        .state_file(env_state_file())
+        .build();
     let options = crate::ClientOptions::parse_with(uri, code).map_err(|e| failure(&e))?;
     Client::with_options(options).map_err(|e| failure(&e))
 }

@@ -67,7 +67,8 @@ pub const DEFAULT_SRV_SERVICE_NAME: &str = "mongodb";
 pub const MAX_APP_NAME_BYTES: usize = 128;
 
 /// Credentials for authentication.
-#[derive(Clone, Default, PartialEq)]
+#[derive(Clone, Default, PartialEq, typed_builder::TypedBuilder)]
+#[builder(field_defaults(default, setter(into)))]
 #[non_exhaustive]
 pub struct Credential {
     /// The user name.
@@ -154,20 +155,22 @@ impl ServerApi {
     }
 }
 
-/// TLS settings from the URI (`tls*` options).
-#[derive(Clone, Default, PartialEq)]
+/// TLS settings (the official driver's `TlsOptions`, and the URI's other
+/// `tls*` options), carried by [`Tls::Enabled`].
+#[derive(Clone, Default, PartialEq, typed_builder::TypedBuilder)]
+#[builder(field_defaults(default, setter(into)))]
 #[non_exhaustive]
 pub struct TlsOptions {
     /// `tlsAllowInvalidCertificates`.
     pub allow_invalid_certificates: Option<bool>,
     /// `tlsAllowInvalidHostnames`.
     pub allow_invalid_hostnames: Option<bool>,
-    /// `tlsCAFile`.
-    pub ca_file: Option<String>,
-    /// `tlsCertificateKeyFile`.
-    pub certificate_key_file: Option<String>,
-    /// `tlsCertificateKeyFilePassword`.
-    pub certificate_key_file_password: Option<String>,
+    /// `tlsCAFile`: the certificate authorities to trust.
+    pub ca_file_path: Option<std::path::PathBuf>,
+    /// `tlsCertificateKeyFile`: the client's certificate and key.
+    pub cert_key_file_path: Option<std::path::PathBuf>,
+    /// `tlsCertificateKeyFilePassword`: the password of an encrypted key.
+    pub tls_certificate_key_file_password: Option<Vec<u8>>,
     /// `tlsInsecure`.
     pub insecure: Option<bool>,
     /// `tlsDisableOCSPEndpointCheck`.
@@ -177,8 +180,7 @@ pub struct TlsOptions {
     /// Trust the system's certificate authorities (no URI option; off by
     /// default, when the webpki roots are trusted): the platform's store,
     /// or the files `SSL_CERT_FILE` and `SSL_CERT_DIR` name when set.
-    /// Together with `tlsCAFile`, both are trusted. Like any other TLS
-    /// setting, it turns TLS on.
+    /// Together with `tlsCAFile`, both are trusted.
     pub system_roots: Option<bool>,
 }
 
@@ -248,7 +250,7 @@ impl ServerMonitoringMode {
 
 impl TlsOptions {
     /// The URI name of the first option set, if any.
-    fn first_given(&self) -> Option<&'static str> {
+    pub(crate) fn first_given(&self) -> Option<&'static str> {
         [
             (
                 "tlsAllowInvalidCertificates",
@@ -258,11 +260,11 @@ impl TlsOptions {
                 "tlsAllowInvalidHostnames",
                 self.allow_invalid_hostnames.is_some(),
             ),
-            ("tlsCAFile", self.ca_file.is_some()),
-            ("tlsCertificateKeyFile", self.certificate_key_file.is_some()),
+            ("tlsCAFile", self.ca_file_path.is_some()),
+            ("tlsCertificateKeyFile", self.cert_key_file_path.is_some()),
             (
                 "tlsCertificateKeyFilePassword",
-                self.certificate_key_file_password.is_some(),
+                self.tls_certificate_key_file_password.is_some(),
             ),
             ("tlsInsecure", self.insecure.is_some()),
             (
@@ -284,7 +286,7 @@ impl std::fmt::Debug for TlsOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never print the key file's password, even in debug output.
         let password = self
-            .certificate_key_file_password
+            .tls_certificate_key_file_password
             .as_ref()
             .map(|_| "<redacted>");
         f.debug_struct("TlsOptions")
@@ -293,9 +295,9 @@ impl std::fmt::Debug for TlsOptions {
                 &self.allow_invalid_certificates,
             )
             .field("allow_invalid_hostnames", &self.allow_invalid_hostnames)
-            .field("ca_file", &self.ca_file)
-            .field("certificate_key_file", &self.certificate_key_file)
-            .field("certificate_key_file_password", &password)
+            .field("ca_file_path", &self.ca_file_path)
+            .field("cert_key_file_path", &self.cert_key_file_path)
+            .field("tls_certificate_key_file_password", &password)
             .field("insecure", &self.insecure)
             .field(
                 "disable_ocsp_endpoint_check",
@@ -310,62 +312,146 @@ impl std::fmt::Debug for TlsOptions {
     }
 }
 
-/// Everything that configures a [`crate::Client`].
+/// Everything that configures a [`crate::Client`], as the official driver's
+/// `ClientOptions`: public fields with its names, filled by
+/// [`ClientOptions::parse`] from a connection string or set in code (a field
+/// at a time, or through [`ClientOptions::builder`]). `None` takes the
+/// spec's default, which the getters of the same names report.
 ///
-/// Unset options take the spec's defaults through the getters.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// Options the official driver does not have are additional fields
+/// (`socket_timeout`, `timeout`, `server_selection_try_once`,
+/// `socket_check_interval`, ...). The connection-pool options
+/// (`max_pool_size`, `min_pool_size`, `max_idle_time`, `max_connecting`,
+/// `wait_queue_timeout`) are accepted and range-checked, so that settings
+/// written for a pooled driver keep working, but mean nothing here: each
+/// server has one socket, which never waits for another operation because
+/// a client runs one operation at a time.
+#[derive(Clone, Debug, Default, PartialEq, typed_builder::TypedBuilder)]
+#[builder(field_defaults(default, setter(into)))]
 #[non_exhaustive]
 pub struct ClientOptions {
-    pub(crate) hosts: Vec<ServerAddress>,
+    /// The seed list. Empty in options built in code when no host was
+    /// given; [`crate::Client::with_options`] then connects to
+    /// `localhost:27017`, the official builder's default.
+    pub hosts: Vec<ServerAddress>,
     /// Tests only: where cloud authentication looks for its secrets
     /// ([`crate::unversioned::set_cloud_environment`]).
+    #[builder(setter(skip))]
     pub(crate) cloud: Option<std::sync::Arc<crate::unversioned::CloudEnvironment>>,
     /// Tests only: how far the client's clock runs ahead of the system's
     /// ([`crate::unversioned::set_clock_skew`]).
+    #[builder(setter(skip))]
     pub(crate) clock_skew: Option<crate::unversioned::ClockSkew>,
     /// The host of a `mongodb+srv` URI, before the SRV look-up.
+    #[builder(setter(skip))]
     pub(crate) srv_host: Option<String>,
-    pub(crate) default_database: Option<String>,
-    pub(crate) credential: Option<Credential>,
-    pub(crate) app_name: Option<String>,
-    pub(crate) compressors: Option<Vec<String>>,
-    pub(crate) zlib_compression_level: Option<i32>,
-    pub(crate) connect_timeout: Option<Duration>,
-    pub(crate) socket_timeout: Option<Duration>,
-    pub(crate) server_selection_timeout: Option<Duration>,
-    pub(crate) server_selection_try_once: Option<bool>,
-    pub(crate) socket_check_interval: Option<Duration>,
-    pub(crate) heartbeat_frequency: Option<Duration>,
-    pub(crate) local_threshold: Option<Duration>,
-    pub(crate) timeout: Option<Duration>,
-    pub(crate) direct_connection: Option<bool>,
-    pub(crate) replica_set: Option<String>,
-    pub(crate) load_balanced: Option<bool>,
-    pub(crate) read_preference: Option<ReadPreference>,
-    pub(crate) read_concern: Option<ReadConcern>,
-    pub(crate) write_concern: Option<WriteConcern>,
-    pub(crate) retry_reads: Option<bool>,
-    pub(crate) retry_writes: Option<bool>,
-    pub(crate) tls: Option<bool>,
-    pub(crate) tls_options: Option<TlsOptions>,
-    pub(crate) server_api: Option<ServerApi>,
-    pub(crate) srv_max_hosts: Option<u32>,
-    pub(crate) srv_service_name: Option<String>,
-    // Connection-pool options: parsed and validated for compatibility with
-    // other drivers' URIs; a single-socket driver has no pool to size.
-    pub(crate) max_pool_size: Option<u32>,
-    pub(crate) min_pool_size: Option<u32>,
-    pub(crate) max_idle_time: Option<Duration>,
-    pub(crate) max_connecting: Option<u32>,
-    pub(crate) wait_queue_timeout: Option<Duration>,
-    pub(crate) server_monitoring_mode: Option<ServerMonitoringMode>,
-    pub(crate) max_adaptive_retries: Option<u32>,
-    pub(crate) enable_overload_retargeting: Option<bool>,
-    pub(crate) proxy: Option<ProxyOptions>,
-    /// The DNS name servers to ask (default: the system's configuration).
-    pub(crate) name_servers: Option<Vec<std::net::SocketAddr>>,
-    /// Where what a new process may reuse is kept (opt-in).
-    pub(crate) state_file: Option<std::path::PathBuf>,
+    /// The database named in the URI path.
+    pub default_database: Option<String>,
+    /// Credentials for authentication.
+    pub credential: Option<Credential>,
+    /// `appname` (at most 128 bytes), sent in the handshake.
+    pub app_name: Option<String>,
+    /// `compressors`: the compressors to offer, in order of preference
+    /// (`snappy`, `zlib`, `zstd`). The official driver's field is a list of
+    /// its `Compressor` enum, present only with its compression features.
+    pub compressors: Option<Vec<String>>,
+    /// `zlibCompressionLevel` (-1 to 9).
+    pub zlib_compression_level: Option<i32>,
+    /// `connectTimeoutMS` (default 10 s; zero: no timeout).
+    pub connect_timeout: Option<Duration>,
+    /// `socketTimeoutMS` (default 300 s; zero: no timeout).
+    pub socket_timeout: Option<Duration>,
+    /// `serverSelectionTimeoutMS` (default 30 s; positive).
+    pub server_selection_timeout: Option<Duration>,
+    /// `serverSelectionTryOnce` (default true).
+    pub server_selection_try_once: Option<bool>,
+    /// `socketCheckIntervalMS` (default 5 s).
+    pub socket_check_interval: Option<Duration>,
+    /// `heartbeatFrequencyMS`: how long a server description stays fresh
+    /// before an operation rescans (default 60 s; at least 500 ms).
+    pub heartbeat_freq: Option<Duration>,
+    /// `localThresholdMS` (default 15 ms).
+    pub local_threshold: Option<Duration>,
+    /// `timeoutMS` (zero: no limit).
+    pub timeout: Option<Duration>,
+    /// `directConnection`.
+    pub direct_connection: Option<bool>,
+    /// `replicaSet`: the name of the replica set to connect to.
+    pub repl_set_name: Option<String>,
+    /// `loadBalanced`.
+    pub load_balanced: Option<bool>,
+    /// The default selection criteria of reads: a read preference (from
+    /// `readPreference`, `readPreferenceTags`, `maxStalenessSeconds`) or a
+    /// predicate.
+    pub selection_criteria: Option<SelectionCriteria>,
+    /// The default read concern.
+    pub read_concern: Option<ReadConcern>,
+    /// The default write concern.
+    pub write_concern: Option<WriteConcern>,
+    /// `retryReads` (default true).
+    pub retry_reads: Option<bool>,
+    /// `retryWrites` (default true).
+    pub retry_writes: Option<bool>,
+    /// TLS: on with its settings, or off. `None` is off, except for a
+    /// `mongodb+srv` connection string (on).
+    pub tls: Option<Tls>,
+    /// The Stable API settings.
+    pub server_api: Option<ServerApi>,
+    /// `srvMaxHosts` (only with a `mongodb+srv` URI).
+    pub srv_max_hosts: Option<u32>,
+    /// `srvServiceName` (only with a `mongodb+srv` URI).
+    pub srv_service_name: Option<String>,
+    /// `maxPoolSize`: accepted for compatibility (one socket per server).
+    pub max_pool_size: Option<u32>,
+    /// `minPoolSize`: accepted for compatibility (one socket per server).
+    pub min_pool_size: Option<u32>,
+    /// `maxIdleTimeMS`: accepted for compatibility (one socket per server).
+    pub max_idle_time: Option<Duration>,
+    /// `maxConnecting` (positive): accepted for compatibility.
+    pub max_connecting: Option<u32>,
+    /// `waitQueueTimeoutMS`: accepted for compatibility (nothing waits for
+    /// a socket).
+    pub wait_queue_timeout: Option<Duration>,
+    /// `serverMonitoringMode` (this driver always polls, inline).
+    pub server_monitoring_mode: Option<ServerMonitoringMode>,
+    /// `maxAdaptiveRetries`: retries allowed after overload errors.
+    pub max_adaptive_retries: Option<u32>,
+    /// `enableOverloadRetargeting`: retry overload errors on another server.
+    pub enable_overload_retargeting: Option<bool>,
+    /// SOCKS5 proxy settings (parsed and validated; connecting through a
+    /// proxy is refused when set).
+    pub proxy: Option<ProxyOptions>,
+    /// The DNS name servers to ask instead of the system's (see
+    /// [`ClientOptions::with_name_servers`]).
+    pub name_servers: Option<Vec<std::net::SocketAddr>>,
+    /// A file in which a process leaves what the next one may reuse
+    /// (today: the SCRAM keys, sealed under the password, so that it
+    /// skips PBKDF2). Created with mode 0600; a file or directory that
+    /// others can write, or that another user owns, is refused. As
+    /// sensitive as the connection string. Unix only; opt-in.
+    pub state_file: Option<std::path::PathBuf>,
+}
+
+/// Whether and how a client uses TLS (the official driver's `Tls`).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Tls {
+    /// TLS with these settings.
+    Enabled(TlsOptions),
+    /// No TLS.
+    Disabled,
+}
+
+impl From<TlsOptions> for Tls {
+    fn from(options: TlsOptions) -> Self {
+        Tls::Enabled(options)
+    }
+}
+
+impl From<TlsOptions> for Option<Tls> {
+    fn from(options: TlsOptions) -> Self {
+        Some(Tls::Enabled(options))
+    }
 }
 
 impl ClientOptions {
@@ -426,16 +512,15 @@ impl ClientOptions {
             .unwrap_or(DEFAULT_SOCKET_CHECK_INTERVAL)
     }
 
-    /// The state file a new process starts warm from (opt-in, see
-    /// [`ClientOptionsBuilder::state_file`]).
+    /// The state file a new process starts warm from (opt-in, see the
+    /// field `state_file`).
     pub fn state_file(&self) -> Option<&std::path::Path> {
         self.state_file.as_deref()
     }
 
     /// `heartbeatFrequencyMS` (default 60 s for single-threaded drivers).
     pub fn heartbeat_frequency(&self) -> Duration {
-        self.heartbeat_frequency
-            .unwrap_or(DEFAULT_HEARTBEAT_FREQUENCY)
+        self.heartbeat_freq.unwrap_or(DEFAULT_HEARTBEAT_FREQUENCY)
     }
 
     /// `localThresholdMS` (default 15 ms).
@@ -455,7 +540,7 @@ impl ClientOptions {
 
     /// `replicaSet`.
     pub fn replica_set(&self) -> Option<&str> {
-        self.replica_set.as_deref()
+        self.repl_set_name.as_deref()
     }
 
     /// `loadBalanced` (default false).
@@ -463,9 +548,13 @@ impl ClientOptions {
         self.load_balanced.unwrap_or(false)
     }
 
-    /// The default read preference (primary when unset).
+    /// The default read preference (primary when unset), when the default
+    /// selection criteria are a read preference.
     pub fn read_preference(&self) -> Option<&ReadPreference> {
-        self.read_preference.as_ref()
+        match &self.selection_criteria {
+            Some(SelectionCriteria::ReadPreference(read_preference)) => Some(read_preference),
+            _ => None,
+        }
     }
 
     /// The default read concern.
@@ -494,13 +583,11 @@ impl ClientOptions {
     /// how to verify TLS and then talking in plain text would ignore the
     /// request. `tls=false` with another `tls*` option is an error.
     pub fn tls(&self) -> bool {
-        self.tls.unwrap_or_else(|| {
-            self.srv_host.is_some()
-                || self
-                    .tls_options
-                    .as_ref()
-                    .is_some_and(|t| t.first_given().is_some())
-        })
+        match &self.tls {
+            Some(Tls::Enabled(_)) => true,
+            Some(Tls::Disabled) => false,
+            None => self.srv_host.is_some(),
+        }
     }
 
     /// The Stable API settings.
@@ -544,9 +631,12 @@ impl ClientOptions {
         self.timeout
     }
 
-    /// The TLS settings beyond on/off, when any were given.
+    /// The TLS settings, when TLS was turned on with any.
     pub fn tls_options(&self) -> Option<&TlsOptions> {
-        self.tls_options.as_ref()
+        match &self.tls {
+            Some(Tls::Enabled(options)) => Some(options),
+            _ => None,
+        }
     }
 
     /// `srvMaxHosts` (0, no limit, when unset).
@@ -681,11 +771,6 @@ pub const AUTH_MECHANISMS: [&str; 7] = [
 ];
 
 impl ClientOptions {
-    /// A builder for options set in code.
-    pub fn builder() -> ClientOptionsBuilder {
-        ClientOptionsBuilder::default()
-    }
-
     /// Checks value ranges and the rules that tie options together. The URI
     /// parser has already dropped out-of-range values with a warning, so the
     /// range checks matter for values set in code.
@@ -693,8 +778,17 @@ impl ClientOptions {
         self.validate_ranges()?;
         self.validate_topology_options()?;
         self.validate_tls()?;
-        if let Some(read_preference) = &self.read_preference {
-            read_preference.validate()?;
+        match &self.selection_criteria {
+            Some(SelectionCriteria::ReadPreference(read_preference)) => {
+                read_preference.validate()?
+            }
+            Some(SelectionCriteria::Predicate(_)) | None => {}
+            Some(other) => {
+                return Err(Error::invalid_argument(format!(
+                    "the default selection criteria must be a read preference or a predicate, \
+                     not {other:?}"
+                )));
+            }
         }
         if let Some(write_concern) = &self.write_concern {
             if write_concern.w == Some(Acknowledgment::Nodes(0))
@@ -716,7 +810,7 @@ impl ClientOptions {
     }
 
     fn validate_ranges(&self) -> Result<()> {
-        if let Some(frequency) = self.heartbeat_frequency {
+        if let Some(frequency) = self.heartbeat_freq {
             if frequency < MIN_HEARTBEAT_FREQUENCY {
                 return Err(Error::invalid_argument(format!(
                     "heartbeatFrequencyMS is {} but must be at least {}",
@@ -796,7 +890,7 @@ impl ClientOptions {
                     self.hosts.len()
                 )));
             }
-            if let Some(name) = &self.replica_set {
+            if let Some(name) = &self.repl_set_name {
                 return Err(Error::invalid_argument(format!(
                     "loadBalanced=true cannot be used with replicaSet ({name:?})"
                 )));
@@ -813,7 +907,7 @@ impl ClientOptions {
             }
         }
         if srv_max_hosts > 0 {
-            if let Some(name) = &self.replica_set {
+            if let Some(name) = &self.repl_set_name {
                 return Err(Error::invalid_argument(format!(
                     "srvMaxHosts={srv_max_hosts} cannot be used with replicaSet ({name:?})"
                 )));
@@ -823,15 +917,9 @@ impl ClientOptions {
     }
 
     fn validate_tls(&self) -> Result<()> {
-        let Some(tls) = &self.tls_options else {
+        let Some(Tls::Enabled(tls)) = &self.tls else {
             return Ok(());
         };
-        if let (Some(false), Some(name)) = (self.tls, tls.first_given()) {
-            return Err(Error::invalid_argument(format!(
-                "tls=false (or ssl=false) but {name} is given: {name} configures TLS; remove \
-                 tls=false to connect with TLS, or remove {name} to connect without it"
-            )));
-        }
         // The uri-options spec forbids these pairs whatever their values:
         // one relaxes what the other configures, so no order of application
         // is safe to guess.
@@ -997,7 +1085,7 @@ fn validate_proxy(proxy: &ProxyOptions) -> Result<()> {
 impl std::str::FromStr for ClientOptions {
     type Err = Error;
     fn from_str(uri: &str) -> Result<Self> {
-        ClientOptions::parse(uri)
+        ClientOptions::parse(uri).run()
     }
 }
 
@@ -1019,11 +1107,11 @@ fn pick<T: PartialEq>(
 }
 
 /// Like [`pick`] for secrets: the message must not print them.
-fn pick_secret(
+fn pick_secret<T: PartialEq>(
     name: &str,
-    from_uri: Option<String>,
-    from_code: Option<String>,
-) -> Result<Option<String>> {
+    from_uri: Option<T>,
+    from_code: Option<T>,
+) -> Result<Option<T>> {
     match (from_uri, from_code) {
         (Some(u), Some(c)) if u != c => Err(Error::invalid_argument(format!(
             "{name} has one value in the URI and a different one in code"
@@ -1075,17 +1163,16 @@ pub(crate) fn merge(uri: ClientOptions, code: ClientOptions) -> Result<ClientOpt
         server_selection_timeout: "serverSelectionTimeoutMS", millis;
         server_selection_try_once: "serverSelectionTryOnce", plain;
         socket_check_interval: "socketCheckIntervalMS", millis;
-        heartbeat_frequency: "heartbeatFrequencyMS", millis;
+        heartbeat_freq: "heartbeatFrequencyMS", millis;
         local_threshold: "localThresholdMS", millis;
         timeout: "timeoutMS", millis;
         direct_connection: "directConnection", plain;
-        replica_set: "replicaSet", quoted;
+        repl_set_name: "replicaSet", quoted;
         load_balanced: "loadBalanced", plain;
-        read_preference: "readPreference", |r| r.to_document().to_string();
+        selection_criteria: "readPreference", plain;
         read_concern: "readConcernLevel", |r| format!("{:?}", r.level.as_str());
         retry_reads: "retryReads", plain;
         retry_writes: "retryWrites", plain;
-        tls: "tls", plain;
         server_api: "serverApi", debug;
         srv_max_hosts: "srvMaxHosts", plain;
         srv_service_name: "srvServiceName", quoted;
@@ -1103,7 +1190,7 @@ pub(crate) fn merge(uri: ClientOptions, code: ClientOptions) -> Result<ClientOpt
         hosts,
         credential: merge_credential(uri.credential, code.credential)?,
         write_concern: merge_write_concern(uri.write_concern, code.write_concern)?,
-        tls_options: merge_tls(uri.tls_options, code.tls_options)?,
+        tls: merge_tls(uri.tls, code.tls)?,
         proxy: merge_proxy(uri.proxy, code.proxy)?,
         cloud: code.cloud.or(uri.cloud),
         clock_skew: code.clock_skew.or(uri.clock_skew),
@@ -1179,12 +1266,18 @@ fn merge_write_concern(
     }))
 }
 
-fn merge_tls(uri: Option<TlsOptions>, code: Option<TlsOptions>) -> Result<Option<TlsOptions>> {
+fn merge_tls(uri: Option<Tls>, code: Option<Tls>) -> Result<Option<Tls>> {
     let (uri, code) = match (uri, code) {
-        (Some(u), Some(c)) => (u, c),
+        (Some(Tls::Enabled(u)), Some(Tls::Enabled(c))) => (u, c),
+        (Some(Tls::Disabled), Some(Tls::Enabled(_)))
+        | (Some(Tls::Enabled(_)), Some(Tls::Disabled)) => {
+            return Err(Error::invalid_argument(
+                "tls is on in one of the URI and the code but off in the other",
+            ));
+        }
         (u, c) => return Ok(c.or(u)),
     };
-    Ok(Some(TlsOptions {
+    Ok(Some(Tls::Enabled(TlsOptions {
         allow_invalid_certificates: pick(
             "tlsAllowInvalidCertificates",
             uri.allow_invalid_certificates,
@@ -1197,17 +1290,17 @@ fn merge_tls(uri: Option<TlsOptions>, code: Option<TlsOptions>) -> Result<Option
             code.allow_invalid_hostnames,
             plain,
         )?,
-        ca_file: pick("tlsCAFile", uri.ca_file, code.ca_file, quoted)?,
-        certificate_key_file: pick(
+        ca_file_path: pick("tlsCAFile", uri.ca_file_path, code.ca_file_path, debug)?,
+        cert_key_file_path: pick(
             "tlsCertificateKeyFile",
-            uri.certificate_key_file,
-            code.certificate_key_file,
-            quoted,
+            uri.cert_key_file_path,
+            code.cert_key_file_path,
+            debug,
         )?,
-        certificate_key_file_password: pick_secret(
+        tls_certificate_key_file_password: pick_secret(
             "tlsCertificateKeyFilePassword",
-            uri.certificate_key_file_password,
-            code.certificate_key_file_password,
+            uri.tls_certificate_key_file_password,
+            code.tls_certificate_key_file_password,
         )?,
         insecure: pick("tlsInsecure", uri.insecure, code.insecure, plain)?,
         disable_ocsp_endpoint_check: pick(
@@ -1223,7 +1316,7 @@ fn merge_tls(uri: Option<TlsOptions>, code: Option<TlsOptions>) -> Result<Option
             plain,
         )?,
         system_roots: code.system_roots.or(uri.system_roots),
-    }))
+    })))
 }
 
 fn merge_proxy(
@@ -1242,128 +1335,6 @@ fn merge_proxy(
     }))
 }
 
-/// Options set in code, checked by [`ClientOptionsBuilder::build`] with the
-/// same rules as a connection string.
-///
-/// Hosts are not required, so that options meant for
-/// [`ClientOptions::parse_with`] can be built; a client needs at least one.
-#[derive(Clone, Debug, Default)]
-pub struct ClientOptionsBuilder {
-    options: ClientOptions,
-}
-
-macro_rules! setters {
-    ($($(#[$doc:meta])* $name:ident: $ty:ty;)*) => {
-        $(
-            $(#[$doc])*
-            pub fn $name(mut self, value: $ty) -> Self {
-                self.options.$name = Some(value.into());
-                self
-            }
-        )*
-    };
-}
-
-impl ClientOptionsBuilder {
-    /// The seed list.
-    pub fn hosts(mut self, hosts: impl IntoIterator<Item = ServerAddress>) -> Self {
-        self.options.hosts = hosts.into_iter().collect();
-        self
-    }
-
-    /// `compressors`, in order of preference (`snappy`, `zlib`, `zstd`).
-    pub fn compressors<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
-        self.options.compressors = Some(names.into_iter().map(Into::into).collect());
-        self
-    }
-
-    setters! {
-        /// The default database (the URI's path).
-        default_database: impl Into<String>;
-        /// Credentials.
-        credential: Credential;
-        /// `appname` (at most 128 bytes).
-        app_name: impl Into<String>;
-        /// `zlibCompressionLevel` (-1 to 9).
-        zlib_compression_level: i32;
-        /// `connectTimeoutMS` (zero: no timeout).
-        connect_timeout: Duration;
-        /// `socketTimeoutMS` (default 300 s; zero: no timeout).
-        socket_timeout: Duration;
-        /// `serverSelectionTimeoutMS` (positive).
-        server_selection_timeout: Duration;
-        /// `serverSelectionTryOnce`.
-        server_selection_try_once: bool;
-        /// `socketCheckIntervalMS`.
-        socket_check_interval: Duration;
-        /// `heartbeatFrequencyMS` (at least 500 ms).
-        heartbeat_frequency: Duration;
-        /// `localThresholdMS`.
-        local_threshold: Duration;
-        /// `timeoutMS` (zero: no limit).
-        timeout: Duration;
-        /// `directConnection`.
-        direct_connection: bool;
-        /// `replicaSet`.
-        replica_set: impl Into<String>;
-        /// `loadBalanced`.
-        load_balanced: bool;
-        /// The default read preference.
-        read_preference: ReadPreference;
-        /// The default read concern.
-        read_concern: ReadConcern;
-        /// The default write concern.
-        write_concern: WriteConcern;
-        /// `retryReads`.
-        retry_reads: bool;
-        /// `retryWrites`.
-        retry_writes: bool;
-        /// `tls`.
-        tls: bool;
-        /// The `tls*` settings.
-        tls_options: TlsOptions;
-        /// The Stable API settings.
-        server_api: ServerApi;
-        /// `srvMaxHosts` (only with a `mongodb+srv` URI, through [`ClientOptions::parse_with`]).
-        srv_max_hosts: u32;
-        /// `srvServiceName` (only with a `mongodb+srv` URI, through [`ClientOptions::parse_with`]).
-        srv_service_name: impl Into<String>;
-        /// `maxPoolSize` (accepted for compatibility; unused).
-        max_pool_size: u32;
-        /// `minPoolSize` (accepted for compatibility; unused).
-        min_pool_size: u32;
-        /// `maxIdleTimeMS` (accepted for compatibility; unused).
-        max_idle_time: Duration;
-        /// `maxConnecting` (positive; accepted for compatibility; unused).
-        max_connecting: u32;
-        /// `waitQueueTimeoutMS` (accepted for compatibility; unused).
-        wait_queue_timeout: Duration;
-        /// `serverMonitoringMode`.
-        server_monitoring_mode: ServerMonitoringMode;
-        /// `maxAdaptiveRetries`: retries allowed after overload errors.
-        max_adaptive_retries: u32;
-        /// `enableOverloadRetargeting`: retry overload errors on another server.
-        enable_overload_retargeting: bool;
-        /// SOCKS5 proxy settings.
-        proxy: ProxyOptions;
-        /// The DNS name servers to ask instead of the system's (see
-        /// [`ClientOptions::with_name_servers`]).
-        name_servers: Vec<std::net::SocketAddr>;
-        /// A file in which a process leaves what the next one may reuse
-        /// (today: the SCRAM keys, sealed under the password, so that it
-        /// skips PBKDF2). Created with mode 0600; a file or directory that
-        /// others can write, or that another user owns, is refused. As
-        /// sensitive as the connection string. Unix only.
-        state_file: impl Into<std::path::PathBuf>;
-    }
-
-    /// The options, after the same checks a connection string gets.
-    pub fn build(self) -> Result<ClientOptions> {
-        self.options.validate()?;
-        Ok(self.options)
-    }
-}
-
 #[cfg(test)]
 mod server_api_tests {
     use super::*;
@@ -1376,10 +1347,7 @@ mod server_api_tests {
             .deprecation_errors(false);
         assert_eq!(api.strict, Some(true));
         assert_eq!(api.deprecation_errors, Some(false));
-        let code = ClientOptions::builder()
-            .server_api(api.clone())
-            .build()
-            .unwrap();
+        let code = ClientOptions::builder().server_api(api.clone()).build();
         let options = ClientOptions::parse_with("mongodb://localhost/", code).unwrap();
         assert_eq!(options.server_api(), Some(&api));
     }
@@ -1397,7 +1365,7 @@ mod settings_tests {
 
     #[test]
     fn settings_from_client_options() {
-        let o = ClientOptions::parse("mongodb://a/").unwrap();
+        let o = ClientOptions::parse("mongodb://a/").run().unwrap();
         let s = RetrySettings::from_options(&o);
         assert_eq!(s.mode(), RetryMode::Seed);
         assert_eq!(s.max_overload_retries(), 5);
@@ -1408,6 +1376,7 @@ mod settings_tests {
         let o = ClientOptions::parse(
             "mongodb://a/?maxAdaptiveRetries=3&enableOverloadRetargeting=true&retryReads=false",
         )
+        .run()
         .unwrap();
         let s = RetrySettings::from_options(&o);
         assert_eq!(s.mode(), RetryMode::Published);
@@ -1416,7 +1385,9 @@ mod settings_tests {
             !s.token_bucket() && s.overload_retargeting() && !s.retry_reads() && s.retry_writes()
         );
 
-        let o = ClientOptions::parse("mongodb://a/?enableOverloadRetargeting=true").unwrap();
+        let o = ClientOptions::parse("mongodb://a/?enableOverloadRetargeting=true")
+            .run()
+            .unwrap();
         let s = RetrySettings::from_options(&o);
         assert_eq!(s.mode(), RetryMode::Seed);
         assert!(s.overload_retargeting());

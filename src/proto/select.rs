@@ -95,6 +95,28 @@ impl SelectionCriteria {
     }
 }
 
+/// Read preferences compare by value; a predicate equals only itself (a
+/// closure cannot be compared), as in the official driver.
+impl PartialEq for SelectionCriteria {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (SelectionCriteria::ReadPreference(a), SelectionCriteria::ReadPreference(b))
+            | (SelectionCriteria::AggregateWrite(a), SelectionCriteria::AggregateWrite(b)) => {
+                a == b
+            }
+            (SelectionCriteria::Write, SelectionCriteria::Write) => true,
+            (SelectionCriteria::Predicate(a), SelectionCriteria::Predicate(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
+impl From<ReadPreference> for SelectionCriteria {
+    fn from(read_preference: ReadPreference) -> Self {
+        SelectionCriteria::ReadPreference(read_preference)
+    }
+}
+
 impl fmt::Debug for SelectionCriteria {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

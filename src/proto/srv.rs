@@ -180,8 +180,8 @@ pub fn parse_txt_options(srv_host: &str, records: &[Vec<Vec<u8>>]) -> Result<Txt
 /// the shell's debug log.
 #[must_use]
 pub fn apply_txt_options(options: &mut ClientOptions, txt: TxtOptions) -> Option<String> {
-    if options.replica_set.is_none() {
-        options.replica_set = txt.replica_set;
+    if options.repl_set_name.is_none() {
+        options.repl_set_name = txt.replica_set;
     }
     if options.load_balanced.is_none() {
         options.load_balanced = txt.load_balanced;
@@ -416,6 +416,7 @@ mod tests {
         let mut options = ClientOptions::parse(
             "mongodb+srv://u:p@test5.test.build.10gen.cc/?authSource=otherDB&loadBalanced=false",
         )
+        .run()
         .unwrap();
         let unused = apply_txt_options(
             &mut options,
@@ -430,7 +431,9 @@ mod tests {
         assert_eq!(options.replica_set(), Some("repl0"));
         assert!(!options.load_balanced());
 
-        let mut options = ClientOptions::parse("mongodb+srv://u:p@a.b.c/").unwrap();
+        let mut options = ClientOptions::parse("mongodb+srv://u:p@a.b.c/")
+            .run()
+            .unwrap();
         let unused = apply_txt_options(
             &mut options,
             TxtOptions {
@@ -443,7 +446,7 @@ mod tests {
         assert_eq!(options.credential().unwrap().username.as_deref(), Some("u"));
 
         // No credentials: the TXT authSource has nothing to apply to.
-        let mut options = ClientOptions::parse("mongodb+srv://a.b.c/").unwrap();
+        let mut options = ClientOptions::parse("mongodb+srv://a.b.c/").run().unwrap();
         let unused = apply_txt_options(
             &mut options,
             TxtOptions {
@@ -457,8 +460,9 @@ mod tests {
 
     #[test]
     fn x509_keeps_external_whatever_the_txt_record_says() {
-        let mut options =
-            ClientOptions::parse("mongodb+srv://a.b.c/?authMechanism=MONGODB-X509").unwrap();
+        let mut options = ClientOptions::parse("mongodb+srv://a.b.c/?authMechanism=MONGODB-X509")
+            .run()
+            .unwrap();
         let unused = apply_txt_options(
             &mut options,
             TxtOptions {

@@ -91,7 +91,7 @@ mod tests {
     use super::*;
 
     fn refused(uri: &str) -> String {
-        let options = ClientOptions::parse(uri).expect("the URI parses");
+        let options = ClientOptions::parse(uri).run().expect("the URI parses");
         let error = check(&options).expect_err(uri).to_string();
         assert!(error.contains("not supported yet"), "{uri}: {error}");
         error
@@ -110,9 +110,9 @@ mod tests {
             "mongodb://alice:pw@h/?authMechanism=PLAIN&tls=true",
             "mongodb://h/?authMechanism=MONGODB-X509&tls=true",
         ] {
-            check(&ClientOptions::parse(uri).unwrap()).expect(uri);
+            check(&ClientOptions::parse(uri).run().unwrap()).expect(uri);
         }
-        let mut options = ClientOptions::parse("mongodb://h/").unwrap();
+        let mut options = ClientOptions::parse("mongodb://h/").run().unwrap();
         options.srv_host = Some("cluster.example.com".into());
         check(&options).expect("mongodb+srv implies TLS, which is built");
     }
@@ -140,7 +140,7 @@ mod tests {
             "mongodb://h/?ssl=false&appname=x&w=majority&maxPoolSize=5&minPoolSize=0",
             "mongodb://h/?serverMonitoringMode=poll&maxConnecting=2&waitQueueTimeoutMS=5",
         ] {
-            let warnings = check(&ClientOptions::parse(uri).unwrap()).expect(uri);
+            let warnings = check(&ClientOptions::parse(uri).run().unwrap()).expect(uri);
             assert!(warnings.is_empty(), "{uri}: {warnings:?}");
         }
     }
@@ -153,7 +153,7 @@ mod tests {
             ("serverMonitoringMode=stream", "serverMonitoringMode"),
         ] {
             let uri = format!("mongodb://h/?{query}");
-            let warnings = check(&ClientOptions::parse(&uri).unwrap()).unwrap();
+            let warnings = check(&ClientOptions::parse(&uri).run().unwrap()).unwrap();
             assert_eq!(warnings.len(), 1, "{uri}: {warnings:?}");
             assert!(warnings[0].contains(name), "{warnings:?}");
         }

@@ -25,9 +25,9 @@ use bson::Document;
 use crate::error::{Error, Result};
 use crate::proto::address::{ServerAddress, DEFAULT_PORT};
 use crate::proto::options::{
-    Acknowledgment, ClientOptions, Credential, ProxyOptions, ReadConcern, ServerMonitoringMode,
-    TlsOptions, WriteConcern, AUTH_MECHANISMS, KNOWN_COMPRESSORS, MAX_APP_NAME_BYTES,
-    MIN_HEARTBEAT_FREQUENCY,
+    Acknowledgment, ClientOptions, Credential, ProxyOptions, ReadConcern, SelectionCriteria,
+    ServerMonitoringMode, Tls, TlsOptions, WriteConcern, AUTH_MECHANISMS, KNOWN_COMPRESSORS,
+    MAX_APP_NAME_BYTES, MIN_HEARTBEAT_FREQUENCY,
 };
 use crate::proto::read_preference::{ReadPreference, ReadPreferenceMode, TagSet};
 
@@ -199,6 +199,8 @@ struct OptionParser {
     /// key later says `false`: the spec's rules say "specified".
     ever_true: HashSet<&'static str>,
     tls_values: Vec<(&'static str, bool)>,
+    /// The `tls*` settings, which [`Tls::Enabled`] carries once `tls` is known.
+    tls_options: Option<TlsOptions>,
     read_preference_mode: Option<ReadPreferenceMode>,
     tag_sets: Option<Vec<TagSet>>,
     /// `Some(None)` is an explicit `maxStalenessSeconds=-1` ("no maximum").
@@ -611,7 +613,7 @@ impl OptionParser {
             }
             "directConnection" => set(&mut options.direct_connection, self.boolean(name, &value)),
             "loadBalanced" => set(&mut options.load_balanced, self.boolean(name, &value)),
-            "replicaSet" => options.replica_set = Some(value),
+            "replicaSet" => options.repl_set_name = Some(value),
             "srvMaxHosts" => set(&mut options.srv_max_hosts, self.unsigned(name, &value, 0)),
             "srvServiceName" => {
                 if is_srv_service_name(&value) {
@@ -677,10 +679,7 @@ impl OptionParser {
             "connectTimeoutMS" => set(&mut options.connect_timeout, self.millis(name, &value, 0)),
             "heartbeatFrequencyMS" => {
                 let min = MIN_HEARTBEAT_FREQUENCY.as_millis() as u64;
-                set(
-                    &mut options.heartbeat_frequency,
-                    self.millis(name, &value, min),
-                )
+                set(&mut options.heartbeat_freq, self.millis(name, &value, min))
             }
             "localThresholdMS" => set(&mut options.local_threshold, self.millis(name, &value, 0)),
             "serverMonitoringMode" => match ServerMonitoringMode::parse(&value) {
@@ -821,7 +820,9 @@ impl OptionParser {
     /// Hands `value` back when `name` is not one of them.
     fn apply_tls(
         &mut self,
-        options: &mut ClientOptions,
+        // Unused: the `tls*` settings wait in the parser until `finish`
+        // knows whether `tls` turned TLS off.
+        _: &mut ClientOptions,
         name: &'static str,
         value: String,
     ) -> Result<Option<String>> {
@@ -833,32 +834,35 @@ impl OptionParser {
             }
             "tlsAllowInvalidCertificates" => {
                 if let Some(v) = self.boolean(name, &value) {
-                    tls(options).allow_invalid_certificates = Some(v);
+                    tls(&mut self.tls_options).allow_invalid_certificates = Some(v);
                 }
             }
             "tlsAllowInvalidHostnames" => {
                 if let Some(v) = self.boolean(name, &value) {
-                    tls(options).allow_invalid_hostnames = Some(v);
+                    tls(&mut self.tls_options).allow_invalid_hostnames = Some(v);
                 }
             }
-            "tlsCAFile" => tls(options).ca_file = Some(value),
-            "tlsCertificateKeyFile" => tls(options).certificate_key_file = Some(value),
+            "tlsCAFile" => tls(&mut self.tls_options).ca_file_path = Some(value.into()),
+            "tlsCertificateKeyFile" => {
+                tls(&mut self.tls_options).cert_key_file_path = Some(value.into())
+            }
             "tlsCertificateKeyFilePassword" => {
-                tls(options).certificate_key_file_password = Some(value)
+                tls(&mut self.tls_options).tls_certificate_key_file_password =
+                    Some(value.into_bytes())
             }
             "tlsDisableCertificateRevocationCheck" => {
                 if let Some(v) = self.boolean(name, &value) {
-                    tls(options).disable_certificate_revocation_check = Some(v);
+                    tls(&mut self.tls_options).disable_certificate_revocation_check = Some(v);
                 }
             }
             "tlsDisableOCSPEndpointCheck" => {
                 if let Some(v) = self.boolean(name, &value) {
-                    tls(options).disable_ocsp_endpoint_check = Some(v);
+                    tls(&mut self.tls_options).disable_ocsp_endpoint_check = Some(v);
                 }
             }
             "tlsInsecure" => {
                 if let Some(v) = self.boolean(name, &value) {
-                    tls(options).insecure = Some(v);
+                    tls(&mut self.tls_options).insecure = Some(v);
                 }
             }
             _ => return Ok(Some(value)),
@@ -891,15 +895,7 @@ impl OptionParser {
     /// Assembles multi-key values and checks the rules only a URI can break.
     fn finish(self, options: &mut ClientOptions, is_srv: bool) -> Result<Vec<String>> {
         self.check_repeated_keys(options, is_srv)?;
-        if let Some(&(first_name, first)) = self.tls_values.first() {
-            if let Some(&(name, other)) = self.tls_values.iter().find(|(_, v)| *v != first) {
-                return Err(Error::invalid_argument(format!(
-                    "{first_name}={first} conflicts with {name}={other}: every tls and ssl option \
-                     in a connection string must have the same value"
-                )));
-            }
-            options.tls = Some(first);
-        }
+        options.tls = tls_setting(&self.tls_values, self.tls_options)?;
 
         if self.read_preference_mode.is_some()
             || self.tag_sets.is_some()
@@ -927,7 +923,7 @@ impl OptionParser {
                     )));
                 }
             }
-            options.read_preference = Some(read_preference);
+            options.selection_criteria = Some(SelectionCriteria::ReadPreference(read_preference));
         }
 
         // The auth spec: authSource alone does not ask for authentication
@@ -1050,8 +1046,41 @@ fn write_concern(options: &mut ClientOptions) -> &mut WriteConcern {
         .get_or_insert_with(WriteConcern::default)
 }
 
-fn tls(options: &mut ClientOptions) -> &mut TlsOptions {
-    options.tls_options.get_or_insert_with(TlsOptions::default)
+/// TLS as the `tls`/`ssl` values and the `tls*` settings of a URI ask for
+/// it: every `tls` and `ssl` must agree, and `tls=false` with a setting
+/// that configures TLS is a contradiction.
+fn tls_setting(
+    tls_values: &[(&'static str, bool)],
+    tls_options: Option<TlsOptions>,
+) -> Result<Option<Tls>> {
+    if let Some(&(first_name, first)) = tls_values.first() {
+        if let Some(&(name, other)) = tls_values.iter().find(|(_, v)| *v != first) {
+            return Err(Error::invalid_argument(format!(
+                "{first_name}={first} conflicts with {name}={other}: every tls and ssl option \
+                 in a connection string must have the same value"
+            )));
+        }
+    }
+    let tls_on = tls_values.first().map(|&(_, on)| on);
+    Ok(match (tls_on, tls_options) {
+        (Some(false), Some(given)) => {
+            let name = given.first_given().unwrap_or("a tls option");
+            return Err(Error::invalid_argument(format!(
+                "tls=false (or ssl=false) but {name} is given: {name} configures TLS; remove \
+                 tls=false to connect with TLS, or remove {name} to connect without it"
+            )));
+        }
+        (Some(false), None) => Some(Tls::Disabled),
+        // A `tls*` setting turns TLS on, as libmongoc does: asking how to
+        // verify TLS and then talking in plain text would ignore it.
+        (Some(true), given) => Some(Tls::Enabled(given.unwrap_or_default())),
+        (None, Some(given)) => Some(Tls::Enabled(given)),
+        (None, None) => None,
+    })
+}
+
+fn tls(options: &mut Option<TlsOptions>) -> &mut TlsOptions {
+    options.get_or_insert_with(TlsOptions::default)
 }
 
 /// The longest `srvServiceName`: a DNS label is at most 63 bytes, one of
@@ -1081,6 +1110,7 @@ mod repeated_key_tests;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::proto::options::Tls;
 
     fn parse(uri: &str) -> Result<(ClientOptions, Vec<String>)> {
         ClientOptions::parse_with_warnings(uri)
@@ -1346,9 +1376,8 @@ mod tests {
     #[test]
     fn uri_and_code_conflict_names_option_and_values() {
         let code = ClientOptions::builder()
-            .heartbeat_frequency(Duration::from_secs(30))
-            .build()
-            .unwrap();
+            .heartbeat_freq(Duration::from_secs(30))
+            .build();
         let err = ClientOptions::parse_with("mongodb://h/?heartbeatFrequencyMS=20000", code)
             .unwrap_err()
             .to_string();
@@ -1361,10 +1390,9 @@ mod tests {
     #[test]
     fn code_merges_over_uri_and_is_validated_after() {
         let code = ClientOptions::builder()
-            .app_name("app")
-            .heartbeat_frequency(Duration::from_millis(20000))
-            .build()
-            .unwrap();
+            .app_name("app".to_string())
+            .heartbeat_freq(Duration::from_millis(20000))
+            .build();
         let merged = ClientOptions::parse_with(
             "mongodb://h/?heartbeatFrequencyMS=20000&retryWrites=false",
             code,
@@ -1373,19 +1401,17 @@ mod tests {
         assert_eq!(merged.app_name(), Some("app"));
         assert!(!merged.retry_writes());
         // Valid alone on each side, invalid together.
-        let code = ClientOptions::builder().replica_set("rs").build().unwrap();
+        let code = ClientOptions::builder()
+            .repl_set_name("rs".to_string())
+            .build();
         let err = ClientOptions::parse_with("mongodb://h/?loadBalanced=true", code).unwrap_err();
         assert!(err.to_string().contains("replicaSet"), "{err}");
         // Secrets are not printed.
-        let credential = Credential {
-            username: Some("u".into()),
-            password: Some("code-secret".into()),
-            ..Default::default()
-        };
-        let code = ClientOptions::builder()
-            .credential(credential)
-            .build()
-            .unwrap();
+        let credential = Credential::builder()
+            .username("u".to_string())
+            .password("code-secret".to_string())
+            .build();
+        let code = ClientOptions::builder().credential(credential).build();
         let err = ClientOptions::parse_with("mongodb://u:uri-secret@h", code)
             .unwrap_err()
             .to_string();
@@ -1393,38 +1419,81 @@ mod tests {
     }
 
     #[test]
-    fn builder_validates_like_a_uri() {
-        let low = ClientOptions::builder()
-            .heartbeat_frequency(Duration::from_millis(499))
-            .build()
-            .unwrap_err();
+    fn options_set_in_code_are_validated_like_a_uri_by_the_client() {
+        let refused = |options: ClientOptions| crate::Client::with_options(options).unwrap_err();
+        let low = refused(
+            ClientOptions::builder()
+                .heartbeat_freq(Duration::from_millis(499))
+                .build(),
+        );
         assert!(low.to_string().contains("at least 500"), "{low}");
-        let tls = TlsOptions {
-            insecure: Some(true),
-            allow_invalid_certificates: Some(true),
+        let tls = TlsOptions::builder()
+            .insecure(true)
+            .allow_invalid_certificates(true)
+            .build();
+        let error = refused(ClientOptions::builder().tls(tls).build());
+        assert!(error.to_string().contains("tlsInsecure"), "{error}");
+        let options = ClientOptions {
+            hosts: vec![ServerAddress::tcp("a", 1), ServerAddress::tcp("b", 1)],
+            direct_connection: Some(true),
             ..Default::default()
         };
-        assert!(ClientOptions::builder().tls_options(tls).build().is_err());
-        assert!(ClientOptions::builder()
-            .hosts([ServerAddress::tcp("a", 1), ServerAddress::tcp("b", 1)])
-            .direct_connection(true)
-            .build()
-            .is_err());
-        assert!(ClientOptions::builder()
-            .zlib_compression_level(10)
-            .build()
-            .is_err());
-        assert!(ClientOptions::builder()
-            .compressors(["lz4"])
-            .build()
-            .is_err());
+        assert!(refused(options).to_string().contains("directConnection"));
+        let error = refused(ClientOptions::builder().zlib_compression_level(10).build());
+        assert!(
+            error.to_string().contains("zlibCompressionLevel"),
+            "{error}"
+        );
+        let error = refused(
+            ClientOptions::builder()
+                .compressors(vec!["lz4".to_string()])
+                .build(),
+        );
+        assert!(error.to_string().contains("lz4"), "{error}");
         let built = ClientOptions::builder()
-            .hosts([ServerAddress::tcp("a", 1)])
+            .hosts(vec![ServerAddress::tcp("a", 1)])
             .max_adaptive_retries(0)
-            .build()
-            .unwrap();
+            .build();
+        assert!(crate::Client::with_options(built.clone()).is_ok());
         assert_eq!(built.max_adaptive_retries(), 0);
         assert!(!built.enable_overload_retargeting());
+    }
+
+    #[test]
+    fn parsed_options_are_public_fields_with_the_official_names() {
+        let mut options = ClientOptions::parse(
+            "mongodb://a:1,b:2/?replicaSet=rs&appname=x&heartbeatFrequencyMS=1000\
+             &readPreference=secondary&tls=true&tlsCAFile=ca.pem",
+        )
+        .run()
+        .unwrap();
+        assert_eq!(options.repl_set_name.as_deref(), Some("rs"));
+        assert_eq!(options.app_name.as_deref(), Some("x"));
+        assert_eq!(options.heartbeat_freq, Some(Duration::from_secs(1)));
+        assert_eq!(options.hosts.len(), 2);
+        assert!(matches!(
+            &options.selection_criteria,
+            Some(SelectionCriteria::ReadPreference(rp)) if rp.mode == ReadPreferenceMode::Secondary
+        ));
+        let Some(Tls::Enabled(tls)) = &options.tls else {
+            panic!("tls is on: {:?}", options.tls);
+        };
+        assert_eq!(
+            tls.ca_file_path.as_deref(),
+            Some(std::path::Path::new("ca.pem"))
+        );
+        options.app_name = Some("changed".to_string());
+        options.tls = Some(Tls::Disabled);
+        assert_eq!(options.app_name(), Some("changed"));
+        assert!(!options.tls());
+        let off = ClientOptions::parse("mongodb://h/?tls=false")
+            .run()
+            .unwrap();
+        assert_eq!(off.tls, Some(Tls::Disabled));
+        let error = ClientOptions::parse("mongodb://h/?tls=false&tlsCAFile=x")
+            .run()
+            .unwrap_err();
+        assert!(error.to_string().contains("tlsCAFile"), "{error}");
     }
 
     #[test]

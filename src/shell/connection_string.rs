@@ -6,14 +6,17 @@ use crate::error::Result;
 use crate::proto::options::ClientOptions;
 
 impl ClientOptions {
-    /// Parses a connection string (`mongodb://` or `mongodb+srv://`), logging
-    /// each warning (an ignored unknown option or invalid value) through
-    /// `log::warn!`. No DNS look-up happens here: a `mongodb+srv` host is kept
-    /// in [`Self::srv_host`] for the SRV resolver.
-    pub fn parse(uri: &str) -> Result<Self> {
-        let (options, warnings) = Self::parse_with_warnings(uri)?;
-        log_warnings(&warnings);
-        Ok(options)
+    /// Parses a connection string (`mongodb://` or `mongodb+srv://`) when
+    /// `.run()`, logging each warning (an ignored unknown option or invalid
+    /// value) through `log::warn!`, as the official driver's
+    /// `ClientOptions::parse(uri).run()`. Unlike the official driver, no
+    /// DNS look-up happens here: a `mongodb+srv` host is kept in
+    /// [`Self::srv_host`] and resolved by the client, before its first
+    /// operation, so `hosts` is empty until then.
+    pub fn parse(uri: impl AsRef<str>) -> ParseConnectionString {
+        ParseConnectionString {
+            uri: uri.as_ref().to_string(),
+        }
     }
 
     /// Parses `uri` and lays the options set in `code` over it.
@@ -33,5 +36,28 @@ impl ClientOptions {
 fn log_warnings(warnings: &[String]) {
     for warning in warnings {
         log::warn!("{warning}");
+    }
+}
+
+/// `ClientOptions::parse(uri).run()`; parsed by `run`.
+#[must_use = "nothing happens until `run`"]
+pub struct ParseConnectionString {
+    uri: String,
+}
+
+impl std::fmt::Debug for ParseConnectionString {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The string may hold a password.
+        f.debug_struct("ParseConnectionString")
+            .finish_non_exhaustive()
+    }
+}
+
+impl ParseConnectionString {
+    /// The options the connection string gives, validated.
+    pub fn run(self) -> Result<ClientOptions> {
+        let (options, warnings) = ClientOptions::parse_with_warnings(&self.uri)?;
+        log_warnings(&warnings);
+        Ok(options)
     }
 }

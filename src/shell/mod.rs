@@ -5,7 +5,7 @@
 pub(crate) mod clock;
 pub(crate) mod cloud;
 pub(crate) mod conn;
-mod connection_string;
+pub(crate) mod connection_string;
 pub(crate) mod dns;
 pub(crate) mod exec;
 pub(crate) mod fork;

@@ -72,10 +72,10 @@ pub fn client_config(options: Option<&TlsOptions>) -> Result<Arc<ClientConfig>> 
     } else {
         builder.with_root_certificates(roots)
     };
-    let config = match &options.certificate_key_file {
+    let config = match &options.cert_key_file_path {
         Some(path) => {
             let (certs, key) =
-                certificate_and_key(path, options.certificate_key_file_password.as_deref())?;
+                certificate_and_key(path, options.tls_certificate_key_file_password.as_deref())?;
             builder.with_client_auth_cert(certs, key).map_err(|e| {
                 invalid(format!(
                     "tlsCertificateKeyFile {path:?}: the certificate and key do not go together: {e}"
@@ -96,7 +96,7 @@ fn root_store(options: &TlsOptions) -> Result<RootCertStore> {
     if system {
         add_system_roots(&mut roots)?;
     }
-    if let Some(path) = options.ca_file.as_deref() {
+    if let Some(path) = options.ca_file_path.as_deref() {
         add_ca_file(&mut roots, path)?;
     } else if !system {
         roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
@@ -104,7 +104,7 @@ fn root_store(options: &TlsOptions) -> Result<RootCertStore> {
     Ok(roots)
 }
 
-fn add_ca_file(roots: &mut RootCertStore, path: &str) -> Result<()> {
+fn add_ca_file(roots: &mut RootCertStore, path: &std::path::Path) -> Result<()> {
     let certs = CertificateDer::pem_file_iter(path)
         .map_err(|e| invalid(format!("tlsCAFile {path:?} cannot be read: {e}")))?;
     let mut added = 0;
@@ -147,8 +147,8 @@ fn add_system_roots(roots: &mut RootCertStore) -> Result<()> {
 }
 
 fn certificate_and_key(
-    path: &str,
-    password: Option<&str>,
+    path: &std::path::Path,
+    password: Option<&[u8]>,
 ) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)> {
     let text = std::fs::read(path).map_err(|e| {
         invalid(format!(
@@ -188,7 +188,11 @@ fn encrypted_pkcs8_block(text: &[u8]) -> Option<&str> {
 /// An encrypted PKCS#8 key (PBES2: PBKDF2 or scrypt with AES, as
 /// `openssl pkcs8 -topk8` writes), decrypted in memory with the password.
 /// The password never reaches a message.
-fn decrypt_key(path: &str, block: &str, password: Option<&str>) -> Result<PrivateKeyDer<'static>> {
+fn decrypt_key(
+    path: &std::path::Path,
+    block: &str,
+    password: Option<&[u8]>,
+) -> Result<PrivateKeyDer<'static>> {
     use pkcs8::der::{pem::PemLabel, Decode, Document};
     let Some(password) = password else {
         return Err(invalid(format!(
@@ -220,7 +224,11 @@ fn decrypt_key(path: &str, block: &str, password: Option<&str>) -> Result<Privat
 
 /// An unencrypted PKCS#1, PKCS#8 or SEC1 key; a password for it, or a key
 /// in OpenSSL's legacy encrypted PEM, is an error saying what to do.
-fn plain_key(path: &str, text: &[u8], password: Option<&str>) -> Result<PrivateKeyDer<'static>> {
+fn plain_key(
+    path: &std::path::Path,
+    text: &[u8],
+    password: Option<&[u8]>,
+) -> Result<PrivateKeyDer<'static>> {
     let legacy = text.windows(b"ENCRYPTED".len()).any(|w| w == b"ENCRYPTED");
     if legacy {
         return Err(invalid(format!(
@@ -540,7 +548,7 @@ mod tests {
         let ca = dir.join("ca.pem");
         std::fs::write(&ca, ca_pem).unwrap();
         let options = TlsOptions {
-            ca_file: Some(ca.to_string_lossy().into_owned()),
+            ca_file_path: Some(ca.clone()),
             ..Default::default()
         };
         // Built once, as the client does; a configuration per socket would
@@ -583,7 +591,7 @@ mod tests {
         let ca = dir.join("ca.pem");
         std::fs::write(&ca, ca_pem).unwrap();
         let options = TlsOptions {
-            ca_file: Some(ca.to_string_lossy().into_owned()),
+            ca_file_path: Some(ca.clone()),
             ..extra
         };
         let config = client_config(Some(&options)).unwrap();
@@ -634,7 +642,7 @@ mod tests {
     #[test]
     fn unreadable_files_are_errors_that_name_them() {
         let options = TlsOptions {
-            ca_file: Some("/nonexistent/ca.pem".into()),
+            ca_file_path: Some("/nonexistent/ca.pem".into()),
             ..Default::default()
         };
         let e = client_config(Some(&options)).unwrap_err();

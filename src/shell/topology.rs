@@ -463,7 +463,7 @@ fn security(
     if let Some(authenticator) = &authenticator {
         let client_certificate = options
             .tls_options()
-            .is_some_and(|t| t.certificate_key_file.is_some());
+            .is_some_and(|t| t.cert_key_file_path.is_some());
         if let Some(warning) = authenticator.check_transport(tls.is_some(), client_certificate)? {
             log::warn!("{warning}");
         }

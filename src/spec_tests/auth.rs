@@ -24,7 +24,7 @@ fn run_case(case: &Document) -> Result<(), String> {
     let valid = case
         .get_bool("valid")
         .map_err(|e| format!("no valid: {e}"))?;
-    let outcome = ClientOptions::parse(uri).and_then(|options| {
+    let outcome = ClientOptions::parse(uri).run().and_then(|options| {
         options
             .credential()
             .map(|c| resolve_credential(c, options.default_database()))

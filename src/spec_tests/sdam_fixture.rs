@@ -79,7 +79,7 @@ pub struct FixtureError {
 /// The topology settings a client built from `uri` would have: the real
 /// URI parser, then the same conversion the client uses.
 pub fn settings_from_uri(uri: &str) -> Result<TopologySettings, String> {
-    let options = ClientOptions::parse(uri).map_err(|e| e.to_string())?;
+    let options = ClientOptions::parse(uri).run().map_err(|e| e.to_string())?;
     Ok(TopologySettings::from_options(&options))
 }
 

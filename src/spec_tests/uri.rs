@@ -267,11 +267,13 @@ pub fn option_value(o: &ClientOptions, name: &str) -> Result<Option<Bson>, Strin
         "timeoutms" => o.timeout_setting().map(millis),
         "tlsallowinvalidcertificates" => boolean(tls.and_then(|t| t.allow_invalid_certificates)),
         "tlsallowinvalidhostnames" => boolean(tls.and_then(|t| t.allow_invalid_hostnames)),
-        "tlscafile" => string(tls.and_then(|t| t.ca_file.as_deref())),
-        "tlscertificatekeyfile" => string(tls.and_then(|t| t.certificate_key_file.as_deref())),
-        "tlscertificatekeyfilepassword" => {
-            string(tls.and_then(|t| t.certificate_key_file_password.as_deref()))
+        "tlscafile" => string(tls.and_then(|t| t.ca_file_path.as_deref()?.to_str())),
+        "tlscertificatekeyfile" => {
+            string(tls.and_then(|t| t.cert_key_file_path.as_deref()?.to_str()))
         }
+        "tlscertificatekeyfilepassword" => string(tls.and_then(|t| {
+            std::str::from_utf8(t.tls_certificate_key_file_password.as_deref()?).ok()
+        })),
         "tlsdisablecertificaterevocationcheck" => {
             boolean(tls.and_then(|t| t.disable_certificate_revocation_check))
         }

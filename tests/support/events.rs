@@ -164,7 +164,7 @@ pub fn recorded_builder(options: ClientOptions) -> (ClientBuilder, Arc<Recorder>
 
 /// A client for `uri` whose events a new [`Recorder`] keeps.
 pub fn recorded_client(uri: &str) -> (Client, Arc<Recorder>) {
-    let (builder, recorder) = recorded_builder(ClientOptions::parse(uri).expect("test URI"));
+    let (builder, recorder) = recorded_builder(ClientOptions::parse(uri).run().expect("test URI"));
     (builder.build().expect("client"), recorder)
 }
 

@@ -55,7 +55,9 @@ fn uri(password: &str, query: &str) -> String {
 const SHA_256: &str = "&authMechanism=SCRAM-SHA-256";
 
 fn client(uri: &str, state_file: &Path) -> mongo_inline::Result<Client> {
-    let code = ClientOptions::builder().state_file(state_file).build()?;
+    let code = ClientOptions::builder()
+        .state_file(state_file.to_path_buf())
+        .build();
     Client::with_options(ClientOptions::parse_with(uri, code)?)
 }
 

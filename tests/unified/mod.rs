@@ -266,7 +266,7 @@ fn run_lane(root: &Path, files: &[std::path::PathBuf]) -> Lane {
     // set, which gives them transactions and retryable writes.
     let mongoses = Simulator::mongos(&replica_set, 2);
     let balancer = Simulator::load_balancer(&[&replica_set, &replica_set]);
-    let internal = || Client::with_uri_str(&replica_set.uri()).expect("internal client");
+    let internal = || Client::with_uri_str(replica_set.uri()).expect("internal client");
     // Tests run on the first deployment their requirements allow, so the
     // real servers come first and the simulated ones take only the tests
     // that need them.
@@ -281,7 +281,7 @@ fn run_lane(root: &Path, files: &[std::path::PathBuf]) -> Lane {
             topology: "single",
             uri: standalone.uri(),
             multi_uri: None,
-            internal: Client::with_uri_str(&standalone.uri()).expect("internal client"),
+            internal: Client::with_uri_str(standalone.uri()).expect("internal client"),
         },
         Deployment {
             topology: "sharded",

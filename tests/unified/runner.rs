@@ -589,11 +589,10 @@ impl<'a> TestRun<'a> {
             Ok(api) => {
                 let code = ClientOptions::builder()
                     .server_api(server_api(api)?)
-                    .build()
-                    .map_err(|e| format!("serverApi {api}: {e}"))?;
+                    .build();
                 ClientOptions::parse_with(&uri, code)
             }
-            Err(_) => ClientOptions::parse(&uri),
+            Err(_) => ClientOptions::parse(&uri).run(),
         }
         .map_err(|e| format!("client URI {uri}: {e}"))?;
         let recorder = Arc::new(Recorder::default());
@@ -2914,7 +2913,7 @@ mod tests {
             topology: "replicaset",
             uri: server.uri(),
             multi_uri: None,
-            internal: Client::with_uri_str(&server.uri()).expect("internal client"),
+            internal: Client::with_uri_str(server.uri()).expect("internal client"),
         }))
     }
 

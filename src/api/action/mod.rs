@@ -35,6 +35,7 @@ mod database;
 mod watch;
 
 pub use crate::api::client_session::{AbortTransaction, CommitTransaction, StartTransaction};
+pub use crate::shell::connection_string::ParseConnectionString;
 pub use client_bulk_write::BulkWrite;
 pub use collection::{
     Aggregate, CollectionBulkWrite, CountDocuments, CreateIndex, CreateIndexes, Delete, Distinct,

@@ -33,6 +33,7 @@ fn authenticate(
 
 fn credential(uri: &str) -> Credential {
     crate::ClientOptions::parse(uri)
+        .run()
         .unwrap()
         .credential()
         .unwrap()
@@ -40,7 +41,7 @@ fn credential(uri: &str) -> Credential {
 }
 
 fn authenticator(uri: &str) -> Authenticator {
-    let options = crate::ClientOptions::parse(uri).unwrap();
+    let options = crate::ClientOptions::parse(uri).run().unwrap();
     Authenticator::new(options.credential().unwrap(), options.default_database()).unwrap()
 }
 

@@ -258,7 +258,7 @@ fn beyond_the_limit_the_oldest_entries_go() {
 
 #[test]
 fn the_binding_changes_with_hosts_user_and_tls_but_not_the_password() {
-    let binding = |uri: &str| Binding::of(&crate::ClientOptions::parse(uri).unwrap());
+    let binding = |uri: &str| Binding::of(&crate::ClientOptions::parse(uri).run().unwrap());
     let base = binding("mongodb://u:p@a:27017/?tls=true");
     assert_eq!(base, binding("mongodb://u:other@a:27017/?tls=true"));
     assert_ne!(base, binding("mongodb://u:p@b:27017/?tls=true"));

@@ -157,7 +157,7 @@ mod steps {
 
     /// A client state on virtual time; building it does no I/O.
     fn state(uri: &str) -> (ClientState, Arc<VirtualClock>) {
-        let options = ClientOptions::parse(uri).expect("a URI");
+        let options = ClientOptions::parse(uri).run().expect("a URI");
         let clock = Arc::new(VirtualClock::new());
         let time = Time {
             clock: clock.clone(),

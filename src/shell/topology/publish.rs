@@ -70,7 +70,9 @@ mod tests {
     /// The events of a client's first check of a primary that names one
     /// more member, with or without an event handler.
     fn first_check_events(handler: Option<Arc<dyn EventHandler>>) -> Vec<SdamEvent> {
-        let options = ClientOptions::parse("mongodb://a:27017/?replicaSet=rs").unwrap();
+        let options = ClientOptions::parse("mongodb://a:27017/?replicaSet=rs")
+            .run()
+            .unwrap();
         let mut topology = Topology::new(options, handler, None).unwrap();
         topology.refresh_change_events();
         let hello = doc! {

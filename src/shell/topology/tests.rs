@@ -130,7 +130,7 @@ fn member(set: &[u16], role: &str) -> Document {
 fn topology(ports: &[u16], extra: &str) -> (Topology, Arc<CheckTimes>, Arc<VirtualClock>) {
     let hosts: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
     let uri = format!("mongodb://{}/?replicaSet=rs&{extra}", hosts.join(","));
-    let options = ClientOptions::parse(&uri).unwrap();
+    let options = ClientOptions::parse(&uri).run().unwrap();
     let clock = Arc::new(VirtualClock::new());
     let times = Arc::new(CheckTimes {
         clock: clock.clone(),
