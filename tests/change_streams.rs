@@ -37,7 +37,7 @@ fn named_client(name: &str) -> (Client, std::sync::Arc<Recorder>) {
 }
 
 fn client() -> Client {
-    Client::with_uri_str(&uri()).unwrap()
+    Client::with_uri_str(uri()).unwrap()
 }
 
 /// A collection of its own, dropped and created (a stream on a missing
