@@ -1021,7 +1021,7 @@ fn client_bulk_write_splits_batches_and_refuses_old_servers() {
     );
 
     sim.set_hello_extra(0, doc! { "maxWireVersion": 21 });
-    let old = Client::with_uri_str(&sim.seed_uri(&[0])).unwrap();
+    let old = Client::with_uri_str(sim.seed_uri(&[0])).unwrap();
     let error = old.bulk_write(models).run().unwrap_err();
     assert!(
         matches!(*error.kind, ErrorKind::IncompatibleServer { .. }),
