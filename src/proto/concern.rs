@@ -323,8 +323,8 @@ pub(crate) fn takes_read_concern(name: &str, body: &CommandBody) -> bool {
 /// (`$out` or `$merge`), and the transaction finishers.
 pub(crate) fn takes_write_concern(name: &str, body: &CommandBody) -> bool {
     match name {
-        "insert" | "update" | "delete" | "findAndModify" | "create" | "drop" | "dropDatabase"
-        | "createIndexes" | "dropIndexes" | "collMod" | "renameCollection"
+        "insert" | "update" | "delete" | "bulkWrite" | "findAndModify" | "create" | "drop"
+        | "dropDatabase" | "createIndexes" | "dropIndexes" | "collMod" | "renameCollection"
         | "commitTransaction" | "abortTransaction" => true,
         "aggregate" => pipeline_writes(body),
         _ => false,

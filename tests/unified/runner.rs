@@ -30,6 +30,9 @@ mod gridfs;
 // Change streams too, for the same reason.
 #[path = "change_streams.rs"]
 mod change_streams;
+// The client bulk write likewise.
+#[path = "bulk_write.rs"]
+mod bulk_write;
 use super::matching::{exactly, expect_result, matches, Entities};
 use crate::support::events::Recorder;
 
@@ -2488,6 +2491,7 @@ fn client_operation(
                 )
             }))
         }
+        "clientBulkWrite" => bulk_write::client_bulk_write(client, args, session),
         other => skip(missing_operation("client", other)),
     }
 }
@@ -2644,7 +2648,6 @@ fn missing_operation(object: &str, name: &str) -> String {
         }
         "aggregate" if object == "database" => Some("database-level aggregate"),
         "runCursorCommand" | "createCommandCursor" => Some("cursor-returning runCommand"),
-        "clientBulkWrite" => Some("client-level bulkWrite command"),
         "mapReduce" => Some("mapReduce"),
         "createSearchIndex"
         | "createSearchIndexes"
@@ -2728,6 +2731,21 @@ fn error_facts(error: &mongo_inline::Error) -> (Option<i32>, Option<String>, boo
                 (None, None) => (None, None, true),
             }
         }
+        ErrorKind::BulkWrite(b) => match &error.source {
+            Some(source) => error_facts(source),
+            None => {
+                let first = b
+                    .write_errors
+                    .iter()
+                    .min_by_key(|(i, _)| **i)
+                    .map(|(_, w)| w);
+                match (first, b.write_concern_errors.first()) {
+                    (Some(w), _) => (Some(w.code), w.code_name.clone(), true),
+                    (None, Some(w)) => (Some(w.code), Some(w.code_name.clone()), true),
+                    (None, None) => (None, None, true),
+                }
+            }
+        },
         _ => (None, None, false),
     }
 }
@@ -2846,7 +2864,13 @@ fn check_error(expected: &Document, error: &mongo_inline::Error) -> Outcome {
             }
             "errorResponse" => {
                 // The server's whole reply, matched as a root document.
-                let response = match error.kind() {
+                // A client bulk write that stopped on a command error
+                // carries it as its source.
+                let failed = match (error.kind(), &error.source) {
+                    (ErrorKind::BulkWrite(_), Some(source)) => source.kind(),
+                    (kind, _) => kind,
+                };
+                let response = match failed {
                     ErrorKind::Command(command) => command.raw_response.clone(),
                     _ => None,
                 };
@@ -2863,6 +2887,9 @@ fn check_error(expected: &Document, error: &mongo_inline::Error) -> Outcome {
                 )
                 .map_err(|e| Failure::Fail(format!("errorResponse: {e}")))?;
             }
+            "expectResult" if matches!(error.kind(), ErrorKind::BulkWrite(_)) => {
+                bulk_write::check_error_field("expectResult", value, error).unwrap_or(Ok(()))?;
+            }
             "expectResult" => {
                 let Some(partial) = partial_result(error) else {
                     return fail(format!(
@@ -2872,7 +2899,10 @@ fn check_error(expected: &Document, error: &mongo_inline::Error) -> Outcome {
                 expect_result("bulkWrite", value, &partial, &EntityMap(HashMap::new()))
                     .map_err(|e| Failure::Fail(format!("expectResult {partial}: {e}")))?;
             }
-            other => return skip(format!("expectError.{other} not supported by the runner")),
+            other => match bulk_write::check_error_field(other, value, error) {
+                Some(outcome) => outcome?,
+                None => return skip(format!("expectError.{other} not supported by the runner")),
+            },
         }
     }
     Ok(())

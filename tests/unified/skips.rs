@@ -25,11 +25,15 @@ pub enum ServerLimit {
     /// No sharding commands: the simulated mongoses forward
     /// `shardCollection` to the replica set, which does not know it.
     NoShardCollection,
+    /// A retried `bulkWrite` (same lsid and txnNumber) runs again instead of
+    /// replaying its first reply.
+    BulkWriteRetryRunsAgain,
 }
 
 impl ServerLimit {
     /// Every limitation, in the order the runner probes them.
-    pub const ALL: [ServerLimit; 4] = [
+    pub const ALL: [ServerLimit; 5] = [
+        ServerLimit::BulkWriteRetryRunsAgain,
         ServerLimit::OnPrimaryTransactionalWriteIgnored,
         ServerLimit::RetryRepliesWithoutWriteConcernError,
         ServerLimit::SnapshotReadsSeeLaterWrites,
@@ -41,6 +45,7 @@ impl ServerLimit {
         match self {
             ServerLimit::OnPrimaryTransactionalWriteIgnored => "SecantusDB: the onPrimaryTransactionalWrite fail point has no effect (probe: {onPrimaryTransactionalWrite, mode: {times: 1}, data: {closeConnection: true}}, then a retryable insert is sent once and succeeds)",
             ServerLimit::RetryRepliesWithoutWriteConcernError => "SecantusDB: a retried write replays the first reply without the failCommand writeConcernError (probe: failCommand {times: 2, failCommands: [insert], writeConcernError: {code: 91}, errorLabels: [RetryableWriteError]}, then a retryable insert succeeds on its retry)",
+            ServerLimit::BulkWriteRetryRunsAgain => "SecantusDB: a retried bulkWrite command (same lsid and txnNumber) runs again instead of replaying its first reply (probe: bulkWrite inserting {_id: 91} twice with txnNumber 9 in one session: the second reply has a duplicate key error; insert with the same lsid and txnNumber replays n: 1)",
             ServerLimit::SnapshotReadsSeeLaterWrites => "SecantusDB: snapshot reads at atClusterTime see later writes (probe: a snapshot session's second find returns a value written after its first)",
             ServerLimit::NoShardCollection => "SecantusDB has no sharding, and the sharded deployment is simulated mongoses in front of it: shardCollection fails (probe: {shardCollection: \"unified_probes.sharded\", key: {_id: 1}} answers CommandNotFound, 59)",
         }
@@ -49,6 +54,11 @@ impl ServerLimit {
 
 /// (file relative to the spec-test root, test description, limitation).
 pub const KNOWN_FAILURES: &[(&str, &str, ServerLimit)] = &[
+    (
+        "retryable-writes/tests/unified/client-bulkWrite-serverErrors.json",
+        "client bulkWrite with no multi: true operations succeeds after retryable writeConcernError",
+        ServerLimit::BulkWriteRetryRunsAgain,
+    ),
     (
         "retryable-writes/tests/unified/deleteOne.json",
         "DeleteOne is committed on first attempt",
@@ -287,6 +297,25 @@ pub fn probe(limit: ServerLimit, uri: &str) -> Result<bool, String> {
                 )
                 .run();
             Ok(reply.is_err_and(|e| e.code() == Some(59)))
+        }
+        ServerLimit::BulkWriteRetryRunsAgain => {
+            fail_point(doc! {
+                "configureFailPoint": "failCommand",
+                "mode": { "times": 1 },
+                "data": {
+                    "failCommands": ["bulkWrite"],
+                    "writeConcernError": { "code": 91, "errmsg": "probe" },
+                    "errorLabels": ["RetryableWriteError"],
+                },
+            })?;
+            let model = mongo_inline::options::InsertOneModel::builder()
+                .namespace(coll.namespace())
+                .document(doc! { "_id": 1 })
+                .build();
+            let written = client.bulk_write([model]).run();
+            off("failCommand");
+            // The retry (after the write concern error) ran the insert again.
+            Ok(written.is_err_and(|e| e.code() == Some(11000)))
         }
     }
 }
