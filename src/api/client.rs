@@ -332,7 +332,7 @@ impl Client {
     /// # fn main() -> mongo_inline::Result<()> {
     /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
     /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
-    /// let people = client.database("docs").collection::<mongo_inline::bson::Document>("people");
+    /// let people = client.database("docs").collection::<mongo_inline::bson::Document>("bulk_people");
     /// let log = client.database("docs").collection::<mongo_inline::bson::Document>("log");
     /// let models: Vec<WriteModel> = vec![
     ///     InsertOneModel::builder().namespace(people.namespace()).document(doc! { "name": "Ada" }).build().into(),
