@@ -28,12 +28,16 @@ pub enum ServerLimit {
     /// A retried `bulkWrite` (same lsid and txnNumber) runs again instead of
     /// replaying its first reply.
     BulkWriteRetryRunsAgain,
+    /// `bulkWrite` refuses a `readConcern` (which a causally consistent
+    /// session adds with its `afterClusterTime`).
+    BulkWriteRefusesReadConcern,
 }
 
 impl ServerLimit {
     /// Every limitation, in the order the runner probes them.
-    pub const ALL: [ServerLimit; 5] = [
+    pub const ALL: [ServerLimit; 6] = [
         ServerLimit::BulkWriteRetryRunsAgain,
+        ServerLimit::BulkWriteRefusesReadConcern,
         ServerLimit::OnPrimaryTransactionalWriteIgnored,
         ServerLimit::RetryRepliesWithoutWriteConcernError,
         ServerLimit::SnapshotReadsSeeLaterWrites,
@@ -46,6 +50,7 @@ impl ServerLimit {
             ServerLimit::OnPrimaryTransactionalWriteIgnored => "SecantusDB: the onPrimaryTransactionalWrite fail point has no effect (probe: {onPrimaryTransactionalWrite, mode: {times: 1}, data: {closeConnection: true}}, then a retryable insert is sent once and succeeds)",
             ServerLimit::RetryRepliesWithoutWriteConcernError => "SecantusDB: a retried write replays the first reply without the failCommand writeConcernError (probe: failCommand {times: 2, failCommands: [insert], writeConcernError: {code: 91}, errorLabels: [RetryableWriteError]}, then a retryable insert succeeds on its retry)",
             ServerLimit::BulkWriteRetryRunsAgain => "SecantusDB: a retried bulkWrite command (same lsid and txnNumber) runs again instead of replaying its first reply (probe: bulkWrite inserting {_id: 91} twice with txnNumber 9 in one session: the second reply has a duplicate key error; insert with the same lsid and txnNumber replays n: 1)",
+            ServerLimit::BulkWriteRefusesReadConcern => "SecantusDB: bulkWrite refuses a readConcern field (probe: {bulkWrite: 1, ops: [{insert: 0, document: {}}], nsInfo: [..], readConcern: {level: \"local\"}} answers IDLUnknownField, 40415)",
             ServerLimit::SnapshotReadsSeeLaterWrites => "SecantusDB: snapshot reads at atClusterTime see later writes (probe: a snapshot session's second find returns a value written after its first)",
             ServerLimit::NoShardCollection => "SecantusDB has no sharding, and the sharded deployment is simulated mongoses in front of it: shardCollection fails (probe: {shardCollection: \"unified_probes.sharded\", key: {_id: 1}} answers CommandNotFound, 59)",
         }
@@ -54,6 +59,11 @@ impl ServerLimit {
 
 /// (file relative to the spec-test root, test description, limitation).
 pub const KNOWN_FAILURES: &[(&str, &str, ServerLimit)] = &[
+    (
+        "causal-consistency/tests/causal-consistency-clientBulkWrite.json",
+        "clientBulkWrite includes afterClusterTime in causally consistent session",
+        ServerLimit::BulkWriteRefusesReadConcern,
+    ),
     (
         "retryable-writes/tests/unified/client-bulkWrite-serverErrors.json",
         "client bulkWrite with no multi: true operations succeeds after retryable writeConcernError",
@@ -297,6 +307,17 @@ pub fn probe(limit: ServerLimit, uri: &str) -> Result<bool, String> {
                 )
                 .run();
             Ok(reply.is_err_and(|e| e.code() == Some(59)))
+        }
+        ServerLimit::BulkWriteRefusesReadConcern => {
+            let reply = admin
+                .run_command(doc! {
+                    "bulkWrite": 1,
+                    "ops": [{ "insert": 0, "document": { "_id": 1 } }],
+                    "nsInfo": [{ "ns": format!("unified_probes.{limit:?}") }],
+                    "readConcern": { "level": "local" },
+                })
+                .run();
+            Ok(reply.is_err_and(|e| e.code() == Some(40415)))
         }
         ServerLimit::BulkWriteRetryRunsAgain => {
             fail_point(doc! {
