@@ -726,3 +726,50 @@ fn a_scan_of_silent_tls_members_costs_one_connect_timeout() {
     assert!(elapsed < Duration::from_millis(1_800), "{elapsed:?}");
     drop(listeners);
 }
+
+/// The members a scan connects to authenticate side by side, as their
+/// hellos go: with every reply delayed, each member's saslStart arrives
+/// before any member's saslContinue. One member after another, the first
+/// member's whole conversation would come before the next one's saslStart
+/// (three members: 1 + 3 × 2 delayed round trips instead of 1 + 2).
+#[test]
+fn a_scans_members_authenticate_side_by_side() {
+    let sim = support::sim::Simulator::mongos(plain_auth_server(), 3);
+    for i in 0..3 {
+        sim.delay_replies(i, Duration::from_millis(100));
+    }
+    let hosts: Vec<String> = (0..3).map(|i| sim.address(i)).collect();
+    let uri = format!(
+        "mongodb://alice:{}@{}/?authMechanism=SCRAM-SHA-256&serverSelectionTimeoutMS=5000",
+        encoded(PASSWORD),
+        hosts.join(",")
+    );
+    ping(&uri).unwrap();
+    let order = sim.arrival_order();
+    let at = |name: &str| -> Vec<(usize, usize)> {
+        order
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, command))| command == name)
+            .map(|(position, (member, _))| (position, *member))
+            .collect()
+    };
+    let (starts, continues) = (at("saslStart"), at("saslContinue"));
+    let mut started: Vec<usize> = starts.iter().map(|(_, member)| *member).collect();
+    started.sort();
+    assert_eq!(
+        started,
+        vec![0, 1, 2],
+        "every member authenticates: {order:?}"
+    );
+    let last_start = starts.iter().map(|(position, _)| *position).max().unwrap();
+    let first_continue = continues
+        .iter()
+        .map(|(position, _)| *position)
+        .min()
+        .unwrap();
+    assert!(
+        last_start < first_continue,
+        "a member's conversation waited for another's: {order:?}"
+    );
+}

@@ -37,6 +37,7 @@ use crate::proto::select::{
 use crate::shell::clock::{Clock, SkewedClock, SystemClock};
 use crate::shell::conn::Connection;
 
+mod authenticating;
 mod checks;
 mod errors;
 mod forget;

@@ -202,6 +202,8 @@ struct Observed {
     hellos: usize,
     handshakes: Vec<Document>,
     commands: Vec<String>,
+    /// When each of `commands` arrived.
+    arrivals: Vec<std::time::Instant>,
     received: Vec<Document>,
     /// The commands that came compressed, with the compressor's id.
     compressed: Vec<(String, u8)>,
@@ -734,6 +736,20 @@ impl Simulator {
         lock(&self.member(i).observed).commands.clone()
     }
 
+    /// Every command all members received, as `(member, command name)`, in
+    /// the order they arrived: what a client sent to whom first.
+    pub fn arrival_order(&self) -> Vec<(usize, String)> {
+        let mut all: Vec<(std::time::Instant, usize, String)> = Vec::new();
+        for (i, io) in self.members.iter().enumerate() {
+            let observed = lock(&io.observed);
+            for (name, at) in observed.commands.iter().zip(&observed.arrivals) {
+                all.push((*at, i, name.clone()));
+            }
+        }
+        all.sort_by_key(|(at, ..)| *at);
+        all.into_iter().map(|(_, i, name)| (i, name)).collect()
+    }
+
     /// Every command document member `i` received (OP_MSG document
     /// sequences folded in as arrays; OP_QUERY unwrapped from `$query`).
     pub fn received(&self, i: usize) -> Vec<Document> {
@@ -1025,6 +1041,7 @@ impl Handler {
         {
             let mut observed = lock(&self.io.observed);
             observed.commands.push(name.clone());
+            observed.arrivals.push(std::time::Instant::now());
             observed.received.push(command.clone());
             if is_hello {
                 observed.hellos += 1;

@@ -8,13 +8,16 @@
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 use bson::doc;
+use mongo_inline::event::SdamEvent;
 use mongo_inline::options::ClientOptions;
 use mongo_inline::unversioned::state_file_entries;
 use mongo_inline::{Client, ErrorKind};
 
-use crate::support::tls::{certs, encoded, tls_auth_server, PASSWORD};
+use crate::support::sim::Simulator;
+use crate::support::tls::{certs, encoded, plain_auth_server, tls_auth_server, PASSWORD};
 
 /// A directory of this test's own (mode 0700), removed when dropped.
 struct Scratch(PathBuf);
@@ -137,16 +140,7 @@ fn a_tampered_entry_fails_over_to_pbkdf2_and_is_replaced() {
     let scratch = Scratch::new("tampered");
     let file = scratch.file();
     ping(&uri(PASSWORD, SHA_256), &file).unwrap();
-    let mut bytes = read(&file);
-    // The entry ends with its 64 sealed key bytes, then the file's 32-byte
-    // digest: flip a bit of the client key, then fix the digest as a
-    // deliberate tamperer would.
-    let body = bytes.len() - 32;
-    bytes[body - 64] ^= 0x10;
-    let digest = ring::digest::digest(&ring::digest::SHA256, &bytes[..body]);
-    bytes[body..].copy_from_slice(digest.as_ref());
-    std::fs::write(&file, &bytes).unwrap();
-    assert_eq!(state_file_entries(&bytes), Ok(1));
+    let bytes = tamper_with_the_last_entry(&file);
 
     ping(&uri(PASSWORD, SHA_256), &file).expect("the fallback to PBKDF2 authenticates");
     let replaced = read(&file);
@@ -157,6 +151,77 @@ fn a_tampered_entry_fails_over_to_pbkdf2_and_is_replaced() {
         replaced,
         "the replacement works without PBKDF2"
     );
+}
+
+/// The file's last entry ends with its 64 sealed key bytes, then the
+/// file's 32-byte digest: a bit of the client key flipped, then the digest
+/// fixed as a deliberate tamperer would. Returns the tampered file.
+fn tamper_with_the_last_entry(file: &Path) -> Vec<u8> {
+    let mut bytes = read(file);
+    let body = bytes.len() - 32;
+    bytes[body - 64] ^= 0x10;
+    let digest = ring::digest::digest(&ring::digest::SHA256, &bytes[..body]);
+    bytes[body..].copy_from_slice(digest.as_ref());
+    std::fs::write(file, &bytes).unwrap();
+    assert_eq!(state_file_entries(&bytes), Ok(1));
+    bytes
+}
+
+/// Three members authenticate side by side (issue 37 item 7), each with
+/// the tampered keys unless a retry replaced them first (every reply is
+/// delayed, so usually all three): each refusal of the stored keys sends
+/// its member back to PBKDF2, not only the first, so no check fails, and
+/// the file gets the good keys.
+#[test]
+fn members_refusing_a_tampered_entry_side_by_side_all_fall_back() {
+    let scratch = Scratch::new("tampered-side-by-side");
+    let file = scratch.file();
+    let sim = Simulator::mongos(plain_auth_server(), 3);
+    let hosts: Vec<String> = (0..3).map(|i| sim.address(i)).collect();
+    let uri = format!(
+        "mongodb://alice:{}@{}/?serverSelectionTimeoutMS=5000{SHA_256}",
+        encoded(PASSWORD),
+        hosts.join(",")
+    );
+    ping(&uri, &file).unwrap();
+    let bytes = tamper_with_the_last_entry(&file);
+    for i in 0..3 {
+        sim.delay_replies(i, Duration::from_millis(50));
+    }
+    sim.reset_observations();
+
+    let options = ClientOptions::parse_with(
+        &uri,
+        ClientOptions::builder().state_file(file.clone()).build(),
+    )
+    .unwrap();
+    let (builder, recorder) = crate::support::events::recorded_builder(options);
+    let client = builder.build().unwrap();
+    client
+        .database("admin")
+        .run_command(doc! { "ping": 1 })
+        .run()
+        .expect("the members fall back to PBKDF2 and authenticate");
+    let failed: Vec<SdamEvent> = recorder
+        .sdam()
+        .into_iter()
+        .filter(|e| matches!(e, SdamEvent::ServerHeartbeatFailed { .. }))
+        .collect();
+    assert!(failed.is_empty(), "no member's check fails: {failed:?}");
+    // The simulator answers the hello itself (no speculation): a saslStart
+    // with the tampered keys, and one more with PBKDF2's.
+    let starts: Vec<usize> = (0..3)
+        .map(|i| sim.commands(i).iter().filter(|c| *c == "saslStart").count())
+        .collect();
+    assert!(
+        starts.iter().all(|n| (1..=2).contains(n)) && starts.contains(&2),
+        "{starts:?}"
+    );
+    drop(client);
+    let replaced = read(&file);
+    assert_ne!(replaced, bytes, "the tampered entry was replaced");
+    ping(&uri, &file).unwrap();
+    assert_eq!(read(&file), replaced, "the replacement works");
 }
 
 #[test]

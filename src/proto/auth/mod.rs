@@ -383,7 +383,17 @@ pub enum Secret {
 pub struct Conversation {
     mechanism: Mechanism,
     state: State,
+    /// The SCRAM keys this conversation proves with, and where they came
+    /// from when it took them: what its outcome says about them
+    /// ([`Authenticator::stored_keys_refused`],
+    /// [`Authenticator::keys_accepted`]) is its own, whatever other
+    /// sockets' conversations are under way beside it.
+    keys: Option<(KeyId, KeySource)>,
 }
+
+/// A SCRAM key cache entry's name: the mechanism, the salt and the
+/// iteration count.
+type KeyId = (ScramMechanism, SaltParams);
 
 #[derive(Debug)]
 enum State {
@@ -435,13 +445,13 @@ pub struct Authenticator {
     /// MONGODB-OIDC: when the callback last ran (the spec spaces calls
     /// 100 ms apart).
     last_oidc_call: Option<std::time::Instant>,
-    keys: HashMap<(ScramMechanism, SaltParams), ScramKeys>,
+    /// Keys by what derived them, and where each came from (an entry
+    /// becomes [`KeySource::Memory`] once a server accepted it).
+    keys: HashMap<KeyId, (ScramKeys, KeySource)>,
     /// How many times PBKDF2 ran (the cache's effect, observable in tests).
     derivations: usize,
     /// The state file's part: sealed keys from an earlier process.
     stored: Option<StoredKeys>,
-    /// The keys the latest SCRAM conversation used, and where from.
-    last_keys: Option<((ScramMechanism, SaltParams), KeySource)>,
 }
 
 /// The sealed SCRAM keys the state file holds for this client.
@@ -518,7 +528,6 @@ impl Authenticator {
             keys: HashMap::new(),
             derivations: 0,
             stored: None,
-            last_keys: None,
         })
     }
 
@@ -532,33 +541,44 @@ impl Authenticator {
         });
     }
 
-    /// After a failed SCRAM conversation: if its keys came from the state
-    /// file, they are dropped (from the file too) and the caller starts the
-    /// conversation over, which runs PBKDF2.
-    pub fn stored_keys_refused(&mut self) -> bool {
-        let Some((key, KeySource::StateFile)) = self.last_keys.take() else {
+    /// After `conversation` failed: if its keys came from the state file,
+    /// they are dropped (from the file too, unless a conversation beside it
+    /// replaced them already) and the caller starts the conversation over,
+    /// which derives them (PBKDF2, once for all the sockets refused).
+    pub fn stored_keys_refused(&mut self, conversation: &Conversation) -> bool {
+        let Some((key, KeySource::StateFile)) = &conversation.keys else {
             return false;
         };
-        self.keys.remove(&key);
-        if let Some(stored) = &mut self.stored {
-            stored.sealed.retain(|s| !s.matches(key.0, &key.1));
-            stored.changed = true;
+        if matches!(self.keys.get(key), Some((_, KeySource::StateFile))) {
+            self.keys.remove(key);
+            if let Some(stored) = &mut self.stored {
+                stored.sealed.retain(|s| !s.matches(key.0, &key.1));
+                stored.changed = true;
+            }
         }
         true
     }
 
-    /// After a SCRAM conversation a server accepted: keys PBKDF2 derived
-    /// are sealed for the state file with `nonce` (fresh randomness).
-    pub fn keys_accepted(&mut self, nonce: [u8; state_file::NONCE_BYTES]) -> Result<()> {
-        let Some(((mechanism, params), source)) = self.last_keys.take() else {
+    /// After a server accepted `conversation`: its keys are known good
+    /// from now on, and keys PBKDF2 derived are sealed for the state file
+    /// with `nonce` (fresh randomness), once however many sockets used
+    /// them.
+    pub fn keys_accepted(
+        &mut self,
+        conversation: &Conversation,
+        nonce: [u8; state_file::NONCE_BYTES],
+    ) -> Result<()> {
+        let Some((key, _)) = &conversation.keys else {
             return Ok(());
         };
-        let (Some(stored), KeySource::Derived) = (&mut self.stored, source) else {
+        let Some((keys, source)) = self.keys.get_mut(key) else {
             return Ok(());
         };
-        let Some(keys) = self.keys.get(&(mechanism, params.clone())) else {
+        let was = std::mem::replace(source, KeySource::Memory);
+        let (Some(stored), KeySource::Derived) = (&mut self.stored, was) else {
             return Ok(());
         };
+        let (mechanism, params) = key.clone();
         let prepared = mechanism.prepare_password(
             self.username.as_deref().unwrap_or_default(),
             self.password.as_deref().unwrap_or_default(),
@@ -694,6 +714,7 @@ impl Authenticator {
         let mut conversation = Conversation {
             mechanism,
             state: State::Finished,
+            keys: None,
         };
         // The auth spec: no authentication is possible on an arbiter.
         if reply.get_bool("arbiterOnly") == Ok(true) {
@@ -797,6 +818,7 @@ impl Authenticator {
         let mut conversation = Conversation {
             mechanism: Mechanism::Oidc,
             state: State::Finished,
+            keys: None,
         };
         let next = self.oidc_first(&mut conversation);
         Ok((conversation, next))
@@ -920,7 +942,8 @@ impl Authenticator {
                 })?;
                 let payload = self.payload(mechanism, reply)?;
                 let params = first.salt_params(&payload)?;
-                let keys = self.keys_for(first.mechanism(), params)?;
+                let (keys, used) = self.keys_for(first.mechanism(), params)?;
+                conversation.keys = Some(used);
                 let fin = first.handle_server_first(&payload, &keys)?;
                 let command = sasl_continue(&id, fin.message());
                 conversation.state = State::ScramFinal { fin, id };
@@ -1003,17 +1026,18 @@ impl Authenticator {
         }
     }
 
-    fn keys_for(&mut self, mechanism: ScramMechanism, params: SaltParams) -> Result<ScramKeys> {
-        let cache_key = (mechanism, params);
-        if let Some(keys) = self.keys.get(&cache_key) {
-            let keys = keys.clone();
-            let source = match &self.last_keys {
-                // Not yet accepted by a server: still where they came from.
-                Some((k, source)) if *k == cache_key => *source,
-                _ => KeySource::Memory,
-            };
-            self.last_keys = Some((cache_key, source));
-            return Ok(keys);
+    /// The keys for `mechanism` and `params`: from this process's cache,
+    /// else unsealed from the state file, else derived (PBKDF2); with
+    /// the name and source the conversation keeps.
+    fn keys_for(
+        &mut self,
+        mechanism: ScramMechanism,
+        params: SaltParams,
+    ) -> Result<(ScramKeys, (KeyId, KeySource))> {
+        let key_id = (mechanism, params);
+        if let Some((keys, source)) = self.keys.get(&key_id) {
+            // An entry no server accepted yet is still where it came from.
+            return Ok((keys.clone(), (key_id, *source)));
         }
         let prepared = mechanism.prepare_password(
             self.username.as_deref().unwrap_or_default(),
@@ -1023,24 +1047,20 @@ impl Authenticator {
             stored
                 .sealed
                 .iter()
-                .find(|s| s.matches(mechanism, &cache_key.1))
+                .find(|s| s.matches(mechanism, &key_id.1))
                 .map(|s| s.unseal(&prepared, stored.binding))
         });
-        if let Some(keys) = unsealed {
-            self.keys.insert(cache_key.clone(), keys.clone());
-            self.last_keys = Some((cache_key, KeySource::StateFile));
-            return Ok(keys);
-        }
-        let keys = ScramKeys::derive(
-            mechanism,
-            &prepared,
-            &cache_key.1.salt,
-            cache_key.1.iterations,
-        );
-        self.derivations += 1;
-        self.keys.insert(cache_key.clone(), keys.clone());
-        self.last_keys = Some((cache_key, KeySource::Derived));
-        Ok(keys)
+        let (keys, source) = match unsealed {
+            Some(keys) => (keys, KeySource::StateFile),
+            None => {
+                self.derivations += 1;
+                let keys =
+                    ScramKeys::derive(mechanism, &prepared, &key_id.1.salt, key_id.1.iterations);
+                (keys, KeySource::Derived)
+            }
+        };
+        self.keys.insert(key_id.clone(), (keys.clone(), source));
+        Ok((keys, (key_id, source)))
     }
 }
 

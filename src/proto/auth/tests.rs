@@ -31,6 +31,27 @@ fn authenticate(
     Ok(())
 }
 
+/// [`authenticate`], handing back the conversation for what its outcome
+/// says about its keys.
+fn converse(
+    auth: &mut Authenticator,
+    run: &mut dyn FnMut(&str, Document) -> Result<Document>,
+) -> (Result<()>, Conversation) {
+    let (mut conversation, mut next) = auth
+        .begin(&doc! { "ok": 1 }, Speculation::None, &nonce())
+        .unwrap();
+    let outcome = loop {
+        let Next::Send { db, command } = next else {
+            break Ok(());
+        };
+        match run(&db, command).and_then(|answer| auth.step(&mut conversation, &answer)) {
+            Ok(following) => next = following,
+            Err(error) => break Err(error),
+        }
+    };
+    (outcome, conversation)
+}
+
 fn credential(uri: &str) -> Credential {
     crate::ClientOptions::parse(uri)
         .run()
@@ -357,37 +378,63 @@ const SPEC_URI: &str = "mongodb://user:pencil@h/?authMechanism=SCRAM-SHA-256";
 const BINDING: Binding = Binding([7; 32]);
 
 /// One process's run: a fresh authenticator given the file's entries,
-/// authenticating once (and once more after refused stored keys, as the
-/// shell does); returns what it would write and how often PBKDF2 ran.
-fn process_run(
+/// authenticating `sockets` sockets side by side, as a scan's members do
+/// (each takes a step before any takes the next), and each once more
+/// after refused stored keys, as the shell does; returns the first
+/// failure, what it would write and how often PBKDF2 ran.
+fn process_run_on(
     uri: &str,
     stored: Vec<SealedScramKeys>,
+    sockets: usize,
 ) -> (Result<()>, Option<Vec<SealedScramKeys>>, usize) {
     let mut auth = authenticator(uri);
     auth.use_state_file(BINDING, stored);
     let mut sent = Vec::new();
-    let mut outcome = authenticate(
-        &mut auth,
-        &doc! { "ok": 1 },
-        Speculation::None,
-        &mut checking(&mut sent),
-    );
-    if outcome.is_err() && auth.stored_keys_refused() {
-        outcome = authenticate(
-            &mut auth,
-            &doc! { "ok": 1 },
-            Speculation::None,
-            &mut checking(&mut sent),
-        );
+    let mut run = checking(&mut sent);
+    let mut live: Vec<(Conversation, Result<Next>)> = (0..sockets)
+        .map(|_| {
+            let (conversation, next) = auth
+                .begin(&doc! { "ok": 1 }, Speculation::None, &nonce())
+                .unwrap();
+            (conversation, Ok(next))
+        })
+        .collect();
+    while live
+        .iter()
+        .any(|(_, next)| matches!(next, Ok(Next::Send { .. })))
+    {
+        for (conversation, next) in &mut live {
+            if let Ok(Next::Send { db, command }) = std::mem::replace(next, Ok(Next::Done)) {
+                *next = run(&db, command).and_then(|answer| auth.step(conversation, &answer));
+            }
+        }
     }
-    if outcome.is_ok() {
-        auth.keys_accepted([9; state_file::NONCE_BYTES]).unwrap();
+    let mut first_failure = Ok(());
+    for (conversation, next) in live {
+        let (outcome, conversation) = match next {
+            Err(_) if auth.stored_keys_refused(&conversation) => converse(&mut auth, &mut run),
+            next => (next.map(|_| ()), conversation),
+        };
+        match outcome {
+            Ok(()) => auth
+                .keys_accepted(&conversation, [9; state_file::NONCE_BYTES])
+                .unwrap(),
+            Err(error) => first_failure = first_failure.and(Err(error)),
+        }
     }
     let written = auth.take_state_change().map(|(binding, sealed)| {
         assert_eq!(binding, BINDING);
         sealed
     });
-    (outcome, written, auth.derivations())
+    (first_failure, written, auth.derivations())
+}
+
+/// [`process_run_on`] one socket.
+fn process_run(
+    uri: &str,
+    stored: Vec<SealedScramKeys>,
+) -> (Result<()>, Option<Vec<SealedScramKeys>>, usize) {
+    process_run_on(uri, stored, 1)
 }
 
 #[test]
@@ -450,4 +497,31 @@ fn a_wrong_server_key_fails_the_signature_check_and_drops_the_entry() {
     outcome.expect("the fallback authenticates");
     assert_eq!(derivations, 1);
     assert_eq!(rewritten.map(|r| r.len()), Some(1));
+}
+
+#[test]
+fn sockets_side_by_side_derive_and_seal_their_keys_once() {
+    let (outcome, written, derivations) = process_run_on(SPEC_URI, Vec::new(), 3);
+    outcome.unwrap();
+    assert_eq!(derivations, 1, "the second and third socket reuse the keys");
+    assert_eq!(written.map(|w| w.len()), Some(1));
+}
+
+#[test]
+fn stored_keys_refused_on_sockets_side_by_side_are_dropped_and_every_socket_retries() {
+    let (_, written, _) = process_run(SPEC_URI, Vec::new());
+    let mut tampered = written.unwrap();
+    tampered[0].sealed_bytes_mut()[3] ^= 0x40;
+    // All three sockets prove with the tampered keys before the first
+    // refusal comes back: each refusal is the stored keys', so each socket
+    // starts over, and PBKDF2 runs once for the three.
+    let (outcome, rewritten, derivations) = process_run_on(SPEC_URI, tampered.clone(), 3);
+    outcome.expect("every socket authenticates on its second try");
+    assert_eq!(derivations, 1);
+    let rewritten = rewritten.expect("the good keys replace the tampered ones");
+    assert_eq!(rewritten.len(), 1);
+    assert_ne!(rewritten, tampered);
+    let (outcome, _, derivations) = process_run_on(SPEC_URI, rewritten, 3);
+    outcome.unwrap();
+    assert_eq!(derivations, 0);
 }

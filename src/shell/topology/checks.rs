@@ -10,7 +10,7 @@ use bson::Document;
 use super::Topology;
 use crate::error::{Error, ErrorKind, Result};
 use crate::proto::address::ServerAddress;
-use crate::proto::auth::{Authenticator, Need, Next, Secret, Speculation};
+use crate::proto::auth::{Authenticator, Conversation, Need, Next, Secret, Speculation};
 use crate::proto::deadline::Deadline;
 use crate::proto::event::SdamEvent;
 use crate::proto::handshake::{self, HandshakeSettings};
@@ -316,23 +316,44 @@ impl Topology {
         speculation: Speculation,
         time_left: &dyn Fn() -> Option<Duration>,
     ) -> Result<Document> {
-        let address = connection.address().clone();
-        let reply = check_reply(reply, &address)?;
+        let reply = self.accept_handshake_reply(&mut connection, reply)?;
+        // The auth spec: authenticate right after the handshake, before the
+        // socket carries anything else.
+        self.authenticate(&mut connection, &reply, speculation, time_left)?;
+        self.seat_connection(connection, reply)
+    }
+
+    /// The handshake's reply checked and applied to the socket: what the
+    /// server is, its limits, the compressor both sides named.
+    pub(super) fn accept_handshake_reply(
+        &self,
+        connection: &mut Connection,
+        reply: Document,
+    ) -> Result<Document> {
+        let reply = check_reply(reply, connection.address())?;
         connection.apply_handshake_reply(&reply);
         connection.set_compressor(crate::proto::compression::negotiate(
             self.options.compressors().unwrap_or_default(),
             self.options.zlib_compression_level(),
             &reply,
         ));
-        // The auth spec: authenticate right after the handshake, before the
-        // socket carries anything else.
-        self.authenticate(&mut connection, &reply, speculation, time_left)?;
+        Ok(reply)
+    }
+
+    /// An authenticated socket (or one that needs none) takes its server's
+    /// slot with a new serial, behind a load balancer with its service.
+    pub(super) fn seat_connection(
+        &mut self,
+        mut connection: Connection,
+        reply: Document,
+    ) -> Result<Document> {
         if self.is_load_balanced() {
             self.adopt_service(&mut connection, &reply)?;
         }
         self.last_socket_serial = self.last_socket_serial.checked_add(1).unwrap_or(1);
         connection.set_serial(self.last_socket_serial);
-        self.connections.insert(address, connection);
+        self.connections
+            .insert(connection.address().clone(), connection);
         Ok(reply)
     }
 
@@ -347,48 +368,53 @@ impl Topology {
         let Some(mut authenticator) = self.authenticator.take() else {
             return Ok(());
         };
-        let mut outcome = self.converse(
+        let (mut outcome, mut conversation) = self.converse(
             &mut authenticator,
             connection,
             reply,
             speculation,
             time_left,
         );
-        let refused = matches!(&outcome, Err(e) if matches!(e.kind(), crate::error::ErrorKind::Authentication { .. }));
-        if refused && authenticator.stored_keys_refused() {
-            // Keys from the state file that the server refused (a changed
-            // password, a tampered or copied file): once more, with PBKDF2.
-            outcome = self.converse(
-                &mut authenticator,
-                connection,
-                reply,
-                Speculation::None,
-                time_left,
-            );
+        if let (Err(error), Some(refused)) = (&outcome, &conversation) {
+            if stored_keys_refused(&mut authenticator, error, refused) {
+                (outcome, conversation) = self.converse(
+                    &mut authenticator,
+                    connection,
+                    reply,
+                    Speculation::None,
+                    time_left,
+                );
+            }
         }
-        if self.state_file.is_some() {
-            self.update_state_file(&mut authenticator, outcome.is_ok());
-        }
+        let accepted = conversation.as_ref().filter(|_| outcome.is_ok());
+        self.update_state_file(&mut authenticator, accepted);
         self.authenticator = Some(authenticator);
         outcome
     }
 
-    /// Seals keys a server just accepted and writes the state file when
-    /// this client's entries changed.
-    fn update_state_file(&mut self, authenticator: &mut Authenticator, accepted: bool) {
-        if accepted {
+    /// After a conversation on a new socket: the keys a server accepted
+    /// (`accepted`'s) are known good and, when PBKDF2 derived them, sealed;
+    /// the state file is written when this client's entries changed (keys
+    /// sealed, or refused ones dropped).
+    pub(super) fn update_state_file(
+        &self,
+        authenticator: &mut Authenticator,
+        accepted: Option<&Conversation>,
+    ) {
+        let Some(file) = &self.state_file else {
+            return;
+        };
+        if let Some(conversation) = accepted {
             let sealed = crate::shell::rng::client_nonce().and_then(|nonce| {
                 let mut seal_nonce = [0u8; crate::proto::state_file::NONCE_BYTES];
                 seal_nonce.copy_from_slice(&nonce.bytes()[..crate::proto::state_file::NONCE_BYTES]);
-                authenticator.keys_accepted(seal_nonce)
+                authenticator.keys_accepted(conversation, seal_nonce)
             });
             if let Err(error) = sealed {
                 log::warn!(target: "mongo_inline::state_file", "keys not sealed: {error}");
             }
         }
-        if let (Some(file), Some((binding, sealed))) =
-            (&self.state_file, authenticator.take_state_change())
-        {
+        if let Some((binding, sealed)) = authenticator.take_state_change() {
             let now = self
                 .clock
                 .wall_time()
@@ -400,7 +426,8 @@ impl Topology {
 
     /// The conversation's loop: send what it asks, fetch the secrets it
     /// waits for, until it is done (or fails, which clears what the auth
-    /// spec says a failure invalidates).
+    /// spec says a failure invalidates). The conversation comes back
+    /// (when it began) for what its outcome says about its keys.
     fn converse(
         &mut self,
         authenticator: &mut Authenticator,
@@ -408,10 +435,22 @@ impl Topology {
         reply: &Document,
         speculation: Speculation,
         time_left: &dyn Fn() -> Option<Duration>,
-    ) -> Result<()> {
-        let nonce = crate::shell::rng::client_nonce()?;
-        let (conversation, next) = authenticator.begin(reply, speculation, &nonce)?;
-        self.drive(authenticator, connection, conversation, next, time_left)
+    ) -> (Result<()>, Option<Conversation>) {
+        let begun = crate::shell::rng::client_nonce()
+            .and_then(|nonce| authenticator.begin(reply, speculation, &nonce));
+        match begun {
+            Ok((mut conversation, next)) => {
+                let outcome = self.drive(
+                    authenticator,
+                    connection,
+                    &mut conversation,
+                    next,
+                    time_left,
+                );
+                (outcome, Some(conversation))
+            }
+            Err(error) => (Err(error), None),
+        }
     }
 
     /// Whether a `ReauthenticationRequired` (391) error can be answered
@@ -442,11 +481,11 @@ impl Topology {
         let time_left = move || deadline.remaining(clock.now()).or(socket_timeout);
         let outcome = authenticator
             .reauthenticate()
-            .and_then(|(conversation, next)| {
+            .and_then(|(mut conversation, next)| {
                 self.drive(
                     &mut authenticator,
                     &mut connection,
-                    conversation,
+                    &mut conversation,
                     next,
                     &time_left,
                 )
@@ -462,7 +501,7 @@ impl Topology {
         &mut self,
         authenticator: &mut Authenticator,
         connection: &mut Connection,
-        mut conversation: crate::proto::auth::Conversation,
+        conversation: &mut Conversation,
         mut next: Next,
         time_left: &dyn Fn() -> Option<Duration>,
     ) -> Result<()> {
@@ -470,19 +509,19 @@ impl Topology {
             let outcome = match next {
                 Next::Send { db, command } => connection
                     .command(&db, command, time_left())
-                    .and_then(|answer| authenticator.step(&mut conversation, &answer)),
+                    .and_then(|answer| authenticator.step(conversation, &answer)),
                 Next::Fetch(need) => self
                     .fetch_secret(authenticator, need, time_left())
-                    .and_then(|secret| authenticator.provide(&mut conversation, secret)),
+                    .and_then(|secret| authenticator.provide(conversation, secret)),
                 Next::Done => return Ok(()),
             };
-            next = outcome.inspect_err(|_| authenticator.conversation_failed(&conversation))?;
+            next = outcome.inspect_err(|_| authenticator.conversation_failed(conversation))?;
         }
     }
 
     /// Fetches a secret a conversation waits for, inline, within the time
     /// the operation has left (the auth spec's 10 s without a deadline).
-    fn fetch_secret(
+    pub(super) fn fetch_secret(
         &mut self,
         authenticator: &mut Authenticator,
         need: Need,
@@ -589,4 +628,16 @@ pub(super) fn time_left(
             limit.saturating_sub(elapsed).max(Duration::from_millis(1))
         })
     }
+}
+
+/// Whether `conversation` failed on keys from the state file that the
+/// server refused (a changed password, a tampered or copied file): they
+/// are dropped, and the socket authenticates once more, with PBKDF2.
+pub(super) fn stored_keys_refused(
+    authenticator: &mut Authenticator,
+    error: &Error,
+    conversation: &Conversation,
+) -> bool {
+    matches!(error.kind(), ErrorKind::Authentication { .. })
+        && authenticator.stored_keys_refused(conversation)
 }

@@ -10,6 +10,8 @@
 //!  new socket:  resolve ─> connect (non-blocking) ─> [TLS handshake] ─> hello ─> reply ─> Connection
 //!                              └─ refused: next address of the name, or failed
 //!  open socket: hello sent (blocking write) ─> poller: readable ─> reply read (bounded by the check)
+//!  new socket, authenticating: command sent (blocking write) ─> poller: readable ─> reply read
+//!                              ─> the shell steps the conversation ─> next command, or done
 //! ```
 //!
 //! On an open socket the reply is read by the socket's own exchange once
@@ -72,12 +74,21 @@ struct Pending {
 enum Job {
     /// A new socket: connect, TLS, the handshake's hello.
     Handshake(Box<Handshake>),
-    /// A hello sent on an open socket; `stream` is a second handle to the
-    /// same socket, registered for readiness only (no I/O goes through it).
+    /// A hello sent on an open socket, or a command of a new socket's
+    /// authentication (`auth`); `stream` is a second handle to the same
+    /// socket, registered for readiness only (no I/O goes through it).
     Hello {
         connection: Box<Connection>,
         request_id: i32,
+        auth: Option<Box<Authenticating>>,
     },
+}
+
+/// A new socket's authentication under way in the shared wait: its
+/// conversation, and the handshake reply the check reports once done.
+pub(super) struct Authenticating {
+    pub conversation: crate::proto::auth::Conversation,
+    pub hello: Document,
 }
 
 struct Handshake {
@@ -97,6 +108,11 @@ pub(super) enum Checked {
     Handshake(Connection, Document, Speculation),
     /// A hello on a socket that was already open.
     Hello(Connection, Document),
+    /// The reply to a command of a new socket's authentication.
+    AuthReply(Connection, Box<Authenticating>, Document),
+    /// A new socket's authentication failed on the way (the conversation
+    /// is handed back so the shell can clear what its failure invalidates).
+    AuthFailed(Box<Authenticating>, Error),
 }
 
 /// A finished check: its result, and when it started.
@@ -249,6 +265,7 @@ impl Overlap {
             return "checking the server";
         };
         match job {
+            Job::Hello { auth: Some(_), .. } => "during authentication",
             Job::Hello { .. } => "waiting for the hello reply",
             Job::Handshake(h) if !h.connected => "connecting",
             Job::Handshake(h) if h.tls.as_ref().is_some_and(|t| t.is_handshaking()) => {
@@ -279,6 +296,15 @@ impl Overlap {
 }
 
 fn finished(pending: Pending, result: Result<Checked>) -> Finished {
+    let result = match (result, pending.job) {
+        (
+            Err(error),
+            Job::Hello {
+                auth: Some(auth), ..
+            },
+        ) => Ok(Checked::AuthFailed(auth, error)),
+        (result, _) => result,
+    };
     Finished {
         address: pending.address,
         result,
@@ -294,13 +320,4 @@ pub(super) fn time_left(limit: Option<Instant>, now: Instant) -> Option<Duration
         l.saturating_duration_since(now)
             .max(Duration::from_millis(1))
     })
-}
-
-/// [`time_left`] of a check with `limit` whenever asked, by `clock` (for
-/// the authentication that follows a handshake).
-pub(super) fn remaining(
-    limit: Option<Instant>,
-    clock: Arc<dyn Clock>,
-) -> impl Fn() -> Option<Duration> {
-    move || time_left(limit, clock.now())
 }

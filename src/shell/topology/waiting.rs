@@ -4,7 +4,8 @@
 
 use std::time::Instant;
 
-use super::overlap::{self, Checked, Finished, Overlap, Start, MAX_IN_FLIGHT};
+use super::authenticating::Progress;
+use super::overlap::{Checked, Finished, Overlap, Start, MAX_IN_FLIGHT};
 use super::Topology;
 use crate::error::{Error, Result};
 use crate::proto::address::ServerAddress;
@@ -170,24 +171,32 @@ impl Topology {
         self.start_queued(deadline);
     }
 
-    /// A check finished in the wait. A new socket authenticates
-    /// (blocking) and takes its slot; an open one goes back to its slot.
-    /// The monitor hears the result.
+    /// A check finished in the wait, or took a step: a new socket's hello
+    /// reply begins its authentication, whose commands go back into the
+    /// wait ([`super::authenticating`]) until it is done and the socket
+    /// takes its slot; an open one goes back to its slot. The monitor
+    /// hears the result once the check is over.
     fn apply_finished(&mut self, done: Finished, deadline: Deadline) {
         let address = done.address;
-        let result = done.result.and_then(|checked| match checked {
-            Checked::Handshake(connection, reply, speculation) => self.finish_handshake(
-                connection,
-                reply,
-                speculation,
-                &overlap::remaining(done.limit, self.clock()),
-            ),
-            Checked::Hello(connection, reply) => {
-                let reply = check_reply(reply, &address)?;
-                self.connections.insert(address.clone(), connection);
-                Ok(reply)
+        let times = (done.started, done.limit);
+        let progress = match done.result {
+            Ok(Checked::Handshake(connection, reply, speculation)) => {
+                self.handshake_replied(connection, reply, speculation, times)
             }
-        });
+            Ok(Checked::AuthReply(connection, auth, answer)) => {
+                self.auth_replied(connection, auth, answer, times)
+            }
+            Ok(Checked::AuthFailed(auth, error)) => self.auth_failed(&auth, error),
+            Ok(Checked::Hello(connection, reply)) => {
+                Progress::Done(check_reply(reply, &address).inspect(|_| {
+                    self.connections.insert(address.clone(), connection);
+                }))
+            }
+            Err(error) => Progress::Done(Err(error)),
+        };
+        let Progress::Done(result) = progress else {
+            return;
+        };
         let duration = self.since(done.started);
         self.publish_heartbeat(&address, duration, &result);
         self.apply_check(&address, result, duration, deadline);
