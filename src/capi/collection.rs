@@ -19,13 +19,12 @@ use super::{
     write_buffer, MiBuffer, MiClient, MiCursor, MiError, MiSession, Target,
 };
 use crate::proto::coll_options::{
-    BulkWriteOptions, CreateIndexOptions, DeleteModelOptions, DistinctOptions,
-    DropCollectionOptions, DropIndexOptions, EstimatedDocumentCountOptions,
-    FindOneAndDeleteOptions, FindOneAndReplaceOptions, FindOneAndUpdateOptions, FindOneOptions,
-    IndexModel, IndexOptions, ListIndexesOptions, ReplaceModelOptions, ReplaceOptions,
-    UpdateModelOptions,
+    BulkWriteOptions, CreateIndexOptions, DistinctOptions, DropCollectionOptions, DropIndexOptions,
+    EstimatedDocumentCountOptions, FindOneAndDeleteOptions, FindOneAndReplaceOptions,
+    FindOneAndUpdateOptions, FindOneOptions, IndexModel, IndexOptions, ListIndexesOptions,
+    ReplaceOptions,
 };
-use crate::proto::write_model::{CollectionWriteModel, UpdateModifications};
+use crate::proto::write_model::CollectionWriteModel;
 use crate::Collection;
 
 fn collection_of<T>(t: &Target<'_>) -> Collection<T> {
@@ -367,7 +366,9 @@ pub unsafe extern "C" fn mi_bulk_write(
         let models = models
             .into_iter()
             .enumerate()
-            .map(|(i, model)| write_model(i, model))
+            .map(|(i, model)| {
+                CollectionWriteModel::from_document(model).map_err(|e| model_failure(i, &e))
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let coll = collection_of::<Document>(&t);
         let action = coll
@@ -396,84 +397,10 @@ pub unsafe extern "C" fn mi_bulk_write(
     })
 }
 
-/// One write model from its CRUD-spec document `{<kind>: {arguments}}`.
-pub(crate) fn write_model(index: usize, model: Document) -> Result<CollectionWriteModel, Failure> {
-    let bad = |problem: &str| Failure::argument(&format!("models[{index}]"), problem);
-    let mut entries = model.into_iter();
-    let (Some((kind, Bson::Document(mut arguments))), None) = (entries.next(), entries.next())
-    else {
-        return Err(bad("is not {<kind>: {arguments}}"));
-    };
-    let mut take = |name: &str| -> Result<Document, Failure> {
-        match arguments.remove(name) {
-            Some(Bson::Document(d)) => Ok(d),
-            _ => Err(bad(&format!("needs a document \"{name}\""))),
-        }
-    };
-    if !matches!(
-        kind.as_str(),
-        "insertOne" | "updateOne" | "updateMany" | "replaceOne" | "deleteOne" | "deleteMany"
-    ) {
-        return Err(bad(&format!("has an unknown kind \"{kind}\"")));
-    }
-    let filter = if kind == "insertOne" {
-        Document::new()
-    } else {
-        take("filter")?
-    };
-    let named = |e: crate::Error| Failure::argument(&format!("models[{index}]"), &e.to_string());
-    Ok(match kind.as_str() {
-        "insertOne" => CollectionWriteModel::InsertOne {
-            document: take("document")?,
-        },
-        "updateOne" | "updateMany" => {
-            let update = update_modifications(arguments.remove("update")).map_err(bad)?;
-            let options = UpdateModelOptions::from_named(arguments).map_err(named)?;
-            if kind == "updateOne" {
-                CollectionWriteModel::UpdateOne {
-                    filter,
-                    update,
-                    options,
-                }
-            } else {
-                CollectionWriteModel::UpdateMany {
-                    filter,
-                    update,
-                    options,
-                }
-            }
-        }
-        "replaceOne" => CollectionWriteModel::ReplaceOne {
-            filter,
-            replacement: take("replacement")?,
-            options: ReplaceModelOptions::from_named(arguments).map_err(named)?,
-        },
-        "deleteOne" => CollectionWriteModel::DeleteOne {
-            filter,
-            options: DeleteModelOptions::from_named(arguments).map_err(named)?,
-        },
-        "deleteMany" => CollectionWriteModel::DeleteMany {
-            filter,
-            options: DeleteModelOptions::from_named(arguments).map_err(named)?,
-        },
-        _ => unreachable!("the kind was checked above"),
-    })
-}
-
-/// An update model's `update`: operators or a pipeline.
-fn update_modifications(update: Option<Bson>) -> Result<UpdateModifications, &'static str> {
-    match update {
-        Some(Bson::Document(d)) => Ok(UpdateModifications::Document(d)),
-        Some(Bson::Array(stages)) => stages
-            .into_iter()
-            .map(|stage| match stage {
-                Bson::Document(d) => Ok(d),
-                _ => Err("has a pipeline stage that is not a document"),
-            })
-            .collect::<Result<_, _>>()
-            .map(UpdateModifications::Pipeline),
-        _ => Err("needs an \"update\" document or pipeline"),
-    }
+/// The `index`th write model from its CRUD-spec document, for
+/// `mi_bulk_write` and `mi_client_bulk_write`.
+pub(crate) fn model_failure(index: usize, error: &crate::Error) -> Failure {
+    Failure::argument(&format!("models[{index}]"), &format!("is invalid: {error}"))
 }
 
 /// Creates `count` indexes, each given as its `createIndexes` specification

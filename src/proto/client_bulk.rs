@@ -16,7 +16,9 @@ use typed_builder::TypedBuilder;
 use crate::error::{Error, Result};
 use crate::proto::results::{DeleteResult, InsertOneResult, UpdateResult};
 use crate::proto::results::{WriteConcernError, WriteError};
-use crate::proto::write_model::{first_key_is_operator, UpdateModifications};
+use crate::proto::write_model::{
+    first_key_is_operator, kind_and_arguments, CollectionWriteModel, UpdateModifications,
+};
 use crate::Namespace;
 
 /// One write of a [`Client::bulk_write`](crate::Client::bulk_write).
@@ -224,6 +226,107 @@ impl WriteModel {
             _ => Ok(()),
         };
         checked.map_err(|e| Error::invalid_argument(format!("write model {index}: {e}")))
+    }
+}
+
+impl WriteModel {
+    /// A model from its CRUD-spec document (the unified test format's and
+    /// the C ABI's form): as
+    /// [`CollectionWriteModel::from_document`](crate::options::CollectionWriteModel::from_document),
+    /// each model's arguments naming its collection as `namespace:
+    /// "db.coll"`, e.g. `{insertOne: {namespace: "db.people", document:
+    /// {...}}}`.
+    pub fn from_document(model: Document) -> Result<Self> {
+        let (kind, mut arguments) = kind_and_arguments(model)?;
+        let namespace = match arguments.remove("namespace") {
+            Some(Bson::String(full)) => match full.split_once('.') {
+                Some((db, coll)) if !db.is_empty() && !coll.is_empty() => Namespace::new(db, coll),
+                _ => {
+                    return Err(Error::invalid_argument(format!(
+                        "a {kind} write model's namespace \"{full}\" is not \"db.collection\""
+                    )))
+                }
+            },
+            _ => {
+                return Err(Error::invalid_argument(format!(
+                    "a {kind} write model needs a string \"namespace\" (\"db.collection\")"
+                )))
+            }
+        };
+        let model = CollectionWriteModel::from_document(bson::doc! { kind: arguments })?;
+        Ok(Self::in_namespace(namespace, model))
+    }
+
+    /// The client-level model of a collection-level one.
+    fn in_namespace(namespace: Namespace, model: CollectionWriteModel) -> Self {
+        let collation = |c: Option<crate::options::Collation>| c.map(|c| c.to_document());
+        let hint = |h: Option<crate::options::Hint>| h.map(|h| h.to_bson());
+        let array =
+            |a: Option<Vec<Document>>| a.map(|a| a.into_iter().map(Bson::Document).collect());
+        match model {
+            CollectionWriteModel::InsertOne { document } => InsertOneModel {
+                namespace,
+                document,
+            }
+            .into(),
+            CollectionWriteModel::UpdateOne {
+                filter,
+                update,
+                options: o,
+            } => UpdateOneModel {
+                namespace,
+                filter,
+                update,
+                array_filters: array(o.array_filters),
+                collation: collation(o.collation),
+                hint: hint(o.hint),
+                upsert: o.upsert,
+                sort: o.sort,
+            }
+            .into(),
+            CollectionWriteModel::UpdateMany {
+                filter,
+                update,
+                options: o,
+            } => UpdateManyModel {
+                namespace,
+                filter,
+                update,
+                array_filters: array(o.array_filters),
+                collation: collation(o.collation),
+                hint: hint(o.hint),
+                upsert: o.upsert,
+            }
+            .into(),
+            CollectionWriteModel::ReplaceOne {
+                filter,
+                replacement,
+                options: o,
+            } => ReplaceOneModel {
+                namespace,
+                filter,
+                replacement,
+                collation: collation(o.collation),
+                hint: hint(o.hint),
+                upsert: o.upsert,
+                sort: o.sort,
+            }
+            .into(),
+            CollectionWriteModel::DeleteOne { filter, options: o } => DeleteOneModel {
+                namespace,
+                filter,
+                collation: collation(o.collation),
+                hint: hint(o.hint),
+            }
+            .into(),
+            CollectionWriteModel::DeleteMany { filter, options: o } => DeleteManyModel {
+                namespace,
+                filter,
+                collation: collation(o.collation),
+                hint: hint(o.hint),
+            }
+            .into(),
+        }
     }
 }
 

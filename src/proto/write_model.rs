@@ -165,3 +165,165 @@ impl UpdateModifications {
 pub(crate) fn first_key_is_operator(document: &Document) -> bool {
     document.keys().next().is_some_and(|k| k.starts_with('$'))
 }
+
+impl CollectionWriteModel {
+    /// A model from its CRUD-spec document, the form the unified test
+    /// format and the C ABI use: `{insertOne: {document}}`, `{updateOne:
+    /// {filter, update, upsert?, arrayFilters?, collation?, hint?,
+    /// sort?}}`, `updateMany` (no `sort`), `{replaceOne: {filter,
+    /// replacement, upsert?, collation?, hint?, sort?}}`, `{deleteOne:
+    /// {filter, collation?, hint?}}`, `deleteMany`. An unknown kind or
+    /// field, or a field of the wrong type, is an error naming it.
+    pub fn from_document(model: Document) -> Result<Self> {
+        let (kind, mut arguments) = kind_and_arguments(model)?;
+        let mut take = |name: &str| -> Result<Document> {
+            match arguments.remove(name) {
+                Some(Bson::Document(d)) => Ok(d),
+                _ => Err(Error::invalid_argument(format!(
+                    "a {kind} write model needs a document \"{name}\""
+                ))),
+            }
+        };
+        let model = match kind.as_str() {
+            "insertOne" => {
+                let document = take("document")?;
+                if let Some(extra) = arguments.keys().next() {
+                    return Err(Error::invalid_argument(format!(
+                        "unknown insertOne write model field \"{extra}\""
+                    )));
+                }
+                CollectionWriteModel::InsertOne { document }
+            }
+            "updateOne" | "updateMany" => {
+                let filter = take("filter")?;
+                let update = update_modifications(&kind, arguments.remove("update"))?;
+                let options = UpdateModelOptions::from_named(arguments)?;
+                if kind == "updateOne" {
+                    CollectionWriteModel::UpdateOne {
+                        filter,
+                        update,
+                        options,
+                    }
+                } else {
+                    CollectionWriteModel::UpdateMany {
+                        filter,
+                        update,
+                        options,
+                    }
+                }
+            }
+            "replaceOne" => CollectionWriteModel::ReplaceOne {
+                filter: take("filter")?,
+                replacement: take("replacement")?,
+                options: ReplaceModelOptions::from_named(arguments)?,
+            },
+            "deleteOne" => CollectionWriteModel::DeleteOne {
+                filter: take("filter")?,
+                options: DeleteModelOptions::from_named(arguments)?,
+            },
+            "deleteMany" => CollectionWriteModel::DeleteMany {
+                filter: take("filter")?,
+                options: DeleteModelOptions::from_named(arguments)?,
+            },
+            other => {
+                return Err(Error::invalid_argument(format!(
+                    "unknown write model kind \"{other}\" (insertOne, updateOne, updateMany, \
+                     replaceOne, deleteOne or deleteMany)"
+                )))
+            }
+        };
+        Ok(model)
+    }
+}
+
+/// A model document's one key and its arguments document.
+pub(crate) fn kind_and_arguments(model: Document) -> Result<(String, Document)> {
+    let mut entries = model.into_iter();
+    match (entries.next(), entries.next()) {
+        (Some((kind, Bson::Document(arguments))), None) => Ok((kind, arguments)),
+        _ => Err(Error::invalid_argument(
+            "a write model is not {<kind>: {arguments}}",
+        )),
+    }
+}
+
+/// An update model's `update`: operators or a pipeline.
+fn update_modifications(kind: &str, update: Option<Bson>) -> Result<UpdateModifications> {
+    match update {
+        Some(Bson::Document(d)) => Ok(UpdateModifications::Document(d)),
+        Some(Bson::Array(stages)) => stages
+            .into_iter()
+            .map(|stage| match stage {
+                Bson::Document(d) => Ok(d),
+                other => Err(Error::invalid_argument(format!(
+                    "a {kind} write model's pipeline stage {other} is not a document"
+                ))),
+            })
+            .collect::<Result<_>>()
+            .map(UpdateModifications::Pipeline),
+        _ => Err(Error::invalid_argument(format!(
+            "a {kind} write model needs an \"update\" document or pipeline"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bson::doc;
+
+    use super::*;
+
+    #[test]
+    fn reads_each_kind_with_its_options() {
+        let model = CollectionWriteModel::from_document(doc! {
+            "updateOne": { "filter": { "x": 1 }, "update": [{ "$set": { "y": 2 } }],
+                           "upsert": true, "hint": "x_1", "sort": { "x": -1 } }
+        })
+        .unwrap();
+        let CollectionWriteModel::UpdateOne {
+            filter,
+            update,
+            options,
+        } = model
+        else {
+            panic!("an updateOne: {model:?}")
+        };
+        assert_eq!(filter, doc! { "x": 1 });
+        assert_eq!(
+            update,
+            UpdateModifications::Pipeline(vec![doc! { "$set": { "y": 2 } }])
+        );
+        assert_eq!(
+            (options.upsert, options.sort),
+            (Some(true), Some(doc! { "x": -1 }))
+        );
+        for model in [
+            doc! { "insertOne": { "document": { "_id": 1 } } },
+            doc! { "updateMany": { "filter": {}, "update": { "$inc": { "n": 1 } } } },
+            doc! { "replaceOne": { "filter": {}, "replacement": { "a": 1 } } },
+            doc! { "deleteOne": { "filter": {}, "collation": { "locale": "fr" } } },
+            doc! { "deleteMany": { "filter": {} } },
+        ] {
+            CollectionWriteModel::from_document(model.clone())
+                .unwrap_or_else(|e| panic!("{model}: {e}"));
+        }
+    }
+
+    #[test]
+    fn names_what_is_wrong() {
+        let error = |model: Document| {
+            CollectionWriteModel::from_document(model)
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(error(doc! { "insertTwo": {} }).contains("unknown write model kind \"insertTwo\""));
+        assert!(
+            error(doc! { "insertOne": { "document": {}, "upsert": true } }).contains("\"upsert\"")
+        );
+        assert!(error(doc! { "deleteOne": {} }).contains("needs a document \"filter\""));
+        assert!(error(doc! { "updateOne": { "filter": {}, "update": 1 } })
+            .contains("needs an \"update\""));
+        assert!(error(doc! { "deleteMany": { "filter": {}, "hnt": 1 } }).contains("\"hnt\""));
+        assert!(error(doc! { "a": {}, "b": {} }).contains("{<kind>: {arguments}}"));
+    }
+}

@@ -778,7 +778,7 @@ static void test_more_operations(mi_client *client) {
     model_lens[0] = bad_model.len;
     EXPECT_ERROR(mi_bulk_write(client, NULL, "capi", "more", models, model_lens, 1, NULL, 0,
                                &result),
-                 MI_ERROR_ARGUMENT, "`models[0]` has an unknown kind \"insertTwo\"");
+                 MI_ERROR_ARGUMENT, "`models[0]` is invalid: unknown write model kind \"insertTwo\"");
 
     mi_buffer by_a = bson("{\"k\": \"a\"}");
     mi_buffer newest = bson("{\"sort\": {\"n\": -1}, \"projection\": {\"_id\": 0}}");

@@ -6,14 +6,11 @@
 
 use bson::{doc, Bson, Document};
 use mongo_inline::error::{BulkWriteError, PartialBulkWriteResult};
-use mongo_inline::options::{
-    BulkWriteOptions, DeleteManyModel, DeleteOneModel, InsertOneModel, ReplaceOneModel,
-    UpdateManyModel, UpdateModifications, UpdateOneModel, WriteModel,
-};
+use mongo_inline::options::{BulkWriteOptions, WriteModel};
 use mongo_inline::results::{SummaryBulkWriteResult, VerboseBulkWriteResult};
-use mongo_inline::{Client, ClientSession, ErrorKind, Namespace};
+use mongo_inline::{Client, ClientSession, ErrorKind};
 
-use super::{fail, matches, skip, write_concern, Args, DriverResult, Entities, Outcome};
+use super::{fail, matches, write_concern, Args, DriverResult, Entities, Outcome};
 
 /// Runs `clientBulkWrite` on `client`.
 pub(super) fn client_bulk_write(
@@ -52,114 +49,13 @@ pub(super) fn client_bulk_write(
     })
 }
 
-/// One model of `models`: `{ insertOne: { namespace, document } }`, ...
+/// One model of `models`: `{ insertOne: { namespace, document } }`, ...,
+/// read by the library's parser (the C ABI's too).
 fn write_model(model: Bson) -> Outcome<WriteModel> {
-    let model = model
-        .as_document()
-        .ok_or("a write model is not a document")?;
-    let (kind, fields) = model.iter().next().ok_or("an empty write model")?;
-    let fields = fields.as_document().ok_or("write model fields")?.clone();
-    let mut args = Args {
-        operation: format!("clientBulkWrite model {kind}"),
-        rest: fields,
-    };
-    let ns = match args.take("namespace") {
-        Some(Bson::String(ns)) => match ns.split_once('.') {
-            Some((db, coll)) => Namespace::new(db, coll),
-            None => return fail(format!("namespace {ns} has no collection")),
-        },
-        other => return fail(format!("write model namespace {other:?}")),
-    };
-    let model = match kind.as_str() {
-        "insertOne" => InsertOneModel::builder()
-            .namespace(ns)
-            .document(args.required_doc("document")?)
-            .build()
-            .into(),
-        "updateOne" => {
-            let mut m = UpdateOneModel::builder()
-                .namespace(ns)
-                .filter(args.required_doc("filter")?)
-                .update(update(&mut args)?)
-                .build();
-            m.array_filters = array(&mut args, "arrayFilters")?;
-            m.collation = args.doc("collation")?;
-            m.hint = args.take("hint");
-            m.upsert = args.bool("upsert")?;
-            m.sort = args.doc("sort")?;
-            m.into()
-        }
-        "updateMany" => {
-            let mut m = UpdateManyModel::builder()
-                .namespace(ns)
-                .filter(args.required_doc("filter")?)
-                .update(update(&mut args)?)
-                .build();
-            m.array_filters = array(&mut args, "arrayFilters")?;
-            m.collation = args.doc("collation")?;
-            m.hint = args.take("hint");
-            m.upsert = args.bool("upsert")?;
-            m.into()
-        }
-        "replaceOne" => {
-            let mut m = ReplaceOneModel::builder()
-                .namespace(ns)
-                .filter(args.required_doc("filter")?)
-                .replacement(args.required_doc("replacement")?)
-                .build();
-            m.collation = args.doc("collation")?;
-            m.hint = args.take("hint");
-            m.upsert = args.bool("upsert")?;
-            m.sort = args.doc("sort")?;
-            m.into()
-        }
-        "deleteOne" | "deleteMany" => {
-            let filter = args.required_doc("filter")?;
-            let (collation, hint) = (args.doc("collation")?, args.take("hint"));
-            if kind == "deleteOne" {
-                let mut m = DeleteOneModel::builder()
-                    .namespace(ns)
-                    .filter(filter)
-                    .build();
-                (m.collation, m.hint) = (collation, hint);
-                m.into()
-            } else {
-                let mut m = DeleteManyModel::builder()
-                    .namespace(ns)
-                    .filter(filter)
-                    .build();
-                (m.collation, m.hint) = (collation, hint);
-                m.into()
-            }
-        }
-        other => {
-            return skip(format!(
-                "clientBulkWrite model {other} not supported by the runner"
-            ))
-        }
-    };
-    args.done()?;
-    Ok(model)
-}
-
-fn update(args: &mut Args) -> Outcome<UpdateModifications> {
-    match args.take("update") {
-        Some(Bson::Document(d)) => Ok(UpdateModifications::Document(d)),
-        Some(Bson::Array(stages)) => Ok(UpdateModifications::Pipeline(
-            stages
-                .into_iter()
-                .map(|s| s.as_document().cloned().ok_or("a pipeline stage"))
-                .collect::<Result<_, _>>()?,
-        )),
-        other => fail(format!("update {other:?}")),
-    }
-}
-
-fn array(args: &mut Args, key: &str) -> Outcome<Option<bson::Array>> {
-    match args.take(key) {
-        None => Ok(None),
-        Some(Bson::Array(a)) => Ok(Some(a)),
-        Some(other) => fail(format!("{key} {other}")),
+    match model {
+        Bson::Document(model) => WriteModel::from_document(model)
+            .or_else(|e| fail(format!("clientBulkWrite model: {e}"))),
+        other => fail(format!("a write model is not a document: {other}")),
     }
 }
 

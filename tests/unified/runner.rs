@@ -2554,89 +2554,11 @@ fn server_api(spec: &Document) -> Outcome<mongo_inline::options::ServerApi> {
     Ok(api)
 }
 
-/// One `bulkWrite` request (`{insertOne: {document}}`, `{updateOne: {...}}`, ...).
+/// One `bulkWrite` request (`{insertOne: {document}}`, `{updateOne: {...}}`,
+/// ...), read by the library's parser (the C ABI's too).
 fn write_model(request: Document) -> Outcome<mongo_inline::options::CollectionWriteModel> {
-    use mongo_inline::options::CollectionWriteModel;
-    use mongo_inline::options::{DeleteModelOptions, ReplaceModelOptions, UpdateModelOptions};
-    let (kind, body) = request
-        .into_iter()
-        .next()
-        .ok_or("empty bulkWrite request")?;
-    let Bson::Document(body) = body else {
-        return fail(format!("bulkWrite request {kind} is not a document"));
-    };
-    let mut args = Args {
-        operation: format!("bulkWrite {kind}"),
-        rest: body,
-    };
-    let model = match kind.as_str() {
-        "insertOne" => CollectionWriteModel::InsertOne {
-            document: args.required_doc("document")?,
-        },
-        "updateOne" | "updateMany" => {
-            let filter = args.required_doc("filter")?;
-            let update = match args.take("update") {
-                Some(Bson::Document(d)) => mongo_inline::options::UpdateModifications::from(d),
-                Some(Bson::Array(a)) => mongo_inline::options::UpdateModifications::from(
-                    a.into_iter()
-                        .filter_map(|b| b.as_document().cloned())
-                        .collect::<Vec<_>>(),
-                ),
-                other => return fail(format!("bulkWrite {kind}: update {other:?}")),
-            };
-            let mut options = UpdateModelOptions::default();
-            options.array_filters = args.docs("arrayFilters")?;
-            options.collation = args.collation()?;
-            options.hint = args.hint()?;
-            options.upsert = args.bool("upsert")?;
-            options.sort = args.doc("sort")?;
-            if kind == "updateOne" {
-                CollectionWriteModel::UpdateOne {
-                    filter,
-                    update,
-                    options,
-                }
-            } else {
-                CollectionWriteModel::UpdateMany {
-                    filter,
-                    update,
-                    options,
-                }
-            }
-        }
-        "replaceOne" => {
-            let filter = args.required_doc("filter")?;
-            let replacement = args.required_doc("replacement")?;
-            let mut options = ReplaceModelOptions::default();
-            options.collation = args.collation()?;
-            options.hint = args.hint()?;
-            options.upsert = args.bool("upsert")?;
-            options.sort = args.doc("sort")?;
-            CollectionWriteModel::ReplaceOne {
-                filter,
-                replacement,
-                options,
-            }
-        }
-        "deleteOne" | "deleteMany" => {
-            let filter = args.required_doc("filter")?;
-            let mut options = DeleteModelOptions::default();
-            options.collation = args.collation()?;
-            options.hint = args.hint()?;
-            if kind == "deleteOne" {
-                CollectionWriteModel::DeleteOne { filter, options }
-            } else {
-                CollectionWriteModel::DeleteMany { filter, options }
-            }
-        }
-        other => {
-            return skip(format!(
-                "bulkWrite request {other} not supported by the runner"
-            ))
-        }
-    };
-    args.done()?;
-    Ok(model)
+    mongo_inline::options::CollectionWriteModel::from_document(request)
+        .or_else(|e| fail(format!("bulkWrite request: {e}")))
 }
 
 /// Why an operation the runner has no mapping for is skipped: most are
