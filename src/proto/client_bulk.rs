@@ -472,3 +472,43 @@ impl Gathered {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use bson::doc;
+
+    use super::*;
+
+    #[test]
+    fn a_model_document_names_its_namespace() {
+        let model = WriteModel::from_document(doc! {
+            "updateOne": { "namespace": "db.a.b", "filter": {}, "update": { "$set": { "x": 1 } },
+                           "collation": { "locale": "fr" }, "hint": "x_1", "arrayFilters": [{ "e": 1 }] }
+        })
+        .unwrap();
+        let WriteModel::UpdateOne(m) = model else {
+            panic!("an updateOne: {model:?}")
+        };
+        assert_eq!(m.namespace, Namespace::new("db", "a.b"));
+        assert_eq!(m.collation, Some(doc! { "locale": "fr" }));
+        assert_eq!(m.hint, Some(Bson::String("x_1".into())));
+        assert_eq!(m.array_filters, Some(vec![Bson::Document(doc! { "e": 1 })]));
+        for (model, problem) in [
+            (
+                doc! { "insertOne": { "document": {} } },
+                "needs a string \"namespace\"",
+            ),
+            (
+                doc! { "insertOne": { "namespace": "nodot", "document": {} } },
+                "is not \"db.collection\"",
+            ),
+            (
+                doc! { "deleteOne": { "namespace": "d.c" } },
+                "needs a document \"filter\"",
+            ),
+        ] {
+            let error = WriteModel::from_document(model).unwrap_err().to_string();
+            assert!(error.contains(problem), "{error}");
+        }
+    }
+}
