@@ -94,6 +94,10 @@ typedef struct mi_error {
     char *message;       /* NUL-terminated UTF-8, never NULL; names the problem */
     char **labels;       /* label_count labels ("RetryableWriteError", ...), or NULL */
     size_t label_count;
+    uint8_t *details;    /* a BSON document of what else the error knows, or NULL
+                            (mi_client_bulk_write's: {writeErrors, writeConcernErrors,
+                            partialResult?}) */
+    size_t details_len;
 } mi_error;
 
 /* Bytes the library allocated (a BSON document). Free with mi_buffer_free. */
@@ -350,6 +354,22 @@ mi_error *mi_bulk_write(mi_client *client, mi_session *session, const char *db,
                         const char *coll, const uint8_t *const *models, const size_t *lengths,
                         size_t count, const uint8_t *options, size_t options_len,
                         mi_buffer *result);
+/* Runs count write models on any collections (MongoDB 8.0's bulkWrite), each
+ * as for mi_bulk_write with the collection named in it: {insertOne:
+ * {namespace: "db.coll", document}}, {updateOne | updateMany: {namespace,
+ * filter, update, ...}}, {replaceOne: {namespace, filter, replacement, ...}},
+ * {deleteOne | deleteMany: {namespace, filter, ...}}; options {ordered,
+ * bypassDocumentValidation, let, comment, writeConcern, verboseResults};
+ * *result = {insertedCount, matchedCount, modifiedCount, deletedCount,
+ * upsertedCount}, with verboseResults also insertResults: {"i": {insertedId}},
+ * updateResults: {"i": {matchedCount, modifiedCount, upsertedId?}} and
+ * deleteResults: {"i": {deletedCount}}. Failed writes or write concerns: an
+ * MI_ERROR_WRITE error whose details are {writeErrors: {"i": {code, message}},
+ * writeConcernErrors: [{code, message}], partialResult?: what succeeded}. */
+mi_error *mi_client_bulk_write(mi_client *client, mi_session *session,
+                               const uint8_t *const *models, const size_t *lengths,
+                               size_t count, const uint8_t *options, size_t options_len,
+                               mi_buffer *result);
 
 /* ---- indexes, collections, databases ---- */
 

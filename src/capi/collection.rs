@@ -397,10 +397,17 @@ pub unsafe extern "C" fn mi_bulk_write(
     })
 }
 
-/// The `index`th write model from its CRUD-spec document, for
-/// `mi_bulk_write` and `mi_client_bulk_write`.
+/// The failure for the `index`th write model, which the library's parser
+/// refused (for `mi_bulk_write` and `mi_client_bulk_write`).
 pub(crate) fn model_failure(index: usize, error: &crate::Error) -> Failure {
-    Failure::argument(&format!("models[{index}]"), &format!("is invalid: {error}"))
+    let problem = match error.kind() {
+        crate::ErrorKind::InvalidArgument { message } => message.clone(),
+        _ => error.to_string(),
+    };
+    Failure::argument(
+        &format!("models[{index}]"),
+        &format!("is invalid: {problem}"),
+    )
 }
 
 /// Creates `count` indexes, each given as its `createIndexes` specification

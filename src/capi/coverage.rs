@@ -37,6 +37,7 @@ const MAPPED: &[(&str, &str, &str)] = &[
     ("Client", "start_session", "mi_session_start"),
     ("Client", "list_databases", "mi_list_databases"),
     ("Client", "list_database_names", "mi_list_database_names"),
+    ("Client", "bulk_write", "mi_client_bulk_write"),
     ("Database", "create_collection", "mi_create_collection"),
     ("Database", "drop", "mi_drop_database"),
     ("Database", "list_collections", "mi_list_collections"),
@@ -158,14 +159,6 @@ const MAPPED: &[(&str, &str, &str)] = &[
 
 /// (handle, method, why C has no function of its own for it).
 const EXCLUDED: &[(&str, &str, &str)] = &[
-    // Landed at the deadline of issue 40's round: its C function
-    // (mi_client_bulk_write, models as {insertOne: {namespace, document}}...)
-    // is the next piece of work, not a design choice.
-    (
-        "Client",
-        "bulk_write",
-        "TODO: mi_client_bulk_write not written yet",
-    ),
     (
         "Client",
         "with_options_and_handler",
@@ -364,6 +357,15 @@ fn every_public_operation_has_a_c_function() {
         missing.is_empty(),
         "public operations without a C function (add one, and map it in src/capi/coverage.rs, \
          or exclude it there with a reason): {missing:?}"
+    );
+    let unfinished: Vec<String> = EXCLUDED
+        .iter()
+        .filter(|(_, _, why)| why.contains("TODO"))
+        .map(|(h, m, _)| format!("{h}::{m}"))
+        .collect();
+    assert!(
+        unfinished.is_empty(),
+        "excluded for want of a C function, not by design: {unfinished:?}"
     );
     let stale: Vec<String> = MAPPED
         .iter()

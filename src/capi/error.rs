@@ -66,6 +66,9 @@ pub(crate) struct Failure {
     pub(crate) code: i32,
     pub(crate) message: String,
     pub(crate) labels: Vec<String>,
+    /// What else the error knows, as BSON (a client bulk write's write
+    /// errors, write concern errors and partial result).
+    pub(crate) details: Option<Box<bson::Document>>,
 }
 
 impl Failure {
@@ -76,6 +79,7 @@ impl Failure {
             code: 0,
             message: message.into(),
             labels: Vec::new(),
+            details: None,
         }
     }
 
@@ -104,12 +108,22 @@ impl Failure {
         } else {
             Box::into_raw(labels).cast::<*mut c_char>()
         };
+        // A document of strings and numbers the driver built always encodes;
+        // one that did not would only lose the details, not the error.
+        let details = self
+            .details
+            .and_then(|d| bson::to_vec(&*d).ok())
+            .map(Vec::into_boxed_slice);
+        let details_len = details.as_ref().map_or(0, |d| d.len());
+        let details = details.map_or(ptr::null_mut(), |d| Box::into_raw(d).cast::<u8>());
         Box::into_raw(Box::new(MiError {
             domain: self.domain as i32,
             code: self.code,
             message: c_string(self.message),
             labels,
             label_count,
+            details,
+            details_len,
         }))
     }
 }
@@ -139,4 +153,10 @@ pub struct MiError {
     pub labels: *mut *mut c_char,
     /// How many labels.
     pub label_count: usize,
+    /// A BSON document of what else the error knows, or NULL: for a
+    /// client bulk write, `{writeErrors: {"i": {code, message, details?}},
+    /// writeConcernErrors: [...], partialResult?}`.
+    pub details: *mut u8,
+    /// The details' length in bytes.
+    pub details_len: usize,
 }

@@ -19,6 +19,7 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 mod change_stream;
+mod client_bulk;
 mod collection;
 #[cfg(test)]
 mod coverage;
@@ -330,6 +331,15 @@ pub unsafe extern "C" fn mi_error_free(error: *mut MiError) {
         if !error.message.is_null() {
             // SAFETY: made by `CString::into_raw` in `c_string`.
             drop(unsafe { CString::from_raw(error.message) });
+        }
+        if !error.details.is_null() {
+            // SAFETY: a boxed slice of `details_len` bytes from `into_raw`.
+            drop(unsafe {
+                Box::from_raw(ptr::slice_from_raw_parts_mut(
+                    error.details,
+                    error.details_len,
+                ))
+            });
         }
         if !error.labels.is_null() {
             // SAFETY: a boxed slice of `label_count` pointers from `into_raw`.

@@ -581,5 +581,8 @@ pub(crate) fn failure(error: &Error) -> Failure {
     let mut result = Failure::new(domain, error.to_string());
     result.code = code.or_else(|| error.code()).unwrap_or(0);
     result.labels = error.labels().iter().cloned().collect();
+    if let ErrorKind::BulkWrite(bulk) = error.kind() {
+        result.details = Some(Box::new(super::client_bulk::error_details(bulk)));
+    }
     result
 }

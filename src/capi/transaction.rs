@@ -66,11 +66,19 @@ unsafe fn take_error(error: *mut MiError) -> Failure {
             .map(|&l| text(l))
             .collect()
     };
+    let details = (!e.details.is_null())
+        .then(|| {
+            // SAFETY: `details_len` bytes the library wrote.
+            let bytes = unsafe { std::slice::from_raw_parts(e.details, e.details_len) };
+            bson::Document::from_reader(bytes).ok().map(Box::new)
+        })
+        .flatten();
     let failure = Failure {
         domain: Domain::from_raw(e.domain),
         code: e.code,
         message: text(e.message),
         labels,
+        details,
     };
     // SAFETY: the callback handed the error over; freed once, here.
     unsafe { super::mi_error_free(error) };

@@ -14,6 +14,7 @@ use bson::{Array, Bson, Document};
 use typed_builder::TypedBuilder;
 
 use crate::error::{Error, Result};
+use crate::proto::coll_options::DeleteModelOptions;
 use crate::proto::results::{DeleteResult, InsertOneResult, UpdateResult};
 use crate::proto::results::{WriteConcernError, WriteError};
 use crate::proto::write_model::{
@@ -243,13 +244,13 @@ impl WriteModel {
                 Some((db, coll)) if !db.is_empty() && !coll.is_empty() => Namespace::new(db, coll),
                 _ => {
                     return Err(Error::invalid_argument(format!(
-                        "a {kind} write model's namespace \"{full}\" is not \"db.collection\""
+                        "the {kind} write model's namespace \"{full}\" is not \"db.collection\""
                     )))
                 }
             },
             _ => {
                 return Err(Error::invalid_argument(format!(
-                    "a {kind} write model needs a string \"namespace\" (\"db.collection\")"
+                    "the {kind} write model needs a string \"namespace\" (\"db.collection\")"
                 )))
             }
         };
@@ -259,16 +260,40 @@ impl WriteModel {
 
     /// The client-level model of a collection-level one.
     fn in_namespace(namespace: Namespace, model: CollectionWriteModel) -> Self {
-        let collation = |c: Option<crate::options::Collation>| c.map(|c| c.to_document());
-        let hint = |h: Option<crate::options::Hint>| h.map(|h| h.to_bson());
-        let array =
-            |a: Option<Vec<Document>>| a.map(|a| a.into_iter().map(Bson::Document).collect());
         match model {
             CollectionWriteModel::InsertOne { document } => InsertOneModel {
                 namespace,
                 document,
             }
             .into(),
+            CollectionWriteModel::DeleteOne { filter, options } => {
+                let (collation, hint) = delete_options(options);
+                DeleteOneModel {
+                    namespace,
+                    filter,
+                    collation,
+                    hint,
+                }
+                .into()
+            }
+            CollectionWriteModel::DeleteMany { filter, options } => {
+                let (collation, hint) = delete_options(options);
+                DeleteManyModel {
+                    namespace,
+                    filter,
+                    collation,
+                    hint,
+                }
+                .into()
+            }
+            updating => Self::update_in_namespace(namespace, updating),
+        }
+    }
+
+    /// As [`in_namespace`](Self::in_namespace), for the updates and the
+    /// replacement.
+    fn update_in_namespace(namespace: Namespace, model: CollectionWriteModel) -> Self {
+        match model {
             CollectionWriteModel::UpdateOne {
                 filter,
                 update,
@@ -277,9 +302,9 @@ impl WriteModel {
                 namespace,
                 filter,
                 update,
-                array_filters: array(o.array_filters),
-                collation: collation(o.collation),
-                hint: hint(o.hint),
+                array_filters: as_array(o.array_filters),
+                collation: o.collation.map(|c| c.to_document()),
+                hint: o.hint.map(|h| h.to_bson()),
                 upsert: o.upsert,
                 sort: o.sort,
             }
@@ -292,9 +317,9 @@ impl WriteModel {
                 namespace,
                 filter,
                 update,
-                array_filters: array(o.array_filters),
-                collation: collation(o.collation),
-                hint: hint(o.hint),
+                array_filters: as_array(o.array_filters),
+                collation: o.collation.map(|c| c.to_document()),
+                hint: o.hint.map(|h| h.to_bson()),
                 upsert: o.upsert,
             }
             .into(),
@@ -306,28 +331,26 @@ impl WriteModel {
                 namespace,
                 filter,
                 replacement,
-                collation: collation(o.collation),
-                hint: hint(o.hint),
+                collation: o.collation.map(|c| c.to_document()),
+                hint: o.hint.map(|h| h.to_bson()),
                 upsert: o.upsert,
                 sort: o.sort,
             }
             .into(),
-            CollectionWriteModel::DeleteOne { filter, options: o } => DeleteOneModel {
-                namespace,
-                filter,
-                collation: collation(o.collation),
-                hint: hint(o.hint),
-            }
-            .into(),
-            CollectionWriteModel::DeleteMany { filter, options: o } => DeleteManyModel {
-                namespace,
-                filter,
-                collation: collation(o.collation),
-                hint: hint(o.hint),
-            }
-            .into(),
+            other => Self::in_namespace(namespace, other),
         }
     }
+}
+
+fn as_array(documents: Option<Vec<Document>>) -> Option<Array> {
+    documents.map(|d| d.into_iter().map(Bson::Document).collect())
+}
+
+fn delete_options(options: DeleteModelOptions) -> (Option<Document>, Option<Bson>) {
+    (
+        options.collation.map(|c| c.to_document()),
+        options.hint.map(|h| h.to_bson()),
+    )
 }
 
 /// What a [`Client::bulk_write`](crate::Client::bulk_write) did, in sums.

@@ -180,7 +180,7 @@ impl CollectionWriteModel {
             match arguments.remove(name) {
                 Some(Bson::Document(d)) => Ok(d),
                 _ => Err(Error::invalid_argument(format!(
-                    "a {kind} write model needs a document \"{name}\""
+                    "the {kind} write model needs a document \"{name}\""
                 ))),
             }
         };
@@ -256,13 +256,13 @@ fn update_modifications(kind: &str, update: Option<Bson>) -> Result<UpdateModifi
             .map(|stage| match stage {
                 Bson::Document(d) => Ok(d),
                 other => Err(Error::invalid_argument(format!(
-                    "a {kind} write model's pipeline stage {other} is not a document"
+                    "the {kind} write model's pipeline stage {other} is not a document"
                 ))),
             })
             .collect::<Result<_>>()
             .map(UpdateModifications::Pipeline),
         _ => Err(Error::invalid_argument(format!(
-            "a {kind} write model needs an \"update\" document or pipeline"
+            "the {kind} write model needs an \"update\" document or pipeline"
         ))),
     }
 }

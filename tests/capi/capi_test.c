@@ -1120,6 +1120,60 @@ static void test_change_stream(mi_client *client) {
     mi_buffer_free(&bad);
 }
 
+/* The client-level bulk write: models naming their collections, verbose
+ * results by index, and a failed write's details (write errors by index,
+ * the partial result) as BSON in the error. */
+static void test_client_bulk_write(mi_client *client) {
+    mi_buffer result = {NULL, 0};
+    OK(mi_drop_collection(client, NULL, "capi", "cbw_a", NULL, 0));
+    OK(mi_drop_collection(client, NULL, "capi", "cbw_b", NULL, 0));
+    mi_buffer m1 = bson("{\"insertOne\": {\"namespace\": \"capi.cbw_a\", "
+                        "\"document\": {\"_id\": 1}}}");
+    mi_buffer m2 = bson("{\"insertOne\": {\"namespace\": \"capi.cbw_b\", "
+                        "\"document\": {\"_id\": 1}}}");
+    mi_buffer m3 = bson("{\"updateOne\": {\"namespace\": \"capi.cbw_a\", \"filter\": "
+                        "{\"_id\": 1}, \"update\": {\"$set\": {\"x\": 1}}}}");
+    mi_buffer m4 = bson("{\"deleteMany\": {\"namespace\": \"capi.cbw_b\", "
+                        "\"filter\": {}}}");
+    const uint8_t *models[] = {m1.data, m2.data, m3.data, m4.data};
+    size_t lens[] = {m1.len, m2.len, m3.len, m4.len};
+    mi_buffer verbose = bson("{\"verboseResults\": true, \"ordered\": true}");
+    OK(mi_client_bulk_write(client, NULL, models, lens, 4, verbose.data, verbose.len,
+                            &result));
+    CHECK(json_contains(result.data, result.len, "\"insertedCount\":2") &&
+          json_contains(result.data, result.len, "\"insertResults\":{\"0\":{\"insertedId\":1}") &&
+          json_contains(result.data, result.len, "\"updateResults\":{\"2\":{\"matchedCount\":1") &&
+          json_contains(result.data, result.len, "\"deleteResults\":{\"3\":{\"deletedCount\":1"));
+    mi_buffer_free(&result);
+
+    /* The second insert is a duplicate: the first stays done, in the
+     * partial result; the write error carries its index and code. */
+    mi_buffer dup = bson("{\"insertOne\": {\"namespace\": \"capi.cbw_a\", "
+                         "\"document\": {\"_id\": 1}}}");
+    mi_buffer fresh = bson("{\"insertOne\": {\"namespace\": \"capi.cbw_b\", "
+                           "\"document\": {\"_id\": 2}}}");
+    const uint8_t *failing[] = {fresh.data, dup.data};
+    size_t failing_lens[] = {fresh.len, dup.len};
+    mi_error *err = mi_client_bulk_write(client, NULL, failing, failing_lens, 2, NULL, 0, &result);
+    CHECK(err && err->domain == MI_ERROR_WRITE && err->code == 11000 && err->details &&
+          json_contains(err->details, err->details_len, "\"writeErrors\":{\"1\":{\"code\":11000") &&
+          json_contains(err->details, err->details_len, "\"partialResult\":{\"insertedCount\":1"));
+    mi_error_free(err);
+    CHECK(result.data == NULL);
+
+    mi_buffer no_namespace = bson("{\"insertOne\": {\"document\": {}}}");
+    const uint8_t *bad[] = {no_namespace.data};
+    size_t bad_lens[] = {no_namespace.len};
+    EXPECT_ERROR(mi_client_bulk_write(client, NULL, bad, bad_lens, 1, NULL, 0, &result),
+                 MI_ERROR_ARGUMENT, "`models[0]` is invalid: the insertOne write model needs");
+    mi_buffer unknown = bson("{\"verbose\": true}");
+    EXPECT_ERROR(mi_client_bulk_write(client, NULL, models, lens, 1, unknown.data, unknown.len,
+                                      &result),
+                 MI_ERROR_ARGUMENT, "\"verbose\"");
+    mi_buffer *all[] = {&m1, &m2, &m3, &m4, &verbose, &dup, &fresh, &no_namespace, &unknown};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) mi_buffer_free(all[i]);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: %s URI\n", argv[0]);
@@ -1139,6 +1193,7 @@ int main(int argc, char **argv) {
     test_sessions(client, uri);
     test_labels_and_tokens(client);
     test_more_operations(client);
+    test_client_bulk_write(client);
     test_with_transaction(client);
     test_gridfs(client);
     test_change_stream(client);

@@ -87,6 +87,24 @@ final class Client extends Handle
         (new Database($this, $name))->drop($options);
     }
 
+    /**
+     * Runs write models on any collections in as few bulkWrite commands as
+     * the server allows (MongoDB 8.0+): ['insertOne' => ['namespace' =>
+     * 'db.coll', 'document' => [...]]], ['updateOne' => ['namespace', 'filter',
+     * 'update']], ... The sums ['insertedCount', ...]; ['verboseResults' =>
+     * true] adds each write's result by index. A failed write throws a
+     * WriteException whose getDetails() holds writeErrors (by index),
+     * writeConcernErrors and partialResult.
+     */
+    public function bulkWrite(array $models, array $options = []): array
+    {
+        $ffi = Library::ffi();
+        [$pointers, $lengths, $count, $keep] = Library::documentArray(array_map(static fn ($m) => Bson::encode($m), array_values($models)));
+        $out = $ffi->new('mi_buffer');
+        Library::check($ffi->mi_client_bulk_write($this->live(), Session::pointer($options['session'] ?? null, $this), $pointers, $lengths, $count, ...[...Library::options($options), \FFI::addr($out)]));
+        return Library::takeBuffer($out);
+    }
+
     private function listing(string $function, array $options): array
     {
         $ffi = Library::ffi();

@@ -13,6 +13,9 @@ class Exception extends \RuntimeException
     /** @var list<string> */
     private array $labels;
 
+    /** What else the library reported (a client bulk write's writeErrors, writeConcernErrors and partialResult), or null. */
+    private ?array $details = null;
+
     /** The library's mi_error this was made from, until freed or handed back. */
     private ?\FFI\CData $raw = null;
 
@@ -35,6 +38,15 @@ class Exception extends \RuntimeException
         return in_array($label, $this->labels, true);
     }
 
+    /**
+     * What else the library reported, or null: for Client::bulkWrite,
+     * ['writeErrors' => [index => ['code', 'message']], 'writeConcernErrors' => [...], 'partialResult' => [...]?].
+     */
+    public function getDetails(): ?array
+    {
+        return $this->details;
+    }
+
     public function __destruct()
     {
         $raw = $this->takeRaw();
@@ -52,7 +64,7 @@ class Exception extends \RuntimeException
     }
 
     /** @param list<string> $labels */
-    public static function fromDomain(int $domain, string $message, int $code, array $labels, ?\FFI\CData $raw = null): self
+    public static function fromDomain(int $domain, string $message, int $code, array $labels, ?\FFI\CData $raw = null, ?array $details = null): self
     {
         $class = match ($domain) {
             1 => InvalidArgumentException::class,
@@ -70,6 +82,7 @@ class Exception extends \RuntimeException
         };
         $exception = new $class($message, $code, $labels);
         $exception->raw = $raw;
+        $exception->details = $details;
         return $exception;
     }
 }

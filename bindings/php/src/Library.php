@@ -21,7 +21,7 @@ final class Library
 typedef struct mi_client mi_client;
 typedef struct mi_session mi_session;
 typedef struct mi_cursor mi_cursor;
-typedef struct mi_error { int32_t domain; int32_t code; char *message; char **labels; size_t label_count; } mi_error;
+typedef struct mi_error { int32_t domain; int32_t code; char *message; char **labels; size_t label_count; uint8_t *details; size_t details_len; } mi_error;
 typedef struct mi_buffer { uint8_t *data; size_t len; } mi_buffer;
 const char *mi_version(void);
 void mi_error_free(mi_error *error);
@@ -70,6 +70,7 @@ mi_error *mi_list_collection_names(mi_client *client, mi_session *session, const
 mi_error *mi_database_aggregate(mi_client *client, mi_session *session, const char *db, const char *const *stages, const size_t *lengths, size_t count, const char *options, size_t options_len, mi_cursor **out);
 mi_error *mi_list_databases(mi_client *client, mi_session *session, const char *options, size_t options_len, mi_buffer *result);
 mi_error *mi_list_database_names(mi_client *client, mi_session *session, const char *options, size_t options_len, mi_buffer *result);
+mi_error *mi_client_bulk_write(mi_client *client, mi_session *session, const char *const *models, const size_t *lengths, size_t count, const char *options, size_t options_len, mi_buffer *result);
 mi_error *mi_cursor_next(mi_cursor *cursor, const char **document, size_t *len);
 void mi_cursor_free(mi_cursor *cursor);
 C;
@@ -103,9 +104,10 @@ C;
         for ($i = 0; $i < $error->label_count; $i++) {
             $labels[] = FFI::string($error->labels[$i]);
         }
+        $details = FFI::isNull($error->details) ? null : Bson::decode(FFI::string($error->details, $error->details_len));
         // The exception owns the error: a transaction callback may hand it
         // back to the library (its labels decide retries).
-        throw Exception::fromDomain($error->domain, $message, $error->code, $labels, $error);
+        throw Exception::fromDomain($error->domain, $message, $error->code, $labels, $error, $details);
     }
 
     /** The document a filled mi_buffer holds, as a PHP array (null when the library left it empty: none); frees the buffer. */

@@ -6,6 +6,7 @@ namespace MongoInline\Tests;
 
 use MongoInline\CommandException;
 use MongoInline\InvalidArgumentException;
+use MongoInline\WriteException;
 
 /** The operations beyond CRUD: each through its C ABI function. */
 final class MoreOperationsTest extends TestCase
@@ -32,6 +33,34 @@ final class MoreOperationsTest extends TestCase
         $this->assertSame([2, 1, 0], [$result['insertedCount'], $result['modifiedCount'], $result['deletedCount']]);
         $this->assertSame(['a'], $this->coll->distinct('k'));
         $this->assertSame(2, $this->coll->estimatedDocumentCount());
+    }
+
+    public function testClientBulkWriteAcrossCollections(): void
+    {
+        $a = 'phpunit.' . $this->coll->name;
+        $b = $a . '_b';
+        $result = $this->client->bulkWrite([
+            ['insertOne' => ['namespace' => $a, 'document' => ['_id' => 1]]],
+            ['insertOne' => ['namespace' => $b, 'document' => ['_id' => 1]]],
+            ['updateOne' => ['namespace' => $a, 'filter' => ['_id' => 1], 'update' => ['$set' => ['x' => 1]]]],
+        ], ['verboseResults' => true]);
+        $this->assertSame([2, 1], [$result['insertedCount'], $result['modifiedCount']]);
+        $this->assertSame(['insertedId' => 1], $result['insertResults'][1]);
+        $this->assertSame(['_id' => 1, 'x' => 1], $this->coll->findOne(['_id' => 1]));
+        try {
+            $this->client->bulkWrite([
+                ['insertOne' => ['namespace' => $b, 'document' => ['_id' => 2]]],
+                ['insertOne' => ['namespace' => $a, 'document' => ['_id' => 1]]],
+            ]);
+            $this->fail('a duplicate key must fail the bulk write');
+        } catch (WriteException $e) {
+            $this->assertSame(11000, $e->getCode());
+            $this->assertSame(11000, $e->getDetails()['writeErrors'][1]['code']);
+            $this->assertSame(1, $e->getDetails()['partialResult']['insertedCount']);
+        }
+        $this->expectException(InvalidArgumentException::class);
+        $this->expectExceptionMessage('namespace');
+        $this->client->bulkWrite([['insertOne' => ['document' => []]]]);
     }
 
     public function testIndexes(): void

@@ -19,6 +19,8 @@ class MiError(C.Structure):
         ("message", C.c_char_p),
         ("labels", C.POINTER(C.c_char_p)),
         ("label_count", C.c_size_t),
+        ("details", C.POINTER(C.c_uint8)),
+        ("details_len", C.c_size_t),
     ]
 
 
@@ -121,6 +123,8 @@ _SIGNATURES = {
     ),
     "mi_list_databases": (ERR, [HANDLE, HANDLE, BYTES, SIZE, BUF]),
     "mi_list_database_names": (ERR, [HANDLE, HANDLE, BYTES, SIZE, BUF]),
+    "mi_client_bulk_write": (
+        ERR, [HANDLE, HANDLE, C.POINTER(C.c_char_p), C.POINTER(SIZE), SIZE, BYTES, SIZE, BUF]),
     "mi_cursor_next": (ERR, [HANDLE, C.POINTER(C.c_void_p), C.POINTER(SIZE)]),
     "mi_cursor_free": (None, [HANDLE]),
 }
@@ -191,6 +195,8 @@ def check(error):
     labels = [e.labels[i].decode("utf-8", "replace") for i in range(e.label_count)]
     cls = BY_DOMAIN.get(e.domain, MongoInlineError)
     exc = cls(message, e.code, labels)
+    if e.details:
+        exc.details = bson.decode(C.string_at(e.details, e.details_len))
     exc._raw = _RawError(C.cast(error, C.c_void_p).value)
     raise exc
 

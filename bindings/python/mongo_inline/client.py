@@ -114,6 +114,21 @@ class Client(_Handle):
         """Drops the database `name` (options: writeConcern)."""
         Database(self, name).drop(options, session)
 
+    def bulk_write(self, models, options=None, session=None):
+        """Runs write models on any collections in as few bulkWrite commands as
+        the server allows (MongoDB 8.0+): {"insertOne": {"namespace": "db.coll",
+        "document": ...}}, {"updateOne": {"namespace", "filter", "update"}}, ...
+        The sums {"insertedCount", ...}; options {"verboseResults": True} adds
+        each write's result by index. A failed write raises WriteError whose
+        `details` hold writeErrors (by index), writeConcernErrors and
+        partialResult."""
+        pointers, lengths, count, _keep = _ffi.document_array(list(models), "write model")
+        o = encode(options, "options")
+        out = _ffi.MiBuffer()
+        check(lib.mi_client_bulk_write(self._live(), _session_ptr(session, self), pointers,
+                                       lengths, count, o, size(o), C.byref(out)))
+        return take_buffer(out)
+
 
 def _client_listing(client, function, options, session):
     out = _ffi.MiBuffer()

@@ -16,6 +16,9 @@ class MongoInlineError(Exception):
         self.message = message
         self.code = code
         self.labels = tuple(labels)
+        # What else the library reported, as a dict (a client bulk write's
+        # writeErrors, writeConcernErrors and partialResult), or None.
+        self.details = None
 
     def has_error_label(self, label):
         """Whether the error carries `label` (e.g. "RetryableWriteError")."""

@@ -2,7 +2,7 @@
 
 import pytest
 
-from mongo_inline import ArgumentError, CommandError
+from mongo_inline import ArgumentError, CommandError, WriteError
 
 
 def test_replace_and_find_one_and_modify(coll):
@@ -66,3 +66,26 @@ def test_dropping_a_missing_index_is_a_command_error(coll):
     coll.insert_one({})
     with pytest.raises(CommandError):
         coll.drop_index("nope_1")
+
+
+def test_client_bulk_write_across_collections(client, coll):
+    other = client["pytest"][coll.name + "_b"]
+    ns_a, ns_b = f"pytest.{coll.name}", f"pytest.{other.name}"
+    result = client.bulk_write([
+        {"insertOne": {"namespace": ns_a, "document": {"_id": 1}}},
+        {"insertOne": {"namespace": ns_b, "document": {"_id": 1}}},
+        {"updateOne": {"namespace": ns_a, "filter": {"_id": 1}, "update": {"$set": {"x": 1}}}},
+    ], options={"verboseResults": True})
+    assert (result["insertedCount"], result["modifiedCount"]) == (2, 1)
+    assert result["insertResults"]["1"] == {"insertedId": 1}
+    assert coll.find_one({"_id": 1}) == {"_id": 1, "x": 1}
+    with pytest.raises(WriteError) as caught:
+        client.bulk_write([
+            {"insertOne": {"namespace": ns_b, "document": {"_id": 2}}},
+            {"insertOne": {"namespace": ns_a, "document": {"_id": 1}}},
+        ])
+    assert caught.value.code == 11000
+    assert caught.value.details["writeErrors"]["1"]["code"] == 11000
+    assert caught.value.details["partialResult"]["insertedCount"] == 1
+    with pytest.raises(ArgumentError, match="namespace"):
+        client.bulk_write([{"insertOne": {"document": {}}}])
