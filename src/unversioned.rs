@@ -118,10 +118,26 @@ pub fn set_clock_skew(options: &mut ClientOptions, skew: &ClockSkew) {
     options.clock_skew = Some(skew.clone());
 }
 
-/// How many entries a state file's bytes hold, or why they are not a state
-/// file (the tests of concurrent writers and tampered files).
+/// How many SCRAM key entries a state file's bytes hold, or why they are
+/// not a state file (the tests of concurrent writers and tampered files).
 pub fn state_file_entries(bytes: &[u8]) -> Result<usize, String> {
+    state_file_count(bytes, |item| {
+        matches!(item, crate::proto::state_file::Item::Scram(_))
+    })
+}
+
+/// How many verified certificate chains a state file's bytes hold.
+pub fn state_file_chains(bytes: &[u8]) -> Result<usize, String> {
+    state_file_count(bytes, |item| {
+        matches!(item, crate::proto::state_file::Item::Chain(_))
+    })
+}
+
+fn state_file_count(
+    bytes: &[u8],
+    counted: fn(&crate::proto::state_file::Item) -> bool,
+) -> Result<usize, String> {
     crate::proto::state_file::StateContents::decode(bytes)
-        .map(|contents| contents.entries.len())
+        .map(|contents| contents.entries.iter().filter(|e| counted(&e.item)).count())
         .map_err(|e| e.to_string())
 }

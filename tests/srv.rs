@@ -460,3 +460,77 @@ fn a_look_up_leaves_no_thread_behind() {
         "a runtime thread survived the look-ups: {threads:?}"
     );
 }
+
+/// A directory of a test's own (mode 0700), removed when dropped.
+struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("target/test-servers")
+            .join(format!("srv-state-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        Scratch(dir)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn with_the_state_file_a_new_client_asks_the_name_server_nothing_until_the_ttl() {
+    let sim = Simulator::mongos(TestServer::shared(), 2);
+    let dns = DnsServer::start(records_for(&[sim.port(0), sim.port(1)], 300));
+    let scratch = Scratch::new("dns");
+    let state_file = scratch.0.join("state");
+    let uri = format!("mongodb+srv://{HOST}/?tls=false");
+    let skew = ClockSkew::new();
+    let client = || {
+        let mut in_code = ClientOptions::builder()
+            .name_servers(vec![dns.address()])
+            .state_file(state_file.clone())
+            .build();
+        set_clock_skew(&mut in_code, &skew);
+        Client::with_options(ClientOptions::parse_with(&uri, in_code).unwrap()).unwrap()
+    };
+    let hosts = |client: &Client| {
+        let mut hosts: Vec<String> = client
+            .options()
+            .hosts()
+            .iter()
+            .map(|a| a.to_string())
+            .collect();
+        hosts.sort();
+        hosts
+    };
+    let first = client();
+    ping(&first).unwrap();
+    let asked = dns.asked();
+    assert!(asked.contains(&format!("SRV {}", srv_name())), "{asked:?}");
+    assert!(asked.contains(&format!("A {MEMBER}")), "{asked:?}");
+    drop(first);
+
+    // A new client (as a new process would) with the same file: the SRV,
+    // TXT and member answers come from it.
+    let second = client();
+    ping(&second).unwrap();
+    assert_eq!(
+        dns.asked(),
+        asked,
+        "the second client asked the name server"
+    );
+    assert_eq!(hosts(&second).len(), 2, "{:?}", hosts(&second));
+    drop(second);
+
+    // Past the TTL the answers are stale: asked again.
+    skew.advance(Duration::from_secs(301));
+    let third = client();
+    ping(&third).unwrap();
+    assert!(dns.questions() > asked.len(), "a stale answer was used");
+}

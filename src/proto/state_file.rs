@@ -57,6 +57,11 @@
 
 use ring::{digest, hmac, pbkdf2};
 
+mod chain;
+mod dns;
+pub use chain::{certificate_not_after, VerifiedChain, CHAIN_MAX_AGE_SECS};
+pub use dns::{expiry as dns_expiry, HostAddresses, SrvAnswer};
+
 use crate::proto::auth::scram::{SaltParams, ScramKeys, ScramMechanism};
 use crate::proto::options::ClientOptions;
 
@@ -75,6 +80,9 @@ pub const NONCE_BYTES: usize = 16;
 const MAGIC: &[u8; 8] = b"MISTATE\0";
 const VERSION: u16 = 1;
 const KIND_SCRAM: u8 = 1;
+const KIND_CHAIN: u8 = 2;
+const KIND_SRV: u8 = 3;
+const KIND_HOST: u8 = 4;
 const DIGEST_BYTES: usize = 32;
 const SEAL_CONTEXT: &[u8] = b"mongo-inline state v1";
 
@@ -222,8 +230,46 @@ pub struct Entry {
     pub binding: Binding,
     /// When it was written (unix seconds; the oldest go first).
     pub written: u64,
-    /// The sealed SCRAM keys.
-    pub keys: SealedScramKeys,
+    /// What it holds.
+    pub item: Item,
+}
+
+/// What an entry holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Item {
+    /// Sealed SCRAM keys.
+    Scram(SealedScramKeys),
+    /// A certificate chain that passed full verification.
+    Chain(VerifiedChain),
+    /// The SRV and TXT answers of the client's `mongodb+srv` name.
+    Srv(SrvAnswer),
+    /// The addresses of a member's host name.
+    Host(HostAddresses),
+}
+
+impl Item {
+    /// Whether this newer item takes `old`'s place: one set of SRV
+    /// answers per client, one chain per server name and trust, one
+    /// address list per host name (SCRAM keys are replaced as a whole,
+    /// [`StateContents::replace`]).
+    fn replaces(&self, old: &Item) -> bool {
+        match (self, old) {
+            (Item::Chain(new), Item::Chain(old)) => new.replaces(old),
+            (Item::Srv(_), Item::Srv(_)) => true,
+            (Item::Host(new), Item::Host(old)) => new.host.eq_ignore_ascii_case(&old.host),
+            _ => false,
+        }
+    }
+
+    /// The entry's kind byte and body; none when it is too large to keep.
+    fn encode(&self) -> Option<(u8, Vec<u8>)> {
+        Some(match self {
+            Item::Scram(keys) => (KIND_SCRAM, encode_scram(keys)),
+            Item::Chain(chain) => (KIND_CHAIN, chain.encode()),
+            Item::Srv(answer) => (KIND_SRV, answer.encode()?),
+            Item::Host(addresses) => (KIND_HOST, addresses.encode()?),
+        })
+    }
 }
 
 /// Everything the file holds.
@@ -249,19 +295,76 @@ impl StateContents {
         self.entries
             .iter()
             .filter(|e| e.binding == binding)
-            .map(|e| e.keys.clone())
+            .filter_map(|e| match &e.item {
+                Item::Scram(keys) => Some(keys.clone()),
+                _ => None,
+            })
             .collect()
     }
 
-    /// Replaces `binding`'s entries with `keys`, written at `now` (unix
-    /// seconds), keeping the others; the oldest go beyond [`MAX_ENTRIES`].
+    /// The verified chains bound to `binding`.
+    pub fn verified_chains(&self, binding: Binding) -> Vec<VerifiedChain> {
+        self.items(binding)
+            .filter_map(|item| match item {
+                Item::Chain(chain) => Some(chain.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The SRV and TXT answers bound to `binding`, fresh or not.
+    pub fn srv_answer(&self, binding: Binding) -> Option<SrvAnswer> {
+        self.items(binding).find_map(|item| match item {
+            Item::Srv(answer) => Some(answer.clone()),
+            _ => None,
+        })
+    }
+
+    /// The host addresses bound to `binding`, fresh or not.
+    pub fn host_addresses(&self, binding: Binding) -> Vec<HostAddresses> {
+        self.items(binding)
+            .filter_map(|item| match item {
+                Item::Host(addresses) => Some(addresses.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn items(&self, binding: Binding) -> impl Iterator<Item = &Item> {
+        self.entries
+            .iter()
+            .filter(move |e| e.binding == binding)
+            .map(|e| &e.item)
+    }
+
+    /// Replaces `binding`'s SCRAM keys with `keys`, written at `now` (unix
+    /// seconds), keeping everything else; the oldest go beyond
+    /// [`MAX_ENTRIES`].
     pub fn replace(&mut self, binding: Binding, keys: &[SealedScramKeys], now: u64) {
-        self.entries.retain(|e| e.binding != binding);
+        self.entries
+            .retain(|e| e.binding != binding || !matches!(e.item, Item::Scram(_)));
         self.entries.extend(keys.iter().map(|k| Entry {
             binding,
             written: now,
-            keys: k.clone(),
+            item: Item::Scram(k.clone()),
         }));
+        self.keep_the_newest();
+    }
+
+    /// Adds `items` (chains, DNS answers) to `binding`'s, each taking the
+    /// place of the one it replaces, written at `now` (unix seconds).
+    pub fn remember(&mut self, binding: Binding, items: &[Item], now: u64) {
+        self.entries
+            .retain(|e| e.binding != binding || !items.iter().any(|new| new.replaces(&e.item)));
+        self.entries.extend(items.iter().map(|item| Entry {
+            binding,
+            written: now,
+            item: item.clone(),
+        }));
+        self.keep_the_newest();
+    }
+
+    fn keep_the_newest(&mut self) {
         if self.entries.len() > MAX_ENTRIES {
             self.entries.sort_by_key(|e| std::cmp::Reverse(e.written));
             self.entries.truncate(MAX_ENTRIES);
@@ -273,11 +376,15 @@ impl StateContents {
         let mut out = Vec::with_capacity(64 + self.entries.len() * 160);
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&VERSION.to_le_bytes());
-        let count = self.entries.len().min(MAX_ENTRIES);
-        out.extend_from_slice(&(count as u16).to_le_bytes());
-        for entry in self.entries.iter().take(count) {
-            let body = encode_scram(&entry.keys);
-            out.push(KIND_SCRAM);
+        let encoded: Vec<(&Entry, u8, Vec<u8>)> = self
+            .entries
+            .iter()
+            .filter_map(|entry| entry.item.encode().map(|(kind, body)| (entry, kind, body)))
+            .take(MAX_ENTRIES)
+            .collect();
+        out.extend_from_slice(&(encoded.len() as u16).to_le_bytes());
+        for (entry, kind, body) in encoded {
+            out.push(kind);
             out.extend_from_slice(&entry.binding.0);
             out.extend_from_slice(&entry.written.to_le_bytes());
             out.extend_from_slice(&(body.len() as u16).to_le_bytes());
@@ -323,13 +430,17 @@ impl StateContents {
             let written = reader.u64()?;
             let len = usize::from(reader.u16()?);
             let body = reader.take(len)?;
-            if kind != KIND_SCRAM {
-                return Err(DecodeError("the file has an entry of an unknown kind"));
-            }
+            let item = match kind {
+                KIND_SCRAM => Item::Scram(decode_scram(body)?),
+                KIND_CHAIN => Item::Chain(VerifiedChain::decode(body)?),
+                KIND_SRV => Item::Srv(SrvAnswer::decode(body)?),
+                KIND_HOST => Item::Host(HostAddresses::decode(body)?),
+                _ => return Err(DecodeError("the file has an entry of an unknown kind")),
+            };
             entries.push(Entry {
                 binding: Binding(binding),
                 written,
-                keys: decode_scram(body)?,
+                item,
             });
         }
         if !reader.0.is_empty() {
@@ -404,6 +515,12 @@ impl<'a> Reader<'a> {
 
     fn u8(&mut self) -> Result<u8, DecodeError> {
         Ok(self.take(1)?[0])
+    }
+
+    /// A length byte and that many bytes.
+    fn short_bytes(&mut self) -> Result<&'a [u8], DecodeError> {
+        let len = usize::from(self.u8()?);
+        self.take(len)
     }
 
     fn u16(&mut self) -> Result<u16, DecodeError> {

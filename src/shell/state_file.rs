@@ -24,14 +24,35 @@
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result};
-use crate::proto::state_file::{Binding, SealedScramKeys, StateContents, MAX_FILE_BYTES};
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex, PoisonError};
 
-/// The state file a client reads at start and writes when its keys change.
+use crate::error::{Error, Result};
+use crate::proto::state_file::{
+    Binding, HostAddresses, Item, SealedScramKeys, SrvAnswer, StateContents, MAX_FILE_BYTES,
+};
+use crate::shell::tls::ChainMemory;
+
+/// The state file a client reads at start and writes when its keys change,
+/// it verified a new certificate chain or looked a name up.
 #[derive(Debug)]
 pub(crate) struct StateFile {
     path: PathBuf,
     directory: PathBuf,
+    /// What this client's entries are bound to (once [`StateFile::bind`]).
+    binding: Option<Binding>,
+    /// The client's verified chains (TLS clients).
+    chains: Option<Arc<ChainMemory>>,
+    dns: Mutex<Dns>,
+}
+
+/// The DNS answers the file held for this client, and those looked up
+/// since the last write.
+#[derive(Debug, Default)]
+struct Dns {
+    srv: Option<SrvAnswer>,
+    hosts: Vec<HostAddresses>,
+    unsaved: Vec<Item>,
 }
 
 impl StateFile {
@@ -46,6 +67,9 @@ impl StateFile {
         let file = StateFile {
             path: path.to_path_buf(),
             directory,
+            binding: None,
+            chains: None,
+            dns: Mutex::new(Dns::default()),
         };
         file.check_directory()?;
         let contents = file.read()?;
@@ -64,8 +88,106 @@ impl StateFile {
     fn try_save(&self, binding: Binding, sealed: &[SealedScramKeys], now_unix: u64) -> Result<()> {
         self.check_directory()?;
         let mut contents = self.read()?;
+        // What else was learned first, keys last (where the tampering test
+        // finds them).
+        self.add_new_items(&mut contents, now_unix);
         contents.replace(binding, sealed, now_unix);
         self.write_atomically(&contents.encode())
+    }
+
+    /// Takes from `contents` what it holds for `binding` (the chains into
+    /// `chains`, the DNS answers), and binds what this client writes from
+    /// now on to `binding`.
+    pub(crate) fn bind(
+        &mut self,
+        contents: &StateContents,
+        binding: Binding,
+        chains: Option<Arc<ChainMemory>>,
+    ) {
+        if let Some(memory) = &chains {
+            memory.load(contents.verified_chains(binding));
+        }
+        let dns = Dns {
+            srv: contents.srv_answer(binding),
+            hosts: contents.host_addresses(binding),
+            unsaved: Vec::new(),
+        };
+        self.binding = Some(binding);
+        self.chains = chains;
+        self.dns = Mutex::new(dns);
+    }
+
+    /// The SRV and TXT answers, if the file holds them and they are fresh
+    /// at `now_unix`.
+    pub(crate) fn fresh_srv(&self, now_unix: u64) -> Option<SrvAnswer> {
+        self.dns().srv.as_ref()?.fresh_at(now_unix)
+    }
+
+    /// `host`'s addresses, if the file holds them and they are fresh at
+    /// `now_unix`.
+    pub(crate) fn fresh_host(&self, host: &str, now_unix: u64) -> Option<Vec<IpAddr>> {
+        self.dns()
+            .hosts
+            .iter()
+            .find(|h| h.host.eq_ignore_ascii_case(host) && h.fresh_at(now_unix))
+            .map(|h| h.ips.clone())
+    }
+
+    /// Keeps a DNS answer for the next write.
+    pub(crate) fn remember(&self, item: Item) {
+        let mut dns = self.dns();
+        match &item {
+            Item::Srv(answer) => dns.srv = Some(answer.clone()),
+            Item::Host(addresses) => {
+                dns.hosts
+                    .retain(|h| !h.host.eq_ignore_ascii_case(&addresses.host));
+                dns.hosts.push(addresses.clone());
+            }
+            Item::Scram(_) | Item::Chain(_) => {}
+        }
+        dns.unsaved.push(item);
+    }
+
+    fn dns(&self) -> std::sync::MutexGuard<'_, Dns> {
+        // Plain data: still usable after a panic elsewhere.
+        self.dns.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The chains verified and names looked up since the last write.
+    fn take_new_items(&self) -> Vec<Item> {
+        let mut items: Vec<Item> = self
+            .chains
+            .as_ref()
+            .map(|memory| memory.take_unsaved().into_iter().map(Item::Chain).collect())
+            .unwrap_or_default();
+        items.append(&mut self.dns().unsaved);
+        items
+    }
+
+    /// Writes what this client learned since the last write (chains, DNS
+    /// answers), if anything (a failure is logged).
+    pub(crate) fn save_new_items(&self, now_unix: u64) {
+        let Some(binding) = self.binding else {
+            return;
+        };
+        let items = self.take_new_items();
+        if items.is_empty() {
+            return;
+        }
+        let saved = self.check_directory().and_then(|()| {
+            let mut contents = self.read()?;
+            contents.remember(binding, &items, now_unix);
+            self.write_atomically(&contents.encode())
+        });
+        if let Err(error) = saved {
+            log::warn!(target: "mongo_inline::state_file", "not saved: {error}");
+        }
+    }
+
+    fn add_new_items(&self, contents: &mut StateContents, now_unix: u64) {
+        if let Some(binding) = self.binding {
+            contents.remember(binding, &self.take_new_items(), now_unix);
+        }
     }
 
     fn refuse(&self, what: String) -> Error {

@@ -21,4 +21,29 @@ impl StateFile {
 
     /// Unreachable: no value exists.
     pub(crate) fn save(&self, _: Binding, _: &[SealedScramKeys], _: u64) {}
+
+    /// Unreachable: no value exists.
+    pub(crate) fn bind(
+        &mut self,
+        _: &StateContents,
+        _: Binding,
+        _: Option<std::sync::Arc<crate::shell::tls::ChainMemory>>,
+    ) {
+    }
+
+    /// Unreachable: no value exists.
+    pub(crate) fn fresh_srv(&self, _: u64) -> Option<crate::proto::state_file::SrvAnswer> {
+        None
+    }
+
+    /// Unreachable: no value exists.
+    pub(crate) fn fresh_host(&self, _: &str, _: u64) -> Option<Vec<std::net::IpAddr>> {
+        None
+    }
+
+    /// Unreachable: no value exists.
+    pub(crate) fn remember(&self, _: crate::proto::state_file::Item) {}
+
+    /// Unreachable: no value exists.
+    pub(crate) fn save_new_items(&self, _: u64) {}
 }

@@ -33,6 +33,10 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::proto::address::ServerAddress;
 use crate::proto::options::TlsOptions;
 
+pub(crate) mod remembered;
+pub(crate) use remembered::ChainMemory;
+use remembered::RememberingVerifier;
+
 fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
@@ -45,33 +49,52 @@ fn invalid(message: String) -> Error {
 /// CA and certificate-key files once; any problem with them is an error
 /// naming the file and the problem.
 pub fn client_config(options: Option<&TlsOptions>) -> Result<Arc<ClientConfig>> {
+    client_config_remembering(options, false).map(|(config, _)| config)
+}
+
+/// [`client_config`], and with `remember` (a client with a state file) a
+/// verifier that remembers verified chains ([`remembered`]), whose memory
+/// comes back beside the configuration. A client that accepts any
+/// certificate verifies no chain and gets no memory.
+pub(crate) fn client_config_remembering(
+    options: Option<&TlsOptions>,
+    remember: bool,
+) -> Result<(Arc<ClientConfig>, Option<Arc<ChainMemory>>)> {
     let default = TlsOptions::default();
     let options = options.unwrap_or(&default);
     let provider = provider();
     let roots = root_store(options)?;
-    let roots = Arc::new(roots);
     let insecure = options.insecure == Some(true);
     let any_certificate = insecure || options.allow_invalid_certificates == Some(true);
     let any_host_name = insecure || options.allow_invalid_hostnames == Some(true);
+    let memory = (remember && !any_certificate).then(|| Arc::new(ChainMemory::new(&roots)));
+    let roots = Arc::new(roots);
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| Error::client(format!("TLS setup failed: {e}")))?;
-    let builder = if any_certificate {
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate {
-                algorithms: provider.signature_verification_algorithms,
-            }))
-    } else if any_host_name {
-        let inner = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
+        .map_err(|e| Error::client(format!("TLS setup failed: {e}")))?
+        .dangerous();
+    let verifier: Arc<dyn ServerCertVerifier> = if any_certificate {
+        Arc::new(AcceptAnyCertificate {
+            algorithms: provider.signature_verification_algorithms,
+        })
+    } else {
+        let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
             .build()
             .map_err(|e| Error::client(format!("TLS setup failed: {e}")))?;
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AcceptAnyHostName { inner }))
-    } else {
-        builder.with_root_certificates(roots)
+        let checked: Arc<dyn ServerCertVerifier> = if any_host_name {
+            Arc::new(AcceptAnyHostName { inner: webpki })
+        } else {
+            webpki
+        };
+        match &memory {
+            Some(memory) => Arc::new(RememberingVerifier {
+                inner: checked,
+                memory: memory.clone(),
+            }),
+            None => checked,
+        }
     };
+    let builder = builder.with_custom_certificate_verifier(verifier);
     let config = match &options.cert_key_file_path {
         Some(path) => {
             let (certs, key) =
@@ -84,7 +107,7 @@ pub fn client_config(options: Option<&TlsOptions>) -> Result<Arc<ClientConfig>> 
         }
         None => builder.with_no_client_auth(),
     };
-    Ok(Arc::new(config))
+    Ok((Arc::new(config), memory))
 }
 
 /// The trusted roots: the webpki roots by default; a CA file replaces

@@ -141,8 +141,12 @@ impl Topology {
         }
         let metadata =
             handshake::client_metadata(options.app_name(), &|name| std::env::var(name).ok());
-        let (tls, mut authenticator) = security(&options)?;
-        let state_file = open_state_file(&options, authenticator.as_mut())?;
+        let Security {
+            tls,
+            chain_memory,
+            mut authenticator,
+        } = security(&options)?;
+        let state_file = open_state_file(&options, authenticator.as_mut(), chain_memory)?;
         let monitor = Monitor::new(
             TopologyDescription::new(
                 TopologySettings::from_options(&options)
@@ -428,34 +432,44 @@ fn selection_settings(
 }
 
 /// Reads the state file, when the options name one, and hands the
-/// authenticator the keys it holds for this client.
+/// authenticator the keys it holds for this client, the TLS verifier the
+/// chains (the file keeps the DNS answers).
 fn open_state_file(
     options: &ClientOptions,
     authenticator: Option<&mut crate::proto::auth::Authenticator>,
+    chain_memory: Option<Arc<crate::shell::tls::ChainMemory>>,
 ) -> Result<Option<crate::shell::state_file::StateFile>> {
     let Some(path) = options.state_file() else {
         return Ok(None);
     };
-    let (file, contents) = crate::shell::state_file::StateFile::open(path)?;
+    let (mut file, contents) = crate::shell::state_file::StateFile::open(path)?;
+    let binding = crate::proto::state_file::Binding::of(options);
     if let Some(authenticator) = authenticator {
-        let binding = crate::proto::state_file::Binding::of(options);
         authenticator.use_state_file(binding, contents.scram_keys(binding));
     }
+    file.bind(&contents, binding, chain_memory);
     Ok(Some(file))
 }
 
-/// The client's TLS configuration and authenticator, checked against each
-/// other (a mechanism that needs TLS or a client certificate).
-fn security(
-    options: &ClientOptions,
-) -> Result<(
-    Option<Arc<rustls::ClientConfig>>,
-    Option<crate::proto::auth::Authenticator>,
-)> {
-    let tls = if options.tls() {
-        Some(crate::shell::tls::client_config(options.tls_options())?)
+/// A client's TLS configuration and authenticator.
+struct Security {
+    tls: Option<Arc<rustls::ClientConfig>>,
+    /// With a state file: the chains the TLS configuration verified.
+    chain_memory: Option<Arc<crate::shell::tls::ChainMemory>>,
+    authenticator: Option<crate::proto::auth::Authenticator>,
+}
+
+/// The client's TLS configuration (with a state file, and the memory of
+/// the chains it verifies) and authenticator, checked against each other
+/// (a mechanism that needs TLS or a client certificate).
+fn security(options: &ClientOptions) -> Result<Security> {
+    let (tls, chain_memory) = if options.tls() {
+        let remember = options.state_file().is_some();
+        let (config, memory) =
+            crate::shell::tls::client_config_remembering(options.tls_options(), remember)?;
+        (Some(config), memory)
     } else {
-        None
+        (None, None)
     };
     let authenticator = options
         .credential()
@@ -469,7 +483,11 @@ fn security(
             log::warn!("{warning}");
         }
     }
-    Ok((tls, authenticator))
+    Ok(Security {
+        tls,
+        chain_memory,
+        authenticator,
+    })
 }
 
 impl Drop for Topology {

@@ -13,7 +13,7 @@ use std::time::Duration;
 use bson::doc;
 use mongo_inline::event::SdamEvent;
 use mongo_inline::options::ClientOptions;
-use mongo_inline::unversioned::state_file_entries;
+use mongo_inline::unversioned::{state_file_chains, state_file_entries};
 use mongo_inline::{Client, ErrorKind};
 
 use crate::support::sim::Simulator;
@@ -83,6 +83,7 @@ fn a_new_client_starts_from_the_state_file_which_never_holds_the_password() {
     ping(&uri(PASSWORD, SHA_256), &file).unwrap();
     let first = read(&file);
     assert_eq!(state_file_entries(&first), Ok(1));
+    assert_eq!(state_file_chains(&first), Ok(1), "the verified chain");
     let mode = std::fs::metadata(&file).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600, "created 0600");
     for secret in [PASSWORD.to_string(), encoded(PASSWORD)] {
@@ -92,8 +93,13 @@ fn a_new_client_starts_from_the_state_file_which_never_holds_the_password() {
             "the password is in the file"
         );
     }
+    let inode = || std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&file).unwrap());
+    let written = inode();
     ping(&uri(PASSWORD, SHA_256), &file).unwrap();
     assert_eq!(read(&file), first, "the second client ran no PBKDF2");
+    // Every write renames a new file into place: the same inode means the
+    // second client wrote nothing, so it verified no chain again either.
+    assert_eq!(inode(), written, "the second client rewrote the file");
 }
 
 #[test]
@@ -153,8 +159,9 @@ fn a_tampered_entry_fails_over_to_pbkdf2_and_is_replaced() {
     );
 }
 
-/// The file's last entry ends with its 64 sealed key bytes, then the
-/// file's 32-byte digest: a bit of the client key flipped, then the digest
+/// The file's last entry (the keys come after a verified chain and DNS
+/// answers) ends with its 64 sealed key bytes, then the file's 32-byte
+/// digest: a bit of the client key flipped, then the digest
 /// fixed as a deliberate tamperer would. Returns the tampered file.
 fn tamper_with_the_last_entry(file: &Path) -> Vec<u8> {
     let mut bytes = read(file);

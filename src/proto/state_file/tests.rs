@@ -38,7 +38,121 @@ fn sample() -> StateContents {
         &[sealed(ScramMechanism::Sha1, "pencil", 2)],
         200,
     );
+    contents.remember(Binding([1; 32]), &[Item::Chain(chain("localhost", 3))], 300);
+    contents.remember(
+        Binding([1; 32]),
+        &[srv_answer(400), host("db.example", 400)],
+        300,
+    );
     contents
+}
+
+fn srv_answer(expires: u64) -> Item {
+    Item::Srv(SrvAnswer {
+        targets: vec![crate::proto::srv::SrvTarget {
+            host: "db.example".into(),
+            port: 27017,
+            ttl: 60,
+        }],
+        txt_records: vec![vec![
+            b"replicaSet=rs0".to_vec(),
+            b"&authSource=admin".to_vec(),
+        ]],
+        expires,
+    })
+}
+
+fn host(name: &str, expires: u64) -> Item {
+    Item::Host(HostAddresses {
+        host: name.into(),
+        ips: vec![
+            std::net::IpAddr::from([127, 0, 0, 1]),
+            std::net::IpAddr::from([0u16, 0, 0, 0, 0, 0, 0, 1]),
+        ],
+        expires,
+    })
+}
+
+#[test]
+fn dns_answers_are_kept_one_per_name_and_trusted_until_they_expire() {
+    let mut contents = sample();
+    let binding = Binding([1; 32]);
+    contents.remember(binding, &[srv_answer(900), host("DB.example", 900)], 800);
+    let Some(answer) = contents.srv_answer(binding) else {
+        panic!("no SRV answer");
+    };
+    assert_eq!(answer.expires, 900);
+    assert_eq!(
+        contents.host_addresses(binding).len(),
+        1,
+        "replaced by name"
+    );
+    assert!(contents.srv_answer(Binding([2; 32])).is_none());
+    // Fresh until it expires, its TTLs cut to what is left.
+    assert_eq!(answer.fresh_at(870).unwrap().targets[0].ttl, 30);
+    assert!(answer.fresh_at(900).is_none());
+    assert!(contents.host_addresses(binding)[0].fresh_at(899));
+    assert!(!contents.host_addresses(binding)[0].fresh_at(900));
+    assert_eq!(StateContents::decode(&contents.encode()), Ok(contents));
+    assert_eq!(dns_expiry(100, 0), None, "a TTL of zero is not kept");
+    assert_eq!(
+        dns_expiry(100, 86_400),
+        Some(100 + 3_600),
+        "at most an hour"
+    );
+}
+
+fn chain(server_name: &str, seed: u8) -> VerifiedChain {
+    VerifiedChain {
+        server_name: server_name.into(),
+        trust: [seed; 32],
+        chain: [seed.wrapping_add(1); 32],
+        valid_until: 1_000 + u64::from(seed),
+    }
+}
+
+#[test]
+fn keys_and_chains_are_replaced_each_on_their_own() {
+    let mut contents = sample();
+    let binding = Binding([1; 32]);
+    contents.replace(binding, &[], 400);
+    assert!(contents.scram_keys(binding).is_empty());
+    assert_eq!(
+        contents.verified_chains(binding),
+        vec![chain("localhost", 3)]
+    );
+    // A newer chain for the same name and trust takes the old one's place;
+    // another name's stays.
+    let mut renewed = chain("localhost", 3);
+    renewed.chain = [9; 32];
+    let items = [
+        Item::Chain(renewed.clone()),
+        Item::Chain(chain("db.example", 4)),
+    ];
+    contents.remember(binding, &items, 500);
+    assert_eq!(
+        contents.verified_chains(binding),
+        vec![renewed, chain("db.example", 4)]
+    );
+    assert_eq!(contents.scram_keys(Binding([2; 32])).len(), 1);
+    assert!(contents.verified_chains(Binding([2; 32])).is_empty());
+    assert_eq!(StateContents::decode(&contents.encode()), Ok(contents));
+}
+
+#[test]
+fn a_certificate_s_not_after_is_read_from_its_der() {
+    for (year, month, day, unix) in [(2027, 1, 1, 1_798_761_600), (2051, 3, 1, 2_561_241_600)] {
+        let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+        params.not_after = rcgen::date_time_ymd(year, month, day);
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = params.self_signed(&key).unwrap();
+        assert_eq!(certificate_not_after(cert.der()), Some(unix), "{year}");
+    }
+    assert_eq!(certificate_not_after(b"not a certificate"), None);
+    assert_eq!(
+        certificate_not_after(&[0x30, 0x84, 0xff, 0xff, 0xff, 0xff]),
+        None
+    );
 }
 
 #[test]

@@ -352,6 +352,17 @@ pub fn resolve_host(
     }
 }
 
+/// A host name's addresses, as a batched look-up found them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResolvedHost {
+    /// The name asked.
+    pub host: String,
+    /// Its addresses, IPv4 first.
+    pub ips: Vec<IpAddr>,
+    /// The smallest TTL of the answer's records, in seconds.
+    pub ttl: u32,
+}
+
 /// Looks several host names up at once (the members a scan is about to
 /// connect to), so the scan waits for one round trip instead of one per
 /// member. Returns what was found; a host missing from the result is left
@@ -362,7 +373,7 @@ pub fn resolve_hosts(
     config: &ResolverConfig,
     hosts: &[String],
     deadline: Option<Instant>,
-) -> Result<Vec<(String, Vec<IpAddr>)>> {
+) -> Result<Vec<ResolvedHost>> {
     let names: Vec<&String> = hosts
         .iter()
         .filter(|host| IpAddr::from_str(host).is_err())
@@ -386,8 +397,13 @@ pub fn resolve_hosts(
         match outcome {
             Ok(lookup) => {
                 let ips: Vec<IpAddr> = lookup.iter().collect();
+                let ttl = lookup.as_lookup().answers().iter().map(|r| r.ttl).min();
                 if !ips.is_empty() {
-                    found.push(((*host).clone(), ips));
+                    found.push(ResolvedHost {
+                        host: (*host).clone(),
+                        ips,
+                        ttl: ttl.unwrap_or(0),
+                    });
                 }
             }
             Err(e) if !e.is_no_records_found() => failure = Some(DnsError::from_resolver(&e)),

@@ -44,6 +44,15 @@ impl Topology {
         self.clock.now().saturating_duration_since(started)
     }
 
+    /// The wall time in unix seconds, by the topology's clock (what the
+    /// state file's entries are dated with).
+    pub(super) fn wall_seconds(&self) -> u64 {
+        self.clock
+            .wall_time()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+    }
+
     /// The heartbeat events of a check that started at `started`.
     pub(super) fn publish_heartbeat(
         &self,
@@ -347,6 +356,11 @@ impl Topology {
         mut connection: Connection,
         reply: Document,
     ) -> Result<Document> {
+        // Chains verified and names looked up on the way here (with keys
+        // that changed, already written by `update_state_file`).
+        if let Some(file) = &self.state_file {
+            file.save_new_items(self.wall_seconds());
+        }
         if self.is_load_balanced() {
             self.adopt_service(&mut connection, &reply)?;
         }
@@ -589,6 +603,7 @@ impl Topology {
     /// will have to open a socket to, so that N new members cost one DNS
     /// round trip rather than N.
     pub(super) fn resolve_scan_hosts(&mut self, addresses: &[ServerAddress], deadline: Deadline) {
+        self.recall_scan_hosts(addresses);
         let mut hosts: Vec<String> = Vec::new();
         for address in addresses {
             if let ServerAddress::Tcp { host, .. } = address {
@@ -603,14 +618,58 @@ impl Topology {
                 }
             }
         }
-        if hosts.len() < 2 {
+        // One name is looked up by the socket that needs it, unless the
+        // answer's TTL is wanted for the state file.
+        if hosts.is_empty() || (hosts.len() < 2 && self.state_file.is_none()) {
             return;
         }
         let dns_deadline = self.dns_deadline(deadline);
         let resolver = self.resolver().clone();
         match crate::shell::dns::resolve_hosts(&resolver, &hosts, dns_deadline) {
-            Ok(found) => self.scan_known_hosts.extend(found),
+            Ok(found) => {
+                self.remember_scan_hosts(&found);
+                self.scan_known_hosts
+                    .extend(found.into_iter().map(|f| (f.host, f.ips)));
+            }
             Err(error) => self.scan_dns_failure = Some((hosts, error)),
+        }
+    }
+
+    /// The state file's fresh addresses of the hosts this scan opens
+    /// sockets to, as if looked up.
+    fn recall_scan_hosts(&mut self, addresses: &[ServerAddress]) {
+        let Some(file) = &self.state_file else {
+            return;
+        };
+        let now = self.wall_seconds();
+        for address in addresses {
+            if let ServerAddress::Tcp { host, .. } = address {
+                let known = self.scan_known_hosts.iter().any(|(h, _)| h == host);
+                if !known {
+                    if let Some(ips) = file.fresh_host(host, now) {
+                        self.scan_known_hosts.push((host.clone(), ips));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Keeps looked-up addresses in the state file until their TTL.
+    fn remember_scan_hosts(&self, found: &[crate::shell::dns::ResolvedHost]) {
+        let Some(file) = &self.state_file else {
+            return;
+        };
+        let now = self.wall_seconds();
+        for resolved in found {
+            if let Some(expires) = crate::proto::state_file::dns_expiry(now, resolved.ttl) {
+                file.remember(crate::proto::state_file::Item::Host(
+                    crate::proto::state_file::HostAddresses {
+                        host: resolved.host.clone(),
+                        ips: resolved.ips.clone(),
+                        expires,
+                    },
+                ));
+            }
         }
     }
 }

@@ -64,9 +64,24 @@ impl Topology {
     /// and the options validated again (TXT may add replicaSet or
     /// loadBalanced). Only then does the topology open.
     fn resolve_srv_seeds(&mut self, host: &str, deadline: Deadline) -> Result<()> {
-        let lookup = self.srv_lookup(host, deadline)?;
+        let remembered = self
+            .state_file
+            .as_ref()
+            .and_then(|file| file.fresh_srv(self.wall_seconds()));
+        let remembered_is_none = remembered.is_none();
+        let lookup = match remembered {
+            Some(answer) => crate::shell::dns::SrvLookup {
+                targets: answer.targets,
+                txt_records: answer.txt_records,
+                txt_ttl: None,
+            },
+            None => self.srv_lookup(host, deadline)?,
+        };
         let seeds = crate::proto::srv::seeds_from_targets(host, &lookup.targets)?;
         let txt = crate::proto::srv::parse_txt_options(host, &lookup.txt_records)?;
+        if remembered_is_none {
+            self.remember_srv_answer(&lookup);
+        }
         let mut options = self.options.clone();
         if let Some(unused) = crate::proto::srv::apply_txt_options(&mut options, txt) {
             log::debug!(target: SRV_LOG_TARGET, "{unused}");
@@ -93,6 +108,29 @@ impl Topology {
             self.publish_event(&event);
         }
         Ok(())
+    }
+
+    /// Keeps a looked-up answer in the state file until its smallest TTL.
+    fn remember_srv_answer(&self, lookup: &crate::shell::dns::SrvLookup) {
+        let Some(file) = &self.state_file else {
+            return;
+        };
+        let ttl = lookup
+            .targets
+            .iter()
+            .map(|t| t.ttl)
+            .chain(lookup.txt_ttl)
+            .min();
+        let now = self.wall_seconds();
+        if let Some(expires) = ttl.and_then(|ttl| crate::proto::state_file::dns_expiry(now, ttl)) {
+            file.remember(crate::proto::state_file::Item::Srv(
+                crate::proto::state_file::SrvAnswer {
+                    targets: lookup.targets.clone(),
+                    txt_records: lookup.txt_records.clone(),
+                    expires,
+                },
+            ));
+        }
     }
 
     /// One SRV rescan. Failures change nothing and are only logged; the
