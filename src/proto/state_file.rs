@@ -1,6 +1,7 @@
 //! The state file's contents as values: what a new process may reuse from
-//! an earlier one (today the SCRAM keys, so that it skips PBKDF2), its
-//! byte format, and the sealing of the keys. The shell
+//! an earlier one (the SCRAM keys, so that it skips PBKDF2; the certificate
+//! chains that passed verification, [`chain`]; the DNS answers until their
+//! TTL, [`dns`]), its byte format, and the sealing of the keys. The shell
 //! (`shell::state_file`) reads and writes the file; nothing here touches
 //! it, the clock or randomness (the nonces and the time are passed in).
 //!
@@ -11,6 +12,9 @@
 //! entry*: kind u8 · binding [32] · written (unix seconds) u64 · length u16 · body
 //! SHA-256 of everything before it [32]
 //! ```
+//!
+//! Kinds: 1 sealed SCRAM keys, 2 a verified chain, 3 SRV and TXT answers,
+//! 4 a host name's addresses.
 //!
 //! Integers are little-endian. Every length is bounded ([`MAX_FILE_BYTES`],
 //! [`MAX_ENTRIES`], [`MAX_SALT_BYTES`]); a file that breaks any rule, is
