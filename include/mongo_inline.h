@@ -166,8 +166,9 @@ mi_error *mi_bson_to_json(const uint8_t *bson, size_t len, char **out);
 /* Creates a client from a connection string. Parses and validates only: no
  * network I/O until the first operation. *out is freed with mi_client_free.
  * With MONGO_INLINE_STATE_FILE set (and not empty) the client starts warm
- * from that file and leaves its SCRAM keys there, sealed under the password;
- * a file or directory others could read or write is an error here. */
+ * from that file and leaves there its SCRAM keys (sealed under the
+ * password), the TLS chains it verified and its DNS answers (until their
+ * TTL); a file or directory others could read or write is an error here. */
 mi_error *mi_client_new(const char *uri, mi_client **out);
 /* MONGODB-OIDC's machine callback: writes an access token of at most
  * capacity bytes into token (no NUL needed) and returns its length, or a

@@ -424,11 +424,13 @@ pub struct ClientOptions {
     /// The DNS name servers to ask instead of the system's (see
     /// [`ClientOptions::with_name_servers`]).
     pub name_servers: Option<Vec<std::net::SocketAddr>>,
-    /// A file in which a process leaves what the next one may reuse
-    /// (today: the SCRAM keys, sealed under the password, so that it
-    /// skips PBKDF2). Created with mode 0600; a file or directory that
-    /// others can write, or that another user owns, is refused. As
-    /// sensitive as the connection string. Unix only; opt-in.
+    /// A file in which a process leaves what the next one may reuse: the
+    /// SCRAM keys, sealed under the password (no PBKDF2), the certificate
+    /// chains that passed verification (no chain check; the handshake
+    /// signature is always checked) and DNS answers until their TTL.
+    /// Created with mode 0600; a file or directory that others can write,
+    /// or that another user owns, is refused. As sensitive as the
+    /// connection string and the CA file. Unix only; opt-in.
     pub state_file: Option<std::path::PathBuf>,
 }
 
