@@ -509,8 +509,16 @@ fn with_the_state_file_a_new_client_asks_the_name_server_nothing_until_the_ttl()
         hosts.sort();
         hosts
     };
+    let seen = |sim: &Simulator| -> Vec<(usize, usize)> {
+        (0..2)
+            .map(|i| (sim.connections(i), sim.hellos(i)))
+            .collect()
+    };
+    sim.reset_observations();
     let first = client();
     ping(&first).unwrap();
+    let first_round_trips = seen(&sim);
+    assert!(first_round_trips.iter().all(|&(sockets, _)| sockets > 0));
     let asked = dns.asked();
     assert!(asked.contains(&format!("SRV {}", srv_name())), "{asked:?}");
     assert!(asked.contains(&format!("A {MEMBER}")), "{asked:?}");
@@ -518,6 +526,7 @@ fn with_the_state_file_a_new_client_asks_the_name_server_nothing_until_the_ttl()
 
     // A new client (as a new process would) with the same file: the SRV,
     // TXT and member answers come from it.
+    sim.reset_observations();
     let second = client();
     ping(&second).unwrap();
     assert_eq!(
@@ -525,6 +534,8 @@ fn with_the_state_file_a_new_client_asks_the_name_server_nothing_until_the_ttl()
         asked,
         "the second client asked the name server"
     );
+    // And it needs no more sockets or hellos than the first did.
+    assert_eq!(seen(&sim), first_round_trips);
     assert_eq!(hosts(&second).len(), 2, "{:?}", hosts(&second));
     drop(second);
 
