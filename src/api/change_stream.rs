@@ -66,7 +66,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::proto::change_stream::event::ResumeToken;
 use crate::proto::change_stream::{is_resumable, ChangeStreamState, Opened};
 use crate::proto::session::SessionState;
-use crate::shell::exec::Target;
+use crate::shell::exec::{Inherited, Target};
 
 /// A change stream: an iterator of `Result<T>`, `T` being
 /// [`ChangeStreamEvent`](crate::change_stream::event::ChangeStreamEvent)
@@ -117,14 +117,38 @@ impl<T> ChangeStream<T> {
             session: None,
             _events: PhantomData,
         };
-        stream.run_aggregate()?;
+        let opening = stream.defaults.timeout_only();
+        stream.run_aggregate(opening)?;
         Ok(stream)
     }
 
+    /// The settings of one `next` call: `timeoutMS` afresh, one deadline
+    /// for its `getMore` and any resume it needs (CSOT).
+    fn next_call(&self) -> Result<Inherited<'static>> {
+        let deadline = match self.defaults.deadline {
+            Some(deadline) => Some(deadline),
+            None if self.defaults.timeout.is_some() => Some(
+                self.client
+                    .state()?
+                    .deadline_from_now(self.defaults.timeout),
+            ),
+            None => None,
+        };
+        Ok(Inherited {
+            timeout: self.defaults.timeout,
+            deadline,
+            ..Inherited::default()
+        })
+    }
+
     /// Sends the `aggregate` (first or resuming) and takes its cursor.
-    fn run_aggregate(&mut self) -> Result<()> {
+    fn run_aggregate(&mut self, call: Inherited<'_>) -> Result<()> {
         let mut aggregate = self.state.aggregate();
-        let inherited = self.defaults.inherited();
+        let inherited = Inherited {
+            timeout: call.timeout,
+            deadline: call.deadline,
+            ..self.defaults.inherited()
+        };
         let executed = self.client.state()?.execute(
             &mut aggregate,
             self.session.as_deref_mut(),
@@ -143,8 +167,10 @@ impl<T> ChangeStream<T> {
             executed.address,
             executed.generation,
         );
-        cursor.timeout = self.defaults.timeout;
-        cursor.deadline = self.defaults.deadline;
+        cursor.timing = crate::api::cursor::Timing {
+            timeout: self.defaults.timeout,
+            deadline: self.defaults.deadline,
+        };
         self.cursor = Some(cursor);
         Ok(())
     }
@@ -191,18 +217,48 @@ impl<T> ChangeStream<T> {
 
     /// One `getMore`; after a resumable error, one resume instead.
     fn get_more(&mut self) -> Result<()> {
+        if self.cursor.is_none() {
+            return Ok(());
+        }
+        let call = self.next_call()?;
         let Some(cursor) = self.cursor.as_mut() else {
             return Ok(());
         };
-        match cursor.fetch_next_batch(self.session.as_deref_mut()) {
+        match cursor.fetch_batch(self.session.as_deref_mut(), call) {
             Ok(()) => {
                 self.state.batch_received(&cursor.spec);
                 Ok(())
             }
-            Err(error) if is_resumable(&error, self.wire_version) => self.resume(),
+            Err(error) if is_resumable(&error, self.wire_version) => {
+                self.resume(call)?;
+                self.get_more_after_resume(call)
+            }
             // Out of time: the stream stays; the next call resumes if the
             // socket went with the timeout.
             Err(error) if matches!(*error.kind, ErrorKind::Timeout { .. }) => Err(error),
+            Err(error) => {
+                self.close();
+                Err(error)
+            }
+        }
+    }
+
+    /// The `getMore` the resumed stream owes the call that resumed it, when
+    /// the new `aggregate` brought no event; under the same deadline.
+    fn get_more_after_resume(&mut self, call: Inherited<'static>) -> Result<()> {
+        let Some(cursor) = self.cursor.as_mut() else {
+            return Ok(());
+        };
+        if !cursor.spec.batch.is_empty() || cursor.spec.id == 0 {
+            return Ok(());
+        }
+        match cursor.fetch_batch(self.session.as_deref_mut(), call) {
+            Ok(()) => {
+                self.state.batch_received(&cursor.spec);
+                Ok(())
+            }
+            Err(error) if matches!(*error.kind, ErrorKind::Timeout { .. }) => Err(error),
+            Err(error) if is_resumable(&error, self.wire_version) => Err(error),
             Err(error) => {
                 self.close();
                 Err(error)
@@ -214,12 +270,12 @@ impl<T> ChangeStream<T> {
     /// (errors ignored), then a new `aggregate` from the cached token,
     /// through server selection, in the same session. An error of that
     /// `aggregate` ends the stream.
-    fn resume(&mut self) -> Result<()> {
+    fn resume(&mut self, call: Inherited<'static>) -> Result<()> {
         if let Some(mut old) = self.cursor.take() {
             old.kill(self.session.as_deref_mut());
         }
         self.state.begin_resume();
-        self.run_aggregate().inspect_err(|_| self.close())
+        self.run_aggregate(call).inspect_err(|_| self.close())
     }
 }
 

@@ -162,6 +162,7 @@ impl Client {
             write_concern: options.write_concern().cloned(),
             timeout: options.timeout(),
             deadline: None,
+            ..crate::api::coll::Defaults::default()
         };
         let default_database = options.default_database().map(str::to_string);
         let topology = Topology::new(options, handler, server_selector)?;
@@ -507,6 +508,22 @@ impl Database {
     pub fn with_timeout(mut self, timeout: std::time::Duration) -> Self {
         self.overrides.timeout = Some(timeout);
         self
+    }
+
+    /// This handle for one operation that sets its own `timeoutMS` and
+    /// `timeoutMode`: borrowed as it is when it sets neither.
+    pub(crate) fn for_operation(
+        &self,
+        timeout: Option<std::time::Duration>,
+        mode: Option<crate::proto::cursor_timeout::TimeoutMode>,
+    ) -> std::borrow::Cow<'_, Self> {
+        if timeout.is_none() && mode.is_none() {
+            return std::borrow::Cow::Borrowed(self);
+        }
+        let mut db = self.clone();
+        db.overrides = db.overrides.with_operation_timeout(timeout);
+        db.overrides.timeout_mode = mode.or(db.overrides.timeout_mode);
+        std::borrow::Cow::Owned(db)
     }
 
     /// The client this database belongs to.

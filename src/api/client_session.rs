@@ -14,7 +14,8 @@ use crate::proto::operation::EndTransaction;
 use crate::proto::session::transaction::{TransactionOptions, TransactionState};
 use crate::proto::session::with_transaction::{Decision, WithTransaction};
 use crate::proto::session::{SessionOptions, SessionState};
-use crate::shell::exec::{Clock, Target};
+use crate::shell::exec::{Clock, Inherited, Target};
+use std::time::Duration;
 
 /// An explicit session: causally consistent reads by default, and the
 /// context of a transaction. Pass it to an operation with
@@ -25,6 +26,8 @@ use crate::shell::exec::{Clock, Target};
 pub struct ClientSession {
     client: Client,
     state: SessionState,
+    /// The session's `defaultTimeoutMS`.
+    default_timeout: Option<Duration>,
 }
 
 impl std::fmt::Debug for ClientSession {
@@ -42,6 +45,7 @@ impl ClientSession {
         let server_session = client.state()?.check_out_session(process);
         Ok(ClientSession {
             client: client.clone(),
+            default_timeout: options.default_timeout,
             state: SessionState::explicit(options, server_session, process.id)?,
         })
     }
@@ -111,6 +115,7 @@ impl ClientSession {
         StartTransaction {
             session: self,
             options: TransactionOptions::default(),
+            timeout: None,
         }
     }
 
@@ -119,14 +124,27 @@ impl ClientSession {
     /// error with the `UnknownTransactionCommitResult` label may be retried
     /// by committing again.
     pub fn commit_transaction(&mut self) -> CommitTransaction<'_> {
-        CommitTransaction { session: self }
+        CommitTransaction {
+            session: self,
+            timeout: None,
+        }
     }
 
     /// Aborts the transaction (with `.run()`). Errors from the server are
     /// ignored, as the transactions spec asks: the transaction is over
     /// either way.
     pub fn abort_transaction(&mut self) -> AbortTransaction<'_> {
-        AbortTransaction { session: self }
+        AbortTransaction {
+            session: self,
+            timeout: None,
+        }
+    }
+
+    /// The `timeoutMS` of one of the session's own operations: its own,
+    /// else the session's default, else the client's (CSOT).
+    fn timeout_of(&self, own: Option<Duration>) -> Option<Duration> {
+        own.or(self.default_timeout)
+            .or_else(|| self.client.defaults().timeout)
     }
 
     fn begin_transaction(&mut self, options: Option<TransactionOptions>) -> Result<()> {
@@ -142,7 +160,7 @@ impl ClientSession {
         self.state.start_transaction(options.as_ref(), &client)
     }
 
-    fn commit_now(&mut self) -> Result<()> {
+    fn commit_now(&mut self, timeout: Option<Duration>) -> Result<()> {
         let Some(body) = self.state.commit_transaction()? else {
             return Ok(());
         };
@@ -155,10 +173,10 @@ impl ClientSession {
             address: pin.address.clone(),
             generation: pin.connection.map(|g| g as u32).unwrap_or(0),
         });
-        self.run_end(&mut op, target).map(|_| ())
+        self.run_end(&mut op, target, timeout).map(|_| ())
     }
 
-    pub(crate) fn abort_now(&mut self) -> Result<()> {
+    pub(crate) fn abort_now(&mut self, timeout: Option<Duration>) -> Result<()> {
         let Some(abort) = self.state.abort_transaction()? else {
             return Ok(());
         };
@@ -171,14 +189,22 @@ impl ClientSession {
         // deadline may be what just passed.
         let shared = self.state.transaction_deadline();
         self.state.set_transaction_deadline(None);
-        let _ = self.run_end(&mut op, target);
+        let _ = self.run_end(&mut op, target, timeout);
         self.state.set_transaction_deadline(shared);
         Ok(())
     }
 
-    fn run_end(&mut self, op: &mut EndTransaction, target: Option<Target>) -> Result<Document> {
+    fn run_end(
+        &mut self,
+        op: &mut EndTransaction,
+        target: Option<Target>,
+        timeout: Option<Duration>,
+    ) -> Result<Document> {
         // Before taking the state: `defaults` takes it too.
-        let inherited = self.client.defaults().timeout_only();
+        let inherited = Inherited {
+            timeout: self.timeout_of(timeout),
+            ..Inherited::default()
+        };
         let mut state = self.client.state()?;
         let target = match target {
             Some(Target::Pinned {
@@ -199,6 +225,7 @@ impl ClientSession {
     fn with_transaction<R, F>(
         &mut self,
         options: Option<TransactionOptions>,
+        timeout: Option<Duration>,
         callback: F,
     ) -> Result<R>
     where
@@ -210,16 +237,16 @@ impl ClientSession {
             let mut state = self.client.state()?;
             (state.time(), state.fork_rng())
         };
-        // The client's timeoutMS, when set, bounds the retries instead of
-        // the default 120 seconds, and the callback's operations and the
-        // commit share its deadline.
-        let timeout = self.client.defaults().timeout;
+        // The call's timeoutMS (its own, the session's or the client's),
+        // when set, bounds the retries instead of the default 120 seconds,
+        // and the callback's operations and the commit share its deadline.
+        let timeout = self.timeout_of(timeout);
         let started = clock.now();
         let deadline = Deadline::from_timeout(started, timeout);
         self.state
             .set_transaction_deadline(deadline.is_set().then_some(deadline));
         let loop_state = WithTransaction::new(started, timeout);
-        let timing = (&*clock, jitter);
+        let timing = (&*clock, jitter, timeout);
         let result = self.transaction_attempts(options, callback, timing, loop_state);
         self.state.set_transaction_deadline(None);
         result
@@ -229,7 +256,7 @@ impl ClientSession {
         &mut self,
         options: Option<TransactionOptions>,
         mut callback: F,
-        (clock, mut jitter): (&dyn Clock, fastrand::Rng),
+        (clock, mut jitter, timeout): (&dyn Clock, fastrand::Rng, Option<Duration>),
         mut loop_state: WithTransaction,
     ) -> Result<R>
     where
@@ -247,7 +274,9 @@ impl ClientSession {
                     let state = self.state.transaction().state();
                     let failure = loop_state.after_callback_error(error, state, clock.now());
                     if failure.abort {
-                        self.abort_now()?;
+                        // The call's timeout afresh: its deadline may be
+                        // what ran out.
+                        self.abort_now(timeout)?;
                     }
                     match failure.then {
                         Decision::RetryTransaction => continue 'transaction,
@@ -261,7 +290,7 @@ impl ClientSession {
                 return Ok(result);
             }
             loop {
-                match self.commit_now() {
+                match self.commit_now(None) {
                     Ok(()) => return Ok(result),
                     Err(error) => match loop_state.after_commit_error(error, clock.now()) {
                         Decision::RetryCommit => continue,
@@ -281,7 +310,7 @@ impl Drop for ClientSession {
         let process = crate::shell::fork::current_process();
         let inherited = self.state.inherited_by(process.id);
         if self.state.transaction().state().is_active() && !inherited {
-            let _ = self.abort_now();
+            let _ = self.abort_now(None);
         }
         let server_session = self.state.end(process.id);
         // Dropped inside one of the client's callbacks, the server session
@@ -299,6 +328,7 @@ impl Drop for ClientSession {
 pub struct StartTransaction<'a> {
     session: &'a mut ClientSession,
     options: TransactionOptions,
+    timeout: Option<Duration>,
 }
 
 impl StartTransaction<'_> {
@@ -330,8 +360,23 @@ impl StartTransaction<'_> {
         (self.options != TransactionOptions::default()).then(|| self.options.clone())
     }
 
+    /// The `timeoutMS` of [`and_run`](Self::and_run)'s whole call (every
+    /// attempt, the callback's operations in the session, the commits),
+    /// overriding the session's and the client's; the callback's
+    /// operations may then not set their own. `run` sends nothing, so it
+    /// refuses one.
+    pub fn timeout(mut self, value: Duration) -> Self {
+        self.timeout = Some(value);
+        self
+    }
+
     /// Starts the transaction.
     pub fn run(self) -> Result<()> {
+        if self.timeout.is_some() {
+            return Err(crate::error::Error::invalid_argument(
+                "a timeout on start_transaction applies to and_run; run sends nothing to time",
+            ));
+        }
         let options = self.options();
         self.session.begin_transaction(options)
     }
@@ -372,7 +417,8 @@ impl StartTransaction<'_> {
         F: FnMut(&mut ClientSession) -> Result<R>,
     {
         let options = self.options();
-        self.session.with_transaction(options, callback)
+        self.session
+            .with_transaction(options, self.timeout, callback)
     }
 }
 
@@ -380,12 +426,20 @@ impl StartTransaction<'_> {
 #[must_use = "nothing is sent until `run`"]
 pub struct CommitTransaction<'a> {
     session: &'a mut ClientSession,
+    timeout: Option<Duration>,
 }
 
 impl CommitTransaction<'_> {
+    /// Sets the commit's `timeoutMS`, overriding the session's default and
+    /// the client's; zero keeps CSOT's rules without a limit.
+    pub fn timeout(mut self, value: Duration) -> Self {
+        self.timeout = Some(value);
+        self
+    }
+
     /// Commits the transaction.
     pub fn run(self) -> Result<()> {
-        self.session.commit_now()
+        self.session.commit_now(self.timeout)
     }
 }
 
@@ -393,11 +447,19 @@ impl CommitTransaction<'_> {
 #[must_use = "nothing is sent until `run`"]
 pub struct AbortTransaction<'a> {
     session: &'a mut ClientSession,
+    timeout: Option<Duration>,
 }
 
 impl AbortTransaction<'_> {
+    /// Sets the abort's `timeoutMS`, overriding the session's default and
+    /// the client's; zero keeps CSOT's rules without a limit.
+    pub fn timeout(mut self, value: Duration) -> Self {
+        self.timeout = Some(value);
+        self
+    }
+
     /// Aborts the transaction.
     pub fn run(self) -> Result<()> {
-        self.session.abort_now()
+        self.session.abort_now(self.timeout)
     }
 }

@@ -40,6 +40,11 @@ pub(crate) struct Defaults {
     pub(crate) read_concern: Option<ReadConcern>,
     pub(crate) write_concern: Option<WriteConcern>,
     pub(crate) timeout: Option<Duration>,
+    /// Whether `timeout` is the operation's own (a builder's `timeout`), not
+    /// a handle's.
+    pub(crate) operation_timeout: bool,
+    /// A cursor-opening operation's `timeoutMode`.
+    pub(crate) timeout_mode: Option<crate::proto::cursor_timeout::TimeoutMode>,
     /// A deadline already running that every operation through the handle
     /// shares instead of starting its own (a GridFS upload or download:
     /// `timeoutMS` bounds the whole stream).
@@ -63,8 +68,19 @@ impl Defaults {
                 .clone()
                 .or_else(|| self.write_concern.clone()),
             timeout: more_specific.timeout.or(self.timeout),
+            operation_timeout: more_specific.operation_timeout || self.operation_timeout,
+            timeout_mode: more_specific.timeout_mode.or(self.timeout_mode),
             deadline: more_specific.deadline.or(self.deadline),
         }
+    }
+
+    /// These defaults with an operation's own `timeoutMS`, when it sets one.
+    pub(crate) fn with_operation_timeout(mut self, timeout: Option<Duration>) -> Self {
+        if let Some(timeout) = timeout {
+            self.timeout = Some(timeout);
+            self.operation_timeout = true;
+        }
+        self
     }
 
     pub(crate) fn inherited(&self) -> Inherited<'_> {
@@ -73,7 +89,9 @@ impl Defaults {
             read_concern: self.read_concern.as_ref(),
             write_concern: self.write_concern.as_ref(),
             timeout: self.timeout,
+            operation_timeout: self.operation_timeout,
             deadline: self.deadline,
+            omit_max_time: false,
         }
     }
 
@@ -83,6 +101,7 @@ impl Defaults {
     pub(crate) fn timeout_only(&self) -> Inherited<'static> {
         Inherited {
             timeout: self.timeout,
+            operation_timeout: self.operation_timeout,
             deadline: self.deadline,
             ..Inherited::default()
         }
@@ -171,6 +190,23 @@ impl<T> Collection<T> {
         self
     }
 
+    /// This handle for one operation that sets its own `timeoutMS` and
+    /// `timeoutMode` (a builder's `timeout`/`timeout_mode`): borrowed as
+    /// it is when it sets neither.
+    pub(crate) fn for_operation(
+        &self,
+        timeout: Option<Duration>,
+        mode: Option<crate::proto::cursor_timeout::TimeoutMode>,
+    ) -> std::borrow::Cow<'_, Self> {
+        if timeout.is_none() && mode.is_none() {
+            return std::borrow::Cow::Borrowed(self);
+        }
+        let mut coll = self.clone();
+        coll.defaults = coll.defaults.with_operation_timeout(timeout);
+        coll.defaults.timeout_mode = mode.or(coll.defaults.timeout_mode);
+        std::borrow::Cow::Owned(coll)
+    }
+
     /// This handle with every operation sharing `deadline` (a GridFS
     /// stream's, fixed when the stream opened).
     pub(crate) fn with_deadline(mut self, deadline: crate::proto::deadline::Deadline) -> Self {
@@ -229,7 +265,8 @@ impl<T> Collection<T> {
         mut op: Op,
     ) -> Result<Cursor<U>> {
         self.ns.check()?;
-        open_cursor(&self.client, &mut op, self.defaults.inherited())
+        let mode = self.defaults.timeout_mode;
+        open_cursor(&self.client, &mut op, self.defaults.inherited(), mode)
     }
 
     /// Runs a cursor-opening `op` in `session`.
@@ -239,7 +276,14 @@ impl<T> Collection<T> {
         session: &mut ClientSession,
     ) -> Result<SessionCursor<U>> {
         self.ns.check()?;
-        open_session_cursor(&self.client, &mut op, self.defaults.inherited(), session)
+        let mode = self.defaults.timeout_mode;
+        open_session_cursor(
+            &self.client,
+            &mut op,
+            self.defaults.inherited(),
+            mode,
+            session,
+        )
     }
 
     pub(crate) fn ns(&self) -> &Namespace {
@@ -300,14 +344,13 @@ pub(crate) fn open_cursor<U, Op: Operation<Output = Box<CursorSpec>>>(
     client: &Client,
     op: &mut Op,
     inherited: Inherited<'_>,
+    mode: Option<crate::proto::cursor_timeout::TimeoutMode>,
 ) -> Result<Cursor<U>> {
-    let (timeout, deadline) = (inherited.timeout, inherited.deadline);
+    let (inherited, timing) = cursor_timing(client, op, inherited, mode)?;
     let executed = client
         .state()?
         .execute(op, None, inherited, Target::Select)?;
-    Ok(Cursor::from_executed(client.clone(), executed)
-        .with_timeout(timeout)
-        .with_deadline(deadline))
+    Ok(Cursor::from_executed(client.clone(), executed).with_timing(timing))
 }
 
 /// Runs a cursor-opening `op` in `session`; the cursor is iterated with it.
@@ -315,9 +358,10 @@ pub(crate) fn open_session_cursor<U, Op: Operation<Output = Box<CursorSpec>>>(
     client: &Client,
     op: &mut Op,
     inherited: Inherited<'_>,
+    mode: Option<crate::proto::cursor_timeout::TimeoutMode>,
     session: &mut ClientSession,
 ) -> Result<SessionCursor<U>> {
-    let timeout = inherited.timeout;
+    let (inherited, timing) = cursor_timing(client, op, inherited, mode)?;
     let executed =
         client
             .state()?
@@ -325,7 +369,36 @@ pub(crate) fn open_session_cursor<U, Op: Operation<Output = Box<CursorSpec>>>(
     Ok(SessionCursor::from_executed(
         client.clone(),
         executed,
-        timeout,
+        timing,
+    ))
+}
+
+/// CSOT's cursor rules for `op`: the combination refused or the timing its
+/// cursor follows, with the opening command's settings adjusted to it (a
+/// cursor-lifetime deadline starts now and is shared with the getMores).
+fn cursor_timing<'i, Op: Operation>(
+    client: &Client,
+    op: &Op,
+    mut inherited: Inherited<'i>,
+    mode: Option<crate::proto::cursor_timeout::TimeoutMode>,
+) -> Result<(Inherited<'i>, crate::api::cursor::Timing)> {
+    let request = crate::proto::cursor_timeout::CursorRequest {
+        timeout: inherited.timeout,
+        mode,
+        ..op.cursor_request()
+    };
+    let timing = request.timing()?;
+    inherited.omit_max_time = inherited.timeout.is_some() && !timing.opening_max_time;
+    let lifetime = timing.mode == Some(crate::proto::cursor_timeout::TimeoutMode::CursorLifetime);
+    if lifetime && inherited.deadline.is_none() {
+        inherited.deadline = Some(client.state()?.deadline_from_now(inherited.timeout));
+    }
+    Ok((
+        inherited,
+        crate::api::cursor::Timing {
+            timeout: inherited.timeout,
+            deadline: inherited.deadline,
+        },
     ))
 }
 

@@ -24,6 +24,17 @@ use crate::proto::session::SessionState;
 use crate::shell::exec::Executed;
 use crate::shell::exec::{Inherited, Target};
 
+/// How `timeoutMS` bounds a cursor's `getMore`s.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Timing {
+    /// The `timeoutMS` of the operation that opened the cursor.
+    pub(crate) timeout: Option<Duration>,
+    /// The deadline the opening operation shares with every `getMore`
+    /// (cursor lifetime, or a GridFS download's); without one each `next`
+    /// call gets `timeout` afresh.
+    pub(crate) deadline: Option<crate::proto::deadline::Deadline>,
+}
+
 /// The server-side cursor and the batch in hand: what both cursor kinds
 /// share. Each session-taking method takes the session the cursor belongs
 /// to, which every `getMore` and the `killCursors` must use.
@@ -32,12 +43,8 @@ pub(crate) struct Batches {
     pub(crate) spec: Box<CursorSpec>,
     address: ServerAddress,
     generation: u32,
-    /// The `timeoutMS` its handle resolved (client, database, collection):
-    /// each `getMore` and the closing `killCursors` get it afresh.
-    pub(crate) timeout: Option<Duration>,
-    /// A deadline the operation that opened the cursor shares with its
-    /// `getMore`s (a GridFS download), instead of the timeout afresh.
-    pub(crate) deadline: Option<crate::proto::deadline::Deadline>,
+    /// How `timeoutMS` bounds the `getMore`s (CSOT's `timeoutMode`).
+    pub(crate) timing: Timing,
     failed: bool,
     /// The document `advance` moved to, for `current`.
     current: Option<bson::RawDocumentBuf>,
@@ -55,8 +62,7 @@ impl Batches {
             spec,
             address,
             generation,
-            timeout: None,
-            deadline: None,
+            timing: Timing::default(),
             failed: false,
             current: None,
         }
@@ -100,10 +106,29 @@ impl Batches {
         !self.failed && (!self.spec.batch.is_empty() || self.spec.has_more())
     }
 
-    fn inherited(&self) -> Inherited<'static> {
+    /// The settings of the getMores of one `next` call: the cursor's
+    /// deadline (its lifetime's), or `timeoutMS` afresh for the call
+    /// (iteration), shared by every getMore the call sends.
+    fn next_call(&self) -> Result<Inherited<'static>> {
+        let deadline = match self.timing.deadline {
+            Some(deadline) => Some(deadline),
+            None if self.timing.timeout.is_some() => {
+                Some(self.client.state()?.deadline_from_now(self.timing.timeout))
+            }
+            None => None,
+        };
+        Ok(Inherited {
+            timeout: self.timing.timeout,
+            deadline,
+            ..Inherited::default()
+        })
+    }
+
+    /// The settings of the closing killCursors: `timeoutMS` afresh, even
+    /// when the cursor's lifetime has run out (CSOT).
+    fn closing(&self) -> Inherited<'static> {
         Inherited {
-            timeout: self.timeout,
-            deadline: self.deadline,
+            timeout: self.timing.timeout,
             ..Inherited::default()
         }
     }
@@ -124,6 +149,7 @@ impl Batches {
         if self.failed {
             return None;
         }
+        let mut call = None;
         loop {
             if let Some(document) = self.spec.pop_front() {
                 return Some(document);
@@ -131,7 +157,14 @@ impl Batches {
             if !self.spec.has_more() {
                 return None;
             }
-            if let Err(e) = self.fetch_next_batch(session.as_deref_mut()) {
+            let inherited = match call {
+                Some(inherited) => inherited,
+                None => match self.next_call() {
+                    Ok(inherited) => *call.insert(inherited),
+                    Err(e) => return Some(Err(e)),
+                },
+            };
+            if let Err(e) = self.fetch_batch(session.as_deref_mut(), inherited) {
                 // The server's cursor may be unreachable (its socket is
                 // gone): stop, and do not pretend more results may follow.
                 self.failed = true;
@@ -140,11 +173,16 @@ impl Batches {
         }
     }
 
-    pub(crate) fn fetch_next_batch(&mut self, session: Option<&mut SessionState>) -> Result<()> {
+    /// Fetches the next batch under `inherited` (one `next` call's).
+    pub(crate) fn fetch_batch(
+        &mut self,
+        session: Option<&mut SessionState>,
+        inherited: Inherited<'static>,
+    ) -> Result<()> {
         let Some(mut get_more) = self.spec.get_more() else {
             return Ok(());
         };
-        let (inherited, target) = (self.inherited(), self.target());
+        let target = self.target();
         let mut state = self.client.state()?;
         let executed = state.execute(&mut get_more, session, inherited, target)?;
         state.check_in(executed.implicit_session);
@@ -161,7 +199,7 @@ impl Batches {
             return;
         }
         if let Some(mut kill) = self.spec.kill_cursors() {
-            let (inherited, target) = (self.inherited(), self.target());
+            let (inherited, target) = (self.closing(), self.target());
             // Inside one of the client's callbacks the state is out of
             // reach: the server times the cursor out.
             if let Ok(mut state) = self.client.state() {
@@ -221,18 +259,9 @@ impl<T> Cursor<T> {
         )
     }
 
-    /// This cursor with the deadline its opening operation shares with it.
-    pub(crate) fn with_deadline(
-        mut self,
-        deadline: Option<crate::proto::deadline::Deadline>,
-    ) -> Self {
-        self.batches.deadline = deadline;
-        self
-    }
-
-    /// This cursor with the `timeoutMS` of the handle that opened it.
-    pub(crate) fn with_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.batches.timeout = timeout;
+    /// This cursor with the timing its opening operation settled on.
+    pub(crate) fn with_timing(mut self, timing: Timing) -> Self {
+        self.batches.timing = timing;
         self
     }
 
@@ -377,7 +406,7 @@ impl<T> SessionCursor<T> {
     pub(crate) fn from_executed(
         client: Client,
         executed: Executed<Box<CursorSpec>>,
-        timeout: Option<Duration>,
+        timing: Timing,
     ) -> Self {
         let mut batches = Batches::new(
             client,
@@ -385,7 +414,7 @@ impl<T> SessionCursor<T> {
             executed.address,
             executed.generation,
         );
-        batches.timeout = timeout;
+        batches.timing = timing;
         SessionCursor {
             batches,
             _documents: PhantomData,

@@ -10,7 +10,10 @@
 //!                                  a backoff that would cross it fails at once
 //! ```
 //!
-//! `timeoutMS` absent or `0` means no deadline (CSOT: `0` is "infinite").
+//! `timeoutMS` absent means CSOT is off: no deadline, and the legacy
+//! timeouts (`socketTimeoutMS`, `wTimeoutMS`, one retry) apply. `0` turns
+//! CSOT on without a limit (the spec's "infinite"): the legacy timeouts are
+//! ignored and retryable errors are retried until one is not.
 
 use std::time::{Duration, Instant};
 
@@ -20,27 +23,45 @@ use crate::error::{Error, ErrorKind, Result};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Deadline {
     at: Option<Instant>,
+    /// Whether `timeoutMS` was given at all (zero included): CSOT's rules
+    /// apply even without an instant.
+    csot: bool,
 }
 
 impl Deadline {
-    /// No deadline: the operation may take as long as it needs.
-    pub const NONE: Deadline = Deadline { at: None };
+    /// No `timeoutMS`: CSOT is off and the operation may take as long as
+    /// it needs.
+    pub const NONE: Deadline = Deadline {
+        at: None,
+        csot: false,
+    };
+
+    /// `timeoutMS: 0`: CSOT's rules without a limit.
+    pub const UNBOUNDED: Deadline = Deadline {
+        at: None,
+        csot: true,
+    };
 
     /// A deadline at `at`.
     #[cfg(test)]
     pub fn at(at: Instant) -> Self {
-        Deadline { at: Some(at) }
+        Deadline {
+            at: Some(at),
+            csot: true,
+        }
     }
 
     /// The deadline of an operation started at `now` with `timeoutMS`
-    /// `timeout`; `None` and zero mean no deadline.
+    /// `timeout`: `None` turns CSOT off, zero is CSOT without a limit.
     pub fn from_timeout(now: Instant, timeout: Option<Duration>) -> Self {
         match timeout {
-            Some(t) if !t.is_zero() => Deadline {
+            None => Deadline::NONE,
+            Some(t) if t.is_zero() => Deadline::UNBOUNDED,
+            Some(t) => Deadline {
                 // An absurd timeout that overflows `Instant` is as good as none.
                 at: now.checked_add(t),
+                csot: true,
             },
-            _ => Deadline::NONE,
         }
     }
 
@@ -49,9 +70,10 @@ impl Deadline {
         self.at
     }
 
-    /// Whether a deadline is set (CSOT is enabled for this operation).
+    /// Whether CSOT is enabled for this operation (`timeoutMS` given,
+    /// zero included).
     pub fn is_set(&self) -> bool {
-        self.at.is_some()
+        self.csot
     }
 
     /// Time left at `now`: `None` without a deadline, zero once it passed.
@@ -139,14 +161,17 @@ mod tests {
     }
 
     #[test]
-    fn no_timeout_and_zero_mean_no_deadline() {
+    fn no_timeout_and_zero_mean_no_instant_but_zero_keeps_csot_on() {
         let now = Instant::now();
+        assert!(!Deadline::from_timeout(now, None).is_set());
+        assert!(Deadline::from_timeout(now, Some(Duration::ZERO)).is_set());
         for d in [
             Deadline::from_timeout(now, None),
             Deadline::from_timeout(now, Some(Duration::ZERO)),
             Deadline::NONE,
+            Deadline::UNBOUNDED,
         ] {
-            assert!(!d.is_set());
+            assert_eq!(d.instant(), None);
             assert_eq!(d.remaining(now + ms(1_000_000)), None);
             assert!(!d.expired(now + ms(1_000_000)));
             assert!(!d.would_pass(now, ms(1_000_000)));

@@ -52,6 +52,9 @@ pub(crate) struct AttemptContext<'a> {
     pub(crate) cluster_time: Option<&'a ClusterTime>,
     /// The operation's deadline.
     pub(crate) deadline: Deadline,
+    /// The opening command of a cursor whose `timeoutMS` is per iteration
+    /// or tailable (CSOT): bounded by the deadline, sent without `maxTimeMS`.
+    pub(crate) omit_max_time: bool,
     /// The time of the attempt.
     pub(crate) now: Instant,
     /// Whether anyone listens for command events (a handler, or the
@@ -224,6 +227,17 @@ fn ignore_what_timeout_ms_replaces(
     if !matches!(name, "runCommand" | "getMore") {
         draft.remove_from_body("maxTimeMS")?;
     }
+    // A transaction's commit and abort carry the transaction's own write
+    // concern in their body.
+    if matches!(name, "commitTransaction" | "abortTransaction") {
+        let emptied = draft.get_document_mut("writeConcern").is_some_and(|wc| {
+            wc.remove("wtimeout");
+            wc.is_empty()
+        });
+        if emptied {
+            draft.remove_from_body("writeConcern")?;
+        }
+    }
     Ok(write_concern.map(|wc| WriteConcern {
         w_timeout: None,
         ..wc.clone()
@@ -232,12 +246,31 @@ fn ignore_what_timeout_ms_replaces(
 
 /// CSOT: `maxTimeMS` is the time left less the server's minimum round trip
 /// (not on a cursor's follow-ups, which carry their own), and nothing is
-/// sent once the deadline has passed.
+/// sent once the deadline has passed. A tailable-await `getMore` waits at
+/// most `min(maxAwaitTimeMS, time left − minRTT)`.
 fn attach_max_time(body: &mut CommandDraft, name: &str, ctx: &AttemptContext<'_>) -> Result<()> {
     if !ctx.deadline.is_set() {
         return Ok(());
     }
-    if !body.contains_key("maxTimeMS") && sends_max_time(name) {
+    if name == "getMore" {
+        let max_await = match body.get("maxTimeMS").as_deref() {
+            Some(bson::Bson::Int64(ms)) => u64::try_from(*ms).ok(),
+            Some(bson::Bson::Int32(ms)) => u64::try_from(*ms).ok(),
+            _ => None,
+        };
+        if let Some(max_await) = max_await {
+            let wait = crate::proto::cursor_timeout::await_max_time(
+                Duration::from_millis(max_await),
+                ctx.deadline.remaining(ctx.now),
+                ctx.min_round_trip_time,
+            );
+            body.remove_from_body("maxTimeMS")?;
+            body.insert(
+                "maxTimeMS",
+                i64::try_from(wait.as_millis()).unwrap_or(i64::MAX),
+            );
+        }
+    } else if !ctx.omit_max_time && !body.contains_key("maxTimeMS") && sends_max_time(name) {
         let max_time =
             ctx.deadline
                 .max_time_ms(ctx.now, ctx.min_round_trip_time, "sending the command")?;
@@ -249,9 +282,10 @@ fn attach_max_time(body: &mut CommandDraft, name: &str, ctx: &AttemptContext<'_>
 }
 
 /// Commands that get a `maxTimeMS` from `timeoutMS` (CSOT: not getMore,
-/// killCursors or endSessions).
+/// whose time is the cursor's, nor endSessions; a `close`'s killCursors
+/// gets the timeout afresh, so it does).
 fn sends_max_time(name: &str) -> bool {
-    !matches!(name, "getMore" | "killCursors" | "endSessions")
+    !matches!(name, "getMore" | "endSessions")
 }
 
 /// Whether the command carries `writeConcern: {w: 0}` (sent with

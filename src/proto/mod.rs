@@ -15,6 +15,7 @@ pub mod collection_spec;
 pub(crate) mod command_draft;
 pub(crate) mod compression;
 pub(crate) mod concern;
+pub(crate) mod cursor_timeout;
 pub(crate) mod deadline;
 pub(crate) mod encode;
 pub mod event;

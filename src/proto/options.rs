@@ -26,6 +26,7 @@ pub use crate::proto::collation::{
     Collation, CollationAlternate, CollationCaseFirst, CollationMaxVariable, CollationStrength,
 };
 pub use crate::proto::concern::{Acknowledgment, ReadConcern, ReadConcernLevel, WriteConcern};
+pub use crate::proto::cursor_timeout::TimeoutMode;
 pub use crate::proto::gridfs::{
     GridFsBucketOptions, GridFsBucketOptionsBuilder, GridFsDownloadByNameOptions,
     GridFsDownloadByNameOptionsBuilder, GridFsFindOneOptions, GridFsFindOneOptionsBuilder,

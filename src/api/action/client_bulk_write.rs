@@ -29,6 +29,7 @@ pub struct BulkWrite<'a, R> {
     models: Vec<WriteModel>,
     options: BulkWriteOptions,
     session: Option<&'a mut ClientSession>,
+    timeout: Option<std::time::Duration>,
     _result: PhantomData<R>,
 }
 
@@ -39,6 +40,7 @@ impl<'a> BulkWrite<'a, SummaryBulkWriteResult> {
             models,
             options: BulkWriteOptions::default(),
             session: None,
+            timeout: None,
             _result: PhantomData,
         }
     }
@@ -51,6 +53,7 @@ impl<'a> BulkWrite<'a, SummaryBulkWriteResult> {
             models: self.models,
             options: self.options,
             session: self.session,
+            timeout: self.timeout,
             _result: PhantomData,
         }
     }
@@ -79,6 +82,14 @@ impl<'a, R> BulkWrite<'a, R> {
         write_concern: WriteConcern,
     });
     session_setter!();
+
+    /// Sets this operation's `timeoutMS` (client-side operations timeout)
+    /// for all its batches together, overriding the client's;
+    /// `Duration::ZERO` keeps CSOT's rules without a limit.
+    pub fn timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
 }
 
 fn execute<R: BulkResultKind>(mut action: BulkWrite<'_, R>) -> Result<R> {
@@ -88,7 +99,10 @@ fn execute<R: BulkResultKind>(mut action: BulkWrite<'_, R>) -> Result<R> {
         R::VERBOSE,
         &mut crate::new_object_id,
     )?;
-    let defaults = action.client.defaults();
+    let defaults = action
+        .client
+        .defaults()
+        .with_operation_timeout(action.timeout);
     let deadline = action.client.state()?.deadline_from_now(defaults.timeout);
     let inherited = Inherited {
         deadline: Some(deadline),
@@ -169,19 +183,23 @@ fn run_batch<R: BulkResultKind>(
     };
     match session {
         Some(session) => {
-            let mut cursor = SessionCursor::<Document>::from_executed(
-                client.clone(),
-                executed,
-                inherited.timeout,
-            );
+            let timing = crate::api::cursor::Timing {
+                timeout: inherited.timeout,
+                deadline: Some(deadline),
+            };
+            let mut cursor =
+                SessionCursor::<Document>::from_executed(client.clone(), executed, timing);
             while let Some(result) = cursor.next(session) {
                 bulk.record(&result?, gathered)?;
             }
         }
         None => {
-            let cursor = Cursor::<Document>::from_executed(client.clone(), executed)
-                .with_timeout(inherited.timeout)
-                .with_deadline(Some(deadline));
+            let cursor = Cursor::<Document>::from_executed(client.clone(), executed).with_timing(
+                crate::api::cursor::Timing {
+                    timeout: inherited.timeout,
+                    deadline: Some(deadline),
+                },
+            );
             for result in cursor {
                 bulk.record(&result?, gathered)?;
             }

@@ -5,7 +5,10 @@ use std::marker::PhantomData;
 use bson::{Bson, Document, RawDocumentBuf};
 use serde::de::DeserializeOwned;
 
-use super::{option_setters, session_setter, ExplicitSession, ImplicitSession};
+use super::{
+    option_setters, session_setter, timeout_mode_setter, timeout_setter, ExplicitSession,
+    ImplicitSession,
+};
 use crate::api::client_session::ClientSession;
 use crate::api::coll::Collection;
 use crate::api::cursor::{Cursor, SessionCursor};
@@ -26,18 +29,22 @@ use crate::proto::results::{
     InsertOneResult, UpdateResult,
 };
 use crate::proto::select::SelectionCriteria;
+use std::borrow::Cow;
 use std::time::Duration;
 
 /// `find`: returns a [`Cursor`], or with `.session(..)` a [`SessionCursor`].
 #[must_use = "nothing is sent until `run`"]
 pub struct Find<'a, T, S = ImplicitSession> {
-    coll: &'a Collection<T>,
+    coll: Cow<'a, Collection<T>>,
     filter: Document,
     options: FindOptions,
     session: S,
 }
 
 impl<'a, T, S> Find<'a, T, S> {
+    timeout_setter!(coll);
+    timeout_mode_setter!(coll);
+
     option_setters!(FindOptions {
         allow_disk_use: bool,
         allow_partial_results: bool,
@@ -62,7 +69,7 @@ impl<'a, T, S> Find<'a, T, S> {
         read_concern: ReadConcern,
     });
 
-    fn operation(self) -> (operation::Find, S, &'a Collection<T>) {
+    fn operation(self) -> (operation::Find, S, Cow<'a, Collection<T>>) {
         let op = operation::Find::new(self.coll.ns().clone(), self.filter, self.options);
         (op, self.session, self.coll)
     }
@@ -71,7 +78,7 @@ impl<'a, T, S> Find<'a, T, S> {
 impl<'a, T> Find<'a, T> {
     pub(crate) fn new(coll: &'a Collection<T>, filter: Document) -> Self {
         Find {
-            coll,
+            coll: Cow::Borrowed(coll),
             filter,
             options: FindOptions::default(),
             session: ImplicitSession,
@@ -107,7 +114,7 @@ impl<T> Find<'_, T, ExplicitSession<'_>> {
 /// `find_one`: the first match, if any.
 #[must_use = "nothing is sent until `run`"]
 pub struct FindOne<'a, T> {
-    coll: &'a Collection<T>,
+    coll: Cow<'a, Collection<T>>,
     filter: Document,
     /// Boxed from the start, so that the operation takes them over
     /// without a copy (see `operation::Find`).
@@ -118,7 +125,7 @@ pub struct FindOne<'a, T> {
 impl<'a, T> FindOne<'a, T> {
     pub(crate) fn new(coll: &'a Collection<T>, filter: Document) -> Self {
         FindOne {
-            coll,
+            coll: Cow::Borrowed(coll),
             filter,
             options: Box::default(),
             session: None,
@@ -143,6 +150,7 @@ impl<'a, T> FindOne<'a, T> {
         read_concern: ReadConcern,
     });
     session_setter!();
+    timeout_setter!(coll);
 
     /// Runs the query.
     pub fn run(self) -> Result<Option<T>>
@@ -164,7 +172,7 @@ impl<'a, T> FindOne<'a, T> {
 /// `insert_one`.
 #[must_use = "nothing is sent until `run`"]
 pub struct InsertOne<'a, T> {
-    coll: &'a Collection<T>,
+    coll: Cow<'a, Collection<T>>,
     document: Result<RawDocumentBuf>,
     options: InsertOneOptions,
     session: Option<&'a mut ClientSession>,
@@ -173,7 +181,7 @@ pub struct InsertOne<'a, T> {
 impl<'a, T> InsertOne<'a, T> {
     pub(crate) fn new(coll: &'a Collection<T>, document: Result<RawDocumentBuf>) -> Self {
         InsertOne {
-            coll,
+            coll: Cow::Borrowed(coll),
             document,
             options: InsertOneOptions::default(),
             session: None,
@@ -186,6 +194,7 @@ impl<'a, T> InsertOne<'a, T> {
         comment: Bson,
     });
     session_setter!();
+    timeout_setter!(coll);
 
     /// Inserts the document.
     pub fn run(self) -> Result<InsertOneResult> {
@@ -202,7 +211,7 @@ impl<'a, T> InsertOne<'a, T> {
 /// `insert_many`.
 #[must_use = "nothing is sent until `run`"]
 pub struct InsertMany<'a, T> {
-    coll: &'a Collection<T>,
+    coll: Cow<'a, Collection<T>>,
     documents: Result<Vec<RawDocumentBuf>>,
     options: InsertManyOptions,
     session: Option<&'a mut ClientSession>,
@@ -211,7 +220,7 @@ pub struct InsertMany<'a, T> {
 impl<'a, T> InsertMany<'a, T> {
     pub(crate) fn new(coll: &'a Collection<T>, documents: Result<Vec<RawDocumentBuf>>) -> Self {
         InsertMany {
-            coll,
+            coll: Cow::Borrowed(coll),
             documents,
             options: InsertManyOptions::default(),
             session: None,
@@ -225,6 +234,7 @@ impl<'a, T> InsertMany<'a, T> {
         comment: Bson,
     });
     session_setter!();
+    timeout_setter!(coll);
 
     /// Inserts the documents, in as many batches as the server's limits need.
     pub fn run(mut self) -> Result<InsertManyResult> {
@@ -261,7 +271,7 @@ fn insert_many_error(mut error: crate::Error) -> crate::Error {
 /// `bulk_write`: mixed inserts, updates and deletes on one collection.
 #[must_use = "nothing is sent until `run`"]
 pub struct CollectionBulkWrite<'a, T> {
-    coll: &'a Collection<T>,
+    coll: Cow<'a, Collection<T>>,
     models: Vec<CollectionWriteModel>,
     options: BulkWriteOptions,
     session: Option<&'a mut ClientSession>,
@@ -270,7 +280,7 @@ pub struct CollectionBulkWrite<'a, T> {
 impl<'a, T> CollectionBulkWrite<'a, T> {
     pub(crate) fn new(coll: &'a Collection<T>, models: Vec<CollectionWriteModel>) -> Self {
         CollectionBulkWrite {
-            coll,
+            coll: Cow::Borrowed(coll),
             models,
             options: BulkWriteOptions::default(),
             session: None,
@@ -285,6 +295,7 @@ impl<'a, T> CollectionBulkWrite<'a, T> {
         write_concern: WriteConcern,
     });
     session_setter!();
+    timeout_setter!(coll);
 
     /// Runs the writes, in as many batches as the server's limits need.
     pub fn run(mut self) -> Result<BulkWriteResult> {
@@ -308,7 +319,7 @@ impl<'a, T> CollectionBulkWrite<'a, T> {
 /// `update_one` and `update_many`.
 #[must_use = "nothing is sent until `run`"]
 pub struct Update<'a, T> {
-    coll: &'a Collection<T>,
+    coll: Cow<'a, Collection<T>>,
     filter: Document,
     update: UpdateModifications,
     many: bool,
@@ -324,7 +335,7 @@ impl<'a, T> Update<'a, T> {
         many: bool,
     ) -> Self {
         Update {
-            coll,
+            coll: Cow::Borrowed(coll),
             filter,
             update,
             many,
@@ -345,6 +356,7 @@ impl<'a, T> Update<'a, T> {
         sort: Document,
     });
     session_setter!();
+    timeout_setter!(coll);
 
     /// Runs the update.
     pub fn run(self) -> Result<UpdateResult> {
@@ -361,7 +373,7 @@ impl<'a, T> Update<'a, T> {
 /// `replace_one`.
 #[must_use = "nothing is sent until `run`"]
 pub struct Replace<'a, T> {
-    coll: &'a Collection<T>,
+    coll: Cow<'a, Collection<T>>,
     filter: Document,
     replacement: Result<Document>,
     options: ReplaceOptions,
@@ -375,7 +387,7 @@ impl<'a, T> Replace<'a, T> {
         replacement: Result<Document>,
     ) -> Self {
         Replace {
-            coll,
+            coll: Cow::Borrowed(coll),
             filter,
             replacement,
             options: ReplaceOptions::default(),
@@ -394,6 +406,7 @@ impl<'a, T> Replace<'a, T> {
         sort: Document,
     });
     session_setter!();
+    timeout_setter!(coll);
 
     /// Runs the replacement.
     pub fn run(self) -> Result<UpdateResult> {
@@ -410,7 +423,7 @@ impl<'a, T> Replace<'a, T> {
 /// `delete_one` and `delete_many`.
 #[must_use = "nothing is sent until `run`"]
 pub struct Delete<'a, T> {
-    coll: &'a Collection<T>,
+    coll: Cow<'a, Collection<T>>,
     filter: Document,
     many: bool,
     options: DeleteOptions,
@@ -420,7 +433,7 @@ pub struct Delete<'a, T> {
 impl<'a, T> Delete<'a, T> {
     pub(crate) fn new(coll: &'a Collection<T>, filter: Document, many: bool) -> Self {
         Delete {
-            coll,
+            coll: Cow::Borrowed(coll),
             filter,
             many,
             options: DeleteOptions::default(),
@@ -436,6 +449,7 @@ impl<'a, T> Delete<'a, T> {
         comment: Bson,
     });
     session_setter!();
+    timeout_setter!(coll);
 
     /// Runs the delete.
     pub fn run(self) -> Result<DeleteResult> {
@@ -452,7 +466,7 @@ impl<'a, T> Delete<'a, T> {
 /// `find_one_and_update`.
 #[must_use = "nothing is sent until `run`"]
 pub struct FindOneAndUpdate<'a, T> {
-    coll: &'a Collection<T>,
+    coll: Cow<'a, Collection<T>>,
     filter: Document,
     update: UpdateModifications,
     options: FindOneAndUpdateOptions,
@@ -466,7 +480,7 @@ impl<'a, T> FindOneAndUpdate<'a, T> {
         update: UpdateModifications,
     ) -> Self {
         FindOneAndUpdate {
-            coll,
+            coll: Cow::Borrowed(coll),
             filter,
             update,
             options: FindOneAndUpdateOptions::default(),
@@ -489,6 +503,7 @@ impl<'a, T> FindOneAndUpdate<'a, T> {
         comment: Bson,
     });
     session_setter!();
+    timeout_setter!(coll);
 
     /// Runs the update; the document before or after it, if one matched.
     pub fn run(self) -> Result<Option<T>>
@@ -511,7 +526,7 @@ impl<'a, T> FindOneAndUpdate<'a, T> {
 /// `find_one_and_replace`.
 #[must_use = "nothing is sent until `run`"]
 pub struct FindOneAndReplace<'a, T> {
-    coll: &'a Collection<T>,
+    coll: Cow<'a, Collection<T>>,
     filter: Document,
     replacement: Result<Document>,
     options: FindOneAndReplaceOptions,
@@ -525,7 +540,7 @@ impl<'a, T> FindOneAndReplace<'a, T> {
         replacement: Result<Document>,
     ) -> Self {
         FindOneAndReplace {
-            coll,
+            coll: Cow::Borrowed(coll),
             filter,
             replacement,
             options: FindOneAndReplaceOptions::default(),
@@ -547,6 +562,7 @@ impl<'a, T> FindOneAndReplace<'a, T> {
         comment: Bson,
     });
     session_setter!();
+    timeout_setter!(coll);
 
     /// Runs the replacement; the document before or after it, if one matched.
     pub fn run(self) -> Result<Option<T>>
@@ -569,7 +585,7 @@ impl<'a, T> FindOneAndReplace<'a, T> {
 /// `find_one_and_delete`.
 #[must_use = "nothing is sent until `run`"]
 pub struct FindOneAndDelete<'a, T> {
-    coll: &'a Collection<T>,
+    coll: Cow<'a, Collection<T>>,
     filter: Document,
     options: FindOneAndDeleteOptions,
     session: Option<&'a mut ClientSession>,
@@ -578,7 +594,7 @@ pub struct FindOneAndDelete<'a, T> {
 impl<'a, T> FindOneAndDelete<'a, T> {
     pub(crate) fn new(coll: &'a Collection<T>, filter: Document) -> Self {
         FindOneAndDelete {
-            coll,
+            coll: Cow::Borrowed(coll),
             filter,
             options: FindOneAndDeleteOptions::default(),
             session: None,
@@ -596,6 +612,7 @@ impl<'a, T> FindOneAndDelete<'a, T> {
         comment: Bson,
     });
     session_setter!();
+    timeout_setter!(coll);
 
     /// Runs the delete; the deleted document, if one matched.
     pub fn run(self) -> Result<Option<T>>
@@ -614,7 +631,7 @@ impl<'a, T> FindOneAndDelete<'a, T> {
 /// `count_documents`.
 #[must_use = "nothing is sent until `run`"]
 pub struct CountDocuments<'a, T> {
-    coll: &'a Collection<T>,
+    coll: Cow<'a, Collection<T>>,
     filter: Document,
     options: CountOptions,
     session: Option<&'a mut ClientSession>,
@@ -623,7 +640,7 @@ pub struct CountDocuments<'a, T> {
 impl<'a, T> CountDocuments<'a, T> {
     pub(crate) fn new(coll: &'a Collection<T>, filter: Document) -> Self {
         CountDocuments {
-            coll,
+            coll: Cow::Borrowed(coll),
             filter,
             options: CountOptions::default(),
             session: None,
@@ -641,6 +658,7 @@ impl<'a, T> CountDocuments<'a, T> {
         read_concern: ReadConcern,
     });
     session_setter!();
+    timeout_setter!(coll);
 
     /// Counts.
     pub fn run(self) -> Result<u64> {
@@ -652,7 +670,7 @@ impl<'a, T> CountDocuments<'a, T> {
 /// `estimated_document_count`.
 #[must_use = "nothing is sent until `run`"]
 pub struct EstimatedDocumentCount<'a, T> {
-    coll: &'a Collection<T>,
+    coll: Cow<'a, Collection<T>>,
     options: EstimatedDocumentCountOptions,
     session: Option<&'a mut ClientSession>,
 }
@@ -660,7 +678,7 @@ pub struct EstimatedDocumentCount<'a, T> {
 impl<'a, T> EstimatedDocumentCount<'a, T> {
     pub(crate) fn new(coll: &'a Collection<T>) -> Self {
         EstimatedDocumentCount {
-            coll,
+            coll: Cow::Borrowed(coll),
             options: EstimatedDocumentCountOptions::default(),
             session: None,
         }
@@ -673,6 +691,7 @@ impl<'a, T> EstimatedDocumentCount<'a, T> {
         read_concern: ReadConcern,
     });
     session_setter!();
+    timeout_setter!(coll);
 
     /// Reads the count.
     pub fn run(self) -> Result<u64> {
@@ -684,7 +703,7 @@ impl<'a, T> EstimatedDocumentCount<'a, T> {
 /// `distinct`.
 #[must_use = "nothing is sent until `run`"]
 pub struct Distinct<'a, T> {
-    coll: &'a Collection<T>,
+    coll: Cow<'a, Collection<T>>,
     field: String,
     filter: Document,
     options: DistinctOptions,
@@ -694,7 +713,7 @@ pub struct Distinct<'a, T> {
 impl<'a, T> Distinct<'a, T> {
     pub(crate) fn new(coll: &'a Collection<T>, field: &str, filter: Document) -> Self {
         Distinct {
-            coll,
+            coll: Cow::Borrowed(coll),
             field: field.to_string(),
             filter,
             options: DistinctOptions::default(),
@@ -711,6 +730,7 @@ impl<'a, T> Distinct<'a, T> {
         read_concern: ReadConcern,
     });
     session_setter!();
+    timeout_setter!(coll);
 
     /// Reads the distinct values.
     pub fn run(self) -> Result<Vec<Bson>> {
@@ -770,6 +790,21 @@ impl<'a> Aggregate<'a> {
 }
 
 impl<'a, S, T> Aggregate<'a, S, T> {
+    /// Sets this operation's `timeoutMS` (see [`crate::options::TimeoutMode`]
+    /// for how it bounds the cursor), overriding the handle's; zero means no
+    /// limit.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.defaults = self.defaults.with_operation_timeout(Some(timeout));
+        self
+    }
+
+    /// Sets whether `timeoutMS` bounds the cursor's whole life or each
+    /// iteration; it needs a `timeoutMS`.
+    pub fn timeout_mode(mut self, mode: crate::options::TimeoutMode) -> Self {
+        self.defaults.timeout_mode = Some(mode);
+        self
+    }
+
     option_setters!(AggregateOptions {
         allow_disk_use: bool,
         batch_size: u32,
@@ -853,7 +888,8 @@ impl<'a, T> Aggregate<'a, ImplicitSession, T> {
     pub fn run(self) -> Result<Cursor<T>> {
         self.check_target()?;
         let (mut op, _, client, defaults) = self.operation();
-        crate::api::coll::open_cursor(client, &mut op, defaults.inherited())
+        let mode = defaults.timeout_mode;
+        crate::api::coll::open_cursor(client, &mut op, defaults.inherited(), mode)
     }
 }
 
@@ -862,14 +898,15 @@ impl<T> Aggregate<'_, ExplicitSession<'_>, T> {
     pub fn run(self) -> Result<SessionCursor<T>> {
         self.check_target()?;
         let (mut op, ExplicitSession(session), client, defaults) = self.operation();
-        crate::api::coll::open_session_cursor(client, &mut op, defaults.inherited(), session)
+        let mode = defaults.timeout_mode;
+        crate::api::coll::open_session_cursor(client, &mut op, defaults.inherited(), mode, session)
     }
 }
 
 /// `drop` of a collection.
 #[must_use = "nothing is sent until `run`"]
 pub struct DropCollection<'a, T> {
-    coll: &'a Collection<T>,
+    coll: Cow<'a, Collection<T>>,
     options: DropCollectionOptions,
     session: Option<&'a mut ClientSession>,
 }
@@ -877,7 +914,7 @@ pub struct DropCollection<'a, T> {
 impl<'a, T> DropCollection<'a, T> {
     pub(crate) fn new(coll: &'a Collection<T>) -> Self {
         DropCollection {
-            coll,
+            coll: Cow::Borrowed(coll),
             options: DropCollectionOptions::default(),
             session: None,
         }
@@ -888,6 +925,7 @@ impl<'a, T> DropCollection<'a, T> {
         comment: Bson,
     });
     session_setter!();
+    timeout_setter!(coll);
 
     /// Drops the collection.
     pub fn run(self) -> Result<()> {
@@ -899,7 +937,7 @@ impl<'a, T> DropCollection<'a, T> {
 /// `create_index`: one index.
 #[must_use = "nothing is sent until `run`"]
 pub struct CreateIndex<'a, T> {
-    coll: &'a Collection<T>,
+    coll: Cow<'a, Collection<T>>,
     index: IndexModel,
     options: CreateIndexOptions,
     session: Option<&'a mut ClientSession>,
@@ -908,7 +946,7 @@ pub struct CreateIndex<'a, T> {
 impl<'a, T> CreateIndex<'a, T> {
     pub(crate) fn new(coll: &'a Collection<T>, index: IndexModel) -> Self {
         CreateIndex {
-            coll,
+            coll: Cow::Borrowed(coll),
             index,
             options: CreateIndexOptions::default(),
             session: None,
@@ -922,6 +960,7 @@ impl<'a, T> CreateIndex<'a, T> {
         comment: Bson,
     });
     session_setter!();
+    timeout_setter!(coll);
 
     /// Creates the index.
     pub fn run(self) -> Result<CreateIndexResult> {
@@ -937,7 +976,7 @@ impl<'a, T> CreateIndex<'a, T> {
 /// `create_indexes`.
 #[must_use = "nothing is sent until `run`"]
 pub struct CreateIndexes<'a, T> {
-    coll: &'a Collection<T>,
+    coll: Cow<'a, Collection<T>>,
     indexes: Vec<IndexModel>,
     options: CreateIndexOptions,
     session: Option<&'a mut ClientSession>,
@@ -946,7 +985,7 @@ pub struct CreateIndexes<'a, T> {
 impl<'a, T> CreateIndexes<'a, T> {
     pub(crate) fn new(coll: &'a Collection<T>, indexes: Vec<IndexModel>) -> Self {
         CreateIndexes {
-            coll,
+            coll: Cow::Borrowed(coll),
             indexes,
             options: CreateIndexOptions::default(),
             session: None,
@@ -960,6 +999,7 @@ impl<'a, T> CreateIndexes<'a, T> {
         comment: Bson,
     });
     session_setter!();
+    timeout_setter!(coll);
 
     /// Creates the indexes.
     pub fn run(self) -> Result<CreateIndexesResult> {
@@ -974,7 +1014,7 @@ impl<'a, T> CreateIndexes<'a, T> {
 /// `.session(..)` a [`SessionCursor`].
 #[must_use = "nothing is sent until `run`"]
 pub struct ListIndexes<'a, T, S = ImplicitSession> {
-    coll: &'a Collection<T>,
+    coll: Cow<'a, Collection<T>>,
     options: ListIndexesOptions,
     session: S,
 }
@@ -982,7 +1022,7 @@ pub struct ListIndexes<'a, T, S = ImplicitSession> {
 impl<'a, T> ListIndexes<'a, T> {
     pub(crate) fn new(coll: &'a Collection<T>) -> Self {
         ListIndexes {
-            coll,
+            coll: Cow::Borrowed(coll),
             options: ListIndexesOptions::default(),
             session: ImplicitSession,
         }
@@ -1008,6 +1048,9 @@ impl<'a, T> ListIndexes<'a, T> {
 }
 
 impl<T, S> ListIndexes<'_, T, S> {
+    timeout_setter!(coll);
+    timeout_mode_setter!(coll);
+
     option_setters!(ListIndexesOptions {
         batch_size: u32,
         comment: Bson,
@@ -1026,19 +1069,20 @@ impl<T> ListIndexes<'_, T, ExplicitSession<'_>> {
 /// `list_index_names`.
 #[must_use = "nothing is sent until `run`"]
 pub struct ListIndexNames<'a, T> {
-    coll: &'a Collection<T>,
+    coll: Cow<'a, Collection<T>>,
     session: Option<&'a mut ClientSession>,
 }
 
 impl<'a, T> ListIndexNames<'a, T> {
     pub(crate) fn new(coll: &'a Collection<T>) -> Self {
         ListIndexNames {
-            coll,
+            coll: Cow::Borrowed(coll),
             session: None,
         }
     }
 
     session_setter!();
+    timeout_setter!(coll);
 
     /// The names of the collection's indexes.
     pub fn run(self) -> Result<Vec<String>> {
@@ -1070,7 +1114,7 @@ impl<'a, T> ListIndexNames<'a, T> {
 /// `drop_index`: one index, by name.
 #[must_use = "nothing is sent until `run`"]
 pub struct DropIndex<'a, T> {
-    coll: &'a Collection<T>,
+    coll: Cow<'a, Collection<T>>,
     name: String,
     options: DropIndexOptions,
     session: Option<&'a mut ClientSession>,
@@ -1079,7 +1123,7 @@ pub struct DropIndex<'a, T> {
 impl<'a, T> DropIndex<'a, T> {
     pub(crate) fn new(coll: &'a Collection<T>, name: &str) -> Self {
         DropIndex {
-            coll,
+            coll: Cow::Borrowed(coll),
             name: name.to_string(),
             options: DropIndexOptions::default(),
             session: None,
@@ -1092,6 +1136,7 @@ impl<'a, T> DropIndex<'a, T> {
         comment: Bson,
     });
     session_setter!();
+    timeout_setter!(coll);
 
     /// Drops the index.
     pub fn run(self) -> Result<()> {
@@ -1103,7 +1148,7 @@ impl<'a, T> DropIndex<'a, T> {
 /// `drop_indexes`: every index but `_id`'s.
 #[must_use = "nothing is sent until `run`"]
 pub struct DropIndexes<'a, T> {
-    coll: &'a Collection<T>,
+    coll: Cow<'a, Collection<T>>,
     options: DropIndexOptions,
     session: Option<&'a mut ClientSession>,
 }
@@ -1111,7 +1156,7 @@ pub struct DropIndexes<'a, T> {
 impl<'a, T> DropIndexes<'a, T> {
     pub(crate) fn new(coll: &'a Collection<T>) -> Self {
         DropIndexes {
-            coll,
+            coll: Cow::Borrowed(coll),
             options: DropIndexOptions::default(),
             session: None,
         }
@@ -1123,6 +1168,7 @@ impl<'a, T> DropIndexes<'a, T> {
         comment: Bson,
     });
     session_setter!();
+    timeout_setter!(coll);
 
     /// Drops the indexes.
     pub fn run(self) -> Result<()> {

@@ -2,7 +2,10 @@
 
 use bson::{Bson, Document};
 
-use super::{option_setters, session_setter, ExplicitSession, ImplicitSession};
+use super::{
+    option_setters, session_setter, timeout_mode_setter, timeout_setter, ExplicitSession,
+    ImplicitSession,
+};
 use crate::api::client::{Client, Database};
 use crate::api::client_session::ClientSession;
 use crate::api::cursor::{Cursor, SessionCursor};
@@ -21,6 +24,21 @@ use crate::proto::select::SelectionCriteria;
 use crate::proto::session::transaction::TransactionOptions;
 use crate::proto::session::SessionOptions;
 use crate::shell::exec::{Inherited, Target};
+use std::borrow::Cow;
+use std::time::Duration;
+
+/// Declares `.timeout(..)` for a client's builder with a `timeout` field.
+macro_rules! client_timeout_setter {
+    () => {
+        /// Sets this operation's `timeoutMS` (client-side operations
+        /// timeout), overriding the client's; `Duration::ZERO` keeps CSOT's
+        /// rules without a limit.
+        pub fn timeout(mut self, timeout: Duration) -> Self {
+            self.timeout = Some(timeout);
+            self
+        }
+    };
+}
 
 /// Runs `op` in `session`, or in an implicit session that goes back to the
 /// pool afterwards.
@@ -46,7 +64,7 @@ fn execute<Op: Operation>(
 /// error.
 #[must_use = "nothing is sent until `run`"]
 pub struct RunCommand<'a> {
-    db: &'a Database,
+    db: Cow<'a, Database>,
     command: Document,
     selection_criteria: Option<SelectionCriteria>,
     session: Option<&'a mut ClientSession>,
@@ -55,7 +73,7 @@ pub struct RunCommand<'a> {
 impl<'a> RunCommand<'a> {
     pub(crate) fn new(db: &'a Database, command: Document) -> Self {
         RunCommand {
-            db,
+            db: Cow::Borrowed(db),
             command,
             selection_criteria: None,
             session: None,
@@ -72,6 +90,7 @@ impl<'a> RunCommand<'a> {
     }
 
     session_setter!();
+    timeout_setter!(db);
 
     /// Sends the command and returns the reply.
     pub fn run(self) -> Result<Document> {
@@ -86,7 +105,7 @@ impl<'a> RunCommand<'a> {
 /// `create_collection`.
 #[must_use = "nothing is sent until `run`"]
 pub struct CreateCollection<'a> {
-    db: &'a Database,
+    db: Cow<'a, Database>,
     name: String,
     options: CreateCollectionOptions,
     session: Option<&'a mut ClientSession>,
@@ -95,7 +114,7 @@ pub struct CreateCollection<'a> {
 impl<'a> CreateCollection<'a> {
     pub(crate) fn new(db: &'a Database, name: &str) -> Self {
         CreateCollection {
-            db,
+            db: Cow::Borrowed(db),
             name: name.to_string(),
             options: CreateCollectionOptions::default(),
             session: None,
@@ -122,6 +141,7 @@ impl<'a> CreateCollection<'a> {
         comment: Bson,
     });
     session_setter!();
+    timeout_setter!(db);
 
     /// Creates the collection; an existing one is an error from the server
     /// (`NamespaceExists`, 48).
@@ -141,7 +161,7 @@ impl<'a> CreateCollection<'a> {
 /// `drop` of a database.
 #[must_use = "nothing is sent until `run`"]
 pub struct DropDatabase<'a> {
-    db: &'a Database,
+    db: Cow<'a, Database>,
     options: DropDatabaseOptions,
     session: Option<&'a mut ClientSession>,
 }
@@ -149,7 +169,7 @@ pub struct DropDatabase<'a> {
 impl<'a> DropDatabase<'a> {
     pub(crate) fn new(db: &'a Database) -> Self {
         DropDatabase {
-            db,
+            db: Cow::Borrowed(db),
             options: DropDatabaseOptions::default(),
             session: None,
         }
@@ -159,6 +179,7 @@ impl<'a> DropDatabase<'a> {
         write_concern: WriteConcern,
     });
     session_setter!();
+    timeout_setter!(db);
 
     /// Drops the database and all its collections (`dropDatabase`).
     pub fn run(self) -> Result<()> {
@@ -186,7 +207,7 @@ impl<'a> DropDatabase<'a> {
 /// with `.session(..)` a [`SessionCursor`].
 #[must_use = "nothing is sent until `run`"]
 pub struct ListCollections<'a, S = ImplicitSession> {
-    db: &'a Database,
+    db: Cow<'a, Database>,
     options: ListCollectionsOptions,
     session: S,
 }
@@ -194,7 +215,7 @@ pub struct ListCollections<'a, S = ImplicitSession> {
 impl<'a> ListCollections<'a> {
     pub(crate) fn new(db: &'a Database) -> Self {
         ListCollections {
-            db,
+            db: Cow::Borrowed(db),
             options: ListCollectionsOptions::default(),
             session: ImplicitSession,
         }
@@ -216,11 +237,16 @@ impl<'a> ListCollections<'a> {
     pub fn run(self) -> Result<Cursor<CollectionSpecification>> {
         check_database_name(self.db.name())?;
         let mut op = operation::ListCollections::new(self.db.name(), self.options);
-        crate::api::coll::open_cursor(self.db.client(), &mut op, self.db.defaults().timeout_only())
+        let defaults = self.db.defaults();
+        let mode = defaults.timeout_mode;
+        crate::api::coll::open_cursor(self.db.client(), &mut op, defaults.timeout_only(), mode)
     }
 }
 
 impl<S> ListCollections<'_, S> {
+    timeout_setter!(db);
+    timeout_mode_setter!(db);
+
     option_setters!(ListCollectionsOptions {
         batch_size: u32,
         filter: Document,
@@ -235,10 +261,12 @@ impl ListCollections<'_, ExplicitSession<'_>> {
         let ExplicitSession(session) = self.session;
         check_database_name(self.db.name())?;
         let mut op = operation::ListCollections::new(self.db.name(), self.options);
+        let defaults = self.db.defaults();
         crate::api::coll::open_session_cursor(
             self.db.client(),
             &mut op,
-            self.db.defaults().timeout_only(),
+            defaults.timeout_only(),
+            defaults.timeout_mode,
             session,
         )
     }
@@ -247,7 +275,7 @@ impl ListCollections<'_, ExplicitSession<'_>> {
 /// `list_collection_names`.
 #[must_use = "nothing is sent until `run`"]
 pub struct ListCollectionNames<'a> {
-    db: &'a Database,
+    db: Cow<'a, Database>,
     options: ListCollectionsOptions,
     session: Option<&'a mut ClientSession>,
 }
@@ -255,7 +283,7 @@ pub struct ListCollectionNames<'a> {
 impl<'a> ListCollectionNames<'a> {
     pub(crate) fn new(db: &'a Database) -> Self {
         ListCollectionNames {
-            db,
+            db: Cow::Borrowed(db),
             options: ListCollectionsOptions::default(),
             session: None,
         }
@@ -268,6 +296,7 @@ impl<'a> ListCollectionNames<'a> {
         comment: Bson,
     });
     session_setter!();
+    timeout_setter!(db);
 
     /// The names of the database's collections and views
     /// (`listCollections` with `nameOnly`, read on the primary).
@@ -278,12 +307,12 @@ impl<'a> ListCollectionNames<'a> {
         let client = self.db.client();
         let inherited = self.db.defaults().timeout_only();
         let specs: Vec<Document> = match self.session {
-            None => {
-                crate::api::coll::open_cursor(client, &mut op, inherited)?.collect::<Result<_>>()?
-            }
+            None => crate::api::coll::open_cursor(client, &mut op, inherited, None)?
+                .collect::<Result<_>>()?,
             Some(session) => {
-                let mut cursor: SessionCursor<Document> =
-                    crate::api::coll::open_session_cursor(client, &mut op, inherited, session)?;
+                let mut cursor: SessionCursor<Document> = crate::api::coll::open_session_cursor(
+                    client, &mut op, inherited, None, session,
+                )?;
                 cursor.iter(session).collect::<Result<_>>()?
             }
         };
@@ -307,6 +336,7 @@ pub struct ListDatabases<'a> {
     client: &'a Client,
     options: ListDatabasesOptions,
     session: Option<&'a mut ClientSession>,
+    timeout: Option<Duration>,
 }
 
 impl<'a> ListDatabases<'a> {
@@ -315,6 +345,7 @@ impl<'a> ListDatabases<'a> {
             client,
             options: ListDatabasesOptions::default(),
             session: None,
+            timeout: None,
         }
     }
 
@@ -324,11 +355,13 @@ impl<'a> ListDatabases<'a> {
         comment: Bson,
     });
     session_setter!();
+    client_timeout_setter!();
 
     /// Lists the databases with their sizes.
     pub fn run(self) -> Result<Vec<DatabaseSpecification>> {
         let mut op = operation::ListDatabases::new(self.options);
-        let inherited = self.client.defaults().timeout_only();
+        let defaults = self.client.defaults().with_operation_timeout(self.timeout);
+        let inherited = defaults.timeout_only();
         execute(self.client, &mut op, inherited, self.session)
     }
 }
@@ -339,6 +372,7 @@ pub struct ListDatabaseNames<'a> {
     client: &'a Client,
     options: ListDatabasesOptions,
     session: Option<&'a mut ClientSession>,
+    timeout: Option<Duration>,
 }
 
 impl<'a> ListDatabaseNames<'a> {
@@ -347,6 +381,7 @@ impl<'a> ListDatabaseNames<'a> {
             client,
             options: ListDatabasesOptions::default(),
             session: None,
+            timeout: None,
         }
     }
 
@@ -356,12 +391,14 @@ impl<'a> ListDatabaseNames<'a> {
         comment: Bson,
     });
     session_setter!();
+    client_timeout_setter!();
 
     /// The names of the deployment's databases (`listDatabases` with
     /// `nameOnly`, on the primary).
     pub fn run(self) -> Result<Vec<String>> {
         let mut op = operation::ListDatabases::new(self.options.name_only(true));
-        let inherited = self.client.defaults().timeout_only();
+        let defaults = self.client.defaults().with_operation_timeout(self.timeout);
+        let inherited = defaults.timeout_only();
         let databases = execute(self.client, &mut op, inherited, self.session)?;
         Ok(databases.into_iter().map(|d| d.name).collect())
     }
@@ -403,6 +440,14 @@ impl<'a> StartSession<'a> {
     /// Options for transactions started without their own.
     pub fn default_transaction_options(mut self, value: TransactionOptions) -> Self {
         self.options.default_transaction_options = Some(value);
+        self
+    }
+
+    /// The `timeoutMS` of the session's own operations (commit, abort,
+    /// `and_run`) when they set none: CSOT's `defaultTimeoutMS`, else the
+    /// client's.
+    pub fn default_timeout(mut self, value: Duration) -> Self {
+        self.options.default_timeout = Some(value);
         self
     }
 

@@ -140,3 +140,39 @@ macro_rules! session_setter {
     };
 }
 pub(crate) use session_setter;
+
+/// Declares `.timeout(..)` for a builder whose handle (a collection or a
+/// database) is held as `Cow` in `self.$handle`.
+macro_rules! timeout_setter {
+    ($handle:ident) => {
+        /// Sets this operation's `timeoutMS` (client-side operations
+        /// timeout), overriding its handle's: it bounds everything the
+        /// operation does (server selection, every attempt and backoff, the
+        /// server's own time through `maxTimeMS`), and its expiry is a
+        /// timeout error. `Duration::ZERO` keeps CSOT's rules without a
+        /// limit. Inside a `with_transaction` callback whose session has a
+        /// timeout, setting it is an error.
+        pub fn timeout(mut self, timeout: std::time::Duration) -> Self {
+            let handle = self.$handle.for_operation(Some(timeout), None).into_owned();
+            self.$handle = std::borrow::Cow::Owned(handle);
+            self
+        }
+    };
+}
+pub(crate) use timeout_setter;
+
+/// Declares `.timeout_mode(..)` for a cursor-opening builder whose handle
+/// is held as `Cow` in `self.$handle`.
+macro_rules! timeout_mode_setter {
+    ($handle:ident) => {
+        /// Sets whether `timeoutMS` bounds the cursor's whole life or each
+        /// iteration (see [`crate::options::TimeoutMode`]); it needs a
+        /// `timeoutMS`, the operation's or its handle's.
+        pub fn timeout_mode(mut self, mode: crate::options::TimeoutMode) -> Self {
+            let handle = self.$handle.for_operation(None, Some(mode)).into_owned();
+            self.$handle = std::borrow::Cow::Owned(handle);
+            self
+        }
+    };
+}
+pub(crate) use timeout_mode_setter;

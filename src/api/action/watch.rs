@@ -61,6 +61,19 @@ impl<'a, T> Watch<'a, T> {
         comment: Bson,
     });
 
+    /// Sets this stream's `timeoutMS` (client-side operations timeout),
+    /// overriding the handle's: it bounds the opening `aggregate`, then
+    /// each `next` call afresh, a resume included; a `getMore` waits at
+    /// most `min(max_await_time, time left)`. `max_await_time` must be
+    /// less than a non-zero timeout. After a `next` that timed out, the
+    /// stream stays open and the next call resumes it; when the timeout
+    /// comes before any event, close the stream and open one with a higher
+    /// timeout, as the server could not catch up with its oplog in time.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.defaults = self.defaults.with_operation_timeout(Some(timeout));
+        self
+    }
+
     /// Stages after the `$changeStream` stage (`$match`, `$project`,
     /// `$addFields`, `$replaceRoot`, `$redact`); they must keep `_id`.
     pub fn pipeline(mut self, value: impl IntoIterator<Item = Document>) -> Self {
@@ -83,6 +96,13 @@ impl<'a, T> Watch<'a, T> {
         if let WatchTarget::Database(db) = &self.target {
             crate::proto::operation::check_database_name(db)?;
         }
+        crate::proto::cursor_timeout::CursorRequest {
+            timeout: self.defaults.timeout,
+            max_await: self.options.max_await_time,
+            cursor_type: crate::proto::coll_options::CursorType::TailableAwait,
+            ..Default::default()
+        }
+        .timing()?;
         let state = ChangeStreamState::new(self.target, self.pipeline, self.options);
         ChangeStream::open(self.client, state, self.defaults)
     }

@@ -49,6 +49,7 @@ impl Fixture {
             server_api: Some(&self.api),
             cluster_time: Some(&self.cluster_time),
             deadline: Deadline::NONE,
+            omit_max_time: false,
             now: self.now,
             events_wanted: true,
         }
@@ -327,7 +328,7 @@ fn a_commands_own_read_preference_and_the_whole_stable_api_are_kept() {
 }
 
 #[test]
-fn no_cursor_follow_up_or_end_sessions_gets_max_time_ms() {
+fn no_get_more_or_end_sessions_gets_max_time_ms() {
     let f = Fixture::new();
     let ctx = AttemptContext {
         deadline: Deadline::at(f.now + Duration::from_millis(500)),
@@ -335,10 +336,6 @@ fn no_cursor_follow_up_or_end_sessions_gets_max_time_ms() {
     };
     for (name, body) in [
         ("getMore", doc! { "getMore": 1_i64, "collection": "c" }),
-        (
-            "killCursors",
-            doc! { "killCursors": "c", "cursors": [1_i64] },
-        ),
         ("endSessions", doc! { "endSessions": [] }),
     ] {
         let sent = finish(Command::new(name, "db", body), &ctx, None)
@@ -347,6 +344,13 @@ fn no_cursor_follow_up_or_end_sessions_gets_max_time_ms() {
             .to_document();
         assert!(!sent.contains_key("maxTimeMS"), "{name}: {sent}");
     }
+    // A cursor's close refreshes the timeout for its killCursors (CSOT).
+    let kill = doc! { "killCursors": "c", "cursors": [1_i64] };
+    let sent = finish(Command::new("killCursors", "db", kill), &ctx, None)
+        .expect("finished")
+        .command
+        .to_document();
+    assert_eq!(sent.get_i64("maxTimeMS"), Ok(500), "{sent}");
     // A caller's own runCommand keeps the maxTimeMS it wrote.
     let own = Command::new("runCommand", "db", doc! { "find": "c", "maxTimeMS": 7 });
     let sent = finish(own, &ctx, None)

@@ -84,6 +84,14 @@ impl Operation for Aggregate {
     type Output = Box<CursorSpec>;
     const NAME: &'static str = "aggregate";
 
+    fn cursor_request(&self) -> crate::proto::cursor_timeout::CursorRequest {
+        crate::proto::cursor_timeout::CursorRequest {
+            max_await: self.options.max_await_time,
+            writes: self.has_write_stage(),
+            ..Default::default()
+        }
+    }
+
     fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
         let target = match &self.target {
             AggregateTarget::Collection(ns) => Bson::String(ns.coll.to_string()),

@@ -171,6 +171,14 @@ impl Operation for Find {
     type Output = Box<CursorSpec>;
     const NAME: &'static str = "find";
 
+    fn cursor_request(&self) -> crate::proto::cursor_timeout::CursorRequest {
+        crate::proto::cursor_timeout::CursorRequest {
+            cursor_type: self.options.cursor_type.unwrap_or_default(),
+            max_await: self.options.max_await_time,
+            ..Default::default()
+        }
+    }
+
     fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
         let bytes = self
             .write_body()

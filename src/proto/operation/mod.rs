@@ -303,6 +303,13 @@ pub trait Operation {
             .is_none_or(|w| !matches!(w, crate::proto::concern::Acknowledgment::Nodes(0)))
     }
 
+    /// What a cursor-opening operation's timing depends on (CSOT's
+    /// `timeoutMode` rules): its cursor type, `maxAwaitTimeMS`, and whether
+    /// it writes; the caller adds the timeout and the mode.
+    fn cursor_request(&self) -> crate::proto::cursor_timeout::CursorRequest {
+        crate::proto::cursor_timeout::CursorRequest::default()
+    }
+
     /// Called before the executor retries a failed attempt; `overload`
     /// when the failure was the server turning the command away for
     /// overload (a commit's write concern is upgraded only after other

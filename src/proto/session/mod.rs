@@ -99,6 +99,10 @@ pub struct SessionOptions {
     /// The snapshot to read from (a snapshot session's `snapshot_time` from
     /// earlier), instead of the first read's; needs `snapshot`.
     pub snapshot_time: Option<Timestamp>,
+    /// The `timeoutMS` of the session's commit, abort and
+    /// `with_transaction` when they set none (CSOT's `defaultTimeoutMS`);
+    /// unset, the client's applies.
+    pub default_timeout: Option<std::time::Duration>,
 }
 
 impl SessionOptions {

@@ -68,11 +68,16 @@ pub struct WithTransaction {
 
 impl WithTransaction {
     /// A call starting at `now`; `timeout` is the operation's `timeoutMS`
-    /// when set, else [`DEFAULT_TIMEOUT`] applies.
+    /// when set (zero: no limit), else [`DEFAULT_TIMEOUT`] applies.
     pub fn new(now: Instant, timeout: Option<Duration>) -> Self {
+        let timeout = match timeout {
+            None => DEFAULT_TIMEOUT,
+            Some(t) if t.is_zero() => Duration::MAX,
+            Some(t) => t,
+        };
         WithTransaction {
             started: now,
-            timeout: timeout.unwrap_or(DEFAULT_TIMEOUT),
+            timeout,
             attempts: 0,
             last_error: None,
         }

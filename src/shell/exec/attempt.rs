@@ -29,6 +29,8 @@ use crate::shell::fork::this_process;
 pub(super) struct Run<'s> {
     pub(super) session: SessionSlot<'s>,
     pub(super) deadline: Deadline,
+    /// The opening command of a cursor timed per iteration (CSOT).
+    omit_max_time: bool,
     pub(super) retry: Option<OperationRetry>,
     criteria: SelectionCriteria,
     pub(super) target: Target,
@@ -107,6 +109,16 @@ impl ClientState {
         if let Some(s) = session.get() {
             self.adopt_if_forked(s)?;
         }
+        // CSOT: inside withTransaction under a timeout, the callback's
+        // operations take the call's deadline and may not set their own.
+        let in_timed_callback = session
+            .get()
+            .is_some_and(|s| s.transaction_deadline().is_some());
+        if in_timed_callback && inherited.operation_timeout {
+            return Err(crate::error::Error::invalid_argument(
+                "timeoutMS cannot be set on an operation inside a withTransaction callback whose session has a timeout",
+            ));
+        }
         // A running deadline (the operations of with_transaction, the
         // batches of one write) wins over the operation's own timeout.
         let deadline = session
@@ -139,6 +151,7 @@ impl ClientState {
         Ok(Run {
             session,
             deadline,
+            omit_max_time: inherited.omit_max_time,
             retry: None,
             criteria,
             target,
@@ -331,6 +344,7 @@ impl ClientState {
             server_api: self.topology.options().server_api(),
             cluster_time: self.clock.current(),
             deadline: run.deadline,
+            omit_max_time: run.omit_max_time,
             now: self.time.now(),
             events_wanted: self.topology.command_events_wanted(),
         };

@@ -85,9 +85,14 @@ pub(crate) struct Inherited<'a> {
     pub(crate) read_concern: Option<&'a ReadConcern>,
     pub(crate) write_concern: Option<&'a WriteConcern>,
     pub(crate) timeout: Option<Duration>,
+    /// Whether `timeout` was set on the operation itself (refused inside a
+    /// withTransaction callback under a timeout).
+    pub(crate) operation_timeout: bool,
     /// A deadline already running, which `timeout` does not restart: the
     /// batches of one `insert_many` or `bulk_write` share it.
     pub(crate) deadline: Option<Deadline>,
+    /// The opening command of a cursor timed per iteration: no `maxTimeMS`.
+    pub(crate) omit_max_time: bool,
 }
 
 /// Where an operation runs.
