@@ -32,17 +32,30 @@ impl TestRun<'_> {
             return skip("createChangeStream in a session: the driver's watch takes no session");
         }
         let pipeline = args.docs("pipeline")?.unwrap_or_default();
+        let timeout = args.millis("timeoutMS")?;
         let options = stream_options(&mut args)?;
         args.done()?;
+        fn timed(
+            watch: mongo_inline::action::Watch<'_>,
+            timeout: Option<std::time::Duration>,
+        ) -> mongo_inline::action::Watch<'_> {
+            match timeout {
+                Some(t) => watch.timeout(t),
+                None => watch,
+            }
+        }
         let opened = match self.entities.0.get(object) {
-            Some(Entity::Collection(c)) => c.watch().pipeline(pipeline).with_options(options).run(),
-            Some(Entity::Database(d)) => d.watch().pipeline(pipeline).with_options(options).run(),
-            Some(Entity::Client(c)) => c
-                .live()?
-                .watch()
-                .pipeline(pipeline)
-                .with_options(options)
-                .run(),
+            Some(Entity::Collection(c)) => {
+                timed(c.watch().pipeline(pipeline).with_options(options), timeout).run()
+            }
+            Some(Entity::Database(d)) => {
+                timed(d.watch().pipeline(pipeline).with_options(options), timeout).run()
+            }
+            Some(Entity::Client(c)) => timed(
+                c.live()?.watch().pipeline(pipeline).with_options(options),
+                timeout,
+            )
+            .run(),
             _ => {
                 return fail(format!(
                     "createChangeStream: no client, database or collection {object:?}"

@@ -10,14 +10,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bson::{doc, Bson, Document};
+use mongo_inline::action;
 use mongo_inline::event::CommandEvent;
-use mongo_inline::options::ReadConcern;
 use mongo_inline::options::{
     AggregateOptions, CountOptions, CreateCollectionOptions, DeleteOptions, DistinctOptions,
     EstimatedDocumentCountOptions, FindOneAndDeleteOptions, FindOneAndReplaceOptions,
     FindOneAndUpdateOptions, FindOptions, Hint, IndexModel, InsertManyOptions, InsertOneOptions,
     ReplaceOptions, ReturnDocument, UpdateOptions,
 };
+use mongo_inline::options::{ReadConcern, TimeoutMode};
 use mongo_inline::results::WriteFailure;
 use mongo_inline::{Client, ClientOptions, ClientSession, Collection, Database, ErrorKind};
 
@@ -261,6 +262,11 @@ pub struct TestRun<'a> {
     /// The cursor the last `createFindCursor` opened (and its client
     /// entity's name), until `saveResultAsEntity` names it.
     opened_cursor: Option<(Box<mongo_inline::Cursor<Document>>, String)>,
+    /// Whether `opened_cursor` is tailable, and the saved tailable cursors.
+    opened_tailable: bool,
+    tailable_cursors: std::collections::HashSet<String>,
+    /// Cursors whose iteration timed out, which closed their socket.
+    timed_out_cursors: std::collections::HashSet<String>,
     /// The change stream the last `createChangeStream` opened, until
     /// `saveResultAsEntity` names it.
     opened_stream: Option<(change_streams::Stream, String)>,
@@ -286,6 +292,9 @@ impl<'a> TestRun<'a> {
             deployment,
             entities: EntityMap(HashMap::new()),
             opened_cursor: None,
+            opened_tailable: false,
+            tailable_cursors: std::collections::HashSet::new(),
+            timed_out_cursors: std::collections::HashSet::new(),
             opened_stream: None,
             owners: HashMap::new(),
             fail_points: Vec::new(),
@@ -325,6 +334,8 @@ impl<'a> TestRun<'a> {
         self.entities.0.clear();
         self.owners.clear();
         self.opened_cursor = None;
+        self.tailable_cursors.clear();
+        self.timed_out_cursors.clear();
         result
     }
 
@@ -461,6 +472,13 @@ impl<'a> TestRun<'a> {
                             match key.as_str() {
                                 "causalConsistency" => options.causal_consistency = value.as_bool(),
                                 "snapshot" => options.snapshot = value.as_bool(),
+                                "defaultTimeoutMS" => {
+                                    let ms =
+                                        value.as_i64().or_else(|| value.as_i32().map(i64::from));
+                                    let ms = ms.ok_or("sessionOptions.defaultTimeoutMS")?;
+                                    options.default_timeout =
+                                        Some(Duration::from_millis(ms.max(0) as u64));
+                                }
                                 "defaultTransactionOptions" => {
                                     let mut args = Args {
                                         operation: "defaultTransactionOptions".into(),
@@ -718,6 +736,9 @@ impl<'a> TestRun<'a> {
                     "saveResultAsEntity: the entity {save:?} already exists"
                 ));
             }
+            if std::mem::take(&mut self.opened_tailable) {
+                self.tailable_cursors.insert(save.to_string());
+            }
             let entity = match (self.opened_cursor.take(), self.opened_stream.take()) {
                 (Some((cursor, client)), _) => Entity::Cursor(cursor, client),
                 (None, Some((stream, client))) => Entity::ChangeStream(stream, client),
@@ -727,6 +748,7 @@ impl<'a> TestRun<'a> {
         }
         // A cursor nobody saved is closed now.
         self.opened_cursor = None;
+        self.opened_tailable = false;
         self.opened_stream = None;
         Ok(None)
     }
@@ -740,30 +762,33 @@ impl<'a> TestRun<'a> {
         mut args: Args,
     ) -> Outcome<Result<Bson, mongo_inline::Error>> {
         let callback = args.docs("callback")?.unwrap_or_default();
+        let timeout = args.millis("timeoutMS")?;
         let options = transaction_options(&mut args)?;
         args.done()?;
         let mut session = self.take_session(object)?;
         // An assertion that fails inside the callback ends the test; the
         // driver only sees an error that makes it abort without retrying.
         let mut failure: Option<Failure> = None;
-        let result = session
-            .start_transaction()
-            .with_options(options)
-            .and_run(|s| {
-                for operation in &callback {
-                    match self.run_operation_lent(operation, Some((object, s))) {
-                        Ok(None) => {}
-                        Ok(Some(driver_error)) => return Err(driver_error),
-                        Err(f) => {
-                            failure = Some(f);
-                            return Err(mongo_inline::Error::from(ErrorKind::Client {
-                                message: "the test runner stopped the callback".into(),
-                            }));
-                        }
+        let start = session.start_transaction().with_options(options);
+        let start = match timeout {
+            Some(t) => start.timeout(t),
+            None => start,
+        };
+        let result = start.and_run(|s| {
+            for operation in &callback {
+                match self.run_operation_lent(operation, Some((object, s))) {
+                    Ok(None) => {}
+                    Ok(Some(driver_error)) => return Err(driver_error),
+                    Err(f) => {
+                        failure = Some(f);
+                        return Err(mongo_inline::Error::from(ErrorKind::Client {
+                            message: "the test runner stopped the callback".into(),
+                        }));
                     }
                 }
-                Ok(())
-            });
+            }
+            Ok(())
+        });
         self.put_session(object, session);
         if let Some(f) = failure {
             return Err(match f {
@@ -1037,23 +1062,28 @@ impl<'a> TestRun<'a> {
                 "createFindCursor in a session: the runner keeps only session-less cursors",
             );
         }
-        let mut coll = match self.entities.0.get(object) {
+        let coll = match self.entities.0.get(object) {
             Some(Entity::Collection(c)) => c.clone(),
             _ => return fail(format!("createFindCursor: no collection entity {object:?}")),
         };
         let client = self.owners.get(object).cloned().unwrap_or_default();
-        if let Some(timeout) = args.millis("timeoutMS")? {
-            operation_timeout_runs("createFindCursor", timeout, false)?;
-            coll = coll.with_timeout(timeout);
-        }
+        let timeout = args.millis("timeoutMS")?;
+        let mode = timeout_mode(&mut args)?;
         let filter = args.required_doc("filter")?;
         let comment = args.take("comment");
-        if args.rest.contains_key("cursorType") {
-            return skip("createFindCursor of a tailable cursor: the driver's cursor is an Iterator that fetches until a document comes, with no one-getMore step for iterateOnce");
-        }
         let options = find_options(&mut args, comment)?;
         args.done()?;
-        Ok(match coll.find(filter).with_options(options).run() {
+        self.opened_tailable = !matches!(
+            options.cursor_type,
+            None | Some(mongo_inline::options::CursorType::NonTailable)
+        );
+        let found = coll
+            .find(filter)
+            .with_options(options)
+            .op_timeout(timeout)
+            .op_mode(mode)
+            .run();
+        Ok(match found {
             Ok(cursor) => {
                 self.opened_cursor = Some((Box::new(cursor), client));
                 Ok(Bson::Null)
@@ -1131,14 +1161,25 @@ impl<'a> TestRun<'a> {
             }
             return Ok(Ok(Bson::Null));
         }
+        if name == "iterateOnce" && self.tailable_cursors.contains(object) {
+            return skip("iterateOnce on a tailable cursor: the driver's Cursor is an Iterator whose next fetches until a document comes, as the official sync Cursor's does; it has no one-getMore tryNext");
+        }
         if let Some(Entity::Cursor(cursor, _)) = self.entities.0.get_mut(object) {
             args.done()?;
             return match name {
                 "iterateUntilDocumentOrError" | "iterateOnce" => Ok(match cursor.next() {
                     Some(Ok(document)) => Ok(Bson::Document(document)),
-                    Some(Err(error)) => Err(error),
+                    Some(Err(error)) => {
+                        if matches!(error.kind(), ErrorKind::Timeout { .. }) {
+                            self.timed_out_cursors.insert(object.to_string());
+                        }
+                        Err(error)
+                    }
                     None => return fail(format!("{name}: the cursor {object} is exhausted")),
                 }),
+                "close" if self.timed_out_cursors.contains(object) => skip(
+                    "close after a timed-out iteration: the timeout closed the cursor's socket, and the driver sends a cursor's killCursors only on its own socket (not yet on a new one, as CSOT's close expects)",
+                ),
                 "close" => {
                     // Dropping the cursor kills it on its own socket.
                     self.entities.0.remove(object);
@@ -1164,22 +1205,17 @@ impl<'a> TestRun<'a> {
         if let ("rename", Some(Entity::Collection(_))) = (name, self.entities.0.get(object)) {
             return self.rename_collection(object, session_name, args);
         }
-        // An operation's timeoutMS is its handle's for this operation only
-        // (zero is "no limit", overriding the client's, as on a handle).
-        let timeout = args.millis("timeoutMS")?;
-        if let Some(t) = timeout {
-            operation_timeout_runs(name, t, lent.is_some())?;
+        // An operation's own timeoutMS goes to its builder (the driver's
+        // per-operation `timeout`), except for a GridFS bucket's, whose
+        // actions take none.
+        if matches!(self.entities.0.get(object), Some(Entity::Bucket(_)))
+            && args.rest.contains_key("timeoutMS")
+        {
+            return skip(format!(
+                "timeoutMS on {name} of bucket {object}: the driver's GridFS actions take no per-operation timeoutMS (the bucket's database's applies)"
+            ));
         }
-        let entity = match (self.entities.0.get(object), timeout) {
-            (entity, None) => entity_target(entity, object, name)?,
-            (Some(Entity::Collection(c)), Some(t)) => Target::Collection(c.clone().with_timeout(t)),
-            (Some(Entity::Database(d)), Some(t)) => Target::Database(d.clone().with_timeout(t)),
-            (_, Some(_)) => {
-                return skip(format!(
-                    "timeoutMS on {name} of {object}: the driver takes a timeout on clients, databases and collections, not on a client's or a session's own operations"
-                ))
-            }
-        };
+        let entity = entity_target(self.entities.0.get(object), object, name)?;
         let (lent_name, lent_session) = match lent {
             Some((n, s)) => (Some(n), Some(s)),
             None => (None, None),
@@ -1432,40 +1468,6 @@ fn check_sdam_events(client: &ClientEntity, block: &Document) -> Outcome {
                 names()
             ));
         }
-    }
-    Ok(())
-}
-
-/// Operations that open a cursor: their timeoutMS governs the cursor's life
-/// (the spec's `timeoutMode`), where a handle's bounds each batch.
-const CURSOR_OPERATIONS: &[&str] = &[
-    "find",
-    "aggregate",
-    "listCollections",
-    "listCollectionObjects",
-    "listCollectionNames",
-    "listIndexes",
-    "listIndexNames",
-    "createFindCursor",
-];
-
-/// Whether an operation's own `timeoutMS`, emulated with a handle's for
-/// that one operation, means what the test means.
-fn operation_timeout_runs(name: &str, timeout: Duration, in_callback: bool) -> Outcome {
-    if timeout.is_zero() {
-        return skip(format!(
-            "timeoutMS 0 on {name}: the driver has no deadline-less CSOT mode (a zero timeout is no timeout, with one ordinary retry, where CSOT retries until the operation's timeout)"
-        ));
-    }
-    if CURSOR_OPERATIONS.contains(&name) {
-        return skip(format!(
-            "timeoutMS on {name}: the driver's cursors take a handle's timeoutMS for each batch, not the spec's timeoutMode (cursor lifetime, iteration)"
-        ));
-    }
-    if in_callback {
-        return skip(format!(
-            "timeoutMS on {name} in a withTransaction callback: the runner emulates an operation's timeoutMS with its handle's, which the driver cannot tell apart, so it cannot refuse it as the spec asks"
-        ));
     }
     Ok(())
 }
@@ -1770,6 +1772,103 @@ macro_rules! in_session {
     };
 }
 
+/// An operation's own `timeoutMS` and `timeoutMode`, set on its builder
+/// when the test gives them.
+trait OpTimeout: Sized {
+    fn set_timeout(self, timeout: Duration) -> Self;
+    fn op_timeout(self, timeout: Option<Duration>) -> Self {
+        match timeout {
+            Some(t) => self.set_timeout(t),
+            None => self,
+        }
+    }
+}
+
+trait OpMode: Sized {
+    fn set_mode(self, mode: TimeoutMode) -> Self;
+    fn op_mode(self, mode: Option<TimeoutMode>) -> Self {
+        match mode {
+            Some(m) => self.set_mode(m),
+            None => self,
+        }
+    }
+}
+
+macro_rules! op_timeout {
+    ($($builder:ident < $($p:tt),* >),* $(,)?) => {
+        $(impl<$($p),*> OpTimeout for action::$builder<$($p),*> {
+            fn set_timeout(self, timeout: Duration) -> Self {
+                self.timeout(timeout)
+            }
+        })*
+    };
+}
+
+op_timeout!(
+    InsertOne<'a, T>,
+    InsertMany<'a, T>,
+    Update<'a, T>,
+    Replace<'a, T>,
+    Delete<'a, T>,
+    FindOne<'a, T>,
+    Find<'a, T, S>,
+    Aggregate<'a, S, T>,
+    CountDocuments<'a, T>,
+    EstimatedDocumentCount<'a, T>,
+    Distinct<'a, T>,
+    FindOneAndDelete<'a, T>,
+    FindOneAndUpdate<'a, T>,
+    FindOneAndReplace<'a, T>,
+    CreateIndex<'a, T>,
+    ListIndexes<'a, T, S>,
+    ListIndexNames<'a, T>,
+    DropIndex<'a, T>,
+    DropIndexes<'a, T>,
+    DropCollection<'a, T>,
+    CollectionBulkWrite<'a, T>,
+    RunCommand<'a>,
+    CreateCollection<'a>,
+    DropDatabase<'a>,
+    ListCollections<'a, S>,
+    ListCollectionNames<'a>,
+    ListDatabases<'a>,
+    ListDatabaseNames<'a>,
+);
+
+impl<T, S> OpMode for action::Find<'_, T, S> {
+    fn set_mode(self, mode: TimeoutMode) -> Self {
+        self.timeout_mode(mode)
+    }
+}
+
+impl<S, T> OpMode for action::Aggregate<'_, S, T> {
+    fn set_mode(self, mode: TimeoutMode) -> Self {
+        self.timeout_mode(mode)
+    }
+}
+
+impl<T, S> OpMode for action::ListIndexes<'_, T, S> {
+    fn set_mode(self, mode: TimeoutMode) -> Self {
+        self.timeout_mode(mode)
+    }
+}
+
+impl<S> OpMode for action::ListCollections<'_, S> {
+    fn set_mode(self, mode: TimeoutMode) -> Self {
+        self.timeout_mode(mode)
+    }
+}
+
+/// A cursor-opening operation's `timeoutMode` argument.
+fn timeout_mode(args: &mut Args) -> Outcome<Option<TimeoutMode>> {
+    match args.take("timeoutMode") {
+        None => Ok(None),
+        Some(Bson::String(m)) if m == "cursorLifetime" => Ok(Some(TimeoutMode::CursorLifetime)),
+        Some(Bson::String(m)) if m == "iteration" => Ok(Some(TimeoutMode::Iteration)),
+        Some(other) => args.mistyped("timeoutMode", "cursorLifetime or iteration", &other),
+    }
+}
+
 fn collection_operation(
     coll: &Collection<Document>,
     name: &str,
@@ -1777,6 +1876,13 @@ fn collection_operation(
     session: Option<&mut ClientSession>,
 ) -> Outcome<DriverResult> {
     let comment = args.take("comment");
+    let timeout = args.millis("timeoutMS")?;
+    // Only a cursor-opening operation takes a timeoutMode; elsewhere it
+    // stays among the arguments, which `done` reports.
+    let mode = match name {
+        "find" | "aggregate" | "listIndexes" => timeout_mode(&mut args)?,
+        _ => None,
+    };
     let result = match name {
         "insertOne" => {
             let document = args.required_doc("document")?;
@@ -1789,8 +1895,17 @@ fn collection_operation(
             }
             args.done()?;
             match session {
-                Some(s) => coll.insert_one(&document).with_options(o).session(s).run(),
-                None => coll.insert_one(&document).with_options(o).run(),
+                Some(s) => coll
+                    .insert_one(&document)
+                    .with_options(o)
+                    .op_timeout(timeout)
+                    .session(s)
+                    .run(),
+                None => coll
+                    .insert_one(&document)
+                    .with_options(o)
+                    .op_timeout(timeout)
+                    .run(),
             }
             .map(|r| Bson::Document(doc! { "insertedId": r.inserted_id }))
         }
@@ -1807,7 +1922,13 @@ fn collection_operation(
                 o = o.comment(c);
             }
             args.done()?;
-            in_session!(coll.insert_many(&documents).with_options(o), session).map(|r| {
+            in_session!(
+                coll.insert_many(&documents)
+                    .with_options(o)
+                    .op_timeout(timeout),
+                session
+            )
+            .map(|r| {
                 let ids: Document = r
                     .inserted_ids
                     .into_iter()
@@ -1833,10 +1954,28 @@ fn collection_operation(
             }
             args.done()?;
             let r = match (name, session) {
-                ("deleteOne", Some(s)) => coll.delete_one(filter).with_options(o).session(s).run(),
-                ("deleteOne", None) => coll.delete_one(filter).with_options(o).run(),
-                (_, Some(s)) => coll.delete_many(filter).with_options(o).session(s).run(),
-                (_, None) => coll.delete_many(filter).with_options(o).run(),
+                ("deleteOne", Some(s)) => coll
+                    .delete_one(filter)
+                    .with_options(o)
+                    .op_timeout(timeout)
+                    .session(s)
+                    .run(),
+                ("deleteOne", None) => coll
+                    .delete_one(filter)
+                    .with_options(o)
+                    .op_timeout(timeout)
+                    .run(),
+                (_, Some(s)) => coll
+                    .delete_many(filter)
+                    .with_options(o)
+                    .op_timeout(timeout)
+                    .session(s)
+                    .run(),
+                (_, None) => coll
+                    .delete_many(filter)
+                    .with_options(o)
+                    .op_timeout(timeout)
+                    .run(),
             };
             r.map(|r| Bson::Document(doc! { "deletedCount": r.deleted_count as i64 }))
         }
@@ -1883,15 +2022,25 @@ fn collection_operation(
                 ("updateOne", Some(s)) => coll
                     .update_one(filter, update)
                     .with_options(o)
+                    .op_timeout(timeout)
                     .session(s)
                     .run(),
-                ("updateOne", None) => coll.update_one(filter, update).with_options(o).run(),
+                ("updateOne", None) => coll
+                    .update_one(filter, update)
+                    .with_options(o)
+                    .op_timeout(timeout)
+                    .run(),
                 (_, Some(s)) => coll
                     .update_many(filter, update)
                     .with_options(o)
+                    .op_timeout(timeout)
                     .session(s)
                     .run(),
-                (_, None) => coll.update_many(filter, update).with_options(o).run(),
+                (_, None) => coll
+                    .update_many(filter, update)
+                    .with_options(o)
+                    .op_timeout(timeout)
+                    .run(),
             };
             r.map(update_result)
         }
@@ -1925,9 +2074,14 @@ fn collection_operation(
                 Some(s) => coll
                     .replace_one(filter, &replacement)
                     .with_options(o)
+                    .op_timeout(timeout)
                     .session(s)
                     .run(),
-                None => coll.replace_one(filter, &replacement).with_options(o).run(),
+                None => coll
+                    .replace_one(filter, &replacement)
+                    .with_options(o)
+                    .op_timeout(timeout)
+                    .run(),
             }
             .map(update_result)
         }
@@ -1937,57 +2091,45 @@ fn collection_operation(
             args.done()?;
             if name == "findOne" {
                 in_session!(
-                    coll.find_one(filter).with_options(find_one_options(o)),
+                    coll.find_one(filter)
+                        .with_options(find_one_options(o))
+                        .op_timeout(timeout),
                     session
                 )
                 .map(|d| d.map(Bson::Document).unwrap_or(Bson::Null))
             } else {
                 match session {
                     Some(s) => session_documents_result(
-                        coll.find(filter).with_options(o).session(&mut *s).run(),
+                        coll.find(filter)
+                            .with_options(o)
+                            .op_timeout(timeout)
+                            .op_mode(mode)
+                            .session(&mut *s)
+                            .run(),
                         s,
                     ),
-                    None => documents_result(coll.find(filter).with_options(o).run()),
+                    None => documents_result(
+                        coll.find(filter)
+                            .with_options(o)
+                            .op_timeout(timeout)
+                            .op_mode(mode)
+                            .run(),
+                    ),
                 }
             }
         }
         "aggregate" => {
             let pipeline = args.docs("pipeline")?.unwrap_or_default();
-            let mut o = AggregateOptions::default();
-            if let Some(b) = args.int("batchSize")? {
-                o = o.batch_size(b as u32);
-            }
-            if let Some(b) = args.bool("allowDiskUse")? {
-                o = o.allow_disk_use(b);
-            }
-            if let Some(b) = args.bool("bypassDocumentValidation")? {
-                o = o.bypass_document_validation(b);
-            }
-            if let Some(h) = args.hint()? {
-                o = o.hint(h);
-            }
-            if let Some(c) = args.collation()? {
-                o = o.collation(c);
-            }
-            if let Some(l) = args.doc("let")? {
-                o = o.let_vars(l);
-            }
-            if let Some(m) = args.millis("maxTimeMS")? {
-                o = o.max_time(m);
-            }
-            if let Some(c) = comment {
-                o = o.comment(c);
-            }
+            let o = aggregate_options(&mut args, comment)?;
             args.done()?;
+            let action = coll
+                .aggregate(pipeline)
+                .with_options(o)
+                .op_timeout(timeout)
+                .op_mode(mode);
             match session {
-                Some(s) => session_documents_result(
-                    coll.aggregate(pipeline)
-                        .with_options(o)
-                        .session(&mut *s)
-                        .run(),
-                    s,
-                ),
-                None => documents_result(coll.aggregate(pipeline).with_options(o).run()),
+                Some(s) => session_documents_result(action.session(&mut *s).run(), s),
+                None => documents_result(action.run()),
             }
         }
         "countDocuments" => {
@@ -2016,9 +2158,14 @@ fn collection_operation(
                 Some(s) => coll
                     .count_documents(filter)
                     .with_options(o)
+                    .op_timeout(timeout)
                     .session(s)
                     .run(),
-                None => coll.count_documents(filter).with_options(o).run(),
+                None => coll
+                    .count_documents(filter)
+                    .with_options(o)
+                    .op_timeout(timeout)
+                    .run(),
             }
             .map(|n| Bson::Int64(n as i64))
         }
@@ -2031,8 +2178,13 @@ fn collection_operation(
                 o = o.comment(c);
             }
             args.done()?;
-            in_session!(coll.estimated_document_count().with_options(o), session)
-                .map(|n| Bson::Int64(n as i64))
+            in_session!(
+                coll.estimated_document_count()
+                    .with_options(o)
+                    .op_timeout(timeout),
+                session
+            )
+            .map(|n| Bson::Int64(n as i64))
         }
         "distinct" => {
             let field = match args.take("fieldName") {
@@ -2054,7 +2206,13 @@ fn collection_operation(
                 o = o.comment(c);
             }
             args.done()?;
-            in_session!(coll.distinct(&field, filter).with_options(o), session).map(Bson::Array)
+            in_session!(
+                coll.distinct(&field, filter)
+                    .with_options(o)
+                    .op_timeout(timeout),
+                session
+            )
+            .map(Bson::Array)
         }
         "findOneAndDelete" => {
             let filter = args.required_doc("filter")?;
@@ -2078,8 +2236,13 @@ fn collection_operation(
                 o = o.comment(c);
             }
             args.done()?;
-            in_session!(coll.find_one_and_delete(filter).with_options(o), session)
-                .map(|d| d.map(Bson::Document).unwrap_or(Bson::Null))
+            in_session!(
+                coll.find_one_and_delete(filter)
+                    .with_options(o)
+                    .op_timeout(timeout),
+                session
+            )
+            .map(|d| d.map(Bson::Document).unwrap_or(Bson::Null))
         }
         "findOneAndUpdate" | "findOneAndReplace" => {
             let filter = args.required_doc("filter")?;
@@ -2139,7 +2302,9 @@ fn collection_operation(
                 }
                 args.done()?;
                 in_session!(
-                    coll.find_one_and_update(filter, update).with_options(o),
+                    coll.find_one_and_update(filter, update)
+                        .with_options(o)
+                        .op_timeout(timeout),
                     session
                 )
             } else {
@@ -2175,7 +2340,8 @@ fn collection_operation(
                 args.done()?;
                 in_session!(
                     coll.find_one_and_replace(filter, &replacement)
-                        .with_options(o),
+                        .with_options(o)
+                        .op_timeout(timeout),
                     session
                 )
             };
@@ -2198,7 +2364,7 @@ fn collection_operation(
             } else {
                 IndexModel::new(keys).options(options)
             };
-            in_session!(coll.create_index(model), session)
+            in_session!(coll.create_index(model).op_timeout(timeout), session)
                 .map(|created| Bson::String(created.index_name))
         }
         "listIndexes" => {
@@ -2207,8 +2373,17 @@ fn collection_operation(
             }
             args.done()?;
             match session {
-                Some(s) => session_documents_result(coll.list_indexes().session(&mut *s).run(), s),
-                None => documents_result(coll.list_indexes().run()),
+                Some(s) => session_documents_result(
+                    coll.list_indexes()
+                        .op_timeout(timeout)
+                        .op_mode(mode)
+                        .session(&mut *s)
+                        .run(),
+                    s,
+                ),
+                None => {
+                    documents_result(coll.list_indexes().op_timeout(timeout).op_mode(mode).run())
+                }
             }
         }
         "bulkWrite" => {
@@ -2231,14 +2406,14 @@ fn collection_operation(
                 action = action.comment(c);
             }
             args.done()?;
-            in_session!(action, session).map(bulk_write_result)
+            in_session!(action.op_timeout(timeout), session).map(bulk_write_result)
         }
         "listIndexNames" => {
             if let Some(c) = comment {
                 args.rest.insert("comment", c);
             }
             args.done()?;
-            in_session!(coll.list_index_names(), session)
+            in_session!(coll.list_index_names().op_timeout(timeout), session)
                 .map(|names| Bson::Array(names.into_iter().map(Bson::String).collect()))
         }
         "dropIndex" => {
@@ -2250,18 +2425,51 @@ fn collection_operation(
                 args.rest.insert("comment", c);
             }
             args.done()?;
-            in_session!(coll.drop_index(&index), session).map(|()| Bson::Null)
+            in_session!(coll.drop_index(&index).op_timeout(timeout), session).map(|()| Bson::Null)
         }
         "dropIndexes" => {
             if let Some(c) = comment {
                 args.rest.insert("comment", c);
             }
             args.done()?;
-            in_session!(coll.drop_indexes(), session).map(|()| Bson::Null)
+            in_session!(coll.drop_indexes().op_timeout(timeout), session).map(|()| Bson::Null)
         }
         other => return skip(missing_operation("collection", other)),
     };
     Ok(result)
+}
+
+/// An aggregate's options among `args` (on a collection or a database).
+fn aggregate_options(args: &mut Args, comment: Option<Bson>) -> Outcome<AggregateOptions> {
+    let mut o = AggregateOptions::default();
+    if let Some(b) = args.int("batchSize")? {
+        o = o.batch_size(b as u32);
+    }
+    if let Some(b) = args.bool("allowDiskUse")? {
+        o = o.allow_disk_use(b);
+    }
+    if let Some(b) = args.bool("bypassDocumentValidation")? {
+        o = o.bypass_document_validation(b);
+    }
+    if let Some(h) = args.hint()? {
+        o = o.hint(h);
+    }
+    if let Some(c) = args.collation()? {
+        o = o.collation(c);
+    }
+    if let Some(l) = args.doc("let")? {
+        o = o.let_vars(l);
+    }
+    if let Some(m) = args.millis("maxTimeMS")? {
+        o = o.max_time(m);
+    }
+    if let Some(c) = comment {
+        o = o.comment(c);
+    }
+    if let Some(m) = args.millis("maxAwaitTimeMS")? {
+        o = o.max_await_time(m);
+    }
+    Ok(o)
 }
 
 /// A find's options among `args` (find, findOne, createFindCursor).
@@ -2323,10 +2531,11 @@ fn find_options(args: &mut Args, comment: Option<Bson>) -> Outcome<FindOptions> 
         Some(Bson::String(kind)) if kind == "nonTailable" => {
             o = o.cursor_type(mongo_inline::options::CursorType::NonTailable);
         }
-        Some(Bson::String(kind)) if kind == "tailable" || kind == "tailableAwait" => {
-            return skip(format!(
-                "cursorType {kind}: the driver does not apply CSOT's rules for tailable cursors (maxAwaitTimeMS checked against timeoutMS, no maxTimeMS on the find)"
-            ));
+        Some(Bson::String(kind)) if kind == "tailable" => {
+            o = o.cursor_type(mongo_inline::options::CursorType::Tailable);
+        }
+        Some(Bson::String(kind)) if kind == "tailableAwait" => {
+            o = o.cursor_type(mongo_inline::options::CursorType::TailableAwait);
         }
         Some(other) => return fail(format!("cursorType {other}")),
     }
@@ -2342,11 +2551,16 @@ fn database_operation(
     mut args: Args,
     session: Option<&mut ClientSession>,
 ) -> Outcome<DriverResult> {
+    let timeout = args.millis("timeoutMS")?;
+    let mode = match name {
+        "aggregate" | "listCollections" | "listCollectionObjects" => timeout_mode(&mut args)?,
+        _ => None,
+    };
     let result = match name {
         "runCommand" => {
             let command = args.required_doc("command")?;
             let _ = args.take("commandName");
-            let mut action = db.run_command(command);
+            let mut action = db.run_command(command).op_timeout(timeout);
             if let Some(rp) = args.doc("readPreference")? {
                 action = action.selection_criteria(
                     mongo_inline::options::SelectionCriteria::ReadPreference(read_preference(
@@ -2392,8 +2606,13 @@ fn database_operation(
                 o = o.pipeline(v);
             }
             args.done()?;
-            in_session!(db.create_collection(&collection).with_options(o), session)
-                .map(|_| Bson::Null)
+            in_session!(
+                db.create_collection(&collection)
+                    .with_options(o)
+                    .op_timeout(timeout),
+                session
+            )
+            .map(|_| Bson::Null)
         }
         "dropCollection" => {
             let collection = match args.take("collection") {
@@ -2402,10 +2621,25 @@ fn database_operation(
             };
             args.done()?;
             let coll = db.collection::<Document>(&collection);
-            in_session!(coll.drop(), session).map(|()| Bson::Null)
+            in_session!(coll.drop().op_timeout(timeout), session).map(|()| Bson::Null)
+        }
+        "aggregate" => {
+            let pipeline = args.docs("pipeline")?.unwrap_or_default();
+            let comment = args.take("comment");
+            let o = aggregate_options(&mut args, comment)?;
+            args.done()?;
+            let action = db
+                .aggregate(pipeline)
+                .with_options(o)
+                .op_timeout(timeout)
+                .op_mode(mode);
+            match session {
+                Some(s) => session_documents_result(action.session(&mut *s).run(), s),
+                None => documents_result(action.run()),
+            }
         }
         "listCollectionNames" => {
-            let mut action = db.list_collection_names();
+            let mut action = db.list_collection_names().op_timeout(timeout);
             if let Some(f) = args.doc("filter")? {
                 action = action.filter(f);
             }
@@ -2417,7 +2651,7 @@ fn database_operation(
                 .map(|n| Bson::Array(n.into_iter().map(Bson::String).collect()))
         }
         "listCollections" | "listCollectionObjects" => {
-            let mut action = db.list_collections();
+            let mut action = db.list_collections().op_timeout(timeout).op_mode(mode);
             if let Some(f) = args.doc("filter")? {
                 action = action.filter(f);
             }
@@ -2449,9 +2683,14 @@ fn client_operation(
     mut args: Args,
     session: Option<&mut ClientSession>,
 ) -> Outcome<DriverResult> {
+    // clientBulkWrite reads its own arguments.
+    let timeout = match name {
+        "clientBulkWrite" => None,
+        _ => args.millis("timeoutMS")?,
+    };
     match name {
         "listDatabaseNames" => {
-            let mut action = client.list_database_names();
+            let mut action = client.list_database_names().op_timeout(timeout);
             if let Some(f) = args.doc("filter")? {
                 action = action.filter(f);
             }
@@ -2466,7 +2705,7 @@ fn client_operation(
                 .map(|n| Bson::Array(n.into_iter().map(Bson::String).collect())))
         }
         "listDatabases" | "listDatabaseObjects" => {
-            let mut action = client.list_databases();
+            let mut action = client.list_databases().op_timeout(timeout);
             if let Some(f) = args.doc("filter")? {
                 action = action.filter(f);
             }
@@ -2512,12 +2751,24 @@ fn session_operation(
                 .map(|()| Bson::Null))
         }
         "commitTransaction" => {
+            let timeout = args.millis("timeoutMS")?;
             args.done()?;
-            Ok(session.commit_transaction().run().map(|()| Bson::Null))
+            let commit = session.commit_transaction();
+            let commit = match timeout {
+                Some(t) => commit.timeout(t),
+                None => commit,
+            };
+            Ok(commit.run().map(|()| Bson::Null))
         }
         "abortTransaction" => {
+            let timeout = args.millis("timeoutMS")?;
             args.done()?;
-            Ok(session.abort_transaction().run().map(|()| Bson::Null))
+            let abort = session.abort_transaction();
+            let abort = match timeout {
+                Some(t) => abort.timeout(t),
+                None => abort,
+            };
+            Ok(abort.run().map(|()| Bson::Null))
         }
         "endSession" => {
             args.done()?;
@@ -2568,7 +2819,6 @@ fn missing_operation(object: &str, name: &str) -> String {
         "count" => {
             Some("legacy count (deprecated; it has countDocuments and estimatedDocumentCount)")
         }
-        "aggregate" if object == "database" => Some("database-level aggregate"),
         "runCursorCommand" | "createCommandCursor" => Some("cursor-returning runCommand"),
         "mapReduce" => Some("mapReduce"),
         "createSearchIndex"
