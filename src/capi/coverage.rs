@@ -246,6 +246,11 @@ const EXCLUDED: &[(&str, &str, &str)] = &[
     ("StartTransaction", "read_concern", "options document"),
     ("StartTransaction", "write_concern", "options document"),
     ("StartTransaction", "max_commit_time", "options document"),
+    (
+        "StartTransaction",
+        "timeout",
+        "timeoutMS in the URI (a per-call timeout in the C ABI is not written yet)",
+    ),
     ("Cursor", "id", "the cursor's server id is internal to it"),
     ("Cursor", "address", "internal"),
     ("Cursor", "deserialize_current", "Rust typing; C gets BSON"),

@@ -11,7 +11,30 @@ use mongo_inline::gridfs::GridFsBucket;
 use mongo_inline::options::GridFsBucketOptions;
 use mongo_inline::Database;
 
+use super::OpTimeout;
 use super::{concerns, fail, skip, Args, DriverResult, Outcome};
+
+macro_rules! bucket_op_timeout {
+    ($($builder:ident),* $(,)?) => {
+        $(impl OpTimeout for mongo_inline::gridfs::$builder<'_> {
+            fn set_timeout(self, timeout: std::time::Duration) -> Self {
+                self.timeout(timeout)
+            }
+        })*
+    };
+}
+
+bucket_op_timeout!(
+    OpenUploadStream,
+    OpenDownloadStream,
+    OpenDownloadStreamByName,
+    Delete,
+    DeleteByName,
+    Find,
+    Rename,
+    RenameByName,
+    Drop,
+);
 
 /// A bucket entity on `db` with the spec's `bucketOptions`.
 pub(super) fn create_bucket(db: &Database, spec: &Document) -> Outcome<GridFsBucket> {
@@ -51,12 +74,13 @@ pub(super) fn bucket_operation(
     name: &str,
     mut args: Args,
 ) -> Outcome<DriverResult> {
+    let timeout = args.millis("timeoutMS")?;
     let result = match name {
         "upload" => {
             let filename = args.take("filename").ok_or("upload without filename")?;
             let filename = filename.as_str().ok_or("filename")?.to_string();
             let source = hex_bytes(args.take("source"))?;
-            let mut action = bucket.open_upload_stream(filename);
+            let mut action = bucket.open_upload_stream(filename).op_timeout(timeout);
             if let Some(size) = args.int("chunkSizeBytes")? {
                 action = action.chunk_size_bytes(size as u32);
             }
@@ -74,14 +98,19 @@ pub(super) fn bucket_operation(
         "download" => {
             let id = args.take("id").ok_or("download without id")?;
             args.done()?;
-            bucket.open_download_stream(id).run().and_then(read_all)
+            bucket
+                .open_download_stream(id)
+                .op_timeout(timeout)
+                .run()
+                .and_then(read_all)
         }
         "downloadByName" => {
             let filename = args
                 .take("filename")
                 .ok_or("downloadByName without filename")?;
-            let mut action =
-                bucket.open_download_stream_by_name(filename.as_str().ok_or("filename")?);
+            let mut action = bucket
+                .open_download_stream_by_name(filename.as_str().ok_or("filename")?)
+                .op_timeout(timeout);
             if let Some(revision) = args.int("revision")? {
                 action = action.revision(revision as i32);
             }
@@ -91,7 +120,11 @@ pub(super) fn bucket_operation(
         "delete" => {
             let id = args.take("id").ok_or("delete without id")?;
             args.done()?;
-            bucket.delete(id).run().map(|()| Bson::Null)
+            bucket
+                .delete(id)
+                .op_timeout(timeout)
+                .run()
+                .map(|()| Bson::Null)
         }
         "deleteByName" => {
             let filename = args
@@ -99,7 +132,11 @@ pub(super) fn bucket_operation(
                 .ok_or("deleteByName without filename")?;
             args.done()?;
             let filename = filename.as_str().ok_or("filename")?;
-            bucket.delete_by_name(filename).run().map(|()| Bson::Null)
+            bucket
+                .delete_by_name(filename)
+                .op_timeout(timeout)
+                .run()
+                .map(|()| Bson::Null)
         }
         "rename" => {
             let id = args.take("id").ok_or("rename without id")?;
@@ -108,7 +145,11 @@ pub(super) fn bucket_operation(
                 .ok_or("rename without newFilename")?;
             args.done()?;
             let new_name = new_name.as_str().ok_or("newFilename")?;
-            bucket.rename(id, new_name).run().map(|()| Bson::Null)
+            bucket
+                .rename(id, new_name)
+                .op_timeout(timeout)
+                .run()
+                .map(|()| Bson::Null)
         }
         "renameByName" => {
             let filename = args
@@ -124,12 +165,13 @@ pub(super) fn bucket_operation(
             );
             bucket
                 .rename_by_name(filename, new_name)
+                .op_timeout(timeout)
                 .run()
                 .map(|()| Bson::Null)
         }
         "find" => {
             let filter = args.doc("filter")?.unwrap_or_default();
-            let mut action = bucket.find(filter);
+            let mut action = bucket.find(filter).op_timeout(timeout);
             if let Some(n) = args.int("batchSize")? {
                 action = action.batch_size(n as u32);
             }
@@ -158,7 +200,7 @@ pub(super) fn bucket_operation(
         }
         "drop" => {
             args.done()?;
-            bucket.drop().run().map(|()| Bson::Null)
+            bucket.drop().op_timeout(timeout).run().map(|()| Bson::Null)
         }
         other => {
             return skip(format!(

@@ -1206,15 +1206,7 @@ impl<'a> TestRun<'a> {
             return self.rename_collection(object, session_name, args);
         }
         // An operation's own timeoutMS goes to its builder (the driver's
-        // per-operation `timeout`), except for a GridFS bucket's, whose
-        // actions take none.
-        if matches!(self.entities.0.get(object), Some(Entity::Bucket(_)))
-            && args.rest.contains_key("timeoutMS")
-        {
-            return skip(format!(
-                "timeoutMS on {name} of bucket {object}: the driver's GridFS actions take no per-operation timeoutMS (the bucket's database's applies)"
-            ));
-        }
+        // per-operation `timeout`).
         let entity = entity_target(self.entities.0.get(object), object, name)?;
         let (lent_name, lent_session) = match lent {
             Some((n, s)) => (Some(n), Some(s)),
@@ -1774,7 +1766,7 @@ macro_rules! in_session {
 
 /// An operation's own `timeoutMS` and `timeoutMode`, set on its builder
 /// when the test gives them.
-trait OpTimeout: Sized {
+pub(super) trait OpTimeout: Sized {
     fn set_timeout(self, timeout: Duration) -> Self;
     fn op_timeout(self, timeout: Option<Duration>) -> Self {
         match timeout {
@@ -2217,6 +2209,9 @@ fn collection_operation(
         "findOneAndDelete" => {
             let filter = args.required_doc("filter")?;
             let mut o = FindOneAndDeleteOptions::default();
+            if let Some(m) = args.millis("maxTimeMS")? {
+                o = o.max_time(m);
+            }
             if let Some(s) = args.doc("sort")? {
                 o = o.sort(s);
             }
@@ -2259,6 +2254,7 @@ fn collection_operation(
             let hint = args.hint()?;
             let collation = args.collation()?;
             let let_vars = args.doc("let")?;
+            let max_time = args.millis("maxTimeMS")?;
             let r = if name == "findOneAndUpdate" {
                 let update = match args.take("update") {
                     Some(Bson::Document(d)) => mongo_inline::options::UpdateModifications::from(d),
@@ -2297,6 +2293,9 @@ fn collection_operation(
                 if let Some(v) = let_vars {
                     o = o.let_vars(v);
                 }
+                if let Some(m) = max_time {
+                    o = o.max_time(m);
+                }
                 if let Some(v) = comment {
                     o = o.comment(v);
                 }
@@ -2334,6 +2333,9 @@ fn collection_operation(
                 if let Some(v) = let_vars {
                     o = o.let_vars(v);
                 }
+                if let Some(m) = max_time {
+                    o = o.max_time(m);
+                }
                 if let Some(v) = comment {
                     o = o.comment(v);
                 }
@@ -2349,6 +2351,7 @@ fn collection_operation(
         }
         "createIndex" => {
             let keys = args.required_doc("keys")?;
+            let max_time = args.millis("maxTimeMS")?;
             let mut options = Document::new();
             for key in ["name", "unique", "sparse", "expireAfterSeconds"] {
                 if let Some(v) = args.take(key) {
@@ -2364,8 +2367,11 @@ fn collection_operation(
             } else {
                 IndexModel::new(keys).options(options)
             };
-            in_session!(coll.create_index(model).op_timeout(timeout), session)
-                .map(|created| Bson::String(created.index_name))
+            let mut action = coll.create_index(model).op_timeout(timeout);
+            if let Some(m) = max_time {
+                action = action.max_time(m);
+            }
+            in_session!(action, session).map(|created| Bson::String(created.index_name))
         }
         "listIndexes" => {
             if let Some(c) = comment {
@@ -2421,18 +2427,28 @@ fn collection_operation(
                 Some(Bson::String(s)) => s,
                 other => return fail(format!("dropIndex: name {other:?}")),
             };
+            let max_time = args.millis("maxTimeMS")?;
             if let Some(c) = comment {
                 args.rest.insert("comment", c);
             }
             args.done()?;
-            in_session!(coll.drop_index(&index).op_timeout(timeout), session).map(|()| Bson::Null)
+            let mut action = coll.drop_index(&index).op_timeout(timeout);
+            if let Some(m) = max_time {
+                action = action.max_time(m);
+            }
+            in_session!(action, session).map(|()| Bson::Null)
         }
         "dropIndexes" => {
+            let max_time = args.millis("maxTimeMS")?;
             if let Some(c) = comment {
                 args.rest.insert("comment", c);
             }
             args.done()?;
-            in_session!(coll.drop_indexes().op_timeout(timeout), session).map(|()| Bson::Null)
+            let mut action = coll.drop_indexes().op_timeout(timeout);
+            if let Some(m) = max_time {
+                action = action.max_time(m);
+            }
+            in_session!(action, session).map(|()| Bson::Null)
         }
         other => return skip(missing_operation("collection", other)),
     };

@@ -1,6 +1,7 @@
 //! The bucket's operations as builders, in the official driver's shape:
 //! `bucket.open_upload_stream("name").chunk_size_bytes(n).run()`.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use bson::{doc, Bson, Document};
@@ -15,12 +16,25 @@ use crate::proto::gridfs::{
     GridFsFindOptions, GridFsUploadOptions,
 };
 
+/// Declares `.timeout(..)` for a bucket's builder.
+macro_rules! bucket_timeout_setter {
+    () => {
+        /// Sets this operation's `timeoutMS`, overriding the bucket's
+        /// database's: for a stream, its whole life from `run` to the last
+        /// read or `close`; zero keeps CSOT's rules without a limit.
+        pub fn timeout(mut self, timeout: Duration) -> Self {
+            self.bucket = Cow::Owned(self.bucket.with_operation_timeout(timeout));
+            self
+        }
+    };
+}
+
 impl GridFsBucket {
     /// Opens a stream to write a new file `filename` to; its id is a new
     /// ObjectId unless [`id`](OpenUploadStream::id) gives one.
     pub fn open_upload_stream(&self, filename: impl AsRef<str>) -> OpenUploadStream<'_> {
         OpenUploadStream {
-            bucket: self,
+            bucket: Cow::Borrowed(self),
             filename: filename.as_ref().to_string(),
             id: None,
             options: GridFsUploadOptions::default(),
@@ -29,7 +43,10 @@ impl GridFsBucket {
 
     /// Opens a stream to read the file with this id.
     pub fn open_download_stream(&self, id: Bson) -> OpenDownloadStream<'_> {
-        OpenDownloadStream { bucket: self, id }
+        OpenDownloadStream {
+            bucket: Cow::Borrowed(self),
+            id,
+        }
     }
 
     /// Opens a stream to read a revision (the latest by default) of the
@@ -39,7 +56,7 @@ impl GridFsBucket {
         filename: impl AsRef<str>,
     ) -> OpenDownloadStreamByName<'_> {
         OpenDownloadStreamByName {
-            bucket: self,
+            bucket: Cow::Borrowed(self),
             filename: filename.as_ref().to_string(),
             options: GridFsDownloadByNameOptions::default(),
         }
@@ -49,14 +66,17 @@ impl GridFsBucket {
     /// its chunks. No such file is an error (its orphaned chunks, if any,
     /// are deleted first).
     pub fn delete(&self, id: Bson) -> Delete<'_> {
-        Delete { bucket: self, id }
+        Delete {
+            bucket: Cow::Borrowed(self),
+            id,
+        }
     }
 
     /// Deletes every revision of the file named `filename`; no such file is
     /// an error.
     pub fn delete_by_name(&self, filename: impl AsRef<str>) -> DeleteByName<'_> {
         DeleteByName {
-            bucket: self,
+            bucket: Cow::Borrowed(self),
             filename: filename.as_ref().to_string(),
         }
     }
@@ -65,7 +85,7 @@ impl GridFsBucket {
     /// application's fields as `{"metadata.field": value}`).
     pub fn find(&self, filter: Document) -> Find<'_> {
         Find {
-            bucket: self,
+            bucket: Cow::Borrowed(self),
             filter,
             options: GridFsFindOptions::default(),
         }
@@ -74,7 +94,7 @@ impl GridFsBucket {
     /// The first files collection document matching `filter`, if any.
     pub fn find_one(&self, filter: Document) -> FindOne<'_> {
         FindOne {
-            bucket: self,
+            bucket: Cow::Borrowed(self),
             filter,
             options: GridFsFindOneOptions::default(),
         }
@@ -83,7 +103,7 @@ impl GridFsBucket {
     /// Renames the file with this id; no such file is an error.
     pub fn rename(&self, id: Bson, new_filename: impl AsRef<str>) -> Rename<'_> {
         Rename {
-            bucket: self,
+            bucket: Cow::Borrowed(self),
             id,
             new_filename: new_filename.as_ref().to_string(),
         }
@@ -97,7 +117,7 @@ impl GridFsBucket {
         new_filename: impl AsRef<str>,
     ) -> RenameByName<'_> {
         RenameByName {
-            bucket: self,
+            bucket: Cow::Borrowed(self),
             filename: filename.as_ref().to_string(),
             new_filename: new_filename.as_ref().to_string(),
         }
@@ -105,20 +125,24 @@ impl GridFsBucket {
 
     /// Drops the bucket's files collection, then its chunks collection.
     pub fn drop(&self) -> Drop<'_> {
-        Drop { bucket: self }
+        Drop {
+            bucket: Cow::Borrowed(self),
+        }
     }
 }
 
 /// Opens a [`GridFsUploadStream`]; from [`GridFsBucket::open_upload_stream`].
 #[must_use = "nothing is sent until `run`"]
 pub struct OpenUploadStream<'a> {
-    bucket: &'a GridFsBucket,
+    bucket: Cow<'a, GridFsBucket>,
     filename: String,
     id: Option<Bson>,
     options: GridFsUploadOptions,
 }
 
 impl OpenUploadStream<'_> {
+    bucket_timeout_setter!();
+
     option_setters!(GridFsUploadOptions {
         chunk_size_bytes: u32,
         metadata: Document,
@@ -143,7 +167,7 @@ impl OpenUploadStream<'_> {
             .id
             .unwrap_or_else(|| Bson::ObjectId(crate::shell::ids::new_object_id()));
         Ok(GridFsUploadStream::new(
-            self.bucket.clone(),
+            self.bucket.clone().into_owned(),
             id,
             self.filename,
             chunk_size,
@@ -157,17 +181,19 @@ impl OpenUploadStream<'_> {
 /// [`GridFsBucket::open_download_stream`].
 #[must_use = "nothing is sent until `run`"]
 pub struct OpenDownloadStream<'a> {
-    bucket: &'a GridFsBucket,
+    bucket: Cow<'a, GridFsBucket>,
     id: Bson,
 }
 
 impl OpenDownloadStream<'_> {
+    bucket_timeout_setter!();
+
     /// Finds the file and opens the stream; the stream's deadline
     /// (`timeoutMS`) starts now.
     pub fn run(self) -> Result<GridFsDownloadStream> {
         let deadline = self.bucket.stream_deadline()?;
         let file = self.bucket.file_by_id(&self.id, deadline)?;
-        GridFsDownloadStream::open(self.bucket, file, deadline)
+        GridFsDownloadStream::open(&self.bucket, file, deadline)
     }
 }
 
@@ -175,12 +201,14 @@ impl OpenDownloadStream<'_> {
 /// [`GridFsBucket::open_download_stream_by_name`].
 #[must_use = "nothing is sent until `run`"]
 pub struct OpenDownloadStreamByName<'a> {
-    bucket: &'a GridFsBucket,
+    bucket: Cow<'a, GridFsBucket>,
     filename: String,
     options: GridFsDownloadByNameOptions,
 }
 
 impl OpenDownloadStreamByName<'_> {
+    bucket_timeout_setter!();
+
     option_setters!(GridFsDownloadByNameOptions { revision: i32 });
 
     /// Finds the revision and opens the stream; the stream's deadline
@@ -191,18 +219,20 @@ impl OpenDownloadStreamByName<'_> {
         let file = self
             .bucket
             .file_by_name(&self.filename, revision, deadline)?;
-        GridFsDownloadStream::open(self.bucket, file, deadline)
+        GridFsDownloadStream::open(&self.bucket, file, deadline)
     }
 }
 
 /// Deletes a file by id; from [`GridFsBucket::delete`].
 #[must_use = "nothing is sent until `run`"]
 pub struct Delete<'a> {
-    bucket: &'a GridFsBucket,
+    bucket: Cow<'a, GridFsBucket>,
     id: Bson,
 }
 
 impl Delete<'_> {
+    bucket_timeout_setter!();
+
     /// Runs the deletes.
     pub fn run(self) -> Result<()> {
         let deadline = self.bucket.stream_deadline()?;
@@ -227,11 +257,13 @@ impl Delete<'_> {
 /// Deletes every revision of a file; from [`GridFsBucket::delete_by_name`].
 #[must_use = "nothing is sent until `run`"]
 pub struct DeleteByName<'a> {
-    bucket: &'a GridFsBucket,
+    bucket: Cow<'a, GridFsBucket>,
     filename: String,
 }
 
 impl DeleteByName<'_> {
+    bucket_timeout_setter!();
+
     /// Finds the revisions' ids, deletes their files collection documents,
     /// then their chunks.
     pub fn run(self) -> Result<()> {
@@ -262,12 +294,14 @@ impl DeleteByName<'_> {
 /// Finds files collection documents; from [`GridFsBucket::find`].
 #[must_use = "nothing is sent until `run`"]
 pub struct Find<'a> {
-    bucket: &'a GridFsBucket,
+    bucket: Cow<'a, GridFsBucket>,
     filter: Document,
     options: GridFsFindOptions,
 }
 
 impl Find<'_> {
+    bucket_timeout_setter!();
+
     option_setters!(GridFsFindOptions {
         allow_disk_use: bool,
         batch_size: u32,
@@ -304,12 +338,14 @@ impl Find<'_> {
 /// Finds one files collection document; from [`GridFsBucket::find_one`].
 #[must_use = "nothing is sent until `run`"]
 pub struct FindOne<'a> {
-    bucket: &'a GridFsBucket,
+    bucket: Cow<'a, GridFsBucket>,
     filter: Document,
     options: GridFsFindOneOptions,
 }
 
 impl FindOne<'_> {
+    bucket_timeout_setter!();
+
     option_setters!(GridFsFindOneOptions {
         max_time: Duration,
         skip: u64,
@@ -340,12 +376,14 @@ impl FindOne<'_> {
 /// Renames a file by id; from [`GridFsBucket::rename`].
 #[must_use = "nothing is sent until `run`"]
 pub struct Rename<'a> {
-    bucket: &'a GridFsBucket,
+    bucket: Cow<'a, GridFsBucket>,
     id: Bson,
     new_filename: String,
 }
 
 impl Rename<'_> {
+    bucket_timeout_setter!();
+
     /// Runs the update.
     pub fn run(self) -> Result<()> {
         let files = self.bucket.files(None);
@@ -368,12 +406,14 @@ impl Rename<'_> {
 /// Renames every revision of a file; from [`GridFsBucket::rename_by_name`].
 #[must_use = "nothing is sent until `run`"]
 pub struct RenameByName<'a> {
-    bucket: &'a GridFsBucket,
+    bucket: Cow<'a, GridFsBucket>,
     filename: String,
     new_filename: String,
 }
 
 impl RenameByName<'_> {
+    bucket_timeout_setter!();
+
     /// Runs the update.
     pub fn run(self) -> Result<()> {
         let files = self.bucket.files(None);
@@ -396,10 +436,12 @@ impl RenameByName<'_> {
 /// Drops the bucket's collections; from [`GridFsBucket::drop`].
 #[must_use = "nothing is sent until `run`"]
 pub struct Drop<'a> {
-    bucket: &'a GridFsBucket,
+    bucket: Cow<'a, GridFsBucket>,
 }
 
 impl Drop<'_> {
+    bucket_timeout_setter!();
+
     /// Drops the files collection, then the chunks collection; the next
     /// upload checks the indexes again.
     pub fn run(self) -> Result<()> {

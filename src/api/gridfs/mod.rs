@@ -71,6 +71,8 @@ pub use upload::GridFsUploadStream;
 #[derive(Clone, Debug)]
 pub struct GridFsBucket {
     inner: Arc<BucketInner>,
+    /// One operation's own `timeoutMS` (a builder's `timeout`).
+    timeout: Option<std::time::Duration>,
 }
 
 #[derive(Debug)]
@@ -105,6 +107,7 @@ impl Database {
         };
         GridFsBucket {
             inner: Arc::new(inner),
+            timeout: None,
         }
     }
 }
@@ -130,6 +133,14 @@ impl GridFsBucket {
         self.inner.chunk_size_bytes
     }
 
+    /// This bucket for one operation with its own `timeoutMS`.
+    pub(crate) fn with_operation_timeout(&self, timeout: std::time::Duration) -> GridFsBucket {
+        GridFsBucket {
+            inner: self.inner.clone(),
+            timeout: Some(timeout),
+        }
+    }
+
     /// The files collection, with the bucket's concerns and, when given,
     /// the deadline of the stream using it.
     pub(crate) fn files(&self, deadline: Option<Deadline>) -> Collection<Document> {
@@ -152,6 +163,9 @@ impl GridFsBucket {
         if let Some(SelectionCriteria::ReadPreference(rp)) = &self.inner.selection_criteria {
             coll = coll.with_read_preference(rp.clone());
         }
+        if self.timeout.is_some() {
+            coll = coll.for_operation(self.timeout, None).into_owned();
+        }
         match deadline {
             Some(d) => coll.with_deadline(d),
             None => coll,
@@ -170,7 +184,7 @@ impl GridFsBucket {
     /// The deadline of a stream opened now: the database's `timeoutMS`
     /// bounds the whole stream.
     pub(crate) fn stream_deadline(&self) -> Result<Deadline> {
-        let timeout = self.inner.db.defaults().timeout;
+        let timeout = self.timeout.or(self.inner.db.defaults().timeout);
         Ok(self.inner.db.client().state()?.deadline_from_now(timeout))
     }
 
