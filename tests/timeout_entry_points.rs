@@ -12,7 +12,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use bson::{doc, Document};
-use mongo_inline::options::FindOptions;
+use mongo_inline::options::{FindOptions, TimeoutMode};
 use mongo_inline::{Client, ErrorKind, Result};
 use support::server::TestServer;
 use support::sim::{Role, Simulator};
@@ -117,9 +117,12 @@ fn a_cursors_get_more_and_a_commit_inherit_the_timeout() {
         .run()
         .unwrap();
     let mut problems = Vec::new();
+    // Per iteration, each getMore gets the whole timeout afresh (a cursor's
+    // default, its lifetime, would leave it what the find left).
     let mut cursor = coll
         .find(doc! {})
         .with_options(FindOptions::default().batch_size(1))
+        .timeout_mode(TimeoutMode::Iteration)
         .run()
         .unwrap();
     assert!(cursor.next().unwrap().is_ok(), "the first batch");
@@ -253,9 +256,12 @@ fn a_cursors_kill_cursors_is_bounded_by_the_timeout() {
     coll.insert_many((0..4).map(|i| doc! { "_id": i }))
         .run()
         .unwrap();
+    // Per iteration, each getMore gets the whole timeout afresh (a cursor's
+    // default, its lifetime, would leave it what the find left).
     let mut cursor = coll
         .find(doc! {})
         .with_options(FindOptions::default().batch_size(1))
+        .timeout_mode(TimeoutMode::Iteration)
         .run()
         .unwrap();
     assert!(cursor.next().unwrap().is_ok(), "the first batch");

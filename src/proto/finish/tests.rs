@@ -200,6 +200,94 @@ fn max_time_ms_comes_from_the_deadline_less_the_round_trip() {
 }
 
 #[test]
+fn a_tailable_await_get_more_waits_the_smaller_of_its_await_and_the_time_left() {
+    let f = Fixture::new();
+    let get_more = |max_await: i64| {
+        Command::new(
+            "getMore",
+            "db",
+            doc! { "getMore": 1_i64, "collection": "c", "maxTimeMS": max_await },
+        )
+    };
+    let ctx = AttemptContext {
+        deadline: Deadline::at(f.now + Duration::from_millis(80)),
+        ..f.ctx()
+    };
+    let waits = |max_await| {
+        finish(get_more(max_await), &ctx, None)
+            .expect("finished")
+            .command
+            .to_document()
+            .get_i64("maxTimeMS")
+    };
+    // 80 ms left less the 10 ms round trip: 70.
+    assert_eq!(waits(100), Ok(70));
+    assert_eq!(waits(5), Ok(5));
+    // Without CSOT the cursor's maxAwaitTimeMS goes as it is.
+    let legacy = AttemptContext {
+        deadline: Deadline::NONE,
+        ..f.ctx()
+    };
+    let sent = finish(get_more(100), &legacy, None)
+        .expect("finished")
+        .command
+        .to_document();
+    assert_eq!(sent.get_i64("maxTimeMS"), Ok(100));
+}
+
+#[test]
+fn an_iteration_cursors_opening_command_has_no_max_time_ms() {
+    let f = Fixture::new();
+    let ctx = AttemptContext {
+        deadline: Deadline::at(f.now + Duration::from_millis(500)),
+        omit_max_time: true,
+        ..f.ctx()
+    };
+    let body = finish(find(), &ctx, None)
+        .expect("finished")
+        .command
+        .to_document();
+    assert!(!body.contains_key("maxTimeMS"), "{body}");
+    // The deadline still holds: past it, nothing is sent.
+    let late = AttemptContext {
+        now: f.now + Duration::from_millis(501),
+        ..ctx
+    };
+    assert!(finish(find(), &late, None).is_err());
+}
+
+#[test]
+fn under_csot_a_commit_and_an_abort_lose_their_wtimeout() {
+    let f = Fixture::new();
+    let ctx = AttemptContext {
+        deadline: Deadline::UNBOUNDED,
+        write_concern: None,
+        ..f.ctx()
+    };
+    for name in ["commitTransaction", "abortTransaction"] {
+        let only_wtimeout = doc! { name: 1, "writeConcern": { "wtimeout": 1_i64 } };
+        let sent = finish(Command::new(name, "admin", only_wtimeout), &ctx, None)
+            .expect("finished")
+            .command
+            .to_document();
+        assert!(!sent.contains_key("writeConcern"), "{sent}");
+        let majority = doc! { name: 1, "writeConcern": { "w": "majority", "wtimeout": 1_i64 } };
+        let sent = finish(Command::new(name, "admin", majority), &ctx, None)
+            .expect("finished")
+            .command
+            .to_document();
+        assert_eq!(
+            sent.get_document("writeConcern").unwrap(),
+            &doc! { "w": "majority" }
+        );
+        assert!(
+            !sent.contains_key("maxTimeMS"),
+            "timeoutMS 0 sets no limit: {sent}"
+        );
+    }
+}
+
+#[test]
 fn a_passed_deadline_sends_nothing() {
     let f = Fixture::new();
     let ctx = AttemptContext {

@@ -283,6 +283,25 @@ mod tests {
     }
 
     #[test]
+    fn a_zero_timeout_never_runs_out() {
+        let t0 = Instant::now();
+        let mut w = WithTransaction::new(t0, Some(Duration::ZERO));
+        w.before_attempt(t0, 0.5).unwrap();
+        let late = t0 + secs(3600);
+        let f = w.after_callback_error(transient(), TransactionState::InProgress, late);
+        assert!(
+            matches!(f.then, Decision::RetryTransaction),
+            "timeoutMS 0 is no limit"
+        );
+        assert!(w.before_attempt(late, 1.0).is_ok());
+        // With a limit, the same hour is far past it.
+        let mut w = WithTransaction::new(t0, Some(secs(1)));
+        w.before_attempt(t0, 0.5).unwrap();
+        let f = w.after_callback_error(transient(), TransactionState::InProgress, late);
+        assert!(matches!(f.then, Decision::Fail(ref e) if is_timeout(e)));
+    }
+
+    #[test]
     fn other_callback_errors_propagate_unchanged() {
         let t0 = Instant::now();
         let mut w = WithTransaction::new(t0, None);
