@@ -8,9 +8,7 @@ use bson::RawDocumentBuf;
 
 use super::error::Failure;
 use super::ops::{failure, options};
-use super::{
-    document_list, handle, options_arg, quiet_boundary, write_buffer, MiBuffer, MiClient, MiError,
-};
+use super::{document_list, handle, options_arg, write_buffer, MiBuffer, MiClient, MiError};
 use crate::change_stream::ChangeStream;
 use crate::proto::change_stream::ChangeStreamOptions;
 
@@ -116,99 +114,75 @@ fn hand_out(
     }
 }
 
-/// Waits for the next event (`getMore`s of up to `maxAwaitTimeMS` each,
-/// until one comes); `*document` is NULL once the stream has ended (an
-/// `invalidate`). The event is borrowed until the next call on the stream.
-///
-/// # Safety
-/// `stream` NULL or live; `document` and `len` NULL or writable.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_change_stream_next(
-    stream: *mut MiChangeStream,
-    document: *mut *const u8,
-    len: *mut usize,
-) -> *mut MiError {
-    super::boundary(|| {
-        // SAFETY: by contract.
-        let (stream, document, len) = unsafe {
-            (
-                handle(stream, "stream")?,
-                handle(document, "document")?,
-                handle(len, "len")?,
-            )
-        };
+c_function! {
+    /// Waits for the next event (`getMore`s of up to `maxAwaitTimeMS` each,
+    /// until one comes); `*document` is NULL once the stream has ended (an
+    /// `invalidate`). The event is borrowed until the next call on the stream.
+    ///
+    /// # Safety
+    /// `stream` NULL or live; `document` and `len` NULL or writable.
+    fn mi_change_stream_next(
+        stream: mut MiChangeStream,
+        document: mut *const u8,
+        len: mut usize,
+    ) {
         let event = stream.stream.next().transpose().map_err(|e| failure(&e))?;
         hand_out(stream, event, document, len);
         Ok(())
-    })
+    }
 }
 
-/// The next event if one is in hand or comes with one `getMore` (waiting
-/// at most `maxAwaitTimeMS` on the server), else `*document` NULL at once:
-/// the bounded wait (the spec's `tryNext`).
-///
-/// # Safety
-/// `stream` NULL or live; `document` and `len` NULL or writable.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_change_stream_try_next(
-    stream: *mut MiChangeStream,
-    document: *mut *const u8,
-    len: *mut usize,
-) -> *mut MiError {
-    super::boundary(|| {
-        // SAFETY: by contract.
-        let (stream, document, len) = unsafe {
-            (
-                handle(stream, "stream")?,
-                handle(document, "document")?,
-                handle(len, "len")?,
-            )
-        };
+c_function! {
+    /// The next event if one is in hand or comes with one `getMore` (waiting
+    /// at most `maxAwaitTimeMS` on the server), else `*document` NULL at once:
+    /// the bounded wait (the spec's `tryNext`).
+    ///
+    /// # Safety
+    /// `stream` NULL or live; `document` and `len` NULL or writable.
+    fn mi_change_stream_try_next(
+        stream: mut MiChangeStream,
+        document: mut *const u8,
+        len: mut usize,
+    ) {
         let event = stream.stream.try_next().map_err(|e| failure(&e))?;
         hand_out(stream, event, document, len);
         Ok(())
-    })
+    }
 }
 
-/// The token to resume after the last event handed out: `result` gets
-/// `{resumeToken: token}`, or is left `{NULL, 0}` before there is one.
-/// Pass it later as the `resumeAfter` option of `mi_watch`.
-///
-/// # Safety
-/// `stream` NULL or live; `result` NULL or writable.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_change_stream_resume_token(
-    stream: *mut MiChangeStream,
-    result: *mut MiBuffer,
-) -> *mut MiError {
-    super::boundary(|| {
-        // SAFETY: by contract.
-        let (stream, result) = unsafe { (handle(stream, "stream")?, handle(result, "result")?) };
+c_function! {
+    /// The token to resume after the last event handed out: `result` gets
+    /// `{resumeToken: token}`, or is left `{NULL, 0}` before there is one.
+    /// Pass it later as the `resumeAfter` option of `mi_watch`.
+    ///
+    /// # Safety
+    /// `stream` NULL or live; `result` NULL or writable.
+    fn mi_change_stream_resume_token(
+        stream: mut MiChangeStream,
+        result: mut MiBuffer,
+    ) {
         result.data = std::ptr::null_mut();
         result.len = 0;
         match stream.stream.resume_token() {
             Some(token) => write_buffer(result, &bson::doc! { "resumeToken": token.0 }),
             None => Ok(()),
         }
-    })
+    }
 }
 
-/// Whether more events may come: false once the server closed the stream
-/// or an error ended it.
-///
-/// # Safety
-/// `stream` NULL or live; `alive` NULL or writable.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_change_stream_is_alive(
-    stream: *mut MiChangeStream,
-    alive: *mut bool,
-) -> *mut MiError {
-    super::boundary(|| {
-        // SAFETY: by contract.
-        let (stream, alive) = unsafe { (handle(stream, "stream")?, handle(alive, "alive")?) };
+c_function! {
+    /// Whether more events may come: false once the server closed the stream
+    /// or an error ended it.
+    ///
+    /// # Safety
+    /// `stream` NULL or live; `alive` NULL or writable.
+    fn mi_change_stream_is_alive(
+        stream: mut MiChangeStream,
+        alive: mut bool,
+    ) {
         *alive = stream.stream.is_alive();
         Ok(())
-    })
+    }
 }
 
 /// Closes the stream (`killCursors` if the server still holds it) and frees
@@ -218,10 +192,6 @@ pub unsafe extern "C" fn mi_change_stream_is_alive(
 /// `stream` NULL or live, not used afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mi_change_stream_free(stream: *mut MiChangeStream) {
-    quiet_boundary(|| {
-        if !stream.is_null() {
-            // SAFETY: made by `mi_watch` with `Box`, not freed yet.
-            drop(unsafe { Box::from_raw(stream) });
-        }
-    })
+    // SAFETY: by the function's contract.
+    unsafe { super::free_boxed(stream) }
 }

@@ -9,76 +9,57 @@ use bson::{doc, Bson, Document};
 use super::collection::model_failure;
 use super::error::Failure;
 use super::ops::{count_bson, options, run_in, OptionList};
-use super::{
-    document_list, handle, lock_opt, options_arg, session_for, write_buffer, MiBuffer, MiClient,
-    MiError, MiSession,
-};
+use super::{lock_opt, write_buffer, MiBuffer};
 use crate::error::{BulkWriteError, PartialBulkWriteResult};
 use crate::options::WriteModel;
 use crate::proto::coll_options::BulkWriteOptions;
 use crate::proto::results::{WriteConcernError, WriteError};
 use crate::results::{SummaryBulkWriteResult, VerboseBulkWriteResult};
 
-/// Runs `count` write models on any collections of the deployment, each
-/// `{insertOne: {namespace: "db.coll", document}}`, `{updateOne |
-/// updateMany: {namespace, filter, update, upsert?, arrayFilters?,
-/// collation?, hint?, sort?}}`, `{replaceOne: {namespace, filter,
-/// replacement, ...}}` or `{deleteOne | deleteMany: {namespace, filter,
-/// collation?, hint?}}`; options are `BulkWriteOptions` (`ordered`,
-/// `bypassDocumentValidation`, `let`, `comment`, `writeConcern`) and
-/// `verboseResults`. `result` gets `{insertedCount, matchedCount,
-/// modifiedCount, deletedCount, upsertedCount}`, and with `verboseResults:
-/// true` also `insertResults: {"i": {insertedId}}`, `updateResults: {"i":
-/// {matchedCount, modifiedCount, upsertedId?}}` and `deleteResults: {"i":
-/// {deletedCount}}`. A failed write or write concern gives an error of
-/// domain `Write` whose `details` hold `{writeErrors: {"i": {code,
-/// message, details?}}, writeConcernErrors: [{code, message, details?}],
-/// partialResult?}` (the result of what did succeed, in the same form).
-///
-/// # Safety
-/// Pointers NULL or valid; `models` and `lengths` hold `count` elements.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_client_bulk_write(
-    client: *mut MiClient,
-    session: *mut MiSession,
-    models: *const *const u8,
-    lengths: *const usize,
-    count: usize,
-    options: *const u8,
-    options_len: usize,
-    result: *mut MiBuffer,
-) -> *mut MiError {
-    super::boundary(|| {
-        // SAFETY: by contract.
-        let (client, models, options, result) = unsafe {
-            (
-                handle(client, "client")?,
-                document_list(models, lengths, count, "models")?,
-                options_arg(options, options_len, "options")?,
-                handle(result, "result")?,
-            )
-        };
-        // SAFETY: by contract.
-        let session = unsafe { session_for(session, client)? };
-        client.used = true;
+c_function! {
+    /// Runs `count` write models on any collections of the deployment, each
+    /// `{insertOne: {namespace: "db.coll", document}}`, `{updateOne |
+    /// updateMany: {namespace, filter, update, upsert?, arrayFilters?,
+    /// collation?, hint?, sort?}}`, `{replaceOne: {namespace, filter,
+    /// replacement, ...}}` or `{deleteOne | deleteMany: {namespace, filter,
+    /// collation?, hint?}}`; options are `BulkWriteOptions` (`ordered`,
+    /// `bypassDocumentValidation`, `let`, `comment`, `writeConcern`) and
+    /// `verboseResults`. `result` gets `{insertedCount, matchedCount,
+    /// modifiedCount, deletedCount, upsertedCount}`, and with `verboseResults:
+    /// true` also `insertResults: {"i": {insertedId}}`, `updateResults: {"i":
+    /// {matchedCount, modifiedCount, upsertedId?}}` and `deleteResults: {"i":
+    /// {deletedCount}}`. A failed write or write concern gives an error of
+    /// domain `Write` whose `details` hold `{writeErrors: {"i": {code,
+    /// message, details?}}, writeConcernErrors: [{code, message, details?}],
+    /// partialResult?}` (the result of what did succeed, in the same form).
+    ///
+    /// # Safety
+    /// Pointers NULL or valid; `models` and `lengths` hold `count` elements.
+    fn mi_client_bulk_write(
+        t: client_target,
+        models: documents lengths count,
+        options: options options_len,
+        result: mut MiBuffer,
+    ) {
         let models = models
             .into_iter()
             .enumerate()
             .map(|(i, model)| WriteModel::from_document(model).map_err(|e| model_failure(i, &e)))
             .collect::<Result<Vec<_>, _>>()?;
         let (verbose, options) = split_verbose(options.unwrap_or_default())?;
-        let action = client
+        let action = t
+            .client
             .client
             .bulk_write(models)
             .with_options(options!(BulkWriteOptions, Some(options)));
         let reply = if verbose {
             let action = action.verbose_results();
-            verbose_document(&run_in!(action, lock_opt(&session).as_deref_mut())?)
+            verbose_document(&run_in!(action, lock_opt(&t.session).as_deref_mut())?)
         } else {
-            summary_document(&run_in!(action, lock_opt(&session).as_deref_mut())?)
+            summary_document(&run_in!(action, lock_opt(&t.session).as_deref_mut())?)
         };
         write_buffer(result, &reply)
-    })
+    }
 }
 
 /// `verboseResults` out of the options: it picks the result's type, it is

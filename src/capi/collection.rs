@@ -1,23 +1,18 @@
 //! The collection operations beyond insert, update, delete, count, find
 //! and aggregate (those are in the parent module): replace, the
 //! `find_one*` family, distinct, estimated count, bulk write, indexes and
-//! drop. Each `mi_*` function checks its pointers, then calls the safe
-//! function of the same name below, which calls the Rust API.
+//! drop. Each `mi_*` function is written by `c_function!` (see `entry.rs`),
+//! which checks its pointers and catches panics; its body calls the Rust API.
 //!
 //! Every function has the same shape: `(client, session, db, coll, the
 //! operation's own arguments as BSON (pointer, length) or strings, options
 //! (pointer, length; NULL for none), the output)`, returning an `mi_error*`.
 
-use std::ffi::c_char;
-
 use bson::{Bson, Document, RawDocumentBuf};
 
 use super::error::Failure;
 use super::ops::{self, open_in, options, run_in, DocumentStream, OptionList};
-use super::{
-    document_arg, document_list, handle, lock_opt, new_cursor, options_arg, str_arg, target,
-    write_buffer, MiBuffer, MiClient, MiCursor, MiError, MiSession, Target,
-};
+use super::{lock_opt, new_cursor, write_buffer, MiBuffer, MiCursor, Target};
 use crate::proto::coll_options::{
     BulkWriteOptions, CreateIndexOptions, DistinctOptions, DropCollectionOptions, DropIndexOptions,
     EstimatedDocumentCountOptions, FindOneAndDeleteOptions, FindOneAndReplaceOptions,
@@ -49,39 +44,22 @@ fn write_raw(out: &mut MiBuffer, document: Option<RawDocumentBuf>) -> Result<(),
     Ok(())
 }
 
-/// Replaces the first document matching `filter`; options are
-/// `ReplaceOptions` (`upsert`, `collation`, `hint`, ...); `result` gets
-/// `{matchedCount, modifiedCount, upsertedId?}`.
-///
-/// # Safety
-/// Pointers NULL or valid for their lengths; `options` may be NULL.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_replace_one(
-    client: *mut MiClient,
-    session: *mut MiSession,
-    db: *const c_char,
-    coll: *const c_char,
-    filter: *const u8,
-    filter_len: usize,
-    replacement: *const u8,
-    replacement_len: usize,
-    options: *const u8,
-    options_len: usize,
-    result: *mut MiBuffer,
-) -> *mut MiError {
-    super::boundary(|| {
-        // SAFETY: by contract.
-        let (t, filter, replacement, options, result) = unsafe {
-            (
-                target(client, session, db, coll)?,
-                document_arg(filter, filter_len, "filter")?,
-                document_arg(replacement, replacement_len, "replacement")?,
-                options_arg(options, options_len, "options")?,
-                handle(result, "result")?,
-            )
-        };
+c_function! {
+    /// Replaces the first document matching `filter`; options are
+    /// `ReplaceOptions` (`upsert`, `collation`, `hint`, ...); `result` gets
+    /// `{matchedCount, modifiedCount, upsertedId?}`.
+    ///
+    /// # Safety
+    /// Pointers NULL or valid for their lengths; `options` may be NULL.
+    fn mi_replace_one(
+        t: target,
+        filter: document filter_len,
+        replacement: document replacement_len,
+        options: options options_len,
+        result: mut MiBuffer,
+    ) {
         write_buffer(result, &replace_one(&t, filter, replacement, options)?)
-    })
+    }
 }
 
 fn replace_one(
@@ -98,35 +76,20 @@ fn replace_one(
     Ok(ops::update_result(result))
 }
 
-/// The first document matching `filter` in `*result`, left `{NULL, 0}` when
-/// none does; options are `FindOneOptions` (`sort`, `projection`, `skip`, ...).
-///
-/// # Safety
-/// Pointers NULL or valid for their lengths; `options` may be NULL.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_find_one(
-    client: *mut MiClient,
-    session: *mut MiSession,
-    db: *const c_char,
-    coll: *const c_char,
-    filter: *const u8,
-    filter_len: usize,
-    options: *const u8,
-    options_len: usize,
-    result: *mut MiBuffer,
-) -> *mut MiError {
-    super::boundary(|| {
-        // SAFETY: by contract.
-        let (t, filter, options, result) = unsafe {
-            (
-                target(client, session, db, coll)?,
-                document_arg(filter, filter_len, "filter")?,
-                options_arg(options, options_len, "options")?,
-                handle(result, "result")?,
-            )
-        };
+c_function! {
+    /// The first document matching `filter` in `*result`, left `{NULL, 0}` when
+    /// none does; options are `FindOneOptions` (`sort`, `projection`, `skip`, ...).
+    ///
+    /// # Safety
+    /// Pointers NULL or valid for their lengths; `options` may be NULL.
+    fn mi_find_one(
+        t: target,
+        filter: document filter_len,
+        options: options options_len,
+        result: mut MiBuffer,
+    ) {
         write_raw(result, find_one(&t, filter, options)?)
-    })
+    }
 }
 
 fn find_one(
@@ -141,228 +104,134 @@ fn find_one(
     run_in!(action, lock_opt(&t.session).as_deref_mut())
 }
 
-/// Updates the first document matching `filter` and returns it in
-/// `*result` (before the update unless options say `returnDocument:
-/// "after"`), `{NULL, 0}` when none matched; options are
-/// `FindOneAndUpdateOptions`.
-///
-/// # Safety
-/// Pointers NULL or valid for their lengths; `options` may be NULL.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_find_one_and_update(
-    client: *mut MiClient,
-    session: *mut MiSession,
-    db: *const c_char,
-    coll: *const c_char,
-    filter: *const u8,
-    filter_len: usize,
-    update: *const u8,
-    update_len: usize,
-    options: *const u8,
-    options_len: usize,
-    result: *mut MiBuffer,
-) -> *mut MiError {
-    super::boundary(|| {
-        // SAFETY: by contract.
-        let (t, filter, update, options, result) = unsafe {
-            (
-                target(client, session, db, coll)?,
-                document_arg(filter, filter_len, "filter")?,
-                document_arg(update, update_len, "update")?,
-                options_arg(options, options_len, "options")?,
-                handle(result, "result")?,
-            )
-        };
+c_function! {
+    /// Updates the first document matching `filter` and returns it in
+    /// `*result` (before the update unless options say `returnDocument:
+    /// "after"`), `{NULL, 0}` when none matched; options are
+    /// `FindOneAndUpdateOptions`.
+    ///
+    /// # Safety
+    /// Pointers NULL or valid for their lengths; `options` may be NULL.
+    fn mi_find_one_and_update(
+        t: target,
+        filter: document filter_len,
+        update: document update_len,
+        options: options options_len,
+        result: mut MiBuffer,
+    ) {
         let coll = collection_of::<Document>(&t);
         let action = coll
             .find_one_and_update(filter, update)
             .with_options(options!(FindOneAndUpdateOptions, options));
         let found = run_in!(action, lock_opt(&t.session).as_deref_mut())?;
         write_optional(result, found.as_ref())
-    })
+    }
 }
 
-/// Replaces the first document matching `filter` and returns it as
-/// `mi_find_one_and_update` does; options are `FindOneAndReplaceOptions`.
-///
-/// # Safety
-/// Pointers NULL or valid for their lengths; `options` may be NULL.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_find_one_and_replace(
-    client: *mut MiClient,
-    session: *mut MiSession,
-    db: *const c_char,
-    coll: *const c_char,
-    filter: *const u8,
-    filter_len: usize,
-    replacement: *const u8,
-    replacement_len: usize,
-    options: *const u8,
-    options_len: usize,
-    result: *mut MiBuffer,
-) -> *mut MiError {
-    super::boundary(|| {
-        // SAFETY: by contract.
-        let (t, filter, replacement, options, result) = unsafe {
-            (
-                target(client, session, db, coll)?,
-                document_arg(filter, filter_len, "filter")?,
-                document_arg(replacement, replacement_len, "replacement")?,
-                options_arg(options, options_len, "options")?,
-                handle(result, "result")?,
-            )
-        };
+c_function! {
+    /// Replaces the first document matching `filter` and returns it as
+    /// `mi_find_one_and_update` does; options are `FindOneAndReplaceOptions`.
+    ///
+    /// # Safety
+    /// Pointers NULL or valid for their lengths; `options` may be NULL.
+    fn mi_find_one_and_replace(
+        t: target,
+        filter: document filter_len,
+        replacement: document replacement_len,
+        options: options options_len,
+        result: mut MiBuffer,
+    ) {
         let coll = collection_of::<Document>(&t);
         let action = coll
             .find_one_and_replace(filter, replacement)
             .with_options(options!(FindOneAndReplaceOptions, options));
         let found = run_in!(action, lock_opt(&t.session).as_deref_mut())?;
         write_optional(result, found.as_ref())
-    })
+    }
 }
 
-/// Deletes the first document matching `filter` and returns it in
-/// `*result` (`{NULL, 0}` when none matched); options are
-/// `FindOneAndDeleteOptions`.
-///
-/// # Safety
-/// Pointers NULL or valid for their lengths; `options` may be NULL.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_find_one_and_delete(
-    client: *mut MiClient,
-    session: *mut MiSession,
-    db: *const c_char,
-    coll: *const c_char,
-    filter: *const u8,
-    filter_len: usize,
-    options: *const u8,
-    options_len: usize,
-    result: *mut MiBuffer,
-) -> *mut MiError {
-    super::boundary(|| {
-        // SAFETY: by contract.
-        let (t, filter, options, result) = unsafe {
-            (
-                target(client, session, db, coll)?,
-                document_arg(filter, filter_len, "filter")?,
-                options_arg(options, options_len, "options")?,
-                handle(result, "result")?,
-            )
-        };
+c_function! {
+    /// Deletes the first document matching `filter` and returns it in
+    /// `*result` (`{NULL, 0}` when none matched); options are
+    /// `FindOneAndDeleteOptions`.
+    ///
+    /// # Safety
+    /// Pointers NULL or valid for their lengths; `options` may be NULL.
+    fn mi_find_one_and_delete(
+        t: target,
+        filter: document filter_len,
+        options: options options_len,
+        result: mut MiBuffer,
+    ) {
         let coll = collection_of::<Document>(&t);
         let action = coll
             .find_one_and_delete(filter)
             .with_options(options!(FindOneAndDeleteOptions, options));
         let found = run_in!(action, lock_opt(&t.session).as_deref_mut())?;
         write_optional(result, found.as_ref())
-    })
+    }
 }
 
-/// The distinct values of `field` among the documents matching `filter`:
-/// `result` gets `{values: [...]}`; options are `DistinctOptions`.
-///
-/// # Safety
-/// Pointers NULL or valid for their lengths; `options` may be NULL.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_distinct(
-    client: *mut MiClient,
-    session: *mut MiSession,
-    db: *const c_char,
-    coll: *const c_char,
-    field: *const c_char,
-    filter: *const u8,
-    filter_len: usize,
-    options: *const u8,
-    options_len: usize,
-    result: *mut MiBuffer,
-) -> *mut MiError {
-    super::boundary(|| {
-        // SAFETY: by contract.
-        let (t, field, filter, options, result) = unsafe {
-            (
-                target(client, session, db, coll)?,
-                str_arg(field, "field")?,
-                document_arg(filter, filter_len, "filter")?,
-                options_arg(options, options_len, "options")?,
-                handle(result, "result")?,
-            )
-        };
+c_function! {
+    /// The distinct values of `field` among the documents matching `filter`:
+    /// `result` gets `{values: [...]}`; options are `DistinctOptions`.
+    ///
+    /// # Safety
+    /// Pointers NULL or valid for their lengths; `options` may be NULL.
+    fn mi_distinct(
+        t: target,
+        field: str,
+        filter: document filter_len,
+        options: options options_len,
+        result: mut MiBuffer,
+    ) {
         let coll = collection_of::<Document>(&t);
         let action = coll
             .distinct(field, filter)
             .with_options(options!(DistinctOptions, options));
         let values = run_in!(action, lock_opt(&t.session).as_deref_mut())?;
         write_buffer(result, &bson::doc! { "values": values })
-    })
+    }
 }
 
-/// The collection's document count from its metadata (`count` without a
-/// filter); options are `EstimatedDocumentCountOptions`.
-///
-/// # Safety
-/// Pointers NULL or valid; `options` may be NULL.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_estimated_document_count(
-    client: *mut MiClient,
-    session: *mut MiSession,
-    db: *const c_char,
-    coll: *const c_char,
-    options: *const u8,
-    options_len: usize,
-    count: *mut u64,
-) -> *mut MiError {
-    super::boundary(|| {
-        // SAFETY: by contract.
-        let (t, options, count) = unsafe {
-            (
-                target(client, session, db, coll)?,
-                options_arg(options, options_len, "options")?,
-                handle(count, "count")?,
-            )
-        };
+c_function! {
+    /// The collection's document count from its metadata (`count` without a
+    /// filter); options are `EstimatedDocumentCountOptions`.
+    ///
+    /// # Safety
+    /// Pointers NULL or valid; `options` may be NULL.
+    fn mi_estimated_document_count(
+        t: target,
+        options: options options_len,
+        count: mut u64,
+    ) {
         let coll = collection_of::<Document>(&t);
         let action = coll
             .estimated_document_count()
             .with_options(options!(EstimatedDocumentCountOptions, options));
         *count = run_in!(action, lock_opt(&t.session).as_deref_mut())?;
         Ok(())
-    })
+    }
 }
 
-/// Runs `count` write models (the CRUD spec's form: `{insertOne:
-/// {document}}`, `{updateOne: {filter, update, upsert?, arrayFilters?,
-/// collation?, hint?, sort?}}`, `updateMany`, `{replaceOne: {filter,
-/// replacement, ...}}`, `{deleteOne: {filter, collation?, hint?}}`,
-/// `deleteMany`) on the collection; options are `BulkWriteOptions`
-/// (`ordered`, ...). `result` gets `{insertedCount, matchedCount,
-/// modifiedCount, deletedCount, upsertedCount, insertedIds: {"i": id},
-/// upsertedIds: {"i": id}}`.
-///
-/// # Safety
-/// Pointers NULL or valid; `models` and `lengths` hold `count` elements.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_bulk_write(
-    client: *mut MiClient,
-    session: *mut MiSession,
-    db: *const c_char,
-    coll: *const c_char,
-    models: *const *const u8,
-    lengths: *const usize,
-    count: usize,
-    options: *const u8,
-    options_len: usize,
-    result: *mut MiBuffer,
-) -> *mut MiError {
-    super::boundary(|| {
-        // SAFETY: by contract.
-        let (t, models, options, result) = unsafe {
-            (
-                target(client, session, db, coll)?,
-                document_list(models, lengths, count, "models")?,
-                options_arg(options, options_len, "options")?,
-                handle(result, "result")?,
-            )
-        };
+c_function! {
+    /// Runs `count` write models (the CRUD spec's form: `{insertOne:
+    /// {document}}`, `{updateOne: {filter, update, upsert?, arrayFilters?,
+    /// collation?, hint?, sort?}}`, `updateMany`, `{replaceOne: {filter,
+    /// replacement, ...}}`, `{deleteOne: {filter, collation?, hint?}}`,
+    /// `deleteMany`) on the collection; options are `BulkWriteOptions`
+    /// (`ordered`, ...). `result` gets `{insertedCount, matchedCount,
+    /// modifiedCount, deletedCount, upsertedCount, insertedIds: {"i": id},
+    /// upsertedIds: {"i": id}}`.
+    ///
+    /// # Safety
+    /// Pointers NULL or valid; `models` and `lengths` hold `count` elements.
+    fn mi_bulk_write(
+        t: target,
+        models: documents lengths count,
+        options: options options_len,
+        result: mut MiBuffer,
+    ) {
         let models = models
             .into_iter()
             .enumerate()
@@ -394,7 +263,7 @@ pub unsafe extern "C" fn mi_bulk_write(
                 "upsertedIds": ids(outcome.upserted_ids),
             },
         )
-    })
+    }
 }
 
 /// The failure for the `index`th write model, which the library's parser
@@ -410,35 +279,19 @@ pub(crate) fn model_failure(index: usize, error: &crate::Error) -> Failure {
     )
 }
 
-/// Creates `count` indexes, each given as its `createIndexes` specification
-/// (`{key: {...}, name?, unique?, ...}`); options are `CreateIndexOptions`
-/// (`commitQuorum`, `maxTimeMS`, ...). `result` gets `{indexNames: [...]}`.
-///
-/// # Safety
-/// Pointers NULL or valid; `indexes` and `lengths` hold `count` elements.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_create_indexes(
-    client: *mut MiClient,
-    session: *mut MiSession,
-    db: *const c_char,
-    coll: *const c_char,
-    indexes: *const *const u8,
-    lengths: *const usize,
-    count: usize,
-    options: *const u8,
-    options_len: usize,
-    result: *mut MiBuffer,
-) -> *mut MiError {
-    super::boundary(|| {
-        // SAFETY: by contract.
-        let (t, indexes, options, result) = unsafe {
-            (
-                target(client, session, db, coll)?,
-                document_list(indexes, lengths, count, "indexes")?,
-                options_arg(options, options_len, "options")?,
-                handle(result, "result")?,
-            )
-        };
+c_function! {
+    /// Creates `count` indexes, each given as its `createIndexes` specification
+    /// (`{key: {...}, name?, unique?, ...}`); options are `CreateIndexOptions`
+    /// (`commitQuorum`, `maxTimeMS`, ...). `result` gets `{indexNames: [...]}`.
+    ///
+    /// # Safety
+    /// Pointers NULL or valid; `indexes` and `lengths` hold `count` elements.
+    fn mi_create_indexes(
+        t: target,
+        indexes: documents lengths count,
+        options: options options_len,
+        result: mut MiBuffer,
+    ) {
         let models = indexes
             .into_iter()
             .enumerate()
@@ -458,33 +311,20 @@ pub unsafe extern "C" fn mi_create_indexes(
             .with_options(options!(CreateIndexOptions, options));
         let created = run_in!(action, lock_opt(&t.session).as_deref_mut())?;
         write_buffer(result, &bson::doc! { "indexNames": created.index_names })
-    })
+    }
 }
 
-/// The collection's indexes (their specifications) as a cursor; options
-/// are `ListIndexesOptions`.
-///
-/// # Safety
-/// Pointers NULL or valid; `options` may be NULL.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_list_indexes(
-    client: *mut MiClient,
-    session: *mut MiSession,
-    db: *const c_char,
-    coll: *const c_char,
-    options: *const u8,
-    options_len: usize,
-    out: *mut *mut MiCursor,
-) -> *mut MiError {
-    super::boundary(|| {
-        // SAFETY: by contract.
-        let (t, options, out) = unsafe {
-            (
-                target(client, session, db, coll)?,
-                options_arg(options, options_len, "options")?,
-                handle(out, "out")?,
-            )
-        };
+c_function! {
+    /// The collection's indexes (their specifications) as a cursor; options
+    /// are `ListIndexesOptions`.
+    ///
+    /// # Safety
+    /// Pointers NULL or valid; `options` may be NULL.
+    fn mi_list_indexes(
+        t: target,
+        options: options options_len,
+        out: mut *mut MiCursor,
+    ) {
         let coll = collection_of::<Document>(&t);
         let action = coll
             .list_indexes()
@@ -492,128 +332,78 @@ pub unsafe extern "C" fn mi_list_indexes(
         let stream: DocumentStream = open_in!(action, lock_opt(&t.session).as_deref_mut())?;
         *out = new_cursor(stream, t.session.clone());
         Ok(())
-    })
+    }
 }
 
-/// The names of the collection's indexes: `result` gets `{names: [...]}`.
-/// It has no options: `options` is NULL or an empty document.
-///
-/// # Safety
-/// Pointers NULL or valid; `options` may be NULL.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_list_index_names(
-    client: *mut MiClient,
-    session: *mut MiSession,
-    db: *const c_char,
-    coll: *const c_char,
-    options: *const u8,
-    options_len: usize,
-    result: *mut MiBuffer,
-) -> *mut MiError {
-    super::boundary(|| {
-        // SAFETY: by contract.
-        let (t, options, result) = unsafe {
-            (
-                target(client, session, db, coll)?,
-                options_arg(options, options_len, "options")?,
-                handle(result, "result")?,
-            )
-        };
+c_function! {
+    /// The names of the collection's indexes: `result` gets `{names: [...]}`.
+    /// It has no options: `options` is NULL or an empty document.
+    ///
+    /// # Safety
+    /// Pointers NULL or valid; `options` may be NULL.
+    fn mi_list_index_names(
+        t: target,
+        options: options options_len,
+        result: mut MiBuffer,
+    ) {
         let coll = collection_of::<Document>(&t);
         ops::no_options("list_index_names", options)?;
         let action = coll.list_index_names();
         let names = run_in!(action, lock_opt(&t.session).as_deref_mut())?;
         write_buffer(result, &bson::doc! { "names": names })
-    })
+    }
 }
 
-/// Drops the index named `name` (`"*"` is refused: use `mi_drop_indexes`);
-/// options are `DropIndexOptions`.
-///
-/// # Safety
-/// Pointers NULL or valid; `options` may be NULL.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_drop_index(
-    client: *mut MiClient,
-    session: *mut MiSession,
-    db: *const c_char,
-    coll: *const c_char,
-    name: *const c_char,
-    options: *const u8,
-    options_len: usize,
-) -> *mut MiError {
-    super::boundary(|| {
-        // SAFETY: by contract.
-        let (t, name, options) = unsafe {
-            (
-                target(client, session, db, coll)?,
-                str_arg(name, "name")?,
-                options_arg(options, options_len, "options")?,
-            )
-        };
+c_function! {
+    /// Drops the index named `name` (`"*"` is refused: use `mi_drop_indexes`);
+    /// options are `DropIndexOptions`.
+    ///
+    /// # Safety
+    /// Pointers NULL or valid; `options` may be NULL.
+    fn mi_drop_index(
+        t: target,
+        name: str,
+        options: options options_len,
+    ) {
         let coll = collection_of::<Document>(&t);
         let action = coll
             .drop_index(name)
             .with_options(options!(DropIndexOptions, options));
         run_in!(action, lock_opt(&t.session).as_deref_mut())
-    })
+    }
 }
 
-/// Drops every index but `_id`'s; options are `DropIndexOptions`.
-///
-/// # Safety
-/// Pointers NULL or valid; `options` may be NULL.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_drop_indexes(
-    client: *mut MiClient,
-    session: *mut MiSession,
-    db: *const c_char,
-    coll: *const c_char,
-    options: *const u8,
-    options_len: usize,
-) -> *mut MiError {
-    super::boundary(|| {
-        // SAFETY: by contract.
-        let (t, options) = unsafe {
-            (
-                target(client, session, db, coll)?,
-                options_arg(options, options_len, "options")?,
-            )
-        };
+c_function! {
+    /// Drops every index but `_id`'s; options are `DropIndexOptions`.
+    ///
+    /// # Safety
+    /// Pointers NULL or valid; `options` may be NULL.
+    fn mi_drop_indexes(
+        t: target,
+        options: options options_len,
+    ) {
         let coll = collection_of::<Document>(&t);
         let action = coll
             .drop_indexes()
             .with_options(options!(DropIndexOptions, options));
         run_in!(action, lock_opt(&t.session).as_deref_mut())
-    })
+    }
 }
 
-/// Drops the collection (no error when it does not exist); options are
-/// `DropCollectionOptions`.
-///
-/// # Safety
-/// Pointers NULL or valid; `options` may be NULL.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_drop_collection(
-    client: *mut MiClient,
-    session: *mut MiSession,
-    db: *const c_char,
-    coll: *const c_char,
-    options: *const u8,
-    options_len: usize,
-) -> *mut MiError {
-    super::boundary(|| {
-        // SAFETY: by contract.
-        let (t, options) = unsafe {
-            (
-                target(client, session, db, coll)?,
-                options_arg(options, options_len, "options")?,
-            )
-        };
+c_function! {
+    /// Drops the collection (no error when it does not exist); options are
+    /// `DropCollectionOptions`.
+    ///
+    /// # Safety
+    /// Pointers NULL or valid; `options` may be NULL.
+    fn mi_drop_collection(
+        t: target,
+        options: options options_len,
+    ) {
         let coll = collection_of::<Document>(&t);
         let action = coll
             .drop()
             .with_options(options!(DropCollectionOptions, options));
         run_in!(action, lock_opt(&t.session).as_deref_mut())
-    })
+    }
 }

@@ -3,7 +3,7 @@
 //! and documents ownership; this module is the only place with `unsafe`.
 //!
 //! ```text
-//!  C caller ──> mi_* (this file: pointers checked, panics caught)
+//!  C caller ──> mi_* (c_function!, entry.rs: pointers checked, panics caught)
 //!                 └─> ops.rs (safe calls into the Rust API) ──> Client
 //!  mi_error* <── Failure (error.rs)      events.rs ──> C callbacks
 //! ```
@@ -18,6 +18,8 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+#[macro_use]
+mod entry;
 mod change_stream;
 mod client_bulk;
 mod collection;
@@ -144,6 +146,21 @@ fn boundary(body: impl FnOnce() -> Result<(), Failure>) -> *mut MiError {
 /// is swallowed rather than unwound into C.
 fn quiet_boundary(body: impl FnOnce()) {
     let _ = catch_unwind(AssertUnwindSafe(body));
+}
+
+/// Drops a handle this library boxed, for the `*_free` functions: NULL is
+/// a no-op, and a panic while dropping is swallowed.
+///
+/// # Safety
+/// `ptr` is NULL or came from `Box::into_raw` of this library, not freed
+/// yet and not used afterwards.
+unsafe fn free_boxed<T>(ptr: *mut T) {
+    quiet_boundary(|| {
+        if !ptr.is_null() {
+            // SAFETY: by the caller's contract.
+            drop(unsafe { Box::from_raw(ptr) });
+        }
+    })
 }
 
 /// # Safety
@@ -422,18 +439,15 @@ pub unsafe extern "C" fn mi_string_free(string: *mut c_char) {
     })
 }
 
-/// Parses Extended JSON (canonical or relaxed) into a BSON document.
-///
-/// # Safety
-/// `json` is NULL or NUL-terminated; `out` is NULL or a writable `mi_buffer`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_bson_from_json(
-    json: *const c_char,
-    out: *mut MiBuffer,
-) -> *mut MiError {
-    boundary(|| {
-        // SAFETY: by contract.
-        let (json, out) = unsafe { (str_arg(json, "json")?, handle(out, "out")?) };
+c_function! {
+    /// Parses Extended JSON (canonical or relaxed) into a BSON document.
+    ///
+    /// # Safety
+    /// `json` is NULL or NUL-terminated; `out` is NULL or a writable `mi_buffer`.
+    fn mi_bson_from_json(
+        json: str,
+        out: mut MiBuffer,
+    ) {
         let value: serde_json::Value = serde_json::from_str(json)
             .map_err(|e| Failure::argument("json", &format!("is not JSON: {e}")))?;
         let document = match bson::Bson::try_from(value) {
@@ -447,43 +461,37 @@ pub unsafe extern "C" fn mi_bson_from_json(
             }
         };
         write_buffer(out, &document)
-    })
+    }
 }
 
-/// Renders a BSON document as relaxed Extended JSON; free the string with
-/// `mi_string_free`.
-///
-/// # Safety
-/// `bson` is NULL or points to `len` bytes; `out` is NULL or writable.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_bson_to_json(
-    bson: *const u8,
-    len: usize,
-    out: *mut *mut c_char,
-) -> *mut MiError {
-    boundary(|| {
-        // SAFETY: by contract.
-        let (document, out) = unsafe { (document_arg(bson, len, "bson")?, handle(out, "out")?) };
+c_function! {
+    /// Renders a BSON document as relaxed Extended JSON; free the string with
+    /// `mi_string_free`.
+    ///
+    /// # Safety
+    /// `bson` is NULL or points to `len` bytes; `out` is NULL or writable.
+    fn mi_bson_to_json(
+        bson: document len,
+        out: mut *mut c_char,
+    ) {
+        let document = bson;
         let json = bson::Bson::Document(document)
             .into_relaxed_extjson()
             .to_string();
         *out = error::c_string(json);
         Ok(())
-    })
+    }
 }
 
-/// Creates a client from a connection string (parses and validates, no I/O).
-///
-/// # Safety
-/// `uri` is NULL or NUL-terminated; `out` is NULL or writable.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_client_new(
-    uri: *const c_char,
-    out: *mut *mut MiClient,
-) -> *mut MiError {
-    boundary(|| {
-        // SAFETY: by contract.
-        let (uri, out) = unsafe { (str_arg(uri, "uri")?, handle(out, "out")?) };
+c_function! {
+    /// Creates a client from a connection string (parses and validates, no I/O).
+    ///
+    /// # Safety
+    /// `uri` is NULL or NUL-terminated; `out` is NULL or writable.
+    fn mi_client_new(
+        uri: str,
+        out: mut *mut MiClient,
+    ) {
         let client = ops::new_client(uri)?;
         *out = Box::into_raw(Box::new(MiClient {
             id: NEXT_CLIENT_ID.fetch_add(1, Ordering::Relaxed),
@@ -492,7 +500,7 @@ pub unsafe extern "C" fn mi_client_new(
             used: false,
         }));
         Ok(())
-    })
+    }
 }
 
 /// MONGODB-OIDC's machine callback, as C gives it: writes an access token
@@ -509,24 +517,21 @@ pub type MiOidcCallback = Option<
     ) -> i64,
 >;
 
-/// Creates a client whose MONGODB-OIDC credential gets its access tokens
-/// from `callback` (the connection string names
-/// `authMechanism=MONGODB-OIDC` and no `ENVIRONMENT`). No I/O.
-///
-/// # Safety
-/// `uri` is NULL or NUL-terminated; `out` is NULL or writable; `callback`
-/// and `user_data` stay usable, from the threads that use the client,
-/// while the client lives.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_client_new_with_oidc_callback(
-    uri: *const c_char,
-    callback: MiOidcCallback,
-    user_data: *mut c_void,
-    out: *mut *mut MiClient,
-) -> *mut MiError {
-    boundary(|| {
-        // SAFETY: by contract.
-        let (uri, out) = unsafe { (str_arg(uri, "uri")?, handle(out, "out")?) };
+c_function! {
+    /// Creates a client whose MONGODB-OIDC credential gets its access tokens
+    /// from `callback` (the connection string names
+    /// `authMechanism=MONGODB-OIDC` and no `ENVIRONMENT`). No I/O.
+    ///
+    /// # Safety
+    /// `uri` is NULL or NUL-terminated; `out` is NULL or writable; `callback`
+    /// and `user_data` stay usable, from the threads that use the client,
+    /// while the client lives.
+    fn mi_client_new_with_oidc_callback(
+        uri: str,
+        callback: raw MiOidcCallback,
+        user_data: raw *mut c_void,
+        out: mut *mut MiClient,
+    ) {
         let callback = callback.ok_or_else(|| Failure::new(Domain::Client, "callback is NULL"))?;
         let client = ops::new_client_with_oidc(
             uri,
@@ -542,7 +547,7 @@ pub unsafe extern "C" fn mi_client_new_with_oidc_callback(
             used: false,
         }));
         Ok(())
-    })
+    }
 }
 
 /// Closes the client (ends its server sessions, closes its sockets) and
@@ -562,20 +567,17 @@ pub unsafe extern "C" fn mi_client_free(client: *mut MiClient) {
     })
 }
 
-/// Registers (or with NULL removes) the command and SDAM event callback.
-///
-/// # Safety
-/// `client` is NULL or a live client handle; `callback` and `user_data`
-/// stay usable while the client lives.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_client_set_event_callback(
-    client: *mut MiClient,
-    callback: MiEventCallback,
-    user_data: *mut c_void,
-) -> *mut MiError {
-    boundary(|| {
-        // SAFETY: by contract.
-        let client = unsafe { handle(client, "client")? };
+c_function! {
+    /// Registers (or with NULL removes) the command and SDAM event callback.
+    ///
+    /// # Safety
+    /// `client` is NULL or a live client handle; `callback` and `user_data`
+    /// stay usable while the client lives.
+    fn mi_client_set_event_callback(
+        client: mut MiClient,
+        callback: raw MiEventCallback,
+        user_data: raw *mut c_void,
+    ) {
         if client.events.is_none() {
             if client.used {
                 return Err(Failure::new(
@@ -591,7 +593,7 @@ pub unsafe extern "C" fn mi_client_set_event_callback(
             slot.set(callback, user_data);
         }
         Ok(())
-    })
+    }
 }
 
 /// Registers (or with NULL removes) the process-wide log callback, for
@@ -608,57 +610,37 @@ pub unsafe extern "C" fn mi_set_log_callback(
     boundary(|| events::set_log_callback(callback, user_data, max_level))
 }
 
-/// The retry tokens left in the client's bucket; `*has_bucket` false when
-/// its retry settings use none.
-///
-/// # Safety
-/// `client` is NULL or live; `tokens` and `has_bucket` NULL or writable.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_client_retry_tokens(
-    client: *mut MiClient,
-    tokens: *mut f64,
-    has_bucket: *mut bool,
-) -> *mut MiError {
-    boundary(|| {
-        // SAFETY: by contract.
-        let (client, tokens, has_bucket) = unsafe {
-            (
-                handle(client, "client")?,
-                handle(tokens, "tokens")?,
-                handle(has_bucket, "has_bucket")?,
-            )
-        };
+c_function! {
+    /// The retry tokens left in the client's bucket; `*has_bucket` false when
+    /// its retry settings use none.
+    ///
+    /// # Safety
+    /// `client` is NULL or live; `tokens` and `has_bucket` NULL or writable.
+    fn mi_client_retry_tokens(
+        client: mut MiClient,
+        tokens: mut f64,
+        has_bucket: mut bool,
+    ) {
         let balance = ops::retry_tokens(&client.client)?;
         *has_bucket = balance.is_some();
         *tokens = balance.unwrap_or(0.0);
         Ok(())
-    })
+    }
 }
 
-/// Runs a command on database `db` (on the primary), in `session` if not
-/// NULL; the reply goes to `reply`.
-///
-/// # Safety
-/// Pointers NULL or valid: `command` for `command_len` bytes, `reply` writable.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_client_run_command(
-    client: *mut MiClient,
-    session: *mut MiSession,
-    db: *const c_char,
-    command: *const u8,
-    command_len: usize,
-    reply: *mut MiBuffer,
-) -> *mut MiError {
-    boundary(|| {
-        // SAFETY: by contract.
-        let (client, db, command, reply) = unsafe {
-            (
-                handle(client, "client")?,
-                str_arg(db, "db")?,
-                document_arg(command, command_len, "command")?,
-                handle(reply, "reply")?,
-            )
-        };
+c_function! {
+    /// Runs a command on database `db` (on the primary), in `session` if not
+    /// NULL; the reply goes to `reply`.
+    ///
+    /// # Safety
+    /// Pointers NULL or valid: `command` for `command_len` bytes, `reply` writable.
+    fn mi_client_run_command(
+        client: mut MiClient,
+        session: raw *mut MiSession,
+        db: str,
+        command: document command_len,
+        reply: mut MiBuffer,
+    ) {
         // SAFETY: by contract.
         let session = unsafe { session_for(session, client)? };
         client.used = true;
@@ -669,29 +651,19 @@ pub unsafe extern "C" fn mi_client_run_command(
             command,
         )?;
         write_buffer(reply, &output)
-    })
+    }
 }
 
-/// Starts an explicit session; options `{causalConsistency, snapshot}` or NULL.
-///
-/// # Safety
-/// `client` NULL or live; `options` NULL or `options_len` bytes; `out` NULL or writable.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_session_start(
-    client: *mut MiClient,
-    options: *const u8,
-    options_len: usize,
-    out: *mut *mut MiSession,
-) -> *mut MiError {
-    boundary(|| {
-        // SAFETY: by contract.
-        let (client, options, out) = unsafe {
-            (
-                handle(client, "client")?,
-                options_arg(options, options_len, "options")?,
-                handle(out, "out")?,
-            )
-        };
+c_function! {
+    /// Starts an explicit session; options `{causalConsistency, snapshot}` or NULL.
+    ///
+    /// # Safety
+    /// `client` NULL or live; `options` NULL or `options_len` bytes; `out` NULL or writable.
+    fn mi_session_start(
+        client: mut MiClient,
+        options: options options_len,
+        out: mut *mut MiSession,
+    ) {
         client.used = true;
         let session = ops::start_session(&client.client, options)?;
         *out = Box::into_raw(Box::new(MiSession {
@@ -699,7 +671,7 @@ pub unsafe extern "C" fn mi_session_start(
             session: Arc::new(Mutex::new(session)),
         }));
         Ok(())
-    })
+    }
 }
 
 /// Frees the handle; the session ends (aborting an open transaction) now,
@@ -709,79 +681,61 @@ pub unsafe extern "C" fn mi_session_start(
 /// `session` NULL or live, not used afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mi_session_free(session: *mut MiSession) {
-    quiet_boundary(|| {
-        if !session.is_null() {
-            // SAFETY: made by `mi_session_start` with `Box`, not freed yet.
-            drop(unsafe { Box::from_raw(session) });
-        }
-    })
+    // SAFETY: by the function's contract.
+    unsafe { free_boxed(session) }
 }
 
-/// The session's id (`lsid`) as a BSON document.
-///
-/// # Safety
-/// `session` NULL or live; `out` NULL or writable.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_session_id(
-    session: *mut MiSession,
-    out: *mut MiBuffer,
-) -> *mut MiError {
-    boundary(|| {
-        // SAFETY: by contract.
-        let (session, out) = unsafe { (handle(session, "session")?, handle(out, "out")?) };
+c_function! {
+    /// The session's id (`lsid`) as a BSON document.
+    ///
+    /// # Safety
+    /// `session` NULL or live; `out` NULL or writable.
+    fn mi_session_id(
+        session: mut MiSession,
+        out: mut MiBuffer,
+    ) {
         let id = ops::session_id(&lock(&session.session))
             .ok_or_else(|| Failure::new(Domain::Client, "the session has ended"))?;
         write_buffer(out, &id)
-    })
+    }
 }
 
-/// Starts a transaction; the next operation in the session begins it.
-/// Options `{readConcern, writeConcern, maxCommitTimeMS}` or NULL.
-///
-/// # Safety
-/// `session` NULL or live; `options` NULL or `options_len` bytes.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_session_start_transaction(
-    session: *mut MiSession,
-    options: *const u8,
-    options_len: usize,
-) -> *mut MiError {
-    boundary(|| {
-        // SAFETY: by contract.
-        let (session, options) = unsafe {
-            (
-                handle(session, "session")?,
-                options_arg(options, options_len, "options")?,
-            )
-        };
+c_function! {
+    /// Starts a transaction; the next operation in the session begins it.
+    /// Options `{readConcern, writeConcern, maxCommitTimeMS}` or NULL.
+    ///
+    /// # Safety
+    /// `session` NULL or live; `options` NULL or `options_len` bytes.
+    fn mi_session_start_transaction(
+        session: mut MiSession,
+        options: options options_len,
+    ) {
         ops::start_transaction(&mut lock(&session.session), options)
-    })
+    }
 }
 
-/// Commits the session's transaction.
-///
-/// # Safety
-/// `session` NULL or live.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_session_commit_transaction(session: *mut MiSession) -> *mut MiError {
-    boundary(|| {
-        // SAFETY: by contract.
-        let session = unsafe { handle(session, "session")? };
+c_function! {
+    /// Commits the session's transaction.
+    ///
+    /// # Safety
+    /// `session` NULL or live.
+    fn mi_session_commit_transaction(
+        session: mut MiSession,
+    ) {
         ops::commit_transaction(&mut lock(&session.session))
-    })
+    }
 }
 
-/// Aborts the session's transaction.
-///
-/// # Safety
-/// `session` NULL or live.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_session_abort_transaction(session: *mut MiSession) -> *mut MiError {
-    boundary(|| {
-        // SAFETY: by contract.
-        let session = unsafe { handle(session, "session")? };
+c_function! {
+    /// Aborts the session's transaction.
+    ///
+    /// # Safety
+    /// `session` NULL or live.
+    fn mi_session_abort_transaction(
+        session: mut MiSession,
+    ) {
         ops::abort_transaction(&mut lock(&session.session))
-    })
+    }
 }
 
 /// The checked common arguments of a collection operation.
@@ -820,32 +774,68 @@ unsafe fn target<'a>(
     })
 }
 
-/// Inserts one document; `result` gets `{insertedId}`.
-///
+/// The checked common arguments of a database operation.
+struct DbTarget<'a> {
+    client: &'a mut MiClient,
+    session: Option<SharedSession>,
+    db: &'a str,
+}
+
+impl DbTarget<'_> {
+    fn database(&self) -> crate::Database {
+        self.client.client.database(self.db)
+    }
+}
+
 /// # Safety
-/// Pointers NULL or valid; `document` for `document_len` bytes.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_insert_one(
+/// Each pointer NULL or valid for the call.
+unsafe fn db_target<'a>(
     client: *mut MiClient,
     session: *mut MiSession,
     db: *const c_char,
-    coll: *const c_char,
-    document: *const u8,
-    document_len: usize,
-    options: *const u8,
-    options_len: usize,
-    result: *mut MiBuffer,
-) -> *mut MiError {
-    boundary(|| {
-        // SAFETY: by contract.
-        let (t, document, options, result) = unsafe {
-            (
-                target(client, session, db, coll)?,
-                document_arg(document, document_len, "document")?,
-                options_arg(options, options_len, "options")?,
-                handle(result, "result")?,
-            )
-        };
+) -> Result<DbTarget<'a>, Failure> {
+    // SAFETY: by the caller's contract.
+    let ClientTarget { client, session } = unsafe { client_target(client, session)? };
+    // SAFETY: by the caller's contract.
+    let db = unsafe { str_arg(db, "db")? };
+    Ok(DbTarget {
+        client,
+        session,
+        db,
+    })
+}
+
+/// The checked common arguments of a client operation.
+struct ClientTarget<'a> {
+    client: &'a mut MiClient,
+    session: Option<SharedSession>,
+}
+
+/// # Safety
+/// Each pointer NULL or valid for the call.
+unsafe fn client_target<'a>(
+    client: *mut MiClient,
+    session: *mut MiSession,
+) -> Result<ClientTarget<'a>, Failure> {
+    // SAFETY: by the caller's contract.
+    let client = unsafe { handle(client, "client")? };
+    // SAFETY: by the caller's contract.
+    let session = unsafe { session_for(session, client)? };
+    client.used = true;
+    Ok(ClientTarget { client, session })
+}
+
+c_function! {
+    /// Inserts one document; `result` gets `{insertedId}`.
+    ///
+    /// # Safety
+    /// Pointers NULL or valid; `document` for `document_len` bytes.
+    fn mi_insert_one(
+        t: target,
+        document: document document_len,
+        options: options options_len,
+        result: mut MiBuffer,
+    ) {
         let reply = ops::insert_one(
             &t.client.client,
             lock_opt(&t.session).as_deref_mut(),
@@ -855,36 +845,20 @@ pub unsafe extern "C" fn mi_insert_one(
             options,
         )?;
         write_buffer(result, &reply)
-    })
+    }
 }
 
-/// Inserts `count` documents; `result` gets `{insertedIds}`.
-///
-/// # Safety
-/// Pointers NULL or valid; `documents` and `lengths` hold `count` elements.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_insert_many(
-    client: *mut MiClient,
-    session: *mut MiSession,
-    db: *const c_char,
-    coll: *const c_char,
-    documents: *const *const u8,
-    lengths: *const usize,
-    count: usize,
-    options: *const u8,
-    options_len: usize,
-    result: *mut MiBuffer,
-) -> *mut MiError {
-    boundary(|| {
-        // SAFETY: by contract.
-        let (t, documents, options, result) = unsafe {
-            (
-                target(client, session, db, coll)?,
-                document_list(documents, lengths, count, "documents")?,
-                options_arg(options, options_len, "options")?,
-                handle(result, "result")?,
-            )
-        };
+c_function! {
+    /// Inserts `count` documents; `result` gets `{insertedIds}`.
+    ///
+    /// # Safety
+    /// Pointers NULL or valid; `documents` and `lengths` hold `count` elements.
+    fn mi_insert_many(
+        t: target,
+        documents: documents lengths count,
+        options: options options_len,
+        result: mut MiBuffer,
+    ) {
         let reply = ops::insert_many(
             &t.client.client,
             lock_opt(&t.session).as_deref_mut(),
@@ -894,239 +868,122 @@ pub unsafe extern "C" fn mi_insert_many(
             options,
         )?;
         write_buffer(result, &reply)
-    })
+    }
 }
 
-/// # Safety
-/// As for `mi_update_one`.
-#[allow(clippy::too_many_arguments)]
-unsafe fn update_entry(
+/// `mi_update_one` and `mi_update_many` once their arguments are checked.
+fn update(
     many: Many,
-    client: *mut MiClient,
-    session: *mut MiSession,
-    db: *const c_char,
-    coll: *const c_char,
-    filter: (*const u8, usize),
-    update: (*const u8, usize),
-    options: (*const u8, usize),
-    result: *mut MiBuffer,
-) -> *mut MiError {
-    boundary(|| {
-        // SAFETY: by contract.
-        let (t, filter, update, options, result) = unsafe {
-            (
-                target(client, session, db, coll)?,
-                document_arg(filter.0, filter.1, "filter")?,
-                document_arg(update.0, update.1, "update")?,
-                options_arg(options.0, options.1, "options")?,
-                handle(result, "result")?,
-            )
-        };
-        let reply = ops::update(
-            &t.client.client,
-            lock_opt(&t.session).as_deref_mut(),
-            (t.db, t.coll),
-            many,
-            filter,
-            update,
-            options,
-        )?;
-        write_buffer(result, &reply)
-    })
+    t: &Target<'_>,
+    (filter, update): (Document, Document),
+    options: Option<ops::OptionList>,
+    result: &mut MiBuffer,
+) -> Result<(), Failure> {
+    let reply = ops::update(
+        &t.client.client,
+        lock_opt(&t.session).as_deref_mut(),
+        (t.db, t.coll),
+        many,
+        filter,
+        update,
+        options,
+    )?;
+    write_buffer(result, &reply)
 }
 
-/// Updates the first document matching `filter`; options `{upsert}`;
-/// `result` gets `{matchedCount, modifiedCount, upsertedId?}`.
-///
-/// # Safety
-/// Pointers NULL or valid for their lengths; `options` may be NULL.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_update_one(
-    client: *mut MiClient,
-    session: *mut MiSession,
-    db: *const c_char,
-    coll: *const c_char,
-    filter: *const u8,
-    filter_len: usize,
-    update: *const u8,
-    update_len: usize,
-    options: *const u8,
-    options_len: usize,
-    result: *mut MiBuffer,
-) -> *mut MiError {
-    // SAFETY: the same contract.
-    unsafe {
-        update_entry(
-            Many::One,
-            client,
-            session,
-            db,
-            coll,
-            (filter, filter_len),
-            (update, update_len),
-            (options, options_len),
-            result,
-        )
+c_function! {
+    /// Updates the first document matching `filter`; options `{upsert}`;
+    /// `result` gets `{matchedCount, modifiedCount, upsertedId?}`.
+    ///
+    /// # Safety
+    /// Pointers NULL or valid for their lengths; `options` may be NULL.
+    fn mi_update_one(
+        t: target,
+        filter: document filter_len,
+        update: document update_len,
+        options: options options_len,
+        result: mut MiBuffer,
+    ) {
+        self::update(Many::One, &t, (filter, update), options, result)
     }
 }
 
-/// Updates every document matching `filter`; as `mi_update_one` otherwise.
-///
-/// # Safety
-/// As for `mi_update_one`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_update_many(
-    client: *mut MiClient,
-    session: *mut MiSession,
-    db: *const c_char,
-    coll: *const c_char,
-    filter: *const u8,
-    filter_len: usize,
-    update: *const u8,
-    update_len: usize,
-    options: *const u8,
-    options_len: usize,
-    result: *mut MiBuffer,
-) -> *mut MiError {
-    // SAFETY: the same contract.
-    unsafe {
-        update_entry(
-            Many::All,
-            client,
-            session,
-            db,
-            coll,
-            (filter, filter_len),
-            (update, update_len),
-            (options, options_len),
-            result,
-        )
+c_function! {
+    /// Updates every document matching `filter`; as `mi_update_one` otherwise.
+    ///
+    /// # Safety
+    /// As for `mi_update_one`.
+    fn mi_update_many(
+        t: target,
+        filter: document filter_len,
+        update: document update_len,
+        options: options options_len,
+        result: mut MiBuffer,
+    ) {
+        self::update(Many::All, &t, (filter, update), options, result)
     }
 }
 
-/// # Safety
-/// As for `mi_delete_one`.
-#[allow(clippy::too_many_arguments)]
-unsafe fn delete_entry(
+/// `mi_delete_one` and `mi_delete_many` once their arguments are checked.
+fn delete(
     many: Many,
-    client: *mut MiClient,
-    session: *mut MiSession,
-    db: *const c_char,
-    coll: *const c_char,
-    filter: (*const u8, usize),
-    options: (*const u8, usize),
-    result: *mut MiBuffer,
-) -> *mut MiError {
-    boundary(|| {
-        // SAFETY: by contract.
-        let (t, filter, options, result) = unsafe {
-            (
-                target(client, session, db, coll)?,
-                document_arg(filter.0, filter.1, "filter")?,
-                options_arg(options.0, options.1, "options")?,
-                handle(result, "result")?,
-            )
-        };
-        let reply = ops::delete(
-            &t.client.client,
-            lock_opt(&t.session).as_deref_mut(),
-            (t.db, t.coll),
-            many,
-            filter,
-            options,
-        )?;
-        write_buffer(result, &reply)
-    })
+    t: &Target<'_>,
+    filter: Document,
+    options: Option<ops::OptionList>,
+    result: &mut MiBuffer,
+) -> Result<(), Failure> {
+    let reply = ops::delete(
+        &t.client.client,
+        lock_opt(&t.session).as_deref_mut(),
+        (t.db, t.coll),
+        many,
+        filter,
+        options,
+    )?;
+    write_buffer(result, &reply)
 }
 
-/// Deletes the first document matching `filter`; `result` gets `{deletedCount}`.
-///
-/// # Safety
-/// Pointers NULL or valid for their lengths.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_delete_one(
-    client: *mut MiClient,
-    session: *mut MiSession,
-    db: *const c_char,
-    coll: *const c_char,
-    filter: *const u8,
-    filter_len: usize,
-    options: *const u8,
-    options_len: usize,
-    result: *mut MiBuffer,
-) -> *mut MiError {
-    // SAFETY: the same contract.
-    unsafe {
-        delete_entry(
-            Many::One,
-            client,
-            session,
-            db,
-            coll,
-            (filter, filter_len),
-            (options, options_len),
-            result,
-        )
+c_function! {
+    /// Deletes the first document matching `filter`; `result` gets `{deletedCount}`.
+    ///
+    /// # Safety
+    /// Pointers NULL or valid for their lengths.
+    fn mi_delete_one(
+        t: target,
+        filter: document filter_len,
+        options: options options_len,
+        result: mut MiBuffer,
+    ) {
+        delete(Many::One, &t, filter, options, result)
     }
 }
 
-/// Deletes every document matching `filter`; `result` gets `{deletedCount}`.
-///
-/// # Safety
-/// Pointers NULL or valid for their lengths.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_delete_many(
-    client: *mut MiClient,
-    session: *mut MiSession,
-    db: *const c_char,
-    coll: *const c_char,
-    filter: *const u8,
-    filter_len: usize,
-    options: *const u8,
-    options_len: usize,
-    result: *mut MiBuffer,
-) -> *mut MiError {
-    // SAFETY: the same contract.
-    unsafe {
-        delete_entry(
-            Many::All,
-            client,
-            session,
-            db,
-            coll,
-            (filter, filter_len),
-            (options, options_len),
-            result,
-        )
+c_function! {
+    /// Deletes every document matching `filter`; `result` gets `{deletedCount}`.
+    ///
+    /// # Safety
+    /// Pointers NULL or valid for their lengths.
+    fn mi_delete_many(
+        t: target,
+        filter: document filter_len,
+        options: options options_len,
+        result: mut MiBuffer,
+    ) {
+        delete(Many::All, &t, filter, options, result)
     }
 }
 
-/// How many documents match `filter`; options `{limit, skip}`.
-///
-/// # Safety
-/// Pointers NULL or valid for their lengths; `options` may be NULL.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_count_documents(
-    client: *mut MiClient,
-    session: *mut MiSession,
-    db: *const c_char,
-    coll: *const c_char,
-    filter: *const u8,
-    filter_len: usize,
-    options: *const u8,
-    options_len: usize,
-    count: *mut u64,
-) -> *mut MiError {
-    boundary(|| {
-        // SAFETY: by contract.
-        let (t, filter, options, count) = unsafe {
-            (
-                target(client, session, db, coll)?,
-                document_arg(filter, filter_len, "filter")?,
-                options_arg(options, options_len, "options")?,
-                handle(count, "count")?,
-            )
-        };
+c_function! {
+    /// How many documents match `filter`; options `{limit, skip}`.
+    ///
+    /// # Safety
+    /// Pointers NULL or valid for their lengths; `options` may be NULL.
+    fn mi_count_documents(
+        t: target,
+        filter: document filter_len,
+        options: options options_len,
+        count: mut u64,
+    ) {
         *count = ops::count_documents(
             &t.client.client,
             lock_opt(&t.session).as_deref_mut(),
@@ -1135,7 +992,7 @@ pub unsafe extern "C" fn mi_count_documents(
             options,
         )?;
         Ok(())
-    })
+    }
 }
 
 fn new_cursor(stream: DocumentStream, session: Option<SharedSession>) -> *mut MiCursor {
@@ -1146,33 +1003,18 @@ fn new_cursor(stream: DocumentStream, session: Option<SharedSession>) -> *mut Mi
     }))
 }
 
-/// The documents matching `filter` as a cursor; options `{sort, projection,
-/// limit, skip, batchSize}`.
-///
-/// # Safety
-/// Pointers NULL or valid for their lengths; `options` may be NULL.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_find(
-    client: *mut MiClient,
-    session: *mut MiSession,
-    db: *const c_char,
-    coll: *const c_char,
-    filter: *const u8,
-    filter_len: usize,
-    options: *const u8,
-    options_len: usize,
-    out: *mut *mut MiCursor,
-) -> *mut MiError {
-    boundary(|| {
-        // SAFETY: by contract.
-        let (t, filter, options, out) = unsafe {
-            (
-                target(client, session, db, coll)?,
-                document_arg(filter, filter_len, "filter")?,
-                options_arg(options, options_len, "options")?,
-                handle(out, "out")?,
-            )
-        };
+c_function! {
+    /// The documents matching `filter` as a cursor; options `{sort, projection,
+    /// limit, skip, batchSize}`.
+    ///
+    /// # Safety
+    /// Pointers NULL or valid for their lengths; `options` may be NULL.
+    fn mi_find(
+        t: target,
+        filter: document filter_len,
+        options: options options_len,
+        out: mut *mut MiCursor,
+    ) {
         let stream = ops::find(
             &t.client.client,
             lock_opt(&t.session).as_deref_mut(),
@@ -1182,37 +1024,22 @@ pub unsafe extern "C" fn mi_find(
         )?;
         *out = new_cursor(stream, t.session.clone());
         Ok(())
-    })
+    }
 }
 
-/// The results of an aggregation pipeline of `count` stages, as a cursor;
-/// options `{batchSize, allowDiskUse}`.
-///
-/// # Safety
-/// Pointers NULL or valid; `stages` and `lengths` hold `count` elements.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_aggregate(
-    client: *mut MiClient,
-    session: *mut MiSession,
-    db: *const c_char,
-    coll: *const c_char,
-    stages: *const *const u8,
-    lengths: *const usize,
-    count: usize,
-    options: *const u8,
-    options_len: usize,
-    out: *mut *mut MiCursor,
-) -> *mut MiError {
-    boundary(|| {
-        // SAFETY: by contract.
-        let (t, pipeline, options, out) = unsafe {
-            (
-                target(client, session, db, coll)?,
-                document_list(stages, lengths, count, "stages")?,
-                options_arg(options, options_len, "options")?,
-                handle(out, "out")?,
-            )
-        };
+c_function! {
+    /// The results of an aggregation pipeline of `count` stages, as a cursor;
+    /// options `{batchSize, allowDiskUse}`.
+    ///
+    /// # Safety
+    /// Pointers NULL or valid; `stages` and `lengths` hold `count` elements.
+    fn mi_aggregate(
+        t: target,
+        stages: documents lengths count,
+        options: options options_len,
+        out: mut *mut MiCursor,
+    ) {
+        let pipeline = stages;
         let stream = ops::aggregate(
             &t.client.client,
             lock_opt(&t.session).as_deref_mut(),
@@ -1222,29 +1049,20 @@ pub unsafe extern "C" fn mi_aggregate(
         )?;
         *out = new_cursor(stream, t.session.clone());
         Ok(())
-    })
+    }
 }
 
-/// The cursor's next document, borrowed until the next call on the cursor
-/// or its free; `*document` NULL at the end.
-///
-/// # Safety
-/// `cursor` NULL or live; `document` and `len` NULL or writable.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mi_cursor_next(
-    cursor: *mut MiCursor,
-    document: *mut *const u8,
-    len: *mut usize,
-) -> *mut MiError {
-    boundary(|| {
-        // SAFETY: by contract.
-        let (cursor, document, len) = unsafe {
-            (
-                handle(cursor, "cursor")?,
-                handle(document, "document")?,
-                handle(len, "len")?,
-            )
-        };
+c_function! {
+    /// The cursor's next document, borrowed until the next call on the cursor
+    /// or its free; `*document` NULL at the end.
+    ///
+    /// # Safety
+    /// `cursor` NULL or live; `document` and `len` NULL or writable.
+    fn mi_cursor_next(
+        cursor: mut MiCursor,
+        document: mut *const u8,
+        len: mut usize,
+    ) {
         *document = ptr::null();
         *len = 0;
         cursor.current.clear();
@@ -1257,7 +1075,7 @@ pub unsafe extern "C" fn mi_cursor_next(
             *len = cursor.current.len();
         }
         Ok(())
-    })
+    }
 }
 
 /// Closes the cursor (a `killCursors` if the server still holds it) and
@@ -1267,12 +1085,8 @@ pub unsafe extern "C" fn mi_cursor_next(
 /// `cursor` NULL or live, not used afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mi_cursor_free(cursor: *mut MiCursor) {
-    quiet_boundary(|| {
-        if !cursor.is_null() {
-            // SAFETY: made by `new_cursor` with `Box`, not freed yet.
-            drop(unsafe { Box::from_raw(cursor) });
-        }
-    })
+    // SAFETY: by the function's contract.
+    unsafe { free_boxed(cursor) }
 }
 
 #[cfg(test)]
