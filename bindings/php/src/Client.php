@@ -16,13 +16,44 @@ use FFI\CData;
  */
 final class Client extends Handle
 {
-    public function __construct(string $uri = 'mongodb://127.0.0.1:27017/')
+    /** The event callback handed to the library, kept alive as long as the client. */
+    private ?\Closure $onEvent = null;
+
+    /**
+     * $eventListener, if given, is called with an array for every command
+     * started/succeeded/failed and SDAM event: 'kind' ('command_started',
+     * 'command_succeeded', 'command_failed', 'sdam'), 'commandName',
+     * 'databaseName', 'requestId', 'durationMicros', 'serverAddress',
+     * 'document' (the command or reply), 'message', and 'fields' (every
+     * field of the event by the monitoring specs' names), each where the kind
+     * has it. It must not call the client; what it throws goes to error_log(),
+     * never into the library.
+     */
+    public function __construct(string $uri = 'mongodb://127.0.0.1:27017/', ?callable $eventListener = null)
     {
         parent::__construct();
         $ffi = Library::ffi();
         $out = $ffi->new('mi_client *');
         Library::check($ffi->mi_client_new(Library::name($uri, 'the URI'), \FFI::addr($out)));
         $this->ptr = $out;
+        if ($eventListener !== null) {
+            $this->onEvent = self::eventTrampoline($eventListener(...));
+            Library::check($ffi->mi_client_set_event_callback($this->ptr, $this->onEvent, null));
+        }
+    }
+
+    /** The C callback: the event as an array, the listener's exceptions kept out of C. */
+    private static function eventTrampoline(\Closure $listener): \Closure
+    {
+        return static function ($userData, $pointer) use ($listener): void {
+            try {
+                $listener(Library::event($pointer[0]));
+            } catch (\Throwable $e) {
+                // Nothing may be thrown through C (PHP makes it fatal), and an
+                // error handler may turn a warning into an exception: logged.
+                error_log('mongo-inline: the event listener threw ' . get_class($e) . ': ' . $e->getMessage());
+            }
+        };
     }
 
     protected function kind(): string

@@ -23,6 +23,8 @@ typedef struct mi_session mi_session;
 typedef struct mi_cursor mi_cursor;
 typedef struct mi_error { int32_t domain; int32_t code; char *message; char **labels; size_t label_count; uint8_t *details; size_t details_len; } mi_error;
 typedef struct mi_buffer { uint8_t *data; size_t len; } mi_buffer;
+typedef struct mi_event { int32_t kind; const char *command_name; const char *database_name; int32_t request_id; int64_t duration_micros; const char *server_address; const uint8_t *document; size_t document_len; const char *message; const uint8_t *fields; size_t fields_len; } mi_event;
+typedef void (*mi_event_callback)(void *user_data, const mi_event *event);
 const char *mi_version(void);
 void mi_error_free(mi_error *error);
 void mi_buffer_free(mi_buffer *buffer);
@@ -31,6 +33,7 @@ mi_error *mi_bson_from_json(const char *json, mi_buffer *out);
 mi_error *mi_bson_to_json(const char *bson, size_t len, char **out);
 mi_error *mi_client_new(const char *uri, mi_client **out);
 void mi_client_free(mi_client *client);
+mi_error *mi_client_set_event_callback(mi_client *client, mi_event_callback callback, void *user_data);
 mi_error *mi_client_run_command(mi_client *client, mi_session *session, const char *db, const char *command, size_t command_len, mi_buffer *reply);
 mi_error *mi_session_start(mi_client *client, const char *options, size_t options_len, mi_session **out);
 void mi_session_free(mi_session *session);
@@ -121,6 +124,35 @@ C;
         } finally {
             self::ffi()->mi_buffer_free(FFI::addr($buffer));
         }
+    }
+
+    /** An mi_event as an array: the fields its kind has (see Client::__construct). */
+    public static function event(CData $e): array
+    {
+        $kinds = [1 => 'command_started', 2 => 'command_succeeded', 3 => 'command_failed', 4 => 'sdam'];
+        $event = ['kind' => $kinds[$e->kind] ?? $e->kind];
+        // FFI reads a non-NULL `const char *` field as a PHP string already.
+        $text = static fn ($p) => is_string($p) || $p === null ? $p : (FFI::isNull($p) ? null : FFI::string($p));
+        $bson = static fn ($p, int $len) => $p === null || FFI::isNull($p) ? null : Bson::decode(FFI::string($p, $len));
+        $strings = ['commandName' => $e->command_name, 'databaseName' => $e->database_name, 'serverAddress' => $e->server_address, 'message' => $e->message];
+        foreach ($strings as $name => $pointer) {
+            $value = $text($pointer);
+            if ($value !== null) {
+                $event[$name] = $value;
+            }
+        }
+        if ($e->kind !== 4) {
+            $event['requestId'] = $e->request_id;
+        }
+        if ($e->kind === 2 || $e->kind === 3) {
+            $event['durationMicros'] = $e->duration_micros;
+        }
+        foreach (['document' => $bson($e->document, $e->document_len), 'fields' => $bson($e->fields, $e->fields_len)] as $name => $value) {
+            if ($value !== null) {
+                $event[$name] = $value;
+            }
+        }
+        return $event;
     }
 
     /**
