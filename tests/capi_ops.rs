@@ -1,7 +1,9 @@
 //! The C ABI's operations against SecantusDB, from Rust: what its error
 //! messages never show (a connection string's password), the result
-//! documents of `w: 0` writes, and names the server would refuse, refused
-//! before anything is sent. Needs the `capi` feature (`.ci/capi` runs it:
+//! documents of `w: 0` writes, names the server would refuse, refused
+//! before anything is sent, and the compression and cloud authentication
+//! settings reaching the wire (the topology simulator, the MONGODB-AWS and
+//! MONGODB-OIDC stand-in server). Needs the `capi` feature (`.ci/capi` runs it:
 //! `cargo test --features capi --test capi_ops`).
 
 // Timing real servers and processes is this crate's job; the one-clock rule
@@ -393,4 +395,121 @@ fn bad_names_are_refused_before_anything_is_sent() {
     assert_eq!(domain, Domain::Argument as i32, "{message}");
     assert!(message.contains("database name"), "{message}");
     free(client);
+}
+
+/// `compressors=` in the URI a C caller passes: each compressor carries
+/// the C functions' commands and replies (the simulator speaks them in
+/// front of SecantusDB, which compresses nothing, and records what came
+/// compressed).
+#[test]
+fn compressors_in_a_c_clients_uri_compress_its_operations() {
+    let sim = support::sim::Simulator::standalone(TestServer::shared());
+    for (name, id) in [("snappy", 1), ("zlib", 2), ("zstd", 3)] {
+        sim.reset_observations();
+        let seed = sim.seed_uri(&[0]);
+        let separator = if seed.contains('?') { '&' } else { '?' };
+        let client = new_client(&format!(
+            "{seed}{separator}compressors={name}&zlibCompressionLevel=9&serverSelectionTimeoutMS=5000"
+        ))
+        .unwrap();
+        let coll = fresh_collection();
+        let text = "compressible ".repeat(20);
+        insert_one(client, "capi_compression", &coll, &doc! { "text": text }).unwrap();
+        assert_eq!(count(client, "capi_compression", &coll), Ok(1), "{name}");
+        free(client);
+        let handshake = &sim.handshakes(0)[0];
+        assert_eq!(
+            handshake.get_array("compression").unwrap(),
+            &vec![bson::Bson::String(name.into())]
+        );
+        let compressed = sim.compressed(0);
+        for command in ["insert", "aggregate"] {
+            assert!(
+                compressed.contains(&(command.to_string(), id)),
+                "{name}: {command} not compressed: {compressed:?}"
+            );
+        }
+    }
+}
+
+fn aws_proxy() -> support::cloud::AuthProxy {
+    support::cloud::AuthProxy::start(
+        TestServer::shared_standalone().port(),
+        vec![support::cloud::AwsIdentity {
+            access_key_id: "AKIDCAPI".into(),
+            secret_access_key: "capi/secret+KEY".into(),
+            session_token: Some("CAPI/token=".into()),
+        }],
+    )
+}
+
+/// MONGODB-AWS from C: the credentials and the session token
+/// (`authMechanismProperties`) in the URI; the stand-in server verifies the
+/// SigV4 signature with the secret it knows.
+#[test]
+fn mongodb_aws_settings_in_a_c_clients_uri_authenticate() {
+    let proxy = aws_proxy();
+    let uri = proxy
+        .uri(
+            "?authMechanism=MONGODB-AWS&authMechanismProperties=AWS_SESSION_TOKEN:CAPI%2Ftoken%3D\
+             &serverSelectionTimeoutMS=5000",
+        )
+        .replacen("mongodb://", "mongodb://AKIDCAPI:capi%2Fsecret%2BKEY@", 1);
+    let client = new_client(&uri).unwrap();
+    insert_one(client, "capi_cloud", &fresh_collection(), &doc! { "x": 1 }).unwrap();
+    free(client);
+    assert_eq!(proxy.starts(), ["MONGODB-AWS"]);
+    assert_eq!(proxy.successes(), 1, "{:?}", proxy.failures());
+}
+
+/// A C OIDC callback: writes a token the stand-in server accepts.
+unsafe extern "C" fn oidc_token(
+    user_data: *mut std::ffi::c_void,
+    _timeout_ms: i64,
+    _username: *const std::ffi::c_char,
+    token: *mut std::ffi::c_char,
+    capacity: usize,
+) -> i64 {
+    // SAFETY: the test passes a live counter.
+    unsafe { *user_data.cast::<u32>() += 1 };
+    let jwt = support::cloud::jwt("capi-user");
+    if jwt.len() >= capacity {
+        return -1;
+    }
+    // SAFETY: `capacity` writable bytes, by the ABI's contract.
+    unsafe {
+        ptr::copy_nonoverlapping(jwt.as_ptr(), token.cast::<u8>(), jwt.len());
+        *token.add(jwt.len()) = 0;
+    }
+    jwt.len() as i64
+}
+
+/// MONGODB-OIDC from C: the mechanism and its properties in the URI, the
+/// token from a C callback (`mi_client_new_with_oidc_callback`), called
+/// once and cached.
+#[test]
+fn mongodb_oidc_with_a_c_callback_authenticates() {
+    let proxy = aws_proxy();
+    let uri = cstr(
+        &proxy.uri("?authMechanism=MONGODB-OIDC&serverSelectionTimeoutMS=5000&timeoutMS=3000"),
+    );
+    let mut calls = 0u32;
+    let mut client = ptr::null_mut();
+    // SAFETY: a valid URI, callback and counter (alive until the client is freed).
+    let error = unsafe {
+        mi_client_new_with_oidc_callback(
+            uri.as_ptr(),
+            Some(oidc_token),
+            (&raw mut calls).cast(),
+            &mut client,
+        )
+    };
+    assert_eq!(take_error(error), None);
+    let coll = fresh_collection();
+    insert_one(client, "capi_cloud", &coll, &doc! { "x": 1 }).unwrap();
+    assert_eq!(count(client, "capi_cloud", &coll), Ok(1));
+    free(client);
+    assert_eq!(calls, 1);
+    assert_eq!(proxy.starts(), ["MONGODB-OIDC"]);
+    assert_eq!(proxy.successes(), 1, "{:?}", proxy.failures());
 }
