@@ -30,7 +30,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bson::{doc, Document};
-use mongo_inline::event::{CommandEvent, EventHandler};
+use mongo_inline::event::command::CommandEvent;
+use mongo_inline::event::EventHandler;
 use mongo_inline::options::RetrySettings;
 use mongo_inline::{Client, ClientOptions, Collection};
 use support::server::TestServer;
@@ -39,13 +40,17 @@ use support::server::TestServer;
 #[derive(Default)]
 struct Attempts(AtomicUsize);
 
-impl EventHandler for Attempts {
-    fn handle_command_event(&self, event: &CommandEvent) {
-        if let CommandEvent::Started { command_name, .. } = event {
-            if command_name == "find" {
-                self.0.fetch_add(1, Ordering::Relaxed);
+impl Attempts {
+    /// A command handler that counts into `self`.
+    fn handler(self: &Arc<Self>) -> EventHandler<CommandEvent> {
+        let attempts = self.clone();
+        EventHandler::callback(move |event| {
+            if let CommandEvent::Started(started) = event {
+                if started.command_name == "find" {
+                    attempts.0.fetch_add(1, Ordering::Relaxed);
+                }
             }
-        }
+        })
     }
 }
 
@@ -137,9 +142,9 @@ fn main() {
     );
     for (config, bucket) in [("on", true), ("off", false)] {
         let attempts = Arc::new(Attempts::default());
-        let options = ClientOptions::parse(server.uri()).run().expect("URI");
+        let mut options = ClientOptions::parse(server.uri()).run().expect("URI");
+        options.command_event_handler = Some(attempts.handler());
         let client = Client::builder(options)
-            .event_handler(attempts.clone())
             .retry_settings(
                 RetrySettings::seed()
                     .with_token_bucket(bucket)

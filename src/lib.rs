@@ -92,7 +92,8 @@ pub use api::action;
 
 pub use api::change_stream;
 pub use api::gridfs;
-pub use proto::{event, options};
+pub use proto::options;
+pub use proto::public_event as event;
 
 pub mod results {
     //! What write operations return, the write failures they can raise, and
@@ -128,6 +129,7 @@ pub use api::cursor::{Cursor, SessionCursor, SessionCursorIter};
 pub use bson;
 pub use error::{Error, ErrorKind, Result};
 pub use options::{ClientOptions, IndexModel, ReadPreference, ReadPreferenceMode, ServerAddress};
+pub use proto::sdam::ServerType;
 
 /// A collection's full name, as [`Collection::namespace`] gives it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

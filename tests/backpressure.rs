@@ -18,7 +18,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use bson::{doc, Document};
-use mongo_inline::event::CommandEvent;
+use mongo_inline::event::command::CommandEvent;
 use mongo_inline::options::FindOptions;
 use mongo_inline::options::RetrySettings;
 use mongo_inline::{ClientOptions, Collection, Database, ServerAddress};
@@ -54,22 +54,11 @@ fn of(recorder: &Recorder, name: &str) -> Vec<Event> {
         .into_iter()
         .filter_map(|(at, event)| {
             let (command_name, connection, seen) = match event {
-                CommandEvent::Started {
-                    command_name,
-                    connection,
-                    ..
-                } => (command_name, connection, Seen::Started),
-                CommandEvent::Succeeded {
-                    command_name,
-                    connection,
-                    ..
-                } => (command_name, connection, Seen::Succeeded),
-                CommandEvent::Failed {
-                    command_name,
-                    connection,
-                    failure,
-                    ..
-                } => (command_name, connection, Seen::Failed(failure.code())),
+                CommandEvent::Started(e) => (e.command_name, e.connection, Seen::Started),
+                CommandEvent::Succeeded(e) => (e.command_name, e.connection, Seen::Succeeded),
+                CommandEvent::Failed(e) => {
+                    (e.command_name, e.connection, Seen::Failed(e.failure.code()))
+                }
                 _ => return None,
             };
             (command_name == name).then_some(Event {

@@ -13,7 +13,7 @@ use std::sync::Mutex;
 
 use bson::oid::ObjectId;
 use bson::{doc, Document};
-use mongo_inline::event::CommandEvent;
+use mongo_inline::event::command::{CommandEvent, ConnectionInfo};
 use mongo_inline::event::COMMAND_LOG_TARGET;
 use mongo_inline::options::FindOptions;
 use support::events::recorded_client;
@@ -21,27 +21,27 @@ use support::server::TestServer;
 
 fn name_of(event: &CommandEvent) -> &str {
     match event {
-        CommandEvent::Started { command_name, .. }
-        | CommandEvent::Succeeded { command_name, .. }
-        | CommandEvent::Failed { command_name, .. } => command_name,
+        CommandEvent::Started(e) => &e.command_name,
+        CommandEvent::Succeeded(e) => &e.command_name,
+        CommandEvent::Failed(e) => &e.command_name,
         other => panic!("unknown event {other:?}"),
     }
 }
 
 fn request_id_of(event: &CommandEvent) -> i32 {
     match event {
-        CommandEvent::Started { request_id, .. }
-        | CommandEvent::Succeeded { request_id, .. }
-        | CommandEvent::Failed { request_id, .. } => *request_id,
+        CommandEvent::Started(e) => e.request_id,
+        CommandEvent::Succeeded(e) => e.request_id,
+        CommandEvent::Failed(e) => e.request_id,
         other => panic!("unknown event {other:?}"),
     }
 }
 
-fn connection_of(event: &CommandEvent) -> &mongo_inline::event::ConnectionInfo {
+fn connection_of(event: &CommandEvent) -> &ConnectionInfo {
     match event {
-        CommandEvent::Started { connection, .. }
-        | CommandEvent::Succeeded { connection, .. }
-        | CommandEvent::Failed { connection, .. } => connection,
+        CommandEvent::Started(e) => &e.connection,
+        CommandEvent::Succeeded(e) => &e.connection,
+        CommandEvent::Failed(e) => &e.connection,
         other => panic!("unknown event {other:?}"),
     }
 }
@@ -52,9 +52,9 @@ fn summary(events: &[CommandEvent]) -> Vec<String> {
         .iter()
         .map(|e| {
             let kind = match e {
-                CommandEvent::Started { .. } => "started",
-                CommandEvent::Succeeded { .. } => "succeeded",
-                CommandEvent::Failed { .. } => "failed",
+                CommandEvent::Started(_) => "started",
+                CommandEvent::Succeeded(_) => "succeeded",
+                CommandEvent::Failed(_) => "failed",
                 _ => "other",
             };
             format!("{kind} {}", name_of(e))
@@ -95,8 +95,8 @@ fn each_command_has_a_started_and_a_succeeded_event_that_match() {
         "hellos are not command events"
     );
     for pair in events.chunks(2) {
-        if let CommandEvent::Started { database_name, .. } = &pair[0] {
-            assert_eq!(database_name, "command_events", "{}", name_of(&pair[0]));
+        if let CommandEvent::Started(started) = &pair[0] {
+            assert_eq!(started.db, "command_events", "{}", name_of(&pair[0]));
         }
         assert_eq!(request_id_of(&pair[0]), request_id_of(&pair[1]));
         assert_eq!(connection_of(&pair[0]), connection_of(&pair[1]));
@@ -106,27 +106,21 @@ fn each_command_has_a_started_and_a_succeeded_event_that_match() {
     let connection = connection_of(&events[0]);
     assert_eq!(connection.address.to_string(), server.address());
     assert!(
-        connection.server_connection_id.is_some(),
+        connection.server_id.is_some(),
         "the handshake's connectionId: {connection:?}"
     );
-    assert!(events
-        .iter()
-        .all(|e| connection_of(e).driver_connection_id == connection.driver_connection_id));
+    assert!(events.iter().all(|e| connection_of(e).id == connection.id));
     match &events[0] {
-        CommandEvent::Started {
-            command,
-            database_name,
-            ..
-        } => {
-            assert_eq!(database_name, "command_events");
-            assert_eq!(command.get_str("insert"), Ok(coll.name()));
-            assert_eq!(command.get_array("documents").map(Vec::len), Ok(5));
+        CommandEvent::Started(started) => {
+            assert_eq!(started.db, "command_events");
+            assert_eq!(started.command.get_str("insert"), Ok(coll.name()));
+            assert_eq!(started.command.get_array("documents").map(Vec::len), Ok(5));
         }
         other => panic!("{other:?}"),
     }
     match &events[3] {
-        CommandEvent::Succeeded { reply, .. } => {
-            let first = reply.get_document("cursor").unwrap();
+        CommandEvent::Succeeded(succeeded) => {
+            let first = succeeded.reply.get_document("cursor").unwrap();
             assert_eq!(first.get_array("firstBatch").map(Vec::len), Ok(2));
         }
         other => panic!("{other:?}"),
@@ -147,9 +141,9 @@ fn an_ok_0_reply_is_a_failed_event() {
         ["started noSuchCommand", "failed noSuchCommand"]
     );
     match &events[1] {
-        CommandEvent::Failed { failure, .. } => {
-            assert_eq!(failure.code(), error.code());
-            assert!(failure.code().is_some(), "{failure:?}");
+        CommandEvent::Failed(failed) => {
+            assert_eq!(failed.failure.code(), error.code());
+            assert!(failed.failure.code().is_some(), "{:?}", failed.failure);
         }
         other => panic!("{other:?}"),
     }
@@ -183,8 +177,8 @@ fn a_network_error_is_a_failed_event() {
     let events = recorder.take_commands();
     assert_eq!(summary(&events)[..2], ["started find", "failed find"]);
     match &events[1] {
-        CommandEvent::Failed { failure, .. } => {
-            assert!(failure.is_network_error(), "{failure:?}")
+        CommandEvent::Failed(failed) => {
+            assert!(failed.failure.is_network_error(), "{:?}", failed.failure)
         }
         other => panic!("{other:?}"),
     }
@@ -234,18 +228,19 @@ fn sensitive_commands_are_redacted() {
     );
     for event in &events[..6] {
         match event {
-            CommandEvent::Started { command, .. } => assert!(command.is_empty(), "{command}"),
-            CommandEvent::Succeeded { reply, .. } => assert!(reply.is_empty(), "{reply}"),
-            CommandEvent::Failed { failure, .. } => {
+            CommandEvent::Started(e) => assert!(e.command.is_empty(), "{}", e.command),
+            CommandEvent::Succeeded(e) => assert!(e.reply.is_empty(), "{}", e.reply),
+            CommandEvent::Failed(e) => {
+                let failure = &e.failure;
                 assert!(!format!("{failure:?}").contains("secret"), "{failure:?}")
             }
             other => panic!("{other:?}"),
         }
     }
     match (&events[6], &events[7]) {
-        (CommandEvent::Started { command, .. }, CommandEvent::Succeeded { reply, .. }) => {
-            assert_eq!(command.get_i32("hello"), Ok(1));
-            assert!(!reply.is_empty());
+        (CommandEvent::Started(started), CommandEvent::Succeeded(succeeded)) => {
+            assert_eq!(started.command.get_i32("hello"), Ok(1));
+            assert!(!succeeded.reply.is_empty());
         }
         other => panic!("{other:?}"),
     }
@@ -309,4 +304,56 @@ fn commands_are_logged_with_their_request_ids() {
         "{}",
         ours[1]
     );
+}
+
+/// The CMAP spec does not apply to a single-threaded driver with one socket
+/// per server: a pool event handler could never be called, so the client
+/// refuses it by name instead of accepting it and staying silent.
+#[test]
+fn a_cmap_event_handler_is_refused_by_name() {
+    use mongo_inline::event::EventHandler;
+    let mut options = mongo_inline::ClientOptions::parse(TestServer::shared().uri())
+        .run()
+        .unwrap();
+    options.cmap_event_handler = Some(EventHandler::callback(|_| {}));
+    let error = mongo_inline::Client::with_options(options).expect_err("refused");
+    let message = error.to_string();
+    assert!(message.contains("cmap_event_handler"), "{message}");
+    assert!(message.contains("no connection pool"), "{message}");
+}
+
+/// Heartbeat events carry the ids of the server's one socket, which the
+/// command events name too, and every event of a client the same
+/// topology id, which its log messages repeat.
+#[test]
+fn heartbeats_name_the_socket_commands_use() {
+    use mongo_inline::event::sdam::SdamEvent;
+    let (client, recorder) = recorded_client(&TestServer::shared().uri());
+    client
+        .database("command_events")
+        .run_command(doc! { "ping": 1 })
+        .run()
+        .unwrap();
+    let commands = recorder.take_commands();
+    let CommandEvent::Started(ping) = &commands[0] else {
+        panic!("{commands:?}");
+    };
+    let sdam = recorder.sdam();
+    let succeeded: Vec<_> = sdam
+        .iter()
+        .filter_map(|e| match e {
+            SdamEvent::ServerHeartbeatSucceeded(e) => Some(e),
+            _ => None,
+        })
+        .collect();
+    assert!(!succeeded.is_empty(), "{sdam:?}");
+    for check in succeeded {
+        assert_eq!(check.driver_connection_id, ping.connection.id, "{check:?}");
+        assert_eq!(check.server_connection_id, ping.connection.server_id);
+        assert!(!check.awaited);
+    }
+    let SdamEvent::TopologyOpening(opening) = &sdam[0] else {
+        panic!("{sdam:?}");
+    };
+    assert_eq!(opening.topology_id.to_hex().len(), 24);
 }

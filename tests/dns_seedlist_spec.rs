@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use bson::{doc, Bson, Document};
-use mongo_inline::event::SdamEvent;
+use mongo_inline::event::sdam::SdamEvent;
 use mongo_inline::{Client, ClientOptions};
 
 use support::dns::{zone_fixture, DnsServer};
@@ -106,9 +106,13 @@ fn topology_servers(recorder: &Recorder) -> Vec<Vec<String>> {
         .sdam()
         .into_iter()
         .filter_map(|e| match e {
-            SdamEvent::TopologyDescriptionChanged { new, .. } => {
-                Some(new.servers.keys().map(|a| a.to_string()).collect())
-            }
+            SdamEvent::TopologyDescriptionChanged(e) => Some(
+                e.new_description
+                    .servers
+                    .keys()
+                    .map(|a| a.to_string())
+                    .collect(),
+            ),
             _ => None,
         })
         .collect()
@@ -195,7 +199,8 @@ fn run_case(test: &Document, deployment: &Deployment, dns: &DnsServer) -> Result
         Ok(o) => o,
     };
     let recorder = Arc::new(Recorder::default());
-    let client = Client::with_options_and_handler(options, recorder.clone())
+    let client = recorder
+        .client_for(options)
         .map_err(|e| format!("building the client failed: {e}"))?;
     if !recorder.sdam().is_empty() {
         return Err("the topology opened before the first operation (no look-up yet)".into());

@@ -18,10 +18,9 @@ mod support;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 
 use bson::{doc, Document};
-use mongo_inline::event::{CommandEvent, EventHandler};
+use mongo_inline::event::EventHandler;
 use mongo_inline::options::ClientOptions;
 use mongo_inline::Client;
 use support::server::TestServer;
@@ -55,15 +54,6 @@ fn allocated_during<R>(work: impl FnOnce() -> R) -> (R, usize) {
     (result, TOTAL.load(Ordering::Relaxed) - base)
 }
 
-/// Listens, and drops every event.
-struct Ignoring;
-
-impl EventHandler for Ignoring {
-    fn handle_command_event(&self, event: &CommandEvent) {
-        let _ = event;
-    }
-}
-
 const DOCUMENT_BYTES: usize = 4_000_000;
 
 /// The bytes allocated by an insert and of a read of one large document.
@@ -86,11 +76,11 @@ fn peaks(client: &Client, id: i32) -> (usize, usize) {
 fn without_a_handler_no_event_copies_are_made() {
     let server = TestServer::start();
     let options = ClientOptions::parse(server.uri()).run().unwrap();
-    let quiet = Client::builder(options.clone()).build().unwrap();
-    let listened = Client::builder(options)
-        .event_handler(Arc::new(Ignoring))
-        .build()
-        .unwrap();
+    let quiet = Client::with_options(options.clone()).unwrap();
+    let mut listening = options;
+    // Listens, and drops every event.
+    listening.command_event_handler = Some(EventHandler::callback(drop));
+    let listened = Client::with_options(listening).unwrap();
     // Warm both up (selection, handshake, buffers) before measuring.
     quiet
         .database("copies")

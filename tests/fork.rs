@@ -80,7 +80,7 @@ fn forked_children_share_no_session_and_no_object_id_with_their_parent() {
     let server = TestServer::shared();
     let recorder = Arc::new(Recorder::default());
     let options = ClientOptions::parse(server.uri()).run().unwrap();
-    let client = Client::with_options_and_handler(options, recorder.clone()).unwrap();
+    let client = recorder.client_for(options).unwrap();
     let coll = client.database("fork").collection::<Document>("docs");
     coll.drop().run().ok();
 
@@ -218,7 +218,7 @@ fn a_session_created_before_fork_never_sends_the_parents_lsid_in_the_child() {
     let server = TestServer::shared();
     let recorder = Arc::new(Recorder::default());
     let options = ClientOptions::parse(server.uri()).run().unwrap();
-    let client = Client::with_options_and_handler(options, recorder.clone()).unwrap();
+    let client = recorder.client_for(options).unwrap();
     let coll = client
         .database("fork")
         .collection::<Document>("inherited_session");
@@ -266,8 +266,8 @@ fn a_session_created_before_fork_never_sends_the_parents_lsid_in_the_child() {
             .commands()
             .iter()
             .filter_map(|event| match event {
-                mongo_inline::event::CommandEvent::Started { command, .. } => {
-                    command.get_document("lsid").ok().map(|l| l.to_string())
+                mongo_inline::event::command::CommandEvent::Started(e) => {
+                    e.command.get_document("lsid").ok().map(|l| l.to_string())
                 }
                 _ => None,
             })

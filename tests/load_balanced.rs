@@ -21,8 +21,9 @@ use std::time::{Duration, Instant};
 
 use bson::oid::ObjectId;
 use bson::{doc, Bson, Document};
+use mongo_inline::event::command::CommandEvent;
+use mongo_inline::event::sdam::SdamEvent;
 use mongo_inline::event::TopologyDescription;
-use mongo_inline::event::{CommandEvent, SdamEvent};
 use mongo_inline::options::FindOptions;
 use mongo_inline::options::{ReadPreference, ReadPreferenceMode};
 use mongo_inline::Collection;
@@ -63,21 +64,9 @@ fn command_log(recorder: &Recorder) -> Vec<(&'static str, String, Option<ObjectI
         .commands()
         .into_iter()
         .map(|e| match e {
-            CommandEvent::Started {
-                command_name,
-                connection,
-                ..
-            } => ("started", command_name, connection.service_id),
-            CommandEvent::Succeeded {
-                command_name,
-                connection,
-                ..
-            } => ("succeeded", command_name, connection.service_id),
-            CommandEvent::Failed {
-                command_name,
-                connection,
-                ..
-            } => ("failed", command_name, connection.service_id),
+            CommandEvent::Started(e) => ("started", e.command_name, e.service_id),
+            CommandEvent::Succeeded(e) => ("succeeded", e.command_name, e.service_id),
+            CommandEvent::Failed(e) => ("failed", e.command_name, e.service_id),
             other => panic!("unexpected command event {other:?}"),
         })
         .collect()
@@ -104,50 +93,35 @@ fn sdam_log(events: &[SdamEvent]) -> Vec<String> {
     let log = events
         .iter()
         .map(|event| match event {
-            SdamEvent::TopologyOpening { topology_id } => {
-                ids.push(*topology_id);
+            SdamEvent::TopologyOpening(e) => {
+                ids.push(e.topology_id);
                 "TopologyOpening".to_owned()
             }
-            SdamEvent::TopologyDescriptionChanged {
-                topology_id,
-                previous,
-                new,
-            } => {
-                ids.push(*topology_id);
+            SdamEvent::TopologyDescriptionChanged(e) => {
+                ids.push(e.topology_id);
                 format!(
                     "TopologyDescriptionChanged {} -> {}",
-                    topology(previous),
-                    topology(new)
+                    topology(&e.previous_description),
+                    topology(&e.new_description)
                 )
             }
-            SdamEvent::ServerOpening {
-                topology_id,
-                address,
-            } => {
-                ids.push(*topology_id);
-                format!("ServerOpening {address}")
+            SdamEvent::ServerOpening(e) => {
+                ids.push(e.topology_id);
+                format!("ServerOpening {}", e.address)
             }
-            SdamEvent::ServerDescriptionChanged {
-                topology_id,
-                address,
-                previous,
-                new,
-            } => {
-                ids.push(*topology_id);
+            SdamEvent::ServerDescriptionChanged(e) => {
+                ids.push(e.topology_id);
                 format!(
-                    "ServerDescriptionChanged {address} {:?} -> {:?}",
-                    previous.server_type, new.server_type
+                    "ServerDescriptionChanged {} {:?} -> {:?}",
+                    e.address, e.previous_description.server_type, e.new_description.server_type
                 )
             }
-            SdamEvent::ServerClosed {
-                topology_id,
-                address,
-            } => {
-                ids.push(*topology_id);
-                format!("ServerClosed {address}")
+            SdamEvent::ServerClosed(e) => {
+                ids.push(e.topology_id);
+                format!("ServerClosed {}", e.address)
             }
-            SdamEvent::TopologyClosed { topology_id } => {
-                ids.push(*topology_id);
+            SdamEvent::TopologyClosed(e) => {
+                ids.push(e.topology_id);
                 "TopologyClosed".to_owned()
             }
             other => format!("unexpected {other:?}"),
@@ -250,9 +224,10 @@ fn the_load_balancer_description_keeps_every_field_unset() {
         .run()
         .expect("ping");
     let events = recorder.sdam();
-    let Some(SdamEvent::TopologyDescriptionChanged { new, .. }) = events.last() else {
+    let Some(SdamEvent::TopologyDescriptionChanged(changed)) = events.last() else {
         panic!("opening events {events:?}");
     };
+    let new = &changed.new_description;
     assert!(new.is_compatible());
     let server = new.servers.values().next().expect("the load balancer");
     assert_eq!(server.address.to_string(), sim.address(0));

@@ -14,7 +14,9 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::time::Duration;
 
 use bson::{doc, Document};
-use mongo_inline::event::{CommandEvent, EventHandler, SdamEvent};
+use mongo_inline::event::command::CommandEvent;
+use mongo_inline::event::sdam::SdamEvent;
+use mongo_inline::event::EventHandler;
 use mongo_inline::{Client, ClientOptions, ErrorKind};
 use support::server::TestServer;
 
@@ -68,11 +70,16 @@ impl CallsBack {
     /// Builds the client this handler calls into (a cycle the test breaks
     /// with `forget_client`).
     fn client_for(self: &Arc<Self>, uri: &str) -> Client {
-        let options = ClientOptions::parse(uri).run().unwrap();
-        let client = Client::builder(options)
-            .event_handler(self.clone())
-            .build()
-            .unwrap();
+        let mut options = ClientOptions::parse(uri).run().unwrap();
+        let on_command = self.clone();
+        options.command_event_handler = Some(EventHandler::callback(move |event| {
+            on_command.on(Event::Command(&event));
+        }));
+        let on_sdam = self.clone();
+        options.sdam_event_handler = Some(EventHandler::callback(move |event| {
+            on_sdam.on(Event::Sdam(&event));
+        }));
+        let client = Client::with_options(options).unwrap();
         *self.client.lock().unwrap() = Some(client.clone());
         client
     }
@@ -83,16 +90,6 @@ impl CallsBack {
 
     fn outcomes(&self) -> Vec<Result<(), String>> {
         self.outcomes.lock().unwrap().clone()
-    }
-}
-
-impl EventHandler for CallsBack {
-    fn handle_command_event(&self, event: &CommandEvent) {
-        self.on(Event::Command(event));
-    }
-
-    fn handle_sdam_event(&self, event: &SdamEvent) {
-        self.on(Event::Sdam(event));
     }
 }
 
@@ -110,8 +107,8 @@ fn assert_refused_as_reentry(outcomes: &[Result<(), String>]) {
 #[test]
 fn an_operation_started_from_a_command_event_is_an_error_not_a_hang() {
     let handler = CallsBack::new(|event| {
-        matches!(event, Event::Command(CommandEvent::Started { command_name, .. })
-            if command_name == "insert")
+        matches!(event, Event::Command(CommandEvent::Started(started))
+            if started.command_name == "insert")
     });
     let client = handler.client_for(&TestServer::shared().uri());
     let coll = client.database("reentry").collection::<Document>("c");
@@ -126,10 +123,7 @@ fn an_operation_started_from_a_command_event_is_an_error_not_a_hang() {
 #[test]
 fn an_operation_started_from_an_sdam_event_is_an_error_not_a_hang() {
     let handler = CallsBack::new(|event| {
-        matches!(
-            event,
-            Event::Sdam(SdamEvent::ServerDescriptionChanged { .. })
-        )
+        matches!(event, Event::Sdam(SdamEvent::ServerDescriptionChanged(_)))
     });
     let client = handler.client_for(&TestServer::shared().uri());
     let reply = client
@@ -149,15 +143,12 @@ fn close_from_a_callback_waits_for_the_operation_under_way() {
     #[derive(Default)]
     struct ClosesOnFirstStart {
         client: Mutex<Option<Client>>,
-        sockets: Mutex<Vec<u64>>,
+        sockets: Mutex<Vec<u32>>,
     }
-    impl EventHandler for ClosesOnFirstStart {
+    impl ClosesOnFirstStart {
         fn handle_command_event(&self, event: &CommandEvent) {
-            if let CommandEvent::Started { connection, .. } = event {
-                self.sockets
-                    .lock()
-                    .unwrap()
-                    .push(connection.driver_connection_id);
+            if let CommandEvent::Started(started) = event {
+                self.sockets.lock().unwrap().push(started.connection.id);
                 if let Some(client) = self.client.lock().unwrap().take() {
                     client.close();
                 }
@@ -165,13 +156,14 @@ fn close_from_a_callback_waits_for_the_operation_under_way() {
         }
     }
     let handler = Arc::new(ClosesOnFirstStart::default());
-    let options = ClientOptions::parse(TestServer::shared().uri())
+    let mut options = ClientOptions::parse(TestServer::shared().uri())
         .run()
         .unwrap();
-    let client = Client::builder(options)
-        .event_handler(handler.clone())
-        .build()
-        .unwrap();
+    let on_command = handler.clone();
+    options.command_event_handler = Some(EventHandler::callback(move |event| {
+        on_command.handle_command_event(&event);
+    }));
+    let client = Client::with_options(options).unwrap();
     *handler.client.lock().unwrap() = Some(client.clone());
     let ping = || {
         client
@@ -197,13 +189,13 @@ fn another_thread_waits_for_the_client_as_before() {
         inside: Barrier,
         once: Mutex<bool>,
     }
-    impl EventHandler for Pauses {
+    impl Pauses {
         fn handle_command_event(&self, event: &CommandEvent) {
-            let CommandEvent::Started { command_name, .. } = event else {
+            let CommandEvent::Started(started) = event else {
                 return;
             };
             let mut once = self.once.lock().unwrap();
-            if command_name == "ping" && !*once {
+            if started.command_name == "ping" && !*once {
                 *once = true;
                 drop(once);
                 self.inside.wait();
@@ -216,13 +208,14 @@ fn another_thread_waits_for_the_client_as_before() {
         inside: Barrier::new(2),
         once: Mutex::new(false),
     });
-    let options = ClientOptions::parse(TestServer::shared().uri())
+    let mut options = ClientOptions::parse(TestServer::shared().uri())
         .run()
         .unwrap();
-    let client = Client::builder(options)
-        .event_handler(handler.clone())
-        .build()
-        .unwrap();
+    let on_command = handler.clone();
+    options.command_event_handler = Some(EventHandler::callback(move |event| {
+        on_command.handle_command_event(&event);
+    }));
+    let client = Client::with_options(options).unwrap();
     let first = {
         let client = client.clone();
         std::thread::spawn(move || {

@@ -123,8 +123,8 @@ fn a_write_concern_error_marks_the_server_unknown_and_is_retried() {
     let marked_unknown = recorder.sdam()[sdam_before..].iter().any(|event| {
         matches!(
             event,
-            mongo_inline::event::SdamEvent::ServerDescriptionChanged { new, .. }
-                if new.server_type == mongo_inline::event::ServerType::Unknown
+            mongo_inline::event::sdam::SdamEvent::ServerDescriptionChanged(e)
+                if e.new_description.server_type == mongo_inline::event::ServerType::Unknown
         )
     });
     assert!(marked_unknown, "{:#?}", &recorder.sdam()[sdam_before..]);

@@ -13,7 +13,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use bson::{doc, Document};
-use mongo_inline::event::SdamEvent;
+use mongo_inline::event::sdam::SdamEvent;
 use mongo_inline::options::SelectionCriteria;
 use mongo_inline::{Client, ErrorKind};
 use support::events::recorded_client;
@@ -394,7 +394,7 @@ fn the_first_operation_publishes_opening_then_unawaited_heartbeats() {
     let opened: Vec<String> = events[..first_heartbeat]
         .iter()
         .filter_map(|e| match e {
-            SdamEvent::ServerOpening { address, .. } => Some(address.to_string()),
+            SdamEvent::ServerOpening(e) => Some(e.address.to_string()),
             _ => None,
         })
         .collect();
@@ -416,17 +416,15 @@ fn the_first_operation_publishes_opening_then_unawaited_heartbeats() {
     let mut succeeded = 0;
     for event in &events {
         match event {
-            SdamEvent::ServerHeartbeatStarted {
-                address, awaited, ..
-            } => {
-                assert!(!awaited);
-                assert!(!open.contains(&address.to_string()), "{names:?}");
-                open.push(address.to_string());
+            SdamEvent::ServerHeartbeatStarted(e) => {
+                assert!(!e.awaited);
+                let address = e.server_address.to_string();
+                assert!(!open.contains(&address), "{names:?}");
+                open.push(address);
             }
-            SdamEvent::ServerHeartbeatSucceeded {
-                address, awaited, ..
-            } => {
-                assert!(!awaited);
+            SdamEvent::ServerHeartbeatSucceeded(e) => {
+                assert!(!e.awaited);
+                let address = &e.server_address;
                 assert_eq!(
                     names[first_heartbeat..first_heartbeat + 3],
                     ["ServerHeartbeatStarted"; 3],
@@ -436,7 +434,7 @@ fn the_first_operation_publishes_opening_then_unawaited_heartbeats() {
                 open.remove(position.unwrap_or_else(|| panic!("{names:?}")));
                 succeeded += 1;
             }
-            SdamEvent::ServerHeartbeatFailed { .. } => panic!("a check failed: {names:?}"),
+            SdamEvent::ServerHeartbeatFailed(_) => panic!("a check failed: {names:?}"),
             _ => {}
         }
     }
@@ -447,15 +445,15 @@ fn the_first_operation_publishes_opening_then_unawaited_heartbeats() {
 
 fn event_name(event: &SdamEvent) -> &'static str {
     match event {
-        SdamEvent::TopologyOpening { .. } => "TopologyOpening",
-        SdamEvent::TopologyDescriptionChanged { .. } => "TopologyDescriptionChanged",
-        SdamEvent::ServerOpening { .. } => "ServerOpening",
-        SdamEvent::ServerDescriptionChanged { .. } => "ServerDescriptionChanged",
-        SdamEvent::ServerClosed { .. } => "ServerClosed",
-        SdamEvent::TopologyClosed { .. } => "TopologyClosed",
-        SdamEvent::ServerHeartbeatStarted { .. } => "ServerHeartbeatStarted",
-        SdamEvent::ServerHeartbeatSucceeded { .. } => "ServerHeartbeatSucceeded",
-        SdamEvent::ServerHeartbeatFailed { .. } => "ServerHeartbeatFailed",
+        SdamEvent::TopologyOpening(_) => "TopologyOpening",
+        SdamEvent::TopologyDescriptionChanged(_) => "TopologyDescriptionChanged",
+        SdamEvent::ServerOpening(_) => "ServerOpening",
+        SdamEvent::ServerDescriptionChanged(_) => "ServerDescriptionChanged",
+        SdamEvent::ServerClosed(_) => "ServerClosed",
+        SdamEvent::TopologyClosed(_) => "TopologyClosed",
+        SdamEvent::ServerHeartbeatStarted(_) => "ServerHeartbeatStarted",
+        SdamEvent::ServerHeartbeatSucceeded(_) => "ServerHeartbeatSucceeded",
+        SdamEvent::ServerHeartbeatFailed(_) => "ServerHeartbeatFailed",
         _ => "other",
     }
 }

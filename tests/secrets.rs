@@ -16,7 +16,7 @@ mod support;
 use std::sync::{Arc, Mutex};
 
 use bson::{doc, Document};
-use mongo_inline::event::{CommandEvent, EventHandler, SdamEvent};
+use mongo_inline::event::EventHandler;
 use mongo_inline::{Client, ClientOptions};
 use support::secrets::{failing_uris, SECRET};
 use support::server::{free_port, TestServer};
@@ -47,13 +47,18 @@ static LOGGED: Logged = Logged(Mutex::new(Vec::new()));
 #[derive(Default)]
 struct Events(Mutex<Vec<String>>);
 
-impl EventHandler for Events {
-    fn handle_sdam_event(&self, event: &SdamEvent) {
-        self.0.lock().unwrap().push(format!("{event:?}"));
-    }
-
-    fn handle_command_event(&self, event: &CommandEvent) {
-        self.0.lock().unwrap().push(format!("{event:?}"));
+impl Events {
+    /// Sets `options`' command and SDAM handlers to keep their events'
+    /// Debug in `self`.
+    fn install(self: &Arc<Self>, options: &mut ClientOptions) {
+        let sdam = self.clone();
+        options.sdam_event_handler = Some(EventHandler::callback(move |event| {
+            sdam.0.lock().unwrap().push(format!("{event:?}"));
+        }));
+        let commands = self.clone();
+        options.command_event_handler = Some(EventHandler::callback(move |event| {
+            commands.0.lock().unwrap().push(format!("{event:?}"));
+        }));
     }
 }
 
@@ -89,10 +94,9 @@ fn sweep_one(uri: &str) -> usize {
     assert_hidden("Client's Debug", uri, &format!("{client:?}"));
     assert_hidden("options()' Debug", uri, &format!("{:?}", client.options()));
     let events = Arc::new(Events::default());
-    let client = Client::builder(client.options())
-        .event_handler(events.clone())
-        .build()
-        .unwrap();
+    let mut options = client.options();
+    events.install(&mut options);
+    let client = Client::with_options(options).unwrap();
     let ping = client
         .database("secrets")
         .run_command(doc! { "ping": 1 })

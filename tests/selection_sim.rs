@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use bson::{doc, Document};
-use mongo_inline::event::SdamEvent;
+use mongo_inline::event::sdam::SdamEvent;
 use mongo_inline::event::ServerType;
 use mongo_inline::options::ReadPreference;
 use mongo_inline::options::SelectionCriteria;
@@ -362,8 +362,9 @@ fn a_router_that_went_down_is_avoided_without_failing_reads() {
 /// Whether an SDAM event marked the server at `address` Unknown.
 fn saw_unknown(recorder: &Recorder, address: &str) -> bool {
     recorder.sdam().iter().any(|e| {
-        matches!(e, SdamEvent::ServerDescriptionChanged { address: a, new, .. }
-            if new.server_type == ServerType::Unknown && a.to_string() == address)
+        matches!(e, SdamEvent::ServerDescriptionChanged(e)
+            if e.new_description.server_type == ServerType::Unknown
+                && e.address.to_string() == address)
     })
 }
 

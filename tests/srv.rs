@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bson::doc;
-use mongo_inline::event::SdamEvent;
+use mongo_inline::event::sdam::SdamEvent;
 use mongo_inline::unversioned::{set_clock_skew, ClockSkew};
 use mongo_inline::{Client, ClientOptions};
 
@@ -53,7 +53,7 @@ fn client_on_clock(uri: &str, dns: &DnsServer, skew: &ClockSkew) -> (Client, Arc
     set_clock_skew(&mut in_code, skew);
     let options = ClientOptions::parse_with(uri, in_code).unwrap();
     let recorder = Arc::new(Recorder::default());
-    let client = Client::with_options_and_handler(options, recorder.clone()).unwrap();
+    let client = recorder.client_for(options).unwrap();
     (client, recorder)
 }
 
@@ -236,9 +236,13 @@ fn srv_polling_adds_and_removes_mongoses_before_an_operation() {
             .sdam()
             .into_iter()
             .filter_map(|e| match e {
-                SdamEvent::TopologyDescriptionChanged { new, .. } => {
-                    Some(new.servers.keys().map(|a| a.to_string()).collect())
-                }
+                SdamEvent::TopologyDescriptionChanged(e) => Some(
+                    e.new_description
+                        .servers
+                        .keys()
+                        .map(|a| a.to_string())
+                        .collect(),
+                ),
                 _ => None,
             })
             .next_back()
@@ -283,14 +287,14 @@ fn srv_polling_adds_and_removes_mongoses_before_an_operation() {
     let closed: Vec<String> = later
         .iter()
         .filter_map(|e| match e {
-            SdamEvent::ServerClosed { address, .. } => Some(address.to_string()),
+            SdamEvent::ServerClosed(e) => Some(e.address.to_string()),
             _ => None,
         })
         .collect();
     let opened: Vec<String> = later
         .iter()
         .filter_map(|e| match e {
-            SdamEvent::ServerOpening { address, .. } => Some(address.to_string()),
+            SdamEvent::ServerOpening(e) => Some(e.address.to_string()),
             _ => None,
         })
         .collect();

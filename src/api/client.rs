@@ -14,8 +14,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use bson::Document;
 
 use crate::error::Result;
-use crate::proto::event::EventHandler;
+use crate::proto::event::EventSink;
 use crate::proto::options::{ClientOptions, ServerAddress};
+use crate::proto::public_event::OfficialHandlers;
 use crate::proto::read_preference::ReadPreference;
 use crate::proto::retry::{RetrySettings, Tokens};
 use crate::proto::sdam::ServerDescription;
@@ -117,23 +118,12 @@ impl Client {
         Client::builder(options).build()
     }
 
-    /// A client that reports SDAM and command events to `handler`.
-    /// The handler runs inline, inside the operation that caused the
-    /// event; an operation it starts on this client fails with an
-    /// [`ErrorKind::Client`](crate::error::ErrorKind::Client) error.
-    pub fn with_options_and_handler(
-        options: ClientOptions,
-        handler: Arc<dyn EventHandler>,
-    ) -> Result<Client> {
-        Client::builder(options).event_handler(handler).build()
-    }
-
-    /// A builder for what options cannot carry: an event handler and an
-    /// application server selector.
+    /// A builder for what options cannot carry: an application server
+    /// selector and retry settings.
     pub fn builder(options: ClientOptions) -> ClientBuilder {
         ClientBuilder {
             options,
-            handler: None,
+            sink: None,
             server_selector: None,
             retry_settings: None,
         }
@@ -141,7 +131,7 @@ impl Client {
 
     fn build(
         options: ClientOptions,
-        handler: Option<Arc<dyn EventHandler>>,
+        sink: Option<Arc<dyn EventSink>>,
         server_selector: Option<ServerSelector>,
         retry_settings: Option<RetrySettings>,
     ) -> Result<Client> {
@@ -153,6 +143,7 @@ impl Client {
             }];
         }
         options.validate()?;
+        let handler = event_sink(&options, sink)?;
         for warning in crate::proto::unsupported::check(&options)? {
             log::warn!("{warning}");
         }
@@ -395,6 +386,36 @@ impl Client {
     }
 }
 
+/// Where the topology publishes events: the sink given in code (the C
+/// ABI's), or the handlers the options hold. A CMAP handler is refused: no
+/// pool events exist here to call it with (see [`crate::event::cmap`]).
+fn event_sink(
+    options: &ClientOptions,
+    sink: Option<Arc<dyn EventSink>>,
+) -> Result<Option<Arc<dyn EventSink>>> {
+    if options.cmap_event_handler.is_some() {
+        return Err(crate::error::Error::invalid_argument(
+            "cmap_event_handler is not supported: this driver keeps one socket per server and \
+             no connection pool (the CMAP spec does not apply to single-threaded drivers), so \
+             no connection pool event would ever reach the handler; command events carry the \
+             socket each command used",
+        ));
+    }
+    let handlers = OfficialHandlers {
+        command: options.command_event_handler.clone(),
+        sdam: options.sdam_event_handler.clone(),
+    };
+    match (sink, handlers.command.is_some() || handlers.sdam.is_some()) {
+        (Some(_), true) => Err(crate::error::Error::invalid_argument(
+            "a client takes its event handlers either from its options or from the C ABI, \
+             not from both",
+        )),
+        (Some(sink), false) => Ok(Some(sink)),
+        (None, true) => Ok(Some(Arc::new(handlers))),
+        (None, false) => Ok(None),
+    }
+}
+
 impl Drop for ClientInner {
     fn drop(&mut self) {
         let state = self
@@ -405,20 +426,20 @@ impl Drop for ClientInner {
     }
 }
 
-/// Builds a [`Client`] with an event handler or a server selector.
+/// Builds a [`Client`] with a server selector or retry settings.
 pub struct ClientBuilder {
     options: ClientOptions,
-    handler: Option<Arc<dyn EventHandler>>,
+    sink: Option<Arc<dyn EventSink>>,
     server_selector: Option<ServerSelector>,
     retry_settings: Option<RetrySettings>,
 }
 
 impl ClientBuilder {
-    /// Reports SDAM and command events to `handler`, inline; an operation
-    /// the handler starts on this client fails with an
-    /// [`ErrorKind::Client`](crate::error::ErrorKind::Client) error.
-    pub fn event_handler(mut self, handler: Arc<dyn EventHandler>) -> Self {
-        self.handler = Some(handler);
+    /// Publishes the driver's events, as it builds them, to `sink` (the C
+    /// ABI's events); programs set the options' handlers instead.
+    #[cfg_attr(not(feature = "capi"), allow(dead_code))]
+    pub(crate) fn event_sink(mut self, sink: Arc<dyn EventSink>) -> Self {
+        self.sink = Some(sink);
         self
     }
 
@@ -449,7 +470,7 @@ impl ClientBuilder {
     pub fn build(self) -> Result<Client> {
         Client::build(
             self.options,
-            self.handler,
+            self.sink,
             self.server_selector,
             self.retry_settings,
         )

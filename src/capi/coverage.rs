@@ -161,11 +161,6 @@ const MAPPED: &[(&str, &str, &str)] = &[
 const EXCLUDED: &[(&str, &str, &str)] = &[
     (
         "Client",
-        "with_options_and_handler",
-        "mi_client_set_event_callback",
-    ),
-    (
-        "Client",
         "builder",
         "Rust builder; C sets the same in the URI",
     ),

@@ -10,7 +10,8 @@ use std::time::Duration;
 use bson::{doc, Bson, Document};
 
 use crate::proto::address::ServerAddress;
-use crate::proto::event::{CommandEvent, ConnectionInfo, SdamEvent};
+use crate::proto::event::command::ConnectionInfo;
+use crate::proto::event::{CommandEvent, SdamEvent};
 use crate::proto::sdam::description::{ServerDescription, TopologyDescription};
 
 fn micros(duration: &Duration) -> Bson {

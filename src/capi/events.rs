@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use bson::Document;
 
+use crate::proto::event::command::ConnectionInfo;
 use crate::proto::event::sdam::sdam_log_message;
-use crate::proto::event::{CommandEvent, ConnectionInfo, EventHandler, SdamEvent};
+use crate::proto::event::{CommandEvent, EventSink as DriverEvents, SdamEvent};
 
 /// `mi_event_callback`.
 pub type MiEventCallback =
@@ -193,7 +194,7 @@ fn ptr_or_null_bytes(bytes: &[u8]) -> *const u8 {
     }
 }
 
-impl EventHandler for EventSlot {
+impl DriverEvents for EventSlot {
     fn handle_command_event(&self, event: &CommandEvent) {
         let fields = bytes_of(&super::event_fields::command_event(event));
         let Some(CommandFields {

@@ -13,7 +13,7 @@ use crate::proto::coll_options::{
     AggregateOptions, CountOptions, DeleteOptions, FindOptions, InsertManyOptions,
     InsertOneOptions, UpdateOptions,
 };
-use crate::proto::event::EventHandler;
+use crate::proto::event::EventSink;
 use crate::proto::options_doc::{mistyped, unknown, OptionValue};
 use crate::proto::session::transaction::TransactionOptions;
 use crate::{Client, ClientSession, Collection, Cursor};
@@ -146,11 +146,11 @@ pub(crate) fn new_client_with_oidc(uri: &str, callback: OidcCallback) -> Result<
 /// `handler`. Only for a client that has not done anything yet.
 pub(crate) fn with_event_handler(
     client: &Client,
-    handler: Arc<dyn EventHandler>,
+    handler: Arc<dyn EventSink>,
 ) -> Result<Client, Failure> {
     let options = client.checked_options().map_err(|e| failure(&e))?;
     Client::builder(options)
-        .event_handler(handler)
+        .event_sink(handler)
         .build()
         .map_err(|e| failure(&e))
 }

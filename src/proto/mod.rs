@@ -18,7 +18,7 @@ pub(crate) mod concern;
 pub(crate) mod cursor_timeout;
 pub(crate) mod deadline;
 pub(crate) mod encode;
-pub mod event;
+pub(crate) mod event;
 pub(crate) mod finish;
 pub(crate) mod gridfs;
 pub(crate) mod handshake;
@@ -32,6 +32,7 @@ pub mod options;
 #[cfg_attr(not(feature = "capi"), allow(dead_code))]
 pub(crate) mod options_doc;
 pub(crate) mod process;
+pub mod public_event;
 pub(crate) mod raw_walk;
 pub(crate) mod read_preference;
 pub(crate) mod reply;

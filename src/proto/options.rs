@@ -433,6 +433,18 @@ pub struct ClientOptions {
     /// or that another user owns, is refused. As sensitive as the
     /// connection string and the CA file. Unix only; opt-in.
     pub state_file: Option<std::path::PathBuf>,
+    /// Receives every command event ([`crate::event::command`]), inline.
+    #[builder(setter(strip_option))]
+    pub command_event_handler:
+        Option<crate::event::EventHandler<crate::event::command::CommandEvent>>,
+    /// Receives every SDAM event ([`crate::event::sdam`]), inline.
+    #[builder(setter(strip_option))]
+    pub sdam_event_handler: Option<crate::event::EventHandler<crate::event::sdam::SdamEvent>>,
+    /// Refused by [`crate::Client::with_options`]: this driver has no
+    /// connection pool, so no CMAP event would ever reach it (see
+    /// [`crate::event::cmap`]).
+    #[builder(setter(strip_option))]
+    pub cmap_event_handler: Option<crate::event::EventHandler<crate::event::cmap::CmapEvent>>,
 }
 
 /// Whether and how a client uses TLS (the official driver's `Tls`).
@@ -1197,6 +1209,10 @@ pub(crate) fn merge(uri: ClientOptions, code: ClientOptions) -> Result<ClientOpt
         proxy: merge_proxy(uri.proxy, code.proxy)?,
         cloud: code.cloud.or(uri.cloud),
         clock_skew: code.clock_skew.or(uri.clock_skew),
+        // A URI cannot carry handlers.
+        command_event_handler: code.command_event_handler,
+        sdam_event_handler: code.sdam_event_handler,
+        cmap_event_handler: code.cmap_event_handler,
     ))
 }
 

@@ -24,7 +24,7 @@ use bson::Document;
 use crate::error::{Error, Result};
 use crate::proto::address::{AddressMap, ServerAddress};
 use crate::proto::deadline::Deadline;
-use crate::proto::event::EventHandler;
+use crate::proto::event::EventSink;
 use crate::proto::handshake;
 use crate::proto::logging::Component;
 use crate::proto::monitor::{is_setup_failure, Monitor, MonitorSettings, Next};
@@ -55,7 +55,7 @@ pub struct Topology {
     /// The description and every rule of scanning and selecting.
     monitor: Monitor,
     connections: AddressMap<Connection>,
-    handler: Option<Arc<dyn EventHandler>>,
+    handler: Option<Arc<dyn EventSink>>,
     metadata: Document,
     /// The process the sockets belong to; a fork changes it.
     pid: u32,
@@ -107,7 +107,7 @@ impl Topology {
     /// network I/O (only the state file is read, when there is one).
     pub(crate) fn new(
         options: ClientOptions,
-        handler: Option<Arc<dyn EventHandler>>,
+        handler: Option<Arc<dyn EventSink>>,
         server_selector: Option<ServerSelector>,
     ) -> Result<Topology> {
         // The spec's environment configuration needs no code change: with
@@ -129,7 +129,7 @@ impl Topology {
     /// `time.rng`, and nothing else.
     pub(crate) fn with_time(
         options: ClientOptions,
-        handler: Option<Arc<dyn EventHandler>>,
+        handler: Option<Arc<dyn EventSink>>,
         server_selector: Option<ServerSelector>,
         time: Time,
     ) -> Result<Topology> {

@@ -75,6 +75,8 @@ programs! {
     hints_and_comments,
     session_options,
     warm_pool,
+    command_events,
+    sdam_events,
 }
 
 /// Every file in `programs/` is in the suite: a program added there (and so

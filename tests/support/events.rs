@@ -11,7 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bson::Document;
-use mongo_inline::event::{CommandEvent, EventHandler, SdamEvent};
+use mongo_inline::event::command::CommandEvent;
+use mongo_inline::event::sdam::SdamEvent;
+use mongo_inline::event::EventHandler;
 use mongo_inline::{Client, ClientBuilder, ClientOptions};
 
 /// One event as received.
@@ -27,19 +29,30 @@ pub struct Recorder {
     events: Mutex<Vec<(Instant, Event)>>,
 }
 
-impl EventHandler for Recorder {
-    fn handle_sdam_event(&self, event: &SdamEvent) {
-        self.push(Event::Sdam(event.clone()));
-    }
-
-    fn handle_command_event(&self, event: &CommandEvent) {
-        self.push(Event::Command(event.clone()));
-    }
-}
-
 impl Recorder {
+    /// Sets `options`' command and SDAM handlers to record into `self`.
+    pub fn install(self: &Arc<Self>, options: &mut ClientOptions) {
+        let sdam = self.clone();
+        options.sdam_event_handler = Some(EventHandler::callback(move |event| {
+            sdam.push(Event::Sdam(event));
+        }));
+        let commands = self.clone();
+        options.command_event_handler = Some(EventHandler::callback(move |event| {
+            commands.push(Event::Command(event));
+        }));
+    }
+
     fn push(&self, event: Event) {
         self.events.lock().unwrap().push((Instant::now(), event));
+    }
+
+    /// A client for `options` that reports to `self`.
+    pub fn client_for(
+        self: &Arc<Self>,
+        mut options: ClientOptions,
+    ) -> mongo_inline::Result<Client> {
+        self.install(&mut options);
+        Client::with_options(options)
     }
 
     /// The SDAM events, in order.
@@ -101,7 +114,7 @@ impl Recorder {
         self.commands()
             .into_iter()
             .filter_map(|e| match e {
-                CommandEvent::Succeeded { reply, .. } => Some(reply),
+                CommandEvent::Succeeded(e) => Some(e.reply),
                 _ => None,
             })
             .collect()
@@ -112,7 +125,7 @@ impl Recorder {
         self.sdam()
             .iter()
             .filter_map(|e| match e {
-                SdamEvent::ServerHeartbeatStarted { address, .. } => Some(address.to_string()),
+                SdamEvent::ServerHeartbeatStarted(e) => Some(e.server_address.to_string()),
                 _ => None,
             })
             .collect()
@@ -142,12 +155,9 @@ impl Recorder {
         self.commands()
             .into_iter()
             .filter_map(|e| match e {
-                CommandEvent::Started {
-                    command,
-                    command_name,
-                    connection,
-                    ..
-                } if wanted(&command_name) => Some((connection.address.to_string(), command)),
+                CommandEvent::Started(e) if wanted(&e.command_name) => {
+                    Some((e.connection.address.to_string(), e.command))
+                }
                 _ => None,
             })
             .collect()
@@ -156,9 +166,10 @@ impl Recorder {
 
 /// A client builder for `options` that reports to a new [`Recorder`], for
 /// tests that set more on the builder.
-pub fn recorded_builder(options: ClientOptions) -> (ClientBuilder, Arc<Recorder>) {
+pub fn recorded_builder(mut options: ClientOptions) -> (ClientBuilder, Arc<Recorder>) {
     let recorder = Arc::new(Recorder::default());
-    let builder = Client::builder(options).event_handler(recorder.clone());
+    recorder.install(&mut options);
+    let builder = Client::builder(options);
     (builder, recorder)
 }
 

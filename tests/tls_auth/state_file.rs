@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use bson::doc;
-use mongo_inline::event::SdamEvent;
+use mongo_inline::event::sdam::SdamEvent;
 use mongo_inline::options::ClientOptions;
 use mongo_inline::unversioned::{state_file_chains, state_file_entries};
 use mongo_inline::{Client, ErrorKind};
@@ -212,7 +212,7 @@ fn members_refusing_a_tampered_entry_side_by_side_all_fall_back() {
     let failed: Vec<SdamEvent> = recorder
         .sdam()
         .into_iter()
-        .filter(|e| matches!(e, SdamEvent::ServerHeartbeatFailed { .. }))
+        .filter(|e| matches!(e, SdamEvent::ServerHeartbeatFailed(_)))
         .collect();
     assert!(failed.is_empty(), "no member's check fails: {failed:?}");
     // The simulator answers the hello itself (no speculation): a saslStart

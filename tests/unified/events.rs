@@ -4,7 +4,7 @@
 //! `assertEventCount`).
 
 use bson::{Bson, Document};
-use mongo_inline::event::SdamEvent;
+use mongo_inline::event::sdam::SdamEvent;
 
 /// The SDAM events the driver publishes, by the format's names.
 pub const SDAM_EVENTS: &[&str] = &[
@@ -45,15 +45,15 @@ pub fn is_cmap_event(name: &str) -> bool {
 /// The format's name for `event`.
 pub fn sdam_name(event: &SdamEvent) -> &'static str {
     match event {
-        SdamEvent::TopologyOpening { .. } => "topologyOpeningEvent",
-        SdamEvent::TopologyDescriptionChanged { .. } => "topologyDescriptionChangedEvent",
-        SdamEvent::TopologyClosed { .. } => "topologyClosedEvent",
-        SdamEvent::ServerOpening { .. } => "serverOpeningEvent",
-        SdamEvent::ServerDescriptionChanged { .. } => "serverDescriptionChangedEvent",
-        SdamEvent::ServerClosed { .. } => "serverClosedEvent",
-        SdamEvent::ServerHeartbeatStarted { .. } => "serverHeartbeatStartedEvent",
-        SdamEvent::ServerHeartbeatSucceeded { .. } => "serverHeartbeatSucceededEvent",
-        SdamEvent::ServerHeartbeatFailed { .. } => "serverHeartbeatFailedEvent",
+        SdamEvent::TopologyOpening(_) => "topologyOpeningEvent",
+        SdamEvent::TopologyDescriptionChanged(_) => "topologyDescriptionChangedEvent",
+        SdamEvent::TopologyClosed(_) => "topologyClosedEvent",
+        SdamEvent::ServerOpening(_) => "serverOpeningEvent",
+        SdamEvent::ServerDescriptionChanged(_) => "serverDescriptionChangedEvent",
+        SdamEvent::ServerClosed(_) => "serverClosedEvent",
+        SdamEvent::ServerHeartbeatStarted(_) => "serverHeartbeatStartedEvent",
+        SdamEvent::ServerHeartbeatSucceeded(_) => "serverHeartbeatSucceededEvent",
+        SdamEvent::ServerHeartbeatFailed(_) => "serverHeartbeatFailedEvent",
         _ => "unknownSdamEvent",
     }
 }
@@ -66,33 +66,30 @@ pub fn sdam_matches(name: &str, fields: &Document, event: &SdamEvent) -> Result<
     }
     for (key, want) in fields {
         let holds = match (key.as_str(), event) {
-            (
-                "previousDescription" | "newDescription",
-                SdamEvent::ServerDescriptionChanged { previous, new, .. },
-            ) => {
+            ("previousDescription" | "newDescription", SdamEvent::ServerDescriptionChanged(e)) => {
                 let description = if key == "newDescription" {
-                    new
+                    &e.new_description
                 } else {
-                    previous
+                    &e.previous_description
                 };
                 type_matches(want, description.server_type.as_str())?
             }
             (
                 "previousDescription" | "newDescription",
-                SdamEvent::TopologyDescriptionChanged { previous, new, .. },
+                SdamEvent::TopologyDescriptionChanged(e),
             ) => {
                 let description = if key == "newDescription" {
-                    new
+                    &e.new_description
                 } else {
-                    previous
+                    &e.previous_description
                 };
                 type_matches(want, description.topology_type.as_str())?
             }
-            ("awaited", SdamEvent::ServerHeartbeatStarted { awaited, .. })
-            | ("awaited", SdamEvent::ServerHeartbeatSucceeded { awaited, .. })
-            | ("awaited", SdamEvent::ServerHeartbeatFailed { awaited, .. }) => {
-                want.as_bool() == Some(*awaited)
+            ("awaited", SdamEvent::ServerHeartbeatStarted(e)) => want.as_bool() == Some(e.awaited),
+            ("awaited", SdamEvent::ServerHeartbeatSucceeded(e)) => {
+                want.as_bool() == Some(e.awaited)
             }
+            ("awaited", SdamEvent::ServerHeartbeatFailed(e)) => want.as_bool() == Some(e.awaited),
             (other, _) => return Err(format!("{name}.{other} not supported by the runner")),
         };
         if !holds {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use bson::{doc, Bson, Document};
 use mongo_inline::action;
-use mongo_inline::event::CommandEvent;
+use mongo_inline::event::command::CommandEvent;
 use mongo_inline::options::{
     AggregateOptions, CountOptions, CreateCollectionOptions, DeleteOptions, DistinctOptions,
     EstimatedDocumentCountOptions, FindOneAndDeleteOptions, FindOneAndReplaceOptions,
@@ -617,9 +617,8 @@ impl<'a> TestRun<'a> {
         }
         .map_err(|e| format!("client URI {uri}: {e}"))?;
         let recorder = Arc::new(Recorder::default());
-        let client = Client::builder(options)
-            .event_handler(recorder.clone())
-            .build()
+        let client = recorder
+            .client_for(options)
             .map_err(|e| format!("client: {e}"))?;
         Ok(ClientEntity {
             client: Some(client),
@@ -1269,8 +1268,8 @@ impl<'a> TestRun<'a> {
                 .sdam()
                 .iter()
                 .find_map(|e| match e {
-                    mongo_inline::event::SdamEvent::TopologyOpening { topology_id } => {
-                        Some(topology_id.to_string())
+                    mongo_inline::event::sdam::SdamEvent::TopologyOpening(e) => {
+                        Some(e.topology_id.to_string())
                     }
                     _ => None,
                 })
@@ -1517,50 +1516,33 @@ fn observed_commands(client: &ClientEntity) -> Vec<(String, String, EventBody)> 
         if client.runner_events.iter().any(|r| r.contains(&index)) {
             continue;
         }
-        let (kind, name, document, database, connection, request_id) = match event {
-            CommandEvent::Started {
-                command,
-                database_name,
-                command_name,
-                connection,
-                request_id,
-            } => {
-                databases.insert(request_id, database_name.clone());
+        let (kind, name, document, database, (service_id, server_id), request_id) = match event {
+            CommandEvent::Started(e) => {
+                databases.insert(e.request_id, e.db.clone());
                 (
                     "commandStartedEvent",
-                    command_name,
-                    command,
-                    Some(database_name),
-                    connection,
-                    request_id,
+                    e.command_name,
+                    e.command,
+                    Some(e.db),
+                    (e.service_id, e.connection.server_id),
+                    e.request_id,
                 )
             }
-            CommandEvent::Succeeded {
-                reply,
-                command_name,
-                connection,
-                request_id,
-                ..
-            } => (
+            CommandEvent::Succeeded(e) => (
                 "commandSucceededEvent",
-                command_name,
-                reply,
-                databases.get(&request_id).cloned(),
-                connection,
-                request_id,
+                e.command_name,
+                e.reply,
+                databases.get(&e.request_id).cloned(),
+                (e.service_id, e.connection.server_id),
+                e.request_id,
             ),
-            CommandEvent::Failed {
-                command_name,
-                connection,
-                request_id,
-                ..
-            } => (
+            CommandEvent::Failed(e) => (
                 "commandFailedEvent",
-                command_name,
+                e.command_name,
                 Document::new(),
-                databases.get(&request_id).cloned(),
-                connection,
-                request_id,
+                databases.get(&e.request_id).cloned(),
+                (e.service_id, e.connection.server_id),
+                e.request_id,
             ),
             _ => continue,
         };
@@ -1586,8 +1568,8 @@ fn observed_commands(client: &ClientEntity) -> Vec<(String, String, EventBody)> 
             EventBody {
                 document,
                 database,
-                has_service_id: has_service_id(connection.service_id),
-                has_server_connection_id: has_server_connection_id(connection.server_connection_id),
+                has_service_id: has_service_id(service_id),
+                has_server_connection_id: has_server_connection_id(server_id),
             },
         ));
     }

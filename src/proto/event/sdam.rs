@@ -2,7 +2,7 @@
 //!
 //! The pure topology code ([`crate::sdam::TopologyDescription::apply`] and
 //! friends) returns them in the spec's order; the shell hands each one to
-//! the application's [`super::EventHandler`] and to the log ([`sdam_log_message`], written by the shell),
+//! the application's [`super::EventSink`] and to the log ([`sdam_log_message`], written by the shell),
 //! which writes the SDAM logging spec's messages at debug level under the
 //! target [`TOPOLOGY_LOG_TARGET`].
 
@@ -324,7 +324,7 @@ mod tests {
         let address = ServerAddress::tcp("a", 27017);
         assert_eq!(
             sdam_log_message(&SdamEvent::TopologyOpening { topology_id: id }).unwrap(),
-            "Starting monitoring for topology with ID 7"
+            "Starting monitoring for topology with ID 000000000000000000000007"
         );
         assert_eq!(
             sdam_log_message(&SdamEvent::ServerClosed {
@@ -332,7 +332,7 @@ mod tests {
                 address: address.clone()
             })
             .unwrap(),
-            "Stopped monitoring for server a:27017 in topology with ID 7"
+            "Stopped monitoring for server a:27017 in topology with ID 000000000000000000000007"
         );
         let message = sdam_log_message(&SdamEvent::ServerHeartbeatSucceeded {
             topology_id: id,

@@ -225,6 +225,44 @@ impl ServerDescription {
     }
 }
 
+/// The official driver's getters (its `ServerInfo`), beside the fields.
+impl ServerDescription {
+    /// The server's address.
+    pub fn address(&self) -> &ServerAddress {
+        &self.address
+    }
+
+    /// The server's type.
+    pub fn server_type(&self) -> ServerType {
+        self.server_type
+    }
+
+    /// The smoothed round-trip time of its checks, once one succeeded.
+    pub fn average_round_trip_time(&self) -> Option<Duration> {
+        self.round_trip_time
+    }
+
+    /// Its replica set's name, when it is a member.
+    pub fn replica_set_name(&self) -> Option<&str> {
+        self.set_name.as_deref()
+    }
+
+    /// Its replica set's `setVersion`, when it is a member.
+    pub fn replica_set_version(&self) -> Option<i32> {
+        self.set_version.and_then(|v| i32::try_from(v).ok())
+    }
+
+    /// Its `maxWireVersion`, once a check succeeded.
+    pub fn max_wire_version(&self) -> Option<i32> {
+        (self.server_type != ServerType::Unknown).then_some(self.max_wire_version)
+    }
+
+    /// Its `minWireVersion`, once a check succeeded.
+    pub fn min_wire_version(&self) -> Option<i32> {
+        (self.server_type != ServerType::Unknown).then_some(self.min_wire_version)
+    }
+}
+
 /// What the driver knows about the whole deployment.
 #[derive(Clone, Debug, PartialEq, Default)]
 #[non_exhaustive]

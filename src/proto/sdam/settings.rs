@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use bson::oid::ObjectId;
+
 use crate::proto::address::ServerAddress;
 
 /// The options SDAM needs, taken from the client's options
@@ -82,8 +84,20 @@ impl TopologySettings {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TopologyId(pub u64);
 
+impl TopologyId {
+    /// The id as the events' `topology_id` gives it (the official driver's
+    /// type): the process-wide counter in an ObjectId's last eight bytes.
+    pub fn object_id(self) -> ObjectId {
+        let mut bytes = [0u8; 12];
+        bytes[4..].copy_from_slice(&self.0.to_be_bytes());
+        ObjectId::from_bytes(bytes)
+    }
+}
+
+/// The same hex string as [`TopologyId::object_id`], so that a log
+/// message's `topologyId` matches its events'.
 impl fmt::Display for TopologyId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)
+        write!(f, "{}", self.object_id().to_hex())
     }
 }

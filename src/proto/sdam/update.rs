@@ -73,6 +73,34 @@ pub struct TopologyUpdate {
     pub applied: bool,
 }
 
+/// The official driver's getters, beside the fields.
+impl TopologyDescription {
+    /// The topology's type.
+    pub fn topology_type(&self) -> TopologyType {
+        self.topology_type
+    }
+
+    /// The replica set's name, when known or required.
+    pub fn set_name(&self) -> Option<&String> {
+        self.set_name.as_ref()
+    }
+
+    /// The largest `setVersion` seen from a primary.
+    pub fn max_set_version(&self) -> Option<i32> {
+        self.max_set_version.and_then(|v| i32::try_from(v).ok())
+    }
+
+    /// The largest `electionId` seen from a primary.
+    pub fn max_election_id(&self) -> Option<ObjectId> {
+        self.max_election_id
+    }
+
+    /// Why the deployment is incompatible with this driver, if it is.
+    pub fn compatibility_error(&self) -> Option<&String> {
+        self.compatibility_error.as_ref()
+    }
+}
+
 impl TopologyDescription {
     /// The initial description for `settings`, per "Initial TopologyType":
     /// load balanced, else `directConnection=true` gives Single, else a

@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use super::Topology;
 use crate::proto::event::sdam::sdam_log;
-use crate::proto::event::{EventHandler, SdamEvent};
+use crate::proto::event::{EventSink, SdamEvent};
 use crate::proto::logging::Component;
+use crate::proto::public_event::sdam::CheckSocket;
 use crate::proto::sdam::TopologyUpdate;
 use crate::shell::logging;
 
@@ -23,7 +24,7 @@ fn log_sdam_event(event: &SdamEvent) {
 /// Whether description change events would reach anyone: an event handler,
 /// or the topology log at debug. Without either they are not built (each
 /// carries copies of descriptions, the topology's on every check).
-pub(super) fn change_events_wanted(handler: Option<&Arc<dyn EventHandler>>) -> bool {
+pub(super) fn change_events_wanted(handler: Option<&Arc<dyn EventSink>>) -> bool {
     handler.is_some() || logging::enabled(Component::Topology, log::Level::Debug)
 }
 
@@ -40,7 +41,25 @@ impl Topology {
     pub(super) fn publish_event(&self, event: &SdamEvent) {
         log_sdam_event(event);
         if let Some(handler) = &self.handler {
-            handler.handle_sdam_event(event);
+            handler.handle_sdam_event_on(event, self.check_socket(event));
+        }
+    }
+
+    /// The ids of the socket a heartbeat event's check runs on, once it is
+    /// open (the server's one socket).
+    fn check_socket(&self, event: &SdamEvent) -> CheckSocket {
+        let address = match event {
+            SdamEvent::ServerHeartbeatStarted { address, .. }
+            | SdamEvent::ServerHeartbeatSucceeded { address, .. }
+            | SdamEvent::ServerHeartbeatFailed { address, .. } => address,
+            _ => return CheckSocket::default(),
+        };
+        match self.connections.get(address) {
+            Some(connection) => CheckSocket {
+                driver_connection_id: u32::try_from(connection.id()).unwrap_or(u32::MAX),
+                server_connection_id: connection.server_id(),
+            },
+            None => CheckSocket::default(),
         }
     }
 
@@ -65,11 +84,11 @@ mod tests {
 
     struct Ignoring;
 
-    impl EventHandler for Ignoring {}
+    impl EventSink for Ignoring {}
 
     /// The events of a client's first check of a primary that names one
     /// more member, with or without an event handler.
-    fn first_check_events(handler: Option<Arc<dyn EventHandler>>) -> Vec<SdamEvent> {
+    fn first_check_events(handler: Option<Arc<dyn EventSink>>) -> Vec<SdamEvent> {
         let options = ClientOptions::parse("mongodb://a:27017/?replicaSet=rs")
             .run()
             .unwrap();

@@ -15,7 +15,7 @@ use super::{Time, Topology};
 use crate::error::ErrorKind;
 use crate::proto::address::ServerAddress;
 use crate::proto::deadline::Deadline;
-use crate::proto::event::{EventHandler, SdamEvent};
+use crate::proto::event::{EventSink, SdamEvent};
 use crate::proto::options::ClientOptions;
 use crate::proto::read_preference::ReadPreference;
 use crate::proto::select::SelectionCriteria;
@@ -30,7 +30,7 @@ struct CheckTimes {
     started: Mutex<Vec<(u64, u16)>>,
 }
 
-impl EventHandler for CheckTimes {
+impl EventSink for CheckTimes {
     fn handle_sdam_event(&self, event: &SdamEvent) {
         if let SdamEvent::ServerHeartbeatStarted { address, .. } = event {
             let at = self.clock.now().duration_since(self.start).as_millis() as u64;
@@ -141,7 +141,7 @@ fn topology(ports: &[u16], extra: &str) -> (Topology, Arc<CheckTimes>, Arc<Virtu
         clock: clock.clone(),
         rng: fastrand::Rng::with_seed(3),
     };
-    let handler: Arc<dyn EventHandler> = times.clone();
+    let handler: Arc<dyn EventSink> = times.clone();
     let topology = Topology::with_time(options, Some(handler), None, time).unwrap();
     (topology, times, clock)
 }
