@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 
 use mongodb::bson::{doc, Document};
-use mongodb::error::Result;
+use mongodb::error::{ErrorKind, Result};
 use mongodb::event::command::CommandEvent;
 use mongodb::event::EventHandler;
 use mongodb::options::ClientOptions;
@@ -57,7 +57,12 @@ pub fn run(uri: &str) -> Result<()> {
             _ => None,
         })
         .expect("a failed event for the unknown command");
-    assert_eq!(failed.failure.code(), error.code());
+    let code = |error: &mongodb::error::Error| match *error.kind {
+        ErrorKind::Command(ref command) => Some(command.code),
+        _ => None,
+    };
+    assert_eq!(code(&failed.failure), Some(59), "CommandNotFound");
+    assert_eq!(code(&error), Some(59));
     assert!(failed.duration <= std::time::Duration::from_secs(60));
     Ok(())
 }
