@@ -43,7 +43,11 @@ fn the_uri_sets_the_client_timeout() {
     let options = ClientOptions::parse("mongodb://localhost/?timeoutMS=0")
         .run()
         .unwrap();
-    assert_eq!(options.timeout(), None, "0 means no limit");
+    assert_eq!(
+        options.timeout(),
+        Some(Duration::ZERO),
+        "0 keeps CSOT on, without a limit"
+    );
 }
 
 #[test]
@@ -384,22 +388,32 @@ fn a_max_time_ms_expired_write_concern_error_under_timeout_ms_is_a_timeout_error
 #[test]
 fn timeout_ms_overrides_socket_timeout_ms() {
     let server = TestServer::start();
-    // A 200 ms socketTimeoutMS alone would cut this 600 ms reply off.
-    let (client, _) = client_with(
-        &format!("{}&socketTimeoutMS=200&timeoutMS=5000", server.uri()),
-        None,
-    );
-    let coll = client.database(DB).collection::<Document>("override");
-    coll.insert_one(doc! { "a": 1 }).run().unwrap();
-    arm(
-        &client,
-        doc! { "failCommands": ["update"], "blockConnection": true, "blockTimeMS": 600 },
-    );
-    let updated = coll
-        .update_many(doc! {}, doc! { "$set": { "b": 1 } })
-        .run()
-        .expect("timeoutMS, not socketTimeoutMS, bounds the read");
-    assert_eq!(updated.modified_count, 1);
+    // A 150 ms socketTimeoutMS alone would cut this 400 ms reply off; any
+    // timeoutMS, 0 (no limit) included, sets it aside.
+    for timeout_ms in ["5000", "0"] {
+        let (client, _) = client_with(
+            &format!(
+                "{}&socketTimeoutMS=150&timeoutMS={timeout_ms}",
+                server.uri()
+            ),
+            None,
+        );
+        let coll = client
+            .database(DB)
+            .collection::<Document>(&format!("override_{timeout_ms}"));
+        coll.insert_one(doc! { "a": 1 }).run().unwrap();
+        arm(
+            &client,
+            doc! { "failCommands": ["update"], "blockConnection": true, "blockTimeMS": 400 },
+        );
+        let updated = coll
+            .update_many(doc! {}, doc! { "$set": { "b": 1 } })
+            .run()
+            .unwrap_or_else(|e| {
+                panic!("timeoutMS={timeout_ms}, not socketTimeoutMS, bounds the read: {e:?}")
+            });
+        assert_eq!(updated.modified_count, 1);
+    }
 }
 
 #[test]

@@ -691,3 +691,23 @@ impl Database {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::Client;
+
+    #[test]
+    fn a_client_timeout_ms_of_zero_keeps_csot_on_without_a_limit() {
+        // Building a client opens no socket: its defaults are all this reads.
+        let zero = Client::with_uri_str("mongodb://localhost/?timeoutMS=0").unwrap();
+        assert_eq!(
+            zero.defaults().timeout,
+            Some(Duration::ZERO),
+            "timeoutMS=0 turns CSOT on for every operation, with no limit"
+        );
+        let unset = Client::with_uri_str("mongodb://localhost/").unwrap();
+        assert_eq!(unset.defaults().timeout, None, "no timeoutMS: CSOT off");
+    }
+}

@@ -265,7 +265,7 @@ fn connect(uri: &str, timeout_flag: Option<(usize, &str)>) -> Result<Client, Fai
                 ))
             },
         )?),
-        None if parsed.timeout_setting().is_some() => None,
+        None if parsed.timeout().is_some() => None,
         None => Some(DEFAULT_TIMEOUT),
     };
     let state_file = std::env::var_os(STATE_FILE_VARIABLE).filter(|v| !v.is_empty());

@@ -543,9 +543,11 @@ impl ClientOptions {
         self.local_threshold.unwrap_or(DEFAULT_LOCAL_THRESHOLD)
     }
 
-    /// `timeoutMS`, when set (zero means no limit).
+    /// `timeoutMS`, when set. `Some(0)` turns CSOT on without a limit (the
+    /// legacy timeouts are then ignored, as under any `timeoutMS`); `None`
+    /// leaves it off.
     pub fn timeout(&self) -> Option<Duration> {
-        self.timeout.filter(|d| !d.is_zero())
+        self.timeout
     }
 
     /// `directConnection`.
@@ -638,12 +640,6 @@ impl ClientOptions {
     /// `zlibCompressionLevel` (-1, the zlib default, when unset).
     pub fn zlib_compression_level(&self) -> i32 {
         self.zlib_compression_level.unwrap_or(-1)
-    }
-
-    /// `timeoutMS` exactly as configured, zero included; [`Self::timeout`]
-    /// is the effective deadline.
-    pub fn timeout_setting(&self) -> Option<Duration> {
-        self.timeout
     }
 
     /// The TLS settings, when TLS was turned on with any.

@@ -264,7 +264,7 @@ pub fn option_value(o: &ClientOptions, name: &str) -> Result<Option<Bson>, Strin
         "srvmaxhosts" => Some(Bson::Int64(o.srv_max_hosts().into())),
         "srvservicename" => Some(Bson::String(o.srv_service_name().into())),
         "ssl" | "tls" => Some(Bson::Boolean(o.tls())),
-        "timeoutms" => o.timeout_setting().map(millis),
+        "timeoutms" => o.timeout().map(millis),
         "tlsallowinvalidcertificates" => boolean(tls.and_then(|t| t.allow_invalid_certificates)),
         "tlsallowinvalidhostnames" => boolean(tls.and_then(|t| t.allow_invalid_hostnames)),
         "tlscafile" => string(tls.and_then(|t| t.ca_file_path.as_deref()?.to_str())),

@@ -29,18 +29,21 @@ impl Connection {
             body: MsgBody::Document(&msg.body),
             sequences: &msg.sequences,
         };
-        self.send_msg_reply(request_id, &parts, timeout)?
+        let limit = timeout.or(self.socket_timeout);
+        self.send_msg_reply(request_id, &parts, limit)?
             .into_document()
     }
 
     /// [`send_msg`](Self::send_msg) of a message given in parts (the
     /// executor's command is written without a document of it), keeping a
-    /// cursor batch of the reply as bytes (see [`Reply`]).
+    /// cursor batch of the reply as bytes (see [`Reply`]). `limit` bounds
+    /// the exchange exactly: `None` is no limit, not the socket timeout
+    /// (CSOT's `timeoutMS: 0` sets `socketTimeoutMS` aside too).
     pub(crate) fn send_msg_reply(
         &mut self,
         request_id: i32,
         msg: &MsgParts<'_>,
-        timeout: Option<Duration>,
+        limit: Option<Duration>,
     ) -> Result<Reply> {
         let mut buffer = std::mem::take(&mut self.write_buffer);
         buffer.clear();
@@ -50,11 +53,11 @@ impl Connection {
             // The server sends nothing back for moreToCome (a w:0 write):
             // waiting for a reply would block until the socket timeout, or
             // for ever without one.
-            let sent = encoded.and_then(|_| self.send_without_reply(&buffer, timeout));
+            let sent = encoded.and_then(|_| self.send_without_reply(&buffer, limit));
             self.write_buffer = buffer;
             return sent.map(|()| Reply::from_document(Document::new()));
         }
-        let outcome = encoded.and_then(|_| self.exchange_reply(request_id, &buffer, timeout));
+        let outcome = encoded.and_then(|_| self.exchange_reply(request_id, &buffer, limit));
         self.write_buffer = buffer;
         outcome
     }
@@ -148,8 +151,8 @@ impl Connection {
         message.into_reply_document()
     }
 
-    fn send_without_reply(&mut self, bytes: &[u8], timeout: Option<Duration>) -> Result<()> {
-        let deadline = self.begin_exchange(timeout)?;
+    fn send_without_reply(&mut self, bytes: &[u8], limit: Option<Duration>) -> Result<()> {
+        let deadline = self.begin_exchange_within(limit)?;
         self.write_request(bytes, deadline)?;
         self.exchange_done();
         Ok(())
@@ -174,9 +177,9 @@ impl Connection {
         &mut self,
         request_id: i32,
         bytes: &[u8],
-        timeout: Option<Duration>,
+        limit: Option<Duration>,
     ) -> Result<Reply> {
-        let deadline = self.begin_exchange(timeout)?;
+        let deadline = self.begin_exchange_within(limit)?;
         let frame = self.transfer(bytes, Some(request_id), deadline)?;
         let frame = frame.ok_or_else(|| Error::client("a reply was awaited"))?;
         let (reply, more_to_come) = wire::decode_command_reply(&frame.header, frame.body)
@@ -191,6 +194,12 @@ impl Connection {
     /// one for the whole exchange, not a timeout per read, since a peer
     /// dripping a byte at a time would otherwise outlast any bound.
     fn begin_exchange(&mut self, timeout: Option<Duration>) -> Result<Option<Instant>> {
+        self.begin_exchange_within(timeout.or(self.socket_timeout))
+    }
+
+    /// [`begin_exchange`](Self::begin_exchange) bounded by exactly `limit`
+    /// (`None`: no limit).
+    fn begin_exchange_within(&mut self, limit: Option<Duration>) -> Result<Option<Instant>> {
         if self.is_broken() {
             return Err(Error::network_message(
                 Some(self.address.clone()),
@@ -198,9 +207,7 @@ impl Connection {
             ));
         }
         self.broken = true;
-        Ok(timeout
-            .or(self.socket_timeout)
-            .map(|t| self.clock.now() + t))
+        Ok(limit.map(|t| self.clock.now() + t))
     }
 
     fn exchange_done(&mut self) {

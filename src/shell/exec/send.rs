@@ -176,8 +176,9 @@ impl ClientState {
         );
     }
 
-    /// How long the exchange may wait: timeoutMS replaces socketTimeoutMS
-    /// (CSOT: they do not combine).
+    /// How long the exchange may wait (`None`: for ever): timeoutMS replaces
+    /// socketTimeoutMS, and `timeoutMS: 0` sets it aside with no limit of
+    /// its own (CSOT: they do not combine).
     fn socket_timeout(&self, deadline: Deadline) -> Option<Duration> {
         if deadline.is_set() {
             deadline.remaining(self.time.now())
