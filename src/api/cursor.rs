@@ -173,6 +173,29 @@ impl Batches {
         }
     }
 
+    /// The next document as `T` after at most one `getMore`: `Ok(None)`
+    /// when that batch was empty (or the cursor is done).
+    fn next_if_any<T: DeserializeOwned + 'static>(
+        &mut self,
+        session: Option<&mut SessionState>,
+    ) -> Result<Option<T>> {
+        if self.failed {
+            return Ok(None);
+        }
+        if let Some(document) = self.spec.pop_front() {
+            return document.map(Some);
+        }
+        if !self.spec.has_more() {
+            return Ok(None);
+        }
+        let inherited = self.next_call()?;
+        if let Err(e) = self.fetch_batch(session, inherited) {
+            self.failed = true;
+            return Err(e);
+        }
+        self.spec.pop_front().transpose()
+    }
+
     /// Fetches the next batch under `inherited` (one `next` call's).
     pub(crate) fn fetch_batch(
         &mut self,
@@ -329,6 +352,20 @@ impl<T> Cursor<T> {
         self.batches.has_next()
     }
 
+    /// The next result after at most one `getMore` (the spec's `tryNext`),
+    /// where [`Iterator::next`] sends `getMore`s until a result comes: for
+    /// a tailable cursor, `Ok(None)` means nothing new yet and the cursor
+    /// is still open ([`has_next`](Self::has_next)); on a cursor the
+    /// server has closed it means the results are over.
+    pub fn next_if_any(&mut self) -> Result<Option<T>>
+    where
+        T: DeserializeOwned + 'static,
+    {
+        let next = self.batches.next_if_any(self.session.as_deref_mut());
+        self.release_session_if_done();
+        next
+    }
+
     /// Once the server has closed the cursor, its session can serve others.
     fn release_session_if_done(&mut self) {
         if !self.batches.spec.has_more() {
@@ -464,6 +501,12 @@ impl<T: DeserializeOwned + 'static> SessionCursor<T> {
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self, session: &mut ClientSession) -> Option<Result<T>> {
         self.batches.next_document(Some(session.state_mut()))
+    }
+
+    /// [`Cursor::next_if_any`] in `session`: the next result after at most
+    /// one `getMore`, `Ok(None)` when that batch was empty.
+    pub fn next_if_any(&mut self, session: &mut ClientSession) -> Result<Option<T>> {
+        self.batches.next_if_any(Some(session.state_mut()))
     }
 
     /// An iterator over the remaining results, borrowing `session` (the
