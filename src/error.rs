@@ -6,7 +6,7 @@
 //! except where a spec says to look at the message.
 
 use std::any::Any;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
@@ -277,8 +277,9 @@ pub struct InsertManyError {
     pub write_errors: Option<Vec<IndexedWriteError>>,
     /// The write concern error, when a batch reported one.
     pub write_concern_error: Option<WriteConcernError>,
-    /// The ids of the documents that were inserted, by index.
-    pub inserted_ids: BTreeMap<usize, bson::Bson>,
+    /// The ids of the documents that were inserted, by index (a
+    /// `HashMap`, as in the official driver).
+    pub inserted_ids: HashMap<usize, bson::Bson>,
 }
 
 impl fmt::Display for InsertManyError {
@@ -304,7 +305,7 @@ impl From<crate::proto::results::BulkWriteFailure> for InsertManyError {
         InsertManyError {
             write_errors: Some(failure.write_errors).filter(|e| !e.is_empty()),
             write_concern_error: failure.write_concern_error,
-            inserted_ids: failure.partial_result.inserted_ids,
+            inserted_ids: failure.partial_result.inserted_ids.into_iter().collect(),
         }
     }
 }

@@ -318,8 +318,11 @@ pub(crate) fn insert_many(
     if !result.acknowledged {
         return Ok(unacknowledged());
     }
+    // In the caller's order: the map has none.
     let ids = result
         .inserted_ids
+        .into_iter()
+        .collect::<std::collections::BTreeMap<_, _>>()
         .into_iter()
         .map(|(index, id)| (index.to_string(), id))
         .collect::<Document>();

@@ -3,7 +3,7 @@
 //! (`proto::collection_spec`), which sit apart so that this module, which
 //! `error` names, imports nothing that names `error`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use bson::{Bson, Document};
@@ -41,8 +41,9 @@ pub struct InsertManyResult {
     /// The `_id` of each inserted document, keyed by its index in the
     /// caller's list. Unacknowledged: the `_id` of every document sent,
     /// whether or not the server inserted it (an ordered insert stops at a
-    /// duplicate key, and nobody hears of it).
-    pub inserted_ids: BTreeMap<usize, Bson>,
+    /// duplicate key, and nobody hears of it). A `HashMap`, as in the
+    /// official driver: sort the keys for the caller's order.
+    pub inserted_ids: HashMap<usize, Bson>,
     /// Whether the server reported the outcome (false for `w: 0`).
     pub acknowledged: bool,
 }
@@ -50,7 +51,7 @@ pub struct InsertManyResult {
 impl Default for InsertManyResult {
     fn default() -> Self {
         InsertManyResult {
-            inserted_ids: BTreeMap::new(),
+            inserted_ids: HashMap::new(),
             acknowledged: true,
         }
     }
@@ -185,7 +186,7 @@ impl BulkWriteResult {
     /// The inserts of this result, as `insert_many` reports them.
     pub fn into_insert_many_result(self) -> InsertManyResult {
         InsertManyResult {
-            inserted_ids: self.inserted_ids,
+            inserted_ids: self.inserted_ids.into_iter().collect(),
             acknowledged: self.acknowledged,
         }
     }

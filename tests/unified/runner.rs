@@ -2915,8 +2915,12 @@ fn error_facts(error: &mongo_inline::Error) -> (Option<i32>, Option<String>, boo
     }
 }
 
-fn ids_by_index(m: std::collections::BTreeMap<usize, Bson>) -> Document {
-    m.into_iter().map(|(i, id)| (i.to_string(), id)).collect()
+fn ids_by_index(m: impl IntoIterator<Item = (usize, Bson)>) -> Document {
+    let sorted: std::collections::BTreeMap<usize, Bson> = m.into_iter().collect();
+    sorted
+        .into_iter()
+        .map(|(i, id)| (i.to_string(), id))
+        .collect()
 }
 
 /// A bulk write's result as the format's `expectResult` shows it.
