@@ -68,6 +68,13 @@ impl ClientSession {
         self.state.cluster_time().map(|t| t.as_document())
     }
 
+    /// The snapshot a snapshot session reads from: the `snapshotTime` it
+    /// was started with, else the `atClusterTime` the server chose on its
+    /// first read; `None` for other sessions and before that first read.
+    pub fn snapshot_time(&self) -> Option<bson::Timestamp> {
+        self.state.snapshot_time()
+    }
+
     /// The client this session belongs to.
     pub fn client(&self) -> &Client {
         &self.client

@@ -40,6 +40,7 @@ pub mod results;
 pub(crate) mod retry;
 pub(crate) mod scan;
 pub(crate) mod sdam;
+pub(crate) mod search_index;
 pub(crate) mod select;
 pub(crate) mod session;
 pub(crate) mod srv;

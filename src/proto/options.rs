@@ -35,6 +35,7 @@ pub use crate::proto::gridfs::{
 pub use crate::proto::read_preference::{ReadPreference, ReadPreferenceMode, TagSet};
 pub use crate::proto::retry::{RetryMode, RetrySettings, Tokens, TOKEN_BUCKET_CAPACITY};
 use crate::proto::sdam::settings::TopologySettings;
+pub use crate::proto::search_index::{SearchIndexModel, SearchIndexModelBuilder, SearchIndexType};
 pub use crate::proto::select::SelectionCriteria;
 pub use crate::proto::session::transaction::TransactionOptions;
 pub use crate::proto::session::SessionOptions;

@@ -150,9 +150,21 @@ pub fn tls_args(require_client_cert: bool) -> Vec<String> {
 /// `--auth` (SecantusDB's way to provision users), then a server with
 /// `--auth` on it.
 pub fn auth_server(tls: bool) -> TestServer {
+    auth_server_with(tls, true)
+}
+
+/// [`auth_server`] with the choice of topology: a standalone, or (with
+/// `standalone` false) a one-member replica set.
+pub fn auth_server_with(tls: bool, standalone: bool) -> TestServer {
+    static STARTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = STARTS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("target/test-servers")
-        .join(format!("auth-data-{}-{tls}", std::process::id()));
+        .join(format!("auth-data-{}-{tls}-{n}", std::process::id()));
+    sweep(
+        dir.parent().expect("under target/test-servers"),
+        "auth-data-",
+    );
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let mut args = vec![
@@ -165,7 +177,7 @@ pub fn auth_server(tls: bool) -> TestServer {
     }
     {
         let provisioning = TestServer::with_options(ServerOptions {
-            standalone: true,
+            standalone,
             extra_args: args.clone(),
         });
         let uri = if tls {
@@ -212,7 +224,7 @@ pub fn auth_server(tls: bool) -> TestServer {
     }
     args.push("--auth".into());
     TestServer::with_options(ServerOptions {
-        standalone: true,
+        standalone,
         extra_args: args,
     })
 }

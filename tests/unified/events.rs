@@ -33,7 +33,7 @@ pub const MONITOR_EVENTS: &[&str] = &[
 /// Why a test that expects CMAP (connection pool) events cannot run.
 pub fn cmap_reason(event: &str) -> String {
     format!(
-        "CMAP event {event}: the driver publishes no connection-pool events (one socket per server, no pool)"
+        "single-threaded: connection-monitoring-and-pooling.md: \"This specification does not apply to drivers that do not support multitasking.\": CMAP event {event} is a connection pool's, and this single-threaded driver has one socket per server and no pool"
     )
 }
 

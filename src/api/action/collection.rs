@@ -805,6 +805,14 @@ impl<'a, S, T> Aggregate<'a, S, T> {
         self
     }
 
+    /// Without the handle's read and write concerns: the search index
+    /// aggregation takes neither (index-management.md).
+    pub(crate) fn without_concerns(mut self) -> Self {
+        self.defaults.read_concern = None;
+        self.defaults.write_concern = None;
+        self
+    }
+
     option_setters!(AggregateOptions {
         allow_disk_use: bool,
         batch_size: u32,

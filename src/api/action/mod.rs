@@ -32,6 +32,7 @@
 mod client_bulk_write;
 mod collection;
 mod database;
+mod search_index;
 mod watch;
 
 pub use crate::api::client_session::{AbortTransaction, CommitTransaction, StartTransaction};
@@ -46,6 +47,9 @@ pub use collection::{
 pub use database::{
     CreateCollection, DropDatabase, ListCollectionNames, ListCollections, ListDatabaseNames,
     ListDatabases, RunCommand, Shutdown, StartSession, WarmConnectionPool,
+};
+pub use search_index::{
+    CreateSearchIndex, CreateSearchIndexes, ListSearchIndexes, SearchIndexCommand,
 };
 pub use watch::Watch;
 

@@ -381,7 +381,6 @@ impl SessionState {
     }
 
     /// The snapshot time of a snapshot session, once its first read answered.
-    #[cfg(test)]
     pub fn snapshot_time(&self) -> Option<Timestamp> {
         self.snapshot_time
     }

@@ -1,0 +1,194 @@
+//! Atlas Search index management on a collection, in the official 3.x
+//! shape: `create_search_index(es)`, `update_search_index`,
+//! `drop_search_index`, `list_search_indexes`. The commands run through
+//! the collection's database's `run_command`, which adds no read or write
+//! concern, as index-management.md asks of them.
+
+use bson::Document;
+
+use super::{session_setter, Aggregate, ExplicitSession};
+use crate::api::client_session::ClientSession;
+use crate::api::coll::Collection;
+use crate::api::cursor::Cursor;
+use crate::error::Result;
+use crate::proto::coll_options::AggregateOptions;
+use crate::proto::search_index::{self, SearchIndexModel};
+
+impl<T> Collection<T> {
+    /// Creates the search indexes of `models`; `run` returns their names.
+    ///
+    /// Search indexes need Atlas (or a deployment with `mongot`); other
+    /// servers refuse the command, and `run` returns their error.
+    pub fn create_search_indexes(
+        &self,
+        models: impl IntoIterator<Item = SearchIndexModel>,
+    ) -> CreateSearchIndexes<'_, T> {
+        CreateSearchIndexes {
+            coll: self,
+            models: models.into_iter().collect(),
+            session: None,
+        }
+    }
+
+    /// Creates one search index; `run` returns its name.
+    pub fn create_search_index(&self, model: SearchIndexModel) -> CreateSearchIndex<'_, T> {
+        CreateSearchIndex {
+            inner: self.create_search_indexes([model]),
+        }
+    }
+
+    /// Replaces the definition of the search index `name`.
+    pub fn update_search_index(
+        &self,
+        name: impl Into<String>,
+        definition: Document,
+    ) -> SearchIndexCommand<'_, T> {
+        let name = name.into();
+        SearchIndexCommand::new(
+            self,
+            search_index::update_command(&self.ns().coll, &name, definition),
+        )
+    }
+
+    /// Drops the search index `name`.
+    pub fn drop_search_index(&self, name: impl Into<String>) -> SearchIndexCommand<'_, T> {
+        let command = search_index::drop_command(&self.ns().coll, &name.into());
+        SearchIndexCommand::new(self, command)
+    }
+
+    /// Lists the collection's search indexes (with `name`, only that one).
+    pub fn list_search_indexes(&self) -> ListSearchIndexes<'_, T> {
+        ListSearchIndexes {
+            coll: self,
+            name: None,
+            options: AggregateOptions::default(),
+        }
+    }
+}
+
+/// Runs `command` on `coll`'s database, in `session` if given.
+fn run_on_database<T>(
+    coll: &Collection<T>,
+    command: Document,
+    session: Option<&mut ClientSession>,
+) -> Result<Document> {
+    let db = coll.client().database(&coll.ns().db);
+    let action = db.run_command(command);
+    match session {
+        Some(session) => action.session(session).run(),
+        None => action.run(),
+    }
+}
+
+/// `create_search_indexes`.
+#[must_use = "nothing is sent until `run`"]
+pub struct CreateSearchIndexes<'a, T> {
+    coll: &'a Collection<T>,
+    models: Vec<SearchIndexModel>,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a, T> CreateSearchIndexes<'a, T> {
+    session_setter!();
+
+    /// Sends `createSearchIndexes`; the names of the indexes, in order.
+    pub fn run(self) -> Result<Vec<String>> {
+        let command = search_index::create_command(&self.coll.ns().coll, &self.models);
+        let reply = run_on_database(self.coll, command, self.session)?;
+        search_index::created_names(&reply)
+    }
+}
+
+/// `create_search_index`.
+#[must_use = "nothing is sent until `run`"]
+pub struct CreateSearchIndex<'a, T> {
+    inner: CreateSearchIndexes<'a, T>,
+}
+
+impl<'a, T> CreateSearchIndex<'a, T> {
+    /// Runs the operation in `session` instead of an implicit session.
+    pub fn session(mut self, session: &'a mut ClientSession) -> Self {
+        self.inner = self.inner.session(session);
+        self
+    }
+
+    /// Sends `createSearchIndexes`; the index's name.
+    pub fn run(self) -> Result<String> {
+        let mut names = self.inner.run()?;
+        names.pop().ok_or_else(|| {
+            crate::error::Error::from(crate::error::ErrorKind::Protocol {
+                address: None,
+                message: "createSearchIndexes created no index".into(),
+            })
+        })
+    }
+}
+
+/// `update_search_index` and `drop_search_index`: one command, no result.
+#[must_use = "nothing is sent until `run`"]
+pub struct SearchIndexCommand<'a, T> {
+    coll: &'a Collection<T>,
+    command: Document,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a, T> SearchIndexCommand<'a, T> {
+    fn new(coll: &'a Collection<T>, command: Document) -> Self {
+        SearchIndexCommand {
+            coll,
+            command,
+            session: None,
+        }
+    }
+
+    session_setter!();
+
+    /// Sends the command. Dropping an index of a collection that does not
+    /// exist succeeds, as in the official driver (`NamespaceNotFound`, 26).
+    pub fn run(self) -> Result<()> {
+        let dropping = self.command.contains_key("dropSearchIndex");
+        match run_on_database(self.coll, self.command, self.session) {
+            Err(e) if dropping && e.code() == Some(26) => Ok(()),
+            other => other.map(|_| ()),
+        }
+    }
+}
+
+/// `list_search_indexes`: an aggregation with `$listSearchIndexes`.
+#[must_use = "nothing is sent until `run`"]
+pub struct ListSearchIndexes<'a, T> {
+    coll: &'a Collection<T>,
+    name: Option<String>,
+    options: AggregateOptions,
+}
+
+impl<'a, T> ListSearchIndexes<'a, T> {
+    /// Lists only the index `name`.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// The aggregation's options (`batch_size`, `comment`, ...).
+    pub fn aggregate_options(mut self, options: AggregateOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    fn aggregate(self) -> Aggregate<'a> {
+        let pipeline = search_index::list_pipeline(self.name.as_deref());
+        Aggregate::on_collection(self.coll, pipeline)
+            .without_concerns()
+            .with_options(self.options)
+    }
+
+    /// Lists in `session`; run the returned aggregation for a session cursor.
+    pub fn session<'s>(self, session: &'s mut ClientSession) -> Aggregate<'a, ExplicitSession<'s>> {
+        self.aggregate().session(session)
+    }
+
+    /// Runs the aggregation.
+    pub fn run(self) -> Result<Cursor<Document>> {
+        self.aggregate().run()
+    }
+}

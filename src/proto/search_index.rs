@@ -1,0 +1,140 @@
+//! Atlas Search index management (`index-management/index-management.md`):
+//! the model, the commands and what their replies mean. The commands go to
+//! the collection's database as written, without a read or write concern
+//! (the spec: "Drivers MUST NOT apply a read concern or write concern").
+
+use bson::{doc, Bson, Document};
+use serde::Serialize;
+use typed_builder::TypedBuilder;
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// What kind of search index a [`SearchIndexModel`] describes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum SearchIndexType {
+    /// A full-text search index (`search`).
+    Search,
+    /// A vector search index (`vectorSearch`).
+    VectorSearch,
+}
+
+/// One search index to create: its definition, and optionally its name
+/// (the server names it `default` otherwise) and type.
+#[derive(Clone, Debug, PartialEq, TypedBuilder)]
+#[builder(field_defaults(default, setter(into, strip_option)))]
+#[non_exhaustive]
+pub struct SearchIndexModel {
+    /// The index definition (`mappings`, `fields`, ...).
+    #[builder(!default, setter(!strip_option))]
+    pub definition: Document,
+    /// The index's name.
+    pub name: Option<String>,
+    /// The index's type.
+    pub index_type: Option<SearchIndexType>,
+}
+
+impl SearchIndexModel {
+    fn to_document(&self) -> Document {
+        let mut out = doc! { "definition": self.definition.clone() };
+        if let Some(name) = &self.name {
+            out.insert("name", name);
+        }
+        if let Some(kind) = &self.index_type {
+            let kind = match kind {
+                SearchIndexType::Search => "search",
+                SearchIndexType::VectorSearch => "vectorSearch",
+            };
+            out.insert("type", kind);
+        }
+        out
+    }
+}
+
+/// `createSearchIndexes` for `models` on collection `coll`.
+pub(crate) fn create_command(coll: &str, models: &[SearchIndexModel]) -> Document {
+    let indexes: Vec<Bson> = models
+        .iter()
+        .map(|m| Bson::Document(m.to_document()))
+        .collect();
+    doc! { "createSearchIndexes": coll, "indexes": indexes }
+}
+
+/// The names in a `createSearchIndexes` reply, in the order of the models.
+pub(crate) fn created_names(reply: &Document) -> Result<Vec<String>> {
+    let malformed = || {
+        Error::from(ErrorKind::Protocol {
+            address: None,
+            message: "createSearchIndexes reply without indexesCreated names".into(),
+        })
+    };
+    reply
+        .get_array("indexesCreated")
+        .map_err(|_| malformed())?
+        .iter()
+        .map(|entry| {
+            entry
+                .as_document()
+                .and_then(|d| d.get_str("name").ok())
+                .map(str::to_string)
+                .ok_or_else(malformed)
+        })
+        .collect()
+}
+
+/// `updateSearchIndex`: index `name` of `coll` gets `definition`.
+pub(crate) fn update_command(coll: &str, name: &str, definition: Document) -> Document {
+    doc! { "updateSearchIndex": coll, "name": name, "definition": definition }
+}
+
+/// `dropSearchIndex`: index `name` of `coll`.
+pub(crate) fn drop_command(coll: &str, name: &str) -> Document {
+    doc! { "dropSearchIndex": coll, "name": name }
+}
+
+/// The `$listSearchIndexes` pipeline, for one index or all.
+pub(crate) fn list_pipeline(name: Option<&str>) -> Vec<Document> {
+    let stage = match name {
+        Some(name) => doc! { "name": name },
+        None => doc! {},
+    };
+    vec![doc! { "$listSearchIndexes": stage }]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_carry_the_models_as_the_spec_writes_them() {
+        let named = SearchIndexModel::builder()
+            .definition(doc! { "mappings": { "dynamic": true } })
+            .name("test index")
+            .index_type(SearchIndexType::VectorSearch)
+            .build();
+        let unnamed = SearchIndexModel::builder()
+            .definition(doc! { "mappings": { "dynamic": false } })
+            .build();
+        assert_eq!(
+            create_command("c", &[named, unnamed]),
+            doc! { "createSearchIndexes": "c", "indexes": [
+                { "definition": { "mappings": { "dynamic": true } }, "name": "test index", "type": "vectorSearch" },
+                { "definition": { "mappings": { "dynamic": false } } },
+            ] }
+        );
+        assert_eq!(list_pipeline(None), vec![doc! { "$listSearchIndexes": {} }]);
+        assert_eq!(
+            list_pipeline(Some("x")),
+            vec![doc! { "$listSearchIndexes": { "name": "x" } }]
+        );
+    }
+
+    #[test]
+    fn a_reply_without_names_is_an_error() {
+        let reply = doc! { "ok": 1, "indexesCreated": [{ "id": "1", "name": "a" }, { "id": "2", "name": "b" }] };
+        assert_eq!(created_names(&reply).unwrap(), ["a", "b"]);
+        assert!(created_names(&doc! { "ok": 1 }).is_err());
+        assert!(created_names(&doc! { "ok": 1, "indexesCreated": [{ "id": "1" }] }).is_err());
+    }
+}
