@@ -23,19 +23,14 @@
 #[path = "../../tests/support/mod.rs"]
 mod support;
 
-use std::io::{ErrorKind, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bson::doc;
 use mongo_inline::Client;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use rustls::{ServerConfig, ServerConnection};
 use support::delay_proxy::DelayProxy;
 use support::sim::Simulator;
 use support::tls::{certs, encoded, plain_auth_server, PASSWORD};
+use support::tls_terminator::{server_config, terminate_tls};
 
 fn cold_ping(uri: &str) -> Duration {
     let start = Instant::now();
@@ -69,7 +64,8 @@ fn main() {
         encoded(PASSWORD),
         plain_hosts.join(",")
     );
-    let config = server_config();
+    // The test server certificate (`localhost`, signed by the tests' CA).
+    let config = server_config(&certs().path("server.pem"), &certs().path("server-key.pem"));
     let proxies: Vec<DelayProxy> = (0..3)
         .map(|i| DelayProxy::start(terminate_tls(config.clone(), sim.port(i))))
         .collect();
@@ -128,119 +124,4 @@ fn main() {
         .map(|(i, command)| format!("{i}:{command}"))
         .collect();
     println!("(medians of {runs} cold starts; the last plain one's commands, in arrival order: {order:?})");
-}
-
-/// The test server certificate (`localhost`, signed by the tests' CA).
-fn server_config() -> Arc<ServerConfig> {
-    let chain: Vec<CertificateDer<'static>> =
-        CertificateDer::pem_file_iter(certs().path("server.pem"))
-            .expect("server.pem")
-            .collect::<Result<_, _>>()
-            .expect("a certificate chain");
-    let key = PrivateKeyDer::from_pem_file(certs().path("server-key.pem")).expect("the key");
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("TLS versions")
-        .with_no_client_auth()
-        .with_single_cert(chain, key)
-        .expect("the server certificate");
-    Arc::new(config)
-}
-
-/// Listens on an ephemeral port; each socket's TLS is ended here and its
-/// bytes go on in plain to 127.0.0.1:`upstream`. Returns the port.
-fn terminate_tls(config: Arc<ServerConfig>, upstream: u16) -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("an address").port();
-    std::thread::spawn(move || {
-        for client in listener.incoming() {
-            let Ok(client) = client else { return };
-            let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
-                continue;
-            };
-            let config = config.clone();
-            std::thread::spawn(move || relay(client, server, config));
-        }
-    });
-    port
-}
-
-/// Moves bytes both ways between a TLS client and a plain server, both
-/// sockets non-blocking, napping 100 µs when neither side had anything
-/// (well below the delays measured).
-fn relay(mut client: TcpStream, mut server: TcpStream, config: Arc<ServerConfig>) {
-    let (Ok(mut tls), Ok(()), Ok(())) = (
-        ServerConnection::new(config),
-        client.set_nonblocking(true),
-        server.set_nonblocking(true),
-    ) else {
-        return;
-    };
-    let _ = (client.set_nodelay(true), server.set_nodelay(true));
-    let mut buffer = vec![0u8; 64 * 1024];
-    loop {
-        let mut busy = false;
-        match tls.read_tls(&mut client) {
-            Ok(0) => return,
-            Ok(_) => {
-                busy = true;
-                if tls.process_new_packets().is_err() {
-                    let _ = tls.write_tls(&mut client);
-                    return;
-                }
-            }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-            Err(_) => return,
-        }
-        loop {
-            match tls.reader().read(&mut buffer) {
-                Ok(0) => return,
-                Ok(n) => {
-                    busy = true;
-                    if write_all(&mut server, &buffer[..n]).is_err() {
-                        return;
-                    }
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                Err(_) => return,
-            }
-        }
-        match server.read(&mut buffer) {
-            Ok(0) => return,
-            Ok(n) => {
-                busy = true;
-                if tls.writer().write_all(&buffer[..n]).is_err() {
-                    return;
-                }
-            }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-            Err(_) => return,
-        }
-        while tls.wants_write() {
-            match tls.write_tls(&mut client) {
-                Ok(_) => busy = true,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                Err(_) => return,
-            }
-        }
-        if !busy {
-            std::thread::sleep(Duration::from_micros(100));
-        }
-    }
-}
-
-/// `write_all` on a non-blocking socket: retries while its buffer is full.
-fn write_all(socket: &mut TcpStream, mut bytes: &[u8]) -> std::io::Result<()> {
-    while !bytes.is_empty() {
-        match socket.write(bytes) {
-            Ok(0) => return Err(ErrorKind::WriteZero.into()),
-            Ok(n) => bytes = &bytes[n..],
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_micros(100));
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
 }

@@ -177,8 +177,26 @@ impl DnsServer {
         DnsServer::start_with(records, Mode::Truncating)
     }
 
+    /// Serves `records` over UDP at `address` (a fixed one, such as port 53
+    /// of a loopback address that a private `resolv.conf` names, for
+    /// programs that only read the system's configuration).
+    pub fn start_at(address: SocketAddr, records: Vec<ZoneRecord>) -> DnsServer {
+        let socket = UdpSocket::bind(address)
+            .unwrap_or_else(|e| panic!("binding the name server to {address}: {e}"));
+        DnsServer::serve(socket, None, records, Mode::Answer)
+    }
+
     fn start_with(records: Vec<ZoneRecord>, mode: Mode) -> DnsServer {
         let (socket, tcp) = bind(matches!(mode, Mode::Truncating));
+        DnsServer::serve(socket, tcp, records, mode)
+    }
+
+    fn serve(
+        socket: UdpSocket,
+        tcp: Option<std::net::TcpListener>,
+        records: Vec<ZoneRecord>,
+        mode: Mode,
+    ) -> DnsServer {
         socket
             .set_read_timeout(Some(Duration::from_millis(50)))
             .unwrap();

@@ -14,3 +14,4 @@ pub mod server;
 pub mod sim;
 pub mod spec;
 pub mod tls;
+pub mod tls_terminator;
