@@ -32,7 +32,8 @@
 //! CPU per document is the client's own share.
 //!
 //! `cold` is meant to be timed from outside (spawn → exit), so it does
-//! nothing but the one query. `ID` is the `_id` to look up, as Extended JSON
+//! nothing but the one query; with `MONGO_INLINE_STATE_FILE` set it starts
+//! from that state file. `ID` is the `_id` to look up, as Extended JSON
 //! (`1`, `"a"`, `{"$oid": "..."}`); `warm` looks up `_id: 1`, which the
 //! harness inserts. CPU time is the process's own (user + system, from
 //! `/proc/self/schedstat`, nanosecond resolution on Linux), so a slow test
@@ -46,7 +47,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use bson::{doc, Bson, Document, RawDocumentBuf};
-use mongo_inline::Client;
+use mongo_inline::{Client, ClientOptions};
 use serde::de::DeserializeOwned;
 
 fn main() -> ExitCode {
@@ -83,7 +84,7 @@ fn main() -> ExitCode {
 
 fn cold(uri: &str, db: &str, coll: &str, id: &str) -> Result<String, String> {
     let id = parse_id(id)?;
-    let client = Client::with_uri_str(uri).map_err(|e| e.to_string())?;
+    let client = cold_client(uri).map_err(|e| e.to_string())?;
     let collection = client.database(db).collection::<Document>(coll);
     let found = collection
         .find_one(doc! { "_id": id })
@@ -91,6 +92,21 @@ fn cold(uri: &str, db: &str, coll: &str, id: &str) -> Result<String, String> {
         .map_err(|e| e.to_string())?;
     let value = found.map(Bson::Document).unwrap_or(Bson::Null);
     Ok(format!("DOC {}", value.into_relaxed_extjson()))
+}
+
+/// A client that starts from the state file `MONGO_INLINE_STATE_FILE`
+/// names, when set (as the CLI and the bindings do), so that
+/// `benches/warm_start.rs` measures a second process.
+fn cold_client(uri: &str) -> mongo_inline::Result<Client> {
+    match std::env::var_os("MONGO_INLINE_STATE_FILE").filter(|v| !v.is_empty()) {
+        Some(path) => {
+            let in_code = ClientOptions::builder()
+                .state_file(std::path::PathBuf::from(path))
+                .build();
+            Client::with_options(ClientOptions::parse_with(uri, in_code)?)
+        }
+        None => Client::with_uri_str(uri),
+    }
 }
 
 /// `T` is what each result becomes: a `Document` (parsed), or the bytes.
