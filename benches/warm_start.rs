@@ -34,7 +34,7 @@
 //! ```
 //!
 //! `WARM_START_RUNS` (default 15) sets the runs per driver, process and
-//! delay; `WARM_START_DELAY_MS` (default 50) sets D. benches/README.md has the
+//! delay; `WARM_START_DELAY_MS` (default 100) sets D. benches/README.md has the
 //! method and the figures.
 
 // Timing real servers and processes is this crate's job; the one-clock rule
@@ -84,7 +84,7 @@ fn main() -> ExitCode {
     let drivers = drivers();
     let deployment = Deployment::start(&scratch.0);
     let runs = env_number("WARM_START_RUNS", 15);
-    let delay = Duration::from_millis(env_number("WARM_START_DELAY_MS", 50) as u64);
+    let delay = Duration::from_millis(env_number("WARM_START_DELAY_MS", 100) as u64);
     let state_file = scratch.0.join("state");
     let mut samples: HashMap<(usize, Process, bool), Vec<Sample>> = HashMap::new();
     for delayed in [false, true] {
