@@ -128,8 +128,8 @@ pub use api::coll::Collection;
 pub use api::cursor::{Cursor, SessionCursor, SessionCursorIter};
 pub use bson;
 pub use error::{Error, ErrorKind, Result};
-pub use options::{ClientOptions, IndexModel, ReadPreference, ReadPreferenceMode, ServerAddress};
-pub use proto::sdam::ServerType;
+pub use options::{ClientOptions, IndexModel, ReadPreference, ServerAddress};
+pub use proto::sdam::{ServerInfo, ServerType, TopologyType};
 
 /// A collection's full name, as [`Collection::namespace`] gives it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

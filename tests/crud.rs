@@ -27,7 +27,7 @@ use mongo_inline::options::{
     DeleteOneModel, InsertOneModel, UpdateManyModel, UpdateOneModel, WriteModel,
 };
 use mongo_inline::results::WriteFailure;
-use mongo_inline::{Client, Collection, ErrorKind, ReadPreference, ReadPreferenceMode};
+use mongo_inline::{Client, Collection, ErrorKind, ReadPreference};
 use serde::{Deserialize, Serialize};
 use support::server::TestServer;
 use support::sim::{Role, Simulator};
@@ -810,9 +810,7 @@ fn read_preference_most_specific_wins() {
     on_primary
         .find_one(doc! {})
         .with_options(FindOneOptions::default().selection_criteria(
-            SelectionCriteria::ReadPreference(ReadPreference::new(
-                ReadPreferenceMode::SecondaryPreferred,
-            )),
+            SelectionCriteria::ReadPreference(ReadPreference::secondary_preferred(None)),
         ))
         .run()
         .unwrap();

@@ -12,7 +12,7 @@ use bson::oid::ObjectId;
 use bson::{doc, Bson, Document};
 use mongo_inline::options::FindOptions;
 use mongo_inline::options::SelectionCriteria;
-use mongo_inline::{Client, Collection, ReadPreference, ReadPreferenceMode};
+use mongo_inline::{Client, Collection, ReadPreference};
 use support::server::TestServer;
 use support::sim::{Role, Simulator};
 
@@ -136,8 +136,7 @@ fn a_secondary_cursor_whose_socket_is_lost_is_not_resumed_on_another_member() {
         &[Role::Primary, Role::Secondary],
     );
     let client = Client::with_uri_str(sim.seed_uri(&[0, 1])).unwrap();
-    let coll = numbers(&client, 20)
-        .with_read_preference(ReadPreference::new(ReadPreferenceMode::SecondaryPreferred));
+    let coll = numbers(&client, 20).with_read_preference(ReadPreference::secondary_preferred(None));
     sim.reset_observations();
     let mut cursor = coll.find(doc! {}).with_options(sorted(5)).run().unwrap();
     assert_eq!(cursor.address().to_string(), sim.address(1));
@@ -216,7 +215,7 @@ fn a_cursor_on_a_secondary_keeps_its_get_mores_there() {
     sim.reset_observations();
     let secondary = coll
         .clone()
-        .with_read_preference(ReadPreference::new(ReadPreferenceMode::Secondary));
+        .with_read_preference(ReadPreference::secondary(None));
     let cursor = secondary
         .find(doc! {})
         .with_options(sorted(7))
@@ -242,9 +241,9 @@ fn a_cursor_on_a_secondary_keeps_its_get_mores_there() {
     let cursor = coll
         .find(doc! {})
         .with_options(
-            sorted(15).selection_criteria(SelectionCriteria::ReadPreference(ReadPreference::new(
-                ReadPreferenceMode::Secondary,
-            ))),
+            sorted(15).selection_criteria(SelectionCriteria::ReadPreference(
+                ReadPreference::secondary(None),
+            )),
         )
         .run()
         .unwrap();

@@ -25,7 +25,7 @@ use mongo_inline::event::command::CommandEvent;
 use mongo_inline::event::sdam::SdamEvent;
 use mongo_inline::event::TopologyDescription;
 use mongo_inline::options::FindOptions;
-use mongo_inline::options::{ReadPreference, ReadPreferenceMode};
+use mongo_inline::options::ReadPreference;
 use mongo_inline::Collection;
 use mongo_inline::{Client, ErrorKind};
 use support::events::{recorded_client, Recorder};
@@ -681,7 +681,7 @@ fn read_preference_is_sent_as_to_a_mongos() {
     coll.insert_one(doc! { "_id": 1 }).run().expect("insert");
     let secondary = coll
         .clone_with_type::<Document>()
-        .with_read_preference(ReadPreference::new(ReadPreferenceMode::SecondaryPreferred));
+        .with_read_preference(ReadPreference::secondary_preferred(None));
     let found: Vec<Document> = secondary
         .find(doc! {})
         .run()

@@ -43,7 +43,6 @@ fn insert(client: &Client, collection: &str, document: Document) -> mongo_inline
     client
         .database(DB)
         .run_command(doc! { "insert": collection, "documents": [document] })
-        .selection_criteria(SelectionCriteria::Write)
         .run()
 }
 
@@ -473,7 +472,7 @@ fn a_possible_primary_that_fails_its_check_is_not_retried_at_once() {
         .database("admin")
         .run_command(doc! { "ping": 1 })
         .selection_criteria(SelectionCriteria::ReadPreference(
-            mongo_inline::ReadPreference::new(mongo_inline::ReadPreferenceMode::Secondary),
+            mongo_inline::ReadPreference::secondary(None),
         ))
         .run()
         .expect("ping on the secondary");
@@ -524,7 +523,7 @@ fn ping_primary_preferred(client: &Client) {
         .database("admin")
         .run_command(doc! { "ping": 1 })
         .selection_criteria(SelectionCriteria::ReadPreference(
-            mongo_inline::ReadPreference::new(mongo_inline::ReadPreferenceMode::PrimaryPreferred),
+            mongo_inline::ReadPreference::primary_preferred(None),
         ))
         .run()
         .expect("ping with primaryPreferred");

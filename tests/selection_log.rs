@@ -12,7 +12,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use bson::{doc, Document};
-use mongo_inline::options::SelectionCriteria;
+use mongo_inline::options::ReadPreference;
 use mongo_inline::{Client, ErrorKind};
 use support::server::TestServer;
 use support::sim::{Role, Simulator};
@@ -70,7 +70,7 @@ fn selection_logs_name_the_command_and_wait_once_at_info() {
     let error = client
         .database("selection_log")
         .run_command(doc! { "ping": 1 })
-        .selection_criteria(SelectionCriteria::Write)
+        .selection_criteria(ReadPreference::Primary)
         .run()
         .expect_err("no primary");
     assert!(

@@ -10,15 +10,14 @@
 
 mod support;
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use bson::{doc, Document};
 use mongo_inline::event::sdam::SdamEvent;
 use mongo_inline::event::ServerType;
-use mongo_inline::options::ReadPreference;
 use mongo_inline::options::SelectionCriteria;
-use mongo_inline::{Client, ClientOptions, ErrorKind, ReadPreferenceMode};
+use mongo_inline::options::{ReadPreference, ReadPreferenceOptions};
+use mongo_inline::{Client, ClientOptions, ErrorKind};
 use support::events::{recorded_client, Recorder};
 use support::server::TestServer;
 use support::sim::{wait_until, Role, Simulator};
@@ -41,7 +40,6 @@ fn insert(client: &Client, collection: &str, document: Document) -> mongo_inline
     client
         .database(DB)
         .run_command(doc! { "insert": collection, "documents": [document] })
-        .selection_criteria(SelectionCriteria::Write)
         .run()
 }
 
@@ -65,7 +63,7 @@ fn find_with(
 }
 
 fn find_on_primary(client: &Client, collection: &str) -> Vec<Document> {
-    find_with(client, collection, SelectionCriteria::primary_read()).expect("find on the primary")
+    find_with(client, collection, ReadPreference::Primary.into()).expect("find on the primary")
 }
 
 fn count(sim: &Simulator, i: usize, name: &str) -> usize {
@@ -80,7 +78,7 @@ fn received(sim: &Simulator, i: usize, name: &str) -> Vec<Document> {
         .collect()
 }
 
-fn tag_set(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+fn tag_set(pairs: &[(&str, &str)]) -> mongo_inline::options::TagSet {
     pairs
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -179,8 +177,7 @@ fn a_closed_socket_kept_after_a_state_change_error_does_not_fail_the_check() {
     );
 
     // Member 0 is a healthy secondary now, and known as one.
-    let secondary =
-        SelectionCriteria::ReadPreference(ReadPreference::new(ReadPreferenceMode::Secondary));
+    let secondary = SelectionCriteria::ReadPreference(ReadPreference::secondary(None));
     let found = find_with(&client, &collection, secondary).expect("read from member 0");
     assert_eq!(found, vec![doc! { "_id": 1 }, doc! { "_id": 3 }]);
     assert_eq!(count(&sim, 0, "find"), 1);
@@ -262,8 +259,11 @@ fn a_secondary_read_with_a_tag_set_goes_to_the_tagged_member() {
     let collection = fresh_collection("tags");
     insert(&client, &collection, doc! { "_id": 1, "x": "tagged" }).expect("insert");
 
-    let read_preference = ReadPreference::new(ReadPreferenceMode::Secondary)
-        .with_tag_sets(vec![tag_set(&[("dc", "east")])]);
+    let read_preference = ReadPreference::secondary(
+        ReadPreferenceOptions::builder()
+            .tag_sets(vec![tag_set(&[("dc", "east")])])
+            .build(),
+    );
     for _ in 0..5 {
         let found = find_with(
             &client,
@@ -297,7 +297,7 @@ fn two_mongos_routers_share_reads_inside_the_latency_window() {
     insert(&client, &collection, doc! { "_id": 1 }).expect("insert");
 
     for _ in 0..40 {
-        let found = find_with(&client, &collection, SelectionCriteria::primary_read())
+        let found = find_with(&client, &collection, ReadPreference::Primary.into())
             .expect("read through a router");
         assert_eq!(found, vec![doc! { "_id": 1 }]);
     }
@@ -333,7 +333,7 @@ fn a_router_that_went_down_is_avoided_without_failing_reads() {
     while !saw_unknown(&recorder, &down) {
         reads += 1;
         assert!(reads <= 30, "no read ever tried router 1");
-        let found = find_with(&client, &collection, SelectionCriteria::primary_read())
+        let found = find_with(&client, &collection, ReadPreference::Primary.into())
             .expect("a read while router 1 is down");
         assert_eq!(found, vec![doc! { "_id": 1 }]);
     }
@@ -344,7 +344,7 @@ fn a_router_that_went_down_is_avoided_without_failing_reads() {
     let finds_before = count(&sim, 0, "find");
     let started = Instant::now();
     for _ in 0..10 {
-        find_with(&client, &collection, SelectionCriteria::primary_read()).expect("read");
+        find_with(&client, &collection, ReadPreference::Primary.into()).expect("read");
     }
     let elapsed = started.elapsed();
     assert_eq!(count(&sim, 0, "find"), finds_before + 10);
@@ -376,7 +376,7 @@ fn a_router_outside_the_latency_window_gets_no_reads() {
     let collection = fresh_collection("slow_mongos");
 
     for _ in 0..10 {
-        find_with(&client, &collection, SelectionCriteria::primary_read())
+        find_with(&client, &collection, ReadPreference::Primary.into())
             .expect("read through the fast router");
     }
     assert_eq!(count(&sim, 0, "find"), 10);
@@ -441,7 +441,7 @@ fn an_application_server_selector_narrows_the_choice() {
         find_with(
             &client,
             &collection,
-            SelectionCriteria::ReadPreference(ReadPreference::new(ReadPreferenceMode::Nearest)),
+            SelectionCriteria::ReadPreference(ReadPreference::nearest(None)),
         )
         .unwrap();
     }
@@ -470,4 +470,72 @@ fn a_server_too_old_for_the_driver_gives_the_compatibility_error() {
         0,
         "nothing is sent to an incompatible server"
     );
+}
+
+/// The official `SelectionCriteria::Predicate`: an operation's predicate
+/// over `ServerInfo` really narrows selection (every read lands on the one
+/// member it accepts, sent as `primaryPreferred`), a client's default
+/// predicate applies to reads that set none, and a predicate that accepts
+/// nothing fails selection.
+#[test]
+fn a_predicate_chooses_the_server() {
+    use mongo_inline::options::SelectionCriteria;
+    use mongo_inline::{ServerInfo, ServerType};
+    use std::sync::Arc;
+
+    let sim = replica_set(&[Role::Primary, Role::Secondary, Role::Secondary]);
+    let uri = format!(
+        "{}&localThresholdMS=1000&serverSelectionTimeoutMS=300",
+        sim.seed_uri(&[0, 1, 2])
+    );
+    let collection = fresh_collection("predicate");
+    let client = client(&uri);
+    insert(&client, &collection, doc! { "_id": 1 }).expect("insert");
+    let coll = client.database(DB).collection::<Document>(&collection);
+
+    let member_2 = sim.address(2);
+    let only_2 = SelectionCriteria::Predicate(Arc::new(move |server: &ServerInfo| {
+        server.address().to_string() == member_2 && server.server_type() == ServerType::RsSecondary
+    }));
+    for _ in 0..6 {
+        let found: Vec<Document> = coll
+            .find(doc! {})
+            .selection_criteria(only_2.clone())
+            .run()
+            .unwrap()
+            .collect::<mongo_inline::Result<_>>()
+            .unwrap();
+        assert_eq!(found, vec![doc! { "_id": 1 }]);
+    }
+    assert_eq!(count(&sim, 0, "find") + count(&sim, 1, "find"), 0);
+    let finds = received(&sim, 2, "find");
+    assert_eq!(finds.len(), 6);
+    assert_eq!(
+        finds[0].get_document("$readPreference").ok(),
+        Some(&doc! { "mode": "primaryPreferred" })
+    );
+
+    let none = SelectionCriteria::Predicate(Arc::new(|_: &ServerInfo| false));
+    let error = coll
+        .count_documents(doc! {})
+        .selection_criteria(none)
+        .run()
+        .expect_err("no server is acceptable");
+    assert!(
+        matches!(error.kind(), ErrorKind::ServerSelection { .. }),
+        "{error}"
+    );
+
+    let mut options = ClientOptions::parse(&uri).run().unwrap();
+    let member_1 = sim.address(1);
+    options.selection_criteria = Some(SelectionCriteria::Predicate(Arc::new(
+        move |server: &ServerInfo| server.address().to_string() == member_1,
+    )));
+    let by_default = Client::with_options(options).unwrap();
+    let coll = by_default.database(DB).collection::<Document>(&collection);
+    for _ in 0..4 {
+        assert_eq!(coll.count_documents(doc! {}).run().unwrap(), 1);
+    }
+    assert_eq!(count(&sim, 1, "aggregate"), 4);
+    assert_eq!(count(&sim, 2, "aggregate"), 0);
 }

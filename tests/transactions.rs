@@ -383,25 +383,23 @@ fn a_transaction_on_mongos_stays_on_the_router_of_its_first_command() {
 /// operation itself is its own).
 #[test]
 fn reads_in_a_transaction_use_the_transactions_read_preference() {
-    use mongo_inline::{ReadPreference, ReadPreferenceMode};
+    use mongo_inline::ReadPreference;
     let server = TestServer::shared();
     let client = Client::with_uri_str(server.uri()).unwrap();
     let coll = fresh(&client, "txn_read_preference");
-    let primary_coll = coll
-        .clone()
-        .with_read_preference(ReadPreference::new(ReadPreferenceMode::Primary));
+    let primary_coll = coll.clone().with_read_preference(ReadPreference::Primary);
     let secondary_coll = coll
         .clone()
-        .with_read_preference(ReadPreference::new(ReadPreferenceMode::Secondary));
+        .with_read_preference(ReadPreference::secondary(None));
     let refused = "read preference in a transaction must be primary";
     let mut session = client.start_session().run().unwrap();
     for mode in [
-        ReadPreferenceMode::Secondary,
-        ReadPreferenceMode::PrimaryPreferred,
-        ReadPreferenceMode::Nearest,
+        ReadPreference::secondary(None),
+        ReadPreference::primary_preferred(None),
+        ReadPreference::nearest(None),
     ] {
         let mut options = TransactionOptions::default();
-        options.read_preference = Some(ReadPreference::new(mode));
+        options.selection_criteria = Some(mode.clone().into());
         session
             .start_transaction()
             .with_options(options)
@@ -449,7 +447,7 @@ fn reads_in_a_transaction_use_the_transactions_read_preference() {
     // A primary transaction reads from the primary whatever the
     // collection's read preference says.
     let mut options = TransactionOptions::default();
-    options.read_preference = Some(ReadPreference::new(ReadPreferenceMode::Primary));
+    options.selection_criteria = Some(ReadPreference::Primary.into());
     session
         .start_transaction()
         .with_options(options)

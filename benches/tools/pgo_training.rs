@@ -41,7 +41,7 @@ mod support;
 use std::process::ExitCode;
 
 use bson::{doc, Document, RawDocumentBuf};
-use mongo_inline::options::{ReadPreference, ReadPreferenceMode};
+use mongo_inline::options::ReadPreference;
 use mongo_inline::{Client, ClientSession};
 use serde::{Deserialize, Serialize};
 use support::server::TestServer;
@@ -255,7 +255,7 @@ fn train(uri: &str, rounds: u32, abilities: Abilities) -> Outcome {
         if abilities.secondaries {
             let from_secondary = docs
                 .clone()
-                .with_read_preference(ReadPreference::new(ReadPreferenceMode::SecondaryPreferred))
+                .with_read_preference(ReadPreference::secondary_preferred(None))
                 .find_one(doc! { "_id": key })
                 .run()?;
             check(from_secondary.is_some(), "a secondary read")?;

@@ -148,7 +148,7 @@ impl Client {
             log::warn!("{warning}");
         }
         let defaults = crate::api::coll::Defaults {
-            read_preference: options.read_preference().cloned(),
+            selection_criteria: options.selection_criteria.clone(),
             read_concern: options.read_concern().cloned(),
             write_concern: options.write_concern().cloned(),
             timeout: options.timeout(),
@@ -506,7 +506,7 @@ impl Database {
 
     /// This handle with a default read preference for its collections.
     pub fn with_read_preference(mut self, read_preference: ReadPreference) -> Self {
-        self.overrides.read_preference = Some(read_preference);
+        self.overrides.selection_criteria = Some(read_preference.into());
         self
     }
 

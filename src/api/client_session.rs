@@ -11,6 +11,7 @@ use crate::api::client::Client;
 use crate::error::Result;
 use crate::proto::deadline::Deadline;
 use crate::proto::operation::EndTransaction;
+use crate::proto::read_preference::SelectionCriteria;
 use crate::proto::session::transaction::{TransactionOptions, TransactionState};
 use crate::proto::session::with_transaction::{Decision, WithTransaction};
 use crate::proto::session::{SessionOptions, SessionState};
@@ -161,7 +162,10 @@ impl ClientSession {
         let client = TransactionOptions {
             read_concern: defaults.read_concern,
             write_concern: defaults.write_concern,
-            read_preference: defaults.read_preference,
+            // A client's predicate is for reads outside transactions.
+            selection_criteria: defaults
+                .selection_criteria
+                .filter(|c| matches!(c, SelectionCriteria::ReadPreference(_))),
             ..TransactionOptions::default()
         };
         self.state.start_transaction(options.as_ref(), &client)
@@ -354,6 +358,13 @@ impl StartTransaction<'_> {
     /// The write concern of the commit and the abort.
     pub fn write_concern(mut self, value: crate::options::WriteConcern) -> Self {
         self.options.write_concern = Some(value);
+        self
+    }
+
+    /// Where the transaction's reads go: a read preference, which must be
+    /// primary.
+    pub fn selection_criteria(mut self, value: SelectionCriteria) -> Self {
+        self.options.selection_criteria = Some(value);
         self
     }
 

@@ -28,7 +28,7 @@ use crate::proto::operation::{
     CollectionWriteModel, CursorSpec, Namespace, Operation, UpdateModifications,
 };
 use crate::proto::options::{ReadConcern, WriteConcern};
-use crate::proto::read_preference::ReadPreference;
+use crate::proto::read_preference::{ReadPreference, SelectionCriteria};
 use crate::proto::results::BulkWriteResult;
 use crate::shell::exec::{Inherited, Target};
 
@@ -36,7 +36,7 @@ use crate::shell::exec::{Inherited, Target};
 /// (client, database, collection, operation) may override the one above.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Defaults {
-    pub(crate) read_preference: Option<ReadPreference>,
+    pub(crate) selection_criteria: Option<SelectionCriteria>,
     pub(crate) read_concern: Option<ReadConcern>,
     pub(crate) write_concern: Option<WriteConcern>,
     pub(crate) timeout: Option<Duration>,
@@ -55,10 +55,10 @@ impl Defaults {
     /// `self` with anything `more_specific` sets taking precedence.
     pub(crate) fn overridden_by(&self, more_specific: &Defaults) -> Defaults {
         Defaults {
-            read_preference: more_specific
-                .read_preference
+            selection_criteria: more_specific
+                .selection_criteria
                 .clone()
-                .or_else(|| self.read_preference.clone()),
+                .or_else(|| self.selection_criteria.clone()),
             read_concern: more_specific
                 .read_concern
                 .clone()
@@ -85,7 +85,7 @@ impl Defaults {
 
     pub(crate) fn inherited(&self) -> Inherited<'_> {
         Inherited {
-            read_preference: self.read_preference.as_ref(),
+            selection_criteria: self.selection_criteria.as_ref(),
             read_concern: self.read_concern.as_ref(),
             write_concern: self.write_concern.as_ref(),
             timeout: self.timeout,
@@ -168,7 +168,7 @@ impl<T> Collection<T> {
 
     /// This handle with a default read preference for its reads.
     pub fn with_read_preference(mut self, read_preference: ReadPreference) -> Self {
-        self.defaults.read_preference = Some(read_preference);
+        self.defaults.selection_criteria = Some(read_preference.into());
         self
     }
 

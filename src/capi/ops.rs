@@ -230,7 +230,7 @@ pub(crate) fn transaction_options(options: OptionList) -> Result<TransactionOpti
         match key.as_str() {
             "readConcern" => opts.read_concern = Some(value_of(&key, value)?),
             "writeConcern" => opts.write_concern = Some(value_of(&key, value)?),
-            "readPreference" => opts.read_preference = Some(value_of(&key, value)?),
+            "readPreference" => opts.selection_criteria = Some(value_of(&key, value)?),
             "maxCommitTimeMS" => opts.max_commit_time = Some(value_of(&key, value)?),
             _ => return Err(failure(&unknown("transaction", &key))),
         }

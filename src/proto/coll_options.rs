@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::proto::collation::Collation;
 use crate::proto::concern::{ReadConcern, WriteConcern};
-use crate::proto::select::SelectionCriteria;
+use crate::proto::read_preference::SelectionCriteria;
 
 /// Declares an options struct with public `Option` fields and a setter per field.
 macro_rules! options_struct {

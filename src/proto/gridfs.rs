@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, GridFsErrorKind, Result};
 use crate::proto::coll_options::options_struct;
 use crate::proto::concern::{ReadConcern, WriteConcern};
-use crate::proto::select::SelectionCriteria;
+use crate::proto::read_preference::SelectionCriteria;
 
 /// The bucket name when none is given.
 pub const DEFAULT_BUCKET_NAME: &str = "fs";

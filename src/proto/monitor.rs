@@ -36,7 +36,7 @@ use crate::proto::deadline::Deadline;
 use crate::proto::scan::{self, ScanCandidate};
 use crate::proto::sdam::error_handling::{ApplicationError, ErrorDecision};
 use crate::proto::sdam::{ServerType, TopologyDescription, TopologyType, TopologyUpdate};
-use crate::proto::select::{self, SelectionCriteria, SelectionSettings};
+use crate::proto::select::{self, Criteria, SelectionSettings};
 use remembered::{SelectionMemory, Tracked};
 
 /// What the shell must do next.
@@ -112,7 +112,7 @@ struct Scan {
 
 /// A selection under way.
 struct Selection {
-    criteria: SelectionCriteria,
+    criteria: Criteria,
     deprioritized: Vec<ServerAddress>,
     operation: OperationName,
     start: Instant,
@@ -277,7 +277,7 @@ impl Monitor {
     /// an earlier selection is dropped: its checks are no longer running.
     pub(crate) fn start_selection(
         &mut self,
-        criteria: SelectionCriteria,
+        criteria: Criteria,
         deprioritized: &[ServerAddress],
         operation: &str,
         now: Instant,

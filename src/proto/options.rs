@@ -32,11 +32,13 @@ pub use crate::proto::gridfs::{
     GridFsDownloadByNameOptionsBuilder, GridFsFindOneOptions, GridFsFindOneOptionsBuilder,
     GridFsFindOptions, GridFsFindOptionsBuilder, GridFsUploadOptions, GridFsUploadOptionsBuilder,
 };
-pub use crate::proto::read_preference::{ReadPreference, ReadPreferenceMode, TagSet};
+pub use crate::proto::read_preference::{
+    HedgedReadOptions, HedgedReadOptionsBuilder, Predicate, ReadPreference, ReadPreferenceOptions,
+    ReadPreferenceOptionsBuilder, SelectionCriteria, TagSet,
+};
 pub use crate::proto::retry::{RetryMode, RetrySettings, Tokens, TOKEN_BUCKET_CAPACITY};
 use crate::proto::sdam::settings::TopologySettings;
 pub use crate::proto::search_index::{SearchIndexModel, SearchIndexModelBuilder, SearchIndexType};
-pub use crate::proto::select::SelectionCriteria;
 pub use crate::proto::session::transaction::TransactionOptions;
 pub use crate::proto::session::SessionOptions;
 pub use crate::proto::write_model::{CollectionWriteModel, UpdateModifications};
@@ -790,18 +792,6 @@ impl ClientOptions {
         self.validate_ranges()?;
         self.validate_topology_options()?;
         self.validate_tls()?;
-        match &self.selection_criteria {
-            Some(SelectionCriteria::ReadPreference(read_preference)) => {
-                read_preference.validate()?
-            }
-            Some(SelectionCriteria::Predicate(_)) | None => {}
-            Some(other) => {
-                return Err(Error::invalid_argument(format!(
-                    "the default selection criteria must be a read preference or a predicate, \
-                     not {other:?}"
-                )));
-            }
-        }
         if let Some(write_concern) = &self.write_concern {
             if write_concern.w == Some(Acknowledgment::Nodes(0))
                 && write_concern.journal == Some(true)

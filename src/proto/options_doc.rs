@@ -17,8 +17,10 @@ use crate::proto::coll_options::{
 };
 use crate::proto::collation::Collation;
 use crate::proto::concern::{Acknowledgment, ReadConcern, WriteConcern};
-use crate::proto::read_preference::{ReadPreference, ReadPreferenceMode, TagSet};
-use crate::proto::select::SelectionCriteria;
+use crate::proto::read_preference::SelectionCriteria;
+use crate::proto::read_preference::{
+    HedgedReadOptions, ReadPreference, ReadPreferenceMode, TagSet,
+};
 
 /// A value an options document can give a field of this type.
 pub(crate) trait OptionValue: Sized {
@@ -287,28 +289,38 @@ impl OptionValue for ReadPreference {
             Bson::String(mode) => bson::doc! { "mode": mode },
             other => Document::from_option(key, other)?,
         };
-        let mut preference = ReadPreference::default();
+        let mut mode = ReadPreferenceMode::Primary;
+        let mut tag_sets = Vec::new();
+        let mut max_staleness = None;
+        let mut hedge = None;
         for (field, value) in document {
             match field.as_str() {
-                "mode" => {
-                    preference.mode =
-                        ReadPreferenceMode::parse(&String::from_option("mode", value)?)?;
-                }
+                "mode" => mode = ReadPreferenceMode::parse(&String::from_option("mode", value)?)?,
                 "tagSets" => {
                     let sets = Vec::<Document>::from_option("tagSets", value)?;
-                    preference.tag_sets = sets.into_iter().map(tag_set).collect::<Result<_>>()?;
+                    tag_sets = sets.into_iter().map(tag_set).collect::<Result<_>>()?;
                 }
                 "maxStalenessSeconds" => {
                     let seconds = i64::from_option("maxStalenessSeconds", value)?;
                     // -1 is the spec's "no maximum".
-                    preference.max_staleness = u64::try_from(seconds).ok().map(Duration::from_secs);
+                    max_staleness = u64::try_from(seconds).ok().map(Duration::from_secs);
                 }
-                "hedge" => preference.hedge = Some(Document::from_option("hedge", value)?),
+                "hedge" => {
+                    let document = Document::from_option("hedge", value)?;
+                    let enabled = match document.get("enabled") {
+                        Some(enabled) => bool::from_option("hedge.enabled", enabled.clone())?,
+                        None => {
+                            return Err(Error::invalid_argument(format!(
+                                "{key}: hedge needs a boolean \"enabled\""
+                            )))
+                        }
+                    };
+                    hedge = Some(HedgedReadOptions { enabled });
+                }
                 other => return Err(unknown(key, other)),
             }
         }
-        preference.validate()?;
-        Ok(preference)
+        ReadPreference::from_parts(mode, tag_sets, max_staleness, hedge)
     }
 }
 

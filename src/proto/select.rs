@@ -23,8 +23,12 @@ use bson::{doc, Bson, Document};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::proto::address::ServerAddress;
-use crate::proto::read_preference::{ReadPreference, ReadPreferenceMode, TagSet};
-use crate::proto::sdam::{ServerDescription, ServerType, TopologyDescription, TopologyType};
+use crate::proto::read_preference::{
+    Predicate, ReadPreference, ReadPreferenceMode, SelectionCriteria, TagSet,
+};
+use crate::proto::sdam::{
+    ServerDescription, ServerInfo, ServerType, TopologyDescription, TopologyType,
+};
 
 /// `idleWritePeriodMS` of the max-staleness spec: how often an idle primary
 /// writes a no-op, fixed at 10 seconds.
@@ -41,18 +45,17 @@ pub const WIRE_VERSION_5_0: i32 = 13;
 /// The `log` target of the server-selection messages.
 pub const LOG_TARGET: &str = "mongo_inline::server_selection";
 
-/// A predicate over one server: true keeps it.
-pub type ServerPredicate = Arc<dyn Fn(&ServerDescription) -> bool + Send + Sync>;
-
 /// The spec's application-provided `serverSelector`: given the suitable
 /// servers, returns those that should still be considered suitable.
 pub type ServerSelector =
     Arc<dyn for<'a> Fn(Vec<&'a ServerDescription>) -> Vec<&'a ServerDescription> + Send + Sync>;
 
-/// What an operation needs from the server it runs on.
+/// What an operation needs from the server it runs on: the public
+/// [`Criteria`] (a read preference or a predicate), or what only
+/// the driver asks for (a write, an aggregate that writes).
 #[derive(Clone)]
 #[non_exhaustive]
-pub enum SelectionCriteria {
+pub enum Criteria {
     /// A read, with the read preference that applies to it.
     ReadPreference(ReadPreference),
     /// A write: only a primary (or a mongos, a load balancer, the single
@@ -69,25 +72,25 @@ pub enum SelectionCriteria {
     /// topology type (the single server, the load balancer, the mongoses, or
     /// a replica set's primary and secondaries) before the latency window.
     /// On the wire it counts as `primaryPreferred` (any member may answer).
-    Predicate(ServerPredicate),
+    Predicate(Predicate),
 }
 
-impl SelectionCriteria {
+impl Criteria {
     /// A read with mode `primary`.
     pub fn primary_read() -> Self {
-        SelectionCriteria::ReadPreference(ReadPreference::primary())
+        Criteria::ReadPreference(ReadPreference::Primary)
     }
 
     /// The criteria this operation really selects with in `topology`: an
-    /// [`SelectionCriteria::AggregateWrite`] becomes a read with its read
+    /// [`Criteria::AggregateWrite`] becomes a read with its read
     /// preference or a write, other criteria stay as they are.
-    pub fn resolve(&self, topology: &TopologyDescription) -> SelectionCriteria {
+    pub fn resolve(&self, topology: &TopologyDescription) -> Criteria {
         match self {
-            SelectionCriteria::AggregateWrite(read_preference) => {
+            Criteria::AggregateWrite(read_preference) => {
                 if aggregate_write_may_use_read_preference(topology) {
-                    SelectionCriteria::ReadPreference(read_preference.clone())
+                    Criteria::ReadPreference(read_preference.clone())
                 } else {
-                    SelectionCriteria::Write
+                    Criteria::Write
                 }
             }
             other => other.clone(),
@@ -97,56 +100,65 @@ impl SelectionCriteria {
 
 /// Read preferences compare by value; a predicate equals only itself (a
 /// closure cannot be compared), as in the official driver.
-impl PartialEq for SelectionCriteria {
+impl PartialEq for Criteria {
     fn eq(&self, other: &Self) -> bool {
         match (self, other) {
-            (SelectionCriteria::ReadPreference(a), SelectionCriteria::ReadPreference(b))
-            | (SelectionCriteria::AggregateWrite(a), SelectionCriteria::AggregateWrite(b)) => {
-                a == b
-            }
-            (SelectionCriteria::Write, SelectionCriteria::Write) => true,
-            (SelectionCriteria::Predicate(a), SelectionCriteria::Predicate(b)) => Arc::ptr_eq(a, b),
+            (Criteria::ReadPreference(a), Criteria::ReadPreference(b))
+            | (Criteria::AggregateWrite(a), Criteria::AggregateWrite(b)) => a == b,
+            (Criteria::Write, Criteria::Write) => true,
+            (Criteria::Predicate(a), Criteria::Predicate(b)) => Arc::ptr_eq(a, b),
             _ => false,
         }
     }
 }
 
-impl From<ReadPreference> for SelectionCriteria {
+impl From<ReadPreference> for Criteria {
     fn from(read_preference: ReadPreference) -> Self {
-        SelectionCriteria::ReadPreference(read_preference)
+        Criteria::ReadPreference(read_preference)
     }
 }
 
-impl fmt::Debug for SelectionCriteria {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SelectionCriteria::ReadPreference(rp) => {
-                f.debug_tuple("ReadPreference").field(rp).finish()
-            }
-            SelectionCriteria::Write => f.write_str("Write"),
-            SelectionCriteria::AggregateWrite(rp) => {
-                f.debug_tuple("AggregateWrite").field(rp).finish()
-            }
-            SelectionCriteria::Predicate(_) => f.write_str("Predicate(..)"),
+impl From<SelectionCriteria> for Criteria {
+    fn from(criteria: SelectionCriteria) -> Self {
+        match criteria {
+            SelectionCriteria::ReadPreference(rp) => Criteria::ReadPreference(rp),
+            SelectionCriteria::Predicate(predicate) => Criteria::Predicate(predicate),
         }
     }
 }
 
-impl fmt::Display for SelectionCriteria {
+impl From<&SelectionCriteria> for Criteria {
+    fn from(criteria: &SelectionCriteria) -> Self {
+        criteria.clone().into()
+    }
+}
+
+impl fmt::Debug for Criteria {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Criteria::ReadPreference(rp) => f.debug_tuple("ReadPreference").field(rp).finish(),
+            Criteria::Write => f.write_str("Write"),
+            Criteria::AggregateWrite(rp) => f.debug_tuple("AggregateWrite").field(rp).finish(),
+            Criteria::Predicate(_) => f.write_str("Predicate(..)"),
+        }
+    }
+}
+
+impl fmt::Display for Criteria {
     /// The selector string of the log messages and errors: a read
     /// preference shows all its components.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SelectionCriteria::ReadPreference(rp) => {
+            Criteria::ReadPreference(rp) => {
                 write!(f, "read preference {}", rp.to_document())
             }
-            SelectionCriteria::Write => f.write_str("write (primary)"),
-            SelectionCriteria::AggregateWrite(rp) => write!(
+            Criteria::Write => f.write_str("write (primary)"),
+            Criteria::AggregateWrite(rp) => write!(
                 f,
                 "aggregate with a write stage, read preference {}",
                 rp.to_document()
             ),
-            SelectionCriteria::Predicate(_) => f.write_str("custom server selector"),
+            Criteria::Predicate(_) => f.write_str("custom server selector"),
         }
     }
 }
@@ -221,19 +233,17 @@ fn is_available(server: &ServerDescription) -> bool {
 /// is suitable among all of them (server selection spec, "Find suitable
 /// servers"). Staleness estimates always use the whole topology.
 ///
-/// Errors are the read preference's own (mode `primary` with tags or max
-/// staleness) and, in a replica set, a max staleness below 90 seconds or
+/// Errors are, in a replica set, a max staleness below 90 seconds or
 /// below `heartbeatFrequencyMS` + 10 s. The caller checks
 /// [`TopologyDescription::compatibility_error`] first ([`select`] does).
 pub fn suitable_servers<'a>(
     topology: &'a TopologyDescription,
-    criteria: &SelectionCriteria,
+    criteria: &Criteria,
     settings: &SelectionSettings,
     deprioritized: &[ServerAddress],
 ) -> Result<Vec<&'a ServerDescription>> {
     let criteria = criteria.resolve(topology);
-    if let SelectionCriteria::ReadPreference(rp) = &criteria {
-        rp.validate()?;
+    if let Criteria::ReadPreference(rp) = &criteria {
         if matches!(
             topology.topology_type,
             TopologyType::ReplicaSetWithPrimary | TopologyType::ReplicaSetNoPrimary
@@ -256,7 +266,7 @@ pub fn suitable_servers<'a>(
 /// keeps. `criteria` is already resolved.
 fn suitable_among<'a>(
     topology: &'a TopologyDescription,
-    criteria: &SelectionCriteria,
+    criteria: &Criteria,
     settings: &SelectionSettings,
     considered: &dyn Fn(&ServerDescription) -> bool,
 ) -> Vec<&'a ServerDescription> {
@@ -270,14 +280,14 @@ fn suitable_among<'a>(
         TopologyType::LoadBalanced => of_type(ServerType::LoadBalancer).collect(),
         TopologyType::Sharded => of_type(ServerType::Mongos).collect(),
         TopologyType::ReplicaSetWithPrimary | TopologyType::ReplicaSetNoPrimary => match criteria {
-            SelectionCriteria::Write => of_type(ServerType::RsPrimary).collect(),
-            SelectionCriteria::ReadPreference(rp) => replica_set_read(
+            Criteria::Write => of_type(ServerType::RsPrimary).collect(),
+            Criteria::ReadPreference(rp) => replica_set_read(
                 topology,
                 servers().collect(),
                 rp,
                 settings.heartbeat_frequency,
             ),
-            SelectionCriteria::Predicate(_) | SelectionCriteria::AggregateWrite(_) => servers()
+            Criteria::Predicate(_) | Criteria::AggregateWrite(_) => servers()
                 .filter(|s| {
                     matches!(
                         s.server_type,
@@ -288,14 +298,17 @@ fn suitable_among<'a>(
         },
     };
     match criteria {
-        SelectionCriteria::Predicate(keep) => candidates.into_iter().filter(|s| keep(s)).collect(),
+        Criteria::Predicate(keep) => candidates
+            .into_iter()
+            .filter(|s| keep(&ServerInfo::new(s)))
+            .collect(),
         _ => candidates,
     }
 }
 
 /// The spec's limits on `maxStalenessSeconds` in a replica set.
 fn validate_max_staleness(rp: &ReadPreference, heartbeat_frequency: Duration) -> Result<()> {
-    let Some(max_staleness) = rp.max_staleness else {
+    let Some(max_staleness) = rp.max_staleness() else {
         return Ok(());
     };
     if max_staleness < SMALLEST_MAX_STALENESS {
@@ -342,11 +355,15 @@ fn replica_set_read<'a>(
                     || (include_primary && s.server_type == ServerType::RsPrimary)
             })
             .collect();
-        let fresh =
-            filter_by_staleness(topology, candidates, rp.max_staleness, heartbeat_frequency);
-        filter_by_tag_sets(fresh, &rp.tag_sets)
+        let fresh = filter_by_staleness(
+            topology,
+            candidates,
+            rp.max_staleness(),
+            heartbeat_frequency,
+        );
+        filter_by_tag_sets(fresh, rp.tag_sets())
     };
-    match rp.mode {
+    match rp.mode() {
         ReadPreferenceMode::Primary => primaries().collect(),
         ReadPreferenceMode::Secondary => eligible(false),
         ReadPreferenceMode::Nearest => eligible(true),
@@ -485,7 +502,7 @@ pub fn latency_window<'a>(
 /// application selector, inside the latency window.
 pub fn selectable_servers<'a>(
     topology: &'a TopologyDescription,
-    criteria: &SelectionCriteria,
+    criteria: &Criteria,
     settings: &SelectionSettings,
     deprioritized: &[ServerAddress],
 ) -> Result<Vec<&'a ServerDescription>> {
@@ -511,7 +528,7 @@ pub fn selectable_servers<'a>(
 #[cfg(test)]
 pub fn select(
     topology: &TopologyDescription,
-    criteria: &SelectionCriteria,
+    criteria: &Criteria,
     settings: &SelectionSettings,
     deprioritized: &[ServerAddress],
     rng: &mut fastrand::Rng,
@@ -524,7 +541,7 @@ pub fn select(
 /// picks from (and what the monitor remembers of one).
 pub(crate) fn window_addresses(
     topology: &TopologyDescription,
-    criteria: &SelectionCriteria,
+    criteria: &Criteria,
     settings: &SelectionSettings,
     deprioritized: &[ServerAddress],
 ) -> Result<Vec<ServerAddress>> {
@@ -546,7 +563,7 @@ pub(crate) fn pick(window: &[ServerAddress], rng: &mut fastrand::Rng) -> Option<
 /// error of its last check.
 #[cold]
 #[cfg(test)]
-pub fn selection_error(topology: &TopologyDescription, criteria: &SelectionCriteria) -> Error {
+pub fn selection_error(topology: &TopologyDescription, criteria: &Criteria) -> Error {
     Error::server_selection(describe_selection_failure(topology, criteria, true))
 }
 
@@ -574,7 +591,7 @@ pub fn unreachable_servers(topology: &TopologyDescription) -> Option<String> {
 /// server's last error (when [`unreachable_servers`] names them first).
 pub(crate) fn describe_selection_failure(
     topology: &TopologyDescription,
-    criteria: &SelectionCriteria,
+    criteria: &Criteria,
     with_errors: bool,
 ) -> String {
     let mut message = format!(
@@ -662,30 +679,28 @@ pub fn describe_topology(topology: &TopologyDescription) -> String {
 /// | Sharded, LoadBalanced | — | nothing for `primary`, else the read preference (OP_MSG sends `secondaryPreferred` too; only OP_QUERY may omit it) |
 /// | Unknown | — | never |
 ///
-/// Writes send none. A [`SelectionCriteria::Predicate`] counts as
+/// Writes send none. A [`Criteria::Predicate`] counts as
 /// `primaryPreferred`, since it may have picked any member. An
-/// [`SelectionCriteria::AggregateWrite`] is resolved against `topology`
+/// [`Criteria::AggregateWrite`] is resolved against `topology`
 /// first.
 pub fn read_preference_for_command(
     topology: &TopologyDescription,
     server_type: ServerType,
-    criteria: &SelectionCriteria,
+    criteria: &Criteria,
 ) -> Option<Document> {
     let read_preference = match criteria.resolve(topology) {
-        SelectionCriteria::ReadPreference(rp) => rp,
-        SelectionCriteria::Write | SelectionCriteria::AggregateWrite(_) => return None,
-        SelectionCriteria::Predicate(_) => {
-            ReadPreference::new(ReadPreferenceMode::PrimaryPreferred)
-        }
+        Criteria::ReadPreference(rp) => rp,
+        Criteria::Write | Criteria::AggregateWrite(_) => return None,
+        Criteria::Predicate(_) => ReadPreference::primary_preferred(None),
     };
     let unless_primary =
-        |rp: &ReadPreference| (rp.mode != ReadPreferenceMode::Primary).then(|| rp.to_document());
+        |rp: &ReadPreference| (rp.mode() != ReadPreferenceMode::Primary).then(|| rp.to_document());
     match topology.topology_type {
         TopologyType::Unknown => None,
         TopologyType::Single => match server_type {
             ServerType::Standalone => None,
             ServerType::Mongos => unless_primary(&read_preference),
-            _ if read_preference.mode == ReadPreferenceMode::Primary => {
+            _ if read_preference.mode() == ReadPreferenceMode::Primary => {
                 Some(doc! { "mode": ReadPreferenceMode::PrimaryPreferred.as_str() })
             }
             _ => Some(read_preference.to_document()),
@@ -715,7 +730,7 @@ pub struct SelectionLogContext<'a> {
     /// The driver's operation id, when it has one.
     pub operation_id: Option<i64>,
     /// The criteria being selected for.
-    pub criteria: &'a SelectionCriteria,
+    pub criteria: &'a Criteria,
     /// The topology as of the message.
     pub topology: &'a TopologyDescription,
 }

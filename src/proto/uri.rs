@@ -901,17 +901,15 @@ impl OptionParser {
             || self.tag_sets.is_some()
             || self.max_staleness.is_some()
         {
-            let mut read_preference =
-                ReadPreference::new(self.read_preference_mode.unwrap_or_default())
-                    .with_tag_sets(self.tag_sets.unwrap_or_default());
-            read_preference.max_staleness = self.max_staleness.flatten();
+            let tag_sets = self.tag_sets.unwrap_or_default();
+            let max_staleness = self.max_staleness.flatten();
             // The max-staleness spec: maxStalenessSeconds with mode primary,
             // named or by default, is invalid; so are tags. A named primary
-            // gets ReadPreference::validate's message later.
+            // gets ReadPreference::from_parts's message.
             if self.read_preference_mode.is_none() {
-                let needs_mode = if read_preference.max_staleness.is_some() {
+                let needs_mode = if max_staleness.is_some() {
                     Some("maxStalenessSeconds")
-                } else if read_preference.tag_sets.iter().any(|t| !t.is_empty()) {
+                } else if tag_sets.iter().any(|t| !t.is_empty()) {
                     Some("readPreferenceTags")
                 } else {
                     None
@@ -923,6 +921,12 @@ impl OptionParser {
                     )));
                 }
             }
+            let read_preference = ReadPreference::from_parts(
+                self.read_preference_mode.unwrap_or_default(),
+                tag_sets,
+                max_staleness,
+                None,
+            )?;
             options.selection_criteria = Some(SelectionCriteria::ReadPreference(read_preference));
         }
 
@@ -1198,7 +1202,7 @@ mod tests {
             parse("mongodb://h/?readPreference=secondary&readPreferenceTags=dc:ny,rack:1&readPreferenceTags=dc:a%3Ab&readPreferenceTags=")
                 .unwrap();
         assert!(w.is_empty(), "{w:?}");
-        let sets = &o.read_preference().unwrap().tag_sets;
+        let sets = &o.read_preference().unwrap().tag_sets();
         assert_eq!(sets.len(), 3);
         assert_eq!(sets[0].get("rack").map(String::as_str), Some("1"));
         assert_eq!(sets[1].get("dc").map(String::as_str), Some("a:b"));
@@ -1348,7 +1352,7 @@ mod tests {
                 .contains("maxStalenessSeconds")
         );
         let (o, _) = parse("mongodb://a/?readPreference=primary&maxStalenessSeconds=-1").unwrap();
-        assert_eq!(o.read_preference().unwrap().max_staleness, None);
+        assert_eq!(o.read_preference().unwrap().max_staleness(), None);
     }
 
     #[test]
@@ -1473,7 +1477,7 @@ mod tests {
         assert_eq!(options.hosts.len(), 2);
         assert!(matches!(
             &options.selection_criteria,
-            Some(SelectionCriteria::ReadPreference(rp)) if rp.mode == ReadPreferenceMode::Secondary
+            Some(SelectionCriteria::ReadPreference(rp)) if rp.mode() == ReadPreferenceMode::Secondary
         ));
         let Some(Tls::Enabled(tls)) = &options.tls else {
             panic!("tls is on: {:?}", options.tls);

@@ -31,9 +31,7 @@ use crate::proto::monitor::{is_setup_failure, Monitor, MonitorSettings, Next};
 use crate::proto::options::ClientOptions;
 use crate::proto::sdam::{ServerDescription, TopologyDescription, TopologySettings, TopologyType};
 use crate::proto::select::ServerSelector;
-use crate::proto::select::{
-    SelectionCriteria, SelectionLog, SelectionLogContext, SelectionSettings,
-};
+use crate::proto::select::{Criteria, SelectionLog, SelectionLogContext, SelectionSettings};
 use crate::shell::clock::{Clock, SkewedClock, SystemClock};
 use crate::shell::conn::Connection;
 
@@ -238,7 +236,7 @@ impl Topology {
     /// caps serverSelectionTimeoutMS and every check's connectTimeoutMS.
     pub(crate) fn select_for(
         &mut self,
-        criteria: &SelectionCriteria,
+        criteria: &Criteria,
         operation: &str,
         deprioritized: &[ServerAddress],
         deadline: Deadline,
@@ -275,7 +273,7 @@ impl Topology {
     /// server or gives up. The clock is read once per turn.
     fn select_server(
         &mut self,
-        criteria: &SelectionCriteria,
+        criteria: &Criteria,
         operation: &str,
         deprioritized: &[ServerAddress],
         deadline: Deadline,
@@ -364,7 +362,7 @@ impl Topology {
     fn log_selection(
         &self,
         build: impl FnOnce(&SelectionLogContext<'_>) -> SelectionLog,
-        criteria: &SelectionCriteria,
+        criteria: &Criteria,
         operation: &str,
     ) {
         // "Waiting for suitable server" is at info; the others at debug

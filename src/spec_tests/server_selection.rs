@@ -9,7 +9,7 @@ use super::files as spec;
 use super::selection_fixture::{self, LOCAL_THRESHOLD};
 use crate::proto::options::DEFAULT_HEARTBEAT_FREQUENCY;
 use crate::proto::read_preference::{ReadPreference, ReadPreferenceMode};
-use crate::proto::select::{self, SelectionCriteria, SelectionSettings};
+use crate::proto::select::{self, Criteria, SelectionSettings};
 
 const TOPOLOGY_TYPES: [&str; 6] = [
     "LoadBalanced",
@@ -72,8 +72,7 @@ fn in_window() {
 fn check_in_window(test: &bson::Document) -> Result<(), String> {
     let topology = selection_fixture::topology(test, Instant::now())?;
     let settings = SelectionSettings::new(LOCAL_THRESHOLD, DEFAULT_HEARTBEAT_FREQUENCY);
-    let criteria =
-        SelectionCriteria::ReadPreference(ReadPreference::new(ReadPreferenceMode::Nearest));
+    let criteria = Criteria::ReadPreference(ReadPreference::with_mode(ReadPreferenceMode::Nearest));
     let window = select::selectable_servers(&topology, &criteria, &settings, &[])
         .map_err(|e| e.to_string())?;
     let in_window: BTreeSet<String> = window.iter().map(|s| s.address.to_string()).collect();

@@ -230,18 +230,17 @@ pub fn option_value(o: &ClientOptions, name: &str) -> Result<Option<Bson>, Strin
         "maxpoolsize" => o.max_pool_size().map(|n| Bson::Int64(n.into())),
         "minpoolsize" => o.min_pool_size().map(|n| Bson::Int64(n.into())),
         // -1 is the spec's "no maximum".
-        "maxstalenessseconds" => {
-            read_preference.map(|r| Bson::Int64(r.max_staleness.map_or(-1, |d| d.as_secs() as i64)))
-        }
+        "maxstalenessseconds" => read_preference
+            .map(|r| Bson::Int64(r.max_staleness().map_or(-1, |d| d.as_secs() as i64))),
         "proxyhost" => string(proxy.and_then(|p| p.host.as_deref())),
         "proxyport" => proxy.and_then(|p| p.port).map(|p| Bson::Int64(p.into())),
         "proxyusername" => string(proxy.and_then(|p| p.username.as_deref())),
         "proxypassword" => string(proxy.and_then(|p| p.password.as_deref())),
         "readconcernlevel" => string(o.read_concern().map(|r| r.level.as_str())),
-        "readpreference" => string(read_preference.map(|r| r.mode.as_str())),
+        "readpreference" => string(read_preference.map(|r| r.mode().as_str())),
         "readpreferencetags" => read_preference.map(|r| {
             Bson::Array(
-                r.tag_sets
+                r.tag_sets()
                     .iter()
                     .map(|set| {
                         Bson::Document(

@@ -71,6 +71,7 @@ programs! {
     shutdown,
     write_concerns,
     read_concerns,
+    read_preferences,
     collection_handles,
     hints_and_comments,
     session_options,

@@ -1662,14 +1662,13 @@ fn concerns(options: &Document, what: &str) -> Outcome<HandleOptions> {
     Ok(handle)
 }
 
-/// A `readPreference` document; only `mode` is expressible here.
+/// A `readPreference` document: its mode, tag sets and max staleness.
 fn read_preference(rp: &Document, what: &str) -> Outcome<mongo_inline::ReadPreference> {
+    use mongo_inline::options::{ReadPreference, ReadPreferenceOptions};
     let mode = rp
         .get_str("mode")
         .map_err(|e| format!("{what}: readPreference: {e}"))?;
-    let mode = mongo_inline::ReadPreferenceMode::parse(mode)
-        .map_err(|e| format!("readPreference {mode}: {e}"))?;
-    let mut preference = mongo_inline::ReadPreference::new(mode);
+    let mut options = ReadPreferenceOptions::default();
     for (key, value) in rp {
         match (key.as_str(), value) {
             ("mode", _) => {}
@@ -1688,7 +1687,7 @@ fn read_preference(rp: &Document, what: &str) -> Outcome<mongo_inline::ReadPrefe
                     }
                     tag_sets.push(tags);
                 }
-                preference = preference.with_tag_sets(tag_sets);
+                options.tag_sets = Some(tag_sets);
             }
             ("maxStalenessSeconds", v) => {
                 let seconds = v
@@ -1697,7 +1696,7 @@ fn read_preference(rp: &Document, what: &str) -> Outcome<mongo_inline::ReadPrefe
                     .or_else(|| v.as_i64())
                     .and_then(|s| u64::try_from(s).ok())
                     .ok_or_else(|| format!("{what}: maxStalenessSeconds {v}"))?;
-                preference = preference.with_max_staleness(Duration::from_secs(seconds));
+                options.max_staleness = Some(Duration::from_secs(seconds));
             }
             _ => {
                 return skip(format!(
@@ -1706,6 +1705,16 @@ fn read_preference(rp: &Document, what: &str) -> Outcome<mongo_inline::ReadPrefe
             }
         }
     }
+    let options = (options != ReadPreferenceOptions::default()).then_some(options);
+    let preference = match mode.to_ascii_lowercase().as_str() {
+        "primary" if options.is_none() => ReadPreference::Primary,
+        "primary" => return fail(format!("{what}: readPreference {rp}: options with primary")),
+        "secondary" => ReadPreference::Secondary { options },
+        "primarypreferred" => ReadPreference::PrimaryPreferred { options },
+        "secondarypreferred" => ReadPreference::SecondaryPreferred { options },
+        "nearest" => ReadPreference::Nearest { options },
+        other => return fail(format!("{what}: readPreference mode {other}")),
+    };
     Ok(preference)
 }
 
@@ -3043,7 +3052,7 @@ fn transaction_options(args: &mut Args) -> Outcome<mongo_inline::options::Transa
         o.max_commit_time = Some(m);
     }
     if let Some(rp) = args.doc("readPreference")? {
-        o.read_preference = Some(read_preference(&rp, "transaction")?);
+        o.selection_criteria = Some(read_preference(&rp, "transaction")?.into());
     }
     Ok(o)
 }

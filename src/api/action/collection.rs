@@ -24,11 +24,11 @@ use crate::proto::collation::Collation;
 use crate::proto::operation::aggregate::AggregateTarget;
 use crate::proto::operation::{self, CollectionWriteModel, Insert, UpdateModifications};
 use crate::proto::options::{ReadConcern, WriteConcern};
+use crate::proto::read_preference::SelectionCriteria;
 use crate::proto::results::{
     BulkWriteResult, CreateIndexResult, CreateIndexesResult, DeleteResult, InsertManyResult,
     InsertOneResult, UpdateResult,
 };
-use crate::proto::select::SelectionCriteria;
 use std::borrow::Cow;
 use std::time::Duration;
 
@@ -863,11 +863,7 @@ impl<'a, S, T> Aggregate<'a, S, T> {
         if self.options.selection_criteria.is_none()
             && operation::Aggregate::pipeline_writes(&self.pipeline)
         {
-            self.options.selection_criteria = self
-                .defaults
-                .read_preference
-                .clone()
-                .map(SelectionCriteria::ReadPreference);
+            self.options.selection_criteria = self.defaults.selection_criteria.clone();
         }
         let op = operation::Aggregate::new(self.target, self.pipeline, self.options);
         (op, self.session, self.client, self.defaults)

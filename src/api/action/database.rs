@@ -18,9 +18,8 @@ use crate::proto::collation::Collation;
 use crate::proto::collection_spec::CollectionSpecification;
 use crate::proto::operation::{self, check_database_name, Operation};
 use crate::proto::options::WriteConcern;
-use crate::proto::read_preference::ReadPreference;
+use crate::proto::read_preference::SelectionCriteria;
 use crate::proto::results::DatabaseSpecification;
-use crate::proto::select::SelectionCriteria;
 use crate::proto::session::transaction::TransactionOptions;
 use crate::proto::session::SessionOptions;
 use crate::shell::exec::{Inherited, Target};
@@ -95,8 +94,11 @@ impl<'a> RunCommand<'a> {
     /// Sends the command and returns the reply.
     pub fn run(self) -> Result<Document> {
         check_database_name(self.db.name())?;
-        let mut op =
-            operation::RunCommand::new(self.db.name(), self.command, self.selection_criteria)?;
+        let mut op = operation::RunCommand::new(
+            self.db.name(),
+            self.command,
+            self.selection_criteria.map(Into::into),
+        )?;
         let inherited = self.db.defaults().timeout_only();
         execute(self.db.client(), &mut op, inherited, self.session)
     }
@@ -196,7 +198,7 @@ impl<'a> DropDatabase<'a> {
         let mut op = operation::RunCommand::new(
             self.db.name(),
             command,
-            Some(SelectionCriteria::ReadPreference(ReadPreference::primary())),
+            Some(crate::proto::select::Criteria::primary_read()),
         )?;
         let inherited = self.db.defaults().timeout_only();
         execute(self.db.client(), &mut op, inherited, self.session).map(|_| ())

@@ -18,7 +18,7 @@ use crate::proto::change_stream::{
 };
 use crate::proto::collation::Collation;
 use crate::proto::options::ReadConcern;
-use crate::proto::select::SelectionCriteria;
+use crate::proto::read_preference::SelectionCriteria;
 
 /// `watch`: opens a [`ChangeStream`] of
 /// [`ChangeStreamEvent<T>`](crate::change_stream::event::ChangeStreamEvent)

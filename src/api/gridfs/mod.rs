@@ -55,7 +55,7 @@ use crate::proto::gridfs::{
     DEFAULT_CHUNK_SIZE_BYTES, FILES_INDEX,
 };
 use crate::proto::read_preference::ReadPreference;
-use crate::proto::select::SelectionCriteria;
+use crate::proto::read_preference::SelectionCriteria;
 
 pub use crate::proto::gridfs::FilesCollectionDocument;
 pub use actions::{

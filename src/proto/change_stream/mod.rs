@@ -25,8 +25,8 @@ use crate::proto::operation::aggregate::{Aggregate, AggregateTarget};
 use crate::proto::operation::{
     Command, CursorSpec, Namespace, Operation, Retryability, ServerInfo,
 };
+use crate::proto::read_preference::SelectionCriteria;
 use crate::proto::reply::Reply;
-use crate::proto::select::SelectionCriteria;
 use event::ResumeToken;
 
 /// Whether `updateLookup`/post-images fill an event's `full_document`.
@@ -441,7 +441,7 @@ impl Operation for ChangeStreamAggregate {
         })
     }
 
-    fn selection_criteria(&self) -> Option<&SelectionCriteria> {
+    fn selection_criteria(&self) -> Option<crate::proto::select::Criteria> {
         self.0.selection_criteria()
     }
 

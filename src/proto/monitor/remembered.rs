@@ -16,7 +16,7 @@ use std::ops::Deref;
 use crate::error::Result;
 use crate::proto::address::ServerAddress;
 use crate::proto::sdam::TopologyDescription;
-use crate::proto::select::{self, SelectionCriteria, SelectionSettings};
+use crate::proto::select::{self, Criteria, SelectionSettings};
 
 /// The description with a count of its changes. It has no `DerefMut`:
 /// every change goes through [`Tracked::get_mut`], which counts it, so a
@@ -56,7 +56,7 @@ impl Deref for Tracked {
 struct Remembered {
     /// The description's change count when it was made.
     changes: u64,
-    criteria: SelectionCriteria,
+    criteria: Criteria,
     /// The window's servers, in the order the full selection had them.
     window: Vec<ServerAddress>,
 }
@@ -76,7 +76,7 @@ impl SelectionMemory {
     pub(super) fn select(
         &mut self,
         description: &Tracked,
-        criteria: &SelectionCriteria,
+        criteria: &Criteria,
         settings: &SelectionSettings,
         deprioritized: &[ServerAddress],
         rng: &mut fastrand::Rng,
@@ -86,7 +86,7 @@ impl SelectionMemory {
         // operation's.
         let rememberable = deprioritized.is_empty()
             && settings.server_selector.is_none()
-            && !matches!(criteria, SelectionCriteria::Predicate(_));
+            && !matches!(criteria, Criteria::Predicate(_));
         if rememberable {
             if let Some(last) = &self.last {
                 if last.changes == description.changes && same_criteria(&last.criteria, criteria) {
@@ -108,11 +108,11 @@ impl SelectionMemory {
     }
 }
 
-fn same_criteria(a: &SelectionCriteria, b: &SelectionCriteria) -> bool {
+fn same_criteria(a: &Criteria, b: &Criteria) -> bool {
     match (a, b) {
-        (SelectionCriteria::ReadPreference(a), SelectionCriteria::ReadPreference(b))
-        | (SelectionCriteria::AggregateWrite(a), SelectionCriteria::AggregateWrite(b)) => a == b,
-        (SelectionCriteria::Write, SelectionCriteria::Write) => true,
+        (Criteria::ReadPreference(a), Criteria::ReadPreference(b))
+        | (Criteria::AggregateWrite(a), Criteria::AggregateWrite(b)) => a == b,
+        (Criteria::Write, Criteria::Write) => true,
         _ => false,
     }
 }

@@ -48,7 +48,7 @@ impl Harness {
         self.base + Duration::from_millis(ms)
     }
 
-    fn select(&mut self, criteria: SelectionCriteria, ms: u64) {
+    fn select(&mut self, criteria: Criteria, ms: u64) {
         let now = self.at(ms);
         self.monitor.start_selection(criteria, &[], "find", now);
     }
@@ -99,8 +99,8 @@ fn refused(address: &str) -> CheckOutcome {
     CheckOutcome::Failed(Error::network(Some(addr(address)), "connecting", io))
 }
 
-fn primary_only() -> SelectionCriteria {
-    SelectionCriteria::ReadPreference(ReadPreference::primary())
+fn primary_only() -> Criteria {
+    Criteria::ReadPreference(ReadPreference::primary())
 }
 
 fn checks(next: Next) -> Vec<String> {
@@ -461,7 +461,7 @@ fn a_failed_idle_socket_ping_selects_again_without_a_rescan() {
         .on_idle_check_failed(&addr("b:1"), &error, h.at(2_000));
     assert!(!h.monitor.description().stale);
     h.select(
-        SelectionCriteria::ReadPreference(ReadPreference::new(
+        Criteria::ReadPreference(ReadPreference::with_mode(
             crate::proto::read_preference::ReadPreferenceMode::Secondary,
         )),
         2_000,
@@ -538,7 +538,7 @@ fn a_warm_selection_reuses_the_last_until_the_description_changes() {
         "one primary: no new selection"
     );
     // A secondary read is other criteria: selected afresh.
-    let secondary = SelectionCriteria::ReadPreference(ReadPreference::new(
+    let secondary = Criteria::ReadPreference(ReadPreference::with_mode(
         crate::proto::read_preference::ReadPreferenceMode::Secondary,
     ));
     h.select(secondary, 40);
@@ -565,7 +565,7 @@ fn a_selection_with_a_choice_picks_afresh_from_the_remembered_window() {
     h.select(primary_only(), 0);
     scan_all(&mut h, 0, healthy);
     let secondary = || {
-        SelectionCriteria::ReadPreference(ReadPreference::new(
+        Criteria::ReadPreference(ReadPreference::with_mode(
             crate::proto::read_preference::ReadPreferenceMode::Secondary,
         ))
     };
@@ -596,7 +596,7 @@ fn a_remembered_window_draws_as_a_full_selection_does() {
     // its first selection, the other in full each time (a new selection
     // memory per operation); they must pick the same servers in turn.
     let secondary = || {
-        SelectionCriteria::ReadPreference(ReadPreference::new(
+        Criteria::ReadPreference(ReadPreference::with_mode(
             crate::proto::read_preference::ReadPreferenceMode::Secondary,
         ))
     };

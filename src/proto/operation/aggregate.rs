@@ -9,8 +9,9 @@ use super::{
 use crate::error::Result;
 use crate::proto::coll_options::AggregateOptions;
 use crate::proto::concern::{ReadConcern, WriteConcern};
+use crate::proto::read_preference::SelectionCriteria;
 use crate::proto::reply::Reply;
-use crate::proto::select::SelectionCriteria;
+use crate::proto::select::Criteria;
 
 /// What an aggregation runs on.
 #[derive(Clone, Debug, PartialEq)]
@@ -30,7 +31,7 @@ pub struct Aggregate {
     target: AggregateTarget,
     pipeline: Vec<Document>,
     options: AggregateOptions,
-    selection_criteria: Option<SelectionCriteria>,
+    selection_criteria: Option<Criteria>,
 }
 
 impl Aggregate {
@@ -50,9 +51,9 @@ impl Aggregate {
             Some(SelectionCriteria::ReadPreference(read_preference))
                 if aggregate.has_write_stage() =>
             {
-                Some(SelectionCriteria::AggregateWrite(read_preference))
+                Some(Criteria::AggregateWrite(read_preference))
             }
-            other => other,
+            other => other.map(Criteria::from),
         };
         aggregate
     }
@@ -144,8 +145,8 @@ impl Operation for Aggregate {
         }
     }
 
-    fn selection_criteria(&self) -> Option<&SelectionCriteria> {
-        self.selection_criteria.as_ref()
+    fn selection_criteria(&self) -> Option<Criteria> {
+        self.selection_criteria.clone()
     }
 
     fn retryability(&self) -> Retryability {
@@ -225,7 +226,7 @@ mod tests {
 
     #[test]
     fn out_and_merge_make_a_write() {
-        let secondary = ReadPreference::new(ReadPreferenceMode::Secondary);
+        let secondary = ReadPreference::with_mode(ReadPreferenceMode::Secondary);
         let options = AggregateOptions::default()
             .batch_size(0)
             .write_concern(WriteConcern::default())
@@ -251,7 +252,7 @@ mod tests {
             assert!(aggregate.write_concern().is_some());
             assert!(matches!(
                 aggregate.selection_criteria(),
-                Some(SelectionCriteria::AggregateWrite(_))
+                Some(Criteria::AggregateWrite(_))
             ));
         }
         // Only the last stage counts.

@@ -9,7 +9,7 @@ use super::{
 use crate::error::Result;
 use crate::proto::coll_options::{CountOptions, EstimatedDocumentCountOptions};
 use crate::proto::concern::ReadConcern;
-use crate::proto::select::SelectionCriteria;
+use crate::proto::select::Criteria;
 
 /// `count_documents`: an exact count, as the aggregation
 /// `$match` → `$skip` → `$limit` → `$group: { _id: 1, n: { $sum: 1 } }`.
@@ -70,8 +70,8 @@ impl Operation for CountDocuments {
         }
     }
 
-    fn selection_criteria(&self) -> Option<&SelectionCriteria> {
-        self.options.selection_criteria.as_ref()
+    fn selection_criteria(&self) -> Option<Criteria> {
+        self.options.selection_criteria.as_ref().map(Criteria::from)
     }
 
     fn retryability(&self) -> Retryability {
@@ -116,8 +116,8 @@ impl Operation for EstimatedDocumentCount {
         reply_count(&reply, "n")?.ok_or_else(|| malformed("the count reply has no `n`"))
     }
 
-    fn selection_criteria(&self) -> Option<&SelectionCriteria> {
-        self.options.selection_criteria.as_ref()
+    fn selection_criteria(&self) -> Option<Criteria> {
+        self.options.selection_criteria.as_ref().map(Criteria::from)
     }
 
     fn retryability(&self) -> Retryability {

@@ -8,7 +8,7 @@ use super::{
 use crate::error::Result;
 use crate::proto::coll_options::DistinctOptions;
 use crate::proto::concern::ReadConcern;
-use crate::proto::select::SelectionCriteria;
+use crate::proto::select::Criteria;
 
 /// `distinct`: the values `field_name` takes in the documents matching `filter`.
 #[derive(Clone, Debug)]
@@ -66,8 +66,8 @@ impl Operation for Distinct {
         }
     }
 
-    fn selection_criteria(&self) -> Option<&SelectionCriteria> {
-        self.options.selection_criteria.as_ref()
+    fn selection_criteria(&self) -> Option<Criteria> {
+        self.options.selection_criteria.as_ref().map(Criteria::from)
     }
 
     fn retryability(&self) -> Retryability {

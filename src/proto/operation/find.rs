@@ -11,7 +11,7 @@ use crate::proto::bson_write::{DocumentWriter, WriteError};
 use crate::proto::coll_options::{CursorType, FindOptions};
 use crate::proto::concern::ReadConcern;
 use crate::proto::reply::Reply;
-use crate::proto::select::SelectionCriteria;
+use crate::proto::select::Criteria;
 
 /// `find` (and `find_one`): returns the cursor with its first batch.
 #[derive(Clone, Debug)]
@@ -208,8 +208,8 @@ impl Operation for Find {
         CursorSpec::from_raw_reply_on(reply, options, &self.ns)
     }
 
-    fn selection_criteria(&self) -> Option<&SelectionCriteria> {
-        self.options.selection_criteria.as_ref()
+    fn selection_criteria(&self) -> Option<Criteria> {
+        self.options.selection_criteria.as_ref().map(Criteria::from)
     }
 
     fn retryability(&self) -> Retryability {

@@ -29,7 +29,7 @@ use crate::proto::concern::{ReadConcern, WriteConcern};
 use crate::proto::reply::Reply;
 use crate::proto::results::{WriteConcernError, WriteError, WriteFailure};
 use crate::proto::sdam::description::ServerDescription;
-use crate::proto::select::SelectionCriteria;
+use crate::proto::select::Criteria;
 use crate::proto::wire::DocumentSequence;
 
 pub mod aggregate;
@@ -271,7 +271,7 @@ pub trait Operation {
     /// Where the operation may run, as the application set it on the
     /// operation; `None` means the handle's read preference for a read,
     /// the transaction's inside one, else the primary.
-    fn selection_criteria(&self) -> Option<&SelectionCriteria> {
+    fn selection_criteria(&self) -> Option<Criteria> {
         None
     }
 

@@ -4,7 +4,7 @@ use bson::Document;
 
 use super::{Command, Operation, RetryRules, ServerInfo};
 use crate::error::{Error, Result};
-use crate::proto::select::SelectionCriteria;
+use crate::proto::select::Criteria;
 
 /// A command the caller wrote. The executor still adds the session,
 /// `$clusterTime`, `$readPreference` and `$db`; nothing else is changed,
@@ -16,7 +16,7 @@ pub struct RunCommand {
     /// `None`: the primary, or inside a transaction the transaction's
     /// read preference (runCommand is a read there, as the transactions
     /// spec says).
-    criteria: Option<SelectionCriteria>,
+    criteria: Option<Criteria>,
 }
 
 impl RunCommand {
@@ -25,7 +25,7 @@ impl RunCommand {
     pub fn new(
         db: impl Into<String>,
         command: Document,
-        criteria: Option<SelectionCriteria>,
+        criteria: Option<Criteria>,
     ) -> Result<Self> {
         if command.is_empty() {
             return Err(Error::invalid_argument("the command document is empty"));
@@ -67,8 +67,8 @@ impl Operation for RunCommand {
         Ok(reply)
     }
 
-    fn selection_criteria(&self) -> Option<&SelectionCriteria> {
-        self.criteria.as_ref()
+    fn selection_criteria(&self) -> Option<Criteria> {
+        self.criteria.clone()
     }
 
     fn reads(&self) -> bool {

@@ -13,6 +13,7 @@
 pub mod description;
 pub mod error_handling;
 pub mod hello;
+mod info;
 pub mod rtt;
 pub mod settings;
 pub mod update;
@@ -22,6 +23,7 @@ pub use description::{
 };
 #[cfg(test)]
 pub(crate) use error_handling::{ApplicationError, ApplicationErrorKind, HandshakePhase};
+pub use info::ServerInfo;
 pub use rtt::RoundTripTime;
 pub use settings::{TopologyId, TopologySettings};
 pub use update::TopologyUpdate;

@@ -39,8 +39,8 @@ fn settings() -> SelectionSettings {
     SelectionSettings::new(Duration::from_millis(15), Duration::from_secs(10))
 }
 
-fn read(mode: ReadPreferenceMode) -> SelectionCriteria {
-    SelectionCriteria::ReadPreference(ReadPreference::new(mode))
+fn read(mode: ReadPreferenceMode) -> Criteria {
+    Criteria::ReadPreference(ReadPreference::with_mode(mode))
 }
 
 fn names(servers: &[&ServerDescription]) -> BTreeSet<String> {
@@ -58,8 +58,7 @@ fn addr(a: &str) -> ServerAddress {
 #[test]
 fn replica_set_modes() {
     let t = replica_set();
-    let suitable =
-        |c: SelectionCriteria| names(&suitable_servers(&t, &c, &settings(), &[]).unwrap());
+    let suitable = |c: Criteria| names(&suitable_servers(&t, &c, &settings(), &[]).unwrap());
     assert_eq!(
         suitable(read(ReadPreferenceMode::Primary)),
         set(&["a:27017"])
@@ -80,7 +79,7 @@ fn replica_set_modes() {
         suitable(read(ReadPreferenceMode::SecondaryPreferred)),
         set(&["b:27017", "c:27017"])
     );
-    assert_eq!(suitable(SelectionCriteria::Write), set(&["a:27017"]));
+    assert_eq!(suitable(Criteria::Write), set(&["a:27017"]));
 }
 
 #[test]
@@ -99,10 +98,9 @@ fn tag_sets_are_tried_in_order() {
             .collect()
     };
     let with_tags = |mode, sets: Vec<TagSet>| {
-        SelectionCriteria::ReadPreference(ReadPreference::new(mode).with_tag_sets(sets))
+        Criteria::ReadPreference(ReadPreference::with_mode(mode).with_tag_sets(sets))
     };
-    let suitable =
-        |c: SelectionCriteria| names(&suitable_servers(&t, &c, &settings(), &[]).unwrap());
+    let suitable = |c: Criteria| names(&suitable_servers(&t, &c, &settings(), &[]).unwrap());
     // The first matching set wins, later ones are ignored.
     assert_eq!(
         suitable(with_tags(
@@ -161,8 +159,8 @@ fn latency_window_anchors_on_the_fastest() {
 fn max_staleness_limits_are_checked_in_replica_sets_only() {
     let t = replica_set();
     let stale = |seconds| {
-        SelectionCriteria::ReadPreference(
-            ReadPreference::new(ReadPreferenceMode::Nearest)
+        Criteria::ReadPreference(
+            ReadPreference::with_mode(ReadPreferenceMode::Nearest)
                 .with_max_staleness(Duration::from_secs(seconds)),
         )
     };
@@ -186,11 +184,14 @@ fn max_staleness_limits_are_checked_in_replica_sets_only() {
             .len(),
         1
     );
-    // Mode primary with max staleness is an error everywhere.
-    let primary_stale = SelectionCriteria::ReadPreference(
-        ReadPreference::primary().with_max_staleness(Duration::from_secs(120)),
+    // Mode primary with max staleness cannot even be written.
+    let primary_stale = ReadPreference::from_parts(
+        ReadPreferenceMode::Primary,
+        Vec::new(),
+        Some(Duration::from_secs(120)),
+        None,
     );
-    assert!(suitable_servers(&sharded, &primary_stale, &settings(), &[]).is_err());
+    assert!(primary_stale.is_err());
 }
 
 #[test]
@@ -226,7 +227,7 @@ fn single_load_balanced_and_unknown() {
         vec![server("s:27017", ServerType::RsSecondary, 5)],
     );
     // Read preference is ignored for a direct connection.
-    for c in [read(ReadPreferenceMode::Primary), SelectionCriteria::Write] {
+    for c in [read(ReadPreferenceMode::Primary), Criteria::Write] {
         assert_eq!(
             names(&suitable_servers(&single, &c, &settings(), &[]).unwrap()),
             set(&["s:27017"])
@@ -236,11 +237,9 @@ fn single_load_balanced_and_unknown() {
         TopologyType::Single,
         vec![server("s:27017", ServerType::Unknown, 0)],
     );
-    assert!(
-        suitable_servers(&down, &SelectionCriteria::Write, &settings(), &[])
-            .unwrap()
-            .is_empty()
-    );
+    assert!(suitable_servers(&down, &Criteria::Write, &settings(), &[])
+        .unwrap()
+        .is_empty());
     let lb = topology(
         TopologyType::LoadBalanced,
         vec![server("lb:27017", ServerType::LoadBalancer, 0)],
@@ -275,7 +274,7 @@ fn deprioritized_servers_are_used_only_as_a_last_resort() {
             server("u:27017", ServerType::Unknown, 0),
         ],
     );
-    let c = SelectionCriteria::Write;
+    let c = Criteria::Write;
     assert_eq!(
         names(&suitable_servers(&sharded, &c, &settings(), &[addr("m1:27017")]).unwrap()),
         set(&["m2:27017"])
@@ -310,14 +309,14 @@ fn deprioritized_servers_are_used_only_as_a_last_resort() {
 #[test]
 fn predicate_and_application_selector() {
     let t = replica_set();
-    let only_c: ServerPredicate = Arc::new(|s: &ServerDescription| s.address.host() == "c");
-    let c = SelectionCriteria::Predicate(only_c);
+    let only_c: Predicate = Arc::new(|s: &ServerInfo| s.address().host() == "c");
+    let c = Criteria::Predicate(only_c);
     assert_eq!(
         names(&suitable_servers(&t, &c, &settings(), &[]).unwrap()),
         set(&["c:27017"])
     );
     // Arbiters are never candidates, even for a predicate that accepts all.
-    let all = SelectionCriteria::Predicate(Arc::new(|_: &ServerDescription| true));
+    let all = Criteria::Predicate(Arc::new(|_: &ServerInfo| true));
     assert_eq!(
         names(&suitable_servers(&t, &all, &settings(), &[]).unwrap()),
         set(&["a:27017", "b:27017", "c:27017"])
@@ -373,14 +372,7 @@ fn select_picks_at_random_in_the_window() {
     );
     let mut rng = fastrand::Rng::with_seed(1);
     assert_eq!(
-        select(
-            &no_primary,
-            &SelectionCriteria::Write,
-            &settings(),
-            &[],
-            &mut rng
-        )
-        .unwrap(),
+        select(&no_primary, &Criteria::Write, &settings(), &[], &mut rng).unwrap(),
         None
     );
 }
@@ -391,7 +383,7 @@ fn incompatible_deployment_fails_selection() {
     t.compatibility_error = Some("server a:27017 requires wire version 99".into());
     let err = select(
         &t,
-        &SelectionCriteria::Write,
+        &Criteria::Write,
         &settings(),
         &[],
         &mut fastrand::Rng::with_seed(1),
@@ -403,8 +395,8 @@ fn incompatible_deployment_fails_selection() {
 
 #[test]
 fn aggregate_write_follows_read_preference_only_on_5_0_and_later() {
-    let secondary = ReadPreference::new(ReadPreferenceMode::Secondary);
-    let agg = SelectionCriteria::AggregateWrite(secondary.clone());
+    let secondary = ReadPreference::with_mode(ReadPreferenceMode::Secondary);
+    let agg = Criteria::AggregateWrite(secondary.clone());
     let mut t = replica_set();
     assert_eq!(
         names(&suitable_servers(&t, &agg, &settings(), &[]).unwrap()),
@@ -429,10 +421,7 @@ fn aggregate_write_follows_read_preference_only_on_5_0_and_later() {
     );
     // Unknown members do not count; load-balanced deployments are assumed 5.0+.
     t.servers.get_mut(&addr("c:27017")).unwrap().server_type = ServerType::Unknown;
-    assert!(matches!(
-        agg.resolve(&t),
-        SelectionCriteria::ReadPreference(_)
-    ));
+    assert!(matches!(agg.resolve(&t), Criteria::ReadPreference(_)));
     let mut lb = topology(
         TopologyType::LoadBalanced,
         vec![server("lb:27017", ServerType::LoadBalancer, 0)],
@@ -441,19 +430,16 @@ fn aggregate_write_follows_read_preference_only_on_5_0_and_later() {
         .get_mut(&addr("lb:27017"))
         .unwrap()
         .max_wire_version = 0;
-    assert!(matches!(
-        agg.resolve(&lb),
-        SelectionCriteria::ReadPreference(_)
-    ));
+    assert!(matches!(agg.resolve(&lb), Criteria::ReadPreference(_)));
 }
 
 #[test]
 fn read_preference_on_the_wire() {
-    let tagged = ReadPreference::new(ReadPreferenceMode::SecondaryPreferred)
+    let tagged = ReadPreference::with_mode(ReadPreferenceMode::SecondaryPreferred)
         .with_tag_sets(vec![TagSet::from([("dc".to_string(), "ny".to_string())])]);
     let rp = |mode| read(mode);
     let of = |topology_type: TopologyType| topology(topology_type, Vec::new());
-    let check = |topology_type, server_type, criteria: &SelectionCriteria| {
+    let check = |topology_type, server_type, criteria: &Criteria| {
         read_preference_for_command(&of(topology_type), server_type, criteria)
     };
     use ReadPreferenceMode::*;
@@ -487,11 +473,7 @@ fn read_preference_on_the_wire() {
             Some(doc! { "mode": "primaryPreferred" })
         );
         assert_eq!(
-            check(
-                t,
-                S::RsSecondary,
-                &SelectionCriteria::ReadPreference(tagged.clone())
-            ),
+            check(t, S::RsSecondary, &Criteria::ReadPreference(tagged.clone())),
             Some(doc! { "mode": "secondaryPreferred", "tags": [{ "dc": "ny" }] })
         );
     }
@@ -503,9 +485,9 @@ fn read_preference_on_the_wire() {
             check(t, s, &rp(SecondaryPreferred)),
             Some(doc! { "mode": "secondaryPreferred" })
         );
-        let stale = ReadPreference::new(Nearest).with_max_staleness(Duration::from_secs(120));
+        let stale = ReadPreference::with_mode(Nearest).with_max_staleness(Duration::from_secs(120));
         assert_eq!(
-            check(t, s, &SelectionCriteria::ReadPreference(stale)),
+            check(t, s, &Criteria::ReadPreference(stale)),
             Some(doc! { "mode": "nearest", "maxStalenessSeconds": 120_i64 })
         );
     }
@@ -516,9 +498,9 @@ fn read_preference_on_the_wire() {
         (T::Sharded, S::Mongos),
         (T::LoadBalanced, S::LoadBalancer),
     ] {
-        assert_eq!(check(t, s, &SelectionCriteria::Write), None);
+        assert_eq!(check(t, s, &Criteria::Write), None);
     }
-    let predicate = SelectionCriteria::Predicate(Arc::new(|_: &ServerDescription| true));
+    let predicate = Criteria::Predicate(Arc::new(|_: &ServerInfo| true));
     assert_eq!(
         check(T::ReplicaSetWithPrimary, S::RsSecondary, &predicate),
         Some(doc! { "mode": "primaryPreferred" })
@@ -536,7 +518,7 @@ fn selection_error_names_every_server() {
         ],
     );
     t.servers.get_mut(&addr("a:27017")).unwrap().error = Some("connection refused".into());
-    let err = selection_error(&t, &SelectionCriteria::Write);
+    let err = selection_error(&t, &Criteria::Write);
     assert!(matches!(err.kind(), ErrorKind::ServerSelection { .. }));
     let text = err.to_string();
     for part in [
@@ -557,8 +539,8 @@ fn selection_error_names_every_server() {
 #[test]
 fn log_messages() {
     let t = replica_set();
-    let criteria = SelectionCriteria::ReadPreference(
-        ReadPreference::new(ReadPreferenceMode::Secondary)
+    let criteria = Criteria::ReadPreference(
+        ReadPreference::with_mode(ReadPreferenceMode::Secondary)
             .with_tag_sets(vec![TagSet::from([("dc".to_string(), "ny".to_string())])])
             .with_max_staleness(Duration::from_secs(120)),
     );
@@ -615,7 +597,7 @@ fn log_messages() {
     let no_deadline = SelectionLog::waiting(&context, None);
     assert!(!no_deadline.fields.contains_key("remainingTimeMS"));
 
-    let custom = SelectionCriteria::Predicate(Arc::new(|_: &ServerDescription| true));
+    let custom = Criteria::Predicate(Arc::new(|_: &ServerInfo| true));
     let context = SelectionLogContext {
         operation: "insert",
         operation_id: None,

@@ -478,7 +478,7 @@ impl SessionState {
             in_transaction,
             pinned: self.transaction.pinned().cloned(),
             read_preference: if in_transaction && op.read_preference.is_none() {
-                self.transaction.options().read_preference.clone()
+                self.transaction.options().read_preference().cloned()
             } else {
                 None
             },

@@ -477,11 +477,11 @@ fn the_next_operation_after_a_transaction_is_not_in_it() {
 #[test]
 fn operations_in_a_transaction_are_validated_without_changing_state() {
     let mut s = explicit(Instant::now());
-    let secondary = ReadPreference::new(ReadPreferenceMode::Secondary);
+    let secondary = ReadPreference::with_mode(ReadPreferenceMode::Secondary);
     start(
         &mut s,
         TransactionOptions {
-            read_preference: Some(ReadPreference::primary()),
+            selection_criteria: Some(ReadPreference::primary().into()),
             ..Default::default()
         },
     );

@@ -26,7 +26,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::proto::address::ServerAddress;
 pub use crate::proto::concern::write_concern_document;
 use crate::proto::concern::{Acknowledgment, ReadConcern, WriteConcern};
-use crate::proto::read_preference::{ReadPreference, ReadPreferenceMode};
+use crate::proto::read_preference::{ReadPreference, ReadPreferenceMode, SelectionCriteria};
 
 /// Error label: the whole transaction may be retried.
 pub const TRANSIENT_TRANSACTION_ERROR: &str = "TransientTransactionError";
@@ -93,8 +93,9 @@ pub struct TransactionOptions {
     pub read_concern: Option<ReadConcern>,
     /// Write concern of `commitTransaction` and `abortTransaction`.
     pub write_concern: Option<WriteConcern>,
-    /// Read preference of reads in the transaction (must be primary).
-    pub read_preference: Option<ReadPreference>,
+    /// Where the transaction's reads go: a read preference, which must be
+    /// primary (a predicate is refused when the transaction starts).
+    pub selection_criteria: Option<SelectionCriteria>,
     /// `maxTimeMS` of `commitTransaction` (deprecated in favour of `timeoutMS`).
     pub max_commit_time: Option<Duration>,
 }
@@ -112,10 +113,12 @@ impl TransactionOptions {
         self
     }
 
-    /// These options with the read preference of the transaction's reads.
-    pub fn with_read_preference(mut self, read_preference: ReadPreference) -> Self {
-        self.read_preference = Some(read_preference);
-        self
+    /// The read preference of the transaction's reads, when its selection
+    /// criteria are one.
+    pub(crate) fn read_preference(&self) -> Option<&ReadPreference> {
+        self.selection_criteria
+            .as_ref()
+            .and_then(SelectionCriteria::as_read_pref)
     }
 
     /// These options with `maxTimeMS` for `commitTransaction`.
@@ -151,10 +154,10 @@ impl TransactionOptions {
                 session_default.map(|d| &d.write_concern),
                 &client.write_concern,
             ),
-            read_preference: pick(
-                &self.read_preference,
-                session_default.map(|d| &d.read_preference),
-                &client.read_preference,
+            selection_criteria: pick(
+                &self.selection_criteria,
+                session_default.map(|d| &d.selection_criteria),
+                &client.selection_criteria,
             ),
             max_commit_time: pick(
                 &self.max_commit_time,
@@ -305,6 +308,12 @@ impl Transaction {
                 "transactions do not support unacknowledged write concerns",
             ));
         }
+        if let Some(SelectionCriteria::Predicate(_)) = options.selection_criteria {
+            return Err(Error::invalid_argument(
+                "a transaction's selection criteria must be a read preference (primary): its \
+                 reads go where the transaction runs, so a predicate cannot choose them",
+            ));
+        }
         self.state = TransactionState::Starting;
         self.options = options;
         self.pinned = None;
@@ -349,9 +358,9 @@ impl Transaction {
         if !self.state.is_active() {
             return Ok(());
         }
-        let effective = operation.or(self.options.read_preference.as_ref());
+        let effective = operation.or(self.options.read_preference());
         match effective {
-            Some(rp) if rp.mode != ReadPreferenceMode::Primary => Err(Error::invalid_argument(
+            Some(rp) if rp.mode() != ReadPreferenceMode::Primary => Err(Error::invalid_argument(
                 "read preference in a transaction must be primary",
             )),
             _ => Ok(()),
@@ -799,11 +808,11 @@ mod tests {
 
     #[test]
     fn read_preference_must_be_primary_inside_a_transaction() {
-        let secondary = ReadPreference::new(ReadPreferenceMode::Secondary);
+        let secondary = ReadPreference::secondary(None);
         let mut t = Transaction::new();
         assert!(t.check_read_preference(Some(&secondary)).is_ok());
         t.start(TransactionOptions {
-            read_preference: Some(secondary.clone()),
+            selection_criteria: Some(secondary.clone().into()),
             ..Default::default()
         })
         .unwrap();
@@ -839,7 +848,7 @@ mod tests {
         assert_eq!(r.max_commit_time, Some(Duration::from_secs(2)));
         assert_eq!(r.write_concern, Some(majority()));
         assert_eq!(r.read_concern.unwrap().level.as_str(), "local");
-        assert_eq!(r.read_preference, None);
+        assert_eq!(r.selection_criteria, None);
         let r = own.resolve(None, &client);
         assert_eq!(r.write_concern.unwrap().w, Some(Acknowledgment::Nodes(1)));
     }

@@ -14,7 +14,7 @@ use crate::proto::retry::{
     FailedAttempt, OperationKind, OperationRetry, RetryDecision, RetryPlan, RetryPolicy,
 };
 use crate::proto::sdam::TopologyType;
-use crate::proto::select::{self, SelectionCriteria};
+use crate::proto::select::{self, Criteria};
 use crate::proto::session::{
     session_supported, OperationInfo, OperationPlan, SessionKind, SessionState,
 };
@@ -32,7 +32,7 @@ pub(super) struct Run<'s> {
     /// The opening command of a cursor timed per iteration (CSOT).
     omit_max_time: bool,
     pub(super) retry: Option<OperationRetry>,
-    criteria: SelectionCriteria,
+    criteria: Criteria,
     pub(super) target: Target,
     pub(super) shape: OperationShape,
     read_concern: Option<ReadConcern>,
@@ -59,8 +59,8 @@ fn plan_in_session<Op: Operation>(op: &Op, session: &mut SessionState) -> Result
         write_concern_set: op.write_concern().is_some(),
         // Only the operation's own: a handle's read preference gives way
         // to the transaction's.
-        read_preference: match own {
-            Some(SelectionCriteria::ReadPreference(rp)) => Some(rp),
+        read_preference: match &own {
+            Some(Criteria::ReadPreference(rp)) => Some(rp),
             _ => None,
         },
         unacknowledged: !op.is_acknowledged(),
@@ -72,10 +72,8 @@ fn plan_in_session<Op: Operation>(op: &Op, session: &mut SessionState) -> Result
 /// transaction, those take the transaction's.
 fn reads_with_preference<Op: Operation>(op: &Op) -> bool {
     op.reads()
-        || matches!(
-            op.selection_criteria(),
-            Some(SelectionCriteria::ReadPreference(_))
-        ) && !matches!(op.retryability(), Retryability::Write)
+        || matches!(op.selection_criteria(), Some(Criteria::ReadPreference(_)))
+            && !matches!(op.retryability(), Retryability::Write)
 }
 
 /// The server an attempt runs on, as the operation and the command see it.
@@ -95,12 +93,12 @@ impl ClientState {
         inherited: Inherited<'_>,
         target: Target,
     ) -> Result<Run<'s>> {
-        let own = op.selection_criteria().cloned();
+        let own = op.selection_criteria();
         let criteria = own
             .clone()
-            .unwrap_or_else(|| match inherited.read_preference {
-                Some(rp) if op.reads() => SelectionCriteria::ReadPreference(rp.clone()),
-                _ => SelectionCriteria::primary_read(),
+            .unwrap_or_else(|| match inherited.selection_criteria {
+                Some(criteria) if op.reads() => Criteria::from(criteria),
+                _ => Criteria::primary_read(),
             });
         let mut session = match explicit_session {
             Some(s) => SessionSlot::Explicit(s),
@@ -138,10 +136,8 @@ impl ClientState {
         // In a transaction the operation's own read preference, else the
         // transaction's, else the primary: never the handle's.
         let criteria = match plan.as_ref().and_then(|p| p.read_preference.clone()) {
-            Some(rp) if in_transaction && reads_with_preference(op) => {
-                SelectionCriteria::ReadPreference(rp)
-            }
-            _ if in_transaction => own.unwrap_or_else(SelectionCriteria::primary_read),
+            Some(rp) if in_transaction && reads_with_preference(op) => Criteria::ReadPreference(rp),
+            _ if in_transaction => own.unwrap_or_else(Criteria::primary_read),
             _ => criteria,
         };
         let target = match (target, plan.and_then(|p| p.pinned)) {

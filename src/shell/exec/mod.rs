@@ -37,7 +37,7 @@ use crate::proto::deadline::Deadline;
 use crate::proto::operation::{Operation, ServerInfo};
 use crate::proto::options::{ClientOptions, ReadConcern, WriteConcern};
 use crate::proto::process::CurrentProcess;
-use crate::proto::read_preference::ReadPreference;
+use crate::proto::read_preference::SelectionCriteria;
 use crate::proto::retry::classify::{as_timeout, carries_write_concern_error, has_write_errors};
 use crate::proto::retry::{RetryPolicy, RetrySettings, TokenBucket, Tokens};
 use crate::proto::sdam::TopologyType;
@@ -81,7 +81,7 @@ pub(crate) struct Inherited<'a> {
     /// A read's read preference when the operation sets none; never
     /// inside a transaction, whose own read preference wins (the
     /// transactions spec).
-    pub(crate) read_preference: Option<&'a ReadPreference>,
+    pub(crate) selection_criteria: Option<&'a SelectionCriteria>,
     pub(crate) read_concern: Option<&'a ReadConcern>,
     pub(crate) write_concern: Option<&'a WriteConcern>,
     pub(crate) timeout: Option<Duration>,

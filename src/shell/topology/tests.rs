@@ -18,7 +18,7 @@ use crate::proto::deadline::Deadline;
 use crate::proto::event::{EventSink, SdamEvent};
 use crate::proto::options::ClientOptions;
 use crate::proto::read_preference::ReadPreference;
-use crate::proto::select::SelectionCriteria;
+use crate::proto::select::Criteria;
 use crate::proto::wire::{self, MsgFlags, OpMsg};
 use crate::shell::clock::{Clock, VirtualClock};
 
@@ -147,7 +147,7 @@ fn topology(ports: &[u16], extra: &str) -> (Topology, Arc<CheckTimes>, Arc<Virtu
 }
 
 fn select_primary(topology: &mut Topology) -> crate::error::Result<ServerAddress> {
-    let primary = SelectionCriteria::ReadPreference(ReadPreference::primary());
+    let primary = Criteria::ReadPreference(ReadPreference::primary());
     topology.select_for(&primary, "find", &[], Deadline::NONE)
 }
 
