@@ -709,11 +709,21 @@ fn read_and_write_concerns_most_specific_wins() {
 
     // The database level overrides the client's and hands down to its
     // collections.
-    let from_database = client
-        .database(from_client.database_name())
-        .with_read_concern(ReadConcern::new("available"))
-        .with_write_concern(write_concern(Acknowledgment::Nodes(2)))
-        .collection::<Document>(from_client.name());
+    let database_options = mongo_inline::options::DatabaseOptions::builder()
+        .read_concern(ReadConcern::new("available"))
+        .write_concern(write_concern(Acknowledgment::Nodes(2)))
+        .build();
+    let database = client.database_with_options(from_client.database_name(), database_options);
+    assert_eq!(
+        database.read_concern(),
+        Some(&ReadConcern::new("available"))
+    );
+    assert_eq!(client.read_concern(), Some(&ReadConcern::new("local")));
+    let from_database = database.collection::<Document>(from_client.name());
+    assert_eq!(
+        from_database.write_concern(),
+        Some(&write_concern(Acknowledgment::Nodes(2)))
+    );
     from_database.find_one(doc! {}).run().unwrap();
     assert_eq!(level(&last_received(&sim, 0, "find")), Some("available"));
     from_database.delete_many(doc! { "_id": -1 }).run().ok();
@@ -722,10 +732,12 @@ fn read_and_write_concerns_most_specific_wins() {
         Some(Bson::Int64(2))
     );
 
-    let from_collection = from_client
-        .clone()
-        .with_read_concern(ReadConcern::new("majority"))
-        .with_write_concern(write_concern(Acknowledgment::Majority));
+    let collection_options = mongo_inline::options::CollectionOptions::builder()
+        .read_concern(ReadConcern::new("majority"))
+        .write_concern(write_concern(Acknowledgment::Majority))
+        .build();
+    let from_collection =
+        database.collection_with_options::<Document>(from_client.name(), collection_options);
     from_collection.insert_one(doc! { "_id": 2 }).run().unwrap();
     assert_eq!(
         w_of(&last_received(&sim, 0, "insert")),
@@ -802,7 +814,18 @@ fn read_preference_most_specific_wins() {
     );
 
     // The collection's primary.
-    let on_primary = coll.clone().with_read_preference(ReadPreference::primary());
+    let options = mongo_inline::options::CollectionOptions::builder()
+        .selection_criteria(mongo_inline::options::SelectionCriteria::from(
+            ReadPreference::primary(),
+        ))
+        .build();
+    let on_primary = client
+        .database(coll.database_name())
+        .collection_with_options::<Document>(coll.name(), options);
+    assert_eq!(
+        on_primary.selection_criteria(),
+        Some(&ReadPreference::Primary.into())
+    );
     on_primary.find_one(doc! {}).run().unwrap();
     assert_eq!((count_finds(0), count_finds(1)), (1, 1));
 

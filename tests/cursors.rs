@@ -136,7 +136,15 @@ fn a_secondary_cursor_whose_socket_is_lost_is_not_resumed_on_another_member() {
         &[Role::Primary, Role::Secondary],
     );
     let client = Client::with_uri_str(sim.seed_uri(&[0, 1])).unwrap();
-    let coll = numbers(&client, 20).with_read_preference(ReadPreference::secondary_preferred(None));
+    let seeded = numbers(&client, 20);
+    let options = mongo_inline::options::CollectionOptions::builder()
+        .selection_criteria(mongo_inline::options::SelectionCriteria::from(
+            ReadPreference::secondary_preferred(None),
+        ))
+        .build();
+    let coll = client
+        .database("cursors")
+        .collection_with_options::<Document>(seeded.name(), options);
     sim.reset_observations();
     let mut cursor = coll.find(doc! {}).with_options(sorted(5)).run().unwrap();
     assert_eq!(cursor.address().to_string(), sim.address(1));
@@ -213,9 +221,14 @@ fn a_cursor_on_a_secondary_keeps_its_get_mores_there() {
     let client = Client::with_uri_str(sim.seed_uri(&[0, 1, 2])).unwrap();
     let coll = numbers(&client, 40);
     sim.reset_observations();
-    let secondary = coll
-        .clone()
-        .with_read_preference(ReadPreference::secondary(None));
+    let options = mongo_inline::options::CollectionOptions::builder()
+        .selection_criteria(mongo_inline::options::SelectionCriteria::from(
+            ReadPreference::secondary(None),
+        ))
+        .build();
+    let secondary = client
+        .database("cursors")
+        .collection_with_options::<Document>(coll.name(), options);
     let cursor = secondary
         .find(doc! {})
         .with_options(sorted(7))

@@ -679,9 +679,14 @@ fn read_preference_is_sent_as_to_a_mongos() {
     let (client, recorder) = recorded_client(&lb_uri(&sim, ""));
     let coll = collection(&client, &fresh("read_pref"));
     coll.insert_one(doc! { "_id": 1 }).run().expect("insert");
-    let secondary = coll
-        .clone_with_type::<Document>()
-        .with_read_preference(ReadPreference::secondary_preferred(None));
+    let options = mongo_inline::options::CollectionOptions::builder()
+        .selection_criteria(mongo_inline::options::SelectionCriteria::from(
+            ReadPreference::secondary_preferred(None),
+        ))
+        .build();
+    let secondary = client
+        .database(DB)
+        .collection_with_options::<Document>(coll.name(), options);
     let found: Vec<Document> = secondary
         .find(doc! {})
         .run()

@@ -387,10 +387,16 @@ fn reads_in_a_transaction_use_the_transactions_read_preference() {
     let server = TestServer::shared();
     let client = Client::with_uri_str(server.uri()).unwrap();
     let coll = fresh(&client, "txn_read_preference");
-    let primary_coll = coll.clone().with_read_preference(ReadPreference::Primary);
-    let secondary_coll = coll
-        .clone()
-        .with_read_preference(ReadPreference::secondary(None));
+    let handle = |rp: ReadPreference| {
+        let options = mongo_inline::options::CollectionOptions::builder()
+            .selection_criteria(mongo_inline::options::SelectionCriteria::from(rp))
+            .build();
+        client
+            .database("txn")
+            .collection_with_options::<Document>(coll.name(), options)
+    };
+    let primary_coll = handle(ReadPreference::Primary);
+    let secondary_coll = handle(ReadPreference::secondary(None));
     let refused = "read preference in a transaction must be primary";
     let mut session = client.start_session().run().unwrap();
     for mode in [

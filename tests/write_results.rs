@@ -48,7 +48,12 @@ fn eventually(coll: &Collection<Document>, expected: &[Document]) {
 fn unacknowledged_writes_say_so() {
     let client = Client::with_uri_str(TestServer::shared().uri()).unwrap();
     let acked = fresh(&client);
-    let coll = acked.clone().with_write_concern(WriteConcern::nodes(0));
+    let options = mongo_inline::options::CollectionOptions::builder()
+        .write_concern(WriteConcern::nodes(0))
+        .build();
+    let coll = client
+        .database("write_results")
+        .collection_with_options::<Document>(acked.name(), options);
 
     let one = coll.insert_one(doc! { "_id": 1 }).run().unwrap();
     assert!(!one.acknowledged);

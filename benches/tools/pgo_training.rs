@@ -253,9 +253,14 @@ fn train(uri: &str, rounds: u32, abilities: Abilities) -> Outcome {
             .run_command(doc! { "ping": 1 })
             .run()?;
         if abilities.secondaries {
-            let from_secondary = docs
-                .clone()
-                .with_read_preference(ReadPreference::secondary_preferred(None))
+            let options = mongo_inline::options::CollectionOptions::builder()
+                .selection_criteria(mongo_inline::options::SelectionCriteria::from(
+                    ReadPreference::secondary_preferred(None),
+                ))
+                .build();
+            let from_secondary = client
+                .database(docs.database_name())
+                .collection_with_options::<Document>(docs.name(), options)
                 .find_one(doc! { "_id": key })
                 .run()?;
             check(from_secondary.is_some(), "a secondary read")?;

@@ -14,10 +14,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use bson::Document;
 
 use crate::error::Result;
+use crate::proto::concern::{ReadConcern, WriteConcern};
 use crate::proto::event::EventSink;
 use crate::proto::options::{ClientOptions, ServerAddress};
 use crate::proto::public_event::OfficialHandlers;
-use crate::proto::read_preference::ReadPreference;
+use crate::proto::read_preference::SelectionCriteria;
 use crate::proto::retry::{RetrySettings, Tokens};
 use crate::proto::sdam::ServerDescription;
 use crate::proto::select::ServerSelector;
@@ -196,8 +197,61 @@ impl Client {
         Database {
             client: self.clone(),
             name: name.to_string(),
-            overrides: crate::api::coll::Defaults::default(),
+            defaults: self.defaults(),
         }
+    }
+
+    /// A handle to the database `name` whose reads and writes default to
+    /// `options` (each one unset is the client's). Does no I/O.
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # use mongo_inline::options::{DatabaseOptions, ReadPreference, SelectionCriteria, WriteConcern};
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let options = DatabaseOptions::builder()
+    ///     .write_concern(WriteConcern::majority())
+    ///     .selection_criteria(SelectionCriteria::ReadPreference(ReadPreference::Primary))
+    ///     .build();
+    /// let db = client.database_with_options("docs", options);
+    /// assert_eq!(db.write_concern(), Some(&WriteConcern::majority()));
+    /// // Its collections inherit it, unless their own options say otherwise.
+    /// assert_eq!(db.collection::<Document>("c").write_concern(), Some(&WriteConcern::majority()));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn database_with_options(
+        &self,
+        name: &str,
+        options: crate::options::DatabaseOptions,
+    ) -> Database {
+        let own = crate::api::coll::Defaults::of_handle(
+            options.selection_criteria,
+            options.read_concern,
+            options.write_concern,
+        );
+        Database {
+            client: self.clone(),
+            name: name.to_string(),
+            defaults: self.defaults().overridden_by(&own),
+        }
+    }
+
+    /// The client's default selection criteria (the options'
+    /// `selection_criteria`, or the connection string's `readPreference`).
+    pub fn selection_criteria(&self) -> Option<&SelectionCriteria> {
+        self.inner.defaults.selection_criteria.as_ref()
+    }
+
+    /// The client's default read concern.
+    pub fn read_concern(&self) -> Option<&ReadConcern> {
+        self.inner.defaults.read_concern.as_ref()
+    }
+
+    /// The client's default write concern.
+    pub fn write_concern(&self) -> Option<&WriteConcern> {
+        self.inner.defaults.write_concern.as_ref()
     }
 
     /// The database named in the connection string's path, if any.
@@ -482,8 +536,9 @@ impl ClientBuilder {
 pub struct Database {
     client: Client,
     name: String,
-    /// What this handle overrides of the client's defaults.
-    overrides: crate::api::coll::Defaults,
+    /// What its collections and operations inherit: the client's defaults
+    /// with the database options on top.
+    defaults: crate::api::coll::Defaults,
 }
 
 impl Database {
@@ -498,36 +553,46 @@ impl Database {
         crate::api::coll::Collection::new(self.client.clone(), &self.name, name, self.defaults())
     }
 
-    /// The client's defaults with this database's overrides on top: what
-    /// every operation through this handle inherits.
+    /// A handle to the collection `name` whose operations default to
+    /// `options` (each one unset is this database's). Does no I/O.
+    pub fn collection_with_options<T>(
+        &self,
+        name: &str,
+        options: crate::options::CollectionOptions,
+    ) -> crate::api::coll::Collection<T> {
+        let own = crate::api::coll::Defaults::of_handle(
+            options.selection_criteria,
+            options.read_concern,
+            options.write_concern,
+        );
+        let defaults = self.defaults.overridden_by(&own);
+        crate::api::coll::Collection::new(self.client.clone(), &self.name, name, defaults)
+    }
+
+    /// What every operation through this handle inherits.
     pub(crate) fn defaults(&self) -> crate::api::coll::Defaults {
-        self.client.defaults().overridden_by(&self.overrides)
+        self.defaults.clone()
     }
 
-    /// This handle with a default read preference for its collections.
-    pub fn with_read_preference(mut self, read_preference: ReadPreference) -> Self {
-        self.overrides.selection_criteria = Some(read_preference.into());
-        self
+    /// Where its collections' reads go when neither they nor the operation
+    /// say: the database options' selection criteria, else the client's.
+    pub fn selection_criteria(&self) -> Option<&SelectionCriteria> {
+        self.defaults.selection_criteria.as_ref()
     }
 
-    /// This handle with a default read concern for its collections.
-    pub fn with_read_concern(mut self, read_concern: crate::proto::options::ReadConcern) -> Self {
-        self.overrides.read_concern = Some(read_concern);
-        self
+    /// Its default read concern (the database options', else the client's).
+    pub fn read_concern(&self) -> Option<&ReadConcern> {
+        self.defaults.read_concern.as_ref()
     }
 
-    /// This handle with a default write concern for its collections.
-    pub fn with_write_concern(
-        mut self,
-        write_concern: crate::proto::options::WriteConcern,
-    ) -> Self {
-        self.overrides.write_concern = Some(write_concern);
-        self
+    /// Its default write concern (the database options', else the client's).
+    pub fn write_concern(&self) -> Option<&WriteConcern> {
+        self.defaults.write_concern.as_ref()
     }
 
     /// This handle with `timeoutMS` for its collections' operations.
     pub fn with_timeout(mut self, timeout: std::time::Duration) -> Self {
-        self.overrides.timeout = Some(timeout);
+        self.defaults.timeout = Some(timeout);
         self
     }
 
@@ -542,8 +607,8 @@ impl Database {
             return std::borrow::Cow::Borrowed(self);
         }
         let mut db = self.clone();
-        db.overrides = db.overrides.with_operation_timeout(timeout);
-        db.overrides.timeout_mode = mode.or(db.overrides.timeout_mode);
+        db.defaults = db.defaults.with_operation_timeout(timeout);
+        db.defaults.timeout_mode = mode.or(db.defaults.timeout_mode);
         std::borrow::Cow::Owned(db)
     }
 

@@ -28,7 +28,7 @@ use crate::proto::operation::{
     CollectionWriteModel, CursorSpec, Namespace, Operation, UpdateModifications,
 };
 use crate::proto::options::{ReadConcern, WriteConcern};
-use crate::proto::read_preference::{ReadPreference, SelectionCriteria};
+use crate::proto::read_preference::SelectionCriteria;
 use crate::proto::results::BulkWriteResult;
 use crate::shell::exec::{Inherited, Target};
 
@@ -52,6 +52,20 @@ pub(crate) struct Defaults {
 }
 
 impl Defaults {
+    /// The handle settings of database or collection options, nothing else.
+    pub(crate) fn of_handle(
+        selection_criteria: Option<SelectionCriteria>,
+        read_concern: Option<ReadConcern>,
+        write_concern: Option<WriteConcern>,
+    ) -> Defaults {
+        Defaults {
+            selection_criteria,
+            read_concern,
+            write_concern,
+            ..Defaults::default()
+        }
+    }
+
     /// `self` with anything `more_specific` sets taking precedence.
     pub(crate) fn overridden_by(&self, more_specific: &Defaults) -> Defaults {
         Defaults {
@@ -166,22 +180,23 @@ impl<T> Collection<T> {
         }
     }
 
-    /// This handle with a default read preference for its reads.
-    pub fn with_read_preference(mut self, read_preference: ReadPreference) -> Self {
-        self.defaults.selection_criteria = Some(read_preference.into());
-        self
+    /// Where its reads go when an operation does not say: the
+    /// [`CollectionOptions`](crate::options::CollectionOptions)' selection
+    /// criteria, else the database's.
+    pub fn selection_criteria(&self) -> Option<&SelectionCriteria> {
+        self.defaults.selection_criteria.as_ref()
     }
 
-    /// This handle with a default read concern.
-    pub fn with_read_concern(mut self, read_concern: ReadConcern) -> Self {
-        self.defaults.read_concern = Some(read_concern);
-        self
+    /// The read concern of its reads when an operation does not set one
+    /// (from the collection's options, else the database's).
+    pub fn read_concern(&self) -> Option<&ReadConcern> {
+        self.defaults.read_concern.as_ref()
     }
 
-    /// This handle with a default write concern.
-    pub fn with_write_concern(mut self, write_concern: WriteConcern) -> Self {
-        self.defaults.write_concern = Some(write_concern);
-        self
+    /// The write concern of its writes when an operation does not set one
+    /// (from the collection's options, else the database's).
+    pub fn write_concern(&self) -> Option<&WriteConcern> {
+        self.defaults.write_concern.as_ref()
     }
 
     /// This handle with `timeoutMS` for each of its operations.

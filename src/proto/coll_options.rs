@@ -1121,6 +1121,39 @@ impl Serialize for IndexModel {
     }
 }
 
+/// The defaults a [`Database`](crate::Database) handle gives its
+/// collections and operations, for
+/// [`Client::database_with_options`](crate::Client::database_with_options):
+/// each one unset is the client's.
+#[derive(Clone, Debug, Default, PartialEq, typed_builder::TypedBuilder)]
+#[builder(field_defaults(default, setter(into)))]
+#[non_exhaustive]
+pub struct DatabaseOptions {
+    /// The read preference (or predicate) of its reads.
+    pub selection_criteria: Option<SelectionCriteria>,
+    /// The read concern of its reads.
+    pub read_concern: Option<ReadConcern>,
+    /// The write concern of its writes.
+    pub write_concern: Option<WriteConcern>,
+}
+
+/// The defaults a [`Collection`](crate::Collection) handle gives its
+/// operations, for
+/// [`Database::collection_with_options`](crate::Database::collection_with_options):
+/// each one unset is the database's. An operation's own option wins over
+/// the handle's.
+#[derive(Clone, Debug, Default, PartialEq, typed_builder::TypedBuilder)]
+#[builder(field_defaults(default, setter(into)))]
+#[non_exhaustive]
+pub struct CollectionOptions {
+    /// The read preference (or predicate) of its reads.
+    pub selection_criteria: Option<SelectionCriteria>,
+    /// The read concern of its reads.
+    pub read_concern: Option<ReadConcern>,
+    /// The write concern of its writes.
+    pub write_concern: Option<WriteConcern>,
+}
+
 #[cfg(test)]
 mod tests {
     use bson::doc;

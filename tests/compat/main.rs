@@ -74,6 +74,7 @@ programs! {
     read_preferences,
     collection_handles,
     hints_and_comments,
+    handle_options,
     session_options,
     warm_pool,
     command_events,

@@ -420,22 +420,18 @@ impl<'a> TestRun<'a> {
                     let owner = spec.get_str("client").unwrap_or_default().to_string();
                     self.owners.insert(id.clone(), owner);
                     let client = self.client(spec.get_str("client").unwrap_or_default())?;
-                    let mut db = client
-                        .live()?
-                        .database(spec.get_str("databaseName").unwrap_or(""));
+                    let name = spec.get_str("databaseName").unwrap_or("");
+                    let mut db = client.live()?.database(name);
                     if let Ok(options) = spec.get_document("databaseOptions") {
                         let handle = concerns(options, "databaseOptions")?;
+                        let options = mongo_inline::options::DatabaseOptions::builder()
+                            .selection_criteria(handle.read_preference.map(Into::into))
+                            .read_concern(handle.read_concern)
+                            .write_concern(handle.write_concern)
+                            .build();
+                        db = client.live()?.database_with_options(name, options);
                         if let Some(timeout) = handle.timeout {
                             db = db.with_timeout(timeout);
-                        }
-                        if let Some(rc) = handle.read_concern {
-                            db = db.with_read_concern(rc);
-                        }
-                        if let Some(wc) = handle.write_concern {
-                            db = db.with_write_concern(wc);
-                        }
-                        if let Some(rp) = handle.read_preference {
-                            db = db.with_read_preference(rp);
                         }
                     }
                     Entity::Database(db)
@@ -445,21 +441,18 @@ impl<'a> TestRun<'a> {
                     let owner = self.owners.get(database).cloned().unwrap_or_default();
                     self.owners.insert(id.clone(), owner);
                     let db = self.database(database)?;
-                    let mut coll =
-                        db.collection::<Document>(spec.get_str("collectionName").unwrap_or(""));
+                    let name = spec.get_str("collectionName").unwrap_or("");
+                    let mut coll = db.collection::<Document>(name);
                     if let Ok(options) = spec.get_document("collectionOptions") {
                         let handle = concerns(options, "collectionOptions")?;
+                        let options = mongo_inline::options::CollectionOptions::builder()
+                            .selection_criteria(handle.read_preference.map(Into::into))
+                            .read_concern(handle.read_concern)
+                            .write_concern(handle.write_concern)
+                            .build();
+                        coll = db.collection_with_options::<Document>(name, options);
                         if let Some(timeout) = handle.timeout {
                             coll = coll.with_timeout(timeout);
-                        }
-                        if let Some(rc) = handle.read_concern {
-                            coll = coll.with_read_concern(rc);
-                        }
-                        if let Some(wc) = handle.write_concern {
-                            coll = coll.with_write_concern(wc);
-                        }
-                        if let Some(rp) = handle.read_preference {
-                            coll = coll.with_read_preference(rp);
                         }
                     }
                     Entity::Collection(coll)

@@ -153,16 +153,12 @@ impl GridFsBucket {
     }
 
     fn collection<T>(&self, name: &str, deadline: Option<Deadline>) -> Collection<T> {
-        let mut coll = self.inner.db.collection::<T>(name);
-        if let Some(rc) = &self.inner.read_concern {
-            coll = coll.with_read_concern(rc.clone());
-        }
-        if let Some(wc) = &self.inner.write_concern {
-            coll = coll.with_write_concern(wc.clone());
-        }
-        if let Some(SelectionCriteria::ReadPreference(rp)) = &self.inner.selection_criteria {
-            coll = coll.with_read_preference(rp.clone());
-        }
+        let options = crate::options::CollectionOptions {
+            selection_criteria: self.inner.selection_criteria.clone(),
+            read_concern: self.inner.read_concern.clone(),
+            write_concern: self.inner.write_concern.clone(),
+        };
+        let mut coll = self.inner.db.collection_with_options::<T>(name, options);
         if self.timeout.is_some() {
             coll = coll.for_operation(self.timeout, None).into_owned();
         }
