@@ -214,6 +214,8 @@ mi_error *mi_session_start(mi_client *client, const uint8_t *options, size_t opt
 void mi_session_free(mi_session *session);
 /* The session's id (lsid) as a BSON document in *out. */
 mi_error *mi_session_id(mi_session *session, mi_buffer *out);
+/* *out = {snapshotTime: Timestamp} of a snapshot session, {} before its first read. */
+mi_error *mi_session_snapshot_time(mi_session *session, mi_buffer *out);
 /* Starts a transaction; the session's next operation begins it. options
  * override the session's defaults: {readConcern: {level}, writeConcern: {w,
  * j, wtimeout}, readPreference, maxCommitTimeMS} or NULL. */
@@ -396,6 +398,25 @@ mi_error *mi_drop_index(mi_client *client, mi_session *session, const char *db,
 /* Drops every index but _id's; options as mi_drop_index. */
 mi_error *mi_drop_indexes(mi_client *client, mi_session *session, const char *db,
                           const char *coll, const uint8_t *options, size_t options_len);
+/* Creates Atlas Search indexes from models {definition, name, type}; *result =
+ * {indexNames: [...]}. No options (NULL). */
+mi_error *mi_create_search_indexes(mi_client *client, mi_session *session, const char *db,
+                                   const char *coll, const uint8_t *const *models,
+                                   const size_t *lengths, size_t count, const uint8_t *options,
+                                   size_t options_len, mi_buffer *result);
+/* Replaces the definition of the search index called name. No options (NULL). */
+mi_error *mi_update_search_index(mi_client *client, mi_session *session, const char *db,
+                                 const char *coll, const char *name, const uint8_t *definition,
+                                 size_t definition_len, const uint8_t *options,
+                                 size_t options_len);
+/* Drops the search index called name. No options (NULL). */
+mi_error *mi_drop_search_index(mi_client *client, mi_session *session, const char *db,
+                               const char *coll, const char *name, const uint8_t *options,
+                               size_t options_len);
+/* The search indexes as a cursor; options {name, batchSize, comment, ...}. */
+mi_error *mi_list_search_indexes(mi_client *client, mi_session *session, const char *db,
+                                 const char *coll, const uint8_t *options, size_t options_len,
+                                 mi_cursor **out);
 /* Drops the collection (no error if it does not exist); options {writeConcern}. */
 mi_error *mi_drop_collection(mi_client *client, mi_session *session, const char *db,
                              const char *coll, const uint8_t *options, size_t options_len);
@@ -528,6 +549,9 @@ void mi_change_stream_free(mi_change_stream *stream);
  * on the cursor or its free; *document is NULL at the end. Fetches the next
  * batch from the server when the current one is used up. */
 mi_error *mi_cursor_next(mi_cursor *cursor, const uint8_t **document, size_t *len);
+/* The next document if one is in hand or comes with one getMore (tryNext),
+ * else *document NULL; for a tailable cursor NULL means nothing new yet. */
+mi_error *mi_cursor_try_next(mi_cursor *cursor, const uint8_t **document, size_t *len);
 /* Closes the cursor (killCursors if the server still holds it) and frees
  * it. NULL is a no-op. */
 void mi_cursor_free(mi_cursor *cursor);

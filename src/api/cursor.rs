@@ -366,6 +366,15 @@ impl<T> Cursor<T> {
         next
     }
 
+    /// [`next_if_any`](Self::next_if_any) as the reply's bytes, whatever
+    /// `T` is: the C ABI's `mi_cursor_try_next`.
+    #[cfg(feature = "capi")]
+    pub(crate) fn next_if_any_raw(&mut self) -> Result<Option<bson::RawDocumentBuf>> {
+        let next = self.batches.next_if_any(self.session.as_deref_mut());
+        self.release_session_if_done();
+        next
+    }
+
     /// Once the server has closed the cursor, its session can serve others.
     fn release_session_if_done(&mut self) {
         if !self.batches.spec.has_more() {
@@ -539,5 +548,17 @@ impl<T: DeserializeOwned + 'static> Iterator for SessionCursorIter<'_, T> {
 
     fn next(&mut self) -> Option<Result<T>> {
         self.cursor.next(self.session)
+    }
+}
+
+impl<T> SessionCursor<T> {
+    /// [`next_if_any`](Self::next_if_any) as the reply's bytes, whatever
+    /// `T` is: the C ABI's `mi_cursor_try_next`.
+    #[cfg(feature = "capi")]
+    pub(crate) fn next_if_any_raw(
+        &mut self,
+        session: &mut ClientSession,
+    ) -> Result<Option<bson::RawDocumentBuf>> {
+        self.batches.next_if_any(Some(session.state_mut()))
     }
 }

@@ -91,6 +91,29 @@ const MAPPED: &[(&str, &str, &str)] = &[
     ("Collection", "drop_index", "mi_drop_index"),
     ("Collection", "drop_indexes", "mi_drop_indexes"),
     ("ClientSession", "id", "mi_session_id"),
+    ("ClientSession", "snapshot_time", "mi_session_snapshot_time"),
+    (
+        "Collection",
+        "create_search_indexes",
+        "mi_create_search_indexes",
+    ),
+    // One search index is a list of one.
+    (
+        "Collection",
+        "create_search_index",
+        "mi_create_search_indexes",
+    ),
+    (
+        "Collection",
+        "update_search_index",
+        "mi_update_search_index",
+    ),
+    ("Collection", "drop_search_index", "mi_drop_search_index"),
+    (
+        "Collection",
+        "list_search_indexes",
+        "mi_list_search_indexes",
+    ),
     (
         "ClientSession",
         "start_transaction",
@@ -113,6 +136,8 @@ const MAPPED: &[(&str, &str, &str)] = &[
     ("SessionCursor", "advance", "mi_cursor_next"),
     ("SessionCursor", "current", "mi_cursor_next"),
     ("SessionCursor", "next", "mi_cursor_next"),
+    ("Cursor", "next_if_any", "mi_cursor_try_next"),
+    ("SessionCursor", "next_if_any", "mi_cursor_try_next"),
     (
         "GridFsBucket",
         "open_upload_stream",

@@ -31,6 +31,7 @@ mod event_fields;
 mod events;
 mod gridfs;
 mod ops;
+mod search_index;
 mod transaction;
 
 use std::ffi::{c_char, c_void, CStr, CString};
@@ -701,6 +702,25 @@ c_function! {
 }
 
 c_function! {
+    /// The snapshot time of a snapshot session as `{snapshotTime: Timestamp}`,
+    /// or `{}` before its first read (or for a session without `snapshot`).
+    ///
+    /// # Safety
+    /// `session` NULL or live; `out` NULL or writable.
+    fn mi_session_snapshot_time(
+        session: mut MiSession,
+        out: mut MiBuffer,
+    ) {
+        let time = lock(&session.session).snapshot_time();
+        let document = match time {
+            Some(time) => bson::doc! { "snapshotTime": time },
+            None => Document::new(),
+        };
+        write_buffer(out, &document)
+    }
+}
+
+c_function! {
     /// Starts a transaction; the next operation in the session begins it.
     /// Options `{readConcern, writeConcern, maxCommitTimeMS}` or NULL.
     ///
@@ -1069,6 +1089,33 @@ c_function! {
         let next = cursor
             .stream
             .next_document(lock_opt(&cursor.session).as_deref_mut())?;
+        if let Some(next) = next {
+            cursor.current = next.into_bytes();
+            *document = cursor.current.as_ptr();
+            *len = cursor.current.len();
+        }
+        Ok(())
+    }
+}
+
+c_function! {
+    /// The cursor's next document if one is in hand or comes with one
+    /// `getMore` (the spec's `tryNext`), else `*document` NULL; for a
+    /// tailable cursor NULL means nothing new yet, not the end.
+    ///
+    /// # Safety
+    /// `cursor` NULL or live; `document` and `len` NULL or writable.
+    fn mi_cursor_try_next(
+        cursor: mut MiCursor,
+        document: mut *const u8,
+        len: mut usize,
+    ) {
+        *document = ptr::null();
+        *len = 0;
+        cursor.current.clear();
+        let next = cursor
+            .stream
+            .try_next_document(lock_opt(&cursor.session).as_deref_mut())?;
         if let Some(next) = next {
             cursor.current = next.into_bytes();
             *document = cursor.current.as_ptr();

@@ -439,6 +439,13 @@ trait RawSource {
         &mut self,
         session: Option<&mut ClientSession>,
     ) -> Result<Option<RawDocumentBuf>, Failure>;
+
+    /// The next document after at most one `getMore` (the spec's
+    /// `tryNext`): `None` when none came, whether or not the cursor is over.
+    fn try_next_raw(
+        &mut self,
+        session: Option<&mut ClientSession>,
+    ) -> Result<Option<RawDocumentBuf>, Failure>;
 }
 
 impl<T> RawSource for Cursor<T> {
@@ -448,6 +455,13 @@ impl<T> RawSource for Cursor<T> {
     ) -> Result<Option<RawDocumentBuf>, Failure> {
         let more = self.advance().map_err(|e| failure(&e))?;
         Ok(more.then(|| self.current().to_raw_document_buf()))
+    }
+
+    fn try_next_raw(
+        &mut self,
+        _: Option<&mut ClientSession>,
+    ) -> Result<Option<RawDocumentBuf>, Failure> {
+        self.next_if_any_raw().map_err(|e| failure(&e))
     }
 }
 
@@ -464,6 +478,18 @@ impl<T> RawSource for SessionCursor<T> {
         })?;
         let more = self.advance(session).map_err(|e| failure(&e))?;
         Ok(more.then(|| self.current().to_raw_document_buf()))
+    }
+    fn try_next_raw(
+        &mut self,
+        session: Option<&mut ClientSession>,
+    ) -> Result<Option<RawDocumentBuf>, Failure> {
+        let session = session.ok_or_else(|| {
+            Failure::new(
+                Domain::Internal,
+                "a session cursor is iterated without its session",
+            )
+        })?;
+        self.next_if_any_raw(session).map_err(|e| failure(&e))
     }
 }
 
@@ -485,6 +511,14 @@ impl DocumentStream {
         session: Option<&mut ClientSession>,
     ) -> Result<Option<RawDocumentBuf>, Failure> {
         self.0.next_raw(session)
+    }
+
+    /// The next document after at most one `getMore`, `None` if none came.
+    pub(crate) fn try_next_document(
+        &mut self,
+        session: Option<&mut ClientSession>,
+    ) -> Result<Option<RawDocumentBuf>, Failure> {
+        self.0.try_next_raw(session)
     }
 }
 

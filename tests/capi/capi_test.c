@@ -199,6 +199,9 @@ static void reenter_on_log(void *user_data, int32_t level, const char *target,
     call_into_own_client();
 }
 
+/* The code SecantusDB refuses search index commands with (CommandNotSupported). */
+#define SEARCH_REFUSAL 115
+
 static void test_callbacks_calling_their_own_client(const char *uri) {
     mi_buffer ping = bson("{\"ping\": 1}");
     mi_buffer reply = {NULL, 0};
@@ -1174,6 +1177,76 @@ static void test_client_bulk_write(mi_client *client) {
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) mi_buffer_free(all[i]);
 }
 
+/* Search index commands reach the server (SecantusDB refuses them: its
+ * refusal must arrive as an MI_ERROR_COMMAND with its code), and a snapshot
+ * session reports its snapshot time after its first read. */
+static void test_search_indexes_and_snapshot_time(mi_client *client) {
+    mi_buffer probe = bson("{\"x\": 1}"), result = {NULL, 0};
+    OK(mi_insert_one(client, NULL, "capi", "searchable", probe.data, probe.len, NULL, 0, &result));
+    mi_buffer_free(&result);
+    mi_buffer model = bson("{\"definition\": {\"mappings\": {\"dynamic\": true}}, "
+                           "\"name\": \"s1\", \"type\": \"search\"}");
+    const uint8_t *models[] = {model.data};
+    size_t lengths[] = {model.len};
+    mi_error *err =
+        mi_create_search_indexes(client, NULL, "capi", "searchable", models, lengths, 1, NULL, 0,
+                                 &result);
+    CHECK(err != NULL && err->domain == MI_ERROR_COMMAND && err->code == SEARCH_REFUSAL);
+    mi_error_free(err);
+    mi_buffer bad_model = bson("{\"definition\": {}, \"nmae\": \"s1\"}");
+    const uint8_t *bad_models[] = {bad_model.data};
+    size_t bad_lengths[] = {bad_model.len};
+    EXPECT_ERROR(mi_create_search_indexes(client, NULL, "capi", "searchable", bad_models,
+                                          bad_lengths, 1, NULL, 0, &result),
+                 MI_ERROR_ARGUMENT, "has no field \"nmae\"");
+    mi_buffer definition = bson("{\"mappings\": {\"dynamic\": false}}");
+    err = mi_update_search_index(client, NULL, "capi", "searchable", "s1", definition.data,
+                                 definition.len, NULL, 0);
+    CHECK(err != NULL && err->domain == MI_ERROR_COMMAND && err->code == SEARCH_REFUSAL);
+    mi_error_free(err);
+    err = mi_drop_search_index(client, NULL, "capi", "searchable", "s1", NULL, 0);
+    CHECK(err != NULL && err->domain == MI_ERROR_COMMAND && err->code == SEARCH_REFUSAL);
+    mi_error_free(err);
+    mi_buffer list_options = bson("{\"name\": \"s1\", \"batchSize\": 1}");
+    mi_cursor *cursor = NULL;
+    err = mi_list_search_indexes(client, NULL, "capi", "searchable", list_options.data,
+                                 list_options.len, &cursor);
+    if (!err) {
+        const uint8_t *doc = NULL;
+        size_t len = 0;
+        err = mi_cursor_next(cursor, &doc, &len);
+        mi_cursor_free(cursor);
+    }
+    CHECK(err != NULL && err->domain == MI_ERROR_COMMAND && err->code == SEARCH_REFUSAL);
+    mi_error_free(err);
+
+    mi_session *snapshot = NULL;
+    mi_buffer snapshot_options = bson("{\"snapshot\": true}"), time = {NULL, 0};
+    OK(mi_session_start(client, snapshot_options.data, snapshot_options.len, &snapshot));
+    OK(mi_session_snapshot_time(snapshot, &time));
+    CHECK(time.len == 5); /* {} before the first read */
+    mi_buffer_free(&time);
+    mi_buffer empty = bson("{}");
+    mi_buffer limit_one = bson("{\"limit\": 1}");
+    OK(mi_find(client, snapshot, "capi", "searchable", empty.data, empty.len, limit_one.data,
+               limit_one.len, &cursor));
+    /* tryNext: the one document in hand, then NULL (the cursor is over) */
+    const uint8_t *doc = NULL;
+    size_t len = 0;
+    OK(mi_cursor_try_next(cursor, &doc, &len));
+    CHECK(doc != NULL && json_contains(doc, len, "\"x\":"));
+    OK(mi_cursor_try_next(cursor, &doc, &len));
+    CHECK(doc == NULL && len == 0);
+    mi_cursor_free(cursor);
+    OK(mi_session_snapshot_time(snapshot, &time));
+    CHECK(json_contains(time.data, time.len, "\"snapshotTime\":{\"$timestamp\""));
+    mi_buffer_free(&time);
+    mi_session_free(snapshot);
+    mi_buffer *owned[] = {&probe, &model, &bad_model, &definition, &list_options,
+                          &snapshot_options, &empty, &limit_one};
+    for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++) mi_buffer_free(owned[i]);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: %s URI\n", argv[0]);
@@ -1197,6 +1270,7 @@ int main(int argc, char **argv) {
     test_with_transaction(client);
     test_gridfs(client);
     test_change_stream(client);
+    test_search_indexes_and_snapshot_time(client);
     mi_client_free(client);
 
     printf("capi_test: %d checks, %d failed\n", checks, failures);
