@@ -36,18 +36,22 @@ fn identifier(text: &str) -> &str {
     &text[..end]
 }
 
-/// Names of the `#[unsafe(no_mangle)]` functions: the next `fn` after each attribute.
+/// Names of the exported functions: the next `fn` after each
+/// `#[unsafe(no_mangle)]` attribute or `c_function!` invocation (the macro
+/// writes the attribute for the shells it generates).
 fn exported_functions(source: &str) -> BTreeSet<String> {
-    source
-        .split("#[unsafe(no_mangle)]")
-        .skip(1)
-        .map(|after| {
-            let at = after
-                .find("fn ")
-                .expect("a function after #[unsafe(no_mangle)]");
-            identifier(&after[at + 3..]).to_string()
-        })
-        .collect()
+    let mut names = BTreeSet::new();
+    for marker in ["#[unsafe(no_mangle)]", "c_function! {"] {
+        for after in source.split(marker).skip(1) {
+            let at = after.find("fn ").expect("a function after the marker");
+            let name = identifier(&after[at + 3..]);
+            // The macro's own definition names a fragment (`$name`), not a function.
+            if name.starts_with("mi_") {
+                names.insert(name.to_string());
+            }
+        }
+    }
+    names
 }
 
 /// Names of the functions the header declares: `mi_name(` outside comments
@@ -85,7 +89,13 @@ fn rust_fields(source: &str, rust_name: &str) -> Vec<String> {
     let start = source
         .find(&format!("pub struct {rust_name} {{"))
         .unwrap_or_else(|| panic!("no struct {rust_name}"));
-    let body = &source[start..source[start..].find('}').unwrap() + start];
+    // Doc comments may hold braces, so the body ends at the first `}` of code.
+    let code: String = source[start..]
+        .lines()
+        .filter(|line| !line.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let body = &code[..code.find('}').unwrap()];
     body.lines()
         .filter_map(|line| line.trim().strip_prefix("pub "))
         .filter(|line| !line.starts_with("struct"))
