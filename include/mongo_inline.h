@@ -441,6 +441,13 @@ mi_error *mi_database_aggregate(mi_client *client, mi_session *session, const ch
                                 const uint8_t *const *stages, const size_t *lengths,
                                 size_t count, const uint8_t *options, size_t options_len,
                                 mi_cursor **out);
+/* Runs command, one that opens a cursor (find, aggregate, ...), on database
+ * db as given; the cursor goes to *out. options {batchSize, maxTimeMS,
+ * comment} (for the getMores), cursorType, readPreference. A reply without
+ * a cursor is an error. */
+mi_error *mi_run_cursor_command(mi_client *client, mi_session *session, const char *db,
+                                const uint8_t *command, size_t command_len,
+                                const uint8_t *options, size_t options_len, mi_cursor **out);
 /* *result = {databases: [{name, sizeOnDisk, empty, shards?}]}; options
  * {filter, authorizedDatabases, comment}. */
 mi_error *mi_list_databases(mi_client *client, mi_session *session, const uint8_t *options,

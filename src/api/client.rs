@@ -717,6 +717,36 @@ impl Database {
         crate::api::action::RunCommand::new(self, command)
     }
 
+    /// Runs a command that opens a cursor (`find`, `aggregate`,
+    /// `listCollections`...) as given, and returns the cursor; its options
+    /// set what the `getMore`s carry (`batchSize`, `maxTimeMS`, `comment`)
+    /// and dropping it early sends `killCursors`, as the run-command spec
+    /// says. A command that opens no cursor is an error.
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, Document};
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let db = client.database("docs");
+    /// let coll = db.collection::<Document>("cursor_command");
+    /// coll.drop().run()?;
+    /// coll.insert_many((0..5).map(|n| doc! { "n": n })).run()?;
+    /// let cursor = db
+    ///     .run_cursor_command(doc! { "find": "cursor_command", "batchSize": 2 })
+    ///     .batch_size(2)
+    ///     .run()?;
+    /// assert_eq!(cursor.count(), 5);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn run_cursor_command(
+        &self,
+        command: Document,
+    ) -> crate::api::action::RunCursorCommand<'_> {
+        crate::api::action::RunCursorCommand::new(self, command)
+    }
+
     /// A change stream of the changes to every collection of this database
     /// (see [`crate::change_stream`]).
     pub fn watch(&self) -> crate::api::action::Watch<'_> {

@@ -48,6 +48,7 @@ const MAPPED: &[(&str, &str, &str)] = &[
     ),
     ("Database", "run_command", "mi_client_run_command"),
     ("Database", "aggregate", "mi_database_aggregate"),
+    ("Database", "run_cursor_command", "mi_run_cursor_command"),
     ("Database", "gridfs_bucket", "mi_gridfs_bucket_new"),
     ("Collection", "insert_one", "mi_insert_one"),
     ("Collection", "insert_many", "mi_insert_many"),

@@ -9,7 +9,7 @@ use super::ops::{self, open_in, options, run_in};
 use super::{lock_opt, new_cursor, write_buffer, MiBuffer, MiCursor};
 use crate::proto::coll_options::{
     AggregateOptions, CreateCollectionOptions, DropDatabaseOptions, ListCollectionsOptions,
-    ListDatabasesOptions,
+    ListDatabasesOptions, RunCursorCommandOptions,
 };
 
 c_function! {
@@ -109,6 +109,31 @@ c_function! {
             .aggregate(pipeline)
             .with_options(options!(AggregateOptions, options))
             .with_type::<RawDocumentBuf>();
+        let stream = open_in!(action, lock_opt(&t.session).as_deref_mut())?;
+        *out = new_cursor(stream, t.session.clone());
+        Ok(())
+    }
+}
+
+c_function! {
+    /// Runs `command`, one that opens a cursor (`find`, `aggregate`...), on
+    /// database `db` as given and returns the cursor; options are
+    /// `RunCursorCommandOptions` (`batchSize`, `maxTimeMS`, `comment` for the
+    /// getMores, `cursorType`, `readPreference`). A reply without a cursor
+    /// is an error.
+    ///
+    /// # Safety
+    /// Pointers NULL or valid; `options` may be NULL.
+    fn mi_run_cursor_command(
+        t: db_target,
+        command: document command_len,
+        options: options options_len,
+        out: mut *mut MiCursor,
+    ) {
+        let db = t.database();
+        let action = db
+            .run_cursor_command(command)
+            .with_options(options!(RunCursorCommandOptions, options));
         let stream = open_in!(action, lock_opt(&t.session).as_deref_mut())?;
         *out = new_cursor(stream, t.session.clone());
         Ok(())

@@ -640,6 +640,24 @@ options_struct! {
 }
 
 options_struct! {
+    /// Options of `run_cursor_command`: they shape the `getMore`s and the
+    /// server selection; the command itself is sent as given.
+    pub struct RunCursorCommandOptions {
+        /// Where to run the command (the primary unless set).
+        selection_criteria: SelectionCriteria,
+        /// Whether the cursor stays open after an empty batch: set it as
+        /// the command asked (`tailable: true` in a `find`).
+        cursor_type: CursorType,
+        /// The `batchSize` of each `getMore`.
+        batch_size: u32,
+        /// The `maxTimeMS` of each `getMore`.
+        max_time: Duration,
+        /// The `comment` of each `getMore`.
+        comment: Bson,
+    }
+}
+
+options_struct! {
     /// Options of `list_databases` / `list_database_names`.
     pub struct ListDatabasesOptions {
         /// Which databases to list (`filter`).

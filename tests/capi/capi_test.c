@@ -896,6 +896,22 @@ static void test_more_operations(mi_client *client) {
         CHECK(doc && json_contains(doc, doc_len, "\"x\":7"));
         mi_cursor_free(cursor);
     }
+    /* a cursor-opening command as given; getMores of batchSize 1 */
+    mi_buffer list_more = bson("{\"listCollections\": 1, \"filter\": {\"name\": \"more\"}}");
+    mi_buffer by_one = bson("{\"batchSize\": 1}");
+    cursor = NULL;
+    OK(mi_run_cursor_command(client, NULL, "capi", list_more.data, list_more.len, by_one.data,
+                             by_one.len, &cursor));
+    doc = NULL;
+    OK(mi_cursor_try_next(cursor, &doc, &doc_len));
+    CHECK(doc && json_contains(doc, doc_len, "\"name\":\"more\""));
+    mi_cursor_free(cursor);
+    mi_buffer ping = bson("{\"ping\": 1}");
+    cursor = NULL;
+    err = mi_run_cursor_command(client, NULL, "capi", ping.data, ping.len, NULL, 0, &cursor);
+    CHECK(err != NULL && cursor == NULL);
+    mi_error_free(err);
+    mi_buffer_free(&list_more); mi_buffer_free(&by_one); mi_buffer_free(&ping);
     OK(mi_drop_collection(client, NULL, "capi", "more", NULL, 0));
     OK(mi_drop_database(client, NULL, "capi_dropped", NULL, 0));
 

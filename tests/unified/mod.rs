@@ -378,9 +378,13 @@ fn run_lane(root: &Path, files: &[std::path::PathBuf]) -> Lane {
             if !spec::selected(&relative, &description) {
                 continue;
             }
-            let outcome = match skips::single_threaded_rule(&relative, &description) {
-                Some(rule) => Err(Failure::Skip(format!("single-threaded: {rule}"))),
-                None => run_one(&file, test, &relative, (deployments, &auth), &version),
+            let outcome = match (
+                skips::single_threaded_rule(&relative, &description),
+                skips::spec_defect(&relative, &description, test),
+            ) {
+                (Some(rule), _) => Err(Failure::Skip(format!("single-threaded: {rule}"))),
+                (None, Some(defect)) => Err(defect),
+                (None, None) => run_one(&file, test, &relative, (deployments, &auth), &version),
             };
             let name = format!("{relative}: {description}");
             report.record(counts, &name, outcome, expect_failure, &limits);

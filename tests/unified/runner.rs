@@ -16,7 +16,7 @@ use mongo_inline::options::{
     AggregateOptions, CountOptions, CreateCollectionOptions, DeleteOptions, DistinctOptions,
     EstimatedDocumentCountOptions, FindOneAndDeleteOptions, FindOneAndReplaceOptions,
     FindOneAndUpdateOptions, FindOptions, Hint, IndexModel, InsertManyOptions, InsertOneOptions,
-    ReplaceOptions, ReturnDocument, UpdateOptions,
+    ReplaceOptions, ReturnDocument, RunCursorCommandOptions, UpdateOptions,
 };
 use mongo_inline::options::{ReadConcern, TimeoutMode};
 use mongo_inline::results::WriteFailure;
@@ -692,7 +692,7 @@ impl<'a> TestRun<'a> {
             .unwrap_or_default();
         if object == "testRunner" {
             return self
-                .run_test_runner_operation(name, arguments)
+                .run_test_runner_operation(name, arguments.clone())
                 .map(|()| None);
         }
         // createCollection's result is the new collection.
@@ -701,7 +701,7 @@ impl<'a> TestRun<'a> {
             .flatten();
         let args = Args {
             operation: name.to_string(),
-            rest: arguments,
+            rest: arguments.clone(),
         };
         let in_callback = lent.is_some();
         let result = if name == "withTransaction" {
@@ -1107,6 +1107,44 @@ impl<'a> TestRun<'a> {
         })
     }
 
+    /// `createCommandCursor`: `runCursorCommand`'s cursor, kept for
+    /// `saveResultAsEntity` instead of read to the end.
+    fn create_command_cursor(
+        &mut self,
+        object: &str,
+        session: Option<String>,
+        mut args: Args,
+    ) -> Outcome<Result<Bson, mongo_inline::Error>> {
+        if session.is_some() {
+            return skip(
+                "createCommandCursor in a session: the runner keeps only session-less cursors",
+            );
+        }
+        let db = match self.entities.0.get(object) {
+            Some(Entity::Database(d)) => d.clone(),
+            _ => {
+                return fail(format!(
+                    "createCommandCursor: no database entity {object:?}"
+                ))
+            }
+        };
+        let client = self.owners.get(object).cloned().unwrap_or_default();
+        cursor_command_timeout(&args)?;
+        let command = args.required_doc("command")?;
+        let _ = args.take("commandName");
+        let options = cursor_command_options(&mut args)?;
+        args.done()?;
+        Ok(
+            match db.run_cursor_command(command).with_options(options).run() {
+                Ok(cursor) => {
+                    self.opened_cursor = Some((Box::new(cursor), client));
+                    Ok(Bson::Null)
+                }
+                Err(error) => Err(error),
+            },
+        )
+    }
+
     /// The connections `client_name` holds outside an operation. Each
     /// server has one socket, used only during an operation, except that
     /// behind a load balancer a transaction pins it (a pool would have it
@@ -1214,6 +1252,9 @@ impl<'a> TestRun<'a> {
         }
         if name == "createFindCursor" {
             return self.create_find_cursor(object, session_name, args);
+        }
+        if name == "createCommandCursor" {
+            return self.create_command_cursor(object, session_name, args);
         }
         if let Some(Entity::ChangeStream(stream, _)) = self.entities.0.get_mut(object) {
             let outcome = change_streams::stream_operation(stream, object, name, args)?;
@@ -2583,6 +2624,46 @@ fn find_options(args: &mut Args, comment: Option<Bson>) -> Outcome<FindOptions> 
     Ok(o)
 }
 
+/// `run_cursor_command` has no per-operation `timeoutMS` or `timeoutMode`
+/// yet (CSOT's cursor rules came to the other cursor operations first).
+fn cursor_command_timeout(args: &Args) -> Outcome {
+    match ["timeoutMS", "timeoutMode"]
+        .into_iter()
+        .find(|key| args.rest.contains_key(*key))
+    {
+        Some(key) => skip(format!(
+            "{key} on {}: run_cursor_command has no per-operation timeoutMS or timeoutMode yet",
+            args.operation
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The options of `runCursorCommand` and `createCommandCursor`.
+fn cursor_command_options(args: &mut Args) -> Outcome<RunCursorCommandOptions> {
+    let mut o = RunCursorCommandOptions::default();
+    if let Some(b) = args.int("batchSize")? {
+        o = o.batch_size(b as u32);
+    }
+    if let Some(m) = args.millis("maxTimeMS")? {
+        o = o.max_time(m);
+    }
+    if let Some(c) = args.take("comment") {
+        o = o.comment(c);
+    }
+    match args.take("cursorType") {
+        None => {}
+        Some(Bson::String(t)) if t == "tailable" => {
+            o = o.cursor_type(mongo_inline::options::CursorType::Tailable)
+        }
+        Some(Bson::String(t)) if t == "tailableAwait" => {
+            o = o.cursor_type(mongo_inline::options::CursorType::TailableAwait);
+        }
+        Some(other) => return fail(format!("cursorType {other}")),
+    }
+    Ok(o)
+}
+
 fn database_operation(
     db: &Database,
     name: &str,
@@ -2595,6 +2676,21 @@ fn database_operation(
         _ => None,
     };
     let result = match name {
+        "runCursorCommand" => {
+            if timeout.is_some() {
+                return skip("timeoutMS on runCursorCommand: run_cursor_command has no per-operation timeoutMS or timeoutMode yet");
+            }
+            cursor_command_timeout(&args)?;
+            let command = args.required_doc("command")?;
+            let _ = args.take("commandName");
+            let options = cursor_command_options(&mut args)?;
+            args.done()?;
+            let action = db.run_cursor_command(command).with_options(options);
+            match session {
+                Some(s) => session_documents_result(action.session(&mut *s).run(), s),
+                None => documents_result(action.run()),
+            }
+        }
         "runCommand" => {
             let command = args.required_doc("command")?;
             let _ = args.take("commandName");
@@ -2992,7 +3088,6 @@ fn missing_operation(object: &str, name: &str) -> Failure {
         return Failure::Skip(rule.to_string());
     }
     let gap = match name {
-        "runCursorCommand" | "createCommandCursor" => Some("cursor-returning runCommand"),
         "appendMetadata" => Some("appendMetadata"),
         _ => None,
     };

@@ -10,6 +10,7 @@ use bson::{doc, Document};
 use mongo_inline::Client;
 
 use crate::support::events::recorded_client;
+use crate::unified::runner::Failure;
 
 /// A limitation of SecantusDB that some spec tests run into.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -31,17 +32,22 @@ pub enum ServerLimit {
     /// `bulkWrite` refuses a `readConcern` (which a causally consistent
     /// session adds with its `afterClusterTime`).
     BulkWriteRefusesReadConcern,
+    /// No `checkMetadataConsistency` (a sharded cluster's command): the
+    /// simulated mongoses forward it to the replica set, which does not
+    /// know it.
+    NoCheckMetadataConsistency,
 }
 
 impl ServerLimit {
     /// Every limitation, in the order the runner probes them.
-    pub const ALL: [ServerLimit; 6] = [
+    pub const ALL: [ServerLimit; 7] = [
         ServerLimit::BulkWriteRetryRunsAgain,
         ServerLimit::BulkWriteRefusesReadConcern,
         ServerLimit::OnPrimaryTransactionalWriteIgnored,
         ServerLimit::RetryRepliesWithoutWriteConcernError,
         ServerLimit::SnapshotReadsSeeLaterWrites,
         ServerLimit::NoShardCollection,
+        ServerLimit::NoCheckMetadataConsistency,
     ];
 
     /// The limitation, and the probe that shows it.
@@ -52,6 +58,7 @@ impl ServerLimit {
             ServerLimit::BulkWriteRetryRunsAgain => "SecantusDB: a retried bulkWrite command (same lsid and txnNumber) runs again instead of replaying its first reply (probe: bulkWrite inserting {_id: 91} twice with txnNumber 9 in one session: the second reply has a duplicate key error; insert with the same lsid and txnNumber replays n: 1)",
             ServerLimit::BulkWriteRefusesReadConcern => "SecantusDB: bulkWrite refuses a readConcern field (probe: {bulkWrite: 1, ops: [{insert: 0, document: {}}], nsInfo: [..], readConcern: {level: \"local\"}} answers IDLUnknownField, 40415)",
             ServerLimit::SnapshotReadsSeeLaterWrites => "SecantusDB: snapshot reads at atClusterTime see later writes (probe: a snapshot session's second find returns a value written after its first)",
+            ServerLimit::NoCheckMetadataConsistency => "SecantusDB has no sharding, and the sharded deployment is simulated mongoses in front of it: checkMetadataConsistency fails (probe: {checkMetadataConsistency: 1} on admin answers CommandNotFound, 59)",
             ServerLimit::NoShardCollection => "SecantusDB has no sharding, and the sharded deployment is simulated mongoses in front of it: shardCollection fails (probe: {shardCollection: \"unified_probes.sharded\", key: {_id: 1}} answers CommandNotFound, 59)",
         }
     }
@@ -252,11 +259,18 @@ pub const KNOWN_FAILURES: &[(&str, &str, ServerLimit)] = &[
 ];
 
 /// The change-stream tests that need a real sharded cluster.
-const SHARDING_TESTS: &[(&str, &str, ServerLimit)] = &[(
-    "change-streams/tests/unified/change-streams-showExpandedEvents.json",
-    "when showExpandedEvents is true, shardCollection events are reported",
-    ServerLimit::NoShardCollection,
-)];
+const SHARDING_TESTS: &[(&str, &str, ServerLimit)] = &[
+    (
+        "change-streams/tests/unified/change-streams-showExpandedEvents.json",
+        "when showExpandedEvents is true, shardCollection events are reported",
+        ServerLimit::NoShardCollection,
+    ),
+    (
+        "run-command/tests/unified/runCursorCommand.json",
+        "successfully executes checkMetadataConsistency cursor creating command",
+        ServerLimit::NoCheckMetadataConsistency,
+    ),
+];
 
 /// The limitation that makes `file`/`test` fail, if it is listed.
 pub fn known_failure(file: &str, test: &str) -> Option<ServerLimit> {
@@ -330,6 +344,12 @@ pub fn probe(limit: ServerLimit, uri: &str) -> Result<bool, String> {
                 .run_command(
                     doc! { "shardCollection": "unified_probes.sharded", "key": { "_id": 1 } },
                 )
+                .run();
+            Ok(reply.is_err_and(|e| e.code() == Some(59)))
+        }
+        ServerLimit::NoCheckMetadataConsistency => {
+            let reply = admin
+                .run_command(doc! { "checkMetadataConsistency": 1 })
                 .run();
             Ok(reply.is_err_and(|e| e.code() == Some(59)))
         }
@@ -470,6 +490,10 @@ pub enum SkipKind {
     /// authentication, server parameters read from the server) hold on no
     /// deployment here.
     Requirements,
+    /// The test's own text contradicts itself: the reason quotes the
+    /// contradicting part of the file, and the run checks that the quote
+    /// is still in it ([`spec_defect`]).
+    SpecDefect,
 }
 
 /// The kind of `reason`, or `None` when it is none of the allowed kinds.
@@ -481,6 +505,9 @@ pub fn skip_kind(reason: &str) -> Option<SkipKind> {
     }
     if let Some(rest) = reason.strip_prefix("spec rule: ") {
         return quotes(rest).then_some(SkipKind::SpecRule);
+    }
+    if let Some(rest) = reason.strip_prefix(SPEC_DEFECT) {
+        return rest.contains(".json: \"").then_some(SkipKind::SpecDefect);
     }
     if reason.starts_with("server limitation, checked: ") {
         return Some(SkipKind::ServerLimit);
@@ -525,14 +552,14 @@ fn requirement_is_allowed(requirement: &str) -> bool {
 /// printed apart from the skips; any other gap fails the run. Each entry
 /// goes when its work lands.
 pub const PENDING_GAPS: &[(&str, &str)] = &[
+    (
+        "timeoutMS on runCursorCommand",
+        "h38t: CSOT on run_cursor_command",
+    ),
     ("timeoutMS", "h38t: CSOT"),
     ("timeoutMode", "h38t: CSOT"),
     ("defaultTimeoutMS", "h38t: CSOT"),
     ("\"maxTimeMS\" of", "h38t: CSOT deprecated options"),
-    ("runCursorCommand", "h39: cursor-returning runCommand"),
-    ("createCommandCursor", "h39: cursor-returning runCommand"),
-    ("database-level aggregate", "h39: database aggregate"),
-    ("\"rawData\"", "h39: rawData"),
     (
         "createChangeStream in a session",
         "h39: change streams in a session",
@@ -570,6 +597,39 @@ pub fn pending_gap(reason: &str) -> Option<&'static str> {
         .map(|(_, owner)| *owner)
 }
 
+/// The prefix of a spec-defect skip.
+const SPEC_DEFECT: &str = "spec defect: ";
+
+/// The skip for `file`/`test` if its own text contradicts itself: the
+/// reason quotes the contradicting part. If the quote is no longer in the
+/// test (the spec fixed it), the entry is stale and the test fails.
+pub fn spec_defect(file: &str, test: &str, body: &Document) -> Option<Failure> {
+    let (_, _, quote, defect) = SPEC_DEFECTS
+        .iter()
+        .find(|(f, t, _, _)| *f == file && *t == test)?;
+    let squeeze = |s: &str| s.split_whitespace().collect::<String>();
+    let text = bson::Bson::Document(body.clone())
+        .into_relaxed_extjson()
+        .to_string();
+    Some(if squeeze(&text).contains(&squeeze(quote)) {
+        Failure::Skip(format!("{SPEC_DEFECT}{file}: \"{quote}\": {defect}"))
+    } else {
+        Failure::Fail(format!(
+            "skips::SPEC_DEFECTS: {file}: {test}: the quoted defect {quote} is no longer in the test; remove the entry"
+        ))
+    })
+}
+
+/// Tests whose own text contradicts itself (at the pinned spec commit):
+/// (file, test, the contradicting part of the test as its JSON reads, the
+/// contradiction).
+const SPEC_DEFECTS: &[(&str, &str, &str, &str)] = &[(
+    "client-side-operations-timeout/tests/runCursorCommand.json",
+    "Tailable cursor awaitData iteration timeoutMS is refreshed for getMore - failure",
+    r#""maxTimeMS":{"$$exists":true}"#,
+    "the test expects find to carry maxTimeMS and the second iteration to time out, yet no client, database or operation of it sets timeoutMS (its sibling tests set timeoutMS: 100 on the operation)",
+)];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -580,6 +640,7 @@ mod tests {
             "single-threaded: server-monitoring.md: \"Single-threaded clients MUST scan\"",
             INVALID_FILES,
             "server limitation, checked: SecantusDB answers CommandNotSupported",
+            r#"spec defect: crud/tests/unified/x.json: ""a":1": it contradicts itself"#,
             "no deployment here satisfies it — replicaset: runOnRequirements: maxServerVersion \"4.2\" < server [8]; single: runOnRequirements: topologies [\"replicaset\"] / minServerVersion \"9.0\" > server [8]",
             "no deployment here satisfies it — replicaset --auth: runOnRequirements: authMechanism MONGODB-OIDC: checked, the server's authenticationMechanisms are [\"SCRAM-SHA-256\"]",
         ];
@@ -591,6 +652,7 @@ mod tests {
             "argument \"max\" of createCollection not supported by the runner",
             "single-threaded: waits for a monitor",
             "spec rule: the driver does not want to",
+            "spec defect: the test looks wrong",
             "no deployment here satisfies it — replicaset: runOnRequirements: unknown runOnRequirements field foo",
             "no deployment here satisfies it — replicaset: runOnRequirements: serverParameters {}: getParameter failed: refused",
         ];

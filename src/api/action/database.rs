@@ -1,5 +1,7 @@
 //! The builders [`Database`]'s and [`Client`]'s operations return.
 
+use std::time::Duration;
+
 use bson::{Bson, Document};
 
 use super::{
@@ -11,7 +13,8 @@ use crate::api::client_session::ClientSession;
 use crate::api::cursor::{Cursor, SessionCursor};
 use crate::error::{Error, Result};
 use crate::proto::coll_options::{
-    CreateCollectionOptions, DropDatabaseOptions, ListCollectionsOptions, ListDatabasesOptions,
+    CreateCollectionOptions, CursorType, DropDatabaseOptions, ListCollectionsOptions,
+    ListDatabasesOptions, RunCursorCommandOptions,
 };
 use crate::proto::coll_options::{ValidationAction, ValidationLevel};
 use crate::proto::collation::Collation;
@@ -24,7 +27,6 @@ use crate::proto::session::transaction::TransactionOptions;
 use crate::proto::session::SessionOptions;
 use crate::shell::exec::{Inherited, Target};
 use std::borrow::Cow;
-use std::time::Duration;
 
 /// Declares `.timeout(..)` for a client's builder with a `timeout` field.
 macro_rules! client_timeout_setter {
@@ -101,6 +103,82 @@ impl<'a> RunCommand<'a> {
         )?;
         let inherited = self.db.defaults().timeout_only();
         execute(self.db.client(), &mut op, inherited, self.session)
+    }
+}
+
+/// `run_cursor_command`: a cursor-opening command sent as given, its reply
+/// a [`Cursor`] (or with `.session(..)` a [`SessionCursor`]) whose
+/// `getMore`s the options shape. A reply without a cursor is an error.
+#[must_use = "nothing is sent until `run`"]
+pub struct RunCursorCommand<'a, S = ImplicitSession> {
+    db: &'a Database,
+    command: Document,
+    options: RunCursorCommandOptions,
+    session: S,
+}
+
+impl<'a> RunCursorCommand<'a> {
+    pub(crate) fn new(db: &'a Database, command: Document) -> Self {
+        RunCursorCommand {
+            db,
+            command,
+            options: RunCursorCommandOptions::default(),
+            session: ImplicitSession,
+        }
+    }
+
+    /// Runs the command in `session`; every `getMore` uses it too.
+    pub fn session<'s>(
+        self,
+        session: &'s mut ClientSession,
+    ) -> RunCursorCommand<'a, ExplicitSession<'s>> {
+        RunCursorCommand {
+            db: self.db,
+            command: self.command,
+            options: self.options,
+            session: ExplicitSession(session),
+        }
+    }
+
+    /// Sends the command and returns its cursor.
+    pub fn run(self) -> Result<Cursor<Document>> {
+        let mut op = self.operation()?;
+        crate::api::coll::open_cursor(
+            self.db.client(),
+            &mut op,
+            self.db.defaults().timeout_only(),
+            None,
+        )
+    }
+}
+
+impl<S> RunCursorCommand<'_, S> {
+    option_setters!(RunCursorCommandOptions {
+        selection_criteria: SelectionCriteria,
+        cursor_type: CursorType,
+        batch_size: u32,
+        max_time: Duration,
+        comment: Bson,
+    });
+
+    fn operation(&self) -> Result<operation::RunCursorCommand> {
+        check_database_name(self.db.name())?;
+        operation::RunCursorCommand::new(self.db.name(), self.command.clone(), self.options.clone())
+    }
+}
+
+impl RunCursorCommand<'_, ExplicitSession<'_>> {
+    /// Sends the command in the session and returns its cursor.
+    pub fn run(self) -> Result<SessionCursor<Document>> {
+        let mut op = self.operation()?;
+        let ExplicitSession(session) = self.session;
+        crate::api::coll::open_session_cursor(
+            self.db.client(),
+            &mut op,
+            self.db.defaults().timeout_only(),
+            None,
+            session,
+        )
     }
 }
 

@@ -46,7 +46,7 @@ pub use collection::{
 };
 pub use database::{
     CreateCollection, DropDatabase, ListCollectionNames, ListCollections, ListDatabaseNames,
-    ListDatabases, RunCommand, Shutdown, StartSession, WarmConnectionPool,
+    ListDatabases, RunCommand, RunCursorCommand, Shutdown, StartSession, WarmConnectionPool,
 };
 pub use search_index::{
     CreateSearchIndex, CreateSearchIndexes, ListSearchIndexes, SearchIndexCommand,

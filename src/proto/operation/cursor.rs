@@ -35,7 +35,8 @@ pub struct CursorOptions {
     pub limit: Option<u64>,
     /// The `comment`, repeated on `getMore`s (4.4+ servers).
     pub comment: Option<Bson>,
-    /// The `maxTimeMS` of `getMore`s: only for tailable-await cursors.
+    /// The `maxTimeMS` of `getMore`s: for tailable-await cursors, and as
+    /// `run_cursor_command`'s options set it.
     pub max_await_time: Option<Duration>,
     /// Whether the cursor is tailable: an empty batch does not end it.
     pub tailable: bool,

@@ -20,7 +20,7 @@ pub struct GetMore {
     pub id: i64,
     /// `batchSize` (omitted when `None`).
     pub batch_size: Option<u32>,
-    /// `maxTimeMS`: only for tailable-await cursors.
+    /// `maxTimeMS`: for tailable-await cursors and `run_cursor_command`.
     pub max_time: Option<Duration>,
     /// `comment` (sent to 4.4+ servers only; older ones reject it).
     pub comment: Option<Bson>,

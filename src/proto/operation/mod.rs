@@ -54,6 +54,7 @@ pub mod list_databases;
 pub mod list_indexes;
 mod names;
 pub mod run_command;
+pub mod run_cursor_command;
 pub mod update;
 
 pub use crate::proto::command_draft::CommandBody;
@@ -79,6 +80,7 @@ pub use list_databases::ListDatabases;
 pub use list_indexes::ListIndexes;
 pub(crate) use names::check_database_name;
 pub use run_command::RunCommand;
+pub use run_cursor_command::RunCursorCommand;
 pub use update::{Update, UpdateModifications};
 
 /// Space kept free in every message for what the executor adds to a command
