@@ -196,6 +196,9 @@ options_struct! {
         selection_criteria: SelectionCriteria,
         /// The read concern of this operation (overrides the collection's).
         read_concern: ReadConcern,
+        /// On a time-series collection, act on its buckets as stored
+        /// (`rawData`; MongoDB 8.2+, an error on older servers).
+        raw_data: bool,
     }
 }
 
@@ -233,6 +236,9 @@ options_struct! {
         sort: Document,
         /// Variables for the filter's `$$` expressions (`let`).
         let_vars: Document,
+        /// On a time-series collection, act on its buckets as stored
+        /// (`rawData`; MongoDB 8.2+, an error on older servers).
+        raw_data: bool,
     }
 }
 
@@ -254,6 +260,7 @@ impl From<FindOneOptions> for FindOptions {
             skip: one.skip,
             sort: one.sort,
             let_vars: one.let_vars,
+            raw_data: one.raw_data,
             ..FindOptions::default()
         }
     }
@@ -319,6 +326,9 @@ options_struct! {
         write_concern: WriteConcern,
         /// `comment`.
         comment: Bson,
+        /// On a time-series collection, act on its buckets as stored
+        /// (`rawData`; MongoDB 8.2+, an error on older servers).
+        raw_data: bool,
     }
 }
 
@@ -333,6 +343,9 @@ options_struct! {
         write_concern: WriteConcern,
         /// `comment`.
         comment: Bson,
+        /// On a time-series collection, act on its buckets as stored
+        /// (`rawData`; MongoDB 8.2+, an error on older servers).
+        raw_data: bool,
     }
 }
 
@@ -358,6 +371,9 @@ options_struct! {
         /// Which matching document `update_one` changes (`sort`, MongoDB 8.0+;
         /// not allowed for `update_many`).
         sort: Document,
+        /// On a time-series collection, act on its buckets as stored
+        /// (`rawData`; MongoDB 8.2+, an error on older servers).
+        raw_data: bool,
     }
 }
 
@@ -380,6 +396,9 @@ options_struct! {
         comment: Bson,
         /// Which matching document is replaced (`sort`, MongoDB 8.0+).
         sort: Document,
+        /// On a time-series collection, act on its buckets as stored
+        /// (`rawData`; MongoDB 8.2+, an error on older servers).
+        raw_data: bool,
     }
 }
 
@@ -396,6 +415,9 @@ options_struct! {
         let_vars: Document,
         /// `comment`.
         comment: Bson,
+        /// On a time-series collection, act on its buckets as stored
+        /// (`rawData`; MongoDB 8.2+, an error on older servers).
+        raw_data: bool,
     }
 }
 
@@ -418,6 +440,9 @@ options_struct! {
         let_vars: Document,
         /// `comment`.
         comment: Bson,
+        /// On a time-series collection, act on its buckets as stored
+        /// (`rawData`; MongoDB 8.2+, an error on older servers).
+        raw_data: bool,
     }
 }
 
@@ -448,6 +473,9 @@ options_struct! {
         let_vars: Document,
         /// `comment`.
         comment: Bson,
+        /// On a time-series collection, act on its buckets as stored
+        /// (`rawData`; MongoDB 8.2+, an error on older servers).
+        raw_data: bool,
     }
 }
 
@@ -476,6 +504,9 @@ options_struct! {
         let_vars: Document,
         /// `comment`.
         comment: Bson,
+        /// On a time-series collection, act on its buckets as stored
+        /// (`rawData`; MongoDB 8.2+, an error on older servers).
+        raw_data: bool,
     }
 }
 
@@ -498,6 +529,9 @@ options_struct! {
         selection_criteria: SelectionCriteria,
         /// The read concern of this operation.
         read_concern: ReadConcern,
+        /// On a time-series collection, act on its buckets as stored
+        /// (`rawData`; MongoDB 8.2+, an error on older servers).
+        raw_data: bool,
     }
 }
 
@@ -512,6 +546,9 @@ options_struct! {
         selection_criteria: SelectionCriteria,
         /// The read concern of this operation.
         read_concern: ReadConcern,
+        /// On a time-series collection, act on its buckets as stored
+        /// (`rawData`; MongoDB 8.2+, an error on older servers).
+        raw_data: bool,
     }
 }
 
@@ -530,6 +567,9 @@ options_struct! {
         selection_criteria: SelectionCriteria,
         /// The read concern of this operation.
         read_concern: ReadConcern,
+        /// On a time-series collection, act on its buckets as stored
+        /// (`rawData`; MongoDB 8.2+, an error on older servers).
+        raw_data: bool,
     }
 }
 
@@ -561,6 +601,9 @@ options_struct! {
         read_concern: ReadConcern,
         /// Where to read.
         selection_criteria: SelectionCriteria,
+        /// On a time-series collection, act on its buckets as stored
+        /// (`rawData`; MongoDB 8.2+, an error on older servers).
+        raw_data: bool,
     }
 }
 
@@ -636,6 +679,9 @@ options_struct! {
         authorized_collections: bool,
         /// `comment`.
         comment: Bson,
+        /// On a time-series collection, act on its buckets as stored
+        /// (`rawData`; MongoDB 8.2+, an error on older servers).
+        raw_data: bool,
     }
 }
 
@@ -682,6 +728,9 @@ options_struct! {
         write_concern: WriteConcern,
         /// `comment`.
         comment: Bson,
+        /// On a time-series collection, act on its buckets as stored
+        /// (`rawData`; MongoDB 8.2+, an error on older servers).
+        raw_data: bool,
     }
 }
 
@@ -692,6 +741,9 @@ options_struct! {
         batch_size: u32,
         /// `comment`.
         comment: Bson,
+        /// On a time-series collection, act on its buckets as stored
+        /// (`rawData`; MongoDB 8.2+, an error on older servers).
+        raw_data: bool,
     }
 }
 
@@ -704,6 +756,9 @@ options_struct! {
         write_concern: WriteConcern,
         /// `comment`.
         comment: Bson,
+        /// On a time-series collection, act on its buckets as stored
+        /// (`rawData`; MongoDB 8.2+, an error on older servers).
+        raw_data: bool,
     }
 }
 
@@ -720,6 +775,9 @@ options_struct! {
         comment: Bson,
         /// The write concern of this operation.
         write_concern: WriteConcern,
+        /// On a time-series collection, act on its buckets as stored
+        /// (`rawData`; MongoDB 8.2+, an error on older servers).
+        raw_data: bool,
     }
 }
 

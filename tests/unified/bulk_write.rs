@@ -32,6 +32,7 @@ pub(super) fn client_bulk_write(
     options.bypass_document_validation = args.bool("bypassDocumentValidation")?;
     options.comment = args.take("comment");
     options.let_vars = args.doc("let")?;
+    options.raw_data = args.bool("rawData")?;
     if let Some(wc) = args.take("writeConcern") {
         options.write_concern = Some(write_concern(&wc)?);
     }

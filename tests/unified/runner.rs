@@ -1937,6 +1937,9 @@ fn collection_operation(
         "insertOne" => {
             let document = args.required_doc("document")?;
             let mut o = InsertOneOptions::default();
+            if let Some(b) = args.bool("rawData")? {
+                o = o.raw_data(b);
+            }
             if let Some(b) = args.bool("bypassDocumentValidation")? {
                 o = o.bypass_document_validation(b);
             }
@@ -1962,6 +1965,9 @@ fn collection_operation(
         "insertMany" => {
             let documents = args.docs("documents")?.unwrap_or_default();
             let mut o = InsertManyOptions::default();
+            if let Some(b) = args.bool("rawData")? {
+                o = o.raw_data(b);
+            }
             if let Some(b) = args.bool("ordered")? {
                 o = o.ordered(b);
             }
@@ -1990,6 +1996,9 @@ fn collection_operation(
         "deleteOne" | "deleteMany" => {
             let filter = args.required_doc("filter")?;
             let mut o = DeleteOptions::default();
+            if let Some(b) = args.bool("rawData")? {
+                o = o.raw_data(b);
+            }
             if let Some(h) = args.hint()? {
                 o = o.hint(h);
             }
@@ -2043,6 +2052,9 @@ fn collection_operation(
                 other => return fail(format!("{name}: update {other:?}")),
             };
             let mut o = UpdateOptions::default();
+            if let Some(b) = args.bool("rawData")? {
+                o = o.raw_data(b);
+            }
             if let Some(b) = args.bool("upsert")? {
                 o = o.upsert(b);
             }
@@ -2098,6 +2110,9 @@ fn collection_operation(
             let filter = args.required_doc("filter")?;
             let replacement = args.required_doc("replacement")?;
             let mut o = ReplaceOptions::default();
+            if let Some(b) = args.bool("rawData")? {
+                o = o.raw_data(b);
+            }
             if let Some(b) = args.bool("upsert")? {
                 o = o.upsert(b);
             }
@@ -2185,6 +2200,9 @@ fn collection_operation(
         "countDocuments" => {
             let filter = args.doc("filter")?.unwrap_or_default();
             let mut o = CountOptions::default();
+            if let Some(b) = args.bool("rawData")? {
+                o = o.raw_data(b);
+            }
             if let Some(l) = args.int("limit")? {
                 o = o.limit(l as u64);
             }
@@ -2221,6 +2239,9 @@ fn collection_operation(
         }
         "estimatedDocumentCount" => {
             let mut o = EstimatedDocumentCountOptions::default();
+            if let Some(b) = args.bool("rawData")? {
+                o = o.raw_data(b);
+            }
             if let Some(m) = args.millis("maxTimeMS")? {
                 o = o.max_time(m);
             }
@@ -2243,6 +2264,9 @@ fn collection_operation(
             };
             let filter = args.doc("filter")?.unwrap_or_default();
             let mut o = DistinctOptions::default();
+            if let Some(b) = args.bool("rawData")? {
+                o = o.raw_data(b);
+            }
             if let Some(c) = args.collation()? {
                 o = o.collation(c);
             }
@@ -2269,6 +2293,9 @@ fn collection_operation(
             let mut o = FindOneAndDeleteOptions::default();
             if let Some(m) = args.millis("maxTimeMS")? {
                 o = o.max_time(m);
+            }
+            if let Some(b) = args.bool("rawData")? {
+                o = o.raw_data(b);
             }
             if let Some(s) = args.doc("sort")? {
                 o = o.sort(s);
@@ -2324,6 +2351,9 @@ fn collection_operation(
                     other => return fail(format!("{name}: update {other:?}")),
                 };
                 let mut o = FindOneAndUpdateOptions::default();
+                if let Some(b) = args.bool("rawData")? {
+                    o = o.raw_data(b);
+                }
                 if let Some(a) = args.docs("arrayFilters")? {
                     o = o.array_filters(a);
                 }
@@ -2367,6 +2397,9 @@ fn collection_operation(
             } else {
                 let replacement = args.required_doc("replacement")?;
                 let mut o = FindOneAndReplaceOptions::default();
+                if let Some(b) = args.bool("rawData")? {
+                    o = o.raw_data(b);
+                }
                 if let Some(v) = return_document {
                     o = o.return_document(v);
                 }
@@ -2419,6 +2452,7 @@ fn collection_operation(
             if let Some(c) = comment {
                 args.rest.insert("comment", c);
             }
+            let raw_data = args.bool("rawData")?;
             args.done()?;
             let model = if options.is_empty() {
                 IndexModel::new(keys)
@@ -2429,25 +2463,30 @@ fn collection_operation(
             if let Some(m) = max_time {
                 action = action.max_time(m);
             }
+            if let Some(b) = raw_data {
+                action = action.raw_data(b);
+            }
             in_session!(action, session).map(|created| Bson::String(created.index_name))
         }
         "listIndexes" => {
             if let Some(c) = comment {
                 args.rest.insert("comment", c);
             }
+            let mut action = coll.list_indexes();
+            if let Some(b) = args.bool("rawData")? {
+                action = action.raw_data(b);
+            }
             args.done()?;
             match session {
                 Some(s) => session_documents_result(
-                    coll.list_indexes()
+                    action
                         .op_timeout(timeout)
                         .op_mode(mode)
                         .session(&mut *s)
                         .run(),
                     s,
                 ),
-                None => {
-                    documents_result(coll.list_indexes().op_timeout(timeout).op_mode(mode).run())
-                }
+                None => documents_result(action.op_timeout(timeout).op_mode(mode).run()),
             }
         }
         "bulkWrite" => {
@@ -2465,6 +2504,9 @@ fn collection_operation(
             }
             if let Some(l) = args.doc("let")? {
                 action = action.let_vars(l);
+            }
+            if let Some(b) = args.bool("rawData")? {
+                action = action.raw_data(b);
             }
             if let Some(c) = comment {
                 action = action.comment(c);
@@ -2489,8 +2531,12 @@ fn collection_operation(
             if let Some(c) = comment {
                 args.rest.insert("comment", c);
             }
+            let mut action = coll.drop_index(&index);
+            if let Some(b) = args.bool("rawData")? {
+                action = action.raw_data(b);
+            }
             args.done()?;
-            let mut action = coll.drop_index(&index).op_timeout(timeout);
+            let mut action = action.op_timeout(timeout);
             if let Some(m) = max_time {
                 action = action.max_time(m);
             }
@@ -2521,6 +2567,9 @@ fn collection_operation(
 /// An aggregate's options among `args` (on a collection or a database).
 fn aggregate_options(args: &mut Args, comment: Option<Bson>) -> Outcome<AggregateOptions> {
     let mut o = AggregateOptions::default();
+    if let Some(b) = args.bool("rawData")? {
+        o = o.raw_data(b);
+    }
     if let Some(b) = args.int("batchSize")? {
         o = o.batch_size(b as u32);
     }
@@ -2554,6 +2603,9 @@ fn aggregate_options(args: &mut Args, comment: Option<Bson>) -> Outcome<Aggregat
 /// A find's options among `args` (find, findOne, createFindCursor).
 fn find_options(args: &mut Args, comment: Option<Bson>) -> Outcome<FindOptions> {
     let mut o = FindOptions::default();
+    if let Some(b) = args.bool("rawData")? {
+        o = o.raw_data(b);
+    }
     if let Some(s) = args.doc("sort")? {
         o = o.sort(s);
     }
@@ -2802,6 +2854,9 @@ fn database_operation(
             let mut action = db.list_collections().op_timeout(timeout).op_mode(mode);
             if let Some(f) = args.doc("filter")? {
                 action = action.filter(f);
+            }
+            if let Some(b) = args.bool("rawData")? {
+                action = action.raw_data(b);
             }
             if let Some(b) = args.int("batchSize")? {
                 action = action.batch_size(b as u32);
@@ -3370,6 +3425,7 @@ fn find_one_options(
     one.show_record_id = o.show_record_id;
     one.skip = o.skip;
     one.sort = o.sort;
+    one.raw_data = o.raw_data;
     one.let_vars = o.let_vars;
     one
 }

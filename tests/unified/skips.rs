@@ -36,11 +36,17 @@ pub enum ServerLimit {
     /// simulated mongoses forward it to the replica set, which does not
     /// know it.
     NoCheckMetadataConsistency,
+    /// `bulkWrite` refuses `rawData`.
+    BulkWriteRefusesRawData,
+    /// `distinct` refuses `rawData`.
+    DistinctRefusesRawData,
+    /// `findAndModify` refuses `rawData`.
+    FindAndModifyRefusesRawData,
 }
 
 impl ServerLimit {
     /// Every limitation, in the order the runner probes them.
-    pub const ALL: [ServerLimit; 7] = [
+    pub const ALL: [ServerLimit; 10] = [
         ServerLimit::BulkWriteRetryRunsAgain,
         ServerLimit::BulkWriteRefusesReadConcern,
         ServerLimit::OnPrimaryTransactionalWriteIgnored,
@@ -48,6 +54,9 @@ impl ServerLimit {
         ServerLimit::SnapshotReadsSeeLaterWrites,
         ServerLimit::NoShardCollection,
         ServerLimit::NoCheckMetadataConsistency,
+        ServerLimit::BulkWriteRefusesRawData,
+        ServerLimit::DistinctRefusesRawData,
+        ServerLimit::FindAndModifyRefusesRawData,
     ];
 
     /// The limitation, and the probe that shows it.
@@ -58,6 +67,9 @@ impl ServerLimit {
             ServerLimit::BulkWriteRetryRunsAgain => "SecantusDB: a retried bulkWrite command (same lsid and txnNumber) runs again instead of replaying its first reply (probe: bulkWrite inserting {_id: 91} twice with txnNumber 9 in one session: the second reply has a duplicate key error; insert with the same lsid and txnNumber replays n: 1)",
             ServerLimit::BulkWriteRefusesReadConcern => "SecantusDB: bulkWrite refuses a readConcern field (probe: {bulkWrite: 1, ops: [{insert: 0, document: {}}], nsInfo: [..], readConcern: {level: \"local\"}} answers IDLUnknownField, 40415)",
             ServerLimit::SnapshotReadsSeeLaterWrites => "SecantusDB: snapshot reads at atClusterTime see later writes (probe: a snapshot session's second find returns a value written after its first)",
+            ServerLimit::BulkWriteRefusesRawData => "SecantusDB 8.2 refuses bulkWrite's rawData (probe: {bulkWrite: 1, ops: [{insert: 0, document: {}}], nsInfo: [..], rawData: true} answers IDLUnknownField, 40415)",
+            ServerLimit::DistinctRefusesRawData => "SecantusDB 8.2 refuses distinct's rawData (probe: {distinct: <coll>, key: \"_id\", rawData: true} answers IDLUnknownField, 40415)",
+            ServerLimit::FindAndModifyRefusesRawData => "SecantusDB 8.2 refuses findAndModify's rawData (probe: {findAndModify: <coll>, query: {}, remove: true, rawData: true} answers IDLUnknownField, 40415)",
             ServerLimit::NoCheckMetadataConsistency => "SecantusDB has no sharding, and the sharded deployment is simulated mongoses in front of it: checkMetadataConsistency fails (probe: {checkMetadataConsistency: 1} on admin answers CommandNotFound, 59)",
             ServerLimit::NoShardCollection => "SecantusDB has no sharding, and the sharded deployment is simulated mongoses in front of it: shardCollection fails (probe: {shardCollection: \"unified_probes.sharded\", key: {_id: 1}} answers CommandNotFound, 59)",
         }
@@ -272,11 +284,52 @@ const SHARDING_TESTS: &[(&str, &str, ServerLimit)] = &[
     ),
 ];
 
+/// The unified tests that pass `rawData` to a command SecantusDB 8.2 does
+/// not take it on.
+const RAW_DATA_TESTS: &[(&str, &str, ServerLimit)] = &[
+    (
+        "crud/tests/unified/client-bulkWrite-delete-rawdata.json",
+        "client bulk write delete with rawData option",
+        ServerLimit::BulkWriteRefusesRawData,
+    ),
+    (
+        "crud/tests/unified/client-bulkWrite-replaceOne-rawdata.json",
+        "client bulkWrite replaceOne with rawData option",
+        ServerLimit::BulkWriteRefusesRawData,
+    ),
+    (
+        "crud/tests/unified/client-bulkWrite-update-rawdata.json",
+        "client bulk write update with rawData option",
+        ServerLimit::BulkWriteRefusesRawData,
+    ),
+    (
+        "crud/tests/unified/distinct-rawdata.json",
+        "distinct with rawData option",
+        ServerLimit::DistinctRefusesRawData,
+    ),
+    (
+        "crud/tests/unified/findOneAndDelete-rawdata.json",
+        "findOneAndDelete with rawData option",
+        ServerLimit::FindAndModifyRefusesRawData,
+    ),
+    (
+        "crud/tests/unified/findOneAndReplace-rawdata.json",
+        "findOneAndReplace with rawData option",
+        ServerLimit::FindAndModifyRefusesRawData,
+    ),
+    (
+        "crud/tests/unified/findOneAndUpdate-rawdata.json",
+        "findOneAndUpdate with rawData option",
+        ServerLimit::FindAndModifyRefusesRawData,
+    ),
+];
+
 /// The limitation that makes `file`/`test` fail, if it is listed.
 pub fn known_failure(file: &str, test: &str) -> Option<ServerLimit> {
     KNOWN_FAILURES
         .iter()
         .chain(SHARDING_TESTS)
+        .chain(RAW_DATA_TESTS)
         .find(|(f, t, _)| *f == file && *t == test)
         .map(|(_, _, limit)| *limit)
 }
@@ -346,6 +399,38 @@ pub fn probe(limit: ServerLimit, uri: &str) -> Result<bool, String> {
                 )
                 .run();
             Ok(reply.is_err_and(|e| e.code() == Some(59)))
+        }
+        ServerLimit::BulkWriteRefusesRawData => {
+            let reply = admin
+                .run_command(doc! {
+                    "bulkWrite": 1,
+                    "ops": [{ "insert": 0, "document": { "_id": 1 } }],
+                    "nsInfo": [{ "ns": format!("unified_probes.{limit:?}") }],
+                    "rawData": true,
+                })
+                .run();
+            Ok(reply.is_err_and(|e| e.code() == Some(40415)))
+        }
+        ServerLimit::DistinctRefusesRawData => {
+            let reply = client
+                .database("unified_probes")
+                .run_command(
+                    doc! { "distinct": format!("{limit:?}"), "key": "_id", "rawData": true },
+                )
+                .run();
+            Ok(reply.is_err_and(|e| e.code() == Some(40415)))
+        }
+        ServerLimit::FindAndModifyRefusesRawData => {
+            let reply = client
+                .database("unified_probes")
+                .run_command(doc! {
+                    "findAndModify": format!("{limit:?}"),
+                    "query": {},
+                    "remove": true,
+                    "rawData": true,
+                })
+                .run();
+            Ok(reply.is_err_and(|e| e.code() == Some(40415)))
         }
         ServerLimit::NoCheckMetadataConsistency => {
             let reply = admin

@@ -80,6 +80,7 @@ impl<'a, R> BulkWrite<'a, R> {
         comment: Bson,
         let_vars: Document,
         write_concern: WriteConcern,
+        raw_data: bool,
     });
     session_setter!();
 

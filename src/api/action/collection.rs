@@ -67,6 +67,7 @@ impl<'a, T, S> Find<'a, T, S> {
         let_vars: Document,
         selection_criteria: SelectionCriteria,
         read_concern: ReadConcern,
+        raw_data: bool,
     });
 
     fn operation(self) -> (operation::Find, S, Cow<'a, Collection<T>>) {
@@ -148,6 +149,7 @@ impl<'a, T> FindOne<'a, T> {
         let_vars: Document,
         selection_criteria: SelectionCriteria,
         read_concern: ReadConcern,
+        raw_data: bool,
     });
     session_setter!();
     timeout_setter!(coll);
@@ -192,6 +194,7 @@ impl<'a, T> InsertOne<'a, T> {
         bypass_document_validation: bool,
         write_concern: WriteConcern,
         comment: Bson,
+        raw_data: bool,
     });
     session_setter!();
     timeout_setter!(coll);
@@ -232,6 +235,7 @@ impl<'a, T> InsertMany<'a, T> {
         ordered: bool,
         write_concern: WriteConcern,
         comment: Bson,
+        raw_data: bool,
     });
     session_setter!();
     timeout_setter!(coll);
@@ -293,6 +297,7 @@ impl<'a, T> CollectionBulkWrite<'a, T> {
         let_vars: Document,
         comment: Bson,
         write_concern: WriteConcern,
+        raw_data: bool,
     });
     session_setter!();
     timeout_setter!(coll);
@@ -354,6 +359,7 @@ impl<'a, T> Update<'a, T> {
         let_vars: Document,
         comment: Bson,
         sort: Document,
+        raw_data: bool,
     });
     session_setter!();
     timeout_setter!(coll);
@@ -404,6 +410,7 @@ impl<'a, T> Replace<'a, T> {
         let_vars: Document,
         comment: Bson,
         sort: Document,
+        raw_data: bool,
     });
     session_setter!();
     timeout_setter!(coll);
@@ -447,6 +454,7 @@ impl<'a, T> Delete<'a, T> {
         write_concern: WriteConcern,
         let_vars: Document,
         comment: Bson,
+        raw_data: bool,
     });
     session_setter!();
     timeout_setter!(coll);
@@ -501,6 +509,7 @@ impl<'a, T> FindOneAndUpdate<'a, T> {
         hint: Hint,
         let_vars: Document,
         comment: Bson,
+        raw_data: bool,
     });
     session_setter!();
     timeout_setter!(coll);
@@ -560,6 +569,7 @@ impl<'a, T> FindOneAndReplace<'a, T> {
         hint: Hint,
         let_vars: Document,
         comment: Bson,
+        raw_data: bool,
     });
     session_setter!();
     timeout_setter!(coll);
@@ -610,6 +620,7 @@ impl<'a, T> FindOneAndDelete<'a, T> {
         hint: Hint,
         let_vars: Document,
         comment: Bson,
+        raw_data: bool,
     });
     session_setter!();
     timeout_setter!(coll);
@@ -656,6 +667,7 @@ impl<'a, T> CountDocuments<'a, T> {
         comment: Bson,
         selection_criteria: SelectionCriteria,
         read_concern: ReadConcern,
+        raw_data: bool,
     });
     session_setter!();
     timeout_setter!(coll);
@@ -689,6 +701,7 @@ impl<'a, T> EstimatedDocumentCount<'a, T> {
         comment: Bson,
         selection_criteria: SelectionCriteria,
         read_concern: ReadConcern,
+        raw_data: bool,
     });
     session_setter!();
     timeout_setter!(coll);
@@ -728,6 +741,7 @@ impl<'a, T> Distinct<'a, T> {
         hint: Hint,
         selection_criteria: SelectionCriteria,
         read_concern: ReadConcern,
+        raw_data: bool,
     });
     session_setter!();
     timeout_setter!(coll);
@@ -826,6 +840,7 @@ impl<'a, S, T> Aggregate<'a, S, T> {
         write_concern: WriteConcern,
         read_concern: ReadConcern,
         selection_criteria: SelectionCriteria,
+        raw_data: bool,
     });
 
     /// Reads the results as `U` instead.
@@ -962,6 +977,7 @@ impl<'a, T> CreateIndex<'a, T> {
         max_time: Duration,
         write_concern: WriteConcern,
         comment: Bson,
+        raw_data: bool,
     });
     session_setter!();
     timeout_setter!(coll);
@@ -1001,6 +1017,7 @@ impl<'a, T> CreateIndexes<'a, T> {
         max_time: Duration,
         write_concern: WriteConcern,
         comment: Bson,
+        raw_data: bool,
     });
     session_setter!();
     timeout_setter!(coll);
@@ -1058,6 +1075,7 @@ impl<T, S> ListIndexes<'_, T, S> {
     option_setters!(ListIndexesOptions {
         batch_size: u32,
         comment: Bson,
+        raw_data: bool,
     });
 }
 
@@ -1138,6 +1156,7 @@ impl<'a, T> DropIndex<'a, T> {
         max_time: Duration,
         write_concern: WriteConcern,
         comment: Bson,
+        raw_data: bool,
     });
     session_setter!();
     timeout_setter!(coll);
@@ -1170,6 +1189,7 @@ impl<'a, T> DropIndexes<'a, T> {
         max_time: Duration,
         write_concern: WriteConcern,
         comment: Bson,
+        raw_data: bool,
     });
     session_setter!();
     timeout_setter!(coll);

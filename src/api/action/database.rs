@@ -332,6 +332,7 @@ impl<S> ListCollections<'_, S> {
         filter: Document,
         authorized_collections: bool,
         comment: Bson,
+        raw_data: bool,
     });
 }
 
@@ -374,6 +375,7 @@ impl<'a> ListCollectionNames<'a> {
         filter: Document,
         authorized_collections: bool,
         comment: Bson,
+        raw_data: bool,
     });
     session_setter!();
     timeout_setter!(db);

@@ -93,7 +93,7 @@ impl Operation for Aggregate {
         }
     }
 
-    fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
+    fn build(&mut self, server: &ServerInfo) -> Result<Command> {
         let target = match &self.target {
             AggregateTarget::Collection(ns) => Bson::String(ns.coll.to_string()),
             AggregateTarget::Database(_) => Bson::Int32(1),
@@ -115,6 +115,11 @@ impl Operation for Aggregate {
         );
         append_option(&mut body, "collation", options.collation.clone());
         append_option(&mut body, "comment", options.comment.clone());
+        append_option(
+            &mut body,
+            "rawData",
+            super::raw_data(options.raw_data, server)?,
+        );
         append_option(
             &mut body,
             "hint",

@@ -115,6 +115,7 @@ struct SharedOptions {
     let_vars: Option<Document>,
     comment: Option<Bson>,
     write_concern: Option<WriteConcern>,
+    raw_data: Option<bool>,
 }
 
 /// The statements of one kind still to send; each `build` takes as many as
@@ -243,6 +244,11 @@ impl Operation for WriteBatch {
             append_option(&mut body, "let", self.options.let_vars.clone());
         }
         append_option(&mut body, "comment", self.options.comment.clone());
+        append_option(
+            &mut body,
+            "rawData",
+            super::raw_data(self.options.raw_data, server)?,
+        );
 
         let budget = sequence_budget(server, &body)?;
         let max_count = server.max_batch_count();
@@ -350,6 +356,7 @@ impl BulkWrite {
             let_vars: options.let_vars,
             comment: options.comment,
             write_concern: options.write_concern,
+            raw_data: options.raw_data,
         };
         let mut statements = Vec::with_capacity(models.len());
         for (index, model) in models.into_iter().enumerate() {
@@ -632,6 +639,7 @@ impl InsertMany {
             let_vars: None,
             comment: options.comment,
             write_concern: options.write_concern,
+            raw_data: options.raw_data,
         };
         let mut statements = Vec::with_capacity(documents.len());
         for (index, mut document) in documents.into_iter().enumerate() {

@@ -516,7 +516,12 @@ impl<R: BulkResultKind> Operation for ClientBulkBatch<'_, R> {
                 ),
             }));
         }
-        let body = self.bulk.command_body();
+        let mut body = self.bulk.command_body();
+        append_option(
+            &mut body,
+            "rawData",
+            super::raw_data(self.bulk.options.raw_data, server)?,
+        );
         let body_size = raw(&body)?.as_bytes().len();
         let budget = server
             .max_message_bytes()

@@ -35,7 +35,7 @@ impl Operation for CountDocuments {
     type Output = u64;
     const NAME: &'static str = "aggregate";
 
-    fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
+    fn build(&mut self, server: &ServerInfo) -> Result<Command> {
         let options = &self.options;
         let mut pipeline = vec![doc! { "$match": self.filter.clone() }];
         if let Some(skip) = options.skip.filter(|s| *s > 0) {
@@ -55,6 +55,11 @@ impl Operation for CountDocuments {
             options.hint.as_ref().map(|h| h.to_bson()),
         );
         append_option(&mut body, "maxTimeMS", options.max_time.map(duration_ms));
+        append_option(
+            &mut body,
+            "rawData",
+            super::raw_data(options.raw_data, server)?,
+        );
         Ok(Command::new(Self::NAME, self.ns.db.clone(), body))
     }
 
@@ -101,7 +106,7 @@ impl Operation for EstimatedDocumentCount {
     type Output = u64;
     const NAME: &'static str = "count";
 
-    fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
+    fn build(&mut self, server: &ServerInfo) -> Result<Command> {
         let mut body = doc! { "count": self.ns.coll.to_string() };
         append_option(
             &mut body,
@@ -109,6 +114,11 @@ impl Operation for EstimatedDocumentCount {
             self.options.max_time.map(duration_ms),
         );
         append_option(&mut body, "comment", self.options.comment.clone());
+        append_option(
+            &mut body,
+            "rawData",
+            super::raw_data(self.options.raw_data, server)?,
+        );
         Ok(Command::new(Self::NAME, self.ns.db.clone(), body))
     }
 

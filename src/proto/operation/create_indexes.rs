@@ -87,6 +87,11 @@ impl Operation for CreateIndexes {
             self.options.max_time.map(duration_ms),
         );
         append_option(&mut body, "comment", self.options.comment.clone());
+        append_option(
+            &mut body,
+            "rawData",
+            super::raw_data(self.options.raw_data, server)?,
+        );
         Ok(Command::new(Self::NAME, self.ns.db.clone(), body))
     }
 

@@ -36,6 +36,7 @@ pub struct Delete {
     let_vars: Option<Document>,
     comment: Option<Bson>,
     write_concern: Option<WriteConcern>,
+    raw_data: Option<bool>,
 }
 
 impl Delete {
@@ -57,6 +58,7 @@ impl Delete {
             let_vars: options.let_vars,
             comment: options.comment,
             write_concern: options.write_concern,
+            raw_data: options.raw_data,
         }
     }
 }
@@ -65,10 +67,15 @@ impl Operation for Delete {
     type Output = DeleteResult;
     const NAME: &'static str = "delete";
 
-    fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
+    fn build(&mut self, server: &ServerInfo) -> Result<Command> {
         let mut body = doc! { "delete": self.ns.coll.to_string(), "ordered": true };
         append_option(&mut body, "let", self.let_vars.clone());
         append_option(&mut body, "comment", self.comment.clone());
+        append_option(
+            &mut body,
+            "rawData",
+            super::raw_data(self.raw_data, server)?,
+        );
         let mut command = Command::new(Self::NAME, self.ns.db.clone(), body);
         command.sequences.push(DocumentSequence {
             identifier: "deletes".into(),

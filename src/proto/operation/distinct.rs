@@ -40,7 +40,7 @@ impl Operation for Distinct {
     type Output = Vec<Bson>;
     const NAME: &'static str = "distinct";
 
-    fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
+    fn build(&mut self, server: &ServerInfo) -> Result<Command> {
         let options = &self.options;
         let mut body = doc! {
             "distinct": self.ns.coll.to_string(),
@@ -49,6 +49,11 @@ impl Operation for Distinct {
         };
         append_option(&mut body, "collation", options.collation.clone());
         append_option(&mut body, "comment", options.comment.clone());
+        append_option(
+            &mut body,
+            "rawData",
+            super::raw_data(options.raw_data, server)?,
+        );
         append_option(
             &mut body,
             "hint",

@@ -62,7 +62,7 @@ impl Operation for DropIndexes {
     type Output = ();
     const NAME: &'static str = "dropIndexes";
 
-    fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
+    fn build(&mut self, server: &ServerInfo) -> Result<Command> {
         let mut body =
             doc! { "dropIndexes": self.ns.coll.to_string(), "index": self.index.clone() };
         append_option(
@@ -71,6 +71,11 @@ impl Operation for DropIndexes {
             self.options.max_time.map(duration_ms),
         );
         append_option(&mut body, "comment", self.options.comment.clone());
+        append_option(
+            &mut body,
+            "rawData",
+            super::raw_data(self.options.raw_data, server)?,
+        );
         Ok(Command::new(Self::NAME, self.ns.db.clone(), body))
     }
 

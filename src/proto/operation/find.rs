@@ -74,13 +74,16 @@ impl Find {
     /// cost of a warm `find_one` (a map insert and a key allocation per
     /// field, the filter cloned). The filter and every option are checked
     /// for depth and validity as they are written.
-    fn write_body(&self) -> std::result::Result<Vec<u8>, WriteError> {
+    fn write_body(&self, raw_data: Option<bool>) -> std::result::Result<Vec<u8>, WriteError> {
         let mut body = DocumentWriter::with_capacity(128);
         body.string("find", &self.ns.coll)?;
         body.document("filter", &self.filter)?;
         self.write_query_shape(&mut body)?;
         self.write_cursor_flags(&mut body)?;
         self.write_trailing_options(&mut body)?;
+        if let Some(raw_data) = raw_data {
+            body.value("rawData", &Bson::Boolean(raw_data))?;
+        }
         body.finish()
     }
 
@@ -179,9 +182,10 @@ impl Operation for Find {
         }
     }
 
-    fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
+    fn build(&mut self, server: &ServerInfo) -> Result<Command> {
+        let raw_data = super::raw_data(self.options.raw_data, server)?;
         let bytes = self
-            .write_body()
+            .write_body(raw_data)
             .map_err(|error| crate::proto::wire::write_error(error, "command body"))?;
         let body = RawDocumentBuf::from_bytes(bytes)
             .map_err(|e| Error::invalid_argument(format!("the find command is not BSON: {e}")))?;

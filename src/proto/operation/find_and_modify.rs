@@ -37,6 +37,7 @@ struct Options {
     hint: Option<Hint>,
     let_vars: Option<Document>,
     comment: Option<Bson>,
+    raw_data: Option<bool>,
 }
 
 /// `findAndModify`: finds one document, deletes, updates or replaces it, and
@@ -65,6 +66,7 @@ impl FindAndModify {
                 hint: options.hint,
                 let_vars: options.let_vars,
                 comment: options.comment,
+                raw_data: options.raw_data,
                 ..Options::default()
             },
         }
@@ -97,6 +99,7 @@ impl FindAndModify {
                 hint: options.hint,
                 let_vars: options.let_vars,
                 comment: options.comment,
+                raw_data: options.raw_data,
             },
         })
     }
@@ -125,6 +128,7 @@ impl FindAndModify {
                 hint: options.hint,
                 let_vars: options.let_vars,
                 comment: options.comment,
+                raw_data: options.raw_data,
                 ..Options::default()
             },
         })
@@ -135,7 +139,7 @@ impl Operation for FindAndModify {
     type Output = Option<Document>;
     const NAME: &'static str = "findAndModify";
 
-    fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
+    fn build(&mut self, server: &ServerInfo) -> Result<Command> {
         let options = &self.options;
         let mut body =
             doc! { "findAndModify": self.ns.coll.to_string(), "query": self.filter.clone() };
@@ -168,6 +172,11 @@ impl Operation for FindAndModify {
         append_option(&mut body, "maxTimeMS", options.max_time.map(duration_ms));
         append_option(&mut body, "let", options.let_vars.clone());
         append_option(&mut body, "comment", options.comment.clone());
+        append_option(
+            &mut body,
+            "rawData",
+            super::raw_data(options.raw_data, server)?,
+        );
         Ok(Command::new(Self::NAME, self.ns.db.clone(), body))
     }
 

@@ -88,6 +88,11 @@ impl Operation for Insert {
             self.options.bypass_document_validation,
         );
         append_option(&mut body, "comment", self.options.comment.clone());
+        append_option(
+            &mut body,
+            "rawData",
+            super::raw_data(self.options.raw_data, server)?,
+        );
         let mut command = Command::new(Self::NAME, self.ns.db.clone(), body);
         command.sequences.push(DocumentSequence {
             identifier: "documents".into(),
@@ -133,6 +138,27 @@ mod tests {
 
     fn raw(document: Document) -> RawDocumentBuf {
         RawDocumentBuf::from_document(&document).unwrap()
+    }
+
+    #[test]
+    fn raw_data_is_sent_to_8_2_and_refused_before() {
+        let options = InsertOneOptions::default().raw_data(true);
+        let mut insert =
+            Insert::one(ns(), raw(doc! { "_id": 1 }), options, &mut sequential_ids()).unwrap();
+        let error = insert.build(&server()).unwrap_err();
+        assert!(
+            error.to_string().contains("rawData needs MongoDB 8.2"),
+            "{error}"
+        );
+        let eight_two = ServerInfo {
+            max_wire_version: 27,
+            ..server()
+        };
+        let command = insert.build(&eight_two).unwrap();
+        assert_eq!(
+            command.body,
+            doc! { "insert": "coll", "ordered": true, "rawData": true }
+        );
     }
 
     #[test]

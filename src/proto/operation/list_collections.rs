@@ -31,7 +31,7 @@ impl Operation for ListCollections {
     const NAME: &'static str = "listCollections";
     const RETRY_RULES: RetryRules = RetryRules::ReadOnly;
 
-    fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
+    fn build(&mut self, server: &ServerInfo) -> Result<Command> {
         let o = &self.options;
         let mut body = doc! { "listCollections": 1 };
         append_option(&mut body, "filter", o.filter.clone());
@@ -41,6 +41,7 @@ impl Operation for ListCollections {
         append_option(&mut cursor, "batchSize", o.batch_size.map(i64::from));
         body.insert("cursor", cursor);
         append_option(&mut body, "comment", o.comment.clone());
+        append_option(&mut body, "rawData", super::raw_data(o.raw_data, server)?);
         Ok(Command::new(Self::NAME, self.db.clone(), body))
     }
 

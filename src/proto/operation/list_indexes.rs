@@ -29,7 +29,7 @@ impl Operation for ListIndexes {
     const NAME: &'static str = "listIndexes";
     const RETRY_RULES: RetryRules = RetryRules::ReadOnly;
 
-    fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
+    fn build(&mut self, server: &ServerInfo) -> Result<Command> {
         let mut body = doc! { "listIndexes": self.ns.coll.to_string() };
         let mut cursor = Document::new();
         append_option(
@@ -39,6 +39,11 @@ impl Operation for ListIndexes {
         );
         body.insert("cursor", cursor);
         append_option(&mut body, "comment", self.options.comment.clone());
+        append_option(
+            &mut body,
+            "rawData",
+            super::raw_data(self.options.raw_data, server)?,
+        );
         Ok(Command::new(Self::NAME, self.ns.db.clone(), body))
     }
 

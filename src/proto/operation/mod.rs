@@ -372,6 +372,26 @@ pub(crate) fn append_option<T: Into<Bson>>(body: &mut Document, key: &str, value
     }
 }
 
+/// The wire version of MongoDB 8.2, the first server to take `rawData`.
+pub(crate) const RAW_DATA_WIRE_VERSION: i32 = 27;
+
+/// `rawData: true` when the caller asked for it: an error on a server
+/// older than 8.2, which would act on the time-series view instead of its
+/// buckets (`false`, the default, is left out).
+pub(crate) fn raw_data(raw_data: Option<bool>, server: &ServerInfo) -> Result<Option<bool>> {
+    match raw_data {
+        Some(true) if server.max_wire_version < RAW_DATA_WIRE_VERSION => {
+            Err(Error::invalid_argument(format!(
+                "rawData needs MongoDB 8.2 or later (wire version {RAW_DATA_WIRE_VERSION}); \
+                 the selected server has wire version {}",
+                server.max_wire_version
+            )))
+        }
+        Some(true) => Ok(Some(true)),
+        _ => Ok(None),
+    }
+}
+
 /// A duration as the server's `maxTimeMS`: whole milliseconds, saturating.
 pub(crate) fn duration_ms(duration: Duration) -> Bson {
     Bson::Int64(i64::try_from(duration.as_millis()).unwrap_or(i64::MAX))

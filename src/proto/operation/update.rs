@@ -128,6 +128,7 @@ struct UpdateCommandOptions {
     let_vars: Option<Document>,
     comment: Option<Bson>,
     write_concern: Option<WriteConcern>,
+    raw_data: Option<bool>,
 }
 
 /// `update_one`, `update_many` or `replace_one`.
@@ -194,6 +195,7 @@ impl Update {
                 let_vars: options.let_vars,
                 comment: options.comment,
                 write_concern: options.write_concern,
+                raw_data: options.raw_data,
             },
         })
     }
@@ -223,6 +225,7 @@ impl Update {
                 let_vars: options.let_vars,
                 comment: options.comment,
                 write_concern: options.write_concern,
+                raw_data: options.raw_data,
             },
         })
     }
@@ -232,7 +235,7 @@ impl Operation for Update {
     type Output = UpdateResult;
     const NAME: &'static str = "update";
 
-    fn build(&mut self, _server: &ServerInfo) -> Result<Command> {
+    fn build(&mut self, server: &ServerInfo) -> Result<Command> {
         let mut body = doc! { "update": self.ns.coll.to_string(), "ordered": true };
         append_option(
             &mut body,
@@ -241,6 +244,11 @@ impl Operation for Update {
         );
         append_option(&mut body, "let", self.options.let_vars.clone());
         append_option(&mut body, "comment", self.options.comment.clone());
+        append_option(
+            &mut body,
+            "rawData",
+            super::raw_data(self.options.raw_data, server)?,
+        );
         let mut command = Command::new(Self::NAME, self.ns.db.clone(), body);
         command.sequences.push(DocumentSequence {
             identifier: "updates".into(),
