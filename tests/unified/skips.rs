@@ -708,12 +708,29 @@ pub fn spec_defect(file: &str, test: &str, body: &Document) -> Option<Failure> {
 /// Tests whose own text contradicts itself (at the pinned spec commit):
 /// (file, test, the contradicting part of the test as its JSON reads, the
 /// contradiction).
-const SPEC_DEFECTS: &[(&str, &str, &str, &str)] = &[(
-    "client-side-operations-timeout/tests/runCursorCommand.json",
-    "Tailable cursor awaitData iteration timeoutMS is refreshed for getMore - failure",
-    r#""maxTimeMS":{"$$exists":true}"#,
-    "the test expects find to carry maxTimeMS and the second iteration to time out, yet no client, database or operation of it sets timeoutMS (its sibling tests set timeoutMS: 100 on the operation)",
-)];
+const SPEC_DEFECTS: &[(&str, &str, &str, &str)] = &[
+    (
+        "crud/tests/unified/insertMany-rawdata.json",
+        "insertMany with rawData option",
+        r#"{"_id":2,"x":22}"#,
+        INSERTS_WITHOUT_INITIAL_DATA,
+    ),
+    (
+        "crud/tests/unified/insertOne-rawdata.json",
+        "insertOne with rawData option",
+        r#"{"_id":2,"x":22}"#,
+        INSERTS_WITHOUT_INITIAL_DATA,
+    ),
+    (
+        "client-side-operations-timeout/tests/runCursorCommand.json",
+        "Tailable cursor awaitData iteration timeoutMS is refreshed for getMore - failure",
+        r#""maxTimeMS":{"$$exists":true}"#,
+        "the test expects find to carry maxTimeMS and the second iteration to time out, yet no client, database or operation of it sets timeoutMS (its sibling tests set timeoutMS: 100 on the operation)",
+    ),
+];
+
+/// Why the rawData insert tests cannot be run in a shared deployment.
+const INSERTS_WITHOUT_INITIAL_DATA: &str = "the test inserts this into crud-tests.coll0, yet the file has no initialData to clear it, and the CRUD files before it leave it holding _id 2: whether it passes depends on the order files run in (rawData on inserts is shown by the unit test raw_data_is_sent_to_8_2_and_refused_before and the other rawdata files)";
 
 #[cfg(test)]
 mod tests {
