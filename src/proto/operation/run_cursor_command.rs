@@ -9,7 +9,7 @@ use super::{Command, CursorSpec, Operation, RetryRules, RunCommand, ServerInfo};
 use crate::error::{Error, Result};
 use crate::proto::coll_options::{CursorType, RunCursorCommandOptions};
 use crate::proto::reply::Reply;
-use crate::proto::select::SelectionCriteria;
+use crate::proto::select::Criteria;
 
 /// A command the caller wrote that opens a cursor (`find`, `aggregate`,
 /// `listCollections`, `checkMetadataConsistency`...). Like
@@ -40,7 +40,7 @@ impl RunCursorCommand {
             ..CursorOptions::default()
         };
         Ok(RunCursorCommand {
-            command: RunCommand::new(db, command, options.selection_criteria)?,
+            command: RunCommand::new(db, command, options.selection_criteria.map(Criteria::from))?,
             cursor,
         })
     }
@@ -76,7 +76,7 @@ impl Operation for RunCursorCommand {
         CursorSpec::from_raw_reply(reply, self.cursor.clone())
     }
 
-    fn selection_criteria(&self) -> Option<&SelectionCriteria> {
+    fn selection_criteria(&self) -> Option<Criteria> {
         self.command.selection_criteria()
     }
 
