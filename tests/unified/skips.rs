@@ -646,6 +646,10 @@ pub const PENDING_GAPS: &[(&str, &str)] = &[
     ("defaultTimeoutMS", "h38t: CSOT"),
     ("\"maxTimeMS\" of", "h38t: CSOT deprecated options"),
     (
+        "createCommandCursor in a session",
+        "h39: runCursorCommand cursors in a session",
+    ),
+    (
         "createChangeStream in a session",
         "h39: change streams in a session",
     ),
