@@ -378,13 +378,9 @@ fn run_lane(root: &Path, files: &[std::path::PathBuf]) -> Lane {
             if !spec::selected(&relative, &description) {
                 continue;
             }
-            let outcome = match (
-                skips::single_threaded_rule(&relative, &description),
-                skips::spec_defect(&relative, &description, test),
-            ) {
-                (Some(rule), _) => Err(Failure::Skip(format!("single-threaded: {rule}"))),
-                (None, Some(defect)) => Err(defect),
-                (None, None) => run_one(&file, test, &relative, (deployments, &auth), &version),
+            let outcome = match skips::single_threaded_rule(&relative, &description) {
+                Some(rule) => Err(Failure::Skip(format!("single-threaded: {rule}"))),
+                None => run_one(&file, test, &relative, (deployments, &auth), &version),
             };
             let name = format!("{relative}: {description}");
             report.record(counts, &name, outcome, expect_failure, &limits);
@@ -629,6 +625,9 @@ fn run_one(
     }
     if let Ok(reason) = test.get_str("skipReason") {
         return Err(Failure::Skip(format!("{}: {reason}", skips::SKIP_REASON)));
+    }
+    if let Some(defect) = skips::spec_defect(relative, file, test) {
+        return Err(defect);
     }
     let file_requirements = file.get_array("runOnRequirements").ok();
     let test_requirements = test.get_array("runOnRequirements").ok();

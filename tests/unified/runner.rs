@@ -692,7 +692,7 @@ impl<'a> TestRun<'a> {
             .unwrap_or_default();
         if object == "testRunner" {
             return self
-                .run_test_runner_operation(name, arguments.clone())
+                .run_test_runner_operation(name, arguments)
                 .map(|()| None);
         }
         // createCollection's result is the new collection.
@@ -701,7 +701,7 @@ impl<'a> TestRun<'a> {
             .flatten();
         let args = Args {
             operation: name.to_string(),
-            rest: arguments.clone(),
+            rest: arguments,
         };
         let in_callback = lent.is_some();
         let result = if name == "withTransaction" {
