@@ -524,13 +524,14 @@ mi_error *mi_gridfs_drop(mi_gridfs_bucket *bucket);
 /* ---- change streams ---- */
 
 /* Opens a change stream on db.coll, on all of db when coll is NULL, or on
- * the deployment when db is NULL too; count stages ($match, $project, ...)
+ * the deployment when db is NULL too, in session unless it is NULL (every
+ * later call on the stream then uses it); count stages ($match, $project, ...)
  * follow $changeStream; options {fullDocument, fullDocumentBeforeChange,
  * resumeAfter, startAfter, startAtOperationTime, maxAwaitTimeMS, batchSize,
  * collation, comment, showExpandedEvents, readConcern, readPreference}. A
  * resumable error is resumed once, as the spec says. *out is freed with
  * mi_change_stream_free. */
-mi_error *mi_watch(mi_client *client, const char *db, const char *coll,
+mi_error *mi_watch(mi_client *client, mi_session *session, const char *db, const char *coll,
                    const uint8_t *const *stages, const size_t *lengths, size_t count,
                    const uint8_t *options, size_t options_len, mi_change_stream **out);
 /* Waits for the next event (getMores of up to maxAwaitTimeMS each, until one

@@ -163,7 +163,7 @@ pub use proto::session::TransactionState;
 /// `mongodb::sync::Client` compiles with only the crate's name changed (for
 /// example `mongodb = { package = "mongo-inline", .. }` in Cargo.toml).
 pub mod sync {
-    pub use crate::change_stream::ChangeStream;
+    pub use crate::change_stream::{ChangeStream, SessionChangeStream};
     pub use crate::{
         Client, ClientSession, Collection, Cursor, Database, SessionCursor, SessionCursorIter,
     };

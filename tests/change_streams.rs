@@ -2,7 +2,8 @@
 //! typed insert, update and delete events; the bounded wait of
 //! `next_if_any`; resume tokens to continue a stream later; the one resume
 //! after a lost cursor, with the token, and the error when that resume
-//! fails too; database- and cluster-wide streams; and, from a fake server,
+//! fails too; a stream in an explicit session; database- and cluster-wide
+//! streams; and, from a fake server,
 //! an event without `_id` ending the stream with the spec's error.
 
 // Timing real servers and processes is this crate's job; the one-clock rule
@@ -210,6 +211,47 @@ fn a_lost_cursor_is_resumed_once_from_the_last_token() {
     assert_eq!(stages[0], doc! {});
     // The resume starts after the last event handed out, and says only that.
     assert_eq!(stages[1], doc! { "resumeAfter": Bson::from(token) });
+}
+
+#[test]
+fn a_stream_opened_in_a_session_sends_every_command_and_its_resume_in_it() {
+    let (client, recorder) = named_client("in_session");
+    let coll = fresh(&client, "in_session");
+    let mut session = client.start_session().run().unwrap();
+    let mut stream = coll
+        .watch()
+        .max_await_time(AWAIT)
+        .session(&mut session)
+        .run()
+        .unwrap();
+    coll.insert_one(doc! { "_id": 1 }).run().unwrap();
+    let first = stream.next(&mut session).unwrap().expect("the insert");
+    assert_eq!(first.document_key, Some(doc! { "_id": 1 }));
+    let _one_fail_point = fail_point(
+        &client,
+        "in_session",
+        doc! { "failCommands": ["getMore"], "errorCode": 43 },
+        1,
+    );
+    coll.insert_one(doc! { "_id": 2 }).run().unwrap();
+    let second = (0..20)
+        .find_map(|_| stream.next_if_any(&mut session).unwrap())
+        .expect("the second insert within 20 getMores");
+    assert_eq!(second.document_key, Some(doc! { "_id": 2 }));
+    assert!(stream.is_alive() && stream.resume_token().is_some());
+    assert_eq!(
+        aggregates(&recorder).len(),
+        2,
+        "the first aggregate and one resume"
+    );
+    let lsid = session.id().clone();
+    for name in ["aggregate", "getMore"] {
+        let commands = recorder.named(name);
+        assert!(!commands.is_empty(), "no {name}");
+        for command in commands {
+            assert_eq!(command.get_document("lsid").unwrap(), &lsid, "{name}");
+        }
+    }
 }
 
 #[test]

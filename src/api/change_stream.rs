@@ -60,6 +60,7 @@ use bson::RawDocumentBuf;
 use serde::de::DeserializeOwned;
 
 use crate::api::client::Client;
+use crate::api::client_session::ClientSession;
 use crate::api::coll::Defaults;
 use crate::api::cursor::Batches;
 use crate::error::{Error, ErrorKind, Result};
@@ -107,6 +108,7 @@ impl<T> ChangeStream<T> {
         client: &Client,
         state: ChangeStreamState,
         defaults: Defaults,
+        lent: Lent<'_>,
     ) -> Result<Self> {
         let mut stream = ChangeStream {
             client: client.clone(),
@@ -118,7 +120,7 @@ impl<T> ChangeStream<T> {
             _events: PhantomData,
         };
         let opening = stream.defaults.timeout_only();
-        stream.run_aggregate(opening)?;
+        stream.run_aggregate(opening, lent)?;
         Ok(stream)
     }
 
@@ -142,7 +144,7 @@ impl<T> ChangeStream<T> {
     }
 
     /// Sends the `aggregate` (first or resuming) and takes its cursor.
-    fn run_aggregate(&mut self, call: Inherited<'_>) -> Result<()> {
+    fn run_aggregate(&mut self, call: Inherited<'_>, lent: Lent<'_>) -> Result<()> {
         let mut aggregate = self.state.aggregate();
         let inherited = Inherited {
             timeout: call.timeout,
@@ -151,7 +153,7 @@ impl<T> ChangeStream<T> {
         };
         let executed = self.client.state()?.execute(
             &mut aggregate,
-            self.session.as_deref_mut(),
+            session(lent, &mut self.session),
             inherited,
             Target::Select,
         )?;
@@ -206,9 +208,9 @@ impl<T> ChangeStream<T> {
     }
 
     /// Closes the cursor on its server; the stream ends.
-    fn close(&mut self) {
+    fn close(&mut self, lent: Lent<'_>) {
         if let Some(mut cursor) = self.cursor.take() {
-            cursor.kill(self.session.as_deref_mut());
+            cursor.kill(session(lent, &mut self.session));
         }
         if let (Some(session), Ok(mut state)) = (self.session.take(), self.client.state()) {
             state.check_in(Some(session));
@@ -216,7 +218,7 @@ impl<T> ChangeStream<T> {
     }
 
     /// One `getMore`; after a resumable error, one resume instead.
-    fn get_more(&mut self) -> Result<()> {
+    fn get_more(&mut self, mut lent: Lent<'_>) -> Result<()> {
         if self.cursor.is_none() {
             return Ok(());
         }
@@ -224,20 +226,20 @@ impl<T> ChangeStream<T> {
         let Some(cursor) = self.cursor.as_mut() else {
             return Ok(());
         };
-        match cursor.fetch_batch(self.session.as_deref_mut(), call) {
+        match cursor.fetch_batch(session(lent.as_deref_mut(), &mut self.session), call) {
             Ok(()) => {
                 self.state.batch_received(&cursor.spec);
                 Ok(())
             }
             Err(error) if is_resumable(&error, self.wire_version) => {
-                self.resume(call)?;
-                self.get_more_after_resume(call)
+                self.resume(call, lent.as_deref_mut())?;
+                self.get_more_after_resume(call, lent)
             }
             // Out of time: the stream stays; the next call resumes if the
             // socket went with the timeout.
             Err(error) if matches!(*error.kind, ErrorKind::Timeout { .. }) => Err(error),
             Err(error) => {
-                self.close();
+                self.close(lent);
                 Err(error)
             }
         }
@@ -245,14 +247,18 @@ impl<T> ChangeStream<T> {
 
     /// The `getMore` the resumed stream owes the call that resumed it, when
     /// the new `aggregate` brought no event; under the same deadline.
-    fn get_more_after_resume(&mut self, call: Inherited<'static>) -> Result<()> {
+    fn get_more_after_resume(
+        &mut self,
+        call: Inherited<'static>,
+        mut lent: Lent<'_>,
+    ) -> Result<()> {
         let Some(cursor) = self.cursor.as_mut() else {
             return Ok(());
         };
         if !cursor.spec.batch.is_empty() || cursor.spec.id == 0 {
             return Ok(());
         }
-        match cursor.fetch_batch(self.session.as_deref_mut(), call) {
+        match cursor.fetch_batch(session(lent.as_deref_mut(), &mut self.session), call) {
             Ok(()) => {
                 self.state.batch_received(&cursor.spec);
                 Ok(())
@@ -260,7 +266,7 @@ impl<T> ChangeStream<T> {
             Err(error) if matches!(*error.kind, ErrorKind::Timeout { .. }) => Err(error),
             Err(error) if is_resumable(&error, self.wire_version) => Err(error),
             Err(error) => {
-                self.close();
+                self.close(lent);
                 Err(error)
             }
         }
@@ -270,18 +276,24 @@ impl<T> ChangeStream<T> {
     /// (errors ignored), then a new `aggregate` from the cached token,
     /// through server selection, in the same session. An error of that
     /// `aggregate` ends the stream.
-    fn resume(&mut self, call: Inherited<'static>) -> Result<()> {
+    fn resume(&mut self, call: Inherited<'static>, mut lent: Lent<'_>) -> Result<()> {
         if let Some(mut old) = self.cursor.take() {
-            old.kill(self.session.as_deref_mut());
+            old.kill(session(lent.as_deref_mut(), &mut self.session));
         }
         self.state.begin_resume();
-        self.run_aggregate(call).inspect_err(|_| self.close())
+        match self.run_aggregate(call, lent.as_deref_mut()) {
+            Ok(()) => Ok(()),
+            Err(error) => {
+                self.close(lent);
+                Err(error)
+            }
+        }
     }
 }
 
 impl<T: DeserializeOwned> ChangeStream<T> {
     /// The next event of the batch in hand, if any.
-    fn buffered(&mut self) -> Result<Option<T>> {
+    fn buffered(&mut self, lent: Lent<'_>) -> Result<Option<T>> {
         let Some(cursor) = self.cursor.as_mut() else {
             return Ok(None);
         };
@@ -290,7 +302,7 @@ impl<T: DeserializeOwned> ChangeStream<T> {
         };
         let event = event?;
         if let Err(error) = self.state.document_returned(&event, &cursor.spec) {
-            self.close();
+            self.close(lent);
             return Err(error);
         }
         bson::from_slice(event.as_bytes()).map(Some).map_err(|e| {
@@ -305,14 +317,31 @@ impl<T: DeserializeOwned> ChangeStream<T> {
     /// bounded wait. [`resume_token`](Self::resume_token) is then up to
     /// date, whether an event came or not.
     pub fn next_if_any(&mut self) -> Result<Option<T>> {
-        if let Some(event) = self.buffered()? {
+        self.next_if_any_in(None)
+    }
+
+    /// [`next_if_any`](Self::next_if_any) in the caller's session, if lent.
+    fn next_if_any_in(&mut self, mut lent: Lent<'_>) -> Result<Option<T>> {
+        if let Some(event) = self.buffered(lent.as_deref_mut())? {
             return Ok(Some(event));
         }
         if !self.is_alive() {
             return Ok(None);
         }
-        self.get_more()?;
-        self.buffered()
+        self.get_more(lent.as_deref_mut())?;
+        self.buffered(lent)
+    }
+
+    /// Waits for the next event, in the caller's session if lent.
+    fn next_in(&mut self, mut lent: Lent<'_>) -> Option<Result<T>> {
+        loop {
+            match self.next_if_any_in(lent.as_deref_mut()) {
+                Ok(Some(event)) => return Some(Ok(event)),
+                Ok(None) if !self.is_alive() => return None,
+                Ok(None) => {}
+                Err(error) => return Some(Err(error)),
+            }
+        }
     }
 
     /// [`next_if_any`](Self::next_if_any) under the spec's name (`tryNext`).
@@ -327,19 +356,91 @@ impl<T: DeserializeOwned> Iterator for ChangeStream<T> {
     /// Waits for the next event: `getMore`s until one comes, an error, or
     /// the end of the stream (`None`).
     fn next(&mut self) -> Option<Result<T>> {
-        loop {
-            match self.next_if_any() {
-                Ok(Some(event)) => return Some(Ok(event)),
-                Ok(None) if !self.is_alive() => return None,
-                Ok(None) => {}
-                Err(error) => return Some(Err(error)),
-            }
-        }
+        self.next_in(None)
     }
 }
 
 impl<T> Drop for ChangeStream<T> {
     fn drop(&mut self) {
-        self.close();
+        // A session stream's session is no longer at hand: the killCursors
+        // goes without it, as a session cursor's does.
+        self.close(None);
+    }
+}
+
+/// The caller's explicit session, lent for one call of a
+/// [`SessionChangeStream`]; `None` for a [`ChangeStream`], which uses its
+/// own implicit one.
+type Lent<'s> = Option<&'s mut SessionState>;
+
+/// The session a command of the stream goes in: the lent one, else the
+/// stream's implicit one.
+fn session<'s>(
+    lent: Lent<'s>,
+    own: &'s mut Option<Box<SessionState>>,
+) -> Option<&'s mut SessionState> {
+    match lent {
+        Some(lent) => Some(lent),
+        None => own.as_deref_mut(),
+    }
+}
+
+/// A change stream opened in an explicit session
+/// ([`Watch::session`](crate::action::Watch::session)): its `aggregate`, every
+/// `getMore` and any resume go in that session, which each call takes, as
+/// a [`SessionCursor`](crate::SessionCursor) does. Dropping it closes the
+/// cursor without the session.
+pub struct SessionChangeStream<T> {
+    stream: ChangeStream<T>,
+}
+
+impl<T> std::fmt::Debug for SessionChangeStream<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.stream.fmt(f)
+    }
+}
+
+impl<T> SessionChangeStream<T> {
+    /// Opens the stream: the first `aggregate`, in `session`.
+    pub(crate) fn open(
+        client: &Client,
+        state: ChangeStreamState,
+        defaults: Defaults,
+        session: &mut ClientSession,
+    ) -> Result<Self> {
+        let stream = ChangeStream::open(client, state, defaults, Some(session.state_mut()))?;
+        Ok(SessionChangeStream { stream })
+    }
+
+    /// [`ChangeStream::resume_token`].
+    pub fn resume_token(&self) -> Option<ResumeToken> {
+        self.stream.resume_token()
+    }
+
+    /// [`ChangeStream::is_alive`].
+    pub fn is_alive(&self) -> bool {
+        self.stream.is_alive()
+    }
+
+    /// Reads the events as `D` instead.
+    pub fn with_type<D>(self) -> SessionChangeStream<D> {
+        SessionChangeStream {
+            stream: self.stream.with_type(),
+        }
+    }
+}
+
+impl<T: DeserializeOwned> SessionChangeStream<T> {
+    /// Waits for the next event in `session` (the one the stream was
+    /// opened in): `getMore`s until one comes, an error, or the end of the
+    /// stream (`Ok(None)`).
+    pub fn next(&mut self, session: &mut ClientSession) -> Result<Option<T>> {
+        self.stream.next_in(Some(session.state_mut())).transpose()
+    }
+
+    /// [`ChangeStream::next_if_any`] in `session`: the next event if one is
+    /// in hand or comes with one `getMore`, else `None` at once.
+    pub fn next_if_any(&mut self, session: &mut ClientSession) -> Result<Option<T>> {
+        self.stream.next_if_any_in(Some(session.state_mut()))
     }
 }

@@ -8,28 +8,70 @@ use bson::RawDocumentBuf;
 
 use super::error::Failure;
 use super::ops::{failure, options};
-use super::{document_list, handle, options_arg, write_buffer, MiBuffer, MiClient, MiError};
-use crate::change_stream::ChangeStream;
+use super::{
+    client_target, document_list, handle, lock, options_arg, write_buffer, MiBuffer, MiClient,
+    MiError, MiSession, SharedSession,
+};
+use crate::change_stream::event::ResumeToken;
+use crate::change_stream::{ChangeStream, SessionChangeStream};
 use crate::proto::change_stream::ChangeStreamOptions;
 
 /// `mi_change_stream`: the stream and the event last returned.
 pub struct MiChangeStream {
-    stream: ChangeStream<RawDocumentBuf>,
+    events: Events,
     current: RawDocumentBuf,
 }
 
+/// A stream opened without a session, or in one, which each call locks.
+enum Events {
+    Implicit(ChangeStream<RawDocumentBuf>),
+    InSession(SessionChangeStream<RawDocumentBuf>, SharedSession),
+}
+
+impl Events {
+    fn next(&mut self) -> crate::Result<Option<RawDocumentBuf>> {
+        match self {
+            Events::Implicit(stream) => stream.next().transpose(),
+            Events::InSession(stream, session) => stream.next(&mut lock(session)),
+        }
+    }
+
+    fn try_next(&mut self) -> crate::Result<Option<RawDocumentBuf>> {
+        match self {
+            Events::Implicit(stream) => stream.try_next(),
+            Events::InSession(stream, session) => stream.next_if_any(&mut lock(session)),
+        }
+    }
+
+    fn resume_token(&self) -> Option<ResumeToken> {
+        match self {
+            Events::Implicit(stream) => stream.resume_token(),
+            Events::InSession(stream, _) => stream.resume_token(),
+        }
+    }
+
+    fn is_alive(&self) -> bool {
+        match self {
+            Events::Implicit(stream) => stream.is_alive(),
+            Events::InSession(stream, _) => stream.is_alive(),
+        }
+    }
+}
+
 /// Opens a change stream on `db`.`coll`, on all of `db` when `coll` is
-/// NULL, or on the deployment when `db` is NULL too; `count` stages follow
-/// the `$changeStream` stage; options are `ChangeStreamOptions`
-/// (`fullDocument`, `fullDocumentBeforeChange`, `resumeAfter`,
-/// `startAfter`, `startAtOperationTime`, `maxAwaitTimeMS`, `batchSize`,
-/// `collation`, `comment`, `showExpandedEvents`, ...).
+/// NULL, or on the deployment when `db` is NULL too, in `session` unless it
+/// is NULL (then every later call on the stream uses that session); `count`
+/// stages follow the `$changeStream` stage; options are
+/// `ChangeStreamOptions` (`fullDocument`, `fullDocumentBeforeChange`,
+/// `resumeAfter`, `startAfter`, `startAtOperationTime`, `maxAwaitTimeMS`,
+/// `batchSize`, `collation`, `comment`, `showExpandedEvents`, ...).
 ///
 /// # Safety
 /// Pointers NULL or valid; `stages` and `lengths` hold `count` elements.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mi_watch(
     client: *mut MiClient,
+    session: *mut MiSession,
     db: *const c_char,
     coll: *const c_char,
     stages: *const *const u8,
@@ -41,9 +83,9 @@ pub unsafe extern "C" fn mi_watch(
 ) -> *mut MiError {
     super::boundary(|| {
         // SAFETY: by contract; NULL names are allowed here.
-        let (client, db, coll, pipeline, options, out) = unsafe {
+        let (target, db, coll, pipeline, options, out) = unsafe {
             (
-                handle(client, "client")?,
+                client_target(client, session)?,
                 optional_str(db, "db")?,
                 optional_str(coll, "coll")?,
                 document_list(stages, lengths, count, "stages")?,
@@ -51,37 +93,30 @@ pub unsafe extern "C" fn mi_watch(
                 handle(out, "out")?,
             )
         };
-        client.used = true;
         let options = options!(ChangeStreamOptions, options);
-        let opened = match (db, coll) {
-            (Some(db), Some(coll)) => client
-                .client
-                .database(db)
-                .collection::<bson::Document>(coll)
-                .watch()
-                .pipeline(pipeline)
-                .with_options(options)
-                .run(),
-            (Some(db), None) => client
-                .client
-                .database(db)
-                .watch()
-                .pipeline(pipeline)
-                .with_options(options)
-                .run(),
-            (None, None) => client
-                .client
-                .watch()
-                .pipeline(pipeline)
-                .with_options(options)
-                .run(),
+        let client = &target.client.client;
+        // The handles outlive the builder, which borrows their client.
+        let database = db.map(|db| client.database(db));
+        let collection = match (&database, coll) {
+            (Some(db), Some(coll)) => Some(db.collection::<bson::Document>(coll)),
             (None, Some(_)) => return Err(Failure::argument("db", "is NULL but `coll` is not")),
+            (_, None) => None,
         };
-        let stream = opened
-            .map_err(|e| failure(&e))?
-            .with_type::<RawDocumentBuf>();
+        let watch = match (&database, &collection) {
+            (_, Some(collection)) => collection.watch(),
+            (Some(database), None) => database.watch(),
+            (None, None) => client.watch(),
+        };
+        let watch = watch.pipeline(pipeline).with_options(options);
+        let events = match target.session {
+            None => Events::Implicit(watch.run().map_err(|e| failure(&e))?.with_type()),
+            Some(shared) => {
+                let opened = watch.session(&mut lock(&shared)).run();
+                Events::InSession(opened.map_err(|e| failure(&e))?.with_type(), shared)
+            }
+        };
         *out = Box::into_raw(Box::new(MiChangeStream {
-            stream,
+            events,
             current: RawDocumentBuf::new(),
         }));
         Ok(())
@@ -126,7 +161,7 @@ c_function! {
         document: mut *const u8,
         len: mut usize,
     ) {
-        let event = stream.stream.next().transpose().map_err(|e| failure(&e))?;
+        let event = stream.events.next().map_err(|e| failure(&e))?;
         hand_out(stream, event, document, len);
         Ok(())
     }
@@ -144,7 +179,7 @@ c_function! {
         document: mut *const u8,
         len: mut usize,
     ) {
-        let event = stream.stream.try_next().map_err(|e| failure(&e))?;
+        let event = stream.events.try_next().map_err(|e| failure(&e))?;
         hand_out(stream, event, document, len);
         Ok(())
     }
@@ -163,7 +198,7 @@ c_function! {
     ) {
         result.data = std::ptr::null_mut();
         result.len = 0;
-        match stream.stream.resume_token() {
+        match stream.events.resume_token() {
             Some(token) => write_buffer(result, &bson::doc! { "resumeToken": token.0 }),
             None => Ok(()),
         }
@@ -180,7 +215,7 @@ c_function! {
         stream: mut MiChangeStream,
         alive: mut bool,
     ) {
-        *alive = stream.stream.is_alive();
+        *alive = stream.events.is_alive();
         Ok(())
     }
 }

@@ -25,6 +25,7 @@ const HANDLES: &[&str] = &[
     "GridFsUploadStream",
     "GridFsDownloadStream",
     "ChangeStream",
+    "SessionChangeStream",
 ];
 
 /// (handle, method, the C function that does it).
@@ -181,6 +182,24 @@ const MAPPED: &[(&str, &str, &str)] = &[
         "mi_change_stream_resume_token",
     ),
     ("ChangeStream", "is_alive", "mi_change_stream_is_alive"),
+    // `mi_watch` with a session opens a session stream; the same functions
+    // iterate it, locking that session.
+    ("SessionChangeStream", "next", "mi_change_stream_next"),
+    (
+        "SessionChangeStream",
+        "next_if_any",
+        "mi_change_stream_try_next",
+    ),
+    (
+        "SessionChangeStream",
+        "resume_token",
+        "mi_change_stream_resume_token",
+    ),
+    (
+        "SessionChangeStream",
+        "is_alive",
+        "mi_change_stream_is_alive",
+    ),
 ];
 
 /// (handle, method, why C has no function of its own for it).
@@ -246,6 +265,11 @@ const EXCLUDED: &[(&str, &str, &str)] = &[
     ("Collection", "database_name", "accessor; C passes names"),
     ("Collection", "clone_with_type", "Rust typing; C gets BSON"),
     ("ChangeStream", "with_type", "Rust typing; C gets BSON"),
+    (
+        "SessionChangeStream",
+        "with_type",
+        "Rust typing; C gets BSON",
+    ),
     (
         "Collection",
         "selection_criteria",

@@ -1089,7 +1089,7 @@ static void test_change_stream(mi_client *client) {
     mi_buffer only_inserts = bson("{\"$match\": {\"operationType\": \"insert\"}}");
     const uint8_t *stages[] = {only_inserts.data};
     size_t stage_lens[] = {only_inserts.len};
-    OK(mi_watch(client, "capi", "watched", stages, stage_lens, 1, short_wait.data,
+    OK(mi_watch(client, NULL, "capi", "watched", stages, stage_lens, 1, short_wait.data,
                 short_wait.len, &stream));
     const uint8_t *event = NULL;
     size_t event_len = 0;
@@ -1122,17 +1122,32 @@ static void test_change_stream(mi_client *client) {
     snprintf(resume, sizeof resume, "{\"resumeAfter\"%s", token_json ? strchr(token_json, ':') : "");
     mi_string_free(token_json);
     mi_buffer resume_options = bson(resume);
-    OK(mi_watch(client, "capi", "watched", NULL, NULL, 0, resume_options.data,
+    OK(mi_watch(client, NULL, "capi", "watched", NULL, NULL, 0, resume_options.data,
                 resume_options.len, &stream));
     OK(mi_change_stream_next(stream, &event, &event_len));
     CHECK(event && json_contains(event, event_len, "\"documentKey\":{\"_id\":2}"));
     mi_change_stream_free(stream);
     mi_change_stream_free(NULL);
 
-    EXPECT_ERROR(mi_watch(client, NULL, "watched", NULL, NULL, 0, NULL, 0, &stream),
+    /* In a session: the stream's aggregate and getMores go in it. */
+    mi_session *session = NULL;
+    OK(mi_session_start(client, NULL, 0, &session));
+    OK(mi_watch(client, session, "capi", "watched", NULL, NULL, 0, short_wait.data,
+                short_wait.len, &stream));
+    mi_buffer third = bson("{\"_id\": 3}");
+    OK(mi_insert_one(client, session, "capi", "watched", third.data, third.len, NULL, 0,
+                     &result));
+    mi_buffer_free(&result);
+    OK(mi_change_stream_next(stream, &event, &event_len));
+    CHECK(event && json_contains(event, event_len, "\"documentKey\":{\"_id\":3}"));
+    mi_change_stream_free(stream);
+    mi_session_free(session);
+    mi_buffer_free(&third);
+
+    EXPECT_ERROR(mi_watch(client, NULL, NULL, "watched", NULL, NULL, 0, NULL, 0, &stream),
                  MI_ERROR_ARGUMENT, "`db` is NULL but `coll` is not");
     mi_buffer bad = bson("{\"fullDocument\": 1}");
-    EXPECT_ERROR(mi_watch(client, "capi", NULL, NULL, NULL, 0, bad.data, bad.len, &stream),
+    EXPECT_ERROR(mi_watch(client, NULL, "capi", NULL, NULL, NULL, 0, bad.data, bad.len, &stream),
                  MI_ERROR_ARGUMENT, "fullDocument");
     mi_buffer_free(&short_wait); mi_buffer_free(&only_inserts); mi_buffer_free(&doc);
     mi_buffer_free(&token); mi_buffer_free(&second); mi_buffer_free(&resume_options);

@@ -650,10 +650,6 @@ pub const PENDING_GAPS: &[(&str, &str)] = &[
         "h39: runCursorCommand cursors in a session",
     ),
     (
-        "createChangeStream in a session",
-        "h39: change streams in a session",
-    ),
-    (
         "createFindCursor of a tailable cursor",
         "h38t: CSOT tailable cursors",
     ),

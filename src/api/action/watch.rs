@@ -7,8 +7,10 @@ use std::time::Duration;
 use bson::{Bson, Document, Timestamp};
 
 use super::option_setters;
-use crate::api::change_stream::ChangeStream;
+use super::{ExplicitSession, ImplicitSession};
+use crate::api::change_stream::{ChangeStream, SessionChangeStream};
 use crate::api::client::Client;
+use crate::api::client_session::ClientSession;
 use crate::api::coll::Defaults;
 use crate::error::Result;
 use crate::proto::change_stream::event::{ChangeStreamEvent, ResumeToken};
@@ -25,13 +27,16 @@ use crate::proto::read_preference::SelectionCriteria;
 /// (`T` the collection's type; documents on a database or the client).
 /// Helpers over an `aggregate` with a `$changeStream` stage, which they
 /// prefer for it resumes. The read concern must be `majority` or none.
+/// With `.session(..)` the stream is a [`SessionChangeStream`], every
+/// command of it in that session.
 #[must_use = "nothing is sent until `run`"]
-pub struct Watch<'a, T = Document> {
+pub struct Watch<'a, T = Document, S = ImplicitSession> {
     client: &'a Client,
     target: WatchTarget,
     defaults: Defaults,
     pipeline: Vec<Document>,
     options: ChangeStreamOptions,
+    session: S,
     _events: PhantomData<fn() -> T>,
 }
 
@@ -43,10 +48,43 @@ impl<'a, T> Watch<'a, T> {
             defaults,
             pipeline: Vec::new(),
             options: ChangeStreamOptions::default(),
+            session: ImplicitSession,
             _events: PhantomData,
         }
     }
 
+    /// Opens the stream in `session`: its `aggregate`, `getMore`s and
+    /// resumes all go in it, and the stream is iterated with it.
+    pub fn session<'s>(self, session: &'s mut ClientSession) -> Watch<'a, T, ExplicitSession<'s>> {
+        Watch {
+            client: self.client,
+            target: self.target,
+            defaults: self.defaults,
+            pipeline: self.pipeline,
+            options: self.options,
+            session: ExplicitSession(session),
+            _events: PhantomData,
+        }
+    }
+
+    /// Opens the stream: runs the `aggregate`; events come with each
+    /// `getMore` as the stream is iterated.
+    pub fn run(self) -> Result<ChangeStream<ChangeStreamEvent<T>>> {
+        let (client, state, defaults, ImplicitSession) = self.checked()?;
+        ChangeStream::open(client, state, defaults, None)
+    }
+}
+
+impl<T> Watch<'_, T, ExplicitSession<'_>> {
+    /// Opens the stream in the session: runs the `aggregate`; events come
+    /// with each `getMore` as the stream is iterated with the session.
+    pub fn run(self) -> Result<SessionChangeStream<ChangeStreamEvent<T>>> {
+        let (client, state, defaults, ExplicitSession(session)) = self.checked()?;
+        SessionChangeStream::open(client, state, defaults, session)
+    }
+}
+
+impl<'a, T, S> Watch<'a, T, S> {
     option_setters!(ChangeStreamOptions {
         full_document: FullDocumentType,
         full_document_before_change: FullDocumentBeforeChangeType,
@@ -87,9 +125,8 @@ impl<'a, T> Watch<'a, T> {
         self
     }
 
-    /// Opens the stream: runs the `aggregate`; events come with each
-    /// `getMore` as the stream is iterated.
-    pub fn run(self) -> Result<ChangeStream<ChangeStreamEvent<T>>> {
+    /// What opening the stream needs, its target and timing checked.
+    fn checked(self) -> Result<(&'a Client, ChangeStreamState, Defaults, S)> {
         if let WatchTarget::Collection(ns) = &self.target {
             ns.check()?;
         }
@@ -104,6 +141,6 @@ impl<'a, T> Watch<'a, T> {
         }
         .timing()?;
         let state = ChangeStreamState::new(self.target, self.pipeline, self.options);
-        ChangeStream::open(self.client, state, self.defaults)
+        Ok((self.client, state, self.defaults, self.session))
     }
 }
