@@ -6,6 +6,7 @@
 //! skip with a reason ([`Failure::Skip`]), never as a silent pass.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -287,6 +288,10 @@ pub struct TestRun<'a> {
     /// URI options every client entity gets unless its `uriOptions` set
     /// them (the published client-backpressure policy for that suite).
     default_uri_options: Vec<(String, String)>,
+    /// Set when the runner gave up waiting for this test: its thread then
+    /// stops at the next operation instead of running on beside the tests
+    /// after it.
+    abandoned: Arc<AtomicBool>,
 }
 
 impl<'a> TestRun<'a> {
@@ -303,7 +308,13 @@ impl<'a> TestRun<'a> {
             blocked_for: Duration::ZERO,
             gave_up_at: None,
             default_uri_options: Vec::new(),
+            abandoned: Arc::default(),
         }
+    }
+
+    /// The flag that tells this run to stop at its next operation.
+    pub fn abandon_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.abandoned)
     }
 
     /// Gives every client entity `name=value` unless its `uriOptions` set
@@ -355,6 +366,11 @@ impl<'a> TestRun<'a> {
         }
         let operations = test.get_array("operations").map_err(|e| e.to_string())?;
         for (i, operation) in operations.iter().enumerate() {
+            if self.abandoned.load(Ordering::Relaxed) {
+                return Err(Failure::Broken(format!(
+                    "abandoned by the runner before operation {i}"
+                )));
+            }
             let operation = operation
                 .as_document()
                 .ok_or("operation is not a document")?;
