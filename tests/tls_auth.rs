@@ -644,6 +644,84 @@ fn secrets_reach_no_event_log_or_error() {
     );
 }
 
+/// The retryable reads spec: a handshake error, "a network error ... when
+/// running the hello or saslContinue commands", is retried once. Here the
+/// scan's new socket, the one the operation would use, answers its hello
+/// and is then closed in the authentication step: the check succeeded, the
+/// server becomes Unknown (SDAM, authentication step), and the operation
+/// retries on a new socket. A command that is not retryable fails with the
+/// handshake's network error, not with "no suitable server".
+#[test]
+fn a_network_error_while_authenticating_is_the_operations_retryable_error() {
+    let port = plain_auth_server().port();
+    let app = "auth-step-network-error";
+    let uri = scram_uri(
+        port,
+        "alice",
+        &format!("&directConnection=true&appName={app}"),
+    );
+    let admin = Client::with_uri_str(scram_uri(port, "alice", "")).unwrap();
+    let fail_next_sasl_continue = || {
+        admin
+            .database("admin")
+            .run_command(doc! {
+                "configureFailPoint": "failCommand", "mode": { "times": 1 },
+                "data": { "failCommands": ["saslContinue"], "closeConnection": true, "appName": app },
+            })
+            .run()
+            .unwrap();
+    };
+
+    fail_next_sasl_continue();
+    let (client, recorder) = support::events::recorded_client(&uri);
+    let count = client
+        .database("auth_step")
+        .collection::<Document>("c")
+        .count_documents(doc! {})
+        .run();
+    assert_eq!(count.unwrap(), 0);
+    let commands: Vec<String> = recorder
+        .commands()
+        .iter()
+        .map(|e| format!("{e:?}").split('(').next().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(
+        commands,
+        ["Started", "Succeeded"],
+        "one attempt reached the server"
+    );
+    let types: Vec<String> = recorder
+        .sdam()
+        .iter()
+        .filter_map(|e| match e {
+            mongo_inline::event::sdam::SdamEvent::ServerDescriptionChanged(e) => {
+                Some(format!("{:?}", e.new_description.server_type))
+            }
+            mongo_inline::event::sdam::SdamEvent::ServerHeartbeatFailed(e) => {
+                panic!("the hello was answered, yet a heartbeat failed: {e:?}")
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        types,
+        ["Standalone", "Unknown", "Standalone"],
+        "the hello's reply, the failed authentication step, the retry's hello"
+    );
+
+    fail_next_sasl_continue();
+    let error = Client::with_uri_str(&uri)
+        .unwrap()
+        .database("admin")
+        .run_command(doc! { "ping": 1 })
+        .run()
+        .unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::Network { .. }),
+        "runCommand is not retried, and its error is the handshake's: {error:?}"
+    );
+}
+
 /// A TLS server in replica-set mode (setName "secantus"), no `--auth`.
 fn tls_replica_set_member() -> &'static TestServer {
     static SERVER: OnceLock<TestServer> = OnceLock::new();

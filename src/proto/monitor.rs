@@ -34,7 +34,7 @@ use crate::error::{Error, ErrorKind};
 use crate::proto::address::{AddressMap, AddressSet, ServerAddress};
 use crate::proto::deadline::Deadline;
 use crate::proto::scan::{self, ScanCandidate};
-use crate::proto::sdam::error_handling::{ApplicationError, ErrorDecision};
+use crate::proto::sdam::error_handling::{ApplicationError, ErrorDecision, HandshakePhase};
 use crate::proto::sdam::{ServerType, TopologyDescription, TopologyType, TopologyUpdate};
 use crate::proto::select::{self, Criteria, SelectionSettings};
 use remembered::{SelectionMemory, Tracked};
@@ -67,6 +67,14 @@ pub(crate) enum CheckOutcome {
     /// The check failed: the server becomes Unknown, and a network error
     /// starts its cooldown.
     Failed(Error),
+    /// A new socket's hello was answered (the check succeeded, and its
+    /// reply updates the description), then the authentication step on
+    /// that socket failed with `error`: SDAM's error in the authentication
+    /// step, which marks the server Unknown and clears its socket, with no
+    /// cooldown (the server answered). In this single-threaded driver the
+    /// scan's new socket is the one the operation would use, so this is
+    /// also the operation's failure to get its connection.
+    Unauthenticated { reply: Document, error: Error },
     /// The operation's deadline ended the check: the server becomes
     /// Unknown, but the failure says nothing about it, so no cooldown.
     CutShort(Error),
@@ -124,6 +132,11 @@ struct Selection {
     rescan_pending: bool,
     /// An authentication or TLS failure of a check: no retry can cure it.
     setup_failure: Option<Error>,
+    /// The failed authentication step of a server the selection could
+    /// have chosen: the operation's connection failed in its handshake,
+    /// which ends the selection with that error (retryable, as the
+    /// retryable reads and writes specs ask of a handshake error).
+    handshake_failure: Option<Error>,
     /// The "waiting for a suitable server" notice, once per selection:
     /// `Some(remaining)` when due and not yet taken.
     waiting: Option<Option<Duration>>,
@@ -292,6 +305,7 @@ impl Monitor {
             scanned: false,
             rescan_pending: false,
             setup_failure: None,
+            handshake_failure: None,
             waiting: None,
             waiting_noted: false,
         });
@@ -354,6 +368,9 @@ impl Monitor {
             }
             CheckOutcome::Failed(error) => (error, false),
             CheckOutcome::CutShort(error) => (error, true),
+            CheckOutcome::Unauthenticated { reply, error } => {
+                return self.authentication_step_failed(address, reply, &error, rtt, now);
+            }
         };
         if !cut_short && error.is_network_error() && self.retry_at_once(address, &error) {
             return TopologyUpdate::default();
@@ -405,6 +422,61 @@ impl Monitor {
     /// The client is closing: the description's closing events.
     pub(crate) fn close(&mut self) -> TopologyUpdate {
         self.description.get_mut().close()
+    }
+
+    /// [`CheckOutcome::Unauthenticated`]: the hello's reply is applied as
+    /// a check's, then the authentication step's error goes through SDAM
+    /// error handling (server Unknown, socket generation bumped). A
+    /// selection under way that could have chosen the server (in its
+    /// latency window once the reply was applied) remembers the error, as
+    /// a multi-threaded driver's operation would meet it checking out a
+    /// connection; a refused credential ends any selection, as before.
+    #[cold]
+    fn authentication_step_failed(
+        &mut self,
+        address: &ServerAddress,
+        reply: Document,
+        error: &Error,
+        rtt: Duration,
+        now: Instant,
+    ) -> TopologyUpdate {
+        let mut update = self.on_check(address, CheckOutcome::Reply(reply), rtt, now);
+        let could_select = self.selection.as_ref().is_some_and(|s| {
+            select::window_addresses(
+                &self.description,
+                &s.criteria,
+                &self.settings.selection,
+                &s.deprioritized,
+            )
+            .is_ok_and(|window| window.contains(address))
+        });
+        let generation = self.description.pool_generation(address).unwrap_or(0);
+        let max_wire_version = self
+            .description
+            .servers
+            .get(address)
+            .map_or(0, |s| s.max_wire_version);
+        let handled = ApplicationError::from_error(
+            address.clone(),
+            error,
+            HandshakePhase::Authenticating,
+            generation,
+            max_wire_version,
+        );
+        if let Some(application_error) = handled {
+            let (_, more) = self.on_application_error(&application_error, now);
+            update.events.extend(more.events);
+            update.added.extend(more.added);
+            update.removed.extend(more.removed);
+        }
+        if let Some(selection) = &mut self.selection {
+            if is_setup_failure(error) {
+                selection.setup_failure = Some(error.clone());
+            } else if could_select {
+                selection.handshake_failure = Some(error.clone());
+            }
+        }
+        update
     }
 
     fn retry_at_once(&mut self, address: &ServerAddress, error: &Error) -> bool {
@@ -621,7 +693,8 @@ impl Monitor {
         let try_once = self.settings.try_once;
         let max_time = self.scan_limit(deadline).expect("a selection is under way");
         let selection = self.selection.as_mut().expect("a selection is under way");
-        if let Some(failure) = selection.setup_failure.take() {
+        let failure = selection.setup_failure.take();
+        if let Some(failure) = failure.or_else(|| selection.handshake_failure.take()) {
             self.selection = None;
             return Some(Next::Failed(failure));
         }

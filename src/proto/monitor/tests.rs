@@ -635,3 +635,67 @@ fn operation_names_of_any_length_read_back() {
         assert_eq!(OperationName::new(name).as_str(), name);
     }
 }
+
+/// The primary's hello reply, then a reset in the authentication step on
+/// the same new socket.
+fn unauthenticated_primary() -> CheckOutcome {
+    let CheckOutcome::Reply(reply) = primary() else {
+        unreachable!("primary() is a reply")
+    };
+    let io = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset");
+    CheckOutcome::Unauthenticated {
+        reply,
+        error: Error::network(Some(addr("a:1")), "authenticating", io),
+    }
+}
+
+#[test]
+fn a_failed_authentication_step_ends_the_selection_that_could_choose_the_server() {
+    let mut h = Harness::new(SET, settings(false, 30_000));
+    h.select(primary_only(), 0);
+    let next = scan_all(&mut h, 5, |a| {
+        if a == "a:1" {
+            unauthenticated_primary()
+        } else {
+            secondary(SET)
+        }
+    });
+    // The operation's error, at once: not "no suitable server" after
+    // serverSelectionTimeoutMS.
+    match next {
+        Next::Failed(e) => assert!(e.is_network_error(), "{e}"),
+        other => panic!("{other:?}"),
+    }
+    let description = h.monitor.description();
+    let server = &description.servers[&addr("a:1")];
+    assert_eq!(server.server_type, ServerType::Unknown);
+    assert!(server.error.as_deref().is_some_and(|e| e.contains("reset")));
+    assert_eq!(description.pool_generation(&addr("a:1")), Some(1));
+    assert_eq!(
+        description.set_name.as_deref(),
+        Some("rs"),
+        "the hello's reply was applied"
+    );
+    // No cooldown: the server answered, so the retry's scan checks it
+    // again, minHeartbeatFrequencyMS after this one.
+    h.select(primary_only(), 5);
+    assert!(matches!(h.poll(5), Next::SleepUntil(t) if t == h.at(505)));
+    assert!(checks(h.poll(505)).contains(&"a:1".to_string()));
+}
+
+#[test]
+fn a_failed_authentication_step_of_a_server_the_selection_cannot_use_is_not_its_error() {
+    let mut h = Harness::new(SET, settings(true, 30_000));
+    let secondary_only = Criteria::ReadPreference(ReadPreference::Secondary {
+        options: Default::default(),
+    });
+    h.select(secondary_only, 0);
+    let next = scan_all(&mut h, 5, |a| match a {
+        "a:1" => unauthenticated_primary(),
+        _ => refused(a),
+    });
+    match next {
+        Next::Failed(e) => assert!(matches!(e.kind(), ErrorKind::ServerSelection { .. }), "{e}"),
+        other => panic!("{other:?}"),
+    }
+}

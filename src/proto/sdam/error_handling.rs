@@ -89,10 +89,8 @@ pub fn is_state_change_error(code: Option<i32>, message: &str) -> bool {
 pub enum HandshakePhase {
     /// While opening the socket: TCP connect, TLS, the hello exchange.
     BeforeHandshakeCompletes,
-    /// While authenticating a freshly opened socket.
-    // The shell opens sockets and authenticates in one step and reports
-    // both as before the handshake; the SDAM tests name this phase.
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// While authenticating a freshly opened socket, after its hello was
+    /// answered.
     Authenticating,
     /// On an established socket, running an operation.
     AfterHandshakeCompletes,

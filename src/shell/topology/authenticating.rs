@@ -17,17 +17,17 @@ use std::time::Instant;
 
 use bson::Document;
 
-use super::checks::stored_keys_refused;
+use super::checks::{stored_keys_refused, CheckEnd};
 use super::overlap::{self, Authenticating, Checked, Finished};
 use super::Topology;
-use crate::error::{Error, Result};
+use crate::error::Error;
 use crate::proto::auth::{Authenticator, Next, Speculation};
 use crate::shell::conn::Connection;
 
 /// Where a check stands once a finished wait's result is taken in.
 pub(super) enum Progress {
     /// The check is over: the handshake's (or hello's) reply, or why not.
-    Done(Result<Document>),
+    Done(CheckEnd),
     /// An authentication command is on its way: the check goes on in the
     /// wait.
     Waiting,
@@ -49,12 +49,14 @@ impl Topology {
     ) -> Progress {
         let reply = match self.accept_handshake_reply(&mut connection, reply) {
             Ok(reply) => reply,
-            Err(error) => return Progress::Done(Err(error)),
+            Err(error) => return Progress::Done(CheckEnd::Failed(error)),
         };
         // The auth spec: authenticate right after the handshake, before the
         // socket carries anything else.
         let Some(mut authenticator) = self.authenticator.take() else {
-            return Progress::Done(self.seat_connection(connection, reply));
+            return Progress::Done(CheckEnd::from_result(
+                self.seat_connection(connection, reply),
+            ));
         };
         let progress =
             self.begin_conversation(&mut authenticator, connection, (reply, speculation), times);
@@ -74,7 +76,7 @@ impl Topology {
         times: CheckTimes,
     ) -> Progress {
         let Some(mut authenticator) = self.authenticator.take() else {
-            return Progress::Done(Err(Error::client(
+            return Progress::Done(CheckEnd::Failed(Error::client(
                 "an authentication went on without the client's credential",
             )));
         };
@@ -87,7 +89,11 @@ impl Topology {
                     let start_over = (hello, Speculation::None);
                     self.begin_conversation(&mut authenticator, connection, start_over, times)
                 } else {
-                    self.conversation_ended(&mut authenticator, Err(error))
+                    let failed = CheckEnd::Unauthenticated {
+                        hello: auth.hello,
+                        error,
+                    };
+                    self.conversation_ended(&mut authenticator, Err(failed))
                 }
             }
         };
@@ -98,12 +104,16 @@ impl Topology {
     /// A conversation failed on the way (its socket, or the check's
     /// limit): what the failure invalidates is cleared, as the blocking
     /// loop does.
-    pub(super) fn auth_failed(&mut self, auth: &Authenticating, error: Error) -> Progress {
+    pub(super) fn auth_failed(&mut self, auth: Box<Authenticating>, error: Error) -> Progress {
         let Some(mut authenticator) = self.authenticator.take() else {
-            return Progress::Done(Err(error));
+            return Progress::Done(CheckEnd::Failed(error));
         };
         authenticator.conversation_failed(&auth.conversation);
-        let progress = self.conversation_ended(&mut authenticator, Err(error));
+        let failed = CheckEnd::Unauthenticated {
+            hello: auth.hello,
+            error,
+        };
+        let progress = self.conversation_ended(&mut authenticator, Err(failed));
         self.authenticator = Some(authenticator);
         progress
     }
@@ -127,7 +137,10 @@ impl Topology {
                 });
                 self.advance(authenticator, connection, auth, next, times)
             }
-            Err(error) => self.conversation_ended(authenticator, Err(error)),
+            Err(error) => {
+                let failed = CheckEnd::Unauthenticated { hello, error };
+                self.conversation_ended(authenticator, Err(failed))
+            }
         }
     }
 
@@ -137,16 +150,18 @@ impl Topology {
     fn conversation_ended(
         &mut self,
         authenticator: &mut Authenticator,
-        outcome: Result<(Connection, Authenticating)>,
+        outcome: Result<(Connection, Authenticating), CheckEnd>,
     ) -> Progress {
         match outcome {
             Ok((connection, auth)) => {
                 self.update_state_file(authenticator, Some(&auth.conversation));
-                Progress::Done(self.seat_connection(connection, auth.hello))
+                Progress::Done(CheckEnd::from_result(
+                    self.seat_connection(connection, auth.hello),
+                ))
             }
-            Err(error) => {
+            Err(failed) => {
                 self.update_state_file(authenticator, None);
-                Progress::Done(Err(error))
+                Progress::Done(failed)
             }
         }
     }
@@ -175,7 +190,11 @@ impl Topology {
                         Ok(following) => next = following,
                         Err(error) => {
                             authenticator.conversation_failed(&auth.conversation);
-                            return self.conversation_ended(authenticator, Err(error));
+                            let failed = CheckEnd::Unauthenticated {
+                                hello: auth.hello,
+                                error,
+                            };
+                            return self.conversation_ended(authenticator, Err(failed));
                         }
                     }
                 }
@@ -184,7 +203,8 @@ impl Topology {
                         let error = Error::client(
                             "a new socket authenticates in the scan's wait, and there is none",
                         );
-                        return self.conversation_ended(authenticator, Err(error));
+                        return self
+                            .conversation_ended(authenticator, Err(CheckEnd::Failed(error)));
                     };
                     let sent =
                         overlap.continue_auth(connection, (&db, command), auth, (started, limit));
@@ -199,14 +219,19 @@ impl Topology {
 
     /// A command of the conversation could not be sent.
     fn not_sent(&mut self, authenticator: &mut Authenticator, finished: Finished) -> Progress {
-        let error = match finished.result {
+        let failed = match finished.result {
             Ok(Checked::AuthFailed(auth, error)) => {
                 authenticator.conversation_failed(&auth.conversation);
-                error
+                CheckEnd::Unauthenticated {
+                    hello: auth.hello,
+                    error,
+                }
             }
-            Err(error) => error,
-            Ok(_) => Error::client("an authentication command was neither sent nor refused"),
+            Err(error) => CheckEnd::Failed(error),
+            Ok(_) => CheckEnd::Failed(Error::client(
+                "an authentication command was neither sent nor refused",
+            )),
         };
-        self.conversation_ended(authenticator, Err(error))
+        self.conversation_ended(authenticator, Err(failed))
     }
 }

@@ -19,6 +19,43 @@ use crate::proto::sdam::{RoundTripTime, ServerDescription, ServerType};
 use crate::shell::clock::Clock;
 use crate::shell::conn::{check_reply, Connection};
 
+/// How a check ended, as the shell saw it (the monitor hears it as a
+/// [`CheckOutcome`]).
+pub(super) enum CheckEnd {
+    /// The hello's reply (`ok: 1`); a new socket took its server's slot.
+    Replied(Document),
+    /// No hello reply: the socket, TLS or the hello failed.
+    Failed(Error),
+    /// A new socket's hello was answered, then its authentication failed:
+    /// the server is up, the socket is not usable.
+    Unauthenticated { hello: Document, error: Error },
+}
+
+impl CheckEnd {
+    pub(super) fn from_result(result: Result<Document>) -> Self {
+        match result {
+            Ok(reply) => CheckEnd::Replied(reply),
+            Err(error) => CheckEnd::Failed(error),
+        }
+    }
+
+    /// The socket as an operation sees it: the hello's reply once the
+    /// socket is usable, else why it is not.
+    pub(super) fn into_result(self) -> Result<Document> {
+        match self {
+            CheckEnd::Replied(reply) => Ok(reply),
+            CheckEnd::Failed(error) | CheckEnd::Unauthenticated { error, .. } => Err(error),
+        }
+    }
+
+    fn error(&self) -> Option<&Error> {
+        match self {
+            CheckEnd::Replied(_) => None,
+            CheckEnd::Failed(error) | CheckEnd::Unauthenticated { error, .. } => Some(error),
+        }
+    }
+}
+
 /// The load-balancer spec's error when a handshake reply has no `serviceId`.
 const NO_SERVICE_ID: &str = "Driver attempted to initialize in load balancing mode, \
                              but the server does not support this mode.";
@@ -53,16 +90,19 @@ impl Topology {
             .map_or(0, |d| d.as_secs())
     }
 
-    /// The heartbeat events of a check that started at `started`.
+    /// The heartbeat event of a check that took `duration`. A hello
+    /// answered on a socket whose authentication then failed is a
+    /// successful heartbeat: monitoring is the hello (server-monitoring.md:
+    /// monitors do not authenticate).
     pub(super) fn publish_heartbeat(
         &self,
         address: &ServerAddress,
         duration: Duration,
-        result: &Result<Document>,
+        end: &CheckEnd,
     ) {
         let topology_id = self.monitor.description().id;
-        let event = match result {
-            Ok(reply) => {
+        let event = match end {
+            CheckEnd::Replied(reply) | CheckEnd::Unauthenticated { hello: reply, .. } => {
                 // The server's SCRAM challenge is no business of event
                 // handlers or logs (the command-monitoring spec redacts it).
                 let mut published = reply.clone();
@@ -75,7 +115,7 @@ impl Topology {
                     reply: published,
                 }
             }
-            Err(failure) => SdamEvent::ServerHeartbeatFailed {
+            CheckEnd::Failed(failure) => SdamEvent::ServerHeartbeatFailed {
                 topology_id,
                 address: address.clone(),
                 awaited: false,
@@ -98,27 +138,37 @@ impl Topology {
     pub(super) fn apply_check(
         &mut self,
         address: &ServerAddress,
-        result: Result<Document>,
+        end: CheckEnd,
         rtt: Duration,
         deadline: Deadline,
     ) {
         let now = self.clock.now();
-        let outcome = match result {
-            Ok(reply) => {
+        let cut_short = end.error().is_some_and(|error| {
+            matches!(error.kind(), ErrorKind::Network { timeout: true, .. })
+                && deadline.expired(now)
+        });
+        let outcome = match end {
+            CheckEnd::Replied(reply) => {
                 if let Some(connection) = self.connections.get_mut(address) {
                     connection.apply_handshake_reply(&reply);
                 }
                 CheckOutcome::Reply(reply)
             }
-            Err(error) => {
+            // A check the operation's deadline cut short says nothing
+            // about the server.
+            CheckEnd::Failed(error) | CheckEnd::Unauthenticated { error, .. } if cut_short => {
                 self.connections.remove(address);
-                let timed_out = matches!(error.kind(), ErrorKind::Network { timeout: true, .. });
-                // A check the operation's deadline cut short says nothing
-                // about the server.
-                if deadline.expired(now) && timed_out {
-                    CheckOutcome::CutShort(error)
-                } else {
-                    CheckOutcome::Failed(error)
+                CheckOutcome::CutShort(error)
+            }
+            CheckEnd::Failed(error) => {
+                self.connections.remove(address);
+                CheckOutcome::Failed(error)
+            }
+            CheckEnd::Unauthenticated { hello, error } => {
+                self.connections.remove(address);
+                CheckOutcome::Unauthenticated {
+                    reply: hello,
+                    error,
                 }
             }
         };
@@ -139,15 +189,17 @@ impl Topology {
             .is_some_and(|c| !c.is_broken() && !c.peer_closed());
         let timeout = self.check_timeout(deadline, started);
         let command = self.check_hello(address);
-        let result = match self.connections.get_mut(address) {
-            Some(connection) if reusable => connection
-                .command("admin", command, timeout)
-                .and_then(|reply| check_reply(reply, address)),
-            _ => self.open_with_handshake(address, deadline),
+        let end = match self.connections.get_mut(address) {
+            Some(connection) if reusable => CheckEnd::from_result(
+                connection
+                    .command("admin", command, timeout)
+                    .and_then(|reply| check_reply(reply, address)),
+            ),
+            _ => self.open_checked(address, deadline),
         };
         let duration = self.since(started);
-        self.publish_heartbeat(address, duration, &result);
-        self.apply_check(address, result, duration, deadline);
+        self.publish_heartbeat(address, duration, &end);
+        self.apply_check(address, end, duration, deadline);
     }
 
     /// The hello of a check on an open socket (`hello`, or the legacy
@@ -230,12 +282,13 @@ impl Topology {
     /// Opens a socket for an operation when there is none: the handshake's
     /// hello updates the description like a check (monitoring spec,
     /// "clients update the topology from each handshake"), and a failed
-    /// one is a failed check, cooldown included.
+    /// one is a failed check, cooldown included; a failed authentication
+    /// after it is SDAM's authentication-step error.
     fn connect_and_apply(&mut self, address: &ServerAddress, deadline: Deadline) -> Result<()> {
         let started = self.clock.now();
-        let result = self.open_with_handshake(address, deadline);
-        let failure = result.as_ref().err().cloned();
-        self.apply_check(address, result, self.since(started), deadline);
+        let end = self.open_checked(address, deadline);
+        let failure = end.error().cloned();
+        self.apply_check(address, end, self.since(started), deadline);
         match failure {
             Some(error) => Err(error),
             None => Ok(()),
@@ -267,12 +320,35 @@ impl Topology {
         address: &ServerAddress,
         deadline: Deadline,
     ) -> Result<Document> {
+        self.open_checked(address, deadline).into_result()
+    }
+
+    /// [`Self::open_with_handshake`], telling a failed authentication
+    /// after an answered hello from a failed hello.
+    pub(super) fn open_checked(&mut self, address: &ServerAddress, deadline: Deadline) -> CheckEnd {
+        let started = self.clock.now();
+        let limit = self.check_timeout(deadline, started);
+        let time_left = time_left(self.clock(), started, limit);
+        match self.open_and_hello(address, limit, &time_left) {
+            Ok((connection, reply, speculation)) => {
+                self.finish_handshake(connection, reply, speculation, &time_left)
+            }
+            Err(error) => CheckEnd::Failed(error),
+        }
+    }
+
+    /// A new socket to `address`, with TLS, and the handshake's hello
+    /// reply, within `limit`.
+    fn open_and_hello(
+        &mut self,
+        address: &ServerAddress,
+        limit: Option<Duration>,
+        time_left: &dyn Fn() -> Option<Duration>,
+    ) -> Result<(Connection, Document, Speculation)> {
         self.connections.remove(address);
         if let Some(error) = self.known_dns_failure(address) {
             return Err(error);
         }
-        let started = self.clock.now();
-        let limit = self.check_timeout(deadline, started);
         let generation = self
             .monitor
             .description()
@@ -287,7 +363,6 @@ impl Topology {
             &resolver,
             self.clock(),
         )?;
-        let time_left = time_left(self.clock(), started, limit);
         if let Some(tls) = &self.tls {
             connection.start_tls(tls, time_left())?;
         }
@@ -301,7 +376,7 @@ impl Topology {
             Err(e) if self.tls.is_none() => Err(crate::shell::tls::hint_tls_required(e)),
             reply => reply,
         };
-        self.finish_handshake(connection, reply?, speculation, &time_left)
+        Ok((connection, reply?, speculation))
     }
 
     /// The handshake's hello, with the authenticator's speculative part.
@@ -318,18 +393,26 @@ impl Topology {
     /// After the handshake's reply: authentication (blocking, on this
     /// socket), the load balancer's service, and the socket takes its
     /// server's slot with a new serial.
-    pub(super) fn finish_handshake(
+    fn finish_handshake(
         &mut self,
         mut connection: Connection,
         reply: Document,
         speculation: Speculation,
         time_left: &dyn Fn() -> Option<Duration>,
-    ) -> Result<Document> {
-        let reply = self.accept_handshake_reply(&mut connection, reply)?;
+    ) -> CheckEnd {
+        let reply = match self.accept_handshake_reply(&mut connection, reply) {
+            Ok(reply) => reply,
+            Err(error) => return CheckEnd::Failed(error),
+        };
         // The auth spec: authenticate right after the handshake, before the
         // socket carries anything else.
-        self.authenticate(&mut connection, &reply, speculation, time_left)?;
-        self.seat_connection(connection, reply)
+        if let Err(error) = self.authenticate(&mut connection, &reply, speculation, time_left) {
+            return CheckEnd::Unauthenticated {
+                hello: reply,
+                error,
+            };
+        }
+        CheckEnd::from_result(self.seat_connection(connection, reply))
     }
 
     /// The handshake's reply checked and applied to the socket: what the

@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use super::authenticating::Progress;
+use super::checks::CheckEnd;
 use super::overlap::{Checked, Finished, Overlap, Start, MAX_IN_FLIGHT};
 use super::Topology;
 use crate::error::{Error, Result};
@@ -186,20 +187,20 @@ impl Topology {
             Ok(Checked::AuthReply(connection, auth, answer)) => {
                 self.auth_replied(connection, auth, answer, times)
             }
-            Ok(Checked::AuthFailed(auth, error)) => self.auth_failed(&auth, error),
-            Ok(Checked::Hello(connection, reply)) => {
-                Progress::Done(check_reply(reply, &address).inspect(|_| {
+            Ok(Checked::AuthFailed(auth, error)) => self.auth_failed(auth, error),
+            Ok(Checked::Hello(connection, reply)) => Progress::Done(CheckEnd::from_result(
+                check_reply(reply, &address).inspect(|_| {
                     self.connections.insert(address.clone(), connection);
-                }))
-            }
-            Err(error) => Progress::Done(Err(error)),
+                }),
+            )),
+            Err(error) => Progress::Done(CheckEnd::Failed(error)),
         };
-        let Progress::Done(result) = progress else {
+        let Progress::Done(end) = progress else {
             return;
         };
         let duration = self.since(done.started);
-        self.publish_heartbeat(&address, duration, &result);
-        self.apply_check(&address, result, duration, deadline);
+        self.publish_heartbeat(&address, duration, &end);
+        self.apply_check(&address, end, duration, deadline);
         if !self.monitor.description().servers.contains_key(&address) {
             // An earlier result of the scan removed the server.
             self.connections.remove(&address);
@@ -222,8 +223,7 @@ impl Topology {
             );
             let error = Error::network(Some(address.clone()), "checking the server", io);
             let duration = self.since(started);
-            let result = Err(error.clone());
-            self.publish_heartbeat(&address, duration, &result);
+            self.publish_heartbeat(&address, duration, &CheckEnd::Failed(error.clone()));
             let outcome = crate::proto::monitor::CheckOutcome::CutShort(error);
             let update = self
                 .monitor
