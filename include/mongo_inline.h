@@ -36,6 +36,15 @@
  *   NULL; an unknown option or a value of the wrong type is an
  *   MI_ERROR_ARGUMENT error naming it. Operations that find at most one
  *   document leave the output mi_buffer {NULL, 0} when there is none.
+ * - timeoutMS (client-side operations timeout) per operation: "timeoutMS"
+ *   in the options of every function whose Rust operation takes one (all
+ *   the CRUD, index, listing, drop, bulk-write, change-stream and GridFS
+ *   functions, mi_session_with_transaction; the search-index functions
+ *   have none) bounds the whole call, its expiry an MI_ERROR_TIMEOUT; 0
+ *   keeps CSOT's rules without a limit. Functions that open a cursor also
+ *   take "timeoutMode" ("cursorLifetime" or "iteration"). A session's
+ *   "defaultTimeoutMS" bounds its commits and aborts; the connection
+ *   string's timeoutMS applies to everything else.
  * - Double free: freeing a handle twice, or using a freed one, is undefined
  *   (as free(3)); every *_free accepts NULL, so a binding sets its pointer
  *   to NULL when it frees it and can never free twice.
@@ -206,7 +215,7 @@ mi_error *mi_client_run_command(mi_client *client, mi_session *session, const ch
 /* ---- sessions and transactions ---- */
 
 /* Starts an explicit session of client; options {causalConsistency,
- * snapshot, snapshotTime, defaultTransactionOptions} or NULL. *out is freed with mi_session_free. */
+ * snapshot, snapshotTime, defaultTimeoutMS, defaultTransactionOptions} or NULL. *out is freed with mi_session_free. */
 mi_error *mi_session_start(mi_client *client, const uint8_t *options, size_t options_len,
                            mi_session **out);
 /* Frees the handle; the session ends (aborting an open transaction) then,
@@ -221,10 +230,15 @@ mi_error *mi_session_snapshot_time(mi_session *session, mi_buffer *out);
  * j, wtimeout}, readPreference, maxCommitTimeMS} or NULL. */
 mi_error *mi_session_start_transaction(mi_session *session, const uint8_t *options,
                                        size_t options_len);
-/* Commits the transaction (MI_ERROR_CLIENT if none was started). */
-mi_error *mi_session_commit_transaction(mi_session *session);
-/* Aborts the transaction (MI_ERROR_CLIENT if none was started). */
-mi_error *mi_session_abort_transaction(mi_session *session);
+/* Commits the transaction (MI_ERROR_CLIENT if none was started); options
+ * {timeoutMS} or NULL (then the session's defaultTimeoutMS, else the
+ * client's timeoutMS). */
+mi_error *mi_session_commit_transaction(mi_session *session, const uint8_t *options,
+                                        size_t options_len);
+/* Aborts the transaction (MI_ERROR_CLIENT if none was started); options as
+ * for mi_session_commit_transaction. */
+mi_error *mi_session_abort_transaction(mi_session *session, const uint8_t *options,
+                                       size_t options_len);
 /* A transaction's body: runs its operations in session; returns NULL to
  * commit, or an mi_error (the library takes it over and frees it) to abort.
  * Return the error an operation gave as it is: its labels decide retries.
@@ -234,9 +248,10 @@ mi_error *mi_session_abort_transaction(mi_session *session);
 typedef mi_error *(*mi_transaction_callback)(void *user_data, mi_session *session);
 /* Runs callback in a transaction and commits it, retrying the whole
  * transaction on a TransientTransactionError label and the commit on
- * UnknownTransactionCommitResult, for up to 120 s (or the client's
- * timeoutMS). The callback's error aborts the transaction and is returned
- * as the callback gave it. options as for mi_session_start_transaction. */
+ * UnknownTransactionCommitResult, for up to 120 s (or timeoutMS: the
+ * options', the session's defaultTimeoutMS, the client's). The callback's
+ * error aborts the transaction and is returned as the callback gave it.
+ * options as for mi_session_start_transaction, and timeoutMS. */
 mi_error *mi_session_with_transaction(mi_session *session, mi_transaction_callback callback,
                                       void *user_data, const uint8_t *options,
                                       size_t options_len);
@@ -462,7 +477,8 @@ mi_error *mi_list_database_names(mi_client *client, mi_session *session,
  * {"_id": {"$oid": "..."}}. Streams work on after their bucket is freed. */
 
 /* A bucket of db ("fs" unless options say bucketName); options {bucketName,
- * chunkSizeBytes, writeConcern, readConcern, readPreference}. No I/O. */
+ * chunkSizeBytes, writeConcern, readConcern, readPreference, timeoutMS (of
+ * each of its operations)}. No I/O. */
 mi_error *mi_gridfs_bucket_new(mi_client *client, const char *db, const uint8_t *options,
                                size_t options_len, mi_gridfs_bucket **out);
 /* Frees the bucket handle. NULL: no-op. */
@@ -483,7 +499,7 @@ mi_error *mi_gridfs_upload_close(mi_gridfs_upload *upload);
 mi_error *mi_gridfs_upload_abort(mi_gridfs_upload *upload);
 /* Frees the handle; an upload neither closed nor aborted is aborted. NULL: no-op. */
 void mi_gridfs_upload_free(mi_gridfs_upload *upload);
-/* Opens the file with the id in id for reading; no options (NULL). */
+/* Opens the file with the id in id for reading; options {timeoutMS} or NULL. */
 mi_error *mi_gridfs_open_download_stream(mi_gridfs_bucket *bucket, const uint8_t *id,
                                          size_t id_len, const uint8_t *options,
                                          size_t options_len, mi_gridfs_download **out);

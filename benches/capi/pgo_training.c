@@ -249,7 +249,7 @@ int main(int argc, char **argv) {
                   mi_update_one(client, session, DB, COLL, next.bytes, next.len, increment.data,
                                 increment.len, NULL, 0, &result));
             mi_buffer_free(&result);
-            check("mi_session_commit_transaction", mi_session_commit_transaction(session));
+            check("mi_session_commit_transaction", mi_session_commit_transaction(session, NULL, 0));
             mi_session_free(session);
         }
         check("mi_delete_one",

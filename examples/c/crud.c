@@ -103,7 +103,7 @@ int main(int argc, char **argv) {
                                                       ada.data, ada.len, NULL, 0, &result)))
         goto done;
     mi_buffer_free(&result);
-    if (failed("commit", mi_session_commit_transaction(session))) goto done;
+    if (failed("commit", mi_session_commit_transaction(session, NULL, 0))) goto done;
 
     /* Errors carry the server's code: inserting Ada again is a duplicate key. */
     mi_error *err = mi_insert_one(client, NULL, "example", "people", ada.data, ada.len, NULL, 0, &result);

@@ -86,7 +86,7 @@ class Library:
             "mi_session_start": (ERR, [P, C.c_void_p, C.c_size_t, C.POINTER(P)]),
             "mi_session_free": (None, [P]),
             "mi_session_start_transaction": (ERR, [P, C.c_void_p, C.c_size_t]),
-            "mi_session_commit_transaction": (ERR, [P]),
+            "mi_session_commit_transaction": (ERR, [P, C.c_void_p, C.c_size_t]),
         }
         for name, (restype, argtypes) in sigs.items():
             fn = getattr(lib, name)
@@ -178,7 +178,7 @@ def main():
                 mi.check(lib.mi_insert_one(client, session, b"example", b"ctypes", doc, len(doc),
                                            None, 0, C.byref(result)))
                 assert "insertedId" in mi.buffer_to_python(result)
-            mi.check(lib.mi_session_commit_transaction(session))
+            mi.check(lib.mi_session_commit_transaction(session, None, 0))
         finally:
             lib.mi_session_free(session)
 

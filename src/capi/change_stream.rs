@@ -7,7 +7,7 @@ use std::ffi::c_char;
 use bson::RawDocumentBuf;
 
 use super::error::Failure;
-use super::ops::{failure, options};
+use super::ops::{configure, failure};
 use super::{
     client_target, document_list, handle, lock, options_arg, write_buffer, MiBuffer, MiClient,
     MiError, MiSession, SharedSession,
@@ -64,7 +64,8 @@ impl Events {
 /// stages follow the `$changeStream` stage; options are
 /// `ChangeStreamOptions` (`fullDocument`, `fullDocumentBeforeChange`,
 /// `resumeAfter`, `startAfter`, `startAtOperationTime`, `maxAwaitTimeMS`,
-/// `batchSize`, `collation`, `comment`, `showExpandedEvents`, ...).
+/// `batchSize`, `collation`, `comment`, `showExpandedEvents`, ...) and
+/// `timeoutMS` (the opening and then each iteration afresh).
 ///
 /// # Safety
 /// Pointers NULL or valid; `stages` and `lengths` hold `count` elements.
@@ -93,7 +94,6 @@ pub unsafe extern "C" fn mi_watch(
                 handle(out, "out")?,
             )
         };
-        let options = options!(ChangeStreamOptions, options);
         let client = &target.client.client;
         // The handles outlive the builder, which borrows their client.
         let database = db.map(|db| client.database(db));
@@ -107,7 +107,7 @@ pub unsafe extern "C" fn mi_watch(
             (Some(database), None) => database.watch(),
             (None, None) => client.watch(),
         };
-        let watch = watch.pipeline(pipeline).with_options(options);
+        let watch = configure!(watch.pipeline(pipeline), ChangeStreamOptions, options);
         let events = match target.session {
             None => Events::Implicit(watch.run().map_err(|e| failure(&e))?.with_type()),
             Some(shared) => {

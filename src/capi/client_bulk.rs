@@ -8,7 +8,7 @@ use bson::{doc, Bson, Document};
 
 use super::collection::model_failure;
 use super::error::Failure;
-use super::ops::{count_bson, options, run_in, OptionList};
+use super::ops::{configure, count_bson, run_in, OptionList};
 use super::{lock_opt, write_buffer, MiBuffer};
 use crate::error::{BulkWriteError, PartialBulkWriteResult};
 use crate::options::WriteModel;
@@ -47,11 +47,7 @@ c_function! {
             .map(|(i, model)| WriteModel::from_document(model).map_err(|e| model_failure(i, &e)))
             .collect::<Result<Vec<_>, _>>()?;
         let (verbose, options) = split_verbose(options.unwrap_or_default())?;
-        let action = t
-            .client
-            .client
-            .bulk_write(models)
-            .with_options(options!(BulkWriteOptions, Some(options)));
+        let action = configure!(t.client.client.bulk_write(models), BulkWriteOptions, Some(options));
         let reply = if verbose {
             let action = action.verbose_results();
             verbose_document(&run_in!(action, lock_opt(&t.session).as_deref_mut())?)

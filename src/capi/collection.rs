@@ -11,7 +11,7 @@
 use bson::{Bson, Document, RawDocumentBuf};
 
 use super::error::Failure;
-use super::ops::{self, open_in, options, run_in, DocumentStream, OptionList};
+use super::ops::{self, configure, open_in, run_in, DocumentStream, OptionList};
 use super::{lock_opt, new_cursor, write_buffer, MiBuffer, MiCursor, Target};
 use crate::proto::coll_options::{
     BulkWriteOptions, CreateIndexOptions, DistinctOptions, DropCollectionOptions, DropIndexOptions,
@@ -69,9 +69,11 @@ fn replace_one(
     options: Option<OptionList>,
 ) -> Result<Document, Failure> {
     let coll = collection_of::<Document>(t);
-    let action = coll
-        .replace_one(filter, replacement)
-        .with_options(options!(ReplaceOptions, options));
+    let action = configure!(
+        coll.replace_one(filter, replacement),
+        ReplaceOptions,
+        options
+    );
     let result = run_in!(action, lock_opt(&t.session).as_deref_mut())?;
     Ok(ops::update_result(result))
 }
@@ -98,9 +100,7 @@ fn find_one(
     options: Option<OptionList>,
 ) -> Result<Option<RawDocumentBuf>, Failure> {
     let coll = collection_of::<RawDocumentBuf>(t);
-    let action = coll
-        .find_one(filter)
-        .with_options(options!(FindOneOptions, options));
+    let action = configure!(coll.find_one(filter), FindOneOptions, options);
     run_in!(action, lock_opt(&t.session).as_deref_mut())
 }
 
@@ -120,9 +120,7 @@ c_function! {
         result: mut MiBuffer,
     ) {
         let coll = collection_of::<Document>(&t);
-        let action = coll
-            .find_one_and_update(filter, update)
-            .with_options(options!(FindOneAndUpdateOptions, options));
+        let action = configure!(coll.find_one_and_update(filter, update), FindOneAndUpdateOptions, options);
         let found = run_in!(action, lock_opt(&t.session).as_deref_mut())?;
         write_optional(result, found.as_ref())
     }
@@ -142,9 +140,7 @@ c_function! {
         result: mut MiBuffer,
     ) {
         let coll = collection_of::<Document>(&t);
-        let action = coll
-            .find_one_and_replace(filter, replacement)
-            .with_options(options!(FindOneAndReplaceOptions, options));
+        let action = configure!(coll.find_one_and_replace(filter, replacement), FindOneAndReplaceOptions, options);
         let found = run_in!(action, lock_opt(&t.session).as_deref_mut())?;
         write_optional(result, found.as_ref())
     }
@@ -164,9 +160,7 @@ c_function! {
         result: mut MiBuffer,
     ) {
         let coll = collection_of::<Document>(&t);
-        let action = coll
-            .find_one_and_delete(filter)
-            .with_options(options!(FindOneAndDeleteOptions, options));
+        let action = configure!(coll.find_one_and_delete(filter), FindOneAndDeleteOptions, options);
         let found = run_in!(action, lock_opt(&t.session).as_deref_mut())?;
         write_optional(result, found.as_ref())
     }
@@ -186,9 +180,7 @@ c_function! {
         result: mut MiBuffer,
     ) {
         let coll = collection_of::<Document>(&t);
-        let action = coll
-            .distinct(field, filter)
-            .with_options(options!(DistinctOptions, options));
+        let action = configure!(coll.distinct(field, filter), DistinctOptions, options);
         let values = run_in!(action, lock_opt(&t.session).as_deref_mut())?;
         write_buffer(result, &bson::doc! { "values": values })
     }
@@ -206,9 +198,7 @@ c_function! {
         count: mut u64,
     ) {
         let coll = collection_of::<Document>(&t);
-        let action = coll
-            .estimated_document_count()
-            .with_options(options!(EstimatedDocumentCountOptions, options));
+        let action = configure!(coll.estimated_document_count(), EstimatedDocumentCountOptions, options);
         *count = run_in!(action, lock_opt(&t.session).as_deref_mut())?;
         Ok(())
     }
@@ -240,9 +230,7 @@ c_function! {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let coll = collection_of::<Document>(&t);
-        let action = coll
-            .bulk_write(models)
-            .with_options(options!(BulkWriteOptions, options));
+        let action = configure!(coll.bulk_write(models), BulkWriteOptions, options);
         let outcome = run_in!(action, lock_opt(&t.session).as_deref_mut())?;
         let ids = |ids: std::collections::BTreeMap<usize, Bson>| {
             ids.into_iter()
@@ -306,9 +294,7 @@ c_function! {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let coll = collection_of::<Document>(&t);
-        let action = coll
-            .create_indexes(models)
-            .with_options(options!(CreateIndexOptions, options));
+        let action = configure!(coll.create_indexes(models), CreateIndexOptions, options);
         let created = run_in!(action, lock_opt(&t.session).as_deref_mut())?;
         write_buffer(result, &bson::doc! { "indexNames": created.index_names })
     }
@@ -326,9 +312,7 @@ c_function! {
         out: mut *mut MiCursor,
     ) {
         let coll = collection_of::<Document>(&t);
-        let action = coll
-            .list_indexes()
-            .with_options(options!(ListIndexesOptions, options));
+        let action = configure!(cursor: coll.list_indexes(), ListIndexesOptions, options);
         let stream: DocumentStream = open_in!(action, lock_opt(&t.session).as_deref_mut())?;
         *out = new_cursor(stream, t.session.clone());
         Ok(())
@@ -366,9 +350,7 @@ c_function! {
         options: options options_len,
     ) {
         let coll = collection_of::<Document>(&t);
-        let action = coll
-            .drop_index(name)
-            .with_options(options!(DropIndexOptions, options));
+        let action = configure!(coll.drop_index(name), DropIndexOptions, options);
         run_in!(action, lock_opt(&t.session).as_deref_mut())
     }
 }
@@ -383,9 +365,7 @@ c_function! {
         options: options options_len,
     ) {
         let coll = collection_of::<Document>(&t);
-        let action = coll
-            .drop_indexes()
-            .with_options(options!(DropIndexOptions, options));
+        let action = configure!(coll.drop_indexes(), DropIndexOptions, options);
         run_in!(action, lock_opt(&t.session).as_deref_mut())
     }
 }
@@ -401,9 +381,7 @@ c_function! {
         options: options options_len,
     ) {
         let coll = collection_of::<Document>(&t);
-        let action = coll
-            .drop()
-            .with_options(options!(DropCollectionOptions, options));
+        let action = configure!(coll.drop(), DropCollectionOptions, options);
         run_in!(action, lock_opt(&t.session).as_deref_mut())
     }
 }

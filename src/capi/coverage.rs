@@ -259,7 +259,11 @@ const EXCLUDED: &[(&str, &str, &str)] = &[
         "write_concern",
         "accessor; per-operation writeConcern option",
     ),
-    ("Database", "with_timeout", "timeoutMS in the URI"),
+    (
+        "Database",
+        "with_timeout",
+        "timeoutMS in the URI, or per operation",
+    ),
     ("Database", "client", "accessor"),
     ("Collection", "name", "accessor; C passes names"),
     ("Collection", "database_name", "accessor; C passes names"),
@@ -285,7 +289,11 @@ const EXCLUDED: &[(&str, &str, &str)] = &[
         "write_concern",
         "accessor; per-operation writeConcern option",
     ),
-    ("Collection", "with_timeout", "timeoutMS in the URI"),
+    (
+        "Collection",
+        "with_timeout",
+        "timeoutMS in the URI, or per operation",
+    ),
     ("Collection", "namespace", "accessor; C passes names"),
     (
         "ClientSession",
@@ -315,7 +323,7 @@ const EXCLUDED: &[(&str, &str, &str)] = &[
     (
         "StartTransaction",
         "timeout",
-        "timeoutMS in the URI (a per-call timeout in the C ABI is not written yet)",
+        "timeoutMS of mi_session_with_transaction's options document",
     ),
     ("StartTransaction", "selection_criteria", "options document"),
     ("Cursor", "id", "the cursor's server id is internal to it"),
@@ -347,6 +355,68 @@ const EXCLUDED: &[(&str, &str, &str)] = &[
         "accessor of the bucket options",
     ),
 ];
+
+/// Where a C function reads an options struct with `options!` itself
+/// instead of through `configure!` (which sets the document's `timeoutMS`
+/// on the operation's builder): (file, options type, why no `timeoutMS`
+/// is lost).
+const READ_WITHOUT_CONFIGURE: &[(&str, &str, &str)] = &[
+    (
+        "gridfs.rs",
+        "GridFsBucketOptions",
+        "its timeoutMS is taken out first, for the bucket's database",
+    ),
+    (
+        "search_index.rs",
+        "AggregateOptions",
+        "list_search_indexes takes no timeoutMS in the Rust API",
+    ),
+    (
+        "database.rs",
+        "RunCursorCommandOptions",
+        "run_cursor_command takes no timeoutMS in the Rust API",
+    ),
+];
+
+#[test]
+fn every_options_document_reaches_its_builders_timeout() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/capi");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(&dir).expect("src/capi") {
+        let path = entry.expect("a directory entry").path();
+        let file = path.file_name().unwrap().to_string_lossy().to_string();
+        // ops.rs defines `options!` and `configure!`; this file names them.
+        if file == "ops.rs" || file == "coverage.rs" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("a C ABI source");
+        for line in text.lines().filter(|l| !l.contains("configure!")) {
+            if let Some(at) = line.find("options!(") {
+                let rest = &line[at + "options!(".len()..];
+                let type_name: String = rest.chars().take_while(|c| c.is_alphanumeric()).collect();
+                found.push((file.clone(), type_name));
+            }
+        }
+    }
+    let unexplained: Vec<_> = found
+        .iter()
+        .filter(|(f, t)| {
+            !READ_WITHOUT_CONFIGURE
+                .iter()
+                .any(|(rf, rt, _)| rf == f && rt == t)
+        })
+        .collect();
+    assert!(
+        unexplained.is_empty(),
+        "options read without configure! (its timeoutMS would be unknown): use configure!, \
+         or list it in READ_WITHOUT_CONFIGURE with the reason: {unexplained:?}"
+    );
+    assert_eq!(
+        found.len(),
+        READ_WITHOUT_CONFIGURE.len(),
+        "stale entries: {found:?}"
+    );
+}
 
 /// `(handle, method)` for each `pub fn` in an inherent `impl` of a handle
 /// type in the Rust source under `dir`.

@@ -5,7 +5,7 @@
 
 use bson::{Document, RawDocumentBuf};
 
-use super::ops::{self, open_in, options, run_in};
+use super::ops::{self, configure, open_in, options, run_in};
 use super::{lock_opt, new_cursor, write_buffer, MiBuffer, MiCursor};
 use crate::proto::coll_options::{
     AggregateOptions, CreateCollectionOptions, DropDatabaseOptions, ListCollectionsOptions,
@@ -24,9 +24,7 @@ c_function! {
         options: options options_len,
     ) {
         let db = t.database();
-        let action = db
-            .create_collection(name)
-            .with_options(options!(CreateCollectionOptions, options));
+        let action = configure!(db.create_collection(name), CreateCollectionOptions, options);
         run_in!(action, lock_opt(&t.session).as_deref_mut())
     }
 }
@@ -41,9 +39,7 @@ c_function! {
         options: options options_len,
     ) {
         let db = t.database();
-        let action = db
-            .drop()
-            .with_options(options!(DropDatabaseOptions, options));
+        let action = configure!(db.drop(), DropDatabaseOptions, options);
         run_in!(action, lock_opt(&t.session).as_deref_mut())
     }
 }
@@ -61,9 +57,7 @@ c_function! {
         out: mut *mut MiCursor,
     ) {
         let db = t.database();
-        let action = db
-            .list_collections()
-            .with_options(options!(ListCollectionsOptions, options));
+        let action = configure!(cursor: db.list_collections(), ListCollectionsOptions, options);
         let stream = open_in!(action, lock_opt(&t.session).as_deref_mut())?;
         *out = new_cursor(stream, t.session.clone());
         Ok(())
@@ -82,9 +76,7 @@ c_function! {
         result: mut MiBuffer,
     ) {
         let db = t.database();
-        let action = db
-            .list_collection_names()
-            .with_options(options!(ListCollectionsOptions, options));
+        let action = configure!(db.list_collection_names(), ListCollectionsOptions, options);
         let names = run_in!(action, lock_opt(&t.session).as_deref_mut())?;
         write_buffer(result, &bson::doc! { "names": names })
     }
@@ -105,9 +97,7 @@ c_function! {
     ) {
         let pipeline = stages;
         let db = t.database();
-        let action = db
-            .aggregate(pipeline)
-            .with_options(options!(AggregateOptions, options))
+        let action = configure!(cursor: db.aggregate(pipeline), AggregateOptions, options)
             .with_type::<RawDocumentBuf>();
         let stream = open_in!(action, lock_opt(&t.session).as_deref_mut())?;
         *out = new_cursor(stream, t.session.clone());
@@ -152,11 +142,7 @@ c_function! {
         options: options options_len,
         result: mut MiBuffer,
     ) {
-        let action = t
-            .client
-            .client
-            .list_databases()
-            .with_options(options!(ListDatabasesOptions, options));
+        let action = configure!(t.client.client.list_databases(), ListDatabasesOptions, options);
         let specs = run_in!(action, lock_opt(&t.session).as_deref_mut())?;
         let databases = specs
             .into_iter()
@@ -187,11 +173,7 @@ c_function! {
         options: options options_len,
         result: mut MiBuffer,
     ) {
-        let action = t
-            .client
-            .client
-            .list_database_names()
-            .with_options(options!(ListDatabasesOptions, options));
+        let action = configure!(t.client.client.list_database_names(), ListDatabasesOptions, options);
         let names = run_in!(action, lock_opt(&t.session).as_deref_mut())?;
         write_buffer(result, &bson::doc! { "names": names })
     }

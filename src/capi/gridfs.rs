@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use bson::{Bson, Document};
 
 use super::error::{Domain, Failure};
-use super::ops::{failure, options};
+use super::ops::{configure, failure, options};
 use super::{new_cursor, write_buffer, MiBuffer, MiClient, MiCursor};
 use crate::gridfs::{GridFsBucket, GridFsDownloadStream, GridFsUploadStream};
 use crate::proto::gridfs::{
@@ -46,7 +46,8 @@ fn io_failure(error: &std::io::Error) -> Failure {
 c_function! {
     /// A bucket of database `db` (`"fs"` unless options say `bucketName`);
     /// options are `GridFsBucketOptions` (`bucketName`, `chunkSizeBytes`,
-    /// `writeConcern`, `readConcern`, `readPreference`). No I/O.
+    /// `writeConcern`, `readConcern`, `readPreference`) and `timeoutMS` (of
+    /// each of the bucket's operations). No I/O.
     ///
     /// # Safety
     /// Pointers NULL or valid; `options` may be NULL.
@@ -57,8 +58,12 @@ c_function! {
         out: mut *mut MiGridFsBucket,
     ) {
         client.used = true;
-        let options = options!(GridFsBucketOptions, options);
-        let bucket = client.client.database(db).gridfs_bucket(options);
+        let (options, timing) = super::ops::split_timeout(options, false)?;
+        let mut db = client.client.database(db);
+        if let Some(timeout) = timing.timeout {
+            db = db.with_timeout(timeout);
+        }
+        let bucket = db.gridfs_bucket(options!(GridFsBucketOptions, options));
         *out = Box::into_raw(Box::new(MiGridFsBucket(bucket)));
         Ok(())
     }
@@ -94,10 +99,11 @@ c_function! {
             .iter()
             .position(|(key, _)| key == "id")
             .map(|at| options.remove(at).1);
-        let mut action = bucket
-            .0
-            .open_upload_stream(filename)
-            .with_options(options!(GridFsUploadOptions, Some(options)));
+        let mut action = configure!(
+            bucket.0.open_upload_stream(filename),
+            GridFsUploadOptions,
+            Some(options)
+        );
         if let Some(id) = id {
             action = action.id(id);
         }
@@ -180,8 +186,8 @@ fn new_download(out: &mut *mut MiGridFsDownload, stream: GridFsDownloadStream) {
 }
 
 c_function! {
-    /// Opens the file whose id `id` carries (`{"_id": id}`) for reading; no
-    /// options exist (`options` NULL or empty).
+    /// Opens the file whose id `id` carries (`{"_id": id}`) for reading;
+    /// options `{timeoutMS}` (the stream's whole life) or NULL.
     ///
     /// # Safety
     /// Pointers NULL or valid; `options` may be NULL.
@@ -191,12 +197,15 @@ c_function! {
         options: options options_len,
         out: mut *mut MiGridFsDownload,
     ) {
+        let (options, timing) = super::ops::split_timeout(options, false)?;
         super::ops::no_options("open_download_stream", options)?;
-        let stream = bucket
-            .0
-            .open_download_stream(id_of(id, "id")?)
-            .run()
-            .map_err(|e| failure(&e))?;
+        let action = bucket.0.open_download_stream(id_of(id, "id")?);
+        let stream = match timing.timeout {
+            Some(timeout) => action.timeout(timeout),
+            None => action,
+        }
+        .run()
+        .map_err(|e| failure(&e))?;
         new_download(out, stream);
         Ok(())
     }
@@ -214,10 +223,8 @@ c_function! {
         options: options options_len,
         out: mut *mut MiGridFsDownload,
     ) {
-        let stream = bucket
-            .0
-            .open_download_stream_by_name(filename)
-            .with_options(options!(GridFsDownloadByNameOptions, options))
+        let action = bucket.0.open_download_stream_by_name(filename);
+        let stream = configure!(action, GridFsDownloadByNameOptions, options)
             .run()
             .map_err(|e| failure(&e))?;
         new_download(out, stream);
@@ -329,10 +336,7 @@ c_function! {
         options: options options_len,
         out: mut *mut MiCursor,
     ) {
-        let cursor = bucket
-            .0
-            .find(filter)
-            .with_options(options!(GridFsFindOptions, options))
+        let cursor = configure!(bucket.0.find(filter), GridFsFindOptions, options)
             .run()
             .map_err(|e| failure(&e))?;
         *out = new_cursor(super::ops::DocumentStream::implicit(cursor), None);
@@ -352,10 +356,7 @@ c_function! {
         options: options options_len,
         result: mut MiBuffer,
     ) {
-        let found = bucket
-            .0
-            .find_one(filter)
-            .with_options(options!(GridFsFindOneOptions, options))
+        let found = configure!(bucket.0.find_one(filter), GridFsFindOneOptions, options)
             .run()
             .map_err(|e| failure(&e))?;
         result.data = std::ptr::null_mut();

@@ -735,26 +735,30 @@ c_function! {
 }
 
 c_function! {
-    /// Commits the session's transaction.
+    /// Commits the session's transaction; options `{timeoutMS}` or NULL
+    /// (without one, the session's `defaultTimeoutMS` or the client's).
     ///
     /// # Safety
-    /// `session` NULL or live.
+    /// `session` NULL or live; `options` NULL or `options_len` bytes.
     fn mi_session_commit_transaction(
         session: mut MiSession,
+        options: options options_len,
     ) {
-        ops::commit_transaction(&mut lock(&session.session))
+        ops::commit_transaction(&mut lock(&session.session), options)
     }
 }
 
 c_function! {
-    /// Aborts the session's transaction.
+    /// Aborts the session's transaction; options as for
+    /// `mi_session_commit_transaction`.
     ///
     /// # Safety
-    /// `session` NULL or live.
+    /// `session` NULL or live; `options` NULL or `options_len` bytes.
     fn mi_session_abort_transaction(
         session: mut MiSession,
+        options: options options_len,
     ) {
-        ops::abort_transaction(&mut lock(&session.session))
+        ops::abort_transaction(&mut lock(&session.session), options)
     }
 }
 

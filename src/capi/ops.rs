@@ -4,6 +4,7 @@
 
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
+use std::time::Duration;
 
 use bson::{Bson, Document, RawDocumentBuf};
 
@@ -14,7 +15,7 @@ use crate::proto::coll_options::{
     InsertOneOptions, UpdateOptions,
 };
 use crate::proto::event::EventSink;
-use crate::proto::options_doc::{mistyped, unknown, OptionValue};
+use crate::proto::options_doc::{mistyped, unknown, OperationTimeout, OptionValue};
 use crate::proto::session::transaction::TransactionOptions;
 use crate::{Client, ClientSession, Collection, Cursor};
 
@@ -33,6 +34,49 @@ macro_rules! options {
     };
 }
 pub(crate) use options;
+
+/// `$action` configured from a C caller's options document: `timeoutMS`
+/// through the builder's `.timeout`, the rest through `with_options` as
+/// `$type` by the official names. With `cursor:` (an operation that opens
+/// a cursor) `timeoutMode` goes to `.timeout_mode`; otherwise it is an
+/// unknown option. An action without `.timeout` does not compile here, so
+/// an operation whose Rust builder takes `timeoutMS` and this macro cannot
+/// drop it.
+macro_rules! configure {
+    ($action:expr, $type:ty, $list:expr) => {{
+        let (list, timing) = $crate::capi::ops::split_timeout($list, false)?;
+        let action = $action.with_options($crate::capi::ops::options!($type, list));
+        match timing.timeout {
+            Some(timeout) => action.timeout(timeout),
+            None => action,
+        }
+    }};
+    (cursor: $action:expr, $type:ty, $list:expr) => {{
+        let (list, timing) = $crate::capi::ops::split_timeout($list, true)?;
+        let mut action = $action.with_options($crate::capi::ops::options!($type, list));
+        if let Some(timeout) = timing.timeout {
+            action = action.timeout(timeout);
+        }
+        if let Some(mode) = timing.mode {
+            action = action.timeout_mode(mode);
+        }
+        action
+    }};
+}
+pub(crate) use configure;
+
+/// The options document without its `timeoutMS` (and `timeoutMode`, when
+/// `with_mode`), and those two.
+pub(crate) fn split_timeout(
+    options: Option<OptionList>,
+    with_mode: bool,
+) -> Result<(Option<OptionList>, OperationTimeout), Failure> {
+    let Some(mut list) = options else {
+        return Ok((None, OperationTimeout::default()));
+    };
+    let timing = OperationTimeout::take(&mut list, with_mode).map_err(|e| failure(&e))?;
+    Ok((Some(list), timing))
+}
 
 /// For an operation without options: the options document, if any, must
 /// be empty (the C functions all take one, for a uniform shape).
@@ -183,7 +227,8 @@ pub(crate) fn run_command(
 }
 
 /// An explicit session; options `{causalConsistency, snapshot,
-/// snapshotTime, defaultTransactionOptions}`.
+/// snapshotTime, defaultTimeoutMS, defaultTransactionOptions}`
+/// (`defaultTimeoutMS` bounds its commits and aborts).
 pub(crate) fn start_session(
     client: &Client,
     options: Option<OptionList>,
@@ -193,6 +238,7 @@ pub(crate) fn start_session(
         match key.as_str() {
             "causalConsistency" => opts.causal_consistency = Some(value_of(&key, value)?),
             "snapshot" => opts.snapshot = Some(value_of(&key, value)?),
+            "defaultTimeoutMS" => opts.default_timeout = Some(value_of(&key, value)?),
             "snapshotTime" => match value {
                 Bson::Timestamp(t) => opts.snapshot_time = Some(t),
                 other => return Err(failure(&mistyped(&key, "a timestamp", &other))),
@@ -238,27 +284,57 @@ pub(crate) fn transaction_options(options: OptionList) -> Result<TransactionOpti
     Ok(opts)
 }
 
-/// Starts a transaction; its options override the session's defaults.
+/// Starts a transaction; its options override the session's defaults. A
+/// `timeoutMS` goes to the Rust API, which refuses it here (only
+/// `mi_session_with_transaction` has a call to time).
 pub(crate) fn start_transaction(
     session: &mut ClientSession,
     options: Option<OptionList>,
 ) -> Result<(), Failure> {
+    let (options, timing) = split_timeout(options, false)?;
     let opts = transaction_options(options.unwrap_or_default())?;
-    session
-        .start_transaction()
-        .with_options(opts)
-        .run()
-        .map_err(|e| failure(&e))
+    let action = session.start_transaction().with_options(opts);
+    match timing.timeout {
+        Some(timeout) => action.timeout(timeout),
+        None => action,
+    }
+    .run()
+    .map_err(|e| failure(&e))
 }
 
-/// Commits the session's transaction.
-pub(crate) fn commit_transaction(session: &mut ClientSession) -> Result<(), Failure> {
-    session.commit_transaction().run().map_err(|e| failure(&e))
+/// The `timeoutMS` of an options document that may hold nothing else.
+fn timeout_only(operation: &str, options: Option<OptionList>) -> Result<Option<Duration>, Failure> {
+    let (options, timing) = split_timeout(options, false)?;
+    no_options(operation, options)?;
+    Ok(timing.timeout)
 }
 
-/// Aborts the session's transaction.
-pub(crate) fn abort_transaction(session: &mut ClientSession) -> Result<(), Failure> {
-    session.abort_transaction().run().map_err(|e| failure(&e))
+/// Commits the session's transaction; options `{timeoutMS}`.
+pub(crate) fn commit_transaction(
+    session: &mut ClientSession,
+    options: Option<OptionList>,
+) -> Result<(), Failure> {
+    let action = session.commit_transaction();
+    match timeout_only("commit_transaction", options)? {
+        Some(timeout) => action.timeout(timeout),
+        None => action,
+    }
+    .run()
+    .map_err(|e| failure(&e))
+}
+
+/// Aborts the session's transaction; options `{timeoutMS}`.
+pub(crate) fn abort_transaction(
+    session: &mut ClientSession,
+    options: Option<OptionList>,
+) -> Result<(), Failure> {
+    let action = session.abort_transaction();
+    match timeout_only("abort_transaction", options)? {
+        Some(timeout) => action.timeout(timeout),
+        None => action,
+    }
+    .run()
+    .map_err(|e| failure(&e))
 }
 
 fn collection<T>(client: &Client, db: &str, coll: &str) -> Collection<T> {
@@ -282,9 +358,7 @@ pub(crate) fn insert_one(
     options: Option<OptionList>,
 ) -> Result<Document, Failure> {
     let coll = collection::<Document>(client, db, coll);
-    let action = coll
-        .insert_one(document)
-        .with_options(options!(InsertOneOptions, options));
+    let action = configure!(coll.insert_one(document), InsertOneOptions, options);
     let result = match session {
         Some(s) => action.session(s).run(),
         None => action.run(),
@@ -307,9 +381,7 @@ pub(crate) fn insert_many(
     options: Option<OptionList>,
 ) -> Result<Document, Failure> {
     let coll = collection::<Document>(client, db, coll);
-    let action = coll
-        .insert_many(documents)
-        .with_options(options!(InsertManyOptions, options));
+    let action = configure!(coll.insert_many(documents), InsertManyOptions, options);
     let result = match session {
         Some(s) => action.session(s).run(),
         None => action.run(),
@@ -351,12 +423,11 @@ pub(crate) fn update(
     options: Option<OptionList>,
 ) -> Result<Document, Failure> {
     let coll = collection::<Document>(client, target.0, target.1);
-    let opts = options!(UpdateOptions, options);
     let action = match many {
         Many::One => coll.update_one(filter, update),
         Many::All => coll.update_many(filter, update),
-    }
-    .with_options(opts);
+    };
+    let action = configure!(action, UpdateOptions, options);
     let result = match session {
         Some(s) => action.session(s).run(),
         None => action.run(),
@@ -395,8 +466,8 @@ pub(crate) fn delete(
     let action = match many {
         Many::One => coll.delete_one(filter),
         Many::All => coll.delete_many(filter),
-    }
-    .with_options(options!(DeleteOptions, options));
+    };
+    let action = configure!(action, DeleteOptions, options);
     let result = match session {
         Some(s) => action.session(s).run(),
         None => action.run(),
@@ -417,8 +488,7 @@ pub(crate) fn count_documents(
     options: Option<OptionList>,
 ) -> Result<u64, Failure> {
     let coll = collection::<Document>(client, target.0, target.1);
-    let opts = options!(CountOptions, options);
-    let action = coll.count_documents(filter).with_options(opts);
+    let action = configure!(coll.count_documents(filter), CountOptions, options);
     match session {
         Some(s) => action.session(s).run(),
         None => action.run(),
@@ -549,8 +619,7 @@ pub(crate) fn find(
 ) -> Result<DocumentStream, Failure> {
     // Results cross the boundary as bytes: no `Document` is built for them.
     let coll = collection::<RawDocumentBuf>(client, target.0, target.1);
-    let opts = options!(FindOptions, options);
-    let action = coll.find(filter).with_options(opts);
+    let action = configure!(cursor: coll.find(filter), FindOptions, options);
     open_in!(action, session)
 }
 
@@ -562,11 +631,8 @@ pub(crate) fn aggregate(
     pipeline: Vec<Document>,
     options: Option<OptionList>,
 ) -> Result<DocumentStream, Failure> {
-    let opts = options!(AggregateOptions, options);
     let coll = collection::<Document>(client, target.0, target.1);
-    let action = coll
-        .aggregate(pipeline)
-        .with_options(opts)
+    let action = configure!(cursor: coll.aggregate(pipeline), AggregateOptions, options)
         .with_type::<RawDocumentBuf>();
     open_in!(action, session)
 }

@@ -87,8 +87,10 @@ unsafe fn take_error(error: *mut MiError) -> Failure {
 
 /// Runs `callback` in a transaction of `session` and commits it, retrying
 /// the whole transaction on `TransientTransactionError` and the commit on
-/// `UnknownTransactionCommitResult` for up to 120 seconds (or the client's
-/// `timeoutMS`). Options as for `mi_session_start_transaction`.
+/// `UnknownTransactionCommitResult` for up to 120 seconds, or `timeoutMS`
+/// (the options', else the session's `defaultTimeoutMS`, else the
+/// client's). Options as for `mi_session_start_transaction`, and
+/// `timeoutMS`.
 ///
 /// # Safety
 /// `session` NULL or live; `options` NULL or `options_len` bytes;
@@ -110,6 +112,7 @@ pub unsafe extern "C" fn mi_session_with_transaction(
             )
         };
         let callback = callback.ok_or_else(|| Failure::argument("callback", "is NULL"))?;
+        let (options, timing) = ops::split_timeout(options, false)?;
         let options = ops::transaction_options(options.unwrap_or_default())?;
         let shared = handle_ref.session.clone();
         let key = std::sync::Arc::as_ptr(&shared);
@@ -129,11 +132,13 @@ pub unsafe extern "C" fn mi_session_with_transaction(
                 Err(panic) => Err(callback_error(Failure::from_panic(panic.as_ref()))),
             }
         };
-        guard
-            .start_transaction()
-            .with_options(options)
-            .and_run(run)
-            .map_err(|e| failure(&e))
+        let action = guard.start_transaction().with_options(options);
+        match timing.timeout {
+            Some(timeout) => action.timeout(timeout),
+            None => action,
+        }
+        .and_run(run)
+        .map_err(|e| failure(&e))
     })
 }
 

@@ -17,6 +17,7 @@ use crate::proto::coll_options::{
 };
 use crate::proto::collation::Collation;
 use crate::proto::concern::{Acknowledgment, ReadConcern, WriteConcern};
+use crate::proto::cursor_timeout::TimeoutMode;
 use crate::proto::read_preference::SelectionCriteria;
 use crate::proto::read_preference::{
     HedgedReadOptions, ReadPreference, ReadPreferenceMode, TagSet,
@@ -234,6 +235,58 @@ impl OptionValue for CursorType {
     }
 }
 
+impl OptionValue for TimeoutMode {
+    /// The CSOT spec's spelling: `cursorLifetime` or `iteration`.
+    fn from_option(key: &str, value: Bson) -> Result<Self> {
+        match value.as_str() {
+            Some("cursorLifetime") => Ok(TimeoutMode::CursorLifetime),
+            Some("iteration") => Ok(TimeoutMode::Iteration),
+            _ => Err(mistyped(key, "cursorLifetime or iteration", &value)),
+        }
+    }
+}
+
+/// An operation's own `timeoutMS` and `timeoutMode`, from an options
+/// document. The Rust API sets them on the operation's builder
+/// (`.timeout`, `.timeout_mode`), not in its options struct, so they are
+/// taken out of the document before the struct reads the rest.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct OperationTimeout {
+    /// `timeoutMS`; zero keeps CSOT's rules without a limit.
+    pub timeout: Option<Duration>,
+    /// `timeoutMode`, for an operation that opens a cursor.
+    pub mode: Option<TimeoutMode>,
+}
+
+impl OperationTimeout {
+    /// Takes `timeoutMS` (and, when `with_mode`, `timeoutMode`) out of
+    /// `pairs`, the last of each winning as in a document. Without
+    /// `with_mode` a `timeoutMode` stays, for the options struct to refuse
+    /// as an option the operation does not have.
+    pub(crate) fn take(pairs: &mut Vec<(String, Bson)>, with_mode: bool) -> Result<Self> {
+        let mut taken = OperationTimeout::default();
+        let mut error = None;
+        pairs.retain(|(key, value)| {
+            let read = match key.as_str() {
+                "timeoutMS" => Duration::from_option(key, value.clone()).map(|t| {
+                    taken.timeout = Some(t);
+                }),
+                "timeoutMode" if with_mode => {
+                    TimeoutMode::from_option(key, value.clone()).map(|m| {
+                        taken.mode = Some(m);
+                    })
+                }
+                _ => return true,
+            };
+            if let Err(e) = read {
+                error.get_or_insert(e);
+            }
+            false
+        });
+        error.map_or(Ok(taken), Err)
+    }
+}
+
 impl OptionValue for ReturnDocument {
     fn from_option(key: &str, value: Bson) -> Result<Self> {
         match value.as_str().map(str::to_ascii_lowercase).as_deref() {
@@ -340,7 +393,7 @@ impl OptionValue for SelectionCriteria {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::coll_options::{FindOptions, IndexOptions};
+    use crate::proto::coll_options::{FindOptions, IndexOptions, InsertOneOptions};
 
     #[test]
     fn official_names_of_fields() {
@@ -367,6 +420,49 @@ mod tests {
         assert_eq!(options.hint, Some(Hint::Name("x_1".into())));
         assert_eq!(options.cursor_type, Some(CursorType::Tailable));
         assert!(options.let_vars.is_some() && options.selection_criteria.is_some());
+    }
+
+    #[test]
+    fn timeout_ms_and_timeout_mode_are_taken_out_of_an_options_document() {
+        // An options list keeps every element of the document, in order.
+        let mut pairs = vec![
+            ("timeoutMS".to_string(), Bson::Int32(50)),
+            ("limit".to_string(), Bson::Int32(1)),
+            ("timeoutMode".to_string(), Bson::from("iteration")),
+            ("timeoutMS".to_string(), Bson::Int64(75)),
+        ];
+        let taken = OperationTimeout::take(&mut pairs, true).unwrap();
+        assert_eq!(taken.timeout, Some(Duration::from_millis(75)));
+        assert_eq!(taken.mode, Some(TimeoutMode::Iteration));
+        assert_eq!(pairs, vec![("limit".to_string(), Bson::Int32(1))]);
+
+        let mut pairs = vec![("timeoutMode".to_string(), Bson::from("iteration"))];
+        let taken = OperationTimeout::take(&mut pairs, false).unwrap();
+        assert_eq!(taken, OperationTimeout::default());
+        let error = InsertOneOptions::from_named(pairs).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("unknown insert_one option \"timeoutMode\""),
+            "{error}"
+        );
+
+        for (key, value, wanted) in [
+            ("timeoutMS", Bson::Int32(-1), "non-negative"),
+            ("timeoutMS", Bson::from("5"), "integer"),
+            (
+                "timeoutMode",
+                Bson::from("forever"),
+                "cursorLifetime or iteration",
+            ),
+        ] {
+            let mut pairs = vec![(key.to_string(), value)];
+            let error = OperationTimeout::take(&mut pairs, true).unwrap_err();
+            assert!(
+                error.to_string().contains(key) && error.to_string().contains(wanted),
+                "{error}"
+            );
+        }
     }
 
     #[test]

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mongo_inline.h"
 
@@ -329,8 +330,8 @@ static void test_null_handles(void) {
     EXPECT_ERROR(mi_session_start(NULL, NULL, 0, &session), MI_ERROR_ARGUMENT, "`client` is NULL");
     EXPECT_ERROR(mi_session_id(NULL, &out), MI_ERROR_ARGUMENT, "`session` is NULL");
     EXPECT_ERROR(mi_session_start_transaction(NULL, NULL, 0), MI_ERROR_ARGUMENT, "`session` is NULL");
-    EXPECT_ERROR(mi_session_commit_transaction(NULL), MI_ERROR_ARGUMENT, "`session` is NULL");
-    EXPECT_ERROR(mi_session_abort_transaction(NULL), MI_ERROR_ARGUMENT, "`session` is NULL");
+    EXPECT_ERROR(mi_session_commit_transaction(NULL, NULL, 0), MI_ERROR_ARGUMENT, "`session` is NULL");
+    EXPECT_ERROR(mi_session_abort_transaction(NULL, NULL, 0), MI_ERROR_ARGUMENT, "`session` is NULL");
     EXPECT_ERROR(mi_insert_one(NULL, NULL, "db", "c", doc.data, doc.len, NULL, 0, &out), MI_ERROR_ARGUMENT,
                  "`client` is NULL");
     EXPECT_ERROR(mi_insert_many(NULL, NULL, "db", "c", docs, lens, 1, NULL, 0, &out), MI_ERROR_ARGUMENT,
@@ -602,7 +603,7 @@ static void test_sessions(mi_client *client, const char *uri) {
     mi_buffer probe = bson("{\"probe\": 1}");
     OK(mi_insert_one(client, optioned, "capi", "people", probe.data, probe.len, NULL, 0, &result));
     mi_buffer_free(&result);
-    OK(mi_session_commit_transaction(optioned));
+    OK(mi_session_commit_transaction(optioned, NULL, 0));
     mi_buffer probe_filter = bson("{\"probe\": 1}");
     OK(mi_delete_many(client, NULL, "capi", "people", probe_filter.data, probe_filter.len, NULL, 0,
                       &result));
@@ -614,15 +615,15 @@ static void test_sessions(mi_client *client, const char *uri) {
     mi_buffer_free(&probe); mi_buffer_free(&probe_filter);
 
     /* commit or abort without a transaction: a state error */
-    EXPECT_ERROR(mi_session_commit_transaction(session), MI_ERROR_CLIENT, NULL);
-    EXPECT_ERROR(mi_session_abort_transaction(session), MI_ERROR_CLIENT, NULL);
+    EXPECT_ERROR(mi_session_commit_transaction(session, NULL, 0), MI_ERROR_CLIENT, NULL);
+    EXPECT_ERROR(mi_session_abort_transaction(session, NULL, 0), MI_ERROR_CLIENT, NULL);
 
     mi_buffer doc = bson("{\"in\": \"transaction\"}");
     OK(mi_session_start_transaction(session, NULL, 0));
     OK(mi_insert_one(client, session, "capi", "people", doc.data, doc.len, NULL, 0, &result));
     mi_buffer_free(&result);
     CHECK(count_all(client, session) == 1);
-    OK(mi_session_abort_transaction(session));
+    OK(mi_session_abort_transaction(session, NULL, 0));
     CHECK(count_all(client, NULL) == 0);
 
     OK(mi_session_start_transaction(session, NULL, 0));
@@ -640,7 +641,7 @@ static void test_sessions(mi_client *client, const char *uri) {
     OK(mi_cursor_next(cursor, &found, &found_len));
     CHECK(found && json_contains(found, found_len, "\"committed\":true"));
     mi_cursor_free(cursor);
-    OK(mi_session_commit_transaction(session));
+    OK(mi_session_commit_transaction(session, NULL, 0));
     CHECK(count_all(client, NULL) == 1);
 
     /* sessions outside transactions */
@@ -681,7 +682,7 @@ static void test_sessions(mi_client *client, const char *uri) {
     }
     CHECK(seen == 3); /* uncommitted writes seen: the getMores ran in the transaction */
     mi_cursor_free(cursor);
-    OK(mi_session_commit_transaction(session));
+    OK(mi_session_commit_transaction(session, NULL, 0));
     CHECK(count_all(client, NULL) == 3);
 
     /* a session cursor keeps its session after the handle is freed */
@@ -1278,6 +1279,114 @@ static void test_search_indexes_and_snapshot_time(mi_client *client) {
     for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++) mi_buffer_free(owned[i]);
 }
 
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1000.0 + (double)t.tv_nsec / 1e6;
+}
+
+static mi_error *txn_insert_timed(void *user_data, mi_session *session) {
+    mi_buffer doc = bson("{\"in\": \"timed txn\"}"), result = {NULL, 0};
+    mi_error *err =
+        mi_insert_one(user_data, session, "capi", "timed", doc.data, doc.len, NULL, 0, &result);
+    mi_buffer_free(&doc);
+    mi_buffer_free(&result);
+    return err;
+}
+
+/* Makes the next `command` block its connection for 2 s (failCommand's
+ * blockConnection), so that only the operation's own timeoutMS can end it
+ * sooner. */
+static void block_next(mi_client *client, const char *command) {
+    char json[256];
+    snprintf(json, sizeof json,
+             "{\"configureFailPoint\": \"failCommand\", \"mode\": {\"times\": 1}, "
+             "\"data\": {\"failCommands\": [\"%s\"], \"blockConnection\": true, "
+             "\"blockTimeMS\": 2000}}",
+             command);
+    mi_buffer fail = bson(json), reply = {NULL, 0};
+    OK(mi_client_run_command(client, NULL, "admin", fail.data, fail.len, &reply));
+    mi_buffer_free(&reply);
+    mi_buffer_free(&fail);
+}
+
+/* Whether err is a timeout that came between 100 ms (the operation's
+ * timeoutMS) and well before the 2 s the server blocks; frees it. */
+static void expect_timeout(mi_error *err, double started, int line) {
+    double took = now_ms() - started;
+    checks++;
+    if (!err || err->domain != MI_ERROR_TIMEOUT || took < 95.0 || took > 1500.0) {
+        failures++;
+        fprintf(stderr, "line %d: expected a timeout after ~100 ms, got %s after %.0f ms\n", line,
+                err ? err->message : "success", took);
+    }
+    mi_error_free(err);
+}
+#define EXPECT_TIMEOUT(expr)                                                     \
+    do {                                                                         \
+        double started_ = now_ms();                                              \
+        expect_timeout((expr), started_, __LINE__);                              \
+    } while (0)
+
+/* timeoutMS in an operation's options document bounds that operation: a
+ * read, a write, a cursor (with its timeoutMode), a transaction and a
+ * commit, each blocked by the server, fail with MI_ERROR_TIMEOUT within it. */
+static void test_per_operation_timeout(mi_client *client) {
+    mi_buffer timeout = bson("{\"timeoutMS\": 100}");
+    mi_buffer cursor_timeout = bson("{\"timeoutMS\": 100, \"timeoutMode\": \"cursorLifetime\", "
+                                    "\"batchSize\": 1}");
+    mi_buffer empty = bson("{}"), doc = bson("{\"timed\": 1}"), result = {NULL, 0};
+    OK(mi_insert_one(client, NULL, "capi", "timed", doc.data, doc.len, NULL, 0, &result));
+    mi_buffer_free(&result);
+
+    block_next(client, "find");
+    EXPECT_TIMEOUT(mi_find_one(client, NULL, "capi", "timed", empty.data, empty.len, timeout.data,
+                               timeout.len, &result));
+    block_next(client, "insert");
+    EXPECT_TIMEOUT(mi_insert_one(client, NULL, "capi", "timed", doc.data, doc.len, timeout.data,
+                                 timeout.len, &result));
+    mi_cursor *cursor = NULL;
+    block_next(client, "aggregate");
+    EXPECT_TIMEOUT(mi_aggregate(client, NULL, "capi", "timed", NULL, NULL, 0, cursor_timeout.data,
+                                cursor_timeout.len, &cursor));
+    /* The client goes on: the timed-out connections were closed, not reused. */
+    OK(mi_find_one(client, NULL, "capi", "timed", empty.data, empty.len, NULL, 0, &result));
+    CHECK(result.data != NULL);
+    mi_buffer_free(&result);
+
+    mi_session *session = NULL;
+    OK(mi_session_start(client, NULL, 0, &session));
+    block_next(client, "insert");
+    EXPECT_TIMEOUT(mi_session_with_transaction(session, txn_insert_timed, client, timeout.data,
+                                               timeout.len));
+    /* A commit's own timeoutMS. */
+    mi_buffer in_txn = bson("{\"in\": \"committed txn\"}");
+    OK(mi_session_start_transaction(session, NULL, 0));
+    OK(mi_insert_one(client, session, "capi", "timed", in_txn.data, in_txn.len, NULL, 0, &result));
+    mi_buffer_free(&result);
+    block_next(client, "commitTransaction");
+    EXPECT_TIMEOUT(mi_session_commit_transaction(session, timeout.data, timeout.len));
+    EXPECT_ERROR(mi_session_abort_transaction(session, doc.data, doc.len), MI_ERROR_ARGUMENT,
+                 "unknown abort_transaction option \"timed\"");
+    mi_buffer_free(&in_txn);
+    /* start_transaction sends nothing: the Rust API refuses a timeout there. */
+    EXPECT_ERROR(mi_session_start_transaction(session, timeout.data, timeout.len),
+                 MI_ERROR_ARGUMENT, "a timeout on start_transaction applies to and_run");
+    mi_session_free(session);
+
+    /* Options the operation has not: named, nothing sent. */
+    mi_buffer mode_only = bson("{\"timeoutMode\": \"iteration\"}");
+    EXPECT_ERROR(mi_insert_one(client, NULL, "capi", "timed", doc.data, doc.len, mode_only.data,
+                               mode_only.len, &result),
+                 MI_ERROR_ARGUMENT, "unknown insert_one option \"timeoutMode\"");
+    mi_buffer bad = bson("{\"timeoutMS\": -1}");
+    EXPECT_ERROR(mi_find_one(client, NULL, "capi", "timed", empty.data, empty.len, bad.data,
+                             bad.len, &result),
+                 MI_ERROR_ARGUMENT, "\"timeoutMS\" must be a non-negative integer");
+    mi_buffer *owned[] = {&timeout, &cursor_timeout, &empty, &doc, &mode_only, &bad};
+    for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++) mi_buffer_free(owned[i]);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: %s URI\n", argv[0]);
@@ -1302,6 +1411,7 @@ int main(int argc, char **argv) {
     test_gridfs(client);
     test_change_stream(client);
     test_search_indexes_and_snapshot_time(client);
+    test_per_operation_timeout(client);
     mi_client_free(client);
 
     printf("capi_test: %d checks, %d failed\n", checks, failures);
