@@ -10,7 +10,7 @@ the `bson` package that PyMongo ships.
 """
 
 from ._ffi import lib as _lib
-from .client import Client, ClientSession, Collection, Cursor, Database
+from .client import Client, ClientSession, Collection, Cursor, Database, timeout
 from .errors import (
     ArgumentError,
     AuthenticationError,
@@ -35,4 +35,5 @@ __all__ = [
     "AuthenticationError", "CommandError", "IncompatibleServer", "InternalError",
     "InvalidDocument", "InvalidOperation", "MongoInlineError", "NetworkError",
     "OperationTimeout", "ProtocolError", "ServerSelectionError", "TLSError", "WriteError",
+    "timeout",
 ]

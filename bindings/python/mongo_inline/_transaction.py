@@ -16,6 +16,8 @@ _CLIENT_DOMAIN = InvalidOperation.domain
 
 
 def with_transaction(session, callback, options):
+    from .client import _DEADLINE
+
     if not _ffi.has("mi_session_with_transaction"):
         raise InvalidOperation(
             "with_transaction needs mi_session_with_transaction, which this build of "
@@ -25,12 +27,17 @@ def with_transaction(session, callback, options):
 
     def body(_user_data, _session_ptr):
         outcome.pop("exception", None)
+        # The library bounds the callback's operations by the transaction's
+        # own timeoutMS; they may not set one of their own.
+        no_deadline = _DEADLINE.set(None)
         try:
             outcome["value"] = callback(session)
             return None
         except BaseException as exc:  # noqa: BLE001 - carried across C, raised below
             outcome["exception"] = exc
             return _error_for(exc)
+        finally:
+            _DEADLINE.reset(no_deadline)
 
     trampoline = _ffi.TRANSACTION_CALLBACK(body)
     session._lent = True

@@ -11,14 +11,56 @@ parent: in the child their methods raise InvalidOperation and closing them
 drops them without touching the parent's server-side state.
 """
 
+import contextlib
+import contextvars
 import ctypes as C
+import math
 import os
+import time
 
 import bson
 
 from . import _ffi
 from ._ffi import check, encode, lib, name_bytes, size, take_buffer
-from .errors import InvalidOperation
+from .errors import ArgumentError, InvalidOperation, OperationTimeout
+
+# The deadline (time.monotonic()) of the innermost `timeout` block, if any.
+_DEADLINE = contextvars.ContextVar("mongo_inline_deadline", default=None)
+
+
+@contextlib.contextmanager
+def timeout(seconds):
+    """As pymongo.timeout: every operation in the block shares one deadline,
+    `seconds` from now (a nested block cannot extend its outer one's). Each
+    operation is sent with the time left as its timeoutMS, so the library
+    bounds all it does (server selection, every attempt, the server's own
+    time); its expiry is an OperationTimeout. None lifts the deadline."""
+    if seconds is not None and (isinstance(seconds, bool)
+                                or not isinstance(seconds, (int, float)) or seconds < 0):
+        raise ArgumentError(f"timeout must be a non-negative number of seconds, not {seconds!r}")
+    deadline = None
+    if seconds is not None:
+        deadline = time.monotonic() + seconds
+        outer = _DEADLINE.get()
+        if outer is not None:
+            deadline = min(deadline, outer)
+    token = _DEADLINE.set(deadline)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def _options_bson(options=None):
+    """An operation's options as BSON (None: none), with the time left of
+    the enclosing `timeout` block as timeoutMS unless options set one."""
+    deadline = _DEADLINE.get()
+    if deadline is not None and not (options and "timeoutMS" in options):
+        left = math.ceil((deadline - time.monotonic()) * 1000)
+        if left <= 0:
+            raise OperationTimeout("the timeout block's deadline passed before the operation")
+        options = {**(options or {}), "timeoutMS": left}
+    return encode(options, "options")
 
 
 class _Handle:
@@ -93,13 +135,17 @@ class Client(_Handle):
         """The database `name` (no I/O)."""
         return Database(self, name)
 
-    def start_session(self, causal_consistency=None, snapshot=None):
-        """An explicit session (close it, or use it in a `with` block)."""
+    def start_session(self, causal_consistency=None, snapshot=None, default_timeout_ms=None):
+        """An explicit session (close it, or use it in a `with` block);
+        default_timeout_ms bounds its commits and aborts outside a `timeout`
+        block."""
         options = {}
         if causal_consistency is not None:
             options["causalConsistency"] = bool(causal_consistency)
         if snapshot is not None:
             options["snapshot"] = bool(snapshot)
+        if default_timeout_ms is not None:
+            options["defaultTimeoutMS"] = default_timeout_ms
         return ClientSession(self, encode(options or None, "session options"))
 
     def list_databases(self, options=None, session=None):
@@ -123,7 +169,7 @@ class Client(_Handle):
         `details` hold writeErrors (by index), writeConcernErrors and
         partialResult."""
         pointers, lengths, count, _keep = _ffi.document_array(list(models), "write model")
-        o = encode(options, "options")
+        o = _options_bson(options)
         out = _ffi.MiBuffer()
         check(lib.mi_client_bulk_write(self._live(), _session_ptr(session, self), pointers,
                                        lengths, count, o, size(o), C.byref(out)))
@@ -132,7 +178,7 @@ class Client(_Handle):
 
 def _client_listing(client, function, options, session):
     out = _ffi.MiBuffer()
-    data = encode(options, "options")
+    data = _options_bson(options)
     check(function(client._live(), _session_ptr(session, client), data, size(data), C.byref(out)))
     return take_buffer(out)
 
@@ -196,13 +242,13 @@ def _database_methods():
 
     def drop(self, options=None, session=None):
         """Drops the database (options: writeConcern)."""
-        data = encode(options, "options")
+        data = _options_bson(options)
         check(lib.mi_drop_database(self.client._live(), _session_ptr(session, self.client),
                                    self._name, data, size(data)))
 
     def create_collection(self, name, options=None, session=None):
         """Creates collection `name` (options by their official names: capped, validator...)."""
-        data = encode(options, "options")
+        data = _options_bson(options)
         check(lib.mi_create_collection(self.client._live(), _session_ptr(session, self.client),
                                        self._name, name_bytes(name, "collection name"), data,
                                        size(data)))
@@ -210,7 +256,7 @@ def _database_methods():
 
     def list_collections(self, options=None, session=None):
         """A Cursor over the collections' specifications (options: filter, nameOnly...)."""
-        data = encode(options, "options")
+        data = _options_bson(options)
         cursor = Cursor(self.client)
         check(lib.mi_list_collections(self.client._live(), _session_ptr(session, self.client),
                                       self._name, data, size(data), C.byref(cursor._ptr)))
@@ -218,7 +264,7 @@ def _database_methods():
 
     def list_collection_names(self, options=None, session=None):
         """The collections' names."""
-        data = encode(options, "options")
+        data = _options_bson(options)
         out = _ffi.MiBuffer()
         check(lib.mi_list_collection_names(self.client._live(), _session_ptr(session, self.client),
                                            self._name, data, size(data), C.byref(out)))
@@ -227,7 +273,7 @@ def _database_methods():
     def aggregate(self, pipeline, options=None, session=None):
         """A Cursor over a database-level pipeline ($documents, $currentOp...)."""
         pointers, lengths, count, _keep = _ffi.document_array(list(pipeline), "pipeline stage")
-        data = encode(options, "options")
+        data = _options_bson(options)
         cursor = Cursor(self.client)
         check(lib.mi_database_aggregate(self.client._live(), _session_ptr(session, self.client),
                                         self._name, pointers, lengths, count, data, size(data),
@@ -265,22 +311,23 @@ class Collection:
 
     def insert_one(self, document, session=None):
         """Inserts one document; {"insertedId": ...}."""
-        data = encode(document)
+        data, o = encode(document), _options_bson()
         result = _ffi.MiBuffer()
-        check(lib.mi_insert_one(*self._args(session), data, len(data), None, 0, C.byref(result)))
+        check(lib.mi_insert_one(*self._args(session), data, len(data), o, size(o),
+                                C.byref(result)))
         return take_buffer(result)
 
     def insert_many(self, documents, session=None):
         """Inserts every document, in batches; {"insertedIds": {"0": id, ...}}."""
         pointers, lengths, count, _keep = _ffi.document_array(list(documents), "document")
-        result = _ffi.MiBuffer()
-        check(lib.mi_insert_many(*self._args(session), pointers, lengths, count, None, 0,
+        result, o = _ffi.MiBuffer(), _options_bson()
+        check(lib.mi_insert_many(*self._args(session), pointers, lengths, count, o, size(o),
                                  C.byref(result)))
         return take_buffer(result)
 
     def _update(self, function, filter, update, upsert, session):
         f, u = encode(filter, "filter"), encode(update, "update")
-        options = encode({"upsert": bool(upsert)} if upsert is not None else None, "options")
+        options = _options_bson({"upsert": bool(upsert)} if upsert is not None else None)
         result = _ffi.MiBuffer()
         check(function(*self._args(session), f, len(f), u, len(u), options, size(options),
                        C.byref(result)))
@@ -295,9 +342,9 @@ class Collection:
         return self._update(lib.mi_update_many, filter, update, upsert, session)
 
     def _delete(self, function, filter, session):
-        f = encode(filter, "filter")
+        f, o = encode(filter, "filter"), _options_bson()
         result = _ffi.MiBuffer()
-        check(function(*self._args(session), f, len(f), None, 0, C.byref(result)))
+        check(function(*self._args(session), f, len(f), o, size(o), C.byref(result)))
         return take_buffer(result)
 
     def delete_one(self, filter, session=None):
@@ -355,35 +402,35 @@ def _collection_methods():
 
     def replace_one(self, filter, replacement, options=None, session=None):
         """Replaces the first match; {"matchedCount", "modifiedCount", "upsertedId"?}."""
-        f, r, o = encode(filter, "filter"), encode(replacement), encode(options, "options")
+        f, r, o = encode(filter, "filter"), encode(replacement), _options_bson(options)
         return with_result(lib.mi_replace_one, self, session, f, len(f), r, len(r), o, size(o))
 
     def find_one_and_update(self, filter, update, options=None, session=None):
         """Updates the first match; it as it was (returnDocument: "after": as it is), or None."""
-        f, u, o = encode(filter, "filter"), encode(update, "update"), encode(options, "options")
+        f, u, o = encode(filter, "filter"), encode(update, "update"), _options_bson(options)
         return with_result(lib.mi_find_one_and_update, self, session, f, len(f), u, len(u), o,
                            size(o))
 
     def find_one_and_replace(self, filter, replacement, options=None, session=None):
         """Replaces the first match; returned as find_one_and_update does."""
-        f, r, o = encode(filter, "filter"), encode(replacement), encode(options, "options")
+        f, r, o = encode(filter, "filter"), encode(replacement), _options_bson(options)
         return with_result(lib.mi_find_one_and_replace, self, session, f, len(f), r, len(r), o,
                            size(o))
 
     def find_one_and_delete(self, filter, options=None, session=None):
         """Deletes the first match and returns it, or None."""
-        f, o = encode(filter, "filter"), encode(options, "options")
+        f, o = encode(filter, "filter"), _options_bson(options)
         return with_result(lib.mi_find_one_and_delete, self, session, f, len(f), o, size(o))
 
     def distinct(self, key, filter=None, options=None, session=None):
         """The distinct values of `key` among the matches."""
-        f, o = encode(filter if filter is not None else {}, "filter"), encode(options, "options")
+        f, o = encode(filter if filter is not None else {}, "filter"), _options_bson(options)
         return with_result(lib.mi_distinct, self, session, name_bytes(key, "key"), f, len(f), o,
                            size(o))["values"]
 
     def estimated_document_count(self, options=None, session=None):
         """The collection's count from its metadata."""
-        o = encode(options, "options")
+        o = _options_bson(options)
         count = C.c_uint64()
         check(lib.mi_estimated_document_count(*self._args(session), o, size(o), C.byref(count)))
         return count.value
@@ -391,13 +438,13 @@ def _collection_methods():
     def bulk_write(self, requests, options=None, session=None):
         """Runs write models ({"insertOne": {"document": ...}}, {"updateOne": {...}}, ...)."""
         pointers, lengths, count, _keep = _ffi.document_array(list(requests), "write model")
-        o = encode(options, "options")
+        o = _options_bson(options)
         return with_result(lib.mi_bulk_write, self, session, pointers, lengths, count, o, size(o))
 
     def create_indexes(self, indexes, options=None, session=None):
         """Creates indexes ({"key": {...}, "name"?...}); their names."""
         pointers, lengths, count, _keep = _ffi.document_array(list(indexes), "index model")
-        o = encode(options, "options")
+        o = _options_bson(options)
         return with_result(lib.mi_create_indexes, self, session, pointers, lengths, count, o,
                            size(o))["indexNames"]
 
@@ -408,28 +455,29 @@ def _collection_methods():
 
     def list_indexes(self, options=None, session=None):
         """A Cursor over the index specifications."""
-        o = encode(options, "options")
+        o = _options_bson(options)
         cursor = Cursor(self.database.client)
         check(lib.mi_list_indexes(*self._args(session), o, size(o), C.byref(cursor._ptr)))
         return cursor
 
     def index_names(self, session=None):
         """The index names."""
-        return with_result(lib.mi_list_index_names, self, session, None, 0)["names"]
+        o = _options_bson()
+        return with_result(lib.mi_list_index_names, self, session, o, size(o))["names"]
 
     def drop_index(self, name, options=None, session=None):
         """Drops the index called `name`."""
-        o = encode(options, "options")
+        o = _options_bson(options)
         check(lib.mi_drop_index(*self._args(session), name_bytes(name, "index name"), o, size(o)))
 
     def drop_indexes(self, options=None, session=None):
         """Drops every index but _id's."""
-        o = encode(options, "options")
+        o = _options_bson(options)
         check(lib.mi_drop_indexes(*self._args(session), o, size(o)))
 
     def drop(self, options=None, session=None):
         """Drops the collection (no error if it does not exist)."""
-        o = encode(options, "options")
+        o = _options_bson(options)
         check(lib.mi_drop_collection(*self._args(session), o, size(o)))
 
     return (replace_one, find_one_and_update, find_one_and_replace, find_one_and_delete,
@@ -437,13 +485,59 @@ def _collection_methods():
             list_indexes, index_names, drop_index, drop_indexes, drop)
 
 
+def _search_index_methods():
+    """Atlas Search index management, as PyMongo names it. A model is
+    {"definition": {...}, "name"?: str, "type"?: "search" | "vectorSearch"}.
+    A deployment without Atlas Search refuses each command: a CommandError
+    with the server's code (115, CommandNotSupported). The library takes no
+    timeoutMS for these: inside a `timeout` block they raise ArgumentError."""
+
+    def create_search_indexes(self, models, session=None):
+        """Creates search indexes; their names, in order."""
+        pointers, lengths, count, _keep = _ffi.document_array(list(models), "search index model")
+        o, out = _options_bson(), _ffi.MiBuffer()
+        check(lib.mi_create_search_indexes(*self._args(session), pointers, lengths, count, o,
+                                           size(o), C.byref(out)))
+        return take_buffer(out)["indexNames"]
+
+    def create_search_index(self, model, session=None):
+        """Creates one search index; its name."""
+        return self.create_search_indexes([model], session=session)[0]
+
+    def update_search_index(self, name, definition, session=None):
+        """Replaces the definition of the search index `name`."""
+        d, o = encode(definition, "definition"), _options_bson()
+        check(lib.mi_update_search_index(*self._args(session), name_bytes(name, "index name"), d,
+                                         len(d), o, size(o)))
+
+    def drop_search_index(self, name, session=None):
+        """Drops the search index `name` (no error if it does not exist)."""
+        o = _options_bson()
+        check(lib.mi_drop_search_index(*self._args(session), name_bytes(name, "index name"), o,
+                                       size(o)))
+
+    def list_search_indexes(self, name=None, options=None, session=None):
+        """A Cursor over the search indexes (only `name`'s when given);
+        options are the aggregation's (batchSize, comment...)."""
+        given = dict(options or {})
+        if name is not None:
+            given["name"] = name
+        o = _options_bson(given or None)
+        cursor = Cursor(self.database.client)
+        check(lib.mi_list_search_indexes(*self._args(session), o, size(o), C.byref(cursor._ptr)))
+        return cursor
+
+    return (create_search_indexes, create_search_index, update_search_index, drop_search_index,
+            list_search_indexes)
+
+
 def _options(**options):
     """The options given (not None) as BSON, or None for none."""
     given = {k: v for k, v in options.items() if v is not None}
-    return encode(given, "options") if given else None
+    return _options_bson(given or None)
 
 
-for _method in _collection_methods():
+for _method in _collection_methods() + _search_index_methods():
     setattr(Collection, _method.__name__, _method)
 
 
@@ -516,17 +610,21 @@ class ClientSession(_Handle):
 
     def start_transaction(self, read_concern=None, write_concern=None, max_commit_time_ms=None):
         """Starts a transaction; the session's next operation begins it."""
-        options = _options(readConcern=read_concern, writeConcern=write_concern,
-                           maxCommitTimeMS=max_commit_time_ms)
+        # It sends nothing, so a `timeout` block has nothing to bound here.
+        given = {"readConcern": read_concern, "writeConcern": write_concern,
+                 "maxCommitTimeMS": max_commit_time_ms}
+        options = encode({k: v for k, v in given.items() if v is not None} or None, "options")
         check(lib.mi_session_start_transaction(self._live(), options, size(options)))
 
     def commit_transaction(self):
         """Commits the transaction (InvalidOperation if none was started)."""
-        check(lib.mi_session_commit_transaction(self._live()))
+        options = _options_bson()
+        check(lib.mi_session_commit_transaction(self._live(), options, size(options)))
 
     def abort_transaction(self):
         """Aborts the transaction (InvalidOperation if none was started)."""
-        check(lib.mi_session_abort_transaction(self._live()))
+        options = _options_bson()
+        check(lib.mi_session_abort_transaction(self._live(), options, size(options)))
 
     def with_transaction(self, callback, read_concern=None, write_concern=None,
                          max_commit_time_ms=None):

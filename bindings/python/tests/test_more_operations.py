@@ -89,3 +89,20 @@ def test_client_bulk_write_across_collections(client, coll):
     assert caught.value.details["partialResult"]["insertedCount"] == 1
     with pytest.raises(ArgumentError, match="namespace"):
         client.bulk_write([{"insertOne": {"document": {}}}])
+
+
+def test_search_indexes_are_refused_by_a_server_without_atlas_search(coll):
+    # SecantusDB answers every search-index command as a MongoDB without
+    # Atlas Search does: ok 0, code 115 (CommandNotSupported).
+    coll.insert_one({"x": 1})
+    model = {"definition": {"mappings": {"dynamic": True}}, "name": "s1", "type": "search"}
+    for call in [lambda: coll.create_search_index(model),
+                 lambda: coll.create_search_indexes([model, {**model, "name": "s2"}]),
+                 lambda: coll.update_search_index("s1", {"mappings": {"dynamic": False}}),
+                 lambda: coll.drop_search_index("s1"),
+                 lambda: coll.list_search_indexes("s1", options={"batchSize": 1}).to_list()]:
+        with pytest.raises(CommandError) as refused:
+            call()
+        assert refused.value.code == 115, refused.value
+    with pytest.raises(ArgumentError, match='has no field "nmae"'):
+        coll.create_search_index({"definition": {}, "nmae": "s1"})
