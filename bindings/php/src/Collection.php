@@ -9,7 +9,10 @@ use FFI\CData;
 /**
  * A collection: CRUD and queries. Documents are PHP arrays (see Bson);
  * write results are the library's result documents, as arrays.
- * Every method takes ['session' => Session] among its options.
+ * Every method takes ['session' => Session] among its options, and every
+ * one but the search-index methods 'timeoutMS' (the operation's limit in
+ * milliseconds, its expiry a TimeoutException); those opening a cursor
+ * also 'timeoutMode' ('cursorLifetime' or 'iteration').
  */
 final class Collection
 {
@@ -30,23 +33,23 @@ final class Collection
     /** Inserts one document; ['insertedId' => ...]. */
     public function insertOne(array|object $document, array $options = []): array
     {
-        self::only($options, []);
+        $rest = self::only($options, []);
         $bson = Bson::encode($document);
         $ffi = Library::ffi();
         $result = $ffi->new('mi_buffer');
-        Library::check($ffi->mi_insert_one(...[...$this->target($options), $bson, strlen($bson), null, 0, \FFI::addr($result)]));
+        Library::check($ffi->mi_insert_one(...[...$this->target($options), $bson, strlen($bson), ...Library::options($rest), \FFI::addr($result)]));
         return Library::takeBuffer($result);
     }
 
     /** Inserts every document, in batches; ['insertedIds' => ['0' => id, ...]]. */
     public function insertMany(array $documents, array $options = []): array
     {
-        self::only($options, []);
+        $rest = self::only($options, []);
         $encoded = array_map(static fn ($d) => Bson::encode($d), array_values($documents));
         [$pointers, $lengths, $count, $keep] = Library::documentArray($encoded);
         $ffi = Library::ffi();
         $result = $ffi->new('mi_buffer');
-        Library::check($ffi->mi_insert_many(...[...$this->target($options), $pointers, $lengths, $count, null, 0, \FFI::addr($result)]));
+        Library::check($ffi->mi_insert_many(...[...$this->target($options), $pointers, $lengths, $count, ...Library::options($rest), \FFI::addr($result)]));
         unset($keep);
         return Library::takeBuffer($result);
     }
@@ -92,11 +95,11 @@ final class Collection
 
     private function delete(string $function, array|object $filter, array $options): array
     {
-        self::only($options, []);
+        $rest = self::only($options, []);
         $filter = Bson::encode($filter);
         $ffi = Library::ffi();
         $result = $ffi->new('mi_buffer');
-        Library::check($ffi->$function(...[...$this->target($options), $filter, strlen($filter), null, 0, \FFI::addr($result)]));
+        Library::check($ffi->$function(...[...$this->target($options), $filter, strlen($filter), ...Library::options($rest), \FFI::addr($result)]));
         return Library::takeBuffer($result);
     }
 
@@ -117,7 +120,7 @@ final class Collection
     /** A Cursor over the matches; options sort, projection, limit, skip, batchSize. */
     public function find(array|object $filter = [], array $options = []): Cursor
     {
-        $rest = self::only($options, ['sort', 'projection', 'limit', 'skip', 'batchSize']);
+        $rest = self::only($options, ['sort', 'projection', 'limit', 'skip', 'batchSize', 'timeoutMode']);
         $filter = Bson::encode($filter);
         $extra = $rest === [] ? null : Bson::encode($rest);
         $ffi = Library::ffi();
@@ -141,7 +144,7 @@ final class Collection
     /** A Cursor over the pipeline's results; options batchSize, allowDiskUse. */
     public function aggregate(array $pipeline, array $options = []): Cursor
     {
-        $rest = self::only($options, ['batchSize', 'allowDiskUse']);
+        $rest = self::only($options, ['batchSize', 'allowDiskUse', 'timeoutMode']);
         $encoded = array_map(static fn ($stage) => Bson::encode($stage), array_values($pipeline));
         [$pointers, $lengths, $count, $keep] = Library::documentArray($encoded);
         $extra = $rest === [] ? null : Bson::encode($rest);
@@ -246,6 +249,53 @@ final class Collection
         Library::check(Library::ffi()->mi_drop_collection(...[...$this->target($options), ...Library::options($options)]));
     }
 
+    /**
+     * Creates an Atlas Search index from $definition; its name. Options
+     * name, type ('search' or 'vectorSearch'). A deployment without Atlas
+     * Search refuses it: a CommandException with the server's code (115).
+     */
+    public function createSearchIndex(array|object $definition, array $options = []): string
+    {
+        $model = ['definition' => $definition];
+        foreach (['name', 'type'] as $field) {
+            if (isset($options[$field])) {
+                $model[$field] = $options[$field];
+            }
+            unset($options[$field]);
+        }
+        return $this->createSearchIndexes([$model], $options)[0];
+    }
+
+    /** Creates search indexes from models ['definition' => ..., 'name'?, 'type'?]; their names. */
+    public function createSearchIndexes(array $models, array $options = []): array
+    {
+        [$pointers, $lengths, $count, $keep] = Library::documentArray(array_map(static fn ($m) => Bson::encode($m), array_values($models)));
+        return $this->withResult('mi_create_search_indexes', $options, $pointers, $lengths, $count)['indexNames'];
+    }
+
+    /** Replaces the definition of the search index called $name. */
+    public function updateSearchIndex(string $name, array|object $definition, array $options = []): void
+    {
+        Library::check(Library::ffi()->mi_update_search_index(...[
+            ...$this->target($options), Library::name($name, 'the index name'), ...self::bson($definition), ...Library::options($options),
+        ]));
+    }
+
+    /** Drops the search index called $name. */
+    public function dropSearchIndex(string $name, array $options = []): void
+    {
+        Library::check(Library::ffi()->mi_drop_search_index(...[...$this->target($options), Library::name($name, 'the index name'), ...Library::options($options)]));
+    }
+
+    /** A Cursor over the search indexes; options name (only that one), batchSize, comment... */
+    public function listSearchIndexes(array $options = []): Cursor
+    {
+        $ffi = Library::ffi();
+        $out = $ffi->new('mi_cursor *');
+        Library::check($ffi->mi_list_search_indexes(...[...$this->target($options), ...Library::options($options), \FFI::addr($out)]));
+        return new Cursor($out);
+    }
+
     /** @return list<string|int> each document as BSON and its length */
     private static function bson(array|object ...$documents): array
     {
@@ -267,12 +317,14 @@ final class Collection
     }
 
     /**
-     * The options besides 'session', checked against $known: an unknown one
-     * is an InvalidArgumentException, never silently dropped.
+     * The options besides 'session', checked against $known and timeoutMS
+     * (every such operation has it): an unknown one is an
+     * InvalidArgumentException, never silently dropped.
      */
     private static function only(array $options, array $known): array
     {
         unset($options['session']);
+        $known[] = 'timeoutMS';
         foreach (array_keys($options) as $name) {
             if (!in_array($name, $known, true)) {
                 throw new InvalidArgumentException("unknown option '$name'" . ($known === [] ? '' : '; known: ' . implode(', ', $known)));

@@ -39,8 +39,8 @@ mi_error *mi_session_start(mi_client *client, const char *options, size_t option
 void mi_session_free(mi_session *session);
 mi_error *mi_session_id(mi_session *session, mi_buffer *out);
 mi_error *mi_session_start_transaction(mi_session *session, const char *options, size_t options_len);
-mi_error *mi_session_commit_transaction(mi_session *session);
-mi_error *mi_session_abort_transaction(mi_session *session);
+mi_error *mi_session_commit_transaction(mi_session *session, const char *options, size_t options_len);
+mi_error *mi_session_abort_transaction(mi_session *session, const char *options, size_t options_len);
 typedef mi_error *(*mi_transaction_callback)(void *user_data, mi_session *session);
 mi_error *mi_session_with_transaction(mi_session *session, mi_transaction_callback callback, void *user_data, const char *options, size_t options_len);
 mi_error *mi_error_new(int32_t domain, int32_t code, const char *message);
@@ -66,6 +66,10 @@ mi_error *mi_list_index_names(mi_client *client, mi_session *session, const char
 mi_error *mi_drop_index(mi_client *client, mi_session *session, const char *db, const char *coll, const char *name, const char *options, size_t options_len);
 mi_error *mi_drop_indexes(mi_client *client, mi_session *session, const char *db, const char *coll, const char *options, size_t options_len);
 mi_error *mi_drop_collection(mi_client *client, mi_session *session, const char *db, const char *coll, const char *options, size_t options_len);
+mi_error *mi_create_search_indexes(mi_client *client, mi_session *session, const char *db, const char *coll, const char *const *models, const size_t *lengths, size_t count, const char *options, size_t options_len, mi_buffer *result);
+mi_error *mi_update_search_index(mi_client *client, mi_session *session, const char *db, const char *coll, const char *name, const char *definition, size_t definition_len, const char *options, size_t options_len);
+mi_error *mi_drop_search_index(mi_client *client, mi_session *session, const char *db, const char *coll, const char *name, const char *options, size_t options_len);
+mi_error *mi_list_search_indexes(mi_client *client, mi_session *session, const char *db, const char *coll, const char *options, size_t options_len, mi_cursor **out);
 mi_error *mi_create_collection(mi_client *client, mi_session *session, const char *db, const char *name, const char *options, size_t options_len);
 mi_error *mi_drop_database(mi_client *client, mi_session *session, const char *db, const char *options, size_t options_len);
 mi_error *mi_list_collections(mi_client *client, mi_session *session, const char *db, const char *options, size_t options_len, mi_cursor **out);

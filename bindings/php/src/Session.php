@@ -9,12 +9,17 @@ use FFI\CData;
 /** An explicit session: causal consistency and transactions. */
 final class Session extends Handle
 {
-    /** @param array{causalConsistency?: bool, snapshot?: bool} $options */
+    /**
+     * defaultTimeoutMS bounds the session's commits and aborts that set no
+     * timeoutMS of their own.
+     *
+     * @param array{causalConsistency?: bool, snapshot?: bool, defaultTimeoutMS?: int} $options
+     */
     public function __construct(public readonly Client $client, array $options = [])
     {
         parent::__construct();
         foreach (array_keys($options) as $name) {
-            if (!in_array($name, ['causalConsistency', 'snapshot'], true)) {
+            if (!in_array($name, ['causalConsistency', 'snapshot', 'defaultTimeoutMS'], true)) {
                 throw new InvalidArgumentException("unknown session option '$name'");
             }
         }
@@ -72,16 +77,27 @@ final class Session extends Handle
         Library::check(Library::ffi()->mi_session_start_transaction($this->live(), $bson, $bson === null ? 0 : strlen($bson)));
     }
 
-    /** Commits the transaction (LogicException if none was started). */
-    public function commitTransaction(): void
+    /** Commits the transaction (LogicException if none was started); option timeoutMS. */
+    public function commitTransaction(array $options = []): void
     {
-        Library::check(Library::ffi()->mi_session_commit_transaction($this->live()));
+        Library::check(Library::ffi()->mi_session_commit_transaction($this->live(), ...self::timeoutOnly($options)));
     }
 
-    /** Aborts the transaction (LogicException if none was started). */
-    public function abortTransaction(): void
+    /** Aborts the transaction (LogicException if none was started); option timeoutMS. */
+    public function abortTransaction(array $options = []): void
     {
-        Library::check(Library::ffi()->mi_session_abort_transaction($this->live()));
+        Library::check(Library::ffi()->mi_session_abort_transaction($this->live(), ...self::timeoutOnly($options)));
+    }
+
+    /** @return array{?string, int} the options {timeoutMS} as BSON and its length */
+    private static function timeoutOnly(array $options): array
+    {
+        foreach (array_keys($options) as $name) {
+            if ($name !== 'timeoutMS') {
+                throw new InvalidArgumentException("unknown option '$name'; known: timeoutMS");
+            }
+        }
+        return Library::options($options);
     }
 
     /**
@@ -90,7 +106,8 @@ final class Session extends Handle
      * TransientTransactionError label, the commit on
      * UnknownTransactionCommitResult, for up to 120 s). A Throwable from
      * $callback aborts the transaction and is thrown again here. Returns
-     * what the last call of $callback returned. Options as startTransaction.
+     * what the last call of $callback returned. Options as startTransaction,
+     * and timeoutMS: the whole call's limit (every attempt and commit).
      */
     public function withTransaction(callable $callback, array $options = []): mixed
     {
@@ -153,7 +170,9 @@ final class Session extends Handle
     private function transactionOptions(array $options): ?string
     {
         foreach (array_keys($options) as $name) {
-            if (!in_array($name, ['readConcern', 'writeConcern', 'maxCommitTimeMS'], true)) {
+            // timeoutMS: withTransaction's; startTransaction sends nothing
+            // to time, and the library refuses it there.
+            if (!in_array($name, ['readConcern', 'writeConcern', 'maxCommitTimeMS', 'timeoutMS'], true)) {
                 throw new InvalidArgumentException("unknown transaction option '$name'");
             }
         }

@@ -107,4 +107,30 @@ final class MoreOperationsTest extends TestCase
         $this->expectException(CommandException::class);
         $this->coll->dropIndex('nope_1');
     }
+
+    public function testSearchIndexesAreRefusedByAServerWithoutAtlasSearch(): void
+    {
+        // SecantusDB answers every search-index command as a MongoDB without
+        // Atlas Search does: ok 0, code 115 (CommandNotSupported).
+        $this->coll->insertOne(['x' => 1]);
+        $definition = ['mappings' => ['dynamic' => true]];
+        $calls = [
+            fn () => $this->coll->createSearchIndex($definition, ['name' => 's1', 'type' => 'search']),
+            fn () => $this->coll->createSearchIndexes([['definition' => $definition, 'name' => 's1'], ['definition' => $definition, 'name' => 's2']]),
+            fn () => $this->coll->updateSearchIndex('s1', ['mappings' => ['dynamic' => false]]),
+            fn () => $this->coll->dropSearchIndex('s1'),
+            fn () => iterator_to_array($this->coll->listSearchIndexes(['name' => 's1', 'batchSize' => 1])),
+        ];
+        foreach ($calls as $i => $call) {
+            try {
+                $call();
+                $this->fail("call $i: expected a CommandException");
+            } catch (CommandException $e) {
+                $this->assertSame(115, $e->getCode(), "call $i: " . $e->getMessage());
+            }
+        }
+        $this->expectException(InvalidArgumentException::class);
+        $this->expectExceptionMessage('unknown drop_search_index option "timeoutMS"');
+        $this->coll->dropSearchIndex('s1', ['timeoutMS' => 100]);
+    }
 }
