@@ -747,6 +747,27 @@ impl Database {
         crate::api::action::RunCursorCommand::new(self, command)
     }
 
+    /// [`run_command`](Self::run_command) with the command as raw BSON
+    /// bytes (as the official driver's): checked as a reply is (lengths,
+    /// nesting), so invalid bytes make `run` fail naming the problem.
+    ///
+    /// ```
+    /// # use mongo_inline::bson::{doc, rawdoc};
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// # let Ok(uri) = std::env::var("MONGODB_URI") else { return Ok(()) };
+    /// # let client = mongo_inline::Client::with_uri_str(&uri)?;
+    /// let reply = client.database("admin").run_raw_command(rawdoc! { "ping": 1 }).run()?;
+    /// assert!(reply.contains_key("ok"));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn run_raw_command(
+        &self,
+        command: bson::RawDocumentBuf,
+    ) -> crate::api::action::RunCommand<'_> {
+        crate::api::action::RunCommand::raw(self, &command)
+    }
+
     /// A change stream of the changes to every collection of this database
     /// (see [`crate::change_stream`]).
     pub fn watch(&self) -> crate::api::action::Watch<'_> {

@@ -48,6 +48,8 @@ const MAPPED: &[(&str, &str, &str)] = &[
         "mi_list_collection_names",
     ),
     ("Database", "run_command", "mi_client_run_command"),
+    // C passes every command as BSON bytes already.
+    ("Database", "run_raw_command", "mi_client_run_command"),
     ("Database", "aggregate", "mi_database_aggregate"),
     ("Database", "run_cursor_command", "mi_run_cursor_command"),
     ("Database", "gridfs_bucket", "mi_gridfs_bucket_new"),

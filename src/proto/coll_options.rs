@@ -667,6 +667,15 @@ options_struct! {
 }
 
 options_struct! {
+    /// Options of `run_command` / `run_raw_command`.
+    pub struct RunCommandOptions {
+        /// Where to run the command: the primary unless set (the client's
+        /// default read preference does not apply to `runCommand`).
+        selection_criteria: SelectionCriteria,
+    }
+}
+
+options_struct! {
     /// Options of `list_collections` / `list_collection_names`.
     pub struct ListCollectionsOptions {
         /// Documents per batch (`cursor.batchSize`).

@@ -79,6 +79,7 @@ programs! {
     warm_pool,
     command_events,
     sdam_events,
+    run_commands,
 }
 
 /// Every file in `programs/` is in the suite: a program added there (and so

@@ -14,7 +14,7 @@ use crate::api::cursor::{Cursor, SessionCursor};
 use crate::error::{Error, Result};
 use crate::proto::coll_options::{
     CreateCollectionOptions, CursorType, DropDatabaseOptions, ListCollectionsOptions,
-    ListDatabasesOptions, RunCursorCommandOptions,
+    ListDatabasesOptions, RunCommandOptions, RunCursorCommandOptions,
 };
 use crate::proto::coll_options::{ValidationAction, ValidationLevel};
 use crate::proto::collation::Collation;
@@ -66,19 +66,40 @@ fn execute<Op: Operation>(
 #[must_use = "nothing is sent until `run`"]
 pub struct RunCommand<'a> {
     db: Cow<'a, Database>,
-    command: Document,
-    selection_criteria: Option<SelectionCriteria>,
+    /// A raw command that is not valid BSON fails at `run`, as the official
+    /// driver's does.
+    command: Result<Document>,
+    options: RunCommandOptions,
     session: Option<&'a mut ClientSession>,
 }
 
 impl<'a> RunCommand<'a> {
     pub(crate) fn new(db: &'a Database, command: Document) -> Self {
+        Self::of(db, Ok(command))
+    }
+
+    /// `run_raw_command`: the bytes are read with the reply reader's checks
+    /// (every length, the nesting limit), so a malformed or hostile buffer
+    /// is an error naming the command, never a panic.
+    pub(crate) fn raw(db: &'a Database, command: &bson::RawDocumentBuf) -> Self {
+        let command = crate::proto::raw_walk::to_document(command.as_bytes())
+            .map_err(|problem| Error::invalid_argument(format!("the raw command: {problem}")));
+        Self::of(db, command)
+    }
+
+    fn of(db: &'a Database, command: Result<Document>) -> Self {
         RunCommand {
             db: Cow::Borrowed(db),
             command,
-            selection_criteria: None,
+            options: RunCommandOptions::default(),
             session: None,
         }
+    }
+
+    /// Sets every option at once, replacing any set on this builder before.
+    pub fn with_options(mut self, options: impl Into<Option<RunCommandOptions>>) -> Self {
+        self.options = options.into().unwrap_or_default();
+        self
     }
 
     /// Where to run it: the primary unless set (the client's default read
@@ -86,7 +107,7 @@ impl<'a> RunCommand<'a> {
     /// spec says). The read preference is passed to the server as the spec
     /// says for the topology type.
     pub fn selection_criteria(mut self, criteria: impl Into<SelectionCriteria>) -> Self {
-        self.selection_criteria = Some(criteria.into());
+        self.options.selection_criteria = Some(criteria.into());
         self
     }
 
@@ -98,8 +119,8 @@ impl<'a> RunCommand<'a> {
         check_database_name(self.db.name())?;
         let mut op = operation::RunCommand::new(
             self.db.name(),
-            self.command,
-            self.selection_criteria.map(Into::into),
+            self.command?,
+            self.options.selection_criteria.map(Into::into),
         )?;
         let inherited = self.db.defaults().timeout_only();
         execute(self.db.client(), &mut op, inherited, self.session)
