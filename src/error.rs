@@ -34,6 +34,8 @@ pub const SYSTEM_OVERLOADED_ERROR: &str = "SystemOverloadedError";
 pub const RETRYABLE_ERROR: &str = "RetryableError";
 /// The label of errors after which no write was performed.
 pub const NO_WRITES_PERFORMED: &str = "NoWritesPerformed";
+/// The label of server errors after which a change stream resumes.
+pub const RESUMABLE_CHANGE_STREAM_ERROR: &str = "ResumableChangeStreamError";
 
 /// `Result` with this crate's [`Error`].
 pub type Result<T> = std::result::Result<T, Error>;

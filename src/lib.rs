@@ -128,7 +128,9 @@ pub use api::coll::Collection;
 pub use api::cursor::{Cursor, SessionCursor, SessionCursorIter};
 pub use bson;
 pub use error::{Error, ErrorKind, Result};
-pub use options::{ClientOptions, IndexModel, ReadPreference, ServerAddress};
+pub use options::{
+    ClientOptions, IndexModel, ReadPreference, SearchIndexModel, SearchIndexType, ServerAddress,
+};
 pub use proto::sdam::{ServerInfo, ServerType, TopologyType};
 
 /// A collection's full name, as [`Collection::namespace`] gives it.
@@ -147,6 +149,21 @@ impl Namespace {
         Namespace {
             db: db.into(),
             coll: coll.into(),
+        }
+    }
+}
+
+impl std::str::FromStr for Namespace {
+    type Err = Error;
+
+    /// `db.coll`, split at the first dot (a collection's name may contain
+    /// more); either part missing is an error.
+    fn from_str(text: &str) -> Result<Self> {
+        match text.split_once('.') {
+            Some((db, coll)) if !db.is_empty() && !coll.is_empty() => Ok(Namespace::new(db, coll)),
+            _ => Err(Error::invalid_argument(format!(
+                "the namespace {text:?} is not `db.collection`"
+            ))),
         }
     }
 }

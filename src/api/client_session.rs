@@ -76,9 +76,10 @@ impl ClientSession {
         self.state.snapshot_time()
     }
 
-    /// The client this session belongs to.
-    pub fn client(&self) -> &Client {
-        &self.client
+    /// The client this session belongs to (a handle to the same client, as
+    /// the official driver returns).
+    pub fn client(&self) -> Client {
+        self.client.clone()
     }
 
     /// Where this session's transaction stands (none, starting, in progress,

@@ -148,3 +148,49 @@ pub enum CollationMaxVariable {
     /// Whitespace only.
     Space,
 }
+
+impl std::fmt::Display for CollationStrength {
+    /// The strength's number, as the official driver prints it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(&u32::from(*self), f)
+    }
+}
+
+/// `as_str`, `Display` and `FromStr` over the server's names of a
+/// collation enum's values, as the official driver's.
+macro_rules! collation_names {
+    ($name:ident { $($variant:ident => $text:literal),* $(,)? }) => {
+        impl $name {
+            /// The server's name of this value.
+            pub fn as_str(&self) -> &'static str {
+                match self {
+                    $($name::$variant => $text,)*
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = crate::error::Error;
+
+            fn from_str(s: &str) -> crate::error::Result<Self> {
+                match s {
+                    $($text => Ok($name::$variant),)*
+                    _ => Err(crate::error::Error::invalid_argument(format!(
+                        concat!("invalid ", stringify!($name), ": {}"),
+                        s
+                    ))),
+                }
+            }
+        }
+    };
+}
+
+collation_names!(CollationCaseFirst { Upper => "upper", Lower => "lower", Off => "off" });
+collation_names!(CollationAlternate { NonIgnorable => "non-ignorable", Shifted => "shifted" });
+collation_names!(CollationMaxVariable { Punct => "punct", Space => "space" });

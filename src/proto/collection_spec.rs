@@ -37,9 +37,10 @@ pub struct CollectionSpecification {
     /// Read-only flag and UUID.
     #[serde(default)]
     pub info: CollectionSpecificationInfo,
-    /// The `_id` index, when the collection has one.
-    #[serde(default, deserialize_with = "listed_index")]
-    pub id_index: Option<crate::proto::coll_options::IndexModel>,
+    /// The `_id` index as the server lists it, when the collection has one
+    /// (a document, as in the official driver).
+    #[serde(default)]
+    pub id_index: Option<Document>,
 }
 
 fn listed_options<'de, D: serde::Deserializer<'de>>(
@@ -47,13 +48,6 @@ fn listed_options<'de, D: serde::Deserializer<'de>>(
 ) -> Result<crate::proto::coll_options::CreateCollectionOptions, D::Error> {
     let listed = <Document as serde::Deserialize>::deserialize(deserializer)?;
     Ok(crate::proto::coll_options::CreateCollectionOptions::from_listed(&listed))
-}
-
-fn listed_index<'de, D: serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<crate::proto::coll_options::IndexModel>, D::Error> {
-    let listed = <Option<Document> as serde::Deserialize>::deserialize(deserializer)?;
-    Ok(listed.map(crate::proto::coll_options::IndexModel::from_listed))
 }
 
 /// The `info` part of a [`CollectionSpecification`].

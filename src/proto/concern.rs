@@ -31,7 +31,22 @@ pub struct WriteConcern {
     pub journal: Option<bool>,
 }
 
+impl From<Acknowledgment> for WriteConcern {
+    fn from(w: Acknowledgment) -> Self {
+        WriteConcern {
+            w: Some(w),
+            ..Default::default()
+        }
+    }
+}
+
 impl WriteConcern {
+    /// A write concern with a custom acknowledgment (`w: <tag set name>`,
+    /// or `"majority"`, or a number of nodes written as text).
+    pub fn custom(w: impl AsRef<str>) -> Self {
+        Acknowledgment::from(w.as_ref()).into()
+    }
+
     /// `w: "majority"`.
     pub fn majority() -> Self {
         WriteConcern {

@@ -540,6 +540,13 @@ impl<'a> StartSession<'a> {
         self
     }
 
+    /// The snapshot a snapshot session reads from (`atClusterTime`);
+    /// without `snapshot(true)` it is an error when the session starts.
+    pub fn snapshot_time(mut self, value: bson::Timestamp) -> Self {
+        self.options.snapshot_time = Some(value);
+        self
+    }
+
     /// Options for transactions started without their own.
     pub fn default_transaction_options(mut self, value: TransactionOptions) -> Self {
         self.options.default_transaction_options = Some(value);

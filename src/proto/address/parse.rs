@@ -3,11 +3,18 @@
 use super::{ServerAddress, DEFAULT_PORT};
 use crate::error::{Error, Result};
 
+impl From<std::net::SocketAddr> for ServerAddress {
+    fn from(address: std::net::SocketAddr) -> Self {
+        ServerAddress::tcp(address.ip().to_string(), address.port())
+    }
+}
+
 impl ServerAddress {
     /// Parses `host`, `host:port`, `[v6]`, `[v6]:port` or a path ending in
     /// `.sock`, as servers report members in hello replies and as seed lists
     /// name them once percent-decoding is done.
-    pub fn parse(text: &str) -> Result<Self> {
+    pub fn parse(text: impl AsRef<str>) -> Result<Self> {
+        let text = text.as_ref();
         if text.is_empty() {
             return Err(Error::invalid_argument("empty server address"));
         }

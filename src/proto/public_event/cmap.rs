@@ -186,6 +186,33 @@ pub enum CmapEvent {
     ConnectionCheckedIn(ConnectionCheckedInEvent),
 }
 
+/// `From<XEvent> for CmapEvent`, as the official driver has for each event.
+macro_rules! cmap_event_from {
+    ($($variant:ident($event:ident)),* $(,)?) => {
+        $(
+            impl From<$event> for CmapEvent {
+                fn from(event: $event) -> Self {
+                    CmapEvent::$variant(event)
+                }
+            }
+        )*
+    };
+}
+
+cmap_event_from!(
+    PoolCreated(PoolCreatedEvent),
+    PoolReady(PoolReadyEvent),
+    PoolCleared(PoolClearedEvent),
+    PoolClosed(PoolClosedEvent),
+    ConnectionCreated(ConnectionCreatedEvent),
+    ConnectionReady(ConnectionReadyEvent),
+    ConnectionClosed(ConnectionClosedEvent),
+    ConnectionCheckoutStarted(ConnectionCheckoutStartedEvent),
+    ConnectionCheckoutFailed(ConnectionCheckoutFailedEvent),
+    ConnectionCheckedOut(ConnectionCheckedOutEvent),
+    ConnectionCheckedIn(ConnectionCheckedInEvent),
+);
+
 /// The official driver's older handler form (never called here; see the
 /// module's doc).
 #[deprecated = "use the EventHandler API"]

@@ -44,6 +44,14 @@ pub enum ServerType {
     LoadBalancer,
 }
 
+impl std::fmt::Display for ServerType {
+    /// The spec's name ([`as_str`](Self::as_str)), as the official driver
+    /// prints it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl ServerType {
     /// The spec's name for the type (`RSPrimary`, `Mongos`, ...), as the
     /// spec tests and log messages write it.
@@ -93,6 +101,13 @@ pub enum TopologyType {
     Sharded,
     /// A load balancer in front of the deployment.
     LoadBalanced,
+}
+
+impl std::fmt::Display for TopologyType {
+    /// The variant's name, as the official driver prints it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl TopologyType {
