@@ -80,6 +80,10 @@ programs! {
     command_events,
     sdam_events,
     run_commands,
+    surface_handles,
+    surface_actions,
+    surface_options,
+    surface_types,
 }
 
 /// Every file in `programs/` is in the suite: a program added there (and so
