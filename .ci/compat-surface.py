@@ -57,6 +57,7 @@ ASYNC_ONLY_PATHS = {
     "mongodb::change_stream::ChangeStream",
     "mongodb::change_stream::session::SessionChangeStream",
     "mongodb::change_stream::SessionChangeStream",
+    "mongodb::change_stream::session",
     "mongodb::gridfs::GridFsBucket",
     "mongodb::gridfs::GridFsUploadStream",
     "mongodb::gridfs::GridFsDownloadStream",

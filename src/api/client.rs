@@ -768,6 +768,15 @@ impl Database {
         crate::api::action::RunCommand::raw(self, &command)
     }
 
+    /// [`run_cursor_command`](Self::run_cursor_command) with the command as
+    /// raw BSON bytes, checked as [`run_raw_command`](Self::run_raw_command)'s.
+    pub fn run_raw_cursor_command(
+        &self,
+        command: bson::RawDocumentBuf,
+    ) -> crate::api::action::RunCursorCommand<'_> {
+        crate::api::action::RunCursorCommand::raw(self, &command)
+    }
+
     /// A change stream of the changes to every collection of this database
     /// (see [`crate::change_stream`]).
     pub fn watch(&self) -> crate::api::action::Watch<'_> {

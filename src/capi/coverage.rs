@@ -52,6 +52,12 @@ const MAPPED: &[(&str, &str, &str)] = &[
     ("Database", "run_raw_command", "mi_client_run_command"),
     ("Database", "aggregate", "mi_database_aggregate"),
     ("Database", "run_cursor_command", "mi_run_cursor_command"),
+    // C passes every command as BSON bytes already.
+    (
+        "Database",
+        "run_raw_cursor_command",
+        "mi_run_cursor_command",
+    ),
     ("Database", "gridfs_bucket", "mi_gridfs_bucket_new"),
     ("Collection", "insert_one", "mi_insert_one"),
     ("Collection", "insert_many", "mi_insert_many"),

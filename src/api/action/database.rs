@@ -133,7 +133,8 @@ impl<'a> RunCommand<'a> {
 #[must_use = "nothing is sent until `run`"]
 pub struct RunCursorCommand<'a, S = ImplicitSession> {
     db: &'a Database,
-    command: Document,
+    /// A raw command that is not valid BSON fails at `run`.
+    command: Result<Document>,
     options: RunCursorCommandOptions,
     session: S,
 }
@@ -142,10 +143,19 @@ impl<'a> RunCursorCommand<'a> {
     pub(crate) fn new(db: &'a Database, command: Document) -> Self {
         RunCursorCommand {
             db,
-            command,
+            command: Ok(command),
             options: RunCursorCommandOptions::default(),
             session: ImplicitSession,
         }
+    }
+
+    /// `run_raw_cursor_command`: the bytes read with the reply reader's
+    /// checks, as [`RunCommand`]'s raw form.
+    pub(crate) fn raw(db: &'a Database, command: &bson::RawDocumentBuf) -> Self {
+        let mut action = Self::new(db, Document::new());
+        action.command = crate::proto::raw_walk::to_document(command.as_bytes())
+            .map_err(|problem| Error::invalid_argument(format!("the raw command: {problem}")));
+        action
     }
 
     /// Runs the command in `session`; every `getMore` uses it too.
@@ -184,7 +194,11 @@ impl<S> RunCursorCommand<'_, S> {
 
     fn operation(&self) -> Result<operation::RunCursorCommand> {
         check_database_name(self.db.name())?;
-        operation::RunCursorCommand::new(self.db.name(), self.command.clone(), self.options.clone())
+        operation::RunCursorCommand::new(
+            self.db.name(),
+            self.command.clone()?,
+            self.options.clone(),
+        )
     }
 }
 

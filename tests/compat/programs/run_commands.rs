@@ -1,4 +1,5 @@
-//! `Database::run_command` and `run_raw_command` as the official action:
+//! `Database::run_command`, `run_raw_command` and `run_raw_cursor_command`
+//! as the official actions:
 //! `.selection_criteria(..)`, `.with_options(RunCommandOptions)`,
 //! `.session(..)` (a command inside a transaction sees its writes), a
 //! failed command as `ErrorKind::Command`.
@@ -29,6 +30,17 @@ pub fn run(uri: &str) -> Result<()> {
     let raw: RawDocumentBuf = rawdoc! { "count": "c" };
     let count = db.run_raw_command(raw).with_options(options).run()?;
     assert_eq!(count.get_i32("n").ok().map(i64::from).or(count.get_i64("n").ok()), Some(2));
+
+    // A cursor command as raw BSON: a cursor over every document.
+    let cursor = db.run_raw_cursor_command(rawdoc! { "find": "c", "batchSize": 1 }).run()?;
+    assert_eq!(cursor.collect::<Result<Vec<Document>>>()?.len(), 2);
+
+    // Bytes that frame a document but hold an unknown element type (0x7e):
+    // an error, never a panic.
+    let bytes = vec![12, 0, 0, 0, 0x7e, b'a', 0, 1, 0, 0, 0, 0];
+    if let Ok(bad) = RawDocumentBuf::from_bytes(bytes) {
+        assert!(db.run_raw_command(bad).run().is_err());
+    }
 
     // In a transaction: the command sees the transaction's own insert.
     let mut session = client.start_session().run()?;
