@@ -239,8 +239,11 @@ fn with_transactions_operations_and_commit_share_its_deadline() {
         matches!(error.kind(), ErrorKind::Timeout { .. }),
         "{error:?}"
     );
-    // The deadline, plus the abort's own round trip.
-    assert!(elapsed < Duration::from_millis(900), "{elapsed:?}");
+    // The timeout error shows the deadline is shared (with one deadline per
+    // operation, all four inserts and the commit fit). The bound only
+    // catches a wait far past it: the deadline, the abort's own round
+    // trip, and room for a loaded two-core machine.
+    assert!(elapsed < Duration::from_millis(2000), "{elapsed:?}");
     assert_eq!(
         coll.count_documents(doc! {}).run().unwrap(),
         1,
