@@ -3,7 +3,8 @@
 //! counting global allocator records the peak of live heap bytes; the test
 //! reads 40 MB (batches of up to 16 MiB, the server's cap) through `run_command` and through `find`, prints
 //! the figures and bounds them by 2.5× the reply's size (1.75× through a
-//! cursor, which keeps the batch as bytes).
+//! cursor, which keeps the batch as bytes). A GridFS file streamed in and
+//! out holds a few chunks, however long it is.
 
 // Timing real servers and processes is this crate's job; the one-clock rule
 // (clippy.toml) is the library's.
@@ -126,5 +127,49 @@ fn reading_large_batches_peaks_under_two_and_a_half_times_the_reply() {
         find_peak <= cursor_bound,
         "find peaked at {} MB",
         mb(find_peak)
+    );
+
+    gridfs_streams_hold_a_few_chunks(&db);
+}
+
+/// A GridFS file streamed in and out holds a bounded number of chunks
+/// however long it is (the 1 GB round trip through the CLI is
+/// benches/gridfs_cli_rss.sh): writing, the chunk document and the message
+/// that sends it; reading, the chunk in hand and the reply it came in.
+fn gridfs_streams_hold_a_few_chunks(db: &mongo_inline::Database) {
+    use std::io::Read;
+    let bucket = db.gridfs_bucket(None);
+    let chunk = bucket.chunk_size_bytes() as usize;
+    let length = 12 * chunk as u64 + 1;
+    let (id, upload_peak) = peak_during(|| {
+        let mut upload = bucket.open_upload_stream("memory.bin").run().unwrap();
+        let copied = std::io::copy(&mut std::io::repeat(7).take(length), &mut upload).unwrap();
+        assert_eq!(copied, length);
+        upload.close().unwrap();
+        upload.id().clone()
+    });
+    let (read, download_peak) = peak_during(|| {
+        let mut download = bucket.open_download_stream(id).run().unwrap();
+        std::io::copy(&mut download, &mut std::io::sink()).unwrap()
+    });
+    assert_eq!(read, length);
+    let in_chunks = |bytes: usize| bytes as f64 / chunk as f64;
+    println!(
+        "GridFS, {length} bytes in chunks of {chunk}: upload peak {:.2} chunks, download peak {:.2} chunks",
+        in_chunks(upload_peak),
+        in_chunks(download_peak)
+    );
+    // A doubling chunk document and the buffer kept beside it made the
+    // upload 4.0 chunks; the chunk before the next one in hand made the
+    // download 3.0.
+    assert!(
+        upload_peak < chunk * 5 / 2,
+        "upload peaked at {:.2} chunks",
+        in_chunks(upload_peak)
+    );
+    assert!(
+        download_peak < chunk * 5 / 2,
+        "download peaked at {:.2} chunks",
+        in_chunks(download_peak)
     );
 }

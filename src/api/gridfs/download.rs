@@ -75,6 +75,9 @@ impl GridFsDownloadStream {
 
     /// Takes the next chunk in hand; `Ok(false)` at the file's end.
     fn next_chunk(&mut self) -> Result<bool> {
+        // The chunk in hand is read to its end: it goes before the next one
+        // comes, so that one chunk, not two, is held.
+        self.current = None;
         let Some(cursor) = self.chunks.as_mut() else {
             return Ok(false);
         };

@@ -150,21 +150,33 @@ impl GridFsUploadStream {
         })?;
         let files_id = RawBson::try_from(self.id.clone())
             .map_err(|e| Error::invalid_argument(format!("the file id cannot be stored: {e}")))?;
-        let mut chunk = RawDocumentBuf::new();
-        chunk.append("_id", crate::shell::ids::new_object_id());
-        chunk.append("files_id", files_id);
-        chunk.append("n", n);
+        // The buffer goes before the insert (the next write reserves it
+        // again), and the document is sized up front, as appending to it
+        // would double its capacity: the bytes are then held in the chunk
+        // document and the message that sends it, two chunks
+        // (tests/memory.rs), where they were four.
+        let data = std::mem::take(&mut self.buffer);
+        let mut head = RawDocumentBuf::new();
+        head.append("_id", crate::shell::ids::new_object_id());
+        head.append("files_id", files_id);
+        head.append("n", n);
+        let mut bytes = head.into_bytes();
+        // The `data` element: "data" and its NUL, the length, the subtype,
+        // the bytes, then the document's closing NUL.
+        bytes.reserve_exact(5 + 4 + 1 + data.len() + 1);
+        let mut chunk = RawDocumentBuf::from_bytes(bytes)
+            .map_err(|e| Error::invalid_argument(format!("the chunk document: {e}")))?;
         chunk.append_ref(
             "data",
             RawBinaryRef {
                 subtype: BinarySubtype::Generic,
-                bytes: &self.buffer,
+                bytes: &data,
             },
         );
+        drop(data);
         let chunks = self.bucket.chunks(Some(self.deadline));
         InsertOne::new(&chunks, Ok(chunk)).run()?;
         self.chunks_written += 1;
-        self.buffer.clear();
         Ok(())
     }
 
