@@ -22,7 +22,7 @@ pub enum SearchIndexType {
 
 /// One search index to create: its definition, and optionally its name
 /// (the server names it `default` otherwise) and type.
-#[derive(Clone, Debug, PartialEq, TypedBuilder)]
+#[derive(Clone, Debug, Default, PartialEq, TypedBuilder)]
 #[builder(field_defaults(default, setter(into, strip_option)))]
 #[non_exhaustive]
 pub struct SearchIndexModel {

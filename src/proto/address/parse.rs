@@ -3,6 +3,13 @@
 use super::{ServerAddress, DEFAULT_PORT};
 use crate::error::{Error, Result};
 
+impl Default for ServerAddress {
+    /// `localhost:27017`, as the official driver's default.
+    fn default() -> Self {
+        ServerAddress::tcp("localhost", DEFAULT_PORT)
+    }
+}
+
 impl From<std::net::SocketAddr> for ServerAddress {
     fn from(address: std::net::SocketAddr) -> Self {
         ServerAddress::tcp(address.ip().to_string(), address.port())
