@@ -118,6 +118,16 @@ pub fn set_clock_skew(options: &mut ClientOptions, skew: &ClockSkew) {
     options.clock_skew = Some(skew.clone());
 }
 
+/// Lowers minHeartbeatFrequencyMS (500 ms) for a client built from
+/// `options`, as unified-test-format.md lets a test runner do for tests
+/// that set fail points ("a reduced value for heartbeatFrequencyMS (and
+/// minHeartbeatFrequencyMS if possible) to speed up SDAM recovery time and
+/// server selection after a failure"). Users cannot set it: the specs
+/// forbid it.
+pub fn set_min_heartbeat_frequency(options: &mut ClientOptions, interval: std::time::Duration) {
+    options.min_heartbeat_frequency = Some(interval);
+}
+
 /// How many SCRAM key entries a state file's bytes hold, or why they are
 /// not a state file (the tests of concurrent writers and tampered files).
 pub fn state_file_entries(bytes: &[u8]) -> Result<usize, String> {

@@ -89,6 +89,9 @@ pub(crate) struct MonitorSettings {
     pub server_selection_timeout: Duration,
     /// serverSelectionTryOnce.
     pub try_once: bool,
+    /// minHeartbeatFrequencyMS: 500 ms, lowered only by a test runner
+    /// (unified-test-format.md allows it for tests with fail points).
+    pub min_heartbeat_frequency: Duration,
     /// The latency window and the application's selector.
     pub selection: SelectionSettings,
 }
@@ -630,7 +633,12 @@ impl Monitor {
             return Vec::new();
         }
         let candidates = candidates(&self.description, &self.records);
-        let order = scan::check_order(&candidates, scan.start, now, &mut self.rng);
+        let order = scan::check_order_within(
+            &candidates,
+            (scan.start, now),
+            self.settings.min_heartbeat_frequency,
+            &mut self.rng,
+        );
         let scan = self.scan.as_mut().expect("checked above");
         scan.order_key = Some(self.membership_changes);
         self.order_computations += 1;
@@ -722,7 +730,10 @@ impl Monitor {
                 scan::cooldown_ends(&candidates, now),
             )
         };
-        let mut target = self.last_scan_end.map(scan::earliest_rescan).unwrap_or(now);
+        let mut target = self
+            .last_scan_end
+            .map(|end| scan::earliest_rescan(end, self.settings.min_heartbeat_frequency))
+            .unwrap_or(now);
         let cooling_reason = cooling.then(|| cooling_reason(cooldown_end, now));
         if cooling {
             if try_once {

@@ -346,6 +346,10 @@ pub struct ClientOptions {
     /// ([`crate::unversioned::set_clock_skew`]).
     #[builder(setter(skip))]
     pub(crate) clock_skew: Option<crate::unversioned::ClockSkew>,
+    /// Tests only: a lowered minHeartbeatFrequencyMS
+    /// ([`crate::unversioned::set_min_heartbeat_frequency`]).
+    #[builder(setter(skip))]
+    pub(crate) min_heartbeat_frequency: Option<Duration>,
     /// The host of a `mongodb+srv` URI, before the SRV look-up.
     #[builder(setter(skip))]
     pub(crate) srv_host: Option<String>,
@@ -517,6 +521,13 @@ impl ClientOptions {
     pub fn server_selection_timeout(&self) -> Duration {
         self.server_selection_timeout
             .unwrap_or(DEFAULT_SERVER_SELECTION_TIMEOUT)
+    }
+
+    /// minHeartbeatFrequencyMS: 500 ms, which the specs do not let users
+    /// configure; only a test runner lowers it.
+    pub(crate) fn min_heartbeat_frequency(&self) -> Duration {
+        self.min_heartbeat_frequency
+            .unwrap_or(MIN_HEARTBEAT_FREQUENCY)
     }
 
     /// `serverSelectionTryOnce` (default true).
@@ -1196,6 +1207,7 @@ pub(crate) fn merge(uri: ClientOptions, code: ClientOptions) -> Result<ClientOpt
         proxy: merge_proxy(uri.proxy, code.proxy)?,
         cloud: code.cloud.or(uri.cloud),
         clock_skew: code.clock_skew.or(uri.clock_skew),
+        min_heartbeat_frequency: code.min_heartbeat_frequency.or(uri.min_heartbeat_frequency),
         // A URI cannot carry handlers.
         command_event_handler: code.command_event_handler,
         sdam_event_handler: code.sdam_event_handler,

@@ -27,7 +27,9 @@
 use std::time::{Duration, Instant};
 
 use crate::proto::address::ServerAddress;
-use crate::proto::options::{COOLDOWN, MIN_HEARTBEAT_FREQUENCY};
+use crate::proto::options::COOLDOWN;
+#[cfg(test)]
+use crate::proto::options::MIN_HEARTBEAT_FREQUENCY;
 use crate::proto::sdam::{ServerDescription, ServerType};
 
 /// What the scanner knows of one server between checks (besides its
@@ -85,8 +87,9 @@ impl<'a> ScanCandidate<'a> {
     }
 
     /// Whether this server is still to be checked in the scan that started
-    /// at `scan_start`, at time `now`.
-    fn due(&self, scan_start: Instant, now: Instant) -> bool {
+    /// at `scan_start`, at time `now`, no sooner than `min_heartbeat` after
+    /// its last check.
+    fn due(&self, scan_start: Instant, now: Instant, min_heartbeat: Duration) -> bool {
         let Some(checked) = self.last_checked() else {
             return true;
         };
@@ -94,7 +97,7 @@ impl<'a> ScanCandidate<'a> {
         // made the server Unknown (and so updated it) is not a check.
         let rechecked_too_soon = self
             .last_check_end
-            .is_some_and(|end| now.saturating_duration_since(end) < MIN_HEARTBEAT_FREQUENCY);
+            .is_some_and(|end| now.saturating_duration_since(end) < min_heartbeat);
         checked < scan_start && !self.cooling_down(scan_start) && !rechecked_too_soon
     }
 
@@ -125,15 +128,27 @@ pub fn priority_class(server_type: ServerType) -> u8 {
 /// A scanner that starts several checks before their results arrive starts
 /// them in this order; after results arrive it asks again, since new
 /// servers or a new primary change the order.
+#[cfg(test)]
 pub fn check_order(
     candidates: &[ScanCandidate<'_>],
     scan_start: Instant,
     now: Instant,
     rng: &mut fastrand::Rng,
 ) -> Vec<ServerAddress> {
+    check_order_within(candidates, (scan_start, now), MIN_HEARTBEAT_FREQUENCY, rng)
+}
+
+/// [`check_order`] with a server rechecked no sooner than `min_heartbeat`
+/// (minHeartbeatFrequencyMS, which only a test runner lowers).
+pub fn check_order_within(
+    candidates: &[ScanCandidate<'_>],
+    (scan_start, now): (Instant, Instant),
+    min_heartbeat: Duration,
+    rng: &mut fastrand::Rng,
+) -> Vec<ServerAddress> {
     let mut due: Vec<&ScanCandidate<'_>> = candidates
         .iter()
-        .filter(|c| c.due(scan_start, now))
+        .filter(|c| c.due(scan_start, now, min_heartbeat))
         .collect();
     // Shuffle first, then sort stably: equal keys keep a random order.
     rng.shuffle(&mut due);
@@ -176,9 +191,9 @@ pub fn scan_needed(
 }
 
 /// When a rescan after a failed selection may start: minHeartbeatFrequencyMS
-/// (500 ms) after the last scan ended.
-pub fn earliest_rescan(last_scan_end: Instant) -> Instant {
-    last_scan_end + MIN_HEARTBEAT_FREQUENCY
+/// (`min_heartbeat`, 500 ms but in a test runner) after the last scan ended.
+pub fn earliest_rescan(last_scan_end: Instant, min_heartbeat: Duration) -> Instant {
+    last_scan_end + min_heartbeat
 }
 
 /// Whether every server is cooling down at `now`: all are Unknown after a

@@ -155,6 +155,7 @@ impl Topology {
                 heartbeat_frequency: options.heartbeat_frequency(),
                 server_selection_timeout: options.server_selection_timeout(),
                 try_once: options.server_selection_try_once(),
+                min_heartbeat_frequency: options.min_heartbeat_frequency(),
                 selection: selection_settings(&options, server_selector),
             },
             time.rng,

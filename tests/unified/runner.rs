@@ -288,6 +288,9 @@ pub struct TestRun<'a> {
     /// URI options every client entity gets unless its `uriOptions` set
     /// them (the published client-backpressure policy for that suite).
     default_uri_options: Vec<(String, String)>,
+    /// A lowered minHeartbeatFrequencyMS for client entities whose
+    /// `uriOptions` do not set heartbeatFrequencyMS.
+    min_heartbeat_frequency: Option<Duration>,
     /// Set when the runner gave up waiting for this test: its thread then
     /// stops at the next operation instead of running on beside the tests
     /// after it.
@@ -308,8 +311,18 @@ impl<'a> TestRun<'a> {
             blocked_for: Duration::ZERO,
             gave_up_at: None,
             default_uri_options: Vec::new(),
+            min_heartbeat_frequency: None,
             abandoned: Arc::default(),
         }
+    }
+
+    /// Gives client entities a minHeartbeatFrequencyMS of `interval`,
+    /// which unified-test-format.md allows for a test that sets fail
+    /// points, but not for a client whose `uriOptions` set
+    /// heartbeatFrequencyMS.
+    pub fn with_min_heartbeat_frequency(mut self, interval: Duration) -> Self {
+        self.min_heartbeat_frequency = Some(interval);
+        self
     }
 
     /// The flag that tells this run to stop at its next operation.
@@ -643,6 +656,11 @@ impl<'a> TestRun<'a> {
             Err(_) => ClientOptions::parse(&uri).run(),
         }
         .map_err(|e| format!("client URI {uri}: {e}"))?;
+        let mut options = options;
+        let sets_heartbeat = given.is_some_and(|g| g.contains_key("heartbeatFrequencyMS"));
+        if let (Some(interval), false) = (self.min_heartbeat_frequency, sets_heartbeat) {
+            mongo_inline::unversioned::set_min_heartbeat_frequency(&mut options, interval);
+        }
         let recorder = Arc::new(Recorder::default());
         let client = recorder
             .client_for(options)

@@ -661,16 +661,11 @@ pub const PENDING_GAPS: &[(&str, &str)] = &[
         "close after a timed-out iteration",
         "h38t: CSOT cursor close",
     ),
-    (AUTH_OFF, "h38: the auth lanes' cost on the runner's time"),
     ("\"batchSize\" of listIndexes", "h38: not done"),
     ("createFindCursor in a session", "h38: not done"),
     ("appendMetadata", "h38: not done"),
     ("recordTopologyDescription", "h38: not done"),
 ];
-
-/// Why `auth: true` tests do not run unless `UNIFIED_AUTH=1`.
-pub const AUTH_OFF: &str =
-    "auth: true, and the lane's --auth deployments are off (UNIFIED_AUTH=1 runs them)";
 
 /// The pending gap `reason` is, if any: who closes it.
 pub fn pending_gap(reason: &str) -> Option<&'static str> {

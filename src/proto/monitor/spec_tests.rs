@@ -73,6 +73,7 @@ fn settings(heartbeat: Duration, try_once: bool) -> MonitorSettings {
         heartbeat_frequency: heartbeat,
         server_selection_timeout: DEFAULT_SERVER_SELECTION_TIMEOUT,
         try_once,
+        min_heartbeat_frequency: MIN_HEARTBEAT_FREQUENCY,
         selection: SelectionSettings::new(selection_fixture::LOCAL_THRESHOLD, heartbeat),
     }
 }

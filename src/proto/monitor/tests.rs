@@ -23,6 +23,7 @@ fn settings(try_once: bool, timeout_ms: u64) -> MonitorSettings {
         heartbeat_frequency: Duration::from_secs(60),
         server_selection_timeout: Duration::from_millis(timeout_ms),
         try_once,
+        min_heartbeat_frequency: crate::proto::options::MIN_HEARTBEAT_FREQUENCY,
         selection: SelectionSettings::new(Duration::from_millis(15), Duration::from_secs(60)),
     }
 }
@@ -698,4 +699,15 @@ fn a_failed_authentication_step_of_a_server_the_selection_cannot_use_is_not_its_
         Next::Failed(e) => assert!(matches!(e.kind(), ErrorKind::ServerSelection { .. }), "{e}"),
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn a_test_runners_lowered_min_heartbeat_frequency_shortens_the_wait_before_a_rescan() {
+    let mut lowered = settings(false, 30_000);
+    lowered.min_heartbeat_frequency = Duration::from_millis(50);
+    let mut h = Harness::new(SET, lowered);
+    h.select(primary_only(), 0);
+    scan_all(&mut h, 10, |_| secondary(SET));
+    assert!(matches!(h.poll(10), Next::SleepUntil(t) if t == h.at(60)));
+    assert_eq!(sorted(checks(h.poll(60))), ["a:1", "b:1", "c:1"]);
 }

@@ -274,7 +274,10 @@ fn when_to_scan() {
         clock.at(60_000)
     ));
     assert!(scan_needed(Some(clock.at(0)), true, heartbeat, clock.at(1)));
-    assert_eq!(earliest_rescan(clock.at(1_000)), clock.at(1_500));
+    assert_eq!(
+        earliest_rescan(clock.at(1_000), MIN_HEARTBEAT_FREQUENCY),
+        clock.at(1_500)
+    );
 }
 
 #[test]
