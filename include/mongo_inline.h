@@ -456,6 +456,13 @@ mi_error *mi_database_aggregate(mi_client *client, mi_session *session, const ch
                                 const uint8_t *const *stages, const size_t *lengths,
                                 size_t count, const uint8_t *options, size_t options_len,
                                 mi_cursor **out);
+/* Runs command on database db (on the primary unless options say
+ * readPreference); the reply goes to *reply, one with ok: 0 is an
+ * MI_ERROR_COMMAND error. options {readPreference, timeoutMS} or NULL
+ * (mi_client_run_command is this without options). */
+mi_error *mi_run_command(mi_client *client, mi_session *session, const char *db,
+                         const uint8_t *command, size_t command_len, const uint8_t *options,
+                         size_t options_len, mi_buffer *reply);
 /* Runs command, one that opens a cursor (find, aggregate, ...), on database
  * db as given; the cursor goes to *out. options {batchSize, maxTimeMS,
  * comment} (for the getMores), cursorType, readPreference. A reply without

@@ -11,6 +11,8 @@ use crate::proto::coll_options::{
     AggregateOptions, CreateCollectionOptions, DropDatabaseOptions, ListCollectionsOptions,
     ListDatabasesOptions, RunCursorCommandOptions,
 };
+use crate::proto::options_doc::unknown;
+use crate::proto::read_preference::SelectionCriteria;
 
 c_function! {
     /// Creates collection `name` in `db`; options are `CreateCollectionOptions`
@@ -102,6 +104,40 @@ c_function! {
         let stream = open_in!(action, lock_opt(&t.session).as_deref_mut())?;
         *out = new_cursor(stream, t.session.clone());
         Ok(())
+    }
+}
+
+c_function! {
+    /// Runs `command` on database `db` and returns its reply in `reply` (a
+    /// reply with `ok: 0` is an error); options `{readPreference, timeoutMS}`
+    /// (the primary by default, as the server-selection spec says for
+    /// `runCommand`). `mi_client_run_command` is this without options.
+    ///
+    /// # Safety
+    /// Pointers NULL or valid; `options` may be NULL.
+    fn mi_run_command(
+        t: db_target,
+        command: document command_len,
+        options: options options_len,
+        reply: mut MiBuffer,
+    ) {
+        let (options, timing) = ops::split_timeout(options, false)?;
+        let db = t.database();
+        let mut action = db.run_command(command);
+        for (key, value) in options.unwrap_or_default() {
+            match key.as_str() {
+                "readPreference" => {
+                    let criteria: SelectionCriteria = ops::value_of(&key, value)?;
+                    action = action.selection_criteria(criteria);
+                }
+                _ => return Err(ops::failure(&unknown("run_command", &key))),
+            }
+        }
+        if let Some(timeout) = timing.timeout {
+            action = action.timeout(timeout);
+        }
+        let output = run_in!(action, lock_opt(&t.session).as_deref_mut())?;
+        write_buffer(reply, &output)
     }
 }
 

@@ -1374,6 +1374,22 @@ static void test_per_operation_timeout(mi_client *client) {
                  MI_ERROR_ARGUMENT, "a timeout on start_transaction applies to and_run");
     mi_session_free(session);
 
+    /* A command's own timeoutMS (mi_run_command), and its readPreference. */
+    mi_buffer count_cmd = bson("{\"count\": \"timed\"}");
+    block_next(client, "count");
+    EXPECT_TIMEOUT(mi_run_command(client, NULL, "capi", count_cmd.data, count_cmd.len,
+                                  timeout.data, timeout.len, &result));
+    mi_buffer nearest = bson("{\"readPreference\": {\"mode\": \"nearest\"}}");
+    OK(mi_run_command(client, NULL, "capi", count_cmd.data, count_cmd.len, nearest.data,
+                      nearest.len, &result));
+    CHECK(json_contains(result.data, result.len, "\"n\":"));
+    mi_buffer_free(&result);
+    EXPECT_ERROR(mi_run_command(client, NULL, "capi", count_cmd.data, count_cmd.len, doc.data,
+                                doc.len, &result),
+                 MI_ERROR_ARGUMENT, "unknown run_command option \"timed\"");
+    mi_buffer_free(&count_cmd);
+    mi_buffer_free(&nearest);
+
     /* Options the operation has not: named, nothing sent. */
     mi_buffer mode_only = bson("{\"timeoutMode\": \"iteration\"}");
     EXPECT_ERROR(mi_insert_one(client, NULL, "capi", "timed", doc.data, doc.len, mode_only.data,
