@@ -63,6 +63,7 @@ _SIGNATURES = {
     "mi_client_free": (None, [HANDLE]),
     "mi_client_set_event_callback": (ERR, [HANDLE, EVENT_CALLBACK, C.c_void_p]),
     "mi_client_run_command": (ERR, [HANDLE, HANDLE, STR, BYTES, SIZE, BUF]),
+    "mi_run_command": (ERR, [HANDLE, HANDLE, STR, BYTES, SIZE, BYTES, SIZE, BUF]),
     "mi_session_start": (ERR, [HANDLE, BYTES, SIZE, C.POINTER(HANDLE)]),
     "mi_session_free": (None, [HANDLE]),
     "mi_session_id": (ERR, [HANDLE, BUF]),

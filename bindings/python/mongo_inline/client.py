@@ -224,14 +224,17 @@ class Database:
         """The collection `name` (no I/O)."""
         return Collection(self, name)
 
-    def command(self, command, session=None):
-        """Runs `command` (a dict; its first key names it) on the primary; the reply."""
+    def command(self, command, session=None, read_preference=None):
+        """Runs `command` (a dict; its first key names it) on the primary, or
+        as `read_preference` says ("secondary", {"mode": ...}); the reply."""
         body = encode(command, "command")
+        options = _options_bson(
+            {"readPreference": read_preference} if read_preference is not None else None)
         reply = _ffi.MiBuffer()
         check(
-            lib.mi_client_run_command(
+            lib.mi_run_command(
                 self.client._live(), _session_ptr(session, self.client), self._name, body,
-                len(body), C.byref(reply),
+                len(body), options, size(options), C.byref(reply),
             )
         )
         return take_buffer(reply)

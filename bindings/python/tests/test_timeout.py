@@ -32,6 +32,16 @@ def test_a_timeout_block_bounds_a_blocked_read_and_write(coll, fail_point):
     assert coll.find_one({})["x"] == 1
 
 
+def test_a_command_in_a_timeout_block(client, coll, fail_point):
+    _block_next(fail_point, "count")
+    started = time.monotonic()
+    with pytest.raises(OperationTimeout), mongo_inline.timeout(0.1):
+        client["pytest"].command({"count": coll.name})
+    _assert_timed_out_within(started)
+    reply = client["pytest"].command({"count": coll.name}, read_preference="nearest")
+    assert reply["n"] == 0
+
+
 def test_an_options_timeout_ms_bounds_one_operation(coll, fail_point):
     coll.insert_one({"_id": 1, "n": 1})
     _block_next(fail_point, "findAndModify")
