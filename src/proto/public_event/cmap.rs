@@ -168,27 +168,19 @@ pub struct ConnectionCheckedInEvent {
     pub connection_id: u32,
 }
 
-/// A connection-pool event (never published here; see the module's doc).
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-#[allow(missing_docs)]
-pub enum CmapEvent {
-    PoolCreated(PoolCreatedEvent),
-    PoolReady(PoolReadyEvent),
-    PoolCleared(PoolClearedEvent),
-    PoolClosed(PoolClosedEvent),
-    ConnectionCreated(ConnectionCreatedEvent),
-    ConnectionReady(ConnectionReadyEvent),
-    ConnectionClosed(ConnectionClosedEvent),
-    ConnectionCheckoutStarted(ConnectionCheckoutStartedEvent),
-    ConnectionCheckoutFailed(ConnectionCheckoutFailedEvent),
-    ConnectionCheckedOut(ConnectionCheckedOutEvent),
-    ConnectionCheckedIn(ConnectionCheckedInEvent),
-}
-
-/// `From<XEvent> for CmapEvent`, as the official driver has for each event.
-macro_rules! cmap_event_from {
+/// The `CmapEvent` enum, one variant per event, and the `From<XEvent> for
+/// CmapEvent` the official driver has for each: written from one list so
+/// that a new event cannot be missing from either.
+macro_rules! cmap_events {
     ($($variant:ident($event:ident)),* $(,)?) => {
+        /// A connection-pool event (never published here; see the module's doc).
+        #[derive(Clone, Debug, PartialEq)]
+        #[non_exhaustive]
+        #[allow(missing_docs)]
+        pub enum CmapEvent {
+            $($variant($event),)*
+        }
+
         $(
             impl From<$event> for CmapEvent {
                 fn from(event: $event) -> Self {
@@ -199,7 +191,7 @@ macro_rules! cmap_event_from {
     };
 }
 
-cmap_event_from!(
+cmap_events!(
     PoolCreated(PoolCreatedEvent),
     PoolReady(PoolReadyEvent),
     PoolCleared(PoolClearedEvent),
