@@ -206,6 +206,12 @@ mi_error *mi_set_log_callback(mi_log_callback callback, void *user_data, int32_t
 /* The retry tokens left in the client's backpressure bucket (1000 when
  * full); *has_bucket is false when its retry settings use no bucket. */
 mi_error *mi_client_retry_tokens(mi_client *client, double *tokens, bool *has_bucket);
+/* Appends a wrapping library's name, and its version and platform unless
+ * NULL, to the client metadata of the handshake of every socket opened from
+ * now on (open sockets keep theirs). Metadata equal to metadata already
+ * appended adds nothing; a value containing '|' is an MI_ERROR_ARGUMENT. */
+mi_error *mi_client_append_metadata(mi_client *client, const char *name, const char *version,
+                                    const char *platform);
 /* Runs command on database db (on the primary), in session unless it is
  * NULL; the reply goes to *reply. A reply with ok: 0 is an MI_ERROR_COMMAND
  * error. */
@@ -586,6 +592,10 @@ mi_error *mi_cursor_try_next(mi_cursor *cursor, const uint8_t **document, size_t
 /* Closes the cursor (killCursors if the server still holds it) and frees
  * it. NULL is a no-op. */
 void mi_cursor_free(mi_cursor *cursor);
+/* mi_cursor_free with its killCursors (if the server still holds the
+ * cursor) bounded by timeout_ms instead of the timeoutMS of the operation
+ * that opened the cursor. NULL is a no-op. */
+void mi_cursor_close(mi_cursor *cursor, uint64_t timeout_ms);
 
 #ifdef __cplusplus
 }

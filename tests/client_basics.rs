@@ -320,6 +320,87 @@ fn close_releases_the_socket_and_the_next_operation_reconnects() {
     assert_eq!(sim.connections(0), 2);
 }
 
+/// The handshake spec's "Client Metadata Update" prose tests 1, 3 and 5:
+/// appended metadata reaches the next socket's handshake, not the open
+/// socket's (no hello, no new or closed socket for it), and a duplicate
+/// (empty values unset) or a refused value appends nothing.
+#[test]
+fn appended_metadata_reaches_only_the_next_sockets_handshake() {
+    use mongo_inline::options::DriverInfo;
+    let server = TestServer::shared_standalone();
+    let sim = Simulator::standalone(server);
+    let client = Client::with_uri_str(sim.seed_uri(&[0])).unwrap();
+    let db = client.database("admin");
+    let ping = || db.run_command(doc! { "ping": 1 }).run().unwrap();
+    client
+        .append_metadata(
+            DriverInfo::new("library")
+                .version("1.2")
+                .platform("Library Platform"),
+        )
+        .unwrap();
+    ping();
+    client
+        .append_metadata(
+            DriverInfo::new("framework")
+                .version("2.0")
+                .platform("Framework Platform"),
+        )
+        .unwrap();
+    // Neither a duplicate, nor a value with the separator, appends anything.
+    client
+        .append_metadata(
+            DriverInfo::new("library")
+                .version("1.2")
+                .platform("Library Platform"),
+        )
+        .unwrap();
+    client
+        .append_metadata(
+            DriverInfo::new("framework")
+                .version("2.0")
+                .platform("Framework Platform"),
+        )
+        .unwrap();
+    let refused = client.append_metadata(DriverInfo::new("a|b")).unwrap_err();
+    assert!(
+        refused.to_string().contains("must not contain '|'"),
+        "{refused}"
+    );
+    ping();
+    assert_eq!(
+        sim.hellos(0),
+        1,
+        "appending sent a hello on the open socket"
+    );
+    assert_eq!(sim.connections(0), 1, "appending opened or closed a socket");
+
+    client.close();
+    ping();
+    let handshakes = sim.handshakes(0);
+    assert_eq!(handshakes.len(), 2);
+    let fields = |hello: &Document| {
+        let metadata = hello.get_document("client").unwrap().clone();
+        let driver = metadata.get_document("driver").unwrap();
+        (
+            driver.get_str("name").unwrap().to_string(),
+            driver.get_str("version").unwrap().to_string(),
+            metadata.get_str("platform").unwrap().to_string(),
+        )
+    };
+    let (name, version, platform) = fields(&handshakes[0]);
+    assert_eq!(name, "mongo-inline|library");
+    assert_eq!(version, format!("{}|1.2", env!("CARGO_PKG_VERSION")));
+    assert!(platform.ends_with("|Library Platform"), "{platform}");
+    let (name, version, platform) = fields(&handshakes[1]);
+    assert_eq!(name, "mongo-inline|library|framework");
+    assert_eq!(version, format!("{}|1.2|2.0", env!("CARGO_PKG_VERSION")));
+    assert!(
+        platform.ends_with("|Library Platform|Framework Platform"),
+        "{platform}"
+    );
+}
+
 #[test]
 fn the_cli_prints_relaxed_extended_json_and_fails_with_status() {
     let server = TestServer::shared_standalone();

@@ -304,6 +304,32 @@ impl Client {
         crate::action::Shutdown::new(self)
     }
 
+    /// Appends a wrapping library's name, version and platform to the
+    /// metadata the handshake of every socket opened from now on sends, as
+    /// the official driver's `append_metadata` (the handshake spec's
+    /// `appendMetadata`): sockets already open keep theirs, and none is
+    /// opened or closed for it. Appending metadata equal to metadata
+    /// already appended changes nothing (an empty version or platform
+    /// counts as unset).
+    ///
+    /// Fails, changing nothing, if a value contains `|` (the separator),
+    /// if the metadata would grow past the server's 512-byte limit, or if
+    /// called from inside one of this client's event or log callbacks.
+    ///
+    /// ```
+    /// use mongo_inline::options::DriverInfo;
+    ///
+    /// # fn main() -> mongo_inline::Result<()> {
+    /// let client = mongo_inline::Client::with_uri_str("mongodb://localhost/")?;
+    /// client.append_metadata(DriverInfo::new("my-odm").version("2.1"))?;
+    /// assert!(client.append_metadata(DriverInfo::new("a|b")).is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn append_metadata(&self, driver_info: crate::options::DriverInfo) -> Result<()> {
+        self.state()?.topology.append_metadata(driver_info)
+    }
+
     /// Opens the client's sockets ahead of the first operation (discovery,
     /// handshake and authentication, with a `ping`), with `.run()`. Errors
     /// are not reported, as the official driver's: the first operation

@@ -8,7 +8,9 @@
 //! socket cannot continue it. If the socket is gone, the next batch fails
 //! with an error that says so; the query is never silently run again
 //! elsewhere. Dropping a cursor the server still holds sends `killCursors`
-//! on that socket, if it is still open.
+//! on that socket, or, when a `getMore`'s timeout closed it, on a new
+//! socket to the same server (killing needs only the server process; not
+//! behind a load balancer, where a new socket may reach another service).
 
 use std::marker::PhantomData;
 use std::time::Duration;
@@ -46,6 +48,12 @@ pub(crate) struct Batches {
     /// How `timeoutMS` bounds the `getMore`s (CSOT's `timeoutMode`).
     pub(crate) timing: Timing,
     failed: bool,
+    /// Whether a `getMore` timed out, which closed the cursor's socket
+    /// (see [`Batches::close`]).
+    timed_out: bool,
+    /// The process that opened the cursor: a forked child holds a copy of
+    /// it, whose close must not kill the parent's cursor.
+    pid: u32,
     /// The document `advance` moved to, for `current`.
     current: Option<bson::RawDocumentBuf>,
 }
@@ -64,6 +72,8 @@ impl Batches {
             generation,
             timing: Timing::default(),
             failed: false,
+            timed_out: false,
+            pid: std::process::id(),
             current: None,
         }
     }
@@ -124,11 +134,12 @@ impl Batches {
         })
     }
 
-    /// The settings of the closing killCursors: `timeoutMS` afresh, even
-    /// when the cursor's lifetime has run out (CSOT).
-    fn closing(&self) -> Inherited<'static> {
+    /// The settings of the closing killCursors: `timeout` when the close
+    /// sets one, else `timeoutMS` afresh, even when the cursor's lifetime
+    /// has run out (CSOT).
+    fn closing(&self, timeout: Option<Duration>) -> Inherited<'static> {
         Inherited {
-            timeout: self.timing.timeout,
+            timeout: timeout.or(self.timing.timeout),
             ..Inherited::default()
         }
     }
@@ -167,7 +178,7 @@ impl Batches {
             if let Err(e) = self.fetch_batch(session.as_deref_mut(), inherited) {
                 // The server's cursor may be unreachable (its socket is
                 // gone): stop, and do not pretend more results may follow.
-                self.failed = true;
+                self.fail(&e);
                 return Some(Err(e));
             }
         }
@@ -190,10 +201,17 @@ impl Batches {
         }
         let inherited = self.next_call()?;
         if let Err(e) = self.fetch_batch(session, inherited) {
-            self.failed = true;
+            self.fail(&e);
             return Err(e);
         }
         self.spec.pop_front().transpose()
+    }
+
+    /// Ends the iteration after `error` from a `getMore`.
+    fn fail(&mut self, error: &crate::error::Error) {
+        self.failed = true;
+        self.timed_out = matches!(error.kind(), crate::error::ErrorKind::Timeout { .. })
+            || error.is_network_timeout();
     }
 
     /// Fetches the next batch under `inherited` (one `next` call's).
@@ -213,16 +231,46 @@ impl Batches {
         self.spec.next_batch(executed.output)
     }
 
-    /// Closes a cursor the server still holds: only on the cursor's own
-    /// socket, and only if it is still open (a killCursors on another
-    /// socket would be refused, and one on a dead socket cannot be sent).
-    /// Errors are ignored; the server times the cursor out anyway.
+    /// Closes a cursor the server still holds, within `timeout` if given
+    /// (else the cursor's `timeoutMS`, afresh): on the cursor's own socket,
+    /// or, when a `getMore`'s timeout closed that socket, on a new socket
+    /// to the same server (CSOT: "drivers make a good-faith effort to close
+    /// the server-side cursor even though the timeout has expired"). Only
+    /// then: a socket closed by `Client::close` or a fork, or by a network
+    /// error, is not replaced for a killCursors. Errors are ignored; the
+    /// server times the cursor out anyway.
+    pub(crate) fn close(&mut self, session: Option<&mut SessionState>, timeout: Option<Duration>) {
+        let target = if self.timed_out && self.pid == std::process::id() {
+            Target::Closing {
+                address: self.address.clone(),
+                generation: self.generation,
+            }
+        } else {
+            self.target()
+        };
+        self.kill_on(session, self.closing(timeout), target);
+    }
+
+    /// Kills a cursor the server still holds only on its own socket, and
+    /// only if that is still open: a change stream's resume, which the
+    /// change-streams spec has kill the old cursor where it lives. Errors
+    /// are ignored.
     pub(crate) fn kill(&mut self, session: Option<&mut SessionState>) {
+        self.kill_on(session, self.closing(None), self.target());
+    }
+
+    fn kill_on(
+        &mut self,
+        session: Option<&mut SessionState>,
+        inherited: Inherited<'static>,
+        target: Target,
+    ) {
         if self.spec.id == 0 {
             return;
         }
         if let Some(mut kill) = self.spec.kill_cursors() {
-            let (inherited, target) = (self.closing(), self.target());
+            // Sent once, whatever comes of it.
+            self.spec.id = 0;
             // Inside one of the client's callbacks the state is out of
             // reach: the server times the cursor out.
             if let Ok(mut state) = self.client.state() {
@@ -386,6 +434,18 @@ impl<T> Cursor<T> {
     }
 }
 
+impl<T> Cursor<T> {
+    /// Closes the cursor now, its `killCursors` (if the server still holds
+    /// the cursor) bounded by `timeout` instead of the `timeoutMS` of the
+    /// operation that opened it, as CSOT lets a `close` override it.
+    /// Dropping the cursor closes it with that `timeoutMS`, afresh.
+    /// Errors are ignored, as on drop: the server times the cursor out.
+    pub fn close_with_timeout(mut self, timeout: Duration) {
+        self.batches
+            .close(self.session.as_deref_mut(), Some(timeout));
+    }
+}
+
 impl<T: DeserializeOwned + 'static> Iterator for Cursor<T> {
     type Item = Result<T>;
 
@@ -398,7 +458,7 @@ impl<T: DeserializeOwned + 'static> Iterator for Cursor<T> {
 
 impl<T> Drop for Cursor<T> {
     fn drop(&mut self) {
-        self.batches.kill(self.session.as_deref_mut());
+        self.batches.close(self.session.as_deref_mut(), None);
         if let (Some(session), Ok(mut state)) = (self.session.take(), self.batches.client.state()) {
             state.check_in(Some(session));
         }
@@ -502,6 +562,13 @@ impl<T> SessionCursor<T> {
     {
         self.batches.deserialize_current()
     }
+
+    /// [`Cursor::close_with_timeout`]: closes the cursor now, its
+    /// `killCursors` bounded by `timeout`; like a drop, without the
+    /// session.
+    pub fn close_with_timeout(mut self, timeout: Duration) {
+        self.batches.close(None, Some(timeout));
+    }
 }
 
 impl<T: DeserializeOwned + 'static> SessionCursor<T> {
@@ -532,7 +599,7 @@ impl<T> Drop for SessionCursor<T> {
     fn drop(&mut self) {
         // The session is no longer at hand: the killCursors goes without it,
         // as the official driver's does.
-        self.batches.kill(None);
+        self.batches.close(None, None);
     }
 }
 

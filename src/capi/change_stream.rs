@@ -125,7 +125,10 @@ pub unsafe extern "C" fn mi_watch(
 
 /// # Safety
 /// `ptr` NULL or NUL-terminated.
-unsafe fn optional_str<'a>(ptr: *const c_char, name: &str) -> Result<Option<&'a str>, Failure> {
+pub(super) unsafe fn optional_str<'a>(
+    ptr: *const c_char,
+    name: &str,
+) -> Result<Option<&'a str>, Failure> {
     if ptr.is_null() {
         return Ok(None);
     }

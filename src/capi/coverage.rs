@@ -51,6 +51,7 @@ const MAPPED: &[(&str, &str, &str)] = &[
     ("Client", "close", "mi_client_free"),
     ("Client", "shutdown", "mi_client_free"),
     ("Client", "retry_tokens", "mi_client_retry_tokens"),
+    ("Client", "append_metadata", "mi_client_append_metadata"),
     ("Client", "start_session", "mi_session_start"),
     ("Client", "list_databases", "mi_list_databases"),
     ("Client", "list_database_names", "mi_list_database_names"),
@@ -163,6 +164,8 @@ const MAPPED: &[(&str, &str, &str)] = &[
     ("SessionCursor", "current", "mi_cursor_next"),
     ("SessionCursor", "next", "mi_cursor_next"),
     ("Cursor", "next_if_any", "mi_cursor_try_next"),
+    ("Cursor", "close_with_timeout", "mi_cursor_close"),
+    ("SessionCursor", "close_with_timeout", "mi_cursor_close"),
     ("SessionCursor", "next_if_any", "mi_cursor_try_next"),
     (
         "GridFsBucket",

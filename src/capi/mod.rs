@@ -1140,5 +1140,55 @@ pub unsafe extern "C" fn mi_cursor_free(cursor: *mut MiCursor) {
     unsafe { free_boxed(cursor) }
 }
 
+/// Closes the cursor as `mi_cursor_free` does, its `killCursors` (if the
+/// server still holds the cursor) within `timeout_ms` milliseconds instead
+/// of the `timeoutMS` of the operation that opened it (CSOT lets a close
+/// override it), and frees the handle; NULL is a no-op.
+///
+/// # Safety
+/// `cursor` NULL or live, not used afterwards.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mi_cursor_close(cursor: *mut MiCursor, timeout_ms: u64) {
+    quiet_boundary(|| {
+        if cursor.is_null() {
+            return;
+        }
+        // SAFETY: made by this library with `Box`, not freed yet.
+        let cursor = unsafe { Box::from_raw(cursor) };
+        let MiCursor {
+            stream, session, ..
+        } = *cursor;
+        stream.close_within(std::time::Duration::from_millis(timeout_ms));
+        drop(session);
+    })
+}
+
+c_function! {
+    /// Appends a wrapping library's name, and its version and platform
+    /// unless NULL, to the metadata of the handshake of the client's
+    /// sockets opened from now on (`Client::append_metadata`).
+    ///
+    /// # Safety
+    /// `client` NULL or live; `name` NULL or NUL-terminated; `version` and
+    /// `platform` NULL or NUL-terminated.
+    fn mi_client_append_metadata(
+        client: mut MiClient,
+        name: str,
+        version: raw *const c_char,
+        platform: raw *const c_char,
+    ) {
+        // SAFETY: NULL or NUL-terminated by the function's contract.
+        let version = unsafe { change_stream::optional_str(version, "version") }?;
+        // SAFETY: likewise.
+        let platform = unsafe { change_stream::optional_str(platform, "platform") }?;
+        let info = crate::options::DriverInfo {
+            name: name.to_owned(),
+            version: version.map(str::to_owned),
+            platform: platform.map(str::to_owned),
+        };
+        client.client.append_metadata(info).map_err(|e| ops::failure(&e))
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -516,6 +516,9 @@ trait RawSource {
         &mut self,
         session: Option<&mut ClientSession>,
     ) -> Result<Option<RawDocumentBuf>, Failure>;
+
+    /// Closes the cursor, its `killCursors` within `timeout`.
+    fn close_within(self: Box<Self>, timeout: std::time::Duration);
 }
 
 impl<T> RawSource for Cursor<T> {
@@ -532,6 +535,10 @@ impl<T> RawSource for Cursor<T> {
         _: Option<&mut ClientSession>,
     ) -> Result<Option<RawDocumentBuf>, Failure> {
         self.next_if_any_raw().map_err(|e| failure(&e))
+    }
+
+    fn close_within(self: Box<Self>, timeout: std::time::Duration) {
+        self.close_with_timeout(timeout);
     }
 }
 
@@ -561,6 +568,10 @@ impl<T> RawSource for SessionCursor<T> {
         })?;
         self.next_if_any_raw(session).map_err(|e| failure(&e))
     }
+
+    fn close_within(self: Box<Self>, timeout: std::time::Duration) {
+        self.close_with_timeout(timeout);
+    }
 }
 
 impl DocumentStream {
@@ -589,6 +600,11 @@ impl DocumentStream {
         session: Option<&mut ClientSession>,
     ) -> Result<Option<RawDocumentBuf>, Failure> {
         self.0.try_next_raw(session)
+    }
+
+    /// Closes the cursor, its `killCursors` within `timeout`.
+    pub(crate) fn close_within(self, timeout: std::time::Duration) {
+        self.0.close_within(timeout);
     }
 }
 

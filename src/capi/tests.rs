@@ -173,6 +173,16 @@ fn a_client_is_made_without_io_and_freed() {
         assert!(take_error(mi_client_new(uri.as_ptr(), &mut client)).is_none());
         assert!(take_error(mi_client_retry_tokens(client, &mut tokens, &mut has_bucket)).is_none());
         assert!(has_bucket && tokens == 1000.0);
+        let (name, version) = (CString::new("odm").unwrap(), CString::new("1.0").unwrap());
+        let appended =
+            mi_client_append_metadata(client, name.as_ptr(), version.as_ptr(), ptr::null());
+        assert!(take_error(appended).is_none());
+        let bad = CString::new("a|b").unwrap();
+        let refused = mi_client_append_metadata(client, bad.as_ptr(), ptr::null(), ptr::null());
+        let refused = take_error(refused).unwrap();
+        assert_eq!(refused.0, Domain::Argument as i32, "{}", refused.2);
+        assert!(refused.2.contains("must not contain '|'"), "{}", refused.2);
+        mi_cursor_close(ptr::null_mut(), 10);
         // Before any operation the first event callback is accepted.
         assert!(take_error(mi_client_set_event_callback(client, None, ptr::null_mut())).is_none());
         mi_client_free(client);

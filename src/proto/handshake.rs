@@ -27,17 +27,13 @@ pub const PLATFORM: &str = "Rust, blocking";
 pub const MAX_METADATA_SIZE: usize = 512;
 
 /// Separator between the driver's values and those of wrapping libraries.
-// The handshake spec's DriverInfoOptions, for libraries wrapping the
-// driver; not settable through ClientOptions yet.
-#[cfg_attr(not(test), allow(dead_code))]
 const DRIVER_INFO_SEPARATOR: char = '|';
 
 /// Metadata of a library wrapping the driver, appended to the driver's own
-/// (`DriverInfoOptions` of the handshake spec).
-// The handshake spec's DriverInfoOptions, for libraries wrapping the
-// driver; not settable through ClientOptions yet.
-#[cfg_attr(not(test), allow(dead_code))]
-#[derive(Clone, Debug, Default, PartialEq)]
+/// in the handshake of new sockets (`DriverInfoOptions` of the handshake
+/// spec; see `Client::append_metadata`). Two are equal when they would
+/// make the same metadata: an empty version or platform counts as unset.
+#[derive(Clone, Debug, Default)]
 pub struct DriverInfo {
     /// The wrapping library's name.
     pub name: String,
@@ -46,6 +42,51 @@ pub struct DriverInfo {
     /// Its platform details.
     pub platform: Option<String>,
 }
+
+impl DriverInfo {
+    /// Metadata naming the library `name`, without version or platform.
+    pub fn new(name: impl Into<String>) -> Self {
+        DriverInfo {
+            name: name.into(),
+            ..DriverInfo::default()
+        }
+    }
+
+    /// This with the library's version.
+    #[must_use]
+    pub fn version(mut self, version: impl Into<String>) -> Self {
+        self.version = Some(version.into());
+        self
+    }
+
+    /// This with the library's platform details.
+    #[must_use]
+    pub fn platform(mut self, platform: impl Into<String>) -> Self {
+        self.platform = Some(platform.into());
+        self
+    }
+
+    /// The fields as the metadata holds them: an empty value is unset.
+    fn effective(&self) -> (&str, &str, &str) {
+        (
+            &self.name,
+            self.version.as_deref().unwrap_or_default(),
+            self.platform.as_deref().unwrap_or_default(),
+        )
+    }
+}
+
+/// The handshake spec: "Two `DriverInfoOptions` objects are considered
+/// equal if they would result in the same metadata in the client
+/// handshake. In practice, this means if a field is the empty string
+/// (`""`), treat it as unset."
+impl PartialEq for DriverInfo {
+    fn eq(&self, other: &Self) -> bool {
+        self.effective() == other.effective()
+    }
+}
+
+impl Eq for DriverInfo {}
 
 /// The `client` document of the handshake: application name, driver
 /// name/version, OS, platform and FaaS environment (detected through
@@ -74,9 +115,6 @@ pub fn client_metadata(
 /// Empty values count as absent. Fails if a value contains `|`, or if the
 /// document cannot be brought within [`MAX_METADATA_SIZE`] by the spec's
 /// truncation (names and versions are never truncated).
-// The handshake spec's DriverInfoOptions, for libraries wrapping the
-// driver; not settable through ClientOptions yet.
-#[cfg_attr(not(test), allow(dead_code))]
 pub fn client_metadata_with_driver_info(
     app_name: Option<&str>,
     driver_info: &[DriverInfo],
@@ -721,6 +759,20 @@ mod tests {
         assert_eq!(
             client_metadata_with_driver_info(None, &[], &|_| None).unwrap(),
             client_metadata(None, &|_| None)
+        );
+    }
+
+    #[test]
+    fn driver_infos_are_equal_when_they_make_the_same_metadata() {
+        let full = DriverInfo::new("lib").version("1.2").platform("P");
+        assert_eq!(full, full.clone());
+        assert_eq!(DriverInfo::new("lib").version(""), DriverInfo::new("lib"));
+        assert_eq!(DriverInfo::new("lib").platform(""), DriverInfo::new("lib"));
+        assert_ne!(full, DriverInfo::new("lib").version("1.2"));
+        assert_ne!(DriverInfo::new("lib"), DriverInfo::new("Lib"));
+        assert_ne!(
+            DriverInfo::new("lib").version("1"),
+            DriverInfo::new("lib").platform("1")
         );
     }
 

@@ -32,6 +32,7 @@ pub use crate::proto::gridfs::{
     GridFsDownloadByNameOptionsBuilder, GridFsFindOneOptions, GridFsFindOneOptionsBuilder,
     GridFsFindOptions, GridFsFindOptionsBuilder, GridFsUploadOptions, GridFsUploadOptionsBuilder,
 };
+pub use crate::proto::handshake::DriverInfo;
 pub use crate::proto::read_preference::{
     HedgedReadOptions, HedgedReadOptionsBuilder, Predicate, ReadPreference, ReadPreferenceOptions,
     ReadPreferenceOptionsBuilder, SelectionCriteria, TagSet,

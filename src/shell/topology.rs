@@ -54,7 +54,10 @@ pub struct Topology {
     monitor: Monitor,
     connections: AddressMap<Connection>,
     handler: Option<Arc<dyn EventSink>>,
+    /// The `client` document of the handshake of every new socket.
     metadata: Document,
+    /// What wrapping libraries appended to it, in order.
+    driver_info: Vec<handshake::DriverInfo>,
     /// The process the sockets belong to; a fork changes it.
     pid: u32,
     /// The pin value given to the last socket adopted (see
@@ -168,6 +171,7 @@ impl Topology {
             connections: AddressMap::default(),
             handler,
             metadata,
+            driver_info: Vec::new(),
             pid: std::process::id(),
             last_socket_serial: 0,
             service_generations: HashMap::new(),
@@ -222,6 +226,27 @@ impl Topology {
     /// The id of the operation under way, if any.
     pub(crate) fn operation_id(&self) -> Option<i64> {
         self.operation_id
+    }
+
+    /// Appends a wrapping library's metadata to the handshake of the
+    /// sockets opened from now on (the handshake spec's `appendMetadata`):
+    /// open sockets keep theirs, and none is opened or closed for it. One
+    /// equal to metadata already appended changes nothing; one the spec
+    /// refuses (a value with `|`, too large a document) is an error and
+    /// changes nothing either.
+    pub(crate) fn append_metadata(&mut self, info: handshake::DriverInfo) -> Result<()> {
+        if self.driver_info.contains(&info) {
+            return Ok(());
+        }
+        let mut appended = self.driver_info.clone();
+        appended.push(info);
+        self.metadata = handshake::client_metadata_with_driver_info(
+            self.options.app_name(),
+            &appended,
+            &|name| std::env::var(name).ok(),
+        )?;
+        self.driver_info = appended;
+        Ok(())
     }
 
     /// Closes every socket at once. The description stays; the next

@@ -178,6 +178,13 @@ impl ClientState {
                 .topology
                 .pinned_socket(address, *generation)
                 .map(|()| address.clone()),
+            Target::Closing {
+                address,
+                generation,
+            } => self
+                .topology
+                .socket_for_closing(address, *generation, run.deadline)
+                .map(|()| address.clone()),
         }
     }
 

@@ -106,6 +106,13 @@ pub(crate) enum Target {
         address: ServerAddress,
         generation: u32,
     },
+    /// The closing `killCursors` of a cursor whose `getMore` timed out:
+    /// on its socket if still open, else on a new socket to the same
+    /// server (see `Topology::socket_for_closing`).
+    Closing {
+        address: ServerAddress,
+        generation: u32,
+    },
 }
 
 /// An operation's result and where it ran, so that a cursor can stay on

@@ -51,6 +51,38 @@ impl Topology {
         }
     }
 
+    /// The socket for the closing `killCursors` of a cursor whose
+    /// `getMore` timed out, on `address`: the cursor's own
+    /// ([`Topology::pinned_socket`]) if still open, else a new one, within
+    /// `deadline` (CSOT: a `close` after a timed-out `getMore`, whose
+    /// timeout closed the socket, still kills the cursor). The connect is
+    /// bounded by `deadline` and connectTimeoutMS, as any.
+    /// The server keeps cursors per process, not per socket, so any socket
+    /// to it can kill one; at worst a restarted server answers
+    /// CursorNotFound, which a close ignores. Behind a load balancer a new
+    /// socket may reach another service, and a server no longer in the
+    /// topology, or marked Unknown (a network error, not a timeout, closed
+    /// the socket), is not one to wait on a connect for: there only the
+    /// cursor's own socket will do.
+    pub(crate) fn socket_for_closing(
+        &mut self,
+        address: &ServerAddress,
+        generation: u32,
+        deadline: crate::proto::deadline::Deadline,
+    ) -> Result<()> {
+        let pinned = self.pinned_socket(address, generation);
+        let known = self
+            .monitor
+            .description()
+            .servers
+            .get(address)
+            .is_some_and(|server| server.server_type != crate::proto::sdam::ServerType::Unknown);
+        if pinned.is_ok() || self.is_load_balanced() || !known {
+            return pinned;
+        }
+        self.ensure_connection(address, deadline)
+    }
+
     /// Whether a command event would reach anyone (a handler, or the
     /// command log at debug): building one copies the reply, which for a
     /// large batch doubles the memory an operation needs.
