@@ -13,6 +13,7 @@ use std::time::Duration;
 use bson::{doc, Bson, Document};
 use mongo_inline::action;
 use mongo_inline::event::command::CommandEvent;
+use mongo_inline::event::sdam::{SdamEvent, TopologyDescription};
 use mongo_inline::options::{
     AggregateOptions, CountOptions, CreateCollectionOptions, DeleteOptions, DistinctOptions,
     EstimatedDocumentCountOptions, FindOneAndDeleteOptions, FindOneAndReplaceOptions,
@@ -121,15 +122,79 @@ enum Entity {
     Database(Database),
     Collection(Collection<Document>),
     Bucket(mongo_inline::gridfs::GridFsBucket),
-    /// A find cursor (`createFindCursor`), iterated by the test, and its
-    /// client entity's name.
-    Cursor(Box<mongo_inline::Cursor<Document>>, String),
+    /// A cursor (`createFindCursor`, `createCommandCursor`), iterated by
+    /// the test, and its client entity's name.
+    Cursor(Box<CursorEntity>, String),
     /// A change stream (`createChangeStream`) and its client entity's name.
     ChangeStream(change_streams::Stream, String),
     /// The session (taken out while an operation uses it), its lsid and
     /// its client entity's name.
     Session(Option<Box<ClientSession>>, Document, String),
+    /// A client's topology description, as `recordTopologyDescription`
+    /// found it.
+    Topology(Box<TopologyDescription>),
     Value(Bson),
+}
+
+/// A `createFindCursor` or `createCommandCursor` cursor: without a
+/// session, or opened in a session entity (named here) and iterated with
+/// it.
+enum CursorEntity {
+    Plain(mongo_inline::Cursor<Document>),
+    InSession(mongo_inline::SessionCursor<Document>, String),
+}
+
+impl CursorEntity {
+    /// The server's cursor id, 0 once the server has closed it.
+    fn id(&self) -> i64 {
+        match self {
+            CursorEntity::Plain(c) => c.id(),
+            CursorEntity::InSession(c, _) => c.id(),
+        }
+    }
+
+    /// The session entity the cursor belongs to, if any.
+    fn session_name(&self) -> Option<&str> {
+        match self {
+            CursorEntity::Plain(_) => None,
+            CursorEntity::InSession(_, name) => Some(name),
+        }
+    }
+
+    /// `iterateOnce`: at most one getMore.
+    fn try_next(&mut self, session: Option<&mut ClientSession>) -> Outcome<DriverResult> {
+        let next = match (self, session) {
+            (CursorEntity::Plain(c), _) => c.next_if_any(),
+            (CursorEntity::InSession(c, _), Some(s)) => c.next_if_any(s),
+            (CursorEntity::InSession(_, name), None) => {
+                return fail(format!("the cursor's session {name:?} is not at hand"))
+            }
+        };
+        // An empty batch from a live cursor is no document and no failure.
+        Ok(next.map(|d| d.map_or(Bson::Null, Bson::Document)))
+    }
+
+    /// `iterateUntilDocumentOrError`: `None` once the cursor is exhausted.
+    fn next(&mut self, session: Option<&mut ClientSession>) -> Outcome<Option<DriverResult>> {
+        let next = match (self, session) {
+            (CursorEntity::Plain(c), _) => c.next(),
+            (CursorEntity::InSession(c, _), Some(s)) => c.next(s),
+            (CursorEntity::InSession(_, name), None) => {
+                return fail(format!("the cursor's session {name:?} is not at hand"))
+            }
+        };
+        Ok(next.map(|d| d.map(Bson::Document)))
+    }
+
+    /// `close`, within the operation's own `timeoutMS` when it sets one
+    /// (CSOT), else the cursor's, afresh.
+    fn close(self, timeout: Option<Duration>) {
+        match (self, timeout) {
+            (CursorEntity::Plain(c), Some(t)) => c.close_with_timeout(t),
+            (CursorEntity::InSession(c, _), Some(t)) => c.close_with_timeout(t),
+            (cursor, None) => drop(cursor),
+        }
+    }
 }
 
 struct EntityMap(HashMap<String, Entity>);
@@ -267,11 +332,10 @@ impl Args {
 pub struct TestRun<'a> {
     deployment: &'a Deployment,
     entities: EntityMap,
-    /// The cursor the last `createFindCursor` opened (and its client
-    /// entity's name), until `saveResultAsEntity` names it.
-    opened_cursor: Option<(Box<mongo_inline::Cursor<Document>>, String)>,
-    /// Cursors whose iteration timed out, which closed their socket.
-    timed_out_cursors: std::collections::HashSet<String>,
+    /// The cursor the last `createFindCursor` or `createCommandCursor`
+    /// opened (and its client entity's name), until `saveResultAsEntity`
+    /// names it.
+    opened_cursor: Option<(Box<CursorEntity>, String)>,
     /// The change stream the last `createChangeStream` opened, until
     /// `saveResultAsEntity` names it.
     opened_stream: Option<(change_streams::Stream, String)>,
@@ -304,7 +368,6 @@ impl<'a> TestRun<'a> {
             deployment,
             entities: EntityMap(HashMap::new()),
             opened_cursor: None,
-            timed_out_cursors: std::collections::HashSet::new(),
             opened_stream: None,
             owners: HashMap::new(),
             fail_points: Vec::new(),
@@ -360,7 +423,6 @@ impl<'a> TestRun<'a> {
         self.entities.0.clear();
         self.owners.clear();
         self.opened_cursor = None;
-        self.timed_out_cursors.clear();
         result
     }
 
@@ -1089,6 +1151,9 @@ impl<'a> TestRun<'a> {
                     ))
                 }
             }
+            "recordTopologyDescription" | "assertTopologyType" | "waitForPrimaryChange" => {
+                self.topology_operation(name, &arguments)
+            }
             "wait" => {
                 let ms = arguments
                     .get("ms")
@@ -1110,18 +1175,118 @@ impl<'a> TestRun<'a> {
         }
     }
 
-    /// `createFindCursor`: opens the cursor, kept for `saveResultAsEntity`.
+    /// The test runner's TopologyDescription operations.
+    fn topology_operation(&mut self, name: &str, arguments: &Document) -> Outcome {
+        let text = |key: &str| {
+            arguments
+                .get_str(key)
+                .map_err(|_| Failure::Fail(format!("{name}: {key} must be a string")))
+        };
+        let recorded = |entities: &EntityMap, key: &str| -> Outcome<TopologyDescription> {
+            let id = text(key)?;
+            match entities.0.get(id) {
+                Some(Entity::Topology(d)) => Ok((**d).clone()),
+                _ => fail(format!("{name}: no topology description entity {id:?}")),
+            }
+        };
+        match name {
+            "recordTopologyDescription" => {
+                let id = text("id")?;
+                if self.entities.0.contains_key(id) {
+                    return fail(format!("{name}: the entity {id:?} already exists"));
+                }
+                let description = current_topology(self.client(text("client")?)?)?;
+                self.entities
+                    .0
+                    .insert(id.to_string(), Entity::Topology(Box::new(description)));
+                Ok(())
+            }
+            "assertTopologyType" => {
+                let found = recorded(&self.entities, "topologyDescription")?.topology_type;
+                let wanted = text("topologyType")?;
+                if found.as_str() == wanted {
+                    Ok(())
+                } else {
+                    fail(format!(
+                        "{name}: the topology is {}, not {wanted}",
+                        found.as_str()
+                    ))
+                }
+            }
+            _ => {
+                let prior = primary_of(&recorded(&self.entities, "priorTopologyDescription")?);
+                match arguments.get("timeoutMS") {
+                    None | Some(Bson::Int32(_) | Bson::Int64(_)) => {}
+                    Some(other) => return fail(format!("{name}: timeoutMS {other}")),
+                }
+                let now = primary_of(&current_topology(self.client(text("client")?)?)?);
+                // The driver is single-threaded and scans on demand: the
+                // client learns of a new primary only during an operation,
+                // and none runs while the runner waits.
+                match now {
+                    Some(primary) if Some(&primary) != prior.as_ref() => Ok(()),
+                    _ => skip(format!(
+                        "single-threaded: {name} waits for the client to discover a new primary (it knows {now:?}; before, {prior:?}) while no operation runs; server-monitoring.md: \"Single-threaded clients MUST scan all servers synchronously, inline with regular application operations\""
+                    )),
+                }
+            }
+        }
+    }
+
+    /// An operation on cursor entity `object`, iterated in its session
+    /// (taken out of the session entity meanwhile) if it has one.
+    fn cursor_operation(
+        &mut self,
+        object: &str,
+        name: &str,
+        mut args: Args,
+    ) -> Outcome<DriverResult> {
+        let close_timeout = match name {
+            "close" => args.millis("timeoutMS")?,
+            _ => None,
+        };
+        args.done()?;
+        let Some(Entity::Cursor(mut cursor, client)) = self.entities.0.remove(object) else {
+            return fail(format!("no cursor entity {object:?}"));
+        };
+        let session_name = cursor.session_name().map(str::to_string);
+        let mut session = match &session_name {
+            Some(s) => Some(self.take_session(s)?),
+            None => None,
+        };
+        let result = match name {
+            "iterateOnce" => cursor.try_next(session.as_deref_mut()),
+            "iterateUntilDocumentOrError" => match cursor.next(session.as_deref_mut()) {
+                Ok(Some(result)) => Ok(result),
+                Ok(None) => fail(format!("{name}: the cursor {object} is exhausted")),
+                Err(failure) => Err(failure),
+            },
+            "close" => {
+                cursor.close(close_timeout);
+                if let (Some(name), Some(session)) = (&session_name, session) {
+                    self.put_session(name, session);
+                }
+                return Ok(Ok(Bson::Null));
+            }
+            other => Err(missing_operation("cursor", other)),
+        };
+        if let (Some(name), Some(session)) = (&session_name, session) {
+            self.put_session(name, session);
+        }
+        self.entities
+            .0
+            .insert(object.to_string(), Entity::Cursor(cursor, client));
+        result
+    }
+
+    /// `createFindCursor`: opens the cursor, kept for `saveResultAsEntity`;
+    /// in `session`, a session cursor iterated with that session entity.
     fn create_find_cursor(
         &mut self,
         object: &str,
         session: Option<String>,
         mut args: Args,
     ) -> Outcome<Result<Bson, mongo_inline::Error>> {
-        if session.is_some() {
-            return skip(
-                "createFindCursor in a session: the runner keeps only session-less cursors",
-            );
-        }
         let coll = match self.entities.0.get(object) {
             Some(Entity::Collection(c)) => c.clone(),
             _ => return fail(format!("createFindCursor: no collection entity {object:?}")),
@@ -1133,19 +1298,24 @@ impl<'a> TestRun<'a> {
         let comment = args.take("comment");
         let options = find_options(&mut args, comment)?;
         args.done()?;
-        let found = coll
+        let action = coll
             .find(filter)
             .with_options(options)
             .op_timeout(timeout)
-            .op_mode(mode)
-            .run();
-        Ok(match found {
-            Ok(cursor) => {
-                self.opened_cursor = Some((Box::new(cursor), client));
-                Ok(Bson::Null)
+            .op_mode(mode);
+        let found = match session {
+            Some(name) => {
+                let mut own = self.take_session(&name)?;
+                let found = action.session(&mut own).run();
+                self.put_session(&name, own);
+                found.map(|c| CursorEntity::InSession(c, name))
             }
-            Err(error) => Err(error),
-        })
+            None => action.run().map(CursorEntity::Plain),
+        };
+        Ok(found.map(|cursor| {
+            self.opened_cursor = Some((Box::new(cursor), client));
+            Bson::Null
+        }))
     }
 
     /// `createCommandCursor`: `runCursorCommand`'s cursor, kept for
@@ -1156,11 +1326,6 @@ impl<'a> TestRun<'a> {
         session: Option<String>,
         mut args: Args,
     ) -> Outcome<Result<Bson, mongo_inline::Error>> {
-        if session.is_some() {
-            return skip(
-                "createCommandCursor in a session: the runner keeps only session-less cursors",
-            );
-        }
         let db = match self.entities.0.get(object) {
             Some(Entity::Database(d)) => d.clone(),
             _ => {
@@ -1175,15 +1340,20 @@ impl<'a> TestRun<'a> {
         let _ = args.take("commandName");
         let options = cursor_command_options(&mut args)?;
         args.done()?;
-        Ok(
-            match db.run_cursor_command(command).with_options(options).run() {
-                Ok(cursor) => {
-                    self.opened_cursor = Some((Box::new(cursor), client));
-                    Ok(Bson::Null)
-                }
-                Err(error) => Err(error),
-            },
-        )
+        let action = db.run_cursor_command(command).with_options(options);
+        let opened = match session {
+            Some(name) => {
+                let mut own = self.take_session(&name)?;
+                let opened = action.session(&mut own).run();
+                self.put_session(&name, own);
+                opened.map(|c| CursorEntity::InSession(c, name))
+            }
+            None => action.run().map(CursorEntity::Plain),
+        };
+        Ok(opened.map(|cursor| {
+            self.opened_cursor = Some((Box::new(cursor), client));
+            Bson::Null
+        }))
     }
 
     /// The connections `client_name` holds outside an operation. Each
@@ -1255,41 +1425,8 @@ impl<'a> TestRun<'a> {
             }
             return Ok(Ok(Bson::Null));
         }
-        if let Some(Entity::Cursor(cursor, _)) = self.entities.0.get_mut(object) {
-            args.done()?;
-            return match name {
-                // At most one getMore: an empty batch from a live cursor
-                // is no document and no failure.
-                "iterateOnce" => Ok(match cursor.next_if_any() {
-                    Ok(Some(document)) => Ok(Bson::Document(document)),
-                    Ok(None) => Ok(Bson::Null),
-                    Err(error) => {
-                        if matches!(error.kind(), ErrorKind::Timeout { .. }) {
-                            self.timed_out_cursors.insert(object.to_string());
-                        }
-                        Err(error)
-                    }
-                }),
-                "iterateUntilDocumentOrError" => Ok(match cursor.next() {
-                    Some(Ok(document)) => Ok(Bson::Document(document)),
-                    Some(Err(error)) => {
-                        if matches!(error.kind(), ErrorKind::Timeout { .. }) {
-                            self.timed_out_cursors.insert(object.to_string());
-                        }
-                        Err(error)
-                    }
-                    None => return fail(format!("{name}: the cursor {object} is exhausted")),
-                }),
-                "close" if self.timed_out_cursors.contains(object) => skip(
-                    "close after a timed-out iteration: the timeout closed the cursor's socket, and the driver sends a cursor's killCursors only on its own socket (not yet on a new one, as CSOT's close expects)",
-                ),
-                "close" => {
-                    // Dropping the cursor kills it on its own socket.
-                    self.entities.0.remove(object);
-                    Ok(Ok(Bson::Null))
-                }
-                other => Err(missing_operation("cursor", other)),
-            };
+        if let Some(Entity::Cursor(..)) = self.entities.0.get(object) {
+            return self.cursor_operation(object, name, args);
         }
         if name == "createFindCursor" {
             return self.create_find_cursor(object, session_name, args);
@@ -1583,9 +1720,9 @@ fn entity_target(entity: Option<&Entity>, object: &str, name: &str) -> Outcome<T
         Some(Entity::Database(d)) => Target::Database(d.clone()),
         Some(Entity::Client(c)) => Target::Client(c.live()?.clone()),
         Some(Entity::Session(..)) => Target::Session(object.to_string()),
-        Some(Entity::Value(_) | Entity::Cursor(..) | Entity::ChangeStream(..)) => {
-            return fail(format!("operation {name} is not one of entity {object:?}"))
-        }
+        Some(
+            Entity::Value(_) | Entity::Cursor(..) | Entity::ChangeStream(..) | Entity::Topology(_),
+        ) => return fail(format!("operation {name} is not one of entity {object:?}")),
         None => return fail(format!("no entity {object:?}")),
     })
 }
@@ -2514,24 +2651,22 @@ fn collection_operation(
             in_session!(action, session).map(|created| Bson::String(created.index_name))
         }
         "listIndexes" => {
-            if let Some(c) = comment {
-                args.rest.insert("comment", c);
+            let mut action = coll.list_indexes().op_timeout(timeout).op_mode(mode);
+            if let Some(b) = args.int("batchSize")? {
+                let size = u32::try_from(b)
+                    .map_err(|_| format!("listIndexes: batchSize {b} is out of range"))?;
+                action = action.batch_size(size);
             }
-            let mut action = coll.list_indexes();
+            if let Some(c) = comment {
+                action = action.comment(c);
+            }
             if let Some(b) = args.bool("rawData")? {
                 action = action.raw_data(b);
             }
             args.done()?;
             match session {
-                Some(s) => session_documents_result(
-                    action
-                        .op_timeout(timeout)
-                        .op_mode(mode)
-                        .session(&mut *s)
-                        .run(),
-                    s,
-                ),
-                None => documents_result(action.op_timeout(timeout).op_mode(mode).run()),
+                Some(s) => session_documents_result(action.session(&mut *s).run(), s),
+                None => documents_result(action.run()),
             }
         }
         "bulkWrite" => {
@@ -2979,6 +3114,26 @@ fn client_operation(
             }))
         }
         "clientBulkWrite" => bulk_write::client_bulk_write(client, args, session),
+        "appendMetadata" => {
+            let mut options = args.required_doc("driverInfoOptions")?;
+            let mut text = |key: &str| match options.remove(key) {
+                None => Ok(None),
+                Some(Bson::String(s)) => Ok(Some(s)),
+                Some(other) => fail(format!("appendMetadata: {key} {other} is not a string")),
+            };
+            let info = mongo_inline::options::DriverInfo {
+                name: text("name")?.ok_or("appendMetadata: driverInfoOptions.name is required")?,
+                version: text("version")?,
+                platform: text("platform")?,
+            };
+            if let Some(other) = options.keys().next() {
+                return skip(format!(
+                    "driverInfoOptions.{other} of appendMetadata not supported by the runner"
+                ));
+            }
+            args.done()?;
+            Ok(client.append_metadata(info).map(|()| Bson::Null))
+        }
         "dropDatabase" => {
             let database = match args.take("database") {
                 Some(Bson::String(s)) => s,
@@ -3179,22 +3334,37 @@ fn search_index_operation(
     Ok(result)
 }
 
+/// A client's current topology description: the last one it published
+/// (its first comes as the topology opens).
+fn current_topology(client: &ClientEntity) -> Outcome<TopologyDescription> {
+    client
+        .recorder
+        .sdam()
+        .into_iter()
+        .rev()
+        .find_map(|e| match e {
+            SdamEvent::TopologyDescriptionChanged(e) => Some(e.new_description.clone()),
+            _ => None,
+        })
+        .ok_or_else(|| Failure::Fail("the client has published no topology description".into()))
+}
+
+/// The primary a topology description knows, if any.
+fn primary_of(description: &TopologyDescription) -> Option<mongo_inline::ServerAddress> {
+    description
+        .servers
+        .values()
+        .find(|s| s.server_type == mongo_inline::ServerType::RsPrimary)
+        .map(|s| s.address.clone())
+}
+
 /// An operation the runner has no mapping for: a skip when the driver
 /// leaves it out on purpose under a quoted rule, else an error, as
 /// unified-test-format.md asks ("the test runner MUST raise an error for an
 /// unsupported operation").
 fn missing_operation(object: &str, name: &str) -> Failure {
-    if let Some(rule) = super::skips::intentionally_unimplemented(name) {
-        return Failure::Skip(rule.to_string());
-    }
-    let gap = match name {
-        "appendMetadata" => Some("appendMetadata"),
-        _ => None,
-    };
-    match gap {
-        Some(gap) => Failure::Skip(format!(
-            "{object} operation {name}: the driver has no {gap}"
-        )),
+    match super::skips::intentionally_unimplemented(name) {
+        Some(rule) => Failure::Skip(rule.to_string()),
         None => Failure::Fail(format!(
             "{object} operation {name} not implemented in the runner"
         )),
@@ -3578,6 +3748,58 @@ mod tests {
         );
         assert!(run(vec![find.clone(), wait(1)], None).is_ok());
         assert!(failed(run(vec![find, wait(2)], None)));
+    }
+
+    #[test]
+    fn topology_descriptions_are_recorded_asserted_and_compared() {
+        let op = |name: &str, arguments: Document| {
+            Bson::Document(doc! { "name": name, "object": "testRunner", "arguments": arguments })
+        };
+        let record = |id: &str| {
+            op(
+                "recordTopologyDescription",
+                doc! { "client": "client0", "id": id },
+            )
+        };
+        let assert_type = |id: &str, kind: &str| {
+            op(
+                "assertTopologyType",
+                doc! { "topologyDescription": id, "topologyType": kind },
+            )
+        };
+        let wait_for_change = |prior: &str| {
+            op(
+                "waitForPrimaryChange",
+                doc! { "client": "client0", "priorTopologyDescription": prior, "timeoutMS": 100 },
+            )
+        };
+        let find = Bson::Document(
+            doc! { "name": "find", "object": "coll0", "arguments": { "filter": {} } },
+        );
+        let mut known = vec![record("before"), find, record("after")];
+        // The runner's tests connect directly to a replica set member.
+        known.push(assert_type("after", "Single"));
+        // No primary before the first operation: discovering one is a change.
+        known.push(wait_for_change("before"));
+        let outcome = run(known.clone(), None);
+        assert!(outcome.is_ok(), "{outcome:?}");
+        assert!(failed(run(
+            vec![record("t"), assert_type("t", "Sharded")],
+            None
+        )));
+        let mut wrong = known.clone();
+        wrong.push(assert_type("after", "ReplicaSetWithPrimary"));
+        assert!(failed(run(wrong, None)));
+        assert!(failed(run(vec![record("t"), record("t")], None)));
+        // Nothing changes the primary while no operation runs.
+        match run([known, vec![wait_for_change("after")]].concat(), None) {
+            Err(Failure::Skip(reason)) => assert_eq!(
+                crate::unified::skips::skip_kind(&reason),
+                Some(crate::unified::skips::SkipKind::SingleThreaded),
+                "{reason}"
+            ),
+            other => panic!("expected a single-threaded skip, got {other:?}"),
+        }
     }
 
     #[test]
