@@ -143,6 +143,13 @@ pub fn state_file_chains(bytes: &[u8]) -> Result<usize, String> {
     })
 }
 
+/// How many remembered topologies a state file's bytes hold.
+pub fn state_file_topologies(bytes: &[u8]) -> Result<usize, String> {
+    state_file_count(bytes, |item| {
+        matches!(item, crate::proto::state_file::Item::Topology(_))
+    })
+}
+
 fn state_file_count(
     bytes: &[u8],
     counted: fn(&crate::proto::state_file::Item) -> bool,

@@ -571,3 +571,215 @@ fn a_member_listing_two_thousand_unreachable_hosts_cannot_outlast_server_selecti
         "selection took {elapsed:?}, serverSelectionTimeoutMS is {bound:?}"
     );
 }
+
+/// A directory of a test's own (mode 0700) for a state file, removed when
+/// dropped.
+struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("target/test-servers")
+            .join(format!("scanner-state-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        Scratch(dir)
+    }
+
+    fn file(&self) -> std::path::PathBuf {
+        self.0.join("state")
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A client as a new process would make it: `uri` with the state file
+/// `file`, its clock `skew` ahead; it pings once (the first scan) and is
+/// dropped. Returns the server its first check went to and its SDAM
+/// events.
+fn new_process_pings(
+    uri: &str,
+    file: &std::path::Path,
+    skew: &mongo_inline::unversioned::ClockSkew,
+) -> (String, Vec<SdamEvent>) {
+    let mut in_code = mongo_inline::ClientOptions::builder()
+        .state_file(file.to_path_buf())
+        .build();
+    mongo_inline::unversioned::set_clock_skew(&mut in_code, skew);
+    let options = mongo_inline::ClientOptions::parse_with(uri, in_code).unwrap();
+    let recorder = std::sync::Arc::new(support::events::Recorder::default());
+    let client = recorder.client_for(options).unwrap();
+    ping(&client);
+    drop(client);
+    let events = recorder.sdam();
+    let first = events
+        .iter()
+        .find_map(|e| match e {
+            SdamEvent::ServerHeartbeatStarted(e) => Some(e.server_address.to_string()),
+            _ => None,
+        })
+        .expect("a check");
+    (first, events)
+}
+
+/// Per member: sockets accepted and commands received (hellos written
+/// `hello`) since the last `reset_observations`, but for the
+/// `endSessions` a dropped client sends without waiting (it may arrive
+/// after the test looks).
+fn wire_work(sim: &Simulator) -> Vec<(usize, Vec<String>)> {
+    (0..sim.len())
+        .map(|i| {
+            let mut commands = commands(sim, i);
+            commands.retain(|c| c != "endSessions");
+            (sim.connections(i), commands)
+        })
+        .collect()
+}
+
+/// The primary last among the seeds: with no remembered order, a first
+/// scan checks the three in a random order.
+fn primary_last_uri(sim: &Simulator) -> String {
+    sim.seed_uri(&[2, 1, 0])
+}
+
+#[test]
+fn with_the_state_file_a_new_process_checks_the_last_primary_first_at_no_extra_cost() {
+    let sim = three_members();
+    let scratch = Scratch::new("primary-first");
+    let file = scratch.file();
+    let uri = primary_last_uri(&sim);
+    let skew = mongo_inline::unversioned::ClockSkew::new();
+    sim.reset_observations();
+    new_process_pings(&uri, &file, &skew);
+    let cold = wire_work(&sim);
+    let bytes = std::fs::read(&file).unwrap();
+    assert_eq!(
+        mongo_inline::unversioned::state_file_topologies(&bytes),
+        Ok(1)
+    );
+    // Six new processes: each checks the remembered primary first (by
+    // chance, all six would one time in 729), and none does more on the
+    // wire than the first did: the same sockets, hellos and commands.
+    for _ in 0..6 {
+        sim.reset_observations();
+        let (first, events) = new_process_pings(&uri, &file, &skew);
+        assert_eq!(first, sim.address(0), "{events:?}");
+        assert_eq!(wire_work(&sim), cold);
+    }
+    // A steady topology seen again within half a heartbeat is not written
+    // again: processes under steady traffic leave the file alone.
+    assert_eq!(std::fs::read(&file).unwrap(), bytes);
+}
+
+#[test]
+fn a_remembered_primary_that_stepped_down_is_not_used_before_its_hello_says_so() {
+    let sim = three_members();
+    let scratch = Scratch::new("stepped-down");
+    let file = scratch.file();
+    let uri = primary_last_uri(&sim);
+    let skew = mongo_inline::unversioned::ClockSkew::new();
+    new_process_pings(&uri, &file, &skew);
+    sim.elect(1);
+    // What a cold start costs in the new topology.
+    sim.reset_observations();
+    ping(&client(&uri));
+    let cold = wire_work(&sim);
+
+    sim.reset_observations();
+    let (first, events) = new_process_pings(&uri, &file, &skew);
+    assert_eq!(first, sim.address(0), "the remembered primary goes first");
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, SdamEvent::ServerHeartbeatFailed(_))),
+        "{events:?}"
+    );
+    let work = wire_work(&sim);
+    assert_eq!(work[0].1, ["hello"], "member 0 only answered its hello");
+    assert_eq!(work[1].1, ["hello", "ping"], "the new primary ran it");
+    assert_eq!(work, cold, "no more than a cold start");
+    // The file now remembers the new primary.
+    let (first, _) = new_process_pings(&uri, &file, &skew);
+    assert_eq!(first, sim.address(1));
+}
+
+/// The server each of ten new processes checked first, each starting from
+/// `bytes` as the state file.
+fn first_checks(
+    uri: &str,
+    file: &std::path::Path,
+    bytes: &[u8],
+    skew: &mongo_inline::unversioned::ClockSkew,
+) -> Vec<String> {
+    (0..10)
+        .map(|_| {
+            std::fs::write(file, bytes).unwrap();
+            new_process_pings(uri, file, skew).0
+        })
+        .collect()
+}
+
+#[test]
+fn a_stale_topology_or_another_uri_s_gives_no_order() {
+    let sim = three_members();
+    let scratch = Scratch::new("stale");
+    let file = scratch.file();
+    let uri = primary_last_uri(&sim);
+    let skew = mongo_inline::unversioned::ClockSkew::new();
+    new_process_pings(&uri, &file, &skew);
+    let bytes = std::fs::read(&file).unwrap();
+    let primary = sim.address(0);
+    // Another connection string (the same seeds in another order): the
+    // entry is not its own. Ten processes checking the primary first by
+    // chance: one time in 59,049.
+    let another = sim.seed_uri(&[0, 1, 2]);
+    let firsts = first_checks(&another, &file, &bytes, &skew);
+    assert!(firsts.iter().any(|f| *f != primary), "{firsts:?}");
+    // The same connection string a heartbeat (heartbeatFrequencyMS, 60 s
+    // in single-threaded drivers) and a second later: stale.
+    skew.advance(Duration::from_secs(61));
+    let firsts = first_checks(&uri, &file, &bytes, &skew);
+    assert!(firsts.iter().any(|f| *f != primary), "{firsts:?}");
+    // Within the heartbeat it orders.
+    let fresh = mongo_inline::unversioned::ClockSkew::new();
+    let firsts = first_checks(&uri, &file, &bytes, &fresh);
+    assert!(firsts.iter().all(|f| *f == primary), "{firsts:?}");
+}
+
+#[test]
+fn a_tampered_topology_entry_is_ignored_and_rewritten() {
+    let sim = three_members();
+    let scratch = Scratch::new("tampered-topology");
+    let file = scratch.file();
+    let uri = primary_last_uri(&sim);
+    let skew = mongo_inline::unversioned::ClockSkew::new();
+    new_process_pings(&uri, &file, &skew);
+    let good = std::fs::read(&file).unwrap();
+    // The file's one entry: header (12 bytes), kind, binding (32),
+    // written (8), length (2), then the body: seen (8), flags.
+    let flags_at = 12 + 1 + 32 + 8 + 2 + 8;
+    let mut forged = good.clone();
+    forged[flags_at] = 0xff;
+    let body = forged.len() - 32;
+    let digest = ring::digest::digest(&ring::digest::SHA256, &forged[..body]);
+    forged[body..].copy_from_slice(digest.as_ref());
+    let mut torn = good.clone();
+    torn[flags_at] = 0xff;
+    for tampered in [forged, torn] {
+        assert!(mongo_inline::unversioned::state_file_topologies(&tampered).is_err());
+        std::fs::write(&file, &tampered).unwrap();
+        // A cold start (the ping runs), and the file is rewritten whole.
+        new_process_pings(&uri, &file, &skew);
+        let rewritten = std::fs::read(&file).unwrap();
+        assert_eq!(
+            mongo_inline::unversioned::state_file_topologies(&rewritten),
+            Ok(1)
+        );
+    }
+}

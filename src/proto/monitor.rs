@@ -200,6 +200,9 @@ pub(crate) struct Monitor {
     /// How often a scan computed its order (the cost that grew as n² when
     /// it was computed per check).
     order_computations: u64,
+    /// The order a state file's remembered topology gives the first scan
+    /// (its ties only); emptied when that scan ends.
+    remembered_order: Vec<ServerAddress>,
 }
 
 /// Whether `error` is a failure that opening another socket would repeat:
@@ -231,6 +234,7 @@ impl Monitor {
             membership_changes: 0,
             updates: Vec::new(),
             order_computations: 0,
+            remembered_order: Vec::new(),
         }
     }
 
@@ -256,6 +260,11 @@ impl Monitor {
         monitor
     }
 
+    /// When the last scan ended (or was cut short), if one did.
+    pub(crate) fn last_scan_end(&self) -> Option<Instant> {
+        self.last_scan_end
+    }
+
     /// The current description of the deployment.
     pub(crate) fn description(&self) -> &TopologyDescription {
         &self.description
@@ -271,6 +280,17 @@ impl Monitor {
     pub(crate) fn set_change_events(&mut self, wanted: bool) {
         if self.description.settings.without_change_events == wanted {
             self.description.get_mut().settings.without_change_events = !wanted;
+        }
+    }
+
+    /// Breaks the first scan's ties in `order` (a state file's remembered
+    /// topology, [`crate::proto::state_file::RememberedTopology::first_scan_order`]):
+    /// servers of the same class never checked start in that order. It
+    /// adds no server, selects nothing and outlives no scan: only a
+    /// server's own check in this process says what it is.
+    pub(crate) fn prefer_in_first_scan(&mut self, order: Vec<ServerAddress>) {
+        if self.last_scan_end.is_none() {
+            self.remembered_order = order;
         }
     }
 
@@ -554,6 +574,7 @@ impl Monitor {
         // a `None` still copies the whole 232-byte `Option<Scan>`.
         if self.scan.is_some() {
             self.scan = None;
+            self.remembered_order = Vec::new();
             self.last_scan_end = Some(now);
             self.description.get_mut().stale = true;
             // tryOnce's one scan is over, even cut short.
@@ -613,6 +634,7 @@ impl Monitor {
             return Some(Next::Wait(limit));
         }
         self.scan = None;
+        self.remembered_order = Vec::new();
         self.last_scan_end = Some(now);
         self.description.get_mut().stale = false;
         if let Some(selection) = &mut self.selection {
@@ -632,7 +654,15 @@ impl Monitor {
         if scan.order_key == Some(self.membership_changes) {
             return Vec::new();
         }
-        let candidates = candidates(&self.description, &self.records);
+        let mut candidates = candidates(&self.description, &self.records);
+        if !self.remembered_order.is_empty() {
+            for candidate in &mut candidates {
+                candidate.remembered_rank = self
+                    .remembered_order
+                    .iter()
+                    .position(|a| a == &candidate.description.address);
+            }
+        }
         let order = scan::check_order_within(
             &candidates,
             (scan.start, now),
@@ -853,6 +883,7 @@ fn candidates<'a>(
                 description: server,
                 last_check_failed_with_network_error: record.network_failed,
                 last_check_end: record.last_check_end,
+                remembered_rank: None,
             }
         })
         .collect()

@@ -22,7 +22,9 @@
 //! then a PossiblePrimary, then the other known servers from the
 //! least recently checked, then the Unknown and RSGhost servers the same
 //! way. Servers never checked count as checked infinitely long ago; ties
-//! are broken at random.
+//! are broken by a remembered topology's order when the state file gave
+//! one (the first scan of a new process: the last primary first), else at
+//! random.
 
 use std::time::{Duration, Instant};
 
@@ -43,6 +45,9 @@ pub struct ScanCandidate<'a> {
     pub last_check_failed_with_network_error: bool,
     /// When the last check of this server ended, if it was ever checked.
     pub last_check_end: Option<Instant>,
+    /// Its place in the order a state file's remembered topology gives the
+    /// first scan (lower first), if it has one: it breaks ties only.
+    pub remembered_rank: Option<usize>,
 }
 
 impl<'a> ScanCandidate<'a> {
@@ -53,6 +58,7 @@ impl<'a> ScanCandidate<'a> {
             description,
             last_check_failed_with_network_error: false,
             last_check_end: None,
+            remembered_rank: None,
         }
     }
 
@@ -153,7 +159,13 @@ pub fn check_order_within(
     // Shuffle first, then sort stably: equal keys keep a random order.
     rng.shuffle(&mut due);
     // `None` (never checked) sorts before any instant: infinitely old.
-    due.sort_by_key(|c| (c.priority(), c.last_checked()));
+    due.sort_by_key(|c| {
+        (
+            c.priority(),
+            c.last_checked(),
+            c.remembered_rank.unwrap_or(usize::MAX),
+        )
+    });
     due.into_iter()
         .map(|c| c.description.address.clone())
         .collect()

@@ -1,7 +1,8 @@
 //! The state file's contents as values: what a new process may reuse from
 //! an earlier one (the SCRAM keys, so that it skips PBKDF2; the certificate
 //! chains that passed verification, [`chain`]; the DNS answers until their
-//! TTL, [`dns`]), its byte format, and the sealing of the keys. The shell
+//! TTL, [`dns`]; the last topology seen, which orders the first scan,
+//! [`topology`]), its byte format, and the sealing of the keys. The shell
 //! (`shell::state_file`) reads and writes the file; nothing here touches
 //! it, the clock or randomness (the nonces and the time are passed in).
 //!
@@ -14,7 +15,7 @@
 //! ```
 //!
 //! Kinds: 1 sealed SCRAM keys, 2 a verified chain, 3 SRV and TXT answers,
-//! 4 a host name's addresses.
+//! 4 a host name's addresses, 5 the last topology seen.
 //!
 //! Integers are little-endian. Every length is bounded ([`MAX_FILE_BYTES`],
 //! [`MAX_ENTRIES`], [`MAX_SALT_BYTES`]); a file that breaks any rule, is
@@ -63,8 +64,10 @@ use ring::{digest, hmac, pbkdf2};
 
 mod chain;
 mod dns;
+mod topology;
 pub use chain::{certificate_not_after, VerifiedChain, CHAIN_MAX_AGE_SECS};
 pub use dns::{expiry as dns_expiry, HostAddresses, SrvAnswer};
+pub use topology::RememberedTopology;
 
 use crate::proto::auth::scram::{SaltParams, ScramKeys, ScramMechanism};
 use crate::proto::options::ClientOptions;
@@ -88,6 +91,7 @@ const KIND_SCRAM: u8 = 1;
 const KIND_CHAIN: u8 = 2;
 const KIND_SRV: u8 = 3;
 const KIND_HOST: u8 = 4;
+const KIND_TOPOLOGY: u8 = 5;
 const DIGEST_BYTES: usize = 32;
 const SEAL_CONTEXT: &[u8] = b"mongo-inline state v1";
 
@@ -250,17 +254,19 @@ pub enum Item {
     Srv(SrvAnswer),
     /// The addresses of a member's host name.
     Host(HostAddresses),
+    /// The last topology the client saw.
+    Topology(RememberedTopology),
 }
 
 impl Item {
     /// Whether this newer item takes `old`'s place: one set of SRV
-    /// answers per client, one chain per server name and trust, one
-    /// address list per host name (SCRAM keys are replaced as a whole,
+    /// answers and one topology per client, one chain per server name and
+    /// trust, one address list per host name (SCRAM keys are replaced as a whole,
     /// [`StateContents::replace`]).
     fn replaces(&self, old: &Item) -> bool {
         match (self, old) {
             (Item::Chain(new), Item::Chain(old)) => new.replaces(old),
-            (Item::Srv(_), Item::Srv(_)) => true,
+            (Item::Srv(_), Item::Srv(_)) | (Item::Topology(_), Item::Topology(_)) => true,
             (Item::Host(new), Item::Host(old)) => new.host.eq_ignore_ascii_case(&old.host),
             _ => false,
         }
@@ -273,6 +279,7 @@ impl Item {
             Item::Chain(chain) => (KIND_CHAIN, chain.encode()),
             Item::Srv(answer) => (KIND_SRV, answer.encode()?),
             Item::Host(addresses) => (KIND_HOST, addresses.encode()?),
+            Item::Topology(topology) => (KIND_TOPOLOGY, topology.encode()?),
         })
     }
 }
@@ -335,6 +342,14 @@ impl StateContents {
             .collect()
     }
 
+    /// The last topology seen by a client bound to `binding`, fresh or not.
+    pub fn topology(&self, binding: Binding) -> Option<RememberedTopology> {
+        self.items(binding).find_map(|item| match item {
+            Item::Topology(topology) => Some(topology.clone()),
+            _ => None,
+        })
+    }
+
     fn items(&self, binding: Binding) -> impl Iterator<Item = &Item> {
         self.entries
             .iter()
@@ -366,6 +381,10 @@ impl StateContents {
             written: now,
             item: item.clone(),
         }));
+        // The keys stay last (a stable sort), where they were before this
+        // item came: the tampering tests find them there.
+        self.entries
+            .sort_by_key(|e| matches!(e.item, Item::Scram(_)));
         self.keep_the_newest();
     }
 
@@ -440,6 +459,7 @@ impl StateContents {
                 KIND_CHAIN => Item::Chain(VerifiedChain::decode(body)?),
                 KIND_SRV => Item::Srv(SrvAnswer::decode(body)?),
                 KIND_HOST => Item::Host(HostAddresses::decode(body)?),
+                KIND_TOPOLOGY => Item::Topology(RememberedTopology::decode(body)?),
                 _ => return Err(DecodeError("the file has an entry of an unknown kind")),
             };
             entries.push(Entry {

@@ -16,6 +16,11 @@
 //!   (process id and OS randomness) and renames it over the old one, which
 //!   is atomic: a reader sees the old file or the new one, never a mix; the
 //!   last writer wins, and a lost entry costs one PBKDF2 later.
+//! - **The topology.** Each scan's result is written when it differs
+//!   from the file's or that is half a heartbeat old (one write, with
+//!   anything else learned since), so that a new process's first scan
+//!   checks the last primary first
+//!   ([`crate::proto::state_file::RememberedTopology`]).
 //! - **Fork.** A child's writes use a temporary name of its own and re-read
 //!   the file first. Nothing waits to be written between operations (a
 //!   write happens inside the authentication that changed the keys), so a
@@ -28,8 +33,11 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::error::{Error, Result};
+use crate::proto::address::ServerAddress;
+use crate::proto::sdam::TopologyDescription;
 use crate::proto::state_file::{
-    Binding, HostAddresses, Item, SealedScramKeys, SrvAnswer, StateContents, MAX_FILE_BYTES,
+    Binding, HostAddresses, Item, RememberedTopology, SealedScramKeys, SrvAnswer, StateContents,
+    MAX_FILE_BYTES,
 };
 use crate::shell::tls::ChainMemory;
 
@@ -44,6 +52,9 @@ pub(crate) struct StateFile {
     /// The client's verified chains (TLS clients).
     chains: Option<Arc<ChainMemory>>,
     dns: Mutex<Dns>,
+    /// The last topology the file held for this client, or this client
+    /// wrote since: what a newly seen one is compared with.
+    topology: Mutex<Option<RememberedTopology>>,
 }
 
 /// The DNS answers the file held for this client, and those looked up
@@ -70,6 +81,7 @@ impl StateFile {
             binding: None,
             chains: None,
             dns: Mutex::new(Dns::default()),
+            topology: Mutex::new(None),
         };
         file.check_directory()?;
         let contents = file.read()?;
@@ -115,6 +127,54 @@ impl StateFile {
         self.binding = Some(binding);
         self.chains = chains;
         self.dns = Mutex::new(dns);
+        self.topology = Mutex::new(contents.topology(binding));
+    }
+
+    /// The order the remembered topology gives the first scan at
+    /// `now_ms` (unix milliseconds): empty when there is none, or it is
+    /// older than `heartbeat_frequency`.
+    pub(crate) fn first_scan_order(
+        &self,
+        now_ms: u64,
+        heartbeat_frequency: std::time::Duration,
+    ) -> Vec<ServerAddress> {
+        lock(&self.topology)
+            .as_ref()
+            .map(|t| t.first_scan_order(now_ms, heartbeat_frequency))
+            .unwrap_or_default()
+    }
+
+    /// Remembers `description`, just seen at `now_ms`, when it differs
+    /// from what the file holds or that is half a heartbeat old (see
+    /// [`RememberedTopology::worth_writing_over`]), with anything else
+    /// learned since the last write; a failure is logged.
+    pub(crate) fn save_topology(
+        &self,
+        description: &TopologyDescription,
+        heartbeat_frequency: std::time::Duration,
+        now_ms: u64,
+    ) {
+        let Some(binding) = self.binding else {
+            return;
+        };
+        let Some(seen) = RememberedTopology::of(description, now_ms) else {
+            return;
+        };
+        let mut remembered = lock(&self.topology);
+        if !seen.worth_writing_over(remembered.as_ref(), heartbeat_frequency) {
+            return;
+        }
+        let now_unix = now_ms / 1000;
+        let saved = self.check_directory().and_then(|()| {
+            let mut contents = self.read()?;
+            self.add_new_items(&mut contents, now_unix);
+            contents.remember(binding, &[Item::Topology(seen.clone())], now_unix);
+            self.write_atomically(&contents.encode())
+        });
+        match saved {
+            Ok(()) => *remembered = Some(seen),
+            Err(error) => log::warn!(target: "mongo_inline::state_file", "not saved: {error}"),
+        }
     }
 
     /// The SRV and TXT answers, if the file holds them and they are fresh
@@ -143,14 +203,13 @@ impl StateFile {
                     .retain(|h| !h.host.eq_ignore_ascii_case(&addresses.host));
                 dns.hosts.push(addresses.clone());
             }
-            Item::Scram(_) | Item::Chain(_) => {}
+            Item::Scram(_) | Item::Chain(_) | Item::Topology(_) => {}
         }
         dns.unsaved.push(item);
     }
 
     fn dns(&self) -> std::sync::MutexGuard<'_, Dns> {
-        // Plain data: still usable after a panic elsewhere.
-        self.dns.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.dns)
     }
 
     /// The chains verified and names looked up since the last write.
@@ -303,6 +362,11 @@ impl StateFile {
         }
         Ok(())
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Plain data: still usable after a panic elsewhere.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// This process's (effective) user: the owner of `/proc/self` on Linux;

@@ -46,4 +46,22 @@ impl StateFile {
 
     /// Unreachable: no value exists.
     pub(crate) fn save_new_items(&self, _: u64) {}
+
+    /// Unreachable: no value exists.
+    pub(crate) fn first_scan_order(
+        &self,
+        _: u64,
+        _: std::time::Duration,
+    ) -> Vec<crate::proto::address::ServerAddress> {
+        Vec::new()
+    }
+
+    /// Unreachable: no value exists.
+    pub(crate) fn save_topology(
+        &self,
+        _: &crate::proto::sdam::TopologyDescription,
+        _: std::time::Duration,
+        _: u64,
+    ) {
+    }
 }

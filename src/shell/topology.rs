@@ -41,6 +41,7 @@ mod errors;
 mod forget;
 mod overlap;
 mod publish;
+mod remembered;
 mod sockets;
 mod srv;
 #[cfg(test)]
@@ -305,6 +306,7 @@ impl Topology {
         deadline: Deadline,
     ) -> Result<ServerAddress> {
         self.log_selection(SelectionLog::started, criteria, operation);
+        let last_scan_end = self.order_first_scan();
         let mut now = self.clock.now();
         self.monitor
             .start_selection(criteria.clone(), deprioritized, operation, now);
@@ -343,6 +345,7 @@ impl Topology {
         };
         self.abandon_checks();
         self.end_scan_lookups();
+        self.remember_topology(last_scan_end);
         match &result {
             Ok(address) => {
                 self.log_selection(|c| SelectionLog::succeeded(c, address), criteria, operation)

@@ -711,3 +711,26 @@ fn a_test_runners_lowered_min_heartbeat_frequency_shortens_the_wait_before_a_res
     assert!(matches!(h.poll(10), Next::SleepUntil(t) if t == h.at(60)));
     assert_eq!(sorted(checks(h.poll(60))), ["a:1", "b:1", "c:1"]);
 }
+
+#[test]
+fn a_remembered_order_breaks_the_first_scan_s_ties_and_adds_no_server() {
+    let mut h = Harness::new(SET, settings(true, 30_000));
+    h.monitor
+        .prefer_in_first_scan(vec![addr("c:1"), addr("z:9"), addr("b:1")]);
+    h.select(primary_only(), 0);
+    // z:9 is no seed: it is not checked; a:1, unranked, comes last.
+    assert_eq!(checks(h.poll(0)), ["c:1", "b:1", "a:1"]);
+    // The remembered "primary" c:1 answers as a secondary: the selection
+    // takes the server whose own reply says primary.
+    h.report("c:1", secondary(SET), 1);
+    h.report("b:1", secondary(SET), 1);
+    h.report("a:1", primary(), 2);
+    assert!(matches!(h.poll(2), Next::Selected(a) if a == addr("a:1")));
+    assert!(
+        h.monitor.remembered_order.is_empty(),
+        "the order outlives no scan"
+    );
+    // Once a scan ended, an order is no longer taken.
+    h.monitor.prefer_in_first_scan(vec![addr("c:1")]);
+    assert!(h.monitor.remembered_order.is_empty());
+}

@@ -298,3 +298,33 @@ fn an_operation_error_after_the_last_check_does_not_count_as_a_check() {
         Some(addr("failed:1"))
     );
 }
+
+#[test]
+fn a_remembered_rank_breaks_ties_but_never_crosses_a_class() {
+    let clock = Clock::new();
+    let servers = [
+        server("unknown-a:1", ServerType::Unknown, None),
+        server("unknown-b:1", ServerType::Unknown, None),
+        server("secondary:1", ServerType::RsSecondary, None),
+    ];
+    let ranks = [Some(1), Some(0), None];
+    let list: Vec<ScanCandidate<'_>> = servers
+        .iter()
+        .zip(ranks)
+        .map(|(s, remembered_rank)| ScanCandidate {
+            remembered_rank,
+            ..ScanCandidate::new(s)
+        })
+        .collect();
+    for seed in 0..8 {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        assert_eq!(
+            check_order(&list, clock.at(SCAN_START), clock.at(SCAN_START), &mut rng),
+            vec![
+                addr("secondary:1"),
+                addr("unknown-b:1"),
+                addr("unknown-a:1")
+            ]
+        );
+    }
+}

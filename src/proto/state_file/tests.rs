@@ -44,6 +44,11 @@ fn sample() -> StateContents {
         &[srv_answer(400), host("db.example", 400)],
         300,
     );
+    contents.remember(
+        Binding([1; 32]),
+        &[Item::Topology(seen_topology(1_000))],
+        300,
+    );
     contents
 }
 
@@ -386,4 +391,200 @@ fn the_binding_changes_with_hosts_user_and_tls_but_not_the_password() {
         base,
         binding("mongodb://u:p@a:27017/?tls=true&authSource=db")
     );
+}
+
+/// A replica set of three after a scan: a:1 primary, b:1 secondary,
+/// c:1 arbiter, d:1 a PossiblePrimary nobody checked.
+fn replica_set_description() -> crate::proto::sdam::TopologyDescription {
+    use crate::proto::address::ServerAddress;
+    use crate::proto::sdam::{TopologyDescription, TopologySettings};
+    let addr = |a: &str| ServerAddress::parse(a).unwrap();
+    let mut description = TopologyDescription::new(TopologySettings {
+        seeds: vec![addr("c:1"), addr("b:1"), addr("a:1")],
+        direct_connection: None,
+        replica_set: Some("rs".into()),
+        load_balanced: false,
+        seeds_from_srv: false,
+        without_change_events: false,
+    });
+    let now = std::time::Instant::now();
+    let rtt = std::time::Duration::from_millis(1);
+    let hosts = ["a:1", "b:1", "d:1"];
+    let election_id = bson::oid::ObjectId::from_bytes([7; 12]);
+    let _ = description.check_succeeded(
+        &addr("b:1"),
+        &bson::doc! {"ok": 1, "secondary": true, "setName": "rs", "hosts": hosts.to_vec(),
+        "arbiters": ["c:1"], "primary": "d:1", "minWireVersion": 0, "maxWireVersion": 21},
+        rtt,
+        now,
+    );
+    let _ = description.check_succeeded(
+        &addr("a:1"),
+        &bson::doc! {"ok": 1, "isWritablePrimary": true, "setName": "rs", "hosts": hosts.to_vec(),
+        "arbiters": ["c:1"], "setVersion": 3, "electionId": election_id,
+        "minWireVersion": 6, "maxWireVersion": 25},
+        rtt,
+        now,
+    );
+    let _ = description.check_succeeded(
+        &addr("c:1"),
+        &bson::doc! {"ok": 1, "arbiterOnly": true, "setName": "rs", "hosts": hosts.to_vec(),
+        "arbiters": ["c:1"], "minWireVersion": 0, "maxWireVersion": 21},
+        rtt,
+        now,
+    );
+    description
+}
+
+fn seen_topology(seen_ms: u64) -> RememberedTopology {
+    RememberedTopology::of(&replica_set_description(), seen_ms).expect("members were checked")
+}
+
+const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(10);
+
+#[test]
+fn a_topology_is_remembered_with_the_primary_first_and_only_checked_members() {
+    let topology = seen_topology(1_000);
+    let members: Vec<(&str, crate::proto::sdam::ServerType, i32, i32)> = topology
+        .members
+        .iter()
+        .map(|m| {
+            (
+                m.address.as_str(),
+                m.server_type,
+                m.min_wire_version,
+                m.max_wire_version,
+            )
+        })
+        .collect();
+    use crate::proto::sdam::ServerType::{RsArbiter, RsPrimary, RsSecondary};
+    assert_eq!(
+        members,
+        [
+            ("a:1", RsPrimary, 6, 25),
+            ("b:1", RsSecondary, 0, 21),
+            ("c:1", RsArbiter, 0, 21)
+        ],
+        "d:1 (never checked) is left out"
+    );
+    assert_eq!(topology.set_name.as_deref(), Some("rs"));
+    assert_eq!(topology.set_version, Some(3));
+    assert_eq!(
+        topology.election_id,
+        Some(bson::oid::ObjectId::from_bytes([7; 12]))
+    );
+    let order: Vec<String> = topology
+        .first_scan_order(1_000 + 10_000, HEARTBEAT)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(order, ["a:1", "b:1", "c:1"]);
+
+    let nothing_checked =
+        crate::proto::sdam::TopologyDescription::new(crate::proto::sdam::TopologySettings::new(
+            vec![crate::proto::address::ServerAddress::parse("a:1").unwrap()],
+        ));
+    assert_eq!(RememberedTopology::of(&nothing_checked, 1_000), None);
+}
+
+#[test]
+fn a_topology_older_than_a_heartbeat_or_from_the_future_gives_no_order() {
+    let topology = seen_topology(50_000);
+    assert!(!topology.first_scan_order(60_000, HEARTBEAT).is_empty());
+    assert!(topology.first_scan_order(60_001, HEARTBEAT).is_empty());
+    assert!(topology.first_scan_order(49_999, HEARTBEAT).is_empty());
+    // The client's own heartbeatFrequencyMS decides.
+    let short = std::time::Duration::from_millis(500);
+    assert!(topology.first_scan_order(50_600, short).is_empty());
+}
+
+#[test]
+fn a_forged_entry_is_sorted_again_and_its_unparsable_addresses_dropped() {
+    let mut topology = seen_topology(1_000);
+    topology.members.reverse();
+    topology.members[1].address = "not an address:x".into();
+    let order: Vec<String> = topology
+        .first_scan_order(1_000, HEARTBEAT)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(order, ["a:1", "c:1"]);
+}
+
+#[test]
+fn a_topology_is_written_when_it_changed_or_is_half_a_heartbeat_old() {
+    let old = seen_topology(1_000);
+    assert!(seen_topology(1_100).worth_writing_over(None, HEARTBEAT));
+    assert!(!seen_topology(1_100).worth_writing_over(Some(&old), HEARTBEAT));
+    assert!(!seen_topology(6_000).worth_writing_over(Some(&old), HEARTBEAT));
+    assert!(seen_topology(6_001).worth_writing_over(Some(&old), HEARTBEAT));
+    let mut new_primary = seen_topology(1_100);
+    new_primary.members[0].server_type = crate::proto::sdam::ServerType::RsSecondary;
+    new_primary.members[1].server_type = crate::proto::sdam::ServerType::RsPrimary;
+    assert!(new_primary.worth_writing_over(Some(&old), HEARTBEAT));
+    let mut upgraded = seen_topology(1_100);
+    upgraded.members[2].max_wire_version = 26;
+    assert!(upgraded.worth_writing_over(Some(&old), HEARTBEAT));
+    let mut new_election = seen_topology(1_100);
+    new_election.election_id = Some(bson::oid::ObjectId::from_bytes([8; 12]));
+    assert!(new_election.worth_writing_over(Some(&old), HEARTBEAT));
+}
+
+#[test]
+fn one_topology_per_client_and_another_client_never_reads_it() {
+    let mut contents = StateContents::default();
+    contents.remember(Binding([1; 32]), &[Item::Topology(seen_topology(1))], 1);
+    contents.remember(Binding([1; 32]), &[Item::Topology(seen_topology(2))], 2);
+    assert_eq!(contents.entries.len(), 1);
+    assert_eq!(contents.topology(Binding([1; 32])), Some(seen_topology(2)));
+    assert_eq!(contents.topology(Binding([2; 32])), None);
+    // The keys stay last when a topology comes after them.
+    contents.replace(
+        Binding([1; 32]),
+        &[sealed(ScramMechanism::Sha256, "pencil", 1)],
+        3,
+    );
+    contents.remember(Binding([1; 32]), &[Item::Topology(seen_topology(4))], 4);
+    assert!(matches!(
+        contents.entries.last().map(|e| &e.item),
+        Some(Item::Scram(_))
+    ));
+}
+
+#[test]
+fn hostile_topology_entries_with_valid_digests_are_refused_by_name() {
+    let good = seen_topology(1_000).encode().unwrap();
+    let file =
+        |body: &[u8]| with_digest([header(1, 1), entry(5, body, body.len() as u16)].concat());
+    assert!(StateContents::decode(&file(&good)).is_ok());
+    // seen u64, flags, set name "rs", election id, set version, count, then
+    // the first member: its address "a:1" (length byte first) and its type.
+    let flags_at = 8;
+    let count_at = flags_at + 1 + 3 + 12 + 8;
+    let type_at = count_at + 1 + 4;
+    let mut cases: Vec<(Vec<u8>, &str)> = Vec::new();
+    let mut bad = good.clone();
+    bad[flags_at] |= 0x80;
+    cases.push((bad, "unknown flags"));
+    let mut bad = good.clone();
+    bad[count_at] = 0;
+    cases.push((bad, "member count"));
+    let mut bad = good.clone();
+    bad[count_at] = 200;
+    cases.push((bad, "member count"));
+    let mut bad = good.clone();
+    bad[type_at] = 0;
+    cases.push((bad, "unknown server type"));
+    let mut bad = good.clone();
+    bad[count_at + 2] = 0xff;
+    cases.push((bad, "not UTF-8"));
+    cases.push(([good.clone(), vec![0]].concat(), "after its end"));
+    cases.push((good[..good.len() - 1].to_vec(), "ends inside"));
+    for (body, expected) in cases {
+        let error = StateContents::decode(&file(&body)).unwrap_err();
+        assert!(
+            error.0.contains(expected),
+            "{error} (expected {expected:?})"
+        );
+    }
 }

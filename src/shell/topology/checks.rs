@@ -90,6 +90,14 @@ impl Topology {
             .map_or(0, |d| d.as_secs())
     }
 
+    /// The wall time in unix milliseconds (the remembered topology's).
+    pub(super) fn wall_millis(&self) -> u64 {
+        self.clock
+            .wall_time()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+
     /// The heartbeat event of a check that took `duration`. A hello
     /// answered on a socket whose authentication then failed is a
     /// successful heartbeat: monitoring is the hello (server-monitoring.md:
