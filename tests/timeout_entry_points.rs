@@ -1,7 +1,8 @@
 //! `timeoutMS` on the entry points outside a collection: the database's
 //! `run_command`, `list_collection_names` and `create_collection`, and the
 //! client's `list_database_names` each inherit the client's timeout, or the
-//! database's own, and fail with a timeout near it when the server blocks.
+//! database's own, and fail with a timeout near it when the server blocks;
+//! `run_cursor_command` takes its own.
 
 // Timing real servers and processes is this crate's job; the one-clock rule
 // (clippy.toml) is the library's.
@@ -104,6 +105,15 @@ fn database_entry_points_inherit_the_database_timeout() {
     }));
     problems.extend(times_out(&client, "create", || {
         db.create_collection("d").run()
+    }));
+    // An operation's own timeout, on a database without one: the blocked
+    // command of run_cursor_command ends at it.
+    problems.extend(times_out(&client, "find", || {
+        client
+            .database(DB)
+            .run_cursor_command(doc! { "find": "c" })
+            .timeout(Duration::from_millis(400))
+            .run()
     }));
     assert!(problems.is_empty(), "{problems:#?}");
 }

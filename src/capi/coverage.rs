@@ -398,11 +398,6 @@ const READ_WITHOUT_CONFIGURE: &[(&str, &str, &str)] = &[
         "AggregateOptions",
         "list_search_indexes takes no timeoutMS in the Rust API",
     ),
-    (
-        "database.rs",
-        "RunCursorCommandOptions",
-        "run_cursor_command takes no timeoutMS in the Rust API",
-    ),
 ];
 
 #[test]

@@ -5,7 +5,7 @@
 
 use bson::{Document, RawDocumentBuf};
 
-use super::ops::{self, configure, open_in, options, run_in};
+use super::ops::{self, configure, open_in, run_in};
 use super::{lock_opt, new_cursor, write_buffer, MiBuffer, MiCursor};
 use crate::proto::coll_options::{
     AggregateOptions, CreateCollectionOptions, DropDatabaseOptions, ListCollectionsOptions,
@@ -145,8 +145,8 @@ c_function! {
     /// Runs `command`, one that opens a cursor (`find`, `aggregate`...), on
     /// database `db` as given and returns the cursor; options are
     /// `RunCursorCommandOptions` (`batchSize`, `maxTimeMS`, `comment` for the
-    /// getMores, `cursorType`, `readPreference`). A reply without a cursor
-    /// is an error.
+    /// getMores, `cursorType`, `readPreference`) and `timeoutMS` /
+    /// `timeoutMode`. A reply without a cursor is an error.
     ///
     /// # Safety
     /// Pointers NULL or valid; `options` may be NULL.
@@ -157,9 +157,7 @@ c_function! {
         out: mut *mut MiCursor,
     ) {
         let db = t.database();
-        let action = db
-            .run_cursor_command(command)
-            .with_options(options!(RunCursorCommandOptions, options));
+        let action = configure!(cursor: db.run_cursor_command(command), RunCursorCommandOptions, options);
         let stream = open_in!(action, lock_opt(&t.session).as_deref_mut())?;
         *out = new_cursor(stream, t.session.clone());
         Ok(())

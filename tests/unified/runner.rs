@@ -1335,12 +1335,17 @@ impl<'a> TestRun<'a> {
             }
         };
         let client = self.owners.get(object).cloned().unwrap_or_default();
-        cursor_command_timeout(&args)?;
+        let timeout = args.millis("timeoutMS")?;
+        let mode = timeout_mode(&mut args)?;
         let command = args.required_doc("command")?;
         let _ = args.take("commandName");
         let options = cursor_command_options(&mut args)?;
         args.done()?;
-        let action = db.run_cursor_command(command).with_options(options);
+        let action = db
+            .run_cursor_command(command)
+            .with_options(options)
+            .op_timeout(timeout)
+            .op_mode(mode);
         let opened = match session {
             Some(name) => {
                 let mut own = self.take_session(&name)?;
@@ -2065,6 +2070,7 @@ op_timeout!(
     ListCollectionNames<'a>,
     ListDatabases<'a>,
     ListDatabaseNames<'a>,
+    RunCursorCommand<'a, S>,
 );
 
 impl<T, S> OpMode for action::Find<'_, T, S> {
@@ -2086,6 +2092,12 @@ impl<T, S> OpMode for action::ListIndexes<'_, T, S> {
 }
 
 impl<S> OpMode for action::ListCollections<'_, S> {
+    fn set_mode(self, mode: TimeoutMode) -> Self {
+        self.timeout_mode(mode)
+    }
+}
+
+impl<S> OpMode for action::RunCursorCommand<'_, S> {
     fn set_mode(self, mode: TimeoutMode) -> Self {
         self.timeout_mode(mode)
     }
@@ -2856,21 +2868,6 @@ fn find_options(args: &mut Args, comment: Option<Bson>) -> Outcome<FindOptions> 
     Ok(o)
 }
 
-/// `run_cursor_command` has no per-operation `timeoutMS` or `timeoutMode`
-/// yet (CSOT's cursor rules came to the other cursor operations first).
-fn cursor_command_timeout(args: &Args) -> Outcome {
-    match ["timeoutMS", "timeoutMode"]
-        .into_iter()
-        .find(|key| args.rest.contains_key(*key))
-    {
-        Some(key) => skip(format!(
-            "{key} on {}: run_cursor_command has no per-operation timeoutMS or timeoutMode yet",
-            args.operation
-        )),
-        None => Ok(()),
-    }
-}
-
 /// The options of `runCursorCommand` and `createCommandCursor`.
 fn cursor_command_options(args: &mut Args) -> Outcome<RunCursorCommandOptions> {
     let mut o = RunCursorCommandOptions::default();
@@ -2904,20 +2901,22 @@ fn database_operation(
 ) -> Outcome<DriverResult> {
     let timeout = args.millis("timeoutMS")?;
     let mode = match name {
-        "aggregate" | "listCollections" | "listCollectionObjects" => timeout_mode(&mut args)?,
+        "aggregate" | "listCollections" | "listCollectionObjects" | "runCursorCommand" => {
+            timeout_mode(&mut args)?
+        }
         _ => None,
     };
     let result = match name {
         "runCursorCommand" => {
-            if timeout.is_some() {
-                return skip("timeoutMS on runCursorCommand: run_cursor_command has no per-operation timeoutMS or timeoutMode yet");
-            }
-            cursor_command_timeout(&args)?;
             let command = args.required_doc("command")?;
             let _ = args.take("commandName");
             let options = cursor_command_options(&mut args)?;
             args.done()?;
-            let action = db.run_cursor_command(command).with_options(options);
+            let action = db
+                .run_cursor_command(command)
+                .with_options(options)
+                .op_timeout(timeout)
+                .op_mode(mode);
             match session {
                 Some(s) => session_documents_result(action.session(&mut *s).run(), s),
                 None => documents_result(action.run()),

@@ -641,10 +641,7 @@ fn requirement_is_allowed(requirement: &str) -> bool {
 /// of their reason and who closes them. They are listed, counted and
 /// printed apart from the skips; any other gap fails the run. Each entry
 /// goes when its work lands.
-pub const PENDING_GAPS: &[(&str, &str)] = &[(
-    "run_cursor_command has no per-operation timeoutMS or timeoutMode yet",
-    "h38t: CSOT on run_cursor_command",
-)];
+pub const PENDING_GAPS: &[(&str, &str)] = &[];
 
 /// The pending gap `reason` is, if any: who closes it.
 pub fn pending_gap(reason: &str) -> Option<&'static str> {
@@ -720,7 +717,24 @@ const SPEC_DEFECTS: &[SpecDefect] = &[
         file_lacks: None,
         defect: "the test expects find to carry maxTimeMS and the second iteration to time out, yet no client, database or operation of it sets timeoutMS (its sibling tests set timeoutMS: 100 on the operation)",
     },
+    SpecDefect {
+        file: "client-side-operations-timeout/tests/runCursorCommand.json",
+        test: "Non-tailable cursor iteration timeoutMS is refreshed for getMore if timeoutMode is iteration - failure",
+        quote: r#""blockTimeMS":60"#,
+        file_lacks: None,
+        defect: RUN_CURSOR_COMMAND_SHORT_BLOCK,
+    },
+    SpecDefect {
+        file: "client-side-operations-timeout/tests/runCursorCommand.json",
+        test: "Tailable cursor iteration timeoutMS is refreshed for getMore - failure",
+        quote: r#""blockTimeMS":60"#,
+        file_lacks: None,
+        defect: RUN_CURSOR_COMMAND_SHORT_BLOCK,
+    },
 ];
+
+/// Why two iteration-mode failure tests of runCursorCommand cannot fail.
+const RUN_CURSOR_COMMAND_SHORT_BLOCK: &str = "the test blocks one getMore for 60 ms under timeoutMode iteration with timeoutMS 100 and expects a timeout, yet in that mode client-side-operations-timeout.md: \"the original `timeoutMS` value MUST also be applied to each `next` call on the created cursor\", so a 60 ms getMore fits in its fresh 100 ms (the same failure tests for find, in non-tailable-cursors.json and tailable-non-awaitData.json, block their getMore for 250 ms against 200)";
 
 /// Why the rawData insert tests cannot be run in a shared deployment.
 const INSERTS_WITHOUT_INITIAL_DATA: &str = "the test inserts this into crud-tests.coll0 and expects success, yet the file has no initialData to clear the collection, and the CRUD files before it leave it holding _id 2: whether it passes depends on the order files run in (rawData on inserts is shown by the unit test raw_data_is_sent_to_8_2_and_refused_before and the other rawdata files)";

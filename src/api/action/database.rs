@@ -132,7 +132,7 @@ impl<'a> RunCommand<'a> {
 /// `getMore`s the options shape. A reply without a cursor is an error.
 #[must_use = "nothing is sent until `run`"]
 pub struct RunCursorCommand<'a, S = ImplicitSession> {
-    db: &'a Database,
+    db: Cow<'a, Database>,
     /// A raw command that is not valid BSON fails at `run`.
     command: Result<Document>,
     options: RunCursorCommandOptions,
@@ -142,7 +142,7 @@ pub struct RunCursorCommand<'a, S = ImplicitSession> {
 impl<'a> RunCursorCommand<'a> {
     pub(crate) fn new(db: &'a Database, command: Document) -> Self {
         RunCursorCommand {
-            db,
+            db: Cow::Borrowed(db),
             command: Ok(command),
             options: RunCursorCommandOptions::default(),
             session: ImplicitSession,
@@ -174,16 +174,16 @@ impl<'a> RunCursorCommand<'a> {
     /// Sends the command and returns its cursor.
     pub fn run(self) -> Result<Cursor<Document>> {
         let mut op = self.operation()?;
-        crate::api::coll::open_cursor(
-            self.db.client(),
-            &mut op,
-            self.db.defaults().timeout_only(),
-            None,
-        )
+        let defaults = self.db.defaults();
+        let mode = defaults.timeout_mode;
+        crate::api::coll::open_cursor(self.db.client(), &mut op, defaults.timeout_only(), mode)
     }
 }
 
 impl<S> RunCursorCommand<'_, S> {
+    timeout_setter!(db);
+    timeout_mode_setter!(db);
+
     option_setters!(RunCursorCommandOptions {
         selection_criteria: SelectionCriteria,
         cursor_type: CursorType,
@@ -207,11 +207,12 @@ impl RunCursorCommand<'_, ExplicitSession<'_>> {
     pub fn run(self) -> Result<SessionCursor<Document>> {
         let mut op = self.operation()?;
         let ExplicitSession(session) = self.session;
+        let defaults = self.db.defaults();
         crate::api::coll::open_session_cursor(
             self.db.client(),
             &mut op,
-            self.db.defaults().timeout_only(),
-            None,
+            defaults.timeout_only(),
+            defaults.timeout_mode,
             session,
         )
     }

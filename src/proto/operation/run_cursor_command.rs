@@ -19,6 +19,9 @@ use crate::proto::select::Criteria;
 pub struct RunCursorCommand {
     command: RunCommand,
     cursor: CursorOptions,
+    /// Kept for CSOT's cursor rules (tailable cursors default to the
+    /// iteration mode; `cursorLifetime` is refused for them).
+    cursor_type: CursorType,
 }
 
 impl RunCursorCommand {
@@ -42,6 +45,7 @@ impl RunCursorCommand {
         Ok(RunCursorCommand {
             command: RunCommand::new(db, command, options.selection_criteria.map(Criteria::from))?,
             cursor,
+            cursor_type,
         })
     }
 }
@@ -53,6 +57,14 @@ impl Operation for RunCursorCommand {
 
     fn command_name(&self) -> &str {
         self.command.command_name()
+    }
+
+    fn cursor_request(&self) -> crate::proto::cursor_timeout::CursorRequest {
+        crate::proto::cursor_timeout::CursorRequest {
+            cursor_type: self.cursor_type,
+            max_await: self.cursor.max_await_time,
+            ..Default::default()
+        }
     }
 
     fn build(&mut self, server: &ServerInfo) -> Result<Command> {
