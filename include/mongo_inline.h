@@ -471,8 +471,8 @@ mi_error *mi_run_command(mi_client *client, mi_session *session, const char *db,
                          size_t options_len, mi_buffer *reply);
 /* Runs command, one that opens a cursor (find, aggregate, ...), on database
  * db as given; the cursor goes to *out. options {batchSize, maxTimeMS,
- * comment} (for the getMores), cursorType, readPreference. A reply without
- * a cursor is an error. */
+ * comment} (for the getMores), cursorType, readPreference, timeoutMS,
+ * timeoutMode. A reply without a cursor is an error. */
 mi_error *mi_run_cursor_command(mi_client *client, mi_session *session, const char *db,
                                 const uint8_t *command, size_t command_len,
                                 const uint8_t *options, size_t options_len, mi_cursor **out);

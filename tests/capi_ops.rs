@@ -397,6 +397,64 @@ fn bad_names_are_refused_before_anything_is_sent() {
     free(client);
 }
 
+// The database functions are exported from the library under their C
+// names but not re-exported as Rust items: declared here as a C caller
+// would, the handles opaque.
+unsafe extern "C" {
+    fn mi_run_cursor_command(
+        client: *mut std::ffi::c_void,
+        session: *mut std::ffi::c_void,
+        db: *const std::ffi::c_char,
+        command: *const u8,
+        command_len: usize,
+        options: *const u8,
+        options_len: usize,
+        out: *mut *mut std::ffi::c_void,
+    ) -> *mut MiError;
+}
+
+/// `mi_run_cursor_command` reads `timeoutMS` and `timeoutMode` from its
+/// options and applies CSOT's cursor rules to them: the invalid
+/// combinations are refused before anything is sent (nothing listens).
+#[test]
+fn run_cursor_commands_timeout_options_follow_the_cursor_rules() {
+    let uri = format!(
+        "mongodb://127.0.0.1:{}/?serverSelectionTimeoutMS=200",
+        free_port()
+    );
+    let client = new_client(&uri).unwrap();
+    let command = bson(&doc! { "find": "c" });
+    let db = cstr("capi_ops_cursor_timeout");
+    for (options, problem) in [
+        (doc! { "timeoutMode": "iteration" }, "needs a timeoutMS"),
+        (
+            doc! { "timeoutMS": 100, "timeoutMode": "cursorLifetime", "cursorType": "tailable" },
+            "not allowed for a tailable cursor",
+        ),
+    ] {
+        let options = bson(&options);
+        let mut cursor: *mut std::ffi::c_void = ptr::null_mut();
+        // SAFETY: a live client, valid arguments.
+        let error = unsafe {
+            mi_run_cursor_command(
+                client.cast(),
+                ptr::null_mut(),
+                db.as_ptr(),
+                command.as_ptr(),
+                command.len(),
+                options.as_ptr(),
+                options.len(),
+                &mut cursor,
+            )
+        };
+        let (domain, message) = take_error(error).expect("an error");
+        assert_eq!(domain, Domain::Argument as i32, "{message}");
+        assert!(message.contains(problem), "{message}");
+        assert!(cursor.is_null());
+    }
+    free(client);
+}
+
 /// `compressors=` in the URI a C caller passes: each compressor carries
 /// the C functions' commands and replies (the simulator speaks them in
 /// front of SecantusDB, which compresses nothing, and records what came
