@@ -758,6 +758,25 @@ static void test_labels_and_tokens(mi_client *client) {
     mi_buffer_free(&doc);
 }
 
+/* A wrapping library's metadata, appended for the sockets opened from now
+ * on; a value with '|' is refused, naming it. */
+static void test_append_metadata(const char *uri) {
+    mi_client *client = NULL;
+    OK(mi_client_new(uri, &client));
+    OK(mi_client_append_metadata(client, "capi-test-binding", "1.0", NULL));
+    OK(mi_client_append_metadata(client, "capi-test-binding", "1.0", NULL));
+    EXPECT_ERROR(mi_client_append_metadata(client, "bad|name", NULL, NULL), MI_ERROR_ARGUMENT,
+                 "|");
+    EXPECT_ERROR(mi_client_append_metadata(client, NULL, NULL, NULL), MI_ERROR_ARGUMENT, "NULL");
+    /* The handshake that carries it still succeeds. */
+    mi_buffer ping = bson("{\"ping\": 1}");
+    mi_buffer reply = {NULL, 0};
+    OK(mi_client_run_command(client, NULL, "admin", ping.data, ping.len, &reply));
+    mi_buffer_free(&reply);
+    mi_buffer_free(&ping);
+    mi_client_free(client);
+}
+
 /* The operations beyond basic CRUD, each once on its success path and the
  * generic options (official names, errors naming the option). */
 static void test_more_operations(mi_client *client) {
@@ -1415,6 +1434,7 @@ int main(int argc, char **argv) {
     test_null_handles();
     test_events_and_logs(uri);
     test_callbacks_calling_their_own_client(uri);
+    test_append_metadata(uri);
 
     mi_client *client = NULL;
     OK(mi_client_new(uri, &client));
