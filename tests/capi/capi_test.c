@@ -497,6 +497,17 @@ static void test_crud(mi_client *client) {
     CHECK(doc != NULL);
     mi_cursor_free(cursor);
 
+    /* the same, closed with a timeout of its own for the killCursors; the
+     * client goes on over the same socket */
+    cursor = NULL;
+    OK(mi_find(client, NULL, "capi", "people", filter.data, filter.len, options.data, options.len,
+               &cursor));
+    OK(mi_cursor_next(cursor, &doc, &doc_len));
+    CHECK(doc != NULL);
+    mi_cursor_close(cursor, 1000);
+    mi_cursor_close(NULL, 10);
+    CHECK(count_all(client, NULL) == 4);
+
     mi_buffer bad_options = bson("{\"sortt\": {\"born\": 1}}");
     cursor = NULL;
     EXPECT_ERROR(mi_find(client, NULL, "capi", "people", filter.data, filter.len,
