@@ -19,20 +19,8 @@ repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo_root"
 size_mb="${SIZE_MB:-1024}"
 chunk_bytes=$((255 * 1024))
-bin="${MONGO_INLINE_BIN:-${CARGO_TARGET_DIR:-$repo_root/target}/release/mongo-inline}"
-if [[ ! -x "$bin" ]]; then
-    cargo build --release --bin mongo-inline
-fi
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-uri="${1:-}"
-if [[ -z "$uri" ]]; then
-    # shellcheck source=.ci/install-server
-    source "$repo_root/.ci/install-server"
-    start_throwaway_server "$work/server.log" --standalone
-    trap 'kill "$server_pid" 2>/dev/null || true; rm -rf "$work"' EXIT
-    uri="mongodb://127.0.0.1:$server_port/"
-fi
+# shellcheck source=benches/cli_rss_setup.sh
+source "$repo_root/benches/cli_rss_setup.sh" "${1:-}"
 db="bench_gridfs_$$"
 name="round_trip.bin"
 
