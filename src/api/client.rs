@@ -600,6 +600,42 @@ impl Database {
         self.defaults.clone()
     }
 
+    /// Runs a cursor-opening database-level `op` with this handle's timeout,
+    /// as [`crate::Collection`] does for its own.
+    pub(crate) fn open_cursor<U, Op>(&self, mut op: Op) -> Result<crate::Cursor<U>>
+    where
+        Op: crate::proto::operation::Operation<
+            Output = Box<crate::proto::operation::cursor::CursorSpec>,
+        >,
+    {
+        crate::api::coll::open_cursor(
+            &self.client,
+            &mut op,
+            self.defaults.timeout_only(),
+            self.defaults.timeout_mode,
+        )
+    }
+
+    /// [`Database::open_cursor`] in `session`.
+    pub(crate) fn open_session_cursor<U, Op>(
+        &self,
+        mut op: Op,
+        session: &mut crate::ClientSession,
+    ) -> Result<crate::SessionCursor<U>>
+    where
+        Op: crate::proto::operation::Operation<
+            Output = Box<crate::proto::operation::cursor::CursorSpec>,
+        >,
+    {
+        crate::api::coll::open_session_cursor(
+            &self.client,
+            &mut op,
+            self.defaults.timeout_only(),
+            self.defaults.timeout_mode,
+            session,
+        )
+    }
+
     /// Where its collections' reads go when neither they nor the operation
     /// say: the database options' selection criteria, else the client's.
     pub fn selection_criteria(&self) -> Option<&SelectionCriteria> {

@@ -173,10 +173,7 @@ impl<'a> RunCursorCommand<'a> {
 
     /// Sends the command and returns its cursor.
     pub fn run(self) -> Result<Cursor<Document>> {
-        let mut op = self.operation()?;
-        let defaults = self.db.defaults();
-        let mode = defaults.timeout_mode;
-        crate::api::coll::open_cursor(self.db.client(), &mut op, defaults.timeout_only(), mode)
+        self.db.open_cursor(self.operation()?)
     }
 }
 
@@ -205,16 +202,9 @@ impl<S> RunCursorCommand<'_, S> {
 impl RunCursorCommand<'_, ExplicitSession<'_>> {
     /// Sends the command in the session and returns its cursor.
     pub fn run(self) -> Result<SessionCursor<Document>> {
-        let mut op = self.operation()?;
+        let op = self.operation()?;
         let ExplicitSession(session) = self.session;
-        let defaults = self.db.defaults();
-        crate::api::coll::open_session_cursor(
-            self.db.client(),
-            &mut op,
-            defaults.timeout_only(),
-            defaults.timeout_mode,
-            session,
-        )
+        self.db.open_session_cursor(op, session)
     }
 }
 
@@ -352,10 +342,10 @@ impl<'a> ListCollections<'a> {
     /// Lists the collections.
     pub fn run(self) -> Result<Cursor<CollectionSpecification>> {
         check_database_name(self.db.name())?;
-        let mut op = operation::ListCollections::new(self.db.name(), self.options);
-        let defaults = self.db.defaults();
-        let mode = defaults.timeout_mode;
-        crate::api::coll::open_cursor(self.db.client(), &mut op, defaults.timeout_only(), mode)
+        self.db.open_cursor(operation::ListCollections::new(
+            self.db.name(),
+            self.options,
+        ))
     }
 }
 
@@ -377,15 +367,8 @@ impl ListCollections<'_, ExplicitSession<'_>> {
     pub fn run(self) -> Result<SessionCursor<CollectionSpecification>> {
         let ExplicitSession(session) = self.session;
         check_database_name(self.db.name())?;
-        let mut op = operation::ListCollections::new(self.db.name(), self.options);
-        let defaults = self.db.defaults();
-        crate::api::coll::open_session_cursor(
-            self.db.client(),
-            &mut op,
-            defaults.timeout_only(),
-            defaults.timeout_mode,
-            session,
-        )
+        let op = operation::ListCollections::new(self.db.name(), self.options);
+        self.db.open_session_cursor(op, session)
     }
 }
 
