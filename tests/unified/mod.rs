@@ -795,7 +795,8 @@ const TEST_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// Runs the test on its own thread so that a hang (a driver waiting for a
 /// reply that never comes) fails that test instead of the whole run; the
-/// hung thread is left behind, blocked on its socket, until the process ends.
+/// hung thread is told to stop at its next operation (it cannot be
+/// interrupted while blocked), and the lane frees its servers.
 fn run_with_time_limit(
     file: &Document,
     test: &Document,
