@@ -52,7 +52,8 @@
 //! The public modules are the ones a program needs: [`action`] (the
 //! operation builders), [`options`] (every option type, including
 //! [`ReadPreference`] and the concerns),
-//! [`results`], [`gridfs`] (files larger than a document, streamed), [`error`], [`event`] (the SDAM and command events, the
+//! [`results`], [`gridfs`] (files larger than a document, streamed), [`atlas_search`] (`$search`
+//! stage builders), [`error`], [`event`] (the SDAM and command events, the
 //! descriptions they carry, the [`EventHandler`](event::EventHandler) that
 //! receives them and the `log` targets) and [`bson`]. The specs' rules
 //! (discovery, selection, connection strings, retries, sessions,
@@ -89,6 +90,7 @@ pub mod capi;
 pub mod error;
 
 pub use api::action;
+pub use proto::atlas_search;
 
 pub use api::change_stream;
 pub use api::gridfs;

@@ -401,6 +401,58 @@ fn database_aggregate_runs_a_collectionless_pipeline() {
     assert_eq!(xs, [2, 3]);
 }
 
+/// A built `$search` stage goes to the server as the pipeline's first stage,
+/// unchanged, and the server's refusal comes back as its own command error.
+/// SecantusDB has no Atlas Search (it needs a search node, `mongot`): it
+/// answers every `$search` with code 115, `CommandNotSupported`.
+#[test]
+fn an_atlas_search_stage_reaches_the_server_and_its_refusal_is_the_servers_error() {
+    use mongo_inline::atlas_search::{self, search};
+    use mongo_inline::event::command::CommandEvent;
+
+    let server = TestServer::shared();
+    let (client, recorder) = recorded_client(&server.uri());
+    let coll = fresh(&client, "atlas_search");
+    coll.insert_one(doc! { "title": "Dune" }).run().unwrap();
+    let stage = search(atlas_search::text("title", "dune").fuzzy(doc! { "maxEdits": 1 }))
+        .index("movies")
+        .into_stage();
+    recorder.clear_commands();
+
+    let refused = coll
+        .aggregate(vec![stage, doc! { "$limit": 5 }])
+        .run()
+        .unwrap_err();
+
+    match &*refused.kind {
+        ErrorKind::Command(e) => {
+            assert_eq!((e.code, e.code_name.as_str()), (115, "CommandNotSupported"))
+        }
+        other => panic!("expected the server's refusal, got {other:?}"),
+    }
+    let sent = recorder.named("aggregate");
+    assert_eq!(sent.len(), 1, "sent once, not retried");
+    assert_eq!(
+        sent[0].get_array("pipeline").unwrap(),
+        &vec![
+            Bson::Document(doc! { "$search": {
+                "text": { "path": "title", "query": "dune", "fuzzy": { "maxEdits": 1 } },
+                "index": "movies",
+            } }),
+            Bson::Document(doc! { "$limit": 5 }),
+        ]
+    );
+    let failed: Vec<i32> = recorder
+        .commands()
+        .iter()
+        .filter_map(|e| match e {
+            CommandEvent::Failed(f) if f.command_name == "aggregate" => f.failure.code(),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(failed, [115]);
+}
+
 #[test]
 fn aggregate_with_type_reads_results_as_that_type() {
     #[derive(Debug, Deserialize, PartialEq)]

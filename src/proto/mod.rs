@@ -5,6 +5,7 @@
 //! and the spec runners drive these modules directly.
 
 pub(crate) mod address;
+pub mod atlas_search;
 pub(crate) mod auth;
 pub(crate) mod bson_write;
 pub(crate) mod change_stream;

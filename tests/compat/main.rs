@@ -80,6 +80,7 @@ programs! {
     command_events,
     sdam_events,
     run_commands,
+    atlas_search,
     surface_handles,
     surface_actions,
     surface_options,
