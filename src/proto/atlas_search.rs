@@ -345,18 +345,18 @@ mod sealed {
     #[allow(unnameable_types)]
     pub trait Parameter {
         /// The value as it goes into the operator's document.
-        fn into_bson(self) -> Bson;
+        fn to_bson(self) -> Bson;
     }
 
     impl<T: Into<Bson>> Parameter for T {
-        fn into_bson(self) -> Bson {
+        fn to_bson(self) -> Bson {
             self.into()
         }
     }
 
     /// A nested operator is written as the document that names it.
     impl<T> Parameter for super::SearchOperator<T> {
-        fn into_bson(self) -> Bson {
+        fn to_bson(self) -> Bson {
             Bson::Document(self.into_document())
         }
     }

@@ -18,7 +18,7 @@ pub fn autocomplete(
 ) -> SearchOperator<Autocomplete> {
     SearchOperator::new(
         "autocomplete",
-        doc! { "path": path.into_bson(), "query": query.into_bson() },
+        doc! { "path": path.to_bson(), "query": query.to_bson() },
     )
 }
 
@@ -52,7 +52,7 @@ pub fn compound() -> SearchOperator<Compound> {
 
 /// The clause list as the array the server reads.
 fn clauses(clauses: impl IntoIterator<Item = impl SearchOperatorParam>) -> Vec<Bson> {
-    clauses.into_iter().map(Parameter::into_bson).collect()
+    clauses.into_iter().map(Parameter::to_bson).collect()
 }
 
 impl SearchOperator<Compound> {
@@ -104,7 +104,7 @@ pub fn embedded_document(
 ) -> SearchOperator<EmbeddedDocument> {
     SearchOperator::new(
         "embeddedDocument",
-        doc! { "path": path.into_bson(), "operator": operator.into_bson() },
+        doc! { "path": path.to_bson(), "operator": operator.to_bson() },
     )
 }
 
@@ -123,7 +123,7 @@ pub struct Equals;
 pub fn equals(path: impl StringOrArray, value: impl Into<Bson>) -> SearchOperator<Equals> {
     SearchOperator::new(
         "equals",
-        doc! { "path": path.into_bson(), "value": value.into() },
+        doc! { "path": path.to_bson(), "value": value.into() },
     )
 }
 
@@ -140,7 +140,7 @@ pub struct Exists;
 /// Matches documents that have the indexed field `path`. See the
 /// [exists reference](https://www.mongodb.com/docs/atlas/atlas-search/exists/).
 pub fn exists(path: impl StringOrArray) -> SearchOperator<Exists> {
-    SearchOperator::new("exists", doc! { "path": path.into_bson() })
+    SearchOperator::new("exists", doc! { "path": path.to_bson() })
 }
 
 impl SearchOperator<Exists> {
@@ -165,7 +165,7 @@ impl SearchOperator<Facet> {
     /// The operator whose results are grouped (`operator`; all documents
     /// without one).
     pub fn operator(self, operator: impl SearchOperatorParam) -> Self {
-        self.with("operator", operator.into_bson())
+        self.with("operator", operator.to_bson())
     }
 }
 
@@ -182,7 +182,7 @@ pub fn geo_shape(
 ) -> SearchOperator<GeoShape> {
     SearchOperator::new(
         "geoShape",
-        doc! { "path": path.into_bson(), "relation": relation.name(), "geometry": geometry },
+        doc! { "path": path.to_bson(), "relation": relation.name(), "geometry": geometry },
     )
 }
 
@@ -202,7 +202,7 @@ pub struct GeoWithin;
 /// [`geometry`](SearchOperator::geometry)). See the
 /// [geoWithin reference](https://www.mongodb.com/docs/atlas/atlas-search/geoWithin/).
 pub fn geo_within(path: impl StringOrArray) -> SearchOperator<GeoWithin> {
-    SearchOperator::new("geoWithin", doc! { "path": path.into_bson() })
+    SearchOperator::new("geoWithin", doc! { "path": path.to_bson() })
 }
 
 impl SearchOperator<GeoWithin> {
@@ -236,10 +236,7 @@ pub struct SearchIn;
 /// (a single value or an array). See the
 /// [in reference](https://www.mongodb.com/docs/atlas/atlas-search/in/).
 pub fn search_in(path: impl StringOrArray, value: impl Into<Bson>) -> SearchOperator<SearchIn> {
-    SearchOperator::new(
-        "in",
-        doc! { "path": path.into_bson(), "value": value.into() },
-    )
+    SearchOperator::new("in", doc! { "path": path.to_bson(), "value": value.into() })
 }
 
 impl SearchOperator<SearchIn> {
@@ -255,7 +252,7 @@ pub struct MoreLikeThis;
 /// Matches documents similar to the document or documents `like`. See the
 /// [moreLikeThis reference](https://www.mongodb.com/docs/atlas/atlas-search/moreLikeThis/).
 pub fn more_like_this(like: impl DocumentOrArray) -> SearchOperator<MoreLikeThis> {
-    SearchOperator::new("moreLikeThis", doc! { "like": like.into_bson() })
+    SearchOperator::new("moreLikeThis", doc! { "like": like.to_bson() })
 }
 
 impl SearchOperator<MoreLikeThis> {
@@ -278,7 +275,7 @@ pub fn near(
 ) -> SearchOperator<Near> {
     SearchOperator::new(
         "near",
-        doc! { "path": path.into_bson(), "origin": origin.into_bson(), "pivot": pivot.into_bson() },
+        doc! { "path": path.to_bson(), "origin": origin.to_bson(), "pivot": pivot.to_bson() },
     )
 }
 
@@ -298,7 +295,7 @@ pub struct Phrase;
 pub fn phrase(path: impl StringOrArray, query: impl StringOrArray) -> SearchOperator<Phrase> {
     SearchOperator::new(
         "phrase",
-        doc! { "path": path.into_bson(), "query": query.into_bson() },
+        doc! { "path": path.to_bson(), "query": query.to_bson() },
     )
 }
 
@@ -331,7 +328,7 @@ pub fn query_string(
 ) -> SearchOperator<QueryString> {
     SearchOperator::new(
         "queryString",
-        doc! { "defaultPath": default_path.into_bson(), "query": query.as_ref() },
+        doc! { "defaultPath": default_path.to_bson(), "query": query.as_ref() },
     )
 }
 
@@ -343,28 +340,28 @@ pub struct Range;
 /// [`lt`](SearchOperator::lt) and [`lte`](SearchOperator::lte). See the
 /// [range reference](https://www.mongodb.com/docs/atlas/atlas-search/range/).
 pub fn range(path: impl StringOrArray) -> SearchOperator<Range> {
-    SearchOperator::new("range", doc! { "path": path.into_bson() })
+    SearchOperator::new("range", doc! { "path": path.to_bson() })
 }
 
 impl SearchOperator<Range> {
     /// Matches values greater than `gt`.
     pub fn gt(self, gt: impl RangeValue) -> Self {
-        self.with("gt", gt.into_bson())
+        self.with("gt", gt.to_bson())
     }
 
     /// Matches values greater than or equal to `gte`.
     pub fn gte(self, gte: impl RangeValue) -> Self {
-        self.with("gte", gte.into_bson())
+        self.with("gte", gte.to_bson())
     }
 
     /// Matches values less than `lt`.
     pub fn lt(self, lt: impl RangeValue) -> Self {
-        self.with("lt", lt.into_bson())
+        self.with("lt", lt.to_bson())
     }
 
     /// Matches values less than or equal to `lte`.
     pub fn lte(self, lte: impl RangeValue) -> Self {
-        self.with("lte", lte.into_bson())
+        self.with("lte", lte.to_bson())
     }
 
     /// How to modify the results' scores (`score`).
@@ -382,7 +379,7 @@ pub struct Regex;
 pub fn regex(path: impl StringOrArray, query: impl AsRef<str>) -> SearchOperator<Regex> {
     SearchOperator::new(
         "regex",
-        doc! { "path": path.into_bson(), "query": query.as_ref() },
+        doc! { "path": path.to_bson(), "query": query.as_ref() },
     )
 }
 
@@ -408,7 +405,7 @@ pub struct Text;
 pub fn text(path: impl StringOrArray, query: impl StringOrArray) -> SearchOperator<Text> {
     SearchOperator::new(
         "text",
-        doc! { "path": path.into_bson(), "query": query.into_bson() },
+        doc! { "path": path.to_bson(), "query": query.to_bson() },
     )
 }
 
@@ -445,7 +442,7 @@ pub struct Wildcard;
 pub fn wildcard(path: impl StringOrArray, query: impl AsRef<str>) -> SearchOperator<Wildcard> {
     SearchOperator::new(
         "wildcard",
-        doc! { "path": path.into_bson(), "query": query.as_ref() },
+        doc! { "path": path.to_bson(), "query": query.as_ref() },
     )
 }
 
