@@ -6,11 +6,12 @@
 use bson::Document;
 
 /// What kind of collection a [`CollectionSpecification`] describes.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum CollectionType {
-    /// An ordinary collection.
+    /// An ordinary collection (the default, as in the official driver).
+    #[default]
     Collection,
     /// A view over another collection.
     View,
@@ -22,7 +23,7 @@ pub enum CollectionType {
 }
 
 /// One collection or view as `listCollections` describes it.
-#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct CollectionSpecification {

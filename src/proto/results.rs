@@ -9,7 +9,7 @@ use std::fmt;
 use bson::{Bson, Document};
 
 /// One database as `listDatabases` describes it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]
 pub struct DatabaseSpecification {
     /// The name.
@@ -32,6 +32,17 @@ pub struct InsertOneResult {
     pub inserted_id: Bson,
     /// Whether the server reported the outcome (false for `w: 0`).
     pub acknowledged: bool,
+}
+
+impl Default for InsertOneResult {
+    /// An acknowledged insert of a document whose `_id` is `null`, as the
+    /// other results' defaults are acknowledged.
+    fn default() -> Self {
+        InsertOneResult {
+            inserted_id: Bson::Null,
+            acknowledged: true,
+        }
+    }
 }
 
 /// The result of `insert_many`.
@@ -301,6 +312,20 @@ impl fmt::Display for BulkWriteFailure {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::proto::collection_spec::{CollectionSpecification, CollectionType};
+
+    #[test]
+    fn defaults_are_the_official_drivers() {
+        let insert = InsertOneResult::default();
+        assert_eq!(insert.inserted_id, Bson::Null);
+        assert!(insert.acknowledged);
+        assert_eq!(CollectionType::default(), CollectionType::Collection);
+        let spec = CollectionSpecification::default();
+        assert_eq!(spec.collection_type, CollectionType::Collection);
+        assert!(spec.name.is_empty() && spec.id_index.is_none());
+        let database = DatabaseSpecification::default();
+        assert!(database.name.is_empty() && !database.empty && database.size_on_disk == 0);
+    }
 
     #[test]
     fn failures_describe_themselves() {
