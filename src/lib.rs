@@ -175,6 +175,7 @@ impl std::fmt::Display for Namespace {
         write!(f, "{}.{}", self.db, self.coll)
     }
 }
+pub use proto::session::cluster_time::ClusterTime;
 pub use proto::session::TransactionState;
 
 /// The official driver's path for the blocking types (`mongodb::sync`):

@@ -12,6 +12,7 @@ use crate::error::Result;
 use crate::proto::deadline::Deadline;
 use crate::proto::operation::EndTransaction;
 use crate::proto::read_preference::SelectionCriteria;
+use crate::proto::session::cluster_time::ClusterTime;
 use crate::proto::session::transaction::{TransactionOptions, TransactionState};
 use crate::proto::session::with_transaction::{Decision, WithTransaction};
 use crate::proto::session::{SessionOptions, SessionState};
@@ -63,10 +64,19 @@ impl ClientSession {
             .expect("an explicit session has a server session until dropped")
     }
 
-    /// The latest `$clusterTime` this session has seen, once it has run an
-    /// operation on a deployment that reports one.
-    pub fn cluster_time(&self) -> Option<&Document> {
-        self.state.cluster_time().map(|t| t.as_document())
+    /// The latest cluster time this session has seen, once it has run an
+    /// operation on a deployment that reports one (or was advanced to one).
+    pub fn cluster_time(&self) -> Option<&ClusterTime> {
+        self.state.cluster_time()
+    }
+
+    /// Moves this session's cluster time to `to` when `to` is later (the
+    /// sessions spec's `advanceClusterTime`): its next command then carries
+    /// at least `to`, so a session can read causally after what another
+    /// session or process saw. The client's own clock, which trusts only
+    /// servers, is left as it is.
+    pub fn advance_cluster_time(&mut self, to: &ClusterTime) {
+        self.state.advance_cluster_time(to);
     }
 
     /// The snapshot a snapshot session reads from: the `snapshotTime` it

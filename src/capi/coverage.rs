@@ -327,6 +327,11 @@ const EXCLUDED: &[(&str, &str, &str)] = &[
         "cluster_time",
         "not in the ABI yet: bindings have no use for it",
     ),
+    (
+        "ClientSession",
+        "advance_cluster_time",
+        "not in the ABI yet: bindings have no use for it",
+    ),
     ("ClientSession", "client", "accessor"),
     (
         "ClientSession",

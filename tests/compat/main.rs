@@ -76,6 +76,7 @@ programs! {
     hints_and_comments,
     handle_options,
     session_options,
+    cluster_time,
     warm_pool,
     command_events,
     sdam_events,

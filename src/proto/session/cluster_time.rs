@@ -9,8 +9,6 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
-#[cfg(test)]
-use bson::Bson;
 use bson::{Document, Timestamp};
 
 use crate::proto::command_draft::CommandDraft;
@@ -24,8 +22,27 @@ pub fn supports_cluster_time(max_wire_version: i32) -> bool {
     max_wire_version >= MIN_CLUSTER_TIME_WIRE_VERSION
 }
 
-/// One `$clusterTime` document as a server sent it (`clusterTime` plus the
-/// `signature` the driver passes back untouched).
+/// A cluster time as a server reported it (its `$clusterTime` document:
+/// `clusterTime` plus the `signature` the driver passes back untouched), as
+/// [`ClientSession::cluster_time`](crate::ClientSession::cluster_time)
+/// returns it and
+/// [`ClientSession::advance_cluster_time`](crate::ClientSession::advance_cluster_time)
+/// takes it.
+///
+/// Two cluster times compare by their `clusterTime` timestamps alone, as in
+/// the official driver. It (de)serializes as the `$clusterTime` document,
+/// so one can be kept between processes:
+///
+/// ```
+/// use mongo_inline::bson::{doc, Timestamp};
+/// use mongo_inline::ClusterTime;
+/// let sent = doc! {
+///     "clusterTime": Timestamp { time: 10, increment: 1 },
+///     "signature": { "keyId": 0_i64 },
+/// };
+/// let time: ClusterTime = mongo_inline::bson::from_document(sent.clone()).unwrap();
+/// assert_eq!(mongo_inline::bson::to_document(&time).unwrap(), sent);
+/// ```
 ///
 /// Kept as the bytes the server sent, shared (an `Arc`) by the client's
 /// clock, the sessions and every command that carries it: gossip on a
@@ -45,38 +62,37 @@ impl ClusterTime {
     /// Reads a `$clusterTime` document; `None` when it has no Timestamp
     /// `clusterTime` field (such a value cannot be compared, so it is not
     /// gossiped).
-    #[cfg(test)]
-    pub fn from_document(document: &Document) -> Option<Self> {
-        let Some(Bson::Timestamp(timestamp)) = document.get("clusterTime") else {
+    pub(crate) fn from_document(document: &Document) -> Option<Self> {
+        let Ok(timestamp) = document.get_timestamp("clusterTime") else {
             return None;
         };
         let encoded = crate::proto::encode::document_to_raw(document, "$clusterTime").ok()?;
         Some(ClusterTime {
             encoded: Arc::from(encoded.into_bytes()),
-            timestamp: *timestamp,
+            timestamp,
             document: OnceLock::from(document.clone()),
         })
     }
 
     /// The `clusterTime` timestamp, the only part that is compared.
     #[cfg(test)]
-    pub fn timestamp(&self) -> Timestamp {
+    pub(crate) fn timestamp(&self) -> Timestamp {
         self.timestamp
     }
 
-    /// The document to send as `$clusterTime`.
+    /// The `$clusterTime` document, as the server sent it.
     pub fn as_document(&self) -> &Document {
         self.document
             .get_or_init(|| crate::proto::encode::raw_to_document(&self.encoded))
     }
 
     /// Whether this time is later than `other` (seconds, then increment).
-    pub fn is_after(&self, other: &ClusterTime) -> bool {
+    pub(crate) fn is_after(&self, other: &ClusterTime) -> bool {
         timestamp_after(self.timestamp, other.timestamp)
     }
 
     /// The greater of two optional cluster times (the first on a tie).
-    pub fn greater<'a>(
+    pub(crate) fn greater<'a>(
         a: Option<&'a ClusterTime>,
         b: Option<&'a ClusterTime>,
     ) -> Option<&'a ClusterTime> {
@@ -89,8 +105,26 @@ impl ClusterTime {
 }
 
 impl PartialEq for ClusterTime {
+    /// Equal `clusterTime`s, whatever the signatures (the official driver's
+    /// equality: one time signed by two keys is one time).
     fn eq(&self, other: &Self) -> bool {
-        self.timestamp == other.timestamp && self.encoded == other.encoded
+        self.timestamp == other.timestamp
+    }
+}
+
+impl Eq for ClusterTime {}
+
+impl Ord for ClusterTime {
+    /// By `clusterTime`: seconds, then increment.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.timestamp.time, self.timestamp.increment)
+            .cmp(&(other.timestamp.time, other.timestamp.increment))
+    }
+}
+
+impl PartialOrd for ClusterTime {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
     }
 }
 
@@ -99,6 +133,29 @@ impl fmt::Debug for ClusterTime {
         f.debug_tuple("ClusterTime")
             .field(self.as_document())
             .finish()
+    }
+}
+
+impl serde::Serialize for ClusterTime {
+    /// As the `$clusterTime` document (`clusterTime`, `signature`).
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        self.as_document().serialize(serializer)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ClusterTime {
+    /// From a `$clusterTime` document; one without a Timestamp
+    /// `clusterTime` is an error.
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        let document = Document::deserialize(deserializer)?;
+        ClusterTime::from_document(&document).ok_or_else(|| {
+            serde::de::Error::custom("a cluster time needs a Timestamp `clusterTime` field")
+        })
     }
 }
 

@@ -341,24 +341,16 @@ impl SessionState {
         self.cluster_time.as_ref()
     }
 
-    /// `advanceClusterTime`: takes `cluster_time` if it is later. Does not
-    /// touch the client's clock, which trusts only servers.
-    #[cfg(test)]
-    pub fn advance_cluster_time(&mut self, cluster_time: &Document) -> bool {
-        match ClusterTime::from_document(cluster_time) {
-            Some(t) => self.advance_cluster_time_to(t),
-            None => false,
-        }
-    }
-
-    #[cfg(test)]
-    fn advance_cluster_time_to(&mut self, time: ClusterTime) -> bool {
+    /// `advanceClusterTime`: takes `cluster_time` if it is later; returns
+    /// whether it was. Does not touch the client's clock, which trusts only
+    /// servers.
+    pub fn advance_cluster_time(&mut self, cluster_time: &ClusterTime) -> bool {
         let later = self
             .cluster_time
             .as_ref()
-            .is_none_or(|current| time.is_after(current));
+            .is_none_or(|current| cluster_time.is_after(current));
         if later {
-            self.cluster_time = Some(time);
+            self.cluster_time = Some(cluster_time.clone());
         }
         later
     }

@@ -261,7 +261,9 @@ fn replies_advance_both_cluster_times_and_commands_send_the_greater() {
     assert_eq!(clock.current().unwrap().timestamp(), ts(7, 1));
 
     // advanceClusterTime moves the session only.
-    assert!(s.advance_cluster_time(&cluster_time_doc(9, 0)));
+    let later = ClusterTime::from_document(&cluster_time_doc(9, 0)).unwrap();
+    assert!(s.advance_cluster_time(&later));
+    assert!(!s.advance_cluster_time(&ClusterTime::from_document(&cluster_time_doc(8, 5)).unwrap()));
     assert_eq!(clock.current().unwrap().timestamp(), ts(7, 1));
     let c = CommandContext {
         client_cluster_time: clock.current(),
