@@ -204,7 +204,7 @@ fn attach_routing(body: &mut CommandDraft, ctx: &AttemptContext<'_>) {
         }
     }
     if let Some(api) = ctx.server_api {
-        body.insert("apiVersion", api.version.clone());
+        body.insert("apiVersion", api.version.to_string());
         if let Some(strict) = api.strict {
             body.insert("apiStrict", strict);
         }

@@ -413,7 +413,7 @@ fn hello_base(use_hello: bool) -> Document {
 
 pub(crate) fn append_server_api(command: &mut Document, server_api: Option<&ServerApi>) {
     let Some(api) = server_api else { return };
-    command.insert("apiVersion", api.version.clone());
+    command.insert("apiVersion", api.version.to_string());
     if let Some(strict) = api.strict {
         command.insert("apiStrict", strict);
     }
@@ -843,7 +843,7 @@ mod tests {
     fn stable_api_handshake_uses_hello_with_api_fields() {
         let metadata = client_metadata(None, &|_| None);
         let api = ServerApi {
-            version: "1".into(),
+            version: crate::proto::options::ServerApiVersion::V1,
             strict: Some(true),
             deprecation_errors: Some(false),
         };
@@ -856,7 +856,7 @@ mod tests {
         assert_eq!(command.get_bool("apiDeprecationErrors"), Ok(false));
 
         let version_only = ServerApi {
-            version: "1".into(),
+            version: crate::proto::options::ServerApiVersion::V1,
             strict: None,
             deprecation_errors: None,
         };
@@ -889,7 +889,7 @@ mod tests {
             (doc! { "isMaster": 1, "helloOk": true }, false)
         );
         let api = ServerApi {
-            version: "1".into(),
+            version: crate::proto::options::ServerApiVersion::V1,
             strict: None,
             deprecation_errors: None,
         };

@@ -118,46 +118,74 @@ fn property_names(properties: &Document) -> String {
     format!("{{{}}}", names.join(", "))
 }
 
-/// The Stable API (`serverApi`) settings.
-#[derive(Clone, Debug, PartialEq)]
+/// The Stable API version a [`ServerApi`] declares (`apiVersion`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 #[non_exhaustive]
-pub struct ServerApi {
-    /// The API version, e.g. `"1"`.
-    pub version: String,
-    /// `apiStrict`.
-    pub strict: Option<bool>,
-    /// `apiDeprecationErrors`.
-    pub deprecation_errors: Option<bool>,
+pub enum ServerApiVersion {
+    /// Version 1, the only one MongoDB has.
+    #[serde(rename = "1")]
+    V1,
 }
 
-impl ServerApi {
-    /// The Stable API at `version`, without strict mode or deprecation
-    /// errors. `"1"` is the only version the Stable API has; any other is an
-    /// error that names it.
-    pub fn new(version: &str) -> Result<Self> {
-        if version != "1" {
-            return Err(Error::invalid_argument(format!(
+impl std::str::FromStr for ServerApiVersion {
+    type Err = Error;
+
+    /// `"1"`; any other version is an error that names it.
+    fn from_str(version: &str) -> Result<Self> {
+        match version {
+            "1" => Ok(ServerApiVersion::V1),
+            _ => Err(Error::invalid_argument(format!(
                 "serverApi version {version:?} is unknown: the only Stable API version is \"1\""
-            )));
+            ))),
         }
-        Ok(ServerApi {
-            version: version.to_string(),
-            strict: None,
-            deprecation_errors: None,
-        })
     }
+}
 
+impl std::fmt::Display for ServerApiVersion {
+    /// As the server reads it in `apiVersion`: `1`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServerApiVersion::V1 => f.write_str("1"),
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ServerApiVersion {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        let version = String::deserialize(deserializer)?;
+        version.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// The Stable API (`serverApi`) settings, sent on every command as
+/// `apiVersion`, `apiStrict` and `apiDeprecationErrors`.
+///
+/// ```
+/// use mongo_inline::options::{ServerApi, ServerApiVersion};
+/// let api = ServerApi::builder().version(ServerApiVersion::V1).strict(true).build();
+/// assert_eq!(api.strict, Some(true));
+/// ```
+#[derive(
+    Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, typed_builder::TypedBuilder,
+)]
+#[builder(field_defaults(default, setter(into)))]
+#[non_exhaustive]
+pub struct ServerApi {
+    /// The API version (`apiVersion`).
+    #[serde(rename = "apiVersion")]
+    #[builder(!default)]
+    pub version: ServerApiVersion,
     /// `apiStrict`: the server rejects commands outside the Stable API.
-    pub fn strict(mut self, strict: bool) -> Self {
-        self.strict = Some(strict);
-        self
-    }
-
+    #[serde(rename = "apiStrict", skip_serializing_if = "Option::is_none")]
+    pub strict: Option<bool>,
     /// `apiDeprecationErrors`: the server rejects deprecated commands.
-    pub fn deprecation_errors(mut self, deprecation_errors: bool) -> Self {
-        self.deprecation_errors = Some(deprecation_errors);
-        self
-    }
+    #[serde(
+        rename = "apiDeprecationErrors",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub deprecation_errors: Option<bool>,
 }
 
 /// TLS settings (the official driver's `TlsOptions`, and the URI's other
@@ -1360,10 +1388,11 @@ mod server_api_tests {
 
     #[test]
     fn server_api_is_built_in_code_and_reaches_the_options() {
-        let api = ServerApi::new("1")
-            .unwrap()
+        let api = ServerApi::builder()
+            .version(ServerApiVersion::V1)
             .strict(true)
-            .deprecation_errors(false);
+            .deprecation_errors(false)
+            .build();
         assert_eq!(api.strict, Some(true));
         assert_eq!(api.deprecation_errors, Some(false));
         let code = ClientOptions::builder().server_api(api.clone()).build();
@@ -1372,9 +1401,16 @@ mod server_api_tests {
     }
 
     #[test]
-    fn an_unknown_server_api_version_is_named_in_the_error() {
-        let error = ServerApi::new("2").unwrap_err();
+    fn server_api_versions_parse_print_and_serialize_as_the_server_reads_them() {
+        let version: ServerApiVersion = "1".parse().unwrap();
+        assert_eq!(version, ServerApiVersion::V1);
+        assert_eq!(version.to_string(), "1");
+        let error = "2".parse::<ServerApiVersion>().unwrap_err();
         assert!(error.to_string().contains("\"2\""), "{error}");
+        let api = ServerApi::builder().version(ServerApiVersion::V1).build();
+        let document = bson::to_document(&api).unwrap();
+        assert_eq!(document, bson::doc! { "apiVersion": "1" });
+        assert_eq!(bson::from_document::<ServerApi>(document).unwrap(), api);
     }
 }
 

@@ -3197,13 +3197,13 @@ fn session_operation(
 
 /// A client entity's `serverApi: {version, strict?, deprecationErrors?}`.
 fn server_api(spec: &Document) -> Outcome<mongo_inline::options::ServerApi> {
-    let mut api = None;
+    let mut version = None;
     let (mut strict, mut deprecation_errors) = (None, None);
     for (key, value) in spec {
         match (key.as_str(), value) {
             ("version", Bson::String(v)) => {
-                api = Some(
-                    mongo_inline::options::ServerApi::new(v)
+                version = Some(
+                    v.parse::<mongo_inline::options::ServerApiVersion>()
                         .map_err(|e| format!("serverApi: {e}"))?,
                 )
             }
@@ -3212,13 +3212,11 @@ fn server_api(spec: &Document) -> Outcome<mongo_inline::options::ServerApi> {
             (other, _) => return skip(format!("serverApi.{other} not supported by the runner")),
         }
     }
-    let mut api = api.ok_or("serverApi without a version")?;
-    if let Some(b) = strict {
-        api = api.strict(b);
-    }
-    if let Some(b) = deprecation_errors {
-        api = api.deprecation_errors(b);
-    }
+    let mut api = mongo_inline::options::ServerApi::builder()
+        .version(version.ok_or("serverApi without a version")?)
+        .build();
+    api.strict = strict;
+    api.deprecation_errors = deprecation_errors;
     Ok(api)
 }
 

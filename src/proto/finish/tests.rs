@@ -29,7 +29,7 @@ impl Fixture {
             read_concern: ReadConcern::majority(),
             write_concern: WriteConcern::majority(),
             api: ServerApi {
-                version: "1".into(),
+                version: crate::proto::options::ServerApiVersion::V1,
                 strict: Some(true),
                 deprecation_errors: None,
             },

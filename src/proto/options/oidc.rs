@@ -86,8 +86,26 @@ impl PartialEq for Callback {
     }
 }
 
+/// Where the identity provider is and how to ask it (the server's
+/// `IdpInfo`). The server sends it in the human (browser) flow only, which
+/// this driver does not run, so a machine callback never receives one; the
+/// type is here so that code written for the official driver compiles.
+#[derive(Clone, Debug, PartialEq, serde::Deserialize, typed_builder::TypedBuilder)]
+#[serde(rename_all = "camelCase")]
+#[builder(field_defaults(default, setter(into)))]
+#[non_exhaustive]
+pub struct IdpServerInfo {
+    /// The identity provider's address.
+    pub issuer: String,
+    /// The client id the application presents to the identity provider.
+    pub client_id: Option<String>,
+    /// The scopes the application asks for.
+    pub request_scopes: Option<Vec<String>>,
+}
+
 /// What the driver tells the callback.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, typed_builder::TypedBuilder)]
+#[builder(field_defaults(default, setter(into)))]
 #[non_exhaustive]
 pub struct CallbackContext {
     /// When the callback must have returned: the operation's deadline, or
@@ -97,6 +115,12 @@ pub struct CallbackContext {
     pub version: u32,
     /// The credential's user name, if any.
     pub username: Option<String>,
+    /// A refresh token from an earlier response: the human flow's, so
+    /// always `None` here (a machine callback is simply called again).
+    pub refresh_token: Option<String>,
+    /// The identity provider's details: the human flow's, so always `None`
+    /// here.
+    pub idp_info: Option<IdpServerInfo>,
 }
 
 impl CallbackContext {
@@ -105,15 +129,25 @@ impl CallbackContext {
             timeout,
             version: 1,
             username,
+            refresh_token: None,
+            idp_info: None,
         }
     }
 }
 
 /// What the callback returns.
-#[derive(Clone)]
+///
+/// ```
+/// use mongo_inline::options::oidc::IdpServerResponse;
+/// let response = IdpServerResponse::builder().access_token("eyJ...").build();
+/// assert!(response.expires.is_none());
+/// ```
+#[derive(Clone, typed_builder::TypedBuilder)]
+#[builder(field_defaults(default, setter(into)))]
 #[non_exhaustive]
 pub struct IdpServerResponse {
     /// The access token (a JWT), sent to the server as is.
+    #[builder(!default)]
     pub access_token: String,
     /// When the token expires, if known (not used for caching: the auth
     /// spec caches a token until the server refuses it).
@@ -123,13 +157,12 @@ pub struct IdpServerResponse {
 }
 
 impl IdpServerResponse {
-    /// A response carrying `access_token`.
+    /// A response carrying `access_token` (the same as
+    /// `IdpServerResponse::builder().access_token(..).build()`).
     pub fn new(access_token: impl Into<String>) -> IdpServerResponse {
-        IdpServerResponse {
-            access_token: access_token.into(),
-            expires: None,
-            refresh_token: None,
-        }
+        IdpServerResponse::builder()
+            .access_token(access_token)
+            .build()
     }
 }
 
