@@ -138,10 +138,7 @@ impl Client {
     ) -> Result<Client> {
         let mut options = options;
         if options.hosts.is_empty() && options.srv_host.is_none() {
-            options.hosts = vec![ServerAddress::Tcp {
-                host: "localhost".to_string(),
-                port: crate::proto::address::DEFAULT_PORT,
-            }];
+            options.hosts = vec![ServerAddress::default()];
         }
         options.validate()?;
         let handler = event_sink(&options, sink)?;

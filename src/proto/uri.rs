@@ -332,7 +332,7 @@ fn parse_host(raw: &str) -> Result<ServerAddress> {
                 "host {text:?} looks like a Unix domain socket path but does not end in \".sock\""
             )));
         }
-        return Ok(ServerAddress::Unix { path: text });
+        return Ok(ServerAddress::Unix { path: text.into() });
     }
     let (host, port_text) = match text.strip_prefix('[') {
         Some(inside) => split_ipv6_host(&text, inside)?,

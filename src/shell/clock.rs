@@ -118,9 +118,36 @@ impl Clock for VirtualClock {
     }
 }
 
+impl crate::proto::sdam::ServerInfo<'_> {
+    /// When the driver last updated what it knows of this server (its
+    /// last check, or the error that made it Unknown), in wall-clock time;
+    /// `None` for a server not checked yet. Read here, where the clock is:
+    /// the description keeps a monotonic instant.
+    pub fn last_update_time(&self) -> Option<bson::DateTime> {
+        let made = self.last_update_instant()?;
+        let age = SystemClock.now().saturating_duration_since(made);
+        let wall = SystemClock.wall_time().checked_sub(age)?;
+        Some(bson::DateTime::from_system_time(wall))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_servers_last_update_time_is_when_its_description_was_made() {
+        use crate::proto::sdam::{ServerDescription, ServerInfo};
+        let mut description = ServerDescription::unknown("a:1".parse().unwrap());
+        assert_eq!(ServerInfo::new(&description).last_update_time(), None);
+        description.last_update_time = Some(Instant::now() - Duration::from_secs(30));
+        let reported = ServerInfo::new(&description).last_update_time().unwrap();
+        let expected = bson::DateTime::now().timestamp_millis() - 30_000;
+        assert!(
+            (reported.timestamp_millis() - expected).abs() < 2_000,
+            "{reported}"
+        );
+    }
 
     #[test]
     fn virtual_time_moves_only_when_slept_or_advanced() {

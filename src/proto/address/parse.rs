@@ -1,12 +1,17 @@
 //! Parsing a server address from text (seed lists, hello replies).
 
-use super::{ServerAddress, DEFAULT_PORT};
+use super::ServerAddress;
+#[cfg(test)]
+use super::{AddressSet, DEFAULT_PORT};
 use crate::error::{Error, Result};
 
 impl Default for ServerAddress {
-    /// `localhost:27017`, as the official driver's default.
+    /// `localhost` on the default port, as the official driver's default.
     fn default() -> Self {
-        ServerAddress::tcp("localhost", DEFAULT_PORT)
+        ServerAddress::Tcp {
+            host: "localhost".to_string(),
+            port: None,
+        }
     }
 }
 
@@ -26,9 +31,7 @@ impl ServerAddress {
             return Err(Error::invalid_argument("empty server address"));
         }
         if text.starts_with('/') || text.ends_with(".sock") {
-            return Ok(ServerAddress::Unix {
-                path: text.to_string(),
-            });
+            return Ok(ServerAddress::Unix { path: text.into() });
         }
         let (host, port_text) = if let Some(rest) = text.strip_prefix('[') {
             let close = rest.find(']').ok_or_else(|| {
@@ -62,17 +65,43 @@ impl ServerAddress {
             )));
         }
         let port = match port_text {
-            None => DEFAULT_PORT,
+            None => None,
             Some(p) => match p.parse::<u16>() {
                 Ok(0) | Err(_) => {
                     return Err(Error::invalid_argument(format!(
                         "invalid port {p:?} in address {text:?}: expected 1-65535"
                     )))
                 }
-                Ok(port) => port,
+                Ok(port) => Some(port),
             },
         };
-        Ok(ServerAddress::tcp(host, port))
+        // As the official parser: no port stays `None` (the default).
+        Ok(ServerAddress::Tcp {
+            host: host.to_ascii_lowercase(),
+            port,
+        })
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ServerAddress {
+    /// From `"host:port"` text, or `{host, port}` (a `host` ending in
+    /// `sock` is a Unix socket), as the official driver reads it.
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(untagged)]
+        enum Written {
+            Text(String),
+            Fields { host: String, port: Option<u16> },
+        }
+        match Written::deserialize(deserializer)? {
+            Written::Text(text) => ServerAddress::parse(text).map_err(serde::de::Error::custom),
+            Written::Fields { host, .. } if host.ends_with("sock") => {
+                Ok(ServerAddress::Unix { path: host.into() })
+            }
+            Written::Fields { host, port } => Ok(ServerAddress::Tcp { host, port }),
+        }
     }
 }
 
@@ -104,6 +133,33 @@ mod tests {
             ServerAddress::parse("/tmp/mongodb-27017.sock").unwrap(),
             ServerAddress::Unix { .. }
         ));
+    }
+
+    #[test]
+    fn a_missing_port_is_the_default_one() {
+        let bare = ServerAddress::parse("db.example.com").unwrap();
+        assert!(matches!(&bare, ServerAddress::Tcp { port: None, .. }));
+        let explicit = ServerAddress::tcp("db.example.com", DEFAULT_PORT);
+        assert_eq!(bare, explicit);
+        assert_eq!(bare.to_string(), "db.example.com:27017");
+        let mut set = AddressSet::default();
+        set.insert(bare.clone());
+        assert!(set.contains(&explicit));
+        assert_eq!(bare.cmp(&explicit), std::cmp::Ordering::Equal);
+        assert_ne!(bare, ServerAddress::tcp("db.example.com", 27018));
+        assert!(ServerAddress::tcp("z", 1) < ServerAddress::parse("/tmp/a.sock").unwrap());
+    }
+
+    #[test]
+    fn addresses_deserialize_from_text_or_fields() {
+        let from_text: ServerAddress = bson::from_bson(bson::Bson::String("h:5".into())).unwrap();
+        assert_eq!(from_text, ServerAddress::tcp("h", 5));
+        let from_fields: ServerAddress =
+            bson::from_document(bson::doc! { "host": "h", "port": 5 }).unwrap();
+        assert_eq!(from_fields, from_text);
+        let socket: ServerAddress =
+            bson::from_document(bson::doc! { "host": "/tmp/m.sock" }).unwrap();
+        assert!(matches!(socket, ServerAddress::Unix { .. }));
     }
 
     #[test]

@@ -69,6 +69,11 @@ impl<'a> ServerInfo<'a> {
         self.description.error.as_deref()
     }
 
+    /// When the description was made, on the client's monotonic clock.
+    pub(crate) fn last_update_instant(&self) -> Option<std::time::Instant> {
+        self.description.last_update_time
+    }
+
     fn answered(&self) -> bool {
         self.description.server_type != ServerType::Unknown
     }

@@ -25,6 +25,10 @@ use bson::Document;
 
 use crate::proto::address::ServerAddress;
 use crate::proto::event::SdamEvent;
+use crate::proto::options::{DEFAULT_HEARTBEAT_FREQUENCY, DEFAULT_LOCAL_THRESHOLD};
+use crate::proto::read_preference::SelectionCriteria;
+use crate::proto::sdam::ServerInfo;
+use crate::proto::select::{selectable_servers, Criteria, SelectionSettings};
 
 use super::description::{
     ServerDescription, ServerState, ServerType, TopologyDescription, TopologyType,
@@ -98,6 +102,63 @@ impl TopologyDescription {
     /// Why the deployment is incompatible with this driver, if it is.
     pub fn compatibility_error(&self) -> Option<&String> {
         self.compatibility_error.as_ref()
+    }
+
+    /// Every server, by address, as the official driver's view of each.
+    pub fn servers(&self) -> std::collections::HashMap<&ServerAddress, ServerInfo<'_>> {
+        self.servers
+            .iter()
+            .map(|(address, description)| (address, ServerInfo::new(description)))
+            .collect()
+    }
+
+    /// Whether a read with `selection_criteria` (primary when `None`) could
+    /// be sent now: server selection's rules (suitability, then the default
+    /// 15 ms latency window) leave a server to send it to.
+    pub fn has_readable_server(&self, selection_criteria: Option<SelectionCriteria>) -> bool {
+        let criteria = selection_criteria.map_or_else(Criteria::primary_read, Criteria::from);
+        self.has_selectable_server(&criteria)
+    }
+
+    /// Whether a write could be sent now (a primary, a mongos, the single
+    /// server or a load balancer is known).
+    pub fn has_writable_server(&self) -> bool {
+        self.has_selectable_server(&Criteria::Write)
+    }
+
+    fn has_selectable_server(&self, criteria: &Criteria) -> bool {
+        let settings = SelectionSettings::new(DEFAULT_LOCAL_THRESHOLD, DEFAULT_HEARTBEAT_FREQUENCY);
+        selectable_servers(self, criteria, &settings, &[]).is_ok_and(|servers| !servers.is_empty())
+    }
+}
+
+impl std::fmt::Display for TopologyDescription {
+    /// `{ Type: .., Set Name: .., Servers: [ {..}, .. ] }`, as the official
+    /// driver prints it: the type, what is known of the replica set, and
+    /// each server as its [`ServerInfo`] prints.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{{ Type: {}", self.topology_type)?;
+        if let Some(set_name) = &self.set_name {
+            write!(f, ", Set Name: {set_name}")?;
+        }
+        if let Some(max_set_version) = self.max_set_version {
+            write!(f, ", Max Set Version: {max_set_version}")?;
+        }
+        if let Some(max_election_id) = self.max_election_id {
+            write!(f, ", Max Election ID: {max_election_id}")?;
+        }
+        if let Some(compatibility_error) = &self.compatibility_error {
+            write!(f, ", Compatibility Error: {compatibility_error}")?;
+        }
+        if !self.servers.is_empty() {
+            let servers: Vec<String> = self
+                .servers
+                .values()
+                .map(|s| ServerInfo::new(s).to_string())
+                .collect();
+            write!(f, ", Servers: [ {} ]", servers.join(", "))?;
+        }
+        write!(f, " }}")
     }
 }
 
@@ -1020,6 +1081,34 @@ mod tests {
         assert!(heard[1].0.contains(&addr("b:1")) && heard[1].1.contains(&addr("x:1")));
         assert_eq!(heard_topology.topology_type, quiet_topology.topology_type);
         assert!(quiet_topology.servers.is_empty());
+    }
+
+    #[test]
+    fn the_official_views_follow_the_servers_known() {
+        use crate::proto::read_preference::ReadPreference;
+        let mut t = TopologyDescription::new(seeds(&["a:1", "b:1"]));
+        let secondary_read = || {
+            Some(SelectionCriteria::ReadPreference(
+                ReadPreference::Secondary { options: None },
+            ))
+        };
+        assert!(!t.has_writable_server() && !t.has_readable_server(None));
+        let now = Instant::now();
+        let _ = t.check_succeeded(&addr("b:1"), &secondary(&["a:1", "b:1"]), ms(1), now);
+        assert!(!t.has_writable_server() && !t.has_readable_server(None));
+        assert!(t.has_readable_server(secondary_read()));
+        let _ = t.check_succeeded(&addr("a:1"), &primary(&["a:1", "b:1"]), ms(1), now);
+        assert!(t.has_writable_server() && t.has_readable_server(None));
+
+        let servers = t.servers();
+        assert_eq!(servers.len(), 2);
+        assert_eq!(servers[&addr("a:1")].server_type(), ServerType::RsPrimary);
+        let printed = t.to_string();
+        assert!(
+            printed.starts_with("{ Type: ReplicaSetWithPrimary, Set Name: rs")
+                && printed.contains("Servers: [ { Address: a:1, Type: RsPrimary }"),
+            "{printed}"
+        );
     }
 
     #[test]

@@ -48,8 +48,11 @@ impl Connection {
         let (connect_timeout, socket_timeout) = timeouts;
         let deadline = connect_timeout.map(|t| clock.now() + t);
         let stream = match address {
-            ServerAddress::Tcp { host, port } => {
-                let resolved = resolve(address, host, *port, deadline, resolver)?;
+            ServerAddress::Tcp { host, .. } => {
+                let port = address
+                    .port()
+                    .unwrap_or(crate::proto::address::DEFAULT_PORT);
+                let resolved = resolve(address, host, port, deadline, resolver)?;
                 connect_tcp(address, resolved, deadline, clock.as_ref())?
             }
             #[cfg(unix)]

@@ -105,12 +105,12 @@ impl Topology {
         if let Some(error) = self.known_dns_failure(address) {
             return Err(error);
         }
-        let ServerAddress::Tcp { host, port } = address else {
+        let (ServerAddress::Tcp { host, .. }, Some(port)) = (address, address.port()) else {
             return Err(Error::client("only TCP checks overlap"));
         };
         let mut resolver = self.resolver().clone();
         resolver.known_hosts = self.scan_known_hosts.clone();
-        let addresses = crate::shell::conn::resolve(address, host, *port, limit, &resolver)?;
+        let addresses = crate::shell::conn::resolve(address, host, port, limit, &resolver)?;
         let (command, use_op_msg, speculation) = self.handshake_command()?;
         let generation = self
             .monitor
