@@ -434,8 +434,10 @@ impl Client {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn list_database_names(&self) -> crate::api::action::ListDatabaseNames<'_> {
-        crate::api::action::ListDatabaseNames::new(self)
+    pub fn list_database_names(
+        &self,
+    ) -> crate::api::action::ListDatabases<'_, crate::api::action::ListNames> {
+        crate::api::action::ListDatabases::new(self)
     }
 
     /// The client's state, once other threads' operations are done with
@@ -753,8 +755,10 @@ impl Database {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn list_collection_names(&self) -> crate::api::action::ListCollectionNames<'_> {
-        crate::api::action::ListCollectionNames::new(self)
+    pub fn list_collection_names(
+        &self,
+    ) -> crate::api::action::ListCollections<'_, crate::api::action::ListNames> {
+        crate::api::action::ListCollections::new(self)
     }
 
     /// Runs a command and returns the reply; on the primary unless

@@ -602,11 +602,11 @@ impl<T> Collection<T> {
         &self,
         filter: Document,
         replacement: impl Borrow<T>,
-    ) -> action::Replace<'_, T>
+    ) -> action::ReplaceOne<'_>
     where
         T: Serialize,
     {
-        action::Replace::new(self, filter, to_document(replacement.borrow()))
+        action::ReplaceOne::new(self, filter, to_document(replacement.borrow()))
     }
 
     /// Deletes the first document matching `filter`.
@@ -838,8 +838,8 @@ impl<T> Collection<T> {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn create_index(&self, index: IndexModel) -> action::CreateIndex<'_, T> {
-        action::CreateIndex::new(self, index)
+    pub fn create_index(&self, index: IndexModel) -> action::CreateIndex<'_> {
+        action::CreateIndex::new(self, vec![index])
     }
 
     /// Creates indexes and returns their names.
@@ -861,8 +861,8 @@ impl<T> Collection<T> {
     pub fn create_indexes(
         &self,
         indexes: impl IntoIterator<Item = IndexModel>,
-    ) -> action::CreateIndexes<'_, T> {
-        action::CreateIndexes::new(self, indexes.into_iter().collect())
+    ) -> action::CreateIndex<'_, action::Multiple> {
+        action::CreateIndex::new(self, indexes.into_iter().collect())
     }
 
     /// The collection's indexes, as [`IndexModel`]s (keys and options).
@@ -881,7 +881,7 @@ impl<T> Collection<T> {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn list_indexes(&self) -> action::ListIndexes<'_, T> {
+    pub fn list_indexes(&self) -> action::ListIndexes<'_> {
         action::ListIndexes::new(self)
     }
 
@@ -900,8 +900,8 @@ impl<T> Collection<T> {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn list_index_names(&self) -> action::ListIndexNames<'_, T> {
-        action::ListIndexNames::new(self)
+    pub fn list_index_names(&self) -> action::ListIndexes<'_, action::ListNames> {
+        action::ListIndexes::new(self)
     }
 
     /// Drops the index named `name`.

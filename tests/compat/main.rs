@@ -82,6 +82,7 @@ programs! {
     sdam_events,
     run_commands,
     atlas_search,
+    builder_modes,
     surface_handles,
     surface_actions,
     surface_options,

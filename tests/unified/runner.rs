@@ -2045,7 +2045,7 @@ op_timeout!(
     InsertOne<'a, T>,
     InsertMany<'a, T>,
     Update<'a, T>,
-    Replace<'a, T>,
+    ReplaceOne<'a>,
     Delete<'a, T>,
     FindOne<'a, T>,
     Find<'a, T, S>,
@@ -2056,9 +2056,8 @@ op_timeout!(
     FindOneAndDelete<'a, T>,
     FindOneAndUpdate<'a, T>,
     FindOneAndReplace<'a, T>,
-    CreateIndex<'a, T>,
-    ListIndexes<'a, T, S>,
-    ListIndexNames<'a, T>,
+    CreateIndex<'a, M>,
+    ListIndexes<'a, M, S>,
     DropIndex<'a, T>,
     DropIndexes<'a, T>,
     DropCollection<'a, T>,
@@ -2066,10 +2065,8 @@ op_timeout!(
     RunCommand<'a>,
     CreateCollection<'a>,
     DropDatabase<'a>,
-    ListCollections<'a, S>,
-    ListCollectionNames<'a>,
-    ListDatabases<'a>,
-    ListDatabaseNames<'a>,
+    ListCollections<'a, M, S>,
+    ListDatabases<'a, M>,
     RunCursorCommand<'a, S>,
 );
 
@@ -2085,13 +2082,13 @@ impl<S, T> OpMode for action::Aggregate<'_, S, T> {
     }
 }
 
-impl<T, S> OpMode for action::ListIndexes<'_, T, S> {
+impl<S> OpMode for action::ListIndexes<'_, action::ListSpecifications, S> {
     fn set_mode(self, mode: TimeoutMode) -> Self {
         self.timeout_mode(mode)
     }
 }
 
-impl<S> OpMode for action::ListCollections<'_, S> {
+impl<S> OpMode for action::ListCollections<'_, action::ListSpecifications, S> {
     fn set_mode(self, mode: TimeoutMode) -> Self {
         self.timeout_mode(mode)
     }
@@ -2707,11 +2704,12 @@ fn collection_operation(
             in_session!(action.op_timeout(timeout), session).map(bulk_write_result)
         }
         "listIndexNames" => {
+            let mut action = coll.list_index_names().op_timeout(timeout);
             if let Some(c) = comment {
-                args.rest.insert("comment", c);
+                action = action.comment(c);
             }
             args.done()?;
-            in_session!(coll.list_index_names().op_timeout(timeout), session)
+            in_session!(action, session)
                 .map(|names| Bson::Array(names.into_iter().map(Bson::String).collect()))
         }
         "dropIndex" => {

@@ -6,8 +6,8 @@ use bson::{Bson, Document, RawDocumentBuf};
 use serde::de::DeserializeOwned;
 
 use super::{
-    option_setters, session_setter, timeout_mode_setter, timeout_setter, ExplicitSession,
-    ImplicitSession,
+    option_setters, session_setter, timeout_mode_setter, timeout_setter, untyped, ExplicitSession,
+    ImplicitSession, ListNames, ListSpecifications, Multiple, Single,
 };
 use crate::api::client_session::ClientSession;
 use crate::api::coll::Collection;
@@ -378,22 +378,22 @@ impl<'a, T> Update<'a, T> {
 
 /// `replace_one`.
 #[must_use = "nothing is sent until `run`"]
-pub struct Replace<'a, T> {
-    coll: Cow<'a, Collection<T>>,
+pub struct ReplaceOne<'a> {
+    coll: Cow<'a, Collection<Document>>,
     filter: Document,
     replacement: Result<Document>,
     options: ReplaceOptions,
     session: Option<&'a mut ClientSession>,
 }
 
-impl<'a, T> Replace<'a, T> {
-    pub(crate) fn new(
+impl<'a> ReplaceOne<'a> {
+    pub(crate) fn new<T>(
         coll: &'a Collection<T>,
         filter: Document,
         replacement: Result<Document>,
     ) -> Self {
-        Replace {
-            coll: Cow::Borrowed(coll),
+        ReplaceOne {
+            coll: untyped(coll),
             filter,
             replacement,
             options: ReplaceOptions::default(),
@@ -953,22 +953,25 @@ impl<'a, T> DropCollection<'a, T> {
     }
 }
 
-/// `create_index`: one index.
+/// `create_index` (mode [`Single`], the default) and `create_indexes`
+/// (mode [`Multiple`]): the same options, one result per mode.
 #[must_use = "nothing is sent until `run`"]
-pub struct CreateIndex<'a, T> {
-    coll: Cow<'a, Collection<T>>,
-    index: IndexModel,
+pub struct CreateIndex<'a, M = Single> {
+    coll: Cow<'a, Collection<Document>>,
+    indexes: Vec<IndexModel>,
     options: CreateIndexOptions,
     session: Option<&'a mut ClientSession>,
+    mode: PhantomData<M>,
 }
 
-impl<'a, T> CreateIndex<'a, T> {
-    pub(crate) fn new(coll: &'a Collection<T>, index: IndexModel) -> Self {
+impl<'a, M> CreateIndex<'a, M> {
+    pub(crate) fn new<T>(coll: &'a Collection<T>, indexes: Vec<IndexModel>) -> Self {
         CreateIndex {
-            coll: Cow::Borrowed(coll),
-            index,
+            coll: untyped(coll),
+            indexes,
             options: CreateIndexOptions::default(),
             session: None,
+            mode: PhantomData,
         }
     }
 
@@ -982,155 +985,137 @@ impl<'a, T> CreateIndex<'a, T> {
     session_setter!();
     timeout_setter!(coll);
 
+    fn create(self) -> Result<Vec<String>> {
+        let op = operation::CreateIndexes::new(self.coll.ns().clone(), self.indexes, self.options)?;
+        self.coll.execute(op, self.session)
+    }
+}
+
+impl CreateIndex<'_, Single> {
     /// Creates the index.
     pub fn run(self) -> Result<CreateIndexResult> {
-        let op =
-            operation::CreateIndexes::new(self.coll.ns().clone(), vec![self.index], self.options)?;
-        let mut names = self.coll.execute(op, self.session)?;
+        let mut names = self.create()?;
         Ok(CreateIndexResult {
             index_name: names.pop().unwrap_or_default(),
         })
     }
 }
 
-/// `create_indexes`.
-#[must_use = "nothing is sent until `run`"]
-pub struct CreateIndexes<'a, T> {
-    coll: Cow<'a, Collection<T>>,
-    indexes: Vec<IndexModel>,
-    options: CreateIndexOptions,
-    session: Option<&'a mut ClientSession>,
-}
-
-impl<'a, T> CreateIndexes<'a, T> {
-    pub(crate) fn new(coll: &'a Collection<T>, indexes: Vec<IndexModel>) -> Self {
-        CreateIndexes {
-            coll: Cow::Borrowed(coll),
-            indexes,
-            options: CreateIndexOptions::default(),
-            session: None,
-        }
-    }
-
-    option_setters!(CreateIndexOptions {
-        commit_quorum: Bson,
-        max_time: Duration,
-        write_concern: WriteConcern,
-        comment: Bson,
-        raw_data: bool,
-    });
-    session_setter!();
-    timeout_setter!(coll);
-
+impl CreateIndex<'_, Multiple> {
     /// Creates the indexes.
     pub fn run(self) -> Result<CreateIndexesResult> {
-        let op = operation::CreateIndexes::new(self.coll.ns().clone(), self.indexes, self.options)?;
         Ok(CreateIndexesResult {
-            index_names: self.coll.execute(op, self.session)?,
+            index_names: self.create()?,
         })
     }
 }
 
-/// `list_indexes`: returns a [`Cursor`] of index documents, or with
-/// `.session(..)` a [`SessionCursor`].
+/// `list_indexes` (mode [`ListSpecifications`], the default: a [`Cursor`]
+/// of [`IndexModel`]s, or with `.session(..)` a [`SessionCursor`]) and
+/// `list_index_names` (mode [`ListNames`]: the names).
 #[must_use = "nothing is sent until `run`"]
-pub struct ListIndexes<'a, T, S = ImplicitSession> {
-    coll: Cow<'a, Collection<T>>,
+pub struct ListIndexes<'a, M = ListSpecifications, S = ImplicitSession> {
+    coll: Cow<'a, Collection<Document>>,
     options: ListIndexesOptions,
     session: S,
+    mode: PhantomData<M>,
 }
 
-impl<'a, T> ListIndexes<'a, T> {
-    pub(crate) fn new(coll: &'a Collection<T>) -> Self {
+impl<'a, M> ListIndexes<'a, M> {
+    pub(crate) fn new<T>(coll: &'a Collection<T>) -> Self {
         ListIndexes {
-            coll: Cow::Borrowed(coll),
+            coll: untyped(coll),
             options: ListIndexesOptions::default(),
             session: ImplicitSession,
+            mode: PhantomData,
         }
     }
 
-    /// Lists in `session`; the result is a [`SessionCursor`].
+    /// Lists in `session`: a [`SessionCursor`] (iterated with the session),
+    /// or the names.
     pub fn session<'s>(
         self,
         session: &'s mut ClientSession,
-    ) -> ListIndexes<'a, T, ExplicitSession<'s>> {
+    ) -> ListIndexes<'a, M, ExplicitSession<'s>> {
         ListIndexes {
             coll: self.coll,
             options: self.options,
             session: ExplicitSession(session),
+            mode: PhantomData,
         }
-    }
-
-    /// Lists the indexes.
-    pub fn run(self) -> Result<Cursor<IndexModel>> {
-        let op = operation::ListIndexes::new(self.coll.ns().clone(), self.options);
-        self.coll.open_cursor(op)
     }
 }
 
-impl<T, S> ListIndexes<'_, T, S> {
+impl<M, S> ListIndexes<'_, M, S> {
     timeout_setter!(coll);
-    timeout_mode_setter!(coll);
 
     option_setters!(ListIndexesOptions {
         batch_size: u32,
         comment: Bson,
         raw_data: bool,
     });
+
+    fn operation(&mut self) -> operation::ListIndexes {
+        let options = std::mem::take(&mut self.options);
+        operation::ListIndexes::new(self.coll.ns().clone(), options)
+    }
 }
 
-impl<T> ListIndexes<'_, T, ExplicitSession<'_>> {
+impl<S> ListIndexes<'_, ListSpecifications, S> {
+    timeout_mode_setter!(coll);
+}
+
+impl ListIndexes<'_> {
+    /// Lists the indexes.
+    pub fn run(mut self) -> Result<Cursor<IndexModel>> {
+        let op = self.operation();
+        self.coll.open_cursor(op)
+    }
+}
+
+impl ListIndexes<'_, ListSpecifications, ExplicitSession<'_>> {
     /// Lists the indexes in the session.
-    pub fn run(self) -> Result<SessionCursor<IndexModel>> {
-        let ExplicitSession(session) = self.session;
-        let op = operation::ListIndexes::new(self.coll.ns().clone(), self.options);
-        self.coll.open_session_cursor(op, session)
+    pub fn run(mut self) -> Result<SessionCursor<IndexModel>> {
+        let op = self.operation();
+        self.coll.open_session_cursor(op, self.session.0)
     }
 }
 
-/// `list_index_names`.
-#[must_use = "nothing is sent until `run`"]
-pub struct ListIndexNames<'a, T> {
-    coll: Cow<'a, Collection<T>>,
-    session: Option<&'a mut ClientSession>,
-}
-
-impl<'a, T> ListIndexNames<'a, T> {
-    pub(crate) fn new(coll: &'a Collection<T>) -> Self {
-        ListIndexNames {
-            coll: Cow::Borrowed(coll),
-            session: None,
-        }
-    }
-
-    session_setter!();
-    timeout_setter!(coll);
-
+impl ListIndexes<'_, ListNames> {
     /// The names of the collection's indexes.
-    pub fn run(self) -> Result<Vec<String>> {
-        let indexes: Vec<IndexModel> = match self.session {
-            None => self.coll.list_indexes().run()?.collect::<Result<_>>()?,
-            Some(session) => {
-                let mut cursor = self.coll.list_indexes().session(session).run()?;
-                cursor.iter(session).collect::<Result<_>>()?
-            }
-        };
-        indexes
-            .iter()
-            .map(|index| {
-                index
-                    .options
-                    .as_ref()
-                    .and_then(|o| o.name.clone())
-                    .ok_or_else(|| {
-                        crate::error::Error::protocol(
-                            None,
-                            format!("a listIndexes entry has no string `name`: {index:?}"),
-                        )
-                    })
-            })
-            .collect()
+    pub fn run(mut self) -> Result<Vec<String>> {
+        let op = self.operation();
+        let indexes = self.coll.open_cursor(op)?;
+        index_names(indexes.collect::<Result<_>>()?)
     }
+}
+
+impl ListIndexes<'_, ListNames, ExplicitSession<'_>> {
+    /// The names of the collection's indexes, listed in the session.
+    pub fn run(mut self) -> Result<Vec<String>> {
+        let op = self.operation();
+        let session = self.session.0;
+        let mut cursor: SessionCursor<IndexModel> = self.coll.open_session_cursor(op, session)?;
+        index_names(cursor.iter(session).collect::<Result<_>>()?)
+    }
+}
+
+fn index_names(indexes: Vec<IndexModel>) -> Result<Vec<String>> {
+    indexes
+        .iter()
+        .map(|index| {
+            index
+                .options
+                .as_ref()
+                .and_then(|o| o.name.clone())
+                .ok_or_else(|| {
+                    crate::error::Error::protocol(
+                        None,
+                        format!("a listIndexes entry has no string `name`: {index:?}"),
+                    )
+                })
+        })
+        .collect()
 }
 
 /// `drop_index`: one index, by name.

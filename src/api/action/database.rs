@@ -1,12 +1,13 @@
 //! The builders [`Database`]'s and [`Client`]'s operations return.
 
+use std::marker::PhantomData;
 use std::time::Duration;
 
 use bson::{Bson, Document};
 
 use super::{
     option_setters, session_setter, timeout_mode_setter, timeout_setter, ExplicitSession,
-    ImplicitSession,
+    ImplicitSession, ListNames, ListSpecifications,
 };
 use crate::api::client::{Client, Database};
 use crate::api::client_session::ClientSession;
@@ -309,36 +310,60 @@ impl<'a> DropDatabase<'a> {
     }
 }
 
-/// `list_collections`: a cursor over the collections' specifications, or
-/// with `.session(..)` a [`SessionCursor`].
+/// `list_collections` (mode [`ListSpecifications`], the default: a
+/// [`Cursor`] over the collections' specifications, or with `.session(..)`
+/// a [`SessionCursor`]) and `list_collection_names` (mode [`ListNames`]:
+/// the names).
 #[must_use = "nothing is sent until `run`"]
-pub struct ListCollections<'a, S = ImplicitSession> {
+pub struct ListCollections<'a, M = ListSpecifications, S = ImplicitSession> {
     db: Cow<'a, Database>,
     options: ListCollectionsOptions,
     session: S,
+    mode: PhantomData<M>,
 }
 
-impl<'a> ListCollections<'a> {
+impl<'a, M> ListCollections<'a, M> {
     pub(crate) fn new(db: &'a Database) -> Self {
         ListCollections {
             db: Cow::Borrowed(db),
             options: ListCollectionsOptions::default(),
             session: ImplicitSession,
+            mode: PhantomData,
         }
     }
 
-    /// Lists in `session`; the result is a [`SessionCursor`].
+    /// Lists in `session`: a [`SessionCursor`] (iterated with the session),
+    /// or the names.
     pub fn session<'s>(
         self,
         session: &'s mut ClientSession,
-    ) -> ListCollections<'a, ExplicitSession<'s>> {
+    ) -> ListCollections<'a, M, ExplicitSession<'s>> {
         ListCollections {
             db: self.db,
             options: self.options,
             session: ExplicitSession(session),
+            mode: PhantomData,
         }
     }
+}
 
+impl<M, S> ListCollections<'_, M, S> {
+    timeout_setter!(db);
+
+    option_setters!(ListCollectionsOptions {
+        batch_size: u32,
+        filter: Document,
+        authorized_collections: bool,
+        comment: Bson,
+        raw_data: bool,
+    });
+}
+
+impl<S> ListCollections<'_, ListSpecifications, S> {
+    timeout_mode_setter!(db);
+}
+
+impl ListCollections<'_> {
     /// Lists the collections.
     pub fn run(self) -> Result<Cursor<CollectionSpecification>> {
         check_database_name(self.db.name())?;
@@ -349,20 +374,7 @@ impl<'a> ListCollections<'a> {
     }
 }
 
-impl<S> ListCollections<'_, S> {
-    timeout_setter!(db);
-    timeout_mode_setter!(db);
-
-    option_setters!(ListCollectionsOptions {
-        batch_size: u32,
-        filter: Document,
-        authorized_collections: bool,
-        comment: Bson,
-        raw_data: bool,
-    });
-}
-
-impl ListCollections<'_, ExplicitSession<'_>> {
+impl ListCollections<'_, ListSpecifications, ExplicitSession<'_>> {
     /// Lists the collections in the session.
     pub fn run(self) -> Result<SessionCursor<CollectionSpecification>> {
         let ExplicitSession(session) = self.session;
@@ -372,81 +384,75 @@ impl ListCollections<'_, ExplicitSession<'_>> {
     }
 }
 
-/// `list_collection_names`.
-#[must_use = "nothing is sent until `run`"]
-pub struct ListCollectionNames<'a> {
-    db: Cow<'a, Database>,
-    options: ListCollectionsOptions,
-    session: Option<&'a mut ClientSession>,
-}
-
-impl<'a> ListCollectionNames<'a> {
-    pub(crate) fn new(db: &'a Database) -> Self {
-        ListCollectionNames {
-            db: Cow::Borrowed(db),
-            options: ListCollectionsOptions::default(),
-            session: None,
-        }
-    }
-
-    option_setters!(ListCollectionsOptions {
-        batch_size: u32,
-        filter: Document,
-        authorized_collections: bool,
-        comment: Bson,
-        raw_data: bool,
-    });
-    session_setter!();
-    timeout_setter!(db);
-
+impl ListCollections<'_, ListNames> {
     /// The names of the database's collections and views
     /// (`listCollections` with `nameOnly`, read on the primary).
     pub fn run(self) -> Result<Vec<String>> {
-        check_database_name(self.db.name())?;
-        let options = self.options.name_only(true);
-        let mut op = operation::ListCollections::new(self.db.name(), options);
-        let client = self.db.client();
-        let inherited = self.db.defaults().timeout_only();
-        let specs: Vec<Document> = match self.session {
-            None => crate::api::coll::open_cursor(client, &mut op, inherited, None)?
-                .collect::<Result<_>>()?,
-            Some(session) => {
-                let mut cursor: SessionCursor<Document> = crate::api::coll::open_session_cursor(
-                    client, &mut op, inherited, None, session,
-                )?;
-                cursor.iter(session).collect::<Result<_>>()?
-            }
-        };
-        specs
-            .iter()
-            .map(|spec| {
-                spec.get_str("name").map(str::to_string).map_err(|_| {
-                    Error::protocol(
-                        None,
-                        format!("a listCollections entry has no string `name`: {spec}"),
-                    )
-                })
-            })
-            .collect()
+        collection_names(&self.db, self.options, None)
     }
 }
 
-/// `list_databases`: the deployment's databases (on the primary).
+impl ListCollections<'_, ListNames, ExplicitSession<'_>> {
+    /// The names of the database's collections and views, listed in the
+    /// session.
+    pub fn run(self) -> Result<Vec<String>> {
+        collection_names(&self.db, self.options, Some(self.session.0))
+    }
+}
+
+/// `listCollections` with `nameOnly`, on the primary (the names are the
+/// deployment's, not a secondary's possibly older view).
+fn collection_names(
+    db: &Database,
+    options: ListCollectionsOptions,
+    session: Option<&mut ClientSession>,
+) -> Result<Vec<String>> {
+    check_database_name(db.name())?;
+    let mut op = operation::ListCollections::new(db.name(), options.name_only(true));
+    let client = db.client();
+    let inherited = db.defaults().timeout_only();
+    let specs: Vec<Document> = match session {
+        None => crate::api::coll::open_cursor(client, &mut op, inherited, None)?
+            .collect::<Result<_>>()?,
+        Some(session) => {
+            let mut cursor: SessionCursor<Document> =
+                crate::api::coll::open_session_cursor(client, &mut op, inherited, None, session)?;
+            cursor.iter(session).collect::<Result<_>>()?
+        }
+    };
+    specs
+        .iter()
+        .map(|spec| {
+            spec.get_str("name").map(str::to_string).map_err(|_| {
+                Error::protocol(
+                    None,
+                    format!("a listCollections entry has no string `name`: {spec}"),
+                )
+            })
+        })
+        .collect()
+}
+
+/// `list_databases` (mode [`ListSpecifications`], the default: the
+/// deployment's databases with their sizes) and `list_database_names` (mode
+/// [`ListNames`]: the names); both on the primary.
 #[must_use = "nothing is sent until `run`"]
-pub struct ListDatabases<'a> {
+pub struct ListDatabases<'a, M = ListSpecifications> {
     client: &'a Client,
     options: ListDatabasesOptions,
     session: Option<&'a mut ClientSession>,
     timeout: Option<Duration>,
+    mode: PhantomData<M>,
 }
 
-impl<'a> ListDatabases<'a> {
+impl<'a, M> ListDatabases<'a, M> {
     pub(crate) fn new(client: &'a Client) -> Self {
         ListDatabases {
             client,
             options: ListDatabasesOptions::default(),
             session: None,
             timeout: None,
+            mode: PhantomData,
         }
     }
 
@@ -458,50 +464,32 @@ impl<'a> ListDatabases<'a> {
     session_setter!();
     client_timeout_setter!();
 
-    /// Lists the databases with their sizes.
-    pub fn run(self) -> Result<Vec<DatabaseSpecification>> {
-        let mut op = operation::ListDatabases::new(self.options);
+    /// `listDatabases`; with `name_only`, `nameOnly: true` (else the
+    /// user's options as set).
+    fn list(self, name_only: bool) -> Result<Vec<DatabaseSpecification>> {
+        let options = match name_only {
+            true => self.options.name_only(true),
+            false => self.options,
+        };
+        let mut op = operation::ListDatabases::new(options);
         let defaults = self.client.defaults().with_operation_timeout(self.timeout);
         let inherited = defaults.timeout_only();
         execute(self.client, &mut op, inherited, self.session)
     }
 }
 
-/// `list_database_names`.
-#[must_use = "nothing is sent until `run`"]
-pub struct ListDatabaseNames<'a> {
-    client: &'a Client,
-    options: ListDatabasesOptions,
-    session: Option<&'a mut ClientSession>,
-    timeout: Option<Duration>,
+impl ListDatabases<'_> {
+    /// Lists the databases with their sizes.
+    pub fn run(self) -> Result<Vec<DatabaseSpecification>> {
+        self.list(false)
+    }
 }
 
-impl<'a> ListDatabaseNames<'a> {
-    pub(crate) fn new(client: &'a Client) -> Self {
-        ListDatabaseNames {
-            client,
-            options: ListDatabasesOptions::default(),
-            session: None,
-            timeout: None,
-        }
-    }
-
-    option_setters!(ListDatabasesOptions {
-        filter: Document,
-        authorized_databases: bool,
-        comment: Bson,
-    });
-    session_setter!();
-    client_timeout_setter!();
-
+impl ListDatabases<'_, ListNames> {
     /// The names of the deployment's databases (`listDatabases` with
-    /// `nameOnly`, on the primary).
+    /// `nameOnly`).
     pub fn run(self) -> Result<Vec<String>> {
-        let mut op = operation::ListDatabases::new(self.options.name_only(true));
-        let defaults = self.client.defaults().with_operation_timeout(self.timeout);
-        let inherited = defaults.timeout_only();
-        let databases = execute(self.client, &mut op, inherited, self.session)?;
-        Ok(databases.into_iter().map(|d| d.name).collect())
+        Ok(self.list(true)?.into_iter().map(|d| d.name).collect())
     }
 }
 

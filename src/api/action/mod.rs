@@ -39,21 +39,51 @@ pub use crate::api::client_session::{AbortTransaction, CommitTransaction, StartT
 pub use crate::shell::connection_string::ParseConnectionString;
 pub use client_bulk_write::BulkWrite;
 pub use collection::{
-    Aggregate, CollectionBulkWrite, CountDocuments, CreateIndex, CreateIndexes, Delete, Distinct,
-    DropCollection, DropIndex, DropIndexes, EstimatedDocumentCount, Find, FindOne,
-    FindOneAndDelete, FindOneAndReplace, FindOneAndUpdate, InsertMany, InsertOne, ListIndexNames,
-    ListIndexes, Replace, Update,
+    Aggregate, CollectionBulkWrite, CountDocuments, CreateIndex, Delete, Distinct, DropCollection,
+    DropIndex, DropIndexes, EstimatedDocumentCount, Find, FindOne, FindOneAndDelete,
+    FindOneAndReplace, FindOneAndUpdate, InsertMany, InsertOne, ListIndexes, ReplaceOne, Update,
 };
 pub use database::{
-    CreateCollection, DropDatabase, ListCollectionNames, ListCollections, ListDatabaseNames,
-    ListDatabases, RunCommand, RunCursorCommand, Shutdown, StartSession, WarmConnectionPool,
+    CreateCollection, DropDatabase, ListCollections, ListDatabases, RunCommand, RunCursorCommand,
+    Shutdown, StartSession, WarmConnectionPool,
 };
-pub use search_index::{
-    CreateSearchIndex, CreateSearchIndexes, ListSearchIndexes, SearchIndexCommand,
-};
+pub use search_index::{CreateSearchIndex, ListSearchIndexes, SearchIndexCommand};
 pub use watch::Watch;
 
 use crate::api::client_session::ClientSession;
+use crate::api::coll::Collection;
+
+/// The collection handle of a builder whose type does not name the
+/// collection's document type (as the official driver's): the operation
+/// reads and writes documents the builder has already encoded, so the type
+/// is not needed past the call that made the builder.
+pub(crate) fn untyped<T>(coll: &Collection<T>) -> std::borrow::Cow<'_, Collection<bson::Document>> {
+    std::borrow::Cow::Owned(coll.clone_with_type())
+}
+
+/// The mode of a builder that lists specifications (`list_indexes`,
+/// `list_collections`, `list_databases`; the default): its `run` returns
+/// them, or a cursor over them.
+#[derive(Debug)]
+pub struct ListSpecifications;
+
+/// The mode of a builder that lists names (`list_index_names`,
+/// `list_collection_names`, `list_database_names`): its `run` returns a
+/// `Vec<String>`.
+#[derive(Debug)]
+pub struct ListNames;
+
+/// The mode of a builder that creates one index (`create_index`; the
+/// default): its `run` returns a
+/// [`CreateIndexResult`](crate::results::CreateIndexResult).
+#[derive(Debug)]
+pub struct Single;
+
+/// The mode of a builder that creates several indexes (`create_indexes`):
+/// its `run` returns a
+/// [`CreateIndexesResult`](crate::results::CreateIndexesResult).
+#[derive(Debug)]
+pub struct Multiple;
 
 /// The session state of a cursor-returning builder before
 /// `.session(..)`: the operation uses an implicit session and returns a

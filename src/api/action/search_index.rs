@@ -4,9 +4,12 @@
 //! the collection's database's `run_command`, which adds no read or write
 //! concern, as index-management.md asks of them.
 
+use std::borrow::Cow;
+use std::marker::PhantomData;
+
 use bson::Document;
 
-use super::{session_setter, Aggregate, ExplicitSession};
+use super::{session_setter, untyped, Aggregate, ExplicitSession, Multiple, Single};
 use crate::api::client_session::ClientSession;
 use crate::api::coll::Collection;
 use crate::api::cursor::Cursor;
@@ -22,19 +25,13 @@ impl<T> Collection<T> {
     pub fn create_search_indexes(
         &self,
         models: impl IntoIterator<Item = SearchIndexModel>,
-    ) -> CreateSearchIndexes<'_, T> {
-        CreateSearchIndexes {
-            coll: self,
-            models: models.into_iter().collect(),
-            session: None,
-        }
+    ) -> CreateSearchIndex<'_, Multiple> {
+        CreateSearchIndex::new(self, models.into_iter().collect())
     }
 
     /// Creates one search index; `run` returns its name.
-    pub fn create_search_index(&self, model: SearchIndexModel) -> CreateSearchIndex<'_, T> {
-        CreateSearchIndex {
-            inner: self.create_search_indexes([model]),
-        }
+    pub fn create_search_index(&self, model: SearchIndexModel) -> CreateSearchIndex<'_, Single> {
+        CreateSearchIndex::new(self, vec![model])
     }
 
     /// Replaces the definition of the search index `name`.
@@ -80,41 +77,47 @@ fn run_on_database<T>(
     }
 }
 
-/// `create_search_indexes`.
+/// `create_search_index` (mode [`Single`]: `run` returns the index's name)
+/// and `create_search_indexes` (mode [`Multiple`]: the names, in order).
 #[must_use = "nothing is sent until `run`"]
-pub struct CreateSearchIndexes<'a, T> {
-    coll: &'a Collection<T>,
+pub struct CreateSearchIndex<'a, Mode> {
+    coll: Cow<'a, Collection<Document>>,
     models: Vec<SearchIndexModel>,
     session: Option<&'a mut ClientSession>,
+    mode: PhantomData<Mode>,
 }
 
-impl<'a, T> CreateSearchIndexes<'a, T> {
+impl<'a, Mode> CreateSearchIndex<'a, Mode> {
+    fn new<T>(coll: &'a Collection<T>, models: Vec<SearchIndexModel>) -> Self {
+        CreateSearchIndex {
+            coll: untyped(coll),
+            models,
+            session: None,
+            mode: PhantomData,
+        }
+    }
+
     session_setter!();
 
     /// Sends `createSearchIndexes`; the names of the indexes, in order.
-    pub fn run(self) -> Result<Vec<String>> {
+    fn create(self) -> Result<Vec<String>> {
         let command = search_index::create_command(&self.coll.ns().coll, &self.models);
-        let reply = run_on_database(self.coll, command, self.session)?;
+        let reply = run_on_database(&self.coll, command, self.session)?;
         search_index::created_names(&reply)
     }
 }
 
-/// `create_search_index`.
-#[must_use = "nothing is sent until `run`"]
-pub struct CreateSearchIndex<'a, T> {
-    inner: CreateSearchIndexes<'a, T>,
+impl CreateSearchIndex<'_, Multiple> {
+    /// Sends `createSearchIndexes`; the names of the indexes, in order.
+    pub fn run(self) -> Result<Vec<String>> {
+        self.create()
+    }
 }
 
-impl<'a, T> CreateSearchIndex<'a, T> {
-    /// Runs the operation in `session` instead of an implicit session.
-    pub fn session(mut self, session: &'a mut ClientSession) -> Self {
-        self.inner = self.inner.session(session);
-        self
-    }
-
+impl CreateSearchIndex<'_, Single> {
     /// Sends `createSearchIndexes`; the index's name.
     pub fn run(self) -> Result<String> {
-        let mut names = self.inner.run()?;
+        let mut names = self.create()?;
         names.pop().ok_or_else(|| {
             crate::error::Error::from(crate::error::ErrorKind::Protocol {
                 address: None,
