@@ -39,7 +39,12 @@ pub use crate::proto::read_preference::{
 };
 pub use crate::proto::retry::{RetryMode, RetrySettings, Tokens, TOKEN_BUCKET_CAPACITY};
 use crate::proto::sdam::settings::TopologySettings;
-pub use crate::proto::search_index::{SearchIndexModel, SearchIndexModelBuilder, SearchIndexType};
+pub use crate::proto::search_index::{
+    CreateSearchIndexOptions, CreateSearchIndexOptionsBuilder, DropSearchIndexOptions,
+    DropSearchIndexOptionsBuilder, ListSearchIndexOptions, ListSearchIndexOptionsBuilder,
+    SearchIndexModel, SearchIndexModelBuilder, SearchIndexType, UpdateSearchIndexOptions,
+    UpdateSearchIndexOptionsBuilder,
+};
 pub use crate::proto::session::transaction::TransactionOptions;
 pub use crate::proto::session::SessionOptions;
 pub use crate::proto::write_model::{CollectionWriteModel, UpdateModifications};

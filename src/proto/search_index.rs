@@ -4,10 +4,36 @@
 //! (the spec: "Drivers MUST NOT apply a read concern or write concern").
 
 use bson::{doc, Bson, Document};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use typed_builder::TypedBuilder;
 
 use crate::error::{Error, ErrorKind, Result};
+
+/// Declares the options type of one search index operation. The
+/// index-management spec gives these operations no options yet, and the
+/// official crate's types are empty too: they exist so that a program
+/// passes `.with_options(..)` as it does to every other operation, and a
+/// field added to them will reach the command.
+macro_rules! search_index_options {
+    ($($(#[$doc:meta])* $name:ident;)*) => {$(
+        $(#[$doc])*
+        #[derive(Clone, Debug, Default, PartialEq, TypedBuilder, Deserialize)]
+        #[builder(field_defaults(default, setter(into)))]
+        #[non_exhaustive]
+        pub struct $name {}
+    )*};
+}
+
+search_index_options! {
+    /// Options of `create_search_index` / `create_search_indexes` (none yet).
+    CreateSearchIndexOptions;
+    /// Options of `update_search_index` (none yet).
+    UpdateSearchIndexOptions;
+    /// Options of `drop_search_index` (none yet).
+    DropSearchIndexOptions;
+    /// Options of `list_search_indexes` beside its aggregation's (none yet).
+    ListSearchIndexOptions;
+}
 
 /// What kind of search index a [`SearchIndexModel`] describes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

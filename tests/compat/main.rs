@@ -83,6 +83,7 @@ programs! {
     run_commands,
     atlas_search,
     builder_modes,
+    search_index_options,
     surface_handles,
     surface_actions,
     surface_options,

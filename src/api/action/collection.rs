@@ -785,6 +785,12 @@ impl<'a> Aggregate<'a> {
         }
     }
 
+    /// The same aggregation of `pipeline` instead.
+    pub(crate) fn with_pipeline(mut self, pipeline: Vec<Document>) -> Self {
+        self.pipeline = pipeline;
+        self
+    }
+
     pub(crate) fn on_database(
         client: &'a crate::Client,
         db: &str,

@@ -47,7 +47,7 @@ pub use database::{
     CreateCollection, DropDatabase, ListCollections, ListDatabases, RunCommand, RunCursorCommand,
     Shutdown, StartSession, WarmConnectionPool,
 };
-pub use search_index::{CreateSearchIndex, ListSearchIndexes, SearchIndexCommand};
+pub use search_index::{CreateSearchIndex, DropSearchIndex, ListSearchIndexes, UpdateSearchIndex};
 pub use watch::Watch;
 
 use crate::api::client_session::ClientSession;

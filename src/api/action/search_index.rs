@@ -9,13 +9,18 @@ use std::marker::PhantomData;
 
 use bson::Document;
 
-use super::{session_setter, untyped, Aggregate, ExplicitSession, Multiple, Single};
+use super::{
+    option_setters, session_setter, untyped, Aggregate, ExplicitSession, Multiple, Single,
+};
 use crate::api::client_session::ClientSession;
 use crate::api::coll::Collection;
 use crate::api::cursor::Cursor;
 use crate::error::Result;
 use crate::proto::coll_options::AggregateOptions;
-use crate::proto::search_index::{self, SearchIndexModel};
+use crate::proto::search_index::{
+    self, CreateSearchIndexOptions, DropSearchIndexOptions, ListSearchIndexOptions,
+    SearchIndexModel, UpdateSearchIndexOptions,
+};
 
 impl<T> Collection<T> {
     /// Creates the search indexes of `models`; `run` returns their names.
@@ -39,26 +44,34 @@ impl<T> Collection<T> {
         &self,
         name: impl Into<String>,
         definition: Document,
-    ) -> SearchIndexCommand<'_, T> {
-        let name = name.into();
-        SearchIndexCommand::new(
-            self,
-            search_index::update_command(&self.ns().coll, &name, definition),
-        )
+    ) -> UpdateSearchIndex<'_> {
+        UpdateSearchIndex {
+            coll: untyped(self),
+            name: name.into(),
+            definition,
+            options: UpdateSearchIndexOptions::default(),
+            session: None,
+        }
     }
 
     /// Drops the search index `name`.
-    pub fn drop_search_index(&self, name: impl Into<String>) -> SearchIndexCommand<'_, T> {
-        let command = search_index::drop_command(&self.ns().coll, &name.into());
-        SearchIndexCommand::new(self, command)
+    pub fn drop_search_index(&self, name: impl Into<String>) -> DropSearchIndex<'_> {
+        DropSearchIndex {
+            coll: untyped(self),
+            name: name.into(),
+            options: DropSearchIndexOptions::default(),
+            session: None,
+        }
     }
 
     /// Lists the collection's search indexes (with `name`, only that one).
-    pub fn list_search_indexes(&self) -> ListSearchIndexes<'_, T> {
+    pub fn list_search_indexes(&self) -> ListSearchIndexes<'_> {
         ListSearchIndexes {
-            coll: self,
+            // The stage is known at `run`, once `name` is.
+            aggregate: Aggregate::on_collection(self, Vec::new()),
             name: None,
-            options: AggregateOptions::default(),
+            aggregate_options: AggregateOptions::default(),
+            options: ListSearchIndexOptions::default(),
         }
     }
 }
@@ -83,6 +96,7 @@ fn run_on_database<T>(
 pub struct CreateSearchIndex<'a, Mode> {
     coll: Cow<'a, Collection<Document>>,
     models: Vec<SearchIndexModel>,
+    options: CreateSearchIndexOptions,
     session: Option<&'a mut ClientSession>,
     mode: PhantomData<Mode>,
 }
@@ -92,15 +106,19 @@ impl<'a, Mode> CreateSearchIndex<'a, Mode> {
         CreateSearchIndex {
             coll: untyped(coll),
             models,
+            options: CreateSearchIndexOptions::default(),
             session: None,
             mode: PhantomData,
         }
     }
 
+    option_setters!(CreateSearchIndexOptions {});
     session_setter!();
 
     /// Sends `createSearchIndexes`; the names of the indexes, in order.
     fn create(self) -> Result<Vec<String>> {
+        // Every option (none yet) must be put into the command here.
+        let CreateSearchIndexOptions {} = self.options;
         let command = search_index::create_command(&self.coll.ns().coll, &self.models);
         let reply = run_on_database(&self.coll, command, self.session)?;
         search_index::created_names(&reply)
@@ -127,31 +145,52 @@ impl CreateSearchIndex<'_, Single> {
     }
 }
 
-/// `update_search_index` and `drop_search_index`: one command, no result.
+/// `update_search_index`: replaces an index's definition.
 #[must_use = "nothing is sent until `run`"]
-pub struct SearchIndexCommand<'a, T> {
-    coll: &'a Collection<T>,
-    command: Document,
+pub struct UpdateSearchIndex<'a> {
+    coll: Cow<'a, Collection<Document>>,
+    name: String,
+    definition: Document,
+    options: UpdateSearchIndexOptions,
     session: Option<&'a mut ClientSession>,
 }
 
-impl<'a, T> SearchIndexCommand<'a, T> {
-    fn new(coll: &'a Collection<T>, command: Document) -> Self {
-        SearchIndexCommand {
-            coll,
-            command,
-            session: None,
-        }
-    }
-
+impl<'a> UpdateSearchIndex<'a> {
+    option_setters!(UpdateSearchIndexOptions {});
     session_setter!();
 
-    /// Sends the command. Dropping an index of a collection that does not
-    /// exist succeeds, as in the official driver (`NamespaceNotFound`, 26).
+    /// Sends `updateSearchIndex`.
     pub fn run(self) -> Result<()> {
-        let dropping = self.command.contains_key("dropSearchIndex");
-        match run_on_database(self.coll, self.command, self.session) {
-            Err(e) if dropping && e.code() == Some(26) => Ok(()),
+        // Every option (none yet) must be put into the command here.
+        let UpdateSearchIndexOptions {} = self.options;
+        let command =
+            search_index::update_command(&self.coll.ns().coll, &self.name, self.definition);
+        run_on_database(&self.coll, command, self.session).map(|_| ())
+    }
+}
+
+/// `drop_search_index`.
+#[must_use = "nothing is sent until `run`"]
+pub struct DropSearchIndex<'a> {
+    coll: Cow<'a, Collection<Document>>,
+    name: String,
+    options: DropSearchIndexOptions,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a> DropSearchIndex<'a> {
+    option_setters!(DropSearchIndexOptions {});
+    session_setter!();
+
+    /// Sends `dropSearchIndex`. Dropping an index of a collection that does
+    /// not exist succeeds, as in the official driver (`NamespaceNotFound`,
+    /// 26).
+    pub fn run(self) -> Result<()> {
+        // Every option (none yet) must be put into the command here.
+        let DropSearchIndexOptions {} = self.options;
+        let command = search_index::drop_command(&self.coll.ns().coll, &self.name);
+        match run_on_database(&self.coll, command, self.session) {
+            Err(e) if e.code() == Some(26) => Ok(()),
             other => other.map(|_| ()),
         }
     }
@@ -159,13 +198,16 @@ impl<'a, T> SearchIndexCommand<'a, T> {
 
 /// `list_search_indexes`: an aggregation with `$listSearchIndexes`.
 #[must_use = "nothing is sent until `run`"]
-pub struct ListSearchIndexes<'a, T> {
-    coll: &'a Collection<T>,
+pub struct ListSearchIndexes<'a> {
+    aggregate: Aggregate<'a>,
     name: Option<String>,
-    options: AggregateOptions,
+    aggregate_options: AggregateOptions,
+    options: ListSearchIndexOptions,
 }
 
-impl<'a, T> ListSearchIndexes<'a, T> {
+impl<'a> ListSearchIndexes<'a> {
+    option_setters!(ListSearchIndexOptions {});
+
     /// Lists only the index `name`.
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
@@ -174,15 +216,18 @@ impl<'a, T> ListSearchIndexes<'a, T> {
 
     /// The aggregation's options (`batch_size`, `comment`, ...).
     pub fn aggregate_options(mut self, options: AggregateOptions) -> Self {
-        self.options = options;
+        self.aggregate_options = options;
         self
     }
 
     fn aggregate(self) -> Aggregate<'a> {
+        // Every option (none yet) must be put into the stage here.
+        let ListSearchIndexOptions {} = self.options;
         let pipeline = search_index::list_pipeline(self.name.as_deref());
-        Aggregate::on_collection(self.coll, pipeline)
+        self.aggregate
+            .with_pipeline(pipeline)
             .without_concerns()
-            .with_options(self.options)
+            .with_options(self.aggregate_options)
     }
 
     /// Lists in `session`; run the returned aggregation for a session cursor.
