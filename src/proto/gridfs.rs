@@ -9,7 +9,7 @@ use bson::{Bson, DateTime, Document, RawDocument};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, GridFsErrorKind, Result};
-use crate::proto::coll_options::options_struct;
+use crate::proto::coll_options::{options_struct, FindOneOptions, FindOptions};
 use crate::proto::concern::{ReadConcern, WriteConcern};
 use crate::proto::read_preference::SelectionCriteria;
 
@@ -87,6 +87,33 @@ options_struct! {
         skip: u64,
         /// Which document comes first.
         sort: Document,
+    }
+}
+
+/// The files collection query a bucket's `find` sends.
+impl From<GridFsFindOptions> for FindOptions {
+    fn from(options: GridFsFindOptions) -> Self {
+        FindOptions {
+            allow_disk_use: options.allow_disk_use,
+            batch_size: options.batch_size,
+            limit: options.limit,
+            max_time: options.max_time,
+            skip: options.skip,
+            sort: options.sort,
+            ..FindOptions::default()
+        }
+    }
+}
+
+/// The files collection query a bucket's `find_one` sends.
+impl From<GridFsFindOneOptions> for FindOneOptions {
+    fn from(options: GridFsFindOneOptions) -> Self {
+        FindOneOptions {
+            max_time: options.max_time,
+            skip: options.skip,
+            sort: options.sort,
+            ..FindOneOptions::default()
+        }
     }
 }
 

@@ -84,6 +84,7 @@ programs! {
     atlas_search,
     builder_modes,
     search_index_options,
+    gridfs_actions,
     surface_handles,
     surface_actions,
     surface_options,

@@ -16,7 +16,7 @@ use super::{concerns, fail, skip, Args, DriverResult, Outcome};
 
 macro_rules! bucket_op_timeout {
     ($($builder:ident),* $(,)?) => {
-        $(impl OpTimeout for mongo_inline::gridfs::$builder<'_> {
+        $(impl OpTimeout for mongo_inline::action::gridfs::$builder<'_> {
             fn set_timeout(self, timeout: std::time::Duration) -> Self {
                 self.timeout(timeout)
             }
@@ -211,7 +211,10 @@ pub(super) fn bucket_operation(
     Ok(result)
 }
 
-fn upload(action: mongo_inline::gridfs::OpenUploadStream<'_>, source: &[u8]) -> DriverResult {
+fn upload(
+    action: mongo_inline::action::gridfs::OpenUploadStream<'_>,
+    source: &[u8],
+) -> DriverResult {
     let mut stream = action.run()?;
     let id = stream.id().clone();
     stream.write_all(source).map_err(into_driver_error)?;

@@ -50,6 +50,16 @@ pub use database::{
 pub use search_index::{CreateSearchIndex, DropSearchIndex, ListSearchIndexes, UpdateSearchIndex};
 pub use watch::Watch;
 
+pub mod gridfs {
+    //! The builders a [`GridFsBucket`](crate::gridfs::GridFsBucket)'s
+    //! operations return, at the official crate's path
+    //! (`mongodb::action::gridfs`).
+    pub use crate::api::gridfs::actions::{
+        Delete, DeleteByName, Drop, Find, FindOne, OpenDownloadStream, OpenDownloadStreamByName,
+        OpenUploadStream, Rename, RenameByName,
+    };
+}
+
 use crate::api::client_session::ClientSession;
 use crate::api::coll::Collection;
 

@@ -53,11 +53,11 @@ impl GridFsBucket {
     /// file named `filename`.
     pub fn open_download_stream_by_name(
         &self,
-        filename: impl AsRef<str>,
+        filename: impl Into<String>,
     ) -> OpenDownloadStreamByName<'_> {
         OpenDownloadStreamByName {
             bucket: Cow::Borrowed(self),
-            filename: filename.as_ref().to_string(),
+            filename: filename.into(),
             options: GridFsDownloadByNameOptions::default(),
         }
     }
@@ -74,10 +74,10 @@ impl GridFsBucket {
 
     /// Deletes every revision of the file named `filename`; no such file is
     /// an error.
-    pub fn delete_by_name(&self, filename: impl AsRef<str>) -> DeleteByName<'_> {
+    pub fn delete_by_name(&self, filename: impl Into<String>) -> DeleteByName<'_> {
         DeleteByName {
             bucket: Cow::Borrowed(self),
-            filename: filename.as_ref().to_string(),
+            filename: filename.into(),
         }
     }
 
@@ -101,11 +101,11 @@ impl GridFsBucket {
     }
 
     /// Renames the file with this id; no such file is an error.
-    pub fn rename(&self, id: Bson, new_filename: impl AsRef<str>) -> Rename<'_> {
+    pub fn rename(&self, id: Bson, new_filename: impl Into<String>) -> Rename<'_> {
         Rename {
             bucket: Cow::Borrowed(self),
             id,
-            new_filename: new_filename.as_ref().to_string(),
+            new_filename: new_filename.into(),
         }
     }
 
@@ -113,13 +113,13 @@ impl GridFsBucket {
     /// an error.
     pub fn rename_by_name(
         &self,
-        filename: impl AsRef<str>,
-        new_filename: impl AsRef<str>,
+        filename: impl Into<String>,
+        new_filename: impl Into<String>,
     ) -> RenameByName<'_> {
         RenameByName {
             bucket: Cow::Borrowed(self),
-            filename: filename.as_ref().to_string(),
-            new_filename: new_filename.as_ref().to_string(),
+            filename: filename.into(),
+            new_filename: new_filename.into(),
         }
     }
 
@@ -317,17 +317,9 @@ impl Find<'_> {
             .bucket
             .files(None)
             .clone_with_type::<FilesCollectionDocument>();
-        let o = self.options;
-        let options = FindOptions {
-            allow_disk_use: o.allow_disk_use,
-            batch_size: o.batch_size,
-            limit: o.limit,
-            max_time: o.max_time,
-            skip: o.skip,
-            sort: o.sort,
-            ..FindOptions::default()
-        };
-        let mut find = files.find(self.filter).with_options(options);
+        let mut find = files
+            .find(self.filter)
+            .with_options(FindOptions::from(self.options));
         if let Some(c) = self.bucket.read_criteria() {
             find = find.selection_criteria(c);
         }
@@ -358,14 +350,9 @@ impl FindOne<'_> {
             .bucket
             .files(None)
             .clone_with_type::<FilesCollectionDocument>();
-        let o = self.options;
-        let options = FindOneOptions {
-            max_time: o.max_time,
-            skip: o.skip,
-            sort: o.sort,
-            ..FindOneOptions::default()
-        };
-        let mut find = files.find_one(self.filter).with_options(options);
+        let mut find = files
+            .find_one(self.filter)
+            .with_options(FindOneOptions::from(self.options));
         if let Some(c) = self.bucket.read_criteria() {
             find = find.selection_criteria(c);
         }

@@ -35,7 +35,7 @@
 //! so an upload that fails, is aborted or is dropped leaves no file
 //! (`abort` and `drop` also delete the chunks already written).
 
-mod actions;
+pub(crate) mod actions;
 mod download;
 mod upload;
 
@@ -58,10 +58,6 @@ use crate::proto::read_preference::ReadPreference;
 use crate::proto::read_preference::SelectionCriteria;
 
 pub use crate::proto::gridfs::FilesCollectionDocument;
-pub use actions::{
-    Delete, DeleteByName, Drop, Find, FindOne, OpenDownloadStream, OpenDownloadStreamByName,
-    OpenUploadStream, Rename, RenameByName,
-};
 pub use download::GridFsDownloadStream;
 pub use upload::GridFsUploadStream;
 
