@@ -587,7 +587,10 @@ impl<T: DeserializeOwned + 'static> SessionCursor<T> {
 
     /// An iterator over the remaining results, borrowing `session` (the
     /// session that opened the cursor) while it runs.
-    pub fn iter<'a>(&'a mut self, session: &'a mut ClientSession) -> SessionCursorIter<'a, T> {
+    pub fn iter<'session>(
+        &mut self,
+        session: &'session mut ClientSession,
+    ) -> SessionCursorIter<'_, 'session, T> {
         SessionCursorIter {
             cursor: self,
             session,
@@ -604,13 +607,15 @@ impl<T> Drop for SessionCursor<T> {
 }
 
 /// An iterator over a [`SessionCursor`] with its session; see
-/// [`SessionCursor::iter`].
-pub struct SessionCursorIter<'a, T> {
-    cursor: &'a mut SessionCursor<T>,
-    session: &'a mut ClientSession,
+/// [`SessionCursor::iter`]. The two borrows have their own lifetimes, as in
+/// the official crate, so a function can return an iterator over a cursor
+/// it was lent with a session that lives longer.
+pub struct SessionCursorIter<'cursor, 'session, T = bson::Document> {
+    cursor: &'cursor mut SessionCursor<T>,
+    session: &'session mut ClientSession,
 }
 
-impl<T: DeserializeOwned + 'static> Iterator for SessionCursorIter<'_, T> {
+impl<T: DeserializeOwned + 'static> Iterator for SessionCursorIter<'_, '_, T> {
     type Item = Result<T>;
 
     fn next(&mut self) -> Option<Result<T>> {

@@ -44,6 +44,10 @@ pub enum SearchIndexType {
     Search,
     /// A vector search index (`vectorSearch`).
     VectorSearch,
+    /// Another type, sent as this string (one the server added after this
+    /// driver was written).
+    #[serde(untagged)]
+    Other(String),
 }
 
 /// One search index to create: its definition, and optionally its name
@@ -71,6 +75,7 @@ impl SearchIndexModel {
             let kind = match kind {
                 SearchIndexType::Search => "search",
                 SearchIndexType::VectorSearch => "vectorSearch",
+                SearchIndexType::Other(other) => other.as_str(),
             };
             out.insert("type", kind);
         }
@@ -153,6 +158,18 @@ mod tests {
         assert_eq!(
             list_pipeline(Some("x")),
             vec![doc! { "$listSearchIndexes": { "name": "x" } }]
+        );
+    }
+
+    #[test]
+    fn another_index_type_is_sent_as_named() {
+        let model = SearchIndexModel::builder()
+            .definition(doc! {})
+            .index_type(SearchIndexType::Other("lexical".into()))
+            .build();
+        assert_eq!(
+            create_command("c", &[model]),
+            doc! { "createSearchIndexes": "c", "indexes": [{ "definition": {}, "type": "lexical" }] }
         );
     }
 

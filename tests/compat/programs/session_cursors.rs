@@ -3,7 +3,7 @@
 
 use mongodb::bson::{doc, Document};
 use mongodb::error::Result;
-use mongodb::sync::Client;
+use mongodb::sync::{Client, SessionCursorIter};
 use serde::Deserialize;
 
 #[derive(Debug, Deserialize)]
@@ -20,7 +20,8 @@ pub fn run(uri: &str) -> Result<()> {
 
     let mut session = client.start_session().run()?;
     let mut cursor = coll.find(doc! {}).sort(doc! { "n": 1 }).batch_size(2).session(&mut session).run()?;
-    let all: Vec<Document> = cursor.iter(&mut session).collect::<Result<_>>()?;
+    let iter: SessionCursorIter<'_, '_, Document> = cursor.iter(&mut session);
+    let all: Vec<Document> = iter.collect::<Result<_>>()?;
     assert_eq!(all.len(), 7);
 
     let items = db.collection::<Item>("items");
