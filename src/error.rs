@@ -596,6 +596,15 @@ impl From<ErrorKind> for Error {
     }
 }
 
+/// What cannot fail converts into any error: lets
+/// `ClientOptions::parse` take a `ConnectionString` (whose conversion to
+/// itself is infallible) as well as text.
+impl From<std::convert::Infallible> for Error {
+    fn from(never: std::convert::Infallible) -> Self {
+        match never {}
+    }
+}
+
 impl From<CommandError> for Error {
     fn from(c: CommandError) -> Self {
         Error::new(ErrorKind::Command(c))

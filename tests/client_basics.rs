@@ -401,6 +401,43 @@ fn appended_metadata_reaches_only_the_next_sockets_handshake() {
     );
 }
 
+/// `ClientOptions::driver_info`, as the official driver sets it: the
+/// wrapping library is named in the first socket's handshake; a name the
+/// handshake spec refuses fails the client, naming the problem.
+#[test]
+fn driver_info_in_the_options_reaches_the_handshake() {
+    use mongo_inline::options::{ClientOptions, DriverInfo};
+    let server = TestServer::shared_standalone();
+    let sim = Simulator::standalone(server);
+    let mut options = ClientOptions::parse(sim.seed_uri(&[0])).run().unwrap();
+    options.driver_info = Some(
+        DriverInfo::builder()
+            .name("odm")
+            .version("3.1".to_string())
+            .build(),
+    );
+    let client = Client::with_options(options.clone()).unwrap();
+    client
+        .database("admin")
+        .run_command(doc! { "ping": 1 })
+        .run()
+        .unwrap();
+    let handshakes = sim.handshakes(0);
+    let driver = handshakes[0]
+        .get_document("client")
+        .and_then(|c| c.get_document("driver"))
+        .unwrap();
+    assert_eq!(driver.get_str("name").unwrap(), "mongo-inline|odm");
+    assert_eq!(
+        driver.get_str("version").unwrap(),
+        format!("{}|3.1", env!("CARGO_PKG_VERSION"))
+    );
+
+    options.driver_info = Some(DriverInfo::builder().name("a|b").build());
+    let refused = Client::with_options(options).unwrap_err();
+    assert!(refused.to_string().contains("'|'"), "{refused}");
+}
+
 #[test]
 fn the_cli_prints_relaxed_extended_json_and_fails_with_status() {
     let server = TestServer::shared_standalone();

@@ -200,7 +200,7 @@ fn debug_output_hides_auth_mechanism_property_values() {
 #[test]
 fn conflicting_auth_mechanism_properties_are_named_without_values() {
     let mut credential = mongo_inline::options::Credential::default();
-    credential.mechanism = Some("MONGODB-AWS".into());
+    credential.mechanism = Some(mongo_inline::options::AuthMechanism::MongoDbAws);
     credential.mechanism_properties = Some(doc! { "AWS_SESSION_TOKEN": "Qz7kCODE" });
     let code = ClientOptions::builder().credential(credential).build();
     let error = ClientOptions::parse_with(

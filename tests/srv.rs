@@ -128,6 +128,27 @@ fn the_look_up_waits_for_the_first_operation_and_asks_srv_and_txt_together() {
     assert_eq!(hosts, expected);
 }
 
+/// The official driver's way to name the resolver:
+/// `ClientOptions::parse(uri).resolver_config(..)`. Without it the
+/// system's resolver would be asked, which knows nothing of the test zone.
+#[test]
+fn a_resolver_config_given_to_parse_answers_the_look_ups() {
+    use mongo_inline::options::ResolverConfig;
+    let sim = Simulator::mongos(TestServer::shared(), 1);
+    let dns = DnsServer::start(records_for(&[sim.port(0)], 300));
+    let options = ClientOptions::parse(format!("mongodb+srv://{HOST}/?tls=false"))
+        .resolver_config(ResolverConfig::with_name_servers([dns.address()]))
+        .run()
+        .unwrap();
+    let client = Client::with_options(options).unwrap();
+    ping(&client).unwrap();
+    assert!(
+        dns.asked().contains(&format!("SRV {}", srv_name())),
+        "{:?}",
+        dns.asked()
+    );
+}
+
 #[test]
 fn an_unanswered_srv_look_up_fails_within_connect_timeout_and_names_the_records() {
     let dns = DnsServer::silent();

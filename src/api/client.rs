@@ -107,7 +107,7 @@ impl Client {
     /// A client for the deployment a connection string names. Parses and
     /// validates the string; does no I/O.
     pub fn with_uri_str(uri: impl AsRef<str>) -> Result<Client> {
-        Client::with_options(ClientOptions::parse(uri).run()?)
+        Client::with_options(ClientOptions::parse(uri.as_ref()).run()?)
     }
 
     /// A client with options parsed or built in code; validates them (an

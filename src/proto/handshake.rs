@@ -33,9 +33,22 @@ const DRIVER_INFO_SEPARATOR: char = '|';
 /// in the handshake of new sockets (`DriverInfoOptions` of the handshake
 /// spec; see `Client::append_metadata`). Two are equal when they would
 /// make the same metadata: an empty version or platform counts as unset.
-#[derive(Clone, Debug, Default)]
+///
+/// Set it when the client is made (`ClientOptions::driver_info`, as the
+/// official driver) or later (`Client::append_metadata`):
+///
+/// ```
+/// use mongo_inline::options::{ClientOptions, DriverInfo};
+/// let info = DriverInfo::builder().name("my-odm").version("2.1".to_string()).build();
+/// let options = ClientOptions::builder().driver_info(info).build();
+/// assert_eq!(options.driver_info.unwrap().name, "my-odm");
+/// ```
+#[derive(Clone, Debug, Default, typed_builder::TypedBuilder)]
+#[builder(field_defaults(default, setter(into)))]
+#[non_exhaustive]
 pub struct DriverInfo {
     /// The wrapping library's name.
+    #[builder(!default)]
     pub name: String,
     /// Its version.
     pub version: Option<String>,
@@ -88,6 +101,37 @@ impl PartialEq for DriverInfo {
 
 impl Eq for DriverInfo {}
 
+impl std::hash::Hash for DriverInfo {
+    /// As equality: an empty version or platform hashes as unset.
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.effective().hash(state);
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for DriverInfo {
+    /// From `{name, version?, platform?}`, as the official driver reads it.
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        struct Written {
+            name: String,
+            version: Option<String>,
+            platform: Option<String>,
+        }
+        let Written {
+            name,
+            version,
+            platform,
+        } = Written::deserialize(deserializer)?;
+        Ok(DriverInfo {
+            name,
+            version,
+            platform,
+        })
+    }
+}
+
 /// The `client` document of the handshake: application name, driver
 /// name/version, OS, platform and FaaS environment (detected through
 /// `env_lookup`, which production code points at `std::env::var`).
@@ -96,7 +140,9 @@ impl Eq for DriverInfo {}
 /// `env` fields other than `name`, then `os` fields other than `type`, then
 /// `env` entirely, then truncate `platform`. The application name is never
 /// touched; the URI parser refuses names longer than 128 bytes, which keeps
-/// the document within the limit.
+/// the document within the limit. (The client itself builds it with
+/// [`client_metadata_with_driver_info`].)
+#[cfg(test)]
 pub fn client_metadata(
     app_name: Option<&str>,
     env_lookup: &dyn Fn(&str) -> Option<String>,
@@ -110,7 +156,9 @@ pub fn client_metadata(
     )
 }
 
-/// [`client_metadata`] with the metadata of wrapping libraries appended, in
+/// The `client` document of the handshake (application name, driver
+/// name/version, OS, platform and FaaS environment, truncated as the spec
+/// says) with the metadata of wrapping libraries appended, in
 /// order, to the driver's name, version and platform, separated by `|`.
 /// Empty values count as absent. Fails if a value contains `|`, or if the
 /// document cannot be brought within [`MAX_METADATA_SIZE`] by the spec's
@@ -341,7 +389,7 @@ fn fit_to_limit(metadata: &mut Document) {
 /// What the handshake needs from the client's options.
 #[derive(Clone, Copy, Debug)]
 pub struct HandshakeSettings<'a> {
-    /// The `client` document ([`client_metadata`]).
+    /// The `client` document ([`client_metadata_with_driver_info`]).
     pub metadata: &'a Document,
     /// `loadBalanced=true`.
     pub load_balanced: bool,

@@ -11,6 +11,7 @@ use bson::Document;
 
 use crate::error::{Error, Result};
 
+mod connection_string;
 pub mod oidc;
 pub use crate::proto::address::ServerAddress;
 pub use crate::proto::change_stream::{
@@ -32,7 +33,7 @@ pub use crate::proto::gridfs::{
     GridFsDownloadByNameOptionsBuilder, GridFsFindOneOptions, GridFsFindOneOptionsBuilder,
     GridFsFindOptions, GridFsFindOptionsBuilder, GridFsUploadOptions, GridFsUploadOptionsBuilder,
 };
-pub use crate::proto::handshake::DriverInfo;
+pub use crate::proto::handshake::{DriverInfo, DriverInfoBuilder};
 pub use crate::proto::read_preference::{
     HedgedReadOptions, HedgedReadOptionsBuilder, Predicate, ReadPreference, ReadPreferenceOptions,
     ReadPreferenceOptionsBuilder, SelectionCriteria, TagSet,
@@ -48,6 +49,7 @@ pub use crate::proto::search_index::{
 pub use crate::proto::session::transaction::TransactionOptions;
 pub use crate::proto::session::SessionOptions;
 pub use crate::proto::write_model::{CollectionWriteModel, UpdateModifications};
+pub use connection_string::{ConnectionString, HostInfo};
 
 /// The single-threaded default of `heartbeatFrequencyMS` (server-monitoring spec).
 pub const DEFAULT_HEARTBEAT_FREQUENCY: Duration = Duration::from_secs(60);
@@ -87,8 +89,8 @@ pub struct Credential {
     pub password: Option<String>,
     /// `authSource`: the database that holds the user.
     pub source: Option<String>,
-    /// `authMechanism` (`SCRAM-SHA-256`, ...).
-    pub mechanism: Option<String>,
+    /// `authMechanism`; `None` negotiates SCRAM with the server.
+    pub mechanism: Option<AuthMechanism>,
     /// `authMechanismProperties`.
     pub mechanism_properties: Option<Document>,
     /// MONGODB-OIDC: the callback that returns an access token, for
@@ -110,6 +112,89 @@ impl std::fmt::Debug for Credential {
             )
             .field("oidc_callback", &self.oidc_callback)
             .finish()
+    }
+}
+
+impl Credential {
+    /// The mechanism's name as the URI spells it (`SCRAM-SHA-256`, ...).
+    pub(crate) fn mechanism_name(&self) -> Option<&'static str> {
+        self.mechanism.as_ref().map(AuthMechanism::as_str)
+    }
+}
+
+/// An authentication mechanism (`authMechanism`), as the official driver's.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub enum AuthMechanism {
+    /// MONGODB-CR: removed from MongoDB; a client given it refuses to start.
+    MongoDbCr,
+    /// SCRAM-SHA-1 (RFC 5802).
+    ScramSha1,
+    /// SCRAM-SHA-256 (RFC 7677).
+    ScramSha256,
+    /// MONGODB-X509: the TLS client certificate's subject is the user.
+    MongoDbX509,
+    /// GSSAPI (Kerberos): parsed and checked; a client given it refuses to
+    /// start, as this driver has no Kerberos support.
+    Gssapi,
+    /// SASL PLAIN (LDAP).
+    Plain,
+    /// MONGODB-AWS: AWS IAM credentials.
+    MongoDbAws,
+    /// MONGODB-OIDC: an OpenID Connect access token.
+    #[serde(alias = "MONGODB-OIDC")]
+    MongoDbOidc,
+}
+
+impl AuthMechanism {
+    /// The name as the URI and the server spell it (`SCRAM-SHA-256`, ...).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            AuthMechanism::MongoDbCr => "MONGODB-CR",
+            AuthMechanism::ScramSha1 => "SCRAM-SHA-1",
+            AuthMechanism::ScramSha256 => "SCRAM-SHA-256",
+            AuthMechanism::MongoDbX509 => "MONGODB-X509",
+            AuthMechanism::Gssapi => "GSSAPI",
+            AuthMechanism::Plain => "PLAIN",
+            AuthMechanism::MongoDbAws => "MONGODB-AWS",
+            AuthMechanism::MongoDbOidc => "MONGODB-OIDC",
+        }
+    }
+
+    /// Checks `credential` against this mechanism's rules (what it needs
+    /// and refuses: user name, password, source, properties), as a client
+    /// given the credential with this mechanism would.
+    pub fn validate_credential(&self, credential: &Credential) -> Result<()> {
+        let mut with_mechanism = credential.clone();
+        with_mechanism.mechanism = Some(self.clone());
+        validate_credential(&with_mechanism)
+    }
+}
+
+impl std::str::FromStr for AuthMechanism {
+    type Err = Error;
+
+    /// The URI's names, ASCII case ignored (as the connection-string spec
+    /// reads them); any other is an error that lists them.
+    fn from_str(name: &str) -> Result<Self> {
+        const ALL: [AuthMechanism; 8] = [
+            AuthMechanism::MongoDbCr,
+            AuthMechanism::ScramSha1,
+            AuthMechanism::ScramSha256,
+            AuthMechanism::MongoDbX509,
+            AuthMechanism::Gssapi,
+            AuthMechanism::Plain,
+            AuthMechanism::MongoDbAws,
+            AuthMechanism::MongoDbOidc,
+        ];
+        ALL.into_iter()
+            .find(|m| m.as_str().eq_ignore_ascii_case(name))
+            .ok_or_else(|| {
+                Error::invalid_argument(format!(
+                    "authMechanism {name:?} is not supported; expected one of {}",
+                    AUTH_MECHANISMS.join(", ")
+                ))
+            })
     }
 }
 
@@ -191,6 +276,78 @@ pub struct ServerApi {
         skip_serializing_if = "Option::is_none"
     )]
     pub deprecation_errors: Option<bool>,
+}
+
+/// The DNS name servers a client asks instead of the system's
+/// (`/etc/resolv.conf`), given to
+/// [`ParseConnectionString::resolver_config`](crate::action::ParseConnectionString::resolver_config).
+/// Each is asked over UDP, and over TCP when an answer is truncated; no
+/// search list and no `/etc/hosts` apply.
+///
+/// ```
+/// use mongo_inline::options::{ClientOptions, ResolverConfig};
+/// # fn main() -> mongo_inline::Result<()> {
+/// let options = ClientOptions::parse("mongodb+srv://cluster0.example.com/")
+///     .resolver_config(ResolverConfig::cloudflare())
+///     .run()?;
+/// assert_eq!(options.name_servers.unwrap()[0].to_string(), "1.1.1.1:53");
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResolverConfig {
+    name_servers: Vec<std::net::SocketAddr>,
+}
+
+impl ResolverConfig {
+    /// Cloudflare's public resolvers: 1.1.1.1, 1.0.0.1, 2606:4700:4700::1111
+    /// and 2606:4700:4700::1001.
+    pub fn cloudflare() -> Self {
+        Self::on_port_53(&[
+            "1.1.1.1",
+            "1.0.0.1",
+            "2606:4700:4700::1111",
+            "2606:4700:4700::1001",
+        ])
+    }
+
+    /// Google's public resolvers: 8.8.8.8, 8.8.4.4, 2001:4860:4860::8888 and
+    /// 2001:4860:4860::8844.
+    pub fn google() -> Self {
+        Self::on_port_53(&[
+            "8.8.8.8",
+            "8.8.4.4",
+            "2001:4860:4860::8888",
+            "2001:4860:4860::8844",
+        ])
+    }
+
+    /// Quad9's public resolvers: 9.9.9.9, 149.112.112.112, 2620:fe::fe and
+    /// 2620:fe::9.
+    pub fn quad9() -> Self {
+        Self::on_port_53(&["9.9.9.9", "149.112.112.112", "2620:fe::fe", "2620:fe::9"])
+    }
+
+    /// These name servers, each on its own port.
+    pub fn with_name_servers(name_servers: impl IntoIterator<Item = std::net::SocketAddr>) -> Self {
+        ResolverConfig {
+            name_servers: name_servers.into_iter().collect(),
+        }
+    }
+
+    /// The name servers, in the order they are asked.
+    pub fn name_servers(&self) -> &[std::net::SocketAddr] {
+        &self.name_servers
+    }
+
+    fn on_port_53(addresses: &[&str]) -> Self {
+        let name_servers = addresses
+            .iter()
+            .filter_map(|ip| ip.parse::<std::net::IpAddr>().ok())
+            .map(|ip| std::net::SocketAddr::new(ip, 53))
+            .collect();
+        ResolverConfig { name_servers }
+    }
 }
 
 /// TLS settings (the official driver's `TlsOptions`, and the URI's other
@@ -464,8 +621,12 @@ pub struct ClientOptions {
     /// proxy is refused when set).
     pub proxy: Option<ProxyOptions>,
     /// The DNS name servers to ask instead of the system's (see
-    /// [`ClientOptions::with_name_servers`]).
+    /// [`ClientOptions::with_name_servers`], or a [`ResolverConfig`] given
+    /// to [`ClientOptions::parse`]).
     pub name_servers: Option<Vec<std::net::SocketAddr>>,
+    /// A library wrapping the driver, named in the handshake after the
+    /// driver (as [`crate::Client::append_metadata`] appends one later).
+    pub driver_info: Option<DriverInfo>,
     /// A file in which a process leaves what the next one may reuse: the
     /// SCRAM keys, sealed under the password (no PBKDF2), the certificate
     /// chains that passed verification (no chain check; the handshake
@@ -673,7 +834,7 @@ impl ClientOptions {
         if let Some(source) = &credential.source {
             return Some(source);
         }
-        match credential.mechanism.as_deref() {
+        match credential.mechanism_name() {
             Some("MONGODB-X509" | "GSSAPI" | "MONGODB-AWS" | "MONGODB-OIDC") => Some("$external"),
             Some("PLAIN") => Some(self.default_database().unwrap_or("$external")),
             _ => Some(self.default_database().unwrap_or("admin")),
@@ -853,6 +1014,15 @@ impl ClientOptions {
         if let Some(proxy) = &self.proxy {
             validate_proxy(proxy)?;
         }
+        if let Some(info) = &self.driver_info {
+            // The handshake's own rules (no `|`, the size limit), checked
+            // before any socket is opened.
+            crate::proto::handshake::client_metadata_with_driver_info(
+                self.app_name(),
+                std::slice::from_ref(info),
+                &|_| None,
+            )?;
+        }
         Ok(())
     }
 
@@ -1004,7 +1174,7 @@ impl ClientOptions {
 }
 
 fn validate_credential(credential: &Credential) -> Result<()> {
-    let mechanism = credential.mechanism.as_deref();
+    let mechanism = credential.mechanism_name();
     let name = mechanism.unwrap_or("the default mechanism (SCRAM)");
     if let Some(m) = mechanism {
         if !AUTH_MECHANISMS.contains(&m) {
@@ -1047,7 +1217,7 @@ fn validate_credential(credential: &Credential) -> Result<()> {
 /// Which of a user name and a password each mechanism needs or refuses;
 /// `name` is the mechanism as errors call it.
 fn validate_user_and_password(credential: &Credential, name: &str) -> Result<()> {
-    let mechanism = credential.mechanism.as_deref();
+    let mechanism = credential.mechanism_name();
     let username = credential.username.as_deref();
     let has_password = credential.password.is_some();
     match mechanism {
@@ -1232,6 +1402,7 @@ pub(crate) fn merge(uri: ClientOptions, code: ClientOptions) -> Result<ClientOpt
         max_adaptive_retries: "maxAdaptiveRetries", plain;
         enable_overload_retargeting: "enableOverloadRetargeting", plain;
         name_servers: "name servers", debug;
+        driver_info: "driver info", debug;
         state_file: "state file", debug;
     }
         hosts,
@@ -1287,7 +1458,9 @@ fn merge_credential(
         username: pick("username", uri.username, code.username, quoted)?,
         password: pick_secret("password", uri.password, code.password)?,
         source: pick("authSource", uri.source, code.source, quoted)?,
-        mechanism: pick("authMechanism", uri.mechanism, code.mechanism, quoted)?,
+        mechanism: pick("authMechanism", uri.mechanism, code.mechanism, |m| {
+            format!("{:?}", m.as_str())
+        })?,
         mechanism_properties: pick(
             "authMechanismProperties",
             uri.mechanism_properties,

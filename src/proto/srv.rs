@@ -204,7 +204,7 @@ pub fn apply_txt_options(options: &mut ClientOptions, txt: TxtOptions) -> Option
 /// Whether the credential's mechanism authenticates only against
 /// `$external`, whatever `authSource` says.
 fn external_only(credential: &crate::proto::options::Credential) -> bool {
-    credential.mechanism.as_deref().is_some_and(|m| {
+    credential.mechanism_name().is_some_and(|m| {
         ["MONGODB-X509", "GSSAPI", "MONGODB-AWS", "MONGODB-OIDC"]
             .iter()
             .any(|e| e.eq_ignore_ascii_case(m))

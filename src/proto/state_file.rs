@@ -118,10 +118,7 @@ impl Binding {
         if let Some(credential) = options.credential() {
             field("user", credential.username.as_deref().unwrap_or_default());
             field("source", credential.source.as_deref().unwrap_or_default());
-            field(
-                "mechanism",
-                credential.mechanism.as_deref().unwrap_or_default(),
-            );
+            field("mechanism", credential.mechanism_name().unwrap_or_default());
         }
         field("tls", if options.tls() { "on" } else { "off" });
         // The settings' Debug form names every field and redacts the key

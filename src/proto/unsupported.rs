@@ -27,13 +27,9 @@ struct Unsupported {
 /// Whether the credential names `mechanism` (`None`: no `authMechanism`,
 /// the default SCRAM negotiation).
 fn mechanism_is(options: &ClientOptions, mechanism: Option<&str>) -> bool {
-    options.credential().is_some_and(|c| {
-        c.mechanism
-            .as_deref()
-            .map(str::to_ascii_uppercase)
-            .as_deref()
-            == mechanism
-    })
+    options
+        .credential()
+        .is_some_and(|c| c.mechanism_name() == mechanism)
 }
 
 /// Every feature a client cannot honour yet.

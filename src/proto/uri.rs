@@ -208,7 +208,7 @@ struct OptionParser {
     username: Option<String>,
     password: Option<String>,
     auth_source: Option<String>,
-    auth_mechanism: Option<String>,
+    auth_mechanism: Option<crate::proto::options::AuthMechanism>,
     auth_mechanism_properties: Option<Document>,
 }
 
@@ -650,7 +650,7 @@ impl OptionParser {
                         AUTH_MECHANISMS.join(", ")
                     )));
                 };
-                self.auth_mechanism = Some(mechanism.to_string());
+                self.auth_mechanism = Some(mechanism.parse()?);
             }
             "authMechanismProperties" => {
                 if let Some(pairs) = self.key_value_pairs(name, &value) {
@@ -1371,7 +1371,7 @@ mod tests {
         assert!(error("mongodb://a:b@h/?authMechanism=NOPE").contains("NOPE"));
         let (o, _) = parse("mongodb://a:b@h/db?authMechanism=scram-sha-1").unwrap();
         assert_eq!(
-            o.credential().unwrap().mechanism.as_deref(),
+            o.credential().unwrap().mechanism_name(),
             Some("SCRAM-SHA-1")
         );
         assert_eq!(o.auth_source(), Some("db"));

@@ -103,6 +103,19 @@ pub struct Topology {
     clock: Arc<dyn Clock>,
 }
 
+/// The handshake's `client` document for `options`, naming the wrapping
+/// library of `options.driver_info` (the list `append_metadata` extends).
+fn initial_metadata(
+    options: &ClientOptions,
+) -> Result<(bson::Document, Vec<handshake::DriverInfo>)> {
+    let driver_info: Vec<handshake::DriverInfo> = options.driver_info.iter().cloned().collect();
+    let metadata =
+        handshake::client_metadata_with_driver_info(options.app_name(), &driver_info, &|name| {
+            std::env::var(name).ok()
+        })?;
+    Ok((metadata, driver_info))
+}
+
 impl Topology {
     /// A topology for `options` on the system's clock, its random choices
     /// seeded from the operating system. Publishes the opening events; no
@@ -141,8 +154,7 @@ impl Topology {
                 "no hosts to connect to (a mongodb+srv URI must be resolved first)",
             ));
         }
-        let metadata =
-            handshake::client_metadata(options.app_name(), &|name| std::env::var(name).ok());
+        let (metadata, driver_info) = initial_metadata(&options)?;
         let Security {
             tls,
             chain_memory,
@@ -172,7 +184,7 @@ impl Topology {
             connections: AddressMap::default(),
             handler,
             metadata,
-            driver_info: Vec::new(),
+            driver_info,
             pid: std::process::id(),
             last_socket_serial: 0,
             service_generations: HashMap::new(),

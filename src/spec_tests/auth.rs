@@ -52,7 +52,10 @@ fn run_case(case: &Document) -> Result<(), String> {
         ("username", text(&credential.username)),
         ("password", text(&credential.password)),
         ("source", text(&credential.source)),
-        ("mechanism", text(&credential.mechanism)),
+        (
+            "mechanism",
+            text(&credential.mechanism_name().map(str::to_string)),
+        ),
     ];
     for (name, actual) in fields {
         let wanted = expected.get(name).cloned().unwrap_or(Bson::Null);

@@ -208,7 +208,7 @@ pub fn option_value(o: &ClientOptions, name: &str) -> Result<Option<Bson>, Strin
     let boolean = |b: Option<bool>| b.map(Bson::Boolean);
     let value = match name.to_ascii_lowercase().as_str() {
         "appname" => string(o.app_name()),
-        "authmechanism" => string(credential.and_then(|c| c.mechanism.as_deref())),
+        "authmechanism" => string(credential.and_then(|c| c.mechanism_name())),
         "authmechanismproperties" => credential
             .and_then(|c| c.mechanism_properties.clone())
             .map(Bson::Document),

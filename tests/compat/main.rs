@@ -77,6 +77,7 @@ programs! {
     handle_options,
     session_options,
     cluster_time,
+    connection_string,
     warm_pool,
     command_events,
     sdam_events,

@@ -3118,11 +3118,11 @@ fn client_operation(
                 Some(Bson::String(s)) => Ok(Some(s)),
                 Some(other) => fail(format!("appendMetadata: {key} {other} is not a string")),
             };
-            let info = mongo_inline::options::DriverInfo {
-                name: text("name")?.ok_or("appendMetadata: driverInfoOptions.name is required")?,
-                version: text("version")?,
-                platform: text("platform")?,
-            };
+            let info = mongo_inline::options::DriverInfo::builder()
+                .name(text("name")?.ok_or("appendMetadata: driverInfoOptions.name is required")?)
+                .version(text("version")?)
+                .platform(text("platform")?)
+                .build();
             if let Some(other) = options.keys().next() {
                 return skip(format!(
                     "driverInfoOptions.{other} of appendMetadata not supported by the runner"

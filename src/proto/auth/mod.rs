@@ -49,7 +49,7 @@ pub fn resolve_credential(
     default_database: Option<&str>,
 ) -> Result<Credential> {
     let mut resolved = credential.clone();
-    let mechanism = credential.mechanism.as_deref();
+    let mechanism = credential.mechanism_name();
     resolved.source = Some(auth_source(credential, default_database)?);
     let properties = credential.mechanism_properties.clone();
     match mechanism {
@@ -77,7 +77,7 @@ pub fn resolve_credential(
 /// `admin` — or `$external` for the external mechanisms (PLAIN takes the
 /// URI's database first).
 fn auth_source(credential: &Credential, default_database: Option<&str>) -> Result<String> {
-    let source = match credential.mechanism.as_deref() {
+    let source = match credential.mechanism_name() {
         Some("MONGODB-X509" | "GSSAPI" | "MONGODB-AWS" | "MONGODB-OIDC") => {
             credential.source.clone().unwrap_or_else(|| EXTERNAL.into())
         }
@@ -488,7 +488,7 @@ impl Authenticator {
     /// error naming a mechanism this driver does not run.
     pub fn new(credential: &Credential, default_database: Option<&str>) -> Result<Authenticator> {
         let resolved = resolve_credential(credential, default_database)?;
-        let mechanism = match resolved.mechanism.as_deref() {
+        let mechanism = match resolved.mechanism_name() {
             None => None,
             Some("SCRAM-SHA-1") => Some(Mechanism::Scram(ScramMechanism::Sha1)),
             Some("SCRAM-SHA-256") => Some(Mechanism::Scram(ScramMechanism::Sha256)),

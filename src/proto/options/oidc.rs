@@ -4,9 +4,9 @@
 //! official driver's `options::oidc`, synchronous.
 //!
 //! ```
-//! use mongo_inline::options::{oidc, Credential};
+//! use mongo_inline::options::{oidc, AuthMechanism, Credential};
 //! let mut credential = Credential::default();
-//! credential.mechanism = Some("MONGODB-OIDC".into());
+//! credential.mechanism = Some(AuthMechanism::MongoDbOidc);
 //! credential.oidc_callback = oidc::Callback::machine(|_context| {
 //!     // Ask the identity provider; here, a token an agent keeps fresh.
 //!     let token = std::env::var("MY_IDP_TOKEN").unwrap_or_default();
