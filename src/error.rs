@@ -272,7 +272,8 @@ fn display_custom(custom: &Arc<dyn Any + Send + Sync>) -> String {
 /// `insert_many`'s failure: the failed statements (with their indexes in
 /// the caller's list) and the write concern error, as the official driver
 /// reports them.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct InsertManyError {
     /// The failed statements, `None` when only the write concern failed.
@@ -281,6 +282,7 @@ pub struct InsertManyError {
     pub write_concern_error: Option<WriteConcernError>,
     /// The ids of the documents that were inserted, by index (a
     /// `HashMap`, as in the official driver).
+    #[serde(skip)]
     pub inserted_ids: HashMap<usize, bson::Bson>,
 }
 
@@ -320,22 +322,27 @@ fn fmt_address(address: &Option<ServerAddress>) -> String {
 }
 
 /// A command the server answered with `ok: 0`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct CommandError {
     /// The server's error code.
     pub code: i32,
     /// The server's name for the code (`codeName`), empty when absent.
+    #[serde(rename = "codeName", default)]
     pub code_name: String,
     /// The server's message (`errmsg`).
+    #[serde(rename = "errmsg", default)]
     pub message: String,
     /// The `topologyVersion` field of the reply, used by SDAM to ignore
     /// stale state-change errors.
+    #[serde(rename = "topologyVersion", default)]
     pub topology_version: Option<Document>,
     /// The server that answered.
+    #[serde(skip)]
     pub address: Option<ServerAddress>,
     /// The server's whole reply (`errInfo`, `keyPattern`, ... beside the
     /// fields above); `None` for an error the driver made itself.
+    #[serde(skip)]
     pub raw_response: Option<Document>,
 }
 

@@ -170,6 +170,26 @@ impl std::str::FromStr for Namespace {
     }
 }
 
+/// As the string `db.coll`.
+impl serde::Serialize for Namespace {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+/// From the string `db.coll` (split at the first dot).
+impl<'de> serde::Deserialize<'de> for Namespace {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 impl std::fmt::Display for Namespace {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}.{}", self.db, self.coll)

@@ -23,7 +23,8 @@ use crate::proto::write_model::{
 use crate::Namespace;
 
 /// One write of a [`Client::bulk_write`](crate::Client::bulk_write).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[serde(untagged)]
 #[non_exhaustive]
 #[allow(missing_docs)]
 pub enum WriteModel {
@@ -36,11 +37,13 @@ pub enum WriteModel {
 }
 
 /// Inserts one document (an `_id` is generated when it has none).
-#[derive(Clone, Debug, PartialEq, TypedBuilder)]
+#[derive(Clone, Debug, PartialEq, TypedBuilder, serde::Serialize)]
 #[builder(field_defaults(default, setter(into)))]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct InsertOneModel {
     /// The collection to insert into.
+    #[serde(skip_serializing)]
     #[builder(!default)]
     pub namespace: Namespace,
     /// The document.
@@ -49,109 +52,139 @@ pub struct InsertOneModel {
 }
 
 /// Updates the first document matching `filter`.
-#[derive(Clone, Debug, PartialEq, TypedBuilder)]
+#[derive(Clone, Debug, PartialEq, TypedBuilder, serde::Serialize)]
 #[builder(field_defaults(default, setter(into)))]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct UpdateOneModel {
     /// The collection.
+    #[serde(skip_serializing)]
     #[builder(!default)]
     pub namespace: Namespace,
     /// Which document.
     #[builder(!default)]
     pub filter: Document,
     /// Update operators or a pipeline.
+    #[serde(rename(serialize = "updateMods"))]
     #[builder(!default)]
     pub update: UpdateModifications,
     /// Which array elements the update applies to.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub array_filters: Option<Array>,
     /// The collation.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub collation: Option<Document>,
     /// The index to use: its name or key pattern.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub hint: Option<Bson>,
     /// Insert a document when none matches.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub upsert: Option<bool>,
     /// Which of several matching documents is updated (the first in this order).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub sort: Option<Document>,
 }
 
 /// Updates every document matching `filter`.
-#[derive(Clone, Debug, PartialEq, TypedBuilder)]
+#[derive(Clone, Debug, PartialEq, TypedBuilder, serde::Serialize)]
 #[builder(field_defaults(default, setter(into)))]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct UpdateManyModel {
     /// The collection.
+    #[serde(skip_serializing)]
     #[builder(!default)]
     pub namespace: Namespace,
     /// Which documents.
     #[builder(!default)]
     pub filter: Document,
     /// Update operators or a pipeline.
+    #[serde(rename(serialize = "updateMods"))]
     #[builder(!default)]
     pub update: UpdateModifications,
     /// Which array elements the update applies to.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub array_filters: Option<Array>,
     /// The collation.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub collation: Option<Document>,
     /// The index to use: its name or key pattern.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub hint: Option<Bson>,
     /// Insert a document when none matches.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub upsert: Option<bool>,
 }
 
 /// Replaces the first document matching `filter`.
-#[derive(Clone, Debug, PartialEq, TypedBuilder)]
+#[derive(Clone, Debug, PartialEq, TypedBuilder, serde::Serialize)]
 #[builder(field_defaults(default, setter(into)))]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ReplaceOneModel {
     /// The collection.
+    #[serde(skip_serializing)]
     #[builder(!default)]
     pub namespace: Namespace,
     /// Which document.
     #[builder(!default)]
     pub filter: Document,
     /// The new document (no update operators).
+    #[serde(rename(serialize = "updateMods"))]
     #[builder(!default)]
     pub replacement: Document,
     /// The collation.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub collation: Option<Document>,
     /// The index to use: its name or key pattern.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub hint: Option<Bson>,
     /// Insert the replacement when none matches.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub upsert: Option<bool>,
     /// Which of several matching documents is replaced (the first in this order).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub sort: Option<Document>,
 }
 
 /// Deletes the first document matching `filter`.
-#[derive(Clone, Debug, PartialEq, TypedBuilder)]
+#[derive(Clone, Debug, PartialEq, TypedBuilder, serde::Serialize)]
 #[builder(field_defaults(default, setter(into)))]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct DeleteOneModel {
     /// The collection.
+    #[serde(skip_serializing)]
     #[builder(!default)]
     pub namespace: Namespace,
     /// Which document.
     #[builder(!default)]
     pub filter: Document,
     /// The collation.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub collation: Option<Document>,
     /// The index to use: its name or key pattern.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub hint: Option<Bson>,
 }
 
 /// Deletes every document matching `filter`.
-#[derive(Clone, Debug, PartialEq, TypedBuilder)]
+#[derive(Clone, Debug, PartialEq, TypedBuilder, serde::Serialize)]
 #[builder(field_defaults(default, setter(into)))]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct DeleteManyModel {
     /// The collection.
+    #[serde(skip_serializing)]
     #[builder(!default)]
     pub namespace: Namespace,
     /// Which documents.
     pub filter: Document,
     /// The collation.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub collation: Option<Document>,
     /// The index to use: its name or key pattern.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub hint: Option<Bson>,
 }
 

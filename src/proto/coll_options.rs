@@ -29,6 +29,25 @@ use crate::proto::read_preference::SelectionCriteria;
 
 /// Declares an options struct with public `Option` fields and a setter per field.
 macro_rules! options_struct {
+    // The official `#[serde_with::skip_serializing_none]`: every unset
+    // field is left out of what the struct serializes to.
+    (
+        #[skip_serializing_none]
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $( $(#[$field_meta:meta])* $field:ident : $ty:ty ),* $(,)?
+        }
+    ) => {
+        $crate::proto::coll_options::options_struct! {
+            $(#[$meta])*
+            pub struct $name {
+                $(
+                    #[serde(skip_serializing_if = "Option::is_none")]
+                    $(#[$field_meta])* $field: $ty
+                ),*
+            }
+        }
+    };
     (
         $(#[$meta:meta])*
         pub struct $name:ident {
@@ -87,8 +106,10 @@ macro_rules! options_struct {
 }
 pub(crate) use options_struct;
 
-/// An index to use (`hint`): its key pattern or its name.
-#[derive(Clone, Debug, PartialEq)]
+/// An index to use (`hint`): its key pattern or its name (serialized as
+/// either, untagged).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
 #[non_exhaustive]
 pub enum Hint {
     /// The index's key pattern, e.g. `{ x: 1 }`.
@@ -126,7 +147,8 @@ impl From<String> for Hint {
 }
 
 /// Whether a find cursor follows a capped collection.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub enum CursorType {
     /// An ordinary cursor, exhausted when all results are read.
@@ -151,30 +173,38 @@ pub enum ReturnDocument {
 }
 
 options_struct! {
+    #[skip_serializing_none]
     /// Options of `find` (and `find_one`, which forces a single batch of one).
+    #[derive(Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
     pub struct FindOptions {
         /// Lets the server write temporary data to disk for large sorts (`allowDiskUse`).
         allow_disk_use: bool,
         /// Returns partial results when some shards are down (`allowPartialResults`).
         allow_partial_results: bool,
         /// Documents per batch (`batchSize`), for `find` and the cursor's `getMore`s.
+        #[serde(serialize_with = "crate::proto::serde_util::u32_as_i32")]
         batch_size: u32,
         /// Language rules for string comparison (`collation`).
         collation: Collation,
         /// A value to find the operation by in logs and profiler output (`comment`).
         comment: Bson,
         /// Tailable or not.
+        #[serde(skip)]
         cursor_type: CursorType,
         /// The index to use (`hint`).
         hint: Hint,
         /// Maximum number of documents; negative means "one batch of at most
         /// that many, then close the cursor" (`limit`/`singleBatch`).
+        #[serde(serialize_with = "crate::proto::serde_util::absolute_value")]
         limit: i64,
         /// Exclusive upper bound of the index keys (`max`).
         max: Document,
         /// For tailable-await cursors: how long a `getMore` waits for data (its `maxTimeMS`).
+        #[serde(skip)]
         max_await_time: Duration,
         /// Server-side time limit of the `find` (`maxTimeMS`).
+        #[serde(rename = "maxTimeMS", default, with = "crate::proto::serde_util::millis")]
         max_time: Duration,
         /// Inclusive lower bound of the index keys (`min`).
         min: Document,
@@ -187,14 +217,18 @@ options_struct! {
         /// Adds `$recordId` to each document (`showRecordId`).
         show_record_id: bool,
         /// How many documents to skip (`skip`).
+        #[serde(serialize_with = "crate::proto::serde_util::u64_as_i64")]
         skip: u64,
         /// The order of the results (`sort`).
         sort: Document,
         /// Variables usable as `$$name` in the filter (`let`).
+        #[serde(rename = "let")]
         let_vars: Document,
         /// Where to read; the collection's read preference when unset.
+        #[serde(skip)]
         selection_criteria: SelectionCriteria,
         /// The read concern of this operation (overrides the collection's).
+        #[serde(skip_serializing)]
         read_concern: ReadConcern,
         /// On a time-series collection, act on its buckets as stored
         /// (`rawData`; MongoDB 8.2+, an error on older servers).
@@ -205,6 +239,8 @@ options_struct! {
 options_struct! {
     /// Options of `find_one`: [`FindOptions`] without the cursor's
     /// (a single batch of one document).
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
     pub struct FindOneOptions {
         /// Returns partial results when some shards are down (`allowPartialResults`).
         allow_partial_results: bool,
@@ -217,6 +253,7 @@ options_struct! {
         /// Exclusive upper bound of the index keys (`max`).
         max: Document,
         /// The server's time limit (`maxTimeMS`).
+        #[serde(default, deserialize_with = "crate::proto::serde_util::millis::deserialize")]
         max_time: Duration,
         /// Inclusive lower bound of the index keys (`min`).
         min: Document,
@@ -235,9 +272,11 @@ options_struct! {
         /// Which document comes first (`sort`).
         sort: Document,
         /// Variables for the filter's `$$` expressions (`let`).
+        #[serde(rename = "let")]
         let_vars: Document,
         /// On a time-series collection, act on its buckets as stored
         /// (`rawData`; MongoDB 8.2+, an error on older servers).
+        #[serde(skip_serializing_if = "Option::is_none")]
         raw_data: bool,
     }
 }
@@ -319,6 +358,8 @@ impl ValidationAction {
 
 options_struct! {
     /// Options of `insert_one`.
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
     pub struct InsertOneOptions {
         /// Skips document validation (`bypassDocumentValidation`).
         bypass_document_validation: bool,
@@ -328,18 +369,23 @@ options_struct! {
         comment: Bson,
         /// On a time-series collection, act on its buckets as stored
         /// (`rawData`; MongoDB 8.2+, an error on older servers).
+        #[serde(skip_serializing_if = "Option::is_none")]
         raw_data: bool,
     }
 }
 
 options_struct! {
+    #[skip_serializing_none]
     /// Options of `insert_many`.
+    #[derive(Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
     pub struct InsertManyOptions {
         /// Skips document validation (`bypassDocumentValidation`).
         bypass_document_validation: bool,
         /// Stop at the first failed document (`true`, the default) or try all.
         ordered: bool,
         /// The write concern of this operation.
+        #[serde(skip)]
         write_concern: WriteConcern,
         /// `comment`.
         comment: Bson,
@@ -351,6 +397,8 @@ options_struct! {
 
 options_struct! {
     /// Options of `update_one` and `update_many`.
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
     pub struct UpdateOptions {
         /// Which array elements filtered positional operators apply to (`arrayFilters`).
         array_filters: Vec<Document>,
@@ -365,6 +413,7 @@ options_struct! {
         /// The write concern of this operation.
         write_concern: WriteConcern,
         /// Variables usable as `$$name` (`let`).
+        #[serde(rename = "let")]
         let_vars: Document,
         /// `comment`.
         comment: Bson,
@@ -373,12 +422,15 @@ options_struct! {
         sort: Document,
         /// On a time-series collection, act on its buckets as stored
         /// (`rawData`; MongoDB 8.2+, an error on older servers).
+        #[serde(skip_serializing_if = "Option::is_none")]
         raw_data: bool,
     }
 }
 
 options_struct! {
     /// Options of `replace_one`.
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
     pub struct ReplaceOptions {
         /// Skips document validation (`bypassDocumentValidation`).
         bypass_document_validation: bool,
@@ -391,6 +443,7 @@ options_struct! {
         /// The write concern of this operation.
         write_concern: WriteConcern,
         /// Variables usable as `$$name` (`let`).
+        #[serde(rename = "let")]
         let_vars: Document,
         /// `comment`.
         comment: Bson,
@@ -398,20 +451,26 @@ options_struct! {
         sort: Document,
         /// On a time-series collection, act on its buckets as stored
         /// (`rawData`; MongoDB 8.2+, an error on older servers).
+        #[serde(skip_serializing_if = "Option::is_none")]
         raw_data: bool,
     }
 }
 
 options_struct! {
+    #[skip_serializing_none]
     /// Options of `delete_one` and `delete_many`.
+    #[derive(Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
     pub struct DeleteOptions {
         /// `collation`.
         collation: Collation,
         /// `hint`.
         hint: Hint,
         /// The write concern of this operation.
+        #[serde(skip_serializing)]
         write_concern: WriteConcern,
         /// Variables usable as `$$name` (`let`).
+        #[serde(rename = "let")]
         let_vars: Document,
         /// `comment`.
         comment: Bson,
@@ -423,8 +482,11 @@ options_struct! {
 
 options_struct! {
     /// Options of `find_one_and_delete`.
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
     pub struct FindOneAndDeleteOptions {
         /// Server-side time limit (`maxTimeMS`).
+        #[serde(default, deserialize_with = "crate::proto::serde_util::millis::deserialize")]
         max_time: Duration,
         /// Which fields of the returned document to include (`fields`).
         projection: Document,
@@ -437,23 +499,28 @@ options_struct! {
         /// `hint`.
         hint: Hint,
         /// Variables usable as `$$name` (`let`).
+        #[serde(rename = "let")]
         let_vars: Document,
         /// `comment`.
         comment: Bson,
         /// On a time-series collection, act on its buckets as stored
         /// (`rawData`; MongoDB 8.2+, an error on older servers).
+        #[serde(skip_serializing_if = "Option::is_none")]
         raw_data: bool,
     }
 }
 
 options_struct! {
     /// Options of `find_one_and_update`.
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
     pub struct FindOneAndUpdateOptions {
         /// `arrayFilters`.
         array_filters: Vec<Document>,
         /// `bypassDocumentValidation`.
         bypass_document_validation: bool,
         /// Server-side time limit (`maxTimeMS`).
+        #[serde(default, deserialize_with = "crate::proto::serde_util::millis::deserialize")]
         max_time: Duration,
         /// Which fields of the returned document to include (`fields`).
         projection: Document,
@@ -470,21 +537,26 @@ options_struct! {
         /// `hint`.
         hint: Hint,
         /// Variables usable as `$$name` (`let`).
+        #[serde(rename = "let")]
         let_vars: Document,
         /// `comment`.
         comment: Bson,
         /// On a time-series collection, act on its buckets as stored
         /// (`rawData`; MongoDB 8.2+, an error on older servers).
+        #[serde(skip_serializing_if = "Option::is_none")]
         raw_data: bool,
     }
 }
 
 options_struct! {
     /// Options of `find_one_and_replace`.
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
     pub struct FindOneAndReplaceOptions {
         /// `bypassDocumentValidation`.
         bypass_document_validation: bool,
         /// Server-side time limit (`maxTimeMS`).
+        #[serde(default, deserialize_with = "crate::proto::serde_util::millis::deserialize")]
         max_time: Duration,
         /// Which fields of the returned document to include (`fields`).
         projection: Document,
@@ -501,23 +573,28 @@ options_struct! {
         /// `hint`.
         hint: Hint,
         /// Variables usable as `$$name` (`let`).
+        #[serde(rename = "let")]
         let_vars: Document,
         /// `comment`.
         comment: Bson,
         /// On a time-series collection, act on its buckets as stored
         /// (`rawData`; MongoDB 8.2+, an error on older servers).
+        #[serde(skip_serializing_if = "Option::is_none")]
         raw_data: bool,
     }
 }
 
 options_struct! {
     /// Options of `count_documents`.
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
     pub struct CountOptions {
         /// `hint` (of the `aggregate`).
         hint: Hint,
         /// Count at most this many documents (a `$limit` stage).
         limit: u64,
         /// Server-side time limit (`maxTimeMS`).
+        #[serde(default, deserialize_with = "crate::proto::serde_util::millis::deserialize")]
         max_time: Duration,
         /// Documents to skip before counting (a `$skip` stage).
         skip: u64,
@@ -531,20 +608,27 @@ options_struct! {
         read_concern: ReadConcern,
         /// On a time-series collection, act on its buckets as stored
         /// (`rawData`; MongoDB 8.2+, an error on older servers).
+        #[serde(skip_serializing_if = "Option::is_none")]
         raw_data: bool,
     }
 }
 
 options_struct! {
+    #[skip_serializing_none]
     /// Options of `estimated_document_count`.
+    #[derive(Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
     pub struct EstimatedDocumentCountOptions {
         /// Server-side time limit (`maxTimeMS`).
+        #[serde(rename = "maxTimeMS", default, with = "crate::proto::serde_util::millis")]
         max_time: Duration,
         /// `comment`.
         comment: Bson,
         /// Where to read.
+        #[serde(skip_serializing)]
         selection_criteria: SelectionCriteria,
         /// The read concern of this operation.
+        #[serde(skip_serializing)]
         read_concern: ReadConcern,
         /// On a time-series collection, act on its buckets as stored
         /// (`rawData`; MongoDB 8.2+, an error on older servers).
@@ -553,9 +637,13 @@ options_struct! {
 }
 
 options_struct! {
+    #[skip_serializing_none]
     /// Options of `distinct`.
+    #[derive(Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
     pub struct DistinctOptions {
         /// Server-side time limit (`maxTimeMS`).
+        #[serde(rename = "maxTimeMS", default, with = "crate::proto::serde_util::millis")]
         max_time: Duration,
         /// `collation`.
         collation: Collation,
@@ -564,8 +652,10 @@ options_struct! {
         /// `hint` (MongoDB 7.1+).
         hint: Hint,
         /// Where to read.
+        #[serde(skip_serializing)]
         selection_criteria: SelectionCriteria,
         /// The read concern of this operation.
+        #[serde(skip_serializing)]
         read_concern: ReadConcern,
         /// On a time-series collection, act on its buckets as stored
         /// (`rawData`; MongoDB 8.2+, an error on older servers).
@@ -574,12 +664,16 @@ options_struct! {
 }
 
 options_struct! {
+    #[skip_serializing_none]
     /// Options of `aggregate`.
+    #[derive(Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
     pub struct AggregateOptions {
         /// `allowDiskUse`.
         allow_disk_use: bool,
         /// Documents per batch (`cursor.batchSize`, and the `getMore`s');
         /// ignored for pipelines ending in `$out`/`$merge`, which return nothing.
+        #[serde(serialize_with = "crate::proto::serde_util::batch_size_as_cursor", rename(serialize = "cursor"))]
         batch_size: u32,
         /// `bypassDocumentValidation` (for `$out`/`$merge`).
         bypass_document_validation: bool,
@@ -590,16 +684,22 @@ options_struct! {
         /// `hint`.
         hint: Hint,
         /// Server-side time limit of the `aggregate` (`maxTimeMS`).
+        #[serde(rename = "maxTimeMS", default, with = "crate::proto::serde_util::millis")]
         max_time: Duration,
         /// For tailable-await cursors (change streams): the `getMore`s' `maxTimeMS`.
+        #[serde(skip_serializing, default, deserialize_with = "crate::proto::serde_util::millis::deserialize")]
         max_await_time: Duration,
         /// Variables usable as `$$name` (`let`).
+        #[serde(rename = "let")]
         let_vars: Document,
         /// The write concern (for `$out`/`$merge`).
+        #[serde(skip_serializing)]
         write_concern: WriteConcern,
         /// The read concern of this operation.
+        #[serde(skip_serializing)]
         read_concern: ReadConcern,
         /// Where to read.
+        #[serde(skip_serializing, rename = "readPreference")]
         selection_criteria: SelectionCriteria,
         /// On a time-series collection, act on its buckets as stored
         /// (`rawData`; MongoDB 8.2+, an error on older servers).
@@ -649,9 +749,13 @@ options_struct! {
 }
 
 options_struct! {
+    #[skip_serializing_none]
     /// Options of `drop` (a collection).
+    #[derive(Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
     pub struct DropCollectionOptions {
         /// The write concern of this operation.
+        #[serde(skip_serializing)]
         write_concern: WriteConcern,
         /// `comment`.
         comment: Bson,
@@ -660,8 +764,11 @@ options_struct! {
 
 options_struct! {
     /// Options of a database's `drop` (`dropDatabase`).
+    #[derive(Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
     pub struct DropDatabaseOptions {
         /// The write concern of the drop.
+        #[serde(skip)]
         write_concern: WriteConcern,
     }
 }
@@ -676,9 +783,13 @@ options_struct! {
 }
 
 options_struct! {
+    #[skip_serializing_none]
     /// Options of `list_collections` / `list_collection_names`.
+    #[derive(Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
     pub struct ListCollectionsOptions {
         /// Documents per batch (`cursor.batchSize`).
+        #[serde(serialize_with = "crate::proto::serde_util::batch_size_as_cursor", rename(serialize = "cursor"))]
         batch_size: u32,
         /// Which collections to list (`filter`).
         filter: Document,
@@ -697,6 +808,9 @@ options_struct! {
 options_struct! {
     /// Options of `run_cursor_command`: they shape the `getMore`s and the
     /// server selection; the command itself is sent as given.
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    #[serde(default)]
     pub struct RunCursorCommandOptions {
         /// Where to run the command (the primary unless set).
         selection_criteria: SelectionCriteria,
@@ -706,6 +820,7 @@ options_struct! {
         /// The `batchSize` of each `getMore`.
         batch_size: u32,
         /// The `maxTimeMS` of each `getMore`.
+        #[serde(rename = "maxtime", alias = "maxTimeMS", deserialize_with = "crate::proto::serde_util::millis::deserialize")]
         max_time: Duration,
         /// The `comment` of each `getMore`.
         comment: Bson,
@@ -713,7 +828,10 @@ options_struct! {
 }
 
 options_struct! {
+    #[skip_serializing_none]
     /// Options of `list_databases` / `list_database_names`.
+    #[derive(Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
     pub struct ListDatabasesOptions {
         /// Which databases to list (`filter`).
         filter: Document,
@@ -727,13 +845,18 @@ options_struct! {
 }
 
 options_struct! {
+    #[skip_serializing_none]
     /// Options of `create_index` / `create_indexes`.
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase", deny_unknown_fields)]
     pub struct CreateIndexOptions {
         /// How many data-bearing members must be ready (`commitQuorum`, 4.4+).
         commit_quorum: Bson,
         /// Server-side time limit (`maxTimeMS`).
+        #[serde(rename = "maxTimeMS", default, with = "crate::proto::serde_util::millis")]
         max_time: Duration,
         /// The write concern of this operation.
+        #[serde(skip_serializing)]
         write_concern: WriteConcern,
         /// `comment`.
         comment: Bson,
@@ -744,9 +867,13 @@ options_struct! {
 }
 
 options_struct! {
+    #[skip_serializing_none]
     /// Options of `list_indexes`.
+    #[derive(Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase", deny_unknown_fields)]
     pub struct ListIndexesOptions {
         /// Documents per batch (`cursor.batchSize`).
+        #[serde(default, skip_serializing)]
         batch_size: u32,
         /// `comment`.
         comment: Bson,
@@ -757,11 +884,16 @@ options_struct! {
 }
 
 options_struct! {
+    #[skip_serializing_none]
     /// Options of `drop_index` / `drop_indexes`.
+    #[derive(Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase", deny_unknown_fields)]
     pub struct DropIndexOptions {
         /// Server-side time limit (`maxTimeMS`).
+        #[serde(rename = "maxTimeMS", default, with = "crate::proto::serde_util::millis")]
         max_time: Duration,
         /// The write concern of this operation.
+        #[serde(skip_serializing)]
         write_concern: WriteConcern,
         /// `comment`.
         comment: Bson,
@@ -773,19 +905,28 @@ options_struct! {
 
 options_struct! {
     /// Options of `bulk_write` (the classic per-collection bulk API).
+    #[derive(Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
     pub struct BulkWriteOptions {
         /// Stop at the first failed statement (`true`, the default) or try all.
+        #[serde(serialize_with = "crate::proto::serde_util::bool_or_true")]
         ordered: bool,
         /// `bypassDocumentValidation`.
+        #[serde(skip_serializing_if = "Option::is_none")]
         bypass_document_validation: bool,
         /// Variables usable as `$$name` in updates and deletes (`let`).
+        #[serde(rename = "let")]
+        #[serde(skip_serializing_if = "Option::is_none")]
         let_vars: Document,
         /// `comment`.
+        #[serde(skip_serializing_if = "Option::is_none")]
         comment: Bson,
         /// The write concern of this operation.
+        #[serde(skip_serializing)]
         write_concern: WriteConcern,
         /// On a time-series collection, act on its buckets as stored
         /// (`rawData`; MongoDB 8.2+, an error on older servers).
+        #[serde(skip_serializing_if = "Option::is_none")]
         raw_data: bool,
     }
 }
@@ -1096,6 +1237,20 @@ options_struct! {
     }
 }
 
+/// Read from `"after"`/`"before"`, in any case.
+impl<'de> Deserialize<'de> for ReturnDocument {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        match name.to_lowercase().as_str() {
+            "after" => Ok(ReturnDocument::After),
+            "before" => Ok(ReturnDocument::Before),
+            other => Err(serde::de::Error::custom(format!(
+                "Unknown return document value: {other}"
+            ))),
+        }
+    }
+}
+
 impl From<ValidationLevel> for Bson {
     fn from(level: ValidationLevel) -> Self {
         Bson::String(level.as_str().to_string())
@@ -1213,6 +1368,7 @@ impl Serialize for IndexModel {
 #[derive(Clone, Debug, Default, PartialEq, typed_builder::TypedBuilder)]
 #[builder(field_defaults(default, setter(into)))]
 #[non_exhaustive]
+#[derive(Deserialize)]
 pub struct DatabaseOptions {
     /// The read preference (or predicate) of its reads.
     pub selection_criteria: Option<SelectionCriteria>,
@@ -1230,6 +1386,8 @@ pub struct DatabaseOptions {
 #[derive(Clone, Debug, Default, PartialEq, typed_builder::TypedBuilder)]
 #[builder(field_defaults(default, setter(into)))]
 #[non_exhaustive]
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct CollectionOptions {
     /// The read preference (or predicate) of its reads.
     pub selection_criteria: Option<SelectionCriteria>,

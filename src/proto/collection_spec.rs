@@ -6,7 +6,7 @@
 use bson::Document;
 
 /// What kind of collection a [`CollectionSpecification`] describes.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum CollectionType {
@@ -23,7 +23,7 @@ pub enum CollectionType {
 }
 
 /// One collection or view as `listCollections` describes it.
-#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct CollectionSpecification {
@@ -52,7 +52,7 @@ fn listed_options<'de, D: serde::Deserializer<'de>>(
 }
 
 /// The `info` part of a [`CollectionSpecification`].
-#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct CollectionSpecificationInfo {

@@ -15,19 +15,34 @@ use std::time::Duration;
 
 use bson::{Bson, Document};
 
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
 use crate::proto::command_draft::{CommandBody, CommandDraft};
 
 /// Write concern: `w`, `wtimeoutMS`, `journal`
 /// (`WriteConcern::builder().w(Acknowledgment::Majority).build()`).
-#[derive(Clone, Debug, Default, PartialEq, typed_builder::TypedBuilder)]
+#[derive(Clone, Debug, Default, PartialEq, typed_builder::TypedBuilder, Serialize, Deserialize)]
 #[builder(field_defaults(default, setter(into)))]
 #[non_exhaustive]
 pub struct WriteConcern {
     /// `w`: a number of members or a tag/"majority".
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub w: Option<Acknowledgment>,
-    /// `wtimeoutMS`.
+    /// `wtimeoutMS` (serialized as the command's `wtimeout`, in milliseconds).
+    #[serde(
+        rename = "wtimeout",
+        alias = "wtimeoutMS",
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::proto::serde_util::millis"
+    )]
     pub w_timeout: Option<Duration>,
     /// `journal` (`j`).
+    #[serde(
+        rename = "j",
+        alias = "journal",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub journal: Option<bool>,
 }
 
@@ -111,8 +126,8 @@ impl From<String> for Acknowledgment {
     }
 }
 
-/// A read concern: its level.
-#[derive(Clone, Debug, PartialEq)]
+/// A read concern: its level (serialized as `{ level }`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ReadConcern {
     /// The level.
@@ -160,6 +175,47 @@ impl ReadConcernLevel {
             ReadConcernLevel::Snapshot => "snapshot",
             ReadConcernLevel::Custom(level) => level,
         }
+    }
+}
+
+/// As its name (`"majority"`); an unknown name reads as `Custom`.
+impl Serialize for ReadConcernLevel {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ReadConcernLevel {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer).map(|name| ReadConcernLevel::named(&name))
+    }
+}
+
+/// A number of members as an `i32`, a tag or `"majority"` as its name.
+impl Serialize for Acknowledgment {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Acknowledgment::Nodes(n) => i32::try_from(*n)
+                .map_err(|_| serde::ser::Error::custom(format!("w: {n} does not fit in an i32")))?
+                .serialize(serializer),
+            Acknowledgment::Majority => serializer.serialize_str("majority"),
+            Acknowledgment::Custom(name) => serializer.serialize_str(name),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Acknowledgment {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum NodesOrName {
+            Nodes(u32),
+            Name(String),
+        }
+        Ok(match NodesOrName::deserialize(deserializer)? {
+            NodesOrName::Nodes(n) => Acknowledgment::Nodes(n),
+            NodesOrName::Name(name) => Acknowledgment::from(name),
+        })
     }
 }
 

@@ -25,6 +25,7 @@ pub const MAX_CHUNK_SIZE_BYTES: u32 = 16 * 1024 * 1024 - 16 * 1024;
 options_struct! {
     /// Options of a [`GridFsBucket`](crate::gridfs::GridFsBucket); what is
     /// unset comes from the database.
+    #[derive(Deserialize)]
     pub struct GridFsBucketOptions {
         /// The prefix of the bucket's collections (`<name>.files`,
         /// `<name>.chunks`); `"fs"` by default.
@@ -42,6 +43,8 @@ options_struct! {
 
 options_struct! {
     /// Options of one upload.
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
     pub struct GridFsUploadOptions {
         /// This file's chunk size, instead of the bucket's.
         chunk_size_bytes: u32,
@@ -52,6 +55,7 @@ options_struct! {
 
 options_struct! {
     /// Options of a download by filename.
+    #[derive(Deserialize)]
     pub struct GridFsDownloadByNameOptions {
         /// Which revision: 0 the first stored, 1 the second, ..., -1 (the
         /// default) the most recent, -2 the one before it, ...
@@ -62,6 +66,7 @@ options_struct! {
 options_struct! {
     /// Options of `find` on a bucket's files collection, passed on to the
     /// `find` command.
+    #[derive(Deserialize)]
     pub struct GridFsFindOptions {
         /// `allowDiskUse`.
         allow_disk_use: bool,
@@ -70,6 +75,7 @@ options_struct! {
         /// The most documents to return.
         limit: i64,
         /// `maxTimeMS`.
+        #[serde(default, deserialize_with = "crate::proto::serde_util::millis::deserialize")]
         max_time: Duration,
         /// Documents to skip.
         skip: u64,
@@ -80,8 +86,10 @@ options_struct! {
 
 options_struct! {
     /// Options of `find_one` on a bucket's files collection.
+    #[derive(Deserialize)]
     pub struct GridFsFindOneOptions {
         /// `maxTimeMS`.
+        #[serde(default, deserialize_with = "crate::proto::serde_util::millis::deserialize")]
         max_time: Duration,
         /// Documents to skip.
         skip: u64,

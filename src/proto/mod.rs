@@ -43,6 +43,7 @@ pub(crate) mod scan;
 pub(crate) mod sdam;
 pub(crate) mod search_index;
 pub(crate) mod select;
+pub(crate) mod serde_util;
 pub(crate) mod session;
 pub(crate) mod srv;
 pub(crate) mod state_file;

@@ -410,7 +410,7 @@ impl std::fmt::Debug for ProxyOptions {
 /// `serverMonitoringMode`: which monitoring protocol a multi-threaded driver
 /// uses. A scan-on-demand driver always polls; the option is kept so URIs
 /// that name it parse and so the handshake can report it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub enum ServerMonitoringMode {
     /// Let the driver decide (the spec default).

@@ -15,6 +15,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bson::{doc, Document};
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::error::{Error, Result};
 use crate::proto::sdam::ServerInfo;
@@ -114,28 +116,37 @@ pub enum ReadPreference {
 
 /// The options of a non-primary read preference.
 #[allow(deprecated)]
-#[derive(Clone, Debug, Default, PartialEq, typed_builder::TypedBuilder)]
+#[derive(Clone, Debug, Default, PartialEq, typed_builder::TypedBuilder, Serialize, Deserialize)]
 #[builder(field_defaults(default, setter(into)))]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ReadPreferenceOptions {
     /// Tag sets, tried in order until one matches some member; an empty
     /// set matches every member.
+    #[serde(alias = "tag_sets", skip_serializing_if = "Option::is_none")]
     pub tag_sets: Option<Vec<TagSet>>,
     /// How far a secondary may lag behind the primary
     /// (`maxStalenessSeconds`, whole seconds on the wire); at least 90
     /// seconds, and at least `heartbeatFrequencyMS` + 10 s.
+    #[serde(
+        rename = "maxStalenessSeconds",
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::proto::serde_util::seconds"
+    )]
     pub max_staleness: Option<Duration>,
     /// Hedged reads, for a sharded cluster (sent to mongos as given).
     #[deprecated(
         note = "hedged reads are deprecated as of MongoDB 8.0 and will be removed in a future \
                 server version"
     )]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub hedge: Option<HedgedReadOptions>,
 }
 
 /// Hedged reads: whether a mongos may send a read to two members of each
 /// shard and take the first answer.
-#[derive(Clone, Debug, PartialEq, typed_builder::TypedBuilder)]
+#[derive(Clone, Debug, PartialEq, typed_builder::TypedBuilder, Serialize, Deserialize)]
 #[builder(field_defaults(default, setter(into)))]
 #[non_exhaustive]
 pub struct HedgedReadOptions {
@@ -365,6 +376,75 @@ impl ReadPreference {
             d.insert("hedge", doc! { "enabled": h.enabled });
         }
         d
+    }
+}
+
+/// As the official driver writes it: `{ mode, tagSets, maxStalenessSeconds,
+/// hedge }`, the options flattened beside the mode.
+impl Serialize for ReadPreference {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Written<'a> {
+            mode: &'static str,
+            #[serde(flatten, skip_serializing_if = "Option::is_none")]
+            options: Option<&'a ReadPreferenceOptions>,
+        }
+        Written {
+            mode: self.mode().as_str(),
+            options: self.options(),
+        }
+        .serialize(serializer)
+    }
+}
+
+/// Reads `{ mode, ..options }` (the mode's case ignored); options on
+/// `primary` are an error, as they are in a connection string.
+impl<'de> Deserialize<'de> for ReadPreference {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Read {
+            mode: String,
+            #[serde(flatten)]
+            options: ReadPreferenceOptions,
+        }
+        let read = Read::deserialize(deserializer)?;
+        let mode = ReadPreferenceMode::parse(&read.mode).map_err(D::Error::custom)?;
+        let options = Some(read.options);
+        Ok(match mode {
+            ReadPreferenceMode::Primary if !is_default(options.as_ref()) => {
+                return Err(D::Error::custom(format!(
+                    "cannot specify options for primary read preference, got {options:?}"
+                )))
+            }
+            ReadPreferenceMode::Primary => ReadPreference::Primary,
+            ReadPreferenceMode::Secondary => ReadPreference::Secondary { options },
+            ReadPreferenceMode::PrimaryPreferred => ReadPreference::PrimaryPreferred { options },
+            ReadPreferenceMode::SecondaryPreferred => {
+                ReadPreference::SecondaryPreferred { options }
+            }
+            ReadPreferenceMode::Nearest => ReadPreference::Nearest { options },
+        })
+    }
+}
+
+/// Options that select nothing: no hedge, no staleness, no tags (or only
+/// the empty tag set).
+#[allow(deprecated)]
+fn is_default(options: Option<&ReadPreferenceOptions>) -> bool {
+    options.is_none_or(|o| {
+        o.hedge.is_none()
+            && o.max_staleness.is_none()
+            && o.tag_sets
+                .as_ref()
+                .is_none_or(|sets| sets.iter().all(HashMap::is_empty))
+    })
+}
+
+/// Read as a read preference (a predicate cannot be written down).
+impl<'de> Deserialize<'de> for SelectionCriteria {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        ReadPreference::deserialize(deserializer).map(SelectionCriteria::ReadPreference)
     }
 }
 

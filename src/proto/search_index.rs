@@ -36,7 +36,7 @@ search_index_options! {
 }
 
 /// What kind of search index a [`SearchIndexModel`] describes.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub enum SearchIndexType {
@@ -52,7 +52,7 @@ pub enum SearchIndexType {
 
 /// One search index to create: its definition, and optionally its name
 /// (the server names it `default` otherwise) and type.
-#[derive(Clone, Debug, Default, PartialEq, TypedBuilder)]
+#[derive(Clone, Debug, Default, PartialEq, TypedBuilder, Serialize, Deserialize)]
 #[builder(field_defaults(default, setter(into, strip_option)))]
 #[non_exhaustive]
 pub struct SearchIndexModel {
@@ -60,8 +60,10 @@ pub struct SearchIndexModel {
     #[builder(!default, setter(!strip_option))]
     pub definition: Document,
     /// The index's name.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// The index's type.
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
     pub index_type: Option<SearchIndexType>,
 }
 

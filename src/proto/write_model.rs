@@ -110,8 +110,10 @@ impl CollectionWriteModel {
     }
 }
 
-/// What an update applies: update operators or an aggregation pipeline.
-#[derive(Clone, Debug, PartialEq)]
+/// What an update applies: update operators or an aggregation pipeline
+/// (serialized as either, untagged).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(untagged)]
 #[non_exhaustive]
 pub enum UpdateModifications {
     /// An update document: every key is an operator (`$set`, `$inc`, ...).

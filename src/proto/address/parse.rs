@@ -85,17 +85,27 @@ impl ServerAddress {
 
 impl<'de> serde::Deserialize<'de> for ServerAddress {
     /// From `"host:port"` text, or `{host, port}` (a `host` ending in
-    /// `sock` is a Unix socket), as the official driver reads it.
+    /// `sock` is a Unix socket), as the official driver reads it; and from
+    /// `{ "Tcp": { host, port } }` / `{ "Unix": { path } }`, the form it
+    /// (and this crate) writes, so that a serialized event reads back.
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> std::result::Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        enum Tagged {
+            Tcp { host: String, port: Option<u16> },
+            Unix { path: std::path::PathBuf },
+        }
         #[derive(serde::Deserialize)]
         #[serde(untagged)]
         enum Written {
             Text(String),
             Fields { host: String, port: Option<u16> },
+            Tagged(Tagged),
         }
         match Written::deserialize(deserializer)? {
+            Written::Tagged(Tagged::Tcp { host, port }) => Ok(ServerAddress::Tcp { host, port }),
+            Written::Tagged(Tagged::Unix { path }) => Ok(ServerAddress::Unix { path }),
             Written::Text(text) => ServerAddress::parse(text).map_err(serde::de::Error::custom),
             Written::Fields { host, .. } if host.ends_with("sock") => {
                 Ok(ServerAddress::Unix { path: host.into() })

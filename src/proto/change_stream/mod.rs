@@ -152,9 +152,12 @@ mod option_values {
 }
 
 options_struct! {
+    #[skip_serializing_none]
     /// Options of `watch` (a change stream). Those of the `$changeStream`
     /// stage go into it; the rest are the `aggregate`'s and its `getMore`s'.
     /// A change stream reads with read concern `majority` or none.
+    #[derive(serde::Serialize, serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
     pub struct ChangeStreamOptions {
         /// What `full_document` holds for updates (`$changeStream.fullDocument`).
         full_document: FullDocumentType,
@@ -168,14 +171,19 @@ options_struct! {
         start_after: ResumeToken,
         /// How long each `getMore` waits for a change on the server
         /// (its `maxTimeMS`); the server's default (1 s) when unset.
+        #[serde(skip_serializing)]
         max_await_time: Duration,
         /// Events per batch (`cursor.batchSize` and the `getMore`s').
+        #[serde(skip_serializing)]
         batch_size: u32,
         /// `collation` of the `aggregate`.
+        #[serde(skip_serializing)]
         collation: Collation,
         /// The read concern (`majority` or none).
+        #[serde(skip_serializing)]
         read_concern: ReadConcern,
         /// Where to open the stream (and where a resume selects).
+        #[serde(skip_serializing)]
         selection_criteria: SelectionCriteria,
         /// Also the DDL events: `create`, `createIndexes`, `modify`, ...
         /// (`$changeStream.showExpandedEvents`, 6.0+).

@@ -13,24 +13,32 @@
 use std::time::Duration;
 
 use bson::oid::ObjectId;
+use serde::{Deserialize, Serialize};
 
 use crate::proto::address::ServerAddress;
 
 /// A pool was created (never published here; see the module's doc).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct PoolCreatedEvent {
     /// The pool's server.
+    #[serde(default = "empty_address", skip_deserializing)]
     pub address: ServerAddress,
     /// The pool's options.
     pub options: Option<ConnectionPoolOptions>,
 }
 
 /// A pool's options, as [`PoolCreatedEvent`] carries them.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ConnectionPoolOptions {
     /// How long a connection may stay idle.
+    #[serde(
+        rename = "maxIdleTimeMS",
+        default,
+        with = "crate::proto::serde_util::millis"
+    )]
     pub max_idle_time: Option<Duration>,
     /// The most connections the pool holds.
     pub max_pool_size: Option<u32>,
@@ -39,69 +47,84 @@ pub struct ConnectionPoolOptions {
 }
 
 /// A pool became ready (never published here).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct PoolReadyEvent {
     /// The pool's server.
+    #[serde(default = "empty_address", skip_deserializing)]
     pub address: ServerAddress,
 }
 
 /// A pool was cleared (never published here).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct PoolClearedEvent {
     /// The pool's server.
+    #[serde(default = "empty_address", skip_deserializing)]
     pub address: ServerAddress,
     /// The service cleared, in load-balanced mode.
     pub service_id: Option<ObjectId>,
     /// Whether connections in use were interrupted.
+    #[serde(default)]
     pub interrupt_in_use_connections: bool,
 }
 
 /// A pool was closed (never published here).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct PoolClosedEvent {
     /// The pool's server.
+    #[serde(default = "empty_address", skip_deserializing)]
     pub address: ServerAddress,
 }
 
 /// A connection was created (never published here).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ConnectionCreatedEvent {
     /// The connection's server.
+    #[serde(default = "empty_address", skip_deserializing)]
     pub address: ServerAddress,
     /// The driver's id of the connection.
+    #[serde(default = "default_connection_id")]
     pub connection_id: u32,
 }
 
 /// A connection finished its handshake (never published here).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ConnectionReadyEvent {
     /// The connection's server.
+    #[serde(default = "empty_address", skip_deserializing)]
     pub address: ServerAddress,
     /// The driver's id of the connection.
+    #[serde(default = "default_connection_id")]
     pub connection_id: u32,
     /// How long establishing it took.
+    #[serde(skip_deserializing)]
     pub duration: Duration,
 }
 
 /// A connection was closed (never published here).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ConnectionClosedEvent {
     /// The connection's server.
+    #[serde(default = "empty_address", skip_deserializing)]
     pub address: ServerAddress,
     /// The driver's id of the connection.
+    #[serde(default)]
     pub connection_id: u32,
     /// Why it was closed.
     pub reason: ConnectionClosedReason,
 }
 
 /// Why a connection was closed.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub enum ConnectionClosedReason {
     /// The pool was cleared since the connection was created.
@@ -117,27 +140,31 @@ pub enum ConnectionClosedReason {
 }
 
 /// A check-out began (never published here).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ConnectionCheckoutStartedEvent {
     /// The pool's server.
+    #[serde(default = "empty_address", skip_deserializing)]
     pub address: ServerAddress,
 }
 
 /// A check-out failed (never published here).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ConnectionCheckoutFailedEvent {
     /// The pool's server.
+    #[serde(default = "empty_address", skip_deserializing)]
     pub address: ServerAddress,
     /// Why it failed.
     pub reason: ConnectionCheckoutFailedReason,
     /// How long the attempt took.
+    #[serde(skip_deserializing)]
     pub duration: Duration,
 }
 
 /// Why a check-out failed.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub enum ConnectionCheckoutFailedReason {
     /// No connection became free in time.
@@ -147,30 +174,52 @@ pub enum ConnectionCheckoutFailedReason {
 }
 
 /// A connection was checked out (never published here).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ConnectionCheckedOutEvent {
     /// The connection's server.
+    #[serde(default = "empty_address", skip_deserializing)]
     pub address: ServerAddress,
     /// The driver's id of the connection.
+    #[serde(default = "default_connection_id")]
     pub connection_id: u32,
     /// How long the check-out took.
+    #[serde(skip_deserializing)]
     pub duration: Duration,
 }
 
 /// A connection was checked back in (never published here).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ConnectionCheckedInEvent {
     /// The connection's server.
+    #[serde(default = "empty_address", skip_deserializing)]
     pub address: ServerAddress,
     /// The driver's id of the connection.
+    #[serde(default = "default_connection_id")]
     pub connection_id: u32,
 }
 
 /// The `CmapEvent` enum, one variant per event, and the `From<XEvent> for
 /// CmapEvent` the official driver has for each: written from one list so
 /// that a new event cannot be missing from either.
+/// What an event read back without its address says (the official
+/// driver's: an address is never read, only written).
+fn empty_address() -> ServerAddress {
+    ServerAddress::Tcp {
+        host: String::new(),
+        port: Default::default(),
+    }
+}
+
+/// The official driver's stand-in for a connection id an event read back
+/// lacks.
+fn default_connection_id() -> u32 {
+    42
+}
+
 macro_rules! cmap_events {
     ($($variant:ident($event:ident)),* $(,)?) => {
         /// A connection-pool event (never published here; see the module's doc).

@@ -11,13 +11,15 @@ use std::time::Duration;
 
 use bson::oid::ObjectId;
 use bson::Document;
+use serde::Serialize;
 
 use crate::error::Error;
 use crate::proto::address::ServerAddress;
 use crate::proto::event::command as internal;
 
 /// Which socket a command went over.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ConnectionInfo {
     /// The driver's id of the socket, unique within the process.
@@ -30,7 +32,8 @@ pub struct ConnectionInfo {
 }
 
 /// A command is about to be sent.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct CommandStartedEvent {
     /// The command as sent (empty when redacted).
@@ -48,7 +51,8 @@ pub struct CommandStartedEvent {
 }
 
 /// A command succeeded.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct CommandSucceededEvent {
     /// From sending to the end of reading the reply.
@@ -66,7 +70,8 @@ pub struct CommandSucceededEvent {
 }
 
 /// A command failed: a network error, or a reply with `ok: 0`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct CommandFailedEvent {
     /// From sending to the failure.
@@ -74,6 +79,7 @@ pub struct CommandFailedEvent {
     /// The command's name.
     pub command_name: String,
     /// What went wrong.
+    #[serde(serialize_with = "crate::proto::serde_util::error_as_string")]
     pub failure: Error,
     /// The wire request id of the command.
     pub request_id: i32,
@@ -84,7 +90,8 @@ pub struct CommandFailedEvent {
 }
 
 /// A command monitoring event.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
 #[allow(missing_docs)]
 #[non_exhaustive]
 pub enum CommandEvent {

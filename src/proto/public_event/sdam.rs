@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use bson::oid::ObjectId;
 use bson::Document;
+use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
 use crate::proto::address::ServerAddress;
@@ -20,7 +21,8 @@ pub use crate::proto::sdam::{ServerDescription, TopologyDescription, TopologyTyp
 
 /// A server's description changed (by the spec's equality, so not for a
 /// round-trip-time change alone).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ServerDescriptionChangedEvent {
     /// The server.
@@ -34,27 +36,32 @@ pub struct ServerDescriptionChangedEvent {
 }
 
 /// A server was added to the topology.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ServerOpeningEvent {
     /// The server.
     pub address: ServerAddress,
     /// The topology.
+    #[serde(skip, default = "ObjectId::new")]
     pub topology_id: ObjectId,
 }
 
 /// A server was removed from the topology (its socket is closed).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ServerClosedEvent {
     /// The server.
     pub address: ServerAddress,
     /// The topology.
+    #[serde(skip, default = "ObjectId::new")]
     pub topology_id: ObjectId,
 }
 
 /// The topology description changed (ignoring round-trip times).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct TopologyDescriptionChangedEvent {
     /// The topology.
@@ -66,23 +73,28 @@ pub struct TopologyDescriptionChangedEvent {
 }
 
 /// A topology was created; always its first event.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct TopologyOpeningEvent {
     /// The topology.
+    #[serde(skip, default = "ObjectId::new")]
     pub topology_id: ObjectId,
 }
 
 /// A topology was closed; always its last event.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct TopologyClosedEvent {
     /// The topology.
+    #[serde(skip, default = "ObjectId::new")]
     pub topology_id: ObjectId,
 }
 
 /// A check (hello) is about to be sent, or its socket opened.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ServerHeartbeatStartedEvent {
     /// The server being checked.
@@ -98,7 +110,8 @@ pub struct ServerHeartbeatStartedEvent {
 }
 
 /// A check succeeded.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ServerHeartbeatSucceededEvent {
     /// How long the check took; the same measurement as the RTT sample.
@@ -116,12 +129,14 @@ pub struct ServerHeartbeatSucceededEvent {
 }
 
 /// A check failed.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ServerHeartbeatFailedEvent {
     /// How long the check took until it failed.
     pub duration: Duration,
     /// What went wrong.
+    #[serde(serialize_with = "crate::proto::serde_util::error_as_string")]
     pub failure: Error,
     /// The server checked.
     pub server_address: ServerAddress,
@@ -134,7 +149,8 @@ pub struct ServerHeartbeatFailedEvent {
 }
 
 /// A server discovery and monitoring event.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
 #[allow(missing_docs)]
 #[non_exhaustive]
 pub enum SdamEvent {

@@ -18,7 +18,9 @@ use super::rtt::RoundTripTime;
 use super::settings::{TopologyId, TopologySettings};
 
 /// The server types of the SDAM spec.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
 #[non_exhaustive]
 pub enum ServerType {
     /// Not checked yet, or the last check failed.
@@ -31,14 +33,19 @@ pub enum ServerType {
     /// A member another member names as primary, not yet checked by us.
     PossiblePrimary,
     /// The replica set primary.
+    #[serde(rename = "RSPrimary")]
     RsPrimary,
     /// A replica set secondary.
+    #[serde(rename = "RSSecondary")]
     RsSecondary,
     /// A replica set arbiter.
+    #[serde(rename = "RSArbiter")]
     RsArbiter,
     /// A hidden, starting-up or recovering member.
+    #[serde(rename = "RSOther")]
     RsOther,
     /// A member not yet initialised, or removed from its set.
+    #[serde(rename = "RSGhost")]
     RsGhost,
     /// The load balancer in front of a load-balanced deployment.
     LoadBalancer,
@@ -85,7 +92,9 @@ impl ServerType {
 }
 
 /// The topology types of the SDAM spec.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
 #[non_exhaustive]
 pub enum TopologyType {
     /// Nothing is known yet.

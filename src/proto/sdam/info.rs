@@ -12,7 +12,7 @@ use crate::proto::sdam::{ServerDescription, ServerType};
 /// (`mongodb::ServerInfo`).
 #[derive(Clone)]
 pub struct ServerInfo<'a> {
-    description: &'a ServerDescription,
+    pub(super) description: &'a ServerDescription,
 }
 
 impl<'a> ServerInfo<'a> {

@@ -15,6 +15,7 @@ pub mod error_handling;
 pub mod hello;
 mod info;
 pub mod rtt;
+mod serde_shape;
 pub mod settings;
 pub mod update;
 

@@ -85,8 +85,9 @@ pub enum SessionKind {
 }
 
 /// Options of an explicit session; immutable once the session is started.
-#[derive(Clone, Debug, Default, PartialEq, typed_builder::TypedBuilder)]
+#[derive(Clone, Debug, Default, PartialEq, typed_builder::TypedBuilder, serde::Deserialize)]
 #[builder(field_defaults(default, setter(into)))]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct SessionOptions {
     /// Causally consistent reads and writes; defaults to true unless
@@ -102,6 +103,10 @@ pub struct SessionOptions {
     /// The `timeoutMS` of the session's commit, abort and
     /// `with_transaction` when they set none (CSOT's `defaultTimeoutMS`);
     /// unset, the client's applies.
+    #[serde(
+        default,
+        deserialize_with = "crate::proto::serde_util::millis::deserialize"
+    )]
     pub default_timeout: Option<std::time::Duration>,
 }
 

@@ -85,18 +85,36 @@ impl TransactionState {
 
 /// Options of one transaction. Unset fields fall back to the session's
 /// default transaction options, then to the client ([`resolve`](Self::resolve)).
-#[derive(Clone, Debug, Default, PartialEq, typed_builder::TypedBuilder)]
+#[derive(
+    Clone,
+    Debug,
+    Default,
+    PartialEq,
+    typed_builder::TypedBuilder,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 #[builder(field_defaults(default, setter(into)))]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct TransactionOptions {
     /// Read concern of the first command only.
+    #[serde(skip_serializing)]
     pub read_concern: Option<ReadConcern>,
     /// Write concern of `commitTransaction` and `abortTransaction`.
+    #[serde(skip_serializing)]
     pub write_concern: Option<WriteConcern>,
     /// Where the transaction's reads go: a read preference, which must be
     /// primary (a predicate is refused when the transaction starts).
+    #[serde(skip_serializing, rename = "readPreference")]
     pub selection_criteria: Option<SelectionCriteria>,
     /// `maxTimeMS` of `commitTransaction` (deprecated in favour of `timeoutMS`).
+    #[serde(
+        rename(serialize = "maxTimeMS", deserialize = "maxCommitTimeMS"),
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::proto::serde_util::millis"
+    )]
     pub max_commit_time: Option<Duration>,
 }
 

@@ -1,0 +1,358 @@
+//! The public types' serde shapes: for each family, the exact document a
+//! few values serialize to (the official driver's attributes, e.g.
+//! `maxTimeMS` in milliseconds, `let`, skipped unset fields) and round trips.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use bson::{doc, oid::ObjectId, Bson, Document};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::error::{CommandError, Error, InsertManyError};
+use crate::event::cmap::{
+    ConnectionCheckedOutEvent, ConnectionClosedEvent, ConnectionClosedReason,
+};
+use crate::event::command::{
+    CommandEvent, CommandFailedEvent, CommandStartedEvent, ConnectionInfo,
+};
+use crate::event::sdam::{SdamEvent, ServerHeartbeatStartedEvent, TopologyOpeningEvent};
+use crate::options::*;
+use crate::results::{DatabaseSpecification, DeleteResult, UpdateResult, WriteError, WriteFailure};
+use crate::Namespace;
+
+fn written(value: &impl Serialize) -> Document {
+    bson::to_document(value).expect("serializes to a document")
+}
+
+fn read<T: DeserializeOwned>(document: Document) -> T {
+    bson::from_document(document).expect("deserializes")
+}
+
+fn tcp(host: &str) -> ServerAddress {
+    ServerAddress::tcp(host, 27017)
+}
+
+#[test]
+fn find_options_write_the_command_fields_and_read_back() {
+    let options = FindOptions::builder()
+        .limit(-5)
+        .sort(doc! { "x": 1 })
+        .max_time(Duration::from_millis(1500))
+        .skip(3u64)
+        .let_vars(doc! { "v": 1 })
+        .selection_criteria(SelectionCriteria::from(ReadPreference::Nearest {
+            options: None,
+        }))
+        .read_concern(ReadConcern::majority())
+        .build();
+    assert_eq!(
+        written(&options),
+        doc! { "limit": 5_i64, "maxTimeMS": 1500, "skip": 3_i64, "sort": { "x": 1 }, "let": { "v": 1 } }
+    );
+    let back: FindOptions =
+        read(doc! { "limit": 5_i64, "maxTimeMS": 1500, "readConcern": { "level": "local" } });
+    assert_eq!(back.limit, Some(5));
+    assert_eq!(back.max_time, Some(Duration::from_millis(1500)));
+    assert_eq!(back.read_concern, Some(ReadConcern::local()));
+    // serde's own `Duration` form (what the official crate reads here) too.
+    let back: FindOptions = read(doc! { "maxTimeMS": { "secs": 2_i64, "nanos": 0 } });
+    assert_eq!(back.max_time, Some(Duration::from_secs(2)));
+}
+
+#[test]
+fn options_skip_what_the_driver_sends_elsewhere() {
+    let aggregate = AggregateOptions::builder()
+        .batch_size(10u32)
+        .max_await_time(Duration::from_secs(1))
+        .write_concern(WriteConcern::majority())
+        .build();
+    assert_eq!(written(&aggregate), doc! { "cursor": { "batchSize": 10 } });
+    let insert = InsertManyOptions::builder()
+        .ordered(false)
+        .write_concern(WriteConcern::nodes(1))
+        .build();
+    assert_eq!(written(&insert), doc! { "ordered": false });
+    assert_eq!(written(&DropDatabaseOptions::default()), doc! {});
+    assert_eq!(
+        written(&BulkWriteOptions::default()),
+        doc! { "ordered": true }
+    );
+    let drop = DropIndexOptions::builder()
+        .max_time(Duration::from_secs(2))
+        .build();
+    assert_eq!(written(&drop), doc! { "maxTimeMS": 2000 });
+    let err = bson::from_document::<DropIndexOptions>(doc! { "unknown": 1 }).unwrap_err();
+    assert!(err.to_string().contains("unknown"), "{err}");
+}
+
+#[test]
+fn deserialize_only_options_read_the_official_names() {
+    let one: FindOneOptions =
+        read(doc! { "maxTime": 250, "let": { "a": 1 }, "showRecordId": true });
+    assert_eq!(one.max_time, Some(Duration::from_millis(250)));
+    assert_eq!(one.let_vars, Some(doc! { "a": 1 }));
+    assert_eq!(one.show_record_id, Some(true));
+    let update: FindOneAndUpdateOptions =
+        read(doc! { "returnDocument": "After", "maxTime": { "secs": 1_i64, "nanos": 0 } });
+    assert_eq!(update.return_document, Some(ReturnDocument::After));
+    assert_eq!(update.max_time, Some(Duration::from_secs(1)));
+    let cursor: RunCursorCommandOptions =
+        read(doc! { "maxTimeMS": 40, "cursorType": "tailableAwait" });
+    assert_eq!(cursor.max_time, Some(Duration::from_millis(40)));
+    assert_eq!(cursor.cursor_type, Some(CursorType::TailableAwait));
+    let collection: CollectionOptions = read(doc! {
+        "readConcern": { "level": "majority" },
+        "writeConcern": { "w": 2 },
+        "selectionCriteria": { "mode": "secondaryPreferred" },
+    });
+    assert_eq!(collection.write_concern, Some(WriteConcern::nodes(2)));
+    assert!(bson::from_document::<ReturnDocument>(doc! {}).is_err());
+}
+
+#[test]
+fn concerns_and_read_preferences_have_the_wire_shape() {
+    let w = WriteConcern::builder()
+        .w(Acknowledgment::Majority)
+        .w_timeout(Duration::from_millis(100))
+        .journal(true)
+        .build();
+    assert_eq!(
+        written(&w),
+        doc! { "w": "majority", "wtimeout": 100, "j": true }
+    );
+    assert_eq!(read::<WriteConcern>(written(&w)), w);
+    assert_eq!(
+        read::<WriteConcern>(doc! { "w": 3, "wtimeoutMS": 5, "journal": false }),
+        WriteConcern::nodes(3)
+            .with_w_timeout(Duration::from_millis(5))
+            .with_journal(false)
+    );
+    assert_eq!(
+        written(&ReadConcern::snapshot()),
+        doc! { "level": "snapshot" }
+    );
+    assert_eq!(
+        read::<ReadConcern>(doc! { "level": "future" }),
+        ReadConcern::custom("future")
+    );
+
+    let mut tags = HashMap::new();
+    tags.insert("dc".to_string(), "east".to_string());
+    let secondary = ReadPreference::Secondary {
+        options: Some(
+            ReadPreferenceOptions::builder()
+                .tag_sets(vec![tags])
+                .max_staleness(Duration::from_secs(120))
+                .build(),
+        ),
+    };
+    let doc = written(&secondary);
+    assert_eq!(
+        doc,
+        doc! { "mode": "secondary", "tagSets": [{ "dc": "east" }], "maxStalenessSeconds": 120 }
+    );
+    assert_eq!(read::<ReadPreference>(doc), secondary);
+    assert_eq!(
+        written(&ReadPreference::Primary),
+        doc! { "mode": "primary" }
+    );
+    let err = bson::from_document::<ReadPreference>(
+        doc! { "mode": "primary", "maxStalenessSeconds": 90 },
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("primary"), "{err}");
+}
+
+#[test]
+fn transaction_options_write_max_time_ms_and_read_max_commit_time_ms() {
+    let options = TransactionOptions::builder()
+        .max_commit_time(Duration::from_secs(3))
+        .write_concern(WriteConcern::majority())
+        .build();
+    assert_eq!(written(&options), doc! { "maxTimeMS": 3000 });
+    let back: TransactionOptions = read(doc! {
+        "maxCommitTimeMS": 3000,
+        "readPreference": { "mode": "primary" },
+        "writeConcern": { "w": "majority" },
+    });
+    assert_eq!(back.max_commit_time, Some(Duration::from_secs(3)));
+    assert_eq!(back.write_concern, Some(WriteConcern::majority()));
+    let session: SessionOptions =
+        read(doc! { "defaultTransactionOptions": { "maxCommitTimeMS": 10 } });
+    assert_eq!(
+        session
+            .default_transaction_options
+            .and_then(|t| t.max_commit_time),
+        Some(Duration::from_millis(10))
+    );
+}
+
+#[test]
+fn write_models_hints_and_namespaces_are_untagged() {
+    let model = UpdateOneModel::builder()
+        .namespace(Namespace::new("db", "c.d"))
+        .filter(doc! { "x": 1 })
+        .update(doc! { "$set": { "y": 2 } })
+        .upsert(true)
+        .build();
+    assert_eq!(
+        written(&WriteModel::UpdateOne(model)),
+        doc! { "filter": { "x": 1 }, "updateMods": { "$set": { "y": 2 } }, "upsert": true }
+    );
+    let json = |value: &dyn erased::Json| value.json();
+    assert_eq!(json(&Hint::Name("x_1".into())), r#""x_1""#);
+    assert_eq!(json(&Hint::Keys(doc! { "x": 1 })), r#"{"x":1}"#);
+    assert_eq!(
+        json(&UpdateModifications::Pipeline(vec![
+            doc! { "$set": { "a": 1 } }
+        ])),
+        r#"[{"$set":{"a":1}}]"#
+    );
+    assert_eq!(json(&Namespace::new("db", "c.d")), r#""db.c.d""#);
+    let namespace: Namespace = serde_json::from_str(r#""db.c.d""#).unwrap();
+    assert_eq!(namespace, Namespace::new("db", "c.d"));
+    assert!(serde_json::from_str::<Namespace>(r#""nodot""#).is_err());
+    let hint: Hint = serde_json::from_str(r#"{"x":1}"#).unwrap();
+    assert_eq!(hint, Hint::Keys(doc! { "x": 1 }));
+}
+
+/// Serializing through a trait object, for values that are not documents.
+mod erased {
+    pub(super) trait Json {
+        fn json(&self) -> String;
+    }
+    impl<T: serde::Serialize> Json for T {
+        fn json(&self) -> String {
+            serde_json::to_string(self).expect("serializes")
+        }
+    }
+}
+
+fn connection() -> ConnectionInfo {
+    ConnectionInfo {
+        id: 7,
+        server_id: Some(70),
+        address: tcp("a"),
+    }
+}
+
+#[test]
+fn command_events_serialize_as_the_official_ones() {
+    let started = CommandEvent::Started(CommandStartedEvent {
+        command: doc! { "ping": 1 },
+        db: "admin".into(),
+        command_name: "ping".into(),
+        request_id: 3,
+        connection: connection(),
+        service_id: None,
+    });
+    assert_eq!(
+        written(&started),
+        doc! {
+            "command": { "ping": 1 }, "db": "admin", "commandName": "ping", "requestId": 3,
+            "connection": { "id": 7_i64, "serverId": 70_i64, "address": { "Tcp": { "host": "a", "port": 27017 } } },
+            "serviceId": Bson::Null,
+        }
+    );
+    let failed = CommandFailedEvent {
+        duration: Duration::from_millis(1),
+        command_name: "find".into(),
+        failure: Error::invalid_argument("no such thing"),
+        request_id: 4,
+        connection: connection(),
+        service_id: None,
+    };
+    let failure = written(&failed).get_str("failure").unwrap().to_string();
+    assert_eq!(failure, failed.failure.to_string());
+}
+
+#[test]
+fn sdam_and_cmap_events_round_trip_what_the_official_reads() {
+    let started = ServerHeartbeatStartedEvent {
+        server_address: tcp("b"),
+        awaited: false,
+        driver_connection_id: 2,
+        server_connection_id: Some(9),
+    };
+    let doc = written(&SdamEvent::ServerHeartbeatStarted(started.clone()));
+    assert_eq!(doc.get_bool("awaited"), Ok(false));
+    let back: ServerHeartbeatStartedEvent = read(doc);
+    assert_eq!(back.server_address, started.server_address);
+    assert_eq!(back.server_connection_id, Some(9));
+    let opening = TopologyOpeningEvent {
+        topology_id: ObjectId::new(),
+    };
+    assert_eq!(written(&opening), doc! {});
+
+    let closed = ConnectionClosedEvent {
+        address: tcp("c"),
+        connection_id: 5,
+        reason: ConnectionClosedReason::PoolClosed,
+    };
+    let doc = written(&closed);
+    assert_eq!(doc.get_str("reason"), Ok("poolClosed"));
+    let back: ConnectionClosedEvent = read(doc);
+    assert_eq!(
+        (back.connection_id, back.reason),
+        (5, ConnectionClosedReason::PoolClosed)
+    );
+    // The official driver never reads an address or a duration back.
+    assert_eq!(back.address.host(), "");
+    let checked_out: ConnectionCheckedOutEvent = read(doc! {});
+    assert_eq!(checked_out.connection_id, 42);
+    assert_eq!(checked_out.duration, Duration::ZERO);
+}
+
+#[test]
+fn results_and_errors_have_the_official_names() {
+    let update = UpdateResult {
+        matched_count: 2,
+        modified_count: 1,
+        upserted_id: None,
+        acknowledged: true,
+    };
+    assert_eq!(
+        written(&update),
+        doc! { "matchedCount": 2_i64, "modifiedCount": 1_i64 }
+    );
+    assert_eq!(
+        written(&DeleteResult::unacknowledged()),
+        doc! { "deletedCount": 0_i64, "acknowledged": false }
+    );
+    let database: DatabaseSpecification =
+        read(doc! { "name": "d", "sizeOnDisk": 8192.0, "empty": false });
+    assert_eq!(database.size_on_disk, 8192);
+    assert_eq!(written(&database).get_i64("sizeOnDisk"), Ok(8192));
+
+    let reply = doc! { "ok": 0, "code": 11000, "codeName": "DuplicateKey", "errmsg": "dup", "errInfo": { "k": 1 } };
+    let command: CommandError = read(reply.clone());
+    assert_eq!(
+        (
+            command.code,
+            command.code_name.as_str(),
+            command.message.as_str()
+        ),
+        (11000, "DuplicateKey", "dup")
+    );
+    let write: WriteError = read(reply);
+    assert_eq!(write.details, Some(doc! { "k": 1 }));
+    let failure = WriteFailure::WriteError(write);
+    let doc = written(&failure);
+    assert_eq!(
+        doc.get_document("WriteError").unwrap().get_str("errmsg"),
+        Ok("dup")
+    );
+    assert_eq!(read::<WriteFailure>(doc), failure);
+    let insert_many: InsertManyError = read(doc! {
+        "writeErrors": [{ "index": 1, "code": 11000, "errmsg": "dup" }],
+        "writeConcernError": { "code": 64, "errmsg": "timeout", "errorLabels": ["RetryableWriteError"] },
+    });
+    assert_eq!(
+        insert_many.write_errors.as_ref().map(|e| e[0].index),
+        Some(1)
+    );
+    let wce = insert_many.write_concern_error.as_ref().unwrap();
+    assert_eq!((wce.message.as_str(), wce.labels.len()), ("timeout", 1));
+    assert!(!written(&insert_many).contains_key("insertedIds"));
+}
