@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use bson::{doc, Document};
 use mongo_inline::{Client, ErrorKind};
-use support::raw::{encode_op_reply, read_frame, Frame, OP_COMPRESSED};
+use support::raw::{encode_op_reply, read_frame, Frame, OpMsg, OP_COMPRESSED};
 use support::server::TestServer;
 use support::sim::Simulator;
 
@@ -80,6 +80,73 @@ fn the_first_configured_compressor_the_server_speaks_is_used() {
         .run()
         .unwrap();
     assert_eq!(sim.compressed(0), [("ping".to_string(), 2)]);
+    // The simulator offers every compressor the client names, in the
+    // client's order, so the client's first known one wins whether or not
+    // the client reads the offer. A server offering fewer, in its own order,
+    // tells the client's first choice the server offers from the client's
+    // first choice (zstd) and from the server's (snappy).
+    assert_eq!(
+        compressor_of_first_request("zstd,zlib,snappy", &["snappy", "zlib"]),
+        2
+    );
+}
+
+/// The handshake reply of a fake standalone offering `offered`.
+fn hello_reply(offered: &[&str]) -> Document {
+    doc! {
+        "ismaster": true, "isWritablePrimary": true, "helloOk": true,
+        "maxWireVersion": 21, "minWireVersion": 0, "maxBsonObjectSize": 16_777_216,
+        "maxMessageSizeBytes": 48_000_000, "maxWriteBatchSize": 100_000,
+        "compression": offered, "ok": 1.0,
+    }
+}
+
+/// The compressorId of the first request a client configured with
+/// `compressors` sends after a handshake whose reply offers `offered`
+/// (0 when it is not compressed). The fake server answers it with an
+/// uncompressed `{ok: 1}`, which the spec allows.
+fn compressor_of_first_request(compressors: &str, offered: &'static [&'static str]) -> u8 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (sender, first_request) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let Ok(Some(hello)) = read_frame(&mut stream) else {
+                continue;
+            };
+            let reply = encode_op_reply(1, hello.request_id, &hello_reply(offered));
+            if stream.write_all(&reply).is_err() {
+                continue;
+            }
+            let Ok(Some(request)) = read_frame(&mut stream) else {
+                continue;
+            };
+            let ok = OpMsg {
+                flags: 0,
+                body: doc! { "ok": 1.0 },
+                sequences: Vec::new(),
+            };
+            let _ = stream.write_all(&ok.encode(2, request.request_id));
+            let _ = sender.send(request);
+        }
+    });
+    let client = Client::with_uri_str(format!(
+        "mongodb://127.0.0.1:{port}/?directConnection=true&compressors={compressors}\
+         &serverSelectionTimeoutMS=2000"
+    ))
+    .unwrap();
+    client
+        .database("admin")
+        .run_command(doc! { "ping": 1 })
+        .run()
+        .unwrap();
+    let request = first_request.recv_timeout(Duration::from_secs(5)).unwrap();
+    if request.op_code == OP_COMPRESSED {
+        request.body[8]
+    } else {
+        0
+    }
 }
 
 /// A server that answers the handshake offering zlib, then answers the
@@ -101,14 +168,12 @@ fn serve_hostile(mut stream: TcpStream, body: Vec<u8>) {
     let Ok(Some(hello)) = read_frame(&mut stream) else {
         return;
     };
-    let reply = doc! {
-        "ismaster": true, "isWritablePrimary": true, "helloOk": true,
-        "maxWireVersion": 21, "minWireVersion": 0, "maxBsonObjectSize": 16_777_216,
-        "maxMessageSizeBytes": 48_000_000, "maxWriteBatchSize": 100_000,
-        "compression": ["zlib"], "ok": 1.0,
-    };
     if stream
-        .write_all(&encode_op_reply(1, hello.request_id, &reply))
+        .write_all(&encode_op_reply(
+            1,
+            hello.request_id,
+            &hello_reply(&["zlib"]),
+        ))
         .is_err()
     {
         return;
