@@ -9,9 +9,11 @@
 
 mod support;
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use bson::{doc, Document};
@@ -157,6 +159,46 @@ fn compressor_of_first_request(compressors: &str, offered: &'static [&'static st
     }
 }
 
+/// Counts live heap bytes and their peak, so a hostile reply's test can
+/// tell a decompression bounded by the declared size from one that
+/// inflates whatever the server sent (the error message is the same).
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards to the system allocator; only counts sizes.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let pointer = unsafe { System.alloc(layout) };
+        if !pointer.is_null() {
+            let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+            PEAK.fetch_max(live, Ordering::Relaxed);
+        }
+        pointer
+    }
+
+    unsafe fn dealloc(&self, pointer: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(pointer, layout) };
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// The most a hostile reply may raise the heap by while it is refused.
+const HOSTILE_PEAK_BOUND: usize = 4 << 20;
+
+/// Runs `work` and returns its result and the peak of live heap bytes above
+/// what was live when it started.
+fn peak_during<R>(work: impl FnOnce() -> R) -> (R, usize) {
+    let base = LIVE.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    let result = work();
+    (result, PEAK.load(Ordering::Relaxed).saturating_sub(base))
+}
+
 /// A server that answers the handshake offering zlib, then answers the
 /// next request with a header and `body` as an OP_COMPRESSED reply.
 fn hostile_server(body: Vec<u8>) -> u16 {
@@ -226,11 +268,18 @@ fn hostile_compressed_replies_fail_with_errors_naming_the_lie() {
         ))
         .unwrap();
         let started = Instant::now();
-        let e = client
-            .database("admin")
-            .run_command(doc! { "ping": 1 })
-            .run()
-            .unwrap_err();
+        let (result, peak) = peak_during(|| {
+            client
+                .database("admin")
+                .run_command(doc! { "ping": 1 })
+                .run()
+        });
+        let e = result.unwrap_err();
+        // The zlib bomb inflates to 40 MB, the other lies claim up to 2 GB:
+        // none may be allocated. A refusal peaks near 0.4 MB (the client's
+        // buffers); the other tests of this binary, running alongside,
+        // allocate far less than the bound's 4 MB.
+        assert!(peak < HOSTILE_PEAK_BOUND, "{file}: a peak of {peak} bytes");
         assert!(
             matches!(e.kind(), ErrorKind::Protocol { .. }),
             "{file}: {e:?}"
