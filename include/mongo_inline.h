@@ -82,8 +82,8 @@ typedef struct mi_change_stream mi_change_stream;
 
 /* What kind of failure an mi_error reports. */
 typedef enum mi_error_domain {
-    MI_ERROR_ARGUMENT = 1,            /* NULL/invalid argument, bad BSON or URI, unknown option */
-    MI_ERROR_NETWORK = 2,             /* a socket failed or could not be opened */
+    MI_ERROR_ARGUMENT = 1,            /* NULL/invalid argument, bad BSON or URI, unknown option, unusable TLS file */
+    MI_ERROR_NETWORK = 2,             /* a socket failed or could not be opened; a failed SRV/TXT look-up */
     MI_ERROR_COMMAND = 3,             /* the server answered ok: 0; code is its error code */
     MI_ERROR_WRITE = 4,               /* a write statement or write concern failed; code is the server's */
     MI_ERROR_SERVER_SELECTION = 5,    /* no suitable server (serverSelectionTimeoutMS) */
@@ -93,7 +93,7 @@ typedef enum mi_error_domain {
     MI_ERROR_TLS = 9,                 /* a TLS handshake or certificate check failed */
     MI_ERROR_INCOMPATIBLE_SERVER = 10,/* wire versions do not overlap */
     MI_ERROR_CLIENT = 11,             /* wrong state: e.g. commit without a transaction */
-    MI_ERROR_INTERNAL = 12            /* a bug in the library (a caught panic) */
+    MI_ERROR_INTERNAL = 12            /* a bug in the library (a caught panic, a broken rule) */
 } mi_error_domain;
 
 /* A failure. Owned by the caller; free with mi_error_free. */

@@ -51,6 +51,8 @@ pub struct Error {
     /// its work: a client bulk write's command error or network error after
     /// some writes were reported (the [`ErrorKind::BulkWrite`] has those).
     pub source: Option<Box<Error>>,
+    /// The server's whole reply to a command it failed (`ok: 0`).
+    server_response: Option<Box<bson::RawDocumentBuf>>,
 }
 
 /// What went wrong.
@@ -65,18 +67,46 @@ pub enum ErrorKind {
         message: String,
     },
 
-    /// A socket could not be opened, or failed while in use.
-    #[error("network error{}: {message}", fmt_address(address))]
-    Network {
-        /// The server the socket led to, when known.
-        address: Option<ServerAddress>,
-        /// What failed.
+    /// A socket could not be opened, or failed while in use (the official
+    /// driver's name). The `std::io::Error` keeps the failure's kind
+    /// (`TimedOut` for a connect or socket timeout) and its message names
+    /// the server and what was under way; [`Error::is_network_error`] and
+    /// [`Error::is_network_timeout`] classify it.
+    #[error("I/O error: {0}")]
+    Io(Arc<std::io::Error>),
+
+    /// A DNS look-up failed: the SRV or TXT records of a `mongodb+srv` URI
+    /// could not be read, or do not meet the rules for them (a host outside
+    /// the URI's domain, more than one TXT record, an option TXT may not
+    /// set). The message names the record and why.
+    #[error("DNS resolution failed: {message}")]
+    #[non_exhaustive]
+    DnsResolve {
+        /// What was looked up and why it failed.
         message: String,
-        /// Whether the failure was a timeout (connect or socket timeout).
-        timeout: bool,
-        /// The underlying I/O error, when there was one.
-        #[source]
-        io: Option<Arc<std::io::Error>>,
+    },
+
+    /// A TLS option or file is unusable: a certificate, key or CA file
+    /// that cannot be read or holds no usable PEM, a wrong key password.
+    /// Nothing was sent to any server.
+    #[error("invalid TLS configuration: {message}")]
+    #[non_exhaustive]
+    InvalidTlsConfig {
+        /// Which option or file, and what is wrong with it.
+        message: String,
+    },
+
+    /// A connection pool was cleared under a running operation. Never
+    /// raised here: each server has at most one socket, used by one
+    /// operation at a time on the caller's thread, so no other operation's
+    /// failure can close a socket under this one; a socket that fails
+    /// fails the operation using it with [`ErrorKind::Io`]. Kept so that
+    /// code matching the official driver's kinds compiles.
+    #[error("{message}")]
+    #[non_exhaustive]
+    ConnectionPoolCleared {
+        /// What cleared the pool.
+        message: String,
     },
 
     /// The server answered a command with `ok: 0`.
@@ -85,13 +115,23 @@ pub enum ErrorKind {
 
     /// The server's reply could not be understood: a malformed frame, invalid
     /// BSON, a reply that violates the protocol. The socket is not reusable.
-    #[error("protocol error{}: {message}", fmt_address(address))]
-    Protocol {
-        /// The server that sent the reply, when known.
-        address: Option<ServerAddress>,
-        /// What was wrong with the reply.
+    /// The message names the server when it is known.
+    #[error("the server returned an invalid reply: {message}")]
+    #[non_exhaustive]
+    InvalidResponse {
+        /// What was wrong with the reply, and from which server.
         message: String,
     },
+
+    /// A document could not be serialized into BSON: a user's type whose
+    /// `Serialize` failed or gave something other than a document.
+    #[error("{0}")]
+    BsonSerialization(bson::ser::Error),
+
+    /// A document could not be deserialized into the user's type: its
+    /// `Deserialize` rejected what the server sent.
+    #[error("{0}")]
+    BsonDeserialization(bson::de::Error),
 
     /// No suitable server was found.
     #[error("server selection failed: {message}")]
@@ -158,10 +198,41 @@ pub enum ErrorKind {
     #[error("custom user error{}", display_custom(.0))]
     Custom(Arc<dyn Any + Send + Sync>),
 
-    /// The client was closed, or used in a way its state does not allow.
+    /// The client or a session was used in a way its state does not allow
+    /// (an ended session, a callback re-entering the client, ...).
     #[error("client error: {message}")]
     Client {
         /// What was wrong.
+        message: String,
+    },
+
+    /// A transaction was used against its state: started twice, committed
+    /// after an abort, aborted twice, an operation inside it with a read
+    /// preference other than primary.
+    #[error("{message}")]
+    #[non_exhaustive]
+    Transaction {
+        /// What was wrong, in the transactions spec's words.
+        message: String,
+    },
+
+    /// A session was asked of a deployment that does not support sessions
+    /// (its `hello` gave no `logicalSessionTimeoutMinutes`).
+    #[error("Attempted to start a session on a deployment that does not support sessions")]
+    SessionsNotSupported,
+
+    /// An operation was started on a client (or a clone of it, or one of
+    /// its databases, collections or sessions) after
+    /// [`Client::shutdown`](crate::Client::shutdown) ran.
+    #[error("Client has been shut down")]
+    Shutdown,
+
+    /// The driver broke one of its own rules (a bug): the message says
+    /// which. Nothing the caller did or the server sent causes it.
+    #[error("internal error: {message}")]
+    #[non_exhaustive]
+    Internal {
+        /// Which rule.
         message: String,
     },
 
@@ -235,12 +306,20 @@ pub enum GridFsErrorKind {
 
     /// Deleting an aborted upload's chunks failed.
     #[error("aborting the upload failed: {delete_error}{}", original_error.as_ref().map(|e| format!(" (aborted because: {e})")).unwrap_or_default())]
+    #[non_exhaustive]
     AbortError {
         /// The error that made the upload abort, if one did.
-        original_error: Option<Box<Error>>,
+        original_error: Option<Error>,
         /// The error deleting the chunks already written.
-        delete_error: Box<Error>,
+        delete_error: Error,
     },
+
+    /// The official driver's error for closing an upload stream while one
+    /// of its writes is still running. Never raised here: the stream's
+    /// writes are blocking calls that take it by `&mut`, so no write can
+    /// be running while `close` is called.
+    #[error("the upload stream has a write in progress")]
+    WriteInProgress,
 }
 
 /// How a GridFS file was asked for.
@@ -340,6 +419,9 @@ pub struct CommandError {
     /// The server that answered.
     #[serde(skip)]
     pub address: Option<ServerAddress>,
+    /// How long the server asks a retry to back off at least
+    /// (`baseBackoffMS`, sent with overload errors).
+    pub base_backoff: Option<std::time::Duration>,
     /// The server's whole reply (`errInfo`, `keyPattern`, ... beside the
     /// fields above); `None` for an error the driver made itself.
     #[serde(skip)]
@@ -368,6 +450,7 @@ impl Error {
             kind: Box::new(kind),
             labels: HashSet::new(),
             source: None,
+            server_response: None,
         }
     }
 
@@ -395,43 +478,164 @@ impl Error {
         })
     }
 
-    /// An [`ErrorKind::Protocol`] with this message.
+    /// An [`ErrorKind::InvalidResponse`] with this message, naming the
+    /// server that sent the reply when it is known.
     #[cold]
     pub fn protocol(address: Option<ServerAddress>, message: impl Into<String>) -> Self {
-        Error::new(ErrorKind::Protocol {
-            address,
-            message: message.into(),
+        let message = message.into();
+        Error::new(ErrorKind::InvalidResponse {
+            message: match address {
+                Some(address) => format!("{message} (from {address})"),
+                None => message,
+            },
         })
     }
 
-    /// An [`ErrorKind::Network`] from an I/O error; timeouts are recognised.
+    /// This error, naming `address` as the sender if it is an
+    /// [`ErrorKind::InvalidResponse`] that does not name it yet (replies are
+    /// read by rules that do not know the server).
+    pub(crate) fn naming_sender(mut self, address: &ServerAddress) -> Self {
+        if let ErrorKind::InvalidResponse { message } = &mut *self.kind {
+            let from = format!(" (from {address})");
+            if !message.ends_with(&from) {
+                message.push_str(&from);
+            }
+        }
+        self
+    }
+
+    /// An [`ErrorKind::Io`] from an I/O error on the socket to `address`
+    /// while doing `context`; its message names both. A `WouldBlock` (how
+    /// a socket timeout shows on some platforms) becomes `TimedOut`.
     #[cold]
     pub fn network(address: Option<ServerAddress>, context: &str, io: std::io::Error) -> Self {
-        let timeout = matches!(
-            io.kind(),
-            std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
-        );
-        let message = if timeout {
+        let kind = match io.kind() {
+            std::io::ErrorKind::WouldBlock => std::io::ErrorKind::TimedOut,
+            kind => kind,
+        };
+        let message = if kind == std::io::ErrorKind::TimedOut {
             format!("{context}: timed out")
         } else {
             format!("{context}: {io}")
         };
-        Error::new(ErrorKind::Network {
-            address,
-            message,
-            timeout,
-            io: Some(Arc::new(io)),
+        Error::socket(
+            kind,
+            SocketFailure {
+                address,
+                message,
+                cause: Some(io),
+            },
+        )
+    }
+
+    /// An [`ErrorKind::Io`] without an I/O error behind it (a peer that
+    /// closed the socket, a reply cut short).
+    #[cold]
+    pub fn network_message(address: Option<ServerAddress>, message: impl Into<String>) -> Self {
+        Error::socket(
+            std::io::ErrorKind::Other,
+            SocketFailure {
+                address,
+                message: message.into(),
+                cause: None,
+            },
+        )
+    }
+
+    fn socket(kind: std::io::ErrorKind, failure: SocketFailure) -> Self {
+        Error::new(ErrorKind::Io(Arc::new(std::io::Error::new(kind, failure))))
+    }
+
+    /// An [`ErrorKind::Io`] of `kind` on the socket to `address`, in the
+    /// words of `message` (which already says what the cause was).
+    #[cold]
+    pub(crate) fn io_failure(
+        kind: std::io::ErrorKind,
+        address: Option<ServerAddress>,
+        message: String,
+    ) -> Self {
+        Error::socket(
+            kind,
+            SocketFailure {
+                address,
+                message,
+                cause: None,
+            },
+        )
+    }
+
+    /// The server and the words of a socket failure this driver reported
+    /// (`None` for any other error, or an `Io` error made elsewhere).
+    pub(crate) fn socket_failure(&self) -> Option<(&SocketFailure, std::io::ErrorKind)> {
+        let ErrorKind::Io(io) = &*self.kind else {
+            return None;
+        };
+        let failure = io.get_ref()?.downcast_ref::<SocketFailure>()?;
+        Some((failure, io.kind()))
+    }
+
+    /// The words of a socket failure, without the server: what SDAM
+    /// records as the server's error. `None` for other errors.
+    pub(crate) fn io_message(&self) -> Option<String> {
+        let ErrorKind::Io(io) = &*self.kind else {
+            return None;
+        };
+        Some(match self.socket_failure() {
+            Some((failure, _)) => failure.message.clone(),
+            None => io.to_string(),
         })
     }
 
-    /// An [`ErrorKind::Network`] without an I/O error behind it.
+    /// An [`ErrorKind::BsonDeserialization`]: a document did not fit the
+    /// caller's type. serde's message gains `context` (which document);
+    /// bson's other errors pass as they are.
     #[cold]
-    pub fn network_message(address: Option<ServerAddress>, message: impl Into<String>) -> Self {
-        Error::new(ErrorKind::Network {
-            address,
+    pub(crate) fn deserialization(context: &str, error: bson::de::Error) -> Self {
+        let error = match error {
+            bson::de::Error::DeserializationError { message, .. } => {
+                serde::de::Error::custom(format!("{context}: {message}"))
+            }
+            other => other,
+        };
+        Error::new(ErrorKind::BsonDeserialization(error))
+    }
+
+    /// An [`ErrorKind::BsonSerialization`]: a caller's value did not
+    /// serialize into a document. serde's message gains `context` (which
+    /// value); bson's other errors pass as they are.
+    #[cold]
+    pub(crate) fn serialization(context: &str, error: bson::ser::Error) -> Self {
+        let error = match error {
+            bson::ser::Error::SerializationError { message, .. } => {
+                serde::ser::Error::custom(format!("{context}: {message}"))
+            }
+            other => other,
+        };
+        Error::new(ErrorKind::BsonSerialization(error))
+    }
+
+    /// An [`ErrorKind::DnsResolve`]: a DNS look-up failed or its answer
+    /// breaks the rules for it.
+    #[cold]
+    pub(crate) fn dns_resolve(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::DnsResolve {
             message: message.into(),
-            timeout: false,
-            io: None,
+        })
+    }
+
+    /// An [`ErrorKind::Internal`]: a rule of the driver's own was broken.
+    #[cold]
+    pub(crate) fn internal(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Internal {
+            message: message.into(),
+        })
+    }
+
+    /// An [`ErrorKind::Transaction`]: the transaction's state forbids it.
+    #[cold]
+    pub(crate) fn transaction(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Transaction {
+            message: message.into(),
         })
     }
 
@@ -566,14 +770,38 @@ impl Error {
         }
     }
 
-    /// Whether the socket failed (including timeouts).
+    /// Whether the socket failed (including timeouts): an
+    /// [`ErrorKind::Io`].
     pub fn is_network_error(&self) -> bool {
-        matches!(&*self.kind, ErrorKind::Network { .. })
+        matches!(&*self.kind, ErrorKind::Io(_))
     }
 
-    /// Whether the socket failed by timing out.
+    /// Whether the socket failed by timing out (an [`ErrorKind::Io`] of
+    /// kind `TimedOut`).
     pub fn is_network_timeout(&self) -> bool {
-        matches!(&*self.kind, ErrorKind::Network { timeout: true, .. })
+        matches!(&*self.kind, ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::TimedOut)
+    }
+
+    /// The server's whole reply to the command it failed (`ok: 0`), to
+    /// read fields the error has none for; `None` for errors that did not
+    /// come from a server's reply.
+    pub fn server_response(&self) -> Option<&bson::RawDocumentBuf> {
+        self.server_response.as_deref()
+    }
+
+    /// This error with the server's reply attached.
+    pub(crate) fn with_server_response(mut self, reply: bson::RawDocumentBuf) -> Self {
+        self.server_response = Some(Box::new(reply));
+        self
+    }
+
+    /// The server's `baseBackoffMS` of a command error: how long a retry
+    /// should back off at least. `None` for other errors.
+    pub fn base_backoff(&self) -> Option<std::time::Duration> {
+        match &*self.kind {
+            ErrorKind::Command(command) => command.base_backoff,
+            _ => None,
+        }
     }
 }
 
@@ -597,24 +825,95 @@ impl std::error::Error for Error {
     }
 }
 
-impl From<ErrorKind> for Error {
-    fn from(kind: ErrorKind) -> Self {
-        Error::new(kind)
+impl<E> From<E> for Error
+where
+    ErrorKind: From<E>,
+{
+    fn from(error: E) -> Self {
+        Error::new(error.into())
     }
 }
 
-/// What cannot fail converts into any error: lets
-/// `ClientOptions::parse` take a `ConnectionString` (whose conversion to
-/// itself is infallible) as well as text.
-impl From<std::convert::Infallible> for Error {
+impl From<CommandError> for ErrorKind {
+    fn from(c: CommandError) -> Self {
+        ErrorKind::Command(c)
+    }
+}
+
+impl From<bson::ser::Error> for ErrorKind {
+    fn from(error: bson::ser::Error) -> Self {
+        ErrorKind::BsonSerialization(error)
+    }
+}
+
+impl From<bson::de::Error> for ErrorKind {
+    fn from(error: bson::de::Error) -> Self {
+        ErrorKind::BsonDeserialization(error)
+    }
+}
+
+/// Raw BSON that cannot be read came from the server: an invalid reply.
+impl From<bson::raw::Error> for ErrorKind {
+    fn from(error: bson::raw::Error) -> Self {
+        ErrorKind::InvalidResponse {
+            message: error.to_string(),
+        }
+    }
+}
+
+/// A field of a reply that is missing or of the wrong type: an invalid reply.
+impl From<bson::raw::ValueAccessError> for ErrorKind {
+    fn from(error: bson::raw::ValueAccessError) -> Self {
+        ErrorKind::InvalidResponse {
+            message: error.to_string(),
+        }
+    }
+}
+
+impl From<std::io::Error> for ErrorKind {
+    fn from(error: std::io::Error) -> Self {
+        ErrorKind::Io(Arc::new(error))
+    }
+}
+
+impl From<std::io::ErrorKind> for ErrorKind {
+    fn from(kind: std::io::ErrorKind) -> Self {
+        ErrorKind::Io(Arc::new(kind.into()))
+    }
+}
+
+/// What cannot fail converts into any error (and so, through the blanket
+/// `From` above, into [`Error`]): lets `ClientOptions::parse` take a
+/// `ConnectionString` (whose conversion to itself is infallible) as well
+/// as text.
+impl From<std::convert::Infallible> for ErrorKind {
     fn from(never: std::convert::Infallible) -> Self {
         match never {}
     }
 }
 
-impl From<CommandError> for Error {
-    fn from(c: CommandError) -> Self {
-        Error::new(ErrorKind::Command(c))
+/// A socket failure as this driver reports it: the server, what was under
+/// way, and the I/O error (if any) underneath. Carried inside the
+/// `std::io::Error` of an [`ErrorKind::Io`].
+#[derive(Debug)]
+pub(crate) struct SocketFailure {
+    pub(crate) address: Option<ServerAddress>,
+    pub(crate) message: String,
+    cause: Option<std::io::Error>,
+}
+
+impl fmt::Display for SocketFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.address {
+            Some(address) => write!(f, "{address}: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for SocketFailure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.cause.as_ref().map(|e| e as _)
     }
 }
 
@@ -625,6 +924,7 @@ mod tests {
     #[test]
     fn labels_and_code() {
         let e = Error::from(CommandError {
+            base_backoff: None,
             raw_response: None,
             code: 91,
             code_name: "ShutdownInProgress".into(),

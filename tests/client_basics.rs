@@ -90,6 +90,48 @@ fn a_command_error_carries_the_servers_code_and_message() {
         }
         other => panic!("expected a command error, got {other:?}"),
     }
+    // The server's whole reply, as the official `Error::server_response`.
+    let reply = error.server_response().expect("the server's reply");
+    assert_eq!(reply.get_i32("code").unwrap(), 59);
+    assert_eq!(reply.get_str("codeName").unwrap(), "CommandNotFound");
+}
+
+#[test]
+fn after_shutdown_every_clone_fails_with_shutdown_without_io() {
+    let server = TestServer::shared_standalone();
+    let sim = Simulator::standalone(server);
+    let client = Client::with_uri_str(sim.seed_uri(&[0])).unwrap();
+    let clone = client.clone();
+    let coll = client.database("basics").collection::<Document>("shutdown");
+    coll.find_one(doc! {}).run().unwrap();
+    let opened = sim.connections(0);
+    client.shutdown().run();
+    let errors = [
+        clone
+            .database("basics")
+            .run_command(doc! { "ping": 1 })
+            .run()
+            .map(drop),
+        coll.find_one(doc! {}).run().map(drop),
+        clone.start_session().run().map(drop),
+    ];
+    for error in errors {
+        let error = error.expect_err("the client is shut down");
+        assert!(matches!(error.kind(), ErrorKind::Shutdown), "{error:?}");
+    }
+    assert_eq!(
+        sim.connections(0),
+        opened,
+        "a socket was opened after shutdown"
+    );
+    // `close` is not a shutdown: the client reconnects.
+    let other = Client::with_uri_str(sim.seed_uri(&[0])).unwrap();
+    other.close();
+    other
+        .database("basics")
+        .run_command(doc! { "ping": 1 })
+        .run()
+        .unwrap();
 }
 
 #[test]

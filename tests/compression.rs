@@ -281,7 +281,7 @@ fn hostile_compressed_replies_fail_with_errors_naming_the_lie() {
         // allocate far less than the bound's 4 MB.
         assert!(peak < HOSTILE_PEAK_BOUND, "{file}: a peak of {peak} bytes");
         assert!(
-            matches!(e.kind(), ErrorKind::Protocol { .. }),
+            matches!(e.kind(), ErrorKind::InvalidResponse { .. }),
             "{file}: {e:?}"
         );
         assert!(e.to_string().contains(expected), "{file}: {e}");

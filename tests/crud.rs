@@ -331,6 +331,28 @@ fn an_update_document_without_operators_is_refused() {
 }
 
 #[test]
+fn a_value_that_does_not_serialize_is_a_bson_serialization_error() {
+    #[derive(Serialize, Deserialize)]
+    struct Counter {
+        hits: u64,
+    }
+    let client = client();
+    let coll = fresh::<Counter>(&client, "unserializable");
+    let e = coll
+        .insert_one(Counter { hits: u64::MAX })
+        .run()
+        .expect_err("BSON has no unsigned 64-bit integer");
+    assert!(
+        matches!(
+            e.kind(),
+            ErrorKind::BsonSerialization(bson::ser::Error::UnsignedIntegerExceededRange(_))
+        ),
+        "{e:?}"
+    );
+    assert_eq!(coll.count_documents(doc! {}).run().unwrap(), 0);
+}
+
+#[test]
 fn deletes() {
     let client = client();
     let coll = numbers(&client, "delete", 10);

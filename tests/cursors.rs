@@ -341,7 +341,17 @@ fn typed_documents_round_trip_through_raw_inserts_and_raw_batches() {
     assert_eq!(results.len(), 26);
     let failed: Vec<usize> = (0..26).filter(|i| results[*i].is_err()).collect();
     assert_eq!(failed, vec![13]);
-    let error = results[13].as_ref().unwrap_err().to_string();
+    let error = results[13].as_ref().unwrap_err();
+    assert!(
+        matches!(
+            error.kind(),
+            mongo_inline::ErrorKind::BsonDeserialization(
+                bson::de::Error::DeserializationError { .. }
+            )
+        ),
+        "{error:?}"
+    );
+    let error = error.to_string();
     assert!(
         error.contains("does not match the cursor's type"),
         "{error}"

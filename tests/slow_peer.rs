@@ -98,8 +98,7 @@ fn ping(port: u16, options: &str) -> (mongo_inline::Result<Document>, Duration) 
 }
 
 fn is_timeout(error: &Error) -> bool {
-    matches!(error.kind(), ErrorKind::Timeout { .. })
-        || matches!(error.kind(), ErrorKind::Network { timeout: true, .. })
+    matches!(error.kind(), ErrorKind::Timeout { .. }) || error.is_network_timeout()
 }
 
 fn names_the_server(error: &Error, port: u16) -> bool {

@@ -157,8 +157,13 @@ fn an_unanswered_srv_look_up_fails_within_connect_timeout_and_names_the_records(
         &dns,
     );
     let start = Instant::now();
-    let error = ping(&client).unwrap_err().to_string();
+    let error = ping(&client).unwrap_err();
     let elapsed = start.elapsed();
+    assert!(
+        matches!(error.kind(), mongo_inline::ErrorKind::DnsResolve { .. }),
+        "{error:?}"
+    );
+    let error = error.to_string();
     assert!(elapsed < Duration::from_millis(1000), "took {elapsed:?}");
     assert!(elapsed >= Duration::from_millis(250), "took {elapsed:?}");
     assert!(
@@ -190,7 +195,12 @@ fn an_unanswered_srv_look_up_ends_with_timeout_ms() {
 fn a_srv_name_with_no_records_is_an_error_naming_it() {
     let dns = DnsServer::start(vec![a(MEMBER, Ipv4Addr::LOCALHOST)]);
     let (client, recorder) = client_for(&format!("mongodb+srv://{HOST}/?tls=false"), &dns);
-    let error = ping(&client).unwrap_err().to_string();
+    let error = ping(&client).unwrap_err();
+    assert!(
+        matches!(error.kind(), mongo_inline::ErrorKind::DnsResolve { .. }),
+        "{error:?}"
+    );
+    let error = error.to_string();
     assert!(
         error.contains(HOST) && error.contains("no records"),
         "{error}"

@@ -30,8 +30,7 @@ fn client_with(uri: &str, settings: Option<RetrySettings>) -> (Client, Arc<Recor
 }
 
 fn is_timeout(error: &Error) -> bool {
-    matches!(error.kind(), ErrorKind::Timeout { .. })
-        || matches!(error.kind(), ErrorKind::Network { timeout: true, .. })
+    matches!(error.kind(), ErrorKind::Timeout { .. }) || error.is_network_timeout()
 }
 
 #[test]

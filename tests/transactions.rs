@@ -107,6 +107,52 @@ fn a_commit_is_visible_to_another_client_and_an_abort_is_not() {
     );
 }
 
+/// The official driver's `ErrorKind::Transaction`, with the spec's words.
+fn assert_transaction_error(result: mongo_inline::Result<()>, words: &str) {
+    let error = result.expect_err(words);
+    match error.kind() {
+        mongo_inline::ErrorKind::Transaction { message, .. } => {
+            assert!(message.contains(words), "{message}")
+        }
+        _ => panic!("{error:?}"),
+    }
+}
+
+#[test]
+fn using_a_transaction_against_its_state_is_a_transaction_error() {
+    let server = TestServer::shared();
+    let client = Client::with_uri_str(server.uri()).unwrap();
+    let coll = fresh(&client, "misuse");
+    let mut session = client.start_session().run().unwrap();
+    assert_transaction_error(session.commit_transaction().run(), "No transaction started");
+    session.start_transaction().run().unwrap();
+    assert_transaction_error(
+        session.start_transaction().run(),
+        "Transaction already in progress",
+    );
+    let secondary = mongo_inline::options::SelectionCriteria::ReadPreference(
+        mongo_inline::options::ReadPreference::Secondary { options: None },
+    );
+    let read = coll
+        .find_one(doc! {})
+        .selection_criteria(secondary)
+        .session(&mut session)
+        .run();
+    assert_transaction_error(
+        read.map(drop),
+        "read preference in a transaction must be primary",
+    );
+    session.abort_transaction().run().unwrap();
+    assert_transaction_error(
+        session.commit_transaction().run(),
+        "Cannot call commitTransaction after calling abortTransaction",
+    );
+    assert_transaction_error(
+        session.abort_transaction().run(),
+        "Cannot call abortTransaction twice",
+    );
+}
+
 #[test]
 fn transaction_commands_carry_the_transaction_fields() {
     let server = TestServer::shared();

@@ -306,9 +306,7 @@ impl<T: DeserializeOwned> ChangeStream<T> {
             return Err(error);
         }
         bson::from_slice(event.as_bytes()).map(Some).map_err(|e| {
-            Error::invalid_argument(format!(
-                "a change event does not match the stream's type: {e}"
-            ))
+            Error::deserialization("a change event does not match the stream's type", e)
         })
     }
 

@@ -41,6 +41,9 @@ struct ClientInner {
     /// A `close` asked for from inside a callback, done when the operation
     /// under way lets go of the state.
     close_pending: AtomicBool,
+    /// Set by [`Client::shutdown`]: every later operation of any clone
+    /// fails with [`ErrorKind::Shutdown`](crate::error::ErrorKind::Shutdown).
+    shut_down: AtomicBool,
     /// What the options give every operation, fixed when the client is
     /// built (SRV's TXT record cannot change them), so that handles can be
     /// made without the state's lock.
@@ -164,6 +167,7 @@ impl Client {
                 state: Mutex::new(state),
                 holder: AtomicU64::new(0),
                 close_pending: AtomicBool::new(false),
+                shut_down: AtomicBool::new(false),
                 defaults,
                 default_database,
             }),
@@ -285,6 +289,9 @@ impl Client {
     /// closes the client as soon as the operation that raised the event
     /// returns.
     pub fn close(&self) {
+        if self.inner.shut_down.load(Ordering::Relaxed) {
+            return;
+        }
         match self.state() {
             Ok(mut state) => state.close(),
             Err(_) => self.inner.close_pending.store(true, Ordering::Relaxed),
@@ -292,11 +299,14 @@ impl Client {
     }
 
     /// Shuts the client down (with `.run()`): ends its server sessions and
-    /// closes its sockets, as [`close`](Self::close) does. Unlike the
-    /// official driver's, it does not wait for cursors and sessions still
-    /// held elsewhere (nothing here runs in the background); with or
-    /// without [`immediate`](crate::action::Shutdown::immediate) it returns
-    /// at once.
+    /// closes its sockets, as [`close`](Self::close) does, and from then on
+    /// every operation started through a clone of it (or one of its
+    /// databases, collections, sessions or cursors) fails at once with
+    /// [`ErrorKind::Shutdown`](crate::error::ErrorKind::Shutdown), without
+    /// touching the network. Unlike the official driver's, it does not wait
+    /// for cursors and sessions still held elsewhere (nothing here runs in
+    /// the background); with or without
+    /// [`immediate`](crate::action::Shutdown::immediate) it returns at once.
     pub fn shutdown(self) -> crate::action::Shutdown {
         crate::action::Shutdown::new(self)
     }
@@ -443,7 +453,16 @@ impl Client {
     /// The client's state, once other threads' operations are done with
     /// it. An error, not a wait, when this thread already holds it: then
     /// the caller is a callback of the operation in progress.
+    /// Closes the client for good: see [`Client::shutdown`].
+    pub(crate) fn shut_down(&self) {
+        self.close();
+        self.inner.shut_down.store(true, Ordering::Relaxed);
+    }
+
     pub(crate) fn state(&self) -> Result<StateGuard<'_>> {
+        if self.inner.shut_down.load(Ordering::Relaxed) {
+            return Err(crate::error::ErrorKind::Shutdown.into());
+        }
         let me = this_thread();
         // Only this thread ever stores its own number, so reading it here
         // means this thread holds the lock; any other value means waiting.

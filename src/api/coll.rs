@@ -326,9 +326,10 @@ impl<T> Collection<T> {
         T: DeserializeOwned,
     {
         bson::from_document(document).map_err(|e| {
-            Error::invalid_argument(format!(
-                "a document from the server does not match the collection's type: {e}"
-            ))
+            Error::deserialization(
+                "a document from the server does not match the collection's type",
+                e,
+            )
         })
     }
 }
@@ -337,20 +338,21 @@ impl<T> Collection<T> {
 /// nests too deeply or does not convert.
 pub(crate) fn to_document<T: Serialize>(document: &T) -> Result<Document> {
     crate::proto::nesting::check_depth(document, "the document")?;
-    bson::to_document(document).map_err(|e| {
-        Error::invalid_argument(format!("the document cannot be converted to BSON: {e}"))
-    })
+    bson::to_document(document)
+        .map_err(|e| Error::serialization("the document cannot be converted to BSON", e))
 }
 
 /// `document` as BSON bytes, serialized straight from the caller's type
 /// (no intermediate `Document`), refused like [`to_document`] refuses.
 pub(crate) fn to_raw_document<T: Serialize>(document: &T) -> Result<bson::RawDocumentBuf> {
     crate::proto::nesting::check_depth(document, "the document")?;
-    let bytes = bson::to_vec(document).map_err(|e| {
-        Error::invalid_argument(format!("the document cannot be converted to BSON: {e}"))
-    })?;
+    let bytes = bson::to_vec(document)
+        .map_err(|e| Error::serialization("the document cannot be converted to BSON", e))?;
     bson::RawDocumentBuf::from_bytes(bytes).map_err(|e| {
-        Error::invalid_argument(format!("the document cannot be converted to BSON: {e}"))
+        Error::serialization(
+            "the document cannot be converted to BSON",
+            serde::ser::Error::custom(e),
+        )
     })
 }
 

@@ -104,9 +104,10 @@ impl Batches {
     /// The current document as `T`, borrowing from its bytes where `T` does.
     fn deserialize_current<'a, T: serde::Deserialize<'a>>(&'a self) -> Result<T> {
         bson::from_slice(self.current().as_bytes()).map_err(|e| {
-            crate::error::Error::invalid_argument(format!(
-                "a document from the server does not match the cursor's type: {e}"
-            ))
+            crate::error::Error::deserialization(
+                "a document from the server does not match the cursor's type",
+                e,
+            )
         })
     }
 

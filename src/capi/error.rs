@@ -8,9 +8,10 @@ use std::ptr;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(i32)]
 pub enum Domain {
-    /// A bad argument: NULL, invalid UTF-8 or BSON, an unknown option, a bad URI.
+    /// A bad argument: NULL, invalid UTF-8 or BSON, an unknown option, a bad URI,
+    /// an unusable TLS file or option.
     Argument = 1,
-    /// A socket failed or could not be opened.
+    /// A socket failed or could not be opened; a `mongodb+srv` look-up failed.
     Network = 2,
     /// The server answered `ok: 0`; `code` is its error code.
     Command = 3,
@@ -28,9 +29,11 @@ pub enum Domain {
     Tls = 9,
     /// The server's wire versions do not overlap the driver's.
     IncompatibleServer = 10,
-    /// The client or session was used in a way its state does not allow.
+    /// The client, a session or a transaction was used in a way its state
+    /// does not allow (also: a shut-down client, sessions unsupported).
     Client = 11,
-    /// A bug in the library (a caught panic); the message says where.
+    /// A bug in the library (a caught panic, or a rule of its own broken);
+    /// the message says where.
     Internal = 12,
 }
 

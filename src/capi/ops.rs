@@ -668,10 +668,20 @@ pub(crate) fn failure(error: &Error) -> Failure {
         return failure;
     }
     let (domain, code) = match error.kind() {
-        ErrorKind::InvalidArgument { .. } => (Domain::Argument, None),
-        ErrorKind::Network { .. } => (Domain::Network, None),
+        // The domains keep the meaning they had before the Rust kinds took
+        // the official driver's names: a C caller sees the same domain for
+        // the same failure.
+        ErrorKind::InvalidArgument { .. }
+        | ErrorKind::InvalidTlsConfig { .. }
+        | ErrorKind::BsonSerialization(_) => (Domain::Argument, None),
+        ErrorKind::Io(_)
+        | ErrorKind::ConnectionPoolCleared { .. }
+        | ErrorKind::DnsResolve { .. } => (Domain::Network, None),
         ErrorKind::Command(c) => (Domain::Command, Some(c.code)),
-        ErrorKind::Protocol { .. } => (Domain::Protocol, None),
+        ErrorKind::InvalidResponse { .. } | ErrorKind::BsonDeserialization(_) => {
+            (Domain::Protocol, None)
+        }
+        ErrorKind::Internal { .. } => (Domain::Internal, None),
         ErrorKind::ServerSelection { .. } => (Domain::ServerSelection, None),
         ErrorKind::IncompatibleServer { .. } => (Domain::IncompatibleServer, None),
         ErrorKind::Authentication { .. } => (Domain::Authentication, None),
@@ -693,6 +703,9 @@ pub(crate) fn failure(error: &Error) -> Failure {
         // `error.code()` gives the first failed statement's code.
         ErrorKind::InsertMany(_) | ErrorKind::BulkWrite(_) => (Domain::Write, None),
         ErrorKind::Client { .. }
+        | ErrorKind::Transaction { .. }
+        | ErrorKind::SessionsNotSupported
+        | ErrorKind::Shutdown
         | ErrorKind::Custom(_)
         | ErrorKind::GridFs(_)
         | ErrorKind::MissingResumeToken => (Domain::Client, None),

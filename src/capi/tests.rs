@@ -64,6 +64,7 @@ fn labels_and_codes_reach_c() {
 #[test]
 fn a_driver_error_keeps_its_kind_code_and_labels() {
     let command = crate::error::CommandError {
+        base_backoff: None,
         raw_response: None,
         code: 112,
         code_name: "WriteConflict".into(),
@@ -79,6 +80,36 @@ fn a_driver_error_keeps_its_kind_code_and_labels() {
     assert!(failure.message.contains("conflict"));
     let failure = ops::failure(&crate::Error::invalid_argument("bad thing"));
     assert_eq!((failure.domain, failure.code), (Domain::Argument, 0));
+}
+
+#[test]
+fn the_official_kinds_keep_the_domains_c_callers_saw_before() {
+    use crate::error::ErrorKind;
+    let cases = [
+        (
+            crate::Error::network_message(None, "reset"),
+            Domain::Network,
+        ),
+        (crate::Error::dns_resolve("no SRV records"), Domain::Network),
+        (
+            crate::Error::protocol(None, "short frame"),
+            Domain::Protocol,
+        ),
+        (
+            ErrorKind::InvalidTlsConfig {
+                message: "tlsCAFile".into(),
+            }
+            .into(),
+            Domain::Argument,
+        ),
+        (crate::Error::transaction("twice"), Domain::Client),
+        (ErrorKind::SessionsNotSupported.into(), Domain::Client),
+        (ErrorKind::Shutdown.into(), Domain::Client),
+        (crate::Error::internal("a rule"), Domain::Internal),
+    ];
+    for (error, domain) in cases {
+        assert_eq!(ops::failure(&error).domain, domain, "{error:?}");
+    }
 }
 
 #[test]

@@ -14,9 +14,13 @@ use crate::error::{Error, Result};
 pub(crate) fn to_raw<T: Serialize>(value: &T, what: &str) -> Result<RawDocumentBuf> {
     crate::proto::nesting::check_depth(value, what)?;
     let bytes = bson::to_vec(value)
-        .map_err(|e| Error::invalid_argument(format!("cannot serialise {what} as BSON: {e}")))?;
-    RawDocumentBuf::from_bytes(bytes)
-        .map_err(|e| Error::invalid_argument(format!("{what} is not a BSON document: {e}")))
+        .map_err(|e| Error::serialization(&format!("cannot serialise {what} as BSON"), e))?;
+    RawDocumentBuf::from_bytes(bytes).map_err(|e| {
+        Error::serialization(
+            &format!("{what} is not a BSON document"),
+            serde::ser::Error::custom(e),
+        )
+    })
 }
 
 /// A `Document` as BSON bytes (see [`to_raw`]).

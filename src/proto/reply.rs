@@ -743,7 +743,7 @@ fn decode_document<T: serde::de::DeserializeOwned + 'static>(bytes: &[u8]) -> Re
     // branches, every binary that reads `Document`s would link bson's serde
     // deserializer for them too (850 KB of `bench_find`'s 5 MB), where this
     // error, which the branches above cannot reach, costs nothing.
-    decoded.ok_or_else(|| Error::client("a batch document was decoded into nothing"))
+    decoded.ok_or_else(|| Error::internal("a batch document was decoded into nothing"))
 }
 
 /// A document that does not deserialize: a protocol error when its bytes
@@ -753,9 +753,10 @@ fn deserialize_error(bytes: &[u8], error: &bson::de::Error) -> Error {
     if let Err(invalid) = to_document(bytes) {
         return invalid;
     }
-    Error::invalid_argument(format!(
-        "a document from the server does not match the cursor's type: {error}"
-    ))
+    Error::deserialization(
+        "a document from the server does not match the cursor's type",
+        error.clone(),
+    )
 }
 
 #[cfg(test)]
@@ -1064,7 +1065,7 @@ mod tests {
         );
         let error = spec.pop_front::<Person>().unwrap().unwrap_err();
         assert!(
-            matches!(error.kind(), ErrorKind::InvalidArgument { .. }),
+            matches!(error.kind(), ErrorKind::BsonDeserialization(_)),
             "{error:?}"
         );
         assert!(
@@ -1121,7 +1122,8 @@ mod tests {
             CursorSpec::from_raw_reply(parsed(&reply), CursorOptions::default()).unwrap_err();
         assert_eq!(
             error.to_string(),
-            "protocol error: malformed reply: `cursor.firstBatch[1]` is an int32, not a document",
+            "the server returned an invalid reply: malformed reply: `cursor.firstBatch[1]` is an \
+             int32, not a document",
         );
     }
 
@@ -1146,7 +1148,7 @@ mod tests {
         let mut spec = CursorSpec::from_raw_reply(reply, CursorOptions::default()).unwrap();
         let error = spec.pop_front::<Document>().unwrap().unwrap_err();
         assert!(
-            matches!(error.kind(), ErrorKind::Protocol { .. }),
+            matches!(error.kind(), ErrorKind::InvalidResponse { .. }),
             "{error:?}"
         );
         assert!(

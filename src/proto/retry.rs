@@ -61,8 +61,9 @@
 //!   the latest error that might have written, else the first one), so an
 //!   overload error labelled `NoWritesPerformed` can still be retried.
 //! - The published spec (as stored) says nothing of a server-supplied
-//!   `baseBackoffMS`, so none is read from error replies; the base backoff is
-//!   a setting ([`RetrySettings::with_backoff`]).
+//!   `baseBackoffMS`, so the backoff does not follow it; the base backoff is
+//!   a setting ([`RetrySettings::with_backoff`]). The reply's value is
+//!   kept for the caller ([`Error::base_backoff`]).
 //! - A retry is never started once the deadline has passed; a backoff that
 //!   would end after it fails at once with [`ErrorKind::Timeout`] (CSOT:
 //!   "once the timeout expires, a timeout error MUST be raised").
@@ -1030,7 +1031,7 @@ impl OperationRetry {
         match self.surfaced.take() {
             Some(error) => RetryDecision::GiveUp(error),
             // `record` always runs first; this only guards against misuse.
-            None => RetryDecision::GiveUp(Error::client("retry policy gave up without an error")),
+            None => RetryDecision::GiveUp(Error::internal("retry policy gave up without an error")),
         }
     }
 

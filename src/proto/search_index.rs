@@ -7,7 +7,7 @@ use bson::{doc, Bson, Document};
 use serde::{Deserialize, Serialize};
 use typed_builder::TypedBuilder;
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 
 /// Declares the options type of one search index operation. The
 /// index-management spec gives these operations no options yet, and the
@@ -97,10 +97,10 @@ pub(crate) fn create_command(coll: &str, models: &[SearchIndexModel]) -> Documen
 /// The names in a `createSearchIndexes` reply, in the order of the models.
 pub(crate) fn created_names(reply: &Document) -> Result<Vec<String>> {
     let malformed = || {
-        Error::from(ErrorKind::Protocol {
-            address: None,
-            message: "createSearchIndexes reply without indexesCreated names".into(),
-        })
+        Error::protocol(
+            None,
+            "createSearchIndexes reply without indexesCreated names",
+        )
     };
     reply
         .get_array("indexesCreated")

@@ -577,9 +577,9 @@ pub fn unreachable_servers(topology: &TopologyDescription) -> Option<String> {
         .values()
         .filter_map(|server| {
             let error = server.error.as_deref()?;
-            // The address leads already: "network error (a:1): ..." would
-            // name it twice.
-            let prefix = format!("network error ({}): ", server.address);
+            // The address leads already: "I/O error: a:1: ..." would name
+            // it twice.
+            let prefix = format!("I/O error: {}: ", server.address);
             let error = error.strip_prefix(&prefix).unwrap_or(error);
             Some(format!("{}: {error}", server.address))
         })

@@ -70,7 +70,7 @@ pub fn check_target(srv_host: &str, target: &str) -> Result<()> {
     if target_name.ends_with(&format!(".{domain}")) {
         return Ok(());
     }
-    Err(Error::invalid_argument(format!(
+    Err(Error::dns_resolve(format!(
         "the SRV record of {srv_host} names the host {target_name:?}, which is not under its \
          parent domain {domain:?}; refusing to connect to it"
     )))
@@ -80,7 +80,7 @@ pub fn check_target(srv_host: &str, target: &str) -> Result<()> {
 /// No answers is an error: the URI found no hosts.
 pub fn seeds_from_targets(srv_host: &str, targets: &[SrvTarget]) -> Result<Vec<ServerAddress>> {
     if targets.is_empty() {
-        return Err(Error::invalid_argument(format!(
+        return Err(Error::dns_resolve(format!(
             "the SRV look-up for {srv_host} returned no records, so the connection string names \
              no hosts"
         )));
@@ -115,9 +115,8 @@ pub fn choose_seeds(
 /// Parses the TXT answer: at most one record, whose strings join into one
 /// `key=value&...` text naming only [`TXT_ALLOWED_OPTIONS`].
 pub fn parse_txt_options(srv_host: &str, records: &[Vec<Vec<u8>>]) -> Result<TxtOptions> {
-    let place = |problem: String| {
-        Error::invalid_argument(format!("the TXT record of {srv_host} {problem}"))
-    };
+    let place =
+        |problem: String| Error::dns_resolve(format!("the TXT record of {srv_host} {problem}"));
     let record = match records {
         [] => return Ok(TxtOptions::default()),
         [one] => one,

@@ -41,8 +41,10 @@ fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
+/// A TLS option or file that cannot be used: the official driver's
+/// `InvalidTlsConfig`, raised before anything is sent.
 fn invalid(message: String) -> Error {
-    Error::invalid_argument(message)
+    Error::new(ErrorKind::InvalidTlsConfig { message })
 }
 
 /// The rustls configuration for `options` (absent: all defaults). Reads the
@@ -71,7 +73,7 @@ pub(crate) fn client_config_remembering(
     let roots = Arc::new(roots);
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| Error::client(format!("TLS setup failed: {e}")))?
+        .map_err(|e| invalid(format!("TLS setup failed: {e}")))?
         .dangerous();
     let verifier: Arc<dyn ServerCertVerifier> = if any_certificate {
         Arc::new(AcceptAnyCertificate {
@@ -80,7 +82,7 @@ pub(crate) fn client_config_remembering(
     } else {
         let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
             .build()
-            .map_err(|e| Error::client(format!("TLS setup failed: {e}")))?;
+            .map_err(|e| invalid(format!("TLS setup failed: {e}")))?;
         let checked: Arc<dyn ServerCertVerifier> = if any_host_name {
             Arc::new(AcceptAnyHostName { inner: webpki })
         } else {
@@ -296,31 +298,25 @@ const NOT_TLS: &str = "the server does not speak TLS: it answered the TLS hello 
 /// any reply: that is how a server that requires TLS refuses plain text,
 /// so the error says so (the cause stays as it was).
 pub(crate) fn hint_tls_required(error: Error) -> Error {
-    let ErrorKind::Network {
-        address,
-        message,
-        timeout: false,
-        io: Some(io),
-    } = error.kind()
-    else {
+    let Some((failure, kind)) = error.socket_failure() else {
         return error;
     };
     let refused = matches!(
-        io.kind(),
+        kind,
         std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted
-    ) || (io.kind() == std::io::ErrorKind::UnexpectedEof
-        && io.to_string().contains("before a reply"));
+    ) || (kind == std::io::ErrorKind::UnexpectedEof
+        && failure.message.contains("before a reply"));
     if !refused {
         return error;
     }
-    Error::new(ErrorKind::Network {
-        address: address.clone(),
-        message: format!(
-            "{message}; the server may require TLS (add tls=true to the connection string)"
+    Error::io_failure(
+        kind,
+        failure.address.clone(),
+        format!(
+            "{}; the server may require TLS (add tls=true to the connection string)",
+            failure.message
         ),
-        timeout: false,
-        io: Some(io.clone()),
-    })
+    )
 }
 
 /// A TLS failure on the socket to `address`, in words: which check failed

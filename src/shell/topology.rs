@@ -349,7 +349,7 @@ impl Topology {
                 }
                 Next::Selected(address) => break Ok(address),
                 Next::Failed(error) => break Err(error),
-                Next::Idle => break Err(Error::client("the selection ended without a result")),
+                Next::Idle => break Err(Error::internal("the selection ended without a result")),
             }
             // The checks or the wait took time: the next turn reads the clock
             // afresh (the first used the one read to start the selection).

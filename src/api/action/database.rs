@@ -572,9 +572,10 @@ impl Shutdown {
         self
     }
 
-    /// Shuts the client down.
+    /// Shuts the client down: its sockets close, and every clone of it
+    /// fails from now on with [`ErrorKind::Shutdown`](crate::error::ErrorKind::Shutdown).
     pub fn run(self) {
-        self.client.close();
+        self.client.shut_down();
     }
 }
 

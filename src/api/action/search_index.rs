@@ -137,10 +137,7 @@ impl CreateSearchIndex<'_, Single> {
     pub fn run(self) -> Result<String> {
         let mut names = self.create()?;
         names.pop().ok_or_else(|| {
-            crate::error::Error::from(crate::error::ErrorKind::Protocol {
-                address: None,
-                message: "createSearchIndexes created no index".into(),
-            })
+            crate::error::Error::protocol(None, "createSearchIndexes created no index")
         })
     }
 }

@@ -120,7 +120,7 @@ impl GridFsUploadStream {
         self.delete_chunks().map_err(|e| {
             Error::gridfs(GridFsErrorKind::AbortError {
                 original_error: None,
-                delete_error: Box::new(e),
+                delete_error: e,
             })
         })
     }

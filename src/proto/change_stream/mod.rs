@@ -405,7 +405,7 @@ pub(crate) fn is_resumable(error: &Error, wire_version: i32) -> bool {
                         && !error.contains_label("NonResumableChangeStreamError")
                 }
         }
-        ErrorKind::Network { .. } | ErrorKind::Protocol { .. } => true,
+        ErrorKind::Io(_) | ErrorKind::InvalidResponse { .. } => true,
         // `timeoutMS` ran out: the caller's bound, not the stream's fault.
         // The stream stays open; the socket the timeout closed makes the
         // next `getMore` a network error, which resumes (the CSOT spec's

@@ -193,6 +193,7 @@ fn resumable_errors_by_wire_version() {
             message: "m".into(),
             topology_version: None,
             address: None,
+            base_backoff: None,
             raw_response: None,
         }))
         .with_labels(labels.iter().copied())

@@ -375,6 +375,7 @@ mod tests {
     fn a_sensitive_commands_server_error_keeps_only_code_name_and_labels() {
         let connection = connection();
         let server_error = crate::error::Error::from(crate::error::CommandError {
+            base_backoff: None,
             raw_response: None,
             code: 18,
             code_name: "AuthenticationFailed".into(),

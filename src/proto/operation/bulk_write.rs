@@ -1056,7 +1056,7 @@ mod tests {
             )
             .unwrap_err();
         assert!(
-            matches!(error.kind(), ErrorKind::Protocol { .. }),
+            matches!(error.kind(), ErrorKind::InvalidResponse { .. }),
             "{error}"
         );
     }

@@ -406,7 +406,7 @@ mod tests {
     fn protocol_message(result: Result<Box<CursorSpec>>) -> String {
         let error = result.unwrap_err();
         match error.kind() {
-            ErrorKind::Protocol { message, .. } => message.clone(),
+            ErrorKind::InvalidResponse { message } => message.clone(),
             other => panic!("expected a protocol error, got {other:?}"),
         }
     }

@@ -59,6 +59,7 @@ mod tests {
 
     fn command_error(code: i32) -> Error {
         Error::from(CommandError {
+            base_backoff: None,
             raw_response: None,
             code,
             code_name: String::new(),

@@ -635,7 +635,7 @@ mod tests {
         ] {
             let error = parse_write_errors(&bad).unwrap_err();
             assert!(
-                matches!(error.kind(), ErrorKind::Protocol { .. }),
+                matches!(error.kind(), ErrorKind::InvalidResponse { .. }),
                 "{bad}: {error}"
             );
         }

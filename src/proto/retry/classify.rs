@@ -104,7 +104,7 @@ impl OperationShape {
 #[cold]
 pub(crate) fn as_timeout(error: Error, command_name: &str) -> Error {
     const MAX_TIME_MS_EXPIRED: i32 = 50;
-    let socket_timeout = matches!(error.kind(), ErrorKind::Network { timeout: true, .. });
+    let socket_timeout = error.is_network_timeout();
     let server_timeout = reports_code(&error, MAX_TIME_MS_EXPIRED);
     if !(socket_timeout || server_timeout) {
         return error;

@@ -22,6 +22,7 @@ fn ms(n: u64) -> Duration {
 
 fn command_error(code: i32, name: &str) -> Error {
     Error::from(CommandError {
+        base_backoff: None,
         raw_response: None,
         code,
         code_name: name.into(),

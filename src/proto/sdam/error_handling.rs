@@ -182,22 +182,17 @@ impl ApplicationError {
         max_wire_version: i32,
     ) -> Option<Self> {
         let kind = match error.kind() {
-            ErrorKind::Network {
-                message, timeout, ..
-            } => {
-                if *timeout {
-                    ApplicationErrorKind::NetworkTimeout {
-                        message: message.clone(),
-                    }
+            ErrorKind::Io(_) => {
+                let message = error.io_message().unwrap_or_default();
+                if error.is_network_timeout() {
+                    ApplicationErrorKind::NetworkTimeout { message }
                 } else {
-                    ApplicationErrorKind::Network {
-                        message: message.clone(),
-                    }
+                    ApplicationErrorKind::Network { message }
                 }
             }
             // An unreadable reply leaves the socket in an unknown state:
             // treated like a network error.
-            ErrorKind::Protocol { message, .. } => ApplicationErrorKind::Network {
+            ErrorKind::InvalidResponse { message } => ApplicationErrorKind::Network {
                 message: message.clone(),
             },
             ErrorKind::Command(command) => ApplicationErrorKind::Command {

@@ -47,7 +47,7 @@ pub use transaction::{
     AbortCommand, FailedCommand, Pin, Transaction, TransactionOptions, TransactionState,
 };
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::proto::command_draft::CommandDraft;
 use crate::proto::concern::read_concern_document;
 use crate::proto::concern::{ReadConcern, WriteConcern};
@@ -136,9 +136,7 @@ pub fn session_supported(kind: SessionKind, logical_session_timeout: Option<u32>
     match (logical_session_timeout, kind) {
         (Some(_), _) => Ok(true),
         (None, SessionKind::Implicit) => Ok(false),
-        (None, SessionKind::Explicit) => Err(Error::client(
-            "Sessions are not supported by this MongoDB deployment",
-        )),
+        (None, SessionKind::Explicit) => Err(Error::new(ErrorKind::SessionsNotSupported)),
     }
 }
 
@@ -301,7 +299,7 @@ impl SessionState {
         let had_transaction = self.transaction.state().is_active();
         self.transaction = Transaction::new();
         if had_transaction {
-            return Err(Error::client(
+            return Err(Error::transaction(
                 "this session's transaction was started in the parent process before fork(); \
                  a forked child cannot continue it: start a new transaction",
             ));
@@ -410,7 +408,7 @@ impl SessionState {
             return Err(Error::client(ENDED));
         }
         if self.is_snapshot() {
-            return Err(Error::client(
+            return Err(Error::transaction(
                 "Transactions are not supported in snapshot sessions",
             ));
         }

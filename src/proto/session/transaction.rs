@@ -315,14 +315,14 @@ impl Transaction {
     /// unacknowledged. The caller advances the transaction number.
     pub fn start(&mut self, options: TransactionOptions) -> Result<()> {
         if self.state.is_active() {
-            return Err(Error::client("Transaction already in progress"));
+            return Err(Error::transaction("Transaction already in progress"));
         }
         if options
             .write_concern
             .as_ref()
             .is_some_and(is_unacknowledged)
         {
-            return Err(Error::invalid_argument(
+            return Err(Error::transaction(
                 "transactions do not support unacknowledged write concerns",
             ));
         }
@@ -378,7 +378,7 @@ impl Transaction {
         }
         let effective = operation.or(self.options.read_preference());
         match effective {
-            Some(rp) if rp.mode() != ReadPreferenceMode::Primary => Err(Error::invalid_argument(
+            Some(rp) if rp.mode() != ReadPreferenceMode::Primary => Err(Error::transaction(
                 "read preference in a transaction must be primary",
             )),
             _ => Ok(()),
@@ -413,8 +413,8 @@ impl Transaction {
     /// with the majority write concern.
     pub fn commit(&mut self) -> Result<Option<Document>> {
         match self.state {
-            TransactionState::None => Err(Error::client("No transaction started")),
-            TransactionState::Aborted => Err(Error::client(
+            TransactionState::None => Err(Error::transaction("No transaction started")),
+            TransactionState::Aborted => Err(Error::transaction(
                 "Cannot call commitTransaction after calling abortTransaction",
             )),
             TransactionState::Starting | TransactionState::CommittedEmpty => {
@@ -466,11 +466,13 @@ impl Transaction {
     /// Errors from the command itself are to be ignored by the caller.
     pub fn abort(&mut self) -> Result<Option<AbortCommand>> {
         match self.state {
-            TransactionState::None => Err(Error::client("No transaction started")),
-            TransactionState::Committed | TransactionState::CommittedEmpty => Err(Error::client(
-                "Cannot call abortTransaction after calling commitTransaction",
-            )),
-            TransactionState::Aborted => Err(Error::client("Cannot call abortTransaction twice")),
+            TransactionState::None => Err(Error::transaction("No transaction started")),
+            TransactionState::Committed | TransactionState::CommittedEmpty => Err(
+                Error::transaction("Cannot call abortTransaction after calling commitTransaction"),
+            ),
+            TransactionState::Aborted => {
+                Err(Error::transaction("Cannot call abortTransaction twice"))
+            }
             TransactionState::Starting => {
                 self.state = TransactionState::Aborted;
                 self.pinned = None;
@@ -588,6 +590,7 @@ mod tests {
 
     fn command_error(code: i32) -> Error {
         Error::from(CommandError {
+            base_backoff: None,
             raw_response: None,
             code,
             code_name: String::new(),

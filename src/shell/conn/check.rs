@@ -25,6 +25,9 @@ pub fn check_reply(reply: Document, address: &ServerAddress) -> Result<Document>
                 .collect()
         })
         .unwrap_or_default();
+    // A reply that was decoded re-encodes; were it not to, the error
+    // would only lack `server_response`.
+    let raw = bson::RawDocumentBuf::from_document(&reply).ok();
     let error = CommandError {
         code,
         code_name: reply.get_str("codeName").unwrap_or_default().to_string(),
@@ -34,8 +37,25 @@ pub fn check_reply(reply: Document, address: &ServerAddress) -> Result<Document>
             .to_string(),
         topology_version: reply.get_document("topologyVersion").ok().cloned(),
         address: Some(address.clone()),
+        base_backoff: base_backoff(&reply),
         // Last: the fields above are read from it first.
         raw_response: Some(reply),
     };
-    Err(Error::from(error).with_labels(labels))
+    let mut error = Error::from(error).with_labels(labels);
+    if let Some(raw) = raw {
+        error = error.with_server_response(raw);
+    }
+    Err(error)
+}
+
+/// The reply's `baseBackoffMS` (a number of milliseconds, sent with
+/// overload errors); a negative or non-numeric value is ignored.
+fn base_backoff(reply: &Document) -> Option<std::time::Duration> {
+    let millis = match reply.get("baseBackoffMS")? {
+        bson::Bson::Int32(n) => u64::try_from(*n).ok()?,
+        bson::Bson::Int64(n) => u64::try_from(*n).ok()?,
+        bson::Bson::Double(n) if n.is_finite() && *n >= 0.0 => *n as u64,
+        _ => return None,
+    };
+    Some(std::time::Duration::from_millis(millis))
 }

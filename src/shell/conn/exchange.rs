@@ -181,7 +181,7 @@ impl Connection {
     ) -> Result<Reply> {
         let deadline = self.begin_exchange_within(limit)?;
         let frame = self.transfer(bytes, Some(request_id), deadline)?;
-        let frame = frame.ok_or_else(|| Error::client("a reply was awaited"))?;
+        let frame = frame.ok_or_else(|| Error::internal("a reply was awaited"))?;
         let (reply, more_to_come) = wire::decode_command_reply(&frame.header, frame.body)
             .map_err(|e| self.with_address(e))?;
         self.refuse_more_to_come(more_to_come)?;
@@ -225,7 +225,7 @@ impl Connection {
     }
 
     fn decode_message(&self, frame: Option<Frame>) -> Result<Message> {
-        let frame = frame.ok_or_else(|| Error::client("a reply was awaited"))?;
+        let frame = frame.ok_or_else(|| Error::internal("a reply was awaited"))?;
         let message = wire::decode(&frame.header, &frame.body).map_err(|e| self.with_address(e))?;
         self.refuse_more_to_come(message.more_to_come())?;
         Ok(message)

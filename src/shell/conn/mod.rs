@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use bson::Document;
 
-use crate::error::{Error, ErrorKind};
+use crate::error::Error;
 use crate::proto::address::ServerAddress;
 use crate::proto::compression::Compressor;
 use crate::shell::clock::Clock;
@@ -245,13 +245,7 @@ impl Connection {
 
     #[cold]
     fn with_address(&self, e: Error) -> Error {
-        match e.kind() {
-            ErrorKind::Protocol {
-                address: None,
-                message,
-            } => Error::protocol(Some(self.address.clone()), message.clone()),
-            _ => e,
-        }
+        e.naming_sender(&self.address)
     }
 }
 

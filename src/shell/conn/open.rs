@@ -145,7 +145,7 @@ impl Connection {
     ) -> Result<()> {
         let server_name = crate::shell::tls::server_name(&self.address)?;
         if self.stream.tls.is_some() || self.stream.tcp_socket().is_none() {
-            return Err(Error::client("TLS can only start on a new TCP socket"));
+            return Err(Error::internal("TLS can only start on a new TCP socket"));
         }
         let session = rustls::ClientConnection::new(config.clone(), server_name)
             .map_err(|e| crate::shell::tls::handshake_error(&self.address, &e))?;

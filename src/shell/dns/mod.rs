@@ -181,6 +181,9 @@ impl DnsError {
         }
     }
 
+    /// The error of a failed look-up of a host's addresses: an I/O error
+    /// (of kind `TimedOut` when no answer came in time), as a socket's
+    /// connect would fail.
     fn context(self, what: &str) -> Error {
         let message = format!("DNS look-up of the {what} failed: {}", self.message);
         if self.timed_out {
@@ -192,6 +195,22 @@ impl DnsError {
         } else {
             Error::network_message(None, message)
         }
+    }
+}
+
+impl DnsError {
+    /// The error of a failed look-up of a `mongodb+srv` URI's SRV or TXT
+    /// records: [`ErrorKind::DnsResolve`](crate::error::ErrorKind::DnsResolve),
+    /// except that running out of time stays an I/O timeout (as every
+    /// deadline that passes on the network is).
+    fn srv_context(self, what: &str) -> Error {
+        if self.timed_out {
+            return self.context(what);
+        }
+        Error::dns_resolve(format!(
+            "DNS look-up of the {what} failed: {}",
+            self.message
+        ))
     }
 }
 
@@ -264,9 +283,9 @@ pub fn lookup_srv_and_txt(
             resolver.txt_lookup(host.as_str())
         )
     })
-    .map_err(|e| e.context(&both))?;
-    let srv = records_or_none(srv).map_err(|e| e.context(&format!("SRV record {srv_name}")))?;
-    let txt = records_or_none(txt).map_err(|e| e.context(&format!("TXT record {host}")))?;
+    .map_err(|e| e.srv_context(&both))?;
+    let srv = records_or_none(srv).map_err(|e| e.srv_context(&format!("SRV record {srv_name}")))?;
+    let txt = records_or_none(txt).map_err(|e| e.srv_context(&format!("TXT record {host}")))?;
     let targets = srv
         .iter()
         .filter_map(|record| match &record.data {

@@ -353,7 +353,10 @@ impl ClientState {
         session: &mut SessionSlot<'_>,
     ) -> std::result::Result<Result<Op::Output>, send::SendError> {
         let reply = outcome?;
-        match op.handle_reply_raw(reply, info) {
+        match op
+            .handle_reply_raw(reply, info)
+            .map_err(|e| e.naming_sender(address))
+        {
             Err(mut error) if carries_write_concern_error(&error) => {
                 self.topology
                     .handle_operation_error(address, generation, &error);

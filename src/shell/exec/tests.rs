@@ -21,6 +21,7 @@ const RETRYABLE: &str = "RetryableError";
 
 fn overload() -> Error {
     Error::from(CommandError {
+        base_backoff: None,
         raw_response: None,
         code: 462,
         code_name: "IngressRequestRateLimitExceeded".into(),

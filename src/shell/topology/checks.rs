@@ -151,10 +151,9 @@ impl Topology {
         deadline: Deadline,
     ) {
         let now = self.clock.now();
-        let cut_short = end.error().is_some_and(|error| {
-            matches!(error.kind(), ErrorKind::Network { timeout: true, .. })
-                && deadline.expired(now)
-        });
+        let cut_short = end
+            .error()
+            .is_some_and(|error| error.is_network_timeout() && deadline.expired(now));
         let outcome = match end {
             CheckEnd::Replied(reply) => {
                 if let Some(connection) = self.connections.get_mut(address) {

@@ -19,7 +19,9 @@ impl Topology {
         error: &Error,
     ) {
         let service_id = self.connections.get(address).and_then(|c| c.service_id());
-        if error.is_network_error() || matches!(error.kind(), crate::ErrorKind::Protocol { .. }) {
+        if error.is_network_error()
+            || matches!(error.kind(), crate::ErrorKind::InvalidResponse { .. })
+        {
             self.connections.remove(address);
         }
         if self.is_load_balanced() {

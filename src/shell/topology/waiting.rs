@@ -106,7 +106,7 @@ impl Topology {
             return Err(error);
         }
         let (ServerAddress::Tcp { host, .. }, Some(port)) = (address, address.port()) else {
-            return Err(Error::client("only TCP checks overlap"));
+            return Err(Error::internal("only TCP checks overlap"));
         };
         let mut resolver = self.resolver().clone();
         resolver.known_hosts = self.scan_known_hosts.clone();

@@ -121,7 +121,7 @@ pub(super) fn hello_replied(pending: Pending, clock: &dyn Clock) -> Finished {
                 (Err(error), Some(auth)) => Ok(Checked::AuthFailed(auth, error)),
             }
         }
-        Job::Handshake(_) => Err(Error::client("a new socket's check has no hello to read")),
+        Job::Handshake(_) => Err(Error::internal("a new socket's check has no hello to read")),
     };
     Finished {
         address,
