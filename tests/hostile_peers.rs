@@ -93,9 +93,8 @@ fn selection_against_a_server_that_drops_connections_names_that_first() {
     );
 }
 
-/// Answers every `hello` as a standalone without sessions (no
-/// `logicalSessionTimeoutMinutes`) and every other command with what
-/// `answer` gives for it; `None` closes the socket instead.
+/// Answers every `hello` as a standalone and every other command with
+/// what `answer` gives for it; `None` closes the socket instead.
 fn answering(answer: fn(&Document) -> Option<Document>) -> impl Fn(TcpStream) + Clone {
     move |mut stream: TcpStream| {
         while let Ok(Some(request)) = raw::read_frame(&mut stream) {
@@ -182,26 +181,5 @@ fn a_command_error_keeps_the_whole_reply_and_the_servers_backoff() {
     assert_eq!(
         reply.get_str("note").unwrap(),
         "a field the error has no place for"
-    );
-}
-
-#[test]
-fn an_explicit_session_on_a_deployment_without_sessions_is_refused() {
-    let port = fake_server(answering(|_| {
-        Some(doc! { "ok": 1, "cursor": { "id": 0_i64, "ns": "db.coll", "firstBatch": [] } })
-    }));
-    let client = client_of(port);
-    let coll = client.database("db").collection::<Document>("coll");
-    // Without a session the deployment serves the operation.
-    assert_eq!(coll.find_one(doc! {}).run().expect("no session"), None);
-    let mut session = client.start_session().run().expect("a session handle");
-    let error = coll
-        .find_one(doc! {})
-        .session(&mut session)
-        .run()
-        .expect_err("sessions are not supported");
-    assert!(
-        matches!(error.kind(), ErrorKind::SessionsNotSupported),
-        "{error:?}"
     );
 }

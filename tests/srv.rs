@@ -159,10 +159,9 @@ fn an_unanswered_srv_look_up_fails_within_connect_timeout_and_names_the_records(
     let start = Instant::now();
     let error = ping(&client).unwrap_err();
     let elapsed = start.elapsed();
-    assert!(
-        matches!(error.kind(), mongo_inline::ErrorKind::DnsResolve { .. }),
-        "{error:?}"
-    );
+    // Running out of time is an I/O timeout, as on a socket; only a look-up
+    // that gets an answer it cannot use is `DnsResolve`.
+    assert!(error.is_network_timeout(), "{error:?}");
     let error = error.to_string();
     assert!(elapsed < Duration::from_millis(1000), "took {elapsed:?}");
     assert!(elapsed >= Duration::from_millis(250), "took {elapsed:?}");
@@ -375,8 +374,13 @@ fn junk_from_the_name_server_fails_the_look_up_naming_the_record() {
         &dns,
     );
     let start = Instant::now();
-    let error = ping(&client).unwrap_err().to_string();
+    let error = ping(&client).unwrap_err();
     let elapsed = start.elapsed();
+    assert!(
+        matches!(error.kind(), mongo_inline::ErrorKind::DnsResolve { .. }),
+        "{error:?}"
+    );
+    let error = error.to_string();
     assert!(elapsed < Duration::from_millis(1000), "took {elapsed:?}");
     assert!(
         error.contains(&format!("SRV record {}", srv_name())),

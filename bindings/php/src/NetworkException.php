@@ -4,7 +4,7 @@ declare(strict_types=1);
 
 namespace MongoInline;
 
-/** A socket failed or could not be opened. */
+/** A socket failed or could not be opened, or a mongodb+srv look-up failed. */
 class NetworkException extends Exception
 {
 }

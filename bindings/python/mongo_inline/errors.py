@@ -34,7 +34,7 @@ class MongoInlineError(Exception):
 
 
 class ArgumentError(MongoInlineError, ValueError):
-    """An invalid argument: bad URI, bad option, invalid name."""
+    """An invalid argument: bad URI, bad option, invalid name, unusable TLS file."""
 
     domain = 1
 
@@ -44,7 +44,7 @@ class InvalidDocument(ArgumentError):
 
 
 class NetworkError(MongoInlineError):
-    """A socket failed or could not be opened."""
+    """A socket failed or could not be opened, or a mongodb+srv look-up failed."""
 
     domain = 2
 
