@@ -314,6 +314,44 @@ fn bad_stored_data_is_an_error_never_a_short_read() {
 }
 
 #[test]
+fn an_abort_whose_chunks_cannot_be_deleted_is_an_abort_error() {
+    // The fail point only answers this client (its appName), so the other
+    // tests of the binary, on the same server, are not touched.
+    let client = Client::with_uri_str(format!(
+        "{}/?directConnection=true&appName=gridfs_abort_error",
+        TestServer::shared().uri()
+    ))
+    .unwrap();
+    let bucket = bucket(&client, "abort_error", 4);
+    let mut upload = bucket.open_upload_stream("aborted").run().unwrap();
+    upload.write_all(&pattern(10)).unwrap();
+    let admin = client.database("admin");
+    admin
+        .run_command(doc! {
+            "configureFailPoint": "failCommand", "mode": { "times": 1 },
+            "data": {
+                "failCommands": ["delete"], "errorCode": 2,
+                "appName": "gridfs_abort_error",
+            },
+        })
+        .run()
+        .unwrap();
+    let error = upload.abort().expect_err("the chunks cannot be deleted");
+    admin
+        .run_command(doc! { "configureFailPoint": "failCommand", "mode": "off" })
+        .run()
+        .unwrap();
+    match error.kind() {
+        ErrorKind::GridFs(GridFsErrorKind::AbortError {
+            original_error: None,
+            delete_error,
+            ..
+        }) => assert_eq!(delete_error.code(), Some(2), "{delete_error}"),
+        other => panic!("not an abort error: {other:?}"),
+    }
+}
+
+#[test]
 fn an_upload_that_stops_leaves_no_file() {
     let client = client();
     let bucket = bucket(&client, "stopped", 4);
