@@ -421,11 +421,27 @@ pub struct CommandError {
     pub address: Option<ServerAddress>,
     /// How long the server asks a retry to back off at least
     /// (`baseBackoffMS`, sent with overload errors).
+    #[serde(
+        rename = "baseBackoffMS",
+        default,
+        deserialize_with = "base_backoff_from_millis"
+    )]
     pub base_backoff: Option<std::time::Duration>,
     /// The server's whole reply (`errInfo`, `keyPattern`, ... beside the
     /// fields above); `None` for an error the driver made itself.
     #[serde(skip)]
     pub raw_response: Option<Document>,
+}
+
+/// `baseBackoffMS` as the official crate reads it: a number of milliseconds.
+fn base_backoff_from_millis<'de, D>(
+    deserializer: D,
+) -> std::result::Result<Option<std::time::Duration>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let millis: Option<u64> = serde::Deserialize::deserialize(deserializer)?;
+    Ok(millis.map(std::time::Duration::from_millis))
 }
 
 impl fmt::Display for CommandError {
