@@ -27,6 +27,14 @@ use crate::proto::collation::Collation;
 use crate::proto::concern::{ReadConcern, WriteConcern};
 use crate::proto::read_preference::SelectionCriteria;
 
+mod server_values;
+pub use server_values::{
+    ChangeStreamPreAndPostImages, ChangeStreamPreAndPostImagesBuilder, ClusteredIndex,
+    CommitQuorum, IndexOptionDefaults, IndexOptionDefaultsBuilder, IndexVersion,
+    Sphere2DIndexVersion, TextIndexVersion, TimeseriesGranularity, TimeseriesOptions,
+    TimeseriesOptionsBuilder,
+};
+
 /// Declares an options struct with public `Option` fields and a setter per field.
 macro_rules! options_struct {
     // The official `#[serde_with::skip_serializing_none]`: every unset
@@ -733,16 +741,17 @@ options_struct! {
         collation: Collation,
         /// The write concern of this operation.
         write_concern: WriteConcern,
-        /// `indexOptionDefaults`.
-        index_option_defaults: Document,
-        /// `timeseries`.
-        timeseries: Document,
+        /// The defaults of its indexes (`indexOptionDefaults`).
+        index_option_defaults: IndexOptionDefaults,
+        /// Makes a time-series collection (`timeseries`, MongoDB 5.0+).
+        timeseries: TimeseriesOptions,
         /// `expireAfterSeconds` (time series and clustered collections).
         expire_after_seconds: i64,
-        /// `changeStreamPreAndPostImages`.
-        change_stream_pre_and_post_images: Document,
-        /// `clusteredIndex`.
-        clustered_index: Document,
+        /// Whether change streams can see documents before and after each
+        /// change (`changeStreamPreAndPostImages`, MongoDB 6.0+).
+        change_stream_pre_and_post_images: ChangeStreamPreAndPostImages,
+        /// Makes a clustered collection (`clusteredIndex`, MongoDB 5.3+).
+        clustered_index: ClusteredIndex,
         /// `comment`.
         comment: Bson,
     }
@@ -851,7 +860,7 @@ options_struct! {
     #[serde(rename_all = "camelCase", deny_unknown_fields)]
     pub struct CreateIndexOptions {
         /// How many data-bearing members must be ready (`commitQuorum`, 4.4+).
-        commit_quorum: Bson,
+        commit_quorum: CommitQuorum,
         /// Server-side time limit (`maxTimeMS`).
         #[serde(rename = "maxTimeMS", default, with = "crate::proto::serde_util::millis")]
         max_time: Duration,
@@ -1045,11 +1054,11 @@ options_struct! {
         /// Text index: the field naming each document's language (`language_override`).
         language_override: String,
         /// Text index version (`textIndexVersion`).
-        text_index_version: i32,
+        text_index_version: TextIndexVersion,
         /// Wildcard index: the fields it covers (`wildcardProjection`).
         wildcard_projection: Document,
         /// 2dsphere index version (`2dsphereIndexVersion`).
-        sphere_2d_index_version: i32,
+        sphere_2d_index_version: Sphere2DIndexVersion,
         /// 2d index: geohash precision (`bits`).
         bits: i32,
         /// 2d index: lower bound of the coordinates (`min`).
@@ -1059,7 +1068,7 @@ options_struct! {
         /// Storage-engine settings (`storageEngine`).
         storage_engine: Document,
         /// Index version (`v`).
-        version: i32,
+        version: IndexVersion,
         /// Specification fields this type does not name, sent as given.
         other: Document,
     }
@@ -1097,14 +1106,17 @@ impl IndexOptions {
             "language_override",
             self.language_override.clone().map(Bson::String),
         );
-        put("textIndexVersion", self.text_index_version.map(Bson::Int32));
+        put(
+            "textIndexVersion",
+            self.text_index_version.clone().map(Bson::from),
+        );
         put(
             "wildcardProjection",
             self.wildcard_projection.clone().map(Bson::Document),
         );
         put(
             "2dsphereIndexVersion",
-            self.sphere_2d_index_version.map(Bson::Int32),
+            self.sphere_2d_index_version.clone().map(Bson::from),
         );
         put("bits", self.bits.map(Bson::Int32));
         put("min", self.min.map(Bson::Double));
@@ -1113,7 +1125,7 @@ impl IndexOptions {
             "storageEngine",
             self.storage_engine.clone().map(Bson::Document),
         );
-        put("v", self.version.map(Bson::Int32));
+        put("v", self.version.clone().map(Bson::from));
         for (key, value) in self.other.iter().flatten() {
             if !spec.contains_key(key) {
                 spec.insert(key.clone(), value.clone());
@@ -1130,49 +1142,7 @@ impl From<Document> for IndexOptions {
         let mut options = IndexOptions::default();
         let mut other = Document::new();
         for (key, value) in spec {
-            let known = match (key.as_str(), &value) {
-                ("name", Bson::String(s)) => options.name.replace(s.clone()).is_none(),
-                ("unique", Bson::Boolean(b)) => options.unique.replace(*b).is_none(),
-                ("sparse", Bson::Boolean(b)) => options.sparse.replace(*b).is_none(),
-                ("hidden", Bson::Boolean(b)) => options.hidden.replace(*b).is_none(),
-                ("expireAfterSeconds", v) => match whole_seconds(v) {
-                    Some(d) => options.expire_after.replace(d).is_none(),
-                    None => false,
-                },
-                ("partialFilterExpression", Bson::Document(d)) => options
-                    .partial_filter_expression
-                    .replace(d.clone())
-                    .is_none(),
-                ("collation", Bson::Document(d)) => match bson::from_document(d.clone()) {
-                    Ok(collation) => options.collation.replace(collation).is_none(),
-                    Err(_) => false,
-                },
-                ("weights", Bson::Document(d)) => options.weights.replace(d.clone()).is_none(),
-                ("default_language", Bson::String(s)) => {
-                    options.default_language.replace(s.clone()).is_none()
-                }
-                ("language_override", Bson::String(s)) => {
-                    options.language_override.replace(s.clone()).is_none()
-                }
-                ("textIndexVersion", Bson::Int32(v)) => {
-                    options.text_index_version.replace(*v).is_none()
-                }
-                ("wildcardProjection", Bson::Document(d)) => {
-                    options.wildcard_projection.replace(d.clone()).is_none()
-                }
-                ("2dsphereIndexVersion", Bson::Int32(v)) => {
-                    options.sphere_2d_index_version.replace(*v).is_none()
-                }
-                ("bits", Bson::Int32(v)) => options.bits.replace(*v).is_none(),
-                ("min", Bson::Double(v)) => options.min.replace(*v).is_none(),
-                ("max", Bson::Double(v)) => options.max.replace(*v).is_none(),
-                ("storageEngine", Bson::Document(d)) => {
-                    options.storage_engine.replace(d.clone()).is_none()
-                }
-                ("v", Bson::Int32(v)) => options.version.replace(*v).is_none(),
-                _ => false,
-            };
-            if !known {
+            if !options.read_field(&key, &value) {
                 other.insert(key, value);
             }
         }
@@ -1180,6 +1150,70 @@ impl From<Document> for IndexOptions {
             options.other = Some(other);
         }
         options
+    }
+}
+
+impl IndexOptions {
+    /// Sets the field an index specification's `key` names, if `value`
+    /// has its type and it is not set yet; false when it is left.
+    fn read_field(&mut self, key: &str, value: &Bson) -> bool {
+        let text = || value.as_str().map(str::to_string);
+        let document = || value.as_document().cloned();
+        match key {
+            "name" => take(&mut self.name, text()),
+            "unique" => take(&mut self.unique, value.as_bool()),
+            "sparse" => take(&mut self.sparse, value.as_bool()),
+            "hidden" => take(&mut self.hidden, value.as_bool()),
+            "expireAfterSeconds" => take(&mut self.expire_after, whole_seconds(value)),
+            "partialFilterExpression" => take(&mut self.partial_filter_expression, document()),
+            "collation" => take(
+                &mut self.collation,
+                document().and_then(|d| bson::from_document(d).ok()),
+            ),
+            "weights" => take(&mut self.weights, document()),
+            "default_language" => take(&mut self.default_language, text()),
+            "language_override" => take(&mut self.language_override, text()),
+            "textIndexVersion" => take(
+                &mut self.text_index_version,
+                version_number(value).and_then(TextIndexVersion::from_number),
+            ),
+            "wildcardProjection" => take(&mut self.wildcard_projection, document()),
+            "2dsphereIndexVersion" => take(
+                &mut self.sphere_2d_index_version,
+                version_number(value).and_then(Sphere2DIndexVersion::from_number),
+            ),
+            "bits" => take(&mut self.bits, value.as_i32()),
+            "min" => take(&mut self.min, value.as_f64()),
+            "max" => take(&mut self.max, value.as_f64()),
+            "storageEngine" => take(&mut self.storage_engine, document()),
+            "v" => take(
+                &mut self.version,
+                version_number(value).and_then(IndexVersion::from_number),
+            ),
+            _ => false,
+        }
+    }
+}
+
+/// Fills `slot` with `value` when it is empty and `value` is some.
+fn take<T>(slot: &mut Option<T>, value: Option<T>) -> bool {
+    match value {
+        Some(value) if slot.is_none() => {
+            *slot = Some(value);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// An index version as a listing gives it (an `int`, a `long` or a whole
+/// `double`), when it is one.
+fn version_number(value: &Bson) -> Option<i64> {
+    match value {
+        Bson::Int32(v) => Some(i64::from(*v)),
+        Bson::Int64(v) => Some(*v),
+        Bson::Double(v) if v.fract() == 0.0 && v.abs() <= f64::from(u32::MAX) => Some(*v as i64),
+        _ => None,
     }
 }
 
@@ -1296,14 +1330,18 @@ impl CreateCollectionOptions {
             }),
             collation: doc("collation").and_then(|c| bson::from_document(c).ok()),
             write_concern: None,
-            index_option_defaults: doc("indexOptionDefaults"),
-            timeseries: doc("timeseries"),
+            index_option_defaults: doc("indexOptionDefaults")
+                .and_then(|d| bson::from_document(d).ok()),
+            timeseries: doc("timeseries").and_then(|d| bson::from_document(d).ok()),
             expire_after_seconds: listed
                 .get("expireAfterSeconds")
                 .and_then(bson_to_u64)
                 .and_then(|s| i64::try_from(s).ok()),
-            change_stream_pre_and_post_images: doc("changeStreamPreAndPostImages"),
-            clustered_index: doc("clusteredIndex"),
+            change_stream_pre_and_post_images: doc("changeStreamPreAndPostImages")
+                .and_then(|d| bson::from_document(d).ok()),
+            clustered_index: listed
+                .get("clusteredIndex")
+                .and_then(ClusteredIndex::from_listed),
             comment: None,
         }
     }
@@ -1423,12 +1461,18 @@ mod tests {
             "name": "ttl", "unique": true, "expireAfterSeconds": 60,
             "partialFilterExpression": { "a": { "$gt": 1 } }, "v": 2,
             "futureOption": "kept", "sparse": "not a bool",
+            "textIndexVersion": 3, "2dsphereIndexVersion": 9_i64,
         };
         let options = IndexOptions::from(spec.clone());
         assert_eq!(options.name.as_deref(), Some("ttl"));
         assert_eq!(options.unique, Some(true));
         assert_eq!(options.expire_after, Some(Duration::from_secs(60)));
-        assert_eq!(options.version, Some(2));
+        assert_eq!(options.version, Some(IndexVersion::V2));
+        assert_eq!(options.text_index_version, Some(TextIndexVersion::V3));
+        assert_eq!(
+            options.sphere_2d_index_version,
+            Some(Sphere2DIndexVersion::Custom(9))
+        );
         // A field of an unexpected type is not dropped: it is sent as given.
         assert_eq!(options.sparse, None);
         assert_eq!(
@@ -1437,6 +1481,10 @@ mod tests {
         );
         let sent = options.to_document();
         assert_eq!(sent.get_i64("expireAfterSeconds"), Ok(60));
+        // Versions go as the server's `int`, as the official driver sends them.
+        assert_eq!(sent.get_i32("textIndexVersion"), Ok(3));
+        assert_eq!(sent.get_i32("2dsphereIndexVersion"), Ok(9));
+        assert_eq!(sent.get_i32("v"), Ok(2));
         for key in spec.keys() {
             assert!(sent.contains_key(key), "{key} is not sent");
         }

@@ -13,7 +13,9 @@ use bson::{Bson, Document};
 
 use crate::error::{Error, Result};
 use crate::proto::coll_options::{
-    CursorType, Hint, ReturnDocument, ValidationAction, ValidationLevel,
+    ChangeStreamPreAndPostImages, ClusteredIndex, CommitQuorum, CursorType, Hint,
+    IndexOptionDefaults, IndexVersion, ReturnDocument, Sphere2DIndexVersion, TextIndexVersion,
+    TimeseriesOptions, ValidationAction, ValidationLevel,
 };
 use crate::proto::collation::Collation;
 use crate::proto::concern::{Acknowledgment, ReadConcern, WriteConcern};
@@ -186,6 +188,43 @@ impl OptionValue for Duration {
             Duration::from_secs(n)
         } else {
             Duration::from_millis(n)
+        })
+    }
+}
+
+/// Options whose value is read by their serde form (the official
+/// driver's), with what they need named in the error.
+macro_rules! serde_option_value {
+    ($($ty:ty => $wanted:literal),* $(,)?) => {
+        $(
+            impl OptionValue for $ty {
+                fn from_option(key: &str, value: Bson) -> Result<Self> {
+                    bson::from_bson(value.clone()).map_err(|_| mistyped(key, $wanted, &value))
+                }
+            }
+        )*
+    };
+}
+
+serde_option_value! {
+    IndexVersion => "an index version number",
+    TextIndexVersion => "a text index version number",
+    Sphere2DIndexVersion => "a 2dsphere index version number",
+    CommitQuorum => "a number of members or a name (\"majority\", \"votingMembers\", a tag)",
+    TimeseriesOptions => "a document with a string \"timeField\"",
+    IndexOptionDefaults => "a document with a document \"storageEngine\"",
+    ChangeStreamPreAndPostImages => "a document with a boolean \"enabled\"",
+}
+
+impl OptionValue for ClusteredIndex {
+    /// The index, or `true` for the default one (as a listing gives it).
+    fn from_option(key: &str, value: Bson) -> Result<Self> {
+        ClusteredIndex::from_listed(&value).ok_or_else(|| {
+            mistyped(
+                key,
+                "a document with \"key\" and \"unique\", or true",
+                &value,
+            )
         })
     }
 }
@@ -484,5 +523,51 @@ mod tests {
             .set_named("expireAfterSeconds", Bson::Int32(60))
             .unwrap();
         assert_eq!(index.expire_after, Some(Duration::from_secs(60)));
+    }
+
+    #[test]
+    fn typed_index_and_collection_options_are_read_from_their_documents() {
+        use crate::proto::coll_options::{
+            CreateCollectionOptions, CreateIndexOptions, TimeseriesGranularity,
+        };
+        let options = CreateIndexOptions::from_named([("commitQuorum".into(), Bson::Int32(2))]);
+        assert_eq!(options.unwrap().commit_quorum, Some(CommitQuorum::Nodes(2)));
+        let error = CreateIndexOptions::from_named([("commitQuorum".into(), Bson::Boolean(true))])
+            .unwrap_err();
+        assert!(error.to_string().contains("commitQuorum"), "{error}");
+
+        let mut index = IndexOptions::default();
+        index.set_named("v", Bson::Int32(1)).unwrap();
+        index
+            .set_named("2dsphereIndexVersion", Bson::Int64(3))
+            .unwrap();
+        assert_eq!(index.version, Some(IndexVersion::V1));
+        assert_eq!(
+            index.sphere_2d_index_version,
+            Some(Sphere2DIndexVersion::V3)
+        );
+
+        let created = CreateCollectionOptions::from_named([
+            (
+                "timeseries".into(),
+                Bson::Document(bson::doc! { "timeField": "at", "granularity": "minutes" }),
+            ),
+            ("clusteredIndex".into(), Bson::Boolean(true)),
+            (
+                "changeStreamPreAndPostImages".into(),
+                Bson::Document(bson::doc! { "enabled": true }),
+            ),
+        ])
+        .unwrap();
+        let series = created.timeseries.unwrap();
+        assert_eq!(series.granularity, Some(TimeseriesGranularity::Minutes));
+        assert_eq!(created.clustered_index, Some(ClusteredIndex::default()));
+        assert!(created.change_stream_pre_and_post_images.unwrap().enabled);
+        let error = CreateCollectionOptions::from_named([(
+            "timeseries".into(),
+            Bson::Document(bson::doc! { "metaField": "m" }),
+        )])
+        .unwrap_err();
+        assert!(error.to_string().contains("timeField"), "{error}");
     }
 }

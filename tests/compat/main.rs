@@ -58,6 +58,7 @@ programs! {
     aggregation,
     database_aggregate,
     indexes,
+    index_collection_options,
     collections,
     admin_listings,
     transactions,

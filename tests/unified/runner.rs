@@ -74,6 +74,12 @@ fn fail<T>(reason: impl Into<String>) -> Outcome<T> {
     Err(Failure::Fail(reason.into()))
 }
 
+/// A typed option (`timeseries`, `clusteredIndex`, ...) read from the
+/// test's document by its serde form, as the official driver's runner does.
+fn from_spec_document<T: serde::de::DeserializeOwned>(value: Document, what: &str) -> Outcome<T> {
+    bson::from_document(value).map_err(|e| Failure::Fail(format!("{what}: {e}")))
+}
+
 /// Why the tests with thread entities do not run. The format spec has no
 /// rule for drivers without concurrent operations; every such test here is
 /// about a connection pool under concurrent checkouts (interruptInUse pool
@@ -2954,16 +2960,19 @@ fn database_operation(
                 o = o.max(v as u64);
             }
             if let Some(v) = args.doc("timeseries")? {
-                o = o.timeseries(v);
+                o = o.timeseries(from_spec_document(v, "timeseries")?);
             }
             if let Some(v) = args.int("expireAfterSeconds")? {
                 o = o.expire_after_seconds(v);
             }
             if let Some(v) = args.doc("clusteredIndex")? {
-                o = o.clustered_index(v);
+                o = o.clustered_index(from_spec_document(v, "clusteredIndex")?);
             }
             if let Some(v) = args.doc("changeStreamPreAndPostImages")? {
-                o = o.change_stream_pre_and_post_images(v);
+                o = o.change_stream_pre_and_post_images(from_spec_document(
+                    v,
+                    "changeStreamPreAndPostImages",
+                )?);
             }
             if let Some(Bson::String(v)) = args.take("viewOn") {
                 o = o.view_on(v);

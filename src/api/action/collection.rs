@@ -14,7 +14,7 @@ use crate::api::coll::Collection;
 use crate::api::cursor::{Cursor, SessionCursor};
 use crate::error::Result;
 use crate::proto::coll_options::{
-    AggregateOptions, BulkWriteOptions, CountOptions, CreateIndexOptions, CursorType,
+    AggregateOptions, BulkWriteOptions, CommitQuorum, CountOptions, CreateIndexOptions, CursorType,
     DeleteOptions, DistinctOptions, DropCollectionOptions, DropIndexOptions,
     EstimatedDocumentCountOptions, FindOneAndDeleteOptions, FindOneAndReplaceOptions,
     FindOneAndUpdateOptions, FindOptions, Hint, IndexModel, InsertManyOptions, InsertOneOptions,
@@ -982,7 +982,7 @@ impl<'a, M> CreateIndex<'a, M> {
     }
 
     option_setters!(CreateIndexOptions {
-        commit_quorum: Bson,
+        commit_quorum: CommitQuorum,
         max_time: Duration,
         write_concern: WriteConcern,
         comment: Bson,

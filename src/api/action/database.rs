@@ -14,10 +14,13 @@ use crate::api::client_session::ClientSession;
 use crate::api::cursor::{Cursor, SessionCursor};
 use crate::error::{Error, Result};
 use crate::proto::coll_options::{
+    ChangeStreamPreAndPostImages, ClusteredIndex, IndexOptionDefaults, TimeseriesOptions,
+    ValidationAction, ValidationLevel,
+};
+use crate::proto::coll_options::{
     CreateCollectionOptions, CursorType, DropDatabaseOptions, ListCollectionsOptions,
     ListDatabasesOptions, RunCommandOptions, RunCursorCommandOptions,
 };
-use crate::proto::coll_options::{ValidationAction, ValidationLevel};
 use crate::proto::collation::Collation;
 use crate::proto::collection_spec::CollectionSpecification;
 use crate::proto::operation::{self, check_database_name, Operation};
@@ -240,11 +243,11 @@ impl<'a> CreateCollection<'a> {
         pipeline: Vec<Document>,
         collation: Collation,
         write_concern: WriteConcern,
-        index_option_defaults: Document,
-        timeseries: Document,
+        index_option_defaults: IndexOptionDefaults,
+        timeseries: TimeseriesOptions,
         expire_after_seconds: i64,
-        change_stream_pre_and_post_images: Document,
-        clustered_index: Document,
+        change_stream_pre_and_post_images: ChangeStreamPreAndPostImages,
+        clustered_index: ClusteredIndex,
         comment: Bson,
     });
     session_setter!();

@@ -108,6 +108,7 @@ impl Operation for CreateIndexes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::proto::coll_options::CommitQuorum;
     use crate::proto::operation::test_support::{ns, server};
 
     #[test]
@@ -117,7 +118,7 @@ mod tests {
             IndexModel::new(doc! { "t": "text" })
                 .options(doc! { "unique": true, "name": "my_text" }),
         ];
-        let options = CreateIndexOptions::default().commit_quorum(Bson::from("majority"));
+        let options = CreateIndexOptions::default().commit_quorum(CommitQuorum::Majority);
         let mut create = CreateIndexes::new(ns(), indexes, options).unwrap();
         assert_eq!(
             create.build(&server()).unwrap().body,
