@@ -4,7 +4,7 @@
 //! reads 40 MB (batches of up to 16 MiB, the server's cap) through `run_command` and through `find`, prints
 //! the figures and bounds them by 2.5× the reply's size (1.75× through a
 //! cursor, which keeps the batch as bytes). A GridFS file streamed in and
-//! out holds a few chunks, however long it is.
+//! out holds one chunk, however long it is.
 
 // Timing real servers and processes is this crate's job; the one-clock rule
 // (clippy.toml) is the library's.
@@ -129,14 +129,15 @@ fn reading_large_batches_peaks_under_two_and_a_half_times_the_reply() {
         mb(find_peak)
     );
 
-    gridfs_streams_hold_a_few_chunks(&db);
+    gridfs_streams_hold_one_chunk(&db);
 }
 
-/// A GridFS file streamed in and out holds a bounded number of chunks
-/// however long it is (the 1 GB round trip through the CLI is
-/// benches/gridfs_cli_rss.sh): writing, the chunk document and the message
-/// that sends it; reading, the chunk in hand and the reply it came in.
-fn gridfs_streams_hold_a_few_chunks(db: &mongo_inline::Database) {
+/// A GridFS file streamed in and out holds one chunk however long it is
+/// (the 1 GB round trip through the CLI is benches/gridfs_cli_rss.sh):
+/// writing, the chunk document the caller's bytes are appended to, which
+/// the insert's message is written from; reading, the reply the chunk came
+/// in, whose buffer receives the next one.
+fn gridfs_streams_hold_one_chunk(db: &mongo_inline::Database) {
     use std::io::Read;
     let bucket = db.gridfs_bucket(None);
     let chunk = bucket.chunk_size_bytes() as usize;
@@ -159,16 +160,19 @@ fn gridfs_streams_hold_a_few_chunks(db: &mongo_inline::Database) {
         in_chunks(upload_peak),
         in_chunks(download_peak)
     );
-    // A doubling chunk document and the buffer kept beside it made the
-    // upload 4.0 chunks; the chunk before the next one in hand made the
-    // download 3.0.
+    // Measured 1.03 and 1.08 chunks. A doubling chunk document and the
+    // buffer kept beside it made the upload 4.0 chunks, then the chunk
+    // document beside the message made of it 2.0; the chunk before the
+    // next one in hand made the download 3.0, then the chunk copied out of
+    // its reply and the next reply's buffer growing as it arrived 2.0.
+    let one_chunk_and_a_bit = chunk * 5 / 4;
     assert!(
-        upload_peak < chunk * 5 / 2,
+        upload_peak < one_chunk_and_a_bit,
         "upload peaked at {:.2} chunks",
         in_chunks(upload_peak)
     );
     assert!(
-        download_peak < chunk * 5 / 2,
+        download_peak < one_chunk_and_a_bit,
         "download peaked at {:.2} chunks",
         in_chunks(download_peak)
     );

@@ -56,6 +56,8 @@ pub(crate) struct Batches {
     pid: u32,
     /// The document `advance` moved to, for `current`.
     current: Option<bson::RawDocumentBuf>,
+    /// A buffer the reader is done with, for the next `getMore`'s reply.
+    spare_buffer: Vec<u8>,
 }
 
 impl Batches {
@@ -75,6 +77,7 @@ impl Batches {
             timed_out: false,
             pid: std::process::id(),
             current: None,
+            spare_buffer: Vec::new(),
         }
     }
 
@@ -226,6 +229,9 @@ impl Batches {
         };
         let target = self.target();
         let mut state = self.client.state()?;
+        if self.spare_buffer.capacity() > 0 {
+            state.offer_read_buffer(std::mem::take(&mut self.spare_buffer));
+        }
         let executed = state.execute(&mut get_more, session, inherited, target)?;
         state.check_in(executed.implicit_session);
         drop(state);
@@ -340,6 +346,13 @@ impl<T> Cursor<T> {
     /// The server-side cursor id; 0 once the server has closed it.
     pub fn id(&self) -> i64 {
         self.batches.spec.id
+    }
+
+    /// Takes the bytes of a document this cursor returned, once read, to
+    /// receive the next batch in (GridFS's download: one chunk-sized
+    /// buffer for the whole file, not a new one per chunk).
+    pub(crate) fn recycle_buffer(&mut self, bytes: Vec<u8>) {
+        self.batches.spare_buffer = bytes;
     }
 
     /// The server the cursor lives on.

@@ -5,7 +5,8 @@
 
 use std::time::Duration;
 
-use bson::{Bson, DateTime, Document, RawDocument};
+use bson::oid::ObjectId;
+use bson::{Bson, DateTime, Document, RawBson, RawDocument, RawDocumentBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, GridFsErrorKind, Result};
@@ -315,6 +316,113 @@ pub(crate) fn same_index_keys(existing: &Document, wanted: &[(&str, i32)]) -> bo
             })
 }
 
+/// One upload's chunk documents, `{_id, files_id, n, data}`, built in one
+/// buffer for every chunk of the file: the fields before `data` have the
+/// same length in each chunk (an ObjectId, the file's id, an int32), so
+/// the data's bytes are appended in place at a fixed offset and the fields
+/// before them are written when the chunk is sent. Allocated once, with
+/// room for a whole chunk: the allocator is never asked for a chunk-sized
+/// block again, and the bytes are never copied into another document.
+#[derive(Debug)]
+pub(crate) struct ChunkBuffer {
+    /// The head's room (zeros until [`Self::seal`]), then the data.
+    bytes: Vec<u8>,
+    /// The head's length: where the data starts.
+    data_start: usize,
+    chunk_size: usize,
+}
+
+impl ChunkBuffer {
+    /// A buffer for the chunks of the file `files_id`; nothing is
+    /// allocated until the first [`Self::append`].
+    pub(crate) fn new(files_id: &RawBson, chunk_size: u32) -> Self {
+        let data_start = chunk_head(ObjectId::from_bytes([0; 12]), files_id, 0, 0).len();
+        ChunkBuffer {
+            bytes: Vec::new(),
+            data_start,
+            chunk_size: chunk_size as usize,
+        }
+    }
+
+    /// Appends as much of `data` as the chunk has room for; returns how
+    /// much.
+    pub(crate) fn append(&mut self, data: &[u8]) -> usize {
+        if self.bytes.capacity() == 0 {
+            // The head, the data, the document's closing NUL.
+            self.bytes
+                .reserve_exact(self.data_start + self.chunk_size + 1);
+        }
+        if self.bytes.is_empty() {
+            self.bytes.resize(self.data_start, 0);
+        }
+        let taken = (self.chunk_size - self.data_len()).min(data.len());
+        self.bytes.extend_from_slice(&data[..taken]);
+        taken
+    }
+
+    /// The data bytes of the chunk being filled.
+    pub(crate) fn data_len(&self) -> usize {
+        self.bytes.len().saturating_sub(self.data_start)
+    }
+
+    /// Whether the chunk holds `chunk_size` bytes.
+    pub(crate) fn is_full(&self) -> bool {
+        self.data_len() == self.chunk_size
+    }
+
+    /// The chunk as a document, `_id` and `n` given; the buffer is empty
+    /// until [`Self::reuse`] gives its bytes back.
+    pub(crate) fn seal(
+        &mut self,
+        files_id: &RawBson,
+        id: ObjectId,
+        n: i32,
+    ) -> Result<RawDocumentBuf> {
+        let head = chunk_head(id, files_id, n, self.data_len());
+        if head.len() != self.data_start {
+            return Err(Error::client("a GridFS chunk's fields changed length"));
+        }
+        let mut bytes = std::mem::take(&mut self.bytes);
+        bytes[..head.len()].copy_from_slice(&head);
+        bytes.push(0);
+        RawDocumentBuf::from_bytes(bytes)
+            .map_err(|e| Error::client(format!("a GridFS chunk is not a document: {e}")))
+    }
+
+    /// Takes back a sealed chunk's bytes for the next chunk.
+    pub(crate) fn reuse(&mut self, chunk: RawDocumentBuf) {
+        let mut bytes = chunk.into_bytes();
+        bytes.clear();
+        self.bytes = bytes;
+    }
+
+    /// Frees the buffer (the upload is over).
+    pub(crate) fn release(&mut self) {
+        self.bytes = Vec::new();
+    }
+}
+
+/// A chunk document's bytes before its data: the document's length, `_id`,
+/// `files_id`, `n`, and the `data` element's name, length and subtype
+/// (generic).
+fn chunk_head(id: ObjectId, files_id: &RawBson, n: i32, data_len: usize) -> Vec<u8> {
+    let mut fields = RawDocumentBuf::new();
+    fields.append("_id", id);
+    fields.append("files_id", files_id.clone());
+    fields.append("n", n);
+    let mut head = fields.into_bytes();
+    // Drop the closing NUL: the data element follows.
+    head.pop();
+    head.push(0x05);
+    head.extend_from_slice(b"data\0");
+    // At most MAX_CHUNK_SIZE_BYTES, so it fits.
+    head.extend_from_slice(&(data_len as i32).to_le_bytes());
+    head.push(0x00);
+    let total = head.len() + data_len + 1;
+    head[..4].copy_from_slice(&(total as i32).to_le_bytes());
+    head
+}
+
 /// The files collection index the spec requires.
 pub(crate) const FILES_INDEX: &[(&str, i32)] = &[("filename", 1), ("uploadDate", 1)];
 /// The chunks collection index the spec requires (unique).
@@ -417,6 +525,34 @@ mod tests {
             ),
             GridFsErrorKind::MalformedFile { .. }
         ));
+    }
+
+    #[test]
+    fn a_chunk_built_in_place_is_the_document_a_driver_would_build() {
+        let files_id = RawBson::String("file".into());
+        let mut buffer = ChunkBuffer::new(&files_id, 5);
+        assert_eq!(buffer.append(b"abc"), 3);
+        assert_eq!(buffer.append(b"defg"), 2, "only the chunk's room");
+        assert!(buffer.is_full());
+        let id = ObjectId::from_bytes([1; 12]);
+        let chunk = buffer.seal(&files_id, id, 0).unwrap();
+        let expected = rawdoc! {
+            "_id": id, "files_id": "file", "n": 0,
+            "data": Binary { subtype: BinarySubtype::Generic, bytes: b"abcde".to_vec() },
+        };
+        assert_eq!(chunk, expected);
+
+        // The same allocation carries the next (last, short) chunk.
+        let at = chunk.as_bytes().as_ptr();
+        buffer.reuse(chunk);
+        assert_eq!(buffer.append(b"z"), 1);
+        let last = buffer.seal(&files_id, id, 1).unwrap();
+        assert_eq!(last.as_bytes().as_ptr(), at);
+        let expected = rawdoc! {
+            "_id": id, "files_id": "file", "n": 1,
+            "data": Binary { subtype: BinarySubtype::Generic, bytes: b"z".to_vec() },
+        };
+        assert_eq!(last, expected);
     }
 
     #[test]

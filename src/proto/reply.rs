@@ -711,14 +711,39 @@ impl RawBatch {
     /// Deserializes the next document as `T`, straight from its bytes.
     pub fn pop_front<T: serde::de::DeserializeOwned + 'static>(&mut self) -> Option<Result<T>> {
         let span = self.spans.pop_front()?;
-        let bytes = &self.bytes[span];
-        let result = decode_document(bytes);
         if self.spans.is_empty() {
-            // The batch is used up: give its memory back before the next one.
-            self.bytes = Vec::new();
+            // The batch is used up: its memory goes back before the next
+            // one, or becomes the last document's.
+            let bytes = std::mem::take(&mut self.bytes);
+            return Some(decode_last_document(bytes, span));
         }
-        Some(result)
+        Some(decode_document(&self.bytes[span]))
     }
+}
+
+/// The last document of a batch, whose bytes are no longer needed: kept as
+/// bytes ([`bson::RawDocumentBuf`]) and most of the reply (a GridFS chunk,
+/// a large document), it is moved to the front of the reply's buffer,
+/// which becomes its own, rather than copied into a new one; held once,
+/// not twice. A small document is copied, so that it does not keep a large
+/// reply's memory.
+fn decode_last_document<T: serde::de::DeserializeOwned + 'static>(
+    mut bytes: Vec<u8>,
+    span: Range<usize>,
+) -> Result<T> {
+    let mut decoded: Option<T> = None;
+    let slot = &mut decoded as &mut dyn std::any::Any;
+    match slot.downcast_mut::<Option<bson::RawDocumentBuf>>() {
+        Some(raw) if span.len() * 2 >= bytes.capacity() && span.end <= bytes.len() => {
+            bytes.truncate(span.end);
+            bytes.drain(..span.start);
+            let buf =
+                bson::RawDocumentBuf::from_bytes(bytes).map_err(|e| malformed_document(&e))?;
+            *raw = Some(buf);
+        }
+        _ => return decode_document(&bytes[span]),
+    }
+    decoded.ok_or_else(|| Error::client("a batch document was decoded into nothing"))
 }
 
 /// One batch document as `T`. The two untyped cases skip serde: a
@@ -1112,6 +1137,35 @@ mod tests {
         let mut spec = CursorSpec::from_raw_reply(reply, CursorOptions::default()).unwrap();
         let raw: bson::RawDocumentBuf = spec.pop_front().unwrap().unwrap();
         assert_eq!(raw.as_bytes(), bson::to_vec(&stored).unwrap().as_slice());
+    }
+
+    #[test]
+    fn a_large_last_raw_document_takes_over_the_reply_s_buffer() {
+        let chunk = doc! { "n": 0, "data": bson::Binary {
+            subtype: bson::spec::BinarySubtype::Generic,
+            bytes: vec![7; 3000],
+        } };
+        let small = doc! { "n": 1 };
+        // As a socket's reply comes: a buffer of the body's length.
+        let mut bytes = bson::to_vec(&first_batch(vec![small.clone(), chunk.clone()])).unwrap();
+        bytes.shrink_to_fit();
+        let len = bytes.len();
+        let reply = Reply::parse(bytes, 0..len).unwrap();
+        let mut spec = CursorSpec::from_raw_reply(reply, CursorOptions::default()).unwrap();
+        let first: bson::RawDocumentBuf = spec.pop_front().unwrap().unwrap();
+        assert_eq!(first.to_document().unwrap(), small);
+        let buffer = spec.batch.bytes.as_ptr();
+        let last: bson::RawDocumentBuf = spec.pop_front().unwrap().unwrap();
+        assert_eq!(last.to_document().unwrap(), chunk);
+        assert_eq!(last.as_bytes().as_ptr(), buffer, "moved, not copied");
+
+        // A small last document of a large reply is copied out.
+        let reply = parsed(&first_batch(vec![chunk.clone(), small.clone()]));
+        let mut spec = CursorSpec::from_raw_reply(reply, CursorOptions::default()).unwrap();
+        let _: bson::RawDocumentBuf = spec.pop_front().unwrap().unwrap();
+        let last: bson::RawDocumentBuf = spec.pop_front().unwrap().unwrap();
+        assert_eq!(last.to_document().unwrap(), small);
+        assert!(last.as_bytes().len() < 100);
     }
 
     #[test]

@@ -14,6 +14,7 @@
 //! before it is used, and nothing is allocated from a length field alone.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use bson::{Document, RawDocumentBuf};
 
@@ -163,7 +164,10 @@ pub struct DocumentSequence {
     pub identifier: String,
     /// The documents, in order, as BSON bytes (encoded once, when the
     /// statement was made, and copied into the message as they are).
-    pub documents: Vec<RawDocumentBuf>,
+    /// Shared with the operation that made them, which builds the command
+    /// again for a retry: a large document is held once, not once more per
+    /// attempt.
+    pub documents: Vec<Arc<RawDocumentBuf>>,
 }
 
 /// An OP_MSG: one body document and any number of document sequences.
@@ -297,25 +301,81 @@ pub(crate) fn encode_parts(
     out: &mut Vec<u8>,
 ) -> Result<()> {
     let start = out.len();
-    let result = write_msg(request_id, response_to, parts, max_message_size, start, out);
+    let result = write_msg(
+        request_id,
+        response_to,
+        parts,
+        max_message_size,
+        start,
+        &[],
+        out,
+    );
     if result.is_err() {
         out.truncate(start);
     }
     result
 }
 
+/// A last document at least this long is written from where it lies
+/// rather than copied into the encoding: past it, one more write costs
+/// less than the copy and the room for it.
+pub(crate) const BORROWED_TAIL_MIN: usize = 64 * 1024;
+
+/// [`encode_parts`], except that a large last document of the last
+/// sequence (a GridFS chunk; at least [`BORROWED_TAIL_MIN`] bytes) is left
+/// out of `out` and returned: the message is `out`'s new bytes followed by
+/// it (the header counts it), so the sender writes both and the document
+/// is never copied. The bytes on the wire are those of [`encode_parts`].
+/// Not with a checksum, which covers the whole message (everything goes in
+/// `out` then, and the returned slice is empty).
+pub(crate) fn encode_parts_borrowing_last<'a>(
+    request_id: i32,
+    response_to: i32,
+    parts: &MsgParts<'a>,
+    max_message_size: usize,
+    out: &mut Vec<u8>,
+) -> Result<&'a [u8]> {
+    let last = parts
+        .sequences
+        .last()
+        .and_then(|sequence| sequence.documents.last())
+        .map(|document| document.as_bytes())
+        .filter(|bytes| bytes.len() >= BORROWED_TAIL_MIN);
+    let tail = match last {
+        Some(bytes) if !parts.flags.has(MsgFlags::CHECKSUM_PRESENT) => bytes,
+        _ => &[],
+    };
+    let start = out.len();
+    let result = write_msg(
+        request_id,
+        response_to,
+        parts,
+        max_message_size,
+        start,
+        tail,
+        out,
+    );
+    if result.is_err() {
+        out.truncate(start);
+    }
+    result.map(|()| tail)
+}
+
+/// Writes the message; `tail`, when not empty, is the last sequence's last
+/// document, counted but not written (it follows `out` on the wire).
 fn write_msg(
     request_id: i32,
     response_to: i32,
     msg: &MsgParts<'_>,
     max_message_size: usize,
     start: usize,
+    tail: &[u8],
     out: &mut Vec<u8>,
 ) -> Result<()> {
     let checksum = msg.flags.has(MsgFlags::CHECKSUM_PRESENT);
     let trailer = if checksum { 4 } else { 0 };
-    let check_size = |out: &Vec<u8>| -> Result<()> {
-        let size = out.len() - start + trailer;
+    let check_size = |out: &Vec<u8>, tail: usize| -> Result<()> {
+        let size = out.len() - start + trailer + tail;
         if size > max_message_size {
             return Err(Error::invalid_argument(format!(
                 "message of at least {size} bytes exceeds maxMessageSizeBytes {max_message_size}"
@@ -333,12 +393,12 @@ fn write_msg(
             .write(out)
             .map_err(|error| write_error(error, "command body"))?,
     }
-    check_size(out)?;
+    check_size(out, 0)?;
 
-    write_sequences(msg.sequences, out, &check_size)?;
-    check_size(out)?;
+    write_sequences(msg.sequences, out, tail.len(), &check_size)?;
+    check_size(out, tail.len())?;
 
-    let length = i32::try_from(out.len() - start + trailer)
+    let length = i32::try_from(out.len() - start + trailer + tail.len())
         .map_err(|_| Error::invalid_argument("message exceeds 2 GiB"))?;
     let header = Header {
         length,
@@ -356,14 +416,17 @@ fn write_msg(
 
 /// The kind-1 sections, each length-prefixed; identifiers must be NUL-free
 /// and distinct, and `check_size` runs after every document so an
-/// oversized message fails before it is fully written.
+/// oversized message fails before it is fully written. A `tail` of more
+/// than 0 bytes is the last sequence's last document, counted in its
+/// section's size but left for the sender to write.
 fn write_sequences(
     sequences: &[DocumentSequence],
     out: &mut Vec<u8>,
-    check_size: &impl Fn(&Vec<u8>) -> Result<()>,
+    tail: usize,
+    check_size: &impl Fn(&Vec<u8>, usize) -> Result<()>,
 ) -> Result<()> {
     let mut identifiers = HashSet::new();
-    for sequence in sequences {
+    for (index, sequence) in sequences.iter().enumerate() {
         let identifier = &sequence.identifier;
         if identifier.as_bytes().contains(&0) {
             return Err(Error::invalid_argument(format!(
@@ -380,11 +443,17 @@ fn write_sequences(
         out.extend_from_slice(&[0; 4]);
         out.extend_from_slice(identifier.as_bytes());
         out.push(0);
-        for document in &sequence.documents {
+        let left_out = if index + 1 == sequences.len() {
+            tail
+        } else {
+            0
+        };
+        let written = sequence.documents.len() - usize::from(left_out > 0);
+        for document in &sequence.documents[..written] {
             out.extend_from_slice(document.as_bytes());
-            check_size(out)?;
+            check_size(out, 0)?;
         }
-        let size = i32::try_from(out.len() - size_at)
+        let size = i32::try_from(out.len() - size_at + left_out)
             .map_err(|_| Error::invalid_argument("document sequence exceeds 2 GiB"))?;
         out[size_at..size_at + 4].copy_from_slice(&size.to_le_bytes());
     }
@@ -635,7 +704,7 @@ fn read_sequence(reader: &mut Reader<'_>) -> Result<DocumentSequence> {
         })?;
         let raw = RawDocumentBuf::from_bytes(bytes.to_vec())
             .map_err(|e| Error::protocol(None, format!("document sequence: {e}")))?;
-        documents.push(raw);
+        documents.push(Arc::new(raw));
     }
     Ok(DocumentSequence {
         identifier,
@@ -963,6 +1032,56 @@ mod tests {
         assert_eq!(decode(&header, body).unwrap(), Message::Msg(msg));
     }
 
+    /// A message whose last document is a GridFS chunk's size.
+    fn large_last_document() -> OpMsg {
+        let mut msg = sample_msg();
+        let chunk = doc! { "n": 0, "data": bson::Binary {
+            subtype: bson::spec::BinarySubtype::Generic,
+            bytes: vec![7; BORROWED_TAIL_MIN],
+        } };
+        msg.sequences[2].documents.extend(raw(&[chunk]));
+        msg
+    }
+
+    #[test]
+    fn a_large_last_document_is_borrowed_and_the_bytes_are_the_same() {
+        let msg = large_last_document();
+        let whole = encoded(&msg);
+        let parts = MsgParts {
+            flags: msg.flags,
+            body: MsgBody::Document(&msg.body),
+            sequences: &msg.sequences,
+        };
+        let mut head = Vec::new();
+        let tail = encode_parts_borrowing_last(7, 3, &parts, MAX, &mut head).unwrap();
+        let last = msg.sequences[2].documents.last().unwrap();
+        assert_eq!(tail.as_ptr(), last.as_bytes().as_ptr(), "not copied");
+        assert!(head.len() < 200, "{} bytes encoded", head.len());
+        assert_eq!([head.as_slice(), tail].concat(), whole);
+
+        // The size limit counts the borrowed bytes.
+        let mut out = Vec::new();
+        let error = encode_parts_borrowing_last(7, 3, &parts, whole.len() - 1, &mut out);
+        assert!(error_message(error).contains("maxMessageSizeBytes"));
+        assert!(out.is_empty());
+
+        // A checksum covers the whole message: nothing is borrowed.
+        let parts = MsgParts {
+            flags: MsgFlags::CHECKSUM_PRESENT,
+            ..parts
+        };
+        let mut out = Vec::new();
+        let tail = encode_parts_borrowing_last(7, 3, &parts, MAX, &mut out).unwrap();
+        assert!(tail.is_empty());
+        assert_eq!(
+            decode_frame(&out).unwrap(),
+            Message::Msg(OpMsg {
+                flags: MsgFlags::CHECKSUM_PRESENT,
+                ..msg
+            })
+        );
+    }
+
     #[test]
     fn op_msg_round_trips_with_more_to_come_and_checksum() {
         let mut msg = sample_msg();
@@ -1241,10 +1360,10 @@ mod tests {
         );
     }
 
-    fn raw(documents: &[Document]) -> Vec<RawDocumentBuf> {
+    fn raw(documents: &[Document]) -> Vec<Arc<RawDocumentBuf>> {
         documents
             .iter()
-            .map(|d| RawDocumentBuf::from_document(d).unwrap())
+            .map(|d| Arc::new(RawDocumentBuf::from_document(d).unwrap()))
             .collect()
     }
 

@@ -15,6 +15,15 @@ use crate::proto::gridfs::FilesCollectionDocument;
 /// several small ones, so memory stays near one chunk however large the file.
 const BATCH_BYTES: u32 = 256 * 1024;
 
+/// Room for a reply's fields besides its chunks (cursor id and namespace,
+/// cluster time, each chunk's `_id`, `files_id` and `n`), so that the
+/// buffer sized for the first reply does not have to grow.
+const REPLY_FIELDS_ROOM: u64 = 16 * 1024;
+
+/// Replies of fewer chunk bytes are read into the socket's read-ahead, not
+/// a buffer of their own.
+const OWN_BUFFER_MIN: u64 = 64 * 1024;
+
 /// A stored file being read. Reads return its bytes in order, then 0 at its
 /// end; a chunk that is missing, of the wrong size, or more chunks than the
 /// file's length calls for are errors (and every later read repeats the
@@ -45,6 +54,15 @@ impl GridFsDownloadStream {
             None
         } else {
             let batch = (BATCH_BYTES / file.chunk_size_bytes).max(1);
+            // The reply's buffer, made once at its full size: it then
+            // carries every chunk of the file (`next_chunk` gives it back),
+            // where growing it as bytes arrive would copy the first reply
+            // and hold it twice.
+            let data = (u64::from(batch) * u64::from(file.chunk_size_bytes)).min(file.length);
+            if data >= OWN_BUFFER_MIN {
+                let room = usize::try_from(data + REPLY_FIELDS_ROOM).unwrap_or(usize::MAX);
+                bucket.offer_read_buffer(Vec::with_capacity(room))?;
+            }
             let chunks = bucket.chunks(Some(deadline));
             let mut find = chunks
                 .find(doc! { "files_id": file.id.clone() })
@@ -75,12 +93,16 @@ impl GridFsDownloadStream {
 
     /// Takes the next chunk in hand; `Ok(false)` at the file's end.
     fn next_chunk(&mut self) -> Result<bool> {
-        // The chunk in hand is read to its end: it goes before the next one
-        // comes, so that one chunk, not two, is held.
-        self.current = None;
+        // The chunk in hand is read to its end: its buffer receives the
+        // next one, so that one chunk, not two, is held (and the same
+        // buffer serves the whole file).
+        let done = self.current.take();
         let Some(cursor) = self.chunks.as_mut() else {
             return Ok(false);
         };
+        if let Some(chunk) = done {
+            cursor.recycle_buffer(chunk.into_bytes());
+        }
         if self.next_n == self.chunk_count {
             // Anything after the last chunk the length calls for means the
             // stored file is not what its document says.

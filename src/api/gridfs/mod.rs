@@ -173,6 +173,12 @@ impl GridFsBucket {
         }
     }
 
+    /// Keeps `buffer` for the next long reply the client reads.
+    pub(crate) fn offer_read_buffer(&self, buffer: Vec<u8>) -> Result<()> {
+        self.inner.db.client().state()?.offer_read_buffer(buffer);
+        Ok(())
+    }
+
     /// The deadline of a stream opened now: the database's `timeoutMS`
     /// bounds the whole stream.
     pub(crate) fn stream_deadline(&self) -> Result<Deadline> {

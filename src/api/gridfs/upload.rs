@@ -3,14 +3,15 @@
 //! `close`.
 
 use std::io::Write;
+use std::sync::Arc;
 
-use bson::spec::BinarySubtype;
-use bson::{doc, Bson, DateTime, Document, RawBinaryRef, RawBson, RawDocumentBuf};
+use bson::{doc, Bson, DateTime, Document, RawBson};
 
 use super::GridFsBucket;
-use crate::api::action::InsertOne;
 use crate::error::{Error, GridFsErrorKind, Result};
 use crate::proto::deadline::Deadline;
+use crate::proto::gridfs::ChunkBuffer;
+use crate::proto::operation::Insert;
 
 /// Where an upload stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,10 +35,14 @@ enum State {
 pub struct GridFsUploadStream {
     bucket: GridFsBucket,
     id: Bson,
+    /// `id` as the chunks' `files_id`, or why it cannot be stored (the
+    /// first chunk's write says so).
+    files_id: std::result::Result<RawBson, String>,
     filename: String,
     metadata: Option<Document>,
     chunk_size: u32,
-    buffer: Vec<u8>,
+    /// The chunk being filled, in place in the document that carries it.
+    chunk: ChunkBuffer,
     chunks_written: u32,
     length: u64,
     deadline: Deadline,
@@ -53,13 +58,16 @@ impl GridFsUploadStream {
         metadata: Option<Document>,
         deadline: Deadline,
     ) -> Self {
+        let files_id = RawBson::try_from(id.clone()).map_err(|e| e.to_string());
+        let chunk = ChunkBuffer::new(files_id.as_ref().unwrap_or(&RawBson::Null), chunk_size);
         GridFsUploadStream {
             bucket,
             id,
+            files_id,
             filename,
             metadata,
             chunk_size,
-            buffer: Vec::new(),
+            chunk,
             chunks_written: 0,
             length: 0,
             deadline,
@@ -83,9 +91,10 @@ impl GridFsUploadStream {
         self.check_open()?;
         // Whatever happens next, no further writes.
         self.state = State::Done;
-        if !self.buffer.is_empty() {
+        if self.chunk.data_len() > 0 {
             self.write_chunk()?;
         }
+        self.chunk.release();
         self.bucket.ensure_indexes(self.deadline)?;
         let upload_date = {
             let client = self.bucket.inner.db.client().clone();
@@ -106,7 +115,6 @@ impl GridFsUploadStream {
             .files(Some(self.deadline))
             .insert_one(file)
             .run()?;
-        self.buffer = Vec::new();
         Ok(())
     }
 
@@ -116,7 +124,7 @@ impl GridFsUploadStream {
     pub fn abort(&mut self) -> Result<()> {
         self.check_open()?;
         self.state = State::Done;
-        self.buffer = Vec::new();
+        self.chunk.release();
         self.delete_chunks().map_err(|e| {
             Error::gridfs(GridFsErrorKind::AbortError {
                 original_error: None,
@@ -142,56 +150,42 @@ impl GridFsUploadStream {
         }
     }
 
-    /// Inserts the buffer as chunk `chunks_written`.
+    /// Inserts the chunk being filled as chunk `chunks_written`. The
+    /// insert shares the chunk's bytes (the message is written from them,
+    /// see `wire::encode_parts_borrowing_last`) and gives them back for
+    /// the next chunk: one chunk-sized buffer for the whole upload.
     fn write_chunk(&mut self) -> Result<()> {
         self.bucket.ensure_indexes(self.deadline)?;
         let n = i32::try_from(self.chunks_written).map_err(|_| {
             Error::invalid_argument("the file has more chunks than GridFS can number")
         })?;
-        let files_id = RawBson::try_from(self.id.clone())
+        let files_id = self
+            .files_id
+            .as_ref()
             .map_err(|e| Error::invalid_argument(format!("the file id cannot be stored: {e}")))?;
-        // The buffer goes before the insert (the next write reserves it
-        // again), and the document is sized up front, as appending to it
-        // would double its capacity: the bytes are then held in the chunk
-        // document and the message that sends it, two chunks
-        // (tests/memory.rs), where they were four.
-        let data = std::mem::take(&mut self.buffer);
-        let mut head = RawDocumentBuf::new();
-        head.append("_id", crate::shell::ids::new_object_id());
-        head.append("files_id", files_id);
-        head.append("n", n);
-        let mut bytes = head.into_bytes();
-        // The `data` element: "data" and its NUL, the length, the subtype,
-        // the bytes, then the document's closing NUL.
-        bytes.reserve_exact(5 + 4 + 1 + data.len() + 1);
-        let mut chunk = RawDocumentBuf::from_bytes(bytes)
-            .map_err(|e| Error::invalid_argument(format!("the chunk document: {e}")))?;
-        chunk.append_ref(
-            "data",
-            RawBinaryRef {
-                subtype: BinarySubtype::Generic,
-                bytes: &data,
-            },
-        );
-        drop(data);
+        let id = crate::shell::ids::new_object_id();
+        let chunk = Arc::new(self.chunk.seal(files_id, id, n)?);
         let chunks = self.bucket.chunks(Some(self.deadline));
-        InsertOne::new(&chunks, Ok(chunk)).run()?;
+        let insert = Insert::shared(chunks.ns().clone(), Arc::clone(&chunk), Bson::ObjectId(id));
+        let outcome = chunks.execute(insert, None);
+        // The insert is over and dropped its share (else a new buffer is
+        // made for the next chunk).
+        if let Ok(chunk) = Arc::try_unwrap(chunk) {
+            self.chunk.reuse(chunk);
+        }
+        outcome?;
         self.chunks_written += 1;
         Ok(())
     }
 
     fn write_bytes(&mut self, bytes: &[u8]) -> Result<usize> {
         self.check_open()?;
-        if self.buffer.capacity() == 0 {
-            self.buffer.reserve_exact(self.chunk_size as usize);
-        }
-        let room = self.chunk_size as usize - self.buffer.len();
-        let taken = room.min(bytes.len());
-        self.buffer.extend_from_slice(&bytes[..taken]);
+        let taken = self.chunk.append(bytes);
         self.length += taken as u64;
-        if self.buffer.len() == self.chunk_size as usize {
+        if self.chunk.is_full() {
             if let Err(e) = self.write_chunk() {
                 self.state = State::Done;
+                self.chunk.release();
                 return Err(e);
             }
         }

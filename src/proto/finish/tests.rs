@@ -321,8 +321,8 @@ fn the_events_copy_folds_sequences_in_and_is_made_only_when_wanted() {
     let insert = || Command {
         sequences: vec![DocumentSequence {
             identifier: "documents".into(),
-            documents: vec![crate::proto::operation::test_support::raw(
-                &doc! { "_id": 1 },
+            documents: vec![std::sync::Arc::new(
+                crate::proto::operation::test_support::raw(&doc! { "_id": 1 }),
             )],
         }],
         ..Command::new("insert", "db", doc! { "insert": "c" })

@@ -274,7 +274,7 @@ impl Operation for WriteBatch {
         self.end = end;
         let documents = self.statements[self.start..end]
             .iter()
-            .map(|s| s.document.clone())
+            .map(|s| std::sync::Arc::new(s.document.clone()))
             .collect();
         let mut command = Command::new(name, self.ns.db.clone(), body);
         command.sequences.push(DocumentSequence {

@@ -531,11 +531,11 @@ impl<R: BulkResultKind> Operation for ClientBulkBatch<'_, R> {
         let mut command = Command::new("bulkWrite", "admin", body);
         command.sequences.push(DocumentSequence {
             identifier: "ops".into(),
-            documents: ops,
+            documents: ops.into_iter().map(std::sync::Arc::new).collect(),
         });
         command.sequences.push(DocumentSequence {
             identifier: "nsInfo".into(),
-            documents: ns_info,
+            documents: ns_info.into_iter().map(std::sync::Arc::new).collect(),
         });
         Ok(command)
     }

@@ -79,10 +79,10 @@ impl Operation for Delete {
         let mut command = Command::new(Self::NAME, self.ns.db.clone(), body);
         command.sequences.push(DocumentSequence {
             identifier: "deletes".into(),
-            documents: vec![crate::proto::encode::document_to_raw(
+            documents: vec![std::sync::Arc::new(crate::proto::encode::document_to_raw(
                 &self.statement,
                 "deletes",
-            )?],
+            )?)],
         });
         Ok(command)
     }

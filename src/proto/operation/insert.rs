@@ -1,6 +1,8 @@
 //! `insert` of one document (`insert_one`); many documents go through
 //! [`super::InsertMany`], which splits them into batches.
 
+use std::sync::Arc;
+
 use bson::oid::ObjectId;
 use bson::{doc, Bson, Document, RawDocumentBuf};
 
@@ -42,7 +44,8 @@ pub(crate) fn too_large(index: usize, size: usize, max: usize) -> Error {
 #[derive(Clone, Debug)]
 pub struct Insert {
     ns: Namespace,
-    document: RawDocumentBuf,
+    /// Shared with each attempt's command rather than copied into it.
+    document: Arc<RawDocumentBuf>,
     inserted_id: Bson,
     options: InsertOneOptions,
 }
@@ -59,10 +62,23 @@ impl Insert {
         let inserted_id = crate::proto::encode::ensure_raw_id(&mut document, new_id)?;
         Ok(Insert {
             ns,
-            document,
+            document: Arc::new(document),
             inserted_id,
             options,
         })
+    }
+
+    /// Inserts `document`, whose `_id` the caller made and gives as `id`,
+    /// without copying it: the caller keeps its share and, once the insert
+    /// is done with it, can take the bytes back (GridFS's upload reuses
+    /// one chunk buffer for a whole file).
+    pub fn shared(ns: Namespace, document: Arc<RawDocumentBuf>, id: Bson) -> Self {
+        Insert {
+            ns,
+            document,
+            inserted_id: id,
+            options: InsertOneOptions::default(),
+        }
     }
 
     /// The `_id` the document is inserted with.
@@ -96,7 +112,7 @@ impl Operation for Insert {
         let mut command = Command::new(Self::NAME, self.ns.db.clone(), body);
         command.sequences.push(DocumentSequence {
             identifier: "documents".into(),
-            documents: vec![self.document.clone()],
+            documents: vec![Arc::clone(&self.document)],
         });
         Ok(command)
     }
@@ -178,7 +194,7 @@ mod tests {
         assert!(matches!(id, Bson::ObjectId(_)));
         assert_eq!(
             sent.documents,
-            vec![raw(doc! { "_id": id.clone(), "x": 1 })]
+            vec![Arc::new(raw(doc! { "_id": id.clone(), "x": 1 }))]
         );
         let result = insert
             .handle_reply(doc! { "n": 1, "ok": 1 }, &server())

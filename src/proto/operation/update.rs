@@ -252,10 +252,10 @@ impl Operation for Update {
         let mut command = Command::new(Self::NAME, self.ns.db.clone(), body);
         command.sequences.push(DocumentSequence {
             identifier: "updates".into(),
-            documents: vec![crate::proto::encode::document_to_raw(
+            documents: vec![std::sync::Arc::new(crate::proto::encode::document_to_raw(
                 &self.statement,
                 "updates",
-            )?],
+            )?)],
         });
         Ok(command)
     }

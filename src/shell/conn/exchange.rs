@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use bson::Document;
 
-use super::frame::{Frame, FrameWriter};
+use super::frame::{Frame, FrameWriter, Request};
 use super::next_request_id;
 use super::pump::Transfer;
 use super::Connection;
@@ -47,19 +47,48 @@ impl Connection {
     ) -> Result<Reply> {
         let mut buffer = std::mem::take(&mut self.write_buffer);
         buffer.clear();
-        let encoded = wire::encode_parts(request_id, 0, msg, self.max_message_size, &mut buffer)
-            .and_then(|_| self.compress(&mut buffer));
+        let encoded = self.encode(request_id, msg, &mut buffer);
         if msg.flags.has(MsgFlags::MORE_TO_COME) {
             // The server sends nothing back for moreToCome (a w:0 write):
             // waiting for a reply would block until the socket timeout, or
             // for ever without one.
-            let sent = encoded.and_then(|_| self.send_without_reply(&buffer, limit));
+            let sent = encoded.and_then(|tail| {
+                let request = Request {
+                    head: &buffer,
+                    tail,
+                };
+                self.send_without_reply(request, limit)
+            });
             self.write_buffer = buffer;
             return sent.map(|()| Reply::from_document(Document::new()));
         }
-        let outcome = encoded.and_then(|_| self.exchange_reply(request_id, &buffer, limit));
+        let outcome = encoded.and_then(|tail| {
+            let request = Request {
+                head: &buffer,
+                tail,
+            };
+            self.exchange_reply(request_id, request, limit)
+        });
         self.write_buffer = buffer;
         outcome
+    }
+
+    /// Encodes `msg` into `buffer`, compressed when a compressor was
+    /// negotiated. Uncompressed, a large last document is not copied: it
+    /// is returned, to be written after `buffer` (so the write buffer
+    /// never grows to a GridFS chunk's size).
+    fn encode<'a>(
+        &mut self,
+        request_id: i32,
+        msg: &MsgParts<'a>,
+        buffer: &mut Vec<u8>,
+    ) -> Result<&'a [u8]> {
+        if self.compressor.is_some() {
+            wire::encode_parts(request_id, 0, msg, self.max_message_size, buffer)?;
+            self.compress(buffer)?;
+            return Ok(&[]);
+        }
+        wire::encode_parts_borrowing_last(request_id, 0, msg, self.max_message_size, buffer)
     }
 
     /// Replaces the encoded request in `buffer` with its OP_COMPRESSED form
@@ -103,7 +132,7 @@ impl Connection {
         let request_id = next_request_id();
         let mut buffer = Vec::new();
         wire::encode_query(request_id, db, command, false, &mut buffer)?;
-        self.exchange(request_id, &buffer, timeout)?
+        self.exchange(request_id, (&buffer).into(), timeout)?
             .into_reply_document()
     }
 
@@ -130,7 +159,7 @@ impl Connection {
         let sent = wire::encode_msg(request_id, 0, &msg, self.max_message_size, &mut buffer)
             .and_then(|_| {
                 let deadline = self.begin_exchange(timeout)?;
-                self.write_request(&buffer, deadline)
+                self.write_request((&buffer).into(), deadline)
             });
         self.write_buffer = buffer;
         sent.map(|()| request_id)
@@ -151,7 +180,7 @@ impl Connection {
         message.into_reply_document()
     }
 
-    fn send_without_reply(&mut self, bytes: &[u8], limit: Option<Duration>) -> Result<()> {
+    fn send_without_reply(&mut self, bytes: Request<'_>, limit: Option<Duration>) -> Result<()> {
         let deadline = self.begin_exchange_within(limit)?;
         self.write_request(bytes, deadline)?;
         self.exchange_done();
@@ -161,7 +190,7 @@ impl Connection {
     fn exchange(
         &mut self,
         request_id: i32,
-        bytes: &[u8],
+        bytes: Request<'_>,
         timeout: Option<Duration>,
     ) -> Result<Message> {
         let deadline = self.begin_exchange(timeout)?;
@@ -176,7 +205,7 @@ impl Connection {
     fn exchange_reply(
         &mut self,
         request_id: i32,
-        bytes: &[u8],
+        bytes: Request<'_>,
         limit: Option<Duration>,
     ) -> Result<Reply> {
         let deadline = self.begin_exchange_within(limit)?;
@@ -215,12 +244,12 @@ impl Connection {
         self.last_used = self.clock.now();
     }
 
-    fn write_request(&mut self, bytes: &[u8], deadline: Option<Instant>) -> Result<()> {
+    fn write_request(&mut self, bytes: Request<'_>, deadline: Option<Instant>) -> Result<()> {
         self.transfer(bytes, None, deadline).map(drop)
     }
 
     fn read_message(&mut self, request_id: i32, deadline: Option<Instant>) -> Result<Message> {
-        let frame = self.transfer(&[], Some(request_id), deadline)?;
+        let frame = self.transfer(Request::default(), Some(request_id), deadline)?;
         self.decode_message(frame)
     }
 
@@ -237,7 +266,7 @@ impl Connection {
     /// socket must not carry another exchange.
     fn transfer(
         &mut self,
-        request: &[u8],
+        request: Request<'_>,
         reply_to: Option<i32>,
         deadline: Option<Instant>,
     ) -> Result<Option<Frame>> {

@@ -29,6 +29,10 @@ pub(crate) struct FrameReader {
     /// of its bytes valid, moved out whole when the reply is.
     body: Vec<u8>,
     body_filled: usize,
+    /// A long body's buffer handed back by its reader (a GridFS download
+    /// done with a chunk), used for the next long body instead of a new
+    /// one: its room still grows only as bytes arrive.
+    spare: Vec<u8>,
     request_id: i32,
     max_message_size: usize,
 }
@@ -51,6 +55,12 @@ impl FrameReader {
         self.body_filled = 0;
         self.request_id = request_id;
         self.max_message_size = max_message_size;
+    }
+
+    /// Takes `buffer` (its contents are dropped) for the next long body.
+    pub(crate) fn offer_body_buffer(&mut self, mut buffer: Vec<u8>) {
+        buffer.clear();
+        self.spare = buffer;
     }
 
     /// Room for the next read: the read-ahead until the header is known
@@ -88,7 +98,8 @@ impl FrameReader {
             let early = HEADER_LEN..self.filled.min(HEADER_LEN + header.body_len());
             self.header = Some(header);
             if self.is_long() {
-                self.body = self.ahead[early].to_vec();
+                self.body = std::mem::take(&mut self.spare);
+                self.body.extend_from_slice(&self.ahead[early]);
                 self.body_filled = self.body.len();
             }
         }
@@ -177,17 +188,48 @@ impl FrameReader {
     }
 }
 
-/// A request's bytes and how many of them the socket (or the TLS session)
-/// has taken.
+/// A request's bytes: the encoded message, then bytes that follow it on
+/// the wire from where they lie (a large last document the encoder did not
+/// copy, see `wire::encode_parts_borrowing_last`; usually empty).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Request<'a> {
+    pub(crate) head: &'a [u8],
+    pub(crate) tail: &'a [u8],
+}
+
+impl<'a> From<&'a [u8]> for Request<'a> {
+    fn from(head: &'a [u8]) -> Self {
+        Request { head, tail: &[] }
+    }
+}
+
+impl<'a> From<&'a Vec<u8>> for Request<'a> {
+    fn from(head: &'a Vec<u8>) -> Self {
+        Request { head, tail: &[] }
+    }
+}
+
+impl Request<'_> {
+    fn len(&self) -> usize {
+        self.head.len() + self.tail.len()
+    }
+}
+
+/// How many of a request's bytes the socket (or the TLS session) has
+/// taken.
 #[derive(Debug, Default)]
 pub(crate) struct FrameWriter {
     written: usize,
 }
 
 impl FrameWriter {
-    /// The bytes of `request` not taken yet.
-    pub(crate) fn unsent<'a>(&self, request: &'a [u8]) -> &'a [u8] {
-        request.get(self.written..).unwrap_or_default()
+    /// The next bytes of `request` not taken yet: the rest of its head,
+    /// then of its tail (one piece at a time; empty when all are taken).
+    pub(crate) fn unsent<'a>(&self, request: Request<'a>) -> &'a [u8] {
+        match self.written.checked_sub(request.head.len()) {
+            None => &request.head[self.written..],
+            Some(in_tail) => request.tail.get(in_tail..).unwrap_or_default(),
+        }
     }
 
     /// Records that `n` more bytes were taken.
@@ -196,7 +238,7 @@ impl FrameWriter {
     }
 
     /// Whether every byte of `request` was taken.
-    pub(crate) fn is_done(&self, request: &[u8]) -> bool {
+    pub(crate) fn is_done(&self, request: Request<'_>) -> bool {
         self.written >= request.len()
     }
 }
@@ -298,12 +340,44 @@ mod tests {
     }
 
     #[test]
+    fn an_offered_buffer_carries_the_next_long_body() {
+        let mut reader = FrameReader::default();
+        let body_len = 3 * BODY_CHUNK;
+        reader.offer_body_buffer(Vec::with_capacity(body_len));
+        let at = reader.spare.as_ptr();
+        reader.expect(5, 48_000_000);
+        feed(&mut reader, &reply(5, body_len), 7_000).unwrap();
+        let frame = reader.take_frame().expect("whole");
+        assert_eq!(frame.body.as_ptr(), at, "no new buffer");
+        assert_eq!(frame.body.len(), body_len);
+    }
+
+    #[test]
     fn room_grows_with_the_bytes_that_arrive() {
         let mut reader = FrameReader::default();
         reader.expect(5, 48_000_000);
         let bytes = reply(5, 40_000_000);
         feed(&mut reader, &bytes[..HEADER_LEN], HEADER_LEN).unwrap();
         assert!(reader.room().len() <= BODY_CHUNK, "no room for a claim");
+    }
+
+    #[test]
+    fn a_request_is_written_head_then_tail() {
+        let request = Request {
+            head: b"head",
+            tail: b"tail",
+        };
+        let mut writer = FrameWriter::default();
+        let mut wire = Vec::new();
+        while !writer.is_done(request) {
+            // Three bytes a write, as a socket may take them.
+            let piece = writer.unsent(request);
+            let n = piece.len().min(3);
+            wire.extend_from_slice(&piece[..n]);
+            writer.sent(n);
+        }
+        assert_eq!(wire, b"headtail");
+        assert!(writer.unsent(request).is_empty());
     }
 
     #[test]

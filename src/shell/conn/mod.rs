@@ -103,6 +103,12 @@ impl std::fmt::Debug for Connection {
     }
 }
 impl Connection {
+    /// Takes `buffer` to read the next long reply into (see
+    /// `FrameReader::offer_body_buffer`).
+    pub(crate) fn offer_read_buffer(&mut self, buffer: Vec<u8>) {
+        self.reader.offer_body_buffer(buffer);
+    }
+
     /// Compresses this socket's requests from now on with what the
     /// handshake negotiated (`None`: no compression).
     pub(crate) fn set_compressor(&mut self, compressor: Option<Compressor>) {

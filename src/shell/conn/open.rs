@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::frame::{FrameReader, FrameWriter};
+use super::frame::{FrameReader, FrameWriter, Request};
 use super::pump::Transfer;
 use super::stream::{Socket, Stream};
 use super::{Connection, NEXT_CONNECTION_ID};
@@ -153,7 +153,7 @@ impl Connection {
         let deadline = timeout.map(|t| self.clock.now() + t);
         let mut writer = FrameWriter::default();
         let mut handshake = Transfer {
-            request: &[],
+            request: Request::default(),
             writer: &mut writer,
             reader: None,
         };

@@ -9,7 +9,7 @@ use std::io::{Read, Write};
 
 use rustls::ClientConnection;
 
-use super::frame::{FrameReader, FrameWriter};
+use super::frame::{FrameReader, FrameWriter, Request};
 use crate::error::Error;
 
 /// Why a step could not go on: the socket failed, the reply was refused
@@ -24,7 +24,7 @@ pub(crate) enum Stall {
 /// What one exchange moves: a request (empty for none) and, when a reply
 /// is awaited, the reader it lands in.
 pub(crate) struct Transfer<'a> {
-    pub(crate) request: &'a [u8],
+    pub(crate) request: Request<'a>,
     pub(crate) writer: &'a mut FrameWriter,
     pub(crate) reader: Option<&'a mut FrameReader>,
 }

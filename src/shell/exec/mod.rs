@@ -66,6 +66,9 @@ pub(crate) struct ClientState {
     /// Behind a load balancer: the session whose transaction holds the
     /// one socket.
     socket_transaction: Option<SocketOwner>,
+    /// A buffer for the next long reply, whichever socket brings it (see
+    /// [`ClientState::offer_read_buffer`]).
+    read_buffer: Vec<u8>,
 }
 
 /// A session's transaction pinned to a load-balanced socket.
@@ -168,6 +171,7 @@ impl ClientState {
             clock: ClusterClock::default(),
             retry,
             socket_transaction: None,
+            read_buffer: Vec::new(),
         }
     }
 
@@ -231,6 +235,14 @@ impl ClientState {
             .sessions
             .drain_end_sessions_commands(crate::shell::fork::current_process());
         self.topology.send_and_forget("admin", commands);
+    }
+
+    /// Keeps `buffer` for the next command to read a long reply into: a
+    /// GridFS download's chunk buffer, sized before its first chunk and
+    /// given back after each, so that one buffer carries the whole file.
+    /// It goes to the socket of the next command sent.
+    pub(crate) fn offer_read_buffer(&mut self, buffer: Vec<u8>) {
+        self.read_buffer = buffer;
     }
 
     /// Returns an implicit session to the pool (or drops it if it is dirty

@@ -55,7 +55,9 @@ impl ClientState {
         let socket_timeout = self.socket_timeout(deadline);
         let request_id = crate::shell::conn::next_request_id();
         let events_wanted = self.topology.command_events_wanted();
-        let Some(connection) = self.topology.connection_mut(address) else {
+        let buffer = &mut self.read_buffer;
+        let Some(connection) = with_read_buffer(self.topology.connection_mut(address), buffer)
+        else {
             return Err((socket_gone(address), false));
         };
         // Only events read the connection's description (an address
@@ -300,6 +302,19 @@ fn exchange(
     } else {
         reply
     })
+}
+
+/// The socket a command is sent on, given the buffer kept for the next
+/// long reply (see [`ClientState::offer_read_buffer`]).
+fn with_read_buffer<'a>(
+    connection: Option<&'a mut Connection>,
+    buffer: &mut Vec<u8>,
+) -> Option<&'a mut Connection> {
+    let connection = connection?;
+    if buffer.capacity() > 0 {
+        connection.offer_read_buffer(std::mem::take(buffer));
+    }
+    Some(connection)
 }
 
 /// The error for a server whose socket was closed between selection and

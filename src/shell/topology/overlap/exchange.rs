@@ -51,7 +51,7 @@ impl HelloExchange {
     /// The request and the reply, for the shared step to move.
     pub(super) fn transfer(&mut self) -> Transfer<'_> {
         Transfer {
-            request: &self.request,
+            request: (&self.request).into(),
             writer: &mut self.writer,
             reader: Some(&mut self.reader),
         }
