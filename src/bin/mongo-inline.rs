@@ -892,17 +892,49 @@ fn gridfs_get(client: &Client, args: &Args, out: &mut impl Write) -> Result<(), 
         open = open.revision(revision);
     }
     let mut download = open.run()?;
-    let mut chunk = vec![0u8; 64 * 1024];
-    loop {
-        let n =
-            std::io::Read::read(&mut download, &mut chunk).map_err(|e| stream_failure(e, false))?;
-        if n == 0 {
-            break;
-        }
-        out.write_all(&chunk[..n])
-            .map_err(|e| stream_failure(e, true))?;
-    }
+    // io::copy moves the file through a small buffer on the stack: the
+    // chunk in the download stream is the only one in memory.
+    copy_out(&mut download, out)?;
     out.flush().map_err(|e| stream_failure(e, true))
+}
+
+/// Copies `download` to `out`, telling a failed read (the driver's error)
+/// from a failed write (a closed pipe is not the download's failure).
+fn copy_out(download: &mut impl std::io::Read, out: &mut impl Write) -> Result<(), Failure> {
+    let mut writer = WriteFailures { out, failure: None };
+    match std::io::copy(download, &mut writer) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(match writer.failure {
+            Some(write_error) => stream_failure(write_error, true),
+            None => stream_failure(e, false),
+        }),
+    }
+}
+
+/// A writer that remembers its own failure, so that an error out of
+/// `io::copy` can be told from the reader's.
+struct WriteFailures<'a, W: Write> {
+    out: &'a mut W,
+    failure: Option<std::io::Error>,
+}
+
+impl<W: Write> WriteFailures<'_, W> {
+    fn note(&mut self, e: &std::io::Error) {
+        // write_all retries an interrupted write.
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            self.failure = Some(std::io::Error::new(e.kind(), e.to_string()));
+        }
+    }
+}
+
+impl<W: Write> Write for WriteFailures<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.out.write(buf).inspect_err(|e| self.note(e))
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush().inspect_err(|e| self.note(e))
+    }
 }
 
 fn gridfs_ls(client: &Client, args: &Args, out: &mut impl Write) -> Result<(), Failure> {
