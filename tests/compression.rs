@@ -9,15 +9,14 @@
 
 mod support;
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use bson::{doc, Document};
 use mongo_inline::{Client, ErrorKind};
+use support::heap::peak_during;
 use support::raw::{encode_op_reply, read_frame, Frame, OpMsg, OP_COMPRESSED};
 use support::server::TestServer;
 use support::sim::Simulator;
@@ -159,45 +158,14 @@ fn compressor_of_first_request(compressors: &str, offered: &'static [&'static st
     }
 }
 
-/// Counts live heap bytes and their peak, so a hostile reply's test can
-/// tell a decompression bounded by the declared size from one that
-/// inflates whatever the server sent (the error message is the same).
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards to the system allocator; only counts sizes.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let pointer = unsafe { System.alloc(layout) };
-        if !pointer.is_null() {
-            let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(live, Ordering::Relaxed);
-        }
-        pointer
-    }
-
-    unsafe fn dealloc(&self, pointer: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(pointer, layout) };
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-}
-
+// Counts the heap, so the hostile replies' test can tell a decompression
+// bounded by the declared size from one that inflates whatever the server
+// sent (the error message is the same).
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static ALLOCATOR: support::heap::Counting = support::heap::Counting;
 
 /// The most a hostile reply may raise the heap by while it is refused.
 const HOSTILE_PEAK_BOUND: usize = 4 << 20;
-
-/// Runs `work` and returns its result and the peak of live heap bytes above
-/// what was live when it started.
-fn peak_during<R>(work: impl FnOnce() -> R) -> (R, usize) {
-    let base = LIVE.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
-    let result = work();
-    (result, PEAK.load(Ordering::Relaxed).saturating_sub(base))
-}
 
 /// A server that answers the handshake offering zlib, then answers the
 /// next request with a header and `body` as an OP_COMPRESSED reply.

@@ -12,47 +12,14 @@
 
 mod support;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use bson::{doc, Document};
 use mongo_inline::options::FindOptions;
 use mongo_inline::Client;
+use support::heap::peak_during;
 use support::server::TestServer;
 
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards to the system allocator; only counts sizes.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let pointer = unsafe { System.alloc(layout) };
-        if !pointer.is_null() {
-            let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(live, Ordering::Relaxed);
-        }
-        pointer
-    }
-
-    unsafe fn dealloc(&self, pointer: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(pointer, layout) };
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-}
-
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
-
-/// Runs `work` and returns its result and the peak of live heap bytes above
-/// what was live when it started.
-fn peak_during<R>(work: impl FnOnce() -> R) -> (R, usize) {
-    let base = LIVE.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
-    let result = work();
-    (result, PEAK.load(Ordering::Relaxed).saturating_sub(base))
-}
+static ALLOCATOR: support::heap::Counting = support::heap::Counting;
 
 const DOCUMENTS: usize = 40;
 const DOCUMENT_BYTES: usize = 1_000_000;

@@ -7,6 +7,7 @@ pub mod cloud;
 pub mod delay_proxy;
 pub mod dns;
 pub mod events;
+pub mod heap;
 pub mod peers;
 pub mod raw;
 pub mod secrets;
