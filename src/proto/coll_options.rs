@@ -717,11 +717,16 @@ options_struct! {
 
 options_struct! {
     /// Options of `create_collection` (the `create` command).
-    #[derive(PartialEq)]
+    #[derive(PartialEq, Deserialize)]
+    #[serde(rename_all = "camelCase")]
     pub struct CreateCollectionOptions {
         /// A capped collection (`capped`); needs `size`.
         capped: bool,
         /// Maximum size in bytes of a capped collection (`size`).
+        #[serde(
+            deserialize_with = "crate::proto::serde_util::option_u64_from_number",
+            default
+        )]
         size: u64,
         /// Maximum number of documents of a capped collection (`max`).
         max: u64,
@@ -1028,9 +1033,11 @@ impl<'de> Deserialize<'de> for IndexModel {
 }
 
 options_struct! {
+    #[skip_serializing_none]
     /// Options of one index: the fields of its `createIndexes`
     /// specification besides `key` (the index-management spec's options).
-    #[derive(PartialEq)]
+    #[derive(PartialEq, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
     pub struct IndexOptions {
         /// The index's name (`name`); generated from the keys when unset.
         name: String,
@@ -1040,6 +1047,11 @@ options_struct! {
         sparse: bool,
         /// A TTL index: documents expire this long after the indexed date
         /// (`expireAfterSeconds`, whole seconds).
+        #[serde(
+            rename = "expireAfterSeconds",
+            default,
+            with = "crate::proto::serde_util::seconds"
+        )]
         expire_after: Duration,
         /// Indexes only documents matching this filter (`partialFilterExpression`).
         partial_filter_expression: Document,
@@ -1050,14 +1062,17 @@ options_struct! {
         /// Text index: the weight of each field (`weights`).
         weights: Document,
         /// Text index: the default language (`default_language`).
+        #[serde(rename = "default_language")]
         default_language: String,
         /// Text index: the field naming each document's language (`language_override`).
+        #[serde(rename = "language_override")]
         language_override: String,
         /// Text index version (`textIndexVersion`).
         text_index_version: TextIndexVersion,
         /// Wildcard index: the fields it covers (`wildcardProjection`).
         wildcard_projection: Document,
         /// 2dsphere index version (`2dsphereIndexVersion`).
+        #[serde(rename = "2dsphereIndexVersion")]
         sphere_2d_index_version: Sphere2DIndexVersion,
         /// 2d index: geohash precision (`bits`).
         bits: i32,
@@ -1068,8 +1083,10 @@ options_struct! {
         /// Storage-engine settings (`storageEngine`).
         storage_engine: Document,
         /// Index version (`v`).
+        #[serde(rename = "v")]
         version: IndexVersion,
         /// Specification fields this type does not name, sent as given.
+        #[serde(flatten)]
         other: Document,
     }
 }

@@ -79,7 +79,10 @@ pub const DEFAULT_SRV_SERVICE_NAME: &str = "mongodb";
 pub const MAX_APP_NAME_BYTES: usize = 128;
 
 /// Credentials for authentication.
-#[derive(Clone, Default, PartialEq, typed_builder::TypedBuilder)]
+///
+/// Read with serde (as the official crate's, its fields' snake-case names),
+/// never written: a written credential would carry its password.
+#[derive(Clone, Default, PartialEq, typed_builder::TypedBuilder, serde::Deserialize)]
 #[builder(field_defaults(default, setter(into)))]
 #[non_exhaustive]
 pub struct Credential {
@@ -95,6 +98,7 @@ pub struct Credential {
     pub mechanism_properties: Option<Document>,
     /// MONGODB-OIDC: the callback that returns an access token, for
     /// identity providers the `ENVIRONMENT` property does not cover.
+    #[serde(skip)]
     pub oidc_callback: oidc::Callback,
 }
 
@@ -352,7 +356,7 @@ impl ResolverConfig {
 
 /// TLS settings (the official driver's `TlsOptions`, and the URI's other
 /// `tls*` options), carried by [`Tls::Enabled`].
-#[derive(Clone, Default, PartialEq, typed_builder::TypedBuilder)]
+#[derive(Clone, Default, PartialEq, typed_builder::TypedBuilder, serde::Deserialize)]
 #[builder(field_defaults(default, setter(into)))]
 #[non_exhaustive]
 pub struct TlsOptions {
@@ -383,7 +387,7 @@ pub struct TlsOptions {
 ///
 /// Parsed and validated so that URIs written for other drivers are understood;
 /// connecting through a proxy is not implemented yet.
-#[derive(Clone, Default, PartialEq)]
+#[derive(Clone, Default, PartialEq, serde::Deserialize)]
 #[non_exhaustive]
 pub struct ProxyOptions {
     /// `proxyHost`: the proxy's IPv4/IPv6 address or host name.
@@ -521,28 +525,34 @@ impl std::fmt::Debug for TlsOptions {
 /// written for a pooled driver keep working, but mean nothing here: each
 /// server has one socket, which never waits for another operation because
 /// a client runs one operation at a time.
-#[derive(Clone, Debug, Default, PartialEq, typed_builder::TypedBuilder)]
+#[derive(Clone, Debug, Default, PartialEq, typed_builder::TypedBuilder, serde::Deserialize)]
 #[builder(field_defaults(default, setter(into)))]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ClientOptions {
     /// The seed list. Empty in options built in code when no host was
     /// given; [`crate::Client::with_options`] then connects to
     /// `localhost:27017`, the official builder's default.
+    #[serde(default)]
     pub hosts: Vec<ServerAddress>,
     /// Tests only: where cloud authentication looks for its secrets
     /// ([`crate::unversioned::set_cloud_environment`]).
     #[builder(setter(skip))]
+    #[serde(skip)]
     pub(crate) cloud: Option<std::sync::Arc<crate::unversioned::CloudEnvironment>>,
     /// Tests only: how far the client's clock runs ahead of the system's
     /// ([`crate::unversioned::set_clock_skew`]).
     #[builder(setter(skip))]
+    #[serde(skip)]
     pub(crate) clock_skew: Option<crate::unversioned::ClockSkew>,
     /// Tests only: a lowered minHeartbeatFrequencyMS
     /// ([`crate::unversioned::set_min_heartbeat_frequency`]).
     #[builder(setter(skip))]
+    #[serde(skip)]
     pub(crate) min_heartbeat_frequency: Option<Duration>,
     /// The host of a `mongodb+srv` URI, before the SRV look-up.
     #[builder(setter(skip))]
+    #[serde(skip)]
     pub(crate) srv_host: Option<String>,
     /// The database named in the URI path.
     pub default_database: Option<String>,
@@ -578,6 +588,7 @@ pub struct ClientOptions {
     /// `replicaSet`: the name of the replica set to connect to.
     pub repl_set_name: Option<String>,
     /// `loadBalanced`.
+    #[serde(rename = "loadbalanced")]
     pub load_balanced: Option<bool>,
     /// The default selection criteria of reads: a read preference (from
     /// `readPreference`, `readPreferenceTags`, `maxStalenessSeconds`) or a
@@ -637,20 +648,23 @@ pub struct ClientOptions {
     pub state_file: Option<std::path::PathBuf>,
     /// Receives every command event ([`crate::event::command`]), inline.
     #[builder(setter(strip_option))]
+    #[serde(skip)]
     pub command_event_handler:
         Option<crate::event::EventHandler<crate::event::command::CommandEvent>>,
     /// Receives every SDAM event ([`crate::event::sdam`]), inline.
     #[builder(setter(strip_option))]
+    #[serde(skip)]
     pub sdam_event_handler: Option<crate::event::EventHandler<crate::event::sdam::SdamEvent>>,
     /// Refused by [`crate::Client::with_options`]: this driver has no
     /// connection pool, so no CMAP event would ever reach it (see
     /// [`crate::event::cmap`]).
     #[builder(setter(strip_option))]
+    #[serde(skip)]
     pub cmap_event_handler: Option<crate::event::EventHandler<crate::event::cmap::CmapEvent>>,
 }
 
 /// Whether and how a client uses TLS (the official driver's `Tls`).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
 #[non_exhaustive]
 pub enum Tls {
     /// TLS with these settings.

@@ -150,6 +150,19 @@ pub(crate) fn u64_from_number<'de, D: Deserializer<'de>>(deserializer: D) -> Res
         .ok_or_else(|| D::Error::custom(format!("could not deserialize u64 from {number}")))
 }
 
+/// An `Option<u64>` read from any whole, non-negative BSON number (a
+/// capped collection's `size`, which the server may report as a double).
+pub(crate) fn option_u64_from_number<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<u64>, D::Error> {
+    match Option::<Bson>::deserialize(deserializer)? {
+        None => Ok(None),
+        Some(number) => non_negative(&number)
+            .map(Some)
+            .ok_or_else(|| D::Error::custom(format!("could not deserialize u64 from {number}"))),
+    }
+}
+
 /// `limit` as its absolute value (a negative `limit` means "one batch" to
 /// the driver, not to the server).
 #[allow(clippy::trivially_copy_pass_by_ref)]

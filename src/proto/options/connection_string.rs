@@ -18,9 +18,10 @@ use super::{
     ServerAddress, ServerMonitoringMode, Tls, WriteConcern,
 };
 use crate::error::{Error, Result};
+use crate::proto::serde_util::millis::serialize as millis;
 
 /// Where a connection string says the servers are.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 #[non_exhaustive]
 pub enum HostInfo {
     /// The seed list of a `mongodb://` string.
@@ -56,79 +57,193 @@ impl Default for HostInfo {
 /// It prints as a connection string with the same options, except the
 /// secrets (the password, `authMechanismProperties`,
 /// `tlsCertificateKeyFilePassword`, the proxy's password), which are left
-/// out.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// out. It serializes (as the official type) to its fields, camelCase,
+/// durations in milliseconds, TLS and the credential as their URI options,
+/// without those secrets either.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ConnectionString {
     /// The seed list, or the SRV host.
     pub host_info: HostInfo,
     /// `appname`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub app_name: Option<String>,
     /// `tls` and the `tls*` options.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "write_tls")]
     pub tls: Option<Tls>,
     /// `heartbeatFrequencyMS`.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "millis")]
     pub heartbeat_frequency: Option<Duration>,
     /// `localThresholdMS`.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "millis")]
     pub local_threshold: Option<Duration>,
     /// `readConcernLevel`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub read_concern: Option<ReadConcern>,
     /// `replicaSet`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub replica_set: Option<String>,
     /// `w`, `wTimeoutMS` and `journal`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub write_concern: Option<WriteConcern>,
     /// `serverSelectionTimeoutMS`.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "millis")]
     pub server_selection_timeout: Option<Duration>,
     /// `maxPoolSize` (accepted; each server has one socket here).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_pool_size: Option<u32>,
     /// `minPoolSize` (accepted; each server has one socket here).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub min_pool_size: Option<u32>,
     /// `maxConnecting` (accepted; each server has one socket here).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_connecting: Option<u32>,
     /// `maxIdleTimeMS` (accepted; each server has one socket here).
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "millis")]
     pub max_idle_time: Option<Duration>,
     /// `connectTimeoutMS`.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "millis")]
     pub connect_timeout: Option<Duration>,
     /// `retryReads`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_reads: Option<bool>,
     /// `retryWrites`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_writes: Option<bool>,
     /// `serverMonitoringMode`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub server_monitoring_mode: Option<ServerMonitoringMode>,
     /// `directConnection`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub direct_connection: Option<bool>,
     /// The user, password and `authSource`, `authMechanism`,
     /// `authMechanismProperties`.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "write_credential"
+    )]
     pub credential: Option<Credential>,
     /// The database in the path.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub default_database: Option<String>,
     /// `loadBalanced`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub load_balanced: Option<bool>,
     /// `socketTimeoutMS` (honoured here: see
     /// [`ClientOptions::socket_timeout`]).
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "millis")]
     pub socket_timeout: Option<Duration>,
     /// `readPreference`, `readPreferenceTags` and `maxStalenessSeconds`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub read_preference: Option<ReadPreference>,
     /// How to encode UUIDs. No connection string sets it here
     /// (`uuidRepresentation` is warned about as unknown, as this driver
     /// encodes `bson::Uuid` values only as the standard subtype 4); one set
     /// in code is refused by [`ClientOptions::parse`].
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "write_uuid_representation"
+    )]
     pub uuid_representation: Option<UuidRepresentation>,
     /// `srvMaxHosts`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub srv_max_hosts: Option<u32>,
     /// `srvServiceName`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub srv_service_name: Option<String>,
     /// `maxAdaptiveRetries`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_adaptive_retries: Option<u32>,
     /// `enableOverloadRetargeting`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub enable_overload_retargeting: Option<bool>,
     /// `waitQueueTimeoutMS` (accepted; nothing waits for a socket here).
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "millis")]
     wait_queue_timeout: Option<Duration>,
     /// The options the official type has no field for (`compressors`,
     /// `timeoutMS`, the proxy, ...), as the parser left them.
+    #[serde(skip)]
     rest: Box<ClientOptions>,
     /// What the parser warned about (an ignored unknown option or invalid
     /// value), logged when the options are made.
+    #[serde(skip)]
     warnings: Vec<String>,
+}
+
+/// TLS as the URI options that set it (the official `Tls::serialize`), the
+/// key file's password left out.
+fn write_tls<S: serde::Serializer>(
+    tls: &Option<Tls>,
+    serializer: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    #[derive(serde::Serialize)]
+    struct TlsFields<'a> {
+        tls: bool,
+        tlscafile: Option<std::borrow::Cow<'a, str>>,
+        tlscertificatekeyfile: Option<std::borrow::Cow<'a, str>>,
+        tlsallowinvalidcertificates: Option<bool>,
+    }
+    match tls {
+        Some(Tls::Enabled(options)) => serde::Serialize::serialize(
+            &TlsFields {
+                tls: true,
+                tlscafile: options.ca_file_path.as_ref().map(|p| p.to_string_lossy()),
+                tlscertificatekeyfile: options
+                    .cert_key_file_path
+                    .as_ref()
+                    .map(|p| p.to_string_lossy()),
+                tlsallowinvalidcertificates: options.allow_invalid_certificates,
+            },
+            serializer,
+        ),
+        _ => serializer.serialize_none(),
+    }
+}
+
+/// A credential as its non-secret URI options (the official
+/// `Credential::serialize` without `authmechanismproperties`, which may
+/// hold a session token); never the user's password.
+fn write_credential<S: serde::Serializer>(
+    credential: &Option<Credential>,
+    serializer: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    #[derive(serde::Serialize)]
+    struct CredentialFields<'a> {
+        authsource: Option<&'a String>,
+        authmechanism: Option<&'static str>,
+    }
+    serde::Serialize::serialize(
+        &credential.as_ref().map(|c| CredentialFields {
+            authsource: c.source.as_ref(),
+            authmechanism: c.mechanism_name(),
+        }),
+        serializer,
+    )
+}
+
+/// A UUID representation as its variant's name (`Standard`, `JavaLegacy`,
+/// ...), as the official crate writes it.
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn write_uuid_representation<S: serde::Serializer>(
+    representation: &Option<UuidRepresentation>,
+    serializer: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    match representation {
+        Some(representation) => serializer.collect_str(&format_args!("{representation:?}")),
+        None => serializer.serialize_none(),
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ConnectionString {
+    /// From the connection string's text, as [`ConnectionString::parse`]
+    /// reads it (its errors never quote a password).
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        ConnectionString::parse(text).map_err(serde::de::Error::custom)
+    }
 }
 
 impl ConnectionString {

@@ -356,3 +356,160 @@ fn results_and_errors_have_the_official_names() {
     assert_eq!((wce.message.as_str(), wce.labels.len()), ("timeout", 1));
     assert!(!written(&insert_many).contains_key("insertedIds"));
 }
+
+#[test]
+fn index_options_write_the_index_specification_and_read_it_back() {
+    let options = IndexOptions::builder()
+        .name("ttl".to_string())
+        .unique(true)
+        .expire_after(Duration::from_secs(3600))
+        .default_language("french".to_string())
+        .sphere_2d_index_version(Sphere2DIndexVersion::V3)
+        .version(IndexVersion::V2)
+        .other(doc! { "prepareUnique": true })
+        .build();
+    let spec = doc! {
+        "name": "ttl", "unique": true, "expireAfterSeconds": 3600,
+        "default_language": "french", "2dsphereIndexVersion": 3, "v": 2,
+        "prepareUnique": true,
+    };
+    assert_eq!(written(&options), spec);
+    let back: IndexOptions = read(spec);
+    assert_eq!(back.expire_after, Some(Duration::from_secs(3600)));
+    assert_eq!(back.default_language.as_deref(), Some("french"));
+    assert_eq!(back.sphere_2d_index_version, Some(Sphere2DIndexVersion::V3));
+    assert_eq!(back.version, Some(IndexVersion::V2));
+    assert_eq!(back.other, Some(doc! { "prepareUnique": true }));
+}
+
+#[test]
+fn create_collection_options_read_the_create_command_fields() {
+    let options: CreateCollectionOptions = read(doc! {
+        "capped": true, "size": 4096.0, "max": 10_i64,
+        "validationLevel": "moderate", "viewOn": "base",
+        "writeConcern": { "w": "majority" }, "expireAfterSeconds": 60_i64,
+    });
+    assert_eq!(options.capped, Some(true));
+    assert_eq!(options.size, Some(4096));
+    assert_eq!(options.max, Some(10));
+    assert_eq!(options.validation_level, Some(ValidationLevel::Moderate));
+    assert_eq!(options.view_on.as_deref(), Some("base"));
+    assert_eq!(options.write_concern, Some(WriteConcern::majority()));
+    assert_eq!(options.expire_after_seconds, Some(60));
+    let negative = bson::from_document::<CreateCollectionOptions>(doc! { "size": -1 });
+    assert!(negative.is_err());
+}
+
+#[test]
+fn credential_reads_its_field_names() {
+    let credential: Credential = read(doc! {
+        "username": "ann", "password": "secret", "source": "admin",
+        "mechanism": "ScramSha256", "mechanism_properties": { "SERVICE_NAME": "db" },
+    });
+    assert_eq!(credential.username.as_deref(), Some("ann"));
+    assert_eq!(credential.password.as_deref(), Some("secret"));
+    assert_eq!(credential.source.as_deref(), Some("admin"));
+    assert_eq!(credential.mechanism, Some(AuthMechanism::ScramSha256));
+    assert_eq!(
+        credential.mechanism_properties,
+        Some(doc! { "SERVICE_NAME": "db" })
+    );
+}
+
+#[test]
+fn tls_and_tls_options_read_the_official_forms() {
+    let tls: Tls = read(doc! { "Enabled": {
+        "ca_file_path": "/etc/ca.pem", "allow_invalid_certificates": true,
+    } });
+    let Tls::Enabled(options) = tls else {
+        panic!("not enabled: {tls:?}")
+    };
+    assert_eq!(options.ca_file_path, Some("/etc/ca.pem".into()));
+    assert_eq!(options.allow_invalid_certificates, Some(true));
+    let wrapped: Document = read(doc! { "tls": "Disabled" });
+    let disabled: Tls = bson::from_bson(wrapped.get("tls").unwrap().clone()).unwrap();
+    assert_eq!(disabled, Tls::Disabled);
+}
+
+#[test]
+fn connection_string_and_host_info_write_their_fields_without_secrets() {
+    let parsed = ConnectionString::parse(
+        "mongodb://AKID:hunter2@db1:27017/app?authMechanism=MONGODB-AWS\
+         &authMechanismProperties=AWS_SESSION_TOKEN:tok&tls=true&tlsCAFile=/etc/ca.pem\
+         &tlsCertificateKeyFilePassword=keypass&connectTimeoutMS=2500&replicaSet=rs0",
+    )
+    .unwrap();
+    assert_eq!(
+        written(&parsed),
+        doc! {
+            "hostInfo": { "HostIdentifiers": [{ "Tcp": { "host": "db1", "port": 27017 } }] },
+            // The official helpers write unset TLS and credential fields as null.
+            "tls": {
+                "tls": true, "tlscafile": "/etc/ca.pem",
+                "tlscertificatekeyfile": Bson::Null, "tlsallowinvalidcertificates": Bson::Null,
+            },
+            "replicaSet": "rs0",
+            "connectTimeout": 2500,
+            "credential": { "authsource": Bson::Null, "authmechanism": "MONGODB-AWS" },
+            "defaultDatabase": "app",
+        }
+    );
+    let read_back: ConnectionString = bson::from_bson(Bson::String(
+        "mongodb://db1:27017/?replicaSet=rs0".to_string(),
+    ))
+    .unwrap();
+    assert_eq!(read_back.replica_set.as_deref(), Some("rs0"));
+    let invalid = bson::from_bson::<ConnectionString>(Bson::String("mongodb://ann:pw@".into()));
+    assert!(!invalid.unwrap_err().to_string().contains("pw"));
+    let srv = HostInfo::DnsRecord("cluster.example.com".to_string());
+    assert_eq!(
+        bson::to_bson(&srv).unwrap(),
+        Bson::Document(doc! { "DnsRecord": "cluster.example.com" })
+    );
+}
+
+#[test]
+fn client_options_read_the_official_field_names() {
+    let options: ClientOptions = read(doc! {
+        "hosts": ["db1:27018"],
+        "appName": "reports",
+        "loadbalanced": false,
+        "connectTimeout": { "secs": 3_i64, "nanos": 0 },
+        "credential": { "username": "ann", "password": "secret" },
+        "tls": "Disabled",
+        "serverApi": { "apiVersion": "1", "apiStrict": true },
+        "writeConcern": { "w": 1 },
+        "replSetName": "rs0",
+    });
+    assert_eq!(options.hosts, vec![ServerAddress::tcp("db1", 27018)]);
+    assert_eq!(options.app_name.as_deref(), Some("reports"));
+    assert_eq!(options.load_balanced, Some(false));
+    assert_eq!(options.connect_timeout, Some(Duration::from_secs(3)));
+    let credential = options.credential.as_ref().unwrap();
+    assert_eq!(credential.password.as_deref(), Some("secret"));
+    assert_eq!(options.tls, Some(Tls::Disabled));
+    assert_eq!(
+        options.server_api,
+        Some(
+            ServerApi::builder()
+                .version(ServerApiVersion::V1)
+                .strict(true)
+                .build()
+        )
+    );
+    assert_eq!(options.write_concern, Some(WriteConcern::nodes(1)));
+    assert_eq!(options.repl_set_name.as_deref(), Some("rs0"));
+    let defaults: ClientOptions = read(Document::new());
+    assert!(defaults.hosts.is_empty());
+}
+
+#[test]
+fn server_api_writes_and_reads_its_command_fields() {
+    let api = ServerApi::builder()
+        .version(ServerApiVersion::V1)
+        .deprecation_errors(true)
+        .build();
+    let fields = doc! { "apiVersion": "1", "apiDeprecationErrors": true };
+    assert_eq!(written(&api), fields);
+    assert_eq!(read::<ServerApi>(fields), api);
+}
