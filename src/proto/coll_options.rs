@@ -70,6 +70,9 @@ macro_rules! options_struct {
             $( $(#[$field_meta])* pub $field: Option<$ty>, )*
         }
 
+        // The official deprecated options (`max_scan`, `background`) keep
+        // their setters and their names in options documents.
+        #[allow(deprecated)]
         impl $name {
             $(
                 #[doc = concat!("Sets [`", stringify!($field), "`](Self::", stringify!($field), ").")]
@@ -83,7 +86,7 @@ macro_rules! options_struct {
 
         // Read by the C ABI (feature `capi`), which takes options as BSON;
         // not every struct is (write models' options come inside models).
-        #[allow(dead_code)]
+        #[allow(dead_code, deprecated)]
         impl $name {
             /// Sets the field whose official option name (see
             /// `proto::options_doc`) is `key` to `value`; an unknown name or
@@ -211,6 +214,11 @@ options_struct! {
         /// For tailable-await cursors: how long a `getMore` waits for data (its `maxTimeMS`).
         #[serde(skip)]
         max_await_time: Duration,
+        /// Most documents or index keys to scan (`maxScan`): sent as given,
+        /// as the official driver does, though no server since 4.0 takes it.
+        #[deprecated = "no MongoDB server since 4.0 supports maxScan; use `max_time`"]
+        #[serde(serialize_with = "crate::proto::serde_util::u64_as_i64")]
+        max_scan: u64,
         /// Server-side time limit of the `find` (`maxTimeMS`).
         #[serde(rename = "maxTimeMS", default, with = "crate::proto::serde_util::millis")]
         max_time: Duration,
@@ -260,6 +268,9 @@ options_struct! {
         hint: Hint,
         /// Exclusive upper bound of the index keys (`max`).
         max: Document,
+        /// Most documents or index keys to scan (`maxScan`; see [`FindOptions::max_scan`]).
+        #[deprecated = "no MongoDB server since 4.0 supports maxScan; use `max_time`"]
+        max_scan: u64,
         /// The server's time limit (`maxTimeMS`).
         #[serde(default, deserialize_with = "crate::proto::serde_util::millis::deserialize")]
         max_time: Duration,
@@ -289,6 +300,7 @@ options_struct! {
     }
 }
 
+#[allow(deprecated)] // max_scan carries over
 impl From<FindOneOptions> for FindOptions {
     fn from(one: FindOneOptions) -> Self {
         FindOptions {
@@ -297,6 +309,7 @@ impl From<FindOneOptions> for FindOptions {
             comment: one.comment,
             hint: one.hint,
             max: one.max,
+            max_scan: one.max_scan,
             max_time: one.max_time,
             min: one.min,
             projection: one.projection,
@@ -886,6 +899,9 @@ options_struct! {
     #[derive(Serialize, Deserialize)]
     #[serde(rename_all = "camelCase", deny_unknown_fields)]
     pub struct ListIndexesOptions {
+        /// Server-side time limit of the `listIndexes` (`maxTimeMS`).
+        #[serde(rename = "maxTimeMS", default, with = "crate::proto::serde_util::millis")]
+        max_time: Duration,
         /// Documents per batch (`cursor.batchSize`).
         #[serde(default, skip_serializing)]
         batch_size: u32,
@@ -1039,6 +1055,10 @@ options_struct! {
     #[derive(PartialEq, Serialize, Deserialize)]
     #[serde(rename_all = "camelCase")]
     pub struct IndexOptions {
+        /// Build in the background (`background`): sent as given, as the
+        /// official driver does; servers since 4.2 ignore it.
+        #[deprecated = "servers since 4.2 ignore `background`"]
+        background: bool,
         /// The index's name (`name`); generated from the keys when unset.
         name: String,
         /// Rejects documents with a key already present (`unique`).
@@ -1080,6 +1100,10 @@ options_struct! {
         min: f64,
         /// 2d index: upper bound of the coordinates (`max`).
         max: f64,
+        /// geoHaystack index: the units grouped per bucket (`bucketSize`;
+        /// servers since 5.0 have no geoHaystack indexes).
+        #[serde(serialize_with = "crate::proto::serde_util::u32_as_i32")]
+        bucket_size: u32,
         /// Storage-engine settings (`storageEngine`).
         storage_engine: Document,
         /// Index version (`v`).
@@ -1092,6 +1116,13 @@ options_struct! {
 }
 
 impl IndexOptions {
+    /// The deprecated `background`, sent as given, as the official driver
+    /// does (servers since 4.2 ignore it).
+    #[allow(deprecated)]
+    fn background_as_given(&self) -> Option<bool> {
+        self.background
+    }
+
     /// The specification fields these options set (besides `key`).
     pub fn to_document(&self) -> Document {
         let mut spec = Document::new();
@@ -1100,6 +1131,7 @@ impl IndexOptions {
                 spec.insert(key, value);
             }
         };
+        put("background", self.background_as_given().map(Bson::Boolean));
         put("name", self.name.clone().map(Bson::String));
         put("unique", self.unique.map(Bson::Boolean));
         put("sparse", self.sparse.map(Bson::Boolean));
@@ -1138,6 +1170,10 @@ impl IndexOptions {
         put("bits", self.bits.map(Bson::Int32));
         put("min", self.min.map(Bson::Double));
         put("max", self.max.map(Bson::Double));
+        let bucket_size = self
+            .bucket_size
+            .map(|n| i32::try_from(n).unwrap_or(i32::MAX));
+        put("bucketSize", bucket_size.map(Bson::Int32));
         put(
             "storageEngine",
             self.storage_engine.clone().map(Bson::Document),
@@ -1202,6 +1238,12 @@ impl IndexOptions {
             "bits" => take(&mut self.bits, value.as_i32()),
             "min" => take(&mut self.min, value.as_f64()),
             "max" => take(&mut self.max, value.as_f64()),
+            "bucketSize" => take(
+                &mut self.bucket_size,
+                version_number(value).and_then(|n| u32::try_from(n).ok()),
+            ),
+            #[allow(deprecated)] // read back as listed, as the official driver does
+            "background" => take(&mut self.background, value.as_bool()),
             "storageEngine" => take(&mut self.storage_engine, document()),
             "v" => take(
                 &mut self.version,
@@ -1479,8 +1521,14 @@ mod tests {
             "partialFilterExpression": { "a": { "$gt": 1 } }, "v": 2,
             "futureOption": "kept", "sparse": "not a bool",
             "textIndexVersion": 3, "2dsphereIndexVersion": 9_i64,
+            "background": true, "bucketSize": 5,
         };
         let options = IndexOptions::from(spec.clone());
+        // The official deprecated options are read back and sent as given.
+        #[allow(deprecated)]
+        let background = options.background;
+        assert_eq!(background, Some(true));
+        assert_eq!(options.bucket_size, Some(5));
         assert_eq!(options.name.as_deref(), Some("ttl"));
         assert_eq!(options.unique, Some(true));
         assert_eq!(options.expire_after, Some(Duration::from_secs(60)));
@@ -1502,6 +1550,8 @@ mod tests {
         assert_eq!(sent.get_i32("textIndexVersion"), Ok(3));
         assert_eq!(sent.get_i32("2dsphereIndexVersion"), Ok(9));
         assert_eq!(sent.get_i32("v"), Ok(2));
+        assert_eq!(sent.get_bool("background"), Ok(true));
+        assert_eq!(sent.get_i32("bucketSize"), Ok(5));
         for key in spec.keys() {
             assert!(sent.contains_key(key), "{key} is not sent");
         }

@@ -56,6 +56,7 @@ impl<'a, T, S> Find<'a, T, S> {
         limit: i64,
         max: Document,
         max_await_time: Duration,
+        max_scan: u64,
         max_time: Duration,
         min: Document,
         no_cursor_timeout: bool,
@@ -139,6 +140,7 @@ impl<'a, T> FindOne<'a, T> {
         comment: Bson,
         hint: Hint,
         max: Document,
+        max_scan: u64,
         max_time: Duration,
         min: Document,
         projection: Document,
@@ -1056,6 +1058,7 @@ impl<M, S> ListIndexes<'_, M, S> {
     timeout_setter!(coll);
 
     option_setters!(ListIndexesOptions {
+        max_time: Duration,
         batch_size: u32,
         comment: Bson,
         raw_data: bool,

@@ -139,6 +139,8 @@ macro_rules! option_setter {
     };
     ($options:ty, $field:ident, Bson) => {
         #[doc = $crate::api::action::option_setter!(@doc $options, $field)]
+        // The official deprecated options (`max_scan`) keep their setters.
+        #[allow(deprecated)]
         pub fn $field(mut self, value: impl Into<Bson>) -> Self {
             self.options.$field = Some(value.into());
             self
@@ -146,6 +148,8 @@ macro_rules! option_setter {
     };
     ($options:ty, $field:ident, String) => {
         #[doc = $crate::api::action::option_setter!(@doc $options, $field)]
+        // The official deprecated options (`max_scan`) keep their setters.
+        #[allow(deprecated)]
         pub fn $field(mut self, value: impl Into<String>) -> Self {
             self.options.$field = Some(value.into());
             self
@@ -153,6 +157,8 @@ macro_rules! option_setter {
     };
     ($options:ty, $field:ident, Vec<$inner:ident>) => {
         #[doc = $crate::api::action::option_setter!(@doc $options, $field)]
+        // The official deprecated options (`max_scan`) keep their setters.
+        #[allow(deprecated)]
         pub fn $field(mut self, value: impl IntoIterator<Item = $inner>) -> Self {
             self.options.$field = Some(value.into_iter().collect());
             self
@@ -160,6 +166,8 @@ macro_rules! option_setter {
     };
     ($options:ty, $field:ident, $head:ident) => {
         #[doc = $crate::api::action::option_setter!(@doc $options, $field)]
+        // The official deprecated options (`max_scan`) keep their setters.
+        #[allow(deprecated)]
         pub fn $field(mut self, value: $head) -> Self {
             self.options.$field = Some(value);
             self

@@ -119,6 +119,10 @@ impl Find {
         if let Some(max_time) = options.max_time {
             body.value("maxTimeMS", &duration_ms(max_time))?;
         }
+        #[allow(deprecated)] // sent as given, as the official driver does
+        if let Some(max_scan) = options.max_scan {
+            body.value("maxScan", &count_bson(max_scan))?;
+        }
         for (key, value) in [("max", &options.max), ("min", &options.min)] {
             if let Some(value) = value {
                 body.document(key, value)?;
@@ -296,6 +300,17 @@ mod tests {
         );
         assert_eq!(spec.options.limit, Some(10));
         assert!(spec.options.tailable);
+    }
+
+    #[test]
+    fn the_deprecated_max_scan_is_sent_as_given() {
+        #[allow(deprecated)]
+        let options = FindOptions::default().max_scan(10);
+        let mut find = Find::new(ns(), doc! {}, options);
+        assert_eq!(
+            body(&mut find),
+            doc! { "find": "coll", "filter": {}, "maxScan": 10_i64 }
+        );
     }
 
     #[test]

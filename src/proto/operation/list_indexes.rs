@@ -41,6 +41,11 @@ impl Operation for ListIndexes {
         append_option(&mut body, "comment", self.options.comment.clone());
         append_option(
             &mut body,
+            "maxTimeMS",
+            self.options.max_time.map(super::duration_ms),
+        );
+        append_option(
+            &mut body,
             "rawData",
             super::raw_data(self.options.raw_data, server)?,
         );
@@ -76,6 +81,16 @@ mod tests {
         assert_eq!(
             list.build(&server()).unwrap().body,
             doc! { "listIndexes": "coll", "cursor": { "batchSize": 1_i64 } }
+        );
+    }
+
+    #[test]
+    fn max_time_is_the_commands_max_time_ms() {
+        let options = ListIndexesOptions::default().max_time(std::time::Duration::from_millis(750));
+        let mut list = ListIndexes::new(ns(), options);
+        assert_eq!(
+            list.build(&server()).unwrap().body,
+            doc! { "listIndexes": "coll", "cursor": {}, "maxTimeMS": 750_i64 }
         );
     }
 }
