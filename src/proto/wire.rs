@@ -300,6 +300,19 @@ pub(crate) fn encode_parts(
     max_message_size: usize,
     out: &mut Vec<u8>,
 ) -> Result<()> {
+    encode_with_tail(request_id, response_to, parts, max_message_size, &[], out)
+}
+
+/// Appends the message to `out` (`tail` counted but not written, as in
+/// [`write_msg`]); on an error `out` is left as it was.
+fn encode_with_tail(
+    request_id: i32,
+    response_to: i32,
+    parts: &MsgParts<'_>,
+    max_message_size: usize,
+    tail: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<()> {
     let start = out.len();
     let result = write_msg(
         request_id,
@@ -307,7 +320,7 @@ pub(crate) fn encode_parts(
         parts,
         max_message_size,
         start,
-        &[],
+        tail,
         out,
     );
     if result.is_err() {
@@ -345,20 +358,7 @@ pub(crate) fn encode_parts_borrowing_last<'a>(
         Some(bytes) if !parts.flags.has(MsgFlags::CHECKSUM_PRESENT) => bytes,
         _ => &[],
     };
-    let start = out.len();
-    let result = write_msg(
-        request_id,
-        response_to,
-        parts,
-        max_message_size,
-        start,
-        tail,
-        out,
-    );
-    if result.is_err() {
-        out.truncate(start);
-    }
-    result.map(|()| tail)
+    encode_with_tail(request_id, response_to, parts, max_message_size, tail, out).map(|()| tail)
 }
 
 /// Writes the message; `tail`, when not empty, is the last sequence's last
