@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use bson::{doc, Bson, Document};
 use support::raw::{is_ok, RawConnection, QUERY_FLAG_SECONDARY_OK};
-use support::server::TestServer;
+use support::server::{ServerOptions, TestServer};
 use support::sim::{wait_until, HelloFault, Role, Simulator};
 
 fn first_batch(reply: &Document) -> Vec<Document> {
@@ -95,6 +95,34 @@ fn killed_server_restarts_on_the_same_port() {
         .command("admin", doc! { "ping": 1 })
         .expect("ping after restart");
     assert!(is_ok(&hello), "{hello}");
+}
+
+#[test]
+fn a_server_that_cannot_take_its_port_is_not_mistaken_for_the_one_there() {
+    // Two tests handed the same port once shared one server and spent each
+    // other's fail points: the second launcher took the first server's hello
+    // for its own while its own server was still failing to bind.
+    let holder = TestServer::start_standalone();
+    let plain = ServerOptions {
+        standalone: true,
+        ..ServerOptions::default()
+    };
+    let tls = ServerOptions {
+        standalone: true,
+        extra_args: support::tls::tls_args(false),
+    };
+    for (kind, options) in [("plain", plain), ("TLS", tls)] {
+        let started = TestServer::start_on(holder.port(), options);
+        let error = started
+            .map(|s| s.port())
+            .expect_err(&format!("a {kind} server cannot listen on a taken port"));
+        assert!(error.contains(&holder.port().to_string()), "{error}");
+    }
+    let reply = holder
+        .raw_connection()
+        .command("admin", doc! { "ping": 1 })
+        .expect("the holder still answers");
+    assert!(is_ok(&reply), "{reply}");
 }
 
 #[test]

@@ -18,12 +18,13 @@
 //! when the server is dropped normally and kept (its path printed) when the
 //! test panicked, so that directory holds only logs worth reading.
 
+use std::collections::BTreeSet;
 use std::fs::{self, OpenOptions};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -34,9 +35,14 @@ const STARTUP_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Kills the server (argument list after `--`) when stdin reaches EOF, and
 /// exits with the server's status when the server exits on its own.
+/// The first argument names a file that receives the server's pid, which
+/// [`TestServer`] needs to tell its own server's listener from another's.
 const WATCHDOG: &str = r#"exec 3<&0
+pid_file=$1
+shift
 "$@" </dev/null 3<&- &
 server=$!
+echo "$server" > "$pid_file"
 { read -r _ignored <&3; kill -9 "$server" 2>/dev/null; } &
 watcher=$!
 wait "$server"
@@ -129,12 +135,54 @@ fn sweep_scratch_dirs(dir: &Path) {
     }
 }
 
-/// A port that was free a moment ago (the OS picks it for a port-0 bind).
+/// A port that was free a moment ago (the OS picks it for a port-0 bind),
+/// and that this process has not handed out before: two servers started at
+/// once by two tests must not be given the same port.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("cannot bind a loopback port")
+    static HANDED_OUT: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("cannot bind a loopback port");
+        if HANDED_OUT
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert(port)
+        {
+            return port;
+        }
+    }
+}
+
+/// Whether the process `pid` holds the socket listening on
+/// `127.0.0.1:<port>`, read from `/proc` (Linux), or `None` where `/proc`
+/// cannot tell.
+///
+/// Another test process (or another test of this one) may have started its
+/// server on the same port a moment earlier; our own server then fails to
+/// bind, but until it exits, a hello on the port is answered by the other
+/// one, and two tests sharing a server see each other's fail points.
+fn listens_on(pid: u32, port: u16) -> Option<bool> {
+    let table = fs::read_to_string("/proc/net/tcp").ok()?;
+    let local = format!("0100007F:{port:04X}");
+    const LISTEN: &str = "0A";
+    let inode = table.lines().skip(1).find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        (fields.get(1) == Some(&local.as_str()) && fields.get(3) == Some(&LISTEN))
+            .then(|| fields.get(9).map(|inode| format!("socket:[{inode}]")))
+            .flatten()
+    });
+    let Some(inode) = inode else {
+        return Some(false);
+    };
+    let Ok(descriptors) = fs::read_dir(format!("/proc/{pid}/fd")) else {
+        // Gone already (it could not bind), or not ours to read.
+        return Some(false);
+    };
+    Some(descriptors.flatten().any(|entry| {
+        fs::read_link(entry.path()).is_ok_and(|target| target.as_os_str() == inode.as_str())
+    }))
 }
 
 fn tail(path: &Path) -> String {
@@ -163,20 +211,27 @@ impl TestServer {
     pub fn with_options(options: ServerOptions) -> TestServer {
         let mut last_error = String::new();
         for _ in 0..5 {
-            let mut server = TestServer {
-                options: options.clone(),
-                port: free_port(),
-                log_path: PathBuf::new(),
-                scratch_dir: PathBuf::new(),
-                child: None,
-                lifeline: None,
-            };
-            match server.spawn_and_wait() {
-                Ok(()) => return server,
+            match Self::start_on(free_port(), options.clone()) {
+                Ok(server) => return server,
                 Err(e) => last_error = e,
             }
         }
         panic!("SecantusDB did not start after 5 attempts: {last_error}");
+    }
+
+    /// Starts a server on `port`; an error when it cannot listen there
+    /// (another process holds the port) or does not answer in time.
+    pub fn start_on(port: u16, options: ServerOptions) -> Result<TestServer, String> {
+        let mut server = TestServer {
+            options,
+            port,
+            log_path: PathBuf::new(),
+            scratch_dir: PathBuf::new(),
+            child: None,
+            lifeline: None,
+        };
+        server.spawn_and_wait()?;
+        Ok(server)
     }
 
     /// One replica-set-mode server per test binary, started on first use.
@@ -211,6 +266,8 @@ impl TestServer {
         }
         fs::create_dir_all(&self.scratch_dir)
             .map_err(|e| format!("cannot create {}: {e}", self.scratch_dir.display()))?;
+        // A restart must not read the pid of the server it replaced.
+        let _ = fs::remove_file(self.pid_file());
         // Appending keeps the log of the run before a restart.
         let log = OpenOptions::new()
             .create(true)
@@ -225,6 +282,7 @@ impl TestServer {
             .arg("-c")
             .arg(WATCHDOG)
             .arg("secantusd-watchdog")
+            .arg(self.pid_file())
             .arg(&binary)
             .args(["--host", "127.0.0.1", "--port"])
             .arg(self.port.to_string())
@@ -260,14 +318,7 @@ impl TestServer {
                     tail(&self.log_path)
                 ));
             }
-            // Still running after it answered: the hello came from our
-            // server, not from something that took the port meanwhile.
-            if self.answers_hello()
-                && self
-                    .child
-                    .as_mut()
-                    .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
-            {
+            if self.answers_hello() && self.own_server_listens() {
                 return Ok(());
             }
             if started.elapsed() > STARTUP_TIMEOUT {
@@ -280,6 +331,27 @@ impl TestServer {
                 ));
             }
             thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn pid_file(&self) -> PathBuf {
+        self.scratch_dir.join("server.pid")
+    }
+
+    /// Whether the listener on our port is our own server's. Where `/proc`
+    /// cannot tell, a server still running after the port answered is taken
+    /// as ours.
+    fn own_server_listens(&mut self) -> bool {
+        let running = self
+            .child
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(None)));
+        let pid = fs::read_to_string(self.pid_file())
+            .ok()
+            .and_then(|text| text.trim().parse::<u32>().ok());
+        match pid {
+            Some(pid) => running && listens_on(pid, self.port).unwrap_or(true),
+            None => false,
         }
     }
 
