@@ -25,7 +25,8 @@ pointer for a closure), so the programs compile against both crates. An
 action builder is reached by the handle method that returns it
 (`coll.find(..)`), never named with its generic parameters, which are each
 crate's own (what a program writes is the chain of calls); a trait impl
-generic over its input (`impl<E> From<E> for Error`) is counted, not checked.
+generic over its input (`impl<E> From<E> for Error`) is counted, not checked
+here: the hand-written `conversions` program names its instances.
 
 What this crate lacks is listed, with a reason, in
 `.ci/compat-surface-differences`; the checks it matches are left out and

@@ -49,6 +49,7 @@ macro_rules! programs {
 
 programs! {
     typed_crud,
+    conversions,
     find_options,
     updates,
     replace,
