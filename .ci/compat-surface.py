@@ -23,8 +23,9 @@ Generic parameters are instantiated with concrete types chosen from their
 bounds (`Document` for a document type, `X` for `impl Into<X>`, a function
 pointer for a closure), so the programs compile against both crates. An
 action builder is reached by the handle method that returns it
-(`coll.find(..)`), never named with its generic parameters, which are each
-crate's own (what a program writes is the chain of calls); a trait impl
+(`coll.find(..)`), the call bound to the official return type with its
+generic parameters (`Update<'_>`, `Find<'_, Document>`: programs name them
+in signatures); its setters are checked by chained calls. A trait impl
 generic over its input (`impl<E> From<E> for Error`) is counted, not checked
 here: the hand-written `conversions` program names its instances.
 
@@ -519,9 +520,14 @@ def method_check(surface, fn_item, self_rendered, subst, receiver=None):
     if out is not None:
         try:
             rendered = r.ty(out)
-            # Builders are reached by calls, never named (their generic
-            # parameters are this crate's own; their methods are checked).
-            if "impl " not in rendered and "mongodb::action::" not in rendered:
+            # A builder's own methods reach it by a call and leave its type
+            # unnamed (`Self` would pin the checks' stand-in lifetimes), but
+            # a method that makes one (`coll.update_one(..)`) is bound to
+            # the official return type: a program names `Update<'_>` in a
+            # signature, so the builder's generic parameters are API.
+            if "impl " not in rendered and (
+                "mongodb::action::" not in rendered or receiver is None
+            ):
                 ann = f": {rendered}"
         except Unrenderable:
             ann = ""

@@ -130,7 +130,7 @@ impl ClientSession {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn start_transaction(&mut self) -> StartTransaction<'_> {
+    pub fn start_transaction(&mut self) -> StartTransaction<&mut ClientSession> {
         StartTransaction {
             session: self,
             options: TransactionOptions::default(),
@@ -347,13 +347,16 @@ impl Drop for ClientSession {
 /// with `with_options`, then `run` (or `and_run` for the retried callback
 /// form).
 #[must_use = "nothing happens until `run` or `and_run`"]
-pub struct StartTransaction<'a> {
-    session: &'a mut ClientSession,
+///
+/// `S` is the session it starts the transaction in, as in the official
+/// driver's `StartTransaction<&mut ClientSession>`.
+pub struct StartTransaction<S> {
+    session: S,
     options: TransactionOptions,
     timeout: Option<Duration>,
 }
 
-impl StartTransaction<'_> {
+impl<S> StartTransaction<S> {
     /// Sets every option at once, replacing any set on this builder before.
     pub fn with_options(mut self, options: impl Into<Option<TransactionOptions>>) -> Self {
         self.options = options.into().unwrap_or_default();
@@ -398,7 +401,9 @@ impl StartTransaction<'_> {
         self.timeout = Some(value);
         self
     }
+}
 
+impl StartTransaction<&mut ClientSession> {
     /// Starts the transaction.
     pub fn run(self) -> Result<()> {
         if self.timeout.is_some() {

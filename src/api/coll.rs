@@ -435,7 +435,7 @@ impl<T> Collection<T> {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn insert_one(&self, document: impl Borrow<T>) -> action::InsertOne<'_, T>
+    pub fn insert_one(&self, document: impl Borrow<T>) -> action::InsertOne<'_>
     where
         T: Serialize,
     {
@@ -455,7 +455,7 @@ impl<T> Collection<T> {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn insert_many<I>(&self, documents: I) -> action::InsertMany<'_, T>
+    pub fn insert_many<I>(&self, documents: I) -> action::InsertMany<'_>
     where
         T: Serialize,
         I: IntoIterator,
@@ -558,7 +558,7 @@ impl<T> Collection<T> {
         &self,
         filter: Document,
         update: impl Into<UpdateModifications>,
-    ) -> action::Update<'_, T> {
+    ) -> action::Update<'_> {
         action::Update::new(self, filter, update.into(), false)
     }
 
@@ -581,7 +581,7 @@ impl<T> Collection<T> {
         &self,
         filter: Document,
         update: impl Into<UpdateModifications>,
-    ) -> action::Update<'_, T> {
+    ) -> action::Update<'_> {
         action::Update::new(self, filter, update.into(), true)
     }
 
@@ -624,7 +624,7 @@ impl<T> Collection<T> {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn delete_one(&self, filter: Document) -> action::Delete<'_, T> {
+    pub fn delete_one(&self, filter: Document) -> action::Delete<'_> {
         action::Delete::new(self, filter, false)
     }
 
@@ -642,7 +642,7 @@ impl<T> Collection<T> {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn delete_many(&self, filter: Document) -> action::Delete<'_, T> {
+    pub fn delete_many(&self, filter: Document) -> action::Delete<'_> {
         action::Delete::new(self, filter, true)
     }
 
@@ -733,7 +733,7 @@ impl<T> Collection<T> {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn count_documents(&self, filter: Document) -> action::CountDocuments<'_, T> {
+    pub fn count_documents(&self, filter: Document) -> action::CountDocuments<'_> {
         action::CountDocuments::new(self, filter)
     }
 
@@ -751,7 +751,7 @@ impl<T> Collection<T> {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn estimated_document_count(&self) -> action::EstimatedDocumentCount<'_, T> {
+    pub fn estimated_document_count(&self) -> action::EstimatedDocumentCount<'_> {
         action::EstimatedDocumentCount::new(self)
     }
 
@@ -769,7 +769,7 @@ impl<T> Collection<T> {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn distinct(&self, field: impl AsRef<str>, filter: Document) -> action::Distinct<'_, T> {
+    pub fn distinct(&self, field: impl AsRef<str>, filter: Document) -> action::Distinct<'_> {
         action::Distinct::new(self, field.as_ref(), filter)
     }
 
@@ -822,7 +822,7 @@ impl<T> Collection<T> {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn drop(&self) -> action::DropCollection<'_, T> {
+    pub fn drop(&self) -> action::DropCollection<'_> {
         action::DropCollection::new(self)
     }
 
@@ -920,8 +920,8 @@ impl<T> Collection<T> {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn drop_index(&self, name: impl AsRef<str>) -> action::DropIndex<'_, T> {
-        action::DropIndex::new(self, name.as_ref())
+    pub fn drop_index(&self, name: impl AsRef<str>) -> action::DropIndex<'_> {
+        action::DropIndex::new(self, Some(name.as_ref()))
     }
 
     /// Drops every index but `_id`'s.
@@ -937,7 +937,7 @@ impl<T> Collection<T> {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn drop_indexes(&self) -> action::DropIndexes<'_, T> {
-        action::DropIndexes::new(self)
+    pub fn drop_indexes(&self) -> action::DropIndex<'_> {
+        action::DropIndex::new(self, None)
     }
 }

@@ -86,6 +86,7 @@ programs! {
     run_commands,
     atlas_search,
     builder_modes,
+    builder_types,
     search_index_options,
     gridfs_actions,
     surface_handles,

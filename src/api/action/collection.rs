@@ -175,17 +175,17 @@ impl<'a, T> FindOne<'a, T> {
 
 /// `insert_one`.
 #[must_use = "nothing is sent until `run`"]
-pub struct InsertOne<'a, T> {
-    coll: Cow<'a, Collection<T>>,
+pub struct InsertOne<'a> {
+    coll: Cow<'a, Collection<Document>>,
     document: Result<RawDocumentBuf>,
     options: InsertOneOptions,
     session: Option<&'a mut ClientSession>,
 }
 
-impl<'a, T> InsertOne<'a, T> {
-    pub(crate) fn new(coll: &'a Collection<T>, document: Result<RawDocumentBuf>) -> Self {
+impl<'a> InsertOne<'a> {
+    pub(crate) fn new<T>(coll: &'a Collection<T>, document: Result<RawDocumentBuf>) -> Self {
         InsertOne {
-            coll: Cow::Borrowed(coll),
+            coll: untyped(coll),
             document,
             options: InsertOneOptions::default(),
             session: None,
@@ -215,17 +215,17 @@ impl<'a, T> InsertOne<'a, T> {
 
 /// `insert_many`.
 #[must_use = "nothing is sent until `run`"]
-pub struct InsertMany<'a, T> {
-    coll: Cow<'a, Collection<T>>,
+pub struct InsertMany<'a> {
+    coll: Cow<'a, Collection<Document>>,
     documents: Result<Vec<RawDocumentBuf>>,
     options: InsertManyOptions,
     session: Option<&'a mut ClientSession>,
 }
 
-impl<'a, T> InsertMany<'a, T> {
-    pub(crate) fn new(coll: &'a Collection<T>, documents: Result<Vec<RawDocumentBuf>>) -> Self {
+impl<'a> InsertMany<'a> {
+    pub(crate) fn new<T>(coll: &'a Collection<T>, documents: Result<Vec<RawDocumentBuf>>) -> Self {
         InsertMany {
-            coll: Cow::Borrowed(coll),
+            coll: untyped(coll),
             documents,
             options: InsertManyOptions::default(),
             session: None,
@@ -325,8 +325,8 @@ impl<'a, T> CollectionBulkWrite<'a, T> {
 
 /// `update_one` and `update_many`.
 #[must_use = "nothing is sent until `run`"]
-pub struct Update<'a, T> {
-    coll: Cow<'a, Collection<T>>,
+pub struct Update<'a> {
+    coll: Cow<'a, Collection<Document>>,
     filter: Document,
     update: UpdateModifications,
     many: bool,
@@ -334,15 +334,15 @@ pub struct Update<'a, T> {
     session: Option<&'a mut ClientSession>,
 }
 
-impl<'a, T> Update<'a, T> {
-    pub(crate) fn new(
+impl<'a> Update<'a> {
+    pub(crate) fn new<T>(
         coll: &'a Collection<T>,
         filter: Document,
         update: UpdateModifications,
         many: bool,
     ) -> Self {
         Update {
-            coll: Cow::Borrowed(coll),
+            coll: untyped(coll),
             filter,
             update,
             many,
@@ -431,18 +431,18 @@ impl<'a> ReplaceOne<'a> {
 
 /// `delete_one` and `delete_many`.
 #[must_use = "nothing is sent until `run`"]
-pub struct Delete<'a, T> {
-    coll: Cow<'a, Collection<T>>,
+pub struct Delete<'a> {
+    coll: Cow<'a, Collection<Document>>,
     filter: Document,
     many: bool,
     options: DeleteOptions,
     session: Option<&'a mut ClientSession>,
 }
 
-impl<'a, T> Delete<'a, T> {
-    pub(crate) fn new(coll: &'a Collection<T>, filter: Document, many: bool) -> Self {
+impl<'a> Delete<'a> {
+    pub(crate) fn new<T>(coll: &'a Collection<T>, filter: Document, many: bool) -> Self {
         Delete {
-            coll: Cow::Borrowed(coll),
+            coll: untyped(coll),
             filter,
             many,
             options: DeleteOptions::default(),
@@ -643,17 +643,17 @@ impl<'a, T> FindOneAndDelete<'a, T> {
 
 /// `count_documents`.
 #[must_use = "nothing is sent until `run`"]
-pub struct CountDocuments<'a, T> {
-    coll: Cow<'a, Collection<T>>,
+pub struct CountDocuments<'a> {
+    coll: Cow<'a, Collection<Document>>,
     filter: Document,
     options: CountOptions,
     session: Option<&'a mut ClientSession>,
 }
 
-impl<'a, T> CountDocuments<'a, T> {
-    pub(crate) fn new(coll: &'a Collection<T>, filter: Document) -> Self {
+impl<'a> CountDocuments<'a> {
+    pub(crate) fn new<T>(coll: &'a Collection<T>, filter: Document) -> Self {
         CountDocuments {
-            coll: Cow::Borrowed(coll),
+            coll: untyped(coll),
             filter,
             options: CountOptions::default(),
             session: None,
@@ -683,16 +683,16 @@ impl<'a, T> CountDocuments<'a, T> {
 
 /// `estimated_document_count`.
 #[must_use = "nothing is sent until `run`"]
-pub struct EstimatedDocumentCount<'a, T> {
-    coll: Cow<'a, Collection<T>>,
+pub struct EstimatedDocumentCount<'a> {
+    coll: Cow<'a, Collection<Document>>,
     options: EstimatedDocumentCountOptions,
     session: Option<&'a mut ClientSession>,
 }
 
-impl<'a, T> EstimatedDocumentCount<'a, T> {
-    pub(crate) fn new(coll: &'a Collection<T>) -> Self {
+impl<'a> EstimatedDocumentCount<'a> {
+    pub(crate) fn new<T>(coll: &'a Collection<T>) -> Self {
         EstimatedDocumentCount {
-            coll: Cow::Borrowed(coll),
+            coll: untyped(coll),
             options: EstimatedDocumentCountOptions::default(),
             session: None,
         }
@@ -717,18 +717,18 @@ impl<'a, T> EstimatedDocumentCount<'a, T> {
 
 /// `distinct`.
 #[must_use = "nothing is sent until `run`"]
-pub struct Distinct<'a, T> {
-    coll: Cow<'a, Collection<T>>,
+pub struct Distinct<'a> {
+    coll: Cow<'a, Collection<Document>>,
     field: String,
     filter: Document,
     options: DistinctOptions,
     session: Option<&'a mut ClientSession>,
 }
 
-impl<'a, T> Distinct<'a, T> {
-    pub(crate) fn new(coll: &'a Collection<T>, field: &str, filter: Document) -> Self {
+impl<'a> Distinct<'a> {
+    pub(crate) fn new<T>(coll: &'a Collection<T>, field: &str, filter: Document) -> Self {
         Distinct {
-            coll: Cow::Borrowed(coll),
+            coll: untyped(coll),
             field: field.to_string(),
             filter,
             options: DistinctOptions::default(),
@@ -932,16 +932,16 @@ impl<T> Aggregate<'_, ExplicitSession<'_>, T> {
 
 /// `drop` of a collection.
 #[must_use = "nothing is sent until `run`"]
-pub struct DropCollection<'a, T> {
-    coll: Cow<'a, Collection<T>>,
+pub struct DropCollection<'a> {
+    coll: Cow<'a, Collection<Document>>,
     options: DropCollectionOptions,
     session: Option<&'a mut ClientSession>,
 }
 
-impl<'a, T> DropCollection<'a, T> {
-    pub(crate) fn new(coll: &'a Collection<T>) -> Self {
+impl<'a> DropCollection<'a> {
+    pub(crate) fn new<T>(coll: &'a Collection<T>) -> Self {
         DropCollection {
-            coll: Cow::Borrowed(coll),
+            coll: untyped(coll),
             options: DropCollectionOptions::default(),
             session: None,
         }
@@ -1127,20 +1127,22 @@ fn index_names(indexes: Vec<IndexModel>) -> Result<Vec<String>> {
         .collect()
 }
 
-/// `drop_index`: one index, by name.
+/// `drop_index` (one index, by name) and `drop_indexes` (every index but
+/// `_id`'s): one builder for both, as the official driver's.
 #[must_use = "nothing is sent until `run`"]
-pub struct DropIndex<'a, T> {
-    coll: Cow<'a, Collection<T>>,
-    name: String,
+pub struct DropIndex<'a> {
+    coll: Cow<'a, Collection<Document>>,
+    /// `None` for `drop_indexes`.
+    name: Option<String>,
     options: DropIndexOptions,
     session: Option<&'a mut ClientSession>,
 }
 
-impl<'a, T> DropIndex<'a, T> {
-    pub(crate) fn new(coll: &'a Collection<T>, name: &str) -> Self {
+impl<'a> DropIndex<'a> {
+    pub(crate) fn new<T>(coll: &'a Collection<T>, name: Option<&str>) -> Self {
         DropIndex {
-            coll: Cow::Borrowed(coll),
-            name: name.to_string(),
+            coll: untyped(coll),
+            name: name.map(str::to_string),
             options: DropIndexOptions::default(),
             session: None,
         }
@@ -1155,42 +1157,13 @@ impl<'a, T> DropIndex<'a, T> {
     session_setter!();
     timeout_setter!(coll);
 
-    /// Drops the index.
+    /// Drops the index, or with `drop_indexes` every index but `_id`'s.
     pub fn run(self) -> Result<()> {
-        let op = operation::DropIndexes::by_name(self.coll.ns().clone(), &self.name, self.options)?;
-        self.coll.execute(op, self.session)
-    }
-}
-
-/// `drop_indexes`: every index but `_id`'s.
-#[must_use = "nothing is sent until `run`"]
-pub struct DropIndexes<'a, T> {
-    coll: Cow<'a, Collection<T>>,
-    options: DropIndexOptions,
-    session: Option<&'a mut ClientSession>,
-}
-
-impl<'a, T> DropIndexes<'a, T> {
-    pub(crate) fn new(coll: &'a Collection<T>) -> Self {
-        DropIndexes {
-            coll: Cow::Borrowed(coll),
-            options: DropIndexOptions::default(),
-            session: None,
-        }
-    }
-
-    option_setters!(DropIndexOptions {
-        max_time: Duration,
-        write_concern: WriteConcern,
-        comment: Bson,
-        raw_data: bool,
-    });
-    session_setter!();
-    timeout_setter!(coll);
-
-    /// Drops the indexes.
-    pub fn run(self) -> Result<()> {
-        let op = operation::DropIndexes::all(self.coll.ns().clone(), self.options);
+        let ns = self.coll.ns().clone();
+        let op = match &self.name {
+            Some(name) => operation::DropIndexes::by_name(ns, name, self.options)?,
+            None => operation::DropIndexes::all(ns, self.options),
+        };
         self.coll.execute(op, self.session)
     }
 }

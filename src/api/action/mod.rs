@@ -40,8 +40,8 @@ pub use crate::shell::connection_string::ParseConnectionString;
 pub use client_bulk_write::BulkWrite;
 pub use collection::{
     Aggregate, CollectionBulkWrite, CountDocuments, CreateIndex, Delete, Distinct, DropCollection,
-    DropIndex, DropIndexes, EstimatedDocumentCount, Find, FindOne, FindOneAndDelete,
-    FindOneAndReplace, FindOneAndUpdate, InsertMany, InsertOne, ListIndexes, ReplaceOne, Update,
+    DropIndex, EstimatedDocumentCount, Find, FindOne, FindOneAndDelete, FindOneAndReplace,
+    FindOneAndUpdate, InsertMany, InsertOne, ListIndexes, ReplaceOne, Update,
 };
 pub use database::{
     CreateCollection, DropDatabase, ListCollections, ListDatabases, RunCommand, RunCursorCommand,

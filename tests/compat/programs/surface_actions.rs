@@ -243,8 +243,9 @@ fn check_23() {
 
 // mongodb::action::BulkWrite::verbose_results
 fn check_24() {
-    let _ = any::<mongodb::action::BulkWrite<'static, mongodb::results::SummaryBulkWriteResult>>()
-        .verbose_results();
+    let _: mongodb::action::BulkWrite<'_, mongodb::results::VerboseBulkWriteResult> =
+        any::<mongodb::action::BulkWrite<'static, mongodb::results::SummaryBulkWriteResult>>()
+            .verbose_results();
 }
 
 // mongodb::action::BulkWrite::session
@@ -2175,7 +2176,11 @@ fn check_276() {
 
 // mongodb::action::ListCollections::with_options
 fn check_277() {
-    let _ = any::<
+    let _: mongodb::action::ListCollections<
+        'static,
+        mongodb::action::ListNames,
+        mongodb::action::ImplicitSession,
+    > = any::<
         mongodb::action::ListCollections<
             'static,
             mongodb::action::ListNames,
@@ -2187,7 +2192,11 @@ fn check_277() {
 
 // mongodb::action::ListCollections::batch_size
 fn check_278() {
-    let _ = any::<
+    let _: mongodb::action::ListCollections<
+        'static,
+        mongodb::action::ListNames,
+        mongodb::action::ImplicitSession,
+    > = any::<
         mongodb::action::ListCollections<
             'static,
             mongodb::action::ListNames,
@@ -2199,7 +2208,11 @@ fn check_278() {
 
 // mongodb::action::ListCollections::comment
 fn check_279() {
-    let _ = any::<
+    let _: mongodb::action::ListCollections<
+        'static,
+        mongodb::action::ListNames,
+        mongodb::action::ImplicitSession,
+    > = any::<
         mongodb::action::ListCollections<
             'static,
             mongodb::action::ListNames,
@@ -2211,7 +2224,11 @@ fn check_279() {
 
 // mongodb::action::ListCollections::filter
 fn check_280() {
-    let _ = any::<
+    let _: mongodb::action::ListCollections<
+        'static,
+        mongodb::action::ListNames,
+        mongodb::action::ImplicitSession,
+    > = any::<
         mongodb::action::ListCollections<
             'static,
             mongodb::action::ListNames,
@@ -2223,7 +2240,11 @@ fn check_280() {
 
 // mongodb::action::ListCollections::authorized_collections
 fn check_281() {
-    let _ = any::<
+    let _: mongodb::action::ListCollections<
+        'static,
+        mongodb::action::ListNames,
+        mongodb::action::ImplicitSession,
+    > = any::<
         mongodb::action::ListCollections<
             'static,
             mongodb::action::ListNames,
@@ -2242,7 +2263,11 @@ fn check_282() {
 
 // mongodb::action::ListCollections::with_options
 fn check_283() {
-    let _ = any::<
+    let _: mongodb::action::ListCollections<
+        'static,
+        mongodb::action::ListSpecifications,
+        mongodb::action::ImplicitSession,
+    > = any::<
         mongodb::action::ListCollections<
             'static,
             mongodb::action::ListSpecifications,
@@ -2254,7 +2279,11 @@ fn check_283() {
 
 // mongodb::action::ListCollections::batch_size
 fn check_284() {
-    let _ = any::<
+    let _: mongodb::action::ListCollections<
+        'static,
+        mongodb::action::ListSpecifications,
+        mongodb::action::ImplicitSession,
+    > = any::<
         mongodb::action::ListCollections<
             'static,
             mongodb::action::ListSpecifications,
@@ -2266,7 +2295,11 @@ fn check_284() {
 
 // mongodb::action::ListCollections::comment
 fn check_285() {
-    let _ = any::<
+    let _: mongodb::action::ListCollections<
+        'static,
+        mongodb::action::ListSpecifications,
+        mongodb::action::ImplicitSession,
+    > = any::<
         mongodb::action::ListCollections<
             'static,
             mongodb::action::ListSpecifications,
@@ -2278,7 +2311,11 @@ fn check_285() {
 
 // mongodb::action::ListCollections::filter
 fn check_286() {
-    let _ = any::<
+    let _: mongodb::action::ListCollections<
+        'static,
+        mongodb::action::ListSpecifications,
+        mongodb::action::ImplicitSession,
+    > = any::<
         mongodb::action::ListCollections<
             'static,
             mongodb::action::ListSpecifications,
@@ -2290,7 +2327,11 @@ fn check_286() {
 
 // mongodb::action::ListCollections::authorized_collections
 fn check_287() {
-    let _ = any::<
+    let _: mongodb::action::ListCollections<
+        'static,
+        mongodb::action::ListSpecifications,
+        mongodb::action::ImplicitSession,
+    > = any::<
         mongodb::action::ListCollections<
             'static,
             mongodb::action::ListSpecifications,
@@ -2437,7 +2478,11 @@ fn check_304() {
 
 // mongodb::action::ListIndexes::with_options
 fn check_305() {
-    let _ = any::<
+    let _: mongodb::action::ListIndexes<
+        'static,
+        mongodb::action::ListSpecifications,
+        mongodb::action::ImplicitSession,
+    > = any::<
         mongodb::action::ListIndexes<
             'static,
             mongodb::action::ListSpecifications,
@@ -2449,7 +2494,11 @@ fn check_305() {
 
 // mongodb::action::ListIndexes::max_time
 fn check_306() {
-    let _ = any::<
+    let _: mongodb::action::ListIndexes<
+        'static,
+        mongodb::action::ListSpecifications,
+        mongodb::action::ImplicitSession,
+    > = any::<
         mongodb::action::ListIndexes<
             'static,
             mongodb::action::ListSpecifications,
@@ -2461,7 +2510,11 @@ fn check_306() {
 
 // mongodb::action::ListIndexes::batch_size
 fn check_307() {
-    let _ = any::<
+    let _: mongodb::action::ListIndexes<
+        'static,
+        mongodb::action::ListSpecifications,
+        mongodb::action::ImplicitSession,
+    > = any::<
         mongodb::action::ListIndexes<
             'static,
             mongodb::action::ListSpecifications,
@@ -2473,7 +2526,11 @@ fn check_307() {
 
 // mongodb::action::ListIndexes::comment
 fn check_308() {
-    let _ = any::<
+    let _: mongodb::action::ListIndexes<
+        'static,
+        mongodb::action::ListSpecifications,
+        mongodb::action::ImplicitSession,
+    > = any::<
         mongodb::action::ListIndexes<
             'static,
             mongodb::action::ListSpecifications,
@@ -2485,7 +2542,11 @@ fn check_308() {
 
 // mongodb::action::ListIndexes::with_options
 fn check_309() {
-    let _ = any::<
+    let _: mongodb::action::ListIndexes<
+        'static,
+        mongodb::action::ListNames,
+        mongodb::action::ImplicitSession,
+    > = any::<
         mongodb::action::ListIndexes<
             'static,
             mongodb::action::ListNames,
@@ -2497,7 +2558,11 @@ fn check_309() {
 
 // mongodb::action::ListIndexes::max_time
 fn check_310() {
-    let _ = any::<
+    let _: mongodb::action::ListIndexes<
+        'static,
+        mongodb::action::ListNames,
+        mongodb::action::ImplicitSession,
+    > = any::<
         mongodb::action::ListIndexes<
             'static,
             mongodb::action::ListNames,
@@ -2509,7 +2574,11 @@ fn check_310() {
 
 // mongodb::action::ListIndexes::batch_size
 fn check_311() {
-    let _ = any::<
+    let _: mongodb::action::ListIndexes<
+        'static,
+        mongodb::action::ListNames,
+        mongodb::action::ImplicitSession,
+    > = any::<
         mongodb::action::ListIndexes<
             'static,
             mongodb::action::ListNames,
@@ -2521,7 +2590,11 @@ fn check_311() {
 
 // mongodb::action::ListIndexes::comment
 fn check_312() {
-    let _ = any::<
+    let _: mongodb::action::ListIndexes<
+        'static,
+        mongodb::action::ListNames,
+        mongodb::action::ImplicitSession,
+    > = any::<
         mongodb::action::ListIndexes<
             'static,
             mongodb::action::ListNames,
@@ -2689,7 +2762,7 @@ fn check_333() {
 
 // mongodb::action::ParseConnectionString::resolver_config
 fn check_334() {
-    let _ = any::<mongodb::action::ParseConnectionString>()
+    let _: mongodb::action::ParseConnectionString = any::<mongodb::action::ParseConnectionString>()
         .resolver_config(any::<mongodb::options::ResolverConfig>());
 }
 

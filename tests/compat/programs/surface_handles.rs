@@ -64,37 +64,40 @@ fn check_5() {
 
 // mongodb::sync::Client::bulk_write
 fn check_6() {
-    let _ = any::<&mongodb::sync::Client>().bulk_write(any::<Vec<mongodb::options::WriteModel>>());
+    let _: mongodb::action::BulkWrite<'_, mongodb::results::SummaryBulkWriteResult> =
+        any::<&mongodb::sync::Client>().bulk_write(any::<Vec<mongodb::options::WriteModel>>());
 }
 
 // mongodb::sync::Client::list_databases
 fn check_7() {
-    let _ = any::<&mongodb::sync::Client>().list_databases();
+    let _: mongodb::action::ListDatabases<'_> = any::<&mongodb::sync::Client>().list_databases();
 }
 
 // mongodb::sync::Client::list_database_names
 fn check_8() {
-    let _ = any::<&mongodb::sync::Client>().list_database_names();
+    let _: mongodb::action::ListDatabases<'_, mongodb::action::ListNames> =
+        any::<&mongodb::sync::Client>().list_database_names();
 }
 
 // mongodb::sync::Client::warm_connection_pool
 fn check_9() {
-    let _ = any::<&mongodb::sync::Client>().warm_connection_pool();
+    let _: mongodb::action::WarmConnectionPool<'_> =
+        any::<&mongodb::sync::Client>().warm_connection_pool();
 }
 
 // mongodb::sync::Client::start_session
 fn check_10() {
-    let _ = any::<&mongodb::sync::Client>().start_session();
+    let _: mongodb::action::StartSession<'_> = any::<&mongodb::sync::Client>().start_session();
 }
 
 // mongodb::sync::Client::shutdown
 fn check_11() {
-    let _ = any::<mongodb::sync::Client>().shutdown();
+    let _: mongodb::action::Shutdown = any::<mongodb::sync::Client>().shutdown();
 }
 
 // mongodb::sync::Client::watch
 fn check_12() {
-    let _ = any::<&mongodb::sync::Client>().watch();
+    let _: mongodb::action::Watch<'_> = any::<&mongodb::sync::Client>().watch();
 }
 
 // mongodb::sync::Client::with_uri_str
@@ -176,17 +179,20 @@ fn check_25() {
 
 // mongodb::sync::ClientSession::start_transaction
 fn check_26() {
-    let _ = any::<&mut mongodb::sync::ClientSession>().start_transaction();
+    let _: mongodb::action::StartTransaction<&mut mongodb::sync::ClientSession> =
+        any::<&mut mongodb::sync::ClientSession>().start_transaction();
 }
 
 // mongodb::sync::ClientSession::commit_transaction
 fn check_27() {
-    let _ = any::<&mut mongodb::sync::ClientSession>().commit_transaction();
+    let _: mongodb::action::CommitTransaction<'_> =
+        any::<&mut mongodb::sync::ClientSession>().commit_transaction();
 }
 
 // mongodb::sync::ClientSession::abort_transaction
 fn check_28() {
-    let _ = any::<&mut mongodb::sync::ClientSession>().abort_transaction();
+    let _: mongodb::action::AbortTransaction<'_> =
+        any::<&mut mongodb::sync::ClientSession>().abort_transaction();
 }
 
 // mongodb::sync::ClientSession::client
@@ -231,181 +237,209 @@ fn check_35() {
 
 // mongodb::sync::Collection::aggregate
 fn check_36() {
-    let _ = any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
-        .aggregate(any::<Vec<mongodb::bson::Document>>());
+    let _: mongodb::action::Aggregate<'_> =
+        any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
+            .aggregate(any::<Vec<mongodb::bson::Document>>());
 }
 
 // mongodb::sync::Collection::estimated_document_count
 fn check_37() {
-    let _ = any::<&mongodb::sync::Collection<mongodb::bson::Document>>().estimated_document_count();
+    let _: mongodb::action::EstimatedDocumentCount<'_> =
+        any::<&mongodb::sync::Collection<mongodb::bson::Document>>().estimated_document_count();
 }
 
 // mongodb::sync::Collection::count_documents
 fn check_38() {
-    let _ = any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
-        .count_documents(any::<mongodb::bson::Document>());
+    let _: mongodb::action::CountDocuments<'_> =
+        any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
+            .count_documents(any::<mongodb::bson::Document>());
 }
 
 // mongodb::sync::Collection::create_index
 fn check_39() {
-    let _ = any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
-        .create_index(any::<mongodb::IndexModel>());
+    let _: mongodb::action::CreateIndex<'_> =
+        any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
+            .create_index(any::<mongodb::IndexModel>());
 }
 
 // mongodb::sync::Collection::create_indexes
 fn check_40() {
-    let _ = any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
-        .create_indexes(any::<Vec<mongodb::IndexModel>>());
+    let _: mongodb::action::CreateIndex<'_, mongodb::action::Multiple> =
+        any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
+            .create_indexes(any::<Vec<mongodb::IndexModel>>());
 }
 
 // mongodb::sync::Collection::delete_one
 fn check_41() {
-    let _ = any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
-        .delete_one(any::<mongodb::bson::Document>());
+    let _: mongodb::action::Delete<'_> =
+        any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
+            .delete_one(any::<mongodb::bson::Document>());
 }
 
 // mongodb::sync::Collection::delete_many
 fn check_42() {
-    let _ = any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
-        .delete_many(any::<mongodb::bson::Document>());
+    let _: mongodb::action::Delete<'_> =
+        any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
+            .delete_many(any::<mongodb::bson::Document>());
 }
 
 // mongodb::sync::Collection::distinct
 fn check_43() {
-    let _ = any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
-        .distinct(any::<String>(), any::<mongodb::bson::Document>());
+    let _: mongodb::action::Distinct<'_> =
+        any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
+            .distinct(any::<String>(), any::<mongodb::bson::Document>());
 }
 
 // mongodb::sync::Collection::drop
 fn check_44() {
-    let _ = any::<&mongodb::sync::Collection<mongodb::bson::Document>>().drop();
+    let _: mongodb::action::DropCollection<'_> =
+        any::<&mongodb::sync::Collection<mongodb::bson::Document>>().drop();
 }
 
 // mongodb::sync::Collection::drop_index
 fn check_45() {
-    let _ =
+    let _: mongodb::action::DropIndex<'_> =
         any::<&mongodb::sync::Collection<mongodb::bson::Document>>().drop_index(any::<String>());
 }
 
 // mongodb::sync::Collection::drop_indexes
 fn check_46() {
-    let _ = any::<&mongodb::sync::Collection<mongodb::bson::Document>>().drop_indexes();
+    let _: mongodb::action::DropIndex<'_> =
+        any::<&mongodb::sync::Collection<mongodb::bson::Document>>().drop_indexes();
 }
 
 // mongodb::sync::Collection::find
 fn check_47() {
-    let _ = any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
-        .find(any::<mongodb::bson::Document>());
+    let _: mongodb::action::Find<'_, mongodb::bson::Document> =
+        any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
+            .find(any::<mongodb::bson::Document>());
 }
 
 // mongodb::sync::Collection::find_one
 fn check_48() {
-    let _ = any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
-        .find_one(any::<mongodb::bson::Document>());
+    let _: mongodb::action::FindOne<'_, mongodb::bson::Document> =
+        any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
+            .find_one(any::<mongodb::bson::Document>());
 }
 
 // mongodb::sync::Collection::find_one_and_delete
 fn check_49() {
-    let _ = any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
-        .find_one_and_delete(any::<mongodb::bson::Document>());
+    let _: mongodb::action::FindOneAndDelete<'_, mongodb::bson::Document> =
+        any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
+            .find_one_and_delete(any::<mongodb::bson::Document>());
 }
 
 // mongodb::sync::Collection::find_one_and_update
 fn check_50() {
-    let _ = any::<&mongodb::sync::Collection<mongodb::bson::Document>>().find_one_and_update(
-        any::<mongodb::bson::Document>(),
-        any::<mongodb::options::UpdateModifications>(),
-    );
+    let _: mongodb::action::FindOneAndUpdate<'_, mongodb::bson::Document> =
+        any::<&mongodb::sync::Collection<mongodb::bson::Document>>().find_one_and_update(
+            any::<mongodb::bson::Document>(),
+            any::<mongodb::options::UpdateModifications>(),
+        );
 }
 
 // mongodb::sync::Collection::find_one_and_replace
 fn check_51() {
-    let _ = any::<&mongodb::sync::Collection<mongodb::bson::Document>>().find_one_and_replace(
-        any::<mongodb::bson::Document>(),
-        any::<mongodb::bson::Document>(),
-    );
+    let _: mongodb::action::FindOneAndReplace<'_, mongodb::bson::Document> =
+        any::<&mongodb::sync::Collection<mongodb::bson::Document>>().find_one_and_replace(
+            any::<mongodb::bson::Document>(),
+            any::<mongodb::bson::Document>(),
+        );
 }
 
 // mongodb::sync::Collection::insert_many
 fn check_52() {
-    let _ = any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
-        .insert_many(any::<Vec<mongodb::bson::Document>>());
+    let _: mongodb::action::InsertMany<'_> =
+        any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
+            .insert_many(any::<Vec<mongodb::bson::Document>>());
 }
 
 // mongodb::sync::Collection::insert_one
 fn check_53() {
-    let _ = any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
-        .insert_one(any::<mongodb::bson::Document>());
+    let _: mongodb::action::InsertOne<'_> =
+        any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
+            .insert_one(any::<mongodb::bson::Document>());
 }
 
 // mongodb::sync::Collection::list_indexes
 fn check_54() {
-    let _ = any::<&mongodb::sync::Collection<mongodb::bson::Document>>().list_indexes();
+    let _: mongodb::action::ListIndexes<'_> =
+        any::<&mongodb::sync::Collection<mongodb::bson::Document>>().list_indexes();
 }
 
 // mongodb::sync::Collection::list_index_names
 fn check_55() {
-    let _ = any::<&mongodb::sync::Collection<mongodb::bson::Document>>().list_index_names();
+    let _: mongodb::action::ListIndexes<'_, mongodb::action::ListNames> =
+        any::<&mongodb::sync::Collection<mongodb::bson::Document>>().list_index_names();
 }
 
 // mongodb::sync::Collection::replace_one
 fn check_56() {
-    let _ = any::<&mongodb::sync::Collection<mongodb::bson::Document>>().replace_one(
-        any::<mongodb::bson::Document>(),
-        any::<mongodb::bson::Document>(),
-    );
+    let _: mongodb::action::ReplaceOne<'_> =
+        any::<&mongodb::sync::Collection<mongodb::bson::Document>>().replace_one(
+            any::<mongodb::bson::Document>(),
+            any::<mongodb::bson::Document>(),
+        );
 }
 
 // mongodb::sync::Collection::create_search_indexes
 fn check_57() {
-    let _ = any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
-        .create_search_indexes(any::<Vec<mongodb::SearchIndexModel>>());
+    let _: mongodb::action::CreateSearchIndex<'_, mongodb::action::Multiple> =
+        any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
+            .create_search_indexes(any::<Vec<mongodb::SearchIndexModel>>());
 }
 
 // mongodb::sync::Collection::create_search_index
 fn check_58() {
-    let _ = any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
-        .create_search_index(any::<mongodb::SearchIndexModel>());
+    let _: mongodb::action::CreateSearchIndex<'_, mongodb::action::Single> =
+        any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
+            .create_search_index(any::<mongodb::SearchIndexModel>());
 }
 
 // mongodb::sync::Collection::update_search_index
 fn check_59() {
-    let _ = any::<&mongodb::sync::Collection<mongodb::bson::Document>>().update_search_index(
-        any::<std::string::String>(),
-        any::<mongodb::bson::Document>(),
-    );
+    let _: mongodb::action::UpdateSearchIndex<'_> =
+        any::<&mongodb::sync::Collection<mongodb::bson::Document>>().update_search_index(
+            any::<std::string::String>(),
+            any::<mongodb::bson::Document>(),
+        );
 }
 
 // mongodb::sync::Collection::drop_search_index
 fn check_60() {
-    let _ = any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
-        .drop_search_index(any::<std::string::String>());
+    let _: mongodb::action::DropSearchIndex<'_> =
+        any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
+            .drop_search_index(any::<std::string::String>());
 }
 
 // mongodb::sync::Collection::list_search_indexes
 fn check_61() {
-    let _ = any::<&mongodb::sync::Collection<mongodb::bson::Document>>().list_search_indexes();
+    let _: mongodb::action::ListSearchIndexes<'_> =
+        any::<&mongodb::sync::Collection<mongodb::bson::Document>>().list_search_indexes();
 }
 
 // mongodb::sync::Collection::update_many
 fn check_62() {
-    let _ = any::<&mongodb::sync::Collection<mongodb::bson::Document>>().update_many(
-        any::<mongodb::bson::Document>(),
-        any::<mongodb::options::UpdateModifications>(),
-    );
+    let _: mongodb::action::Update<'_> =
+        any::<&mongodb::sync::Collection<mongodb::bson::Document>>().update_many(
+            any::<mongodb::bson::Document>(),
+            any::<mongodb::options::UpdateModifications>(),
+        );
 }
 
 // mongodb::sync::Collection::update_one
 fn check_63() {
-    let _ = any::<&mongodb::sync::Collection<mongodb::bson::Document>>().update_one(
-        any::<mongodb::bson::Document>(),
-        any::<mongodb::options::UpdateModifications>(),
-    );
+    let _: mongodb::action::Update<'_> =
+        any::<&mongodb::sync::Collection<mongodb::bson::Document>>().update_one(
+            any::<mongodb::bson::Document>(),
+            any::<mongodb::options::UpdateModifications>(),
+        );
 }
 
 // mongodb::sync::Collection::watch
 fn check_64() {
-    let _ = any::<&mongodb::sync::Collection<mongodb::bson::Document>>().watch();
+    let _: mongodb::action::Watch<'_, mongodb::bson::Document> =
+        any::<&mongodb::sync::Collection<mongodb::bson::Document>>().watch();
 }
 
 // mongodb::sync::Collection::clone_with_type
@@ -510,54 +544,60 @@ fn check_81() {
 
 // mongodb::sync::Database::aggregate
 fn check_82() {
-    let _ = any::<&mongodb::sync::Database>().aggregate(any::<Vec<mongodb::bson::Document>>());
+    let _: mongodb::action::Aggregate<'_> =
+        any::<&mongodb::sync::Database>().aggregate(any::<Vec<mongodb::bson::Document>>());
 }
 
 // mongodb::sync::Database::create_collection
 fn check_83() {
-    let _ = any::<&mongodb::sync::Database>().create_collection(any::<std::string::String>());
+    let _: mongodb::action::CreateCollection<'_> =
+        any::<&mongodb::sync::Database>().create_collection(any::<std::string::String>());
 }
 
 // mongodb::sync::Database::drop
 fn check_84() {
-    let _ = any::<&mongodb::sync::Database>().drop();
+    let _: mongodb::action::DropDatabase<'_> = any::<&mongodb::sync::Database>().drop();
 }
 
 // mongodb::sync::Database::list_collections
 fn check_85() {
-    let _ = any::<&mongodb::sync::Database>().list_collections();
+    let _: mongodb::action::ListCollections<'_> =
+        any::<&mongodb::sync::Database>().list_collections();
 }
 
 // mongodb::sync::Database::list_collection_names
 fn check_86() {
-    let _ = any::<&mongodb::sync::Database>().list_collection_names();
+    let _: mongodb::action::ListCollections<'_, mongodb::action::ListNames> =
+        any::<&mongodb::sync::Database>().list_collection_names();
 }
 
 // mongodb::sync::Database::run_command
 fn check_87() {
-    let _ = any::<&mongodb::sync::Database>().run_command(any::<mongodb::bson::Document>());
+    let _: mongodb::action::RunCommand<'_> =
+        any::<&mongodb::sync::Database>().run_command(any::<mongodb::bson::Document>());
 }
 
 // mongodb::sync::Database::run_raw_command
 fn check_88() {
-    let _ =
+    let _: mongodb::action::RunCommand<'_> =
         any::<&mongodb::sync::Database>().run_raw_command(any::<mongodb::bson::RawDocumentBuf>());
 }
 
 // mongodb::sync::Database::run_cursor_command
 fn check_89() {
-    let _ = any::<&mongodb::sync::Database>().run_cursor_command(any::<mongodb::bson::Document>());
+    let _: mongodb::action::RunCursorCommand<'_> =
+        any::<&mongodb::sync::Database>().run_cursor_command(any::<mongodb::bson::Document>());
 }
 
 // mongodb::sync::Database::run_raw_cursor_command
 fn check_90() {
-    let _ = any::<&mongodb::sync::Database>()
+    let _: mongodb::action::RunCursorCommand<'_> = any::<&mongodb::sync::Database>()
         .run_raw_cursor_command(any::<mongodb::bson::RawDocumentBuf>());
 }
 
 // mongodb::sync::Database::watch
 fn check_91() {
-    let _ = any::<&mongodb::sync::Database>().watch();
+    let _: mongodb::action::Watch<'_> = any::<&mongodb::sync::Database>().watch();
 }
 
 // mongodb::sync::Database::name
@@ -733,58 +773,64 @@ fn check_119() {
 
 // mongodb::sync::gridfs::GridFsBucket::delete
 fn check_120() {
-    let _ = any::<&mongodb::sync::gridfs::GridFsBucket>().delete(any::<mongodb::bson::Bson>());
+    let _: mongodb::action::gridfs::Delete<'_> =
+        any::<&mongodb::sync::gridfs::GridFsBucket>().delete(any::<mongodb::bson::Bson>());
 }
 
 // mongodb::sync::gridfs::GridFsBucket::delete_by_name
 fn check_121() {
-    let _ =
+    let _: mongodb::action::gridfs::DeleteByName<'_> =
         any::<&mongodb::sync::gridfs::GridFsBucket>().delete_by_name(any::<std::string::String>());
 }
 
 // mongodb::sync::gridfs::GridFsBucket::open_download_stream
 fn check_122() {
-    let _ = any::<&mongodb::sync::gridfs::GridFsBucket>()
-        .open_download_stream(any::<mongodb::bson::Bson>());
+    let _: mongodb::action::gridfs::OpenDownloadStream<'_> =
+        any::<&mongodb::sync::gridfs::GridFsBucket>()
+            .open_download_stream(any::<mongodb::bson::Bson>());
 }
 
 // mongodb::sync::gridfs::GridFsBucket::open_download_stream_by_name
 fn check_123() {
-    let _ = any::<&mongodb::sync::gridfs::GridFsBucket>()
-        .open_download_stream_by_name(any::<std::string::String>());
+    let _: mongodb::action::gridfs::OpenDownloadStreamByName<'_> =
+        any::<&mongodb::sync::gridfs::GridFsBucket>()
+            .open_download_stream_by_name(any::<std::string::String>());
 }
 
 // mongodb::sync::gridfs::GridFsBucket::drop
 fn check_124() {
-    let _ = any::<&mongodb::sync::gridfs::GridFsBucket>().drop();
+    let _: mongodb::action::gridfs::Drop<'_> = any::<&mongodb::sync::gridfs::GridFsBucket>().drop();
 }
 
 // mongodb::sync::gridfs::GridFsBucket::find
 fn check_125() {
-    let _ = any::<&mongodb::sync::gridfs::GridFsBucket>().find(any::<mongodb::bson::Document>());
+    let _: mongodb::action::gridfs::Find<'_> =
+        any::<&mongodb::sync::gridfs::GridFsBucket>().find(any::<mongodb::bson::Document>());
 }
 
 // mongodb::sync::gridfs::GridFsBucket::find_one
 fn check_126() {
-    let _ =
+    let _: mongodb::action::gridfs::FindOne<'_> =
         any::<&mongodb::sync::gridfs::GridFsBucket>().find_one(any::<mongodb::bson::Document>());
 }
 
 // mongodb::sync::gridfs::GridFsBucket::rename
 fn check_127() {
-    let _ = any::<&mongodb::sync::gridfs::GridFsBucket>()
+    let _: mongodb::action::gridfs::Rename<'_> = any::<&mongodb::sync::gridfs::GridFsBucket>()
         .rename(any::<mongodb::bson::Bson>(), any::<std::string::String>());
 }
 
 // mongodb::sync::gridfs::GridFsBucket::rename_by_name
 fn check_128() {
-    let _ = any::<&mongodb::sync::gridfs::GridFsBucket>()
-        .rename_by_name(any::<std::string::String>(), any::<std::string::String>());
+    let _: mongodb::action::gridfs::RenameByName<'_> =
+        any::<&mongodb::sync::gridfs::GridFsBucket>()
+            .rename_by_name(any::<std::string::String>(), any::<std::string::String>());
 }
 
 // mongodb::sync::gridfs::GridFsBucket::open_upload_stream
 fn check_129() {
-    let _ = any::<&mongodb::sync::gridfs::GridFsBucket>().open_upload_stream(any::<String>());
+    let _: mongodb::action::gridfs::OpenUploadStream<'_> =
+        any::<&mongodb::sync::gridfs::GridFsBucket>().open_upload_stream(any::<String>());
 }
 
 // mongodb::sync::gridfs::GridFsBucket::read_concern
