@@ -25,7 +25,8 @@ pointer for a closure), so the programs compile against both crates. An
 action builder is reached by the handle method that returns it
 (`coll.find(..)`), the call bound to the official return type with its
 generic parameters (`Update<'_>`, `Find<'_, Document>`: programs name them
-in signatures); its setters are checked by chained calls. A trait impl
+in signatures), as is each call turning one into another (`.session(..)`);
+its setters are checked by chained calls. A trait impl
 generic over its input (`impl<E> From<E> for Error`) is counted, not checked
 here: the hand-written `conversions` program names its instances.
 
@@ -520,13 +521,15 @@ def method_check(surface, fn_item, self_rendered, subst, receiver=None):
     if out is not None:
         try:
             rendered = r.ty(out)
-            # A builder's own methods reach it by a call and leave its type
-            # unnamed (`Self` would pin the checks' stand-in lifetimes), but
-            # a method that makes one (`coll.update_one(..)`) is bound to
-            # the official return type: a program names `Update<'_>` in a
-            # signature, so the builder's generic parameters are API.
+            # A call that makes a builder (`coll.update_one(..)`) or turns
+            # one into another (`.session(..)` to `ExplicitSession`) is
+            # bound to the official return type: a program names
+            # `Update<'_>` in a signature, so the builder's generic
+            # parameters are API. A setter's `Self` is left unnamed: it
+            # would pin the checks' stand-in `'static` lifetimes.
+            returns_self = out == {"generic": "Self"}
             if "impl " not in rendered and (
-                "mongodb::action::" not in rendered or receiver is None
+                "mongodb::action::" not in rendered or receiver is None or not returns_self
             ):
                 ann = f": {rendered}"
         except Unrenderable:

@@ -94,9 +94,13 @@ fn check_3() {
 
 // mongodb::action::Aggregate::with_type
 fn check_4() {
-    let _ = any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
+    let _: mongodb::action::Aggregate<
+        '_,
+        mongodb::action::ImplicitSession,
+        mongodb::bson::Document,
+    > = any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
         .aggregate(any::<Vec<mongodb::bson::Document>>())
-        .with_type::<mongodb::bson::Document>();
+        .with_type();
 }
 
 // mongodb::action::Aggregate::with_options
@@ -192,7 +196,11 @@ fn check_17() {
 
 // mongodb::action::Aggregate::session
 fn check_18() {
-    let _ = any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
+    let _: mongodb::action::Aggregate<
+        '_,
+        mongodb::action::ExplicitSession<'_>,
+        mongodb::bson::Document,
+    > = any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
         .aggregate(any::<Vec<mongodb::bson::Document>>())
         .session(any::<&mut mongodb::sync::ClientSession>());
 }
@@ -1181,7 +1189,11 @@ fn check_155() {
 
 // mongodb::action::Find::session
 fn check_156() {
-    let _ = any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
+    let _: mongodb::action::Find<
+        '_,
+        mongodb::bson::Document,
+        mongodb::action::ExplicitSession<'_>,
+    > = any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
         .find(any::<mongodb::bson::Document>())
         .session(any::<&mut mongodb::sync::ClientSession>());
 }
@@ -2256,7 +2268,11 @@ fn check_281() {
 
 // mongodb::action::ListCollections::session
 fn check_282() {
-    let _ = any::<&mongodb::sync::Database>()
+    let _: mongodb::action::ListCollections<
+        '_,
+        mongodb::action::ListSpecifications,
+        mongodb::action::ExplicitSession<'_>,
+    > = any::<&mongodb::sync::Database>()
         .list_collections()
         .session(any::<&mut mongodb::sync::ClientSession>());
 }
@@ -2606,7 +2622,11 @@ fn check_312() {
 
 // mongodb::action::ListIndexes::session
 fn check_313() {
-    let _ = any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
+    let _: mongodb::action::ListIndexes<
+        '_,
+        mongodb::action::ListSpecifications,
+        mongodb::action::ExplicitSession<'_>,
+    > = any::<&mongodb::sync::Collection<mongodb::bson::Document>>()
         .list_indexes()
         .session(any::<&mut mongodb::sync::ClientSession>());
 }
@@ -3018,9 +3038,10 @@ fn check_364() {
 
 // mongodb::action::RunCursorCommand::session
 fn check_365() {
-    let _ = any::<&mongodb::sync::Database>()
-        .run_cursor_command(any::<mongodb::bson::Document>())
-        .session(any::<&mut mongodb::sync::ClientSession>());
+    let _: mongodb::action::RunCursorCommand<'_, mongodb::action::ExplicitSession<'_>> =
+        any::<&mongodb::sync::Database>()
+            .run_cursor_command(any::<mongodb::bson::Document>())
+            .session(any::<&mut mongodb::sync::ClientSession>());
 }
 
 // mongodb::action::RunCursorCommand::run
@@ -3569,7 +3590,11 @@ fn check_435() {
 
 // mongodb::action::Watch::session
 fn check_436() {
-    let _ = any::<&mongodb::sync::Client>()
+    let _: mongodb::action::Watch<
+        '_,
+        mongodb::bson::Document,
+        mongodb::action::ExplicitSession<'_>,
+    > = any::<&mongodb::sync::Client>()
         .watch()
         .session(any::<&mut mongodb::sync::ClientSession>());
 }
