@@ -539,3 +539,67 @@ fn a_predicate_chooses_the_server() {
     assert_eq!(count(&sim, 1, "aggregate"), 4);
     assert_eq!(count(&sim, 2, "aggregate"), 0);
 }
+
+/// A server that refuses connections is Unknown because of the refusal
+/// itself: `ServerInfo::error()` (through `TopologyDescription::servers()`,
+/// as a `TopologyDescriptionChanged` event carries it) is the I/O error the
+/// check raised, the one the failed heartbeat reported, and the server's
+/// changed description carries the same.
+#[test]
+fn a_refused_server_is_unknown_with_the_checks_io_error() {
+    let port = support::server::free_port();
+    let address = format!("127.0.0.1:{port}");
+    let options = ClientOptions::parse(format!(
+        "mongodb://{address}/?serverSelectionTimeoutMS=100&connectTimeoutMS=500"
+    ))
+    .run()
+    .unwrap();
+    let recorder = std::sync::Arc::new(Recorder::default());
+    let client = recorder.client_for(options).unwrap();
+    let failed = client
+        .database(DB)
+        .run_command(doc! { "ping": 1 })
+        .run()
+        .expect_err("nothing listens");
+    assert!(
+        matches!(failed.kind(), ErrorKind::ServerSelection { .. }),
+        "{failed}"
+    );
+
+    let events = recorder.sdam();
+    let heartbeat_failure = events
+        .iter()
+        .find_map(|e| match e {
+            SdamEvent::ServerHeartbeatFailed(e) => Some(e.failure.to_string()),
+            _ => None,
+        })
+        .expect("a failed heartbeat");
+    let topology = events
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            SdamEvent::TopologyDescriptionChanged(e) => Some(e.new_description.clone()),
+            _ => None,
+        })
+        .expect("a topology change");
+    let servers = topology.servers();
+    let (_, server) = servers
+        .iter()
+        .find(|(a, _)| a.to_string() == address)
+        .expect("the seed");
+    assert_eq!(server.server_type(), ServerType::Unknown);
+    let error: &mongo_inline::error::Error = server.error().expect("the refusal");
+    assert!(matches!(*error.kind, ErrorKind::Io(_)), "{error:?}");
+    assert!(error.is_network_error());
+    assert_eq!(error.to_string(), heartbeat_failure);
+
+    let changed = events
+        .iter()
+        .find_map(|e| match e {
+            SdamEvent::ServerDescriptionChanged(e) => Some(e.new_description.clone()),
+            _ => None,
+        })
+        .expect("the server's change");
+    let error = changed.error().expect("the refusal");
+    assert!(matches!(*error.kind, ErrorKind::Io(_)), "{error:?}");
+}

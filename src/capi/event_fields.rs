@@ -126,7 +126,13 @@ fn server(description: &ServerDescription) -> Document {
         "tags": description.tags.iter().map(|(k, v)| (k.clone(), Bson::String(v.clone()))).collect::<Document>(),
     };
     let optional = [
-        ("error", description.error.clone().map(Bson::String)),
+        (
+            "error",
+            description
+                .error
+                .as_ref()
+                .map(|e| Bson::String(e.to_string())),
+        ),
         (
             "roundTripTime",
             description.round_trip_time.as_ref().map(micros),
@@ -294,5 +300,31 @@ fn heartbeat_event(event: &SdamEvent) -> Document {
             "failure": failure(error),
         },
         _ => doc! { "event": "unknown" },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::sdam::TopologyId;
+
+    /// A binding reads the error that made a server Unknown as its message,
+    /// now that the description carries the `Error` itself.
+    #[test]
+    fn a_description_gives_its_error_as_the_message() {
+        let address = ServerAddress::tcp("a", 1);
+        let error = crate::Error::network_message(Some(address.clone()), "connection refused");
+        let unknown = ServerDescription::from_error(address.clone(), error.clone(), None);
+        let event = SdamEvent::ServerDescriptionChanged {
+            topology_id: TopologyId(1),
+            address: address.clone(),
+            previous: Box::new(ServerDescription::unknown(address)),
+            new: Box::new(unknown),
+        };
+        let fields = sdam_event(&event);
+        let new = fields.get_document("newDescription").unwrap();
+        assert_eq!(new.get_str("error"), Ok(error.to_string().as_str()));
+        let previous = fields.get_document("previousDescription").unwrap();
+        assert!(previous.get("error").is_none());
     }
 }

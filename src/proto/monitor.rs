@@ -411,11 +411,10 @@ impl Monitor {
         error: &Error,
         now: Instant,
     ) -> TopologyUpdate {
-        let update = self.description.get_mut().check_failed(
-            address,
-            format!("idle socket check failed: {error}"),
-            now,
-        );
+        let update = self
+            .description
+            .get_mut()
+            .check_failed(address, error.clone(), now);
         self.note_order_changes(&update);
         update
     }
@@ -540,7 +539,7 @@ impl Monitor {
         let update = self
             .description
             .get_mut()
-            .check_failed(address, error.to_string(), now);
+            .check_failed(address, error.clone(), now);
         self.note_order_changes(&update);
         update
     }

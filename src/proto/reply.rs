@@ -24,6 +24,10 @@
 //! reply is accepted; the inside of a batch document is checked when it is
 //! read, and malformed bytes are then a protocol error.
 
+mod check;
+
+pub use check::check_reply;
+
 use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::collections::VecDeque;

@@ -576,11 +576,11 @@ pub fn unreachable_servers(topology: &TopologyDescription) -> Option<String> {
         .servers
         .values()
         .filter_map(|server| {
-            let error = server.error.as_deref()?;
+            let error = server.error.as_ref()?.to_string();
             // The address leads already: "I/O error: a:1: ..." would name
             // it twice.
             let prefix = format!("I/O error: {}: ", server.address);
-            let error = error.strip_prefix(&prefix).unwrap_or(error);
+            let error = error.strip_prefix(&prefix).unwrap_or(&error);
             Some(format!("{}: {error}", server.address))
         })
         .collect();
@@ -648,7 +648,7 @@ pub fn describe_topology(topology: &TopologyDescription) -> String {
                 text.push_str(&format!(", roundTripTime: {} ms", rtt.as_millis()));
             }
             if let Some(error) = &s.error {
-                text.push_str(&format!(", error: {error:?}"));
+                text.push_str(&format!(", error: {:?}", error.to_string()));
             }
             text.push('}');
             text

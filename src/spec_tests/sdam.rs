@@ -37,8 +37,11 @@ impl SdamDriver for PureSdam {
         now: Instant,
     ) -> TopologyUpdate {
         if reply.is_empty() {
-            self.0
-                .check_failed(address, "network error during hello (simulated)", now)
+            let error = crate::error::Error::network_message(
+                Some(address.clone()),
+                "network error during hello (simulated)",
+            );
+            self.0.check_failed(address, error, now)
         } else {
             self.0
                 .check_succeeded(address, reply, Duration::from_millis(1), now)

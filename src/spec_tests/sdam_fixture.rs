@@ -433,11 +433,14 @@ pub fn check_server(
         let expected_error = value
             .as_str()
             .ok_or_else(|| format!("error: expected a string, found {value}"))?;
-        let actual = server.error.as_deref().unwrap_or_default();
+        let actual = server
+            .error
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default();
         if !actual.contains(expected_error) {
             return Err(format!(
-                "error: expected one containing {expected_error:?}, got {:?}",
-                server.error
+                "error: expected one containing {expected_error:?}, got {actual:?}"
             ));
         }
     }

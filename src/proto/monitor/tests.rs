@@ -670,7 +670,9 @@ fn a_failed_authentication_step_ends_the_selection_that_could_choose_the_server(
     let description = h.monitor.description();
     let server = &description.servers[&addr("a:1")];
     assert_eq!(server.server_type, ServerType::Unknown);
-    assert!(server.error.as_deref().is_some_and(|e| e.contains("reset")));
+    let error = server.error.as_ref().unwrap();
+    assert!(error.is_network_error());
+    assert!(error.to_string().contains("reset"));
     assert_eq!(description.pool_generation(&addr("a:1")), Some(1));
     assert_eq!(
         description.set_name.as_deref(),

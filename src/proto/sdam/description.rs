@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use bson::oid::ObjectId;
 use bson::Document;
 
+use crate::error::Error;
 use crate::proto::address::ServerAddress;
 use crate::proto::read_preference::TagSet;
 
@@ -144,15 +145,17 @@ pub struct TopologyVersion {
 }
 
 /// What the driver knows about one server.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct ServerDescription {
     /// The address as the topology knows it (lower case).
     pub address: ServerAddress,
     /// The type the last check found.
     pub server_type: ServerType,
-    /// The error of the last failed check, if the server is Unknown because of one.
-    pub error: Option<String>,
+    /// The error that made the server Unknown, if one did: a failed check's
+    /// or an operation's, as the shell raised it (its kind and labels kept),
+    /// or the rules' own (a stale primary, a wrong replica set name).
+    pub error: Option<Error>,
     /// Smoothed round-trip time of checks (EWMA, alpha 0.2).
     pub round_trip_time: Option<Duration>,
     /// Minimum round-trip time over recent checks.
@@ -284,6 +287,87 @@ impl ServerDescription {
     /// Its `minWireVersion`, once a check succeeded.
     pub fn min_wire_version(&self) -> Option<i32> {
         (self.server_type != ServerType::Unknown).then_some(self.min_wire_version)
+    }
+
+    /// The error that made it Unknown, if one did.
+    pub fn error(&self) -> Option<&Error> {
+        self.error.as_ref()
+    }
+}
+
+/// Every field equal, the errors by the message they give: an [`Error`]
+/// has no equality of its own (it may carry an I/O error or a user's
+/// value), and its message is what the SDAM spec's `error` field must be
+/// able to produce.
+impl PartialEq for ServerDescription {
+    fn eq(&self, other: &Self) -> bool {
+        // Destructured, so that a new field cannot be left out.
+        let ServerDescription {
+            address,
+            server_type,
+            error,
+            round_trip_time,
+            min_round_trip_time,
+            last_write_date,
+            op_time,
+            min_wire_version,
+            max_wire_version,
+            me,
+            hosts,
+            passives,
+            arbiters,
+            tags,
+            set_name,
+            set_version,
+            election_id,
+            primary,
+            last_update_time,
+            logical_session_timeout_minutes,
+            topology_version,
+            service_id,
+            hello_ok,
+            max_bson_object_size,
+            max_message_size_bytes,
+            max_write_batch_size,
+            iscryptd,
+        } = self;
+        *address == other.address
+            && *server_type == other.server_type
+            && same_error(error.as_ref(), other.error.as_ref())
+            && *round_trip_time == other.round_trip_time
+            && *min_round_trip_time == other.min_round_trip_time
+            && *last_write_date == other.last_write_date
+            && *op_time == other.op_time
+            && *min_wire_version == other.min_wire_version
+            && *max_wire_version == other.max_wire_version
+            && *me == other.me
+            && *hosts == other.hosts
+            && *passives == other.passives
+            && *arbiters == other.arbiters
+            && *tags == other.tags
+            && *set_name == other.set_name
+            && *set_version == other.set_version
+            && *election_id == other.election_id
+            && *primary == other.primary
+            && *last_update_time == other.last_update_time
+            && *logical_session_timeout_minutes == other.logical_session_timeout_minutes
+            && *topology_version == other.topology_version
+            && *service_id == other.service_id
+            && *hello_ok == other.hello_ok
+            && *max_bson_object_size == other.max_bson_object_size
+            && *max_message_size_bytes == other.max_message_size_bytes
+            && *max_write_batch_size == other.max_write_batch_size
+            && *iscryptd == other.iscryptd
+    }
+}
+
+/// Whether two descriptions' errors are the same: both absent, or both
+/// giving the same message (see `PartialEq for ServerDescription`).
+pub(crate) fn same_error(a: Option<&Error>, b: Option<&Error>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => a.to_string() == b.to_string(),
+        _ => false,
     }
 }
 

@@ -22,7 +22,7 @@
 
 use std::time::Instant;
 
-use crate::error::{Error, ErrorKind};
+use crate::error::{CommandError, Error, ErrorKind};
 use crate::proto::address::ServerAddress;
 use crate::proto::results::{BulkWriteFailure, WriteFailure};
 
@@ -128,7 +128,7 @@ pub enum ApplicationErrorKind {
 }
 
 /// An error an application operation met on a server.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct ApplicationError {
     /// The server.
@@ -145,6 +145,9 @@ pub struct ApplicationError {
     /// Whether the error carries the `SystemOverloadedError` label: the
     /// server is shedding load, which says nothing about its type.
     pub system_overloaded: bool,
+    /// The driver error this was read from ([`ApplicationError::from_error`]),
+    /// which an Unknown server then carries as it was raised.
+    raised: Option<Error>,
 }
 
 impl ApplicationError {
@@ -163,6 +166,7 @@ impl ApplicationError {
             generation,
             max_wire_version,
             system_overloaded: false,
+            raised: None,
         }
     }
 
@@ -228,26 +232,42 @@ impl ApplicationError {
             },
             _ => return None,
         };
-        Some(
-            ApplicationError::new(address, kind, phase, generation, max_wire_version)
-                .with_system_overloaded(error.contains_label(SYSTEM_OVERLOADED_LABEL)),
-        )
+        let mut handled = ApplicationError::new(address, kind, phase, generation, max_wire_version)
+            .with_system_overloaded(error.contains_label(SYSTEM_OVERLOADED_LABEL));
+        handled.raised = Some(error.clone());
+        Some(handled)
     }
 
-    fn description_error(&self) -> String {
+    /// The error the server's Unknown description carries: the one raised,
+    /// or, for an error made from its parts ([`ApplicationError::new`]),
+    /// one of the kind the shell would have raised.
+    fn description_error(&self) -> Error {
+        if let Some(raised) = &self.raised {
+            return raised.clone();
+        }
+        let address = Some(self.address.clone());
         match &self.kind {
-            ApplicationErrorKind::Network { message } => format!("network error: {message}"),
-            ApplicationErrorKind::NetworkTimeout { message } => {
-                format!("network timeout: {message}")
+            ApplicationErrorKind::Network { message } => {
+                Error::network_message(address, message.clone())
             }
-            ApplicationErrorKind::Command {
-                code: Some(code),
-                message,
-                ..
-            } => format!("command error {code}: {message}"),
-            ApplicationErrorKind::Command { message, .. } => format!("command error: {message}"),
+            ApplicationErrorKind::NetworkTimeout { message } => {
+                Error::io_failure(std::io::ErrorKind::TimedOut, address, message.clone())
+            }
+            ApplicationErrorKind::Command { code, message, .. } => {
+                Error::new(ErrorKind::Command(CommandError {
+                    code: code.unwrap_or_default(),
+                    code_name: String::new(),
+                    message: message.clone(),
+                    topology_version: None,
+                    address,
+                    base_backoff: None,
+                    raw_response: None,
+                }))
+            }
             ApplicationErrorKind::Authentication { message } => {
-                format!("authentication failed: {message}")
+                Error::new(ErrorKind::Authentication {
+                    message: message.clone(),
+                })
             }
         }
     }
@@ -669,5 +689,18 @@ mod decision_tests {
         let (decision, _) =
             topology.handle_application_error(&error(command(91, Some(7)), AFTER), Instant::now());
         assert_eq!(decision.ignored, Some(IgnoreReason::StaleGeneration));
+    }
+
+    #[test]
+    fn the_unknown_server_carries_the_error_as_raised() {
+        let mut topology = replica_set(false);
+        let raised = Error::network_message(Some(addr()), "connection reset")
+            .with_labels(["RetryableWriteError"]);
+        let handled = ApplicationError::from_error(addr(), &raised, AFTER, 0, 21).unwrap();
+        let _ = topology.handle_application_error(&handled, Instant::now());
+        let error = topology.servers[&addr()].error.clone().unwrap();
+        assert!(matches!(*error.kind, ErrorKind::Io(_)));
+        assert!(error.contains_label("RetryableWriteError"));
+        assert_eq!(error.to_string(), raised.to_string());
     }
 }

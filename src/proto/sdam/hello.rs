@@ -11,10 +11,12 @@ use std::time::Instant;
 
 use bson::{Bson, Document};
 
+use crate::error::Error;
 use crate::proto::address::ServerAddress;
 use crate::proto::read_preference::TagSet;
+use crate::proto::reply::{check_reply, is_ok};
 
-use super::description::{ServerDescription, ServerType, TopologyVersion};
+use super::description::{same_error, ServerDescription, ServerType, TopologyVersion};
 use super::rtt::RoundTripTime;
 
 impl ServerDescription {
@@ -29,19 +31,22 @@ impl ServerDescription {
         rtt: &RoundTripTime,
         now: Instant,
     ) -> ServerDescription {
-        if !reply.get("ok").is_some_and(is_one) {
-            let message = match reply.get_str("errmsg") {
-                Ok(m) => format!("hello failed: {m}"),
-                Err(_) => "hello reply did not contain ok: 1".to_string(),
-            };
-            let mut unknown = ServerDescription::from_error(address, message, None);
+        // The same command error the shell makes of any `ok: 0` reply, so
+        // the server's error is one kind however the hello reached here
+        // (copied only then: a large set's hello is big).
+        let refused = (!is_ok(reply))
+            .then(|| check_reply(reply.clone(), &address).err())
+            .flatten();
+        if let Some(error) = refused {
+            let mut unknown = ServerDescription::from_error(address, error, None);
             unknown.last_update_time = Some(now);
             return unknown;
         }
         match parse_reply(address.clone(), reply, rtt, now) {
             Ok(description) => description,
             Err(message) => {
-                let mut unknown = ServerDescription::from_error(address, message, None);
+                let error = Error::protocol(Some(address.clone()), message);
+                let mut unknown = ServerDescription::from_error(address, error, None);
                 unknown.last_update_time = Some(now);
                 unknown
             }
@@ -53,11 +58,11 @@ impl ServerDescription {
     /// state-change error carried, if any.
     pub(crate) fn from_error(
         address: ServerAddress,
-        error: impl Into<String>,
+        error: Error,
         topology_version: Option<TopologyVersion>,
     ) -> ServerDescription {
         let mut unknown = ServerDescription::unknown(address);
-        unknown.error = Some(error.into());
+        unknown.error = Some(error);
         unknown.topology_version = topology_version;
         unknown
     }
@@ -65,10 +70,14 @@ impl ServerDescription {
     /// The SDAM spec's equality ("Server Description Equality"): the fields
     /// it marks `(=)` are equal. Round-trip time and `last_update_time` are
     /// not compared, so a routine check of an unchanged server publishes no
-    /// event. Member lists compare as sets.
+    /// event. Member lists compare as sets. Errors compare by their
+    /// messages: the spec's `error` "MUST contain or be able to produce a
+    /// string describing the error", and two checks failing the same way
+    /// give the same message (so a server that stays down publishes no
+    /// event per check), while a different failure is a change to report.
     pub(crate) fn semantically_equal(&self, other: &ServerDescription) -> bool {
         self.address == other.address
-            && self.error == other.error
+            && same_error(self.error.as_ref(), other.error.as_ref())
             && self.server_type == other.server_type
             && self.min_wire_version == other.min_wire_version
             && self.max_wire_version == other.max_wire_version
@@ -244,13 +253,6 @@ fn truthy(value: &Bson) -> bool {
     }
 }
 
-fn is_one(value: &Bson) -> bool {
-    match value {
-        Bson::Boolean(b) => *b,
-        other => as_i64(other) == Some(1),
-    }
-}
-
 /// An integer field, whichever numeric BSON type the server used.
 pub(crate) fn as_i64(value: &Bson) -> Option<i64> {
     match value {
@@ -316,6 +318,7 @@ fn tags(reply: &Document) -> TagSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorKind;
     use bson::doc;
     use bson::oid::ObjectId;
     use std::time::Duration;
@@ -407,9 +410,22 @@ mod tests {
     fn unreadable_member_list_makes_the_server_unknown() {
         let d = describe(doc! {"ok": 1, "setName": "rs", "hosts": ["a:notaport"]});
         assert_eq!(d.server_type, ServerType::Unknown);
-        assert!(d.error.unwrap().contains("hosts"));
+        let error = d.error.unwrap();
+        assert!(matches!(*error.kind, ErrorKind::InvalidResponse { .. }));
+        assert!(error.to_string().contains("hosts"));
         let d = describe(doc! {"ok": 1, "setName": "rs", "hosts": "a:1"});
         assert_eq!(d.server_type, ServerType::Unknown);
+    }
+
+    #[test]
+    fn a_refused_hello_is_a_command_error() {
+        let d = describe(
+            doc! {"ok": 0, "code": 18, "codeName": "AuthenticationFailed", "errmsg": "no"},
+        );
+        assert_eq!(d.server_type, ServerType::Unknown);
+        let error = d.error.unwrap();
+        assert_eq!(error.code(), Some(18));
+        assert!(matches!(*error.kind, ErrorKind::Command(_)));
     }
 
     #[test]
@@ -429,7 +445,7 @@ mod tests {
         b.round_trip_time = Some(Duration::from_secs(9));
         b.last_update_time = None;
         assert!(a.semantically_equal(&b));
-        b.error = Some("x".into());
+        b.error = Some(Error::internal("x"));
         assert!(!a.semantically_equal(&b));
     }
 

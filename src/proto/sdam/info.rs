@@ -4,6 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::error::Error;
 use crate::proto::address::ServerAddress;
 use crate::proto::read_preference::TagSet;
 use crate::proto::sdam::{ServerDescription, ServerType};
@@ -63,10 +64,10 @@ impl<'a> ServerInfo<'a> {
         (!self.description.tags.is_empty()).then_some(&self.description.tags)
     }
 
-    /// The error that made it Unknown, if one did (the text: the error
-    /// itself went to the operation or check that met it).
-    pub fn error(&self) -> Option<&str> {
-        self.description.error.as_deref()
+    /// The error that made it Unknown, if one did: a failed check's or an
+    /// operation's, of the kind and with the labels it was raised with.
+    pub fn error(&self) -> Option<&Error> {
+        self.description.error.as_ref()
     }
 
     /// When the description was made, on the client's monotonic clock.
@@ -87,7 +88,7 @@ impl fmt::Debug for ServerInfo<'_> {
             .field("average_round_trip_time", &self.average_round_trip_time())
             .field("replica_set_name", &self.replica_set_name())
             .field("tags", &self.tags())
-            .field("error", &self.error())
+            .field("error", &self.error().map(ToString::to_string))
             .finish()
     }
 }

@@ -57,7 +57,7 @@ struct ServerShape<'a> {
     server_type: ServerType,
     last_update_time: Option<bson::DateTime>,
     average_round_trip_time: Option<Duration>,
-    reply: Result<Option<HelloReply<'a>>, &'a str>,
+    reply: Result<Option<HelloReply<'a>>, String>,
 }
 
 fn texts(addresses: &[ServerAddress]) -> Vec<String> {
@@ -67,7 +67,7 @@ fn texts(addresses: &[ServerAddress]) -> Vec<String> {
 impl<'a> ServerShape<'a> {
     fn of(d: &'a ServerDescription) -> Self {
         let reply = match (&d.error, d.server_type) {
-            (Some(message), _) => Err(message.as_str()),
+            (Some(error), _) => Err(error.to_string()),
             (None, ServerType::Unknown) => Ok(None),
             (None, _) => Ok(Some(HelloReply {
                 server_address: &d.address,

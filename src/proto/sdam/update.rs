@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use bson::oid::ObjectId;
 use bson::Document;
 
+use crate::error::Error;
 use crate::proto::address::ServerAddress;
 use crate::proto::event::SdamEvent;
 use crate::proto::options::{DEFAULT_HEARTBEAT_FREQUENCY, DEFAULT_LOCAL_THRESHOLD};
@@ -348,7 +349,7 @@ impl TopologyDescription {
     pub(crate) fn check_failed(
         &mut self,
         address: &ServerAddress,
-        error: impl Into<String>,
+        error: Error,
         now: Instant,
     ) -> TopologyUpdate {
         let Some(state) = self.server_states.get_mut(address) else {
@@ -585,12 +586,14 @@ impl TopologyDescription {
                     Some(name) => format!("replica set name {name:?}"),
                     None => "no replica set name".to_string(),
                 };
+                // The user's option is what does not match (the official
+                // driver's kind too).
                 new = ServerDescription::from_error(
                     address.clone(),
-                    format!(
+                    Error::invalid_argument(format!(
                         "server {address} reports {reported}, but the replicaSet option requires \
                          {expected:?}"
-                    ),
+                    )),
                     None,
                 );
             }
@@ -748,10 +751,12 @@ impl TopologyDescription {
         }
     }
 
+    /// `address` becomes Unknown because another member's reply outdates
+    /// it: an invalid response, as the official driver raises it.
     fn mark_unknown(&mut self, address: &ServerAddress, error: &str) {
         self.servers.insert(
             address.clone(),
-            ServerDescription::from_error(address.clone(), error, None),
+            ServerDescription::from_error(address.clone(), Error::protocol(None, error), None),
         );
         if let Some(state) = self.server_states.get_mut(address) {
             state.round_trip_time.reset();
@@ -1007,6 +1012,11 @@ mod tests {
         ServerAddress::parse(s).unwrap()
     }
 
+    /// A check's failure as the shell raises it: an I/O error.
+    fn refused(message: &str) -> Error {
+        Error::network_message(None, message)
+    }
+
     fn seeds(list: &[&str]) -> TopologySettings {
         TopologySettings::new(list.iter().map(|s| addr(s)).collect())
     }
@@ -1056,7 +1066,7 @@ mod tests {
             };
             record(t.check_succeeded(&addr("a:1"), &primary(&["a:1", "b:1"]), ms(1), now));
             record(t.check_succeeded(&addr("b:1"), &secondary(&["a:1", "b:1"]), ms(1), now));
-            record(t.check_failed(&addr("a:1"), "gone", now));
+            record(t.check_failed(&addr("a:1"), refused("gone"), now));
             record(t.close());
             (updates, t)
         };
@@ -1217,12 +1227,14 @@ mod tests {
         assert_eq!(server.round_trip_time, Some(ms(12)));
         assert_eq!(server.min_round_trip_time, Some(ms(10)));
 
-        let update = topology.check_failed(&a, "connection refused", now);
+        let update = topology.check_failed(&a, refused("connection refused"), now);
         assert!(update.applied);
         let server = &topology.servers[&a];
         assert_eq!(server.server_type, ServerType::Unknown);
         assert_eq!(server.round_trip_time, None);
-        assert_eq!(server.error.as_deref(), Some("connection refused"));
+        let error = server.error.as_ref().unwrap();
+        assert!(error.is_network_error());
+        assert!(error.to_string().ends_with("connection refused"));
         assert_eq!(topology.pool_generation(&a), Some(1));
 
         let _ = topology.check_succeeded(&a, &secondary(&["a", "b"]), ms(50), now);
@@ -1282,8 +1294,11 @@ mod tests {
             .collect();
         assert_eq!(changed, [&addr("b"), &addr("a")]);
         assert_eq!(
-            topology.servers[&addr("a")].error.as_deref(),
-            Some(NEWER_PRIMARY_ERROR)
+            topology.servers[&addr("a")]
+                .error
+                .as_ref()
+                .map(|e| matches!(&*e.kind, crate::error::ErrorKind::InvalidResponse { message } if message == NEWER_PRIMARY_ERROR)),
+            Some(true)
         );
     }
 
@@ -1335,7 +1350,7 @@ mod tests {
                  only supports up to 25."
             )
         );
-        let _ = topology.check_failed(&addr("a"), "down", now);
+        let _ = topology.check_failed(&addr("a"), refused("down"), now);
         assert!(topology.is_compatible(), "Unknown servers are not judged");
     }
 

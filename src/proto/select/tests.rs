@@ -517,14 +517,16 @@ fn selection_error_names_every_server() {
             server("b:27017", ServerType::RsSecondary, 5),
         ],
     );
-    t.servers.get_mut(&addr("a:27017")).unwrap().error = Some("connection refused".into());
+    t.servers.get_mut(&addr("a:27017")).unwrap().error = Some(
+        crate::error::Error::network_message(None, "connection refused"),
+    );
     let err = selection_error(&t, &Criteria::Write);
     assert!(matches!(err.kind(), ErrorKind::ServerSelection { .. }));
     let text = err.to_string();
     for part in [
         "write",
         "ReplicaSetNoPrimary",
-        "a:27017 (Unknown, last error: connection refused)",
+        "a:27017 (Unknown, last error: I/O error: connection refused)",
         "b:27017 (RSSecondary)",
     ] {
         assert!(text.contains(part), "{part:?} missing from {text}");

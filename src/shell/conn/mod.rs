@@ -9,7 +9,6 @@
 //!   open ──> (handshake by the caller) ──> command ⇄ reply ... ──> drop (close, no network wait)
 //! ```
 
-mod check;
 mod exchange;
 pub(crate) mod frame;
 mod open;
@@ -32,7 +31,7 @@ use frame::FrameReader;
 use pump::Stall;
 use stream::Stream;
 
-pub use check::check_reply;
+pub use crate::proto::reply::check_reply;
 pub(crate) use open::{connect_progress, resolve};
 pub(crate) use stream::LONGEST_WAIT;
 

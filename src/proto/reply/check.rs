@@ -1,4 +1,6 @@
 //! Reading a reply's `ok` field: a server-side failure becomes an [`Error`].
+//! Pure, so the SDAM rules make the same command error of a hello's
+//! `ok: 0` as the shell makes of any command's.
 
 use bson::Document;
 
