@@ -373,6 +373,21 @@ def generic_params(generics):
     return [(n, params[n]) for n in order]
 
 
+def implied_params(generics):
+    """Names of the type parameters that an associated-type binding in
+    another parameter's bound equates (`E` in `C: TryInto<X, Error = E>`)."""
+    bounds = [b for _, bs in generic_params(generics) for b in bs]
+    implied = set()
+    for bound in bounds:
+        args = (bound.get("trait_bound", {}).get("trait", {}).get("args") or {})
+        for constraint in args.get("angle_bracketed", {}).get("constraints", []):
+            equality = (constraint.get("binding") or {}).get("equality") or {}
+            t = equality.get("type")
+            if isinstance(t, dict) and "generic" in t:
+                implied.add(t["generic"])
+    return implied
+
+
 def substitute(surface, generics, base):
     """Concrete types for the type parameters of `generics`, on top of
     `base`; a parameter named like a session state gets the implicit one."""
@@ -537,8 +552,13 @@ def method_check(surface, fn_item, self_rendered, subst, receiver=None):
     name = fn_item["name"]
     if not ann:
         # Nothing to infer a method's own type parameters from: name them.
+        # A parameter another one's bound fixes (`C: TryInto<X, Error =
+        # E>`) is left to inference: the chosen `C` decides it, and naming
+        # it apart from `C` could name a type no `C` converts with.
+        implied = implied_params(f["generics"])
         explicit = [
-            subst[p["name"]] for p in f["generics"].get("params", [])
+            "_" if p["name"] in implied else subst[p["name"]]
+            for p in f["generics"].get("params", [])
             if "type" in p["kind"] and not p["kind"]["type"].get("is_synthetic")
         ]
         if explicit:
