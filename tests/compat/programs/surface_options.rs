@@ -1037,11 +1037,8 @@ fn check_149() {
 
 // mongodb::options::ClientOptions::parse
 fn check_150() {
-    let _ =
-        <mongodb::options::ClientOptions>::parse::<mongodb::options::ConnectionString, _>(any::<
-            mongodb::options::ConnectionString,
-        >(
-        ));
+    let _: mongodb::action::ParseConnectionString =
+        <mongodb::options::ClientOptions>::parse(any::<mongodb::options::ConnectionString>());
 }
 
 // mongodb::options::ClientOptions::builder
