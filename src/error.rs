@@ -419,8 +419,9 @@ pub struct CommandError {
     /// The server that answered.
     #[serde(skip)]
     pub address: Option<ServerAddress>,
-    /// How long the server asks a retry to back off at least
-    /// (`baseBackoffMS`, sent with overload errors).
+    /// The base the server asks overload retries to back off from
+    /// (`baseBackoffMS`, sent with overload errors), in place of the
+    /// driver's 100 ms.
     #[serde(
         rename = "baseBackoffMS",
         default,
@@ -811,8 +812,10 @@ impl Error {
         self
     }
 
-    /// The server's `baseBackoffMS` of a command error: how long a retry
-    /// should back off at least. `None` for other errors.
+    /// The server's `baseBackoffMS` of a command error: the base of the
+    /// exponential backoff before an overload retry, in place of the
+    /// driver's 100 ms (the published retry policy follows it when
+    /// positive). `None` for other errors.
     pub fn base_backoff(&self) -> Option<std::time::Duration> {
         match &*self.kind {
             ErrorKind::Command(command) => command.base_backoff,

@@ -30,11 +30,13 @@
 //! [`RetryMode::Published`] is the opt-in behaviour of the published spec as
 //! drivers ship it: `maxAdaptiveRetries` (default 2) replaces the 5, one
 //! shared retry counter whose limit becomes `maxAdaptiveRetries` for the rest
-//! of the operation once an overload error is seen, backoff exponent
-//! `attempt − 1` counting every retry, `enableOverloadRetargeting` to avoid an
-//! overloaded server outside sharded clusters, and no token bucket (the
-//! published text makes the bucket opt-in; [`RetrySettings::with_token_bucket`]
-//! turns it on).
+//! of the operation once an overload error is seen, backoff
+//! `jitter · min(10 s, base · 2^attempt)` where `attempt` counts every retry
+//! from 1 (so 200 ms, then 400 ms, at most) and `base` is the error's
+//! `baseBackoffMS` when it is present and positive, else 100 ms,
+//! `enableOverloadRetargeting` to avoid an overloaded server outside sharded
+//! clusters, and no token bucket (the published text makes the bucket
+//! opt-in; [`RetrySettings::with_token_bucket`] turns it on).
 //!
 //! Differences between the seed and the published text, and how they are
 //! settled here:
@@ -60,10 +62,20 @@
 //!   error is returned when the operation gives up (retryable writes spec:
 //!   the latest error that might have written, else the first one), so an
 //!   overload error labelled `NoWritesPerformed` can still be retried.
-//! - The published spec (as stored) says nothing of a server-supplied
-//!   `baseBackoffMS`, so the backoff does not follow it; the base backoff is
-//!   a setting ([`RetrySettings::with_backoff`]). The reply's value is
-//!   kept for the caller ([`Error::base_backoff`]).
+//! - Server-supplied base backoff. The seed says "`baseBackoff` is constant
+//!   100ms"; the published spec (since 2026-06-16, DRIVERS-3535) says "If
+//!   `baseBackoffMS` is present on the error and has a positive value, the
+//!   client MUST use that value instead of `BASE_BACKOFF`", and (2026-07-08)
+//!   raises the exponent from `attempt − 1` to `attempt`, the retry number
+//!   counted from 1. The official driver (3.x) does both: it keeps the
+//!   error's non-zero `baseBackoffMS` and waits
+//!   `jitter · min(10 s, base · 2^attempt)`. Published mode follows that
+//!   text; seed mode keeps its constant base, so the default client does not
+//!   follow the server's value. The server's base replaces the base of
+//!   [`RetrySettings::with_backoff`] (the setting stands for `BASE_BACKOFF`);
+//!   the cap stays. The value is read from the error of the attempt that
+//!   failed, so each retry follows the server's latest word, and is kept for
+//!   the caller ([`Error::base_backoff`]).
 //! - A retry is never started once the deadline has passed; a backoff that
 //!   would end after it fails at once with [`ErrorKind::Timeout`] (CSOT:
 //!   "once the timeout expires, a timeout error MUST be raised").
@@ -91,7 +103,8 @@ pub const NO_WRITES_PERFORMED: &str = "NoWritesPerformed";
 
 /// Overload retries allowed in [`RetryMode::Seed`] (`MAX_ATTEMPTS`).
 pub const SEED_MAX_OVERLOAD_RETRIES: u32 = 5;
-/// The first backoff's upper bound (`BASE_BACKOFF`).
+/// The backoff base (`BASE_BACKOFF`): the seed's first backoff is at most
+/// this, the published spec's first at most twice this.
 pub const BASE_BACKOFF: Duration = Duration::from_millis(100);
 /// No backoff exceeds this (`MAX_BACKOFF`).
 pub const MAX_BACKOFF: Duration = Duration::from_secs(10);
@@ -402,8 +415,9 @@ impl RetrySettings {
     }
 
     /// The published behaviour: `max_adaptive_retries` overload retries
-    /// (the options' default is 2; 0 turns them off), no
-    /// token bucket, retargeting as given.
+    /// (the options' default is 2; 0 turns them off), backoff from the
+    /// server's `baseBackoffMS` when it sends one, no token bucket,
+    /// retargeting as given.
     pub fn published(max_adaptive_retries: u32, overload_retargeting: bool) -> Self {
         RetrySettings {
             mode: RetryMode::Published,
@@ -438,7 +452,8 @@ impl RetrySettings {
         self
     }
 
-    /// With another backoff base and cap.
+    /// With another backoff base and cap. In published mode a positive
+    /// `baseBackoffMS` on the error replaces this base for that retry.
     pub fn with_backoff(mut self, base: Duration, max: Duration) -> Self {
         self.base_backoff = base;
         self.max_backoff = max;
@@ -476,23 +491,43 @@ impl RetrySettings {
         self.overload_retargeting
     }
 
-    /// The upper bound of the backoff before overload retry number `i`
-    /// (0-based): `min(max_backoff, base_backoff · 2^i)`.
+    /// The upper bound of the backoff with exponent `i`:
+    /// `min(max_backoff, base_backoff · 2^i)`.
     pub fn backoff_cap(&self, i: u32) -> Duration {
+        self.cap_from(self.base_backoff, i)
+    }
+
+    /// The backoff with exponent `i` for a `jitter` in `[0, 1)`.
+    pub fn backoff(&self, i: u32, jitter: f64) -> Duration {
+        self.backoff_from(self.base_backoff, i, jitter)
+    }
+
+    /// `min(max_backoff, base · 2^i)`, saturating.
+    fn cap_from(&self, base: Duration, i: u32) -> Duration {
         let factor = 1u32.checked_shl(i).unwrap_or(u32::MAX);
-        self.base_backoff
-            .checked_mul(factor)
+        base.checked_mul(factor)
             .map_or(self.max_backoff, |b| b.min(self.max_backoff))
     }
 
-    /// The backoff before overload retry `i` for a `jitter` in `[0, 1)`.
-    pub fn backoff(&self, i: u32, jitter: f64) -> Duration {
+    /// `jitter · min(max_backoff, base · 2^i)`, with a jitter outside
+    /// `[0, 1]` clamped and a non-finite one taken as 0.
+    fn backoff_from(&self, base: Duration, i: u32, jitter: f64) -> Duration {
         let jitter = if jitter.is_finite() {
             jitter.clamp(0.0, 1.0)
         } else {
             0.0
         };
-        self.backoff_cap(i).mul_f64(jitter)
+        self.cap_from(base, i).mul_f64(jitter)
+    }
+
+    /// The base of an overload backoff after an error that carried
+    /// `server_base` (its `baseBackoffMS`): in published mode the server's
+    /// value when positive, else the setting (module docs).
+    fn overload_base(&self, server_base: Option<Duration>) -> Duration {
+        match (self.mode, server_base) {
+            (RetryMode::Published, Some(base)) if !base.is_zero() => base,
+            _ => self.base_backoff,
+        }
     }
 }
 
@@ -850,6 +885,7 @@ impl OperationRetry {
         // A timeout while waiting to retry keeps the labels of the error
         // that caused the retry: users check them (overload, retryable).
         let cause_labels: Vec<String> = error.labels().iter().cloned().collect();
+        let server_base = error.base_backoff();
         self.record(error, attempt);
         if !self.within_budget(&settings, verdict) {
             return self.give_up();
@@ -858,7 +894,7 @@ impl OperationRetry {
             return self.give_up_on_deadline("about to retry", cause_labels);
         }
         let backoff = if overload {
-            match self.overload_backoff(policy, &settings, now, rng) {
+            match self.overload_backoff(policy, &settings, server_base, now, rng) {
                 Ok(backoff) => backoff,
                 Err(Exhausted::Deadline(what)) => {
                     return self.give_up_on_deadline(&what, cause_labels)
@@ -946,21 +982,26 @@ impl OperationRetry {
         }
     }
 
-    /// The backoff before an overload retry, and its token from the bucket;
+    /// The backoff before an overload retry, after an error that carried
+    /// `server_base` (`baseBackoffMS`), and its token from the bucket;
     /// refused when the backoff would end past the deadline or the bucket is
     /// empty.
     fn overload_backoff(
         &self,
         policy: &mut RetryPolicy,
         settings: &RetrySettings,
+        server_base: Option<Duration>,
         now: Instant,
         rng: &mut fastrand::Rng,
     ) -> std::result::Result<Duration, Exhausted> {
+        // Seed: the overload retries before this one. Published: this
+        // retry's number, counting every retry from 1.
         let i = match settings.mode {
             RetryMode::Seed => self.overload_retries - 1,
-            RetryMode::Published => self.retries,
+            RetryMode::Published => self.retries + 1,
         };
-        let backoff = settings.backoff(i, rng.f64());
+        let base = settings.overload_base(server_base);
+        let backoff = settings.backoff_from(base, i, rng.f64());
         if self.deadline.would_pass(now, backoff) {
             return Err(Exhausted::Deadline(format!(
                 "waiting {} ms before retrying an overloaded command",

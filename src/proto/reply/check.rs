@@ -2,6 +2,8 @@
 //! Pure, so the SDAM rules make the same command error of a hello's
 //! `ok: 0` as the shell makes of any command's.
 
+use std::time::Duration;
+
 use bson::Document;
 
 use crate::error::{CommandError, Error, Result};
@@ -51,13 +53,39 @@ pub fn check_reply(reply: Document, address: &ServerAddress) -> Result<Document>
 }
 
 /// The reply's `baseBackoffMS` (a number of milliseconds, sent with
-/// overload errors); a negative or non-numeric value is ignored.
-fn base_backoff(reply: &Document) -> Option<std::time::Duration> {
-    let millis = match reply.get("baseBackoffMS")? {
-        bson::Bson::Int32(n) => u64::try_from(*n).ok()?,
-        bson::Bson::Int64(n) => u64::try_from(*n).ok()?,
-        bson::Bson::Double(n) if n.is_finite() && *n >= 0.0 => *n as u64,
-        _ => return None,
-    };
-    Some(std::time::Duration::from_millis(millis))
+/// overload errors); a negative or non-numeric value is ignored, a fraction
+/// kept (the retry policy follows any positive value), a huge one saturated
+/// (the policy caps the backoff).
+fn base_backoff(reply: &Document) -> Option<Duration> {
+    match reply.get("baseBackoffMS")? {
+        bson::Bson::Int32(n) => u64::try_from(*n).ok().map(Duration::from_millis),
+        bson::Bson::Int64(n) => u64::try_from(*n).ok().map(Duration::from_millis),
+        bson::Bson::Double(n) if n.is_finite() && *n >= 0.0 => {
+            Some(Duration::try_from_secs_f64(n / 1000.0).unwrap_or(Duration::MAX))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn of(value: impl Into<bson::Bson>) -> Option<Duration> {
+        base_backoff(&bson::doc! { "ok": 0, "baseBackoffMS": value.into() })
+    }
+
+    #[test]
+    fn base_backoff_reads_every_number_type_and_refuses_the_rest() {
+        assert_eq!(of(50), Some(Duration::from_millis(50)));
+        assert_eq!(of(50_i64), Some(Duration::from_millis(50)));
+        assert_eq!(of(0.5), Some(Duration::from_micros(500)));
+        assert_eq!(of(0), Some(Duration::ZERO));
+        assert_eq!(of(1e300), Some(Duration::MAX));
+        assert_eq!(of(-1), None);
+        assert_eq!(of(-1.0), None);
+        assert_eq!(of(f64::NAN), None);
+        assert_eq!(of("50"), None);
+        assert_eq!(base_backoff(&bson::doc! { "ok": 0 }), None);
+    }
 }

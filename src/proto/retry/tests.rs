@@ -806,8 +806,8 @@ fn published_mode_shares_one_counter_and_keeps_the_raised_limit() {
         Harness::new(published(2), READ).run(vec![Fail(network()), Fail(overload()), Success]);
     assert_eq!(run.attempts, 3);
     assert!(run.result.is_ok());
-    // Its backoff exponent counts the earlier retry: cap 200 ms.
-    assert!(run.plans[1].backoff <= ms(200));
+    // Its backoff exponent is the retry's number, 2: cap 400 ms.
+    assert!(run.plans[1].backoff <= ms(400));
     assert_eq!(run.plans[1].retry, 2);
 }
 
@@ -818,8 +818,125 @@ fn published_mode_backoff_exponent_counts_every_retry() {
         h.seed = seed;
         let mut rng = fastrand::Rng::with_seed(seed);
         let run = h.run(vec![Fail(network()), Fail(overload()), Success]);
-        assert_eq!(run.plans[1].backoff, published(2).backoff(1, rng.f64()));
+        assert_eq!(run.plans[1].backoff, ms(400).mul_f64(rng.f64()));
     }
+}
+
+/// The overload error with the server's `baseBackoffMS`.
+fn overload_with_base(base: Duration) -> Error {
+    let mut error = command_error(462, "IngressRequestRateLimitExceeded");
+    if let ErrorKind::Command(command) = &mut *error.kind {
+        command.base_backoff = Some(base);
+    }
+    error.with_labels([SYSTEM_OVERLOADED_ERROR, RETRYABLE_ERROR])
+}
+
+#[test]
+fn published_mode_backoff_is_jitter_times_100_ms_times_2_to_the_retry_number() {
+    // Spec: `jitter * min(MAX_BACKOFF, BASE_BACKOFF * 2^attempt)`, the first
+    // retry being attempt 1; one jitter drawn per overload retry.
+    for seed in 0..50 {
+        let mut h = Harness::new(published(2), READ);
+        h.seed = seed;
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let run = h.run(vec![Fail(overload()), Fail(overload()), Success]);
+        let backoffs: Vec<Duration> = run.plans.iter().map(|p| p.backoff).collect();
+        let expected = vec![ms(200).mul_f64(rng.f64()), ms(400).mul_f64(rng.f64())];
+        assert_eq!(backoffs, expected, "seed {seed}");
+    }
+}
+
+#[test]
+fn published_mode_backs_off_from_the_servers_base_backoff() {
+    for seed in 0..50 {
+        let mut h = Harness::new(published(2), READ);
+        h.seed = seed;
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let run = h.run(vec![
+            Fail(overload_with_base(ms(50))),
+            Fail(overload_with_base(ms(50))),
+            Success,
+        ]);
+        let backoffs: Vec<Duration> = run.plans.iter().map(|p| p.backoff).collect();
+        let expected = vec![ms(100).mul_f64(rng.f64()), ms(200).mul_f64(rng.f64())];
+        assert_eq!(backoffs, expected, "seed {seed}");
+    }
+}
+
+#[test]
+fn published_mode_follows_each_errors_own_base_backoff() {
+    // No value, zero, and a value each decide only the retry after their
+    // own error; zero means the driver's 100 ms.
+    let mut h = Harness::new(published(3), READ);
+    let mut rng = fastrand::Rng::with_seed(h.seed);
+    let run = h.run(vec![
+        Fail(overload_with_base(ms(10))),
+        Fail(overload_with_base(Duration::ZERO)),
+        Fail(overload()),
+        Success,
+    ]);
+    let backoffs: Vec<Duration> = run.plans.iter().map(|p| p.backoff).collect();
+    let expected = vec![
+        ms(20).mul_f64(rng.f64()),
+        ms(400).mul_f64(rng.f64()),
+        ms(800).mul_f64(rng.f64()),
+    ];
+    assert_eq!(backoffs, expected);
+}
+
+#[test]
+fn the_servers_base_backoff_replaces_the_base_setting_but_not_the_cap() {
+    let s = published(2).with_backoff(ms(1_000_000), ms(10_000));
+    assert_eq!(s.overload_base(Some(ms(1))), ms(1));
+    assert_eq!(s.overload_base(Some(Duration::ZERO)), ms(1_000_000));
+    assert_eq!(s.overload_base(None), ms(1_000_000));
+    // The spec's prose test 5 with jitter pinned near 1: the default
+    // backoffs sum to 0.6 s, those from `baseBackoffMS: 50` to 0.3 s.
+    let d = published(2);
+    let sum = |base: Option<Duration>| -> Duration {
+        (1..=2)
+            .map(|i| d.backoff_from(d.overload_base(base), i, 1.0))
+            .sum()
+    };
+    assert_eq!(sum(None), ms(600));
+    assert_eq!(sum(Some(ms(50))), ms(300));
+    // A huge server value is capped at MAX_BACKOFF.
+    assert_eq!(
+        d.backoff_from(d.overload_base(Some(Duration::MAX)), 1, 1.0),
+        ms(10_000)
+    );
+}
+
+#[test]
+fn seed_mode_keeps_its_constant_base_whatever_the_server_says() {
+    for seed in 0..20 {
+        let mut h = Harness::seed_mode(READ);
+        h.seed = seed;
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let run = h.run(vec![
+            Fail(overload_with_base(ms(5000))),
+            Fail(overload_with_base(ms(1))),
+            Success,
+        ]);
+        let backoffs: Vec<Duration> = run.plans.iter().map(|p| p.backoff).collect();
+        let expected = vec![ms(100).mul_f64(rng.f64()), ms(200).mul_f64(rng.f64())];
+        assert_eq!(backoffs, expected, "seed {seed}");
+    }
+}
+
+#[test]
+fn a_server_base_backoff_past_the_deadline_fails_at_once() {
+    // 10 s from the server against a 100 ms budget: a seed whose jitter
+    // makes the first backoff longer than the budget fails without waiting.
+    let seed = (0..)
+        .find(|&seed| fastrand::Rng::with_seed(seed).f64() > 0.01)
+        .unwrap();
+    let mut h = Harness::new(published(2), READ).timeout(ms(100));
+    h.seed = seed;
+    let run = h.run(vec![Fail(overload_with_base(ms(10_000)))]);
+    let error = run.result.unwrap_err();
+    assert!(matches!(error.kind(), ErrorKind::Timeout { .. }), "{error}");
+    assert!(run.plans.is_empty());
 }
 
 #[test]
