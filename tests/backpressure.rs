@@ -3,7 +3,8 @@
 //! `SystemOverloadedError` + `RetryableError`) and every kind of command —
 //! a retryable read, a multi-document write, a cursor's getMore, a generic
 //! runCommand — is retried with backoff until it succeeds or the overload
-//! retry budget (5 retries) runs out.
+//! retry budget (5 retries) runs out. With the published policy, backoffs
+//! follow the `baseBackoffMS` the topology simulator adds to the errors.
 //!
 //! Attempts are counted from the command events a recording handler sees;
 //! backoffs are the gaps between a failed event and the next started one.
@@ -511,4 +512,59 @@ fn a_backoff_past_the_deadline_is_a_timeout_that_keeps_the_overload_labels() {
     assert!(error.contains_label("RetryableError"), "{error:?}");
     assert_eq!(recorder.named("find").len(), 1, "no retry was sent");
     assert!(started.elapsed() < Duration::from_secs(2), "no sleeping");
+}
+
+#[test]
+fn published_retries_back_off_from_the_servers_base_backoff() {
+    let server = TestServer::start();
+    // SecantusDB's fail point sends no `baseBackoffMS`; the simulator adds
+    // it to the overload errors it forwards, as MongoDB 9.0 does.
+    let sim = Simulator::standalone(&server);
+    // The client's own base is 1000 s: a backoff from it cannot fit in the
+    // 2 s timeoutMS (unless the jitter is below 0.002), so retries that
+    // finish in time waited by the server's 1 ms.
+    let huge = Duration::from_secs(1000);
+    let (client, recorder) = {
+        let uri = format!("{}?timeoutMS=2000", sim.seed_uri(&[0]));
+        let (builder, recorder) = recorded_builder(ClientOptions::parse(&uri).run().unwrap());
+        let client = builder
+            .retry_settings(RetrySettings::published(2, false).with_backoff(huge, huge))
+            .build()
+            .unwrap();
+        (client, recorder)
+    };
+    let db = client.database(DB);
+    let coll = numbers(&db, "server_base", 1);
+    sim.set_error_extra(0, doc! { "baseBackoffMS": 1 });
+    overload(&db, &["find"], 3, &LABELS);
+    recorder.clear_commands();
+
+    let error = coll.find_one(doc! {}).run().unwrap_err();
+    assert_eq!(
+        error.code(),
+        Some(OVERLOADED),
+        "gave up after maxAdaptiveRetries, not at the deadline: {error}"
+    );
+    assert_eq!(error.base_backoff(), Some(Duration::from_millis(1)));
+    assert_eq!(recorder.named("find").len(), 3, "one attempt, two retries");
+    let backoffs = backoffs(&recorder, "find");
+    assert_eq!(backoffs.len(), 2);
+    for (n, wait) in backoffs.iter().enumerate() {
+        // Retry n + 1 waits up to 1 ms · 2^(n + 1).
+        let cap = Duration::from_millis(2 << n) + SLACK;
+        assert!(*wait <= cap, "backoff {n} took {wait:?}, over {cap:?}");
+    }
+
+    // Without the server's value, the same client backs off from its own
+    // base, past the deadline: a timeout at once, no retry sent.
+    sim.set_error_extra(0, Document::new());
+    overload(&db, &["find"], 1, &LABELS);
+    recorder.clear_commands();
+    let error = coll.find_one(doc! {}).run().unwrap_err();
+    assert!(
+        matches!(error.kind(), mongo_inline::ErrorKind::Timeout { .. }),
+        "{error}"
+    );
+    assert_eq!(error.base_backoff(), None);
+    assert_eq!(recorder.named("find").len(), 1, "no retry was sent");
 }

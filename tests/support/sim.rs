@@ -173,6 +173,8 @@ struct MemberScript {
     tags: Document,
     last_write: Option<DateTime>,
     hello_extra: Document,
+    /// Fields added to every forwarded command error (`ok: 0`).
+    error_extra: Document,
     process_id: ObjectId,
     counter: i64,
     delay: Duration,
@@ -477,6 +479,7 @@ impl Simulator {
                 tags: Document::new(),
                 last_write: None,
                 hello_extra: Document::new(),
+                error_extra: Document::new(),
                 process_id: ObjectId::new(),
                 counter: 0,
                 delay: Duration::ZERO,
@@ -638,6 +641,14 @@ impl Simulator {
             s.members[i].hello_extra = extra;
             s.members[i].counter += 1;
         });
+    }
+
+    /// Fields added to every command error (`ok: 0`) member `i` forwards
+    /// from its backend, as a newer server adds them: e.g. `baseBackoffMS`
+    /// on the overload errors a `failCommand` fail point makes. Replaces
+    /// earlier extras; an empty document adds nothing.
+    pub fn set_error_extra(&self, i: usize, extra: Document) {
+        self.script(i, |s| s.members[i].error_extra = extra);
     }
 
     /// The next `times` hellos member `i` receives (on any connection) fail
@@ -1343,6 +1354,9 @@ impl Handler {
         expects_reply: bool,
     ) -> io::Result<()> {
         let delay = self.delay();
+        let error_extra = lock(&self.shared.script).members[self.index]
+            .error_extra
+            .clone();
         let adds_recovery_token = self.adds_recovery_token;
         let mut committing = self.committing.take();
         let shared = self.shared.clone();
@@ -1372,6 +1386,11 @@ impl Handler {
                 with_recovery_token(reply)?
             } else {
                 reply
+            };
+            let reply = if error_extra.is_empty() {
+                reply
+            } else {
+                with_error_extra(reply, &error_extra)?
             };
             self.write_to_client(client, &reply.to_bytes())?;
             if !more {
@@ -1454,6 +1473,34 @@ fn with_recovery_token(reply: Frame) -> io::Result<Frame> {
         "recoveryToken",
         doc! { "recoveryShardId": "simulated-shard" },
     );
+    let bytes = message.encode(reply.request_id, reply.response_to);
+    Ok(Frame {
+        request_id: reply.request_id,
+        response_to: reply.response_to,
+        op_code: OP_MSG,
+        body: bytes[16..].to_vec(),
+    })
+}
+
+/// An OP_MSG command error (`ok: 0`) with `extra`'s fields added; any
+/// other reply as it came.
+fn with_error_extra(reply: Frame, extra: &Document) -> io::Result<Frame> {
+    if reply.op_code != OP_MSG {
+        return Ok(reply);
+    }
+    let mut message = parse_op_msg(&reply.body)?;
+    let ok = match message.body.get("ok") {
+        Some(Bson::Double(ok)) => *ok,
+        Some(Bson::Int32(ok)) => f64::from(*ok),
+        Some(Bson::Int64(ok)) => *ok as f64,
+        _ => return Ok(reply),
+    };
+    if ok != 0.0 {
+        return Ok(reply);
+    }
+    for (key, value) in extra {
+        message.body.insert(key.clone(), value.clone());
+    }
     let bytes = message.encode(reply.request_id, reply.response_to);
     Ok(Frame {
         request_id: reply.request_id,
