@@ -25,7 +25,8 @@ use crate::error::{Error, ErrorKind};
 
 /// How long `withTransaction` keeps retrying when no `timeoutMS` applies.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
-/// Backoff before the second attempt (before jitter).
+/// The backoff's base: the one before the second attempt is
+/// `BACKOFF_INITIAL * 1.5` (before jitter).
 pub const BACKOFF_INITIAL: Duration = Duration::from_millis(5);
 /// Largest backoff (before jitter).
 pub const BACKOFF_MAX: Duration = Duration::from_millis(500);
@@ -94,12 +95,14 @@ impl WithTransaction {
     }
 
     /// The backoff before attempt `attempt + 1` for a `jitter` in `[0, 1)`:
-    /// `jitter * min(5 ms * 1.5^(attempt - 1), 500 ms)`; zero for the first.
+    /// `jitter * min(5 ms * 1.5^attempt, 500 ms)`; zero for the first. The
+    /// exponent is the number of attempts made, as the spec has it since
+    /// 2026-07-08 (it was one less before).
     pub fn backoff(attempt: u32, jitter: f64) -> Duration {
         if attempt == 0 {
             return Duration::ZERO;
         }
-        let exponent = i32::try_from(attempt - 1).unwrap_or(i32::MAX);
+        let exponent = i32::try_from(attempt).unwrap_or(i32::MAX);
         let ceiling = (BACKOFF_INITIAL.as_secs_f64() * BACKOFF_GROWTH.powi(exponent))
             .min(BACKOFF_MAX.as_secs_f64());
         Duration::from_secs_f64(ceiling * jitter.clamp(0.0, 1.0))
@@ -235,14 +238,18 @@ mod tests {
 
     #[test]
     fn backoff_grows_by_half_and_is_capped() {
-        assert_eq!(WithTransaction::backoff(1, 1.0), Duration::from_millis(5));
+        // transactions-convenient-api.md: jitter * min(5 ms * 1.5^attempt, 500 ms).
         assert_eq!(
-            WithTransaction::backoff(2, 1.0),
+            WithTransaction::backoff(1, 1.0),
             Duration::from_secs_f64(0.0075)
         );
         assert_eq!(
+            WithTransaction::backoff(2, 1.0),
+            Duration::from_secs_f64(0.01125)
+        );
+        assert_eq!(
             WithTransaction::backoff(3, 0.5),
-            Duration::from_secs_f64(0.005625)
+            Duration::from_secs_f64(0.0084375)
         );
         assert_eq!(WithTransaction::backoff(30, 1.0), BACKOFF_MAX);
         assert_eq!(WithTransaction::backoff(u32::MAX, 1.0), BACKOFF_MAX);
@@ -279,7 +286,7 @@ mod tests {
         assert!(f.abort);
         assert!(matches!(f.then, Decision::RetryTransaction));
         let backoff = w.before_attempt(t0 + secs(1), 1.0).unwrap();
-        assert_eq!(backoff, Duration::from_millis(5));
+        assert_eq!(backoff, Duration::from_secs_f64(0.0075));
         assert_eq!(w.attempts(), 2);
     }
 
