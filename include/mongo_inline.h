@@ -419,8 +419,9 @@ mi_error *mi_drop_index(mi_client *client, mi_session *session, const char *db,
 /* Drops every index but _id's; options as mi_drop_index. */
 mi_error *mi_drop_indexes(mi_client *client, mi_session *session, const char *db,
                           const char *coll, const uint8_t *options, size_t options_len);
-/* Creates Atlas Search indexes from models {definition, name, type}; *result =
- * {indexNames: [...]}. No options (NULL). */
+/* Creates Atlas Search indexes from models {definition, name, type}; a type other
+ * than "search" or "vectorSearch" is sent as given, for the server to judge;
+ * *result = {indexNames: [...]}. No options (NULL). */
 mi_error *mi_create_search_indexes(mi_client *client, mi_session *session, const char *db,
                                    const char *coll, const uint8_t *const *models,
                                    const size_t *lengths, size_t count, const uint8_t *options,

@@ -30,22 +30,28 @@ fn model(i: usize, mut spec: Document) -> Result<SearchIndexModel, Failure> {
     for (key, value) in spec {
         match (key.as_str(), value) {
             ("name", Bson::String(name)) => model.name = Some(name),
-            ("type", Bson::String(kind)) if kind == "search" => {
-                model.index_type = Some(SearchIndexType::Search);
-            }
-            ("type", Bson::String(kind)) if kind == "vectorSearch" => {
-                model.index_type = Some(SearchIndexType::VectorSearch);
-            }
+            ("type", Bson::String(kind)) => model.index_type = Some(index_type(kind)),
             ("name" | "type", _) => {
                 return Err(Failure::argument(
                     &format!("{at}.{key}"),
-                    "must be a string (type: \"search\" or \"vectorSearch\")",
+                    "must be a string",
                 ))
             }
             _ => return Err(Failure::argument(&at, &format!("has no field \"{key}\""))),
         }
     }
     Ok(model)
+}
+
+/// The type a model names: a type this driver does not know is sent as
+/// given, for the server to accept or refuse (as the Rust API's
+/// [`SearchIndexType::Other`] is).
+fn index_type(kind: String) -> SearchIndexType {
+    match kind.as_str() {
+        "search" => SearchIndexType::Search,
+        "vectorSearch" => SearchIndexType::VectorSearch,
+        _ => SearchIndexType::Other(kind),
+    }
 }
 
 c_function! {
@@ -138,5 +144,29 @@ c_function! {
         let stream: DocumentStream = open_in!(action, lock_opt(&t.session).as_deref_mut())?;
         *out = new_cursor(stream, t.session.clone());
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_search_index_type_this_driver_does_not_know_is_passed_through() {
+        let spec = |kind: &str| bson::doc! { "definition": {}, "type": kind };
+        let types: Vec<_> = ["search", "vectorSearch", "lexical"]
+            .into_iter()
+            .map(|kind| model(0, spec(kind)).unwrap().index_type)
+            .collect();
+        assert_eq!(
+            types,
+            [
+                Some(SearchIndexType::Search),
+                Some(SearchIndexType::VectorSearch),
+                Some(SearchIndexType::Other("lexical".into()))
+            ]
+        );
+        let error = model(0, bson::doc! { "definition": {}, "type": 1 }).unwrap_err();
+        assert!(format!("{error:?}").contains("models[0].type"), "{error:?}");
     }
 }

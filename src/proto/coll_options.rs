@@ -36,6 +36,11 @@ pub use server_values::{
 };
 
 /// Declares an options struct with public `Option` fields and a setter per field.
+///
+/// Fields after `; read_only` are the official driver's read-only ones
+/// (`IndexOptions::clustered`): private, without setters, set only by
+/// reading a document (a listing, serde, the C ABI); each has a getter of
+/// its name, written beside the struct.
 macro_rules! options_struct {
     // The official `#[serde_with::skip_serializing_none]`: every unset
     // field is left out of what the struct serializes to.
@@ -44,6 +49,7 @@ macro_rules! options_struct {
         $(#[$meta:meta])*
         pub struct $name:ident {
             $( $(#[$field_meta:meta])* $field:ident : $ty:ty ),* $(,)?
+            $( ; read_only $( $(#[$ro_meta:meta])* $ro_field:ident : $ro_ty:ty ),* $(,)? )?
         }
     ) => {
         $crate::proto::coll_options::options_struct! {
@@ -53,6 +59,10 @@ macro_rules! options_struct {
                     #[serde(skip_serializing_if = "Option::is_none")]
                     $(#[$field_meta])* $field: $ty
                 ),*
+                $( ; read_only $(
+                    #[serde(skip_serializing_if = "Option::is_none")]
+                    $(#[$ro_meta])* $ro_field: $ro_ty
+                ),* )?
             }
         }
     };
@@ -60,6 +70,7 @@ macro_rules! options_struct {
         $(#[$meta:meta])*
         pub struct $name:ident {
             $( $(#[$field_meta:meta])* $field:ident : $ty:ty ),* $(,)?
+            $( ; read_only $( $(#[$ro_meta:meta])* $ro_field:ident : $ro_ty:ty ),* $(,)? )?
         }
     ) => {
         $(#[$meta])*
@@ -68,6 +79,7 @@ macro_rules! options_struct {
         #[non_exhaustive]
         pub struct $name {
             $( $(#[$field_meta])* pub $field: Option<$ty>, )*
+            $($( $(#[$ro_meta])* #[builder(default, setter(skip))] $ro_field: Option<$ro_ty>, )*)?
         }
 
         // The official deprecated options (`max_scan`, `background`) keep
@@ -99,6 +111,12 @@ macro_rules! options_struct {
                         return Ok(());
                     }
                 )*
+                $($(
+                    if key == official_name(stringify!($ro_field), <$ro_ty as OptionValue>::NAME_SUFFIX) {
+                        self.$ro_field = Some(<$ro_ty as OptionValue>::from_option(key, value)?);
+                        return Ok(());
+                    }
+                )*)?
                 Err($crate::proto::options_doc::unknown_field(stringify!($name), key))
             }
 
@@ -763,12 +781,17 @@ options_struct! {
         index_option_defaults: IndexOptionDefaults,
         /// Makes a time-series collection (`timeseries`, MongoDB 5.0+).
         timeseries: TimeseriesOptions,
-        /// `expireAfterSeconds` (time series and clustered collections).
-        expire_after_seconds: i64,
+        /// How long after its time a document expires (`expireAfterSeconds`,
+        /// sent as whole seconds; time series and clustered collections).
+        #[serde(default, with = "crate::proto::serde_util::seconds")]
+        expire_after_seconds: Duration,
         /// Whether change streams can see documents before and after each
         /// change (`changeStreamPreAndPostImages`, MongoDB 6.0+).
         change_stream_pre_and_post_images: ChangeStreamPreAndPostImages,
-        /// Makes a clustered collection (`clusteredIndex`, MongoDB 5.3+).
+        /// Makes a clustered collection (`clusteredIndex`, MongoDB 5.3+);
+        /// read from the index document or from `true` (the default
+        /// index), as servers list it.
+        #[serde(default, deserialize_with = "ClusteredIndex::deserialize_self_or_true")]
         clustered_index: ClusteredIndex,
         /// `comment`.
         comment: Bson,
@@ -1094,8 +1117,9 @@ options_struct! {
         /// 2dsphere index version (`2dsphereIndexVersion`).
         #[serde(rename = "2dsphereIndexVersion")]
         sphere_2d_index_version: Sphere2DIndexVersion,
-        /// 2d index: geohash precision (`bits`).
-        bits: i32,
+        /// 2d index: geohash precision (`bits`, 1 to 32).
+        #[serde(serialize_with = "crate::proto::serde_util::u32_as_i32")]
+        bits: u32,
         /// 2d index: lower bound of the coordinates (`min`).
         min: f64,
         /// 2d index: upper bound of the coordinates (`max`).
@@ -1112,6 +1136,20 @@ options_struct! {
         /// Specification fields this type does not name, sent as given.
         #[serde(flatten)]
         other: Document,
+        ; read_only
+        /// `clustered`, as read from a listing: see [`IndexOptions::clustered()`].
+        clustered: bool,
+    }
+}
+
+impl IndexOptions {
+    /// Whether this is a clustered collection's clustered index
+    /// (`clustered`, MongoDB 6.0+), as `listIndexes` reports it; an index
+    /// read from a listing sends it back in `createIndexes` as read. There
+    /// is no setter, as in the official driver: a clustered index is made
+    /// by `create_collection`'s `clustered_index`.
+    pub fn clustered(&self) -> Option<bool> {
+        self.clustered
     }
 }
 
@@ -1125,6 +1163,17 @@ impl IndexOptions {
 
     /// The specification fields these options set (besides `key`).
     pub fn to_document(&self) -> Document {
+        let mut spec = self.named_fields();
+        for (key, value) in self.other.iter().flatten() {
+            if !spec.contains_key(key) {
+                spec.insert(key.clone(), value.clone());
+            }
+        }
+        spec
+    }
+
+    /// The specification fields of the options this type names.
+    fn named_fields(&self) -> Document {
         let mut spec = Document::new();
         let mut put = |key: &str, value: Option<Bson>| {
             if let Some(value) = value {
@@ -1167,23 +1216,18 @@ impl IndexOptions {
             "2dsphereIndexVersion",
             self.sphere_2d_index_version.clone().map(Bson::from),
         );
-        put("bits", self.bits.map(Bson::Int32));
+        // The server's `int` (larger values are outside its range anyway).
+        let int32 = |n: u32| Bson::Int32(i32::try_from(n).unwrap_or(i32::MAX));
+        put("bits", self.bits.map(int32));
         put("min", self.min.map(Bson::Double));
         put("max", self.max.map(Bson::Double));
-        let bucket_size = self
-            .bucket_size
-            .map(|n| i32::try_from(n).unwrap_or(i32::MAX));
-        put("bucketSize", bucket_size.map(Bson::Int32));
+        put("bucketSize", self.bucket_size.map(int32));
         put(
             "storageEngine",
             self.storage_engine.clone().map(Bson::Document),
         );
         put("v", self.version.clone().map(Bson::from));
-        for (key, value) in self.other.iter().flatten() {
-            if !spec.contains_key(key) {
-                spec.insert(key.clone(), value.clone());
-            }
-        }
+        put("clustered", self.clustered.map(Bson::Boolean));
         spec
     }
 }
@@ -1235,7 +1279,11 @@ impl IndexOptions {
                 &mut self.sphere_2d_index_version,
                 version_number(value).and_then(Sphere2DIndexVersion::from_number),
             ),
-            "bits" => take(&mut self.bits, value.as_i32()),
+            "bits" => take(
+                &mut self.bits,
+                version_number(value).and_then(|n| u32::try_from(n).ok()),
+            ),
+            "clustered" => take(&mut self.clustered, value.as_bool()),
             "min" => take(&mut self.min, value.as_f64()),
             "max" => take(&mut self.max, value.as_f64()),
             "bucketSize" => take(
@@ -1265,8 +1313,8 @@ fn take<T>(slot: &mut Option<T>, value: Option<T>) -> bool {
     }
 }
 
-/// An index version as a listing gives it (an `int`, a `long` or a whole
-/// `double`), when it is one.
+/// A whole number (an index version, `bits`, `bucketSize`) as a listing
+/// gives it (an `int`, a `long` or a whole `double`), when it is one.
 fn version_number(value: &Bson) -> Option<i64> {
     match value {
         Bson::Int32(v) => Some(i64::from(*v)),
@@ -1395,7 +1443,7 @@ impl CreateCollectionOptions {
             expire_after_seconds: listed
                 .get("expireAfterSeconds")
                 .and_then(bson_to_u64)
-                .and_then(|s| i64::try_from(s).ok()),
+                .map(Duration::from_secs),
             change_stream_pre_and_post_images: doc("changeStreamPreAndPostImages")
                 .and_then(|d| bson::from_document(d).ok()),
             clustered_index: listed
@@ -1427,7 +1475,11 @@ impl CreateCollectionOptions {
             self.index_option_defaults.clone(),
         );
         append_option(body, "timeseries", self.timeseries.clone());
-        append_option(body, "expireAfterSeconds", self.expire_after_seconds);
+        append_option(
+            body,
+            "expireAfterSeconds",
+            self.expire_after_seconds.map(|d| seconds_bson(d.as_secs())),
+        );
         append_option(
             body,
             "changeStreamPreAndPostImages",
@@ -1435,6 +1487,15 @@ impl CreateCollectionOptions {
         );
         append_option(body, "clusteredIndex", self.clustered_index.clone());
     }
+}
+
+/// Whole seconds as the official driver writes them: an `int` when they
+/// fit, else a `long`.
+fn seconds_bson(seconds: u64) -> Bson {
+    i32::try_from(seconds).map_or_else(
+        |_| crate::proto::operation::count_bson(seconds),
+        Bson::Int32,
+    )
 }
 
 impl Serialize for CreateCollectionOptions {
@@ -1521,9 +1582,11 @@ mod tests {
             "partialFilterExpression": { "a": { "$gt": 1 } }, "v": 2,
             "futureOption": "kept", "sparse": "not a bool",
             "textIndexVersion": 3, "2dsphereIndexVersion": 9_i64,
-            "background": true, "bucketSize": 5,
+            "background": true, "bucketSize": 5, "bits": 26_i64, "clustered": true,
         };
         let options = IndexOptions::from(spec.clone());
+        assert_eq!(options.bits, Some(26));
+        assert_eq!(options.clustered(), Some(true));
         // The official deprecated options are read back and sent as given.
         #[allow(deprecated)]
         let background = options.background;
@@ -1552,6 +1615,8 @@ mod tests {
         assert_eq!(sent.get_i32("v"), Ok(2));
         assert_eq!(sent.get_bool("background"), Ok(true));
         assert_eq!(sent.get_i32("bucketSize"), Ok(5));
+        assert_eq!(sent.get_i32("bits"), Ok(26));
+        assert_eq!(sent.get_bool("clustered"), Ok(true));
         for key in spec.keys() {
             assert!(sent.contains_key(key), "{key} is not sent");
         }

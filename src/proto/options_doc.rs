@@ -40,7 +40,7 @@ pub(crate) fn official_name(field: &str, suffix: &str) -> String {
     match field {
         "let_vars" => "let".to_string(),
         "selection_criteria" => "readPreference".to_string(),
-        "expire_after" => "expireAfterSeconds".to_string(),
+        "expire_after" | "expire_after_seconds" => "expireAfterSeconds".to_string(),
         "version" => "v".to_string(),
         "sphere_2d_index_version" => "2dsphereIndexVersion".to_string(),
         // The text index options the server spells in snake case.
@@ -553,6 +553,7 @@ mod tests {
                 Bson::Document(bson::doc! { "timeField": "at", "granularity": "minutes" }),
             ),
             ("clusteredIndex".into(), Bson::Boolean(true)),
+            ("expireAfterSeconds".into(), Bson::Int32(3600)),
             (
                 "changeStreamPreAndPostImages".into(),
                 Bson::Document(bson::doc! { "enabled": true }),
@@ -562,6 +563,11 @@ mod tests {
         let series = created.timeseries.unwrap();
         assert_eq!(series.granularity, Some(TimeseriesGranularity::Minutes));
         assert_eq!(created.clustered_index, Some(ClusteredIndex::default()));
+        // Whole seconds, as the option's name says (not milliseconds).
+        assert_eq!(
+            created.expire_after_seconds,
+            Some(Duration::from_secs(3600))
+        );
         assert!(created.change_stream_pre_and_post_images.unwrap().enabled);
         let error = CreateCollectionOptions::from_named([(
             "timeseries".into(),

@@ -1255,6 +1255,16 @@ static void test_search_indexes_and_snapshot_time(mi_client *client) {
                                  &result);
     CHECK(err != NULL && err->domain == MI_ERROR_COMMAND && err->code == SEARCH_REFUSAL);
     mi_error_free(err);
+    /* A type this driver does not know goes to the server, which decides. */
+    mi_buffer other_type =
+        bson("{\"definition\": {}, \"name\": \"s2\", \"type\": \"lexical\"}");
+    const uint8_t *other_models[] = {other_type.data};
+    size_t other_lengths[] = {other_type.len};
+    err = mi_create_search_indexes(client, NULL, "capi", "searchable", other_models, other_lengths,
+                                   1, NULL, 0, &result);
+    CHECK(err != NULL && err->domain == MI_ERROR_COMMAND && err->code == SEARCH_REFUSAL);
+    mi_error_free(err);
+    mi_buffer_free(&other_type);
     mi_buffer bad_model = bson("{\"definition\": {}, \"nmae\": \"s1\"}");
     const uint8_t *bad_models[] = {bad_model.data};
     size_t bad_lengths[] = {bad_model.len};

@@ -2962,7 +2962,10 @@ fn database_operation(
                 o = o.timeseries(from_spec_document(v, "timeseries")?);
             }
             if let Some(v) = args.int("expireAfterSeconds")? {
-                o = o.expire_after_seconds(v);
+                let Ok(seconds) = u64::try_from(v) else {
+                    return fail(format!("createCollection: expireAfterSeconds {v}"));
+                };
+                o = o.expire_after_seconds(Duration::from_secs(seconds));
             }
             if let Some(v) = args.doc("clusteredIndex")? {
                 o = o.clustered_index(from_spec_document(v, "clusteredIndex")?);

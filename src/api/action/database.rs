@@ -245,7 +245,7 @@ impl<'a> CreateCollection<'a> {
         write_concern: WriteConcern,
         index_option_defaults: IndexOptionDefaults,
         timeseries: TimeseriesOptions,
-        expire_after_seconds: i64,
+        expire_after_seconds: Duration,
         change_stream_pre_and_post_images: ChangeStreamPreAndPostImages,
         clustered_index: ClusteredIndex,
         comment: Bson,

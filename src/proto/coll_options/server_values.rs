@@ -362,6 +362,27 @@ impl ClusteredIndex {
     }
 }
 
+impl ClusteredIndex {
+    /// A `clusteredIndex` field read through serde: the index document, or
+    /// `true` for the default index (the shorthand Atlas lists for
+    /// time-series collections); `false` is an error, as it says nothing.
+    pub(crate) fn deserialize_self_or_true<'de, D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<ClusteredIndex>, D::Error> {
+        use serde::de::Error as _;
+        match Option::<Bson>::deserialize(deserializer)? {
+            None => Ok(None),
+            Some(Bson::Boolean(true)) => Ok(Some(ClusteredIndex::default())),
+            Some(Bson::Document(index)) => bson::from_document(index)
+                .map(Some)
+                .map_err(|e| D::Error::custom(format!("clusteredIndex: {e}"))),
+            Some(other) => Err(D::Error::custom(format!(
+                "clusteredIndex must be an index document or true, not {other}"
+            ))),
+        }
+    }
+}
+
 impl From<ClusteredIndex> for Bson {
     fn from(index: ClusteredIndex) -> Bson {
         let mut fields = doc! { "key": index.key, "unique": index.unique };

@@ -380,6 +380,15 @@ fn index_options_write_the_index_specification_and_read_it_back() {
     assert_eq!(back.sphere_2d_index_version, Some(Sphere2DIndexVersion::V3));
     assert_eq!(back.version, Some(IndexVersion::V2));
     assert_eq!(back.other, Some(doc! { "prepareUnique": true }));
+
+    // `clustered` has no setter: read from a listing, it is written back.
+    let listed = doc! { "bits": 26, "clustered": true };
+    let clustered: IndexOptions = read(listed.clone());
+    assert_eq!(
+        (clustered.bits, clustered.clustered()),
+        (Some(26), Some(true))
+    );
+    assert_eq!(written(&clustered), listed);
 }
 
 #[test]
@@ -395,9 +404,38 @@ fn create_collection_options_read_the_create_command_fields() {
     assert_eq!(options.validation_level, Some(ValidationLevel::Moderate));
     assert_eq!(options.view_on.as_deref(), Some("base"));
     assert_eq!(options.write_concern, Some(WriteConcern::majority()));
-    assert_eq!(options.expire_after_seconds, Some(60));
+    assert_eq!(options.expire_after_seconds, Some(Duration::from_secs(60)));
     let negative = bson::from_document::<CreateCollectionOptions>(doc! { "size": -1 });
     assert!(negative.is_err());
+}
+
+#[test]
+fn create_collection_options_read_clustered_index_as_a_document_or_true() {
+    let shorthand: CreateCollectionOptions = read(doc! { "clusteredIndex": true });
+    assert_eq!(shorthand.clustered_index, Some(ClusteredIndex::default()));
+    let full: CreateCollectionOptions = read(doc! {
+        "clusteredIndex": { "key": { "_id": 1 }, "unique": true, "name": "by_id", "v": 2 },
+    });
+    let index = full.clustered_index.unwrap();
+    assert_eq!((index.name.as_deref(), index.v), (Some("by_id"), Some(2)));
+    for meaningless in [
+        doc! { "clusteredIndex": false },
+        doc! { "clusteredIndex": 1 },
+    ] {
+        let error = bson::from_document::<CreateCollectionOptions>(meaningless).unwrap_err();
+        assert!(error.to_string().contains("clusteredIndex"), "{error}");
+    }
+}
+
+#[test]
+fn expire_after_seconds_is_written_and_read_as_whole_seconds() {
+    let options = CreateCollectionOptions::builder()
+        .expire_after_seconds(Duration::from_secs(90))
+        .build();
+    let written = bson::to_document(&options).unwrap();
+    assert_eq!(written.get("expireAfterSeconds"), Some(&Bson::Int32(90)));
+    let back: CreateCollectionOptions = read(written);
+    assert_eq!(back.expire_after_seconds, Some(Duration::from_secs(90)));
 }
 
 #[test]

@@ -1,13 +1,16 @@
 //! Index and collection option types: `TimeseriesOptions`, `ClusteredIndex`,
-//! `IndexOptionDefaults` and `ChangeStreamPreAndPostImages` in `create`;
-//! `IndexVersion`, `Sphere2DIndexVersion` and `CommitQuorum` in
-//! `createIndexes`. Each is checked in the command sent (a command event)
-//! and read back, typed, from `listCollections` / `listIndexes`.
+//! `IndexOptionDefaults`, `ChangeStreamPreAndPostImages` and
+//! `expire_after_seconds` in `create`; `IndexVersion`,
+//! `Sphere2DIndexVersion`, `bits` and `CommitQuorum` in `createIndexes`.
+//! Each is checked in the command sent (a command event) and read back,
+//! typed, from `listCollections` / `listIndexes`; so is an index's
+//! read-only `clustered()`, which a listed model sends back as read.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use mongodb::bson::{doc, Bson, Document};
-use mongodb::error::Result;
+use mongodb::error::{ErrorKind, Result};
 use mongodb::event::command::CommandEvent;
 use mongodb::event::EventHandler;
 use mongodb::options::{
@@ -47,6 +50,7 @@ pub fn run(uri: &str) -> Result<()> {
     db.drop().run()?;
     collections(&db, &events)?;
     indexes(&db, &events)?;
+    clustered_index_listed_and_sent_back(&db, &events)?;
     db.drop().run()?;
     Ok(())
 }
@@ -68,6 +72,7 @@ fn collections(db: &Database, events: &Events) -> Result<()> {
     clustered.name = Some("by_id".to_string());
     db.create_collection("journal")
         .clustered_index(clustered)
+        .expire_after_seconds(Duration::from_secs(120))
         .change_stream_pre_and_post_images(
             ChangeStreamPreAndPostImages::builder().enabled(true).build(),
         )
@@ -82,6 +87,8 @@ fn collections(db: &Database, events: &Events) -> Result<()> {
         sent.get_document("clusteredIndex").ok(),
         Some(&doc! { "key": { "_id": 1 }, "unique": true, "name": "by_id" })
     );
+    // Whole seconds, as an `int` (the official driver's serde form).
+    assert_eq!(sent.get("expireAfterSeconds"), Some(&Bson::Int32(120)));
     assert_eq!(
         sent.get_document("changeStreamPreAndPostImages").ok(),
         Some(&doc! { "enabled": true })
@@ -109,6 +116,10 @@ fn collections(db: &Database, events: &Events) -> Result<()> {
     assert_eq!(index.key, doc! { "_id": 1 });
     assert!(index.unique);
     assert_eq!(index.name.as_deref(), Some("by_id"));
+    assert_eq!(
+        journal.options.expire_after_seconds,
+        Some(Duration::from_secs(120))
+    );
     let images = journal.options.change_stream_pre_and_post_images.as_ref();
     assert!(images.expect("its pre- and post-image setting").enabled);
     let defaults = journal.options.index_option_defaults.as_ref();
@@ -135,6 +146,10 @@ fn indexes(db: &Database, events: &Events) -> Result<()> {
             .keys(doc! { "kind": 1 })
             .options(IndexOptions::builder().version(IndexVersion::V1).build())
             .build(),
+        IndexModel::builder()
+            .keys(doc! { "grid": "2d" })
+            .options(IndexOptions::builder().bits(26u32).build())
+            .build(),
     ];
     coll.create_indexes(models).commit_quorum(CommitQuorum::VotingMembers).run()?;
     let sent = last_sent(events, "createIndexes");
@@ -143,6 +158,8 @@ fn indexes(db: &Database, events: &Events) -> Result<()> {
     let loc = specs[0].as_document().expect("an index specification");
     assert_eq!(loc.get("2dsphereIndexVersion"), Some(&Bson::Int32(3)));
     assert_eq!(loc.get("v"), Some(&Bson::Int32(2)));
+    let grid = specs[2].as_document().expect("an index specification");
+    assert_eq!(grid.get("bits"), Some(&Bson::Int32(26)));
 
     let by_name = IndexModel::builder().keys(doc! { "name": 1 }).build();
     coll.create_index(by_name).commit_quorum(CommitQuorum::Nodes(1)).run()?;
@@ -162,5 +179,26 @@ fn indexes(db: &Database, events: &Events) -> Result<()> {
     assert!(matches!(loc.version, Some(IndexVersion::V2)));
     let kind = options_of(doc! { "kind": 1 });
     assert!(matches!(kind.version, Some(IndexVersion::V1)));
+    assert_eq!(options_of(doc! { "grid": "2d" }).bits, Some(26));
+    Ok(())
+}
+
+/// The clustered collection `journal` (made by `collections`) lists its
+/// clustered index with `clustered: true`; sent back as listed, the field
+/// reaches the server, which decides (SecantusDB 0.7 refuses it as unknown).
+fn clustered_index_listed_and_sent_back(db: &Database, events: &Events) -> Result<()> {
+    let coll = db.collection::<Document>("journal");
+    let listed: Vec<IndexModel> = coll.list_indexes().run()?.collect::<Result<_>>()?;
+    let clustered = listed
+        .into_iter()
+        .find(|m| m.options.as_ref().and_then(|o| o.clustered()) == Some(true))
+        .expect("the clustered index is listed as clustered");
+    assert_eq!(clustered.keys, doc! { "_id": 1 });
+    if let Err(error) = coll.create_index(clustered).run() {
+        assert!(matches!(*error.kind, ErrorKind::Command(_)), "{error}");
+    }
+    let sent = last_sent(events, "createIndexes");
+    let spec = sent.get_array("indexes").expect("the indexes sent")[0].as_document();
+    assert_eq!(spec.and_then(|s| s.get("clustered")), Some(&Bson::Boolean(true)));
     Ok(())
 }
