@@ -1473,13 +1473,18 @@ fn with_recovery_token(reply: Frame) -> io::Result<Frame> {
         "recoveryToken",
         doc! { "recoveryShardId": "simulated-shard" },
     );
+    Ok(reframed(&reply, &message))
+}
+
+/// `message` in place of `reply`'s body, under the same ids.
+fn reframed(reply: &Frame, message: &OpMsg) -> Frame {
     let bytes = message.encode(reply.request_id, reply.response_to);
-    Ok(Frame {
+    Frame {
         request_id: reply.request_id,
         response_to: reply.response_to,
         op_code: OP_MSG,
         body: bytes[16..].to_vec(),
-    })
+    }
 }
 
 /// An OP_MSG command error (`ok: 0`) with `extra`'s fields added; any
@@ -1501,13 +1506,7 @@ fn with_error_extra(reply: Frame, extra: &Document) -> io::Result<Frame> {
     for (key, value) in extra {
         message.body.insert(key.clone(), value.clone());
     }
-    let bytes = message.encode(reply.request_id, reply.response_to);
-    Ok(Frame {
-        request_id: reply.request_id,
-        response_to: reply.response_to,
-        op_code: OP_MSG,
-        body: bytes[16..].to_vec(),
-    })
+    Ok(reframed(&reply, &message))
 }
 
 /// A deployment shape in front of one backend: the simulator and the
