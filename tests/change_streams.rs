@@ -160,7 +160,7 @@ fn next_if_any_waits_one_get_more_and_still_moves_the_token() {
     assert!(stream.next_if_any().unwrap().is_none());
     let get_mores = recorder.named("getMore");
     assert_eq!(get_mores.len(), 1, "one getMore, then back to the caller");
-    assert_eq!(get_mores[0].get_i64("maxTimeMS").unwrap(), 100);
+    assert_eq!(get_mores[0].get_i32("maxTimeMS").unwrap(), 100);
     // The empty batch's postBatchResumeToken is the token now.
     assert!(stream.resume_token().is_some());
     assert!(opened.is_some());

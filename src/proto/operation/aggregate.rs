@@ -203,7 +203,7 @@ mod tests {
             doc! {
                 "aggregate": "coll", "pipeline": [ { "$match": { "_id": { "$gt": 1 } } } ],
                 "cursor": { "batchSize": 2_i64 }, "allowDiskUse": true, "comment": "c",
-                "maxTimeMS": 1000_i64, "let": { "x": 1 },
+                "maxTimeMS": 1000, "let": { "x": 1 },
             }
         );
         assert_eq!(aggregate.retryability(), Retryability::Read);

@@ -172,7 +172,7 @@ mod tests {
                     { "$match": { "x": 1 } }, { "$skip": 2_i64 }, { "$limit": 5_i64 },
                     { "$group": { "_id": 1, "n": { "$sum": 1 } } },
                 ],
-                "cursor": {}, "comment": "c", "hint": { "x": 1 }, "maxTimeMS": 10_i64,
+                "cursor": {}, "comment": "c", "hint": { "x": 1 }, "maxTimeMS": 10,
             }
         );
     }
@@ -194,7 +194,7 @@ mod tests {
         let mut count = EstimatedDocumentCount::new(ns(), options);
         assert_eq!(
             count.build(&server()).unwrap().body,
-            doc! { "count": "coll", "maxTimeMS": 6000_i64 }
+            doc! { "count": "coll", "maxTimeMS": 6000 }
         );
         assert_eq!(
             count

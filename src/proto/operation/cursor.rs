@@ -592,7 +592,7 @@ mod tests {
         let command = spec.get_more().unwrap().build(&server()).unwrap();
         assert_eq!(
             command.body,
-            doc! { "getMore": 5_i64, "collection": "coll", "batchSize": 2, "maxTimeMS": 250_i64, "comment": "c" }
+            doc! { "getMore": 5_i64, "collection": "coll", "batchSize": 2, "maxTimeMS": 250, "comment": "c" }
         );
     }
 

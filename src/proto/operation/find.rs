@@ -285,7 +285,7 @@ mod tests {
             doc! {
                 "find": "coll", "filter": { "x": { "$gt": 1 } }, "sort": { "x": 1 },
                 "projection": { "_id": 0 }, "hint": "x_1", "skip": 5_i64, "limit": 10_i64,
-                "batchSize": 3_i64, "comment": "why", "maxTimeMS": 1500_i64, "max": { "x": 9 },
+                "batchSize": 3_i64, "comment": "why", "maxTimeMS": 1500, "max": { "x": 9 },
                 "min": { "x": 0 }, "returnKey": false, "showRecordId": true, "tailable": true,
                 "awaitData": true, "noCursorTimeout": true, "allowPartialResults": true,
                 "collation": { "locale": "fr" }, "allowDiskUse": true, "let": { "v": 1 },

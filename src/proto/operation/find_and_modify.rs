@@ -218,7 +218,7 @@ mod tests {
             op.build(&server()).unwrap().body,
             doc! {
                 "findAndModify": "coll", "query": { "_id": { "$gt": 1 } }, "remove": true,
-                "sort": { "x": 1 }, "fields": { "x": 1, "_id": 0 }, "maxTimeMS": 5_i64, "comment": "c",
+                "sort": { "x": 1 }, "fields": { "x": 1, "_id": 0 }, "maxTimeMS": 5, "comment": "c",
             }
         );
         assert_eq!(op.retryability(), Retryability::Write);

@@ -90,7 +90,7 @@ mod tests {
         let mut list = ListIndexes::new(ns(), options);
         assert_eq!(
             list.build(&server()).unwrap().body,
-            doc! { "listIndexes": "coll", "cursor": {}, "maxTimeMS": 750_i64 }
+            doc! { "listIndexes": "coll", "cursor": {}, "maxTimeMS": 750 }
         );
     }
 }

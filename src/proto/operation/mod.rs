@@ -392,9 +392,16 @@ pub(crate) fn raw_data(raw_data: Option<bool>, server: &ServerInfo) -> Result<Op
     }
 }
 
-/// A duration as the server's `maxTimeMS`: whole milliseconds, saturating.
+/// A duration as the server's `maxTimeMS`: whole milliseconds, an `Int32`
+/// when it fits (as the official driver sends it, so a command monitor
+/// reading `get_i32("maxTimeMS")` works with either), else a saturating
+/// `Int64`.
 pub(crate) fn duration_ms(duration: Duration) -> Bson {
-    Bson::Int64(i64::try_from(duration.as_millis()).unwrap_or(i64::MAX))
+    let ms = duration.as_millis();
+    match i32::try_from(ms) {
+        Ok(ms) => Bson::Int32(ms),
+        Err(_) => Bson::Int64(i64::try_from(ms).unwrap_or(i64::MAX)),
+    }
 }
 
 /// A `u64` count option as BSON (counts beyond `i64::MAX` cannot be meant).
@@ -594,6 +601,17 @@ mod tests {
     use bson::doc;
 
     use super::*;
+
+    #[test]
+    fn max_time_is_an_int32_until_it_does_not_fit() {
+        assert_eq!(duration_ms(Duration::from_millis(250)), Bson::Int32(250));
+        let beyond = u64::try_from(i32::MAX).unwrap() + 1;
+        assert_eq!(
+            duration_ms(Duration::from_millis(beyond)),
+            Bson::Int64(i64::try_from(beyond).unwrap())
+        );
+        assert_eq!(duration_ms(Duration::MAX), Bson::Int64(i64::MAX));
+    }
 
     #[test]
     fn namespace_parses_first_dot() {
