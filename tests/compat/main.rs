@@ -92,6 +92,7 @@ programs! {
     client_bulk_write,
     cursor_commands,
     stable_api,
+    change_streams,
     surface_handles,
     surface_actions,
     surface_options,
