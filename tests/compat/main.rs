@@ -93,6 +93,7 @@ programs! {
     cursor_commands,
     stable_api,
     change_streams,
+    change_stream_options,
     surface_handles,
     surface_actions,
     surface_options,

@@ -1,15 +1,16 @@
 //! Change streams: `watch` on a collection (typed events, a pipeline,
 //! `UpdateLookup`, `batch_size`, `max_await_time`), iterated with `next`
 //! and `next_if_any`; its resume token reopening it with `resume_after`
-//! and `start_after`; `with_type`; the end of a stream (`is_alive`) after
-//! its collection is dropped; `watch` on a database and on the client; and
-//! a stream opened in a session.
+//! and `start_after`; `with_type`; a stream opened in a session; `watch` on
+//! a database and on the client; the end of a stream (`is_alive`) after its
+//! collection is dropped, and `start_after` its `invalidate`; an event not
+//! of the stream's type.
 
 use std::time::Duration;
 
 use mongodb::bson::{doc, Document};
 use mongodb::change_stream::event::{ChangeStreamEvent, OperationType, ResumeToken};
-use mongodb::error::Result;
+use mongodb::error::{ErrorKind, Result};
 use mongodb::options::FullDocumentType;
 use mongodb::sync::{ChangeStream, Client, Collection, SessionChangeStream};
 use serde::de::DeserializeOwned;
@@ -52,7 +53,9 @@ pub fn run(uri: &str) -> Result<()> {
     reopened_streams(&orders, token)?;
     session_stream(&client, &orders)?;
     database_and_client_streams(&client)?;
-    stream_ends_when_its_collection_is_dropped(&orders)?;
+    let invalidate = stream_ends_when_its_collection_is_dropped(&orders)?;
+    start_after_an_invalidate(&orders, invalidate)?;
+    an_event_not_of_the_streams_type(&orders)?;
     Ok(())
 }
 
@@ -199,13 +202,53 @@ fn database_and_client_streams(client: &Client) -> Result<()> {
 }
 
 /// Dropping the watched collection: a `drop` event, then `invalidate`, and
-/// the stream is over.
-fn stream_ends_when_its_collection_is_dropped(orders: &Collection<Order>) -> Result<()> {
+/// the stream is over; returns the `invalidate` event's token.
+fn stream_ends_when_its_collection_is_dropped(orders: &Collection<Order>) -> Result<ResumeToken> {
     let mut stream = orders.watch().max_await_time(AWAIT).run()?;
     orders.drop().run()?;
     assert_eq!(next_event(&mut stream)?.operation_type, OperationType::Drop);
-    assert_eq!(next_event(&mut stream)?.operation_type, OperationType::Invalidate);
+    let invalidate = next_event(&mut stream)?;
+    assert_eq!(invalidate.operation_type, OperationType::Invalidate);
     assert!(stream.next().is_none());
     assert!(!stream.is_alive());
+    // An ended stream stays ended.
+    assert!(stream.next_if_any()?.is_none());
+    assert!(stream.next().is_none());
+    Ok(invalidate.id)
+}
+
+/// `start_after` an `invalidate` follows the recreated collection;
+/// `resume_after` it is refused.
+fn start_after_an_invalidate(orders: &Collection<Order>, invalidate: ResumeToken) -> Result<()> {
+    orders.insert_one(order("d", 1)).run()?;
+    let mut stream = orders.watch().start_after(invalidate.clone()).max_await_time(AWAIT).run()?;
+    let event = next_event(&mut stream)?;
+    assert_eq!(event.operation_type, OperationType::Insert);
+    assert_eq!(event.full_document, Some(order("d", 1)));
+    assert!(orders.watch().resume_after(invalidate).run().is_err());
+    Ok(())
+}
+
+/// An event that does not deserialize as the stream's type is an error of
+/// its own; the stream goes on past it.
+fn an_event_not_of_the_streams_type(orders: &Collection<Order>) -> Result<()> {
+    let mut stream = orders.watch().max_await_time(AWAIT).run()?;
+    assert!(stream.is_alive());
+    let opened_at = stream.resume_token();
+    orders.clone_with_type::<Document>().insert_one(doc! { "sku": "no qty" }).run()?;
+    orders.insert_one(order("f", 2)).run()?;
+    let mut outcome = Ok(None);
+    for _ in 0..30 {
+        outcome = stream.next_if_any();
+        if !matches!(outcome, Ok(None)) {
+            break;
+        }
+    }
+    let error = outcome.expect_err("an insert without `qty` is no `Order`");
+    assert!(matches!(*error.kind, ErrorKind::BsonDeserialization(_)), "{error}");
+    assert!(stream.is_alive());
+    assert_ne!(stream.resume_token(), opened_at);
+    let next = next_event(&mut stream)?;
+    assert_eq!(next.full_document, Some(order("f", 2)));
     Ok(())
 }
