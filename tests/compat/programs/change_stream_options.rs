@@ -1,6 +1,7 @@
 //! Change-stream options and what they send: `ChangeStreamOptions` built
 //! with its builder and passed with `with_options`, then the setters one by
-//! one (`full_document_before_change` on a collection with pre-images,
+//! one (`full_document_before_change` and `FullDocumentType::Required` on
+//! a collection with pre- and post-images,
 //! `start_at_operation_time`, `show_expanded_events`,
 //! `batch_size`, `max_await_time`, `read_concern`, `selection_criteria`),
 //! each seen in the `aggregate` and `getMore` a command event handler
@@ -133,6 +134,20 @@ pub fn run(uri: &str) -> Result<()> {
     // Without `UpdateLookup`, an update brings its changes, not the document.
     let description = again.update_description.expect("an update description");
     assert_eq!(description.updated_fields, doc! { "price": 11 });
+    assert_eq!(again.full_document, None);
+    drop(replay);
+
+    // The post-image kept by the collection, without a lookup.
+    let mut post_images = prices
+        .watch()
+        .full_document(FullDocumentType::Required)
+        .max_await_time(AWAIT)
+        .run()?;
+    prices.update_one(doc! { "_id": 1 }, doc! { "$set": { "price": 14 } }).run()?;
+    let updated = next_event(&mut post_images)?;
+    assert_eq!(updated.full_document, Some(doc! { "_id": 1, "price": 14 }));
+    assert_eq!(updated.full_document_before_change, None);
+    drop(post_images);
 
     // Expanded events: a database's stream sees collections created.
     events.lock().unwrap().clear();

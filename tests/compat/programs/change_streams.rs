@@ -234,7 +234,9 @@ fn start_after_an_invalidate(orders: &Collection<Order>, invalidate: ResumeToken
 fn an_event_not_of_the_streams_type(orders: &Collection<Order>) -> Result<()> {
     let mut stream = orders.watch().max_await_time(AWAIT).run()?;
     assert!(stream.is_alive());
+    // The opening `aggregate` already gave a token (its post-batch one).
     let opened_at = stream.resume_token();
+    assert!(opened_at.is_some());
     orders.clone_with_type::<Document>().insert_one(doc! { "sku": "no qty" }).run()?;
     orders.insert_one(order("f", 2)).run()?;
     let mut outcome = Ok(None);
