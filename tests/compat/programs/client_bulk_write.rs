@@ -1,7 +1,7 @@
 //! `client.bulk_write(models)` (the server's `bulkWrite`): each model kind,
 //! through its builder and as a `WriteModel` variant, across two
 //! namespaces; the summary result and `.verbose_results()`;
-//! `.ordered(false)`; and a failing model seen through
+//! `.ordered(false)`, `.let_vars(..)`; and a failing model seen through
 //! `ErrorKind::BulkWrite`, its write errors and its partial result.
 
 use mongodb::bson::{doc, Bson, Document};
@@ -120,6 +120,20 @@ pub fn run(uri: &str) -> Result<()> {
     assert_eq!(verbose.insert_results.len(), 1);
     assert_eq!(verbose.update_results.len(), 2);
     assert_eq!(verbose.delete_results.len(), 1);
+
+    // Options for the whole command: `let` constants every model's filter
+    // can read as `$$name`, and a comment.
+    let with_let = client
+        .bulk_write([UpdateManyModel::builder()
+            .namespace(people.namespace())
+            .filter(doc! { "$expr": { "$gte": ["$n", "$$floor"] } })
+            .update(doc! { "$set": { "high": true } })
+            .build()])
+        .let_vars(doc! { "floor": 10 })
+        .comment("compat bulk")
+        .run()?;
+    assert_eq!(with_let.matched_count, 3, "n: 11, 10 and 19, not 5");
+    assert_eq!(people.count_documents(doc! { "high": true }).run()?, 3);
 
     // A failing model, ordered (the default): the writes before it are the
     // partial result, the ones after it are not attempted.

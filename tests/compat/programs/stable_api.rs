@@ -12,15 +12,10 @@ use mongodb::event::EventHandler;
 use mongodb::options::{ClientOptions, ServerApi, ServerApiVersion};
 use mongodb::sync::Client;
 
-fn client_with(uri: &str, strict: bool, started: &Arc<Mutex<Vec<Document>>>) -> Result<Client> {
+fn client_with(uri: &str, api: ServerApi, started: &Arc<Mutex<Vec<Document>>>) -> Result<Client> {
     let seen = started.clone();
     let mut options = ClientOptions::parse(uri).run()?;
-    options.server_api = Some(
-        ServerApi::builder()
-            .version(ServerApiVersion::V1)
-            .strict(strict)
-            .build(),
-    );
+    options.server_api = Some(api);
     options.command_event_handler = Some(EventHandler::callback(move |event: CommandEvent| {
         if let CommandEvent::Started(event) = event {
             seen.lock().unwrap().push(event.command);
@@ -41,7 +36,13 @@ fn sent(started: &Arc<Mutex<Vec<Document>>>, name: &str) -> Document {
 
 pub fn run(uri: &str) -> Result<()> {
     let started = Arc::new(Mutex::new(Vec::new()));
-    let strict = client_with(uri, true, &started)?;
+    let api = ServerApi::builder()
+        .version(ServerApiVersion::V1)
+        .strict(true)
+        .build();
+    assert_eq!(api.strict, Some(true));
+    assert_eq!(api.deprecation_errors, None);
+    let strict = client_with(uri, api, &started)?;
     let coll = strict
         .database("compat_stable_api")
         .collection::<Document>("c");
@@ -74,7 +75,12 @@ pub fn run(uri: &str) -> Result<()> {
     }
 
     let started = Arc::new(Mutex::new(Vec::new()));
-    let lenient = client_with(uri, false, &started)?;
+    let api = ServerApi::builder()
+        .version(ServerApiVersion::V1)
+        .strict(false)
+        .deprecation_errors(true)
+        .build();
+    let lenient = client_with(uri, api, &started)?;
     let values = lenient
         .database("compat_stable_api")
         .collection::<Document>("c")
@@ -84,5 +90,9 @@ pub fn run(uri: &str) -> Result<()> {
     let distinct = sent(&started, "distinct");
     assert_eq!(distinct.get("apiVersion"), Some(&Bson::from("1")));
     assert_eq!(distinct.get("apiStrict"), Some(&Bson::Boolean(false)));
+    assert_eq!(
+        distinct.get("apiDeprecationErrors"),
+        Some(&Bson::Boolean(true))
+    );
     Ok(())
 }
