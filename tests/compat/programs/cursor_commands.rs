@@ -16,6 +16,17 @@ use mongodb::options::{
 };
 use mongodb::sync::Client;
 
+/// The `getMore`s among the commands recorded so far.
+fn recorded_get_mores(started: &Mutex<Vec<Document>>) -> Vec<Document> {
+    started
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|command| command.contains_key("getMore"))
+        .cloned()
+        .collect()
+}
+
 pub fn run(uri: &str) -> Result<()> {
     let started: Arc<Mutex<Vec<Document>>> = Arc::new(Mutex::new(Vec::new()));
     let seen = started.clone();
@@ -49,13 +60,7 @@ pub fn run(uri: &str) -> Result<()> {
         .map(|document| document.map(|d| d.get_i32("n").unwrap_or(-1)))
         .collect::<Result<Vec<i32>>>()?;
     assert_eq!(ns, (0..7).collect::<Vec<_>>());
-    let get_mores: Vec<Document> = started
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|command| command.contains_key("getMore"))
-        .cloned()
-        .collect();
+    let get_mores = recorded_get_mores(&started);
     // 7 documents: 3, then 2 and 2 (and an empty last batch if the server
     // only finds the end on the next getMore).
     assert!(get_mores.len() >= 2, "{get_mores:?}");
@@ -98,13 +103,7 @@ pub fn run(uri: &str) -> Result<()> {
     let late = tail.next().expect("a tailable cursor does not end")?;
     assert_eq!(late.get_i32("n").ok(), Some(3));
     drop(tail);
-    let get_mores: Vec<Document> = started
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|command| command.contains_key("getMore"))
-        .cloned()
-        .collect();
+    let get_mores = recorded_get_mores(&started);
     assert!(get_mores.len() >= 2, "{get_mores:?}");
     for get_more in &get_mores {
         assert_eq!(get_more.get("batchSize"), Some(&Bson::Int32(1)));
