@@ -112,12 +112,7 @@ pub(crate) fn u32_as_i32<S: Serializer>(
     value: &Option<u32>,
     serializer: S,
 ) -> Result<S::Ok, S::Error> {
-    match value {
-        Some(n) => i32::try_from(*n)
-            .map_err(|_| serde::ser::Error::custom(format!("{n} does not fit in an i32")))?
-            .serialize(serializer),
-        None => serializer.serialize_none(),
-    }
+    narrowed::<u32, i32, S>(*value, "i32", serializer)
 }
 
 /// An `Option<u64>` written as an `i64` (an error when it does not fit).
@@ -126,9 +121,20 @@ pub(crate) fn u64_as_i64<S: Serializer>(
     value: &Option<u64>,
     serializer: S,
 ) -> Result<S::Ok, S::Error> {
+    narrowed::<u64, i64, S>(*value, "i64", serializer)
+}
+
+/// `value` written as the signed type the server reads, `wide` naming it in
+/// the error when it does not fit.
+fn narrowed<N, W, S>(value: Option<N>, wide: &str, serializer: S) -> Result<S::Ok, S::Error>
+where
+    N: Copy + std::fmt::Display,
+    W: TryFrom<N> + Serialize,
+    S: Serializer,
+{
     match value {
-        Some(n) => i64::try_from(*n)
-            .map_err(|_| serde::ser::Error::custom(format!("{n} does not fit in an i64")))?
+        Some(n) => W::try_from(n)
+            .map_err(|_| serde::ser::Error::custom(format!("{n} does not fit in an {wide}")))?
             .serialize(serializer),
         None => serializer.serialize_none(),
     }

@@ -45,8 +45,8 @@ use bson::oid::ObjectId;
 use bson::{doc, Bson, DateTime, Document, Timestamp};
 
 use super::raw::{
-    compress_frame, decompress_frame, encode_op_reply, parse_op_msg, parse_op_query, read_frame,
-    Frame, OpMsg, COMPRESSOR_NAMES, FLAG_MORE_TO_COME, OP_COMPRESSED, OP_MSG, OP_QUERY,
+    compress_frame, decompress_frame, encode_op_reply, is_ok, parse_op_msg, parse_op_query,
+    read_frame, Frame, OpMsg, COMPRESSOR_NAMES, FLAG_MORE_TO_COME, OP_COMPRESSED, OP_MSG, OP_QUERY,
     QUERY_FLAG_SECONDARY_OK,
 };
 use super::server::TestServer;
@@ -1494,13 +1494,7 @@ fn with_error_extra(reply: Frame, extra: &Document) -> io::Result<Frame> {
         return Ok(reply);
     }
     let mut message = parse_op_msg(&reply.body)?;
-    let ok = match message.body.get("ok") {
-        Some(Bson::Double(ok)) => *ok,
-        Some(Bson::Int32(ok)) => f64::from(*ok),
-        Some(Bson::Int64(ok)) => *ok as f64,
-        _ => return Ok(reply),
-    };
-    if ok != 0.0 {
+    if !message.body.contains_key("ok") || is_ok(&message.body) {
         return Ok(reply);
     }
     for (key, value) in extra {
