@@ -2,7 +2,7 @@
 //!
 //! The server binary is found through `$SECANTUSD`, then
 //! `<crate>/.venv/bin/secantusd-py` (what `.ci/run` installs), then
-//! `secantusd-py` on `PATH`. It listens on a free loopback port with
+//! `secantusd-py` on `PATH`. It listens on a loopback port it picks itself with
 //! `--storage-path :memory: --enable-test-commands`; startup takes about
 //! 0.3 s, so dedicated servers are cheap, and [`TestServer::shared`] saves even
 //! that for tests that only read and write their own collections.
@@ -14,17 +14,16 @@
 //! dropped.
 //!
 //! Each server's stdout and stderr go to
-//! `target/test-servers/secantusd-<port>-<pid>-<n>.log`; the file is deleted
+//! `target/test-servers/secantusd-<pid>-<n>.log`; the file is deleted
 //! when the server is dropped normally and kept (its path printed) when the
 //! test panicked, so that directory holds only logs worth reading.
 
-use std::collections::BTreeSet;
 use std::fs::{self, OpenOptions};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -122,10 +121,10 @@ fn sweep_scratch_dirs(dir: &Path) {
     };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        // tmp-<port>-<pid>-<n>
+        // tmp-<pid>-<n>
         let owner = name
             .strip_prefix("tmp-")
-            .and_then(|rest| rest.split('-').nth(1))
+            .and_then(|rest| rest.split('-').next())
             .and_then(|pid| pid.parse::<u32>().ok());
         if let Some(pid) = owner {
             if !Path::new(&format!("/proc/{pid}")).exists() {
@@ -135,24 +134,14 @@ fn sweep_scratch_dirs(dir: &Path) {
     }
 }
 
-/// A port that was free a moment ago (the OS picks it for a port-0 bind),
-/// and that this process has not handed out before: two servers started at
-/// once by two tests must not be given the same port.
+/// A port that was free a moment ago (the OS picks it for a port-0 bind):
+/// for a test that needs an address nothing listens on. Servers pick their
+/// own port ([`TestServer::with_options`]).
 pub fn free_port() -> u16 {
-    static HANDED_OUT: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
-    loop {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .expect("cannot bind a loopback port");
-        if HANDED_OUT
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .insert(port)
-        {
-            return port;
-        }
-    }
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("cannot bind a loopback port")
 }
 
 /// Whether the process `pid` holds the socket listening on
@@ -185,6 +174,17 @@ fn listens_on(pid: u32, port: u16) -> Option<bool> {
     }))
 }
 
+/// The port a server started with `--port 0` says it listens on
+/// ("secantus listening on 127.0.0.1:PORT"), once it has said so.
+fn listening_port(log: &Path) -> Option<u16> {
+    const SAID: &str = "listening on 127.0.0.1:";
+    let text = fs::read_to_string(log).ok()?;
+    let line = text.lines().rev().find(|line| line.contains(SAID))?;
+    let after = &line[line.find(SAID)? + SAID.len()..];
+    let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
 fn tail(path: &Path) -> String {
     let text = fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
@@ -206,12 +206,14 @@ impl TestServer {
         })
     }
 
-    /// Starts a server with the given options on a fresh free port, retrying
-    /// on a new port if another process took it first.
+    /// Starts a server with the given options on a port the server picks
+    /// itself (`--port 0`, read back from its log), so that no other test or
+    /// process can be handed the same port between our choosing it and the
+    /// server binding it; tries again if a start fails.
     pub fn with_options(options: ServerOptions) -> TestServer {
         let mut last_error = String::new();
         for _ in 0..5 {
-            match Self::start_on(free_port(), options.clone()) {
+            match Self::start_on(0, options.clone()) {
                 Ok(server) => return server,
                 Err(e) => last_error = e,
             }
@@ -219,8 +221,9 @@ impl TestServer {
         panic!("SecantusDB did not start after 5 attempts: {last_error}");
     }
 
-    /// Starts a server on `port`; an error when it cannot listen there
-    /// (another process holds the port) or does not answer in time.
+    /// Starts a server on `port` (0: a port it picks); an error when it
+    /// cannot listen there (another process holds the port) or does not
+    /// answer in time.
     pub fn start_on(port: u16, options: ServerOptions) -> Result<TestServer, String> {
         let mut server = TestServer {
             options,
@@ -255,8 +258,7 @@ impl TestServer {
         let binary = server_binary();
         if self.log_path.as_os_str().is_empty() {
             let stem = format!(
-                "{}-{}-{}",
-                self.port,
+                "{}-{}",
                 std::process::id(),
                 STARTS.fetch_add(1, Ordering::Relaxed)
             );
@@ -318,7 +320,10 @@ impl TestServer {
                     tail(&self.log_path)
                 ));
             }
-            if self.answers_hello() && self.own_server_listens() {
+            if self.port == 0 {
+                self.port = listening_port(&self.log_path).unwrap_or(0);
+            }
+            if self.port != 0 && self.answers_hello() && self.own_server_listens() {
                 return Ok(());
             }
             if started.elapsed() > STARTUP_TIMEOUT {
